@@ -1,0 +1,241 @@
+// Package apps holds one build context per application image (source,
+// Dockerfile, app.yaml metadata) and embeds them in the rttlab binary so the
+// tool works outside a checkout.
+package apps
+
+import (
+	"bytes"
+	"fmt"
+	"io/fs"
+	"regexp"
+	"sort"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Meta is the content of apps/<name>/app.yaml.
+type Meta struct {
+	Name        string  `yaml:"name"`
+	Description string  `yaml:"description"`
+	Kind        string  `yaml:"kind"` // "app" (serves the route contract), "database", "agent"
+	Port        int     `yaml:"port"`
+	Health      string  `yaml:"health"`
+	Routes      []Route `yaml:"routes"`
+	// Variants of one image, exposed as apps named <name>-<variant>; the
+	// variant is passed to the container in the VariantEnv variable.
+	Variants   []string `yaml:"variants"`
+	VariantEnv string   `yaml:"variant_env"`
+	// Base is the image this context builds FROM (informational; every
+	// Dockerfile starts FROM debian:trixie-slim).
+	Base string `yaml:"base"`
+	// GoBuild lists Go main packages of this module that are cross-built
+	// on the host (CGO_ENABLED=0, the engine's OS/arch) and added to the
+	// build context under Output before the image is built.
+	GoBuild []GoBuild `yaml:"gobuild"`
+	// BuildArgs are passed to the image build.
+	BuildArgs map[string]string `yaml:"buildargs"`
+	// Env is added to the container's environment.
+	Env map[string]string `yaml:"env"`
+}
+
+// Route is one HTTP route of the route contract with the database work it
+// must do per request.
+type Route struct {
+	Path string `yaml:"path"`
+	// Statements per request. For a parameterised route such as
+	// /serial?n=N, StatementsPerN is set instead: statements = N.
+	Statements     int  `yaml:"statements"`
+	StatementsPerN bool `yaml:"statements_per_n"`
+}
+
+// GoBuild names one Go program cross-built into the context.
+type GoBuild struct {
+	Package string `yaml:"package"` // import path relative to the module root, e.g. ./apps/go
+	Output  string `yaml:"output"`  // file name inside the build context
+}
+
+var nameRE = regexp.MustCompile(`^[a-z][a-z0-9-]{0,30}$`)
+
+// ValidName reports whether s may name an app (it becomes an image name).
+func ValidName(s string) bool { return nameRE.MatchString(s) }
+
+// ParseMeta parses and validates app.yaml content. dir names the folder in
+// errors.
+func ParseMeta(dir string, data []byte) (*Meta, error) {
+	var m Meta
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&m); err != nil {
+		return nil, fmt.Errorf("apps/%s/app.yaml: %w", dir, err)
+	}
+	if err := m.Validate(dir); err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
+// Validate checks the metadata for the mistakes a person adding an app makes.
+func (m *Meta) Validate(dir string) error {
+	where := "apps/" + dir + "/app.yaml"
+	if m.Name == "" {
+		return fmt.Errorf("%s: name is missing (set name: %s)", where, dir)
+	}
+	if m.Name != dir {
+		return fmt.Errorf("%s: name %q does not match its folder %q", where, m.Name, dir)
+	}
+	if !ValidName(m.Name) {
+		return fmt.Errorf("%s: name %q is invalid: use lower-case letters, digits and '-'", where, m.Name)
+	}
+	switch m.Kind {
+	case "":
+		m.Kind = "app"
+	case "app", "database", "agent":
+	default:
+		return fmt.Errorf("%s: kind %q is unknown (app, database or agent)", where, m.Kind)
+	}
+	if m.Kind != "app" {
+		return nil
+	}
+	if m.Port <= 0 || m.Port > 65535 {
+		return fmt.Errorf("%s: port %d is out of range 1-65535", where, m.Port)
+	}
+	if !strings.HasPrefix(m.Health, "/") {
+		return fmt.Errorf("%s: health %q must be a path starting with /", where, m.Health)
+	}
+	if len(m.Routes) == 0 {
+		return fmt.Errorf("%s: routes are missing (see apps/README.md for the route contract)", where)
+	}
+	seen := map[string]bool{}
+	for _, r := range m.Routes {
+		if !strings.HasPrefix(r.Path, "/") {
+			return fmt.Errorf("%s: route %q must start with /", where, r.Path)
+		}
+		if seen[r.Path] {
+			return fmt.Errorf("%s: route %s is listed twice", where, r.Path)
+		}
+		seen[r.Path] = true
+		if r.Statements < 0 {
+			return fmt.Errorf("%s: route %s: statements %d is negative", where, r.Path, r.Statements)
+		}
+		if r.StatementsPerN && r.Statements != 0 {
+			return fmt.Errorf("%s: route %s: set statements or statements_per_n, not both", where, r.Path)
+		}
+	}
+	if len(m.Variants) > 0 && m.VariantEnv == "" {
+		return fmt.Errorf("%s: variants need variant_env (the variable that selects one)", where)
+	}
+	for _, v := range m.Variants {
+		if !ValidName(m.Name + "-" + v) {
+			return fmt.Errorf("%s: variant %q gives the invalid name %s-%s", where, v, m.Name, v)
+		}
+	}
+	for _, g := range m.GoBuild {
+		if g.Package == "" || g.Output == "" || strings.Contains(g.Output, "/") {
+			return fmt.Errorf("%s: gobuild entries need package and a plain output file name", where)
+		}
+	}
+	return nil
+}
+
+// Route returns the route with the given path.
+func (m *Meta) Route(path string) (Route, bool) {
+	for _, r := range m.Routes {
+		if r.Path == path {
+			return r, true
+		}
+	}
+	return Route{}, false
+}
+
+// RoutePaths lists the route paths in metadata order.
+func (m *Meta) RoutePaths() []string {
+	out := make([]string, 0, len(m.Routes))
+	for _, r := range m.Routes {
+		out = append(out, r.Path)
+	}
+	return out
+}
+
+// Load reads every app folder of fsys (folders holding an app.yaml).
+func Load(fsys fs.FS) (map[string]*Meta, error) {
+	entries, err := fs.ReadDir(fsys, ".")
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]*Meta{}
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		data, err := fs.ReadFile(fsys, e.Name()+"/app.yaml")
+		if err != nil {
+			continue
+		}
+		m, err := ParseMeta(e.Name(), data)
+		if err != nil {
+			return nil, err
+		}
+		out[m.Name] = m
+	}
+	return out, nil
+}
+
+// Names returns the sorted names of apps of the given kind ("" for all).
+func Names(all map[string]*Meta, kind string) []string {
+	var out []string
+	for n, m := range all {
+		if kind == "" || m.Kind == kind {
+			out = append(out, n)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Target is one runnable app: an app folder, or one variant of it.
+type Target struct {
+	Name    string // go, axum-cached
+	Meta    *Meta
+	Variant string
+	Env     map[string]string // metadata env plus the variant switch
+}
+
+// Targets lists every runnable app (variants expanded), sorted by name.
+func Targets(all map[string]*Meta) []Target {
+	var out []Target
+	for _, n := range Names(all, "app") {
+		m := all[n]
+		if len(m.Variants) == 0 {
+			out = append(out, Target{Name: n, Meta: m, Env: copyEnv(m.Env)})
+			continue
+		}
+		for _, v := range m.Variants {
+			env := copyEnv(m.Env)
+			env[m.VariantEnv] = v
+			out = append(out, Target{Name: n + "-" + v, Meta: m, Variant: v, Env: env})
+		}
+	}
+	return out
+}
+
+// Resolve finds a runnable app by name; an app with variants is named
+// <app>-<variant>. The error lists the known names.
+func Resolve(all map[string]*Meta, name string) (Target, error) {
+	var known []string
+	for _, t := range Targets(all) {
+		if t.Name == name {
+			return t, nil
+		}
+		known = append(known, t.Name)
+	}
+	return Target{}, fmt.Errorf("unknown app %q (known apps: %s)", name, strings.Join(known, ", "))
+}
+
+func copyEnv(m map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}

@@ -1,0 +1,40 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rttlab/rttlab/orchestrator"
+)
+
+func newDoctorCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "doctor",
+		Short: "Check this host: engine, privileges, netem, NFQUEUE, debootstrap, base image, disk",
+		Long: `Prints one line per check with OK, WARN or FAIL and the fix. Kernel netem and
+NFQUEUE are tried for real in a throwaway network namespace, and the
+kernel's own words are shown when they fail. Exits non-zero when
+something required is missing (the engine, root or CAP_NET_ADMIN, one
+working shaper, enough disk).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			rt, err := connect(ctx)
+			var d orchestrator.Docker
+			if err == nil {
+				defer rt.Close()
+				d = rt
+			}
+			checks := orchestrator.Doctor(ctx, orchestrator.HostDoctorEnv(d, err))
+			for _, c := range checks {
+				fmt.Fprintln(cmd.OutOrStdout(), c)
+			}
+			if orchestrator.DoctorFailed(checks) {
+				return errors.New("doctor: a required check failed (see FAIL above)")
+			}
+			return nil
+		},
+	}
+}

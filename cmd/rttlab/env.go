@@ -1,0 +1,132 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/rttlab/rttlab/apps"
+	"github.com/rttlab/rttlab/orchestrator"
+)
+
+// appsTree returns the apps metadata and the tree they were read from.
+func appsTree() (map[string]*apps.Meta, fs.FS, string, error) {
+	src, _ := orchestrator.FindSource()
+	fsys := apps.FS(src)
+	all, err := apps.Load(fsys)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	return all, fsys, src, nil
+}
+
+func connect(ctx context.Context) (*orchestrator.Runtime, error) {
+	return orchestrator.NewRuntime(ctx)
+}
+
+func newBuilder(ctx context.Context, rt *orchestrator.Runtime, noCache bool, log io.Writer) (*orchestrator.Builder, error) {
+	all, fsys, src, err := appsTree()
+	if err != nil {
+		return nil, err
+	}
+	info, err := rt.EngineInfo(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &orchestrator.Builder{
+		Images:  rt,
+		Apps:    all,
+		FS:      fsys,
+		GOOS:    info.OS,
+		GOARCH:  info.Arch,
+		SrcDir:  src,
+		Version: versionString(),
+		NoCache: noCache,
+		Log:     log,
+	}, nil
+}
+
+// imagesFor returns the image folders needed to run the given apps:
+// postgres, the agent and each app's folder, without repeats.
+func imagesFor(targets []apps.Target, agent bool) []string {
+	seen := map[string]bool{}
+	var out []string
+	add := func(n string) {
+		if !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	add("postgres")
+	if agent {
+		add("agent")
+	}
+	for _, t := range targets {
+		add(t.Meta.Name)
+	}
+	return out
+}
+
+// resolveTargets maps app names (or all apps when empty) to targets.
+func resolveTargets(all map[string]*apps.Meta, names []string) ([]apps.Target, error) {
+	if len(names) == 0 {
+		return apps.Targets(all), nil
+	}
+	var out []apps.Target
+	for _, n := range names {
+		for _, part := range strings.Split(n, ",") {
+			if part == "" {
+				continue
+			}
+			t, err := apps.Resolve(all, part)
+			if err != nil {
+				return nil, usageError{err}
+			}
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}
+
+// ensureImages makes the base image and the images the targets need.
+func ensureImages(ctx context.Context, rt *orchestrator.Runtime, targets []apps.Target, agent bool, w io.Writer) error {
+	path, _, err := orchestrator.EnsureBase(ctx, rt, orchestrator.BaseOptions{})
+	if err != nil {
+		return err
+	}
+	if path != orchestrator.BasePresent {
+		fmt.Fprintf(w, "base image %s: %s\n", orchestrator.BaseImage, path)
+	}
+	b, err := newBuilder(ctx, rt, false, nil)
+	if err != nil {
+		return err
+	}
+	built, err := b.Build(ctx, imagesFor(targets, agent))
+	for _, r := range built {
+		fmt.Fprintf(w, "image %-24s %s  %.1fs\n", r.Tag, shortID(r.ID), r.Duration.Seconds())
+	}
+	return err
+}
+
+func shortID(id string) string {
+	id = strings.TrimPrefix(id, "sha256:")
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}
+
+func sortedKeys[M ~map[string]V, V any](m M) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+var stderr io.Writer = os.Stderr

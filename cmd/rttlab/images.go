@@ -1,0 +1,138 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rttlab/rttlab/orchestrator"
+)
+
+func newImagesCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "images",
+		Short: "Make the base image and build the app images",
+	}
+	cmd.AddCommand(newImagesBaseCmd(), newImagesBuildCmd())
+	return cmd
+}
+
+type imagesBaseOptions struct {
+	ref      string
+	skipPull bool
+	mirror   string
+	verbose  bool
+}
+
+func newImagesBaseCmd() *cobra.Command {
+	o := &imagesBaseOptions{}
+	cmd := &cobra.Command{
+		Use:   "base",
+		Short: "Make sure debian:trixie-slim exists (present, pulled, or built with debootstrap)",
+		Long: `Every rttlab Dockerfile starts FROM debian:trixie-slim. This command makes
+sure that image exists: when present it does nothing; when a registry
+answers it pulls it; otherwise it builds it with
+'debootstrap --variant=minbase trixie' (about a minute; needs root and the
+debootstrap package) and imports the tree through the Engine API.
+It prints which path was taken.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			rt, err := connect(ctx)
+			if err != nil {
+				return err
+			}
+			defer rt.Close()
+			bo := orchestrator.BaseOptions{Ref: o.ref, SkipPull: o.skipPull, Mirror: o.mirror}
+			if o.verbose {
+				bo.Log = os.Stderr
+			}
+			start := time.Now()
+			path, id, err := orchestrator.EnsureBase(ctx, rt, bo)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "base image %s: %s (%s, %.1fs)\n", o.ref, path, shortID(id), time.Since(start).Seconds())
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&o.ref, "tag", orchestrator.BaseImage, "image reference to ensure")
+	cmd.Flags().BoolVar(&o.skipPull, "skip-pull", false, "do not try a registry; build with debootstrap when absent")
+	cmd.Flags().StringVar(&o.mirror, "mirror", "http://deb.debian.org/debian", "Debian mirror for debootstrap")
+	cmd.Flags().BoolVarP(&o.verbose, "verbose", "v", false, "show debootstrap output")
+	return cmd
+}
+
+type imagesBuildOptions struct {
+	noCache bool
+	verbose bool
+}
+
+func newImagesBuildCmd() *cobra.Command {
+	o := &imagesBuildOptions{}
+	cmd := &cobra.Command{
+		Use:   "build [APP...]",
+		Short: "Build app images from apps/<name>/ (all when none named)",
+		Long: `Builds rttlab/<name>:latest from the apps/<name>/ build context through the
+Engine API (the contexts are embedded in rttlab; inside a checkout the
+checkout's apps/ folder is used, so a new folder needs no rebuild of
+rttlab). Go programs an image needs are cross-built on this host for the
+engine's OS and architecture first. Unchanged contexts reuse the build
+cache. Prints each image's tag, ID and build time.
+
+Examples:
+  rttlab images build              # postgres, agent and every app
+  rttlab images build postgres go  # just these`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			rt, err := connect(ctx)
+			if err != nil {
+				return err
+			}
+			defer rt.Close()
+			out := cmd.OutOrStdout()
+			path, _, err := orchestrator.EnsureBase(ctx, rt, orchestrator.BaseOptions{})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(out, "base image %s: %s\n", orchestrator.BaseImage, path)
+			var log = os.Stderr
+			b, err := newBuilder(ctx, rt, o.noCache, nil)
+			if err != nil {
+				return err
+			}
+			if o.verbose {
+				b.Log = log
+			}
+			names := args
+			if len(names) == 0 {
+				names = sortedKeys(b.Apps)
+			}
+			for i, n := range names {
+				if t, ok := b.Apps[n]; ok {
+					names[i] = t.Name
+					continue
+				}
+				t, err := resolveTargets(b.Apps, []string{n})
+				if err != nil {
+					return err
+				}
+				names[i] = t[0].Meta.Name
+			}
+			for _, n := range names {
+				res, err := b.Build(ctx, []string{n})
+				if err != nil {
+					return err
+				}
+				r := res[0]
+				fmt.Fprintf(out, "%-26s %s  %6.1fs\n", r.Tag, shortID(r.ID), r.Duration.Seconds())
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&o.noCache, "no-cache", false, "do not use the build cache")
+	cmd.Flags().BoolVarP(&o.verbose, "verbose", "v", false, "show build output")
+	return cmd
+}

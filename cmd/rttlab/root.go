@@ -1,0 +1,52 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+)
+
+type rootOptions struct {
+	logLevel string
+}
+
+func newRootCmd() *cobra.Command {
+	o := &rootOptions{}
+	cmd := &cobra.Command{
+		Use:   "rttlab",
+		Short: "Measure what sub-millisecond app<->database RTT costs your requests",
+		Long: `rttlab starts PostgreSQL, an application and a load client in Docker
+containers on one host, injects a split delay between the application and
+the database (half on each side), verifies the delay with ICMP and SELECT 1
+probes, and reports request latency with bootstrap confidence intervals.
+
+Start with:
+  rttlab doctor          check the engine, privileges, netem/NFQUEUE and disk
+  rttlab images build    build the base image and every app image
+  rttlab verify go       prove the Go app does the database work it claims
+  rttlab up go           start PostgreSQL + the Go app for manual poking`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Version:       versionString(),
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			return setupLogging(o.logLevel)
+		},
+	}
+	cmd.PersistentFlags().StringVar(&o.logLevel, "log-level", "warn", "log level: debug, info, warn or error")
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
+	cmd.AddCommand(
+		newDoctorCmd(),
+		newImagesCmd(),
+		newUpCmd(),
+		newDownCmd(),
+		newVerifyCmd(),
+		newCleanCmd(),
+		newAppsCmd(),
+	)
+	return cmd
+}
+
+func versionString() string {
+	if commit != "" {
+		return version + " (" + commit + ")"
+	}
+	return version
+}

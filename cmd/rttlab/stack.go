@@ -1,0 +1,278 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rttlab/rttlab/apps"
+	"github.com/rttlab/rttlab/orchestrator"
+)
+
+type upOptions struct {
+	app string
+}
+
+func newUpCmd() *cobra.Command {
+	o := &upOptions{}
+	cmd := &cobra.Command{
+		Use:   "up APP",
+		Short: "Start PostgreSQL + APP on a fresh private network for manual poking",
+		Long: `Starts PostgreSQL and APP on a new private network (building missing
+images first) and prints how to reach them. The app's port is published
+on 127.0.0.1 only. The stack stays up until 'rttlab down'.
+
+Example:
+  rttlab up go
+  curl -s http://127.0.0.1:PORT/feed
+  rttlab down`,
+		Args: cobra.ExactArgs(1),
+		PreRunE: func(cmd *cobra.Command, args []string) error {
+			o.app = args[0]
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			all, _, _, err := appsTree()
+			if err != nil {
+				return err
+			}
+			targets, err := resolveTargets(all, []string{o.app})
+			if err != nil {
+				return err
+			}
+			rt, err := connect(ctx)
+			if err != nil {
+				return err
+			}
+			defer rt.Close()
+			out := cmd.OutOrStdout()
+			if err := ensureImages(ctx, rt, targets, false, out); err != nil {
+				return err
+			}
+			st, err := orchestrator.StartStack(ctx, rt, orchestrator.StackOptions{Target: targets[0], Up: true, Publish: true})
+			if err != nil {
+				return err
+			}
+			printStack(out, st)
+			return nil
+		},
+	}
+	return cmd
+}
+
+func printStack(out interface{ Write([]byte) (int, error) }, st *orchestrator.Stack) {
+	db := st.Role("db")
+	app := st.Role("app")
+	fmt.Fprintf(out, "stack %s is up (network %s)\n", st.RunID, st.Network)
+	fmt.Fprintf(out, "  app %-10s %s  (private %s)\n", st.Target.Name, st.AppURL, st.AppAddr)
+	for _, r := range st.Target.Meta.Routes {
+		p := r.Path
+		if r.StatementsPerN {
+			p += "?n=5"
+		}
+		fmt.Fprintf(out, "    curl -s %s%s\n", st.AppURL, p)
+	}
+	fmt.Fprintf(out, "  database   %s (private %s:5432, role rttlab, password %s)\n", db.Name, db.IP, st.Password)
+	fmt.Fprintf(out, "    docker exec -it -u postgres %s psql -d rttlab\n", db.Name)
+	fmt.Fprintf(out, "  app logs:  docker logs %s\n", app.Name)
+	fmt.Fprintf(out, "  stop with: rttlab down --run %s\n", st.RunID)
+}
+
+type downOptions struct {
+	run string
+}
+
+func newDownCmd() *cobra.Command {
+	o := &downOptions{}
+	cmd := &cobra.Command{
+		Use:   "down",
+		Short: "Remove stacks started with 'rttlab up'",
+		Long: `Removes the containers and networks of every stack started with
+'rttlab up' (or only the one named with --run).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := context.WithoutCancel(cmd.Context())
+			rt, err := connect(ctx)
+			if err != nil {
+				return err
+			}
+			defer rt.Close()
+			runs, err := upRuns(ctx, rt, o.run)
+			if err != nil {
+				return err
+			}
+			if len(runs) == 0 {
+				fmt.Fprintln(cmd.OutOrStdout(), "no stack started with 'rttlab up' is running")
+				return nil
+			}
+			for _, r := range runs {
+				c, err := orchestrator.CleanRun(ctx, rt, r)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "stack %s removed: %s\n", r, c)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&o.run, "run", "", "remove only this stack (its run id)")
+	return cmd
+}
+
+// upRuns lists the run ids of stacks started by `up` (only id when set;
+// refused when id is not such a stack).
+func upRuns(ctx context.Context, d orchestrator.Docker, id string) ([]string, error) {
+	filter := map[string]string{orchestrator.LabelStack: "up"}
+	if id != "" {
+		filter[orchestrator.LabelRun] = id
+	}
+	cs, err := d.ListContainers(ctx, filter)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, c := range cs {
+		r := c.Labels[orchestrator.LabelRun]
+		if !seen[r] {
+			seen[r] = true
+			out = append(out, r)
+		}
+	}
+	if id != "" && len(out) == 0 {
+		return nil, usagef("no stack started with 'rttlab up' has run id %q (see 'docker ps --filter label=%s=up')", id, orchestrator.LabelStack)
+	}
+	return out, nil
+}
+
+type verifyOptions struct {
+	requests int
+	serialN  int
+}
+
+func newVerifyCmd() *cobra.Command {
+	o := &verifyOptions{}
+	cmd := &cobra.Command{
+		Use:   "verify [APP...]",
+		Short: "Prove each app does the database work its routes claim (before any timing)",
+		Long: `For each app (all when none named): start PostgreSQL + the app, check every
+route of the route contract (status, content type, JSON shape, the 400 on a
+bad n), then reset pg_stat_statements, send requests and check that the
+statements per request are exactly what apps/<app>/app.yaml says (3 for
+/feed, 12 for /feed-naive, N for /serial?n=N), counting only the app's
+database role. A failure names the app, the route, the expected and the
+observed count. The stack is removed afterwards, also on failure or Ctrl-C.`,
+		PreRunE: func(cmd *cobra.Command, args []string) error {
+			if o.requests < 1 || o.requests > 10000 {
+				return usagef("--requests %d: use 1..10000", o.requests)
+			}
+			if o.serialN < 1 || o.serialN > 1000 {
+				return usagef("--serial-n %d: use 1..1000", o.serialN)
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			all, _, _, err := appsTree()
+			if err != nil {
+				return err
+			}
+			targets, err := resolveTargets(all, args)
+			if err != nil {
+				return err
+			}
+			rt, err := connect(ctx)
+			if err != nil {
+				return err
+			}
+			defer rt.Close()
+			out := cmd.OutOrStdout()
+			if err := ensureImages(ctx, rt, targets, false, out); err != nil {
+				return err
+			}
+			var failed []string
+			for _, t := range targets {
+				n, err := verifyOne(ctx, rt, t, o, out)
+				if err != nil {
+					return err
+				}
+				if n > 0 {
+					failed = append(failed, fmt.Sprintf("%s (%d)", t.Name, n))
+				}
+			}
+			if len(failed) > 0 {
+				return fmt.Errorf("verify failed: %s; see the FAIL lines above", strings.Join(failed, ", "))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().IntVar(&o.requests, "requests", 10, "requests per route for the statement count")
+	cmd.Flags().IntVar(&o.serialN, "serial-n", 5, "n for /serial?n=N")
+	return cmd
+}
+
+func verifyOne(ctx context.Context, rt *orchestrator.Runtime, t apps.Target, o *verifyOptions, out interface{ Write([]byte) (int, error) }) (int, error) {
+	st, err := orchestrator.StartStack(ctx, rt, orchestrator.StackOptions{Target: t, Publish: true})
+	if err != nil {
+		return 0, fmt.Errorf("verify %s: %w", t.Name, err)
+	}
+	defer st.Remove(context.WithoutCancel(ctx), rt)
+	fmt.Fprintf(out, "verify %s (stack %s)\n", t.Name, st.RunID)
+	checks, err := orchestrator.VerifyStack(ctx, rt, st, orchestrator.VerifyOptions{
+		Requests: o.requests,
+		SerialN:  o.serialN,
+		Progress: func(c orchestrator.Check) { fmt.Fprintf(out, "  %s\n", c) },
+	})
+	if err != nil {
+		return 0, fmt.Errorf("verify %s: %w", t.Name, err)
+	}
+	bad := orchestrator.Failed(checks)
+	if len(bad) == 0 {
+		fmt.Fprintf(out, "verify %s: PASS (%d checks)\n", t.Name, len(checks))
+	} else {
+		fmt.Fprintf(out, "verify %s: FAIL (%d of %d checks failed)\n", t.Name, len(bad), len(checks))
+	}
+	return len(bad), nil
+}
+
+type cleanOptions struct {
+	run    string
+	images bool
+}
+
+func newCleanCmd() *cobra.Command {
+	o := &cleanOptions{}
+	cmd := &cobra.Command{
+		Use:   "clean",
+		Short: "Remove everything rttlab labelled (containers, networks, volumes)",
+		Long: `Removes every container, network and volume carrying the label
+io.rttlab.run (of all runs, or only --run ID), and nothing else: a
+container without the label is never touched. Agents remove their queue
+rules and qdiscs as they stop; removing a container removes its network
+namespace. With --images, the images rttlab built (label io.rttlab.app)
+are removed too.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := context.WithoutCancel(cmd.Context())
+			rt, err := connect(ctx)
+			if err != nil {
+				return err
+			}
+			defer rt.Close()
+			var c orchestrator.Cleaned
+			if o.run != "" {
+				c, err = orchestrator.CleanRun(ctx, rt, o.run)
+			} else {
+				c, err = orchestrator.CleanAll(ctx, rt, o.images)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "removed %s\n", c)
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&o.run, "run", "", "remove only this run's objects")
+	cmd.Flags().BoolVar(&o.images, "images", false, "also remove the images rttlab built")
+	return cmd
+}

@@ -1,0 +1,96 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Cleaned counts what a clean removed.
+type Cleaned struct {
+	Containers int
+	Networks   int
+	Volumes    int
+	Images     int
+}
+
+func (c Cleaned) String() string {
+	s := fmt.Sprintf("%d container(s), %d network(s), %d volume(s)", c.Containers, c.Networks, c.Volumes)
+	if c.Images > 0 {
+		s += fmt.Sprintf(", %d image(s)", c.Images)
+	}
+	return s
+}
+
+// CleanRun removes every container, network and volume labelled with the
+// run id. Agents remove their own rules and qdiscs on SIGTERM; force
+// removal of a container takes its network namespace (and everything in
+// it) with it.
+func CleanRun(ctx context.Context, d Docker, runID string) (Cleaned, error) {
+	if runID == "" {
+		return Cleaned{}, errors.New("clean: empty run id")
+	}
+	return clean(ctx, d, map[string]string{LabelRun: runID})
+}
+
+// CleanAll removes everything labelled by rttlab, of every run. With
+// images, the images rttlab built are removed too.
+func CleanAll(ctx context.Context, d Docker, images bool) (Cleaned, error) {
+	c, err := clean(ctx, d, map[string]string{LabelRun: ""})
+	if err != nil || !images {
+		return c, err
+	}
+	ids, err := d.RemoveImages(ctx, map[string]string{LabelApp: ""})
+	c.Images = len(ids)
+	return c, err
+}
+
+func clean(ctx context.Context, d Docker, filter map[string]string) (Cleaned, error) {
+	var c Cleaned
+	var errs []error
+	cs, err := d.ListContainers(ctx, filter)
+	if err != nil {
+		return c, err
+	}
+	// Agents and clients first: they share namespaces with the others and
+	// stop cleanly (removing their rules) on SIGTERM.
+	for pass := 0; pass < 2; pass++ {
+		for _, ct := range cs {
+			isHelper := ct.Labels[LabelRole] == "agent" || ct.Labels[LabelRole] == "client"
+			if (pass == 0) != isHelper {
+				continue
+			}
+			if pass == 0 && ct.State == "running" {
+				_ = d.StopContainer(ctx, ct.ID, 3*1e9)
+			}
+			if err := d.RemoveContainer(ctx, ct.ID); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			c.Containers++
+		}
+	}
+	ns, err := d.ListNetworks(ctx, filter)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	for _, n := range ns {
+		if err := d.RemoveNetwork(ctx, n.ID); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		c.Networks++
+	}
+	vs, err := d.ListVolumes(ctx, filter)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	for _, v := range vs {
+		if err := d.RemoveVolume(ctx, v); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		c.Volumes++
+	}
+	return c, errors.Join(errs...)
+}

@@ -1,0 +1,626 @@
+// Package orchestrator owns plans, the Docker runtime wrapper, stack
+// lifecycle, the study runner, resume and cleanup.
+//
+// The Docker wrapper follows the role-interface style: each consumer asks
+// for the narrow interface it uses (ImageStore, Containers, Networks,
+// Engine), and *Runtime implements all of them over the Engine API client
+// with API version negotiation, so it works with Debian's engine 20.10
+// (API 1.41) and with current engines.
+package orchestrator
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/image"
+	"github.com/docker/docker/api/types/network"
+	"github.com/docker/docker/api/types/volume"
+	"github.com/docker/docker/client"
+	"github.com/docker/docker/pkg/stdcopy"
+	"github.com/docker/go-connections/nat"
+)
+
+// Labels carried by every object rttlab creates.
+const (
+	LabelRun     = "io.rttlab.run"     // run id, on containers, networks, volumes
+	LabelApp     = "io.rttlab.app"     // app name, on images and app containers
+	LabelRole    = "io.rttlab.role"    // db, app, agent, client
+	LabelService = "io.rttlab.service" // compose service name
+	LabelStack   = "io.rttlab.stack"   // "up" for stacks started by `rttlab up`
+	LabelTarget  = "io.rttlab.target"  // on agents: the container they shape
+)
+
+// Default timeouts for engine calls. Every call gets a context with one.
+const (
+	shortCall = 30 * time.Second
+	longCall  = 30 * time.Minute // image builds and imports
+)
+
+// ErrNoEngine is returned when no Docker engine answers.
+var ErrNoEngine = errors.New("no Docker engine answers: run `make test` or `make run` (they install and start dockerd), start dockerd yourself, or point DOCKER_HOST at a running engine")
+
+// ErrNotFound is returned when a named object does not exist.
+var ErrNotFound = errors.New("not found")
+
+// Engine reports on the engine itself.
+type Engine interface {
+	EngineInfo(ctx context.Context) (EngineInfo, error)
+}
+
+// ImageStore finds, pulls, imports, builds and removes images.
+type ImageStore interface {
+	ImageID(ctx context.Context, ref string) (string, error) // ErrNotFound when absent
+	PullImage(ctx context.Context, ref string) error
+	ImportImage(ctx context.Context, tarball io.Reader, ref string) error
+	BuildImage(ctx context.Context, tarCtx io.Reader, opts BuildOptions) (BuildResult, error)
+	RemoveImages(ctx context.Context, labelFilter map[string]string) ([]string, error)
+}
+
+// Containers creates, starts, inspects, execs into and removes containers.
+type Containers interface {
+	CreateContainer(ctx context.Context, spec ContainerSpec) (string, error)
+	StartContainer(ctx context.Context, id string) error
+	InspectContainer(ctx context.Context, id string) (container.InspectResponse, error)
+	StopContainer(ctx context.Context, id string, grace time.Duration) error
+	KillContainer(ctx context.Context, id, signal string) error
+	RemoveContainer(ctx context.Context, id string) error
+	ListContainers(ctx context.Context, labelFilter map[string]string) ([]container.Summary, error)
+	Exec(ctx context.Context, id string, spec ExecSpec) (int, error)
+	Logs(ctx context.Context, id string, tail int) (string, error)
+}
+
+// Networks creates and removes private networks.
+type Networks interface {
+	CreateNetwork(ctx context.Context, name string, labels map[string]string) (string, error)
+	RemoveNetwork(ctx context.Context, id string) error
+	ListNetworks(ctx context.Context, labelFilter map[string]string) ([]network.Summary, error)
+}
+
+// Volumes lists and removes volumes.
+type Volumes interface {
+	ListVolumes(ctx context.Context, labelFilter map[string]string) ([]string, error)
+	RemoveVolume(ctx context.Context, name string) error
+}
+
+// Docker is everything the orchestrator needs from an engine.
+type Docker interface {
+	Engine
+	ImageStore
+	Containers
+	Networks
+	Volumes
+}
+
+// EngineInfo describes the engine for manifests and doctor.
+type EngineInfo struct {
+	Version    string
+	APIVersion string // negotiated
+	OS, Arch   string
+	Kernel     string
+	CPUs       int
+	MemBytes   int64
+	Root       string
+}
+
+// Runtime implements Docker over the Engine API client.
+type Runtime struct {
+	cli *client.Client
+}
+
+var _ Docker = (*Runtime)(nil)
+
+// NewRuntime connects to the engine named by the environment (DOCKER_HOST
+// or the default socket), negotiates the API version and checks that the
+// engine answers. It returns an error wrapping ErrNoEngine when none does.
+func NewRuntime(ctx context.Context) (*Runtime, error) {
+	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		return nil, fmt.Errorf("docker client: %w", err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if _, err := cli.Ping(pctx); err != nil {
+		cli.Close()
+		return nil, fmt.Errorf("%w (%s: %v)", ErrNoEngine, cli.DaemonHost(), firstLine(err.Error()))
+	}
+	cli.NegotiateAPIVersion(pctx)
+	return &Runtime{cli: cli}, nil
+}
+
+// Close releases the client.
+func (r *Runtime) Close() error { return r.cli.Close() }
+
+// EngineInfo returns versions and host facts.
+func (r *Runtime) EngineInfo(ctx context.Context) (EngineInfo, error) {
+	ctx, cancel := context.WithTimeout(ctx, shortCall)
+	defer cancel()
+	v, err := r.cli.ServerVersion(ctx)
+	if err != nil {
+		return EngineInfo{}, fmt.Errorf("engine version: %w", err)
+	}
+	info, err := r.cli.Info(ctx)
+	if err != nil {
+		return EngineInfo{}, fmt.Errorf("engine info: %w", err)
+	}
+	return EngineInfo{
+		Version:    v.Version,
+		APIVersion: r.cli.ClientVersion(),
+		OS:         v.Os,
+		Arch:       v.Arch,
+		Kernel:     v.KernelVersion,
+		CPUs:       info.NCPU,
+		MemBytes:   info.MemTotal,
+		Root:       info.DockerRootDir,
+	}, nil
+}
+
+func labelArgs(labelFilter map[string]string) filters.Args {
+	args := filters.NewArgs()
+	for k, v := range labelFilter {
+		if v == "" {
+			args.Add("label", k)
+		} else {
+			args.Add("label", k+"="+v)
+		}
+	}
+	return args
+}
+
+// ImageID returns the ID of ref, or ErrNotFound.
+func (r *Runtime) ImageID(ctx context.Context, ref string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, shortCall)
+	defer cancel()
+	img, err := r.cli.ImageInspect(ctx, ref)
+	if err != nil {
+		if client.IsErrNotFound(err) {
+			return "", fmt.Errorf("image %s: %w", ref, ErrNotFound)
+		}
+		return "", fmt.Errorf("inspect image %s: %w", ref, err)
+	}
+	return img.ID, nil
+}
+
+// PullImage pulls ref, draining the progress stream.
+func (r *Runtime) PullImage(ctx context.Context, ref string) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	rc, err := r.cli.ImagePull(ctx, ref, image.PullOptions{})
+	if err != nil {
+		return fmt.Errorf("pull %s: %w", ref, err)
+	}
+	defer rc.Close()
+	if _, err := readJSONStream(rc, nil); err != nil {
+		return fmt.Errorf("pull %s: %w", ref, err)
+	}
+	return nil
+}
+
+// ImportImage imports a root filesystem tarball as ref.
+func (r *Runtime) ImportImage(ctx context.Context, tarball io.Reader, ref string) error {
+	ctx, cancel := context.WithTimeout(ctx, longCall)
+	defer cancel()
+	rc, err := r.cli.ImageImport(ctx, image.ImportSource{Source: tarball, SourceName: "-"}, ref, image.ImportOptions{
+		Message: "rttlab images base: debootstrap --variant=minbase trixie",
+		Changes: []string{`CMD ["bash"]`},
+	})
+	if err != nil {
+		return fmt.Errorf("import %s: %w", ref, err)
+	}
+	defer rc.Close()
+	if _, err := readJSONStream(rc, nil); err != nil {
+		return fmt.Errorf("import %s: %w", ref, err)
+	}
+	return nil
+}
+
+// RemoveImages removes every image carrying the labels.
+func (r *Runtime) RemoveImages(ctx context.Context, labelFilter map[string]string) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, shortCall)
+	defer cancel()
+	imgs, err := r.cli.ImageList(ctx, image.ListOptions{Filters: labelArgs(labelFilter)})
+	if err != nil {
+		return nil, fmt.Errorf("list images: %w", err)
+	}
+	var removed []string
+	for _, img := range imgs {
+		if _, err := r.cli.ImageRemove(ctx, img.ID, image.RemoveOptions{Force: true, PruneChildren: true}); err != nil && !client.IsErrNotFound(err) {
+			return removed, fmt.Errorf("remove image %s: %w", img.ID, err)
+		}
+		removed = append(removed, img.ID)
+	}
+	return removed, nil
+}
+
+// ContainerSpec is what CreateContainer needs.
+type ContainerSpec struct {
+	Name       string
+	Image      string
+	Cmd        []string
+	Entrypoint []string
+	Env        []string
+	Labels     map[string]string
+	User       string
+	// Network to join with aliases; empty when NetworkMode is container:<id>.
+	Network     string
+	Aliases     []string
+	NetworkMode string // e.g. "container:<id>"
+	CapAdd      []string
+	CapDrop     []string
+	// Ports to publish on 127.0.0.1 with an ephemeral host port
+	// ("8080/tcp").
+	PublishLocal []string
+	ExposedPorts []string
+	Init         bool
+}
+
+// CreateContainer creates (does not start) a container.
+func (r *Runtime) CreateContainer(ctx context.Context, s ContainerSpec) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, shortCall)
+	defer cancel()
+	cfg := &container.Config{
+		Image:      s.Image,
+		Cmd:        s.Cmd,
+		Entrypoint: s.Entrypoint,
+		Env:        s.Env,
+		Labels:     s.Labels,
+		User:       s.User,
+	}
+	hc := &container.HostConfig{
+		CapAdd:      s.CapAdd,
+		CapDrop:     s.CapDrop,
+		NetworkMode: container.NetworkMode(s.NetworkMode),
+	}
+	if s.Init {
+		t := true
+		hc.Init = &t
+	}
+	exposed := map[string]struct{}{}
+	for _, p := range s.ExposedPorts {
+		exposed[p] = struct{}{}
+	}
+	if len(s.PublishLocal) > 0 {
+		hc.PortBindings = map[natPort][]natBinding{}
+		for _, p := range s.PublishLocal {
+			exposed[p] = struct{}{}
+			hc.PortBindings[natPort(p)] = []natBinding{{HostIP: "127.0.0.1", HostPort: ""}}
+		}
+	}
+	if len(exposed) > 0 {
+		cfg.ExposedPorts = map[natPort]struct{}{}
+		for p := range exposed {
+			cfg.ExposedPorts[natPort(p)] = struct{}{}
+		}
+	}
+	var nc *network.NetworkingConfig
+	if s.Network != "" {
+		hc.NetworkMode = container.NetworkMode(s.Network)
+		nc = &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{
+			s.Network: {Aliases: s.Aliases},
+		}}
+	}
+	resp, err := r.cli.ContainerCreate(ctx, cfg, hc, nc, nil, s.Name)
+	if err != nil {
+		if client.IsErrNotFound(err) {
+			return "", fmt.Errorf("create %s: image %s is missing: run `rttlab images build`: %w", s.Name, s.Image, err)
+		}
+		return "", fmt.Errorf("create %s: %w", s.Name, err)
+	}
+	return resp.ID, nil
+}
+
+// StartContainer starts a created container.
+func (r *Runtime) StartContainer(ctx context.Context, id string) error {
+	ctx, cancel := context.WithTimeout(ctx, shortCall)
+	defer cancel()
+	if err := r.cli.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
+		return fmt.Errorf("start %s: %w", short(id), err)
+	}
+	return nil
+}
+
+// InspectContainer returns the engine's view of a container.
+func (r *Runtime) InspectContainer(ctx context.Context, id string) (container.InspectResponse, error) {
+	ctx, cancel := context.WithTimeout(ctx, shortCall)
+	defer cancel()
+	c, err := r.cli.ContainerInspect(ctx, id)
+	if err != nil {
+		if client.IsErrNotFound(err) {
+			return c, fmt.Errorf("container %s: %w", id, ErrNotFound)
+		}
+		return c, fmt.Errorf("inspect %s: %w", short(id), err)
+	}
+	return c, nil
+}
+
+// StopContainer stops a container with a grace period.
+func (r *Runtime) StopContainer(ctx context.Context, id string, grace time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, shortCall+grace)
+	defer cancel()
+	secs := int(grace / time.Second)
+	if err := r.cli.ContainerStop(ctx, id, container.StopOptions{Timeout: &secs}); err != nil && !client.IsErrNotFound(err) {
+		return fmt.Errorf("stop %s: %w", short(id), err)
+	}
+	return nil
+}
+
+// KillContainer sends a signal to a container's main process.
+func (r *Runtime) KillContainer(ctx context.Context, id, signal string) error {
+	ctx, cancel := context.WithTimeout(ctx, shortCall)
+	defer cancel()
+	if err := r.cli.ContainerKill(ctx, id, signal); err != nil {
+		return fmt.Errorf("kill %s: %w", short(id), err)
+	}
+	return nil
+}
+
+// RemoveContainer force-removes a container and its anonymous volumes.
+func (r *Runtime) RemoveContainer(ctx context.Context, id string) error {
+	ctx, cancel := context.WithTimeout(ctx, shortCall)
+	defer cancel()
+	err := r.cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
+	if err != nil && !client.IsErrNotFound(err) {
+		return fmt.Errorf("remove %s: %w", short(id), err)
+	}
+	return nil
+}
+
+// ListContainers lists containers (running or not) carrying the labels.
+func (r *Runtime) ListContainers(ctx context.Context, labelFilter map[string]string) ([]container.Summary, error) {
+	ctx, cancel := context.WithTimeout(ctx, shortCall)
+	defer cancel()
+	cs, err := r.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: labelArgs(labelFilter)})
+	if err != nil {
+		return nil, fmt.Errorf("list containers: %w", err)
+	}
+	return cs, nil
+}
+
+// ExecSpec describes a command run inside a container.
+type ExecSpec struct {
+	Cmd    []string
+	User   string
+	Env    []string
+	Stdin  io.Reader
+	Stdout io.Writer // nil discards
+	Stderr io.Writer // nil discards
+	// Timeout bounds the whole exec; zero means shortCall.
+	Timeout time.Duration
+}
+
+// Exec runs a command in a running container, streaming its demultiplexed
+// output, and returns its exit code.
+func (r *Runtime) Exec(ctx context.Context, id string, s ExecSpec) (int, error) {
+	to := s.Timeout
+	if to == 0 {
+		to = shortCall
+	}
+	ctx, cancel := context.WithTimeout(ctx, to)
+	defer cancel()
+	created, err := r.cli.ContainerExecCreate(ctx, id, container.ExecOptions{
+		Cmd:          s.Cmd,
+		User:         s.User,
+		Env:          s.Env,
+		AttachStdin:  s.Stdin != nil,
+		AttachStdout: true,
+		AttachStderr: true,
+	})
+	if err != nil {
+		return -1, fmt.Errorf("exec %s in %s: %w", s.Cmd[0], short(id), err)
+	}
+	att, err := r.cli.ContainerExecAttach(ctx, created.ID, container.ExecAttachOptions{})
+	if err != nil {
+		return -1, fmt.Errorf("attach exec %s in %s: %w", s.Cmd[0], short(id), err)
+	}
+	defer att.Close()
+	if s.Stdin != nil {
+		go func() {
+			_, _ = io.Copy(att.Conn, s.Stdin)
+			_ = att.CloseWrite()
+		}()
+	}
+	stdout, stderr := s.Stdout, s.Stderr
+	if stdout == nil {
+		stdout = io.Discard
+	}
+	if stderr == nil {
+		stderr = io.Discard
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := stdcopy.StdCopy(stdout, stderr, att.Reader)
+		done <- err
+	}()
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		att.Close()
+		<-done
+		return -1, fmt.Errorf("exec %s in %s: %w", s.Cmd[0], short(id), ctx.Err())
+	}
+	if err != nil {
+		return -1, fmt.Errorf("exec %s in %s: read output: %w", s.Cmd[0], short(id), err)
+	}
+	ins, err := r.cli.ContainerExecInspect(ctx, created.ID)
+	if err != nil {
+		return -1, fmt.Errorf("exec %s in %s: inspect: %w", s.Cmd[0], short(id), err)
+	}
+	return ins.ExitCode, nil
+}
+
+// CreateNetwork creates a labelled bridge network.
+func (r *Runtime) CreateNetwork(ctx context.Context, name string, labels map[string]string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, shortCall)
+	defer cancel()
+	resp, err := r.cli.NetworkCreate(ctx, name, network.CreateOptions{Driver: "bridge", Labels: labels})
+	if err != nil {
+		return "", fmt.Errorf("create network %s: %w", name, err)
+	}
+	return resp.ID, nil
+}
+
+// RemoveNetwork removes a network.
+func (r *Runtime) RemoveNetwork(ctx context.Context, id string) error {
+	ctx, cancel := context.WithTimeout(ctx, shortCall)
+	defer cancel()
+	if err := r.cli.NetworkRemove(ctx, id); err != nil && !client.IsErrNotFound(err) {
+		return fmt.Errorf("remove network %s: %w", short(id), err)
+	}
+	return nil
+}
+
+// ListNetworks lists networks carrying the labels.
+func (r *Runtime) ListNetworks(ctx context.Context, labelFilter map[string]string) ([]network.Summary, error) {
+	ctx, cancel := context.WithTimeout(ctx, shortCall)
+	defer cancel()
+	ns, err := r.cli.NetworkList(ctx, network.ListOptions{Filters: labelArgs(labelFilter)})
+	if err != nil {
+		return nil, fmt.Errorf("list networks: %w", err)
+	}
+	return ns, nil
+}
+
+// ListVolumes lists volume names carrying the labels.
+func (r *Runtime) ListVolumes(ctx context.Context, labelFilter map[string]string) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, shortCall)
+	defer cancel()
+	resp, err := r.cli.VolumeList(ctx, volume.ListOptions{Filters: labelArgs(labelFilter)})
+	if err != nil {
+		return nil, fmt.Errorf("list volumes: %w", err)
+	}
+	var out []string
+	for _, v := range resp.Volumes {
+		out = append(out, v.Name)
+	}
+	return out, nil
+}
+
+// RemoveVolume removes a volume.
+func (r *Runtime) RemoveVolume(ctx context.Context, name string) error {
+	ctx, cancel := context.WithTimeout(ctx, shortCall)
+	defer cancel()
+	if err := r.cli.VolumeRemove(ctx, name, true); err != nil && !client.IsErrNotFound(err) {
+		return fmt.Errorf("remove volume %s: %w", name, err)
+	}
+	return nil
+}
+
+// jsonMessage is one line of the engine's build/pull/import stream.
+type jsonMessage struct {
+	Stream      string `json:"stream"`
+	Status      string `json:"status"`
+	Error       string `json:"error"`
+	ErrorDetail *struct {
+		Message string `json:"message"`
+	} `json:"errorDetail"`
+	Aux json.RawMessage `json:"aux"`
+}
+
+// readJSONStream drains an engine JSON message stream. Stream text goes
+// to out (if not nil); the last lines are kept to explain a failure.
+func readJSONStream(r io.Reader, out io.Writer) ([]string, error) {
+	dec := json.NewDecoder(r)
+	var tail []string
+	keep := func(s string) {
+		for _, l := range strings.Split(strings.TrimRight(s, "\n"), "\n") {
+			if strings.TrimSpace(l) == "" {
+				continue
+			}
+			tail = append(tail, l)
+			if len(tail) > 15 {
+				tail = tail[1:]
+			}
+		}
+	}
+	for {
+		var m jsonMessage
+		if err := dec.Decode(&m); err != nil {
+			if errors.Is(err, io.EOF) {
+				return tail, nil
+			}
+			return tail, fmt.Errorf("read engine stream: %w", err)
+		}
+		if m.Stream != "" {
+			keep(m.Stream)
+			if out != nil {
+				io.WriteString(out, m.Stream)
+			}
+		}
+		if m.Error != "" || m.ErrorDetail != nil {
+			msg := m.Error
+			if m.ErrorDetail != nil && m.ErrorDetail.Message != "" {
+				msg = m.ErrorDetail.Message
+			}
+			return tail, &StreamError{Msg: msg, Tail: tail}
+		}
+	}
+}
+
+// StreamError is a failure reported inside an engine stream (build, pull,
+// import), with the last lines of output that led to it.
+type StreamError struct {
+	Msg  string
+	Tail []string
+}
+
+func (e *StreamError) Error() string {
+	if len(e.Tail) == 0 {
+		return e.Msg
+	}
+	return e.Msg + "\n  last output:\n    " + strings.Join(e.Tail, "\n    ")
+}
+
+func short(id string) string {
+	if len(id) > 12 && !strings.ContainsAny(id, "-_") {
+		return id[:12]
+	}
+	return id
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// lines splits command output into trimmed non-empty lines.
+func lines(b []byte) []string {
+	var out []string
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		if l := strings.TrimSpace(sc.Text()); l != "" {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+type (
+	natPort    = nat.Port
+	natBinding = nat.PortBinding
+)
+
+// Logs returns the last tail lines of a container's output.
+func (r *Runtime) Logs(ctx context.Context, id string, tail int) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, shortCall)
+	defer cancel()
+	rc, err := r.cli.ContainerLogs(ctx, id, container.LogsOptions{ShowStdout: true, ShowStderr: true, Tail: fmt.Sprint(tail)})
+	if err != nil {
+		return "", fmt.Errorf("logs %s: %w", short(id), err)
+	}
+	defer rc.Close()
+	var buf bytes.Buffer
+	if _, err := stdcopy.StdCopy(&buf, &buf, rc); err != nil {
+		return buf.String(), fmt.Errorf("logs %s: %w", short(id), err)
+	}
+	return buf.String(), nil
+}

@@ -1,0 +1,272 @@
+package orchestrator
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netlink/nl"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+)
+
+// DoctorCheck is one line of `rttlab doctor`.
+type DoctorCheck struct {
+	Name     string
+	OK       bool
+	Required bool
+	Detail   string // what was found
+	Fix      string // what to do when not OK
+}
+
+func (c DoctorCheck) String() string {
+	status := "OK  "
+	switch {
+	case !c.OK && c.Required:
+		status = "FAIL"
+	case !c.OK:
+		status = "WARN"
+	}
+	s := fmt.Sprintf("%s %-22s %s", status, c.Name, c.Detail)
+	if !c.OK && c.Fix != "" {
+		s += " — fix: " + c.Fix
+	}
+	return s
+}
+
+// DoctorEnv is what the checks look at; the functions are replaceable in
+// unit tests.
+type DoctorEnv struct {
+	Engine       func(ctx context.Context) (EngineInfo, error)
+	ImageID      func(ctx context.Context, ref string) (string, error)
+	Euid         func() int
+	CapEff       func() (uint64, error)
+	KernelNetem  func() error
+	NFQueue      func() error
+	LookPath     func(string) (string, error)
+	FreeBytes    func(path string) (uint64, error)
+	DockerRoot   string
+	MinFreeBytes uint64
+}
+
+// HostDoctorEnv returns the real environment; d may be nil when no engine
+// answers (the engine check then fails with connErr).
+func HostDoctorEnv(d Docker, connErr error) DoctorEnv {
+	env := DoctorEnv{
+		Euid:         os.Geteuid,
+		CapEff:       capEff,
+		KernelNetem:  ProbeKernelNetem,
+		NFQueue:      ProbeNFQueue,
+		LookPath:     exec.LookPath,
+		FreeBytes:    freeBytes,
+		DockerRoot:   "/var/lib/docker",
+		MinFreeBytes: 10 << 30,
+	}
+	if d != nil {
+		env.Engine = d.EngineInfo
+		env.ImageID = d.ImageID
+	} else {
+		env.Engine = func(context.Context) (EngineInfo, error) { return EngineInfo{}, connErr }
+		env.ImageID = func(context.Context, string) (string, error) { return "", connErr }
+	}
+	return env
+}
+
+const capNetAdmin = 12
+
+// Doctor runs every check.
+func Doctor(ctx context.Context, e DoctorEnv) []DoctorCheck {
+	var out []DoctorCheck
+	info, err := e.Engine(ctx)
+	engineOK := err == nil
+	if engineOK {
+		out = append(out, DoctorCheck{Name: "docker engine", OK: true, Required: true,
+			Detail: fmt.Sprintf("engine %s, API %s, %s/%s, kernel %s", info.Version, info.APIVersion, info.OS, info.Arch, info.Kernel)})
+		if info.Root != "" {
+			e.DockerRoot = info.Root
+		}
+	} else {
+		out = append(out, DoctorCheck{Name: "docker engine", Required: true, Detail: firstLine(err.Error()),
+			Fix: "run `make run`/`make test` (they install and start dockerd), or start dockerd, or set DOCKER_HOST"})
+	}
+	priv := DoctorCheck{Name: "privileges", Required: true}
+	if e.Euid() == 0 {
+		priv.OK, priv.Detail = true, "running as root"
+	} else if caps, err := e.CapEff(); err == nil && caps&(1<<capNetAdmin) != 0 {
+		priv.OK, priv.Detail = true, "CAP_NET_ADMIN held"
+	} else {
+		priv.Detail = "not root and no CAP_NET_ADMIN"
+		priv.Fix = "run as root (sudo rttlab ...)"
+	}
+	out = append(out, priv)
+	kn := DoctorCheck{Name: "kernel netem"}
+	if err := e.KernelNetem(); err == nil {
+		kn.OK, kn.Detail = true, "sch_netem works (tested in a throwaway netns)"
+	} else {
+		kn.Detail = "unusable: " + err.Error()
+		kn.Fix = "none needed: the userspace NFQUEUE shaper is used (--shaper auto)"
+	}
+	out = append(out, kn)
+	nq := DoctorCheck{Name: "NFQUEUE"}
+	if err := e.NFQueue(); err == nil {
+		nq.OK, nq.Detail = true, "iptables NFQUEUE target accepted (throwaway netns)"
+	} else {
+		nq.Detail = "unusable: " + err.Error()
+		nq.Fix = "install iptables (apt-get install -y iptables) and load xt_NFQUEUE / nfnetlink_queue"
+	}
+	// One of the two shapers is required.
+	if !kn.OK && !nq.OK {
+		nq.Required = true
+	}
+	out = append(out, nq)
+	db := DoctorCheck{Name: "debootstrap"}
+	if p, err := e.LookPath("debootstrap"); err == nil {
+		db.OK, db.Detail = true, p
+	} else {
+		db.Detail = "not installed (needed only to build the base image)"
+		db.Fix = "apt-get install -y debootstrap"
+	}
+	out = append(out, db)
+	bi := DoctorCheck{Name: "base image"}
+	if !engineOK {
+		bi.Detail = "unknown (no engine)"
+	} else if id, err := e.ImageID(ctx, BaseImage); err == nil {
+		bi.OK, bi.Detail = true, BaseImage+" "+strings.TrimPrefix(id, "sha256:")[:12]
+	} else {
+		bi.Detail = BaseImage + " missing"
+		bi.Fix = "rttlab images base"
+	}
+	out = append(out, bi)
+	disk := DoctorCheck{Name: "free disk", Required: true}
+	if free, err := e.FreeBytes(e.DockerRoot); err != nil {
+		disk.Detail = err.Error()
+		disk.OK = false
+		disk.Required = false
+	} else {
+		disk.Detail = fmt.Sprintf("%.1f GiB free at %s", float64(free)/(1<<30), e.DockerRoot)
+		disk.OK = free >= e.MinFreeBytes
+		if !disk.OK {
+			disk.Fix = fmt.Sprintf("free at least %.0f GiB (images and build cache need it; `rttlab clean --images` removes rttlab's)", float64(e.MinFreeBytes)/(1<<30))
+		}
+	}
+	out = append(out, disk)
+	return out
+}
+
+// DoctorFailed reports whether a required check failed.
+func DoctorFailed(cs []DoctorCheck) bool {
+	for _, c := range cs {
+		if c.Required && !c.OK {
+			return true
+		}
+	}
+	return false
+}
+
+func capEff() (uint64, error) {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, err
+	}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "CapEff:"); ok {
+			return strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+		}
+	}
+	return 0, errors.New("CapEff not found in /proc/self/status")
+}
+
+func freeBytes(path string) (uint64, error) {
+	for p := path; p != ""; {
+		var st unix.Statfs_t
+		if err := unix.Statfs(p, &st); err == nil {
+			return st.Bavail * uint64(st.Bsize), nil
+		}
+		if p == "/" {
+			break
+		}
+		p = parentDir(p)
+	}
+	return 0, fmt.Errorf("statfs %s failed", path)
+}
+
+func parentDir(p string) string {
+	i := strings.LastIndexByte(strings.TrimRight(p, "/"), '/')
+	if i <= 0 {
+		return "/"
+	}
+	return p[:i]
+}
+
+// inThrowawayNetns runs fn on a locked OS thread inside a new, empty
+// network namespace, then returns the thread to the original one. Child
+// processes started by fn inherit the new namespace.
+func inThrowawayNetns(fn func() error) error {
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		// The thread is not unlocked: if restoring the namespace failed
+		// the runtime discards it when the goroutine exits.
+		orig, err := netns.Get()
+		if err != nil {
+			errc <- fmt.Errorf("get netns: %w", err)
+			return
+		}
+		defer orig.Close()
+		ns, err := netns.New()
+		if err != nil {
+			errc <- fmt.Errorf("new netns (needs root): %w", err)
+			return
+		}
+		ferr := fn()
+		ns.Close()
+		if err := netns.Set(orig); err != nil {
+			errc <- fmt.Errorf("restore netns: %w", err)
+			return
+		}
+		runtime.UnlockOSThread()
+		errc <- ferr
+	}()
+	return <-errc
+}
+
+// ProbeKernelNetem adds a netem qdisc to lo in a throwaway netns and
+// returns the kernel's own words when that fails.
+func ProbeKernelNetem() error {
+	return inThrowawayNetns(func() error {
+		nl.EnableErrorMessageReporting = true
+		lo, err := netlink.LinkByName("lo")
+		if err != nil {
+			return err
+		}
+		q := netlink.NewNetem(netlink.QdiscAttrs{LinkIndex: lo.Attrs().Index, Handle: netlink.MakeHandle(1, 0), Parent: netlink.HANDLE_ROOT},
+			netlink.NetemQdiscAttrs{Latency: 1000})
+		if err := netlink.QdiscAdd(q); err != nil {
+			return fmt.Errorf("tc qdisc add dev lo root netem: %w", err)
+		}
+		return netlink.QdiscDel(q)
+	})
+}
+
+// ProbeNFQueue adds an NFQUEUE rule in a throwaway netns.
+func ProbeNFQueue() error {
+	if _, err := exec.LookPath("iptables"); err != nil {
+		return errors.New("iptables is not installed")
+	}
+	return inThrowawayNetns(func() error {
+		out, err := exec.Command("iptables", "-w", "-t", "mangle", "-A", "POSTROUTING", "-j", "NFQUEUE", "--queue-num", "4242").CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("iptables NFQUEUE rule: %s", strings.TrimSpace(string(out)))
+		}
+		return nil
+	})
+}

@@ -1,0 +1,396 @@
+package orchestrator
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/docker/docker/api/types/build"
+
+	"github.com/rttlab/rttlab/apps"
+)
+
+// BaseImage is the image every Dockerfile starts from.
+const BaseImage = "debian:trixie-slim"
+
+// ImagePrefix names the images rttlab builds: rttlab/<app>:latest.
+const ImagePrefix = "rttlab/"
+
+// ImageRef returns the tag of an app's image.
+func ImageRef(app string) string { return ImagePrefix + app + ":latest" }
+
+// BuildOptions configure one image build.
+type BuildOptions struct {
+	Tag       string
+	Labels    map[string]string
+	BuildArgs map[string]string
+	NoCache   bool
+	Log       io.Writer // build output; nil discards
+}
+
+// BuildResult describes a built image.
+type BuildResult struct {
+	ID       string
+	Duration time.Duration
+}
+
+// BuildImage builds an image from a tar build context with the classic
+// builder, which every engine version we target supports.
+func (r *Runtime) BuildImage(ctx context.Context, tarCtx io.Reader, o BuildOptions) (BuildResult, error) {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, longCall)
+	defer cancel()
+	args := map[string]*string{}
+	for k, v := range o.BuildArgs {
+		v := v
+		args[k] = &v
+	}
+	resp, err := r.cli.ImageBuild(ctx, tarCtx, build.ImageBuildOptions{
+		Tags:        []string{o.Tag},
+		Labels:      o.Labels,
+		BuildArgs:   args,
+		NoCache:     o.NoCache,
+		Remove:      true,
+		ForceRemove: true,
+		Version:     build.BuilderV1,
+	})
+	if err != nil {
+		return BuildResult{}, fmt.Errorf("build %s: %w", o.Tag, err)
+	}
+	defer resp.Body.Close()
+	if _, err := readJSONStream(resp.Body, o.Log); err != nil {
+		return BuildResult{}, fmt.Errorf("build %s: %w", o.Tag, err)
+	}
+	id, err := r.ImageID(ctx, o.Tag)
+	if err != nil {
+		return BuildResult{}, fmt.Errorf("build %s: %w", o.Tag, err)
+	}
+	return BuildResult{ID: id, Duration: time.Since(start)}, nil
+}
+
+// BasePath says how EnsureBase made the base image available.
+type BasePath string
+
+const (
+	BasePresent      BasePath = "present"
+	BasePulled       BasePath = "pulled"
+	BaseDebootstrapd BasePath = "debootstrap"
+)
+
+// BaseOptions configure EnsureBase.
+type BaseOptions struct {
+	Ref    string // default BaseImage
+	Suite  string // default trixie
+	Mirror string // default http://deb.debian.org/debian
+	// SkipPull goes straight to debootstrap when the image is absent.
+	SkipPull bool
+	Log      io.Writer
+}
+
+// EnsureBase makes sure the base image exists: present → nothing; pullable
+// → pull; otherwise debootstrap a minbase tree and import it.
+func EnsureBase(ctx context.Context, d ImageStore, o BaseOptions) (BasePath, string, error) {
+	if o.Ref == "" {
+		o.Ref = BaseImage
+	}
+	if o.Suite == "" {
+		o.Suite = "trixie"
+	}
+	if o.Mirror == "" {
+		o.Mirror = "http://deb.debian.org/debian"
+	}
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	id, err := d.ImageID(ctx, o.Ref)
+	if err == nil {
+		return BasePresent, id, nil
+	}
+	if !errors.Is(err, ErrNotFound) {
+		return "", "", err
+	}
+	var pullErr error
+	if !o.SkipPull {
+		if pullErr = d.PullImage(ctx, o.Ref); pullErr == nil {
+			id, err := d.ImageID(ctx, o.Ref)
+			return BasePulled, id, err
+		}
+		slog.Info("base image not pullable, building it with debootstrap", "ref", o.Ref, "pull_error", firstLine(pullErr.Error()))
+	}
+	if _, err := exec.LookPath("debootstrap"); err != nil {
+		return "", "", fmt.Errorf("base image %s is missing, cannot be pulled (%v) and debootstrap is not installed: run `apt-get install -y debootstrap` (or `make run`)", o.Ref, pullErr)
+	}
+	if os.Geteuid() != 0 {
+		return "", "", fmt.Errorf("base image %s: debootstrap needs root: run as root (sudo rttlab images base)", o.Ref)
+	}
+	dir, err := os.MkdirTemp("", "rttlab-rootfs-")
+	if err != nil {
+		return "", "", err
+	}
+	defer os.RemoveAll(dir)
+	var out bytes.Buffer
+	cmd := exec.CommandContext(ctx, "debootstrap", "--variant=minbase", o.Suite, dir, o.Mirror)
+	cmd.Stdout = io.MultiWriter(&out, o.Log)
+	cmd.Stderr = cmd.Stdout
+	if err := cmd.Run(); err != nil {
+		return "", "", fmt.Errorf("debootstrap %s: %w\n%s", o.Suite, err, lastLines(out.String(), 10))
+	}
+	// Keep the image small: downloaded packages and lists are not needed.
+	for _, g := range []string{"var/cache/apt/archives/*.deb", "var/lib/apt/lists/*_*"} {
+		matches, _ := filepath.Glob(filepath.Join(dir, g))
+		for _, m := range matches {
+			os.Remove(m)
+		}
+	}
+	tarCmd := exec.CommandContext(ctx, "tar", "--numeric-owner", "-C", dir, "-c", ".")
+	stdout, err := tarCmd.StdoutPipe()
+	if err != nil {
+		return "", "", err
+	}
+	var tarErr bytes.Buffer
+	tarCmd.Stderr = &tarErr
+	if err := tarCmd.Start(); err != nil {
+		return "", "", fmt.Errorf("tar rootfs: %w", err)
+	}
+	impErr := d.ImportImage(ctx, stdout, o.Ref)
+	waitErr := tarCmd.Wait()
+	if impErr != nil {
+		return "", "", impErr
+	}
+	if waitErr != nil {
+		return "", "", fmt.Errorf("tar rootfs: %w: %s", waitErr, tarErr.String())
+	}
+	id, err = d.ImageID(ctx, o.Ref)
+	return BaseDebootstrapd, id, err
+}
+
+// Builder builds app images from the embedded contexts.
+type Builder struct {
+	Images ImageStore
+	Apps   map[string]*apps.Meta
+	FS     fs.FS  // the apps tree (apps.FS)
+	GOOS   string // engine OS
+	GOARCH string // engine arch
+	// SrcDir is the module root used to cross-build Go programs; empty:
+	// found from the working directory, RTTLAB_SRC, or the executable.
+	SrcDir  string
+	Version string // passed to Go builds with -ldflags
+	NoCache bool
+	Log     io.Writer
+}
+
+// Built describes one built image.
+type Built struct {
+	App      string
+	Tag      string
+	ID       string
+	Duration time.Duration
+}
+
+// Build builds the named apps' images (and their dependencies in order).
+func (b *Builder) Build(ctx context.Context, names []string) ([]Built, error) {
+	var out []Built
+	for _, n := range names {
+		m, ok := b.Apps[n]
+		if !ok {
+			return out, fmt.Errorf("unknown app %q (known: %s)", n, strings.Join(apps.Names(b.Apps, ""), ", "))
+		}
+		res, err := b.buildOne(ctx, m)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, res)
+	}
+	return out, nil
+}
+
+func (b *Builder) buildOne(ctx context.Context, m *apps.Meta) (Built, error) {
+	start := time.Now()
+	extra := map[string][]byte{}
+	for _, g := range m.GoBuild {
+		bin, err := b.crossBuild(ctx, g)
+		if err != nil {
+			return Built{}, fmt.Errorf("build %s: %w", m.Name, err)
+		}
+		extra[g.Output] = bin
+	}
+	sub, err := fs.Sub(b.FS, m.Name)
+	if err != nil {
+		return Built{}, err
+	}
+	var buf bytes.Buffer
+	if err := TarContext(&buf, sub, extra); err != nil {
+		return Built{}, fmt.Errorf("build %s: context: %w", m.Name, err)
+	}
+	labels := map[string]string{LabelApp: m.Name}
+	res, err := b.Images.BuildImage(ctx, &buf, BuildOptions{
+		Tag:       ImageRef(m.Name),
+		Labels:    labels,
+		BuildArgs: m.BuildArgs,
+		NoCache:   b.NoCache,
+		Log:       b.Log,
+	})
+	if err != nil {
+		return Built{}, fmt.Errorf("apps/%s: %w", m.Name, err)
+	}
+	return Built{App: m.Name, Tag: ImageRef(m.Name), ID: res.ID, Duration: time.Since(start)}, nil
+}
+
+// TarContext writes a deterministic tar of fsys plus extra files: sorted
+// names, zero times, fixed owners, so unchanged contexts hit the build
+// cache.
+func TarContext(w io.Writer, fsys fs.FS, extra map[string][]byte) error {
+	tw := tar.NewWriter(w)
+	type entry struct {
+		name string
+		dir  bool
+		data []byte
+		mode int64
+	}
+	var entries []entry
+	err := fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if p == "." {
+			return nil
+		}
+		if d.IsDir() {
+			entries = append(entries, entry{name: p + "/", dir: true, mode: 0o755})
+			return nil
+		}
+		if strings.HasSuffix(p, ".go") && path.Dir(p) == "." {
+			// Go sources of a host-built program are not needed in the image.
+			return nil
+		}
+		data, err := fs.ReadFile(fsys, p)
+		if err != nil {
+			return err
+		}
+		mode := int64(0o644)
+		if strings.HasSuffix(p, ".sh") || strings.HasPrefix(string(data), "#!") {
+			mode = 0o755
+		}
+		entries = append(entries, entry{name: p, data: data, mode: mode})
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for name, data := range extra {
+		entries = append(entries, entry{name: name, data: data, mode: 0o755})
+	}
+	sort.Slice(entries, func(i, j int) bool { return entries[i].name < entries[j].name })
+	for _, e := range entries {
+		h := &tar.Header{Name: e.name, Mode: e.mode, ModTime: time.Unix(0, 0), Format: tar.FormatPAX}
+		if e.dir {
+			h.Typeflag = tar.TypeDir
+		} else {
+			h.Typeflag = tar.TypeReg
+			h.Size = int64(len(e.data))
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			return err
+		}
+		if !e.dir {
+			if _, err := tw.Write(e.data); err != nil {
+				return err
+			}
+		}
+	}
+	return tw.Close()
+}
+
+// ModulePath is this module's import path, used to find the source tree.
+const ModulePath = "github.com/rttlab/rttlab"
+
+// FindSource returns the module root: RTTLAB_SRC, or the first folder
+// upwards from the working directory or the executable holding our go.mod.
+func FindSource() (string, error) {
+	if s := os.Getenv("RTTLAB_SRC"); s != "" {
+		return s, nil
+	}
+	var starts []string
+	if wd, err := os.Getwd(); err == nil {
+		starts = append(starts, wd)
+	}
+	if exe, err := os.Executable(); err == nil {
+		starts = append(starts, filepath.Dir(exe))
+	}
+	for _, s := range starts {
+		for dir := s; ; dir = filepath.Dir(dir) {
+			data, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+			if err == nil && strings.Contains(string(data), "module "+ModulePath+"\n") {
+				return dir, nil
+			}
+			if filepath.Dir(dir) == dir {
+				break
+			}
+		}
+	}
+	return "", errors.New("the rttlab source tree was not found: run from a checkout or set RTTLAB_SRC to it")
+}
+
+func (b *Builder) crossBuild(ctx context.Context, g apps.GoBuild) ([]byte, error) {
+	src := b.SrcDir
+	if src == "" {
+		var err error
+		src, err = FindSource()
+		if err != nil {
+			// The agent image carries rttlab itself: outside a checkout,
+			// this very binary serves when it fits the engine.
+			if g.Package == "./cmd/rttlab" && b.GOOS == "linux" && b.GOARCH == hostArch() {
+				exe, xerr := os.Executable()
+				if xerr == nil {
+					return os.ReadFile(exe)
+				}
+			}
+			return nil, fmt.Errorf("cross-build %s: %w", g.Package, err)
+		}
+	}
+	if _, err := exec.LookPath("go"); err != nil {
+		return nil, fmt.Errorf("cross-build %s: the go command is not on PATH (install Go or add /usr/local/go/bin to PATH)", g.Package)
+	}
+	tmp, err := os.MkdirTemp("", "rttlab-gobuild-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	out := filepath.Join(tmp, g.Output)
+	args := []string{"build", "-trimpath", "-buildvcs=false", "-o", out}
+	if b.Version != "" {
+		args = append(args, "-ldflags", "-X main.version="+b.Version)
+	}
+	args = append(args, g.Package)
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Dir = src
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+b.GOOS, "GOARCH="+b.GOARCH)
+	msg, err := cmd.CombinedOutput()
+	if err != nil {
+		return nil, fmt.Errorf("go build %s for %s/%s: %w\n%s", g.Package, b.GOOS, b.GOARCH, err, lastLines(string(msg), 15))
+	}
+	return os.ReadFile(out)
+}
+
+func lastLines(s string, n int) string {
+	ls := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(ls) > n {
+		ls = ls[len(ls)-n:]
+	}
+	return "    " + strings.Join(ls, "\n    ")
+}
+
+func hostArch() string { return runtime.GOARCH }

@@ -1,0 +1,402 @@
+package orchestrator
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/compose-spec/compose-go/v2/loader"
+	"github.com/compose-spec/compose-go/v2/types"
+
+	"github.com/rttlab/rttlab/apps"
+	"github.com/rttlab/rttlab/compose"
+)
+
+// NewRunID returns a fresh run id: 10 hex digits.
+func NewRunID() string {
+	b := make([]byte, 5)
+	if _, err := rand.Read(b); err != nil {
+		panic(err) // crypto/rand does not fail on Linux
+	}
+	return hex.EncodeToString(b)
+}
+
+// NewPassword returns a fresh database password (never a fixed one).
+func NewPassword() string {
+	b := make([]byte, 18)
+	if _, err := rand.Read(b); err != nil {
+		panic(err)
+	}
+	return hex.EncodeToString(b)
+}
+
+// ServiceMeta is the x-rttlab extension of a compose service.
+type ServiceMeta struct {
+	Role   string `yaml:"role" json:"role"`
+	Shaped bool   `yaml:"shaped" json:"shaped"`
+}
+
+// LoadStackFile loads a compose file from the embedded compose folder with
+// the given environment.
+func LoadStackFile(ctx context.Context, file string, env map[string]string) (*types.Project, error) {
+	data, err := fs.ReadFile(compose.Files, file)
+	if err != nil {
+		return nil, fmt.Errorf("compose/%s: %w", file, err)
+	}
+	details := types.ConfigDetails{
+		WorkingDir:  "compose",
+		ConfigFiles: []types.ConfigFile{{Filename: "compose/" + file, Content: data}},
+		Environment: env,
+	}
+	p, err := loader.LoadWithContext(ctx, details, func(o *loader.Options) {
+		o.SkipResolveEnvironment = false
+		o.ResolvePaths = false
+		o.SetProjectName("rttlab", true)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("compose/%s: %w", file, err)
+	}
+	return p, nil
+}
+
+func serviceMeta(s types.ServiceConfig) (ServiceMeta, error) {
+	var m ServiceMeta
+	raw, ok := s.Extensions["x-rttlab"]
+	if !ok {
+		return m, nil
+	}
+	mm, ok := raw.(map[string]any)
+	if !ok {
+		return m, fmt.Errorf("service %s: x-rttlab must be a mapping", s.Name)
+	}
+	if r, ok := mm["role"].(string); ok {
+		m.Role = r
+	}
+	if b, ok := mm["shaped"].(bool); ok {
+		m.Shaped = b
+	}
+	return m, nil
+}
+
+// StackOptions configure StartStack.
+type StackOptions struct {
+	RunID  string
+	Target apps.Target
+	// Up marks a stack started by `rttlab up` (found again by `shape`,
+	// `down`).
+	Up bool
+	// Publish the app port on 127.0.0.1 (an ephemeral port).
+	Publish bool
+	// ReadyTimeout bounds database and app start-up.
+	ReadyTimeout time.Duration
+}
+
+// Member is one container of a stack.
+type Member struct {
+	Service string
+	Role    string
+	Shaped  bool
+	ID      string
+	Name    string
+	IP      string
+}
+
+// Stack is a started database + app on a private network.
+type Stack struct {
+	RunID     string
+	Target    apps.Target
+	NetworkID string
+	Network   string
+	Password  string
+	Members   []*Member
+	// AppURL reaches the app from the host (published on 127.0.0.1), or
+	// is empty when not published.
+	AppURL string
+	// AppAddr is the app's address on the private network (ip:port).
+	AppAddr string
+}
+
+// Role returns the member with the given role.
+func (s *Stack) Role(role string) *Member {
+	for _, m := range s.Members {
+		if m.Role == role {
+			return m
+		}
+	}
+	return nil
+}
+
+// RunLabels returns the labels every object of the run carries.
+func RunLabels(runID string, extra map[string]string) map[string]string {
+	l := map[string]string{LabelRun: runID}
+	for k, v := range extra {
+		l[k] = v
+	}
+	return l
+}
+
+// StartStack creates the private network and the stack's containers in
+// dependency order, and waits until the database and the app are ready.
+// On any failure it removes everything it created.
+func StartStack(ctx context.Context, d Docker, o StackOptions) (st *Stack, err error) {
+	if o.RunID == "" {
+		o.RunID = NewRunID()
+	}
+	if o.ReadyTimeout == 0 {
+		o.ReadyTimeout = 3 * time.Minute
+	}
+	st = &Stack{RunID: o.RunID, Target: o.Target, Password: NewPassword()}
+	defer func() {
+		if err != nil {
+			if cerr := st.Remove(context.WithoutCancel(ctx), d); cerr != nil {
+				slog.Warn("cleanup after failed start", "err", cerr)
+			}
+		}
+	}()
+	proj, err := LoadStackFile(ctx, "feed.yaml", map[string]string{
+		"RTTLAB_DB_PASSWORD": st.Password,
+		"RTTLAB_APP_IMAGE":   ImageRef(o.Target.Meta.Name),
+	})
+	if err != nil {
+		return st, err
+	}
+	extra := map[string]string{}
+	if o.Up {
+		extra[LabelStack] = "up"
+	}
+	st.Network = "rttlab-" + o.RunID
+	st.NetworkID, err = d.CreateNetwork(ctx, st.Network, RunLabels(o.RunID, extra))
+	if err != nil {
+		return st, err
+	}
+	order, err := serviceOrder(proj)
+	if err != nil {
+		return st, err
+	}
+	for _, svc := range order {
+		meta, err := serviceMeta(svc)
+		if err != nil {
+			return st, err
+		}
+		env := []string{}
+		for k, v := range svc.Environment {
+			if v != nil {
+				env = append(env, k+"="+*v)
+			}
+		}
+		appLabel := ""
+		if meta.Role == "app" {
+			for k, v := range o.Target.Env {
+				env = append(env, k+"="+v)
+			}
+			appLabel = o.Target.Name
+		}
+		sort.Strings(env)
+		labels := RunLabels(o.RunID, extra)
+		labels[LabelRole] = meta.Role
+		labels[LabelService] = svc.Name
+		if appLabel != "" {
+			labels[LabelApp] = appLabel
+		}
+		spec := ContainerSpec{
+			Name:    fmt.Sprintf("rttlab-%s-%s", o.RunID, svc.Name),
+			Image:   svc.Image,
+			Env:     env,
+			Labels:  labels,
+			Network: st.Network,
+			Aliases: []string{svc.Name},
+			Init:    false,
+		}
+		if o.Publish {
+			for _, p := range svc.Ports {
+				spec.PublishLocal = append(spec.PublishLocal, fmt.Sprintf("%d/%s", p.Target, protoOr(p.Protocol)))
+			}
+		}
+		id, err := d.CreateContainer(ctx, spec)
+		m := &Member{Service: svc.Name, Role: meta.Role, Shaped: meta.Shaped, ID: id, Name: spec.Name}
+		if id != "" {
+			st.Members = append(st.Members, m)
+		}
+		if err != nil {
+			return st, err
+		}
+		if err := d.StartContainer(ctx, id); err != nil {
+			return st, err
+		}
+		ins, err := d.InspectContainer(ctx, id)
+		if err != nil {
+			return st, err
+		}
+		if ep, ok := ins.NetworkSettings.Networks[st.Network]; ok {
+			m.IP = ep.IPAddress
+		}
+		switch meta.Role {
+		case "db":
+			if err := waitDB(ctx, d, m, o.ReadyTimeout); err != nil {
+				return st, err
+			}
+		case "app":
+			st.AppAddr = net.JoinHostPort(m.IP, fmt.Sprint(o.Target.Meta.Port))
+			if o.Publish {
+				for _, b := range ins.NetworkSettings.Ports[natPort(fmt.Sprintf("%d/tcp", o.Target.Meta.Port))] {
+					st.AppURL = "http://" + net.JoinHostPort(b.HostIP, b.HostPort)
+				}
+			}
+			if err := waitApp(ctx, d, st, m, o.ReadyTimeout); err != nil {
+				return st, err
+			}
+		}
+	}
+	return st, nil
+}
+
+func protoOr(p string) string {
+	if p == "" {
+		return "tcp"
+	}
+	return p
+}
+
+// serviceOrder returns services so that dependencies come first.
+func serviceOrder(p *types.Project) ([]types.ServiceConfig, error) {
+	var out []types.ServiceConfig
+	done := map[string]bool{}
+	var visit func(name string, depth int) error
+	visit = func(name string, depth int) error {
+		if done[name] {
+			return nil
+		}
+		if depth > len(p.Services) {
+			return fmt.Errorf("compose: dependency cycle at service %s", name)
+		}
+		svc, ok := p.Services[name]
+		if !ok {
+			return fmt.Errorf("compose: unknown service %s", name)
+		}
+		deps := make([]string, 0, len(svc.DependsOn))
+		for d := range svc.DependsOn {
+			deps = append(deps, d)
+		}
+		sort.Strings(deps)
+		for _, d := range deps {
+			if err := visit(d, depth+1); err != nil {
+				return err
+			}
+		}
+		done[name] = true
+		out = append(out, svc)
+		return nil
+	}
+	names := make([]string, 0, len(p.Services))
+	for n := range p.Services {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if err := visit(n, 0); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// waitDB polls pg_isready inside the database container; the image's
+// readiness means the schema and seed are loaded.
+func waitDB(ctx context.Context, d Docker, m *Member, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		code, err := d.Exec(ctx, m.ID, ExecSpec{Cmd: []string{"pg_isready", "-q", "-h", "127.0.0.1", "-d", "rttlab"}, User: "postgres", Timeout: 10 * time.Second})
+		if err == nil && code == 0 {
+			return nil
+		}
+		if err := checkRunning(ctx, d, m); err != nil {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("database %s not ready after %s", m.Name, timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(300 * time.Millisecond):
+		}
+	}
+}
+
+// waitApp polls the app's readiness path: from the host when published,
+// else from inside the database container's network (the app is on the
+// private network only).
+func waitApp(ctx context.Context, d Docker, st *Stack, m *Member, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	health := st.Target.Meta.Health
+	hc := &http.Client{Timeout: 2 * time.Second}
+	for {
+		var ok bool
+		if st.AppURL != "" {
+			resp, err := hc.Get(st.AppURL + health)
+			if err == nil {
+				resp.Body.Close()
+				ok = resp.StatusCode == http.StatusOK
+			}
+		} else {
+			resp, err := hc.Get("http://" + st.AppAddr + health)
+			if err == nil {
+				resp.Body.Close()
+				ok = resp.StatusCode == http.StatusOK
+			}
+		}
+		if ok {
+			return nil
+		}
+		if err := checkRunning(ctx, d, m); err != nil {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("app %s (%s) did not answer %s with 200 within %s", st.Target.Name, m.Name, health, timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(300 * time.Millisecond):
+		}
+	}
+}
+
+// ErrContainerExited reports a stack member that stopped.
+var ErrContainerExited = errors.New("container exited")
+
+func checkRunning(ctx context.Context, d Docker, m *Member) error {
+	ins, err := d.InspectContainer(ctx, m.ID)
+	if err != nil {
+		return err
+	}
+	if ins.State != nil && !ins.State.Running {
+		logs, _ := d.Logs(ctx, m.ID, 15)
+		return fmt.Errorf("%s: %w (exit code %d); last log lines:\n%s", m.Name, ErrContainerExited, ins.State.ExitCode, indent(logs))
+	}
+	return nil
+}
+
+func indent(s string) string {
+	s = strings.TrimRight(s, "\n")
+	if s == "" {
+		return "    (no output)"
+	}
+	return "    " + strings.ReplaceAll(s, "\n", "\n    ")
+}
+
+// Remove removes every container and the network of the stack (and any
+// other container carrying the run label, such as agents and clients).
+func (s *Stack) Remove(ctx context.Context, d Docker) error {
+	_, err := CleanRun(ctx, d, s.RunID)
+	return err
+}

@@ -1,0 +1,320 @@
+package orchestrator
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rttlab/rttlab/apps"
+)
+
+// Check is one verification result.
+type Check struct {
+	App      string
+	Route    string
+	What     string
+	Expected string
+	Observed string
+	OK       bool
+	Detail   string
+}
+
+func (c Check) String() string {
+	status := "OK  "
+	if !c.OK {
+		status = "FAIL"
+	}
+	s := fmt.Sprintf("%s %s %s: %s (expected %s, observed %s)", status, c.App, c.Route, c.What, c.Expected, c.Observed)
+	if c.Detail != "" {
+		s += "\n       " + strings.ReplaceAll(c.Detail, "\n", "\n       ")
+	}
+	return s
+}
+
+// VerifyOptions configure Verify.
+type VerifyOptions struct {
+	// Requests per route for the statement count (after warmup).
+	Requests int
+	// SerialN is the n used for /serial?n=N.
+	SerialN int
+	// Progress receives each check as it completes.
+	Progress func(Check)
+}
+
+// SQL runs admin SQL in the stack's database container as the postgres
+// superuser and returns the output rows (psql -At).
+func (s *Stack) SQL(ctx context.Context, d Containers, query string) ([]string, error) {
+	db := s.Role("db")
+	if db == nil {
+		return nil, fmt.Errorf("stack %s has no database", s.RunID)
+	}
+	var out, errb bytes.Buffer
+	code, err := d.Exec(ctx, db.ID, ExecSpec{
+		Cmd:    []string{"psql", "-X", "-q", "-At", "-U", "postgres", "-v", "ON_ERROR_STOP=1", "-d", "rttlab", "-c", query},
+		User:   "postgres",
+		Stdout: &out,
+		Stderr: &errb,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if code != 0 {
+		return nil, fmt.Errorf("psql: exit %d: %s", code, strings.TrimSpace(errb.String()))
+	}
+	return lines(out.Bytes()), nil
+}
+
+// AppStatements is the SQL that counts the app role's executed statements.
+const appStatementsSQL = `SELECT coalesce(sum(s.calls),0) FROM pg_stat_statements s JOIN pg_roles r ON r.oid = s.userid WHERE r.rolname = 'rttlab'`
+
+const appStatementsDetailSQL = `SELECT s.calls || ' x ' || regexp_replace(left(s.query, 90), '\s+', ' ', 'g') FROM pg_stat_statements s JOIN pg_roles r ON r.oid = s.userid WHERE r.rolname = 'rttlab' ORDER BY s.calls DESC, s.query LIMIT 8`
+
+// ResetStatements clears pg_stat_statements.
+func (s *Stack) ResetStatements(ctx context.Context, d Containers) error {
+	_, err := s.SQL(ctx, d, "SELECT pg_stat_statements_reset()")
+	return err
+}
+
+// CountStatements returns the app role's executed statements since the last
+// reset.
+func (s *Stack) CountStatements(ctx context.Context, d Containers) (int64, error) {
+	rows, err := s.SQL(ctx, d, appStatementsSQL)
+	if err != nil {
+		return 0, err
+	}
+	if len(rows) != 1 {
+		return 0, fmt.Errorf("count statements: unexpected output %q", rows)
+	}
+	return strconv.ParseInt(rows[0], 10, 64)
+}
+
+// VerifyStack checks every route of the route contract on a running stack
+// (status, content type, JSON shape, the 400 on a bad n) and that the
+// database work is real: the statements per request counted with
+// pg_stat_statements equal the metadata's figure.
+func VerifyStack(ctx context.Context, d Containers, st *Stack, o VerifyOptions) ([]Check, error) {
+	if o.Requests <= 0 {
+		o.Requests = 10
+	}
+	if o.SerialN <= 0 {
+		o.SerialN = 5
+	}
+	base := st.AppURL
+	if base == "" {
+		base = "http://" + st.AppAddr
+	}
+	hc := &http.Client{Timeout: 30 * time.Second}
+	var checks []Check
+	add := func(c Check) {
+		c.App = st.Target.Name
+		checks = append(checks, c)
+		if o.Progress != nil {
+			o.Progress(c)
+		}
+	}
+	meta := st.Target.Meta
+	add(checkJSON(hc, base, meta.Health, http.StatusOK, nil))
+	for _, r := range meta.Routes {
+		path := r.Path
+		if r.StatementsPerN {
+			path = fmt.Sprintf("%s?n=%d", r.Path, o.SerialN)
+		}
+		add(checkJSON(hc, base, path, http.StatusOK, shapeFor(r.Path, o.SerialN)))
+		if r.StatementsPerN {
+			for _, bad := range []string{"?n=-1", "?n=1001", "?n=abc", ""} {
+				add(checkJSON(hc, base, r.Path+bad, http.StatusBadRequest, hasError))
+			}
+		}
+	}
+	for _, r := range meta.Routes {
+		c, err := countCheck(ctx, d, hc, st, base, r, o)
+		if err != nil {
+			return checks, err
+		}
+		add(c)
+	}
+	return checks, nil
+}
+
+func countCheck(ctx context.Context, d Containers, hc *http.Client, st *Stack, base string, r apps.Route, o VerifyOptions) (Check, error) {
+	path := r.Path
+	want := int64(r.Statements)
+	if r.StatementsPerN {
+		path = fmt.Sprintf("%s?n=%d", r.Path, o.SerialN)
+		want = int64(o.SerialN)
+	}
+	c := Check{Route: path, What: "statements per request", Expected: fmt.Sprint(want)}
+	// Warm up: first requests may load schema or prepare statements.
+	for i := 0; i < 3; i++ {
+		if err := get(hc, base+path); err != nil {
+			c.Observed, c.Detail = "error", err.Error()
+			return c, nil
+		}
+	}
+	if err := st.ResetStatements(ctx, d); err != nil {
+		return c, err
+	}
+	for i := 0; i < o.Requests; i++ {
+		if err := get(hc, base+path); err != nil {
+			c.Observed, c.Detail = "error", err.Error()
+			return c, nil
+		}
+	}
+	n, err := st.CountStatements(ctx, d)
+	if err != nil {
+		return c, err
+	}
+	per := float64(n) / float64(o.Requests)
+	c.Observed = strconv.FormatFloat(per, 'f', -1, 64)
+	c.OK = n == want*int64(o.Requests)
+	if !c.OK {
+		rows, _ := st.SQL(ctx, d, appStatementsDetailSQL)
+		c.Detail = fmt.Sprintf("%d statements over %d requests; by statement:\n%s\nfix: make apps/%s do exactly the route contract's work (apps/README.md) or correct its app.yaml",
+			n, o.Requests, strings.Join(rows, "\n"), st.Target.Meta.Name)
+	}
+	return c, nil
+}
+
+func get(hc *http.Client, url string) error {
+	resp, err := hc.Get(url)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	io.Copy(io.Discard, resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: status %d", url, resp.StatusCode)
+	}
+	return nil
+}
+
+type shapeCheck func(v any) error
+
+func hasError(v any) error {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return fmt.Errorf("body is not a JSON object")
+	}
+	if s, _ := m["error"].(string); s == "" {
+		return fmt.Errorf(`body has no "error" string`)
+	}
+	return nil
+}
+
+func shapeFor(route string, n int) shapeCheck {
+	switch route {
+	case "/feed", "/feed-naive":
+		return feedShape
+	case "/serial":
+		return func(v any) error {
+			m, ok := v.(map[string]any)
+			if !ok {
+				return fmt.Errorf("body is not a JSON object")
+			}
+			if got, _ := m["n"].(float64); int(got) != n {
+				return fmt.Errorf(`"n" is %v, want %d`, m["n"], n)
+			}
+			return nil
+		}
+	}
+	return nil
+}
+
+// FeedArticles is the number of articles the seed gives the reader.
+const FeedArticles = 10
+
+func feedShape(v any) error {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return fmt.Errorf("body is not a JSON object")
+	}
+	acc, ok := m["account"].(map[string]any)
+	if !ok {
+		return fmt.Errorf(`"account" object missing`)
+	}
+	if name, _ := acc["name"].(string); name != "reader" {
+		return fmt.Errorf(`account name is %v, want "reader"`, acc["name"])
+	}
+	arts, ok := m["articles"].([]any)
+	if !ok {
+		return fmt.Errorf(`"articles" array missing`)
+	}
+	if len(arts) != FeedArticles {
+		return fmt.Errorf("%d articles, want %d", len(arts), FeedArticles)
+	}
+	for i, a := range arts {
+		am, ok := a.(map[string]any)
+		if !ok {
+			return fmt.Errorf("article %d is not an object", i)
+		}
+		if _, ok := am["id"].(float64); !ok {
+			return fmt.Errorf("article %d: id missing", i)
+		}
+		if _, ok := am["title"].(string); !ok {
+			return fmt.Errorf("article %d: title missing", i)
+		}
+		if f, ok := am["feedback"].(float64); !ok || f < 1 {
+			return fmt.Errorf("article %d: feedback count missing or zero", i)
+		}
+	}
+	return nil
+}
+
+func checkJSON(hc *http.Client, base, path string, wantStatus int, shape shapeCheck) Check {
+	c := Check{Route: path, What: "status, JSON", Expected: fmt.Sprintf("%d application/json", wantStatus)}
+	resp, err := hc.Get(base + path)
+	if err != nil {
+		c.Observed, c.Detail = "error", err.Error()
+		return c
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		c.Observed, c.Detail = "error", err.Error()
+		return c
+	}
+	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	c.Observed = fmt.Sprintf("%d %s", resp.StatusCode, ct)
+	if resp.StatusCode != wantStatus || ct != "application/json" {
+		c.Detail = "body: " + truncate(string(body), 200)
+		return c
+	}
+	var v any
+	if err := json.Unmarshal(body, &v); err != nil {
+		c.Detail = "body is not JSON: " + truncate(string(body), 200)
+		return c
+	}
+	if shape != nil {
+		if err := shape(v); err != nil {
+			c.Detail = "JSON shape: " + err.Error()
+			return c
+		}
+	}
+	c.OK = true
+	return c
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "..."
+	}
+	return s
+}
+
+// Failed returns the failed checks.
+func Failed(cs []Check) []Check {
+	var out []Check
+	for _, c := range cs {
+		if !c.OK {
+			out = append(out, c)
+		}
+	}
+	return out
+}
