@@ -12,8 +12,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -624,3 +624,5 @@ func (r *Runtime) Logs(ctx context.Context, id string, tail int) (string, error)
 	}
 	return buf.String(), nil
 }
+
+var imageRemoveForce = image.RemoveOptions{Force: true, PruneChildren: true}

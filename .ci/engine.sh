@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Host set-up shared by `make test` and `make run` on a fresh Debian
+# machine (as root): installs what rttlab needs from Debian's archive if
+# missing, starts dockerd when no engine answers, runs the given command,
+# and stops dockerd again only if this script started it.
+#
+#   .ci/engine.sh COMMAND [ARGS...]
+#
+# KEEP_ENGINE=1 leaves a dockerd this script started running.
+set -euo pipefail
+
+log() { printf '[setup] %s\n' "$*" >&2; }
+
+need_pkgs=()
+command -v dockerd >/dev/null 2>&1 || need_pkgs+=(docker.io)
+command -v debootstrap >/dev/null 2>&1 || need_pkgs+=(debootstrap)
+command -v iptables >/dev/null 2>&1 || need_pkgs+=(iptables)
+command -v ip >/dev/null 2>&1 || need_pkgs+=(iproute2)
+command -v curl >/dev/null 2>&1 || need_pkgs+=(curl)
+[ -x /usr/lib/postgresql/15/bin/postgres ] || ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || need_pkgs+=(postgresql)
+if [ ${#need_pkgs[@]} -gt 0 ]; then
+  if [ "$(id -u)" != 0 ]; then
+    echo "rttlab set-up: missing ${need_pkgs[*]}; run as root (sudo make ...) so they can be installed" >&2
+    exit 1
+  fi
+  log "installing ${need_pkgs[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${need_pkgs[@]}" >/dev/null
+  # The postgresql package starts a cluster through its init scripts on
+  # some machines; rttlab's tests start their own servers.
+  if command -v pg_ctlcluster >/dev/null 2>&1; then
+    for c in $(pg_lsclusters -h 2>/dev/null | awk '{print $1"/"$2}'); do pg_ctlcluster ${c%/*} ${c#*/} stop 2>/dev/null || true; done
+  fi
+fi
+
+sock=/var/run/docker.sock
+engine_up() {
+  if [ -n "${DOCKER_HOST:-}" ]; then
+    command -v docker >/dev/null && docker info >/dev/null 2>&1
+  else
+    [ -S "$sock" ] && curl -fsS --max-time 3 --unix-socket "$sock" http://localhost/_ping >/dev/null 2>&1
+  fi
+}
+
+started=""
+if ! engine_up; then
+  if [ -n "${DOCKER_HOST:-}" ]; then
+    echo "rttlab set-up: DOCKER_HOST=$DOCKER_HOST does not answer; unset it to let this script start a local dockerd" >&2
+    exit 1
+  fi
+  log "starting dockerd"
+  logf=${TMPDIR:-/tmp}/rttlab-dockerd.log
+  dockerd >"$logf" 2>&1 &
+  started=$!
+  for _ in $(seq 1 60); do
+    engine_up && break
+    if ! kill -0 "$started" 2>/dev/null; then
+      echo "rttlab set-up: dockerd exited; last lines of $logf:" >&2
+      tail -n 20 "$logf" >&2
+      exit 1
+    fi
+    sleep 0.5
+  done
+  engine_up || { echo "rttlab set-up: dockerd did not answer within 30 s (see $logf)" >&2; kill "$started"; exit 1; }
+fi
+
+stop_engine() {
+  if [ -n "$started" ] && [ -z "${KEEP_ENGINE:-}" ]; then
+    log "stopping the dockerd this script started"
+    kill "$started" 2>/dev/null || true
+    for _ in $(seq 1 40); do kill -0 "$started" 2>/dev/null || break; sleep 0.5; done
+    # containerd is started by dockerd and stops with it.
+  fi
+}
+trap stop_engine EXIT
+trap 'exit 130' INT TERM
+
+"$@"

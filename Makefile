@@ -1,0 +1,36 @@
+# rttlab — see README.md.
+#
+#   make run    set up the host, build images, run the smoke study, report
+#   make test   set up the host, run all tests (unit and integration)
+
+export PATH := /usr/local/go/bin:$(PATH)
+
+GO       ?= go
+BIN      := bin/rttlab
+VERSION  := $(shell git describe --always --dirty 2>/dev/null || echo dev)
+COMMIT   := $(shell git rev-parse --short HEAD 2>/dev/null)
+LDFLAGS  := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
+ENGINE   := .ci/engine.sh
+
+.PHONY: build run test unit vet clean
+
+build:
+	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/rttlab
+
+vet:
+	$(GO) vet ./...
+
+# Unit tests only (no engine needed).
+unit:
+	$(GO) test -count=1 -short ./...
+
+# All tests, integration included, against a real engine, real PostgreSQL
+# and real shaping. Set-up (packages, dockerd) happens first.
+test: build vet
+	RTTLAB_INTEGRATION=1 $(ENGINE) $(GO) test -count=1 -timeout 80m -p 1 ./...
+
+run: build
+	$(ENGINE) sh -c '$(BIN) images base && $(BIN) images build && $(BIN) verify go'
+
+clean:
+	rm -rf bin

@@ -1,0 +1,212 @@
+package orchestrator
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rttlab/rttlab/apps"
+)
+
+// engineForTest connects to the engine. Under `make test`
+// (RTTLAB_INTEGRATION=1) a missing engine fails the test; in a plain
+// `go test` without an engine the integration tests skip.
+func engineForTest(t *testing.T) *Runtime {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("integration test: skipped with -short")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	rt, err := NewRuntime(ctx)
+	if err != nil {
+		if os.Getenv("RTTLAB_INTEGRATION") != "" {
+			t.Fatalf("integration test needs an engine: %v", err)
+		}
+		t.Skipf("no engine (run `make test` for integration tests): %v", err)
+	}
+	t.Cleanup(func() { rt.Close() })
+	return rt
+}
+
+// builtApps builds the named image folders (cache makes repeats cheap).
+func builtApps(t *testing.T, rt *Runtime, names ...string) map[string]*apps.Meta {
+	t.Helper()
+	ctx := context.Background()
+	if _, _, err := EnsureBase(ctx, rt, BaseOptions{}); err != nil {
+		t.Fatalf("base image: %v", err)
+	}
+	src, err := FindSource()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fsys := apps.FS(src)
+	all, err := apps.Load(fsys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	b := &Builder{Images: rt, Apps: all, FS: fsys, GOOS: "linux", GOARCH: runtime.GOARCH, SrcDir: src, Version: "test", Log: &log}
+	built, err := b.Build(ctx, names)
+	if err != nil {
+		t.Fatalf("build %v: %v", names, err)
+	}
+	for _, r := range built {
+		t.Logf("built %s %s in %s", r.Tag, r.ID[:19], r.Duration.Round(time.Millisecond))
+	}
+	return all
+}
+
+func TestIntegrationBaseImageEnsured(t *testing.T) {
+	rt := engineForTest(t)
+	ctx := context.Background()
+	path, id, err := EnsureBase(ctx, rt, BaseOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id == "" {
+		t.Fatal("no image id")
+	}
+	t.Logf("base image path: %s", path)
+	// A second call finds it present.
+	path, _, err = EnsureBase(ctx, rt, BaseOptions{})
+	if err != nil || path != BasePresent {
+		t.Fatalf("second EnsureBase: path %s err %v, want present", path, err)
+	}
+}
+
+// TestIntegrationDebootstrapImport builds a base image under a throwaway
+// tag with debootstrap and imports it, proving the path a machine without
+// a registry takes.
+func TestIntegrationDebootstrapImport(t *testing.T) {
+	rt := engineForTest(t)
+	if os.Geteuid() != 0 {
+		t.Skip("debootstrap needs root")
+	}
+	ctx := context.Background()
+	ref := "rttlab-test/debootstrap:" + NewRunID()
+	t.Cleanup(func() {
+		if id, err := rt.ImageID(ctx, ref); err == nil {
+			rt.cli.ImageRemove(ctx, id, imageRemoveForce)
+		}
+	})
+	path, id, err := EnsureBase(ctx, rt, BaseOptions{Ref: ref, SkipPull: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if path != BaseDebootstrapd || id == "" {
+		t.Fatalf("path %s id %q, want debootstrap", path, id)
+	}
+	// The imported tree runs and is Debian trixie.
+	runID := NewRunID()
+	t.Cleanup(func() { CleanRun(ctx, rt, runID) })
+	cid, err := rt.CreateContainer(ctx, ContainerSpec{Name: "rttlab-" + runID + "-base", Image: ref, Cmd: []string{"sleep", "60"}, Labels: RunLabels(runID, nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.StartContainer(ctx, cid); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	code, err := rt.Exec(ctx, cid, ExecSpec{Cmd: []string{"cat", "/etc/os-release"}, Stdout: &out})
+	if err != nil || code != 0 {
+		t.Fatalf("exec: code %d err %v", code, err)
+	}
+	if !strings.Contains(out.String(), "trixie") {
+		t.Fatalf("os-release does not name trixie:\n%s", out.String())
+	}
+}
+
+func TestIntegrationVerifyGo(t *testing.T) {
+	rt := engineForTest(t)
+	all := builtApps(t, rt, "postgres", "go")
+	ctx := context.Background()
+	target, err := apps.Resolve(all, "go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := StartStack(ctx, rt, StackOptions{Target: target, Publish: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Remove(context.Background(), rt) })
+
+	checks, err := VerifyStack(ctx, rt, st, VerifyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range checks {
+		t.Log(c)
+	}
+	if bad := Failed(checks); len(bad) > 0 {
+		t.Fatalf("verify go failed: %v", bad)
+	}
+
+	// The count check can fail: claim /feed does 4 statements and
+	// /serial does none per n; verify must catch both and name them.
+	wrong := *target.Meta
+	wrong.Routes = []apps.Route{{Path: "/feed", Statements: 4}, {Path: "/feed-naive", Statements: 12}}
+	wt := target
+	wt.Meta = &wrong
+	st.Target = wt
+	checks, err = VerifyStack(ctx, rt, st, VerifyOptions{Requests: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := Failed(checks)
+	if len(bad) != 1 {
+		t.Fatalf("want exactly one failed check, got %v", bad)
+	}
+	b := bad[0]
+	if b.Route != "/feed" || b.Expected != "4" || b.Observed != "3" {
+		t.Fatalf("failed check = %+v, want /feed expected 4 observed 3", b)
+	}
+	if !strings.Contains(b.String(), "go /feed") || !strings.Contains(b.Detail, "feedback") {
+		t.Fatalf("failure does not name the app, route and statements: %s", b)
+	}
+	t.Log(b)
+}
+
+func TestIntegrationCleanLeavesForeignContainers(t *testing.T) {
+	rt := engineForTest(t)
+	ctx := context.Background()
+	runID := NewRunID()
+	foreignName := "foreign-" + runID
+	foreign, err := rt.CreateContainer(ctx, ContainerSpec{Name: foreignName, Image: BaseImage, Cmd: []string{"sleep", "300"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.RemoveContainer(context.Background(), foreign) })
+	netID, err := rt.CreateNetwork(ctx, "rttlab-"+runID, RunLabels(runID, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	labelled, err := rt.CreateContainer(ctx, ContainerSpec{Name: "rttlab-" + runID + "-x", Image: BaseImage, Cmd: []string{"sleep", "300"},
+		Labels: RunLabels(runID, map[string]string{LabelRole: "app"}), Network: "rttlab-" + runID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.StartContainer(ctx, labelled); err != nil {
+		t.Fatal(err)
+	}
+	c, err := CleanRun(ctx, rt, runID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Containers != 1 || c.Networks != 1 {
+		t.Fatalf("clean removed %s, want 1 container and 1 network", c)
+	}
+	if _, err := rt.InspectContainer(ctx, labelled); err == nil {
+		t.Fatal("labelled container still exists")
+	}
+	if nets, _ := rt.ListNetworks(ctx, map[string]string{LabelRun: runID}); len(nets) != 0 {
+		t.Fatalf("network %s still exists", netID)
+	}
+	if _, err := rt.InspectContainer(ctx, foreign); err != nil {
+		t.Fatalf("foreign container was touched: %v", err)
+	}
+}

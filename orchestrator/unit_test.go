@@ -1,0 +1,195 @@
+package orchestrator
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"testing/fstest"
+)
+
+func TestLabelArgs(t *testing.T) {
+	args := labelArgs(map[string]string{LabelRun: "abc", LabelStack: ""})
+	got := args.Get("label")
+	want := map[string]bool{"io.rttlab.run=abc": true, "io.rttlab.stack": true}
+	if len(got) != 2 {
+		t.Fatalf("labels %v", got)
+	}
+	for _, g := range got {
+		if !want[g] {
+			t.Fatalf("unexpected label filter %q in %v", g, got)
+		}
+	}
+	if labelArgs(nil).Len() != 0 {
+		t.Fatal("nil filter should be empty")
+	}
+	l := RunLabels("r1", map[string]string{LabelRole: "db"})
+	if l[LabelRun] != "r1" || l[LabelRole] != "db" {
+		t.Fatalf("RunLabels %v", l)
+	}
+}
+
+func TestTarContextDeterministic(t *testing.T) {
+	fsys := fstest.MapFS{
+		"Dockerfile":     {Data: []byte("FROM debian:trixie-slim\n")},
+		"entrypoint.sh":  {Data: []byte("#!/bin/sh\n")},
+		"main.go":        {Data: []byte("package main\n")},
+		"sql/schema.sql": {Data: []byte("select 1;\n")},
+	}
+	var a, b bytes.Buffer
+	if err := TarContext(&a, fsys, map[string][]byte{"feed": []byte("bin")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := TarContext(&b, fsys, map[string][]byte{"feed": []byte("bin")}); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(a.Bytes(), b.Bytes()) {
+		t.Fatal("same context gave different tar bytes (build cache would miss)")
+	}
+	tr := tar.NewReader(&a)
+	modes := map[string]int64{}
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		modes[h.Name] = h.Mode
+	}
+	if _, ok := modes["main.go"]; ok {
+		t.Error("host-built Go source should not be in the context")
+	}
+	if modes["entrypoint.sh"] != 0o755 || modes["feed"] != 0o755 || modes["Dockerfile"] != 0o644 {
+		t.Errorf("modes %v", modes)
+	}
+	if _, ok := modes["sql/"]; !ok {
+		t.Errorf("directory entry missing: %v", modes)
+	}
+}
+
+func TestReadJSONStreamError(t *testing.T) {
+	stream := `{"stream":"Step 1/3 : FROM debian:trixie-slim\n"}
+{"stream":"Step 2/3 : RUN apt-get install nope\n"}
+{"stream":"E: Unable to locate package nope\n"}
+{"errorDetail":{"message":"The command '/bin/sh -c apt-get install nope' returned a non-zero code: 100"},"error":"x"}
+`
+	_, err := readJSONStream(strings.NewReader(stream), nil)
+	var se *StreamError
+	if !errors.As(err, &se) {
+		t.Fatalf("err = %v, want StreamError", err)
+	}
+	msg := err.Error()
+	for _, want := range []string{"non-zero code: 100", "Unable to locate package nope", "Step 2/3"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error lacks %q:\n%s", want, msg)
+		}
+	}
+}
+
+func fakeDoctorEnv() DoctorEnv {
+	return DoctorEnv{
+		Engine: func(context.Context) (EngineInfo, error) {
+			return EngineInfo{Version: "20.10.24", APIVersion: "1.41", OS: "linux", Arch: "amd64", Kernel: "6.1"}, nil
+		},
+		ImageID:      func(context.Context, string) (string, error) { return "sha256:0123456789abcdef", nil },
+		Euid:         func() int { return 0 },
+		CapEff:       func() (uint64, error) { return 0, nil },
+		KernelNetem:  func() error { return errors.New("no such file or directory: Specified qdisc kind is unknown") },
+		NFQueue:      func() error { return nil },
+		LookPath:     func(s string) (string, error) { return "/usr/sbin/" + s, nil },
+		FreeBytes:    func(string) (uint64, error) { return 50 << 30, nil },
+		DockerRoot:   "/var/lib/docker",
+		MinFreeBytes: 10 << 30,
+	}
+}
+
+func TestDoctorChecks(t *testing.T) {
+	ctx := context.Background()
+	e := fakeDoctorEnv()
+	cs := Doctor(ctx, e)
+	if DoctorFailed(cs) {
+		t.Fatalf("healthy host reported failing: %v", cs)
+	}
+	var netem DoctorCheck
+	for _, c := range cs {
+		if c.Name == "kernel netem" {
+			netem = c
+		}
+	}
+	if netem.OK || !strings.Contains(netem.String(), "Specified qdisc kind is unknown") || !strings.HasPrefix(netem.String(), "WARN") {
+		t.Fatalf("netem line should warn with the kernel's words: %s", netem)
+	}
+
+	// Not root, no CAP_NET_ADMIN → required failure naming the fix.
+	e.Euid = func() int { return 1000 }
+	cs = Doctor(ctx, e)
+	if !DoctorFailed(cs) || !strings.Contains(cs[1].String(), "run as root") {
+		t.Fatalf("non-root: %v", cs[1])
+	}
+	e.CapEff = func() (uint64, error) { return 1 << capNetAdmin, nil }
+	if cs = Doctor(ctx, e); DoctorFailed(cs) {
+		t.Fatalf("CAP_NET_ADMIN should suffice: %v", cs)
+	}
+
+	// No engine.
+	e = fakeDoctorEnv()
+	e.Engine = func(context.Context) (EngineInfo, error) { return EngineInfo{}, ErrNoEngine }
+	cs = Doctor(ctx, e)
+	if !DoctorFailed(cs) || !strings.HasPrefix(cs[0].String(), "FAIL") || !strings.Contains(cs[0].String(), "dockerd") {
+		t.Fatalf("no engine: %s", cs[0])
+	}
+
+	// Neither shaper works → required failure.
+	e = fakeDoctorEnv()
+	e.NFQueue = func() error { return errors.New("iptables missing") }
+	if cs = Doctor(ctx, e); !DoctorFailed(cs) {
+		t.Fatal("no working shaper must fail")
+	}
+
+	// Low disk.
+	e = fakeDoctorEnv()
+	e.FreeBytes = func(string) (uint64, error) { return 1 << 30, nil }
+	if cs = Doctor(ctx, e); !DoctorFailed(cs) {
+		t.Fatal("1 GiB free must fail")
+	}
+}
+
+func TestServiceOrderAndMeta(t *testing.T) {
+	p, err := LoadStackFile(context.Background(), "feed.yaml", map[string]string{"RTTLAB_DB_PASSWORD": "pw", "RTTLAB_APP_IMAGE": "rttlab/go:latest"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	order, err := serviceOrder(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(order) != 2 || order[0].Name != "db" || order[1].Name != "app" {
+		t.Fatalf("order %v", order)
+	}
+	m, err := serviceMeta(order[1])
+	if err != nil || m.Role != "app" || !m.Shaped {
+		t.Fatalf("app meta %+v %v", m, err)
+	}
+	if v := order[1].Environment["PGPASSWORD"]; v == nil || *v != "pw" {
+		t.Fatalf("password not interpolated: %v", v)
+	}
+	if order[1].Image != "rttlab/go:latest" {
+		t.Fatalf("image %s", order[1].Image)
+	}
+	// Without a password the file refuses to load.
+	if _, err := LoadStackFile(context.Background(), "feed.yaml", nil); err == nil || !strings.Contains(err.Error(), "RTTLAB_DB_PASSWORD") {
+		t.Fatalf("missing password: %v", err)
+	}
+}
+
+func TestNewPasswordFresh(t *testing.T) {
+	a, b := NewPassword(), NewPassword()
+	if a == b || len(a) < 32 {
+		t.Fatalf("passwords %q %q", a, b)
+	}
+}
