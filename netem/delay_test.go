@@ -1,0 +1,120 @@
+package netem
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseDelay(t *testing.T) {
+	good := map[string]time.Duration{
+		"0":         0,
+		"0ms":       0,
+		"0.5ms":     500 * time.Microsecond,
+		"250us":     250 * time.Microsecond,
+		"250µs":     250 * time.Microsecond,
+		"250μs":     250 * time.Microsecond,
+		"1s":        time.Second,
+		"1000ms":    time.Second,
+		"0.05ms":    50 * time.Microsecond,
+		"1500ns":    2 * time.Microsecond, // rounded to 1µs
+		"1.4us":     time.Microsecond,
+		" 0.1ms ":   100 * time.Microsecond,
+		"1e-3s":     time.Millisecond,
+		"0.000001s": time.Microsecond,
+	}
+	for in, want := range good {
+		got, err := ParseDelay(in)
+		if err != nil || got != want {
+			t.Errorf("ParseDelay(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	bad := map[string]string{
+		"":       "empty",
+		"5":      "no unit",
+		"0.5":    "no unit",
+		"-1ms":   "negative",
+		"-0.5":   "negative",
+		"NaN":    "finite",
+		"nanms":  "finite",
+		"Infms":  "finite",
+		"+Infs":  "finite",
+		"1.1s":   "maximum",
+		"2000ms": "maximum",
+		"0.1us":  "granularity",
+		"400ns":  "granularity",
+		"ms":     "not a number",
+		"1m":     "unknown unit",
+		"abcms":  "not a number",
+		"1h":     "unknown unit",
+		"0x10ms": "not a number",
+	}
+	for in, want := range bad {
+		_, err := ParseDelay(in)
+		if err == nil {
+			t.Errorf("ParseDelay(%q) accepted", in)
+			continue
+		}
+		if !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("ParseDelay(%q) error %q, want one line mentioning %q", in, err, want)
+		}
+	}
+}
+
+func TestParseMillisList(t *testing.T) {
+	got, err := ParseMillisList("0,0.05, 0.1,1,1000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []time.Duration{0, 50 * time.Microsecond, 100 * time.Microsecond, time.Millisecond, time.Second}
+	if len(got) != len(want) {
+		t.Fatalf("got %v want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("got %v want %v", got, want)
+		}
+	}
+	bad := map[string]string{
+		"":            "empty",
+		" ":           "empty",
+		"0,,1":        "item 2 is empty",
+		"0,0.5ms":     "without a unit",
+		"0,-1":        "negative",
+		"1001":        "maximum",
+		"0.1,0.10":    "repeats",
+		"0,NaN":       "finite",
+		"0.0001":      "granularity",
+		"0,0.0004999": "granularity",
+	}
+	for in, want := range bad {
+		_, err := ParseMillisList(in)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParseMillisList(%q) error %v, want mention of %q", in, err, want)
+		}
+	}
+}
+
+func TestSplitRTT(t *testing.T) {
+	for _, rtt := range []time.Duration{0, 1, 3, 100 * time.Microsecond, 750 * time.Microsecond, time.Millisecond, 1001} {
+		app, db := SplitRTT(rtt)
+		if app+db != rtt || app < 0 || db < 0 || db-app > 1 || db < app {
+			t.Errorf("SplitRTT(%d) = %d, %d", rtt, app, db)
+		}
+	}
+	if app, db := SplitRTT(time.Millisecond); app != 500*time.Microsecond || db != 500*time.Microsecond {
+		t.Errorf("SplitRTT(1ms) = %v, %v", app, db)
+	}
+}
+
+func TestValidateDelay(t *testing.T) {
+	if err := ValidateDelay(-1); err == nil {
+		t.Error("negative accepted")
+	}
+	if err := ValidateDelay(MaxDelay + 1); err == nil {
+		t.Error("above max accepted")
+	}
+	if err := ValidateDelay(MaxDelay); err != nil {
+		t.Error(err)
+	}
+}

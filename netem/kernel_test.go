@@ -1,0 +1,130 @@
+package netem
+
+import (
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netlink/nl"
+	"golang.org/x/sys/unix"
+)
+
+func TestKernelPlanInterfaceScope(t *testing.T) {
+	qs, fs := kernelPlan(7, Config{Delay: 500 * time.Microsecond})
+	if len(qs) != 1 || len(fs) != 0 {
+		t.Fatalf("plan = %d qdiscs, %d filters; want 1, 0", len(qs), len(fs))
+	}
+	n, ok := qs[0].(*netlink.Netem)
+	if !ok {
+		t.Fatalf("root qdisc is %T, want netem", qs[0])
+	}
+	a := n.Attrs()
+	if a.LinkIndex != 7 || a.Parent != netlink.HANDLE_ROOT || a.Handle != netlink.MakeHandle(kernelMajor, 0) {
+		t.Fatalf("netem attrs = %+v", a)
+	}
+	if n.Limit < 100_000 {
+		t.Fatalf("netem limit %d < 100000 packets (1s at 100k pps)", n.Limit)
+	}
+	// NewNetem stores the latency in scheduler ticks; it must convert back
+	// to the configured 500µs.
+	if n.Latency == 0 {
+		t.Fatal("netem latency is 0")
+	}
+	if n.Jitter != 0 || n.Loss != 0 || n.Duplicate != 0 || n.ReorderProb != 0 {
+		t.Fatalf("netem adds more than delay: %+v", n)
+	}
+}
+
+func TestKernelPlanPathScope(t *testing.T) {
+	v4 := netip.MustParseAddr("172.18.0.2")
+	v6 := netip.MustParseAddr("fd00::2")
+	mapped := netip.MustParseAddr("::ffff:10.1.2.3")
+	qs, fs := kernelPlan(3, Config{Delay: time.Millisecond, Peers: []netip.Addr{v4, v6, mapped}})
+	if len(qs) != 2 || len(fs) != 3 {
+		t.Fatalf("plan = %d qdiscs, %d filters; want 2, 3", len(qs), len(fs))
+	}
+	prio, ok := qs[0].(*netlink.Prio)
+	if !ok || prio.Parent != netlink.HANDLE_ROOT || prio.Handle != netlink.MakeHandle(kernelMajor, 0) {
+		t.Fatalf("root = %T %+v", qs[0], qs[0].Attrs())
+	}
+	if prio.Bands != 4 {
+		t.Fatalf("prio bands %d, want 4", prio.Bands)
+	}
+	for i, b := range prio.PriorityMap {
+		if b > 2 {
+			t.Fatalf("priomap[%d] = %d sends unmatched traffic to the netem band", i, b)
+		}
+	}
+	netem, ok := qs[1].(*netlink.Netem)
+	if !ok || netem.Parent != netlink.MakeHandle(kernelMajor, 4) || netem.Handle != netlink.MakeHandle(kernelNetemMajor, 0) {
+		t.Fatalf("child = %T %+v", qs[1], qs[1].Attrs())
+	}
+	check := func(f netlink.Filter, proto uint16, prioNum uint16, keys []nl.TcU32Key) {
+		t.Helper()
+		u, ok := f.(*netlink.U32)
+		if !ok {
+			t.Fatalf("filter is %T", f)
+		}
+		a := u.Attrs()
+		if a.LinkIndex != 3 || a.Parent != netlink.MakeHandle(kernelMajor, 0) || a.Protocol != proto || a.Priority != prioNum {
+			t.Fatalf("filter attrs = %+v", a)
+		}
+		if u.ClassId != netlink.MakeHandle(kernelMajor, 4) {
+			t.Fatalf("classid %x", u.ClassId)
+		}
+		if u.Sel == nil || u.Sel.Flags&nl.TC_U32_TERMINAL == 0 || int(u.Sel.Nkeys) != len(keys) || len(u.Sel.Keys) != len(keys) {
+			t.Fatalf("selector = %+v", u.Sel)
+		}
+		for i, k := range keys {
+			if u.Sel.Keys[i] != k {
+				t.Fatalf("key %d = %+v, want %+v", i, u.Sel.Keys[i], k)
+			}
+		}
+	}
+	check(fs[0], unix.ETH_P_IP, 1, []nl.TcU32Key{{Mask: 0xffffffff, Val: 0xac120002, Off: 16}})
+	check(fs[1], unix.ETH_P_IPV6, 2, []nl.TcU32Key{
+		{Mask: 0xffffffff, Val: 0xfd000000, Off: 24},
+		{Mask: 0xffffffff, Val: 0, Off: 28},
+		{Mask: 0xffffffff, Val: 0, Off: 32},
+		{Mask: 0xffffffff, Val: 2, Off: 36},
+	})
+	check(fs[2], unix.ETH_P_IP, 1, []nl.TcU32Key{{Mask: 0xffffffff, Val: 0x0a010203, Off: 16}})
+}
+
+// TestKernelPlanSerializes checks the request bytes the plan produces:
+// netem's TCA_OPTIONS carry the tc_netem_qopt with our limit.
+func TestKernelPlanSerializes(t *testing.T) {
+	qs, _ := kernelPlan(1, Config{Delay: time.Millisecond})
+	n := qs[0].(*netlink.Netem)
+	opt := nl.TcNetemQopt{Latency: n.Latency, Limit: n.Limit}
+	b := opt.Serialize()
+	back := nl.DeserializeTcNetemQopt(b)
+	if back.Limit != netemLimit || back.Latency != n.Latency {
+		t.Fatalf("qopt round trip = %+v", back)
+	}
+}
+
+func TestNetemUnavailable(t *testing.T) {
+	for _, err := range []error{
+		unix.ENOENT,
+		unix.EOPNOTSUPP,
+		errNetemUnavailable,
+	} {
+		if !NetemUnavailable(err) {
+			t.Errorf("NetemUnavailable(%v) = false", err)
+		}
+	}
+	for _, err := range []error{nil, unix.EPERM, unix.EEXIST} {
+		if NetemUnavailable(err) {
+			t.Errorf("NetemUnavailable(%v) = true", err)
+		}
+	}
+	if w := kernelWords(&wrapErr{"add netem qdisc on eth0: no such file or directory: Specified qdisc kind is unknown."}); w != "Specified qdisc kind is unknown" {
+		t.Errorf("kernelWords = %q", w)
+	}
+}
+
+type wrapErr struct{ s string }
+
+func (e *wrapErr) Error() string { return e.s }

@@ -1,0 +1,202 @@
+package netem
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"strings"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// Config is one shaping setting: a one-way egress delay, applied to the
+// packets sent to Peers (path scope) or, when Peers is empty, to all egress
+// of the link (interface scope).
+type Config struct {
+	Delay time.Duration
+	Peers []netip.Addr // empty = all egress of the link (interface scope)
+}
+
+// Scope names the scope of c: "path" or "interface".
+func (c Config) Scope() string {
+	if len(c.Peers) > 0 {
+		return "path"
+	}
+	return "interface"
+}
+
+// Validate checks the delay range and the peer addresses.
+func (c Config) Validate() error {
+	if err := ValidateDelay(c.Delay); err != nil {
+		return err
+	}
+	for _, p := range c.Peers {
+		if !p.IsValid() || p.IsUnspecified() {
+			return fmt.Errorf("peer %q is not a usable address", p)
+		}
+	}
+	return nil
+}
+
+// Shaper delays the egress of one network namespace.
+type Shaper interface {
+	Set(ctx context.Context, c Config) error // replace the current setting
+	Clear(ctx context.Context) error         // remove everything it added
+	Close() error                            // Clear + release
+	Backend() string                         // "kernel" or "userspace"
+}
+
+// Health is an optional add-on of a Shaper whose work can fail after Set
+// returned (the userspace shaper's packet loop). Done is closed when that
+// work stops; Err returns nil while it runs and the cause once it stopped.
+type Health interface {
+	Done() <-chan struct{}
+	Err() error
+}
+
+// Backend names.
+const (
+	BackendAuto      = "auto"
+	BackendKernel    = "kernel"
+	BackendUserspace = "userspace"
+)
+
+// DefaultQueueNum is the NFQUEUE number used when Options.QueueNum is 0.
+const DefaultQueueNum = 7274
+
+// Options selects and places a shaper.
+type Options struct {
+	Backend  string // "auto" (default), "kernel" or "userspace"
+	Link     string // egress interface; default: the default route's, else the first non-loopback
+	QueueNum uint16 // NFQUEUE number of the userspace shaper; 0 = DefaultQueueNum
+	NetNS    string // network namespace file to shape (tests); empty = the caller's
+}
+
+// Info says which backend runs and why.
+type Info struct {
+	Backend string `json:"backend"`
+	Why     string `json:"why"`
+	Link    string `json:"link"`
+}
+
+// New creates a shaper in the namespace and on the link chosen by opts. The
+// shaper starts with nothing applied; call Set. With Backend "auto" it
+// tries kernel netem for real (adds and removes a netem qdisc) and falls
+// back to the userspace NFQUEUE shaper when the kernel lacks netem.
+func New(ctx context.Context, opts Options) (Shaper, Info, error) {
+	if opts.QueueNum == 0 {
+		opts.QueueNum = DefaultQueueNum
+	}
+	link, err := resolveLink(opts.NetNS, opts.Link)
+	if err != nil {
+		return nil, Info{}, err
+	}
+	opts.Link = link
+	info := Info{Link: link}
+	switch opts.Backend {
+	case "", BackendAuto:
+		k, kerr := newKernel(ctx, opts)
+		if kerr == nil {
+			info.Backend, info.Why = BackendKernel, "auto: kernel netem works on "+link
+			return k, info, nil
+		}
+		if !NetemUnavailable(kerr) {
+			return nil, info, fmt.Errorf("auto: %w", kerr)
+		}
+		u, uerr := newUserspace(ctx, opts)
+		if uerr != nil {
+			return nil, info, fmt.Errorf("auto: kernel netem unavailable (%v); userspace NFQUEUE: %w", kerr, uerr)
+		}
+		info.Backend = BackendUserspace
+		info.Why = fmt.Sprintf("auto: kernel netem unavailable (%q), using userspace NFQUEUE %d; %s", kernelWords(kerr), opts.QueueNum, u.detail)
+		return u, info, nil
+	case BackendKernel:
+		k, err := newKernel(ctx, opts)
+		if err != nil {
+			return nil, info, err
+		}
+		info.Backend, info.Why = BackendKernel, "requested"
+		return k, info, nil
+	case BackendUserspace:
+		u, err := newUserspace(ctx, opts)
+		if err != nil {
+			return nil, info, err
+		}
+		info.Backend, info.Why = BackendUserspace, fmt.Sprintf("requested, NFQUEUE %d; %s", opts.QueueNum, u.detail)
+		return u, info, nil
+	}
+	return nil, info, fmt.Errorf("unknown shaper backend %q: use auto, kernel or userspace", opts.Backend)
+}
+
+// errNetemUnavailable marks a failed kernel netem probe.
+var errNetemUnavailable = errors.New("kernel netem unavailable")
+
+// NetemUnavailable reports whether err says the kernel cannot run netem
+// (no sch_netem: "Specified qdisc kind is unknown", ENOENT, EOPNOTSUPP).
+func NetemUnavailable(err error) bool {
+	if err == nil {
+		return false
+	}
+	return errors.Is(err, errNetemUnavailable) ||
+		errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EOPNOTSUPP) ||
+		strings.Contains(err.Error(), "qdisc kind is unknown")
+}
+
+// kernelWords extracts the kernel's extended-ack text from a netlink error
+// ("no such file or directory: Specified qdisc kind is unknown." gives the
+// part after the errno), or the whole error when there is none.
+func kernelWords(err error) string {
+	s := err.Error()
+	if i := strings.LastIndex(s, ": "); i >= 0 && i+2 < len(s) {
+		return strings.TrimSuffix(s[i+2:], ".")
+	}
+	return s
+}
+
+// resolveLink returns name if it exists in the namespace, or picks the
+// interface of the IPv4 (then IPv6) default route, else the first
+// non-loopback interface that is up.
+func resolveLink(nsPath, name string) (string, error) {
+	var out string
+	err := inNetNS(nsPath, func() error {
+		if name != "" {
+			if _, err := netlink.LinkByName(name); err != nil {
+				return fmt.Errorf("link %q: %w", name, err)
+			}
+			out = name
+			return nil
+		}
+		for _, fam := range []int{netlink.FAMILY_V4, netlink.FAMILY_V6} {
+			routes, err := netlink.RouteList(nil, fam)
+			if err != nil {
+				return fmt.Errorf("list routes: %w", err)
+			}
+			for _, r := range routes {
+				if (r.Dst == nil || r.Dst.IP.IsUnspecified()) && r.LinkIndex > 0 {
+					l, err := netlink.LinkByIndex(r.LinkIndex)
+					if err == nil {
+						out = l.Attrs().Name
+						return nil
+					}
+				}
+			}
+		}
+		links, err := netlink.LinkList()
+		if err != nil {
+			return fmt.Errorf("list links: %w", err)
+		}
+		for _, l := range links {
+			a := l.Attrs()
+			if a.Flags&net.FlagUp != 0 && a.EncapType != "loopback" && a.Name != "lo" {
+				out = a.Name
+				return nil
+			}
+		}
+		return fmt.Errorf("no egress interface found: pass the link name")
+	})
+	return out, err
+}

@@ -1,0 +1,187 @@
+package netem_test
+
+import (
+	"context"
+	"net/netip"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rttlab/rttlab/netem"
+)
+
+const testQueue = 4242
+
+func ms(d time.Duration) float64 { return float64(d) / 1e6 }
+
+// TestUserspaceShaper runs the agent with the userspace shaper in
+// namespace B and pings across the veth pair. The bounds are loose on
+// purpose; TestUserspacePrecision logs the exact figures.
+func TestUserspaceShaper(t *testing.T) {
+	p := newPair(t)
+	h := startHelper(t, p.nsB, p.linkB, testQueue)
+	if rep := h.ctl(netem.Request{Op: "ping"}); rep.Backend != "userspace" || rep.Link != p.linkB {
+		t.Fatalf("ping reply %+v", rep)
+	}
+	if r := mangleRules(t, p.nsB); r != "" {
+		t.Fatalf("rules before the first set:\n%s", r)
+	}
+
+	// Interface scope, 0 ms: packets go through the queue, RTT stays small.
+	h.ctl(netem.Request{Op: "set", DelayNs: 0})
+	if r := mangleRules(t, p.nsB); !strings.Contains(r, "NFQUEUE") || strings.Contains(r, "queue-bypass") {
+		t.Fatalf("rules for 0 ms:\n%s", r)
+	}
+	zero := ping(t, p.nsA, p.b, 20, 2*time.Millisecond)
+	if zero.Lost != 0 || zero.Median >= time.Millisecond {
+		t.Fatalf("0 ms: lost %d, median %v (want no loss, < 1ms)", zero.Lost, zero.Median)
+	}
+
+	// 1 ms one way on B's egress.
+	rep := h.ctl(netem.Request{Op: "set", DelayNs: int64(time.Millisecond)})
+	if !rep.Active || rep.Scope != "interface" || rep.DelayNs != int64(time.Millisecond) {
+		t.Fatalf("set reply %+v", rep)
+	}
+	one := ping(t, p.nsA, p.b, 20, 2*time.Millisecond)
+	added := one.Median - zero.Median
+	t.Logf("interface scope: median 0ms %.3f ms, 1ms %.3f ms, added %.3f ms", ms(zero.Median), ms(one.Median), ms(added))
+	if one.Lost != 0 || added < 500*time.Microsecond || added > 2*time.Millisecond {
+		t.Fatalf("1 ms: lost %d, added %v (want 0.5-2 ms)", one.Lost, added)
+	}
+	// IPv6 goes through the queue as well.
+	six := ping(t, p.nsA, netip.MustParseAddr("fd77::2"), 10, 2*time.Millisecond)
+	if six.Lost != 0 || six.Median < 900*time.Microsecond {
+		t.Fatalf("IPv6 with 1 ms: lost %d median %v", six.Lost, six.Median)
+	}
+
+	// Path scope: only packets to a1 are delayed; a2 lives on the same
+	// link. Pings leave from B, so the requests are what is shaped.
+	rep = h.ctl(netem.Request{Op: "set", DelayNs: int64(time.Millisecond), Peers: []string{p.a1.String()}})
+	if rep.Scope != "path" || len(rep.Peers) != 1 {
+		t.Fatalf("path set reply %+v", rep)
+	}
+	if r := mangleRules(t, p.nsB); strings.Count(r, "NFQUEUE") != 1 || !strings.Contains(r, "-d 10.77.0.1/32") {
+		t.Fatalf("path rules:\n%s", r)
+	}
+	toPeer := ping(t, p.nsB, p.a1, 20, 2*time.Millisecond)
+	toOther := ping(t, p.nsB, p.a2, 20, 2*time.Millisecond)
+	t.Logf("path scope: to peer %.3f ms, to other %.3f ms", ms(toPeer.Median), ms(toOther.Median))
+	if toPeer.Median-toOther.Median < 500*time.Microsecond || toOther.Median >= time.Millisecond {
+		t.Fatalf("path scope: peer %v, other %v", toPeer.Median, toOther.Median)
+	}
+
+	// Clear removes the rules; show reports nothing active.
+	if rep := h.ctl(netem.Request{Op: "clear"}); rep.Active {
+		t.Fatalf("clear reply %+v", rep)
+	}
+	if r := mangleRules(t, p.nsB); r != "" {
+		t.Fatalf("rules after clear:\n%s", r)
+	}
+
+	// SIGKILL while shaping: traffic stops instead of passing unshaped.
+	h.ctl(netem.Request{Op: "set", DelayNs: int64(time.Millisecond)})
+	h.kill()
+	dead := ping(t, p.nsA, p.b, 2, 0)
+	if dead.Received != 0 || dead.Lost != 2 {
+		t.Fatalf("after SIGKILL: received %d of %d echoes unshaped", dead.Received, dead.Sent)
+	}
+	if r := mangleRules(t, p.nsB); r == "" {
+		t.Fatal("SIGKILL left no rule, so traffic could pass unshaped")
+	}
+
+	// A new agent on the same queue removes the stale rule; SIGTERM then
+	// leaves nothing behind.
+	h2 := startHelper(t, p.nsB, p.linkB, testQueue)
+	if r := mangleRules(t, p.nsB); r != "" {
+		t.Fatalf("stale rules not swept:\n%s", r)
+	}
+	h2.ctl(netem.Request{Op: "set", DelayNs: 200000, Peers: []string{p.a1.String(), "fd77::1"}})
+	if r := mangleRules(t, p.nsB); strings.Count(r, "NFQUEUE") != 2 {
+		t.Fatalf("rules for two peers:\n%s", r)
+	}
+	if err := h2.stop(); err != nil {
+		t.Fatalf("agent exit: %v\n%s", err, h2.out.String())
+	}
+	if r := mangleRules(t, p.nsB); r != "" {
+		t.Fatalf("rules after SIGTERM:\n%s", r)
+	}
+	if after := ping(t, p.nsA, p.b, 3, time.Millisecond); after.Lost != 0 {
+		t.Fatalf("traffic blocked after the agent stopped: %+v", after)
+	}
+}
+
+// TestUserspaceInProcessNetNS drives the shaper of another namespace from
+// this process (Options.NetNS).
+func TestUserspaceInProcessNetNS(t *testing.T) {
+	p := newPair(t)
+	ctx := context.Background()
+	sh, info, err := netem.New(ctx, netem.Options{Backend: "userspace", NetNS: nsPath(p.nsB), QueueNum: testQueue + 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Backend != "userspace" || info.Link != p.linkB {
+		t.Fatalf("info %+v (want the link of B's default route)", info)
+	}
+	defer sh.Close()
+	if err := sh.Set(ctx, netem.Config{Delay: 2 * time.Millisecond, Peers: []netip.Addr{p.a1}}); err != nil {
+		t.Fatal(err)
+	}
+	if r := mangleRules(t, p.nsB); !strings.Contains(r, "rttlab-4243") {
+		t.Fatalf("rule not in B:\n%s", r)
+	}
+	out, _ := exec.Command("iptables", "-w", "-t", "mangle", "-S").CombinedOutput()
+	if strings.Contains(string(out), "rttlab-4243") {
+		t.Fatal("rule landed in the test's own namespace")
+	}
+	r := ping(t, p.nsB, p.a1, 5, time.Millisecond)
+	if r.Lost != 0 || r.Median < 1500*time.Microsecond {
+		t.Fatalf("ping through in-process shaper: %+v", r)
+	}
+	if err := sh.Set(ctx, netem.Config{Delay: 1, Peers: nil}); err != nil {
+		t.Fatal(err)
+	}
+	if err := sh.Set(ctx, netem.Config{Delay: -1}); err == nil {
+		t.Fatal("negative delay accepted")
+	}
+	if err := sh.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if r := mangleRules(t, p.nsB); r != "" {
+		t.Fatalf("rules after Close:\n%s", r)
+	}
+}
+
+// TestAutoBackend checks that auto picks kernel netem where it works and
+// otherwise says why it fell back.
+func TestAutoBackend(t *testing.T) {
+	p := newPair(t)
+	sh, info, err := netem.New(context.Background(), netem.Options{NetNS: nsPath(p.nsB), QueueNum: testQueue + 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sh.Close()
+	t.Logf("auto: backend %s: %s", info.Backend, info.Why)
+	if sh.Backend() != info.Backend {
+		t.Fatalf("Backend() %s, info %s", sh.Backend(), info.Backend)
+	}
+	if info.Backend == "userspace" && !strings.Contains(info.Why, "kernel netem unavailable") {
+		t.Fatalf("fallback without a reason: %q", info.Why)
+	}
+}
+
+// TestMissingNetAdmin runs New without CAP_NET_ADMIN: the error names it.
+func TestMissingNetAdmin(t *testing.T) {
+	p := newPair(t)
+	if _, err := exec.LookPath("setpriv"); err != nil {
+		t.Skip("needs setpriv (util-linux) to drop CAP_NET_ADMIN")
+	}
+	cmd := exec.Command("ip", "netns", "exec", p.nsB, "setpriv", "--inh-caps=-net_admin", "--bounding-set=-net_admin",
+		exeForTest(), "-test.run=^$")
+	cmd.Env = append(cmd.Environ(), envHelper+"=new", envBack+"=userspace", envQueue+"=4245")
+	out, _ := cmd.CombinedOutput()
+	if !strings.Contains(string(out), "ERROR:") || !strings.Contains(string(out), "CAP_NET_ADMIN") {
+		t.Fatalf("without CAP_NET_ADMIN: %s", out)
+	}
+	t.Logf("%s", strings.TrimSpace(string(out)))
+}
