@@ -1,0 +1,6 @@
+// Package workloads holds the load drivers that run inside rttlab's client
+// and agent containers: the closed-loop HTTP load client with its JSON-lines
+// result stream, seeded weighted request mixes (Redmine, Aimeos), and the
+// SELECT 1 round-trip probe. The cobra wiring lives in cmd/rttlab; this
+// package only holds the logic and its option structs.
+package workloads

@@ -1,0 +1,159 @@
+package workloads
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// maxResultLine bounds one JSON line of the result stream.
+const maxResultLine = 1 << 20
+
+// ResultWriter writes results as JSON lines. Each Write flushes its line to
+// the underlying writer, so results stream back over docker exec as they
+// happen. Its Write method fits RunLoad's emit parameter.
+type ResultWriter struct {
+	bw  *bufio.Writer
+	enc *json.Encoder
+}
+
+// NewResultWriter returns a ResultWriter on w.
+func NewResultWriter(w io.Writer) *ResultWriter {
+	bw := bufio.NewWriter(w)
+	enc := json.NewEncoder(bw)
+	enc.SetEscapeHTML(false)
+	return &ResultWriter{bw: bw, enc: enc}
+}
+
+// Write writes r as one JSON line and flushes it.
+func (rw *ResultWriter) Write(r Result) error {
+	if err := rw.enc.Encode(r); err != nil {
+		return fmt.Errorf("encode result %d: %w", r.Seq, err)
+	}
+	if err := rw.bw.Flush(); err != nil {
+		return fmt.Errorf("write result %d: %w", r.Seq, err)
+	}
+	return nil
+}
+
+// EncodeResults writes results to w as JSON lines.
+func EncodeResults(w io.Writer, results []Result) error {
+	bw := bufio.NewWriter(w)
+	enc := json.NewEncoder(bw)
+	enc.SetEscapeHTML(false)
+	for _, r := range results {
+		if err := enc.Encode(r); err != nil {
+			return fmt.Errorf("encode result %d: %w", r.Seq, err)
+		}
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("write results: %w", err)
+	}
+	return nil
+}
+
+// LineError reports a malformed line of a result stream.
+type LineError struct {
+	Line int    // 1-based line number
+	Text string // the line, cut to 200 bytes
+	Err  error
+}
+
+func (e *LineError) Error() string {
+	return fmt.Sprintf("result stream line %d: %v (line: %q)", e.Line, e.Err, e.Text)
+}
+
+func (e *LineError) Unwrap() error { return e.Err }
+
+// wireResult mirrors Result with pointers so that missing fields are seen.
+type wireResult struct {
+	Seq       *int    `json:"seq"`
+	Warmup    *bool   `json:"warmup"`
+	Path      *string `json:"path"`
+	LatencyNS *int64  `json:"latency_ns"`
+	Status    *int    `json:"status"`
+	Bytes     *int64  `json:"bytes"`
+	Error     *string `json:"error"`
+	Retried   bool    `json:"retried"`
+}
+
+func decodeResultLine(line []byte) (Result, error) {
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.DisallowUnknownFields()
+	var w wireResult
+	if err := dec.Decode(&w); err != nil {
+		return Result{}, err
+	}
+	var extra json.RawMessage
+	if err := dec.Decode(&extra); err != io.EOF {
+		return Result{}, errors.New("trailing data after the JSON object")
+	}
+	switch {
+	case w.Seq == nil:
+		return Result{}, errors.New(`missing field "seq"`)
+	case w.Warmup == nil:
+		return Result{}, errors.New(`missing field "warmup"`)
+	case w.Path == nil:
+		return Result{}, errors.New(`missing field "path"`)
+	case w.LatencyNS == nil:
+		return Result{}, errors.New(`missing field "latency_ns"`)
+	case w.Status == nil:
+		return Result{}, errors.New(`missing field "status"`)
+	case w.Bytes == nil:
+		return Result{}, errors.New(`missing field "bytes"`)
+	case w.Error == nil:
+		return Result{}, errors.New(`missing field "error"`)
+	case *w.Seq < 0:
+		return Result{}, fmt.Errorf("negative seq %d", *w.Seq)
+	case *w.LatencyNS < 0:
+		return Result{}, fmt.Errorf("negative latency_ns %d", *w.LatencyNS)
+	}
+	return Result{
+		Seq: *w.Seq, Warmup: *w.Warmup, Path: *w.Path, LatencyNS: *w.LatencyNS,
+		Status: *w.Status, Bytes: *w.Bytes, Error: *w.Error, Retried: w.Retried,
+	}, nil
+}
+
+// DecodeResultStream reads JSON-lines results from r and calls fn for each,
+// in order. Blank lines are skipped. A malformed line stops the stream with
+// a *LineError naming its line number; an error from fn stops it too.
+func DecodeResultStream(r io.Reader, fn func(Result) error) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64*1024), maxResultLine)
+	line := 0
+	for sc.Scan() {
+		line++
+		b := bytes.TrimSpace(sc.Bytes())
+		if len(b) == 0 {
+			continue
+		}
+		res, err := decodeResultLine(b)
+		if err != nil {
+			text := b
+			if len(text) > 200 {
+				text = text[:200]
+			}
+			return &LineError{Line: line, Text: string(text), Err: err}
+		}
+		if err := fn(res); err != nil {
+			return fmt.Errorf("result stream line %d: %w", line, err)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return &LineError{Line: line + 1, Err: err}
+	}
+	return nil
+}
+
+// DecodeResults reads a whole JSON-lines result stream.
+func DecodeResults(r io.Reader) ([]Result, error) {
+	var out []Result
+	err := DecodeResultStream(r, func(res Result) error {
+		out = append(out, res)
+		return nil
+	})
+	return out, err
+}

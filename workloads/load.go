@@ -1,0 +1,302 @@
+package workloads
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// DefaultRequestTimeout bounds one request (connect, send, headers and body)
+// when LoadOptions.Timeout is zero.
+const DefaultRequestTimeout = 30 * time.Second
+
+// userAgent identifies the load client in application logs unless the
+// caller sets its own User-Agent header.
+const userAgent = "rttlab-load"
+
+// LoadOptions configures one closed-loop run of the load client.
+//
+// The request list is either Requests (one path per request, warmup
+// requests first, in order) or Route repeated Warmup+Measured times.
+type LoadOptions struct {
+	// BaseURL is the application's origin, e.g. "http://app:8080".
+	BaseURL string
+	// Requests lists one path per request, warmup included; the first
+	// Warmup entries are warmup requests. When set, Route is ignored and
+	// Measured, if non-zero, must equal len(Requests)-Warmup.
+	Requests []string
+	// Route is the single path requested when Requests is empty.
+	Route string
+	// Warmup is the number of warmup requests; Measured the number of
+	// measured requests after them.
+	Warmup, Measured int
+	// Timeout bounds each request; zero means DefaultRequestTimeout.
+	Timeout time.Duration
+	// Header holds extra request headers; a "Host" entry sets the Host.
+	Header map[string]string
+}
+
+// Result is one request of a load run, streamed as one JSON line.
+type Result struct {
+	Seq       int    `json:"seq"`
+	Warmup    bool   `json:"warmup"`
+	Path      string `json:"path"`
+	LatencyNS int64  `json:"latency_ns"`
+	Status    int    `json:"status"`
+	Bytes     int64  `json:"bytes"`
+	Error     string `json:"error"`
+	// Retried is set when net/http transparently re-sent the request on a
+	// fresh connection because the kept-alive one had been closed by the
+	// server; the latency then includes the failed attempt and a new dial.
+	Retried bool `json:"retried,omitempty"`
+}
+
+// Failed reports whether the request counts as a failure: a transport or
+// body error, or any status other than 200.
+func (r Result) Failed() bool { return r.Error != "" || r.Status != http.StatusOK }
+
+// Latency returns the request latency as a Duration.
+func (r Result) Latency() time.Duration { return time.Duration(r.LatencyNS) }
+
+// Totals summarises a load run.
+type Totals struct {
+	Requests         int   `json:"requests"`
+	Warmup           int   `json:"warmup"`
+	Measured         int   `json:"measured"`
+	Failures         int   `json:"failures"`
+	MeasuredFailures int   `json:"measured_failures"`
+	NewConns         int   `json:"new_conns"`
+	Retries          int   `json:"retries"`
+	Bytes            int64 `json:"bytes"`
+	ElapsedNS        int64 `json:"elapsed_ns"`
+}
+
+// plan validates the options and returns the full request list (warmup
+// first), the number of warmup requests and the request timeout.
+func (o LoadOptions) plan() (base string, paths []string, warmup int, timeout time.Duration, err error) {
+	u, err := url.Parse(o.BaseURL)
+	if err != nil {
+		return "", nil, 0, 0, fmt.Errorf("base URL %q: %w", o.BaseURL, err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return "", nil, 0, 0, fmt.Errorf("base URL %q: scheme must be http or https", o.BaseURL)
+	}
+	if u.Host == "" {
+		return "", nil, 0, 0, fmt.Errorf("base URL %q: no host", o.BaseURL)
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return "", nil, 0, 0, fmt.Errorf("base URL %q: must not carry a query or fragment", o.BaseURL)
+	}
+	if o.Warmup < 0 || o.Measured < 0 {
+		return "", nil, 0, 0, fmt.Errorf("request counts must not be negative (warmup %d, measured %d)", o.Warmup, o.Measured)
+	}
+	if o.Timeout < 0 {
+		return "", nil, 0, 0, fmt.Errorf("timeout %s must not be negative", o.Timeout)
+	}
+	timeout = o.Timeout
+	if timeout == 0 {
+		timeout = DefaultRequestTimeout
+	}
+	if len(o.Requests) > 0 {
+		if o.Warmup >= len(o.Requests) {
+			return "", nil, 0, 0, fmt.Errorf("%d warmup requests leave none of %d requests to measure", o.Warmup, len(o.Requests))
+		}
+		if o.Measured != 0 && o.Measured != len(o.Requests)-o.Warmup {
+			return "", nil, 0, 0, fmt.Errorf("%d requests with %d warmup give %d measured, not %d", len(o.Requests), o.Warmup, len(o.Requests)-o.Warmup, o.Measured)
+		}
+		paths = o.Requests
+	} else {
+		if o.Route == "" {
+			return "", nil, 0, 0, errors.New("no route and no request list")
+		}
+		if o.Measured == 0 {
+			return "", nil, 0, 0, errors.New("measured requests must be positive")
+		}
+		paths = make([]string, o.Warmup+o.Measured)
+		for i := range paths {
+			paths[i] = o.Route
+		}
+	}
+	for i, p := range paths {
+		if !strings.HasPrefix(p, "/") {
+			return "", nil, 0, 0, fmt.Errorf("request %d: path %q must start with /", i, p)
+		}
+	}
+	return strings.TrimRight(o.BaseURL, "/"), paths, o.Warmup, timeout, nil
+}
+
+// newLoadTransport returns a transport that holds at most one HTTP/1.1
+// keep-alive connection, never compresses, and never uses a proxy.
+func newLoadTransport(timeout time.Duration) *http.Transport {
+	dialer := &net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}
+	tr := &http.Transport{
+		Proxy:               nil,
+		DialContext:         dialer.DialContext,
+		MaxConnsPerHost:     1,
+		MaxIdleConnsPerHost: 1,
+		MaxIdleConns:        1,
+		IdleConnTimeout:     90 * time.Second,
+		TLSHandshakeTimeout: timeout,
+		DisableCompression:  true,
+		ForceAttemptHTTP2:   false,
+	}
+	tr.Protocols = new(http.Protocols)
+	tr.Protocols.SetHTTP1(true)
+	return tr
+}
+
+// RunLoad runs one closed-loop load run: one client, one keep-alive
+// connection, warmup requests then measured requests, each sent only after
+// the previous response body was read and closed.
+//
+// Each request's latency runs on the monotonic clock from just before the
+// request is handed to the transport until its body is fully read and
+// closed. A non-200 status or a transport error is a failure: it is counted,
+// emitted like any other result and never retried by this client. After a
+// transport error the next request opens a fresh connection (counted in
+// Totals.NewConns). net/http itself re-sends a GET transparently when a
+// reused connection turns out to be closed before any response byte; such
+// requests are flagged Retried and counted in Totals.Retries.
+//
+// emit, if not nil, receives every result right after its latency is taken;
+// an emit error stops the run. When ctx ends, the run stops; a request cut
+// short by ctx is not emitted and the context's error is returned.
+func RunLoad(ctx context.Context, opts LoadOptions, emit func(Result) error) (tot Totals, err error) {
+	base, paths, warmup, timeout, err := opts.plan()
+	if err != nil {
+		return Totals{}, fmt.Errorf("load options: %w", err)
+	}
+
+	header := make(http.Header, len(opts.Header)+1)
+	host := ""
+	for k, v := range opts.Header {
+		if strings.EqualFold(k, "Host") {
+			host = v
+			continue
+		}
+		header.Set(k, v)
+	}
+	if header.Get("User-Agent") == "" {
+		header.Set("User-Agent", userAgent)
+	}
+
+	// One request template per distinct path, built before the loop so
+	// that the hot path only derives a per-request context.
+	templates := make([]*http.Request, len(paths))
+	byPath := make(map[string]*http.Request)
+	for i, p := range paths {
+		if t, ok := byPath[p]; ok {
+			templates[i] = t
+			continue
+		}
+		t, err := http.NewRequest(http.MethodGet, base+p, nil)
+		if err != nil {
+			return Totals{}, fmt.Errorf("request %d (%s): %w", i, p, err)
+		}
+		t.Header = header
+		if host != "" {
+			t.Host = host
+		}
+		byPath[p] = t
+		templates[i] = t
+	}
+
+	tr := newLoadTransport(timeout)
+	defer tr.CloseIdleConnections()
+
+	var gotConns, newConns int
+	trace := &httptrace.ClientTrace{
+		GotConn: func(info httptrace.GotConnInfo) {
+			gotConns++
+			if !info.Reused {
+				newConns++
+			}
+		},
+	}
+	traceCtx := httptrace.WithClientTrace(ctx, trace)
+
+	began := time.Now()
+	defer func() {
+		tot.NewConns = newConns
+		tot.ElapsedNS = int64(time.Since(began))
+	}()
+
+	for i, tmpl := range templates {
+		if err := ctx.Err(); err != nil {
+			return tot, fmt.Errorf("load stopped before request %d of %d: %w", i, len(templates), err)
+		}
+		rctx, cancel := context.WithTimeout(traceCtx, timeout)
+		req := tmpl.WithContext(rctx)
+		gotConns = 0
+
+		start := time.Now()
+		resp, rtErr := tr.RoundTrip(req)
+		var n int64
+		status := 0
+		if rtErr == nil {
+			status = resp.StatusCode
+			n, rtErr = io.Copy(io.Discard, resp.Body)
+			if cerr := resp.Body.Close(); rtErr == nil {
+				rtErr = cerr
+			}
+		}
+		lat := time.Since(start)
+		cancel()
+
+		if rtErr != nil {
+			if ctx.Err() != nil {
+				return tot, fmt.Errorf("load stopped during request %d of %d: %w", i, len(templates), ctx.Err())
+			}
+			// Drop whatever is left of the broken connection so the next
+			// request dials a fresh one.
+			tr.CloseIdleConnections()
+		}
+
+		res := Result{
+			Seq:       i,
+			Warmup:    i < warmup,
+			Path:      paths[i],
+			LatencyNS: int64(lat),
+			Status:    status,
+			Bytes:     n,
+			Retried:   gotConns > 1,
+		}
+		if rtErr != nil {
+			res.Error = rtErr.Error()
+		} else if status != http.StatusOK {
+			res.Error = "unexpected status " + strconv.Itoa(status)
+		}
+
+		tot.Requests++
+		if res.Warmup {
+			tot.Warmup++
+		} else {
+			tot.Measured++
+		}
+		if res.Failed() {
+			tot.Failures++
+			if !res.Warmup {
+				tot.MeasuredFailures++
+			}
+		}
+		if res.Retried {
+			tot.Retries++
+		}
+		tot.Bytes += n
+
+		if emit != nil {
+			if err := emit(res); err != nil {
+				return tot, fmt.Errorf("emit result %d: %w", i, err)
+			}
+		}
+	}
+	return tot, nil
+}
