@@ -1,0 +1,57 @@
+// Package results owns the results folder of a study: its file format,
+// the statistics and the summaries.
+//
+// # Folder
+//
+// A study writes to <out>/<UTC time>-<plan>/, for example
+// rttlab-results/20261129T235900Z-study/:
+//
+//	manifest.json  Manifest: plan, seed, shuffled task order, versions, host, shaper, ...
+//	samples.jsonl  one Sample per request (warmup and measured), appended per task attempt
+//	tasks.jsonl    one TaskRecord per finished attempt: "done" or "failed"
+//	probes.csv     Probe rows: ICMP and SELECT 1 checks of the injected delay
+//	runs.csv       derived: per run n, p50, p90, p99, mean, failures
+//	summary.json   derived: every cell with CI, change, ratio, predicted, warnings
+//	summary.md     derived: study-style lines, a table per app, probes, warnings
+//
+// The first four are raw data; Render derives the last three from them
+// alone, so `rttlab report DIR` can always regenerate them.
+//
+// # Runner protocol
+//
+//	f, err := results.Create(out, plan.Name, time.Now())   // or results.Open(dir) to resume
+//	err = f.WriteManifest(&m)                              // before the first task, with m.Tasks
+//	for each task t not done (f.State().Pending() on resume):
+//	    a := 1                                             // on resume: f.State().NextAttempt(t.ID)
+//	    err = f.AppendProbes(quickICMP)                    // optional, any time
+//	    err = f.AppendSamples(t.ID, a, samples)            // fsynced
+//	    err = f.MarkDone(t.ID, a)                          // only after AppendSamples returned nil
+//	    // or f.MarkFailed(t.ID, a, reason), then retry with a+1
+//	m.End = time.Now(); err = f.WriteManifest(&m)
+//	err = f.Close()
+//	err = results.Render(f.Dir())
+//
+// A task counts only once an attempt of it is marked done, and only that
+// attempt's samples count, so a task redone after a crash never duplicates
+// samples. A redo must use a new attempt number (Data.NextAttempt). Open
+// tolerates and trims the unterminated last line a crash mid-write leaves;
+// any other malformed line is an error with file and line number.
+//
+// # Statistics
+//
+// Per run: p50, p90, p99 and mean over the measured (non-warmup),
+// successful requests (status 200, no transport error); failures are
+// counted. Percentiles interpolate linearly between closest ranks (see
+// Percentile). Per cell (app, route, setting): p50 = median of the
+// run-level p50s; 95% CI by percentile bootstrap over the run-level p50s
+// (10,000 resamples); change against the 0 ms cell of the same app and
+// route = difference of the medians, with a CI that resamples baseline and
+// target runs independently; ratio = change ÷ setting; predicted =
+// statements per request (Manifest.Statements) × setting. Each interval
+// has its own PCG generator seeded from SHA-256 of (plan seed, cell key),
+// so adding an app or setting leaves every other interval unchanged. Cells
+// with fewer than 6 runs are shown with a warning instead of a claim.
+// Probes: ICMP added RTT and SELECT 1 change against 0 ms (with a bootstrap
+// CI over the run medians), flagged when they differ from the setting by
+// more than 0.05 ms.
+package results

@@ -1,0 +1,700 @@
+package results
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// folderTimeLayout names results folders, e.g. 20261129T235900Z.
+const folderTimeLayout = "20060102T150405Z"
+
+// Folder is an open results folder that the runner appends to. Its methods
+// are safe for concurrent use. After a failed append the Folder refuses
+// further appends (a partial line may be on disk); reopen it with Open,
+// which trims the partial line.
+type Folder struct {
+	dir   string
+	state *Data
+
+	mu      sync.Mutex
+	samples *os.File
+	tasks   *os.File
+	probes  *os.File
+	broken  error
+}
+
+// Create makes a new results folder <outDir>/<UTC time>-<planName>/ (for
+// example rttlab-results/20261129T235900Z-study/) with empty samples.jsonl
+// and tasks.jsonl and a probes.csv holding only its header. Characters of
+// planName outside [A-Za-z0-9._-] become '-'. It fails if the folder
+// exists. Call WriteManifest before the first task.
+func Create(outDir, planName string, now time.Time) (*Folder, error) {
+	name := now.UTC().Format(folderTimeLayout) + "-" + sanitizeName(planName)
+	if err := os.MkdirAll(outDir, 0o755); err != nil {
+		return nil, fmt.Errorf("create results folder: %w", err)
+	}
+	dir := filepath.Join(outDir, name)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return nil, fmt.Errorf("create results folder %s: it already exists", dir)
+		}
+		return nil, fmt.Errorf("create results folder: %w", err)
+	}
+	var hdr bytes.Buffer
+	w := csv.NewWriter(&hdr)
+	if err := w.Write(probeHeader); err != nil {
+		return nil, fmt.Errorf("create %s: %w", ProbesFile, err)
+	}
+	w.Flush()
+	initial := map[string][]byte{SamplesFile: nil, TasksFile: nil, ProbesFile: hdr.Bytes()}
+	for _, n := range []string{SamplesFile, TasksFile, ProbesFile} {
+		if err := createSynced(filepath.Join(dir, n), initial[n]); err != nil {
+			return nil, fmt.Errorf("create results folder %s: %w", dir, err)
+		}
+	}
+	if err := syncDir(dir); err != nil {
+		return nil, fmt.Errorf("create results folder %s: %w", dir, err)
+	}
+	f := &Folder{dir: dir}
+	if err := f.openAppend(); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// Open reopens an existing results folder to resume it. It first loads and
+// checks every file (see Load); any malformed line other than an
+// unterminated last line is an error and nothing is changed. An
+// unterminated last line of samples.jsonl, tasks.jsonl or probes.csv is
+// what a crash mid-write leaves; it belongs to an attempt that was never
+// marked done, and Open truncates it so new lines start clean. State
+// returns what was loaded.
+func Open(dir string) (*Folder, error) {
+	d, err := Load(dir)
+	if err != nil {
+		return nil, fmt.Errorf("open results folder: %w", err)
+	}
+	for _, n := range []string{SamplesFile, TasksFile, ProbesFile} {
+		if err := trimTo(filepath.Join(dir, n), d.complete[n]); err != nil {
+			return nil, fmt.Errorf("open results folder %s: %w", dir, err)
+		}
+	}
+	f := &Folder{dir: dir, state: d}
+	if err := f.openAppend(); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// Dir returns the folder's path.
+func (f *Folder) Dir() string { return f.dir }
+
+// State returns the folder's contents as read by Open (nil after Create).
+// Use Data.Pending and Data.NextAttempt to resume.
+func (f *Folder) State() *Data { return f.state }
+
+func (f *Folder) openAppend() error {
+	open := func(n string) (*os.File, error) {
+		h, err := os.OpenFile(filepath.Join(f.dir, n), os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			return nil, fmt.Errorf("open %s for append: %w", n, err)
+		}
+		return h, nil
+	}
+	var err error
+	if f.samples, err = open(SamplesFile); err != nil {
+		return err
+	}
+	if f.tasks, err = open(TasksFile); err != nil {
+		f.samples.Close()
+		return err
+	}
+	if f.probes, err = open(ProbesFile); err != nil {
+		f.samples.Close()
+		f.tasks.Close()
+		return err
+	}
+	return nil
+}
+
+// Close closes the folder's files.
+func (f *Folder) Close() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var errs []error
+	for _, h := range []*os.File{f.samples, f.tasks, f.probes} {
+		if h != nil {
+			if err := h.Close(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	f.samples, f.tasks, f.probes = nil, nil, nil
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("close results folder %s: %w", f.dir, err)
+	}
+	return nil
+}
+
+// WriteManifest writes manifest.json atomically (temporary file, fsync,
+// rename, fsync of the folder).
+func (f *Folder) WriteManifest(m *Manifest) error {
+	if err := checkManifest(m); err != nil {
+		return fmt.Errorf("write %s: %w", ManifestFile, err)
+	}
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", ManifestFile, err)
+	}
+	return writeAtomic(f.dir, ManifestFile, append(b, '\n'))
+}
+
+// AppendSamples appends the samples of one attempt of a task to
+// samples.jsonl as JSON lines, in one write, and fsyncs. Task and Attempt
+// of every sample are set from the arguments. Attempts count from 1; a
+// task redone after a crash must use a new attempt number
+// (Data.NextAttempt) so that the earlier partial samples stay ignored.
+func (f *Folder) AppendSamples(task, attempt int, s []Sample) error {
+	if attempt < 1 {
+		return fmt.Errorf("append samples of task %d: attempt %d: attempts count from 1", task, attempt)
+	}
+	var buf bytes.Buffer
+	for i := range s {
+		x := s[i]
+		x.Task, x.Attempt = task, attempt
+		if err := checkSample(&x); err != nil {
+			return fmt.Errorf("append samples of task %d: sample %d: %w", task, i, err)
+		}
+		b, err := json.Marshal(&x)
+		if err != nil {
+			return fmt.Errorf("append samples of task %d: %w", task, err)
+		}
+		buf.Write(b)
+		buf.WriteByte('\n')
+	}
+	return f.appendSynced(func() *os.File { return f.samples }, SamplesFile, buf.Bytes())
+}
+
+// MarkDone records in tasks.jsonl (fsynced) that the attempt of a task is
+// complete. Call it only after AppendSamples for that attempt returned nil:
+// Load counts a task's samples only once it is marked done.
+func (f *Folder) MarkDone(task, attempt int) error {
+	return f.mark(TaskRecord{Task: task, Attempt: attempt, Status: StatusDone})
+}
+
+// MarkFailed records in tasks.jsonl (fsynced) that the attempt of a task
+// failed (for example the app container crashed); its samples are ignored
+// and the failure is listed in the summary's warnings.
+func (f *Folder) MarkFailed(task, attempt int, reason string) error {
+	if reason == "" {
+		reason = "unknown"
+	}
+	return f.mark(TaskRecord{Task: task, Attempt: attempt, Status: StatusFailed, Error: reason})
+}
+
+func (f *Folder) mark(r TaskRecord) error {
+	if r.Attempt < 1 {
+		return fmt.Errorf("mark task %d %s: attempt %d: attempts count from 1", r.Task, r.Status, r.Attempt)
+	}
+	r.Time = time.Now().UTC()
+	b, err := json.Marshal(&r)
+	if err != nil {
+		return fmt.Errorf("mark task %d %s: %w", r.Task, r.Status, err)
+	}
+	return f.appendSynced(func() *os.File { return f.tasks }, TasksFile, append(b, '\n'))
+}
+
+// AppendProbes appends rows to probes.csv and fsyncs.
+func (f *Folder) AppendProbes(p []Probe) error {
+	var buf bytes.Buffer
+	w := csv.NewWriter(&buf)
+	for i := range p {
+		if err := checkProbe(&p[i]); err != nil {
+			return fmt.Errorf("append probes: row %d: %w", i, err)
+		}
+		if err := w.Write(probeRecord(&p[i])); err != nil {
+			return fmt.Errorf("append probes: %w", err)
+		}
+	}
+	w.Flush()
+	if err := w.Error(); err != nil {
+		return fmt.Errorf("append probes: %w", err)
+	}
+	return f.appendSynced(func() *os.File { return f.probes }, ProbesFile, buf.Bytes())
+}
+
+func (f *Folder) appendSynced(file func() *os.File, name string, b []byte) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.broken != nil {
+		return fmt.Errorf("append to %s: an earlier append failed, reopen the folder: %w", name, f.broken)
+	}
+	h := file()
+	if h == nil {
+		return fmt.Errorf("append to %s: folder is closed", name)
+	}
+	if len(b) == 0 {
+		return nil
+	}
+	if _, err := h.Write(b); err != nil {
+		f.broken = err
+		return fmt.Errorf("append to %s: %w", name, err)
+	}
+	if err := h.Sync(); err != nil {
+		f.broken = err
+		return fmt.Errorf("fsync %s: %w", name, err)
+	}
+	return nil
+}
+
+// Data is the content of a results folder as read by Load.
+type Data struct {
+	Dir      string
+	Manifest Manifest
+	// Records holds every line of tasks.jsonl in file order.
+	Records []TaskRecord
+	// Done maps a task ID to the attempt whose samples count (the highest
+	// attempt marked done).
+	Done map[int]int
+	// Samples holds the samples of done attempts only, in file order.
+	Samples []Sample
+	Probes  []Probe
+	// Ignored counts samples of attempts that were never marked done.
+	Ignored int
+	// Notes lists tolerated defects (an incomplete last line after a
+	// crash, a task marked done twice); the summary repeats them.
+	Notes []string
+
+	maxAttempt map[int]int
+	complete   map[string]int64
+}
+
+// NextAttempt returns the attempt number to use for a (re)run of task: one
+// more than any attempt seen in samples.jsonl or tasks.jsonl, 1 for a task
+// never started.
+func (d *Data) NextAttempt(task int) int { return d.maxAttempt[task] + 1 }
+
+// IsDone reports whether task has an attempt marked done.
+func (d *Data) IsDone(task int) bool { _, ok := d.Done[task]; return ok }
+
+// Pending returns the manifest's tasks that are not done, in manifest
+// (shuffled) order.
+func (d *Data) Pending() []Task {
+	var p []Task
+	for _, t := range d.Manifest.Tasks {
+		if !d.IsDone(t.ID) {
+			p = append(p, t)
+		}
+	}
+	return p
+}
+
+// Load reads a results folder: manifest.json, tasks.jsonl, samples.jsonl
+// and probes.csv. It keeps only the samples of attempts marked done, so a
+// task redone on resume never counts twice. A missing file or a malformed
+// line is an error naming the file and line
+// ("DIR/samples.jsonl:1234: unexpected end of JSON input"). The one
+// exception is an unterminated last line of samples.jsonl, tasks.jsonl or
+// probes.csv, which a crash mid-write leaves behind: it is ignored and
+// noted in Data.Notes. Samples and task records that disagree with the
+// manifest's task list are errors.
+func Load(dir string) (*Data, error) {
+	d := &Data{
+		Dir:        dir,
+		Done:       map[int]int{},
+		maxAttempt: map[int]int{},
+		complete:   map[string]int64{},
+	}
+	mpath := filepath.Join(dir, ManifestFile)
+	mb, err := os.ReadFile(mpath)
+	if err != nil {
+		return nil, fmt.Errorf("read manifest: %w", err)
+	}
+	if err := json.Unmarshal(mb, &d.Manifest); err != nil {
+		return nil, fmt.Errorf("%s: %w", jsonErrPos(mpath, mb, err), err)
+	}
+	if err := checkManifest(&d.Manifest); err != nil {
+		return nil, fmt.Errorf("%s: %w", mpath, err)
+	}
+	tasks := make(map[int]Task, len(d.Manifest.Tasks))
+	for _, t := range d.Manifest.Tasks {
+		tasks[t.ID] = t
+	}
+
+	// tasks.jsonl first: which attempts are done.
+	tpath := filepath.Join(dir, TasksFile)
+	doneAttempts := map[int][]int{}
+	err = d.readLines(tpath, TasksFile, func(line int, b []byte) error {
+		var r TaskRecord
+		if err := json.Unmarshal(b, &r); err != nil {
+			return err
+		}
+		if r.Attempt < 1 {
+			return fmt.Errorf("attempt %d: attempts count from 1", r.Attempt)
+		}
+		if r.Status != StatusDone && r.Status != StatusFailed {
+			return fmt.Errorf("status %q: want %q or %q", r.Status, StatusDone, StatusFailed)
+		}
+		if _, ok := tasks[r.Task]; !ok {
+			return fmt.Errorf("task %d is not in the manifest's task list", r.Task)
+		}
+		d.Records = append(d.Records, r)
+		d.maxAttempt[r.Task] = max(d.maxAttempt[r.Task], r.Attempt)
+		if r.Status == StatusDone {
+			doneAttempts[r.Task] = append(doneAttempts[r.Task], r.Attempt)
+			d.Done[r.Task] = max(d.Done[r.Task], r.Attempt)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, id := range sortedKeys(doneAttempts) {
+		if a := doneAttempts[id]; len(a) > 1 {
+			d.Notes = append(d.Notes, fmt.Sprintf("%s marked done %d times (attempts %s); only attempt %d counts",
+				tasks[id], len(a), joinInts(a), d.Done[id]))
+		}
+	}
+
+	spath := filepath.Join(dir, SamplesFile)
+	err = d.readLines(spath, SamplesFile, func(line int, b []byte) error {
+		var s Sample
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		if err := checkSample(&s); err != nil {
+			return err
+		}
+		t, ok := tasks[s.Task]
+		if !ok {
+			return fmt.Errorf("task %d is not in the manifest's task list", s.Task)
+		}
+		if t.App != s.App || t.Route != s.Route || t.RTTms != s.RTTms || t.Run != s.Run {
+			return fmt.Errorf("sample says %s %s at %s ms run %d, the manifest has %s",
+				s.App, s.Route, fmtSetting(s.RTTms), s.Run, t)
+		}
+		d.maxAttempt[s.Task] = max(d.maxAttempt[s.Task], s.Attempt)
+		if a, ok := d.Done[s.Task]; ok && a == s.Attempt {
+			d.Samples = append(d.Samples, s)
+		} else {
+			d.Ignored++
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+
+	if err := d.readProbes(filepath.Join(dir, ProbesFile)); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// readLines calls fn for each '\n'-terminated line of path with its 1-based
+// line number. An unterminated last line is skipped and noted. The length
+// of the complete part is kept for Open.
+func (d *Data) readLines(path, name string, fn func(line int, b []byte) error) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", name, err)
+	}
+	defer f.Close()
+	r := bufio.NewReaderSize(f, 1<<16)
+	var complete int64
+	line := 0
+	for {
+		b, rerr := r.ReadBytes('\n')
+		if len(b) > 0 && b[len(b)-1] == '\n' {
+			line++
+			complete += int64(len(b))
+			body := b[:len(b)-1]
+			if len(bytes.TrimSpace(body)) == 0 {
+				return fmt.Errorf("%s:%d: empty line", path, line)
+			}
+			if err := fn(line, body); err != nil {
+				return fmt.Errorf("%s:%d: %w", path, line, err)
+			}
+		} else if len(b) > 0 {
+			d.Notes = append(d.Notes, fmt.Sprintf("%s:%d: incomplete last line (%d bytes) ignored: a crash mid-write; its attempt is not done",
+				name, line+1, len(b)))
+		}
+		if rerr == io.EOF {
+			break
+		}
+		if rerr != nil {
+			return fmt.Errorf("read %s: %w", path, rerr)
+		}
+	}
+	d.complete[name] = complete
+	return nil
+}
+
+func (d *Data) readProbes(path string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", ProbesFile, err)
+	}
+	complete := bytes.LastIndexByte(b, '\n') + 1
+	if complete < len(b) {
+		lines := bytes.Count(b[:complete], []byte{'\n'})
+		d.Notes = append(d.Notes, fmt.Sprintf("%s:%d: incomplete last line (%d bytes) ignored: a crash mid-write",
+			ProbesFile, lines+1, len(b)-complete))
+	}
+	d.complete[ProbesFile] = int64(complete)
+	r := csv.NewReader(bytes.NewReader(b[:complete]))
+	r.FieldsPerRecord = len(probeHeader)
+	r.ReuseRecord = true
+	hdr, err := r.Read()
+	if err == io.EOF {
+		return fmt.Errorf("%s:1: missing header", path)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if !slices.Equal(hdr, probeHeader) {
+		return fmt.Errorf("%s:1: header %q, want %q", path, strings.Join(hdr, ","), strings.Join(probeHeader, ","))
+	}
+	for {
+		rec, err := r.Read()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			// csv.ParseError carries the file's line number.
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		line, _ := r.FieldPos(0)
+		p, err := parseProbe(rec)
+		if err == nil {
+			err = checkProbe(&p)
+		}
+		if err != nil {
+			return fmt.Errorf("%s:%d: %w", path, line, err)
+		}
+		d.Probes = append(d.Probes, p)
+	}
+}
+
+func probeRecord(p *Probe) []string {
+	f := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+	return []string{
+		p.App, p.Kind, f(p.RTTms), strconv.Itoa(p.Run), strconv.Itoa(p.Task), strconv.Itoa(p.N),
+		f(p.MeanMs), f(p.MedianMs), f(p.MinMs), f(p.MaxMs), strconv.Itoa(p.Failures),
+	}
+}
+
+func parseProbe(rec []string) (Probe, error) {
+	p := Probe{App: rec[0], Kind: rec[1]}
+	floats := []*float64{&p.RTTms, &p.MeanMs, &p.MedianMs, &p.MinMs, &p.MaxMs}
+	fcols := []int{2, 6, 7, 8, 9}
+	for i, c := range fcols {
+		v, err := strconv.ParseFloat(rec[c], 64)
+		if err != nil {
+			return p, fmt.Errorf("column %s: %w", probeHeader[c], err)
+		}
+		*floats[i] = v
+	}
+	ints := []*int{&p.Run, &p.Task, &p.N, &p.Failures}
+	icols := []int{3, 4, 5, 10}
+	for i, c := range icols {
+		v, err := strconv.Atoi(rec[c])
+		if err != nil {
+			return p, fmt.Errorf("column %s: %w", probeHeader[c], err)
+		}
+		*ints[i] = v
+	}
+	return p, nil
+}
+
+func checkProbe(p *Probe) error {
+	switch p.Kind {
+	case ProbeICMP, ProbeICMPTask, ProbeSelect1:
+	default:
+		return fmt.Errorf("probe kind %q: want %s, %s or %s", p.Kind, ProbeICMP, ProbeICMPTask, ProbeSelect1)
+	}
+	if p.RTTms < 0 || p.N < 0 || p.Failures < 0 || p.Failures > p.N {
+		return fmt.Errorf("probe %s at %s ms: negative setting or counts, or failures > n", p.Kind, fmtSetting(p.RTTms))
+	}
+	return nil
+}
+
+func checkSample(s *Sample) error {
+	switch {
+	case s.Attempt < 1:
+		return fmt.Errorf("attempt %d: attempts count from 1", s.Attempt)
+	case s.App == "" || s.Route == "":
+		return errors.New("app or route is empty")
+	case s.RTTms < 0:
+		return fmt.Errorf("negative setting %v ms", s.RTTms)
+	case s.LatencyNS < 0:
+		return fmt.Errorf("negative latency %d ns", s.LatencyNS)
+	}
+	return nil
+}
+
+func checkManifest(m *Manifest) error {
+	if m.PlanName == "" {
+		return errors.New("plan name is empty")
+	}
+	seen := make(map[int]bool, len(m.Tasks))
+	for _, t := range m.Tasks {
+		if seen[t.ID] {
+			return fmt.Errorf("task ID %d appears twice in the task list", t.ID)
+		}
+		seen[t.ID] = true
+		if t.App == "" || t.Route == "" || t.RTTms < 0 {
+			return fmt.Errorf("%s: empty app or route, or negative setting", t)
+		}
+	}
+	return nil
+}
+
+// jsonErrPos returns "path:line" for a JSON decoding error of b that
+// carries a byte offset (syntax and type errors, a truncated file), else
+// path.
+func jsonErrPos(path string, b []byte, err error) string {
+	var off int64 = -1
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		off = se.Offset
+	case errors.As(err, &te):
+		off = te.Offset
+	}
+	if off < 0 {
+		return path
+	}
+	off = min(off, int64(len(b)))
+	return fmt.Sprintf("%s:%d", path, 1+bytes.Count(b[:off], []byte{'\n'}))
+}
+
+func sanitizeName(s string) string {
+	if s == "" {
+		return "plan"
+	}
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '_', r == '-':
+			return r
+		}
+		return '-'
+	}, s)
+}
+
+func createSynced(path string, b []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// trimTo truncates path to size bytes when it is longer, and fsyncs.
+func trimTo(path string, size int64) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if fi.Size() <= size {
+		return nil
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	if err := f.Truncate(size); err != nil {
+		f.Close()
+		return fmt.Errorf("trim incomplete last line of %s: %w", filepath.Base(path), err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// writeAtomic replaces dir/name with b: temporary file, fsync, rename,
+// fsync of dir. Readers see the old or the new content, never a mix.
+func writeAtomic(dir, name string, b []byte) error {
+	tmp, err := os.CreateTemp(dir, "."+name+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	cleanup := func() { tmp.Close(); os.Remove(tmp.Name()) }
+	if _, err := tmp.Write(b); err != nil {
+		cleanup()
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		cleanup()
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	if err := tmp.Sync(); err != nil {
+		cleanup()
+		return fmt.Errorf("fsync %s: %w", name, err)
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	if err := os.Rename(tmp.Name(), filepath.Join(dir, name)); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	if err := syncDir(dir); err != nil {
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	return nil
+}
+
+func syncDir(dir string) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("fsync folder %s: %w", dir, err)
+	}
+	return f.Close()
+}
+
+func sortedKeys[K int | string | float64, V any](m map[K]V) []K {
+	k := make([]K, 0, len(m))
+	for x := range m {
+		k = append(k, x)
+	}
+	slices.Sort(k)
+	return k
+}
+
+func joinInts(a []int) string {
+	s := make([]string, len(a))
+	for i, v := range a {
+		s[i] = strconv.Itoa(v)
+	}
+	return strings.Join(s, ", ")
+}

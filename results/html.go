@@ -1,0 +1,423 @@
+package results
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ReportFile is the self-contained HTML report inside a results folder.
+const ReportFile = "report.html"
+
+// Section ids of report.html, in order; the links at the top point at them.
+var reportSections = []struct{ ID, Title string }{
+	{"summary", "Summary"},
+	{"tables", "Results by app"},
+	{"plots", "Plots"},
+	{"verification", "Verification"},
+	{"warnings", "Warnings"},
+	{"manifest", "Manifest"},
+}
+
+type htmlRow struct {
+	Route, Setting, Runs, P50, CI, Change, ChangeCI, Ratio, Predicted string
+	Failures                                                          int
+	LowN                                                              bool
+}
+
+type htmlApp struct {
+	App  string
+	ID   string
+	Rows []htmlRow
+}
+
+type htmlProbe struct {
+	App, Kind, Setting, Value, Added, CI, Check string
+	Rows, N, Failures                           int
+	Flag                                        bool
+}
+
+type htmlPlot struct {
+	ID, Name, Title, Description string
+	SVG                          template.HTML
+}
+
+type htmlKV struct{ Key, Value string }
+
+type htmlTask struct {
+	ID, Run             int
+	App, Route, Setting string
+	Status              string
+	Done                bool
+}
+
+type htmlFailure struct {
+	Cell                          string
+	Failures, Total, WarmupFailed int
+}
+
+type htmlReport struct {
+	Plan      string
+	Sections  []struct{ ID, Title string }
+	Header    string
+	Context   []string
+	Method    string
+	Lines     []string
+	Apps      []htmlApp
+	Plots     []htmlPlot
+	ProbeNote string
+	Probes    []htmlProbe
+	Flags     int
+	Skipped   []htmlKV
+	LowN      []string
+	Failures  []htmlFailure
+	Warnings  []string
+	Manifest  []htmlKV
+	Images    []htmlKV
+	Stmts     []htmlKV
+	Notes     []string
+	Tasks     []htmlTask
+	PlanJSON  string
+}
+
+// HTML returns report.html: one self-contained page (inline CSS, the
+// plots inlined as SVG, no script and no reference to any other file or
+// address) with the summary sentences, a table per app, the plots, the
+// verification table with its tolerance flags, warnings (low n, skipped
+// apps, failed requests, everything Analyze noted) and the manifest, the
+// task order folded in a <details>. The same summary and plots give the
+// same bytes.
+func (s *Summary) HTML(plots []PlotFile) ([]byte, error) {
+	o := s.Options.withDefaults()
+	m := &s.Manifest
+	r := htmlReport{Plan: s.Plan, Sections: reportSections}
+
+	var runsPerCell, reqPerRun []int
+	for _, c := range s.Cells {
+		if c.NRuns > 0 {
+			runsPerCell = append(runsPerCell, c.NRuns)
+		}
+	}
+	for _, x := range s.Runs {
+		if x.N > 0 {
+			reqPerRun = append(reqPerRun, x.N)
+		}
+	}
+	r.Header = fmt.Sprintf("n: %s runs per cell, %s measured requests per run (%d of %d tasks done). 95%% CI: %s; change CIs resample the 0 ms and target runs independently. Seed: %d.",
+		intRange(runsPerCell), intRange(reqPerRun), s.TasksDone, s.TasksPlanned, o.CIMethod(), s.Seed)
+	if m.Shaper != "" {
+		sh := "Shaper: " + m.Shaper
+		if m.ShaperReason != "" {
+			sh += " (" + m.ShaperReason + ")"
+		}
+		r.Context = append(r.Context, sh+".")
+	}
+	if m.Scope != "" {
+		r.Context = append(r.Context, "Scope: "+m.Scope+".")
+	}
+	r.Method = fmt.Sprintf("p50 = median of run-level p50s; percentiles by %s. Failed requests are counted, not timed. Fewer than %d runs: numbers shown, no claim.",
+		PercentileMethod, o.MinRuns)
+
+	for _, c := range s.Cells {
+		if c.RTTms != 0 {
+			r.Lines = append(r.Lines, strings.ReplaceAll(studyLine(&c, o), "**", ""))
+		}
+		if c.LowN {
+			line := fmt.Sprintf("%s %s at %s ms: %d runs", c.App, c.Route, fmtSetting(c.RTTms), c.NRuns)
+			if c.HasBaseline {
+				line += fmt.Sprintf(", %d at 0 ms", c.BaselineRuns)
+			}
+			r.LowN = append(r.LowN, fmt.Sprintf("%s; %d needed for a claim", line, o.MinRuns))
+		}
+		if c.Failures > 0 || c.WarmupFailures > 0 {
+			r.Failures = append(r.Failures, htmlFailure{Cell: fmt.Sprintf("%s %s at %s ms", c.App, c.Route, fmtSetting(c.RTTms)),
+				Failures: c.Failures, Total: c.Failures + c.NRequests, WarmupFailed: c.WarmupFailures})
+		}
+		if len(r.Apps) == 0 || r.Apps[len(r.Apps)-1].App != c.App {
+			r.Apps = append(r.Apps, htmlApp{App: c.App, ID: "app-" + htmlID(c.App)})
+		}
+		row := htmlRow{Route: c.Route, Setting: fmtSetting(c.RTTms) + " ms", Runs: strconv.Itoa(c.NRuns),
+			P50: fmtFixed(c.P50, 3), CI: fmtIv(c.CI, 3), Change: dash, ChangeCI: fmtIv(c.ChangeCI, 3), Ratio: dash,
+			Predicted: dash, Failures: c.Failures, LowN: c.LowN}
+		if c.HasBaseline {
+			row.Change, row.Ratio = fmtSigned(c.Change, 3), fmtFixed(c.Ratio, 2)
+		}
+		if c.HasStatements && c.RTTms > 0 {
+			row.Predicted = fmtSigned(c.Predicted, 3)
+		}
+		a := &r.Apps[len(r.Apps)-1]
+		a.Rows = append(a.Rows, row)
+	}
+
+	for _, p := range plots {
+		r.Plots = append(r.Plots, htmlPlot{ID: "plot-" + p.Name, Name: p.Name, Title: p.Title, Description: p.Description,
+			SVG: template.HTML(inlineSVG(p.SVG))})
+	}
+
+	r.ProbeNote = fmt.Sprintf("icmp: ICMP mean RTT of the setting's check; icmp-task: median over the quick checks before each task; select1: median of the run medians of SELECT 1. Added = value − value at 0 ms (select1: 95%% CI by percentile bootstrap over the run medians). Tolerance: |added − setting| ≤ %s ms.",
+		fmtSetting(o.ToleranceMs))
+	for _, p := range s.Probes {
+		hp := htmlProbe{App: p.App, Kind: p.Kind, Setting: fmtSetting(p.RTTms) + " ms", Rows: p.Rows, N: p.N, Failures: p.Failures,
+			Value: fmtFixed(p.Value, 3), Added: dash, CI: fmtIv(p.CI, 3), Check: dash}
+		if p.HasBaseline {
+			hp.Added, hp.Check = fmtSigned(p.Added, 3), "ok"
+			if p.OutOfTolerance {
+				hp.Check, hp.Flag = "out of tolerance", true
+				r.Flags++
+			}
+		}
+		r.Probes = append(r.Probes, hp)
+	}
+
+	for _, app := range sortedKeys(m.Skipped) {
+		r.Skipped = append(r.Skipped, htmlKV{app, m.Skipped[app]})
+	}
+	r.Warnings = s.Warnings
+
+	kv := func(k, v string) {
+		if v != "" {
+			r.Manifest = append(r.Manifest, htmlKV{k, v})
+		}
+	}
+	kv("plan", m.PlanName)
+	kv("seed", strconv.FormatUint(m.Seed, 10))
+	kv("rttlab version", strings.TrimSpace(m.Version+" "+parens(m.GitCommit)))
+	kv("Docker engine", strings.TrimSpace(m.EngineVersion+" "+parens(apiVersion(m.EngineAPIVersion))))
+	kv("kernel", m.Kernel)
+	kv("shaper", m.Shaper)
+	kv("why this shaper", m.ShaperReason)
+	kv("scope", m.Scope)
+	kv("host CPU", m.HostCPUModel)
+	if m.HostCPUs > 0 {
+		kv("host CPUs", strconv.Itoa(m.HostCPUs))
+	}
+	if m.HostMemoryBytes > 0 {
+		kv("host memory", fmt.Sprintf("%.1f GiB", float64(m.HostMemoryBytes)/(1<<30)))
+	}
+	if !m.Start.IsZero() {
+		kv("start", m.Start.UTC().Format(time.RFC3339))
+	}
+	if !m.End.IsZero() {
+		kv("end", m.End.UTC().Format(time.RFC3339))
+		if !m.Start.IsZero() {
+			kv("duration", m.End.Sub(m.Start).Round(time.Second).String())
+		}
+	} else {
+		kv("end", "not recorded (the study did not finish, or is still running)")
+	}
+	kv("tasks", fmt.Sprintf("%d planned, %d done", s.TasksPlanned, s.TasksDone))
+	for _, app := range sortedKeys(m.Images) {
+		r.Images = append(r.Images, htmlKV{app, m.Images[app]})
+	}
+	for _, st := range m.Statements {
+		r.Stmts = append(r.Stmts, htmlKV{st.App + " " + st.Route, strconv.FormatFloat(st.PerRequest, 'f', -1, 64)})
+	}
+	r.Notes = m.Notes
+	for _, t := range m.Tasks {
+		ht := htmlTask{ID: t.ID, Run: t.Run, App: t.App, Route: t.Route, Setting: fmtSetting(t.RTTms) + " ms", Status: "not done"}
+		if a, ok := s.doneAttempt(t.ID); ok {
+			ht.Done, ht.Status = true, "done"
+			if a > 1 {
+				ht.Status = fmt.Sprintf("done (attempt %d)", a)
+			}
+		}
+		r.Tasks = append(r.Tasks, ht)
+	}
+	if len(m.Plan) > 0 {
+		var b bytes.Buffer
+		if err := json.Indent(&b, m.Plan, "", "  "); err == nil {
+			r.PlanJSON = b.String()
+		} else {
+			r.PlanJSON = string(m.Plan)
+		}
+	}
+
+	var out bytes.Buffer
+	if err := reportTemplate.Execute(&out, &r); err != nil {
+		return nil, fmt.Errorf("write %s: %w", ReportFile, err)
+	}
+	return out.Bytes(), nil
+}
+
+// doneAttempt returns the attempt of task that counts, from the runs.
+func (s *Summary) doneAttempt(task int) (int, bool) {
+	for _, r := range s.Runs {
+		if r.Task == task {
+			return r.Attempt, true
+		}
+	}
+	return 0, false
+}
+
+func parens(s string) string {
+	if s == "" {
+		return ""
+	}
+	return "(" + s + ")"
+}
+
+func apiVersion(s string) string {
+	if s == "" {
+		return ""
+	}
+	return "API " + s
+}
+
+// htmlID turns a name into an id token.
+func htmlID(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_':
+			return r
+		}
+		return '-'
+	}, s)
+}
+
+// inlineSVG prepares a plot for the page: it drops the XML prolog and
+// the generator comment and the namespace declarations, which HTML does
+// not need, so the page holds no address at all.
+func inlineSVG(b []byte) string {
+	s := string(b)
+	if i := strings.Index(s, "<svg"); i >= 0 {
+		s = s[i:]
+	}
+	s = strings.Replace(s, "\n\txmlns=\"http://www.w3.org/2000/svg\"", "", 1)
+	s = strings.Replace(s, "\n\txmlns:xlink=\"http://www.w3.org/1999/xlink\"", "", 1)
+	return strings.TrimSpace(s)
+}
+
+var reportTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
+	"inc": func(i int) int { return i + 1 },
+}).Parse(reportHTML))
+
+const reportHTML = `<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>rttlab report: {{.Plan}}</title>
+<style>
+body { font-family: "Liberation Sans", Arial, Helvetica, sans-serif; margin: 0 auto; max-width: 1100px; padding: 1em 1.5em 3em; color: #1a1a1a; line-height: 1.45; }
+h1 { font-size: 1.6em; margin-bottom: .2em; }
+h2 { font-size: 1.3em; border-bottom: 1px solid #ccc; padding-bottom: .2em; margin-top: 2em; }
+h3 { font-size: 1.1em; margin-top: 1.4em; }
+nav a { margin-right: 1em; }
+table { border-collapse: collapse; margin: .6em 0 1em; font-size: .92em; }
+th, td { border: 1px solid #d0d0d0; padding: .25em .55em; text-align: left; vertical-align: top; }
+th { background: #f2f2f2; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+tr.lown td { color: #7a5a00; background: #fff8e1; }
+tr.flag td { background: #fde8e8; }
+td.bad { color: #b00020; font-weight: bold; }
+td.ok { color: #1b5e20; }
+.meta { color: #444; }
+figure { margin: 1.5em 0; }
+figure svg { max-width: 100%; height: auto; }
+figcaption { font-size: .92em; color: #333; }
+ul.lines li { margin-bottom: .35em; }
+details { margin: .6em 0; }
+summary { cursor: pointer; }
+pre { background: #f6f6f6; padding: .6em; overflow-x: auto; font-size: .88em; }
+.none { color: #555; }
+</style>
+</head>
+<body>
+<header>
+<h1>rttlab report: {{.Plan}}</h1>
+<p class="meta">{{.Header}}</p>
+<nav>{{range .Sections}}<a href="#{{.ID}}">{{.Title}}</a>{{end}}</nav>
+</header>
+
+<section id="summary">
+<h2>Summary</h2>
+{{with .Context}}<p class="meta">{{range $i, $c := .}}{{if $i}} {{end}}{{$c}}{{end}}</p>{{end}}
+<p class="meta">{{.Method}}</p>
+{{if .Lines}}<ul class="lines">
+{{range .Lines}}<li>{{.}}</li>
+{{end}}</ul>{{else}}<p class="none">No cell with a non-zero setting has data.</p>{{end}}
+</section>
+
+<section id="tables">
+<h2>Results by app</h2>
+{{range .Apps}}<h3 id="{{.ID}}">{{.App}}</h3>
+<table>
+<thead><tr><th>route</th><th>setting</th><th>runs</th><th>p50 (ms)</th><th>95% CI</th><th>change (ms)</th><th>change CI</th><th>ratio</th><th>predicted (ms)</th><th>failures</th></tr></thead>
+<tbody>
+{{range .Rows}}<tr{{if .LowN}} class="lown"{{end}}><td>{{.Route}}</td><td class="num">{{.Setting}}</td><td class="num">{{.Runs}}{{if .LowN}} (low n){{end}}</td><td class="num">{{.P50}}</td><td class="num">{{.CI}}</td><td class="num">{{.Change}}</td><td class="num">{{.ChangeCI}}</td><td class="num">{{.Ratio}}</td><td class="num">{{.Predicted}}</td><td class="num">{{.Failures}}</td></tr>
+{{end}}</tbody>
+</table>
+{{else}}<p class="none">No cells.</p>
+{{end}}</section>
+
+<section id="plots">
+<h2>Plots</h2>
+{{range .Plots}}<figure id="{{.ID}}">
+{{.SVG}}
+<figcaption><strong>{{.Title}}.</strong> {{.Description}} (Also plots/{{.Name}}.svg and plots/{{.Name}}.png.)</figcaption>
+</figure>
+{{else}}<p class="none">No data to plot.</p>
+{{end}}</section>
+
+<section id="verification">
+<h2>Verification</h2>
+{{if .Probes}}<p class="meta">{{.ProbeNote}}</p>
+{{if .Flags}}<p><strong>{{.Flags}} probe value(s) out of tolerance</strong>: the shaper did not deliver the configured delay there; read the changes at those settings with care.</p>{{end}}
+<table>
+<thead><tr><th>app</th><th>probe</th><th>setting</th><th>rows</th><th>n</th><th>lost/failed</th><th>value (ms)</th><th>added (ms)</th><th>95% CI</th><th>check</th></tr></thead>
+<tbody>
+{{range .Probes}}<tr{{if .Flag}} class="flag"{{end}}><td>{{.App}}</td><td>{{.Kind}}</td><td class="num">{{.Setting}}</td><td class="num">{{.Rows}}</td><td class="num">{{.N}}</td><td class="num">{{.Failures}}</td><td class="num">{{.Value}}</td><td class="num">{{.Added}}</td><td class="num">{{.CI}}</td><td{{if .Flag}} class="bad"{{else if eq .Check "ok"}} class="ok"{{end}}>{{.Check}}</td></tr>
+{{end}}</tbody>
+</table>
+{{else}}<p class="none">No probes recorded.</p>
+{{end}}</section>
+
+<section id="warnings">
+<h2>Warnings</h2>
+<h3 id="warnings-lown">Low n</h3>
+{{if .LowN}}<ul>{{range .LowN}}<li>{{.}}</li>{{end}}</ul>{{else}}<p class="none">Every cell has enough runs.</p>{{end}}
+<h3 id="warnings-skipped">Skipped apps</h3>
+{{if .Skipped}}<table><thead><tr><th>app</th><th>reason</th></tr></thead><tbody>
+{{range .Skipped}}<tr><td>{{.Key}}</td><td>{{.Value}}</td></tr>
+{{end}}</tbody></table>{{else}}<p class="none">None.</p>{{end}}
+<h3 id="warnings-failures">Failed requests</h3>
+{{if .Failures}}<table><thead><tr><th>cell</th><th>failed measured requests</th><th>failed warmup requests</th></tr></thead><tbody>
+{{range .Failures}}<tr><td>{{.Cell}}</td><td class="num">{{.Failures}} of {{.Total}}</td><td class="num">{{.WarmupFailed}}</td></tr>
+{{end}}</tbody></table>{{else}}<p class="none">None.</p>{{end}}
+<h3 id="warnings-all">All warnings</h3>
+{{if .Warnings}}<ul>{{range .Warnings}}<li>{{.}}</li>{{end}}</ul>{{else}}<p class="none">None.</p>{{end}}
+</section>
+
+<section id="manifest">
+<h2>Manifest</h2>
+<table><tbody>
+{{range .Manifest}}<tr><th>{{.Key}}</th><td>{{.Value}}</td></tr>
+{{end}}</tbody></table>
+{{with .Images}}<h3 id="manifest-images">Images</h3>
+<table><thead><tr><th>app</th><th>image ID</th></tr></thead><tbody>
+{{range .}}<tr><td>{{.Key}}</td><td>{{.Value}}</td></tr>
+{{end}}</tbody></table>{{end}}
+{{with .Stmts}}<h3 id="manifest-statements">Statements per request</h3>
+<table><thead><tr><th>app and route</th><th>statements</th></tr></thead><tbody>
+{{range .}}<tr><td>{{.Key}}</td><td class="num">{{.Value}}</td></tr>
+{{end}}</tbody></table>{{end}}
+{{with .Notes}}<h3 id="manifest-notes">Notes</h3>
+<ul>{{range .}}<li>{{.}}</li>{{end}}</ul>{{end}}
+<details id="task-order">
+<summary>Task order ({{len .Tasks}} tasks, as run)</summary>
+<table><thead><tr><th>#</th><th>task</th><th>app</th><th>route</th><th>setting</th><th>run</th><th>status</th></tr></thead><tbody>
+{{range $i, $t := .Tasks}}<tr><td class="num">{{inc $i}}</td><td class="num">{{$t.ID}}</td><td>{{$t.App}}</td><td>{{$t.Route}}</td><td class="num">{{$t.Setting}}</td><td class="num">{{$t.Run}}</td><td>{{$t.Status}}</td></tr>
+{{end}}</tbody></table>
+</details>
+{{with .PlanJSON}}<details id="plan">
+<summary>Plan</summary>
+<pre>{{.}}</pre>
+</details>{{end}}
+</section>
+</body>
+</html>
+`

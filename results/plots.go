@@ -1,0 +1,856 @@
+package results
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"image/color"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/text"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+	"gonum.org/v1/plot/vg/vgsvg"
+)
+
+// PlotsDir is the folder, inside a results folder, that holds the plots.
+const PlotsDir = "plots"
+
+// Plot names; each is written as plots/NAME.svg and plots/NAME.png.
+const (
+	PlotLatency      = "latency"
+	PlotChange       = "change"
+	PlotRatio        = "ratio"
+	PlotVerification = "verification"
+	PlotRuns         = "runs"
+)
+
+// plotNames lists every plot Render may write, in report order.
+var plotNames = []string{PlotLatency, PlotChange, PlotRatio, PlotVerification, PlotRuns}
+
+// PlotFile is one rendered plot: the same figure as SVG and PNG.
+type PlotFile struct {
+	// Name is the file name without extension (PlotLatency, ...).
+	Name string
+	// Title is the plot's title; Description says in one line what it
+	// shows and how to read it.
+	Title       string
+	Description string
+	SVG, PNG    []byte
+}
+
+// Figure geometry and resolution.
+const (
+	figWidth  = 8 * vg.Inch
+	figHeight = 4.5 * vg.Inch
+	pngDPI    = 150
+	// panelWidth and panelHeight size one panel of the strip plot.
+	panelWidth  = 2.7 * vg.Inch
+	panelHeight = 2.4 * vg.Inch
+	panelCols   = 3
+)
+
+// plotFont is the typeface of every text: Liberation Sans ships inside
+// gonum/plot, so no system font is needed, and it has the metrics of
+// Arial, which the SVG names as its fallback.
+var plotFont = font.Font{Typeface: "Liberation", Variant: "Sans"}
+
+// palette is the Okabe–Ito colour-blind-safe palette (yellow darkened to
+// stay readable on white), assigned to series in sorted order.
+var palette = []color.RGBA{
+	{0x00, 0x72, 0xB2, 0xff}, // blue
+	{0xD5, 0x5E, 0x00, 0xff}, // vermillion
+	{0x00, 0x9E, 0x73, 0xff}, // bluish green
+	{0xCC, 0x79, 0xA7, 0xff}, // reddish purple
+	{0xE6, 0x9F, 0x00, 0xff}, // orange
+	{0x56, 0xB4, 0xE9, 0xff}, // sky blue
+	{0x00, 0x00, 0x00, 0xff}, // black
+	{0x9A, 0x86, 0x00, 0xff}, // dark yellow
+}
+
+var glyphs = []draw.GlyphDrawer{
+	draw.CircleGlyph{}, draw.BoxGlyph{}, draw.TriangleGlyph{}, draw.PyramidGlyph{},
+	draw.RingGlyph{}, draw.SquareGlyph{}, draw.CrossGlyph{}, draw.PlusGlyph{},
+}
+
+var (
+	grey     = color.RGBA{0x88, 0x88, 0x88, 0xff}
+	gridGrey = color.RGBA{0xe8, 0xe8, 0xe8, 0xff}
+	bandGrey = color.RGBA{0xe2, 0xe2, 0xe2, 0xff}
+	dashes   = []vg.Length{vg.Points(6), vg.Points(4)}
+)
+
+func seriesColor(i int) color.RGBA       { return palette[i%len(palette)] }
+func seriesGlyph(i int) draw.GlyphDrawer { return glyphs[i%len(glyphs)] }
+
+// routeKey names one app and route.
+type routeKey struct{ app, route string }
+
+func (k routeKey) label() string { return k.app + " " + k.route }
+
+// routes returns the app/route pairs of the summary's cells in sorted
+// order; the index of a pair is its colour in every plot.
+func (s *Summary) routes() []routeKey {
+	var out []routeKey
+	for _, c := range s.Cells {
+		k := routeKey{c.App, c.Route}
+		if len(out) == 0 || out[len(out)-1] != k {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// settings returns the distinct settings of the summary's cells, ascending.
+func (s *Summary) settings() []float64 {
+	var out []float64
+	for _, c := range s.Cells {
+		if !slices.Contains(out, c.RTTms) {
+			out = append(out, c.RTTms)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// stripSetting is the setting of the per-run strip plot: Options.StripRTTms
+// when set, else the largest setting with data.
+func (s *Summary) stripSetting() (float64, error) {
+	st := s.settings()
+	if s.Options.StripRTTms != nil {
+		v := *s.Options.StripRTTms
+		if !slices.Contains(st, v) {
+			return 0, fmt.Errorf("strip plot setting %s ms: the study has settings %s ms", fmtSetting(v), joinSettings(st))
+		}
+		return v, nil
+	}
+	if len(st) == 0 {
+		return 0, errors.New("no cells")
+	}
+	return st[len(st)-1], nil
+}
+
+func joinSettings(v []float64) string {
+	s := make([]string, len(v))
+	for i, x := range v {
+		s[i] = fmtSetting(x)
+	}
+	return strings.Join(s, ", ")
+}
+
+// Plots renders the report's figures from the summary, in report order:
+// latency, change, ratio, verification and runs. A figure without data
+// (no probes, no change against 0 ms) is left out. The same summary always
+// gives the same SVG bytes.
+func (s *Summary) Plots() ([]PlotFile, error) {
+	var out []PlotFile
+	builders := []func() (*figure, error){s.latencyFigure, s.changeFigure, s.ratioFigure, s.verificationFigure, s.runsFigure}
+	for _, build := range builders {
+		f, err := build()
+		if err != nil {
+			return nil, err
+		}
+		if f == nil {
+			continue
+		}
+		pf, err := f.render()
+		if err != nil {
+			return nil, fmt.Errorf("plot %s: %w", f.name, err)
+		}
+		out = append(out, pf)
+	}
+	return out, nil
+}
+
+// figure is a plot with its legend drawn to the right of it, or a grid of
+// panels under one title.
+type figure struct {
+	name, title, desc string
+	p                 *plot.Plot
+	legend            plot.Legend
+	// panels, when set, replace p: a grid of small plots.
+	panels [][]*plot.Plot
+	w, h   vg.Length
+}
+
+func newFigure(name, title, desc, xLabel, yLabel string) *figure {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = xLabel
+	p.Y.Label.Text = yLabel
+	styleFonts(p, 13)
+	p.Title.Padding = vg.Points(8)
+	p.Add(newGrid())
+	l := plot.NewLegend()
+	l.TextStyle.Font = font.From(plotFont, 10)
+	l.Top, l.Left = true, true
+	l.ThumbnailWidth = vg.Points(24)
+	l.Padding = vg.Points(3)
+	return &figure{name: name, title: title, desc: desc, p: p, legend: l, w: figWidth, h: figHeight}
+}
+
+func styleFonts(p *plot.Plot, titleSize vg.Length) {
+	p.Title.TextStyle.Font = font.From(plotFont, titleSize)
+	for _, a := range []*plot.Axis{&p.X, &p.Y} {
+		a.Label.TextStyle.Font = font.From(plotFont, 11)
+		a.Tick.Label.Font = font.From(plotFont, 10)
+		a.Padding = vg.Points(4)
+		a.Tick.Marker = plot.TickerFunc(readableTicks)
+	}
+	p.Legend.TextStyle.Font = font.From(plotFont, 10)
+}
+
+func newGrid() *plotter.Grid {
+	g := plotter.NewGrid()
+	g.Vertical.Color, g.Horizontal.Color = gridGrey, gridGrey
+	g.Vertical.Width, g.Horizontal.Width = vg.Points(0.5), vg.Points(0.5)
+	return g
+}
+
+// render draws the figure as SVG and PNG.
+func (f *figure) render() (pf PlotFile, err error) {
+	// gonum/plot panics on some invalid input (for example a non-finite
+	// coordinate that slipped through); report it as an error instead.
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("draw: %v", r)
+		}
+	}()
+	sc := vgsvg.New(f.w, f.h)
+	f.draw(draw.New(sc))
+	var sb bytes.Buffer
+	if _, err := sc.WriteTo(&sb); err != nil {
+		return pf, fmt.Errorf("write svg: %w", err)
+	}
+	ic := vgimg.NewWith(vgimg.UseWH(f.w, f.h), vgimg.UseDPI(pngDPI), vgimg.UseBackgroundColor(color.White))
+	f.draw(draw.New(ic))
+	var pb bytes.Buffer
+	if _, err := (vgimg.PngCanvas{Canvas: ic}).WriteTo(&pb); err != nil {
+		return pf, fmt.Errorf("write png: %w", err)
+	}
+	return PlotFile{Name: f.name, Title: f.title, Description: f.desc, SVG: fixSVGFonts(sb.Bytes()), PNG: pb.Bytes()}, nil
+}
+
+func (f *figure) draw(dc draw.Canvas) {
+	dc.SetColor(color.White)
+	dc.Fill(dc.Rectangle.Path())
+	if f.panels != nil {
+		f.drawPanels(dc)
+		return
+	}
+	pad := vg.Points(10)
+	lw := f.legend.Rectangle(dc).Size().X
+	if lw > 0 {
+		lw += 2 * pad
+	}
+	f.p.Draw(draw.Crop(dc, 0, -lw, 0, 0))
+	if lw > 0 {
+		// Start the legend level with the top of the data area.
+		top := f.p.Title.TextStyle.Rectangle(f.p.Title.Text).Size().Y + f.p.Title.Padding + pad
+		f.legend.Draw(draw.Crop(dc, dc.Size().X-lw+pad, 0, 0, -top))
+	}
+}
+
+func (f *figure) drawPanels(dc draw.Canvas) {
+	sty := text.Style{Color: color.Black, Font: font.From(plotFont, 13), XAlign: draw.XCenter, YAlign: draw.YTop,
+		Handler: plot.DefaultTextHandler}
+	titleH := sty.Rectangle(f.title).Size().Y + vg.Points(12)
+	dc.FillText(sty, vg.Point{X: dc.Center().X, Y: dc.Max.Y - vg.Points(6)}, f.title)
+	rows := len(f.panels)
+	cols := len(f.panels[0])
+	tiles := draw.Tiles{Rows: rows, Cols: cols, PadX: vg.Points(14), PadY: vg.Points(14),
+		PadTop: titleH, PadBottom: vg.Points(6), PadLeft: vg.Points(6), PadRight: vg.Points(10)}
+	canvases := plot.Align(f.panels, tiles, dc)
+	for i := range f.panels {
+		for j, p := range f.panels[i] {
+			if p != nil {
+				p.Draw(canvases[i][j])
+			}
+		}
+	}
+}
+
+// fixSVGFonts names fallbacks after Liberation Sans, so a viewer without
+// it uses Arial (the same metrics) or another sans-serif font.
+func fixSVGFonts(b []byte) []byte {
+	return bytes.ReplaceAll(b, []byte("font-family:Liberation Sans;"), []byte("font-family:Liberation Sans,Arial,Helvetica,sans-serif;"))
+}
+
+// settingTicks puts the x ticks at the configured settings when they are
+// few and far enough apart to label, else uses the default ticks.
+func settingTicks(st []float64) plot.Ticker {
+	if len(st) < 2 || len(st) > 9 {
+		return plot.TickerFunc(readableTicks)
+	}
+	span := st[len(st)-1] - st[0]
+	for i := 1; i < len(st); i++ {
+		if st[i]-st[i-1] < span/14 {
+			return plot.TickerFunc(readableTicks)
+		}
+	}
+	ticks := make(plot.ConstantTicks, len(st))
+	for i, v := range st {
+		ticks[i] = plot.Tick{Value: v, Label: fmtSetting(v)}
+	}
+	return ticks
+}
+
+// xyErr is a series of points with asymmetric y errors.
+type xyErr struct {
+	plotter.XYs
+	plotter.YErrors
+}
+
+func lineStyle(c color.Color, dashed bool) draw.LineStyle {
+	ls := draw.LineStyle{Color: c, Width: vg.Points(1.6)}
+	if dashed {
+		ls.Dashes = dashes
+	}
+	return ls
+}
+
+// addSeries draws a line through pts with glyphs and, where ci holds
+// valid intervals, error bars; it returns the legend thumbnails.
+func addSeries(p *plot.Plot, pts plotter.XYs, ci []Interval, idx int) ([]plot.Thumbnailer, error) {
+	col := seriesColor(idx)
+	var thumbs []plot.Thumbnailer
+	if len(pts) > 1 {
+		l, err := plotter.NewLine(pts)
+		if err != nil {
+			return nil, err
+		}
+		l.LineStyle = lineStyle(col, false)
+		p.Add(l)
+		thumbs = append(thumbs, l)
+	}
+	var eb xyErr
+	for i, pt := range pts {
+		if ci != nil && ci[i].Valid() {
+			eb.XYs = append(eb.XYs, pt)
+			eb.YErrors = append(eb.YErrors, struct{ Low, High float64 }{pt.Y - ci[i].Low, ci[i].High - pt.Y})
+		}
+	}
+	if len(eb.XYs) > 0 {
+		e, err := plotter.NewYErrorBars(eb)
+		if err != nil {
+			return nil, err
+		}
+		e.LineStyle = draw.LineStyle{Color: col, Width: vg.Points(1)}
+		e.CapWidth = vg.Points(6)
+		p.Add(e)
+	}
+	sc, err := plotter.NewScatter(pts)
+	if err != nil {
+		return nil, err
+	}
+	sc.GlyphStyle = draw.GlyphStyle{Color: col, Radius: vg.Points(3.2), Shape: seriesGlyph(idx)}
+	p.Add(sc)
+	return append(thumbs, sc), nil
+}
+
+func (s *Summary) lowNNote() string {
+	return fmt.Sprintf("ringed: fewer than %d runs, no claim", s.Options.withDefaults().MinRuns)
+}
+
+// addLowNRings rings the points of cells with too few runs and adds one
+// legend entry for them.
+func (f *figure) addLowNRings(pts plotter.XYs, note string) error {
+	if len(pts) == 0 {
+		return nil
+	}
+	sc, err := plotter.NewScatter(pts)
+	if err != nil {
+		return err
+	}
+	sc.GlyphStyle = draw.GlyphStyle{Color: grey, Radius: vg.Points(7), Shape: draw.RingGlyph{}}
+	f.p.Add(sc)
+	f.legend.Add(note, sc)
+	return nil
+}
+
+func (s *Summary) latencyFigure() (*figure, error) {
+	f := newFigure(PlotLatency, "Latency against configured RTT",
+		"Median of the run p50s for each app and route at each configured RTT, with 95% bootstrap CI error bars.",
+		"configured RTT (ms)", "p50 latency (ms)")
+	f.p.X.Tick.Marker = settingTicks(s.settings())
+	var lo, hi = math.Inf(1), math.Inf(-1)
+	var low plotter.XYs
+	n := 0
+	for i, k := range s.routes() {
+		var pts plotter.XYs
+		var ci []Interval
+		for _, c := range s.Cells {
+			if c.App != k.app || c.Route != k.route || c.NRuns == 0 {
+				continue
+			}
+			pts = append(pts, plotter.XY{X: c.RTTms, Y: c.P50})
+			ci = append(ci, c.CI)
+			lo, hi = math.Min(lo, c.P50), math.Max(hi, c.P50)
+			if c.LowN {
+				low = append(low, plotter.XY{X: c.RTTms, Y: c.P50})
+			}
+		}
+		if len(pts) == 0 {
+			continue
+		}
+		th, err := addSeries(f.p, pts, ci, i)
+		if err != nil {
+			return nil, fmt.Errorf("plot %s: %w", f.name, err)
+		}
+		f.legend.Add(k.label(), th...)
+		n++
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	if err := f.addLowNRings(low, s.lowNNote()); err != nil {
+		return nil, fmt.Errorf("plot %s: %w", f.name, err)
+	}
+	// Routes an order of magnitude apart share the axis on a log scale.
+	if lo > 0 && hi/lo > 20 {
+		f.p.Y.Scale = plot.LogScale{}
+		f.p.Y.Tick.Marker = plot.TickerFunc(logTicks)
+		f.p.Y.Label.Text = "p50 latency (ms, log scale)"
+	} else {
+		f.p.Y.Min = 0
+	}
+	return f, nil
+}
+
+func (s *Summary) changeFigure() (*figure, error) {
+	f := newFigure(PlotChange, "Change against 0 ms, measured and predicted",
+		"Measured change of the p50 against the 0 ms baseline (solid, 95% CI bars) beside the prediction statements × RTT (dashed, same colour).",
+		"configured RTT (ms)", "change of p50 against 0 ms (ms)")
+	f.p.X.Tick.Marker = settingTicks(s.settings())
+	var low plotter.XYs
+	n, maxRTT, anyPred := 0, 0.0, false
+	for i, k := range s.routes() {
+		pts := plotter.XYs{}
+		ci := []Interval{}
+		var st float64
+		hasSt := false
+		for _, c := range s.Cells {
+			if c.App != k.app || c.Route != k.route || !c.HasBaseline {
+				continue
+			}
+			pts = append(pts, plotter.XY{X: c.RTTms, Y: c.Change})
+			ci = append(ci, c.ChangeCI)
+			maxRTT = math.Max(maxRTT, c.RTTms)
+			st, hasSt = c.Statements, c.HasStatements
+			if c.LowN {
+				low = append(low, plotter.XY{X: c.RTTms, Y: c.Change})
+			}
+		}
+		if len(pts) == 0 {
+			continue
+		}
+		// The change at 0 ms is 0 by definition: anchor the line there.
+		pts = append(plotter.XYs{{X: 0, Y: 0}}, pts...)
+		ci = append([]Interval{noInterval()}, ci...)
+		if hasSt {
+			pred := plotter.XYs{{X: 0, Y: 0}, {X: pts[len(pts)-1].X, Y: st * pts[len(pts)-1].X}}
+			l, err := plotter.NewLine(pred)
+			if err != nil {
+				return nil, fmt.Errorf("plot %s: %w", f.name, err)
+			}
+			l.LineStyle = lineStyle(seriesColor(i), true)
+			f.p.Add(l)
+			anyPred = true
+		}
+		th, err := addSeries(f.p, pts, ci, i)
+		if err != nil {
+			return nil, fmt.Errorf("plot %s: %w", f.name, err)
+		}
+		label := k.label()
+		if hasSt {
+			label += " (" + strconv.FormatFloat(st, 'f', -1, 64) + " stmts)"
+		}
+		f.legend.Add(label, th...)
+		n++
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	if anyPred {
+		f.legend.Add("dashed: predicted", legendLine{lineStyle(grey, true)})
+	}
+	if err := f.addLowNRings(low, s.lowNNote()); err != nil {
+		return nil, fmt.Errorf("plot %s: %w", f.name, err)
+	}
+	return f, nil
+}
+
+// legendLine is a legend thumbnail of a line style that is not drawn in
+// the plot itself.
+type legendLine struct{ draw.LineStyle }
+
+func (l legendLine) Thumbnail(c *draw.Canvas) {
+	y := c.Center().Y
+	c.StrokeLine2(l.LineStyle, c.Min.X, y, c.Max.X, y)
+}
+
+// legendGlyph is a legend thumbnail of a glyph style.
+type legendGlyph struct{ draw.GlyphStyle }
+
+func (g legendGlyph) Thumbnail(c *draw.Canvas) { c.DrawGlyph(g.GlyphStyle, c.Center()) }
+
+func (s *Summary) ratioFigure() (*figure, error) {
+	f := newFigure(PlotRatio, "Amplification ratio (change ÷ RTT)",
+		"Change against 0 ms divided by the configured RTT, per app and route and setting (95% CI bars); the black bar marks the statements per request, the ratio the prediction expects.",
+		"", "change ÷ RTT")
+	var cats []routeKey
+	for _, k := range s.routes() {
+		for _, c := range s.Cells {
+			if c.App == k.app && c.Route == k.route && c.HasBaseline {
+				cats = append(cats, k)
+				break
+			}
+		}
+	}
+	if len(cats) == 0 {
+		return nil, nil
+	}
+	var st []float64
+	for _, v := range s.settings() {
+		if v > 0 {
+			st = append(st, v)
+		}
+	}
+	width := 0.7 // share of a category the points spread over
+	// Predicted ratio: statements per request, one bar across the category.
+	hasPred := false
+	predStyle := draw.LineStyle{Color: color.Black, Width: vg.Points(1.2)}
+	for ci0, k := range cats {
+		st, ok := s.Manifest.StatementsFor(k.app, k.route)
+		if !ok {
+			continue
+		}
+		x := float64(ci0)
+		l, err := plotter.NewLine(plotter.XYs{{X: x - width/2 - 0.1, Y: st}, {X: x + width/2 + 0.1, Y: st}})
+		if err != nil {
+			return nil, fmt.Errorf("plot %s: %w", f.name, err)
+		}
+		l.LineStyle = predStyle
+		f.p.Add(l)
+		hasPred = true
+	}
+	for si, v := range st {
+		var pts plotter.XYs
+		var ci []Interval
+		for ci0, k := range cats {
+			for _, c := range s.Cells {
+				if c.App != k.app || c.Route != k.route || c.RTTms != v || !c.HasBaseline {
+					continue
+				}
+				x := float64(ci0)
+				if len(st) > 1 {
+					x += -width/2 + width*float64(si)/float64(len(st)-1)
+				}
+				pts = append(pts, plotter.XY{X: x, Y: c.Ratio})
+				iv := noInterval()
+				if c.ChangeCI.Valid() {
+					iv = Interval{c.ChangeCI.Low / c.RTTms, c.ChangeCI.High / c.RTTms}
+				}
+				ci = append(ci, iv)
+			}
+		}
+		if len(pts) == 0 {
+			continue
+		}
+		// One colour per setting here; the x axis names the routes.
+		idx := si
+		var eb xyErr
+		for i, pt := range pts {
+			if ci[i].Valid() {
+				eb.XYs = append(eb.XYs, pt)
+				eb.YErrors = append(eb.YErrors, struct{ Low, High float64 }{pt.Y - ci[i].Low, ci[i].High - pt.Y})
+			}
+		}
+		if len(eb.XYs) > 0 {
+			e, err := plotter.NewYErrorBars(eb)
+			if err != nil {
+				return nil, fmt.Errorf("plot %s: %w", f.name, err)
+			}
+			e.LineStyle = draw.LineStyle{Color: seriesColor(idx), Width: vg.Points(1)}
+			e.CapWidth = vg.Points(5)
+			f.p.Add(e)
+		}
+		sc, err := plotter.NewScatter(pts)
+		if err != nil {
+			return nil, fmt.Errorf("plot %s: %w", f.name, err)
+		}
+		sc.GlyphStyle = draw.GlyphStyle{Color: seriesColor(idx), Radius: vg.Points(3.5), Shape: seriesGlyph(idx)}
+		f.p.Add(sc)
+		f.legend.Add(fmtSetting(v)+" ms", sc)
+	}
+	if hasPred {
+		f.legend.Add("predicted (statements)", legendLine{predStyle})
+	}
+	names := make([]string, len(cats))
+	for i, k := range cats {
+		names[i] = k.label()
+	}
+	f.p.NominalX(names...)
+	f.p.X.Min, f.p.X.Max = -0.6, float64(len(cats))-0.4
+	f.p.Y.Min = 0
+	f.p.Y.Max *= 1.08
+	if len(cats) > 3 {
+		f.p.X.Tick.Label.Rotation = math.Pi / 7
+		f.p.X.Tick.Label.XAlign = draw.XRight
+		f.p.X.Tick.Label.YAlign = draw.YCenter
+	}
+	return f, nil
+}
+
+// probeLabel names a probe kind in the verification plot.
+func probeLabel(kind string) string {
+	switch kind {
+	case ProbeICMP:
+		return "ICMP added RTT"
+	case ProbeICMPTask:
+		return "ICMP per-task check"
+	case ProbeSelect1:
+		return "SELECT 1 change"
+	}
+	return kind
+}
+
+func (s *Summary) verificationFigure() (*figure, error) {
+	tol := s.Options.withDefaults().ToleranceMs
+	f := newFigure(PlotVerification, "Verification of the injected delay",
+		fmt.Sprintf("ICMP added RTT and SELECT 1 change against 0 ms (95%% CI bars) at each configured RTT; the dashed identity line y = x is a perfect shaper, the grey band ± %s ms the tolerance.", fmtSetting(tol)),
+		"configured RTT (ms)", "measured added RTT (ms)")
+	type key struct{ app, kind string }
+	var keys []key
+	maxRTT := 0.0
+	for _, p := range s.Probes {
+		if !p.HasBaseline {
+			continue
+		}
+		k := key{p.App, p.Kind}
+		if !slices.Contains(keys, k) {
+			keys = append(keys, k)
+		}
+		maxRTT = math.Max(maxRTT, p.RTTms)
+	}
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	band, err := plotter.NewPolygon(plotter.XYs{{X: 0, Y: -tol}, {X: maxRTT, Y: maxRTT - tol}, {X: maxRTT, Y: maxRTT + tol}, {X: 0, Y: tol}})
+	if err != nil {
+		return nil, fmt.Errorf("plot %s: %w", f.name, err)
+	}
+	band.Color, band.LineStyle.Width = bandGrey, 0
+	f.p.Add(band)
+	id, err := plotter.NewLine(plotter.XYs{{X: 0, Y: 0}, {X: maxRTT, Y: maxRTT}})
+	if err != nil {
+		return nil, fmt.Errorf("plot %s: %w", f.name, err)
+	}
+	id.LineStyle = draw.LineStyle{Color: color.Black, Width: vg.Points(1), Dashes: dashes}
+	f.p.X.Tick.Marker = settingTicks(s.settings())
+	multiApp := false
+	for _, k := range keys {
+		multiApp = multiApp || k.app != keys[0].app
+	}
+	var flagged plotter.XYs
+	for i, k := range keys {
+		pts := plotter.XYs{{X: 0, Y: 0}}
+		ci := []Interval{noInterval()}
+		for _, p := range s.Probes {
+			if p.App == k.app && p.Kind == k.kind && p.HasBaseline {
+				pts = append(pts, plotter.XY{X: p.RTTms, Y: p.Added})
+				ci = append(ci, p.CI)
+				if p.OutOfTolerance {
+					flagged = append(flagged, plotter.XY{X: p.RTTms, Y: p.Added})
+				}
+			}
+		}
+		th, err := addSeries(f.p, pts, ci, i)
+		if err != nil {
+			return nil, fmt.Errorf("plot %s: %w", f.name, err)
+		}
+		label := probeLabel(k.kind)
+		if multiApp {
+			label = k.app + " " + label
+		}
+		f.legend.Add(label, th...)
+	}
+	// The identity line goes on top: thin and dashed, it hides little.
+	f.p.Add(id)
+	f.legend.Add("y = x (configured)", id)
+	f.legend.Add("± "+fmtSetting(tol)+" ms tolerance", band)
+	if err := f.addLowNRings(flagged, "ringed: out of tolerance"); err != nil {
+		return nil, fmt.Errorf("plot %s: %w", f.name, err)
+	}
+	return f, nil
+}
+
+func (s *Summary) runsFigure() (*figure, error) {
+	setting, err := s.stripSetting()
+	if err != nil {
+		if s.Options.StripRTTms != nil {
+			return nil, fmt.Errorf("plot %s: %w", PlotRuns, err)
+		}
+		return nil, nil
+	}
+	type panel struct {
+		idx  int
+		k    routeKey
+		cell Cell
+	}
+	var panels []panel
+	for i, k := range s.routes() {
+		for _, c := range s.Cells {
+			if c.App == k.app && c.Route == k.route && c.RTTms == setting && c.NRuns > 0 {
+				panels = append(panels, panel{i, k, c})
+				break
+			}
+		}
+	}
+	if len(panels) == 0 {
+		return nil, nil
+	}
+	f := &figure{name: PlotRuns,
+		title: fmt.Sprintf("Per-run p50 at %s ms", fmtSetting(setting)),
+		desc: fmt.Sprintf("The p50 of every run at %s ms, one panel per app and route, runs in run-number order (see runs.csv); the black line is the median of the run p50s, the grey band its 95%% CI, so outliers and run-to-run spread stand out.",
+			fmtSetting(setting))}
+	cols := min(panelCols, len(panels))
+	rows := (len(panels) + cols - 1) / cols
+	f.w, f.h = panelWidth*vg.Length(cols)+vg.Points(20), panelHeight*vg.Length(rows)+vg.Points(30)
+	f.panels = make([][]*plot.Plot, rows)
+	for r := range f.panels {
+		f.panels[r] = make([]*plot.Plot, cols)
+	}
+	for pi, pn := range panels {
+		p := plot.New()
+		p.Title.Text = pn.k.label()
+		styleFonts(p, 11)
+		p.Title.Padding = vg.Points(4)
+		p.X.Label.Text = "run"
+		p.Y.Label.Text = "run p50 (ms)"
+		p.Add(newGrid())
+		var runs []RunStat
+		for _, r := range s.Runs {
+			if r.App == pn.k.app && r.Route == pn.k.route && r.RTTms == setting && r.N > 0 {
+				runs = append(runs, r)
+			}
+		}
+		slices.SortStableFunc(runs, func(a, b RunStat) int { return a.Run - b.Run })
+		pts := make(plotter.XYs, len(runs))
+		for i, r := range runs {
+			pts[i] = plotter.XY{X: float64(r.Run), Y: r.P50}
+		}
+		lo, hi := pts[0].X-0.5, pts[len(pts)-1].X+0.5
+		c := pn.cell
+		if c.CI.Valid() {
+			band, err := plotter.NewPolygon(plotter.XYs{{X: lo, Y: c.CI.Low}, {X: hi, Y: c.CI.Low}, {X: hi, Y: c.CI.High}, {X: lo, Y: c.CI.High}})
+			if err != nil {
+				return nil, fmt.Errorf("plot %s: %w", f.name, err)
+			}
+			band.Color, band.LineStyle.Width = bandGrey, 0
+			p.Add(band)
+		}
+		med, err := plotter.NewLine(plotter.XYs{{X: lo, Y: c.P50}, {X: hi, Y: c.P50}})
+		if err != nil {
+			return nil, fmt.Errorf("plot %s: %w", f.name, err)
+		}
+		med.LineStyle = draw.LineStyle{Color: color.Black, Width: vg.Points(1.2)}
+		p.Add(med)
+		sc, err := plotter.NewScatter(pts)
+		if err != nil {
+			return nil, fmt.Errorf("plot %s: %w", f.name, err)
+		}
+		sc.GlyphStyle = draw.GlyphStyle{Color: seriesColor(pn.idx), Radius: vg.Points(2.8), Shape: draw.CircleGlyph{}}
+		p.Add(sc)
+		p.X.Min, p.X.Max = lo, hi
+		p.X.Tick.Marker = runTicks(runs)
+		f.panels[pi/cols][pi%cols] = p
+	}
+	return f, nil
+}
+
+// runTicks labels every run up to 10 runs, else about every fifth.
+func runTicks(runs []RunStat) plot.Ticker {
+	step := 1
+	if n := len(runs); n > 10 {
+		step = (n + 7) / 8
+	}
+	var t plot.ConstantTicks
+	for i, r := range runs {
+		if i%step == 0 {
+			t = append(t, plot.Tick{Value: float64(r.Run), Label: strconv.Itoa(r.Run)})
+		}
+	}
+	return t
+}
+
+// logTicks labels 1, 2 and 5 times each power of ten inside [min, max]
+// (with minor ticks at the other integers times the power), so a log axis
+// is readable at every decade.
+func logTicks(min, max float64) []plot.Tick {
+	var ticks []plot.Tick
+	if !(min > 0) || !(max > min) {
+		return ticks
+	}
+	for e := math.Floor(math.Log10(min)); e <= math.Ceil(math.Log10(max)); e++ {
+		pow := math.Pow(10, e)
+		for m := 1; m <= 9; m++ {
+			v := float64(m) * pow
+			if v < min || v > max {
+				continue
+			}
+			t := plot.Tick{Value: v}
+			if m == 1 || m == 2 || m == 5 {
+				t.Label = strconv.FormatFloat(v, 'g', 6, 64)
+			}
+			ticks = append(ticks, t)
+		}
+	}
+	return ticks
+}
+
+// readableTicks are gonum's default ticks, labelled with as many decimals
+// as the tick spacing needs (the default labels can repeat a value when
+// the range is narrow, e.g. 25, 25, 25 for 24.98 to 25.02).
+func readableTicks(min, max float64) []plot.Tick {
+	ticks := plot.DefaultTicks{}.Ticks(min, max)
+	var major []float64
+	for _, t := range ticks {
+		if !t.IsMinor() {
+			major = append(major, t.Value)
+		}
+	}
+	step := math.Inf(1)
+	for i := 1; i < len(major); i++ {
+		step = math.Min(step, major[i]-major[i-1])
+	}
+	d := 0
+	if !math.IsInf(step, 1) && step > 0 {
+		for ; d < 9; d++ {
+			ok := true
+			for _, v := range major {
+				r, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'f', d, 64), 64)
+				if math.Abs(r-v) > step*1e-6 {
+					ok = false
+					break
+				}
+			}
+			if ok {
+				break
+			}
+		}
+	}
+	for i := range ticks {
+		if !ticks[i].IsMinor() {
+			ticks[i].Label = fmtFixed(ticks[i].Value, d)
+		}
+	}
+	return ticks
+}

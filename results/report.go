@@ -1,0 +1,462 @@
+package results
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// Render regenerates the derived files of the results folder dir from its
+// raw files (manifest.json, tasks.jsonl, samples.jsonl, probes.csv) with
+// the default options: runs.csv, summary.json, summary.md, the plots
+// (plots/NAME.svg and plots/NAME.png, see Summary.Plots) and report.html.
+// Everything is computed before anything is written, so a folder that
+// fails to load (the error names the file and line) or to render leaves
+// the earlier files untouched; each file is then written through a
+// temporary file and a rename, report.html last. The same raw files
+// always give the same bytes. `rttlab report DIR` and the end of every
+// run call it.
+func Render(dir string) error { return RenderWith(dir, Options{}) }
+
+// RenderWith is Render with explicit options.
+func RenderWith(dir string, o Options) error {
+	_, err := RenderFiles(dir, o)
+	return err
+}
+
+// RenderFiles is RenderWith that also returns the paths it wrote, the
+// report last.
+func RenderFiles(dir string, o Options) ([]string, error) {
+	d, err := Load(dir)
+	if err != nil {
+		return nil, fmt.Errorf("render %s: %w", dir, err)
+	}
+	s := Analyze(d, o)
+	runs, err := s.RunsCSV()
+	if err != nil {
+		return nil, fmt.Errorf("render %s: %w", dir, err)
+	}
+	js, err := s.JSON()
+	if err != nil {
+		return nil, fmt.Errorf("render %s: %w", dir, err)
+	}
+	plots, err := s.Plots()
+	if err != nil {
+		return nil, fmt.Errorf("render %s: %w", dir, err)
+	}
+	html, err := s.HTML(plots)
+	if err != nil {
+		return nil, fmt.Errorf("render %s: %w", dir, err)
+	}
+	type file struct {
+		dir, name string
+		b         []byte
+	}
+	files := []file{{dir, RunsFile, runs}, {dir, SummaryJSONFile, js}, {dir, SummaryMDFile, s.Markdown()}}
+	pdir := filepath.Join(dir, PlotsDir)
+	keep := map[string]bool{}
+	for _, p := range plots {
+		files = append(files, file{pdir, p.Name + ".svg", p.SVG}, file{pdir, p.Name + ".png", p.PNG})
+		keep[p.Name] = true
+	}
+	files = append(files, file{dir, ReportFile, html})
+	if err := os.MkdirAll(pdir, 0o755); err != nil {
+		return nil, fmt.Errorf("render %s: %w", dir, err)
+	}
+	// A plot that no longer has data must not linger from an earlier render.
+	for _, n := range plotNames {
+		if !keep[n] {
+			for _, ext := range []string{".svg", ".png"} {
+				if err := os.Remove(filepath.Join(pdir, n+ext)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+					return nil, fmt.Errorf("render %s: remove stale plot: %w", dir, err)
+				}
+			}
+		}
+	}
+	var written []string
+	for _, f := range files {
+		if err := writeAtomic(f.dir, f.name, f.b); err != nil {
+			return written, fmt.Errorf("render %s: %w", dir, err)
+		}
+		written = append(written, filepath.Join(f.dir, f.name))
+	}
+	return written, nil
+}
+
+// runsHeader is the header row of runs.csv.
+var runsHeader = []string{"app", "route", "rtt_ms", "run", "n", "p50_ms", "p90_ms", "p99_ms", "mean_ms", "failures"}
+
+// RunsCSV returns runs.csv: one row per run, latencies in ms with six
+// decimals (nanosecond resolution), empty when the run has no successful
+// measured request.
+func (s *Summary) RunsCSV() ([]byte, error) {
+	var b bytes.Buffer
+	w := csv.NewWriter(&b)
+	if err := w.Write(runsHeader); err != nil {
+		return nil, fmt.Errorf("write %s: %w", RunsFile, err)
+	}
+	f := func(v float64) string {
+		if math.IsNaN(v) {
+			return ""
+		}
+		return fmtFixed(v, 6)
+	}
+	for _, r := range s.Runs {
+		rec := []string{r.App, r.Route, fmtSetting(r.RTTms), strconv.Itoa(r.Run), strconv.Itoa(r.N),
+			f(r.P50), f(r.P90), f(r.P99), f(r.Mean), strconv.Itoa(r.Failures)}
+		if err := w.Write(rec); err != nil {
+			return nil, fmt.Errorf("write %s: %w", RunsFile, err)
+		}
+	}
+	w.Flush()
+	if err := w.Error(); err != nil {
+		return nil, fmt.Errorf("write %s: %w", RunsFile, err)
+	}
+	return b.Bytes(), nil
+}
+
+// num marshals a float64 rounded to six decimals; NaN and infinities
+// become null.
+type num float64
+
+func (n num) MarshalJSON() ([]byte, error) {
+	v := float64(n)
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return []byte("null"), nil
+	}
+	// The same rounding as runs.csv, then trailing zeros trimmed.
+	s := fmtFixed(v, 6)
+	s = strings.TrimRight(s, "0")
+	s = strings.TrimSuffix(s, ".")
+	if s == "-0" {
+		s = "0"
+	}
+	return []byte(s), nil
+}
+
+type jsonInterval struct {
+	Low  num `json:"low"`
+	High num `json:"high"`
+}
+
+func jsonIv(iv Interval) *jsonInterval {
+	if !iv.Valid() {
+		return nil
+	}
+	return &jsonInterval{num(iv.Low), num(iv.High)}
+}
+
+type jsonCell struct {
+	App            string        `json:"app"`
+	Route          string        `json:"route"`
+	RTTms          num           `json:"rtt_ms"`
+	NRuns          int           `json:"n_runs"`
+	NRequests      int           `json:"n_requests"`
+	Failures       int           `json:"failures"`
+	WarmupFailures int           `json:"warmup_failures"`
+	P50            num           `json:"p50_ms"`
+	CI             *jsonInterval `json:"ci_ms"`
+	RunP50s        []num         `json:"run_p50s_ms"`
+	Change         num           `json:"change_ms"`
+	ChangeCI       *jsonInterval `json:"change_ci_ms"`
+	Ratio          num           `json:"ratio"`
+	Statements     num           `json:"statements_per_request"`
+	Predicted      num           `json:"predicted_ms"`
+	LowN           bool          `json:"low_n"`
+	Warnings       []string      `json:"warnings"`
+}
+
+type jsonProbe struct {
+	App            string        `json:"app"`
+	Kind           string        `json:"kind"`
+	RTTms          num           `json:"rtt_ms"`
+	Rows           int           `json:"rows"`
+	N              int           `json:"n"`
+	Failures       int           `json:"failures"`
+	Value          num           `json:"value_ms"`
+	Added          num           `json:"added_ms"`
+	CI             *jsonInterval `json:"added_ci_ms"`
+	OutOfTolerance bool          `json:"out_of_tolerance"`
+}
+
+type jsonSummary struct {
+	Plan             string            `json:"plan"`
+	Seed             uint64            `json:"seed"`
+	Confidence       num               `json:"confidence"`
+	CIMethod         string            `json:"ci_method"`
+	ChangeCIMethod   string            `json:"change_ci_method"`
+	PercentileMethod string            `json:"percentile_method"`
+	MinRuns          int               `json:"min_runs_for_claim"`
+	ToleranceMs      num               `json:"probe_tolerance_ms"`
+	TasksPlanned     int               `json:"tasks_planned"`
+	TasksDone        int               `json:"tasks_done"`
+	Cells            []jsonCell        `json:"cells"`
+	Probes           []jsonProbe       `json:"probes"`
+	Skipped          map[string]string `json:"skipped"`
+	Warnings         []string          `json:"warnings"`
+}
+
+const changeCIMethod = "change = median of target run p50s - median of 0 ms run p50s; percentile bootstrap resampling baseline and target runs independently"
+
+// JSON returns summary.json: every cell with its run count, request
+// count, p50 and CI, change and change CI, ratio, predicted change and
+// warnings, plus the probe summary, the CI method text and the seed.
+// Numbers are rounded to six decimals; undefined values are null.
+func (s *Summary) JSON() ([]byte, error) {
+	o := s.Options.withDefaults()
+	js := jsonSummary{
+		Plan: s.Plan, Seed: s.Seed, Confidence: Confidence,
+		CIMethod: o.CIMethod(), ChangeCIMethod: changeCIMethod, PercentileMethod: PercentileMethod,
+		MinRuns: o.MinRuns, ToleranceMs: num(o.ToleranceMs),
+		TasksPlanned: s.TasksPlanned, TasksDone: s.TasksDone,
+		Cells: []jsonCell{}, Probes: []jsonProbe{}, Skipped: map[string]string{}, Warnings: []string{},
+	}
+	for k, v := range s.Manifest.Skipped {
+		js.Skipped[k] = v
+	}
+	js.Warnings = append(js.Warnings, s.Warnings...)
+	for _, c := range s.Cells {
+		jc := jsonCell{
+			App: c.App, Route: c.Route, RTTms: num(c.RTTms), NRuns: c.NRuns, NRequests: c.NRequests,
+			Failures: c.Failures, WarmupFailures: c.WarmupFailures,
+			P50: num(c.P50), CI: jsonIv(c.CI), RunP50s: []num{},
+			Change: num(c.Change), ChangeCI: jsonIv(c.ChangeCI), Ratio: num(c.Ratio),
+			Statements: num(math.NaN()), Predicted: num(c.Predicted), LowN: c.LowN, Warnings: []string{},
+		}
+		if c.HasStatements {
+			jc.Statements = num(c.Statements)
+		}
+		for _, v := range c.P50s {
+			jc.RunP50s = append(jc.RunP50s, num(v))
+		}
+		jc.Warnings = append(jc.Warnings, c.Warnings...)
+		js.Cells = append(js.Cells, jc)
+	}
+	for _, p := range s.Probes {
+		js.Probes = append(js.Probes, jsonProbe{
+			App: p.App, Kind: p.Kind, RTTms: num(p.RTTms), Rows: p.Rows, N: p.N, Failures: p.Failures,
+			Value: num(p.Value), Added: num(p.Added), CI: jsonIv(p.CI), OutOfTolerance: p.OutOfTolerance,
+		})
+	}
+	b, err := json.MarshalIndent(&js, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("write %s: %w", SummaryJSONFile, err)
+	}
+	return append(b, '\n'), nil
+}
+
+// Markdown returns summary.md: a header naming n, the CI method and the
+// seed; one study-style line per app, route and non-zero setting, e.g.
+//
+//	go /feed: 0.91 ms at 0 ms, 3.40 ms at 0.75 ms. Change: +2.49 ms [2.29, 2.63] (predicted +2.25).
+//
+// then a table per app with every setting, the verification probes and
+// the warnings.
+func (s *Summary) Markdown() []byte {
+	o := s.Options.withDefaults()
+	var b strings.Builder
+	fmt.Fprintf(&b, "# rttlab summary: plan %s\n\n", s.Plan)
+
+	var runsPerCell, reqPerRun []int
+	for _, c := range s.Cells {
+		if c.NRuns > 0 {
+			runsPerCell = append(runsPerCell, c.NRuns)
+		}
+	}
+	for _, r := range s.Runs {
+		if r.N > 0 {
+			reqPerRun = append(reqPerRun, r.N)
+		}
+	}
+	fmt.Fprintf(&b, "n: %s runs per cell, %s measured requests per run (%d of %d tasks done). 95%% CI: %s; change CIs resample the 0 ms and target runs independently. Seed: %d.\n\n",
+		intRange(runsPerCell), intRange(reqPerRun), s.TasksDone, s.TasksPlanned, o.CIMethod(), s.Seed)
+	var ctx []string
+	m := &s.Manifest
+	if m.Shaper != "" {
+		sh := "Shaper: " + m.Shaper
+		if m.ShaperReason != "" {
+			sh += " (" + m.ShaperReason + ")"
+		}
+		ctx = append(ctx, sh+".")
+	}
+	if m.Scope != "" {
+		ctx = append(ctx, "Scope: "+m.Scope+".")
+	}
+	if m.Kernel != "" {
+		ctx = append(ctx, "Kernel: "+m.Kernel+".")
+	}
+	if m.Version != "" {
+		v := "rttlab " + m.Version
+		if m.GitCommit != "" {
+			v += " (" + m.GitCommit + ")"
+		}
+		ctx = append(ctx, v+".")
+	}
+	if len(ctx) > 0 {
+		b.WriteString(strings.Join(ctx, " ") + "\n\n")
+	}
+	fmt.Fprintf(&b, "p50 = median of run-level p50s; percentiles by %s. Failed requests are counted, not timed. Fewer than %d runs: numbers shown, no claim.\n\n",
+		PercentileMethod, o.MinRuns)
+
+	b.WriteString("## Results\n\n")
+	lines := 0
+	for _, c := range s.Cells {
+		if c.RTTms == 0 {
+			continue
+		}
+		b.WriteString(studyLine(&c, o) + "\n\n")
+		lines++
+	}
+	if lines == 0 {
+		b.WriteString("No cell with a non-zero setting has data.\n\n")
+	}
+
+	var apps []string
+	for _, c := range s.Cells {
+		if len(apps) == 0 || apps[len(apps)-1] != c.App {
+			apps = append(apps, c.App)
+		}
+	}
+	for _, app := range apps {
+		fmt.Fprintf(&b, "## %s\n\n", app)
+		b.WriteString("| route | setting | runs | p50 (ms) | 95% CI | change (ms) | change CI | ratio | predicted (ms) | failures |\n")
+		b.WriteString("| --- | ---: | ---: | ---: | --- | ---: | --- | ---: | ---: | ---: |\n")
+		for _, c := range s.Cells {
+			if c.App != app {
+				continue
+			}
+			runs := strconv.Itoa(c.NRuns)
+			if c.LowN {
+				runs += " (low n)"
+			}
+			pred := dash
+			if c.HasStatements && c.RTTms > 0 {
+				pred = fmtSigned(c.Predicted, 3)
+			}
+			change, ratio := dash, dash
+			if c.HasBaseline {
+				change = fmtSigned(c.Change, 3)
+				ratio = fmtFixed(c.Ratio, 2)
+			}
+			fmt.Fprintf(&b, "| %s | %s ms | %s | %s | %s | %s | %s | %s | %s | %d |\n",
+				mdEscape(c.Route), fmtSetting(c.RTTms), runs, fmtFixed(c.P50, 3), fmtIv(c.CI, 3), change, fmtIv(c.ChangeCI, 3),
+				ratio, pred, c.Failures)
+		}
+		b.WriteString("\n")
+	}
+
+	b.WriteString("## Verification probes\n\n")
+	if len(s.Probes) == 0 {
+		b.WriteString("No probes recorded.\n\n")
+	} else {
+		fmt.Fprintf(&b, "icmp: ICMP mean RTT of the setting's check; icmp-task: median over the quick checks before each task; select1: median of the run medians of SELECT 1. Added = value - value at 0 ms (select1: 95%% CI by percentile bootstrap over the run medians). Tolerance: |added - setting| <= %s ms.\n\n",
+			fmtSetting(o.ToleranceMs))
+		b.WriteString("| app | probe | setting | rows | n | lost/failed | value (ms) | added (ms) | 95% CI | check |\n")
+		b.WriteString("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |\n")
+		for _, p := range s.Probes {
+			added, check := dash, dash
+			if p.HasBaseline {
+				added = fmtSigned(p.Added, 3)
+				check = "ok"
+				if p.OutOfTolerance {
+					check = "**out of tolerance**"
+				}
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s ms | %d | %d | %d | %s | %s | %s | %s |\n",
+				mdEscape(p.App), p.Kind, fmtSetting(p.RTTms), p.Rows, p.N, p.Failures, fmtFixed(p.Value, 3), added, fmtIv(p.CI, 3), check)
+		}
+		b.WriteString("\n")
+	}
+
+	b.WriteString("## Warnings\n\n")
+	if len(s.Warnings) == 0 {
+		b.WriteString("None.\n")
+	}
+	for _, w := range s.Warnings {
+		b.WriteString("- " + w + "\n")
+	}
+	if len(m.Notes) > 0 {
+		b.WriteString("\n## Notes\n\n")
+		for _, n := range m.Notes {
+			b.WriteString("- " + n + "\n")
+		}
+	}
+	return []byte(b.String())
+}
+
+// studyLine writes the line for a non-zero setting in the study's words.
+func studyLine(c *Cell, o Options) string {
+	head := c.App + " " + c.Route + ": "
+	if c.NRuns == 0 {
+		return head + "no successful runs at " + fmtSetting(c.RTTms) + " ms."
+	}
+	at := fmtFixed(c.P50, 2) + " ms at " + fmtSetting(c.RTTms) + " ms."
+	if !c.HasBaseline {
+		return head + at + " No 0 ms baseline, so no change."
+	}
+	line := head + fmtFixed(c.BaselineP50, 2) + " ms at 0 ms, " + at +
+		" Change: " + fmtSigned(c.Change, 2) + " ms " + fmtIv(c.ChangeCI, 2)
+	if c.HasStatements {
+		line += " (predicted " + fmtSigned(c.Predicted, 2) + ")"
+	}
+	line += "."
+	if c.LowN {
+		line += fmt.Sprintf(" **Low n** (%d runs at 0 ms, %d at %s ms; %d needed): no claim.",
+			c.BaselineRuns, c.NRuns, fmtSetting(c.RTTms), o.MinRuns)
+	}
+	return line
+}
+
+const dash = "–"
+
+// fmtFixed formats v with d decimals; NaN becomes a dash and -0 becomes 0.
+func fmtFixed(v float64, d int) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return dash
+	}
+	s := strconv.FormatFloat(v, 'f', d, 64)
+	if strings.Trim(s, "-0.") == "" {
+		s = strings.TrimPrefix(s, "-")
+	}
+	return s
+}
+
+// fmtSigned is fmtFixed with a leading '+' for non-negative values.
+func fmtSigned(v float64, d int) string {
+	s := fmtFixed(v, d)
+	if s != dash && !strings.HasPrefix(s, "-") {
+		s = "+" + s
+	}
+	return s
+}
+
+func fmtIv(iv Interval, d int) string {
+	if !iv.Valid() {
+		return dash
+	}
+	return "[" + fmtFixed(iv.Low, d) + ", " + fmtFixed(iv.High, d) + "]"
+}
+
+func intRange(v []int) string {
+	if len(v) == 0 {
+		return "0"
+	}
+	lo, hi := v[0], v[0]
+	for _, x := range v {
+		lo, hi = min(lo, x), max(hi, x)
+	}
+	if lo == hi {
+		return strconv.Itoa(lo)
+	}
+	return strconv.Itoa(lo) + "–" + strconv.Itoa(hi)
+}
+
+func mdEscape(s string) string { return strings.ReplaceAll(s, "|", `\|`) }

@@ -1,0 +1,262 @@
+package results
+
+import (
+	"bytes"
+	"flag"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+
+type cellSpec struct {
+	app, route string
+	base       float64 // p50 at 0 ms, ms
+	statements float64
+	settings   []float64
+	runs       int
+}
+
+// writeGoldenFolder builds a results folder from integer-nanosecond
+// latencies drawn from a fixed PCG stream (no transcendental functions, so
+// the data is the same on every platform): latency = base + statements ×
+// setting + uniform noise in [0, 0.2) ms.
+func writeGoldenFolder(t *testing.T, specs []cellSpec) string {
+	t.Helper()
+	f, err := Create(t.TempDir(), "golden", testStart)
+	mustNoErr(t, err)
+	m := &Manifest{
+		PlanName: "golden", Seed: 20261129, Version: "v0.0.0-test", GitCommit: "0000000",
+		Kernel: "6.1.0-test", Shaper: "nfqueue", ShaperReason: "kernel lacks sch_netem", Scope: "app-db",
+		Start:   testStart,
+		Skipped: map[string]string{"aimeos": "Packagist is unreachable from this host"},
+		Notes:   []string{"synthetic data for the golden test"},
+	}
+	id := 0
+	for _, c := range specs {
+		m.Statements = append(m.Statements, RouteStatements{App: c.app, Route: c.route, PerRequest: c.statements})
+		for _, s := range c.settings {
+			for run := 1; run <= c.runs; run++ {
+				id++
+				m.Tasks = append(m.Tasks, Task{ID: id, App: c.app, Route: c.route, RTTms: s, Run: run})
+			}
+		}
+	}
+	mustNoErr(t, f.WriteManifest(m))
+	rng := rand.New(rand.NewPCG(1, 2))
+	specOf := func(tk Task) cellSpec {
+		for _, c := range specs {
+			if c.app == tk.App && c.route == tk.Route {
+				return c
+			}
+		}
+		t.Fatalf("no spec for %v", tk)
+		return cellSpec{}
+	}
+	for _, tk := range m.Tasks {
+		c := specOf(tk)
+		var s []Sample
+		for i := range 22 {
+			lat := c.base + c.statements*tk.RTTms + 0.2*rng.Float64()
+			x := Sample{App: tk.App, Route: tk.Route, RTTms: tk.RTTms, Run: tk.Run, Seq: i, Warmup: i < 2,
+				LatencyNS: int64(lat * 1e6), Status: 200, Bytes: 2048}
+			s = append(s, x)
+		}
+		attempt := 1
+		switch {
+		case tk.App == "go" && tk.Route == "/feed" && tk.RTTms == 1 && tk.Run == 2:
+			s[7].Status = 503
+			s[8].Status, s[8].Error = 0, "read: connection reset by peer"
+			s[0].Status = 500 // a failed warmup
+		case tk.App == "go" && tk.Route == "/feed-naive" && tk.RTTms == 0.5 && tk.Run == 3:
+			mustNoErr(t, f.AppendSamples(tk.ID, 1, s[:5]))
+			mustNoErr(t, f.MarkFailed(tk.ID, 1, "app container exited (code 137)"))
+			attempt = 2
+		case tk.App == "node" && tk.RTTms == 0.75 && tk.Run == 3:
+			continue // never run: the study is incomplete
+		}
+		mustNoErr(t, f.AppendSamples(tk.ID, attempt, s))
+		mustNoErr(t, f.MarkDone(tk.ID, attempt))
+	}
+	var probes []Probe
+	for i, s := range []float64{0, 0.5, 1} {
+		probes = append(probes, Probe{App: "go", Kind: ProbeICMP, RTTms: s, N: 50,
+			MeanMs: []float64{0.063, 0.571, 1.125}[i], MedianMs: 0, MinMs: 0.04, MaxMs: 1.3, Failures: i % 2})
+		for run := 1; run <= 5; run++ {
+			med := 0.31 + s + 0.01*float64(run%3) + 0.004*float64(run)
+			probes = append(probes, Probe{App: "go", Kind: ProbeSelect1, RTTms: s, Run: run, N: 200,
+				MeanMs: med + 0.02, MedianMs: med, MinMs: med - 0.05, MaxMs: med + 0.9})
+		}
+	}
+	probes = append(probes,
+		Probe{App: "go", Kind: ProbeICMPTask, RTTms: 0, Task: 1, N: 5, MeanMs: 0.07, MedianMs: 0.07, MinMs: 0.06, MaxMs: 0.08},
+		Probe{App: "go", Kind: ProbeICMPTask, RTTms: 0.5, Task: 7, N: 5, MeanMs: 0.58, MedianMs: 0.58, MinMs: 0.55, MaxMs: 0.6},
+		Probe{App: "go", Kind: ProbeICMPTask, RTTms: 0.5, Task: 8, N: 5, MeanMs: 0.56, MedianMs: 0.56, MinMs: 0.55, MaxMs: 0.6},
+	)
+	mustNoErr(t, f.AppendProbes(probes))
+	mustNoErr(t, f.Close())
+	return f.Dir()
+}
+
+var goldenSpecs = []cellSpec{
+	{app: "go", route: "/feed", base: 0.9, statements: 3, settings: []float64{0, 0.5, 1}, runs: 6},
+	{app: "go", route: "/feed-naive", base: 1.2, statements: 12, settings: []float64{0, 0.5, 1}, runs: 6},
+	{app: "node", route: "/feed", base: 1.4, statements: 3, settings: []float64{0, 0.75}, runs: 3},
+}
+
+func TestRenderGolden(t *testing.T) {
+	dir := writeGoldenFolder(t, goldenSpecs)
+	mustNoErr(t, Render(dir))
+	for _, g := range []struct{ file, golden string }{
+		{SummaryMDFile, "summary.golden.md"},
+		{SummaryJSONFile, "summary.golden.json"},
+		{RunsFile, "runs.golden.csv"},
+	} {
+		got, err := os.ReadFile(filepath.Join(dir, g.file))
+		mustNoErr(t, err)
+		gp := filepath.Join("testdata", g.golden)
+		if *update {
+			mustNoErr(t, os.WriteFile(gp, got, 0o644))
+			continue
+		}
+		want, err := os.ReadFile(gp)
+		mustNoErr(t, err)
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s differs from %s (run go test ./results -run TestRenderGolden -update after checking the change):\n%s",
+				g.file, gp, firstDiff(string(got), string(want)))
+		}
+	}
+	// Rendering again from the raw files gives the same bytes.
+	before, _ := os.ReadFile(filepath.Join(dir, SummaryMDFile))
+	mustNoErr(t, Render(dir))
+	after, _ := os.ReadFile(filepath.Join(dir, SummaryMDFile))
+	if !bytes.Equal(before, after) {
+		t.Error("second Render changed summary.md")
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".") {
+			t.Errorf("temporary file left behind: %s", e.Name())
+		}
+	}
+}
+
+func firstDiff(got, want string) string {
+	g, w := strings.Split(got, "\n"), strings.Split(want, "\n")
+	for i := range max(len(g), len(w)) {
+		var a, b string
+		if i < len(g) {
+			a = g[i]
+		}
+		if i < len(w) {
+			b = w[i]
+		}
+		if a != b {
+			return "line " + itoa(i+1) + ":\n got: " + a + "\nwant: " + b
+		}
+	}
+	return "(no line differs)"
+}
+
+func itoa(i int) string { return fmtSetting(float64(i)) }
+
+// The numbers behind the golden file, checked by reasoning: latencies are
+// base + statements × setting + noise, so each change is close to the
+// predicted change and the ratio close to the statement count.
+func TestAnalyzeGoldenData(t *testing.T) {
+	d, err := Load(writeGoldenFolder(t, goldenSpecs))
+	mustNoErr(t, err)
+	s := Analyze(d, Options{})
+	cells := map[string]Cell{}
+	for _, c := range s.Cells {
+		cells[CellKey(c.App, c.Route, c.RTTms)] = c
+	}
+	feed, naive := cells[CellKey("go", "/feed", 1)], cells[CellKey("go", "/feed-naive", 1)]
+	for _, c := range []Cell{feed, naive} {
+		if !c.HasBaseline || math.Abs(c.Change-c.Predicted) > 0.1 || math.Abs(c.Ratio-c.Statements) > 0.1 {
+			t.Errorf("%s %s: change %v, predicted %v, ratio %v", c.App, c.Route, c.Change, c.Predicted, c.Ratio)
+		}
+		if c.LowN || c.NRuns != 6 || !(c.ChangeCI.Low <= c.Change && c.Change <= c.ChangeCI.High) ||
+			!(c.CI.Low <= c.P50 && c.P50 <= c.CI.High) {
+			t.Errorf("%s %s: %+v", c.App, c.Route, c)
+		}
+	}
+	if !(naive.Change > feed.Change && feed.Change > 0) {
+		t.Errorf("/feed-naive change %v should exceed /feed change %v > 0", naive.Change, feed.Change)
+	}
+	if feed.Failures != 2 || feed.WarmupFailures != 1 || feed.NRequests != 6*20-2 {
+		t.Errorf("/feed at 1 ms: failures %d, warmup failures %d, requests %d", feed.Failures, feed.WarmupFailures, feed.NRequests)
+	}
+	node := cells[CellKey("node", "/feed", 0.75)]
+	if !node.LowN || node.NRuns != 2 {
+		t.Errorf("node /feed at 0.75 ms: LowN %v, runs %d", node.LowN, node.NRuns)
+	}
+	if s.TasksDone != s.TasksPlanned-1 {
+		t.Errorf("tasks done %d of %d", s.TasksDone, s.TasksPlanned)
+	}
+	var sel ProbeStat
+	for _, p := range s.Probes {
+		if p.Kind == ProbeSelect1 && p.RTTms == 1 {
+			sel = p
+		}
+		if p.Kind == ProbeICMP && p.RTTms == 1 && (!p.OutOfTolerance || math.Abs(p.Added-1.062) > 1e-9) {
+			t.Errorf("icmp at 1 ms: %+v (added 1.062, out of tolerance)", p)
+		}
+		if p.Kind == ProbeICMP && p.RTTms == 0.5 && p.OutOfTolerance {
+			t.Errorf("icmp at 0.5 ms flagged: %+v", p)
+		}
+	}
+	// Each SELECT 1 run median is 0.31 + setting + the same per-run offset,
+	// so the change is exactly the setting up to rounding.
+	if math.Abs(sel.Added-1) > 1e-9 || sel.OutOfTolerance || !sel.CI.Valid() {
+		t.Errorf("select1 at 1 ms: %+v", sel)
+	}
+}
+
+// Adding an app leaves every other cell's numbers, intervals included,
+// unchanged: each cell has its own generator.
+func TestCellsIndependentOfOtherApps(t *testing.T) {
+	one, err := Load(writeGoldenFolder(t, goldenSpecs[:1]))
+	mustNoErr(t, err)
+	// The same go /feed data must come first in the stream, so keep go
+	// /feed first and add the others after it.
+	all, err := Load(writeGoldenFolder(t, goldenSpecs))
+	mustNoErr(t, err)
+	a, b := Analyze(one, Options{}), Analyze(all, Options{})
+	for _, c := range a.Cells {
+		var found bool
+		for _, x := range b.Cells {
+			if x.App == c.App && x.Route == c.Route && x.RTTms == c.RTTms {
+				found = true
+				if x.P50 != c.P50 || x.CI != c.CI || !sameFloat(x.Change, c.Change) || !sameIv(x.ChangeCI, c.ChangeCI) {
+					t.Errorf("%s %s at %v changed when apps were added:\n%+v\n%+v", c.App, c.Route, c.RTTms, c, x)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("cell %s %s at %v missing", c.App, c.Route, c.RTTms)
+		}
+	}
+}
+
+func sameFloat(a, b float64) bool { return a == b || (math.IsNaN(a) && math.IsNaN(b)) }
+func sameIv(a, b Interval) bool   { return sameFloat(a.Low, b.Low) && sameFloat(a.High, b.High) }
+
+func TestStudyLine(t *testing.T) {
+	c := Cell{App: "go", Route: "/feed", RTTms: 0.75, NRuns: 20, P50: 3.40, HasBaseline: true, BaselineP50: 0.91,
+		BaselineRuns: 20, Change: 2.49, ChangeCI: Interval{2.29, 2.63}, HasStatements: true, Statements: 3, Predicted: 2.25}
+	want := "go /feed: 0.91 ms at 0 ms, 3.40 ms at 0.75 ms. Change: +2.49 ms [2.29, 2.63] (predicted +2.25)."
+	if got := studyLine(&c, Options{}.withDefaults()); got != want {
+		t.Errorf("study line\n got %s\nwant %s", got, want)
+	}
+	c.LowN, c.BaselineRuns, c.NRuns = true, 3, 2
+	c.Change, c.ChangeCI = -0.001, Interval{-0.3, 0.0001}
+	want = "go /feed: 0.91 ms at 0 ms, 3.40 ms at 0.75 ms. Change: +0.00 ms [-0.30, 0.00] (predicted +2.25). **Low n** (3 runs at 0 ms, 2 at 0.75 ms; 6 needed): no claim."
+	if got := studyLine(&c, Options{}.withDefaults()); got != want {
+		t.Errorf("low-n study line\n got %s\nwant %s", got, want)
+	}
+}

@@ -1,0 +1,617 @@
+package results
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+)
+
+// Defaults of Options.
+const (
+	DefaultResamples   = 10000
+	DefaultMinRuns     = 6
+	DefaultToleranceMs = 0.05
+)
+
+// Confidence is the level of every interval in the summary.
+const Confidence = 0.95
+
+// PercentileMethod describes Percentile; the summary repeats it.
+const PercentileMethod = "linear interpolation between closest ranks (Hyndman-Fan type 7, numpy's default)"
+
+// Options tune the analysis. Zero fields take the defaults.
+type Options struct {
+	// Resamples is the number of bootstrap resamples (10,000).
+	Resamples int
+	// MinRuns is the fewest runs a cell needs before the summary makes a
+	// claim about it (6); below it the numbers are shown with a warning.
+	MinRuns int
+	// ToleranceMs flags a probe whose added RTT differs from the
+	// configured setting by more than this (0.05 ms).
+	ToleranceMs float64
+	// StripRTTms chooses the setting of the per-run strip plot; nil
+	// chooses the largest setting.
+	StripRTTms *float64
+}
+
+func (o Options) withDefaults() Options {
+	if o.Resamples <= 0 {
+		o.Resamples = DefaultResamples
+	}
+	if o.MinRuns <= 0 {
+		o.MinRuns = DefaultMinRuns
+	}
+	if o.ToleranceMs <= 0 {
+		o.ToleranceMs = DefaultToleranceMs
+	}
+	return o
+}
+
+// CIMethod is the text that names the interval method in the summaries.
+func (o Options) CIMethod() string {
+	return fmt.Sprintf("percentile bootstrap, %d resamples over run-level p50s", o.withDefaults().Resamples)
+}
+
+// Percentile returns the p-quantile (0 <= p <= 1) of sorted, which must be
+// sorted ascending, by linear interpolation between closest ranks
+// (Hyndman and Fan's type 7, the default of numpy.percentile and R's
+// quantile): with h = (n-1)·p, the result is
+// x[⌊h⌋] + (h-⌊h⌋)·(x[⌊h⌋+1] - x[⌊h⌋]). The median of an even count is
+// therefore the mean of the two middle values. It returns NaN for no data.
+func Percentile(sorted []float64, p float64) float64 {
+	n := len(sorted)
+	if n == 0 {
+		return math.NaN()
+	}
+	h := float64(n-1) * p
+	lo := int(math.Floor(h))
+	if lo < 0 {
+		return sorted[0]
+	}
+	if lo >= n-1 {
+		return sorted[n-1]
+	}
+	frac := h - float64(lo)
+	// The explicit conversion stops the compiler from fusing the
+	// multiply-add, so every platform gives the same bits.
+	return sorted[lo] + float64(frac*(sorted[lo+1]-sorted[lo]))
+}
+
+// Median returns Percentile(x, 0.5) of an unsorted slice; x is not changed.
+func Median(x []float64) float64 {
+	s := slices.Clone(x)
+	slices.Sort(s)
+	return Percentile(s, 0.5)
+}
+
+// Interval is a confidence interval; both ends are NaN when undefined.
+type Interval struct {
+	Low, High float64
+}
+
+// Valid reports whether both ends are numbers.
+func (iv Interval) Valid() bool { return !math.IsNaN(iv.Low) && !math.IsNaN(iv.High) }
+
+func noInterval() Interval { return Interval{math.NaN(), math.NaN()} }
+
+// NewRNG returns the generator for one key: PCG (math/rand/v2) seeded with
+// the first 16 bytes of SHA-256(seed as 8 little-endian bytes || key). Each
+// cell has its own key, so adding an app or a setting never changes the
+// intervals of other cells.
+func NewRNG(seed uint64, key string) *rand.Rand {
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], seed)
+	h := sha256.New()
+	h.Write(b[:])
+	h.Write([]byte(key))
+	sum := h.Sum(nil)
+	return rand.New(rand.NewPCG(binary.LittleEndian.Uint64(sum[0:8]), binary.LittleEndian.Uint64(sum[8:16])))
+}
+
+// CellKey is the NewRNG key of the p50 interval of a cell; it also
+// identifies the cell. The setting is written as fmtSetting does ("0.75").
+func CellKey(app, route string, rtt float64) string {
+	return "cell\x00" + app + "\x00" + route + "\x00" + fmtSetting(rtt)
+}
+
+// ChangeKey is the NewRNG key of the change interval of a cell.
+func ChangeKey(app, route string, rtt float64) string {
+	return "change\x00" + app + "\x00" + route + "\x00" + fmtSetting(rtt)
+}
+
+// ProbeKey is the NewRNG key of a probe's change interval.
+func ProbeKey(app, kind string, rtt float64) string {
+	return "probe\x00" + app + "\x00" + kind + "\x00" + fmtSetting(rtt)
+}
+
+// medianResampler draws bootstrap resamples of x and returns their
+// medians without sorting each resample: it counts how often each index
+// is drawn and walks the counts in ascending order of x. The result is the
+// same number Percentile(sorted resample, 0.5) gives.
+type medianResampler struct {
+	x      []float64
+	order  []int // indices of x in ascending order of value
+	counts []int32
+	lo     int     // sorted position of the lower middle value
+	frac   float64 // interpolation weight of the upper middle value
+}
+
+func newMedianResampler(x []float64) *medianResampler {
+	n := len(x)
+	order := make([]int, n)
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		switch {
+		case x[a] < x[b]:
+			return -1
+		case x[a] > x[b]:
+			return 1
+		}
+		return 0
+	})
+	h := float64(n-1) * 0.5
+	lo := int(math.Floor(h))
+	return &medianResampler{x: x, order: order, counts: make([]int32, n), lo: lo, frac: h - float64(lo)}
+}
+
+// draw takes len(x) indices with replacement (rng.IntN, in order) and
+// returns the median of the values drawn.
+func (r *medianResampler) draw(rng *rand.Rand) float64 {
+	n := len(r.x)
+	clear(r.counts)
+	for range n {
+		r.counts[rng.IntN(n)]++
+	}
+	if n == 1 {
+		return r.x[0]
+	}
+	var vlo, vhi float64
+	haveLo := false
+	cum := 0
+	for _, i := range r.order {
+		c := int(r.counts[i])
+		if c == 0 {
+			continue
+		}
+		cum += c
+		if !haveLo && cum > r.lo {
+			vlo, haveLo = r.x[i], true
+		}
+		if cum > r.lo+1 {
+			vhi = r.x[i]
+			break
+		}
+	}
+	// The same expression as Percentile, so the bits match.
+	return vlo + float64(r.frac*(vhi-vlo))
+}
+
+// BootstrapMedianCI returns the 95% percentile-bootstrap interval of the
+// median of x: draw len(x) values with replacement, take their median,
+// repeat resamples times, and report the 2.5th and 97.5th percentiles
+// (Percentile) of those medians. Indices are drawn with rng.IntN in order,
+// resample by resample. NaN interval for empty x.
+func BootstrapMedianCI(x []float64, resamples int, rng *rand.Rand) Interval {
+	if len(x) == 0 || resamples <= 0 {
+		return noInterval()
+	}
+	meds := make([]float64, resamples)
+	r := newMedianResampler(x)
+	for b := range meds {
+		meds[b] = r.draw(rng)
+	}
+	return tails(meds)
+}
+
+// BootstrapChangeCI returns the 95% percentile-bootstrap interval of
+// median(target) - median(base), resampling base and target independently
+// (each resample draws len(base) baseline indices, then len(target) target
+// indices, from one rng).
+func BootstrapChangeCI(base, target []float64, resamples int, rng *rand.Rand) Interval {
+	if len(base) == 0 || len(target) == 0 || resamples <= 0 {
+		return noInterval()
+	}
+	d := make([]float64, resamples)
+	rb, rt := newMedianResampler(base), newMedianResampler(target)
+	for b := range d {
+		mb := rb.draw(rng)
+		mt := rt.draw(rng)
+		d[b] = mt - mb
+	}
+	return tails(d)
+}
+
+func tails(v []float64) Interval {
+	slices.Sort(v)
+	a := (1 - Confidence) / 2
+	return Interval{Percentile(v, a), Percentile(v, 1-a)}
+}
+
+// RunStat summarises one run (one done task) over its measured samples:
+// warmup samples never count, failed requests are counted in Failures and
+// left out of the percentiles. Latencies are in milliseconds; they are NaN
+// when N is 0.
+type RunStat struct {
+	Task    int
+	Attempt int
+	App     string
+	Route   string
+	RTTms   float64
+	Run     int
+	// N is the number of successful measured requests.
+	N        int
+	Failures int
+	// WarmupFailures counts failed warmup requests (reported, not used).
+	WarmupFailures int
+	P50, P90, P99  float64
+	Mean           float64
+}
+
+// RunStats computes one RunStat per task of samples, sorted by app, route,
+// setting, run and task. Pass only samples of done attempts (Data.Samples).
+func RunStats(samples []Sample) []RunStat {
+	type acc struct {
+		rs  RunStat
+		lat []float64
+		sum int64
+	}
+	byTask := map[int]*acc{}
+	for i := range samples {
+		s := &samples[i]
+		a := byTask[s.Task]
+		if a == nil {
+			a = &acc{rs: RunStat{Task: s.Task, Attempt: s.Attempt, App: s.App, Route: s.Route, RTTms: s.RTTms, Run: s.Run}}
+			byTask[s.Task] = a
+		}
+		switch {
+		case s.Warmup && s.Failed():
+			a.rs.WarmupFailures++
+		case s.Warmup:
+		case s.Failed():
+			a.rs.Failures++
+		default:
+			a.lat = append(a.lat, float64(s.LatencyNS)/1e6)
+			a.sum += s.LatencyNS
+		}
+	}
+	out := make([]RunStat, 0, len(byTask))
+	for _, a := range byTask {
+		rs := a.rs
+		rs.N = len(a.lat)
+		slices.Sort(a.lat)
+		rs.P50 = Percentile(a.lat, 0.50)
+		rs.P90 = Percentile(a.lat, 0.90)
+		rs.P99 = Percentile(a.lat, 0.99)
+		rs.Mean = math.NaN()
+		if rs.N > 0 {
+			rs.Mean = float64(a.sum) / float64(rs.N) / 1e6
+		}
+		out = append(out, rs)
+	}
+	sortRuns(out)
+	return out
+}
+
+func sortRuns(r []RunStat) {
+	slices.SortFunc(r, func(a, b RunStat) int {
+		if c := cmpCell(a.App, a.Route, a.RTTms, b.App, b.Route, b.RTTms); c != 0 {
+			return c
+		}
+		if a.Run != b.Run {
+			return a.Run - b.Run
+		}
+		return a.Task - b.Task
+	})
+}
+
+func cmpCell(a1, r1 string, s1 float64, a2, r2 string, s2 float64) int {
+	switch {
+	case a1 != a2:
+		return cmpStr(a1, a2)
+	case r1 != r2:
+		return cmpStr(r1, r2)
+	case s1 < s2:
+		return -1
+	case s1 > s2:
+		return 1
+	}
+	return 0
+}
+
+func cmpStr(a, b string) int {
+	if a < b {
+		return -1
+	}
+	if a > b {
+		return 1
+	}
+	return 0
+}
+
+// Cell is one (app, route, setting) condition across its runs. Latencies
+// are in milliseconds; undefined values are NaN.
+type Cell struct {
+	App   string
+	Route string
+	RTTms float64
+	// P50s are the run-level p50s of runs with at least one successful
+	// measured request, sorted ascending.
+	P50s []float64
+	// NRuns is len(P50s); NRequests sums N over those runs.
+	NRuns          int
+	NRequests      int
+	Failures       int
+	WarmupFailures int
+	// P50 is the median of P50s; CI its percentile-bootstrap interval.
+	P50 float64
+	CI  Interval
+	// HasBaseline is set when the same app and route has a 0 ms cell with
+	// runs and this cell is not that cell. Change = P50 - baseline P50;
+	// ChangeCI resamples both cells' runs independently.
+	HasBaseline  bool
+	BaselineP50  float64
+	BaselineRuns int
+	Change       float64
+	ChangeCI     Interval
+	// Ratio is Change / RTTms (the amplification ratio).
+	Ratio float64
+	// Statements per request from the manifest; Predicted =
+	// Statements × RTTms when HasStatements.
+	HasStatements bool
+	Statements    float64
+	Predicted     float64
+	// LowN is set when this cell, or its baseline, has fewer than
+	// Options.MinRuns runs: the numbers are shown but no claim is made.
+	LowN     bool
+	Warnings []string
+}
+
+// ProbeStat summarises the probes of one (app, kind, setting).
+//
+// For ICMP kinds, Value is the median over rows of the rows' mean RTT
+// (one row per setting gives that row's mean) and Added = Value - Value at
+// 0 ms. For SELECT 1, Value is the median of the run medians and Added
+// the median of this setting's run medians minus that of 0 ms, with a
+// percentile-bootstrap CI that resamples both settings' runs
+// independently. OutOfTolerance is set when |Added - RTTms| exceeds the
+// tolerance.
+type ProbeStat struct {
+	App            string
+	Kind           string
+	RTTms          float64
+	Rows           int
+	N              int
+	Failures       int
+	Value          float64
+	HasBaseline    bool
+	Added          float64
+	CI             Interval
+	OutOfTolerance bool
+}
+
+// Summary is the analysis of a results folder.
+type Summary struct {
+	Plan     string
+	Seed     uint64
+	Options  Options
+	Manifest Manifest
+	Runs     []RunStat
+	Cells    []Cell
+	Probes   []ProbeStat
+	// TasksPlanned and TasksDone count the manifest's tasks.
+	TasksPlanned int
+	TasksDone    int
+	// Warnings lists, in order: incomplete-run and folder notes, failed
+	// task attempts, per-cell warnings, probe tolerance flags, skipped
+	// apps.
+	Warnings []string
+}
+
+// Analyze computes run statistics, cells with bootstrap intervals and
+// changes against 0 ms, and the probe summary. It is deterministic: the
+// same data and seed give the same numbers.
+func Analyze(d *Data, o Options) *Summary {
+	o = o.withDefaults()
+	m := &d.Manifest
+	sum := &Summary{Plan: m.PlanName, Seed: m.Seed, Options: o, Manifest: *m}
+
+	runs := RunStats(d.Samples)
+	// A done task without any sample is a run with no successful requests.
+	seen := map[int]bool{}
+	for _, r := range runs {
+		seen[r.Task] = true
+	}
+	for _, t := range m.Tasks {
+		if a, ok := d.Done[t.ID]; ok && !seen[t.ID] {
+			runs = append(runs, RunStat{Task: t.ID, Attempt: a, App: t.App, Route: t.Route, RTTms: t.RTTms, Run: t.Run,
+				P50: math.NaN(), P90: math.NaN(), P99: math.NaN(), Mean: math.NaN()})
+		}
+	}
+	sortRuns(runs)
+	sum.Runs = runs
+
+	sum.TasksPlanned = len(m.Tasks)
+	for _, t := range m.Tasks {
+		if d.IsDone(t.ID) {
+			sum.TasksDone++
+		}
+	}
+	if sum.TasksDone < sum.TasksPlanned {
+		sum.Warnings = append(sum.Warnings, fmt.Sprintf("%d of %d tasks are not done: the study is incomplete (resume it with rttlab run --resume)",
+			sum.TasksPlanned-sum.TasksDone, sum.TasksPlanned))
+	}
+	if d.Ignored > 0 {
+		sum.Warnings = append(sum.Warnings, fmt.Sprintf("%d samples of attempts never marked done are ignored", d.Ignored))
+	}
+	sum.Warnings = append(sum.Warnings, d.Notes...)
+	tasks := map[int]Task{}
+	for _, t := range m.Tasks {
+		tasks[t.ID] = t
+	}
+	for _, r := range d.Records {
+		if r.Status != StatusFailed {
+			continue
+		}
+		outcome := "not done"
+		if a, ok := d.Done[r.Task]; ok {
+			outcome = fmt.Sprintf("done on attempt %d", a)
+		}
+		sum.Warnings = append(sum.Warnings, fmt.Sprintf("%s attempt %d failed: %s (%s)", tasks[r.Task], r.Attempt, r.Error, outcome))
+	}
+
+	// Group runs into cells.
+	var cells []*Cell
+	index := map[string]*Cell{}
+	for _, r := range runs {
+		k := CellKey(r.App, r.Route, r.RTTms)
+		c := index[k]
+		if c == nil {
+			c = &Cell{App: r.App, Route: r.Route, RTTms: r.RTTms}
+			index[k] = c
+			cells = append(cells, c)
+		}
+		c.Failures += r.Failures
+		c.WarmupFailures += r.WarmupFailures
+		if r.N == 0 {
+			c.Warnings = append(c.Warnings, fmt.Sprintf("run %d (task %d) has no successful measured request and is left out", r.Run, r.Task))
+			continue
+		}
+		c.P50s = append(c.P50s, r.P50)
+		c.NRequests += r.N
+	}
+	for _, c := range cells {
+		slices.Sort(c.P50s)
+		c.NRuns = len(c.P50s)
+		c.P50 = Percentile(c.P50s, 0.5)
+		c.CI = BootstrapMedianCI(c.P50s, o.Resamples, NewRNG(m.Seed, CellKey(c.App, c.Route, c.RTTms)))
+		c.BaselineP50, c.Change, c.Ratio, c.Predicted = math.NaN(), math.NaN(), math.NaN(), math.NaN()
+		c.ChangeCI = noInterval()
+		c.LowN = c.NRuns < o.MinRuns
+		if st, ok := m.StatementsFor(c.App, c.Route); ok {
+			c.HasStatements, c.Statements = true, st
+			c.Predicted = st * c.RTTms
+		}
+		if c.RTTms > 0 {
+			base := index[CellKey(c.App, c.Route, 0)]
+			if base != nil && base.NRuns > 0 && c.NRuns > 0 {
+				c.HasBaseline = true
+				c.BaselineP50 = base.P50
+				c.BaselineRuns = base.NRuns
+				c.Change = c.P50 - base.P50
+				c.ChangeCI = BootstrapChangeCI(base.P50s, c.P50s, o.Resamples, NewRNG(m.Seed, ChangeKey(c.App, c.Route, c.RTTms)))
+				c.Ratio = c.Change / c.RTTms
+				c.LowN = c.LowN || base.NRuns < o.MinRuns
+			} else if c.NRuns > 0 {
+				c.Warnings = append(c.Warnings, "no 0 ms baseline with runs: no change is computed")
+			}
+		}
+		if c.NRuns < o.MinRuns {
+			c.Warnings = append(c.Warnings, fmt.Sprintf("%d runs (fewer than %d): numbers shown, no claim", c.NRuns, o.MinRuns))
+		} else if c.HasBaseline && c.BaselineRuns < o.MinRuns {
+			c.Warnings = append(c.Warnings, fmt.Sprintf("0 ms baseline has %d runs (fewer than %d): change shown, no claim", c.BaselineRuns, o.MinRuns))
+		}
+		if c.Failures > 0 {
+			c.Warnings = append(c.Warnings, fmt.Sprintf("%d of %d measured requests failed (status not 200 or transport error); they are left out of the percentiles",
+				c.Failures, c.Failures+c.NRequests))
+		}
+		if c.WarmupFailures > 0 {
+			c.Warnings = append(c.Warnings, fmt.Sprintf("failed warmup requests: %d (not timed in any case)", c.WarmupFailures))
+		}
+	}
+	slices.SortFunc(cells, func(a, b *Cell) int { return cmpCell(a.App, a.Route, a.RTTms, b.App, b.Route, b.RTTms) })
+	for _, c := range cells {
+		sum.Cells = append(sum.Cells, *c)
+		for _, w := range c.Warnings {
+			sum.Warnings = append(sum.Warnings, fmt.Sprintf("%s %s at %s ms: %s", c.App, c.Route, fmtSetting(c.RTTms), w))
+		}
+	}
+
+	sum.Probes = analyzeProbes(d.Probes, m.Seed, o)
+	for _, p := range sum.Probes {
+		if p.OutOfTolerance {
+			sum.Warnings = append(sum.Warnings, fmt.Sprintf("probe %s %s at %s ms: added %s ms differs from the configured %s ms by more than %s ms",
+				p.App, p.Kind, fmtSetting(p.RTTms), fmtFixed(p.Added, 3), fmtSetting(p.RTTms), fmtSetting(o.ToleranceMs)))
+		}
+	}
+	for _, app := range sortedKeys(m.Skipped) {
+		sum.Warnings = append(sum.Warnings, fmt.Sprintf("app %s skipped: %s", app, m.Skipped[app]))
+	}
+	return sum
+}
+
+func analyzeProbes(probes []Probe, seed uint64, o Options) []ProbeStat {
+	type group struct {
+		st   ProbeStat
+		vals []float64
+	}
+	groups := map[string]*group{}
+	var order []*group
+	for _, p := range probes {
+		k := ProbeKey(p.App, p.Kind, p.RTTms)
+		g := groups[k]
+		if g == nil {
+			g = &group{st: ProbeStat{App: p.App, Kind: p.Kind, RTTms: p.RTTms}}
+			groups[k] = g
+			order = append(order, g)
+		}
+		g.st.Rows++
+		g.st.N += p.N
+		g.st.Failures += p.Failures
+		if p.N-p.Failures <= 0 {
+			continue // no successful probe in this row: no value
+		}
+		if p.Kind == ProbeSelect1 {
+			g.vals = append(g.vals, p.MedianMs)
+		} else {
+			g.vals = append(g.vals, p.MeanMs)
+		}
+	}
+	for _, g := range order {
+		slices.Sort(g.vals)
+		g.st.Value = Percentile(g.vals, 0.5)
+		g.st.Added = math.NaN()
+		g.st.CI = noInterval()
+	}
+	for _, g := range order {
+		if g.st.RTTms == 0 {
+			continue
+		}
+		base := groups[ProbeKey(g.st.App, g.st.Kind, 0)]
+		if base == nil || len(base.vals) == 0 || len(g.vals) == 0 {
+			continue
+		}
+		g.st.HasBaseline = true
+		g.st.Added = g.st.Value - base.st.Value
+		if g.st.Kind == ProbeSelect1 {
+			g.st.CI = BootstrapChangeCI(base.vals, g.vals, o.Resamples, NewRNG(seed, ProbeKey(g.st.App, g.st.Kind, g.st.RTTms)))
+		}
+		// The 1e-9 ms slack keeps float noise at the exact boundary from
+		// flagging.
+		g.st.OutOfTolerance = math.Abs(g.st.Added-g.st.RTTms) > o.ToleranceMs+1e-9
+	}
+	out := make([]ProbeStat, len(order))
+	for i, g := range order {
+		out[i] = g.st
+	}
+	kindRank := map[string]int{ProbeICMP: 0, ProbeICMPTask: 1, ProbeSelect1: 2}
+	slices.SortFunc(out, func(a, b ProbeStat) int {
+		if a.App != b.App {
+			return cmpStr(a.App, b.App)
+		}
+		if a.Kind != b.Kind {
+			return kindRank[a.Kind] - kindRank[b.Kind]
+		}
+		return cmpCell("", "", a.RTTms, "", "", b.RTTms)
+	})
+	return out
+}
+
+// fmtSetting formats an RTT setting in ms with as few digits as needed
+// (0, 0.05, 0.75, 1).
+func fmtSetting(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
