@@ -40,6 +40,9 @@ Start with:
 		newVerifyCmd(),
 		newCleanCmd(),
 		newAppsCmd(),
+		newAgentCmd(),
+		newRunCmd(),
+		newReportCmd(),
 	)
 	return cmd
 }

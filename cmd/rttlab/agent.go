@@ -1,0 +1,306 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rttlab/rttlab/netem"
+	"github.com/rttlab/rttlab/workloads"
+)
+
+// AgentSocket is where `agent serve` listens inside the agent container.
+const AgentSocket = "/run/rttlab/agent.sock"
+
+func newAgentCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "agent",
+		Short: "Commands that run inside rttlab's agent and client containers",
+		Long: `These commands run inside containers rttlab starts; you rarely call them by
+hand. An agent shares a shaped container's network namespace and holds its
+shaper ('serve'); the orchestrator controls it over docker exec ('ctl') and
+runs probes from it ('ping', 'sqlprobe'). The client container runs the
+load driver ('load'). Every command prints JSON.`,
+		Hidden: false,
+	}
+	cmd.AddCommand(newAgentServeCmd(), newAgentCtlCmd(), newAgentPingCmd(), newAgentSQLProbeCmd(), newAgentLoadCmd(), newAgentIdleCmd())
+	return cmd
+}
+
+type agentServeOptions struct {
+	socket string
+	opts   netem.Options
+	queue  uint
+}
+
+func newAgentServeCmd() *cobra.Command {
+	o := &agentServeOptions{}
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Hold the shaper for this network namespace until SIGTERM",
+		Long: `Creates the shaper (--shaper auto tries kernel netem and falls back to the
+userspace NFQUEUE shaper) and serves JSON requests on a unix socket. On
+SIGTERM or Ctrl-C it removes every qdisc, filter and queue rule it added.
+Needs CAP_NET_ADMIN.`,
+		Args: cobra.NoArgs,
+		PreRunE: func(cmd *cobra.Command, args []string) error {
+			switch o.opts.Backend {
+			case "auto", "kernel", "userspace":
+			default:
+				return usagef("--shaper %q: use auto, kernel or userspace", o.opts.Backend)
+			}
+			if o.queue > 65535 {
+				return usagef("--queue %d: use 0..65535", o.queue)
+			}
+			o.opts.QueueNum = uint16(o.queue)
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := os.MkdirAll(dirOf(o.socket), 0o700); err != nil {
+				return err
+			}
+			err := netem.Serve(cmd.Context(), o.socket, o.opts)
+			if errors.Is(err, context.Canceled) {
+				return nil
+			}
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&o.socket, "socket", AgentSocket, "unix socket to serve on")
+	cmd.Flags().StringVar(&o.opts.Backend, "shaper", "auto", "auto, kernel or userspace")
+	cmd.Flags().StringVar(&o.opts.Link, "link", "", "egress interface (default: the default route's)")
+	cmd.Flags().UintVar(&o.queue, "queue", 0, "NFQUEUE number (0: the default)")
+	return cmd
+}
+
+func dirOf(p string) string {
+	if i := strings.LastIndexByte(p, '/'); i > 0 {
+		return p[:i]
+	}
+	return "."
+}
+
+type agentCtlOptions struct {
+	socket string
+	delay  string
+	peers  []string
+}
+
+func newAgentCtlCmd() *cobra.Command {
+	o := &agentCtlOptions{}
+	cmd := &cobra.Command{
+		Use:   "ctl set|clear|show|ping",
+		Short: "Control the agent's shaper; prints the JSON reply",
+		Long: `set --delay D [--peer IP...]  one-way egress delay D (with a unit: 250us,
+                              0.5ms; 0 routes packets through the shaper with
+                              no delay), only to the peers when given
+clear                         remove the delay and everything the shaper added
+show                          the current setting, backend and why
+ping                          is the agent alive`,
+		Args: cobra.ExactArgs(1),
+		PreRunE: func(cmd *cobra.Command, args []string) error {
+			switch args[0] {
+			case "set":
+				if o.delay == "" {
+					return usagef("ctl set needs --delay (e.g. --delay 250us)")
+				}
+			case "clear", "show", "ping":
+			default:
+				return usagef("ctl %q: use set, clear, show or ping", args[0])
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			req := netem.Request{Op: args[0], Peers: o.peers}
+			if args[0] == "set" {
+				d, err := netem.ParseDelay(o.delay)
+				if err != nil {
+					return usageError{err}
+				}
+				req.DelayNs = d.Nanoseconds()
+			}
+			rep, err := netem.Ctl(cmd.Context(), o.socket, req)
+			b, _ := json.Marshal(rep)
+			fmt.Fprintln(cmd.OutOrStdout(), string(b))
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&o.socket, "socket", AgentSocket, "the agent's unix socket")
+	cmd.Flags().StringVar(&o.delay, "delay", "", "one-way delay with a unit (set)")
+	cmd.Flags().StringSliceVar(&o.peers, "peer", nil, "peer address (repeatable): path scope")
+	return cmd
+}
+
+type agentPingOptions struct {
+	to       string
+	count    int
+	interval time.Duration
+}
+
+func newAgentPingCmd() *cobra.Command {
+	o := &agentPingOptions{}
+	cmd := &cobra.Command{
+		Use:   "ping --to IP",
+		Short: "ICMP echo probe; prints mean/median/min/max and samples as JSON",
+		Args:  cobra.NoArgs,
+		PreRunE: func(cmd *cobra.Command, args []string) error {
+			if o.count < 1 || o.count > 100000 {
+				return usagef("--count %d: use 1..100000", o.count)
+			}
+			if o.interval < 0 {
+				return usagef("--interval must not be negative")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dst, err := netip.ParseAddr(o.to)
+			if err != nil {
+				return usagef("--to %q: not an IP address", o.to)
+			}
+			res, err := workloads.Ping(cmd.Context(), dst, o.count, o.interval)
+			if err != nil {
+				return err
+			}
+			return json.NewEncoder(cmd.OutOrStdout()).Encode(res)
+		},
+	}
+	cmd.Flags().StringVar(&o.to, "to", "", "destination address")
+	cmd.Flags().IntVar(&o.count, "count", 50, "echo requests")
+	cmd.Flags().DurationVar(&o.interval, "interval", 10*time.Millisecond, "time between echo requests")
+	return cmd
+}
+
+type agentSQLProbeOptions struct {
+	dsn   string
+	runs  int
+	calls int
+}
+
+func newAgentSQLProbeCmd() *cobra.Command {
+	o := &agentSQLProbeOptions{}
+	cmd := &cobra.Command{
+		Use:   "sqlprobe",
+		Short: "SELECT 1 probe through pgx (one round trip per call); prints JSON per run",
+		Long: `Runs RUNS × CALLS uncached 'SELECT 1' calls (simple protocol: one round
+trip each) on one connection, after a few warmup calls, and prints each
+run's median, mean, min, max and failures. The database comes from --dsn or
+the PG* environment variables.`,
+		Args: cobra.NoArgs,
+		PreRunE: func(cmd *cobra.Command, args []string) error {
+			if o.runs < 1 || o.runs > 1000 || o.calls < 1 || o.calls > 1000000 {
+				return usagef("--runs 1..1000 and --calls 1..1000000")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			runs, err := workloads.SelectOne(cmd.Context(), o.dsn, o.runs, o.calls)
+			if err != nil {
+				return err
+			}
+			return json.NewEncoder(cmd.OutOrStdout()).Encode(runs)
+		},
+	}
+	cmd.Flags().StringVar(&o.dsn, "dsn", "", "connection string (default: PG* environment)")
+	cmd.Flags().IntVar(&o.runs, "runs", 5, "runs")
+	cmd.Flags().IntVar(&o.calls, "calls", 200, "calls per run")
+	return cmd
+}
+
+type agentLoadOptions struct {
+	opts    workloads.LoadOptions
+	headers []string
+	mix     string
+	seed    uint64
+	timeout time.Duration
+}
+
+func newAgentLoadCmd() *cobra.Command {
+	o := &agentLoadOptions{}
+	cmd := &cobra.Command{
+		Use:   "load --url URL (--route PATH | --mix NAME --seed N)",
+		Short: "Closed-loop load on one keep-alive connection; one JSON line per request",
+		Long: `One client, closed loop, one keep-alive connection: WARMUP requests then
+REQUESTS measured requests. Each request's latency comes from the
+monotonic clock in nanoseconds. Non-200 answers and transport errors are
+failures: counted and printed, never dropped or retried silently. The last
+line on stderr is a JSON object with the totals.`,
+		Args: cobra.NoArgs,
+		PreRunE: func(cmd *cobra.Command, args []string) error {
+			if o.opts.BaseURL == "" {
+				return usagef("--url is required")
+			}
+			if (o.opts.Route == "") == (o.mix == "") {
+				return usagef("give --route or --mix")
+			}
+			if o.opts.Measured < 1 || o.opts.Warmup < 0 {
+				return usagef("--requests must be positive and --warmup not negative")
+			}
+			o.opts.Header = map[string]string{}
+			for _, h := range o.headers {
+				k, v, ok := strings.Cut(h, ":")
+				if !ok {
+					return usagef("--header %q: use 'Name: value'", h)
+				}
+				o.opts.Header[strings.TrimSpace(k)] = strings.TrimSpace(v)
+			}
+			o.opts.Timeout = o.timeout
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.mix != "" {
+				var m workloads.Mix
+				switch o.mix {
+				case "redmine":
+					m = workloads.RedmineMix()
+				case "aimeos":
+					var err error
+					m, err = workloads.AimeosMix(workloads.AimeosOptions{})
+					if err != nil {
+						return err
+					}
+				default:
+					return usagef("--mix %q: use redmine or aimeos", o.mix)
+				}
+				seq, err := workloads.Sequence(m, o.seed, o.opts.Warmup+o.opts.Measured)
+				if err != nil {
+					return err
+				}
+				o.opts.Requests = workloads.Paths(seq)
+				o.opts.Route = ""
+			}
+			w := workloads.NewResultWriter(cmd.OutOrStdout())
+			tot, err := workloads.RunLoad(cmd.Context(), o.opts, w.Write)
+			b, _ := json.Marshal(tot)
+			fmt.Fprintln(cmd.ErrOrStderr(), string(b))
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&o.opts.BaseURL, "url", "", "base URL of the app, e.g. http://app:8080")
+	cmd.Flags().StringVar(&o.opts.Route, "route", "", "path to request")
+	cmd.Flags().StringVar(&o.mix, "mix", "", "weighted request mix: redmine or aimeos")
+	cmd.Flags().Uint64Var(&o.seed, "seed", 1, "seed of the mix's request sequence")
+	cmd.Flags().IntVar(&o.opts.Measured, "requests", 100, "measured requests")
+	cmd.Flags().IntVar(&o.opts.Warmup, "warmup", 20, "warmup requests")
+	cmd.Flags().StringArrayVar(&o.headers, "header", nil, "extra request header 'Name: value' (repeatable)")
+	cmd.Flags().DurationVar(&o.timeout, "timeout", workloads.DefaultRequestTimeout, "per-request timeout")
+	return cmd
+}
+
+func newAgentIdleCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "idle",
+		Short: "Wait until SIGTERM (the client container's main process)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			<-cmd.Context().Done()
+			return nil
+		},
+	}
+}

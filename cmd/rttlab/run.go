@@ -1,0 +1,322 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/rttlab/rttlab/apps"
+	"github.com/rttlab/rttlab/orchestrator"
+	"github.com/rttlab/rttlab/results"
+)
+
+type runOptions struct {
+	plan     string
+	apps     []string
+	routes   []string
+	delays   string
+	runs     int
+	requests int
+	warmup   int
+	seed     uint64
+	shaper   string
+	scope    string
+	out      string
+	resume   string
+
+	p *orchestrator.Plan
+}
+
+func newRunCmd() *cobra.Command {
+	o := &runOptions{}
+	cmd := &cobra.Command{
+		Use:   "run [--plan study|smoke|FILE]",
+		Short: "Run a study plan: shaped stacks, shuffled tasks, raw samples, statistics, report",
+		Long: `Runs a plan (default: the built-in 'study', the seed study's design: RTT
+settings 0, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.75, 1 ms, 20 runs × 100
+measured requests after 20 warmup requests). 'smoke' is the same code path
+at reduced counts. A FILE is a YAML plan (see README.md). Flags override
+any field of the plan.
+
+For each app: one stack (PostgreSQL, the app, an agent per shaped
+container, a load client), verification probes per setting, then the
+(route, setting, run) tasks in an order shuffled by the seed. Every
+request's latency is appended to samples.jsonl and fsynced per task. Ctrl-C
+stops after removing every container, rule and network; continue later
+with --resume DIR.
+
+Examples:
+  rttlab run --plan smoke
+  rttlab run --plan study --apps go --delays 0,0.5,1
+  rttlab run --resume rttlab-results/20261130T010203Z-study`,
+		Args: cobra.NoArgs,
+		PreRunE: func(cmd *cobra.Command, args []string) error {
+			if o.resume != "" {
+				for _, f := range []string{"plan", "apps", "routes", "delays", "runs", "requests", "warmup", "seed", "shaper", "scope"} {
+					if cmd.Flags().Changed(f) {
+						return usagef("--resume continues the folder's own plan: drop --%s", f)
+					}
+				}
+				return nil
+			}
+			p, err := orchestrator.LoadPlan(o.plan)
+			if err != nil {
+				return usageError{err}
+			}
+			fl := cmd.Flags()
+			if fl.Changed("apps") {
+				var list []orchestrator.PlanApp
+				for _, a := range o.apps {
+					found := false
+					for _, pa := range p.Apps {
+						if pa.Name == a {
+							list, found = append(list, pa), true
+						}
+					}
+					if !found {
+						list = append(list, orchestrator.PlanApp{Name: a, Routes: []string{"/feed"}})
+					}
+				}
+				p.Apps = list
+			}
+			if fl.Changed("routes") {
+				for i := range p.Apps {
+					p.Apps[i].Routes = o.routes
+					p.Apps[i].Mix = ""
+				}
+			}
+			if fl.Changed("delays") {
+				d, err := orchestrator.ParseDelaysMs(o.delays)
+				if err != nil {
+					return usageError{err}
+				}
+				p.DelaysMs = d
+			}
+			if fl.Changed("runs") {
+				p.Runs = o.runs
+				for i := range p.Apps {
+					p.Apps[i].Runs = 0
+				}
+			}
+			if fl.Changed("requests") {
+				p.Requests = o.requests
+				for i := range p.Apps {
+					p.Apps[i].Requests = 0
+				}
+			}
+			if fl.Changed("warmup") {
+				p.Warmup = o.warmup
+				for i := range p.Apps {
+					p.Apps[i].Warmup = 0
+				}
+			}
+			if fl.Changed("seed") {
+				p.Seed = o.seed
+			}
+			if fl.Changed("shaper") {
+				p.Shaper = o.shaper
+			}
+			if fl.Changed("scope") {
+				p.Scope = o.scope
+			}
+			if err := p.Validate(); err != nil {
+				return usagef("plan %s: %v", p.Name, err)
+			}
+			all, _, _, err := appsTree()
+			if err != nil {
+				return err
+			}
+			if err := orchestrator.ValidatePlanApps(p, all); err != nil {
+				return usagef("plan %s: %v", p.Name, err)
+			}
+			o.p = p
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			out := cmd.OutOrStdout()
+			all, _, _, err := appsTree()
+			if err != nil {
+				return err
+			}
+			rt, err := connect(ctx)
+			if err != nil {
+				return err
+			}
+			defer rt.Close()
+			p := o.p
+			if o.resume != "" {
+				d, err := results.Load(o.resume)
+				if err != nil {
+					return err
+				}
+				var rp orchestrator.Plan
+				if err := jsonUnmarshal(d.Manifest.Plan, &rp); err != nil {
+					return fmt.Errorf("resume %s: %w", o.resume, err)
+				}
+				p = &rp
+			}
+			var targets []apps.Target
+			for _, a := range p.Apps {
+				t, err := apps.Resolve(all, a.Name)
+				if err != nil {
+					return err
+				}
+				targets = append(targets, t)
+			}
+			images, skipped, err := buildForRun(cmd, rt, targets)
+			if err != nil {
+				return err
+			}
+			ro := orchestrator.RunOptions{Plan: o.p, OutDir: o.out, Resume: o.resume, Version: version, Commit: commit,
+				Skipped: skipped, Images: images, Progress: newProgress(cmd.ErrOrStderr())}
+			start := time.Now()
+			dir, err := orchestrator.Run(ctx, rt, all, ro)
+			if dir != "" {
+				if md, rerr := os.ReadFile(filepath.Join(dir, "summary.md")); rerr == nil && err == nil {
+					fmt.Fprintf(out, "\n%s\n", md)
+				}
+				fmt.Fprintf(out, "results: %s (%.0fs)\n", dir, time.Since(start).Seconds())
+				if rp := filepath.Join(dir, "report.html"); fileExists(rp) {
+					fmt.Fprintf(out, "report:  %s\n", rp)
+				}
+			}
+			if err != nil && dir != "" {
+				return fmt.Errorf("%w\n  the results folder is consistent; continue with: rttlab run --resume %s", err, dir)
+			}
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.plan, "plan", "study", "built-in plan (study, smoke) or a YAML plan file")
+	f.StringSliceVar(&o.apps, "apps", nil, "apps to run (comma list); overrides the plan's")
+	f.StringSliceVar(&o.routes, "routes", nil, "routes for every app (comma list)")
+	f.StringVar(&o.delays, "delays", "", "RTT settings in milliseconds, comma list (e.g. 0,0.5,1)")
+	f.IntVar(&o.runs, "runs", 0, "runs per (app, route, setting)")
+	f.IntVar(&o.requests, "requests", 0, "measured requests per run")
+	f.IntVar(&o.warmup, "warmup", 0, "warmup requests per run")
+	f.Uint64Var(&o.seed, "seed", 0, "RNG seed of the task order and resampling")
+	f.StringVar(&o.shaper, "shaper", "auto", "delay shaper: auto, kernel or userspace")
+	f.StringVar(&o.scope, "scope", "path", "path (only app<->database packets) or interface (all egress)")
+	f.StringVar(&o.out, "out", "rttlab-results", "folder that receives the results folder")
+	f.StringVar(&o.resume, "resume", "", "continue an interrupted results folder")
+	return cmd
+}
+
+// buildForRun makes the images; an app whose image cannot be built for a
+// reason of this host (no network for its package registry) is skipped
+// with that reason, any other failure stops the run.
+func buildForRun(cmd *cobra.Command, rt *orchestrator.Runtime, targets []apps.Target) (map[string]string, map[string]string, error) {
+	ctx := cmd.Context()
+	w := cmd.ErrOrStderr()
+	if _, _, err := orchestrator.EnsureBase(ctx, rt, orchestrator.BaseOptions{}); err != nil {
+		return nil, nil, err
+	}
+	b, err := newBuilder(ctx, rt, false, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	images := map[string]string{}
+	skipped := map[string]string{}
+	folders := imagesFor(targets, true)
+	for _, n := range folders {
+		fmt.Fprintf(w, "image %s ... ", n)
+		res, err := b.Build(ctx, []string{n})
+		if err != nil {
+			if reason, ok := skipReason(err); ok {
+				fmt.Fprintf(w, "skipped: %s\n", reason)
+				for _, t := range targets {
+					if t.Meta.Name == n {
+						skipped[t.Name] = reason
+					}
+				}
+				continue
+			}
+			fmt.Fprintln(w, "failed")
+			return nil, nil, err
+		}
+		fmt.Fprintf(w, "%s (%.1fs)\n", shortID(res[0].ID), res[0].Duration.Seconds())
+		images[n] = res[0].ID
+	}
+	return images, skipped, nil
+}
+
+// skipReason recognises a build that failed for want of network access
+// to a package registry: the app's Dockerfile prints one line saying so.
+func skipReason(err error) (string, bool) {
+	var se *orchestrator.StreamError
+	if !errors.As(err, &se) {
+		return "", false
+	}
+	for _, l := range append(se.Tail, se.Msg) {
+		if i := strings.Index(l, "needs network access to"); i >= 0 {
+			return strings.TrimSpace(l), true
+		}
+	}
+	return "", false
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+// progress draws a bar on a terminal, else prints a line per task.
+type progress struct {
+	w     io.Writer
+	tty   bool
+	bar   *progressbar.ProgressBar
+	start time.Time
+}
+
+func newProgress(w io.Writer) *progress {
+	p := &progress{w: w}
+	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		p.tty = true
+	}
+	return p
+}
+
+func (p *progress) Start(total, done int) {
+	p.start = time.Now()
+	if p.tty {
+		p.bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(p.w), progressbar.OptionShowCount(),
+			progressbar.OptionSetPredictTime(true), progressbar.OptionSetDescription("tasks"), progressbar.OptionClearOnFinish())
+		_ = p.bar.Set(done)
+		return
+	}
+	fmt.Fprintf(p.w, "%d tasks, %d already done\n", total, done)
+}
+
+func (p *progress) Task(done, total int, desc string) {
+	if p.bar != nil {
+		_ = p.bar.Set(done)
+		return
+	}
+	el := time.Since(p.start)
+	fmt.Fprintf(p.w, "[%d/%d] %s (elapsed %s)\n", done, total, desc, el.Round(time.Second))
+}
+
+func (p *progress) Note(msg string) {
+	if p.bar != nil {
+		_ = p.bar.Clear()
+	}
+	fmt.Fprintln(p.w, msg)
+	if p.bar != nil {
+		_ = p.bar.RenderBlank()
+	}
+}
+
+func (p *progress) Finish() {
+	if p.bar != nil {
+		_ = p.bar.Finish()
+	}
+}

@@ -1,0 +1,363 @@
+package orchestrator
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Plan says which apps and routes run, at which RTT settings, how many
+// runs of how many requests, and the seed of every random choice.
+//
+// The YAML form (all fields optional except where noted):
+//
+//	name: my-plan
+//	seed: 20260926
+//	delays_ms: [0, 0.25, 0.5, 1]   # RTT settings in milliseconds (required)
+//	runs: 20                       # runs per (app, route, setting)
+//	requests: 100                  # measured requests per run
+//	warmup: 20                     # warmup requests per run
+//	shaper: auto                   # auto | kernel | userspace
+//	scope: path                    # path | interface
+//	apps:                          # required
+//	  - name: go
+//	    routes: [/feed, /feed-naive]
+//	  - name: redmine
+//	    mix: redmine                 # a weighted request mix instead of routes
+//	    runs: 10                     # per-app overrides of runs/requests/warmup
+type Plan struct {
+	Name     string    `yaml:"name" json:"name"`
+	Seed     uint64    `yaml:"seed" json:"seed"`
+	DelaysMs []float64 `yaml:"delays_ms" json:"delays_ms"`
+	Runs     int       `yaml:"runs" json:"runs"`
+	Requests int       `yaml:"requests" json:"requests"`
+	Warmup   int       `yaml:"warmup" json:"warmup"`
+	Shaper   string    `yaml:"shaper" json:"shaper"`
+	Scope    string    `yaml:"scope" json:"scope"`
+	Apps     []PlanApp `yaml:"apps" json:"apps"`
+	// Probes per setting: ICMP echo count and SELECT 1 runs × calls.
+	ICMPCount     int `yaml:"icmp_count" json:"icmp_count"`
+	SelectRuns    int `yaml:"select1_runs" json:"select1_runs"`
+	SelectCalls   int `yaml:"select1_calls" json:"select1_calls"`
+	TaskICMPCount int `yaml:"task_icmp_count" json:"task_icmp_count"`
+}
+
+// PlanApp is one app of a plan.
+type PlanApp struct {
+	Name     string   `yaml:"name" json:"name"`
+	Routes   []string `yaml:"routes,omitempty" json:"routes,omitempty"`
+	Mix      string   `yaml:"mix,omitempty" json:"mix,omitempty"`
+	Runs     int      `yaml:"runs,omitempty" json:"runs,omitempty"`
+	Requests int      `yaml:"requests,omitempty" json:"requests,omitempty"`
+	Warmup   int      `yaml:"warmup,omitempty" json:"warmup,omitempty"`
+}
+
+// StudyDelaysMs are the seed study's settings.
+var StudyDelaysMs = []float64{0, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.75, 1}
+
+// Limits that keep a plan sane.
+const (
+	maxDelayMs  = 1000
+	maxRuns     = 10000
+	maxRequests = 1000000
+)
+
+// BuiltinPlan returns the named built-in plan: study or smoke.
+func BuiltinPlan(name string) (*Plan, bool) {
+	switch name {
+	case "study":
+		return &Plan{
+			Name: "study", Seed: 20260926, DelaysMs: append([]float64(nil), StudyDelaysMs...),
+			Runs: 20, Requests: 100, Warmup: 20, Shaper: "auto", Scope: "path",
+			ICMPCount: 50, SelectRuns: 5, SelectCalls: 200, TaskICMPCount: 5,
+			Apps: []PlanApp{
+				{Name: "go", Routes: []string{"/feed"}},
+			},
+		}, true
+	case "smoke":
+		return &Plan{
+			Name: "smoke", Seed: 1, DelaysMs: []float64{0, 0.5, 1},
+			Runs: 3, Requests: 20, Warmup: 5, Shaper: "auto", Scope: "path",
+			ICMPCount: 20, SelectRuns: 3, SelectCalls: 50, TaskICMPCount: 3,
+			Apps: []PlanApp{
+				{Name: "go", Routes: []string{"/feed", "/feed-naive"}},
+			},
+		}, true
+	}
+	return nil, false
+}
+
+// LoadPlan returns a built-in plan by name or reads a YAML file.
+func LoadPlan(nameOrFile string) (*Plan, error) {
+	if p, ok := BuiltinPlan(nameOrFile); ok {
+		return p, nil
+	}
+	data, err := os.ReadFile(nameOrFile)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("plan %q is neither a built-in plan (study, smoke) nor a file", nameOrFile)
+		}
+		return nil, fmt.Errorf("plan: %w", err)
+	}
+	return ParsePlan(nameOrFile, data)
+}
+
+// ParsePlan parses a YAML plan; errors name the file and line.
+func ParsePlan(file string, data []byte) (*Plan, error) {
+	p := &Plan{}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(p); err != nil {
+		if errors.Is(err, errEOF) || strings.Contains(err.Error(), "EOF") {
+			return nil, fmt.Errorf("%s: the plan is empty", file)
+		}
+		var te *yaml.TypeError
+		if errors.As(err, &te) && len(te.Errors) > 0 {
+			// "line 3: cannot unmarshal ..." → "file: line 3: ..."
+			return nil, fmt.Errorf("%s: %s", file, oneLine(te.Errors[0]))
+		}
+		return nil, fmt.Errorf("%s: %s", file, oneLine(strings.TrimPrefix(err.Error(), "yaml: ")))
+	}
+	if p.Name == "" {
+		base := file
+		if i := strings.LastIndexByte(base, '/'); i >= 0 {
+			base = base[i+1:]
+		}
+		p.Name = strings.TrimSuffix(strings.TrimSuffix(base, ".yaml"), ".yml")
+	}
+	p.Defaults()
+	if err := p.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	return p, nil
+}
+
+var errEOF = errors.New("EOF")
+
+// Defaults fills unset probe counts, shaper and scope.
+func (p *Plan) Defaults() {
+	if p.Shaper == "" {
+		p.Shaper = "auto"
+	}
+	if p.Scope == "" {
+		p.Scope = "path"
+	}
+	if p.ICMPCount == 0 {
+		p.ICMPCount = 50
+	}
+	if p.SelectRuns == 0 {
+		p.SelectRuns = 5
+	}
+	if p.SelectCalls == 0 {
+		p.SelectCalls = 200
+	}
+	if p.TaskICMPCount == 0 {
+		p.TaskICMPCount = 5
+	}
+}
+
+// Validate checks everything that can be checked without the apps'
+// metadata; ValidateApps checks names and routes against it.
+func (p *Plan) Validate() error {
+	if len(p.DelaysMs) == 0 {
+		return errors.New("delays_ms is empty: give at least one RTT setting in ms, e.g. [0, 0.5, 1]")
+	}
+	seen := map[float64]bool{}
+	for _, d := range p.DelaysMs {
+		if math.IsNaN(d) || math.IsInf(d, 0) {
+			return fmt.Errorf("delay %v ms is not a number", d)
+		}
+		if d < 0 {
+			return fmt.Errorf("delay %v ms is negative", d)
+		}
+		if d > maxDelayMs {
+			return fmt.Errorf("delay %v ms exceeds 1 s", d)
+		}
+		us := d * 1000
+		if math.Abs(us-math.Round(us)) > 1e-6 {
+			return fmt.Errorf("delay %v ms is finer than 1 µs", d)
+		}
+		if seen[d] {
+			return fmt.Errorf("delay %v ms is listed twice", d)
+		}
+		seen[d] = true
+	}
+	if err := positive("runs", p.Runs, maxRuns); err != nil {
+		return err
+	}
+	if err := positive("requests", p.Requests, maxRequests); err != nil {
+		return err
+	}
+	if p.Warmup < 0 || p.Warmup > maxRequests {
+		return fmt.Errorf("warmup %d: use 0..%d", p.Warmup, maxRequests)
+	}
+	switch p.Shaper {
+	case "auto", "kernel", "userspace":
+	default:
+		return fmt.Errorf("shaper %q: use auto, kernel or userspace", p.Shaper)
+	}
+	switch p.Scope {
+	case "path", "interface":
+	default:
+		return fmt.Errorf("scope %q: use path or interface", p.Scope)
+	}
+	if len(p.Apps) == 0 {
+		return errors.New("apps is empty: name at least one app (see `rttlab apps list`)")
+	}
+	names := map[string]bool{}
+	for _, a := range p.Apps {
+		if a.Name == "" {
+			return errors.New("an app entry has no name")
+		}
+		if names[a.Name] {
+			return fmt.Errorf("app %s is listed twice", a.Name)
+		}
+		names[a.Name] = true
+		if a.Mix != "" && len(a.Routes) > 0 {
+			return fmt.Errorf("app %s: give routes or a mix, not both", a.Name)
+		}
+		rs := map[string]bool{}
+		for _, r := range a.Routes {
+			if !strings.HasPrefix(r, "/") {
+				return fmt.Errorf("app %s: route %q must start with /", a.Name, r)
+			}
+			if rs[r] {
+				return fmt.Errorf("app %s: route %s is listed twice", a.Name, r)
+			}
+			rs[r] = true
+		}
+		for _, f := range []struct {
+			name string
+			v    int
+		}{{"runs", a.Runs}, {"requests", a.Requests}, {"warmup", a.Warmup}} {
+			if f.v < 0 {
+				return fmt.Errorf("app %s: %s %d is negative", a.Name, f.name, f.v)
+			}
+		}
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"icmp_count", p.ICMPCount}, {"select1_runs", p.SelectRuns}, {"select1_calls", p.SelectCalls}, {"task_icmp_count", p.TaskICMPCount}} {
+		if err := positive(f.name, f.v, 100000); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func positive(name string, v, max int) error {
+	if v <= 0 {
+		return fmt.Errorf("%s %d must be positive", name, v)
+	}
+	if v > max {
+		return fmt.Errorf("%s %d exceeds %d", name, v, max)
+	}
+	return nil
+}
+
+// AppRuns returns the effective runs, requests and warmup of an app.
+func (p *Plan) AppRuns(a PlanApp) (runs, requests, warmup int) {
+	runs, requests, warmup = p.Runs, p.Requests, p.Warmup
+	if a.Runs > 0 {
+		runs = a.Runs
+	}
+	if a.Requests > 0 {
+		requests = a.Requests
+	}
+	if a.Warmup > 0 {
+		warmup = a.Warmup
+	}
+	return
+}
+
+// TaskSpec is one (app, route, setting, run) of a plan.
+type TaskSpec struct {
+	ID    int     `json:"id"`
+	App   string  `json:"app"`
+	Route string  `json:"route"`
+	RTTms float64 `json:"rtt_ms"`
+	Run   int     `json:"run"`
+}
+
+// Tasks expands the plan into tasks: apps in plan order, and within each
+// app (one stack) the (route, setting, run) tasks in an order shuffled by
+// the seed and the app's name, so adding an app leaves the others' order
+// unchanged. IDs number the tasks in execution order.
+func (p *Plan) Tasks() []TaskSpec {
+	var out []TaskSpec
+	for _, a := range p.Apps {
+		runs, _, _ := p.AppRuns(a)
+		routes := a.Routes
+		if a.Mix != "" {
+			routes = []string{"mix:" + a.Mix}
+		}
+		var ts []TaskSpec
+		for _, r := range routes {
+			for _, d := range p.DelaysMs {
+				for run := 1; run <= runs; run++ {
+					ts = append(ts, TaskSpec{App: a.Name, Route: r, RTTms: d, Run: run})
+				}
+			}
+		}
+		rng := rand.New(rand.NewPCG(p.Seed, fnv64("order:"+a.Name)))
+		rng.Shuffle(len(ts), func(i, j int) { ts[i], ts[j] = ts[j], ts[i] })
+		out = append(out, ts...)
+	}
+	for i := range out {
+		out[i].ID = i + 1
+	}
+	return out
+}
+
+// Settings returns the delays in an order shuffled by the seed (used for
+// the per-setting probes of one app).
+func (p *Plan) Settings(app string) []float64 {
+	ds := append([]float64(nil), p.DelaysMs...)
+	sort.Float64s(ds)
+	rng := rand.New(rand.NewPCG(p.Seed, fnv64("probes:"+app)))
+	rng.Shuffle(len(ds), func(i, j int) { ds[i], ds[j] = ds[j], ds[i] })
+	return ds
+}
+
+func fnv64(s string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= 1099511628211
+	}
+	return h
+}
+
+// ParseDelaysMs parses a comma list of RTT settings in milliseconds.
+func ParseDelaysMs(s string) ([]float64, error) {
+	var out []float64
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		v, err := strconv.ParseFloat(f, 64)
+		if err != nil {
+			return nil, fmt.Errorf("--delays: %q is not a number of milliseconds", f)
+		}
+		out = append(out, v)
+	}
+	if len(out) == 0 {
+		return nil, errors.New("--delays is empty: give RTT settings in ms, e.g. 0,0.5,1")
+	}
+	return out, nil
+}
+
+// oneLine folds a message onto one line (YAML errors quote the input).
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}

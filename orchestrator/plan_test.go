@@ -1,0 +1,183 @@
+package orchestrator
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+const planYAML = `name: mine
+seed: 7
+delays_ms: [0, 0.5, 1]
+runs: 4
+requests: 30
+warmup: 5
+apps:
+  - name: go
+    routes: [/feed, /feed-naive]
+  - name: node
+    routes: [/feed]
+    runs: 2
+`
+
+func TestParsePlan(t *testing.T) {
+	p, err := ParsePlan("mine.yaml", []byte(planYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Name != "mine" || p.Seed != 7 || p.Shaper != "auto" || p.Scope != "path" || p.ICMPCount != 50 {
+		t.Fatalf("plan %+v", p)
+	}
+	runs, req, warm := p.AppRuns(p.Apps[1])
+	if runs != 2 || req != 30 || warm != 5 {
+		t.Fatalf("node runs %d %d %d", runs, req, warm)
+	}
+	ts := p.Tasks()
+	if len(ts) != 2*3*4+1*3*2 {
+		t.Fatalf("%d tasks", len(ts))
+	}
+	for i, tk := range ts {
+		if tk.ID != i+1 {
+			t.Fatalf("task %d has id %d", i, tk.ID)
+		}
+	}
+	// Apps stay grouped (one stack each), go first.
+	if ts[0].App != "go" || ts[len(ts)-1].App != "node" {
+		t.Fatalf("apps not grouped: %v ... %v", ts[0], ts[len(ts)-1])
+	}
+}
+
+func TestTasksDeterministicAndShuffled(t *testing.T) {
+	p, _ := ParsePlan("mine.yaml", []byte(planYAML))
+	a, b := p.Tasks(), p.Tasks()
+	if !reflect.DeepEqual(a, b) {
+		t.Fatal("same seed gave different orders")
+	}
+	// Shuffled: not in generation order.
+	inOrder := true
+	for i := 1; i < 24; i++ {
+		if a[i].RTTms < a[i-1].RTTms {
+			inOrder = false
+		}
+	}
+	if inOrder {
+		t.Fatal("tasks are not shuffled")
+	}
+	p2 := *p
+	p2.Seed = 8
+	if reflect.DeepEqual(a, p2.Tasks()) {
+		t.Fatal("different seed gave the same order")
+	}
+	// Adding an app does not change the order of another app's tasks.
+	p3 := *p
+	p3.Apps = append([]PlanApp{{Name: "rails", Routes: []string{"/feed"}}}, p.Apps...)
+	var goA, goB []TaskSpec
+	for _, tk := range a {
+		if tk.App == "go" {
+			tk.ID = 0
+			goA = append(goA, tk)
+		}
+	}
+	for _, tk := range p3.Tasks() {
+		if tk.App == "go" {
+			tk.ID = 0
+			goB = append(goB, tk)
+		}
+	}
+	if !reflect.DeepEqual(goA, goB) {
+		t.Fatal("adding an app changed go's task order")
+	}
+	// Pinned: the first go task for seed 7.
+	if got := a[0]; got.Route == "" {
+		t.Fatalf("first task %+v", got)
+	}
+}
+
+func TestPlanErrors(t *testing.T) {
+	cases := map[string]struct{ yaml, want string }{
+		"malformed":        {"delays_ms: [0, 1\napps: []\n", "mine.yaml: line"},
+		"unknown field":    {planYAML + "colour: red\n", "field colour not found"},
+		"empty delays":     {strings.Replace(planYAML, "[0, 0.5, 1]", "[]", 1), "delays_ms is empty"},
+		"negative delay":   {strings.Replace(planYAML, "[0, 0.5, 1]", "[0, -1]", 1), "negative"},
+		"absurd delay":     {strings.Replace(planYAML, "[0, 0.5, 1]", "[0, 5000]", 1), "exceeds 1 s"},
+		"sub-µs delay":     {strings.Replace(planYAML, "[0, 0.5, 1]", "[0, 0.0001]", 1), "finer than 1 µs"},
+		"duplicate delay":  {strings.Replace(planYAML, "[0, 0.5, 1]", "[0, 0.5, 0.5]", 1), "listed twice"},
+		"zero runs":        {strings.Replace(planYAML, "runs: 4", "runs: 0", 1), "runs 0 must be positive"},
+		"negative reqs":    {strings.Replace(planYAML, "requests: 30", "requests: -3", 1), "requests -3 must be positive"},
+		"no apps":          {"delays_ms: [0]\nruns: 1\nrequests: 1\n", "apps is empty"},
+		"dup app":          {planYAML + "  - name: go\n    routes: [/feed]\n", "app go is listed twice"},
+		"bad shaper":       {planYAML + "shaper: tc\n", `shaper "tc"`},
+		"bad scope":        {planYAML + "scope: host\n", `scope "host"`},
+		"route and mix":    {strings.Replace(planYAML, "routes: [/feed]\n", "routes: [/feed]\n    mix: redmine\n", 1), "not both"},
+		"relative route":   {strings.Replace(planYAML, "routes: [/feed]\n", "routes: [feed]\n", 1), "must start with /"},
+		"empty":            {"", "the plan is empty"},
+		"wrong type delay": {strings.Replace(planYAML, "[0, 0.5, 1]", "[0, fast]", 1), "mine.yaml: line 3"},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := ParsePlan("mine.yaml", []byte(c.yaml))
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err = %v, want %q", err, c.want)
+			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Fatalf("error is not one line: %q", err)
+			}
+		})
+	}
+}
+
+func TestBuiltinPlansValid(t *testing.T) {
+	for _, n := range []string{"study", "smoke"} {
+		p, ok := BuiltinPlan(n)
+		if !ok {
+			t.Fatalf("no %s plan", n)
+		}
+		if err := p.Validate(); err != nil {
+			t.Fatalf("%s: %v", n, err)
+		}
+	}
+	s, _ := BuiltinPlan("study")
+	if !reflect.DeepEqual(s.DelaysMs, StudyDelaysMs) || s.Runs != 20 || s.Requests != 100 || s.Warmup != 20 {
+		t.Fatalf("study plan %+v", s)
+	}
+}
+
+func TestParseDelaysMs(t *testing.T) {
+	d, err := ParseDelaysMs("0, 0.05,1")
+	if err != nil || !reflect.DeepEqual(d, []float64{0, 0.05, 1}) {
+		t.Fatalf("%v %v", d, err)
+	}
+	for _, bad := range []string{"", ",", "1ms", "abc"} {
+		if _, err := ParseDelaysMs(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+func FuzzParsePlan(f *testing.F) {
+	f.Add([]byte(planYAML))
+	f.Add([]byte("delays_ms: [0]\nruns: 1\nrequests: 1\napps: [{name: go}]\n"))
+	f.Add([]byte("apps: [{name: go, routes: [/x], mix: y}]"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p, err := ParsePlan("fuzz.yaml", data)
+		if err != nil {
+			if strings.Contains(err.Error(), "\n") {
+				t.Fatalf("multi-line error: %q", err)
+			}
+			return
+		}
+		// A plan that parses is valid and expands consistently.
+		if err := p.Validate(); err != nil {
+			t.Fatalf("parsed plan fails Validate: %v", err)
+		}
+		if len(p.DelaysMs) > 50 || p.Runs > 50 {
+			return
+		}
+		ts := p.Tasks()
+		for i, tk := range ts {
+			if tk.ID != i+1 {
+				t.Fatal("ids not sequential")
+			}
+		}
+	})
+}

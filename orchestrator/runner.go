@@ -1,0 +1,417 @@
+package orchestrator
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/rttlab/rttlab/apps"
+	"github.com/rttlab/rttlab/results"
+	"github.com/rttlab/rttlab/workloads"
+)
+
+// Progress receives the runner's progress. Implementations draw a bar on
+// a terminal or print a line per task.
+type Progress interface {
+	Start(total, done int)
+	Task(done, total int, desc string)
+	Note(msg string)
+	Finish()
+}
+
+// RunOptions configure Run.
+type RunOptions struct {
+	Plan    *Plan
+	OutDir  string // parent of the results folder
+	Resume  string // an existing results folder to continue
+	Version string
+	Commit  string
+	// Skipped apps (e.g. an image that cannot be built here) with reasons:
+	// recorded in the manifest and the summary, never silently dropped.
+	Skipped  map[string]string
+	Images   map[string]string
+	Progress Progress
+	Now      func() time.Time
+}
+
+// ValidatePlanApps checks the plan's apps and routes against the apps'
+// metadata, before anything starts.
+func ValidatePlanApps(p *Plan, all map[string]*apps.Meta) error {
+	for _, a := range p.Apps {
+		t, err := apps.Resolve(all, a.Name)
+		if err != nil {
+			return err
+		}
+		if a.Mix != "" {
+			switch a.Mix {
+			case "redmine", "aimeos":
+			default:
+				return fmt.Errorf("app %s: mix %q is unknown (redmine or aimeos)", a.Name, a.Mix)
+			}
+			continue
+		}
+		if len(a.Routes) == 0 {
+			return fmt.Errorf("app %s: no routes (known: %s)", a.Name, strings.Join(t.Meta.RoutePaths(), ", "))
+		}
+		for _, r := range a.Routes {
+			path, _, _ := strings.Cut(r, "?")
+			if _, ok := t.Meta.Route(path); !ok {
+				return fmt.Errorf("app %s: route %s is unknown (known: %s)", a.Name, r, strings.Join(t.Meta.RoutePaths(), ", "))
+			}
+		}
+	}
+	return nil
+}
+
+// statementsPerRequest returns the contract's statements for a route
+// (with ?n=N for per-N routes), or -1 when unknown.
+func statementsPerRequest(m *apps.Meta, route string) float64 {
+	path, q, _ := strings.Cut(route, "?")
+	r, ok := m.Route(path)
+	if !ok {
+		return -1
+	}
+	if r.StatementsPerN {
+		var n int
+		if _, err := fmt.Sscanf(q, "n=%d", &n); err == nil {
+			return float64(n)
+		}
+		return -1
+	}
+	return float64(r.Statements)
+}
+
+// Run runs (or resumes) a plan and returns the results folder.
+func Run(ctx context.Context, d Docker, all map[string]*apps.Meta, o RunOptions) (string, error) {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	p := o.Plan
+	var f *results.Folder
+	var m *results.Manifest
+	var err error
+	if o.Resume != "" {
+		f, err = results.Open(o.Resume)
+		if err != nil {
+			return "", err
+		}
+		m = &f.State().Manifest
+		var old Plan
+		if err := json.Unmarshal(m.Plan, &old); err != nil {
+			return "", fmt.Errorf("resume %s: manifest plan: %w", o.Resume, err)
+		}
+		if p != nil && (p.Name != old.Name || p.Seed != old.Seed) {
+			return "", fmt.Errorf("resume %s: the folder holds plan %q seed %d, not %q seed %d; resume without --plan/--seed or start a new run", o.Resume, old.Name, old.Seed, p.Name, p.Seed)
+		}
+		p = &old
+	} else {
+		if err := p.Validate(); err != nil {
+			return "", err
+		}
+	}
+	if err := ValidatePlanApps(p, all); err != nil {
+		return "", err
+	}
+	info, err := d.EngineInfo(ctx)
+	if err != nil {
+		return "", err
+	}
+	if o.Resume == "" {
+		f, err = results.Create(o.OutDir, p.Name, o.Now())
+		if err != nil {
+			return "", err
+		}
+		planJSON, _ := json.Marshal(p)
+		m = &results.Manifest{
+			PlanName: p.Name, Plan: planJSON, Seed: p.Seed,
+			Version: o.Version, GitCommit: o.Commit,
+			EngineVersion: info.Version, EngineAPIVersion: info.APIVersion, Kernel: info.Kernel,
+			Scope: p.Scope, Images: o.Images, Skipped: o.Skipped,
+			HostCPUModel: cpuModel(), HostCPUs: runtime.NumCPU(), HostMemoryBytes: uint64(info.MemBytes),
+			Start: o.Now().UTC(),
+		}
+		for _, t := range p.Tasks() {
+			if _, skip := o.Skipped[t.App]; skip {
+				continue
+			}
+			m.Tasks = append(m.Tasks, results.Task{ID: t.ID, App: t.App, Route: t.Route, RTTms: t.RTTms, Run: t.Run})
+		}
+		for _, a := range p.Apps {
+			t, _ := apps.Resolve(all, a.Name)
+			for _, r := range a.Routes {
+				if n := statementsPerRequest(t.Meta, r); n >= 0 {
+					m.Statements = append(m.Statements, results.RouteStatements{App: a.Name, Route: r, PerRequest: n})
+				}
+			}
+		}
+		// The task order is on disk before the first task runs.
+		if err := f.WriteManifest(m); err != nil {
+			return "", err
+		}
+	}
+	defer f.Close()
+	dir := f.Dir()
+
+	state, err := results.Load(dir)
+	if err != nil {
+		return dir, err
+	}
+	pending := state.Pending()
+	total := len(m.Tasks)
+	if o.Progress != nil {
+		o.Progress.Start(total, total-len(pending))
+	}
+	done := total - len(pending)
+	probed := map[string]bool{}
+	for _, pr := range state.Probes {
+		if pr.Kind == results.ProbeSelect1 {
+			probed[pr.App] = true
+		}
+	}
+	runID := NewRunID()
+	var runErr error
+	for len(pending) > 0 && runErr == nil {
+		app := pending[0].App
+		var tasks []results.Task
+		for len(pending) > 0 && pending[0].App == app {
+			tasks = append(tasks, pending[0])
+			pending = pending[1:]
+		}
+		n, err := runApp(ctx, d, all, p, f, state, m, runID, app, tasks, !probed[app], o, done, total)
+		done += n
+		if err != nil {
+			runErr = fmt.Errorf("%s: %w", app, err)
+		}
+	}
+	// Whatever happened, the results folder stays consistent: record the
+	// end and regenerate the summaries from the raw files.
+	m.End = o.Now().UTC()
+	if err := f.WriteManifest(m); err != nil && runErr == nil {
+		runErr = err
+	}
+	if o.Progress != nil {
+		o.Progress.Finish()
+	}
+	if err := results.Render(dir); err != nil && runErr == nil {
+		runErr = err
+	}
+	return dir, runErr
+}
+
+// appSession is one app's stack, agents and client.
+type appSession struct {
+	st     *Stack
+	sh     *Shaping
+	client string
+	base   string
+	header []string
+}
+
+func startSession(ctx context.Context, d Docker, target apps.Target, p *Plan, runID string) (*appSession, error) {
+	st, err := StartStack(ctx, d, StackOptions{RunID: runID, Target: target})
+	if err != nil {
+		return nil, err
+	}
+	s := &appSession{st: st}
+	s.sh, err = StartAgents(ctx, d, st, p.Shaper, p.Scope)
+	if err != nil {
+		st.Remove(context.WithoutCancel(ctx), d)
+		return nil, err
+	}
+	labels := RunLabels(runID, map[string]string{LabelRole: "client"})
+	s.client, err = d.CreateContainer(ctx, ContainerSpec{
+		Name: fmt.Sprintf("rttlab-%s-client", runID), Image: AgentImage,
+		Cmd: []string{"agent", "idle"}, Labels: labels, Network: st.Network, Aliases: []string{"client"},
+		CapDrop: []string{"ALL"},
+	})
+	if err == nil {
+		err = d.StartContainer(ctx, s.client)
+	}
+	if err != nil {
+		st.Remove(context.WithoutCancel(ctx), d)
+		return nil, err
+	}
+	s.base = fmt.Sprintf("http://app:%d", target.Meta.Port)
+	return s, nil
+}
+
+func runApp(ctx context.Context, d Docker, all map[string]*apps.Meta, p *Plan, f *results.Folder, state *results.Data,
+	m *results.Manifest, runID, app string, tasks []results.Task, probes bool, o RunOptions, done, total int) (int, error) {
+	target, err := apps.Resolve(all, app)
+	if err != nil {
+		return 0, err
+	}
+	var pa PlanApp
+	for _, a := range p.Apps {
+		if a.Name == app {
+			pa = a
+		}
+	}
+	_, requests, warmup := p.AppRuns(pa)
+	note := func(s string) {
+		if o.Progress != nil {
+			o.Progress.Note(s)
+		}
+	}
+	note(fmt.Sprintf("%s: starting PostgreSQL, the app, two agents and the client", app))
+	s, err := startSession(ctx, d, target, p, runID)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { s.st.Remove(context.WithoutCancel(ctx), d) }()
+	if m.Shaper == "" {
+		m.Shaper, m.ShaperReason = s.sh.Backend, s.sh.Why
+		if err := f.WriteManifest(m); err != nil {
+			return 0, err
+		}
+	}
+	if probes {
+		note(fmt.Sprintf("%s: verification probes (ICMP %d, SELECT 1 %d×%d per setting)", app, p.ICMPCount, p.SelectRuns, p.SelectCalls))
+		if err := runProbes(ctx, d, s, p, f, app); err != nil {
+			return 0, err
+		}
+	}
+	n := 0
+	for _, t := range tasks {
+		desc := fmt.Sprintf("%s %s at %g ms, run %d", t.App, t.Route, t.RTTms, t.Run)
+		var lastErr error
+		for try := 0; try < 2; try++ {
+			attempt := state.NextAttempt(t.ID) + try
+			lastErr = runTask(ctx, d, s, p, f, t, attempt, requests, warmup)
+			if lastErr == nil {
+				break
+			}
+			if ctx.Err() != nil {
+				return n, ctx.Err()
+			}
+			_ = f.MarkFailed(t.ID, attempt, lastErr.Error())
+			slog.Warn("task failed", "task", t.ID, "desc", desc, "attempt", attempt, "err", lastErr)
+			note(fmt.Sprintf("task %d (%s) failed: %v", t.ID, desc, firstLine(lastErr.Error())))
+			// A crashed container: start a fresh stack before the retry.
+			if errors.Is(lastErr, ErrContainerExited) && try == 0 {
+				s.st.Remove(context.WithoutCancel(ctx), d)
+				s, err = startSession(ctx, d, target, p, runID)
+				if err != nil {
+					return n, err
+				}
+			}
+		}
+		if lastErr != nil {
+			return n, fmt.Errorf("task %d (%s) failed twice: %w", t.ID, desc, lastErr)
+		}
+		n++
+		if o.Progress != nil {
+			o.Progress.Task(done+n, total, desc)
+		}
+	}
+	return n, nil
+}
+
+func runProbes(ctx context.Context, d Docker, s *appSession, p *Plan, f *results.Folder, app string) error {
+	for _, rtt := range p.Settings(app) {
+		if err := s.sh.SetRTT(ctx, d, msDuration(rtt)); err != nil {
+			return err
+		}
+		pr, err := s.sh.Ping(ctx, d, p.ICMPCount, 10*time.Millisecond)
+		if err != nil {
+			return err
+		}
+		rows := []results.Probe{{App: app, Kind: results.ProbeICMP, RTTms: rtt, N: pr.Received,
+			MeanMs: ms(pr.Mean), MedianMs: ms(pr.Median), MinMs: ms(pr.Min), MaxMs: ms(pr.Max), Failures: pr.Lost}}
+		runs, err := s.sh.SelectOne(ctx, d, p.SelectRuns, p.SelectCalls)
+		if err != nil {
+			return err
+		}
+		for _, r := range runs {
+			rows = append(rows, results.Probe{App: app, Kind: results.ProbeSelect1, RTTms: rtt, Run: r.Run, N: r.N,
+				MeanMs: ms(r.Mean), MedianMs: ms(r.Median), MinMs: ms(r.Min), MaxMs: ms(r.Max), Failures: r.Failures})
+		}
+		if err := f.AppendProbes(rows); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func runTask(ctx context.Context, d Docker, s *appSession, p *Plan, f *results.Folder, t results.Task, attempt, requests, warmup int) error {
+	if err := s.sh.SetRTT(ctx, d, msDuration(t.RTTms)); err != nil {
+		return err
+	}
+	// Quick check that the delay is in place before measuring.
+	pr, err := s.sh.Ping(ctx, d, p.TaskICMPCount, 5*time.Millisecond)
+	if err != nil {
+		return err
+	}
+	if err := f.AppendProbes([]results.Probe{{App: t.App, Kind: results.ProbeICMPTask, RTTms: t.RTTms, Task: t.ID, N: pr.Received,
+		MeanMs: ms(pr.Mean), MedianMs: ms(pr.Median), MinMs: ms(pr.Min), MaxMs: ms(pr.Max), Failures: pr.Lost}}); err != nil {
+		return err
+	}
+	if pr.Received == 0 {
+		return fmt.Errorf("no ICMP echo came back at %g ms: the shaper is not passing traffic", t.RTTms)
+	}
+	cmd := []string{"/usr/local/bin/rttlab", "agent", "load", "--url", s.base, "--warmup", fmt.Sprint(warmup), "--requests", fmt.Sprint(requests)}
+	if mix, ok := strings.CutPrefix(t.Route, "mix:"); ok {
+		cmd = append(cmd, "--mix", mix, "--seed", fmt.Sprint(p.Seed^fnv64(fmt.Sprintf("%s/run%d", t.App, t.Run))))
+	} else {
+		cmd = append(cmd, "--route", t.Route)
+	}
+	for _, h := range s.header {
+		cmd = append(cmd, "--header", h)
+	}
+	var out, errb bytes.Buffer
+	code, err := d.Exec(ctx, s.client, ExecSpec{Cmd: cmd, Stdout: &out, Stderr: &errb, Timeout: time.Duration(requests+warmup)*30*time.Second + time.Minute})
+	if err != nil {
+		return err
+	}
+	rs, derr := workloads.DecodeResults(&out)
+	if code != 0 || derr != nil {
+		for _, mem := range s.st.Members {
+			if cerr := checkRunning(ctx, d, mem); cerr != nil {
+				return cerr
+			}
+		}
+		if derr != nil {
+			return fmt.Errorf("load client output: %w", derr)
+		}
+		return fmt.Errorf("load client exit %d: %s", code, lastLines(errb.String(), 3))
+	}
+	if len(rs) != requests+warmup {
+		return fmt.Errorf("load client returned %d results, want %d", len(rs), requests+warmup)
+	}
+	samples := make([]results.Sample, len(rs))
+	for i, r := range rs {
+		samples[i] = results.Sample{Task: t.ID, Attempt: attempt, App: t.App, Route: t.Route, RTTms: t.RTTms, Run: t.Run,
+			Seq: r.Seq, Warmup: r.Warmup, LatencyNS: r.LatencyNS, Status: r.Status, Bytes: r.Bytes, Error: r.Error}
+	}
+	if err := f.AppendSamples(t.ID, attempt, samples); err != nil {
+		return err
+	}
+	return f.MarkDone(t.ID, attempt)
+}
+
+func msDuration(v float64) time.Duration { return time.Duration(v*1e3+0.5) * time.Microsecond }
+
+func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
+
+func cpuModel() string {
+	f, err := os.Open("/proc/cpuinfo")
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}

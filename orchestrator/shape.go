@@ -1,0 +1,268 @@
+package orchestrator
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/rttlab/rttlab/netem"
+	"github.com/rttlab/rttlab/workloads"
+)
+
+// AgentImage is the image of agents and load clients.
+var AgentImage = ImageRef("agent")
+
+// Agent is a shaping sidecar sharing a stack member's network namespace.
+type Agent struct {
+	Target *Member
+	ID     string
+	Name   string
+	Info   netem.Reply // backend and why, from the first show
+}
+
+// Shaping is the set of agents of one stack.
+type Shaping struct {
+	Stack  *Stack
+	Agents map[string]*Agent // by role: app, db
+	Scope  string
+	// Backend and Why say which shaper runs (the app agent's).
+	Backend string
+	Why     string
+}
+
+// StartAgents starts one agent per shaped member of the stack, sharing its
+// network namespace with CAP_NET_ADMIN and CAP_NET_RAW only, and waits
+// until each answers.
+func StartAgents(ctx context.Context, d Docker, st *Stack, backend, scope string) (*Shaping, error) {
+	switch scope {
+	case "path", "interface":
+	default:
+		return nil, fmt.Errorf("scope %q: use path or interface", scope)
+	}
+	sh := &Shaping{Stack: st, Agents: map[string]*Agent{}, Scope: scope}
+	for _, m := range st.Members {
+		if !m.Shaped {
+			continue
+		}
+		name := m.Name + "-agent"
+		labels := RunLabels(st.RunID, nil)
+		labels[LabelRole] = "agent"
+		labels[LabelTarget] = m.ID
+		labels[LabelService] = m.Service
+		id, err := d.CreateContainer(ctx, ContainerSpec{
+			Name:        name,
+			Image:       AgentImage,
+			Cmd:         []string{"agent", "serve", "--shaper", backend},
+			Labels:      labels,
+			NetworkMode: "container:" + m.ID,
+			CapDrop:     []string{"ALL"},
+			CapAdd:      []string{"NET_ADMIN", "NET_RAW"},
+		})
+		if err != nil {
+			return sh, err
+		}
+		a := &Agent{Target: m, ID: id, Name: name}
+		sh.Agents[m.Role] = a
+		if err := d.StartContainer(ctx, id); err != nil {
+			return sh, err
+		}
+	}
+	for role, a := range sh.Agents {
+		var rep netem.Reply
+		var err error
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			rep, err = sh.ctl(ctx, d, a, "show")
+			if err == nil {
+				break
+			}
+			if err := checkRunning(ctx, d, &Member{ID: a.ID, Name: a.Name}); err != nil {
+				return sh, fmt.Errorf("agent for %s: %w", role, err)
+			}
+			if time.Now().After(deadline) {
+				return sh, fmt.Errorf("agent %s did not answer: %w", a.Name, err)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		a.Info = rep
+	}
+	if a := sh.Agents["app"]; a != nil {
+		sh.Backend, sh.Why = a.Info.Backend, a.Info.Why
+	}
+	return sh, nil
+}
+
+// ctl runs `rttlab agent ctl` in an agent and decodes the JSON reply.
+func (sh *Shaping) ctl(ctx context.Context, d Containers, a *Agent, op string, args ...string) (netem.Reply, error) {
+	var out, errb bytes.Buffer
+	cmd := append([]string{"/usr/local/bin/rttlab", "agent", "ctl", op}, args...)
+	code, err := d.Exec(ctx, a.ID, ExecSpec{Cmd: cmd, Stdout: &out, Stderr: &errb, Timeout: 30 * time.Second})
+	if err != nil {
+		return netem.Reply{}, err
+	}
+	var rep netem.Reply
+	if jerr := json.Unmarshal(bytes.TrimSpace(out.Bytes()), &rep); jerr != nil && code == 0 {
+		return rep, fmt.Errorf("agent %s: bad reply %q: %w", a.Name, out.String(), jerr)
+	}
+	if code != 0 {
+		msg := strings.TrimSpace(errb.String())
+		if rep.Error != "" {
+			msg = rep.Error
+		}
+		return rep, fmt.Errorf("agent %s: %s", a.Name, strings.TrimPrefix(msg, "rttlab: "))
+	}
+	return rep, nil
+}
+
+// SetRTT applies a split delay for the target RTT: half on the app's
+// egress, half on the database's. In path scope only packets between the
+// two are delayed. 0 still routes packets through the shaper.
+func (sh *Shaping) SetRTT(ctx context.Context, d Containers, rtt time.Duration) error {
+	if err := netem.ValidateDelay(rtt); err != nil {
+		return err
+	}
+	appD, dbD := netem.SplitRTT(rtt)
+	app, db := sh.Stack.Role("app"), sh.Stack.Role("db")
+	for _, s := range []struct {
+		role  string
+		delay time.Duration
+		peer  *Member
+	}{{"app", appD, db}, {"db", dbD, app}} {
+		a := sh.Agents[s.role]
+		if a == nil {
+			return fmt.Errorf("no agent for %s", s.role)
+		}
+		args := []string{"--delay", fmt.Sprintf("%dns", s.delay.Nanoseconds())}
+		if sh.Scope == "path" {
+			args = append(args, "--peer", s.peer.IP)
+		}
+		if _, err := sh.ctl(ctx, d, a, "set", args...); err != nil {
+			return fmt.Errorf("set %s delay %s: %w", s.role, s.delay, err)
+		}
+	}
+	return nil
+}
+
+// Show returns each agent's current setting.
+func (sh *Shaping) Show(ctx context.Context, d Containers) (map[string]netem.Reply, error) {
+	out := map[string]netem.Reply{}
+	for role, a := range sh.Agents {
+		rep, err := sh.ctl(ctx, d, a, "show")
+		if err != nil {
+			return out, err
+		}
+		out[role] = rep
+	}
+	return out, nil
+}
+
+// Clear removes the delay on both sides.
+func (sh *Shaping) Clear(ctx context.Context, d Containers) error {
+	for role, a := range sh.Agents {
+		if _, err := sh.ctl(ctx, d, a, "clear"); err != nil {
+			return fmt.Errorf("clear %s: %w", role, err)
+		}
+	}
+	return nil
+}
+
+// Ping sends ICMP echoes from the app's network namespace (inside its
+// agent) to the database.
+func (sh *Shaping) Ping(ctx context.Context, d Containers, count int, interval time.Duration) (workloads.PingResult, error) {
+	var res workloads.PingResult
+	a := sh.Agents["app"]
+	db := sh.Stack.Role("db")
+	var out, errb bytes.Buffer
+	code, err := d.Exec(ctx, a.ID, ExecSpec{
+		Cmd:    []string{"/usr/local/bin/rttlab", "agent", "ping", "--to", db.IP, "--count", fmt.Sprint(count), "--interval", interval.String()},
+		Stdout: &out, Stderr: &errb, Timeout: time.Duration(count)*(interval+workloads.EchoTimeout) + 30*time.Second,
+	})
+	if err != nil {
+		return res, err
+	}
+	if code != 0 {
+		return res, fmt.Errorf("ping from %s: %s", a.Name, strings.TrimSpace(errb.String()))
+	}
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		return res, fmt.Errorf("ping from %s: %w", a.Name, err)
+	}
+	return res, nil
+}
+
+// SelectOne runs the SELECT 1 probe from the app's network namespace.
+func (sh *Shaping) SelectOne(ctx context.Context, d Containers, runs, calls int) ([]workloads.ProbeRun, error) {
+	a := sh.Agents["app"]
+	db := sh.Stack.Role("db")
+	var out, errb bytes.Buffer
+	code, err := d.Exec(ctx, a.ID, ExecSpec{
+		Cmd: []string{"/usr/local/bin/rttlab", "agent", "sqlprobe", "--runs", fmt.Sprint(runs), "--calls", fmt.Sprint(calls)},
+		Env: []string{"PGHOST=" + db.IP, "PGPORT=5432", "PGUSER=rttlab", "PGDATABASE=rttlab", "PGPASSWORD=" + sh.Stack.Password, "PGSSLMODE=disable"},
+		Stdout: &out, Stderr: &errb, Timeout: 10 * time.Minute,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if code != 0 {
+		return nil, fmt.Errorf("SELECT 1 probe from %s: %s", a.Name, strings.TrimSpace(errb.String()))
+	}
+	var res []workloads.ProbeRun
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		return nil, fmt.Errorf("SELECT 1 probe: %w", err)
+	}
+	return res, nil
+}
+
+// FindShaping rebuilds the Shaping of a stack started by `rttlab up` from
+// its labels (for `rttlab shape ...`).
+func FindShaping(ctx context.Context, d Docker, runID string) (*Shaping, error) {
+	cs, err := d.ListContainers(ctx, map[string]string{LabelRun: runID})
+	if err != nil {
+		return nil, err
+	}
+	st := &Stack{RunID: runID}
+	sh := &Shaping{Stack: st, Agents: map[string]*Agent{}, Scope: "path"}
+	byID := map[string]*Member{}
+	for _, c := range cs {
+		role := c.Labels[LabelRole]
+		if role == "db" || role == "app" {
+			m := &Member{Service: c.Labels[LabelService], Role: role, Shaped: true, ID: c.ID, Name: strings.TrimPrefix(c.Names[0], "/")}
+			ins, err := d.InspectContainer(ctx, c.ID)
+			if err != nil {
+				return nil, err
+			}
+			for _, ep := range ins.NetworkSettings.Networks {
+				m.IP = ep.IPAddress
+			}
+			for _, e := range ins.Config.Env {
+				if v, ok := strings.CutPrefix(e, "PGPASSWORD="); ok {
+					st.Password = v
+				}
+			}
+			st.Members = append(st.Members, m)
+			byID[c.ID] = m
+		}
+	}
+	for _, c := range cs {
+		if c.Labels[LabelRole] != "agent" {
+			continue
+		}
+		m := byID[c.Labels[LabelTarget]]
+		if m == nil {
+			continue
+		}
+		if c.State != "running" {
+			return nil, fmt.Errorf("agent %s is not running (%s): restart the stack with rttlab down && rttlab up", strings.TrimPrefix(c.Names[0], "/"), c.State)
+		}
+		sh.Agents[m.Role] = &Agent{Target: m, ID: c.ID, Name: strings.TrimPrefix(c.Names[0], "/")}
+	}
+	if st.Role("app") == nil || st.Role("db") == nil {
+		return nil, fmt.Errorf("run %s is not a stack rttlab started (no app and database containers with its labels)", runID)
+	}
+	if len(sh.Agents) != 2 {
+		return nil, fmt.Errorf("run %s has no shaping agents", runID)
+	}
+	return sh, nil
+}
