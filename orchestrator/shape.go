@@ -198,8 +198,8 @@ func (sh *Shaping) SelectOne(ctx context.Context, d Containers, runs, calls int)
 	db := sh.Stack.Role("db")
 	var out, errb bytes.Buffer
 	code, err := d.Exec(ctx, a.ID, ExecSpec{
-		Cmd: []string{"/usr/local/bin/rttlab", "agent", "sqlprobe", "--runs", fmt.Sprint(runs), "--calls", fmt.Sprint(calls)},
-		Env: []string{"PGHOST=" + db.IP, "PGPORT=5432", "PGUSER=rttlab", "PGDATABASE=rttlab", "PGPASSWORD=" + sh.Stack.Password, "PGSSLMODE=disable"},
+		Cmd:    []string{"/usr/local/bin/rttlab", "agent", "sqlprobe", "--runs", fmt.Sprint(runs), "--calls", fmt.Sprint(calls)},
+		Env:    []string{"PGHOST=" + db.IP, "PGPORT=5432", "PGUSER=rttlab", "PGDATABASE=rttlab", "PGPASSWORD=" + sh.Stack.Password, "PGSSLMODE=disable"},
 		Stdout: &out, Stderr: &errb, Timeout: 10 * time.Minute,
 	})
 	if err != nil {

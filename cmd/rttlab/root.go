@@ -42,6 +42,7 @@ Start with:
 		newAppsCmd(),
 		newAgentCmd(),
 		newRunCmd(),
+		newShapeCmd(),
 		newReportCmd(),
 	)
 	return cmd

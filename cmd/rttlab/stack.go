@@ -12,7 +12,10 @@ import (
 )
 
 type upOptions struct {
-	app string
+	app    string
+	rtt    string
+	shaper string
+	scope  string
 }
 
 func newUpCmd() *cobra.Command {
@@ -31,7 +34,17 @@ Example:
 		Args: cobra.ExactArgs(1),
 		PreRunE: func(cmd *cobra.Command, args []string) error {
 			o.app = args[0]
-			return nil
+			if o.rtt != "" {
+				if _, err := parseRTT(o.rtt); err != nil {
+					return err
+				}
+			}
+			switch o.shaper {
+			case "auto", "kernel", "userspace":
+			default:
+				return usagef("--shaper %q: use auto, kernel or userspace", o.shaper)
+			}
+			return validScope(o.scope)
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -49,17 +62,35 @@ Example:
 			}
 			defer rt.Close()
 			out := cmd.OutOrStdout()
-			if err := ensureImages(ctx, rt, targets, false, out); err != nil {
+			if err := ensureImages(ctx, rt, targets, true, out); err != nil {
 				return err
 			}
 			st, err := orchestrator.StartStack(ctx, rt, orchestrator.StackOptions{Target: targets[0], Up: true, Publish: true})
 			if err != nil {
 				return err
 			}
+			sh, err := orchestrator.StartAgents(ctx, rt, st, o.shaper, o.scope)
+			if err == nil && o.rtt != "" {
+				d, _ := parseRTT(o.rtt)
+				err = sh.SetRTT(ctx, rt, d)
+			}
+			if err != nil {
+				st.Remove(context.WithoutCancel(ctx), rt)
+				return err
+			}
 			printStack(out, st)
+			fmt.Fprintf(out, "  shaping:   %s backend (%s)\n", sh.Backend, sh.Why)
+			if o.rtt != "" {
+				fmt.Fprintf(out, "  RTT %s applied (%s scope): change it with 'rttlab shape set --rtt D'\n", o.rtt, o.scope)
+			} else {
+				fmt.Fprintln(out, "  no delay set: 'rttlab shape set --rtt 0.5ms' adds one")
+			}
 			return nil
 		},
 	}
+	cmd.Flags().StringVar(&o.rtt, "rtt", "", "start with this app<->database RTT applied (e.g. 0.5ms)")
+	cmd.Flags().StringVar(&o.shaper, "shaper", "auto", "auto, kernel or userspace")
+	cmd.Flags().StringVar(&o.scope, "scope", "path", "path or interface")
 	return cmd
 }
 

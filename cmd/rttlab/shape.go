@@ -1,0 +1,309 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rttlab/rttlab/netem"
+	"github.com/rttlab/rttlab/orchestrator"
+)
+
+func newShapeCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "shape",
+		Short: "Set, show, clear and verify the app<->database delay",
+		Long: `Acts on a stack started with 'rttlab up' (set, show, clear), or starts its
+own stack to measure the shaper (verify). An RTT of D puts D/2 on the
+app's egress and D/2 on the database's.`,
+	}
+	cmd.AddCommand(newShapeSetCmd(), newShapeShowCmd(), newShapeClearCmd(), newShapeVerifyCmd())
+	return cmd
+}
+
+func parseRTT(s string) (time.Duration, error) {
+	d, err := netem.ParseDelay(s)
+	if err != nil {
+		return 0, usagef("--rtt: %v", err)
+	}
+	return d, nil
+}
+
+func validScope(s string) error {
+	if s != "path" && s != "interface" {
+		return usagef("--scope %q: use path (only app<->database packets) or interface (all egress)", s)
+	}
+	return nil
+}
+
+// findUp finds the one stack started with `up` (or the named one).
+func findUp(ctx context.Context, rt *orchestrator.Runtime, run string) (*orchestrator.Shaping, error) {
+	runs, err := upRuns(ctx, rt, run)
+	if err != nil {
+		return nil, err
+	}
+	switch len(runs) {
+	case 0:
+		return nil, usagef("no stack started with 'rttlab up' is running: start one with 'rttlab up APP'")
+	case 1:
+	default:
+		return nil, usagef("%d stacks are up (%s): name one with --run", len(runs), strings.Join(runs, ", "))
+	}
+	return orchestrator.FindShaping(ctx, rt, runs[0])
+}
+
+type shapeSetOptions struct {
+	rtt   string
+	scope string
+	run   string
+}
+
+func newShapeSetCmd() *cobra.Command {
+	o := &shapeSetOptions{}
+	cmd := &cobra.Command{
+		Use:   "set --rtt D",
+		Short: "Apply a split delay to a stack started with 'rttlab up'",
+		Long: `Sets RTT D (with a unit: 0.5ms, 250us; 0 to 1s) between the app and the
+database of a stack started with 'rttlab up': D/2 on each side's egress.
+--scope path (default) delays only app<->database packets; interface
+delays all egress of both containers (the seed study's method).
+
+Example:
+  rttlab up go
+  rttlab shape set --rtt 0.5ms
+  curl -s http://127.0.0.1:PORT/feed    # now pays 3 × 0.5 ms more`,
+		Args: cobra.NoArgs,
+		PreRunE: func(cmd *cobra.Command, args []string) error {
+			if _, err := parseRTT(o.rtt); err != nil {
+				return err
+			}
+			return validScope(o.scope)
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			d, _ := parseRTT(o.rtt)
+			rt, err := connect(ctx)
+			if err != nil {
+				return err
+			}
+			defer rt.Close()
+			sh, err := findUp(ctx, rt, o.run)
+			if err != nil {
+				return err
+			}
+			sh.Scope = o.scope
+			if err := sh.SetRTT(ctx, rt, d); err != nil {
+				return err
+			}
+			return printShow(ctx, cmd.OutOrStdout(), rt, sh)
+		},
+	}
+	cmd.Flags().StringVar(&o.rtt, "rtt", "", "target RTT with a unit, e.g. 0.5ms")
+	cmd.Flags().StringVar(&o.scope, "scope", "path", "path or interface")
+	cmd.Flags().StringVar(&o.run, "run", "", "the stack's run id (when several are up)")
+	return cmd
+}
+
+func printShow(ctx context.Context, w io.Writer, rt *orchestrator.Runtime, sh *orchestrator.Shaping) error {
+	reps, err := sh.Show(ctx, rt)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SIDE\tACTIVE\tONE-WAY DELAY\tSCOPE\tPEERS\tBACKEND")
+	for _, role := range []string{"app", "db"} {
+		r := reps[role]
+		fmt.Fprintf(tw, "%s\t%v\t%s\t%s\t%s\t%s\n", role, r.Active, time.Duration(r.DelayNs), dash(r.Scope), dash(strings.Join(r.Peers, ",")), r.Backend)
+	}
+	tw.Flush()
+	if r := reps["app"]; r.Why != "" {
+		fmt.Fprintf(w, "backend: %s\n", r.Why)
+	}
+	return nil
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func newShapeShowCmd() *cobra.Command {
+	var run string
+	cmd := &cobra.Command{
+		Use:   "show",
+		Short: "Show the delay of a stack started with 'rttlab up'",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			rt, err := connect(ctx)
+			if err != nil {
+				return err
+			}
+			defer rt.Close()
+			sh, err := findUp(ctx, rt, run)
+			if err != nil {
+				return err
+			}
+			return printShow(ctx, cmd.OutOrStdout(), rt, sh)
+		},
+	}
+	cmd.Flags().StringVar(&run, "run", "", "the stack's run id (when several are up)")
+	return cmd
+}
+
+func newShapeClearCmd() *cobra.Command {
+	var run string
+	cmd := &cobra.Command{
+		Use:   "clear",
+		Short: "Remove the delay (and every rule and qdisc) from a stack started with 'rttlab up'",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			rt, err := connect(ctx)
+			if err != nil {
+				return err
+			}
+			defer rt.Close()
+			sh, err := findUp(ctx, rt, run)
+			if err != nil {
+				return err
+			}
+			if err := sh.Clear(ctx, rt); err != nil {
+				return err
+			}
+			return printShow(ctx, cmd.OutOrStdout(), rt, sh)
+		},
+	}
+	cmd.Flags().StringVar(&run, "run", "", "the stack's run id (when several are up)")
+	return cmd
+}
+
+type shapeVerifyOptions struct {
+	delays      string
+	shaper      string
+	scope       string
+	tolerance   float64
+	icmp        int
+	selectRuns  int
+	selectCalls int
+	seed        uint64
+	delaysMs    []float64
+}
+
+func newShapeVerifyCmd() *cobra.Command {
+	o := &shapeVerifyOptions{}
+	cmd := &cobra.Command{
+		Use:   "verify APP",
+		Short: "Measure the injected delay: ICMP and SELECT 1 per setting against configured",
+		Long: `Starts PostgreSQL + APP with their agents and, from the app's own network
+namespace, measures per setting: ICMP (mean, median; added RTT against the
+0 ms setting) and SELECT 1 through pgx (runs × calls, median per run;
+change against 0 ms with a 95% bootstrap CI). A first row measures the
+path with the shaper cleared, so the 0 ms row shows the shaper's own cost.
+Rows where |added - configured| exceeds --tolerance are flagged. This is
+the accuracy benchmark of the shaper; the figures depend on the host's
+load, so run it on a quiet machine.`,
+		Args: cobra.ExactArgs(1),
+		PreRunE: func(cmd *cobra.Command, args []string) error {
+			d, err := orchestrator.ParseDelaysMs(o.delays)
+			if err != nil {
+				return usageError{err}
+			}
+			p := &orchestrator.Plan{DelaysMs: d, Runs: 1, Requests: 1, Shaper: o.shaper, Scope: o.scope, Apps: []orchestrator.PlanApp{{Name: args[0]}}}
+			p.Defaults()
+			if err := p.Validate(); err != nil {
+				return usageError{err}
+			}
+			if o.tolerance < 0 || o.icmp < 1 || o.selectRuns < 1 || o.selectCalls < 1 {
+				return usagef("--tolerance must not be negative; --icmp, --select-runs, --select-calls must be positive")
+			}
+			o.delaysMs = d
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			all, _, _, err := appsTree()
+			if err != nil {
+				return err
+			}
+			targets, err := resolveTargets(all, args)
+			if err != nil {
+				return err
+			}
+			rt, err := connect(ctx)
+			if err != nil {
+				return err
+			}
+			defer rt.Close()
+			out := cmd.OutOrStdout()
+			if err := ensureImages(ctx, rt, targets, true, cmd.ErrOrStderr()); err != nil {
+				return err
+			}
+			st, err := orchestrator.StartStack(ctx, rt, orchestrator.StackOptions{Target: targets[0]})
+			if err != nil {
+				return err
+			}
+			defer st.Remove(context.WithoutCancel(ctx), rt)
+			sh, err := orchestrator.StartAgents(ctx, rt, st, o.shaper, o.scope)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(out, "shaper: %s (%s); scope %s; ICMP %d echoes, SELECT 1 %d runs x %d calls; tolerance %.3f ms\n",
+				sh.Backend, sh.Why, o.scope, o.icmp, o.selectRuns, o.selectCalls, o.tolerance)
+			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', tabwriter.AlignRight)
+			fmt.Fprintln(tw, "RTT (ms)\tICMP mean\tICMP median\tadded\tSELECT 1\tchange\t95% CI\tcheck\t")
+			flagged := 0
+			_, err = orchestrator.VerifyShaping(ctx, rt, sh, orchestrator.ShapeVerifyOptions{
+				DelaysMs: o.delaysMs, ICMPCount: o.icmp, SelectRuns: o.selectRuns, SelectCalls: o.selectCalls,
+				ToleranceMs: o.tolerance, Seed: o.seed,
+				Row: func(r orchestrator.ShapeRow) {
+					label := fmt.Sprintf("%g", r.RTTms)
+					check := "ok"
+					switch {
+					case r.NoShaper:
+						label, check = "no shaper", "reference"
+					case !r.HaveBaseline:
+						check = "vs no shaper"
+					case r.Flag:
+						check = "OUT OF TOLERANCE"
+						flagged++
+					}
+					added, change, ci := "-", "-", "-"
+					if !r.NoShaper {
+						added = fmt.Sprintf("%+.3f", r.AddedMs)
+						change = fmt.Sprintf("%+.3f", r.Select1Diff)
+						ci = fmt.Sprintf("[%.3f, %.3f]", r.Select1CI.Low, r.Select1CI.High)
+					}
+					fmt.Fprintf(tw, "%s\t%.3f\t%.3f\t%s\t%.3f\t%s\t%s\t%s\t\n", label, ms(r.ICMP.Mean), ms(r.ICMP.Median), added, r.Select1Ms, change, ci, check)
+					tw.Flush()
+				},
+			})
+			tw.Flush()
+			if err != nil {
+				return err
+			}
+			if flagged > 0 {
+				fmt.Fprintf(out, "%d setting(s) out of tolerance\n", flagged)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&o.delays, "delays", "0,0.05,0.1,0.2,0.3,0.4,0.5,0.75,1", "RTT settings in milliseconds")
+	cmd.Flags().StringVar(&o.shaper, "shaper", "auto", "auto, kernel or userspace")
+	cmd.Flags().StringVar(&o.scope, "scope", "path", "path or interface")
+	cmd.Flags().Float64Var(&o.tolerance, "tolerance", 0.05, "flag |added - configured| above this (ms)")
+	cmd.Flags().IntVar(&o.icmp, "icmp", 50, "ICMP echoes per setting")
+	cmd.Flags().IntVar(&o.selectRuns, "select-runs", 5, "SELECT 1 runs per setting")
+	cmd.Flags().IntVar(&o.selectCalls, "select-calls", 200, "SELECT 1 calls per run")
+	cmd.Flags().Uint64Var(&o.seed, "seed", 1, "seed of the bootstrap")
+	return cmd
+}
+
+func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
