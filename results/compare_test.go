@@ -55,6 +55,7 @@ var cmpSettings = []float64{0, 0.5, 1}
 // slower, the baselines identical, so every difference of changes is
 // exactly 0.25 ms and its interval holds it.
 func TestCompareShiftedTargets(t *testing.T) {
+	t.Parallel()
 	specs := goldenSpecs[:2]
 	const c = 250_000 // ns
 	a := writeCompareFolder(t, 11, 1, cmpSettings, 8, specs, nil)
@@ -97,6 +98,7 @@ func TestCompareShiftedTargets(t *testing.T) {
 // (as a shaper that overshoots would), so its change at 1 ms grows by
 // about 0.5 ms; /feed-naive is the same study with other noise.
 func TestCompareGolden(t *testing.T) {
+	t.Parallel()
 	a := writeCompareFolder(t, 11, 1, cmpSettings, 8, goldenSpecs[:2], nil)
 	b := writeCompareFolder(t, 12, 2, cmpSettings, 8, goldenSpecs[:2], func(tk Task) int64 {
 		if tk.Route == "/feed" {
@@ -144,6 +146,7 @@ func TestCompareGolden(t *testing.T) {
 }
 
 func TestCompareRefusesMismatchedFolders(t *testing.T) {
+	t.Parallel()
 	a := writeCompareFolder(t, 1, 1, []float64{0, 0.5, 1}, 2, goldenSpecs[:1], nil)
 	b := writeCompareFolder(t, 1, 1, []float64{0, 0.25, 0.5}, 2, goldenSpecs[:1], nil)
 	_, err := Compare(a, b, Options{})
@@ -164,6 +167,7 @@ func TestCompareRefusesMismatchedFolders(t *testing.T) {
 }
 
 func TestCompareListsCellsInOneFolder(t *testing.T) {
+	t.Parallel()
 	a := writeCompareFolder(t, 1, 1, cmpSettings, 2, goldenSpecs[:2], nil)
 	b := writeCompareFolder(t, 2, 1, cmpSettings, 2, []cellSpec{goldenSpecs[0], goldenSpecs[2]}, nil)
 	cmp, err := Compare(a, b, Options{})

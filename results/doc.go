@@ -13,9 +13,22 @@
 //	runs.csv       derived: per run n, p50, p90, p99, mean, failures
 //	summary.json   derived: every cell with CI, change, ratio, predicted, warnings
 //	summary.md     derived: study-style lines, a table per app, probes, warnings
+//	plots/         derived: latency, change, ratio, verification, runs (.svg and .png)
+//	report.html    derived: one self-contained page (inline CSS and SVG, no address)
 //
-// The first four are raw data; Render derives the last three from them
-// alone, so `rttlab report DIR` can always regenerate them.
+// The first four are raw data; Render derives the rest from them alone,
+// so `rttlab report DIR` can always regenerate them, byte for byte. It
+// computes everything before it writes anything, so a broken raw file
+// (the error names file and line) leaves the earlier report in place.
+//
+// # Compare
+//
+// Compare(dirA, dirB, opts) sets the common cells of two studies with the
+// same settings side by side: p50 and change of each, and the difference
+// of the changes B - A with a percentile-bootstrap CI that resamples A's
+// and B's baseline and target runs independently (BootstrapDiffChangeCI,
+// seeded with NewRNG(A's seed, CompareKey(..., B's seed))).
+// Comparison.Markdown renders it.
 //
 // # Runner protocol
 //

@@ -43,7 +43,7 @@ func taskSamples(t Task, lat ...float64) []Sample {
 	return s
 }
 
-func mustNoErr(t *testing.T, err error) {
+func mustNoErr(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)

@@ -30,6 +30,7 @@ func TestExternalRefPattern(t *testing.T) {
 }
 
 func TestReportHTML(t *testing.T) {
+	t.Parallel()
 	dir := writeGoldenFolder(t, goldenSpecs)
 	mustNoErr(t, Render(dir))
 	b, err := os.ReadFile(filepath.Join(dir, ReportFile))
@@ -90,6 +91,7 @@ func TestReportHTML(t *testing.T) {
 // the raw files are the same bytes, plots included; a render of the same
 // data in another folder is too.
 func TestReportRegeneratesIdentically(t *testing.T) {
+	t.Parallel()
 	dir := writeGoldenFolder(t, goldenSpecs)
 	mustNoErr(t, Render(dir))
 	first := readDerived(t, dir)
@@ -139,6 +141,7 @@ func equalFiles(t *testing.T, a, b map[string][]byte) bool {
 // A broken raw file stops the render with the file and line, and leaves
 // the earlier report and plots exactly as they were.
 func TestRenderBadFolderWritesNothing(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name, file string
 		mutate     func([]byte) []byte
@@ -162,6 +165,7 @@ func TestRenderBadFolderWritesNothing(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			dir := writeGoldenFolder(t, goldenSpecs[:1])
 			mustNoErr(t, Render(dir))
 			before := readDerived(t, dir)
@@ -195,6 +199,7 @@ func TestRenderBadFolderWritesNothing(t *testing.T) {
 
 // A plot that loses its data is removed rather than left stale.
 func TestRenderRemovesStalePlots(t *testing.T) {
+	t.Parallel()
 	dir := writeGoldenFolder(t, goldenSpecs[:1])
 	mustNoErr(t, Render(dir))
 	hdr := "app,kind,rtt_ms,run,task,n,mean_ms,median_ms,min_ms,max_ms,failures\n"

@@ -25,7 +25,7 @@ type cellSpec struct {
 // latencies drawn from a fixed PCG stream (no transcendental functions, so
 // the data is the same on every platform): latency = base + statements ×
 // setting + uniform noise in [0, 0.2) ms.
-func writeGoldenFolder(t *testing.T, specs []cellSpec) string {
+func writeGoldenFolder(t testing.TB, specs []cellSpec) string {
 	t.Helper()
 	f, err := Create(t.TempDir(), "golden", testStart)
 	mustNoErr(t, err)

@@ -1,0 +1,226 @@
+package orchestrator
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rttlab/rttlab/apps"
+	"github.com/rttlab/rttlab/workloads"
+)
+
+// shapedStack starts postgres + go with userspace agents.
+func shapedStack(t *testing.T, rt *Runtime, scope string) *Shaping {
+	t.Helper()
+	all := builtApps(t, rt, "postgres", "go", "agent")
+	target, err := apps.Resolve(all, "go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	st, err := StartStack(ctx, rt, StackOptions{Target: target})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		CleanRun(context.Background(), rt, st.RunID)
+		if cs, _ := rt.ListContainers(context.Background(), map[string]string{LabelRun: st.RunID}); len(cs) != 0 {
+			t.Errorf("%d containers of run %s remain after cleanup", len(cs), st.RunID)
+		}
+	})
+	sh, err := StartAgents(ctx, rt, st, "userspace", scope)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sh.Backend != "userspace" {
+		t.Fatalf("backend %q", sh.Backend)
+	}
+	return sh
+}
+
+// prober starts a helper container with CAP_NET_RAW (and NET_ADMIN to read
+// rules) in the given network mode, to ping from outside the agents.
+func prober(t *testing.T, rt *Runtime, sh *Shaping, name, networkMode, network string) string {
+	t.Helper()
+	ctx := context.Background()
+	id, err := rt.CreateContainer(ctx, ContainerSpec{
+		Name: "rttlab-" + sh.Stack.RunID + "-" + name, Image: AgentImage, Cmd: []string{"agent", "idle"},
+		Labels: RunLabels(sh.Stack.RunID, map[string]string{LabelRole: "client"}), NetworkMode: networkMode, Network: network,
+		CapDrop: []string{"ALL"}, CapAdd: []string{"NET_RAW", "NET_ADMIN"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.StartContainer(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+func pingFrom(t *testing.T, rt *Runtime, id, dst string, count int) workloads.PingResult {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code, err := rt.Exec(context.Background(), id, ExecSpec{Cmd: []string{"/usr/local/bin/rttlab", "agent", "ping", "--to", dst, "--count", itoa(count), "--interval", "10ms"},
+		Stdout: &out, Stderr: &errb, Timeout: 2 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res workloads.PingResult
+	if code != 0 {
+		t.Logf("ping exit %d: %s", code, errb.String())
+		res.Sent = count
+		res.Lost = count
+		return res
+	}
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func itoa(i int) string { return jsonInt(i) }
+
+func jsonInt(i int) string { b, _ := json.Marshal(i); return string(b) }
+
+func TestIntegrationUserspaceShapingICMP(t *testing.T) {
+	rt := engineForTest(t)
+	sh := shapedStack(t, rt, "path")
+	ctx := context.Background()
+	if err := sh.SetRTT(ctx, rt, 0); err != nil {
+		t.Fatal(err)
+	}
+	zero, err := sh.Ping(ctx, rt, 30, 10*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sh.SetRTT(ctx, rt, time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	one, err := sh.Ping(ctx, rt, 30, 10*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("ICMP median app->db: %s at 0 ms, %s at 1 ms", zero.Median, one.Median)
+	if zero.Received == 0 || one.Received == 0 {
+		t.Fatalf("echoes lost: %+v %+v", zero, one)
+	}
+	if zero.Median >= time.Millisecond {
+		t.Errorf("0 ms setting: median %s, want under 1 ms", zero.Median)
+	}
+	added := one.Median - zero.Median
+	if added < 500*time.Microsecond || added > 2*time.Millisecond {
+		t.Errorf("1 ms setting added %s, want 0.5-2 ms", added)
+	}
+
+	// Path scope: client->app is not delayed while app<->db is.
+	cl := prober(t, rt, sh, "prober", "", sh.Stack.Network)
+	toApp := pingFrom(t, rt, cl, sh.Stack.Role("app").IP, 30)
+	t.Logf("ICMP median client->app at 1 ms app<->db: %s", toApp.Median)
+	if toApp.Received == 0 || toApp.Median >= one.Median-300*time.Microsecond {
+		t.Errorf("client->app median %s is delayed like app->db (%s): path scope leaks", toApp.Median, one.Median)
+	}
+}
+
+func TestIntegrationShaperDeathStopsTraffic(t *testing.T) {
+	rt := engineForTest(t)
+	sh := shapedStack(t, rt, "path")
+	ctx := context.Background()
+	if err := sh.SetRTT(ctx, rt, 200*time.Microsecond); err != nil {
+		t.Fatal(err)
+	}
+	app := sh.Stack.Role("app")
+	side := prober(t, rt, sh, "side", "container:"+app.ID, "")
+	before := pingFrom(t, rt, side, sh.Stack.Role("db").IP, 5)
+	if before.Received == 0 {
+		t.Fatalf("no echo before the kill: %+v", before)
+	}
+	// SIGKILL the app's agent: the queue has no bypass, so app->db
+	// packets stop instead of passing unshaped.
+	if err := rt.KillContainer(ctx, sh.Agents["app"].ID, "SIGKILL"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	after := pingFrom(t, rt, side, sh.Stack.Role("db").IP, 5)
+	t.Logf("after SIGKILL of the shaper: %d of %d echoes came back", after.Received, after.Sent)
+	if after.Received != 0 {
+		t.Fatalf("traffic passed without the shaper: %+v", after)
+	}
+	// The run notices: the agent does not answer.
+	if _, err := sh.Show(ctx, rt); err == nil {
+		t.Fatal("show succeeded with a dead agent")
+	}
+}
+
+func TestIntegrationAgentStopRemovesRules(t *testing.T) {
+	rt := engineForTest(t)
+	sh := shapedStack(t, rt, "interface")
+	ctx := context.Background()
+	if err := sh.SetRTT(ctx, rt, time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	db := sh.Stack.Role("db")
+	side := prober(t, rt, sh, "side", "container:"+db.ID, "")
+	rules := func() string {
+		var out bytes.Buffer
+		code, err := rt.Exec(ctx, side, ExecSpec{Cmd: []string{"iptables", "-w", "-t", "mangle", "-S", "POSTROUTING"}, Stdout: &out, Stderr: &out})
+		if err != nil || code != 0 {
+			t.Fatalf("iptables -S: %d %v %s", code, err, out.String())
+		}
+		return out.String()
+	}
+	if r := rules(); !strings.Contains(r, "NFQUEUE") {
+		t.Fatalf("no NFQUEUE rule while shaping:\n%s", r)
+	}
+	// SIGTERM (docker stop) lets the agent remove what it added.
+	if err := rt.StopContainer(ctx, sh.Agents["db"].ID, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if r := rules(); strings.Contains(r, "NFQUEUE") {
+		t.Fatalf("NFQUEUE rule left after the agent stopped:\n%s", r)
+	}
+	c, err := CleanRun(ctx, rt, sh.Stack.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("clean: %s", c)
+	if cs, _ := rt.ListContainers(ctx, map[string]string{LabelRun: sh.Stack.RunID, LabelRole: "agent"}); len(cs) != 0 {
+		t.Fatalf("%d agents remain", len(cs))
+	}
+}
+
+func TestIntegrationAgentRefusesWithoutNetAdmin(t *testing.T) {
+	rt := engineForTest(t)
+	builtApps(t, rt, "agent")
+	ctx := context.Background()
+	runID := NewRunID()
+	t.Cleanup(func() { CleanRun(context.Background(), rt, runID) })
+	id, err := rt.CreateContainer(ctx, ContainerSpec{Name: "rttlab-" + runID + "-agent", Image: AgentImage,
+		Cmd: []string{"agent", "serve", "--shaper", "userspace"}, Labels: RunLabels(runID, map[string]string{LabelRole: "agent"}),
+		CapDrop: []string{"ALL"}, CapAdd: []string{"NET_RAW"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.StartContainer(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		ins, err := rt.InspectContainer(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ins.State.Running {
+			logs, _ := rt.Logs(ctx, id, 5)
+			if !strings.Contains(logs, "CAP_NET_ADMIN") {
+				t.Fatalf("agent without NET_ADMIN exited without naming it: %s", logs)
+			}
+			t.Logf("agent says: %s", strings.TrimSpace(logs))
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatal("agent without NET_ADMIN kept running")
+}
