@@ -158,7 +158,7 @@ func (s *Summary) HTML(plots []PlotFile) ([]byte, error) {
 			SVG: template.HTML(inlineSVG(p.SVG))})
 	}
 
-	r.ProbeNote = fmt.Sprintf("icmp: ICMP mean RTT of the setting's check; icmp-task: median over the quick checks before each task; select1: median of the run medians of SELECT 1. Added = value − value at 0 ms (select1: 95%% CI by percentile bootstrap over the run medians). Tolerance: |added − setting| ≤ %s ms.",
+	r.ProbeNote = fmt.Sprintf("icmp: ICMP median RTT of the setting's check; icmp-task: median of the medians of the quick checks before each task; select1: median of the run medians of SELECT 1. Added = value − value at 0 ms (select1: 95%% CI by percentile bootstrap over the run medians). Tolerance: |added − setting| ≤ %s ms.",
 		fmtSetting(o.ToleranceMs))
 	for _, p := range s.Probes {
 		hp := htmlProbe{App: p.App, Kind: p.Kind, Setting: fmtSetting(p.RTTms) + " ms", Rows: p.Rows, N: p.N, Failures: p.Failures,

@@ -357,7 +357,7 @@ func (s *Summary) Markdown() []byte {
 	if len(s.Probes) == 0 {
 		b.WriteString("No probes recorded.\n\n")
 	} else {
-		fmt.Fprintf(&b, "icmp: ICMP mean RTT of the setting's check; icmp-task: median over the quick checks before each task; select1: median of the run medians of SELECT 1. Added = value - value at 0 ms (select1: 95%% CI by percentile bootstrap over the run medians). Tolerance: |added - setting| <= %s ms.\n\n",
+		fmt.Fprintf(&b, "icmp: ICMP median RTT of the setting's check; icmp-task: median of the medians of the quick checks before each task; select1: median of the run medians of SELECT 1. Added = value - value at 0 ms (select1: 95%% CI by percentile bootstrap over the run medians). Tolerance: |added - setting| <= %s ms.\n\n",
 			fmtSetting(o.ToleranceMs))
 		b.WriteString("| app | probe | setting | rows | n | lost/failed | value (ms) | added (ms) | 95% CI | check |\n")
 		b.WriteString("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |\n")

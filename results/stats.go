@@ -566,11 +566,9 @@ func analyzeProbes(probes []Probe, seed uint64, o Options) []ProbeStat {
 		if p.N-p.Failures <= 0 {
 			continue // no successful probe in this row: no value
 		}
-		if p.Kind == ProbeSelect1 {
-			g.vals = append(g.vals, p.MedianMs)
-		} else {
-			g.vals = append(g.vals, p.MeanMs)
-		}
+		// Medians throughout: one late echo or call must not move the
+		// verification figure (the mean is kept in probes.csv).
+		g.vals = append(g.vals, p.MedianMs)
 	}
 	for _, g := range order {
 		slices.Sort(g.vals)
