@@ -15,14 +15,22 @@ func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
 func newReportCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "report DIR",
-		Short: "Regenerate runs.csv, summary.json, summary.md (and plots, report.html) from a results folder's raw files",
+		Short: "Regenerate summaries, plots and report.html from a results folder's raw files",
+		Long: `Reads manifest.json, samples.jsonl, tasks.jsonl and probes.csv and writes
+runs.csv, summary.json, summary.md, plots/*.svg|png and report.html (a
+single self-contained file to share). Nothing is written when a file is
+missing or malformed: the error names the file and line.`,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir := args[0]
-			if err := results.Render(dir); err != nil {
+			files, err := results.RenderFiles(dir, results.Options{})
+			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "regenerated %s\n", filepath.Join(dir, "summary.md"))
+			for _, f := range files {
+				fmt.Fprintf(cmd.OutOrStdout(), "wrote %s\n", f)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "report: %s\n", filepath.Join(dir, results.ReportFile))
 			return nil
 		},
 	}

@@ -44,6 +44,7 @@ Start with:
 		newRunCmd(),
 		newShapeCmd(),
 		newReportCmd(),
+		newCompareCmd(),
 	)
 	return cmd
 }

@@ -1,0 +1,29 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/rttlab/rttlab/results"
+)
+
+func newCompareCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "compare DIR_A DIR_B",
+		Short: "Compare two results folders cell by cell, with a bootstrap CI of the difference of changes",
+		Long: `Puts the same cells (app, route, setting) of two results folders side by
+side: p50 and change against 0 ms in each, and the difference of the
+changes (B - A) with a 95% percentile-bootstrap CI (A's and B's baseline
+and target runs resampled independently, 10,000 resamples). Use it for the
+same study on two machines, two shaper backends or two versions of an app.
+Folders with different RTT settings are refused with the reason.`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := results.Compare(args[0], args[1], results.Options{})
+			if err != nil {
+				return err
+			}
+			_, err = cmd.OutOrStdout().Write(c.Markdown())
+			return err
+		},
+	}
+}

@@ -1,0 +1,181 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/rttlab/rttlab/apps"
+	"github.com/rttlab/rttlab/results"
+)
+
+type cancelAfter struct {
+	n      int
+	cancel context.CancelFunc
+}
+
+func (c *cancelAfter) Start(total, done int) {}
+func (c *cancelAfter) Note(string)           {}
+func (c *cancelAfter) Finish()               {}
+func (c *cancelAfter) Task(done, total int, desc string) {
+	if c.cancel != nil && done >= c.n {
+		c.cancel()
+	}
+}
+
+func noneLabelled(t *testing.T, rt *Runtime) {
+	t.Helper()
+	ctx := context.Background()
+	// Only this test's objects: other runs may exist on a developer's engine.
+	cs, err := rt.ListContainers(ctx, map[string]string{LabelRun: ""})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cs {
+		if c.Labels[LabelStack] == "" {
+			t.Errorf("container %s (%s) of run %s remains after the run", c.Names, c.State, c.Labels[LabelRun])
+		}
+	}
+}
+
+func TestIntegrationSmokePlanGo(t *testing.T) {
+	rt := engineForTest(t)
+	all := builtApps(t, rt, "postgres", "go", "agent")
+	p, _ := BuiltinPlan("smoke")
+	p.Apps = []PlanApp{{Name: "go", Routes: []string{"/feed", "/feed-naive"}}}
+	out := t.TempDir()
+	dir, err := Run(context.Background(), rt, all, RunOptions{Plan: p, OutDir: out, Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	noneLabelled(t, rt)
+	d, err := results.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasks := p.Tasks()
+	if len(d.Done) != len(tasks) {
+		t.Fatalf("%d of %d tasks done", len(d.Done), len(tasks))
+	}
+	_, req, warm := p.AppRuns(p.Apps[0])
+	if len(d.Samples) != len(tasks)*(req+warm) {
+		t.Fatalf("%d samples on disk, want %d", len(d.Samples), len(tasks)*(req+warm))
+	}
+	for _, f := range []string{"manifest.json", "samples.jsonl", "runs.csv", "probes.csv", "summary.json", "summary.md", "report.html"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("missing %s: %v", f, err)
+		}
+	}
+	if d.Manifest.Shaper == "" || d.Manifest.ShaperReason == "" || d.Manifest.Scope != "path" || len(d.Manifest.Tasks) != len(tasks) {
+		t.Errorf("manifest lacks shaper/scope/tasks: %+v", d.Manifest)
+	}
+	s := results.Analyze(d, results.Options{})
+	change := func(route string) float64 {
+		for _, c := range s.Cells {
+			if c.App == "go" && c.Route == route && c.RTTms == 1 {
+				return c.Change
+			}
+		}
+		t.Fatalf("no cell for %s at 1 ms", route)
+		return 0
+	}
+	feed, naive := change("/feed"), change("/feed-naive")
+	t.Logf("change at 1 ms: /feed %+.3f ms, /feed-naive %+.3f ms", feed, naive)
+	if feed <= 0 || naive <= 0 || naive <= feed {
+		t.Errorf("want both changes positive and /feed-naive > /feed: %.3f %.3f", feed, naive)
+	}
+	// The report regenerated from the raw files matches the one written at
+	// the end of the run.
+	before, _ := os.ReadFile(filepath.Join(dir, "summary.md"))
+	beforeHTML, _ := os.ReadFile(filepath.Join(dir, "report.html"))
+	if err := results.Render(dir); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := os.ReadFile(filepath.Join(dir, "summary.md"))
+	afterHTML, _ := os.ReadFile(filepath.Join(dir, "report.html"))
+	if string(before) != string(after) || string(beforeHTML) != string(afterHTML) {
+		t.Error("report regenerated from the raw files differs from the one written by the run")
+	}
+}
+
+func TestIntegrationInterruptAndResume(t *testing.T) {
+	rt := engineForTest(t)
+	all := builtApps(t, rt, "postgres", "go", "agent")
+	p := &Plan{Name: "resume-test", Seed: 99, DelaysMs: []float64{0, 1}, Runs: 2, Requests: 10, Warmup: 2,
+		Apps: []PlanApp{{Name: "go", Routes: []string{"/feed"}}}, ICMPCount: 5, SelectRuns: 1, SelectCalls: 10, TaskICMPCount: 2}
+	p.Defaults()
+	out := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	dir, err := Run(ctx, rt, all, RunOptions{Plan: p, OutDir: out, Progress: &cancelAfter{n: 2, cancel: cancel}})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted run: err = %v, want context.Canceled", err)
+	}
+	noneLabelled(t, rt)
+	d, err := results.Load(dir)
+	if err != nil {
+		t.Fatalf("folder inconsistent after the interrupt: %v", err)
+	}
+	if len(d.Done) < 2 || len(d.Done) >= 4 {
+		t.Fatalf("%d tasks done after the interrupt, want 2 or 3", len(d.Done))
+	}
+	// A plan that differs is refused.
+	other := *p
+	other.Seed = 5
+	if _, err := Run(context.Background(), rt, all, RunOptions{Plan: &other, Resume: dir}); err == nil {
+		t.Fatal("resume with another seed was accepted")
+	}
+	if _, err := Run(context.Background(), rt, all, RunOptions{Resume: dir}); err != nil {
+		t.Fatal(err)
+	}
+	noneLabelled(t, rt)
+	d, err = results.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Done) != 4 {
+		t.Fatalf("%d of 4 tasks done after resume", len(d.Done))
+	}
+	per := map[int]int{}
+	seqs := map[[2]int]bool{}
+	for _, s := range d.Samples {
+		per[s.Task]++
+		k := [2]int{s.Task, s.Seq}
+		if seqs[k] {
+			t.Fatalf("duplicate sample task %d seq %d", s.Task, s.Seq)
+		}
+		seqs[k] = true
+	}
+	for _, tk := range d.Manifest.Tasks {
+		if per[tk.ID] != 12 {
+			t.Errorf("task %d has %d samples, want 12", tk.ID, per[tk.ID])
+		}
+	}
+	// Same order and seed as the plan.
+	want := p.Tasks()
+	for i, tk := range d.Manifest.Tasks {
+		if tk.App != want[i].App || tk.Route != want[i].Route || tk.RTTms != want[i].RTTms || tk.Run != want[i].Run {
+			t.Fatalf("task order changed at %d: %+v vs %+v", i, tk, want[i])
+		}
+	}
+}
+
+func TestIntegrationRunRefusesBadInputBeforeStarting(t *testing.T) {
+	rt := engineForTest(t)
+	src, _ := FindSource()
+	all, err := apps.Load(apps.FS(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	p := &Plan{Name: "bad", DelaysMs: []float64{0, 1}, Runs: 1, Requests: 1, Apps: []PlanApp{{Name: "go", Routes: []string{"/nope"}}}}
+	p.Defaults()
+	if _, err := Run(context.Background(), rt, all, RunOptions{Plan: p, OutDir: out}); err == nil {
+		t.Fatal("unknown route accepted")
+	}
+	if entries, _ := os.ReadDir(out); len(entries) != 0 {
+		t.Fatalf("a refused plan left %d entries in the results folder", len(entries))
+	}
+}
