@@ -35,6 +35,12 @@ type Meta struct {
 	GoBuild []GoBuild `yaml:"gobuild"`
 	// BuildArgs are passed to the image build.
 	BuildArgs map[string]string `yaml:"buildargs"`
+	// Mix names the weighted request mix that drives an application
+	// without a route contract (redmine, aimeos).
+	Mix string `yaml:"mix"`
+	// Auth, when set, adds a header whose value the app writes to a file
+	// inside its container at start (e.g. an API key).
+	Auth *Auth `yaml:"auth"`
 	// Env is added to the container's environment.
 	Env map[string]string `yaml:"env"`
 }
@@ -47,6 +53,12 @@ type Route struct {
 	// /serial?n=N, StatementsPerN is set instead: statements = N.
 	Statements     int  `yaml:"statements"`
 	StatementsPerN bool `yaml:"statements_per_n"`
+}
+
+// Auth is a request header read from a file in the app container.
+type Auth struct {
+	Header string `yaml:"header"`
+	File   string `yaml:"file"`
 }
 
 // GoBuild names one Go program cross-built into the context.

@@ -80,6 +80,8 @@ func BuiltinPlan(name string) (*Plan, bool) {
 			ICMPCount: 50, SelectRuns: 5, SelectCalls: 200, TaskICMPCount: 5,
 			Apps: []PlanApp{
 				{Name: "go", Routes: []string{"/feed"}},
+				{Name: "node", Routes: []string{"/feed"}},
+				{Name: "rails", Routes: []string{"/feed", "/feed-naive"}},
 			},
 		}, true
 	case "smoke":
@@ -89,6 +91,8 @@ func BuiltinPlan(name string) (*Plan, bool) {
 			ICMPCount: 20, SelectRuns: 3, SelectCalls: 50, TaskICMPCount: 3,
 			Apps: []PlanApp{
 				{Name: "go", Routes: []string{"/feed", "/feed-naive"}},
+				{Name: "node", Routes: []string{"/feed"}},
+				{Name: "rails", Routes: []string{"/feed", "/feed-naive"}},
 			},
 		}, true
 	}

@@ -224,3 +224,29 @@ func TestIntegrationAgentRefusesWithoutNetAdmin(t *testing.T) {
 	}
 	t.Fatal("agent without NET_ADMIN kept running")
 }
+
+func TestIntegrationTraceKnownAnswer(t *testing.T) {
+	rt := engineForTest(t)
+	sh := shapedStack(t, rt, "path")
+	ctx := context.Background()
+	reqs := TraceRequests(sh.Stack.Target, nil, 20, 1)
+	types, err := TraceApp(ctx, rt, sh, TraceOptions{Requests: reqs, Warmup: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]TraceType{}
+	for _, tt := range types {
+		got[tt.Type] = tt
+		t.Logf("%s: round trips %v, statements %v, parses %v, pg_stat_statements %.2f/req", tt.Type, tt.Trips, tt.Stmts, tt.Parses, tt.PGSS)
+	}
+	// Known answers: the Go app's cached statements cost one round trip each.
+	for typ, want := range map[string]float64{"/serial?n=5": 5, "/feed": 3, "/feed-naive": 12} {
+		tt := got[typ]
+		if tt.N != 20 || tt.Failures != 0 {
+			t.Fatalf("%s: n %d failures %d", typ, tt.N, tt.Failures)
+		}
+		if tt.Trips.Median != want || tt.Stmts.Median != want || tt.PGSS != want {
+			t.Errorf("%s: round trips %v statements %v pg_stat_statements %.2f, want %g", typ, tt.Trips, tt.Stmts, tt.PGSS, want)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/netip"
 	"os"
 	"strings"
@@ -30,7 +31,7 @@ runs probes from it ('ping', 'sqlprobe'). The client container runs the
 load driver ('load'). Every command prints JSON.`,
 		Hidden: false,
 	}
-	cmd.AddCommand(newAgentServeCmd(), newAgentCtlCmd(), newAgentPingCmd(), newAgentSQLProbeCmd(), newAgentLoadCmd(), newAgentIdleCmd())
+	cmd.AddCommand(newAgentServeCmd(), newAgentCtlCmd(), newAgentPingCmd(), newAgentSQLProbeCmd(), newAgentLoadCmd(), newAgentIdleCmd(), newAgentTraceCmd())
 	return cmd
 }
 
@@ -303,4 +304,70 @@ func newAgentIdleCmd() *cobra.Command {
 			return nil
 		},
 	}
+}
+
+type agentTraceOptions struct {
+	db     string
+	url    string
+	iface  string
+	header []string
+}
+
+func newAgentTraceCmd() *cobra.Command {
+	o := &agentTraceOptions{}
+	cmd := &cobra.Command{
+		Use:   "trace --db IP:PORT",
+		Short: "Send requests read from stdin and count the database round trips and statements each causes",
+		Long: `Runs in the app's network namespace (inside its agent, CAP_NET_RAW). Reads
+requests as JSON lines {"type":..., "path":...} on stdin, sends them one at
+a time to --url, and watches the app<->database TCP traffic on --iface
+with a packet socket: per request it prints the round trips (client bursts
+answered by the database), statements (Query and Execute messages) and
+Parse messages as a JSON line.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			db, err := netip.ParseAddrPort(o.db)
+			if err != nil {
+				return usagef("--db %q: use IP:PORT", o.db)
+			}
+			hdr := map[string]string{}
+			for _, h := range o.header {
+				k, v, ok := strings.Cut(h, ":")
+				if !ok {
+					return usagef("--header %q: use 'Name: value'", h)
+				}
+				hdr[strings.TrimSpace(k)] = strings.TrimSpace(v)
+			}
+			var reqs []workloads.Request
+			dec := json.NewDecoder(cmd.InOrStdin())
+			for {
+				var r workloads.Request
+				if err := dec.Decode(&r); err != nil {
+					if errors.Is(err, io.EOF) {
+						break
+					}
+					return fmt.Errorf("trace: request %d on stdin: %w", len(reqs)+1, err)
+				}
+				reqs = append(reqs, r)
+			}
+			w, err := workloads.OpenWire(o.iface, db)
+			if err != nil {
+				return err
+			}
+			defer w.Close()
+			res, err := workloads.Trace(cmd.Context(), w, o.url, reqs, hdr)
+			enc := json.NewEncoder(cmd.OutOrStdout())
+			for _, r := range res {
+				if eerr := enc.Encode(r); eerr != nil {
+					return eerr
+				}
+			}
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&o.db, "db", "", "database address IP:PORT")
+	cmd.Flags().StringVar(&o.url, "url", "http://127.0.0.1:8080", "the app's base URL")
+	cmd.Flags().StringVar(&o.iface, "iface", "eth0", "interface to watch")
+	cmd.Flags().StringArrayVar(&o.header, "header", nil, "extra request header 'Name: value'")
+	return cmd
 }

@@ -45,6 +45,7 @@ Start with:
 		newShapeCmd(),
 		newReportCmd(),
 		newCompareCmd(),
+		newTraceCmd(),
 	)
 	return cmd
 }

@@ -1,0 +1,205 @@
+package orchestrator
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/rttlab/rttlab/apps"
+	"github.com/rttlab/rttlab/workloads"
+)
+
+// TraceType is the per-request trace of one request type.
+type TraceType struct {
+	App      string  `json:"app"`
+	Type     string  `json:"type"`
+	N        int     `json:"n"`
+	Failures int     `json:"failures"`
+	Trips    Range   `json:"round_trips"`
+	Stmts    Range   `json:"statements"`
+	Parses   Range   `json:"parses"`
+	PGSS     float64 `json:"pg_stat_statements_per_request"`
+	// Expected statements per request from the app's metadata (-1: none).
+	Expected float64 `json:"expected_statements"`
+}
+
+// Range is a median and range over requests.
+type Range struct {
+	Median float64 `json:"median"`
+	Min    int     `json:"min"`
+	Max    int     `json:"max"`
+}
+
+func rangeOf(v []int) Range {
+	if len(v) == 0 {
+		return Range{}
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	med := float64(s[len(s)/2])
+	if len(s)%2 == 0 {
+		med = float64(s[len(s)/2-1]+s[len(s)/2]) / 2
+	}
+	return Range{Median: med, Min: s[0], Max: s[len(s)-1]}
+}
+
+// TraceRequests returns the request types of an app with n requests each:
+// its routes (/serial with n=5), or its mix's types.
+func TraceRequests(t apps.Target, mix *workloads.Mix, n int, seed uint64) map[string][]workloads.Request {
+	out := map[string][]workloads.Request{}
+	if mix != nil {
+		rng := rand.New(rand.NewPCG(seed, fnv64("trace")))
+		for _, it := range mix.Items {
+			for i := 0; i < n; i++ {
+				out[it.Name] = append(out[it.Name], workloads.Request{Type: it.Name, Path: it.Path(rng)})
+			}
+		}
+		return out
+	}
+	for _, r := range t.Meta.Routes {
+		p := r.Path
+		if r.StatementsPerN {
+			p += "?n=5"
+		}
+		for i := 0; i < n; i++ {
+			out[p] = append(out[p], workloads.Request{Type: p, Path: p})
+		}
+	}
+	return out
+}
+
+// TraceOptions configure TraceApp.
+type TraceOptions struct {
+	Requests map[string][]workloads.Request
+	Warmup   int
+	Header   []string
+}
+
+// TraceApp sends each type's requests from inside the app's agent and
+// counts, per request, the database round trips on the wire, the
+// statements and Parse messages in the protocol stream, and (per type)
+// the pg_stat_statements executions.
+func TraceApp(ctx context.Context, d Containers, sh *Shaping, o TraceOptions) ([]TraceType, error) {
+	st := sh.Stack
+	a := sh.Agents["app"]
+	db := st.Role("db")
+	types := make([]string, 0, len(o.Requests))
+	for k := range o.Requests {
+		types = append(types, k)
+	}
+	slices.Sort(types)
+	var out []TraceType
+	for _, typ := range types {
+		reqs := o.Requests[typ]
+		// The warmup runs alone; the statement counters are reset before
+		// the measured requests.
+		cmd := []string{"/usr/local/bin/rttlab", "agent", "trace", "--db", db.IP + ":5432",
+			"--url", fmt.Sprintf("http://127.0.0.1:%d", st.Target.Meta.Port)}
+		for _, h := range o.Header {
+			cmd = append(cmd, "--header", h)
+		}
+		if o.Warmup > 0 {
+			var win bytes.Buffer
+			wenc := json.NewEncoder(&win)
+			for i := 0; i < o.Warmup; i++ {
+				wenc.Encode(workloads.Request{Type: "warmup", Path: reqs[i%len(reqs)].Path})
+			}
+			if _, err := runTrace(ctx, d, a, cmd, &win); err != nil {
+				return out, err
+			}
+		}
+		if err := st.ResetStatements(ctx, d); err != nil {
+			return out, err
+		}
+		var mreq bytes.Buffer
+		menc := json.NewEncoder(&mreq)
+		for _, r := range reqs {
+			menc.Encode(r)
+		}
+		res, err := runTrace(ctx, d, a, cmd, &mreq)
+		if err != nil {
+			return out, err
+		}
+		pgss, err := st.CountStatements(ctx, d)
+		if err != nil {
+			return out, err
+		}
+		tt := TraceType{App: st.Target.Name, Type: typ, N: len(res), Expected: statementsPerRequest(st.Target.Meta, typ)}
+		var trips, stmts, parses []int
+		for _, r := range res {
+			if r.Error != "" {
+				tt.Failures++
+			}
+			trips = append(trips, r.RoundTrips)
+			stmts = append(stmts, r.Statements)
+			parses = append(parses, r.Parses)
+		}
+		tt.Trips, tt.Stmts, tt.Parses = rangeOf(trips), rangeOf(stmts), rangeOf(parses)
+		if len(res) > 0 {
+			tt.PGSS = float64(pgss) / float64(len(res))
+		}
+		out = append(out, tt)
+	}
+	return out, nil
+}
+
+func runTrace(ctx context.Context, d Containers, a *Agent, cmd []string, stdin *bytes.Buffer) ([]workloads.TraceResult, error) {
+	var out, errb bytes.Buffer
+	code, err := d.Exec(ctx, a.ID, ExecSpec{Cmd: cmd, Stdin: stdin, Stdout: &out, Stderr: &errb, Timeout: 20 * time.Minute})
+	if err != nil {
+		return nil, err
+	}
+	if code != 0 {
+		return nil, fmt.Errorf("trace in %s: %s", a.Name, strings.TrimSpace(errb.String()))
+	}
+	var res []workloads.TraceResult
+	dec := json.NewDecoder(&out)
+	for dec.More() {
+		var r workloads.TraceResult
+		if err := dec.Decode(&r); err != nil {
+			return nil, fmt.Errorf("trace output: %w", err)
+		}
+		res = append(res, r)
+	}
+	return res, nil
+}
+
+// AuthHeaders reads the app's auth header value (apps.Meta.Auth) from its
+// container; none when the app has no auth.
+func AuthHeaders(ctx context.Context, d Containers, st *Stack) ([]string, error) {
+	au := st.Target.Meta.Auth
+	if au == nil {
+		return nil, nil
+	}
+	app := st.Role("app")
+	var out, errb bytes.Buffer
+	code, err := d.Exec(ctx, app.ID, ExecSpec{Cmd: []string{"cat", au.File}, Stdout: &out, Stderr: &errb})
+	if err != nil {
+		return nil, err
+	}
+	v := strings.TrimSpace(out.String())
+	if code != 0 || v == "" {
+		return nil, fmt.Errorf("%s: no %s in %s (the app did not finish its set-up): %s", st.Target.Name, au.Header, au.File, strings.TrimSpace(errb.String()))
+	}
+	return []string{au.Header + ": " + v}, nil
+}
+
+// MixFor returns the request mix of an app's metadata, or nil.
+func MixFor(m *apps.Meta) (*workloads.Mix, error) {
+	switch m.Mix {
+	case "":
+		return nil, nil
+	case "redmine":
+		mx := workloads.RedmineMix()
+		return &mx, nil
+	case "aimeos":
+		mx, err := workloads.AimeosMix(workloads.AimeosOptions{})
+		return &mx, err
+	}
+	return nil, fmt.Errorf("apps/%s/app.yaml: mix %q is unknown (redmine or aimeos)", m.Name, m.Mix)
+}

@@ -1,0 +1,71 @@
+package workloads
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+)
+
+// TraceResult is one traced request: what the wire between the app and
+// its database showed while the app served it.
+type TraceResult struct {
+	Type      string `json:"type"`
+	Path      string `json:"path"`
+	Status    int    `json:"status"`
+	LatencyNS int64  `json:"latency_ns"`
+	Error     string `json:"error,omitempty"`
+	WireCounts
+}
+
+// Trace sends each request in turn to the app (from inside its network
+// namespace) and attributes the database traffic seen meanwhile to it.
+// Requests run one at a time, so every packet between two snapshots
+// belongs to one request.
+func Trace(ctx context.Context, w *WireCounter, baseURL string, reqs []Request, header map[string]string) ([]TraceResult, error) {
+	tr := &http.Transport{MaxConnsPerHost: 1, MaxIdleConnsPerHost: 1, DisableCompression: true, Proxy: nil}
+	defer tr.CloseIdleConnections()
+	hc := &http.Client{Transport: tr, Timeout: DefaultRequestTimeout,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	out := make([]TraceResult, 0, len(reqs))
+	for _, r := range reqs {
+		if err := w.Mark(5 * time.Second); err != nil {
+			return out, err
+		}
+		before := w.Snapshot()
+		res := TraceResult{Type: r.Type, Path: r.Path}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, baseURL+r.Path, nil)
+		if err != nil {
+			return out, err
+		}
+		for k, v := range header {
+			req.Header.Set(k, v)
+		}
+		start := time.Now()
+		resp, err := hc.Do(req)
+		if err == nil {
+			_, err = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			res.Status = resp.StatusCode
+		}
+		res.LatencyNS = time.Since(start).Nanoseconds()
+		if err != nil {
+			if ctx.Err() != nil {
+				return out, ctx.Err()
+			}
+			res.Error = err.Error()
+		} else if res.Status != http.StatusOK {
+			res.Error = fmt.Sprintf("unexpected status %d", res.Status)
+		}
+		if err := w.Mark(5 * time.Second); err != nil {
+			return out, err
+		}
+		res.WireCounts = w.Snapshot().Sub(before)
+		if err := w.Err(); err != nil {
+			return out, fmt.Errorf("capture stopped: %w", err)
+		}
+		out = append(out, res)
+	}
+	return out, nil
+}
