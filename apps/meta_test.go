@@ -1,6 +1,8 @@
 package apps
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -129,6 +131,45 @@ func TestValidName(t *testing.T) {
 	for _, bad := range []string{"", "Go", "2go", "a_b", "a/b", "../x", strings.Repeat("a", 40)} {
 		if ValidName(bad) {
 			t.Errorf("%q should be invalid", bad)
+		}
+	}
+}
+
+func TestScaffold(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "node"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "node", "app.yaml"), []byte(strings.Replace(goMeta, "name: go", "name: node", 1)), 0o644)
+	os.WriteFile(filepath.Join(dir, "node", "server.js"), []byte("// server\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "node", "README.md"), []byte("node's own readme\n"), 0o644)
+	files, err := Scaffold(dir, "mine", "node")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) != 3 {
+		t.Fatalf("files %v", files)
+	}
+	data, _ := os.ReadFile(filepath.Join(dir, "mine", "app.yaml"))
+	m, err := ParseMeta("mine", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.GoBuild[0].Package != "./apps/mine" {
+		t.Fatalf("gobuild package not renamed: %+v", m.GoBuild)
+	}
+	readme, _ := os.ReadFile(filepath.Join(dir, "mine", "README.md"))
+	if !strings.Contains(string(readme), "rttlab verify mine") {
+		t.Fatalf("README stub: %s", readme)
+	}
+	for _, c := range []struct{ name, from, want string }{
+		{"mine", "node", "already exists"},
+		{"Bad_Name", "node", "invalid"},
+		{"other", "cobol", "--from"},
+		{"other", "rails", "not found"},
+	} {
+		if _, err := Scaffold(dir, c.name, c.from); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Scaffold(%s, %s): %v, want %q", c.name, c.from, err, c.want)
 		}
 	}
 }

@@ -371,7 +371,9 @@ func (b *Builder) crossBuild(ctx context.Context, g apps.GoBuild) ([]byte, error
 	defer os.RemoveAll(tmp)
 	out := filepath.Join(tmp, g.Output)
 	args := []string{"build", "-trimpath", "-buildvcs=false", "-o", out}
-	if b.Version != "" {
+	// Only rttlab itself carries its version: app binaries stay
+	// byte-identical across rttlab versions, so their images stay cached.
+	if b.Version != "" && g.Package == "./cmd/rttlab" {
 		args = append(args, "-ldflags", "-X main.version="+b.Version)
 	}
 	args = append(args, g.Package)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -208,5 +209,43 @@ func TestIntegrationCleanLeavesForeignContainers(t *testing.T) {
 	}
 	if _, err := rt.InspectContainer(ctx, foreign); err != nil {
 		t.Fatalf("foreign container was touched: %v", err)
+	}
+}
+
+// TestIntegrationScaffoldedAppVerifies exercises `rttlab apps new`: the
+// scaffolded folder builds and passes verify as it stands.
+func TestIntegrationScaffoldedAppVerifies(t *testing.T) {
+	rt := engineForTest(t)
+	src, err := FindSource()
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := "scaffold-" + NewRunID()[:6]
+	if _, err := apps.Scaffold(filepath.Join(src, "apps"), name, "go"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		os.RemoveAll(filepath.Join(src, "apps", name))
+		if id, err := rt.ImageID(context.Background(), ImageRef(name)); err == nil {
+			rt.cli.ImageRemove(context.Background(), id, imageRemoveForce)
+		}
+	})
+	all := builtApps(t, rt, "postgres", name)
+	target, err := apps.Resolve(all, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	st, err := StartStack(ctx, rt, StackOptions{Target: target, Publish: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Remove(context.Background(), rt) })
+	checks, err := VerifyStack(ctx, rt, st, VerifyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bad := Failed(checks); len(bad) > 0 {
+		t.Fatalf("scaffolded app fails verify: %v", bad)
 	}
 }

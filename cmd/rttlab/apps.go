@@ -17,7 +17,7 @@ func newAppsCmd() *cobra.Command {
 		Use:   "apps",
 		Short: "List the applications rttlab can run",
 	}
-	cmd.AddCommand(newAppsListCmd())
+	cmd.AddCommand(newAppsListCmd(), newAppsNewCmd())
 	return cmd
 }
 

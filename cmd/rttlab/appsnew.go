@@ -1,0 +1,57 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rttlab/rttlab/apps"
+	"github.com/rttlab/rttlab/orchestrator"
+)
+
+type appsNewOptions struct {
+	from string
+	dir  string
+}
+
+func newAppsNewCmd() *cobra.Command {
+	o := &appsNewOptions{}
+	cmd := &cobra.Command{
+		Use:   "new NAME --from go|node|rails|axum",
+		Short: "Scaffold apps/NAME from an existing framework app",
+		Long: `Copies apps/FROM (a complete implementation of the route contract) into
+apps/NAME with its metadata renamed and a README listing the edits to make.
+Fill in your framework, then:
+
+  rttlab images build NAME
+  rttlab verify NAME
+  rttlab run --plan smoke --apps NAME
+
+Inside a checkout the new folder is picked up without rebuilding rttlab.
+A Go template becomes a new main package of this module (./apps/NAME).`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir := o.dir
+			if dir == "" {
+				src, err := orchestrator.FindSource()
+				if err != nil {
+					return usagef("apps new writes into a checkout's apps/ folder: %v (or pass --dir)", err)
+				}
+				dir = filepath.Join(src, "apps")
+			}
+			files, err := apps.Scaffold(dir, args[0], o.from)
+			if err != nil {
+				return usageError{err}
+			}
+			for _, f := range files {
+				fmt.Fprintf(cmd.OutOrStdout(), "created %s\n", f)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "next: edit apps/%s (see its README.md), then rttlab verify %s\n", args[0], args[0])
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&o.from, "from", "go", "template app: go, node, rails or axum")
+	cmd.Flags().StringVar(&o.dir, "dir", "", "apps folder to write into (default: the checkout's apps/)")
+	return cmd
+}
