@@ -48,6 +48,8 @@ type Plan struct {
 	SelectRuns    int `yaml:"select1_runs" json:"select1_runs"`
 	SelectCalls   int `yaml:"select1_calls" json:"select1_calls"`
 	TaskICMPCount int `yaml:"task_icmp_count" json:"task_icmp_count"`
+	// TraceRequests per request type for the round-trip trace of each app.
+	TraceRequests int `yaml:"trace_requests" json:"trace_requests"`
 }
 
 // PlanApp is one app of a plan.
@@ -77,7 +79,7 @@ func BuiltinPlan(name string) (*Plan, bool) {
 		return &Plan{
 			Name: "study", Seed: 20260926, DelaysMs: append([]float64(nil), StudyDelaysMs...),
 			Runs: 20, Requests: 100, Warmup: 20, Shaper: "auto", Scope: "path",
-			ICMPCount: 50, SelectRuns: 5, SelectCalls: 200, TaskICMPCount: 5,
+			ICMPCount: 50, SelectRuns: 5, SelectCalls: 200, TaskICMPCount: 5, TraceRequests: 100,
 			Apps: []PlanApp{
 				{Name: "go", Routes: []string{"/feed"}},
 				{Name: "node", Routes: []string{"/feed"}},
@@ -88,7 +90,7 @@ func BuiltinPlan(name string) (*Plan, bool) {
 		return &Plan{
 			Name: "smoke", Seed: 1, DelaysMs: []float64{0, 0.5, 1},
 			Runs: 3, Requests: 20, Warmup: 5, Shaper: "auto", Scope: "path",
-			ICMPCount: 20, SelectRuns: 3, SelectCalls: 50, TaskICMPCount: 3,
+			ICMPCount: 20, SelectRuns: 3, SelectCalls: 50, TaskICMPCount: 3, TraceRequests: 20,
 			Apps: []PlanApp{
 				{Name: "go", Routes: []string{"/feed", "/feed-naive"}},
 				{Name: "node", Routes: []string{"/feed"}},
@@ -165,6 +167,9 @@ func (p *Plan) Defaults() {
 	}
 	if p.TaskICMPCount == 0 {
 		p.TaskICMPCount = 5
+	}
+	if p.TraceRequests == 0 {
+		p.TraceRequests = 100
 	}
 }
 
@@ -250,7 +255,7 @@ func (p *Plan) Validate() error {
 	for _, f := range []struct {
 		name string
 		v    int
-	}{{"icmp_count", p.ICMPCount}, {"select1_runs", p.SelectRuns}, {"select1_calls", p.SelectCalls}, {"task_icmp_count", p.TaskICMPCount}} {
+	}{{"icmp_count", p.ICMPCount}, {"select1_runs", p.SelectRuns}, {"select1_calls", p.SelectCalls}, {"task_icmp_count", p.TaskICMPCount}, {"trace_requests", p.TraceRequests}} {
 		if err := positive(f.name, f.v, 100000); err != nil {
 			return err
 		}

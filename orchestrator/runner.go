@@ -240,6 +240,10 @@ func startSession(ctx context.Context, d Docker, target apps.Target, p *Plan, ru
 		return nil, err
 	}
 	s.base = fmt.Sprintf("http://app:%d", target.Meta.Port)
+	if s.header, err = AuthHeaders(ctx, d, st); err != nil {
+		st.Remove(context.WithoutCancel(ctx), d)
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -270,6 +274,12 @@ func runApp(ctx context.Context, d Docker, all map[string]*apps.Meta, p *Plan, f
 	if m.Shaper == "" {
 		m.Shaper, m.ShaperReason = s.sh.Backend, s.sh.Why
 		if err := f.WriteManifest(m); err != nil {
+			return 0, err
+		}
+	}
+	if !state.HasTrace(app) {
+		note(fmt.Sprintf("%s: tracing %d requests per request type (round trips on the wire)", app, p.TraceRequests))
+		if err := traceForRun(ctx, d, s, p, f, target); err != nil {
 			return 0, err
 		}
 	}
@@ -313,6 +323,22 @@ func runApp(ctx context.Context, d Docker, all map[string]*apps.Meta, p *Plan, f
 		}
 	}
 	return n, nil
+}
+
+func traceForRun(ctx context.Context, d Docker, s *appSession, p *Plan, f *results.Folder, target apps.Target) error {
+	mix, err := MixFor(target.Meta)
+	if err != nil {
+		return err
+	}
+	if err := s.sh.SetRTT(ctx, d, 0); err != nil {
+		return err
+	}
+	rows, err := TraceApp(ctx, d, s.sh, TraceOptions{Requests: TraceRequests(target, mix, p.TraceRequests, p.Seed),
+		Warmup: 5, Header: s.header, Weights: MixWeights(mix)})
+	if err != nil {
+		return fmt.Errorf("trace: %w", err)
+	}
+	return results.WriteTrace(f.Dir(), rows)
 }
 
 func runProbes(ctx context.Context, d Docker, s *appSession, p *Plan, f *results.Folder, app string) error {

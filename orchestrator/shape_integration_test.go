@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rttlab/rttlab/apps"
+	"github.com/rttlab/rttlab/results"
 	"github.com/rttlab/rttlab/workloads"
 )
 
@@ -234,10 +235,10 @@ func TestIntegrationTraceKnownAnswer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]TraceType{}
+	got := map[string]results.TraceRow{}
 	for _, tt := range types {
 		got[tt.Type] = tt
-		t.Logf("%s: round trips %v, statements %v, parses %v, pg_stat_statements %.2f/req", tt.Type, tt.Trips, tt.Stmts, tt.Parses, tt.PGSS)
+		t.Logf("%s: round trips %v, statements %v, parses %v, pg_stat_statements %.2f/req", tt.Type, tt.RoundTrips, tt.Statements, tt.Parses, tt.PGSS)
 	}
 	// Known answers: the Go app's cached statements cost one round trip each.
 	for typ, want := range map[string]float64{"/serial?n=5": 5, "/feed": 3, "/feed-naive": 12} {
@@ -245,8 +246,8 @@ func TestIntegrationTraceKnownAnswer(t *testing.T) {
 		if tt.N != 20 || tt.Failures != 0 {
 			t.Fatalf("%s: n %d failures %d", typ, tt.N, tt.Failures)
 		}
-		if tt.Trips.Median != want || tt.Stmts.Median != want || tt.PGSS != want {
-			t.Errorf("%s: round trips %v statements %v pg_stat_statements %.2f, want %g", typ, tt.Trips, tt.Stmts, tt.PGSS, want)
+		if tt.RoundTrips.Median != want || tt.Statements.Median != want || tt.PGSS != want {
+			t.Errorf("%s: round trips %v statements %v pg_stat_statements %.2f, want %g", typ, tt.RoundTrips, tt.Statements, tt.PGSS, want)
 		}
 	}
 }

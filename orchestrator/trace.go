@@ -11,42 +11,9 @@ import (
 	"time"
 
 	"github.com/rttlab/rttlab/apps"
+	"github.com/rttlab/rttlab/results"
 	"github.com/rttlab/rttlab/workloads"
 )
-
-// TraceType is the per-request trace of one request type.
-type TraceType struct {
-	App      string  `json:"app"`
-	Type     string  `json:"type"`
-	N        int     `json:"n"`
-	Failures int     `json:"failures"`
-	Trips    Range   `json:"round_trips"`
-	Stmts    Range   `json:"statements"`
-	Parses   Range   `json:"parses"`
-	PGSS     float64 `json:"pg_stat_statements_per_request"`
-	// Expected statements per request from the app's metadata (-1: none).
-	Expected float64 `json:"expected_statements"`
-}
-
-// Range is a median and range over requests.
-type Range struct {
-	Median float64 `json:"median"`
-	Min    int     `json:"min"`
-	Max    int     `json:"max"`
-}
-
-func rangeOf(v []int) Range {
-	if len(v) == 0 {
-		return Range{}
-	}
-	s := slices.Clone(v)
-	slices.Sort(s)
-	med := float64(s[len(s)/2])
-	if len(s)%2 == 0 {
-		med = float64(s[len(s)/2-1]+s[len(s)/2]) / 2
-	}
-	return Range{Median: med, Min: s[0], Max: s[len(s)-1]}
-}
 
 // TraceRequests returns the request types of an app with n requests each:
 // its routes (/serial with n=5), or its mix's types.
@@ -78,13 +45,15 @@ type TraceOptions struct {
 	Requests map[string][]workloads.Request
 	Warmup   int
 	Header   []string
+	// Weights are the mix shares of the request types (none for routes).
+	Weights map[string]float64
 }
 
 // TraceApp sends each type's requests from inside the app's agent and
 // counts, per request, the database round trips on the wire, the
 // statements and Parse messages in the protocol stream, and (per type)
 // the pg_stat_statements executions.
-func TraceApp(ctx context.Context, d Containers, sh *Shaping, o TraceOptions) ([]TraceType, error) {
+func TraceApp(ctx context.Context, d Containers, sh *Shaping, o TraceOptions) ([]results.TraceRow, error) {
 	st := sh.Stack
 	a := sh.Agents["app"]
 	db := st.Role("db")
@@ -93,7 +62,7 @@ func TraceApp(ctx context.Context, d Containers, sh *Shaping, o TraceOptions) ([
 		types = append(types, k)
 	}
 	slices.Sort(types)
-	var out []TraceType
+	var out []results.TraceRow
 	for _, typ := range types {
 		reqs := o.Requests[typ]
 		// The warmup runs alone; the statement counters are reset before
@@ -129,7 +98,7 @@ func TraceApp(ctx context.Context, d Containers, sh *Shaping, o TraceOptions) ([
 		if err != nil {
 			return out, err
 		}
-		tt := TraceType{App: st.Target.Name, Type: typ, N: len(res), Expected: statementsPerRequest(st.Target.Meta, typ)}
+		tt := results.TraceRow{App: st.Target.Name, Type: typ, N: len(res), Expected: statementsPerRequest(st.Target.Meta, typ), Weight: o.Weights[typ]}
 		var trips, stmts, parses []int
 		for _, r := range res {
 			if r.Error != "" {
@@ -139,7 +108,7 @@ func TraceApp(ctx context.Context, d Containers, sh *Shaping, o TraceOptions) ([
 			stmts = append(stmts, r.Statements)
 			parses = append(parses, r.Parses)
 		}
-		tt.Trips, tt.Stmts, tt.Parses = rangeOf(trips), rangeOf(stmts), rangeOf(parses)
+		tt.RoundTrips, tt.Statements, tt.Parses = results.RangeOf(trips), results.RangeOf(stmts), results.RangeOf(parses)
 		if len(res) > 0 {
 			tt.PGSS = float64(pgss) / float64(len(res))
 		}
@@ -202,4 +171,20 @@ func MixFor(m *apps.Meta) (*workloads.Mix, error) {
 		return &mx, err
 	}
 	return nil, fmt.Errorf("apps/%s/app.yaml: mix %q is unknown (redmine or aimeos)", m.Name, m.Mix)
+}
+
+// MixWeights returns the shares of a mix's request types.
+func MixWeights(m *workloads.Mix) map[string]float64 {
+	if m == nil {
+		return nil
+	}
+	var sum float64
+	for _, it := range m.Items {
+		sum += it.Weight
+	}
+	out := map[string]float64{}
+	for _, it := range m.Items {
+		out[it.Name] = it.Weight / sum
+	}
+	return out
 }

@@ -272,6 +272,8 @@ type Data struct {
 	// Samples holds the samples of done attempts only, in file order.
 	Samples []Sample
 	Probes  []Probe
+	// Trace is trace.json's rows, when present.
+	Trace []TraceRow
 	// Ignored counts samples of attempts that were never marked done.
 	Ignored int
 	// Notes lists tolerated defects (an incomplete last line after a
@@ -399,6 +401,9 @@ func Load(dir string) (*Data, error) {
 	}
 
 	if err := d.readProbes(filepath.Join(dir, ProbesFile)); err != nil {
+		return nil, err
+	}
+	if d.Trace, err = ReadTrace(dir); err != nil {
 		return nil, err
 	}
 	return d, nil

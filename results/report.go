@@ -353,6 +353,8 @@ func (s *Summary) Markdown() []byte {
 		b.WriteString("\n")
 	}
 
+	s.traceMarkdown(&b)
+
 	b.WriteString("## Verification probes\n\n")
 	if len(s.Probes) == 0 {
 		b.WriteString("No probes recorded.\n\n")

@@ -411,6 +411,8 @@ type Summary struct {
 	// task attempts, per-cell warnings, probe tolerance flags, skipped
 	// apps.
 	Warnings []string
+	// Trace is the per-request trace (trace.json), when the folder has one.
+	Trace []TraceRow
 }
 
 // Analyze computes run statistics, cells with bootstrap intervals and
@@ -419,7 +421,7 @@ type Summary struct {
 func Analyze(d *Data, o Options) *Summary {
 	o = o.withDefaults()
 	m := &d.Manifest
-	sum := &Summary{Plan: m.PlanName, Seed: m.Seed, Options: o, Manifest: *m}
+	sum := &Summary{Plan: m.PlanName, Seed: m.Seed, Options: o, Manifest: *m, Trace: d.Trace}
 
 	runs := RunStats(d.Samples)
 	// A done task without any sample is a run with no successful requests.

@@ -2,15 +2,14 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
 	"github.com/rttlab/rttlab/orchestrator"
+	"github.com/rttlab/rttlab/results"
 )
 
 type traceOptions struct {
@@ -82,7 +81,7 @@ ratio.`,
 				return err
 			}
 			types, err := orchestrator.TraceApp(ctx, rt, sh, orchestrator.TraceOptions{
-				Requests: orchestrator.TraceRequests(t, mix, o.requests, o.seed), Warmup: o.warmup, Header: hdr})
+				Requests: orchestrator.TraceRequests(t, mix, o.requests, o.seed), Warmup: o.warmup, Header: hdr, Weights: orchestrator.MixWeights(mix)})
 			if err != nil {
 				return err
 			}
@@ -94,17 +93,22 @@ ratio.`,
 					exp = fmt.Sprint(tt.Expected)
 				}
 				fmt.Fprintf(w, "%s\t%d\t%d\t%g [%d-%d]\t%g [%d-%d]\t%g [%d-%d]\t%.2f\t%s\n", tt.Type, tt.N, tt.Failures,
-					tt.Trips.Median, tt.Trips.Min, tt.Trips.Max, tt.Stmts.Median, tt.Stmts.Min, tt.Stmts.Max,
+					tt.RoundTrips.Median, tt.RoundTrips.Min, tt.RoundTrips.Max, tt.Statements.Median, tt.Statements.Min, tt.Statements.Max,
 					tt.Parses.Median, tt.Parses.Min, tt.Parses.Max, tt.PGSS, exp)
 			}
 			w.Flush()
 			if o.out != "" {
-				b, _ := json.MarshalIndent(types, "", "  ")
-				p := filepath.Join(o.out, "trace.json")
-				if err := os.WriteFile(p, append(b, '\n'), 0o644); err != nil {
+				if _, err := results.Load(o.out); err != nil {
+					return fmt.Errorf("--out %s is not a readable results folder: %w", o.out, err)
+				}
+				if err := results.WriteTrace(o.out, types); err != nil {
 					return err
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "wrote %s\n", p)
+				files, err := results.RenderFiles(o.out, results.Options{})
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "wrote %s and regenerated %d files\n", filepath.Join(o.out, results.TraceFile), len(files))
 			}
 			return nil
 		},

@@ -1,0 +1,170 @@
+package results
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// TraceFile holds the per-request trace of each app's request types
+// (written by the runner or `rttlab trace --out`); optional.
+const TraceFile = "trace.json"
+
+// TraceRow is the trace of one request type of one app: per request, the
+// database round trips seen on the wire, the statements (Query and Execute
+// messages) and Parse messages, and pg_stat_statements executions.
+type TraceRow struct {
+	App        string     `json:"app"`
+	Type       string     `json:"type"`
+	Weight     float64    `json:"weight"` // share in the app's mix; 0 for routes
+	N          int        `json:"n"`
+	Failures   int        `json:"failures"`
+	RoundTrips TraceRange `json:"round_trips"`
+	Statements TraceRange `json:"statements"`
+	Parses     TraceRange `json:"parses"`
+	PGSS       float64    `json:"pg_stat_statements_per_request"`
+	// Expected statements per request from the app's metadata; -1 when
+	// the app declares none (a mix).
+	Expected float64 `json:"expected_statements"`
+}
+
+// TraceRange is a median and range over requests.
+type TraceRange struct {
+	Median float64 `json:"median"`
+	Min    int     `json:"min"`
+	Max    int     `json:"max"`
+}
+
+// RangeOf summarises per-request counts.
+func RangeOf(v []int) TraceRange {
+	if len(v) == 0 {
+		return TraceRange{}
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	f := make([]float64, len(s))
+	for i, x := range s {
+		f[i] = float64(x)
+	}
+	return TraceRange{Median: Percentile(f, 0.5), Min: s[0], Max: s[len(s)-1]}
+}
+
+// ReadTrace reads DIR/trace.json; a folder without one has no trace.
+func ReadTrace(dir string) ([]TraceRow, error) {
+	p := filepath.Join(dir, TraceFile)
+	b, err := os.ReadFile(p)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var rows []TraceRow
+	if err := json.Unmarshal(b, &rows); err != nil {
+		return nil, fmt.Errorf("%s: %w", jsonErrPos(p, b, err), err)
+	}
+	return rows, nil
+}
+
+// WriteTrace replaces the rows of the apps in rows and writes the file
+// atomically.
+func WriteTrace(dir string, rows []TraceRow) error {
+	old, err := ReadTrace(dir)
+	if err != nil {
+		return err
+	}
+	apps := map[string]bool{}
+	for _, r := range rows {
+		apps[r.App] = true
+	}
+	var all []TraceRow
+	for _, r := range old {
+		if !apps[r.App] {
+			all = append(all, r)
+		}
+	}
+	all = append(all, rows...)
+	slices.SortFunc(all, func(a, b TraceRow) int {
+		if c := strings.Compare(a.App, b.App); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Type, b.Type)
+	})
+	b, err := json.MarshalIndent(all, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeAtomic(dir, TraceFile, append(b, '\n'))
+}
+
+// traceMarkdown puts each app's traced round trips next to its measured
+// amplification ratio.
+func (s *Summary) traceMarkdown(b *strings.Builder) {
+	if len(s.Trace) == 0 {
+		return
+	}
+	b.WriteString("## Round trips per request (trace)\n\n")
+	b.WriteString("Per request, traced one at a time without added delay: round trips = client→database bursts answered by the database, seen on the wire in the app's network namespace; statements = Query and Execute protocol messages; parses = Parse messages; pg_stat_statements = executions per request. Median [min-max].\n\n")
+	var apps []string
+	for _, r := range s.Trace {
+		if !slices.Contains(apps, r.App) {
+			apps = append(apps, r.App)
+		}
+	}
+	for _, app := range apps {
+		fmt.Fprintf(b, "### %s\n\n", mdEscape(app))
+		b.WriteString("| type | share | n | round trips | statements | parses | pg_stat_statements | expected | failed |\n")
+		b.WriteString("| --- | ---: | ---: | --- | --- | --- | ---: | ---: | ---: |\n")
+		var wsum, wtrips float64
+		for _, r := range s.Trace {
+			if r.App != app {
+				continue
+			}
+			share, exp := dash, dash
+			if r.Weight > 0 {
+				share = fmtFixed(r.Weight*100, 0) + "%"
+				wsum += r.Weight
+				wtrips += r.Weight * r.RoundTrips.Median
+			}
+			if r.Expected >= 0 {
+				exp = fmtFixed(r.Expected, 0)
+			}
+			fmt.Fprintf(b, "| %s | %s | %d | %s | %s | %s | %s | %s | %d |\n", mdEscape(r.Type), share, r.N,
+				traceRange(r.RoundTrips), traceRange(r.Statements), traceRange(r.Parses), fmtFixed(r.PGSS, 2), exp, r.Failures)
+		}
+		b.WriteString("\n")
+		var ratios []string
+		for _, c := range s.Cells {
+			if c.App != app || !c.HasBaseline {
+				continue
+			}
+			ratios = append(ratios, fmt.Sprintf("%s at %s ms: %s", mdEscape(c.Route), fmtSetting(c.RTTms), fmtFixed(c.Ratio, 1)))
+		}
+		if wsum > 0 {
+			fmt.Fprintf(b, "Mix-weighted round trips per request: %s. ", fmtFixed(wtrips/wsum, 1))
+		}
+		if len(ratios) > 0 {
+			fmt.Fprintf(b, "Measured amplification ratio (change ÷ RTT): %s.\n\n", strings.Join(ratios, "; "))
+		} else {
+			b.WriteString("No measured amplification ratio for this app in this folder.\n\n")
+		}
+	}
+}
+
+func traceRange(r TraceRange) string {
+	return fmt.Sprintf("%s [%d-%d]", fmtFixed(r.Median, 1), r.Min, r.Max)
+}
+
+// HasTrace reports whether the folder's trace covers app.
+func (d *Data) HasTrace(app string) bool {
+	for _, r := range d.Trace {
+		if r.App == app {
+			return true
+		}
+	}
+	return false
+}
