@@ -1,0 +1,86 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+)
+
+func run(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	cmd := newRootCmd()
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SetArgs(args)
+	err := cmd.ExecuteContext(context.Background())
+	return out.String(), err
+}
+
+func TestEveryCommandHasHelp(t *testing.T) {
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if c.Short == "" {
+			t.Errorf("%q has no short help", c.CommandPath())
+		}
+		for _, sub := range c.Commands() {
+			if sub.Name() == "help" || sub.Name() == "completion" {
+				continue
+			}
+			walk(sub)
+		}
+	}
+	walk(newRootCmd())
+	out, err := run(t, "run", "--help")
+	if err != nil || !strings.Contains(out, "--plan") || !strings.Contains(out, "study") {
+		t.Fatalf("run --help: %v\n%s", err, out)
+	}
+}
+
+// Bad input is refused with one line before anything starts, and is a
+// usage error (exit status 2).
+func TestBadInputOneLine(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte("delays_ms: [0, 1\n"), 0o644)
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--plan", "smoke", "--delays", "0,-1"}, "negative"},
+		{[]string{"run", "--plan", "smoke", "--delays", "0,0.5,0.5"}, "listed twice"},
+		{[]string{"run", "--plan", "smoke", "--delays", ","}, "empty"},
+		{[]string{"run", "--plan", "smoke", "--runs", "-2"}, "must be positive"},
+		{[]string{"run", "--plan", "smoke", "--apps", "cobol"}, "unknown app \"cobol\" (known apps:"},
+		{[]string{"run", "--plan", "smoke", "--routes", "/nope"}, "route /nope is unknown"},
+		{[]string{"run", "--plan", bad}, "bad.yaml: line"},
+		{[]string{"run", "--plan", "nosuch"}, "neither a built-in plan"},
+		{[]string{"run", "--resume", dir, "--seed", "3"}, "drop --seed"},
+		{[]string{"shape", "set", "--rtt", "-1ms"}, "negative"},
+		{[]string{"shape", "set", "--rtt", "NaN"}, "rtt"},
+		{[]string{"shape", "set", "--rtt", "5"}, "no unit"},
+		{[]string{"shape", "set", "--rtt", "2s"}, "1s"},
+		{[]string{"shape", "verify", "go", "--delays", "0,abc"}, "not a number"},
+		{[]string{"agent", "ctl", "set"}, "--delay"},
+		{[]string{"apps", "new", "Bad_Name", "--from", "go", "--dir", dir}, "invalid"},
+		{[]string{"apps", "new", "x", "--from", "cobol", "--dir", dir}, "--from"},
+		{[]string{"verify", "--requests", "0", "go"}, "--requests"},
+	}
+	for _, c := range cases {
+		_, err := run(t, c.args...)
+		var ue usageError
+		if err == nil || !errors.As(err, &ue) {
+			t.Errorf("%v: err = %v, want a usage error", c.args, err)
+			continue
+		}
+		if !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%v: %q, want one line containing %q", c.args, err, c.want)
+		}
+	}
+}
