@@ -30,7 +30,7 @@ test: build vet
 	RTTLAB_INTEGRATION=1 $(ENGINE) $(GO) test -count=1 -timeout 80m -p 1 ./...
 
 run: build
-	$(ENGINE) sh -c '$(BIN) images base && $(BIN) images build && $(BIN) verify go'
+	$(ENGINE) sh -c '$(BIN) images base && $(BIN) run --plan smoke'
 
 clean:
 	rm -rf bin

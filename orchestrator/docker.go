@@ -130,6 +130,9 @@ func NewRuntime(ctx context.Context) (*Runtime, error) {
 	defer cancel()
 	if _, err := cli.Ping(pctx); err != nil {
 		cli.Close()
+		if strings.Contains(err.Error(), "permission denied") {
+			return nil, fmt.Errorf("%w: permission denied on %s: run as root (sudo rttlab ...)", ErrNoEngine, cli.DaemonHost())
+		}
 		return nil, fmt.Errorf("%w (%s: %v)", ErrNoEngine, cli.DaemonHost(), firstLine(err.Error()))
 	}
 	cli.NegotiateAPIVersion(pctx)
