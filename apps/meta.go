@@ -35,6 +35,10 @@ type Meta struct {
 	GoBuild []GoBuild `yaml:"gobuild"`
 	// BuildArgs are passed to the image build.
 	BuildArgs map[string]string `yaml:"buildargs"`
+	// Wire declares, per variant ("" for an app without variants), the
+	// protocol work per statement that verify checks on the wire: Parse
+	// messages and database round trips.
+	Wire map[string]WirePerStatement `yaml:"wire"`
 	// Mix names the weighted request mix that drives an application
 	// without a route contract (redmine, aimeos).
 	Mix string `yaml:"mix"`
@@ -53,6 +57,14 @@ type Route struct {
 	// /serial?n=N, StatementsPerN is set instead: statements = N.
 	Statements     int  `yaml:"statements"`
 	StatementsPerN bool `yaml:"statements_per_n"`
+}
+
+// WirePerStatement is the protocol work one statement costs.
+type WirePerStatement struct {
+	Parses     float64 `yaml:"parses"`
+	RoundTrips float64 `yaml:"round_trips"`
+	// ExtraRoundTrips per request on top (e.g. a trailing Close).
+	ExtraRoundTrips float64 `yaml:"extra_round_trips"`
 }
 
 // Auth is a request header read from a file in the app container.

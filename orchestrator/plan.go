@@ -84,6 +84,8 @@ func BuiltinPlan(name string) (*Plan, bool) {
 				{Name: "go", Routes: []string{"/feed"}},
 				{Name: "node", Routes: []string{"/feed"}},
 				{Name: "rails", Routes: []string{"/feed", "/feed-naive"}},
+				{Name: "axum-cached", Routes: []string{"/feed"}},
+				{Name: "axum-raw", Routes: []string{"/feed"}},
 			},
 		}, true
 	case "smoke":
@@ -95,6 +97,8 @@ func BuiltinPlan(name string) (*Plan, bool) {
 				{Name: "go", Routes: []string{"/feed", "/feed-naive"}},
 				{Name: "node", Routes: []string{"/feed"}},
 				{Name: "rails", Routes: []string{"/feed", "/feed-naive"}},
+				{Name: "axum-cached", Routes: []string{"/feed"}},
+				{Name: "axum-raw", Routes: []string{"/feed"}},
 			},
 		}, true
 	}

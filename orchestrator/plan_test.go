@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"github.com/rttlab/rttlab/apps"
 	"reflect"
 	"strings"
 	"testing"
@@ -180,4 +181,41 @@ func FuzzParsePlan(f *testing.F) {
 			}
 		}
 	})
+}
+
+// The smoke plan exercises every app there is, so make run and CI cover
+// every framework; the study covers the study's framework rows.
+func TestBuiltinPlansCoverApps(t *testing.T) {
+	all, err := apps.Load(apps.Embedded())
+	if err != nil {
+		t.Fatal(err)
+	}
+	smoke, _ := BuiltinPlan("smoke")
+	in := map[string]bool{}
+	for _, a := range smoke.Apps {
+		in[a.Name] = true
+	}
+	for _, tg := range apps.Targets(all) {
+		if !in[tg.Name] {
+			t.Errorf("smoke plan lacks app %s", tg.Name)
+		}
+	}
+	if err := ValidatePlanApps(smoke, all); err != nil {
+		t.Fatal(err)
+	}
+	study, _ := BuiltinPlan("study")
+	if err := ValidatePlanApps(study, all); err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string]bool{}
+	for _, a := range study.Apps {
+		for _, r := range a.Routes {
+			rows[a.Name+" "+r] = true
+		}
+	}
+	for _, want := range []string{"go /feed", "node /feed", "rails /feed", "rails /feed-naive", "axum-cached /feed", "axum-raw /feed"} {
+		if !rows[want] {
+			t.Errorf("study plan lacks %s", want)
+		}
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rttlab/rttlab/apps"
+	"github.com/rttlab/rttlab/results"
 )
 
 // Check is one verification result.
@@ -46,6 +47,10 @@ type VerifyOptions struct {
 	SerialN int
 	// Progress receives each check as it completes.
 	Progress func(Check)
+	// Shaping, when set, adds the wire checks: per route, the database
+	// round trips and Parse messages per request seen by the app's agent,
+	// against the metadata's per-statement figures (apps.Meta.Wire).
+	Shaping *Shaping
 }
 
 // SQL runs admin SQL in the stack's database container as the postgres
@@ -120,6 +125,22 @@ func VerifyStack(ctx context.Context, d Containers, st *Stack, o VerifyOptions) 
 		}
 	}
 	meta := st.Target.Meta
+	if meta.Mix != "" {
+		// An application driven by a request mix: its routes answer 200
+		// JSON with its auth header, and not without it; its statement
+		// counts are not declared but traced.
+		hdr, err := AuthHeaders(ctx, d, st)
+		if err != nil {
+			return checks, err
+		}
+		for _, r := range meta.Routes {
+			add(checkJSONWith(hc, base, r.Path, http.StatusOK, nil, hdr))
+			if len(hdr) > 0 {
+				add(checkStatus(hc, base, r.Path, http.StatusUnauthorized, []string{strings.SplitN(hdr[0], ":", 2)[0] + ": wrong-key"}))
+			}
+		}
+		return checks, nil
+	}
 	add(checkJSON(hc, base, meta.Health, http.StatusOK, nil))
 	for _, r := range meta.Routes {
 		path := r.Path
@@ -140,7 +161,72 @@ func VerifyStack(ctx context.Context, d Containers, st *Stack, o VerifyOptions) 
 		}
 		add(c)
 	}
+	if o.Shaping != nil {
+		wc, err := wireChecks(ctx, d, o.Shaping, o)
+		if err != nil {
+			return checks, err
+		}
+		for _, c := range wc {
+			add(c)
+		}
+	}
 	return checks, nil
+}
+
+// wireChecks traces each route and compares round trips and Parse
+// messages per request with what the metadata declares per statement.
+func wireChecks(ctx context.Context, d Containers, sh *Shaping, o VerifyOptions) ([]Check, error) {
+	st := sh.Stack
+	reqs := TraceRequests(st.Target, nil, o.Requests, 1)
+	for k, v := range reqs {
+		if strings.HasSuffix(k, "?n=5") && o.SerialN != 5 {
+			p := strings.TrimSuffix(k, "?n=5") + fmt.Sprintf("?n=%d", o.SerialN)
+			for i := range v {
+				v[i].Type, v[i].Path = p, p
+			}
+			delete(reqs, k)
+			reqs[p] = v
+		}
+	}
+	rows, err := TraceApp(ctx, d, sh, TraceOptions{Requests: reqs, Warmup: 3})
+	if err != nil {
+		return nil, err
+	}
+	want, declared := st.Target.Meta.Wire[st.Target.Variant]
+	var out []Check
+	for _, r := range rows {
+		stmts := statementsPerRequest(st.Target.Meta, r.Type)
+		for _, w := range []struct {
+			what     string
+			observed float64
+			per      float64
+			extra    float64
+		}{{"round trips per request (wire)", r.RoundTrips.Median, want.RoundTrips, want.ExtraRoundTrips}, {"Parse messages per request (wire)", r.Parses.Median, want.Parses, 0}} {
+			c := Check{Route: r.Type, What: w.what, Observed: strconv.FormatFloat(w.observed, 'f', -1, 64)}
+			if !declared || stmts < 0 {
+				c.Expected, c.OK = "(not declared)", true
+				c.Detail = fmt.Sprintf("median over %d requests, range %s", r.N, wireRange(w.what, r))
+			} else {
+				exp := stmts*w.per + w.extra
+				c.Expected = strconv.FormatFloat(exp, 'f', -1, 64)
+				c.OK = w.observed == exp
+				if !c.OK {
+					c.Detail = fmt.Sprintf("median over %d requests (range %s); apps/%s/app.yaml declares %g per statement for variant %q",
+						r.N, wireRange(w.what, r), st.Target.Meta.Name, w.per, st.Target.Variant)
+				}
+			}
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+func wireRange(what string, r results.TraceRow) string {
+	x := r.RoundTrips
+	if strings.HasPrefix(what, "Parse") {
+		x = r.Parses
+	}
+	return fmt.Sprintf("%d-%d", x.Min, x.Max)
 }
 
 func countCheck(ctx context.Context, d Containers, hc *http.Client, st *Stack, base string, r apps.Route, o VerifyOptions) (Check, error) {
@@ -267,9 +353,46 @@ func feedShape(v any) error {
 	return nil
 }
 
+// checkStatus checks only the status, e.g. the refusal of a wrong key.
+func checkStatus(hc *http.Client, base, path string, want int, headers []string) Check {
+	c := Check{Route: path, What: "status with a wrong API key", Expected: fmt.Sprint(want)}
+	req, err := http.NewRequest(http.MethodGet, base+path, nil)
+	if err != nil {
+		c.Observed, c.Detail = "error", err.Error()
+		return c
+	}
+	for _, h := range headers {
+		k, v, _ := strings.Cut(h, ":")
+		req.Header.Set(strings.TrimSpace(k), strings.TrimSpace(v))
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		c.Observed, c.Detail = "error", err.Error()
+		return c
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	c.Observed = fmt.Sprint(resp.StatusCode)
+	c.OK = resp.StatusCode == want
+	return c
+}
+
 func checkJSON(hc *http.Client, base, path string, wantStatus int, shape shapeCheck) Check {
+	return checkJSONWith(hc, base, path, wantStatus, shape, nil)
+}
+
+func checkJSONWith(hc *http.Client, base, path string, wantStatus int, shape shapeCheck, headers []string) Check {
 	c := Check{Route: path, What: "status, JSON", Expected: fmt.Sprintf("%d application/json", wantStatus)}
-	resp, err := hc.Get(base + path)
+	req, err := http.NewRequest(http.MethodGet, base+path, nil)
+	if err != nil {
+		c.Observed, c.Detail = "error", err.Error()
+		return c
+	}
+	for _, h := range headers {
+		k, v, _ := strings.Cut(h, ":")
+		req.Header.Set(strings.TrimSpace(k), strings.TrimSpace(v))
+	}
+	resp, err := hc.Do(req)
 	if err != nil {
 		c.Observed, c.Detail = "error", err.Error()
 		return c

@@ -20,7 +20,7 @@ func newReportCmd() *cobra.Command {
 runs.csv, summary.json, summary.md, plots/*.svg|png and report.html (a
 single self-contained file to share). Nothing is written when a file is
 missing or malformed: the error names the file and line.`,
-		Args:  cobra.ExactArgs(1),
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir := args[0]
 			files, err := results.RenderFiles(dir, results.Options{})

@@ -194,7 +194,10 @@ route of the route contract (status, content type, JSON shape, the 400 on a
 bad n), then reset pg_stat_statements, send requests and check that the
 statements per request are exactly what apps/<app>/app.yaml says (3 for
 /feed, 12 for /feed-naive, N for /serial?n=N), counting only the app's
-database role. A failure names the app, the route, the expected and the
+database role. Then, from the app's agent, it traces each route on the wire:
+database round trips and Parse messages per request, checked against the
+per-statement figures app.yaml declares under 'wire' (so axum-raw's extra
+prepare round trip is proven, not assumed). A failure names the app, the route, the expected and the
 observed count. The stack is removed afterwards, also on failure or Ctrl-C.`,
 		PreRunE: func(cmd *cobra.Command, args []string) error {
 			if o.requests < 1 || o.requests > 10000 {
@@ -221,7 +224,7 @@ observed count. The stack is removed afterwards, also on failure or Ctrl-C.`,
 			}
 			defer rt.Close()
 			out := cmd.OutOrStdout()
-			if err := ensureImages(ctx, rt, targets, false, out); err != nil {
+			if err := ensureImages(ctx, rt, targets, true, out); err != nil {
 				return err
 			}
 			var failed []string
@@ -252,9 +255,14 @@ func verifyOne(ctx context.Context, rt *orchestrator.Runtime, t apps.Target, o *
 	}
 	defer st.Remove(context.WithoutCancel(ctx), rt)
 	fmt.Fprintf(out, "verify %s (stack %s)\n", t.Name, st.RunID)
+	sh, err := orchestrator.StartAgents(ctx, rt, st, "auto", "path")
+	if err != nil {
+		return 0, fmt.Errorf("verify %s: %w", t.Name, err)
+	}
 	checks, err := orchestrator.VerifyStack(ctx, rt, st, orchestrator.VerifyOptions{
 		Requests: o.requests,
 		SerialN:  o.serialN,
+		Shaping:  sh,
 		Progress: func(c orchestrator.Check) { fmt.Fprintf(out, "  %s\n", c) },
 	})
 	if err != nil {
