@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"strings"
 	"time"
 
@@ -533,6 +534,7 @@ func readJSONStream(r io.Reader, out io.Writer) ([]string, error) {
 	dec := json.NewDecoder(r)
 	var tail []string
 	keep := func(s string) {
+		s = ansiRE.ReplaceAllString(s, "")
 		for _, l := range strings.Split(strings.TrimRight(s, "\n"), "\n") {
 			if strings.TrimSpace(l) == "" {
 				continue
@@ -566,6 +568,10 @@ func readJSONStream(r io.Reader, out io.Writer) ([]string, error) {
 		}
 	}
 }
+
+// ansiRE matches terminal colour codes (the classic builder colours a
+// step's stderr).
+var ansiRE = regexp.MustCompile("\x1b\\[[0-9;]*[A-Za-z]")
 
 // StreamError is a failure reported inside an engine stream (build, pull,
 // import), with the last lines of output that led to it.

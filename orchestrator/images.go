@@ -396,3 +396,24 @@ func lastLines(s string, n int) string {
 }
 
 func hostArch() string { return runtime.GOARCH }
+
+// SkipReason recognises a build that failed for want of network access to
+// a package registry this host cannot reach: the app's Dockerfile prints
+// one line saying "needs network access to ...". Such an app is skipped
+// with that line as the reason; any other failure is an error.
+func SkipReason(err error) (string, bool) {
+	var se *StreamError
+	if !errors.As(err, &se) {
+		return "", false
+	}
+	lines := append(se.Tail, se.Msg)
+	// The last match is the line the build printed, not the step's
+	// command text that contains it.
+	for i := len(lines) - 1; i >= 0; i-- {
+		l := strings.TrimSpace(lines[i])
+		if strings.Contains(l, "needs network access to") && !strings.HasPrefix(l, "Step ") && !strings.Contains(l, "/bin/sh -c") {
+			return l, true
+		}
+	}
+	return "", false
+}

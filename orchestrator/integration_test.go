@@ -34,11 +34,10 @@ func engineForTest(t *testing.T) *Runtime {
 	return rt
 }
 
-// builtApps builds the named image folders (cache makes repeats cheap).
-func builtApps(t *testing.T, rt *Runtime, names ...string) map[string]*apps.Meta {
+// testBuilder returns a Builder over the checkout's apps/ folder.
+func testBuilder(t *testing.T, rt *Runtime) *Builder {
 	t.Helper()
-	ctx := context.Background()
-	if _, _, err := EnsureBase(ctx, rt, BaseOptions{}); err != nil {
+	if _, _, err := EnsureBase(context.Background(), rt, BaseOptions{}); err != nil {
 		t.Fatalf("base image: %v", err)
 	}
 	src, err := FindSource()
@@ -50,16 +49,21 @@ func builtApps(t *testing.T, rt *Runtime, names ...string) map[string]*apps.Meta
 	if err != nil {
 		t.Fatal(err)
 	}
-	var log bytes.Buffer
-	b := &Builder{Images: rt, Apps: all, FS: fsys, GOOS: "linux", GOARCH: runtime.GOARCH, SrcDir: src, Version: "test", Log: &log}
-	built, err := b.Build(ctx, names)
+	return &Builder{Images: rt, Apps: all, FS: fsys, GOOS: "linux", GOARCH: runtime.GOARCH, SrcDir: src, Version: "test", Log: &bytes.Buffer{}}
+}
+
+// builtApps builds the named image folders (cache makes repeats cheap).
+func builtApps(t *testing.T, rt *Runtime, names ...string) map[string]*apps.Meta {
+	t.Helper()
+	b := testBuilder(t, rt)
+	built, err := b.Build(context.Background(), names)
 	if err != nil {
 		t.Fatalf("build %v: %v", names, err)
 	}
 	for _, r := range built {
 		t.Logf("built %s %s in %s", r.Tag, r.ID[:19], r.Duration.Round(time.Millisecond))
 	}
-	return all
+	return b.Apps
 }
 
 func TestIntegrationBaseImageEnsured(t *testing.T) {
@@ -247,5 +251,48 @@ func TestIntegrationScaffoldedAppVerifies(t *testing.T) {
 	}
 	if bad := Failed(checks); len(bad) > 0 {
 		t.Fatalf("scaffolded app fails verify: %v", bad)
+	}
+}
+
+// TestIntegrationVerifyEveryFramework builds every framework app's image
+// and runs the full verify (contract, statement counts, wire checks).
+func TestIntegrationVerifyEveryFramework(t *testing.T) {
+	rt := engineForTest(t)
+	src, _ := FindSource()
+	all0, err := apps.Load(apps.FS(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tg := range apps.Targets(all0) {
+		if tg.Meta.Mix != "" || tg.Name == "go" {
+			continue // mix apps have their own tests; go is verified above
+		}
+		t.Run(tg.Name, func(t *testing.T) {
+			all := builtApps(t, rt, "postgres", "agent", tg.Meta.Name)
+			target, err := apps.Resolve(all, tg.Name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			st, err := StartStack(ctx, rt, StackOptions{Target: target, Publish: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { st.Remove(context.Background(), rt) })
+			sh, err := StartAgents(ctx, rt, st, "auto", "path")
+			if err != nil {
+				t.Fatal(err)
+			}
+			checks, err := VerifyStack(ctx, rt, st, VerifyOptions{Shaping: sh})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range checks {
+				t.Log(c)
+			}
+			if bad := Failed(checks); len(bad) > 0 {
+				t.Fatalf("%s fails verify: %v", tg.Name, bad)
+			}
+		})
 	}
 }

@@ -86,6 +86,8 @@ func BuiltinPlan(name string) (*Plan, bool) {
 				{Name: "rails", Routes: []string{"/feed", "/feed-naive"}},
 				{Name: "axum-cached", Routes: []string{"/feed"}},
 				{Name: "axum-raw", Routes: []string{"/feed"}},
+				{Name: "redmine", Mix: "redmine"},
+				{Name: "aimeos", Mix: "aimeos", Runs: 10, Requests: 50, Warmup: 20},
 			},
 		}, true
 	case "smoke":
@@ -99,6 +101,10 @@ func BuiltinPlan(name string) (*Plan, bool) {
 				{Name: "rails", Routes: []string{"/feed", "/feed-naive"}},
 				{Name: "axum-cached", Routes: []string{"/feed"}},
 				{Name: "axum-raw", Routes: []string{"/feed"}},
+				{Name: "redmine", Mix: "redmine"},
+				// Built only where Packagist is reachable; elsewhere the run
+				// reports it skipped with the reason.
+				{Name: "aimeos", Mix: "aimeos"},
 			},
 		}, true
 	}

@@ -193,3 +193,18 @@ func TestNewPasswordFresh(t *testing.T) {
 		t.Fatalf("passwords %q %q", a, b)
 	}
 }
+
+func TestSkipReason(t *testing.T) {
+	stream := `{"stream":"Step 2/15 : RUN if ! reach; then echo 'aimeos: needs network access to Packagist (repo.packagist.org) to install the shop; build it on a connected host' >\u00262; exit 1; fi\n"}
+{"stream":"\u001b[91maimeos: needs network access to Packagist (repo.packagist.org) to install the shop; build it on a connected host\n\u001b[0m"}
+{"errorDetail":{"message":"The command '/bin/sh -c if ! reach; then echo 'aimeos: needs network access to Packagist' >\u00262; exit 1; fi' returned a non-zero code: 1"}}
+`
+	_, err := readJSONStream(strings.NewReader(stream), nil)
+	reason, ok := SkipReason(err)
+	if !ok || reason != "aimeos: needs network access to Packagist (repo.packagist.org) to install the shop; build it on a connected host" {
+		t.Fatalf("reason %q ok %v", reason, ok)
+	}
+	if _, ok := SkipReason(errors.New("other")); ok {
+		t.Fatal("a plain error is not a skip")
+	}
+}

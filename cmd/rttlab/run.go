@@ -1,12 +1,10 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -231,7 +229,7 @@ func buildForRun(cmd *cobra.Command, rt *orchestrator.Runtime, targets []apps.Ta
 		fmt.Fprintf(w, "image %s ... ", n)
 		res, err := b.Build(ctx, []string{n})
 		if err != nil {
-			if reason, ok := skipReason(err); ok {
+			if reason, ok := orchestrator.SkipReason(err); ok {
 				fmt.Fprintf(w, "skipped: %s\n", reason)
 				for _, t := range targets {
 					if t.Meta.Name == n {
@@ -247,21 +245,6 @@ func buildForRun(cmd *cobra.Command, rt *orchestrator.Runtime, targets []apps.Ta
 		images[n] = res[0].ID
 	}
 	return images, skipped, nil
-}
-
-// skipReason recognises a build that failed for want of network access
-// to a package registry: the app's Dockerfile prints one line saying so.
-func skipReason(err error) (string, bool) {
-	var se *orchestrator.StreamError
-	if !errors.As(err, &se) {
-		return "", false
-	}
-	for _, l := range append(se.Tail, se.Msg) {
-		if i := strings.Index(l, "needs network access to"); i >= 0 {
-			return strings.TrimSpace(l), true
-		}
-	}
-	return "", false
 }
 
 func fileExists(p string) bool {
