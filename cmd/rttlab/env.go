@@ -130,3 +130,32 @@ func sortedKeys[M ~map[string]V, V any](m M) []string {
 }
 
 var stderr io.Writer = os.Stderr
+
+// loadTarget resolves one app name against the apps tree.
+func loadTarget(name string) (apps.Target, error) {
+	all, _, _, err := appsTree()
+	if err != nil {
+		return apps.Target{}, err
+	}
+	ts, err := resolveTargets(all, []string{name})
+	if err != nil {
+		return apps.Target{}, err
+	}
+	return ts[0], nil
+}
+
+// startShaped starts PostgreSQL + the app with an agent per shaped
+// container. The caller removes the stack (st.Remove) when done; on
+// failure nothing is left behind.
+func startShaped(ctx context.Context, rt *orchestrator.Runtime, so orchestrator.StackOptions, shaper, scope string) (*orchestrator.Stack, *orchestrator.Shaping, error) {
+	st, err := orchestrator.StartStack(ctx, rt, so)
+	if err != nil {
+		return nil, nil, err
+	}
+	sh, err := orchestrator.StartAgents(ctx, rt, st, shaper, scope)
+	if err != nil {
+		st.Remove(context.WithoutCancel(ctx), rt)
+		return nil, nil, err
+	}
+	return st, sh, nil
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/netem"
 	"github.com/rttlab/rttlab/orchestrator"
 )
@@ -135,34 +136,23 @@ func dash(s string) string {
 }
 
 func newShapeShowCmd() *cobra.Command {
-	var run string
-	cmd := &cobra.Command{
-		Use:   "show",
-		Short: "Show the delay of a stack started with 'rttlab up'",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			rt, err := connect(ctx)
-			if err != nil {
-				return err
-			}
-			defer rt.Close()
-			sh, err := findUp(ctx, rt, run)
-			if err != nil {
-				return err
-			}
-			return printShow(ctx, cmd.OutOrStdout(), rt, sh)
-		},
-	}
-	cmd.Flags().StringVar(&run, "run", "", "the stack's run id (when several are up)")
-	return cmd
+	return upShapeCmd("show", "Show the delay of a stack started with 'rttlab up'", nil)
 }
 
 func newShapeClearCmd() *cobra.Command {
+	return upShapeCmd("clear", "Remove the delay (and every rule and qdisc) from a stack started with 'rttlab up'",
+		func(ctx context.Context, rt *orchestrator.Runtime, sh *orchestrator.Shaping) error {
+			return sh.Clear(ctx, rt)
+		})
+}
+
+// upShapeCmd acts on the stack started with `up` (act may be nil), then
+// shows its setting.
+func upShapeCmd(use, short string, act func(context.Context, *orchestrator.Runtime, *orchestrator.Shaping) error) *cobra.Command {
 	var run string
 	cmd := &cobra.Command{
-		Use:   "clear",
-		Short: "Remove the delay (and every rule and qdisc) from a stack started with 'rttlab up'",
+		Use:   use,
+		Short: short,
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -175,8 +165,10 @@ func newShapeClearCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := sh.Clear(ctx, rt); err != nil {
-				return err
+			if act != nil {
+				if err := act(ctx, rt, sh); err != nil {
+					return err
+				}
 			}
 			return printShow(ctx, cmd.OutOrStdout(), rt, sh)
 		},
@@ -229,11 +221,7 @@ load, so run it on a quiet machine.`,
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			all, _, _, err := appsTree()
-			if err != nil {
-				return err
-			}
-			targets, err := resolveTargets(all, args)
+			t, err := loadTarget(args[0])
 			if err != nil {
 				return err
 			}
@@ -243,18 +231,14 @@ load, so run it on a quiet machine.`,
 			}
 			defer rt.Close()
 			out := cmd.OutOrStdout()
-			if err := ensureImages(ctx, rt, targets, true, cmd.ErrOrStderr()); err != nil {
+			if err := ensureImages(ctx, rt, []apps.Target{t}, true, cmd.ErrOrStderr()); err != nil {
 				return err
 			}
-			st, err := orchestrator.StartStack(ctx, rt, orchestrator.StackOptions{Target: targets[0]})
+			st, sh, err := startShaped(ctx, rt, orchestrator.StackOptions{Target: t}, o.shaper, o.scope)
 			if err != nil {
 				return err
 			}
 			defer st.Remove(context.WithoutCancel(ctx), rt)
-			sh, err := orchestrator.StartAgents(ctx, rt, st, o.shaper, o.scope)
-			if err != nil {
-				return err
-			}
 			fmt.Fprintf(out, "shaper: %s (%s); scope %s; ICMP %d echoes, SELECT 1 %d runs x %d calls; tolerance %.3f ms\n",
 				sh.Backend, sh.Why, o.scope, o.icmp, o.selectRuns, o.selectCalls, o.tolerance)
 			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', tabwriter.AlignRight)

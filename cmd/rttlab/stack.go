@@ -65,18 +65,16 @@ Example:
 			if err := ensureImages(ctx, rt, targets, true, out); err != nil {
 				return err
 			}
-			st, err := orchestrator.StartStack(ctx, rt, orchestrator.StackOptions{Target: targets[0], Up: true, Publish: true})
+			st, sh, err := startShaped(ctx, rt, orchestrator.StackOptions{Target: targets[0], Up: true, Publish: true}, o.shaper, o.scope)
 			if err != nil {
 				return err
 			}
-			sh, err := orchestrator.StartAgents(ctx, rt, st, o.shaper, o.scope)
-			if err == nil && o.rtt != "" {
+			if o.rtt != "" {
 				d, _ := parseRTT(o.rtt)
-				err = sh.SetRTT(ctx, rt, d)
-			}
-			if err != nil {
-				st.Remove(context.WithoutCancel(ctx), rt)
-				return err
+				if err := sh.SetRTT(ctx, rt, d); err != nil {
+					st.Remove(context.WithoutCancel(ctx), rt)
+					return err
+				}
 			}
 			printStack(out, st)
 			fmt.Fprintf(out, "  shaping:   %s backend (%s)\n", sh.Backend, sh.Why)
@@ -249,16 +247,12 @@ observed count. The stack is removed afterwards, also on failure or Ctrl-C.`,
 }
 
 func verifyOne(ctx context.Context, rt *orchestrator.Runtime, t apps.Target, o *verifyOptions, out interface{ Write([]byte) (int, error) }) (int, error) {
-	st, err := orchestrator.StartStack(ctx, rt, orchestrator.StackOptions{Target: t, Publish: true})
+	st, sh, err := startShaped(ctx, rt, orchestrator.StackOptions{Target: t, Publish: true}, "auto", "path")
 	if err != nil {
 		return 0, fmt.Errorf("verify %s: %w", t.Name, err)
 	}
 	defer st.Remove(context.WithoutCancel(ctx), rt)
 	fmt.Fprintf(out, "verify %s (stack %s)\n", t.Name, st.RunID)
-	sh, err := orchestrator.StartAgents(ctx, rt, st, "auto", "path")
-	if err != nil {
-		return 0, fmt.Errorf("verify %s: %w", t.Name, err)
-	}
 	checks, err := orchestrator.VerifyStack(ctx, rt, st, orchestrator.VerifyOptions{
 		Requests: o.requests,
 		SerialN:  o.serialN,

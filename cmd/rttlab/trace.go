@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/orchestrator"
 	"github.com/rttlab/rttlab/results"
 )
@@ -46,15 +47,10 @@ ratio.`,
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			all, _, _, err := appsTree()
+			t, err := loadTarget(args[0])
 			if err != nil {
 				return err
 			}
-			targets, err := resolveTargets(all, args)
-			if err != nil {
-				return err
-			}
-			t := targets[0]
 			mix, err := orchestrator.MixFor(t.Meta)
 			if err != nil {
 				return err
@@ -64,18 +60,14 @@ ratio.`,
 				return err
 			}
 			defer rt.Close()
-			if err := ensureImages(ctx, rt, targets, true, cmd.ErrOrStderr()); err != nil {
+			if err := ensureImages(ctx, rt, []apps.Target{t}, true, cmd.ErrOrStderr()); err != nil {
 				return err
 			}
-			st, err := orchestrator.StartStack(ctx, rt, orchestrator.StackOptions{Target: t})
+			st, sh, err := startShaped(ctx, rt, orchestrator.StackOptions{Target: t}, "auto", "path")
 			if err != nil {
 				return err
 			}
 			defer st.Remove(context.WithoutCancel(ctx), rt)
-			sh, err := orchestrator.StartAgents(ctx, rt, st, "auto", "path")
-			if err != nil {
-				return err
-			}
 			hdr, err := orchestrator.AuthHeaders(ctx, rt, st)
 			if err != nil {
 				return err
