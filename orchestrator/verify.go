@@ -196,14 +196,20 @@ func wireChecks(ctx context.Context, d Containers, sh *Shaping, o VerifyOptions)
 	var out []Check
 	for _, r := range rows {
 		stmts := statementsPerRequest(st.Target.Meta, r.Type)
+		parses, parsesDeclared := 0.0, false
+		if want.Parses != nil {
+			parses, parsesDeclared = *want.Parses, true
+		}
 		for _, w := range []struct {
 			what     string
 			observed float64
 			per      float64
 			extra    float64
-		}{{"round trips per request (wire)", r.RoundTrips.Median, want.RoundTrips, want.ExtraRoundTrips}, {"Parse messages per request (wire)", r.Parses.Median, want.Parses, 0}} {
+			declared bool
+		}{{"round trips per request (wire)", r.RoundTrips.Median, want.RoundTrips, want.ExtraRoundTrips, declared},
+			{"Parse messages per request (wire)", r.Parses.Median, parses, 0, declared && parsesDeclared}} {
 			c := Check{Route: r.Type, What: w.what, Observed: strconv.FormatFloat(w.observed, 'f', -1, 64)}
-			if !declared || stmts < 0 {
+			if !w.declared || stmts < 0 {
 				c.Expected, c.OK = "(not declared)", true
 				c.Detail = fmt.Sprintf("median over %d requests, range %s", r.N, wireRange(w.what, r))
 			} else {
