@@ -187,7 +187,8 @@ type Builder struct {
 	// SrcDir is the module root used to cross-build Go programs; empty:
 	// found from the working directory, RTTLAB_SRC, or the executable.
 	SrcDir  string
-	Version string // passed to Go builds with -ldflags
+	Version string // rttlab's version and commit, set in the agent's
+	Commit  string // rttlab binary with -ldflags (no spaces)
 	NoCache bool
 	Log     io.Writer
 }
@@ -374,7 +375,11 @@ func (b *Builder) crossBuild(ctx context.Context, g apps.GoBuild) ([]byte, error
 	// Only rttlab itself carries its version: app binaries stay
 	// byte-identical across rttlab versions, so their images stay cached.
 	if b.Version != "" && g.Package == "./cmd/rttlab" {
-		args = append(args, "-ldflags", "-X main.version="+b.Version)
+		ld := "-X main.version=" + strings.ReplaceAll(b.Version, " ", "_")
+		if b.Commit != "" {
+			ld += " -X main.commit=" + strings.ReplaceAll(b.Commit, " ", "_")
+		}
+		args = append(args, "-ldflags", ld)
 	}
 	args = append(args, g.Package)
 	cmd := exec.CommandContext(ctx, "go", args...)

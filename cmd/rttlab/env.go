@@ -44,7 +44,8 @@ func newBuilder(ctx context.Context, rt *orchestrator.Runtime, noCache bool, log
 		GOOS:    info.OS,
 		GOARCH:  info.Arch,
 		SrcDir:  src,
-		Version: versionString(),
+		Version: version,
+		Commit:  commit,
 		NoCache: noCache,
 		Log:     log,
 	}, nil
