@@ -49,7 +49,7 @@ func testBuilder(t *testing.T, rt *Runtime) *Builder {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Builder{Images: rt, Apps: all, FS: fsys, GOOS: "linux", GOARCH: runtime.GOARCH, SrcDir: src, Version: "test", Log: &bytes.Buffer{}}
+	return &Builder{Images: rt, Apps: all, FS: fsys, GOOS: "linux", GOARCH: runtime.GOARCH, SrcDir: src, Version: "test (with spaces)", Commit: "abc", Log: &bytes.Buffer{}}
 }
 
 // builtApps builds the named image folders (cache makes repeats cheap).
