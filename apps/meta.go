@@ -66,7 +66,10 @@ type WirePerStatement struct {
 	// none for a plain one), so only round trips are checked.
 	Parses     *float64 `yaml:"parses"`
 	RoundTrips float64  `yaml:"round_trips"`
-	// ExtraRoundTrips per request on top (e.g. a trailing Close).
+	// ExtraRoundTrips allows up to this many more round trips per request
+	// that happen after the response, off the critical path (a trailing
+	// Close): whether the capture attributes them to this request or the
+	// next depends on timing.
 	ExtraRoundTrips float64 `yaml:"extra_round_trips"`
 }
 

@@ -243,14 +243,11 @@ line on stderr is a JSON object with the totals.`,
 			if o.opts.Measured < 1 || o.opts.Warmup < 0 {
 				return usagef("--requests must be positive and --warmup not negative")
 			}
-			o.opts.Header = map[string]string{}
-			for _, h := range o.headers {
-				k, v, ok := strings.Cut(h, ":")
-				if !ok {
-					return usagef("--header %q: use 'Name: value'", h)
-				}
-				o.opts.Header[strings.TrimSpace(k)] = strings.TrimSpace(v)
+			hdr, err := parseHeaders(o.headers)
+			if err != nil {
+				return err
 			}
+			o.opts.Header = hdr
 			o.opts.Timeout = o.timeout
 			return nil
 		},
@@ -330,13 +327,9 @@ Parse messages as a JSON line.`,
 			if err != nil {
 				return usagef("--db %q: use IP:PORT", o.db)
 			}
-			hdr := map[string]string{}
-			for _, h := range o.header {
-				k, v, ok := strings.Cut(h, ":")
-				if !ok {
-					return usagef("--header %q: use 'Name: value'", h)
-				}
-				hdr[strings.TrimSpace(k)] = strings.TrimSpace(v)
+			hdr, err := parseHeaders(o.header)
+			if err != nil {
+				return err
 			}
 			var reqs []workloads.Request
 			dec := json.NewDecoder(cmd.InOrStdin())
@@ -370,4 +363,17 @@ Parse messages as a JSON line.`,
 	cmd.Flags().StringVar(&o.iface, "iface", "eth0", "interface to watch")
 	cmd.Flags().StringArrayVar(&o.header, "header", nil, "extra request header 'Name: value'")
 	return cmd
+}
+
+// parseHeaders reads repeated --header 'Name: value' flags.
+func parseHeaders(hs []string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, h := range hs {
+		k, v, ok := strings.Cut(h, ":")
+		if !ok || strings.TrimSpace(k) == "" {
+			return nil, usagef("--header %q: use 'Name: value'", h)
+		}
+		out[strings.TrimSpace(k)] = strings.TrimSpace(v)
+	}
+	return out, nil
 }
