@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Cleaned counts what a clean removed.
@@ -61,7 +62,7 @@ func clean(ctx context.Context, d Docker, filter map[string]string) (Cleaned, er
 				continue
 			}
 			if pass == 0 && ct.State == "running" {
-				_ = d.StopContainer(ctx, ct.ID, 3*1e9)
+				_ = d.StopContainer(ctx, ct.ID, 3*time.Second)
 			}
 			if err := d.RemoveContainer(ctx, ct.ID); err != nil {
 				errs = append(errs, err)

@@ -134,7 +134,7 @@ func TestIntegrationRedmine(t *testing.T) {
 
 	// Trace: statements and round trips per request type.
 	mix, _ := MixFor(target.Meta)
-	rows, err := TraceApp(ctx, rt, sh, TraceOptions{Requests: TraceRequests(target, mix, 10, 1), Warmup: 2, Header: hdr, Weights: MixWeights(mix)})
+	rows, err := TraceApp(ctx, rt, sh, TraceOptions{Requests: TraceRequests(target, mix, 10, 5, 1), Warmup: 2, Header: hdr, Weights: MixWeights(mix)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -104,14 +104,14 @@ func Run(ctx context.Context, d Docker, all map[string]*apps.Meta, o RunOptions)
 			return "", err
 		}
 		m = &f.State().Manifest
-		var old Plan
-		if err := json.Unmarshal(m.Plan, &old); err != nil {
-			return "", fmt.Errorf("resume %s: manifest plan: %w", o.Resume, err)
+		old, err := manifestPlan(o.Resume, m)
+		if err != nil {
+			return "", err
 		}
 		if p != nil && (p.Name != old.Name || p.Seed != old.Seed) {
 			return "", fmt.Errorf("resume %s: the folder holds plan %q seed %d, not %q seed %d; resume without --plan/--seed or start a new run", o.Resume, old.Name, old.Seed, p.Name, p.Seed)
 		}
-		p = &old
+		p = old
 	} else {
 		if err := p.Validate(); err != nil {
 			return "", err
@@ -204,6 +204,23 @@ func Run(ctx context.Context, d Docker, all map[string]*apps.Meta, o RunOptions)
 		runErr = err
 	}
 	return dir, runErr
+}
+
+// FolderPlan returns the plan a results folder was run with.
+func FolderPlan(dir string) (*Plan, error) {
+	d, err := results.Load(dir)
+	if err != nil {
+		return nil, err
+	}
+	return manifestPlan(dir, &d.Manifest)
+}
+
+func manifestPlan(dir string, m *results.Manifest) (*Plan, error) {
+	var p Plan
+	if err := json.Unmarshal(m.Plan, &p); err != nil {
+		return nil, fmt.Errorf("resume %s: manifest plan: %w", dir, err)
+	}
+	return &p, nil
 }
 
 // appSession is one app's stack, agents and client.
@@ -333,7 +350,7 @@ func traceForRun(ctx context.Context, d Docker, s *appSession, p *Plan, f *resul
 	if err := s.sh.SetRTT(ctx, d, 0); err != nil {
 		return err
 	}
-	rows, err := TraceApp(ctx, d, s.sh, TraceOptions{Requests: TraceRequests(target, mix, p.TraceRequests, p.Seed),
+	rows, err := TraceApp(ctx, d, s.sh, TraceOptions{Requests: TraceRequests(target, mix, p.TraceRequests, 5, p.Seed),
 		Warmup: 5, Header: s.header, Weights: MixWeights(mix)})
 	if err != nil {
 		return fmt.Errorf("trace: %w", err)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -64,7 +65,7 @@ func prober(t *testing.T, rt *Runtime, sh *Shaping, name, networkMode, network s
 func pingFrom(t *testing.T, rt *Runtime, id, dst string, count int) workloads.PingResult {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code, err := rt.Exec(context.Background(), id, ExecSpec{Cmd: []string{"/usr/local/bin/rttlab", "agent", "ping", "--to", dst, "--count", itoa(count), "--interval", "10ms"},
+	code, err := rt.Exec(context.Background(), id, ExecSpec{Cmd: []string{"/usr/local/bin/rttlab", "agent", "ping", "--to", dst, "--count", strconv.Itoa(count), "--interval", "10ms"},
 		Stdout: &out, Stderr: &errb, Timeout: 2 * time.Minute})
 	if err != nil {
 		t.Fatal(err)
@@ -81,10 +82,6 @@ func pingFrom(t *testing.T, rt *Runtime, id, dst string, count int) workloads.Pi
 	}
 	return res
 }
-
-func itoa(i int) string { return jsonInt(i) }
-
-func jsonInt(i int) string { b, _ := json.Marshal(i); return string(b) }
 
 func TestIntegrationUserspaceShapingICMP(t *testing.T) {
 	rt := engineForTest(t)
@@ -230,7 +227,7 @@ func TestIntegrationTraceKnownAnswer(t *testing.T) {
 	rt := engineForTest(t)
 	sh := shapedStack(t, rt, "path")
 	ctx := context.Background()
-	reqs := TraceRequests(sh.Stack.Target, nil, 20, 1)
+	reqs := TraceRequests(sh.Stack.Target, nil, 20, 5, 1)
 	types, err := TraceApp(ctx, rt, sh, TraceOptions{Requests: reqs, Warmup: 3})
 	if err != nil {
 		t.Fatal(err)

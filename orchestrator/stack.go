@@ -125,6 +125,15 @@ type Stack struct {
 	AppAddr string
 }
 
+// BaseURL reaches the app from the host: the published port when there
+// is one, else its private address.
+func (s *Stack) BaseURL() string {
+	if s.AppURL != "" {
+		return s.AppURL
+	}
+	return "http://" + s.AppAddr
+}
+
 // Role returns the member with the given role.
 func (s *Stack) Role(role string) *Member {
 	for _, m := range s.Members {
@@ -340,22 +349,11 @@ func waitApp(ctx context.Context, d Docker, st *Stack, m *Member, timeout time.D
 	health := st.Target.Meta.Health
 	hc := &http.Client{Timeout: 2 * time.Second}
 	for {
-		var ok bool
-		if st.AppURL != "" {
-			resp, err := hc.Get(st.AppURL + health)
-			if err == nil {
-				resp.Body.Close()
-				ok = resp.StatusCode == http.StatusOK
+		if resp, err := hc.Get(st.BaseURL() + health); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
 			}
-		} else {
-			resp, err := hc.Get("http://" + st.AppAddr + health)
-			if err == nil {
-				resp.Body.Close()
-				ok = resp.StatusCode == http.StatusOK
-			}
-		}
-		if ok {
-			return nil
 		}
 		if err := checkRunning(ctx, d, m); err != nil {
 			return err

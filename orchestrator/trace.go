@@ -16,8 +16,8 @@ import (
 )
 
 // TraceRequests returns the request types of an app with n requests each:
-// its routes (/serial with n=5), or its mix's types.
-func TraceRequests(t apps.Target, mix *workloads.Mix, n int, seed uint64) map[string][]workloads.Request {
+// its routes (a per-N route with ?n=serialN), or its mix's types.
+func TraceRequests(t apps.Target, mix *workloads.Mix, n, serialN int, seed uint64) map[string][]workloads.Request {
 	out := map[string][]workloads.Request{}
 	if mix != nil {
 		rng := rand.New(rand.NewPCG(seed, fnv64("trace")))
@@ -31,7 +31,7 @@ func TraceRequests(t apps.Target, mix *workloads.Mix, n int, seed uint64) map[st
 	for _, r := range t.Meta.Routes {
 		p := r.Path
 		if r.StatementsPerN {
-			p += "?n=5"
+			p += fmt.Sprintf("?n=%d", serialN)
 		}
 		for i := 0; i < n; i++ {
 			out[p] = append(out[p], workloads.Request{Type: p, Path: p})

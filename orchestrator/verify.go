@@ -111,10 +111,7 @@ func VerifyStack(ctx context.Context, d Containers, st *Stack, o VerifyOptions) 
 	if o.SerialN <= 0 {
 		o.SerialN = 5
 	}
-	base := st.AppURL
-	if base == "" {
-		base = "http://" + st.AppAddr
-	}
+	base := st.BaseURL()
 	hc := &http.Client{Timeout: 30 * time.Second}
 	var checks []Check
 	add := func(c Check) {
@@ -177,17 +174,7 @@ func VerifyStack(ctx context.Context, d Containers, st *Stack, o VerifyOptions) 
 // messages per request with what the metadata declares per statement.
 func wireChecks(ctx context.Context, d Containers, sh *Shaping, o VerifyOptions) ([]Check, error) {
 	st := sh.Stack
-	reqs := TraceRequests(st.Target, nil, o.Requests, 1)
-	for k, v := range reqs {
-		if strings.HasSuffix(k, "?n=5") && o.SerialN != 5 {
-			p := strings.TrimSuffix(k, "?n=5") + fmt.Sprintf("?n=%d", o.SerialN)
-			for i := range v {
-				v[i].Type, v[i].Path = p, p
-			}
-			delete(reqs, k)
-			reqs[p] = v
-		}
-	}
+	reqs := TraceRequests(st.Target, nil, o.Requests, o.SerialN, 1)
 	rows, err := TraceApp(ctx, d, sh, TraceOptions{Requests: reqs, Warmup: 3})
 	if err != nil {
 		return nil, err

@@ -48,13 +48,12 @@ type WireCounter struct {
 	mu     sync.Mutex
 	c      WireCounts
 	// stream state
-	lastServer bool
-	burstOpen  bool
-	buf        []byte
-	nextSeq    map[uint32]uint32 // client seq tracking per client port
-	done       chan struct{}
-	readErr    error
-	closeOnce  sync.Once
+	burstOpen bool
+	buf       []byte
+	nextSeq   map[uint32]uint32 // client seq tracking per client port
+	done      chan struct{}
+	readErr   error
+	closeOnce sync.Once
 	// marks: see Mark
 	markSent uint64
 	markSeen uint64
@@ -207,11 +206,8 @@ func (w *WireCounter) packet(f []byte) {
 		}
 		w.nextSeq[key] = seg.seq + uint32(len(seg.payload))
 		w.c.ClientPackets++
-		if !w.burstOpen {
-			w.burstOpen = true
-		}
+		w.burstOpen = true
 		w.frontend(seg.payload)
-		w.lastServer = false
 		return
 	}
 	w.c.ServerPackets++
@@ -219,7 +215,6 @@ func (w *WireCounter) packet(f []byte) {
 		w.c.RoundTrips++
 		w.burstOpen = false
 	}
-	w.lastServer = true
 }
 
 func seqBefore(a, b uint32) bool { return int32(a-b) < 0 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"path/filepath"
 
@@ -9,8 +8,6 @@ import (
 
 	"github.com/rttlab/rttlab/results"
 )
-
-func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
 
 func newReportCmd() *cobra.Command {
 	return &cobra.Command{

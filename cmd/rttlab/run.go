@@ -13,7 +13,6 @@ import (
 
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/orchestrator"
-	"github.com/rttlab/rttlab/results"
 )
 
 type runOptions struct {
@@ -152,15 +151,9 @@ Examples:
 			defer rt.Close()
 			p := o.p
 			if o.resume != "" {
-				d, err := results.Load(o.resume)
-				if err != nil {
+				if p, err = orchestrator.FolderPlan(o.resume); err != nil {
 					return err
 				}
-				var rp orchestrator.Plan
-				if err := jsonUnmarshal(d.Manifest.Plan, &rp); err != nil {
-					return fmt.Errorf("resume %s: %w", o.resume, err)
-				}
-				p = &rp
 			}
 			var targets []apps.Target
 			for _, a := range p.Apps {

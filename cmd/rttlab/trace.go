@@ -73,7 +73,7 @@ ratio.`,
 				return err
 			}
 			types, err := orchestrator.TraceApp(ctx, rt, sh, orchestrator.TraceOptions{
-				Requests: orchestrator.TraceRequests(t, mix, o.requests, o.seed), Warmup: o.warmup, Header: hdr, Weights: orchestrator.MixWeights(mix)})
+				Requests: orchestrator.TraceRequests(t, mix, o.requests, 5, o.seed), Warmup: o.warmup, Header: hdr, Weights: orchestrator.MixWeights(mix)})
 			if err != nil {
 				return err
 			}
