@@ -26,8 +26,17 @@ import (
 // BaseImage is the image every Dockerfile starts from.
 const BaseImage = "debian:trixie-slim"
 
-// ImagePrefix names the images rttlab builds: rttlab/<app>:latest.
-const ImagePrefix = "rttlab/"
+// ImagePrefix names the images rttlab builds: rttlab/<app>:latest, or
+// $RTTLAB_IMAGE_PREFIX<app>:latest so that two checkouts (or two versions
+// of rttlab) can keep their images apart on one engine.
+var ImagePrefix = imagePrefix()
+
+func imagePrefix() string {
+	if p := os.Getenv("RTTLAB_IMAGE_PREFIX"); p != "" {
+		return p
+	}
+	return "rttlab/"
+}
 
 // ImageRef returns the tag of an app's image.
 func ImageRef(app string) string { return ImagePrefix + app + ":latest" }
