@@ -15,9 +15,16 @@ import (
 
 // Request is one command to the agent, sent as JSON over its unix socket.
 type Request struct {
-	Op      string   `json:"op"`                 // "set", "clear", "show" or "ping"
-	DelayNs int64    `json:"delay_ns,omitempty"` // set: one-way delay in ns
-	Peers   []string `json:"peers,omitempty"`    // set: path scope peers; empty = interface scope
+	Op         string          `json:"op"`                    // "set", "clear", "show" or "ping"
+	DelayNs    int64           `json:"delay_ns,omitempty"`    // set: one-way delay in ns
+	Peers      []string        `json:"peers,omitempty"`       // set: path scope peers; empty = interface scope
+	PeerDelays []PeerDelayJSON `json:"peer_delays,omitempty"` // set: a delay per peer (instead of delay_ns and peers)
+}
+
+// PeerDelayJSON is a PeerDelay on the agent's socket.
+type PeerDelayJSON struct {
+	Peer    string `json:"peer"`
+	DelayNs int64  `json:"delay_ns"`
 }
 
 // Reply is the agent's answer. Active says whether a setting is applied
@@ -28,11 +35,15 @@ type Reply struct {
 	Backend string   `json:"backend,omitempty"`
 	Why     string   `json:"why,omitempty"`
 	Link    string   `json:"link,omitempty"`
-	Active  bool     `json:"active"`
-	DelayNs int64    `json:"delay_ns"`
-	Peers   []string `json:"peers,omitempty"`
-	Scope   string   `json:"scope,omitempty"` // "path" or "interface" while active
-	Stats   *Stats   `json:"stats,omitempty"` // userspace shaper: release lateness
+	// Direction says which packets the shaper delays: "ingress" (arriving
+	// from the peers) or "egress" (sent to them).
+	Direction  string          `json:"direction,omitempty"`
+	Active     bool            `json:"active"`
+	DelayNs    int64           `json:"delay_ns"`
+	Peers      []string        `json:"peers,omitempty"`
+	PeerDelays []PeerDelayJSON `json:"peer_delays,omitempty"`
+	Scope      string          `json:"scope,omitempty"` // "path" or "interface" while active
+	Stats      *Stats          `json:"stats,omitempty"` // userspace shaper: what it did since it started
 }
 
 // agentIOTimeout bounds one request/reply exchange.
@@ -77,7 +88,10 @@ func Serve(ctx context.Context, socketPath string, opts Options) error {
 	case <-dead:
 		lerr := sh.(Health).Err()
 		// Give clients a moment to see the cause, then stop.
-		time.Sleep(200 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+		case <-time.After(200 * time.Millisecond):
+		}
 		ln.Close()
 		<-serveErr
 		a.mu.Lock()
@@ -190,7 +204,8 @@ func (a *agent) handle(req Request) Reply {
 			err = fmt.Errorf("unknown op %q: use set, clear, show or ping", req.Op)
 		}
 	}
-	rep := Reply{OK: err == nil, Backend: a.info.Backend, Why: a.info.Why, Link: a.info.Link, Active: a.active}
+	rep := Reply{OK: err == nil, Backend: a.info.Backend, Why: a.info.Why, Link: a.info.Link, Active: a.active,
+		Direction: Direction(a.shaper)}
 	if sr, ok := a.shaper.(StatsReporter); ok {
 		st := sr.Stats()
 		rep.Stats = &st
@@ -203,6 +218,9 @@ func (a *agent) handle(req Request) Reply {
 		rep.Scope = a.cur.Scope()
 		for _, p := range a.cur.Peers {
 			rep.Peers = append(rep.Peers, p.String())
+		}
+		for _, e := range a.cur.PeerDelays {
+			rep.PeerDelays = append(rep.PeerDelays, PeerDelayJSON{Peer: e.Peer.String(), DelayNs: int64(e.Delay)})
 		}
 	}
 	return rep
@@ -217,6 +235,16 @@ func (r Request) config() (Config, error) {
 			return Config{}, fmt.Errorf("peer %q is not an IP address", s)
 		}
 		c.Peers = append(c.Peers, p.Unmap())
+	}
+	for _, e := range r.PeerDelays {
+		p, err := netip.ParseAddr(e.Peer)
+		if err != nil {
+			return Config{}, fmt.Errorf("peer %q is not an IP address", e.Peer)
+		}
+		c.PeerDelays = append(c.PeerDelays, PeerDelay{Peer: p.Unmap(), Delay: time.Duration(e.DelayNs)})
+	}
+	if len(c.PeerDelays) > 0 && (len(c.Peers) > 0 || c.Delay != 0) {
+		return Config{}, fmt.Errorf("give either peer_delays or delay_ns with peers, not both")
 	}
 	return c, c.Validate()
 }

@@ -111,11 +111,13 @@ func ParseMillisList(s string) ([]time.Duration, error) {
 	return out, nil
 }
 
-// SplitRTT splits a round-trip delay into the one-way delays set on the
-// application's egress and on the database's egress: half each, with the
-// odd nanosecond (if any) on the database side so that app+db == rtt.
+// SplitRTT splits a round-trip delay into the two one-way delays (the
+// app side's and the database side's): half each in whole units of the
+// 1µs granularity, with the odd microsecond (if any) on the database side,
+// so that app+db == rtt and neither half is rounded again when it is set
+// (a 25µs RTT becomes 12 + 13µs, not 13 + 13).
 func SplitRTT(rtt time.Duration) (app, db time.Duration) {
-	app = rtt / 2
+	app = (rtt / 2).Truncate(Granularity)
 	return app, rtt - app
 }
 

@@ -96,11 +96,20 @@ func TestParseMillisList(t *testing.T) {
 }
 
 func TestSplitRTT(t *testing.T) {
-	for _, rtt := range []time.Duration{0, 1, 3, 100 * time.Microsecond, 750 * time.Microsecond, time.Millisecond, 1001} {
+	for _, rtt := range []time.Duration{0, 1, 3, 25 * time.Microsecond, 100 * time.Microsecond, 750 * time.Microsecond, time.Millisecond, 1001 * time.Microsecond} {
 		app, db := SplitRTT(rtt)
-		if app+db != rtt || app < 0 || db < 0 || db-app > 1 || db < app {
+		if app+db != rtt || app < 0 || db < 0 || db-app > Granularity || db < app {
 			t.Errorf("SplitRTT(%d) = %d, %d", rtt, app, db)
 		}
+		// Each half survives the 1µs rounding of a set request unchanged.
+		for _, half := range []time.Duration{app, db} {
+			if rtt%Granularity == 0 && half%Granularity != 0 {
+				t.Errorf("SplitRTT(%v): half %v is not a whole microsecond", rtt, half)
+			}
+		}
+	}
+	if app, db := SplitRTT(25 * time.Microsecond); app != 12*time.Microsecond || db != 13*time.Microsecond {
+		t.Errorf("SplitRTT(25µs) = %v, %v; want 12µs + 13µs", app, db)
 	}
 	if app, db := SplitRTT(time.Millisecond); app != 500*time.Microsecond || db != 500*time.Microsecond {
 		t.Errorf("SplitRTT(1ms) = %v, %v", app, db)

@@ -1,15 +1,23 @@
 package netem
 
 // dueQueue is the FIFO of packets held by the userspace shaper: NFQUEUE
-// packet ids with the monotonic time (ns) at which each may leave. Packets
-// leave strictly in arrival order, so a packet never overtakes an earlier
-// one even when the delay shrinks while packets are queued. It is a ring
-// buffer that grows by doubling and never allocates in steady state.
+// packet ids with the monotonic time (ns) at which each may leave and the
+// time its hold is measured from (the kernel's receive stamp, or the time
+// the shaper read it). Packets leave strictly in arrival order, so a packet
+// never overtakes an earlier one even when the delay shrinks while packets
+// are queued. It is a ring buffer that grows by doubling and never
+// allocates in steady state.
 type dueQueue struct {
-	ids  []uint32
-	due  []int64
+	e    []held
 	head int // index of the oldest entry
 	n    int // number of entries
+}
+
+type held struct {
+	id      uint32
+	stamped bool  // ref is the kernel's receive time
+	due     int64 // monotonic ns
+	ref     int64 // monotonic ns the hold counts from
 }
 
 func newDueQueue(capacity int) *dueQueue {
@@ -17,19 +25,21 @@ func newDueQueue(capacity int) *dueQueue {
 	for c < capacity {
 		c <<= 1
 	}
-	return &dueQueue{ids: make([]uint32, c), due: make([]int64, c)}
+	return &dueQueue{e: make([]held, c)}
 }
 
 // Len reports the number of held packets.
 func (q *dueQueue) Len() int { return q.n }
 
 // Push appends a packet that may leave at due.
-func (q *dueQueue) Push(id uint32, due int64) {
-	if q.n == len(q.ids) {
+func (q *dueQueue) Push(id uint32, due int64) { q.PushRef(held{id: id, due: due, ref: due}) }
+
+// PushRef appends a held packet.
+func (q *dueQueue) PushRef(h held) {
+	if q.n == len(q.e) {
 		q.grow()
 	}
-	i := (q.head + q.n) & (len(q.ids) - 1)
-	q.ids[i], q.due[i] = id, due
+	q.e[(q.head+q.n)&(len(q.e)-1)] = h
 	q.n++
 }
 
@@ -38,17 +48,23 @@ func (q *dueQueue) Peek() (id uint32, due int64, ok bool) {
 	if q.n == 0 {
 		return 0, 0, false
 	}
-	return q.ids[q.head], q.due[q.head], true
+	h := q.e[q.head]
+	return h.id, h.due, true
 }
 
-// PopDue removes every packet at the head whose due time is <= now and
+// PopDueEach removes every packet at the head whose due time is <= now and
 // returns the id of the last one removed and how many were removed. It
 // stops at the first packet not yet due (FIFO: later packets wait behind
-// it even if their own due time has passed).
-func (q *dueQueue) PopDue(now int64) (lastID uint32, count int) {
-	mask := len(q.ids) - 1
-	for q.n > 0 && q.due[q.head] <= now {
-		lastID = q.ids[q.head]
+// it even if their own due time has passed). each, when not nil, sees
+// every removed packet.
+func (q *dueQueue) PopDueEach(now int64, each func(held)) (lastID uint32, count int) {
+	mask := len(q.e) - 1
+	for q.n > 0 && q.e[q.head].due <= now {
+		h := q.e[q.head]
+		if each != nil {
+			each(h)
+		}
+		lastID = h.id
 		q.head = (q.head + 1) & mask
 		q.n--
 		count++
@@ -56,28 +72,29 @@ func (q *dueQueue) PopDue(now int64) (lastID uint32, count int) {
 	return lastID, count
 }
 
+// PopDue is PopDueEach without the callback.
+func (q *dueQueue) PopDue(now int64) (lastID uint32, count int) { return q.PopDueEach(now, nil) }
+
 // PopAll removes every packet and returns the id of the newest one.
 func (q *dueQueue) PopAll() (lastID uint32, count int) {
 	if q.n == 0 {
 		return 0, 0
 	}
-	lastID = q.ids[(q.head+q.n-1)&(len(q.ids)-1)]
+	lastID = q.e[(q.head+q.n-1)&(len(q.e)-1)].id
 	count = q.n
 	q.head, q.n = 0, 0
 	return lastID, count
 }
 
 func (q *dueQueue) grow() {
-	c := len(q.ids) * 2
+	c := len(q.e) * 2
 	if c == 0 {
 		c = 1
 	}
-	ids := make([]uint32, c)
-	due := make([]int64, c)
-	mask := len(q.ids) - 1
+	e := make([]held, c)
+	mask := len(q.e) - 1
 	for i := 0; i < q.n; i++ {
-		j := (q.head + i) & mask
-		ids[i], due[i] = q.ids[j], q.due[j]
+		e[i] = q.e[(q.head+i)&mask]
 	}
-	q.ids, q.due, q.head = ids, due, 0
+	q.e, q.head = e, 0
 }

@@ -20,10 +20,11 @@ import (
 const (
 	kernelMajor      = 0x7274 // "rt"
 	kernelNetemMajor = 0x7275
-	// kernelBands: bands 1-3 copy pfifo_fast's priority map so that traffic
-	// not sent to a peer is scheduled as before; band 4 holds netem.
-	kernelBands     = 4
-	kernelNetemBand = 4
+	// Bands 1-3 copy pfifo_fast's priority map so that traffic not sent
+	// to a peer is scheduled as before; bands 4 and up hold one netem
+	// each, one per distinct delay (prio has at most 16 bands).
+	kernelFirstNetemBand = 4
+	kernelMaxDelays      = 16 - 3
 )
 
 // netemLimit is netem's queue length in packets: MaxDelay x 100k packets/s,
@@ -104,17 +105,31 @@ func (k *kernelShaper) Set(ctx context.Context, c Config) error {
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	sameShape := k.applied && slices.Equal(k.cur.Peers, c.Peers)
+	if len(groupDelays(c)) > kernelMaxDelays {
+		return fmt.Errorf("%d distinct peer delays: the kernel shaper takes at most %d on one link", len(groupDelays(c)), kernelMaxDelays)
+	}
+	sameShape := k.applied && sameGrouping(k.cur, c)
 	err := k.do(func(idx int) error {
 		qdiscs, filters := kernelPlan(idx, c)
 		if sameShape {
-			// Only the delay changes: change netem in place, nothing is
-			// dropped or reordered.
-			netem := qdiscs[len(qdiscs)-1]
-			if err := netlink.QdiscChange(netem); err != nil {
-				return k.addErr("change netem delay", err)
+			// Only the delays change: change each netem in place, nothing
+			// is dropped. netem orders its queue by send time, so a packet
+			// queued under a longer delay could be overtaken by one sent
+			// after a shorter delay is set: when a delay goes down, wait
+			// until that netem's queue is empty first.
+			for i, q := range qdiscs {
+				n, ok := q.(*netlink.Netem)
+				if !ok {
+					continue
+				}
+				if old := netemLatency(k.cur, i, len(qdiscs)); old > c.delayAt(i, len(qdiscs)) {
+					waitNetemEmpty(idx, n.Handle, old)
+				}
+				if err := netlink.QdiscChange(n); err != nil {
+					return k.addErr("change netem delay", err)
+				}
 			}
-			return nil
+			return k.readBack(idx, qdiscs)
 		}
 		if err := removeOwnRoot(idx); err != nil {
 			return err
@@ -132,15 +147,130 @@ func (k *kernelShaper) Set(ctx context.Context, c Config) error {
 				return k.addErr("add u32 filter", err)
 			}
 		}
-		return nil
+		return k.readBack(idx, qdiscs)
 	})
 	if err != nil {
 		return err
 	}
 	k.applied = true
-	k.cur = Config{Delay: c.Delay, Peers: slices.Clone(c.Peers)}
+	k.cur = Config{Delay: c.Delay, Peers: slices.Clone(c.Peers), PeerDelays: slices.Clone(c.PeerDelays)}
 	return nil
 }
+
+// readBack lists the link's qdiscs and checks that every netem the plan
+// asked for is there with the latency and limit it was given.
+func (k *kernelShaper) readBack(linkIndex int, want []netlink.Qdisc) error {
+	link, err := netlink.LinkByIndex(linkIndex)
+	if err != nil {
+		return fmt.Errorf("read back qdiscs: %w", err)
+	}
+	got, err := netlink.QdiscList(link)
+	if err != nil {
+		return fmt.Errorf("read back qdiscs on %s: %w", k.link, err)
+	}
+	return checkNetems(want, got)
+}
+
+// checkNetems compares the netem qdiscs of a plan with those listed by the
+// kernel, by handle: latency (in the kernel's ticks, as netlink reports
+// it) and limit must match.
+func checkNetems(want, got []netlink.Qdisc) error {
+	for _, w := range want {
+		wn, ok := w.(*netlink.Netem)
+		if !ok {
+			continue
+		}
+		var found *netlink.Netem
+		for _, g := range got {
+			if gn, ok := g.(*netlink.Netem); ok && gn.Handle == wn.Handle {
+				found = gn
+			}
+		}
+		if found == nil {
+			return fmt.Errorf("read back: netem %x:%x is missing after it was set", wn.Handle>>16, wn.Handle&0xffff)
+		}
+		if found.Latency != wn.Latency || found.Limit != wn.Limit {
+			return fmt.Errorf("read back: netem %x: latency %d limit %d, set %d and %d", wn.Handle>>16, found.Latency, found.Limit, wn.Latency, wn.Limit)
+		}
+	}
+	return nil
+}
+
+// waitNetemEmpty waits, up to twice the old delay plus 10ms, until the
+// netem with the given handle holds no packet.
+func waitNetemEmpty(linkIndex int, handle uint32, old time.Duration) {
+	link, err := netlink.LinkByIndex(linkIndex)
+	if err != nil {
+		return
+	}
+	deadline := time.Now().Add(2*old + 10*time.Millisecond)
+	for time.Now().Before(deadline) {
+		qs, err := netlink.QdiscList(link)
+		if err != nil {
+			return
+		}
+		empty := true
+		for _, q := range qs {
+			if n, ok := q.(*netlink.Netem); ok && n.Handle == handle && n.Statistics != nil && n.Statistics.Queue != nil && n.Statistics.Queue.Qlen > 0 {
+				empty = false
+			}
+		}
+		if empty {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// groupDelays lists the distinct delays of a path-scope Config in the
+// order of their first peer.
+func groupDelays(c Config) []time.Duration {
+	var ds []time.Duration
+	for _, e := range c.Entries() {
+		if !slices.Contains(ds, e.Delay) {
+			ds = append(ds, e.Delay)
+		}
+	}
+	return ds
+}
+
+// sameGrouping reports whether two Configs need the same qdiscs and
+// filters: the same scope, the same peers in the same order, grouped the
+// same way into delays (only the delay values may differ).
+func sameGrouping(a, b Config) bool {
+	if a.Scope() != b.Scope() {
+		return false
+	}
+	ea, eb := a.Entries(), b.Entries()
+	if len(ea) != len(eb) {
+		return false
+	}
+	ga, gb := groupDelays(a), groupDelays(b)
+	if len(ga) != len(gb) {
+		return false
+	}
+	for i := range ea {
+		if ea[i].Peer != eb[i].Peer || slices.Index(ga, ea[i].Delay) != slices.Index(gb, eb[i].Delay) {
+			return false
+		}
+	}
+	return true
+}
+
+// delayAt is the delay of the i-th qdisc of c's plan of n qdiscs (netem
+// at the root for interface scope; prio then one netem per delay).
+func (c Config) delayAt(i, n int) time.Duration {
+	if c.Scope() == "interface" {
+		return c.Delay
+	}
+	ds := groupDelays(c)
+	if i >= 1 && i-1 < len(ds) {
+		return ds[i-1]
+	}
+	return 0
+}
+
+func netemLatency(c Config, i, n int) time.Duration { return c.delayAt(i, n) }
 
 func (k *kernelShaper) Clear(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
@@ -191,24 +321,32 @@ func netemQdisc(linkIndex int, parent, handle uint32, delay time.Duration) *netl
 	)
 }
 
-// kernelPlan returns the qdiscs (in creation order, netem last) and filters
-// that apply c on the link. Interface scope: netem at the root. Path scope:
-// a prio root whose bands 1-3 behave like pfifo_fast, netem under band 4,
-// and one u32 filter per peer that steers packets to that peer into band 4.
+// kernelPlan returns the qdiscs (in creation order: the root first, then
+// the netems) and filters that apply c on the link. Interface scope: netem
+// at the root. Path scope: a prio root whose bands 1-3 behave like
+// pfifo_fast, one netem under each band from 4 on (one band per distinct
+// delay), and one u32 filter per peer that steers packets to that peer
+// into its delay's band.
 func kernelPlan(linkIndex int, c Config) ([]netlink.Qdisc, []netlink.Filter) {
 	root := netlink.MakeHandle(kernelMajor, 0)
-	if len(c.Peers) == 0 {
+	if c.Scope() == "interface" {
 		return []netlink.Qdisc{netemQdisc(linkIndex, netlink.HANDLE_ROOT, root, c.Delay)}, nil
 	}
+	delays := groupDelays(c)
 	prio := netlink.NewPrio(netlink.QdiscAttrs{LinkIndex: linkIndex, Parent: netlink.HANDLE_ROOT, Handle: root})
-	prio.Bands = kernelBands
-	band := netlink.MakeHandle(kernelMajor, kernelNetemBand)
-	netem := netemQdisc(linkIndex, band, netlink.MakeHandle(kernelNetemMajor, 0), c.Delay)
-	filters := make([]netlink.Filter, 0, len(c.Peers))
-	for _, p := range c.Peers {
-		filters = append(filters, peerFilter(linkIndex, root, band, p))
+	prio.Bands = uint8(kernelFirstNetemBand - 1 + len(delays))
+	qdiscs := []netlink.Qdisc{prio}
+	for i, d := range delays {
+		band := netlink.MakeHandle(kernelMajor, uint16(kernelFirstNetemBand+i))
+		qdiscs = append(qdiscs, netemQdisc(linkIndex, band, netlink.MakeHandle(uint16(kernelNetemMajor+i), 0), d))
 	}
-	return []netlink.Qdisc{prio, netem}, filters
+	entries := c.Entries()
+	filters := make([]netlink.Filter, 0, len(entries))
+	for _, e := range entries {
+		band := netlink.MakeHandle(kernelMajor, uint16(kernelFirstNetemBand+slices.Index(delays, e.Delay)))
+		filters = append(filters, peerFilter(linkIndex, root, band, e.Peer))
+	}
+	return qdiscs, filters
 }
 
 // peerFilter matches the destination address of IPv4 (offset 16) or IPv6

@@ -128,3 +128,81 @@ func TestNetemUnavailable(t *testing.T) {
 type wrapErr struct{ s string }
 
 func (e *wrapErr) Error() string { return e.s }
+
+// Per-peer delays: one netem band per distinct delay, each peer's filter
+// steering into its delay's band.
+func TestKernelPlanPerPeer(t *testing.T) {
+	a := netip.MustParseAddr("172.18.0.2")
+	b := netip.MustParseAddr("172.18.0.3")
+	c := netip.MustParseAddr("172.18.0.4")
+	cfg := Config{PeerDelays: []PeerDelay{{a, 125 * time.Microsecond}, {b, 50 * time.Microsecond}, {c, 125 * time.Microsecond}}}
+	qs, fs := kernelPlan(5, cfg)
+	if len(qs) != 3 || len(fs) != 3 {
+		t.Fatalf("plan = %d qdiscs, %d filters; want prio + 2 netems, 3 filters", len(qs), len(fs))
+	}
+	if p := qs[0].(*netlink.Prio); p.Bands != 5 {
+		t.Fatalf("prio bands %d, want 3 + 2", p.Bands)
+	}
+	wantBand := map[netip.Addr]uint16{a: 4, b: 5, c: 4}
+	for i, n := range qs[1:] {
+		ne := n.(*netlink.Netem)
+		if ne.Parent != netlink.MakeHandle(kernelMajor, uint16(4+i)) || ne.Handle != netlink.MakeHandle(uint16(kernelNetemMajor+i), 0) {
+			t.Fatalf("netem %d attrs %+v", i, ne.Attrs())
+		}
+	}
+	if qs[1].(*netlink.Netem).Latency == qs[2].(*netlink.Netem).Latency {
+		t.Fatal("two delays share one latency")
+	}
+	for i, f := range fs {
+		u := f.(*netlink.U32)
+		peer := cfg.PeerDelays[i].Peer
+		if u.ClassId != netlink.MakeHandle(kernelMajor, wantBand[peer]) {
+			t.Fatalf("peer %s goes to class %x, want band %d", peer, u.ClassId, wantBand[peer])
+		}
+	}
+	if !sameGrouping(cfg, Config{PeerDelays: []PeerDelay{{a, time.Millisecond}, {b, 2 * time.Millisecond}, {c, time.Millisecond}}}) {
+		t.Fatal("same peers and grouping, other delays: should change in place")
+	}
+	if sameGrouping(cfg, Config{PeerDelays: []PeerDelay{{a, time.Millisecond}, {b, time.Millisecond}, {c, time.Millisecond}}}) {
+		t.Fatal("a different grouping was taken for an in-place change")
+	}
+	var many []PeerDelay
+	for i := range 14 {
+		many = append(many, PeerDelay{netip.AddrFrom4([4]byte{10, 0, 0, byte(i + 1)}), time.Duration(i+1) * time.Microsecond})
+	}
+	k := &kernelShaper{}
+	if err := k.Set(t.Context(), Config{PeerDelays: many}); err == nil {
+		t.Fatal("14 distinct delays accepted; prio has 13 bands for them")
+	}
+}
+
+// The read-back compares what the kernel lists with what was set.
+func TestCheckNetems(t *testing.T) {
+	qs, _ := kernelPlan(1, Config{Delay: time.Millisecond, Peers: []netip.Addr{netip.MustParseAddr("10.0.0.2")}})
+	same := []netlink.Qdisc{qs[0], qs[1]}
+	if err := checkNetems(qs, same); err != nil {
+		t.Fatalf("identical qdiscs: %v", err)
+	}
+	other := *qs[1].(*netlink.Netem)
+	other.Latency++
+	if err := checkNetems(qs, []netlink.Qdisc{qs[0], &other}); err == nil {
+		t.Fatal("a netem with another latency passed the read-back")
+	}
+	if err := checkNetems(qs, []netlink.Qdisc{qs[0]}); err == nil {
+		t.Fatal("a missing netem passed the read-back")
+	}
+}
+
+func TestConfigValidatePeerDelays(t *testing.T) {
+	a := netip.MustParseAddr("10.0.0.2")
+	if err := (Config{PeerDelays: []PeerDelay{{a, time.Millisecond}, {a, 2 * time.Millisecond}}}).Validate(); err == nil {
+		t.Fatal("a peer with two delays was accepted")
+	}
+	if err := (Config{PeerDelays: []PeerDelay{{a, -1}}}).Validate(); err == nil {
+		t.Fatal("a negative peer delay was accepted")
+	}
+	c := Config{PeerDelays: []PeerDelay{{a, time.Millisecond}}}
+	if c.Scope() != "path" || len(c.Entries()) != 1 {
+		t.Fatalf("scope %s entries %v", c.Scope(), c.Entries())
+	}
+}

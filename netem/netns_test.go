@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/rttlab/rttlab/netem"
 	"github.com/rttlab/rttlab/workloads"
 )
@@ -32,6 +34,8 @@ const (
 	envLink   = "RTTLAB_NETEM_LINK"
 	envQueue  = "RTTLAB_NETEM_QUEUE"
 	envBack   = "RTTLAB_NETEM_BACKEND"
+	envHook   = "RTTLAB_NETEM_HOOK"
+	envHot    = "RTTLAB_NETEM_HOT"
 )
 
 func TestMain(m *testing.M) {
@@ -42,6 +46,8 @@ func TestMain(m *testing.M) {
 		os.Exit(helperServe())
 	case "new":
 		os.Exit(helperNew())
+	case "echo":
+		os.Exit(echoServe())
 	default:
 		fmt.Fprintln(os.Stderr, "unknown helper mode")
 		os.Exit(2)
@@ -50,10 +56,17 @@ func TestMain(m *testing.M) {
 
 func helperOptions() netem.Options {
 	q, _ := strconv.Atoi(os.Getenv(envQueue))
-	return netem.Options{Backend: os.Getenv(envBack), Link: os.Getenv(envLink), QueueNum: uint16(q)}
+	hot, _ := time.ParseDuration(os.Getenv(envHot))
+	return netem.Options{Backend: os.Getenv(envBack), Link: os.Getenv(envLink), QueueNum: uint16(q), Hook: os.Getenv(envHook), Hot: hot}
 }
 
 func helperServe() int {
+	if c := os.Getenv("RTTLAB_NETEM_CPU"); c != "" {
+		n, _ := strconv.Atoi(c)
+		var set unix.CPUSet
+		set.Set(n)
+		_ = unix.SchedSetaffinity(0, &set)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	if err := netem.Serve(ctx, os.Getenv(envSocket), helperOptions()); err != nil {

@@ -15,6 +15,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"net/netip"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -29,6 +30,8 @@ const (
 
 	nfqaPacketHdr  = 1
 	nfqaVerdictHdr = 2
+	nfqaTimestamp  = 4
+	nfqaPayload    = 10
 
 	nfqaCfgCmd      = 1
 	nfqaCfgParams   = 2
@@ -39,7 +42,10 @@ const (
 	nfqnlCfgCmdBind   = 1
 	nfqnlCfgCmdUnbind = 2
 
-	nfqnlCopyMeta = 1
+	nfqnlCopyPacket = 2
+	// copyRange: enough of each packet for the IPv6 header's addresses
+	// (and the IPv4 header's), from which the shaper tells the peer.
+	copyRange = 40
 
 	nfqaCfgFGSO = 1 << 2
 
@@ -89,12 +95,12 @@ type nlAttr struct {
 
 func be32(v uint32) []byte { return binary.BigEndian.AppendUint32(nil, v) }
 
-// configBindMsg binds queue to this socket, asks for packet metadata only
-// (no payload copy), raises the queue length and lets GSO packets through
-// unsegmented (the verdict does not need their payload).
+// configBindMsg binds queue to this socket, asks for the first 40 bytes
+// of each packet (its IP addresses), raises the queue length and lets GSO
+// packets through unsegmented (the verdict does not need their payload).
 func configBindMsg(seq uint32, queue uint16, maxLen uint32) []byte {
 	cmd := []byte{nfqnlCfgCmdBind, 0, 0, 0} // command, pad, pf (be16, unused since 3.8)
-	params := append(be32(0), nfqnlCopyMeta)
+	params := append(be32(copyRange), nfqnlCopyPacket)
 	return nfqMessage(nfqnlMsgConfig, unix.NLM_F_REQUEST|unix.NLM_F_ACK, seq, queue,
 		nlAttr{nfqaCfgCmd, cmd},
 		nlAttr{nfqaCfgParams, params},
@@ -122,10 +128,18 @@ type nlError struct {
 	errno unix.Errno
 }
 
-// parseNfqMessages walks the netlink messages in b, calling onPacket with
-// the id of each queued packet and onError for each NLMSG_ERROR with a
-// non-zero error (or an ack, errno 0, when acks is true).
-func parseNfqMessages(b []byte, onPacket func(id uint32), onError func(nlError)) error {
+// pktInfo is what the shaper needs of one queued packet: its id and, when
+// the kernel attached one, the time the packet was received (NFQA_TIMESTAMP:
+// CLOCK_REALTIME, microsecond resolution; 0 when absent).
+type pktInfo struct {
+	id       uint32
+	rxNs     int64 // kernel receive time, ns since the Unix epoch; 0 = none
+	src, dst netip.Addr
+}
+
+// parseNfqMessages walks the netlink messages in b, calling onPacket for
+// each queued packet and onError for each NLMSG_ERROR (errno 0 for an ack).
+func parseNfqMessages(b []byte, onPacket func(pktInfo), onError func(nlError)) error {
 	ne := binary.NativeEndian
 	for len(b) >= nlmsgHdrLen {
 		l := int(ne.Uint32(b[0:]))
@@ -143,11 +157,11 @@ func parseNfqMessages(b []byte, onPacket func(id uint32), onError func(nlError))
 			code := int32(ne.Uint32(body))
 			onError(nlError{seq: seq, errno: unix.Errno(-code)})
 		case typ == nfqMsgType(nfqnlMsgPacket):
-			id, ok := packetID(body)
+			p, ok := packetInfo(body)
 			if !ok {
 				return fmt.Errorf("NFQUEUE packet message without a packet header")
 			}
-			onPacket(id)
+			onPacket(p)
 		}
 		next := nlAlign(l)
 		if next > len(b) {
@@ -158,21 +172,34 @@ func parseNfqMessages(b []byte, onPacket func(id uint32), onError func(nlError))
 	return nil
 }
 
-// packetID finds NFQA_PACKET_HDR in a packet message body (after nlmsghdr).
-func packetID(body []byte) (uint32, bool) {
+// packetInfo reads NFQA_PACKET_HDR (the id) and NFQA_TIMESTAMP (struct
+// nfqnl_msg_packet_timestamp: big-endian seconds and microseconds) from a
+// packet message body (after nlmsghdr).
+func packetInfo(body []byte) (pktInfo, bool) {
+	var p pktInfo
 	if len(body) < nfgenHdrLen {
-		return 0, false
+		return p, false
 	}
 	a := body[nfgenHdrLen:]
 	ne := binary.NativeEndian
+	haveID := false
 	for len(a) >= 4 {
 		l := int(ne.Uint16(a[0:]))
 		t := ne.Uint16(a[2:]) & nlaTypeMask
 		if l < 4 || l > len(a) {
-			return 0, false
+			return p, false
 		}
-		if t == nfqaPacketHdr && l >= 4+4 {
-			return binary.BigEndian.Uint32(a[4:]), true
+		switch {
+		case t == nfqaPacketHdr && l >= 4+4:
+			p.id, haveID = binary.BigEndian.Uint32(a[4:]), true
+		case t == nfqaPayload:
+			p.src, p.dst = ipAddrs(a[4:l])
+		case t == nfqaTimestamp && l >= 4+16:
+			sec := int64(binary.BigEndian.Uint64(a[4:]))
+			usec := int64(binary.BigEndian.Uint64(a[12:]))
+			if sec > 0 || usec > 0 {
+				p.rxNs = sec*1e9 + usec*1e3
+			}
 		}
 		n := nlAlign(l)
 		if n > len(a) {
@@ -180,7 +207,26 @@ func packetID(body []byte) (uint32, bool) {
 		}
 		a = a[n:]
 	}
-	return 0, false
+	return p, haveID
+}
+
+// ipAddrs reads the source and destination of an IPv4 or IPv6 header;
+// zero Addrs when b is too short or not IP.
+func ipAddrs(b []byte) (src, dst netip.Addr) {
+	if len(b) < 1 {
+		return
+	}
+	switch b[0] >> 4 {
+	case 4:
+		if len(b) >= 20 {
+			src, dst = netip.AddrFrom4([4]byte(b[12:16])), netip.AddrFrom4([4]byte(b[16:20]))
+		}
+	case 6:
+		if len(b) >= 40 {
+			src, dst = netip.AddrFrom16([16]byte(b[8:24])), netip.AddrFrom16([16]byte(b[24:40]))
+		}
+	}
+	return
 }
 
 // nfqSocket is a netlink socket bound to one NFQUEUE queue number.
@@ -255,7 +301,7 @@ func (s *nfqSocket) request(msg []byte) error {
 			done   bool
 			result error
 		)
-		perr := parseNfqMessages(s.buf[:n], func(uint32) {}, func(e nlError) {
+		perr := parseNfqMessages(s.buf[:n], func(pktInfo) {}, func(e nlError) {
 			if e.seq == seq {
 				done = true
 				if e.errno != 0 {
@@ -275,9 +321,9 @@ func (s *nfqSocket) request(msg []byte) error {
 // drain reads every message now waiting on the socket without blocking,
 // calling onPacket for each queued packet. It returns the number of packet
 // messages read. Errors the kernel reports for our verdicts go to onError.
-func (s *nfqSocket) drain(onPacket func(id uint32), onError func(nlError)) (int, error) {
+func (s *nfqSocket) drain(onPacket func(pktInfo), onError func(nlError)) (int, error) {
 	count := 0
-	counted := func(id uint32) { count++; onPacket(id) }
+	counted := func(p pktInfo) { count++; onPacket(p) }
 	for {
 		n, _, err := unix.Recvfrom(s.fd, s.buf, unix.MSG_DONTWAIT)
 		switch {

@@ -31,8 +31,8 @@ func TestConfigBindMsg(t *testing.T) {
 	if c := attrs[nfqaCfgCmd]; len(c) != 4 || c[0] != nfqnlCfgCmdBind {
 		t.Fatalf("cmd attr % x", c)
 	}
-	if p := attrs[nfqaCfgParams]; len(p) != 5 || binary.BigEndian.Uint32(p) != 0 || p[4] != nfqnlCopyMeta {
-		t.Fatalf("params attr % x (want copy_range 0, COPY_META)", p)
+	if p := attrs[nfqaCfgParams]; len(p) != 5 || binary.BigEndian.Uint32(p) != 40 || p[4] != nfqnlCopyPacket {
+		t.Fatalf("params attr % x (want copy_range 40, COPY_PACKET)", p)
 	}
 	if m := attrs[nfqaCfgQueueMax]; binary.BigEndian.Uint32(m) != 100000 {
 		t.Fatalf("maxlen attr % x", m)
@@ -63,6 +63,55 @@ func packetMsg(id uint32) []byte {
 	return nfqMessage(nfqnlMsgPacket, 0, 0, 1, nlAttr{3, be32(42)}, nlAttr{nfqaPacketHdr, hdr})
 }
 
+// stampedPacketMsg adds NFQA_TIMESTAMP (big-endian seconds, microseconds)
+// after the packet header, as the kernel does for packets queued at
+// PREROUTING while receive stamps are on.
+func stampedPacketMsg(id uint32, sec, usec uint64) []byte {
+	hdr := append(be32(id), 0x08, 0x00, 0)
+	ts := binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(nil, sec), usec)
+	return nfqMessage(nfqnlMsgPacket, 0, 0, 1, nlAttr{nfqaPacketHdr, hdr}, nlAttr{3, be32(42)}, nlAttr{nfqaTimestamp, ts})
+}
+
+func TestParsePayloadAddrs(t *testing.T) {
+	v4 := make([]byte, 40)
+	v4[0] = 0x45
+	copy(v4[12:], []byte{172, 18, 0, 3})
+	copy(v4[16:], []byte{172, 18, 0, 2})
+	v6 := make([]byte, 40)
+	v6[0] = 0x60
+	v6[8], v6[23] = 0xfd, 1
+	v6[24], v6[39] = 0xfd, 2
+	hdr := append(be32(5), 0x08, 0x00, 0)
+	var got []pktInfo
+	buf := append(nfqMessage(nfqnlMsgPacket, 0, 0, 1, nlAttr{nfqaPacketHdr, hdr}, nlAttr{nfqaPayload, v4}),
+		nfqMessage(nfqnlMsgPacket, 0, 0, 1, nlAttr{nfqaPacketHdr, hdr}, nlAttr{nfqaPayload, v6})...)
+	buf = append(buf, nfqMessage(nfqnlMsgPacket, 0, 0, 1, nlAttr{nfqaPacketHdr, hdr}, nlAttr{nfqaPayload, v4[:12]})...)
+	if err := parseNfqMessages(buf, func(p pktInfo) { got = append(got, p) }, func(nlError) {}); err != nil {
+		t.Fatal(err)
+	}
+	if got[0].src.String() != "172.18.0.3" || got[0].dst.String() != "172.18.0.2" {
+		t.Fatalf("IPv4 addresses %v -> %v", got[0].src, got[0].dst)
+	}
+	if got[1].src.String() != "fd00::1" || got[1].dst.String() != "fd00::2" {
+		t.Fatalf("IPv6 addresses %v -> %v", got[1].src, got[1].dst)
+	}
+	if got[2].src.IsValid() {
+		t.Fatalf("a truncated header gave address %v", got[2].src)
+	}
+}
+
+func TestParseTimestamp(t *testing.T) {
+	var got []pktInfo
+	buf := append(stampedPacketMsg(7, 1796124697, 123456), packetMsg(8)...)
+	if err := parseNfqMessages(buf, func(p pktInfo) { got = append(got, p) }, func(nlError) {}); err != nil {
+		t.Fatal(err)
+	}
+	want := []pktInfo{{id: 7, rxNs: 1796124697*1e9 + 123456*1e3}, {id: 8}}
+	if len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+		t.Fatalf("parsed %+v, want %+v", got, want)
+	}
+}
+
 func TestParseNfqMessages(t *testing.T) {
 	errMsg := make([]byte, 16+4+16)
 	ne := binary.NativeEndian
@@ -76,7 +125,7 @@ func TestParseNfqMessages(t *testing.T) {
 	buf = append(buf, packetMsg(11)...)
 	var ids []uint32
 	var errs []nlError
-	if err := parseNfqMessages(buf, func(id uint32) { ids = append(ids, id) }, func(e nlError) { errs = append(errs, e) }); err != nil {
+	if err := parseNfqMessages(buf, func(p pktInfo) { ids = append(ids, p.id) }, func(e nlError) { errs = append(errs, e) }); err != nil {
 		t.Fatal(err)
 	}
 	if len(ids) != 2 || ids[0] != 10 || ids[1] != 11 {
@@ -85,12 +134,12 @@ func TestParseNfqMessages(t *testing.T) {
 	if len(errs) != 1 || errs[0].seq != 77 || errs[0].errno != unix.EPERM {
 		t.Fatalf("errors %+v", errs)
 	}
-	if err := parseNfqMessages(buf[:10], func(uint32) {}, func(nlError) {}); err != nil {
+	if err := parseNfqMessages(buf[:10], func(pktInfo) {}, func(nlError) {}); err != nil {
 		t.Fatalf("short tail: %v", err)
 	}
 	bad := packetMsg(1)
 	ne.PutUint32(bad, 999)
-	if err := parseNfqMessages(bad, func(uint32) {}, func(nlError) {}); err == nil {
+	if err := parseNfqMessages(bad, func(pktInfo) {}, func(nlError) {}); err == nil {
 		t.Fatal("accepted a message longer than the buffer")
 	}
 }

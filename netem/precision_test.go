@@ -46,9 +46,10 @@ func TestUserspacePrecision(t *testing.T) {
 		res[i] = measure()
 		after := hb.ctl(netem.Request{Op: "show"}).Stats
 		if before != nil && after != nil {
-			// The window holds the last 4096 batches: this setting's only.
-			late[i] = fmt.Sprintf("B release late p50 %.1fµs p90 %.1fµs (%d batches)",
-				float64(after.LateP50)/1e3, float64(after.LateP90)/1e3, after.Batches-before.Batches)
+			if d, err := after.Sub(*before); err == nil {
+				late[i] = fmt.Sprintf("B release late p50 %.1fµs p90 %.1fµs (%d packets)",
+					float64(d.Late.Quantile(0.5))/1e3, float64(d.Late.Quantile(0.9))/1e3, d.Packets)
+			}
 		}
 	}
 	var b strings.Builder

@@ -13,17 +13,45 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Config is one shaping setting: a one-way egress delay, applied to the
-// packets sent to Peers (path scope) or, when Peers is empty, to all egress
-// of the link (interface scope).
+// Config is one shaping setting of one network namespace: a one-way
+// delay on the packets exchanged with Peers (path scope) or, when Peers is
+// empty, on all traffic of the link (interface scope). PeerDelays gives
+// peers delays of their own (path scope, one delay per peer), for
+// topologies where one namespace talks to several peers over links of
+// different lengths; Delay and Peers are then ignored.
+//
+// Which direction is delayed depends on the shaper's hook (Direction):
+// the kernel shaper and the userspace shaper's egress hook delay the
+// packets sent to the peers, the userspace ingress hook the packets that
+// arrive from them.
 type Config struct {
+	Delay      time.Duration
+	Peers      []netip.Addr // empty = all traffic of the link (interface scope)
+	PeerDelays []PeerDelay  // per-peer delays; when set, Delay and Peers are ignored
+}
+
+// PeerDelay is the one-way delay of the packets exchanged with one peer.
+type PeerDelay struct {
+	Peer  netip.Addr
 	Delay time.Duration
-	Peers []netip.Addr // empty = all egress of the link (interface scope)
+}
+
+// Entries lists the (peer, delay) pairs of a path-scope Config, and
+// nothing for interface scope.
+func (c Config) Entries() []PeerDelay {
+	if len(c.PeerDelays) > 0 {
+		return c.PeerDelays
+	}
+	out := make([]PeerDelay, 0, len(c.Peers))
+	for _, p := range c.Peers {
+		out = append(out, PeerDelay{Peer: p, Delay: c.Delay})
+	}
+	return out
 }
 
 // Scope names the scope of c: "path" or "interface".
 func (c Config) Scope() string {
-	if len(c.Peers) > 0 {
+	if len(c.Peers) > 0 || len(c.PeerDelays) > 0 {
 		return "path"
 	}
 	return "interface"
@@ -39,7 +67,29 @@ func (c Config) Validate() error {
 			return fmt.Errorf("peer %q is not a usable address", p)
 		}
 	}
+	seen := map[netip.Addr]bool{}
+	for _, e := range c.PeerDelays {
+		if !e.Peer.IsValid() || e.Peer.IsUnspecified() {
+			return fmt.Errorf("peer %q is not a usable address", e.Peer)
+		}
+		if seen[e.Peer.Unmap()] {
+			return fmt.Errorf("peer %s has two delays: give each peer once", e.Peer)
+		}
+		seen[e.Peer.Unmap()] = true
+		if err := ValidateDelay(e.Delay); err != nil {
+			return fmt.Errorf("peer %s: %w", e.Peer, err)
+		}
+	}
 	return nil
+}
+
+// Direction names which packets a shaper delays: "egress" (sent to the
+// peers) or "ingress" (arriving from them).
+func Direction(s Shaper) string {
+	if d, ok := s.(interface{ Hook() string }); ok {
+		return d.Hook()
+	}
+	return HookEgress
 }
 
 // Shaper delays the egress of one network namespace.
@@ -74,7 +124,21 @@ type Options struct {
 	Link     string // egress interface; default: the default route's, else the first non-loopback
 	QueueNum uint16 // NFQUEUE number of the userspace shaper; 0 = DefaultQueueNum
 	NetNS    string // network namespace file to shape (tests); empty = the caller's
+	// Hook (userspace shaper): "ingress" (default) holds the packets that
+	// arrive from the peers, timed from the kernel's receive stamp;
+	// "egress" holds the packets sent to them, timed from the read.
+	Hook string
+	// Hot (userspace shaper): after each packet the loop keeps reading
+	// without sleeping for this long, yielding the CPU between reads, so
+	// that the next packet of an exchange is read at once. 0 = sleep.
+	Hot time.Duration
 }
+
+// Userspace shaper hooks.
+const (
+	HookIngress = "ingress"
+	HookEgress  = "egress"
+)
 
 // Info says which backend runs and why.
 type Info struct {

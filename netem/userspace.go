@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
+	"os"
 	"os/exec"
 	"runtime"
 	"slices"
@@ -40,22 +42,30 @@ var monoBase = time.Now()
 
 func mono() int64 { return int64(time.Since(monoBase)) }
 
-// iptRule is one mangle POSTROUTING rule: the binary (iptables or
-// ip6tables) and the rule specification after the chain name.
+// iptRule is one mangle rule: the binary (iptables or ip6tables), the
+// chain (PREROUTING or POSTROUTING) and the rule specification after the
+// chain name.
 type iptRule struct {
-	bin  string
-	spec string // space-separated; no element contains spaces
+	bin   string
+	chain string
+	spec  string // space-separated; no element contains spaces
 }
 
-// userspace is the NFQUEUE shaper: mangle POSTROUTING rules (without
-// --queue-bypass) send egress to a queue; one OS-locked thread holds each
-// packet until its receipt time + delay, in FIFO order, then accepts it.
+// userspace is the NFQUEUE shaper. Mangle rules (without --queue-bypass)
+// send the shaped packets to a queue: on ingress (PREROUTING, the
+// default) the packets that arrive from the peers, on egress
+// (POSTROUTING) the packets sent to them. One OS-locked thread holds each
+// packet until its arrival time + delay, in FIFO order, then accepts it.
+// On ingress the arrival time is the kernel's receive stamp (NFQA_TIMESTAMP),
+// so the time the packet waited in the queue before the shaper read it is
+// part of the hold, not added to it.
 type userspace struct {
 	opts Options
 	sock *nfqSocket
 	wake int // eventfd that interrupts the loop's ppoll
+	tsFD int // a socket with SO_TIMESTAMPNS, which makes the kernel stamp received packets
 
-	delay atomic.Int64 // ns, read by the loop for each new packet
+	table atomic.Pointer[delayTable] // read by the loop for each new packet
 	stop  atomic.Bool
 	done  chan struct{}
 	ready chan string // the loop's thread setup, sent once it runs
@@ -65,7 +75,7 @@ type userspace struct {
 	detail string // how the loop thread runs, for Info
 
 	statsMu sync.Mutex
-	stats   lateRing
+	stats   loopStats
 
 	mu     sync.Mutex
 	rules  []iptRule
@@ -76,12 +86,21 @@ func newUserspace(ctx context.Context, opts Options) (*userspace, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	switch opts.Hook {
+	case "":
+		opts.Hook = HookIngress
+	case HookIngress, HookEgress:
+	default:
+		return nil, fmt.Errorf("userspace shaper: hook %q: use ingress or egress", opts.Hook)
+	}
 	for _, bin := range []string{"iptables", "ip6tables"} {
 		if _, err := exec.LookPath(bin); err != nil {
 			return nil, fmt.Errorf("userspace shaper: %s not found in PATH: install the iptables package", bin)
 		}
 	}
-	u := &userspace{opts: opts, done: make(chan struct{})}
+	u := &userspace{opts: opts, done: make(chan struct{}), tsFD: -1}
+	u.table.Store(&delayTable{})
+	u.stats.init()
 	// A shaper killed with SIGKILL leaves its rules behind (and traffic
 	// stopped): remove rules with this queue's comment before binding.
 	if err := u.sweep(); err != nil {
@@ -100,15 +119,36 @@ func newUserspace(ctx context.Context, opts Options) (*userspace, error) {
 		u.sock.Close()
 		return nil, fmt.Errorf("userspace shaper: eventfd: %w", err)
 	}
+	// The kernel stamps received packets (skb->tstamp, which NFQUEUE
+	// passes on as NFQA_TIMESTAMP for packets queued up to FORWARD) only
+	// while some socket on the host asks for receive timestamps. This one
+	// does, for as long as the shaper lives; it never receives anything.
+	stampNote := "kernel receive stamps requested"
+	if fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0); err == nil {
+		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1); err != nil {
+			unix.Close(fd)
+			stampNote = fmt.Sprintf("no kernel receive stamps (SO_TIMESTAMPNS: %v): holds count from the read", err)
+		} else {
+			u.tsFD = fd
+		}
+	} else {
+		stampNote = fmt.Sprintf("no kernel receive stamps (socket: %v): holds count from the read", err)
+	}
 	u.ready = make(chan string, 1)
 	go u.run()
 	select {
 	case detail := <-u.ready:
-		u.detail = detail
+		u.detail = fmt.Sprintf("hook %s; %s; %s", opts.Hook, detail, stampNote)
+		if opts.Hook == HookEgress {
+			u.detail = fmt.Sprintf("hook egress; %s; holds count from the read (the kernel stamps no packet queued at POSTROUTING)", detail)
+		}
 	case <-u.done:
 		err := u.Err()
 		u.sock.Close()
 		unix.Close(u.wake)
+		if u.tsFD >= 0 {
+			unix.Close(u.tsFD)
+		}
 		return nil, fmt.Errorf("userspace shaper: %w", err)
 	}
 	return u, nil
@@ -116,12 +156,70 @@ func newUserspace(ctx context.Context, opts Options) (*userspace, error) {
 
 func (u *userspace) Backend() string { return BackendUserspace }
 
-// Stats reports how late the loop released packets against their due time
-// (receipt + delay), over the most recent batches.
+// Hook says which packets the shaper delays: ingress or egress.
+func (u *userspace) Hook() string { return u.opts.Hook }
+
+// Stats reports what the shaper did since it started: packets, drops,
+// per-packet realized hold, release lateness and read lag, CPU time.
 func (u *userspace) Stats() Stats {
 	u.statsMu.Lock()
-	defer u.statsMu.Unlock()
-	return u.stats.summary()
+	st := u.stats.snapshot()
+	u.statsMu.Unlock()
+	st.Hook = u.opts.Hook
+	st.DelayNs = u.table.Load().def
+	st.CPUNs = processCPU()
+	if qd, ud, ok := u.kernelDrops(); ok {
+		st.QueueDropped, st.UserDropped = qd, ud
+	}
+	return st
+}
+
+// kernelDrops reads this queue's drop counters from
+// /proc/net/netfilter/nfnetlink_queue in the shaper's namespace: packets
+// dropped because the queue was full, and packets the kernel could not
+// hand to the socket.
+func (u *userspace) kernelDrops() (queueDropped, userDropped uint64, ok bool) {
+	_ = inNetNS(u.opts.NetNS, func() error {
+		path := "/proc/self/net/netfilter/nfnetlink_queue"
+		if u.opts.NetNS != "" {
+			path = "/proc/thread-self/net/netfilter/nfnetlink_queue"
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		queueDropped, userDropped, ok = parseQueueProc(string(data), u.opts.QueueNum)
+		return nil
+	})
+	return
+}
+
+// parseQueueProc finds queue's line in /proc/net/netfilter/nfnetlink_queue
+// ("queue portid total copy_mode copy_range queue_dropped user_dropped
+// id_sequence 1") and returns its two drop counters.
+func parseQueueProc(data string, queue uint16) (queueDropped, userDropped uint64, ok bool) {
+	for _, line := range strings.Split(data, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 7 || f[0] != strconv.Itoa(int(queue)) {
+			continue
+		}
+		qd, err1 := strconv.ParseUint(f[5], 10, 64)
+		ud, err2 := strconv.ParseUint(f[6], 10, 64)
+		if err1 != nil || err2 != nil {
+			return 0, 0, false
+		}
+		return qd, ud, true
+	}
+	return 0, 0, false
+}
+
+// processCPU is the user + system CPU time of this process, in ns.
+func processCPU() int64 {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return ru.Utime.Nano() + ru.Stime.Nano()
 }
 
 // Done is closed when the packet loop stops.
@@ -144,21 +242,27 @@ func (u *userspace) Err() error {
 
 func (u *userspace) comment() string { return "rttlab-" + strconv.Itoa(int(u.opts.QueueNum)) }
 
-// rulesFor lists the rules that apply c.
+// rulesFor lists the rules that apply c: on ingress the packets that come
+// from the peers (or in on the link), on egress those sent to the peers
+// (or out of the link).
 func (u *userspace) rulesFor(c Config) []iptRule {
+	chain, addr, dev := "PREROUTING", "-s", "-i"
+	if u.opts.Hook == HookEgress {
+		chain, addr, dev = "POSTROUTING", "-d", "-o"
+	}
 	tail := fmt.Sprintf("-m comment --comment %s -j NFQUEUE --queue-num %d", u.comment(), u.opts.QueueNum)
-	if len(c.Peers) == 0 {
+	if c.Scope() == "interface" {
 		return []iptRule{
-			{"iptables", "-o " + u.opts.Link + " " + tail},
-			{"ip6tables", "-o " + u.opts.Link + " " + tail},
+			{"iptables", chain, dev + " " + u.opts.Link + " " + tail},
+			{"ip6tables", chain, dev + " " + u.opts.Link + " " + tail},
 		}
 	}
 	var out []iptRule
-	for _, p := range c.Peers {
-		p = p.Unmap()
-		r := iptRule{"iptables", "-d " + p.String() + "/32 " + tail}
+	for _, e := range c.Entries() {
+		p := e.Peer.Unmap()
+		r := iptRule{"iptables", chain, addr + " " + p.String() + "/32 " + tail}
 		if p.Is6() {
-			r = iptRule{"ip6tables", "-d " + p.String() + "/128 " + tail}
+			r = iptRule{"ip6tables", chain, addr + " " + p.String() + "/128 " + tail}
 		}
 		if !slices.Contains(out, r) {
 			out = append(out, r)
@@ -183,7 +287,7 @@ func (u *userspace) Set(ctx context.Context, c Config) error {
 		return errors.New("userspace shaper is closed")
 	}
 	want := u.rulesFor(c)
-	prevDelay := u.delay.Swap(int64(c.Delay))
+	prevTable := u.table.Swap(newDelayTable(c))
 	// Add the new rules first, then remove the old ones, so that no packet
 	// slips through unshaped while the scope changes.
 	var added []iptRule
@@ -191,11 +295,11 @@ func (u *userspace) Set(ctx context.Context, c Config) error {
 		if slices.Contains(u.rules, r) {
 			continue
 		}
-		if err := u.ipt(r.bin, "-I", r.spec); err != nil {
+		if err := u.ipt(r, "-I"); err != nil {
 			for _, a := range added {
-				_ = u.ipt(a.bin, "-D", a.spec)
+				_ = u.ipt(a, "-D")
 			}
-			u.delay.Store(prevDelay)
+			u.table.Store(prevTable)
 			return err
 		}
 		added = append(added, r)
@@ -206,7 +310,7 @@ func (u *userspace) Set(ctx context.Context, c Config) error {
 		if slices.Contains(want, r) {
 			continue
 		}
-		if err := u.ipt(r.bin, "-D", r.spec); err != nil {
+		if err := u.ipt(r, "-D"); err != nil {
 			kept = append(kept, r)
 			if firstErr == nil {
 				firstErr = err
@@ -230,7 +334,7 @@ func (u *userspace) clearLocked() error {
 	var kept []iptRule
 	var errs []error
 	for _, r := range u.rules {
-		if err := u.ipt(r.bin, "-D", r.spec); err != nil {
+		if err := u.ipt(r, "-D"); err != nil {
 			kept = append(kept, r)
 			errs = append(errs, err)
 		}
@@ -248,14 +352,22 @@ func (u *userspace) Close() error {
 	}
 	u.closed = true
 	err := u.clearLocked()
-	u.stop.Store(true)
-	_, _ = unix.Write(u.wake, []byte{1, 0, 0, 0, 0, 0, 0, 0})
-	<-u.done
+	u.stopLoop()
 	if cerr := u.sock.Close(); cerr != nil {
 		err = errors.Join(err, fmt.Errorf("close NFQUEUE socket: %w", cerr))
 	}
-	_ = unix.Close(u.wake)
 	return err
+}
+
+func (u *userspace) stopLoop() {
+	u.stop.Store(true)
+	_, _ = unix.Write(u.wake, []byte{1, 0, 0, 0, 0, 0, 0, 0})
+	<-u.done
+	_ = unix.Close(u.wake)
+	if u.tsFD >= 0 {
+		_ = unix.Close(u.tsFD)
+		u.tsFD = -1
+	}
 }
 
 // release closes the queue without removing the rules, so that traffic
@@ -268,18 +380,14 @@ func (u *userspace) release() error {
 		return nil
 	}
 	u.closed = true
-	u.stop.Store(true)
-	_, _ = unix.Write(u.wake, []byte{1, 0, 0, 0, 0, 0, 0, 0})
-	<-u.done
-	err := u.sock.Close()
-	_ = unix.Close(u.wake)
-	return err
+	u.stopLoop()
+	return u.sock.Close()
 }
 
-// ipt runs "bin -w -t mangle OP POSTROUTING spec" in the shaper's namespace.
-func (u *userspace) ipt(bin, op, spec string) error {
-	args := append([]string{"-w", "-t", "mangle", op, "POSTROUTING"}, strings.Fields(spec)...)
-	_, err := u.iptOutput(bin, args...)
+// ipt runs "bin -w -t mangle OP CHAIN spec" in the shaper's namespace.
+func (u *userspace) ipt(r iptRule, op string) error {
+	args := append([]string{"-w", "-t", "mangle", op, r.chain}, strings.Fields(r.spec)...)
+	_, err := u.iptOutput(r.bin, args...)
 	return err
 }
 
@@ -301,22 +409,25 @@ func (u *userspace) iptOutput(bin string, args ...string) (string, error) {
 	return string(out), nil
 }
 
-// sweep deletes mangle POSTROUTING rules that carry this queue's comment.
+// sweep deletes mangle PREROUTING and POSTROUTING rules that carry this
+// queue's comment.
 func (u *userspace) sweep() error {
 	for _, bin := range []string{"iptables", "ip6tables"} {
-		out, err := u.iptOutput(bin, "-w", "-t", "mangle", "-S", "POSTROUTING")
-		if err != nil {
-			return fmt.Errorf("userspace shaper: %w", err)
-		}
-		for _, line := range strings.Split(out, "\n") {
-			f := strings.Fields(line)
-			if len(f) < 3 || f[0] != "-A" || !hasComment(f, u.comment()) {
-				continue
+		for _, chain := range []string{"PREROUTING", "POSTROUTING"} {
+			out, err := u.iptOutput(bin, "-w", "-t", "mangle", "-S", chain)
+			if err != nil {
+				return fmt.Errorf("userspace shaper: %w", err)
 			}
-			if err := u.ipt(bin, "-D", strings.Join(f[2:], " ")); err != nil {
-				return fmt.Errorf("userspace shaper: remove stale rule: %w", err)
+			for _, line := range strings.Split(out, "\n") {
+				f := strings.Fields(line)
+				if len(f) < 3 || f[0] != "-A" || !hasComment(f, u.comment()) {
+					continue
+				}
+				if err := u.ipt(iptRule{bin: bin, chain: chain, spec: strings.Join(f[2:], " ")}, "-D"); err != nil {
+					return fmt.Errorf("userspace shaper: remove stale rule: %w", err)
+				}
+				slog.Info("removed stale shaping rule", "rule", line)
 			}
-			slog.Info("removed stale shaping rule", "rule", line)
 		}
 	}
 	return nil
@@ -342,13 +453,17 @@ func (u *userspace) run() {
 	close(u.done)
 }
 
-// loop is the packet loop. It runs on one OS thread with 1ns timer slack:
-// it sleeps in ppoll on the queue socket (and the wake eventfd) until
-// spinWindow before the oldest packet's due time, then spins until that
-// time while still reading the socket, and accepts every due packet with
-// one batch verdict. Packets are stamped with the monotonic clock when
-// read; each gets the delay current at that moment; they leave in FIFO
-// order.
+// loop is the packet loop. It runs on one OS thread with 1ns timer slack.
+// Each packet read from the queue is due at its arrival time + the delay
+// current when it was read; its arrival time is the kernel's receive
+// stamp when the packet carries one, else the time it was read. The loop
+// sleeps in ppoll on the queue socket (and the wake eventfd) until a spin
+// window before the oldest packet's due time, then spins until that time
+// while still reading the socket, and accepts every due packet with one
+// batch verdict. Packets leave in FIFO order. With Options.Hot > 0 the
+// loop keeps reading without sleeping (yielding the CPU between reads)
+// for that long after the last packet, so a packet that arrives during a
+// burst of traffic is read at once instead of after a wake-up.
 func (u *userspace) loop() error {
 	// The thread is never unlocked: its timer slack is changed, so the
 	// runtime discards it when this goroutine ends.
@@ -356,24 +471,49 @@ func (u *userspace) loop() error {
 	if err := unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("set timer slack: %w", err)
 	}
-	u.ready <- fmt.Sprintf("one OS-locked loop thread, timer slack 1ns, adaptive spin window from %v", initialSpin)
+	hot := int64(u.opts.Hot)
+	detail := fmt.Sprintf("one OS-locked loop thread, timer slack 1ns, adaptive spin window from %v", initialSpin)
+	if hot > 0 {
+		detail += fmt.Sprintf(", reads without sleeping for %v after each packet", u.opts.Hot)
+	}
+	u.ready <- detail
 	q := newDueQueue(4096)
-	var nlErrs, overflows int
-	onPacket := func(id uint32) { q.Push(id, mono()+u.delay.Load()) }
+	var (
+		realOff int64 // CLOCK_REALTIME - mono(), refreshed before each read
+		lastPkt int64
+		pend    = newAccounting() // counts gathered between two publications
+	)
+	onPacket := func(p pktInfo) {
+		lastPkt = mono()
+		q.PushRef(pend.arrive(p, lastPkt, realOff, u.table.Load().delayFor(p, u.opts.Hook)))
+	}
 	onError := func(e nlError) {
 		switch {
 		case e.errno == unix.ENOBUFS:
-			overflows++
-			if overflows == 1 || overflows%1000 == 0 {
-				slog.Warn("NFQUEUE socket overflowed: the kernel dropped packets", "queue", u.opts.QueueNum, "times", overflows)
+			pend.Overruns++
+			if pend.Overruns == 1 {
+				slog.Warn("NFQUEUE socket overflowed: the kernel dropped packets", "queue", u.opts.QueueNum)
 			}
 		case e.errno != 0:
-			nlErrs++
-			if nlErrs == 1 || nlErrs%1000 == 0 {
-				slog.Warn("kernel refused a verdict", "queue", u.opts.QueueNum, "err", e.errno, "times", nlErrs)
+			pend.VerdictErrors++
+			if pend.VerdictErrors == 1 {
+				slog.Warn("kernel refused a verdict", "queue", u.opts.QueueNum, "err", e.errno)
 			}
 		}
 	}
+	drain := func() (int, error) {
+		t := time.Now()
+		realOff = t.UnixNano() - int64(t.Sub(monoBase))
+		return u.sock.drain(onPacket, onError)
+	}
+	publish := func() {
+		u.statsMu.Lock()
+		u.stats.add(&pend.loopStats)
+		u.statsMu.Unlock()
+		pend.reset()
+	}
+	var now int64
+	release := func(h held) { pend.release(h, now) }
 	fds := []unix.PollFd{
 		{Fd: int32(u.sock.fd), Events: unix.POLLIN},
 		{Fd: int32(u.wake), Events: unix.POLLIN},
@@ -382,27 +522,27 @@ func (u *userspace) loop() error {
 	var ts unix.Timespec
 	for {
 		if u.stop.Load() {
+			publish()
 			if id, n := q.PopAll(); n > 0 {
 				return u.sock.verdictBatch(id, nfAccept)
 			}
 			return nil
 		}
-		now := mono()
-		_, headDue, _ := q.Peek()
-		if id, n := q.PopDue(now); n > 0 {
+		now = mono()
+		if id, n := q.PopDueEach(now, release); n > 0 {
 			if err := u.sock.verdictBatch(id, nfAccept); err != nil {
 				return err
 			}
-			u.statsMu.Lock()
-			u.stats.add(now-headDue, n)
-			u.statsMu.Unlock()
+			pend.Verdict.Record(mono() - now)
+			pend.Batches++
+			publish()
 		}
 		tsp := (*unix.Timespec)(nil)
 		if _, due, ok := q.Peek(); ok {
 			wait := due - now - lateness.window()
 			if wait <= 0 {
 				for mono() < due && !u.stop.Load() {
-					if _, err := u.sock.drain(onPacket, onError); err != nil {
+					if _, err := drain(); err != nil {
 						return err
 					}
 				}
@@ -410,6 +550,15 @@ func (u *userspace) loop() error {
 			}
 			ts = unix.NsecToTimespec(wait)
 			tsp = &ts
+		} else if hot > 0 && now-lastPkt < hot {
+			n, err := drain()
+			if err != nil {
+				return err
+			}
+			if n == 0 {
+				_, _, _ = unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+			}
+			continue
 		}
 		fds[0].Revents, fds[1].Revents = 0, 0
 		n, err := unix.Ppoll(fds, tsp, nil)
@@ -421,7 +570,7 @@ func (u *userspace) loop() error {
 			lateness.observe(mono() - (now + ts.Nano()))
 		}
 		if fds[0].Revents != 0 {
-			if _, err := u.sock.drain(onPacket, onError); err != nil {
+			if _, err := drain(); err != nil {
 				return err
 			}
 		}
@@ -430,6 +579,46 @@ func (u *userspace) loop() error {
 			_, _ = unix.Read(u.wake, b[:])
 		}
 	}
+}
+
+// delayTable is the setting the loop applies: one delay, or one per peer.
+// It is replaced whole (never changed) when the setting changes.
+type delayTable struct {
+	def    int64 // ns: the delay of interface scope and of single-delay path scope
+	peers  []netip.Addr
+	delays []int64
+}
+
+func newDelayTable(c Config) *delayTable {
+	t := &delayTable{def: int64(c.Delay)}
+	if len(c.PeerDelays) > 0 {
+		t.def = 0
+		for _, e := range c.PeerDelays {
+			t.peers = append(t.peers, e.Peer.Unmap())
+			t.delays = append(t.delays, int64(e.Delay))
+			t.def = max(t.def, int64(e.Delay))
+		}
+	}
+	return t
+}
+
+// delayFor returns the delay of a packet: its peer's (the source on
+// ingress, the destination on egress), else the table's default.
+func (t *delayTable) delayFor(p pktInfo, hook string) int64 {
+	if len(t.peers) == 0 {
+		return t.def
+	}
+	peer := p.src
+	if hook == HookEgress {
+		peer = p.dst
+	}
+	peer = peer.Unmap()
+	for i, a := range t.peers {
+		if a == peer {
+			return t.delays[i]
+		}
+	}
+	return t.def
 }
 
 // lateness tracks a high quantile (about p90) of how late ppoll's timer
@@ -450,49 +639,7 @@ func (l *lateness) observe(late int64) {
 }
 
 // window is how long before a due time the loop stops sleeping and spins.
-func (l *lateness) window() int64 { return l.est + int64(10*time.Microsecond) }
-
-// Stats summarizes the userspace shaper's release lateness: how long after
-// its due time (receipt + delay) the loop accepted a packet, measured on the
-// oldest packet of each verdict batch over the last lateWindow batches. It
-// isolates the shaper's own precision from wake-up effects elsewhere.
-type Stats struct {
-	Packets  uint64 `json:"packets"`
-	Batches  uint64 `json:"batches"`
-	LateP50  int64  `json:"late_p50_ns"`
-	LateP90  int64  `json:"late_p90_ns"`
-	LateP99  int64  `json:"late_p99_ns"`
-	LateMax  int64  `json:"late_max_ns"`
-	Measured int    `json:"measured_batches"`
+func (l *lateness) window() int64 {
+	return l.est + int64(10*time.Microsecond)
 }
 
-// StatsReporter is an optional add-on of a Shaper that measures itself.
-type StatsReporter interface {
-	Stats() Stats
-}
-
-const lateWindow = 4096
-
-type lateRing struct {
-	packets, batches uint64
-	late             [lateWindow]int64
-}
-
-func (r *lateRing) add(late int64, n int) {
-	r.late[r.batches%lateWindow] = late
-	r.batches++
-	r.packets += uint64(n)
-}
-
-func (r *lateRing) summary() Stats {
-	st := Stats{Packets: r.packets, Batches: r.batches}
-	n := int(min(r.batches, lateWindow))
-	if n == 0 {
-		return st
-	}
-	v := slices.Clone(r.late[:n])
-	slices.Sort(v)
-	q := func(f float64) int64 { return v[int(f*float64(n-1))] }
-	st.LateP50, st.LateP90, st.LateP99, st.LateMax, st.Measured = q(0.5), q(0.9), q(0.99), v[n-1], n
-	return st
-}

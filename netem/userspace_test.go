@@ -16,9 +16,18 @@ const testQueue = 4242
 func ms(d time.Duration) float64 { return float64(d) / 1e6 }
 
 // TestUserspaceShaper runs the agent with the userspace shaper in
-// namespace B and pings across the veth pair. The bounds are loose on
-// purpose; TestUserspacePrecision logs the exact figures.
+// namespace B and pings across the veth pair, with each hook. The bounds
+// are loose on purpose; BenchmarkShaperAccuracy measures the figures.
 func TestUserspaceShaper(t *testing.T) {
+	for _, hook := range []string{netem.HookIngress, netem.HookEgress} {
+		t.Run(hook, func(t *testing.T) {
+			t.Setenv(envHook, hook)
+			testUserspaceShaper(t, hook)
+		})
+	}
+}
+
+func testUserspaceShaper(t *testing.T, hook string) {
 	p := newPair(t)
 	h := startHelper(t, p.nsB, p.linkB, testQueue)
 	if rep := h.ctl(netem.Request{Op: "ping"}); rep.Backend != "userspace" || rep.Link != p.linkB {
@@ -38,7 +47,7 @@ func TestUserspaceShaper(t *testing.T) {
 		t.Fatalf("0 ms: lost %d, median %v (want no loss, < 1ms)", zero.Lost, zero.Median)
 	}
 
-	// 1 ms one way on B's egress.
+	// 1 ms one way on B's ingress (or egress).
 	rep := h.ctl(netem.Request{Op: "set", DelayNs: int64(time.Millisecond)})
 	if !rep.Active || rep.Scope != "interface" || rep.DelayNs != int64(time.Millisecond) {
 		t.Fatalf("set reply %+v", rep)
@@ -55,13 +64,18 @@ func TestUserspaceShaper(t *testing.T) {
 		t.Fatalf("IPv6 with 1 ms: lost %d median %v", six.Lost, six.Median)
 	}
 
-	// Path scope: only packets to a1 are delayed; a2 lives on the same
-	// link. Pings leave from B, so the requests are what is shaped.
+	// Path scope: only packets between B and a1 are delayed; a2 lives on
+	// the same link. Pings leave from B: on ingress the replies from a1 are
+	// held, on egress the requests to it.
 	rep = h.ctl(netem.Request{Op: "set", DelayNs: int64(time.Millisecond), Peers: []string{p.a1.String()}})
 	if rep.Scope != "path" || len(rep.Peers) != 1 {
 		t.Fatalf("path set reply %+v", rep)
 	}
-	if r := mangleRules(t, p.nsB); strings.Count(r, "NFQUEUE") != 1 || !strings.Contains(r, "-d 10.77.0.1/32") {
+	want := "-A PREROUTING -s 10.77.0.1/32"
+	if hook == netem.HookEgress {
+		want = "-A POSTROUTING -d 10.77.0.1/32"
+	}
+	if r := mangleRules(t, p.nsB); strings.Count(r, "NFQUEUE") != 1 || !strings.Contains(r, want) {
 		t.Fatalf("path rules:\n%s", r)
 	}
 	toPeer := ping(t, p.nsB, p.a1, 20, 2*time.Millisecond)
@@ -137,6 +151,15 @@ func TestUserspaceInProcessNetNS(t *testing.T) {
 	r := ping(t, p.nsB, p.a1, 5, time.Millisecond)
 	if r.Lost != 0 || r.Median < 1500*time.Microsecond {
 		t.Fatalf("ping through in-process shaper: %+v", r)
+	}
+	// A delay per peer: a1 and a2 share B's link with 2ms and 0.5ms.
+	if err := sh.Set(ctx, netem.Config{PeerDelays: []netem.PeerDelay{{Peer: p.a1, Delay: 2 * time.Millisecond}, {Peer: p.a2, Delay: 500 * time.Microsecond}}}); err != nil {
+		t.Fatal(err)
+	}
+	far, near := ping(t, p.nsB, p.a1, 10, time.Millisecond), ping(t, p.nsB, p.a2, 10, time.Millisecond)
+	t.Logf("per-peer delays: 2ms peer %.3f ms, 0.5ms peer %.3f ms", ms(far.Median), ms(near.Median))
+	if far.Lost+near.Lost != 0 || far.Median < 1500*time.Microsecond || near.Median < 400*time.Microsecond || near.Median > 1500*time.Microsecond {
+		t.Fatalf("per-peer delays: 2ms peer %+v, 0.5ms peer %+v", far, near)
 	}
 	if err := sh.Set(ctx, netem.Config{Delay: 1, Peers: nil}); err != nil {
 		t.Fatal(err)

@@ -272,6 +272,8 @@ type Data struct {
 	// Samples holds the samples of done attempts only, in file order.
 	Samples []Sample
 	Probes  []Probe
+	// Shaper is shaper.csv's rows (every attempt), when present.
+	Shaper []ShaperRow
 	// Trace is trace.json's rows, when present.
 	Trace []TraceRow
 	// Ignored counts samples of attempts that were never marked done.

@@ -41,6 +41,12 @@ type agentServeOptions struct {
 	queue  uint
 }
 
+// Defaults of the userspace shaper that `agent serve` runs.
+const (
+	defaultHook = netem.HookIngress
+	defaultHot  = 0
+)
+
 func newAgentServeCmd() *cobra.Command {
 	o := &agentServeOptions{}
 	cmd := &cobra.Command{
@@ -60,6 +66,14 @@ Needs CAP_NET_ADMIN.`,
 			if o.queue > 65535 {
 				return usagef("--queue %d: use 0..65535", o.queue)
 			}
+			switch o.opts.Hook {
+			case netem.HookIngress, netem.HookEgress:
+			default:
+				return usagef("--hook %q: use ingress or egress", o.opts.Hook)
+			}
+			if o.opts.Hot < 0 || o.opts.Hot > time.Second {
+				return usagef("--hot %v: use 0 (sleep between packets) up to 1s", o.opts.Hot)
+			}
 			o.opts.QueueNum = uint16(o.queue)
 			return nil
 		},
@@ -78,6 +92,8 @@ Needs CAP_NET_ADMIN.`,
 	cmd.Flags().StringVar(&o.opts.Backend, "shaper", "auto", "auto, kernel or userspace")
 	cmd.Flags().StringVar(&o.opts.Link, "link", "", "egress interface (default: the default route's)")
 	cmd.Flags().UintVar(&o.queue, "queue", 0, "NFQUEUE number (0: the default)")
+	cmd.Flags().StringVar(&o.opts.Hook, "hook", defaultHook, "userspace shaper: ingress (hold packets from the peers, timed from the kernel's receive stamp) or egress (hold packets to the peers, timed from the read)")
+	cmd.Flags().DurationVar(&o.opts.Hot, "hot", defaultHot, "userspace shaper: keep reading without sleeping this long after each packet (0: sleep)")
 	return cmd
 }
 
@@ -89,9 +105,10 @@ func dirOf(p string) string {
 }
 
 type agentCtlOptions struct {
-	socket string
-	delay  string
-	peers  []string
+	socket     string
+	delay      string
+	peers      []string
+	peerDelays []string
 }
 
 func newAgentCtlCmd() *cobra.Command {
@@ -99,9 +116,11 @@ func newAgentCtlCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "ctl set|clear|show|ping",
 		Short: "Control the agent's shaper; prints the JSON reply",
-		Long: `set --delay D [--peer IP...]  one-way egress delay D (with a unit: 250us,
+		Long: `set --delay D [--peer IP...]  one-way delay D (with a unit: 250us,
                               0.5ms; 0 routes packets through the shaper with
-                              no delay), only to the peers when given
+                              no delay), only between us and the peers when
+                              given (which direction: the shaper's hook)
+set --peer-delay IP=D ...     a delay of its own per peer
 clear                         remove the delay and everything the shaper added
 show                          the current setting, backend and why
 ping                          is the agent alive`,
@@ -109,8 +128,8 @@ ping                          is the agent alive`,
 		PreRunE: func(cmd *cobra.Command, args []string) error {
 			switch args[0] {
 			case "set":
-				if o.delay == "" {
-					return usagef("ctl set needs --delay (e.g. --delay 250us)")
+				if (o.delay == "") == (len(o.peerDelays) == 0) {
+					return usagef("ctl set needs --delay (e.g. --delay 250us) or --peer-delay IP=D, not both")
 				}
 			case "clear", "show", "ping":
 			default:
@@ -120,12 +139,26 @@ ping                          is the agent alive`,
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req := netem.Request{Op: args[0], Peers: o.peers}
-			if args[0] == "set" {
+			if args[0] == "set" && o.delay != "" {
 				d, err := netem.ParseDelay(o.delay)
 				if err != nil {
 					return usageError{err}
 				}
 				req.DelayNs = d.Nanoseconds()
+			}
+			for _, pd := range o.peerDelays {
+				ip, ds, ok := strings.Cut(pd, "=")
+				if !ok {
+					return usagef("--peer-delay %q: use IP=DELAY, e.g. 172.18.0.3=125us", pd)
+				}
+				if _, err := netip.ParseAddr(ip); err != nil {
+					return usagef("--peer-delay %q: %q is not an IP address", pd, ip)
+				}
+				d, err := netem.ParseDelay(ds)
+				if err != nil {
+					return usageError{fmt.Errorf("--peer-delay %q: %w", pd, err)}
+				}
+				req.PeerDelays = append(req.PeerDelays, netem.PeerDelayJSON{Peer: ip, DelayNs: d.Nanoseconds()})
 			}
 			rep, err := netem.Ctl(cmd.Context(), o.socket, req)
 			b, _ := json.Marshal(rep)
@@ -136,6 +169,7 @@ ping                          is the agent alive`,
 	cmd.Flags().StringVar(&o.socket, "socket", AgentSocket, "the agent's unix socket")
 	cmd.Flags().StringVar(&o.delay, "delay", "", "one-way delay with a unit (set)")
 	cmd.Flags().StringSliceVar(&o.peers, "peer", nil, "peer address (repeatable): path scope")
+	cmd.Flags().StringArrayVar(&o.peerDelays, "peer-delay", nil, "IP=DELAY (repeatable): a delay of its own per peer")
 	return cmd
 }
 
