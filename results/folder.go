@@ -405,6 +405,9 @@ func Load(dir string) (*Data, error) {
 	if err := d.readProbes(filepath.Join(dir, ProbesFile)); err != nil {
 		return nil, err
 	}
+	if d.Shaper, err = LoadShaper(dir); err != nil {
+		return nil, err
+	}
 	if d.Trace, err = ReadTrace(dir); err != nil {
 		return nil, err
 	}

@@ -168,6 +168,9 @@ type jsonCell struct {
 	Change         num           `json:"change_ms"`
 	ChangeCI       *jsonInterval `json:"change_ci_ms"`
 	Ratio          num           `json:"ratio"`
+	Verified       num           `json:"verified_rtt_ms"`
+	RatioVerified  num           `json:"ratio_verified"`
+	Unverified     []string      `json:"unverified"`
 	Statements     num           `json:"statements_per_request"`
 	Predicted      num           `json:"predicted_ms"`
 	LowN           bool          `json:"low_n"`
@@ -187,21 +190,40 @@ type jsonProbe struct {
 	OutOfTolerance bool          `json:"out_of_tolerance"`
 }
 
+type jsonShaper struct {
+	App       string `json:"app"`
+	RTTms     num    `json:"rtt_ms"`
+	Side      string `json:"side"`
+	Direction string `json:"hook"`
+	Tasks     int    `json:"tasks"`
+	Packets   uint64 `json:"packets"`
+	Drops     uint64 `json:"drops"`
+	TargetUs  num    `json:"target_us"`
+	HoldP50Us num    `json:"hold_p50_us"`
+	ErrorUs   num    `json:"error_us"`
+	HoldP99Us num    `json:"hold_p99_us"`
+	LateP50Us num    `json:"late_p50_us"`
+	LagP50Us  num    `json:"read_lag_p50_us"`
+	CPUCores  num    `json:"cpu_cores"`
+}
+
 type jsonSummary struct {
-	Plan             string            `json:"plan"`
-	Seed             uint64            `json:"seed"`
-	Confidence       num               `json:"confidence"`
-	CIMethod         string            `json:"ci_method"`
-	ChangeCIMethod   string            `json:"change_ci_method"`
-	PercentileMethod string            `json:"percentile_method"`
-	MinRuns          int               `json:"min_runs_for_claim"`
-	ToleranceMs      num               `json:"probe_tolerance_ms"`
-	TasksPlanned     int               `json:"tasks_planned"`
-	TasksDone        int               `json:"tasks_done"`
-	Cells            []jsonCell        `json:"cells"`
-	Probes           []jsonProbe       `json:"probes"`
-	Skipped          map[string]string `json:"skipped"`
-	Warnings         []string          `json:"warnings"`
+	Plan              string            `json:"plan"`
+	Seed              uint64            `json:"seed"`
+	Confidence        num               `json:"confidence"`
+	CIMethod          string            `json:"ci_method"`
+	ChangeCIMethod    string            `json:"change_ci_method"`
+	PercentileMethod  string            `json:"percentile_method"`
+	MinRuns           int               `json:"min_runs_for_claim"`
+	ToleranceMs       num               `json:"probe_tolerance_ms"`
+	TasksPlanned      int               `json:"tasks_planned"`
+	TasksDone         int               `json:"tasks_done"`
+	Cells             []jsonCell        `json:"cells"`
+	Probes            []jsonProbe       `json:"probes"`
+	Shaper            []jsonShaper      `json:"shaper"`
+	ShaperToleranceUs num               `json:"shaper_tolerance_us"`
+	Skipped           map[string]string `json:"skipped"`
+	Warnings          []string          `json:"warnings"`
 }
 
 const changeCIMethod = "change = median of target run p50s - median of 0 ms run p50s; percentile bootstrap resampling baseline and target runs independently"
@@ -217,7 +239,13 @@ func (s *Summary) JSON() ([]byte, error) {
 		CIMethod: o.CIMethod(), ChangeCIMethod: changeCIMethod, PercentileMethod: PercentileMethod,
 		MinRuns: o.MinRuns, ToleranceMs: num(o.ToleranceMs),
 		TasksPlanned: s.TasksPlanned, TasksDone: s.TasksDone,
-		Cells: []jsonCell{}, Probes: []jsonProbe{}, Skipped: map[string]string{}, Warnings: []string{},
+		Cells: []jsonCell{}, Probes: []jsonProbe{}, Shaper: []jsonShaper{}, ShaperToleranceUs: num(o.ShaperToleranceUs),
+		Skipped: map[string]string{}, Warnings: []string{},
+	}
+	for _, st := range s.Shaper {
+		js.Shaper = append(js.Shaper, jsonShaper{App: st.App, RTTms: num(st.RTTms), Side: st.Side, Direction: st.Direction, Tasks: st.Tasks,
+			Packets: st.Packets, Drops: st.Drops, TargetUs: num(st.TargetUs), HoldP50Us: num(st.HoldP50Us), ErrorUs: num(st.ErrorUs),
+			HoldP99Us: num(st.HoldP99Us), LateP50Us: num(st.LateP50Us), LagP50Us: num(st.LagP50Us), CPUCores: num(st.CPUCores)})
 	}
 	for k, v := range s.Manifest.Skipped {
 		js.Skipped[k] = v
@@ -229,10 +257,14 @@ func (s *Summary) JSON() ([]byte, error) {
 			Failures: c.Failures, WarmupFailures: c.WarmupFailures,
 			P50: num(c.P50), CI: jsonIv(c.CI), RunP50s: []num{},
 			Change: num(c.Change), ChangeCI: jsonIv(c.ChangeCI), Ratio: num(c.Ratio),
+			Verified: num(math.NaN()), RatioVerified: num(c.RatioVerified), Unverified: append([]string{}, c.Unverified...),
 			Statements: num(math.NaN()), Predicted: num(c.Predicted), LowN: c.LowN, Warnings: []string{},
 		}
 		if c.HasStatements {
 			jc.Statements = num(c.Statements)
+		}
+		if c.HasVerified {
+			jc.Verified = num(c.Verified)
 		}
 		for _, v := range c.P50s {
 			jc.RunP50s = append(jc.RunP50s, num(v))
@@ -327,8 +359,8 @@ func (s *Summary) Markdown() []byte {
 	}
 	for _, app := range apps {
 		fmt.Fprintf(&b, "## %s\n\n", app)
-		b.WriteString("| route | setting | runs | p50 (ms) | 95% CI | change (ms) | change CI | ratio | predicted (ms) | failures |\n")
-		b.WriteString("| --- | ---: | ---: | ---: | --- | ---: | --- | ---: | ---: | ---: |\n")
+		b.WriteString("| route | setting | runs | p50 (ms) | 95% CI | change (ms) | change CI | ratio | verified RTT (ms) | ratio (verified) | predicted (ms) | failures |\n")
+		b.WriteString("| --- | ---: | ---: | ---: | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: |\n")
 		for _, c := range s.Cells {
 			if c.App != app {
 				continue
@@ -341,18 +373,31 @@ func (s *Summary) Markdown() []byte {
 			if c.HasStatements && c.RTTms > 0 {
 				pred = fmtSigned(c.Predicted, 3)
 			}
-			change, ratio := dash, dash
+			change, ratio, ver, ratioVer := dash, dash, dash, dash
 			if c.HasBaseline {
 				change = fmtSigned(c.Change, 3)
 				ratio = fmtFixed(c.Ratio, 2)
+				ratioVer = fmtFixed(c.RatioVerified, 2)
 			}
-			fmt.Fprintf(&b, "| %s | %s ms | %s | %s | %s | %s | %s | %s | %s | %d |\n",
-				mdEscape(c.Route), fmtSetting(c.RTTms), runs, fmtFixed(c.P50, 3), fmtIv(c.CI, 3), change, fmtIv(c.ChangeCI, 3),
-				ratio, pred, c.Failures)
+			if c.HasVerified {
+				ver = fmtSigned(c.Verified, 3)
+			}
+			setting := fmtSetting(c.RTTms) + " ms"
+			if len(c.Unverified) > 0 {
+				setting += " " + unverifiedMark
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d |\n",
+				mdEscape(c.Route), setting, runs, fmtFixed(c.P50, 3), fmtIv(c.CI, 3), change, fmtIv(c.ChangeCI, 3),
+				ratio, ver, ratioVer, pred, c.Failures)
 		}
 		b.WriteString("\n")
 	}
+	if len(s.unverifiedCells()) > 0 {
+		fmt.Fprintf(&b, "%s: the setting's delay was not verified: a probe is out of tolerance (±%s ms), the shaper's hold was off its target (±%s µs) or it dropped packets. Ratio (verified) divides the change by the SELECT 1 change measured at that setting instead of the configured RTT.\n\n",
+			unverifiedMark, fmtSetting(o.ToleranceMs), fmtSetting(o.ShaperToleranceUs))
+	}
 
+	s.shaperMarkdown(&b, o)
 	s.traceMarkdown(&b)
 
 	b.WriteString("## Verification probes\n\n")
@@ -410,6 +455,13 @@ func studyLine(c *Cell, o Options) string {
 		line += " (predicted " + fmtSigned(c.Predicted, 2) + ")"
 	}
 	line += "."
+	if c.HasVerified && c.HasBaseline {
+		line += " Ratio " + fmtFixed(c.Ratio, 2) + " to the configured RTT, " + fmtFixed(c.RatioVerified, 2) +
+			" to the verified one (SELECT 1 " + fmtSigned(c.Verified, 3) + " ms)."
+	}
+	if len(c.Unverified) > 0 {
+		line += " " + unverifiedMark + " **Setting not verified** (" + strings.Join(c.Unverified, "; ") + ")."
+	}
 	if c.LowN {
 		line += fmt.Sprintf(" **Low n** (%d runs at 0 ms, %d at %s ms; %d needed): no claim.",
 			c.BaselineRuns, c.NRuns, fmtSetting(c.RTTms), o.MinRuns)
@@ -418,6 +470,40 @@ func studyLine(c *Cell, o Options) string {
 }
 
 const dash = "–"
+
+// unverifiedMark marks a cell whose setting failed verification.
+const unverifiedMark = "⚠"
+
+func (s *Summary) unverifiedCells() []Cell {
+	var out []Cell
+	for _, c := range s.Cells {
+		if len(c.Unverified) > 0 {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// shaperMarkdown writes the shaper's own figures per app, setting and side.
+func (s *Summary) shaperMarkdown(b *strings.Builder, o Options) {
+	if len(s.Shaper) == 0 {
+		return
+	}
+	b.WriteString("## Shaper\n\n")
+	b.WriteString("What the shaper did during the tasks counted as data, per side (shaper.csv). Hold = release - the packet's arrival (the kernel's receive stamp on ingress, the shaper's read on egress); target = the one-way delay set on that side; medians over tasks of the per-task p50, the largest task p99; CPU = the agent's CPU time / the task's wall time.\n\n")
+	b.WriteString("| app | setting | side | hook | tasks | packets | drops | target (µs) | hold p50 (µs) | error (µs) | hold p99 (µs) | late p50 (µs) | read lag p50 (µs) | CPU (cores) |\n")
+	b.WriteString("| --- | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	for _, st := range s.Shaper {
+		errUs := fmtSigned(st.ErrorUs, 1)
+		if math.Abs(st.ErrorUs) > o.ShaperToleranceUs+1e-9 || st.Drops > 0 {
+			errUs += " " + unverifiedMark
+		}
+		fmt.Fprintf(b, "| %s | %s ms | %s | %s | %d | %d | %d | %s | %s | %s | %s | %s | %s | %s |\n",
+			st.App, fmtSetting(st.RTTms), st.Side, st.Direction, st.Tasks, st.Packets, st.Drops, fmtFixed(st.TargetUs, 1),
+			fmtFixed(st.HoldP50Us, 1), errUs, fmtFixed(st.HoldP99Us, 1), fmtFixed(st.LateP50Us, 1), fmtFixed(st.LagP50Us, 1), fmtFixed(st.CPUCores, 3))
+	}
+	b.WriteString("\n")
+}
 
 // fmtFixed formats v with d decimals; NaN becomes a dash and -0 becomes 0.
 func fmtFixed(v float64, d int) string {

@@ -81,6 +81,9 @@ func writeGoldenFolder(t testing.TB, specs []cellSpec) string {
 		}
 		mustNoErr(t, f.AppendSamples(tk.ID, attempt, s))
 		mustNoErr(t, f.MarkDone(tk.ID, attempt))
+		if tk.App == "go" {
+			mustNoErr(t, f.AppendShaper(goldenShaperRows(tk, attempt)))
+		}
 	}
 	var probes []Probe
 	for i, s := range []float64{0, 0.5, 1} {
@@ -100,6 +103,29 @@ func writeGoldenFolder(t testing.TB, specs []cellSpec) string {
 	mustNoErr(t, f.AppendProbes(probes))
 	mustNoErr(t, f.Close())
 	return f.Dir()
+}
+
+// goldenShaperRows is what the shaper reports for one go task: on target
+// except the database side at 1 ms (12 µs late), plus a failed attempt
+// with drops that must not count.
+func goldenShaperRows(tk Task, attempt int) []ShaperRow {
+	var rows []ShaperRow
+	if attempt == 2 {
+		rows = append(rows, ShaperRow{Task: tk.ID, Attempt: 1, App: tk.App, Route: tk.Route, RTTms: tk.RTTms, Side: "app", Direction: "ingress",
+			TargetUs: tk.RTTms * 500, Packets: 90, Drops: 7, HoldP50Us: tk.RTTms*500 + 300, HoldP99Us: 900, HoldMaxUs: 950})
+	}
+	for i, side := range []string{"app", "db"} {
+		target := tk.RTTms * 500
+		hold := target + 2 + float64(tk.Run%3) + float64(i)
+		if side == "db" && tk.RTTms == 1 {
+			hold = target + 12
+		}
+		rows = append(rows, ShaperRow{Task: tk.ID, Attempt: attempt, App: tk.App, Route: tk.Route, RTTms: tk.RTTms, Side: side,
+			Direction: "ingress", TargetUs: target, Packets: 400 + uint64(tk.Run), Stamped: 400 + uint64(tk.Run), HoldP50Us: hold,
+			HoldP99Us: hold + 40 + float64(tk.Run), HoldMaxUs: hold + 200, LateP50Us: 1.5, LateP99Us: 9, LagP50Us: 30, LagP99Us: 140,
+			CPUCores: 0.21 + 0.01*float64(i), WallS: 1.2})
+	}
+	return rows
 }
 
 var goldenSpecs = []cellSpec{

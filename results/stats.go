@@ -14,7 +14,10 @@ import (
 const (
 	DefaultResamples   = 10000
 	DefaultMinRuns     = 6
-	DefaultToleranceMs = 0.05
+	DefaultToleranceMs = 0.03
+	// DefaultShaperToleranceUs flags a side whose realized one-way hold
+	// (median per task) is further than this from its target.
+	DefaultShaperToleranceUs = 10
 )
 
 // Confidence is the level of every interval in the summary.
@@ -31,8 +34,11 @@ type Options struct {
 	// claim about it (6); below it the numbers are shown with a warning.
 	MinRuns int
 	// ToleranceMs flags a probe whose added RTT differs from the
-	// configured setting by more than this (0.05 ms).
+	// configured setting by more than this (0.03 ms).
 	ToleranceMs float64
+	// ShaperToleranceUs flags a shaper side whose realized hold p50 is
+	// further than this from its target (10 µs).
+	ShaperToleranceUs float64
 	// StripRTTms chooses the setting of the per-run strip plot; nil
 	// chooses the largest setting.
 	StripRTTms *float64
@@ -47,6 +53,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.ToleranceMs <= 0 {
 		o.ToleranceMs = DefaultToleranceMs
+	}
+	if o.ShaperToleranceUs <= 0 {
+		o.ShaperToleranceUs = DefaultShaperToleranceUs
 	}
 	return o
 }
@@ -368,8 +377,17 @@ type Cell struct {
 	Predicted     float64
 	// LowN is set when this cell, or its baseline, has fewer than
 	// Options.MinRuns runs: the numbers are shown but no claim is made.
-	LowN     bool
-	Warnings []string
+	LowN bool
+	// Verified is the SELECT 1 change at this setting for this app (the
+	// added RTT as measured through PostgreSQL), when probes ran;
+	// RatioVerified = Change / Verified.
+	HasVerified   bool
+	Verified      float64
+	RatioVerified float64
+	// Unverified lists why this setting's delay is not what it says:
+	// probes out of tolerance, the shaper's hold off its target, drops.
+	Unverified []string
+	Warnings   []string
 }
 
 // ProbeStat summarises the probes of one (app, kind, setting).
@@ -413,6 +431,9 @@ type Summary struct {
 	Warnings []string
 	// Trace is the per-request trace (trace.json), when the folder has one.
 	Trace []TraceRow
+	// Shaper is what the shaper did per app, setting and side during the
+	// tasks counted as data (shaper.csv), when recorded.
+	Shaper []ShaperStat
 }
 
 // Analyze computes run statistics, cells with bootstrap intervals and
@@ -535,11 +556,53 @@ func Analyze(d *Data, o Options) *Summary {
 	}
 
 	sum.Probes = analyzeProbes(d.Probes, m.Seed, o)
+	type setting struct {
+		app string
+		rtt float64
+	}
+	unverified := map[setting][]string{}
+	verified := map[setting]float64{}
 	for _, p := range sum.Probes {
+		k := setting{p.App, p.RTTms}
+		if p.Kind == ProbeSelect1 && p.HasBaseline {
+			verified[k] = p.Added
+		}
 		if p.OutOfTolerance {
+			why := fmt.Sprintf("%s added %s ms", p.Kind, fmtSigned(p.Added, 3))
+			unverified[k] = append(unverified[k], why)
 			sum.Warnings = append(sum.Warnings, fmt.Sprintf("probe %s %s at %s ms: added %s ms differs from the configured %s ms by more than %s ms",
 				p.App, p.Kind, fmtSetting(p.RTTms), fmtFixed(p.Added, 3), fmtSetting(p.RTTms), fmtSetting(o.ToleranceMs)))
 		}
+	}
+	sum.Shaper = AnalyzeShaper(d.Shaper, d.Done)
+	for _, st := range sum.Shaper {
+		k := setting{st.App, st.RTTms}
+		if st.Drops > 0 {
+			unverified[k] = append(unverified[k], fmt.Sprintf("%s shaper dropped %d packets", st.Side, st.Drops))
+			sum.Warnings = append(sum.Warnings, fmt.Sprintf("shaper %s %s side at %s ms: %d packets dropped in tasks counted as data",
+				st.App, st.Side, fmtSetting(st.RTTms), st.Drops))
+		}
+		if math.Abs(st.ErrorUs) > o.ShaperToleranceUs+1e-9 {
+			unverified[k] = append(unverified[k], fmt.Sprintf("%s shaper hold p50 %s µs for %s µs", st.Side, fmtFixed(st.HoldP50Us, 1), fmtFixed(st.TargetUs, 1)))
+			sum.Warnings = append(sum.Warnings, fmt.Sprintf("shaper %s %s side at %s ms: realized hold p50 %s µs differs from the target %s µs by more than %s µs",
+				st.App, st.Side, fmtSetting(st.RTTms), fmtFixed(st.HoldP50Us, 1), fmtFixed(st.TargetUs, 1), fmtSetting(o.ShaperToleranceUs)))
+		}
+		if st.CPUCores > 1 {
+			sum.Warnings = append(sum.Warnings, fmt.Sprintf("shaper %s %s side at %s ms used %s cores (more than one)",
+				st.App, st.Side, fmtSetting(st.RTTms), fmtFixed(st.CPUCores, 2)))
+		}
+	}
+	for i := range sum.Cells {
+		c := &sum.Cells[i]
+		k := setting{c.App, c.RTTms}
+		c.RatioVerified = math.NaN()
+		if v, ok := verified[k]; ok && c.RTTms > 0 {
+			c.HasVerified, c.Verified = true, v
+			if c.HasBaseline && v > 0 {
+				c.RatioVerified = c.Change / v
+			}
+		}
+		c.Unverified = unverified[k]
 	}
 	for _, app := range sortedKeys(m.Skipped) {
 		sum.Warnings = append(sum.Warnings, fmt.Sprintf("app %s skipped: %s", app, m.Skipped[app]))
