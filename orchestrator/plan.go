@@ -42,7 +42,10 @@ type Plan struct {
 	Warmup   int       `yaml:"warmup" json:"warmup"`
 	Shaper   string    `yaml:"shaper" json:"shaper"`
 	Scope    string    `yaml:"scope" json:"scope"`
-	Apps     []PlanApp `yaml:"apps" json:"apps"`
+	// Calibrate: auto (calibrate the userspace shaper, not kernel
+	// netem), on or off.
+	Calibrate string    `yaml:"calibrate" json:"calibrate"`
+	Apps      []PlanApp `yaml:"apps" json:"apps"`
 	// Probes per setting: ICMP echo count and SELECT 1 runs × calls.
 	ICMPCount     int `yaml:"icmp_count" json:"icmp_count"`
 	SelectRuns    int `yaml:"select1_runs" json:"select1_runs"`
@@ -60,6 +63,17 @@ type PlanApp struct {
 	Runs     int      `yaml:"runs,omitempty" json:"runs,omitempty"`
 	Requests int      `yaml:"requests,omitempty" json:"requests,omitempty"`
 	Warmup   int      `yaml:"warmup,omitempty" json:"warmup,omitempty"`
+}
+
+// Calibrates says whether a stack with this shaper backend calibrates.
+func (p *Plan) Calibrates(backend string) bool {
+	switch p.Calibrate {
+	case "on":
+		return true
+	case "off":
+		return false
+	}
+	return backend == "userspace"
 }
 
 // StudyDelaysMs are the seed study's settings.
@@ -166,6 +180,9 @@ func (p *Plan) Defaults() {
 	if p.Scope == "" {
 		p.Scope = "path"
 	}
+	if p.Calibrate == "" {
+		p.Calibrate = "auto"
+	}
 	if p.ICMPCount == 0 {
 		p.ICMPCount = 50
 	}
@@ -222,6 +239,11 @@ func (p *Plan) Validate() error {
 	case "auto", "kernel", "userspace":
 	default:
 		return fmt.Errorf("shaper %q: use auto, kernel or userspace", p.Shaper)
+	}
+	switch p.Calibrate {
+	case "", "auto", "on", "off":
+	default:
+		return fmt.Errorf("calibrate %q: use auto, on or off", p.Calibrate)
 	}
 	switch p.Scope {
 	case "path", "interface":

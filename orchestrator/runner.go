@@ -294,6 +294,9 @@ func runApp(ctx context.Context, d Docker, all map[string]*apps.Meta, p *Plan, f
 			return 0, err
 		}
 	}
+	if err := calibrateSession(ctx, d, s, p, f, m, app, note); err != nil {
+		return 0, err
+	}
 	if !state.HasTrace(app) {
 		note(fmt.Sprintf("%s: tracing %d requests per request type (round trips on the wire)", app, p.TraceRequests))
 		if err := traceForRun(ctx, d, s, p, f, target); err != nil {
@@ -322,11 +325,16 @@ func runApp(ctx context.Context, d Docker, all map[string]*apps.Meta, p *Plan, f
 			_ = f.MarkFailed(t.ID, attempt, lastErr.Error())
 			slog.Warn("task failed", "task", t.ID, "desc", desc, "attempt", attempt, "err", lastErr)
 			note(fmt.Sprintf("task %d (%s) failed: %v", t.ID, desc, firstLine(lastErr.Error())))
-			// A crashed container: start a fresh stack before the retry.
-			if errors.Is(lastErr, ErrContainerExited) && try == 0 {
+			// A crashed container (a stack member or a shaping agent, even
+			// when the error came from a call it broke before it was seen
+			// to exit): start a fresh stack before the retry.
+			if try == 0 && (errors.Is(lastErr, ErrContainerExited) || s.dead(ctx, d) != nil) {
 				s.st.Remove(context.WithoutCancel(ctx), d)
 				s, err = startSession(ctx, d, target, p, runID)
 				if err != nil {
+					return n, err
+				}
+				if err := calibrateSession(ctx, d, s, p, f, m, app, note); err != nil {
 					return n, err
 				}
 			}
@@ -340,6 +348,26 @@ func runApp(ctx context.Context, d Docker, all map[string]*apps.Meta, p *Plan, f
 		}
 	}
 	return n, nil
+}
+
+// calibrateSession applies the app's calibration from the manifest, or
+// measures it (and records it there) when the plan calibrates this
+// shaper and the run has none yet.
+func calibrateSession(ctx context.Context, d Docker, s *appSession, p *Plan, f *results.Folder, m *results.Manifest, app string, note func(string)) error {
+	if !p.Calibrates(s.sh.Backend) {
+		return nil
+	}
+	if off := OffsetsFrom(m.Calibration, app); off != nil {
+		s.sh.Offsets = off
+		return nil
+	}
+	note(fmt.Sprintf("%s: calibrating the shaper per setting (ICMP; SELECT 1 stays an independent check)", app))
+	pts, err := Calibrate(ctx, d, s.sh, app, p.Settings(app), CalibrateOptions{})
+	if err != nil {
+		return fmt.Errorf("calibrate the shaper: %w", err)
+	}
+	m.Calibration = append(m.Calibration, pts...)
+	return f.WriteManifest(m)
 }
 
 func traceForRun(ctx context.Context, d Docker, s *appSession, p *Plan, f *results.Folder, target apps.Target) error {
@@ -367,7 +395,7 @@ func runProbes(ctx context.Context, d Docker, s *appSession, p *Plan, f *results
 		if err != nil {
 			return err
 		}
-		rows := []results.Probe{{App: app, Kind: results.ProbeICMP, RTTms: rtt, N: pr.Received,
+		rows := []results.Probe{{App: app, Kind: results.ProbeICMP, RTTms: rtt, N: pr.Sent,
 			MeanMs: ms(pr.Mean), MedianMs: ms(pr.Median), MinMs: ms(pr.Min), MaxMs: ms(pr.Max), Failures: pr.Lost}}
 		runs, err := s.sh.SelectOne(ctx, d, p.SelectRuns, p.SelectCalls)
 		if err != nil {
@@ -386,14 +414,20 @@ func runProbes(ctx context.Context, d Docker, s *appSession, p *Plan, f *results
 
 func runTask(ctx context.Context, d Docker, s *appSession, p *Plan, f *results.Folder, t results.Task, attempt, requests, warmup int) error {
 	if err := s.sh.SetRTT(ctx, d, msDuration(t.RTTms)); err != nil {
-		return err
+		return s.agentError(ctx, d, err)
 	}
 	// Quick check that the delay is in place before measuring.
 	pr, err := s.sh.Ping(ctx, d, p.TaskICMPCount, 5*time.Millisecond)
 	if err != nil {
-		return err
+		return s.agentError(ctx, d, err)
 	}
-	if err := f.AppendProbes([]results.Probe{{App: t.App, Kind: results.ProbeICMPTask, RTTms: t.RTTms, Task: t.ID, N: pr.Received,
+	if pr.Lost > 0 {
+		// Lost echoes on a private network: first rule out a dead agent.
+		if err := s.dead(ctx, d); err != nil {
+			return err
+		}
+	}
+	if err := f.AppendProbes([]results.Probe{{App: t.App, Kind: results.ProbeICMPTask, RTTms: t.RTTms, Task: t.ID, N: pr.Sent,
 		MeanMs: ms(pr.Mean), MedianMs: ms(pr.Median), MinMs: ms(pr.Min), MaxMs: ms(pr.Max), Failures: pr.Lost}}); err != nil {
 		return err
 	}
@@ -409,9 +443,55 @@ func runTask(ctx context.Context, d Docker, s *appSession, p *Plan, f *results.F
 	for _, h := range s.header {
 		cmd = append(cmd, "--header", h)
 	}
-	var out, errb bytes.Buffer
-	code, err := d.Exec(ctx, s.client, ExecSpec{Cmd: cmd, Stdout: &out, Stderr: &errb, Timeout: time.Duration(requests+warmup)*30*time.Second + time.Minute})
+	before, err := s.sh.Snapshot(ctx, d)
 	if err != nil {
+		return s.agentError(ctx, d, err)
+	}
+	// A shaping agent that dies mid-task stops traffic on its side: watch
+	// them and stop the load at once instead of waiting out the
+	// client's timeouts.
+	loadCtx, stopLoad := context.WithCancel(ctx)
+	defer stopLoad()
+	agentDied := make(chan error, 1)
+	go func() {
+		tick := time.NewTicker(agentWatchInterval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-loadCtx.Done():
+				return
+			case <-tick.C:
+				if err := s.sh.CheckAgents(loadCtx, d); err != nil && loadCtx.Err() == nil && errors.Is(err, ErrContainerExited) {
+					agentDied <- err
+					stopLoad()
+					return
+				}
+			}
+		}
+	}()
+	var out, errb bytes.Buffer
+	code, err := d.Exec(loadCtx, s.client, ExecSpec{Cmd: cmd, Stdout: &out, Stderr: &errb, Timeout: time.Duration(requests+warmup)*30*time.Second + time.Minute})
+	stopLoad()
+	select {
+	case aerr := <-agentDied:
+		return aerr
+	default:
+	}
+	if err != nil {
+		return err
+	}
+	after, serr := s.sh.Snapshot(ctx, d)
+	if serr != nil {
+		return s.agentError(ctx, d, serr)
+	}
+	deltas, serr := ShaperDeltas(before, after)
+	if serr != nil {
+		return serr
+	}
+	if err := f.AppendShaper(shaperRows(t, attempt, deltas, after.At.Sub(before.At))); err != nil {
+		return err
+	}
+	if err := DropError(deltas); err != nil {
 		return err
 	}
 	rs, derr := workloads.DecodeResults(&out)
@@ -438,6 +518,44 @@ func runTask(ctx context.Context, d Docker, s *appSession, p *Plan, f *results.F
 		return err
 	}
 	return f.MarkDone(t.ID, attempt)
+}
+
+// agentWatchInterval is how often a load task checks that the shaping
+// agents still run.
+var agentWatchInterval = time.Second
+
+// agentError returns err, or, when an agent has died, an error naming it
+// (wrapping ErrContainerExited so the task is retried on a fresh stack).
+func (s *appSession) agentError(ctx context.Context, d Docker, err error) error {
+	if cerr := s.sh.CheckAgents(ctx, d); cerr != nil {
+		return cerr
+	}
+	return err
+}
+
+// dead returns an error naming a container of the session that is no
+// longer running, or nil.
+func (s *appSession) dead(ctx context.Context, d Docker) error {
+	for _, m := range s.st.Members {
+		if err := checkRunning(ctx, d, m); err != nil {
+			return err
+		}
+	}
+	return s.sh.CheckAgents(ctx, d)
+}
+
+// shaperRows turns the per-side shaper figures of one task attempt into
+// shaper.csv rows.
+func shaperRows(t results.Task, attempt int, deltas []ShaperDelta, wall time.Duration) []results.ShaperRow {
+	rows := make([]results.ShaperRow, 0, len(deltas))
+	for _, d := range deltas {
+		sm := d.Summary
+		rows = append(rows, results.ShaperRow{Task: t.ID, Attempt: attempt, App: t.App, Route: t.Route, RTTms: t.RTTms,
+			Side: d.Role, Direction: d.Direction, TargetUs: sm.TargetUs, Packets: sm.Packets, Stamped: sm.Stamped, Drops: sm.Drops,
+			HoldP50Us: sm.HoldP50Us, HoldP99Us: sm.HoldP99Us, HoldMaxUs: sm.HoldMaxUs, LateP50Us: sm.LateP50Us, LateP99Us: sm.LateP99Us,
+			LagP50Us: sm.ReadLagP50, LagP99Us: sm.ReadLagP99, CPUCores: sm.CPUCores, WallS: wall.Seconds()})
+	}
+	return rows
 }
 
 func msDuration(v float64) time.Duration { return time.Duration(v*1e3+0.5) * time.Microsecond }

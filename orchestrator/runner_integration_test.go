@@ -5,7 +5,9 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/results"
@@ -177,5 +179,104 @@ func TestIntegrationRunRefusesBadInputBeforeStarting(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(out); len(entries) != 0 {
 		t.Fatalf("a refused plan left %d entries in the results folder", len(entries))
+	}
+}
+
+// killAgentOnce kills the database's shaping agent of the run once, a
+// moment after the first task is done (so during the second task).
+type killAgentOnce struct {
+	rt     *Runtime
+	after  time.Duration
+	killed chan string
+}
+
+func (k *killAgentOnce) Start(total, done int) {}
+func (k *killAgentOnce) Note(string)           {}
+func (k *killAgentOnce) Finish()               {}
+func (k *killAgentOnce) Task(done, total int, desc string) {
+	if done != 1 {
+		return
+	}
+	go func() {
+		time.Sleep(k.after)
+		ctx := context.Background()
+		cs, err := k.rt.ListContainers(ctx, map[string]string{LabelRole: "agent"})
+		if err != nil {
+			k.killed <- ""
+			return
+		}
+		for _, c := range cs {
+			if c.State == "running" && strings.Contains(c.Names[0], "-db-agent") {
+				_ = k.rt.KillContainer(ctx, c.ID, "KILL")
+				k.killed <- strings.TrimPrefix(c.Names[0], "/")
+				return
+			}
+		}
+		k.killed <- ""
+	}()
+}
+
+// A shaping agent killed during a task fails that task with a line that
+// names the agent; the task is retried on a fresh stack and nothing from
+// the failed attempt counts as data. Every done task has its shaper's
+// per-side figures in shaper.csv.
+func TestIntegrationAgentKilledDuringTask(t *testing.T) {
+	rt := engineForTest(t)
+	all := builtApps(t, rt, "postgres", "go", "agent")
+	p := &Plan{Name: "agent-kill", Seed: 7, DelaysMs: []float64{0, 1}, Runs: 1, Requests: 2000, Warmup: 2,
+		Apps: []PlanApp{{Name: "go", Routes: []string{"/feed"}}}, ICMPCount: 5, SelectRuns: 1, SelectCalls: 10, TaskICMPCount: 2,
+		Calibrate: "off"}
+	p.Defaults()
+	k := &killAgentOnce{rt: rt, after: 3 * time.Second, killed: make(chan string, 1)}
+	dir, err := Run(context.Background(), rt, all, RunOptions{Plan: p, OutDir: t.TempDir(), Progress: k})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := <-k.killed
+	if name == "" {
+		t.Fatal("no database agent was found to kill")
+	}
+	noneLabelled(t, rt)
+	d, err := results.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Done) != 2 {
+		t.Fatalf("%d of 2 tasks done", len(d.Done))
+	}
+	var failed []results.TaskRecord
+	for _, r := range d.Records {
+		if r.Status == results.StatusFailed {
+			failed = append(failed, r)
+		}
+	}
+	if len(failed) != 1 || !strings.Contains(failed[0].Error, name) {
+		t.Fatalf("want one failed attempt naming %s, got %+v", name, failed)
+	}
+	if a := d.Done[failed[0].Task]; a <= failed[0].Attempt {
+		t.Fatalf("task %d: done on attempt %d, failed attempt %d", failed[0].Task, a, failed[0].Attempt)
+	}
+	for _, s := range d.Samples {
+		if s.Task == failed[0].Task && s.Attempt == failed[0].Attempt {
+			t.Fatalf("a sample of the failed attempt counts as data: %+v", s)
+		}
+	}
+	sides := map[int]int{}
+	for _, r := range d.Shaper {
+		if d.Done[r.Task] == r.Attempt {
+			sides[r.Task]++
+			if r.Packets == 0 || r.Drops != 0 || r.HoldP50Us <= 0 {
+				t.Errorf("shaper row %+v: want packets, no drops, a hold", r)
+			}
+		}
+	}
+	for id := range d.Done {
+		if sides[id] != 2 {
+			t.Errorf("task %d has %d shaper rows, want 2 (app and db)", id, sides[id])
+		}
+	}
+	s := results.Analyze(d, results.Options{})
+	if len(s.Shaper) == 0 {
+		t.Error("the summary has no shaper figures")
 	}
 }

@@ -31,6 +31,10 @@ type Shaping struct {
 	// Backend and Why say which shaper runs (the app agent's).
 	Backend string
 	Why     string
+	// Offsets, by RTT in µs, are added to the app's and the database's
+	// one-way delay by SetRTT (from Calibrate); a setting without one is
+	// applied as configured.
+	Offsets map[int64][2]time.Duration
 }
 
 // StartAgents starts one agent per shaped member of the stack, sharing its
@@ -112,6 +116,9 @@ func (sh *Shaping) ctl(ctx context.Context, d Containers, a *Agent, op string, a
 		if rep.Error != "" {
 			msg = rep.Error
 		}
+		if msg == "" {
+			msg = fmt.Sprintf("agent ctl %s exited %d with no output", op, code)
+		}
 		return rep, fmt.Errorf("agent %s: %s", a.Name, strings.TrimPrefix(msg, "rttlab: "))
 	}
 	return rep, nil
@@ -125,6 +132,9 @@ func (sh *Shaping) SetRTT(ctx context.Context, d Containers, rtt time.Duration) 
 		return err
 	}
 	appD, dbD := netem.SplitRTT(rtt)
+	if off, ok := sh.Offsets[rtt.Microseconds()]; ok && rtt > 0 {
+		appD, dbD = max(appD+off[0], 0), max(dbD+off[1], 0)
+	}
 	app, db := sh.Stack.Role("app"), sh.Stack.Role("db")
 	for _, s := range []struct {
 		role  string
@@ -265,4 +275,84 @@ func FindShaping(ctx context.Context, d Docker, runID string) (*Shaping, error) 
 		return nil, fmt.Errorf("run %s has no shaping agents", runID)
 	}
 	return sh, nil
+}
+
+// CheckAgents returns an error naming the first agent that is no longer
+// running (wrapping ErrContainerExited), or nil.
+func (sh *Shaping) CheckAgents(ctx context.Context, d Docker) error {
+	for _, role := range []string{"app", "db"} {
+		a := sh.Agents[role]
+		if a == nil {
+			continue
+		}
+		if err := checkRunning(ctx, d, &Member{ID: a.ID, Name: a.Name}); err != nil {
+			return fmt.Errorf("shaping agent for %s died: %w", role, err)
+		}
+	}
+	return nil
+}
+
+// ShaperSnapshot is each agent's statistics at one moment.
+type ShaperSnapshot struct {
+	At      time.Time
+	Replies map[string]netem.Reply // by role
+}
+
+// Snapshot reads every agent's statistics (ctl show).
+func (sh *Shaping) Snapshot(ctx context.Context, d Containers) (ShaperSnapshot, error) {
+	s := ShaperSnapshot{At: time.Now(), Replies: map[string]netem.Reply{}}
+	for _, role := range []string{"app", "db"} {
+		a := sh.Agents[role]
+		if a == nil {
+			continue
+		}
+		rep, err := sh.ctl(ctx, d, a, "show")
+		if err != nil {
+			return s, err
+		}
+		s.Replies[role] = rep
+	}
+	return s, nil
+}
+
+// ShaperDelta is what one side's shaper did between two snapshots.
+type ShaperDelta struct {
+	Role      string
+	Direction string
+	Summary   netem.Summary
+}
+
+// ShaperDeltas returns, per side with statistics in both snapshots, what
+// the shaper did in between (sides in order app, db). A shaper without
+// statistics (the kernel backend) gives no delta.
+func ShaperDeltas(before, after ShaperSnapshot) ([]ShaperDelta, error) {
+	wall := after.At.Sub(before.At)
+	var out []ShaperDelta
+	for _, role := range []string{"app", "db"} {
+		b, okb := before.Replies[role]
+		a, oka := after.Replies[role]
+		if !okb || !oka || b.Stats == nil || a.Stats == nil {
+			continue
+		}
+		diff, err := a.Stats.Sub(*b.Stats)
+		if err != nil {
+			return nil, fmt.Errorf("%s shaper statistics: %w", role, err)
+		}
+		out = append(out, ShaperDelta{Role: role, Direction: a.Direction, Summary: diff.Summarize(wall)})
+	}
+	return out, nil
+}
+
+// DropError is returned for a task during which a shaper lost packets.
+func DropError(deltas []ShaperDelta) error {
+	var parts []string
+	for _, d := range deltas {
+		if d.Summary.Drops > 0 {
+			parts = append(parts, fmt.Sprintf("%s side dropped %d of %d packets", d.Role, d.Summary.Drops, d.Summary.Packets+d.Summary.Drops))
+		}
+	}
+	if len(parts) == 0 {
+		return nil
+	}
+	return fmt.Errorf("the shaper lost packets during the task (%s): the data is not kept", strings.Join(parts, ", "))
 }

@@ -24,16 +24,23 @@ type ShapeVerifyOptions struct {
 
 // ShapeRow is one setting of `rttlab shape verify`.
 type ShapeRow struct {
-	RTTms        float64
-	NoShaper     bool // the reference row: no rule, no qdisc
-	ICMP         workloads.PingResult
-	AddedMs      float64 // ICMP median minus the 0 ms setting's
-	Select1Ms    float64 // median of the run medians
-	Select1Diff  float64 // against the 0 ms setting
-	Select1CI    results.Interval
-	Select1Runs  []float64
-	Flag         bool // |added - configured| > tolerance
+	RTTms       float64
+	NoShaper    bool // the reference row: no rule, no qdisc
+	ICMP        workloads.PingResult
+	AddedMs     float64 // ICMP median minus the 0 ms setting's
+	Select1Ms   float64 // median of the run medians
+	Select1Diff float64 // against the 0 ms setting
+	Select1CI   results.Interval
+	Select1Runs []float64
+	// ICMPFlag and Select1Flag: |added - configured| > tolerance for the
+	// ICMP median and the SELECT 1 change; Flag is either.
+	ICMPFlag     bool
+	Select1Flag  bool
+	Flag         bool
 	HaveBaseline bool
+	// Sides is what each side's shaper did while this row was measured
+	// (none for the kernel backend and the no-shaper row).
+	Sides []ShaperDelta
 }
 
 // VerifyShaping measures, for each setting, the ICMP RTT from the app's
@@ -46,6 +53,10 @@ func VerifyShaping(ctx context.Context, d Containers, sh *Shaping, o ShapeVerify
 	}
 	var rows []ShapeRow
 	measure := func(r ShapeRow) (ShapeRow, error) {
+		before, err := sh.Snapshot(ctx, d)
+		if err != nil {
+			return r, err
+		}
 		pr, err := sh.Ping(ctx, d, o.ICMPCount, o.Interval)
 		if err != nil {
 			return r, err
@@ -59,6 +70,15 @@ func VerifyShaping(ctx context.Context, d Containers, sh *Shaping, o ShapeVerify
 			r.Select1Runs = append(r.Select1Runs, ms(run.Median))
 		}
 		r.Select1Ms = results.Median(r.Select1Runs)
+		if !r.NoShaper {
+			after, err := sh.Snapshot(ctx, d)
+			if err != nil {
+				return r, err
+			}
+			if r.Sides, err = ShaperDeltas(before, after); err != nil {
+				return r, err
+			}
+		}
 		return r, nil
 	}
 	if err := sh.Clear(ctx, d); err != nil {
@@ -97,8 +117,9 @@ func VerifyShaping(ctx context.Context, d Containers, sh *Shaping, o ShapeVerify
 			r.AddedMs = ms(r.ICMP.Median) - ms(base.ICMP.Median)
 			r.Select1Diff = r.Select1Ms - base.Select1Ms
 			r.Select1CI = results.BootstrapChangeCI(base.Select1Runs, r.Select1Runs, 10000, results.NewRNG(o.Seed, fmt.Sprintf("shape/%g", rtt)))
-			diff := r.AddedMs - rtt
-			r.Flag = diff > o.ToleranceMs+1e-9 || diff < -o.ToleranceMs-1e-9
+			out := func(v float64) bool { return v-rtt > o.ToleranceMs+1e-9 || v-rtt < -o.ToleranceMs-1e-9 }
+			r.ICMPFlag, r.Select1Flag = out(r.AddedMs), out(r.Select1Diff)
+			r.Flag = r.ICMPFlag || r.Select1Flag
 		}
 		rows = append(rows, r)
 		if o.Row != nil {

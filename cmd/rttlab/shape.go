@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/netem"
 	"github.com/rttlab/rttlab/orchestrator"
+	"github.com/rttlab/rttlab/results"
 )
 
 func newShapeCmd() *cobra.Command {
@@ -186,6 +188,8 @@ type shapeVerifyOptions struct {
 	selectRuns  int
 	selectCalls int
 	seed        uint64
+	json        bool
+	calibrate   string
 	delaysMs    []float64
 }
 
@@ -208,7 +212,7 @@ load, so run it on a quiet machine.`,
 			if err != nil {
 				return usageError{err}
 			}
-			p := &orchestrator.Plan{DelaysMs: d, Runs: 1, Requests: 1, Shaper: o.shaper, Scope: o.scope, Apps: []orchestrator.PlanApp{{Name: args[0]}}}
+			p := &orchestrator.Plan{DelaysMs: d, Runs: 1, Requests: 1, Shaper: o.shaper, Scope: o.scope, Calibrate: o.calibrate, Apps: []orchestrator.PlanApp{{Name: args[0]}}}
 			p.Defaults()
 			if err := p.Validate(); err != nil {
 				return usageError{err}
@@ -231,6 +235,12 @@ load, so run it on a quiet machine.`,
 			}
 			defer rt.Close()
 			out := cmd.OutOrStdout()
+			table := out
+			if o.json {
+				// The table becomes the progress on stderr; stdout
+				// carries only the JSON document.
+				table = cmd.ErrOrStderr()
+			}
 			if err := ensureImages(ctx, rt, []apps.Target{t}, true, cmd.ErrOrStderr()); err != nil {
 				return err
 			}
@@ -239,42 +249,45 @@ load, so run it on a quiet machine.`,
 				return err
 			}
 			defer st.Remove(context.WithoutCancel(ctx), rt)
-			fmt.Fprintf(out, "shaper: %s (%s); scope %s; ICMP %d echoes, SELECT 1 %d runs x %d calls; tolerance %.3f ms\n",
+			fmt.Fprintf(table, "shaper: %s (%s); scope %s; ICMP %d echoes, SELECT 1 %d runs x %d calls; tolerance %.3f ms\n",
 				sh.Backend, sh.Why, o.scope, o.icmp, o.selectRuns, o.selectCalls, o.tolerance)
-			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', tabwriter.AlignRight)
-			fmt.Fprintln(tw, "RTT (ms)\tICMP mean\tICMP median\tadded\tSELECT 1\tchange\t95% CI\tcheck\t")
+			var cal []results.CalibrationPoint
+			plan := orchestrator.Plan{Calibrate: o.calibrate}
+			if plan.Calibrates(sh.Backend) {
+				fmt.Fprintln(table, "calibrating per setting with ICMP (SELECT 1 below is not used by it): offset per side (µs), ICMP residual per round (µs)")
+				cal, err = orchestrator.Calibrate(ctx, rt, sh, args[0], o.delaysMs, orchestrator.CalibrateOptions{
+					Row: func(p results.CalibrationPoint) {
+						var rs []string
+						for _, r := range p.BeforeUs {
+							rs = append(rs, fmt.Sprintf("%+.0f", r))
+						}
+						fmt.Fprintf(table, "  %5g ms: offset %+6.1f µs; residuals %s\n", p.RTTms, p.AppOffsetUs, strings.Join(rs, " → "))
+					},
+				})
+				if err != nil {
+					return err
+				}
+			}
+			fmt.Fprintln(table, verifyLine("RTT (ms)", "ICMP mean", "ICMP median", "added", "SELECT 1", "change", "95% CI", "hold p50 app/db (µs)", "check"))
 			flagged := 0
-			_, err = orchestrator.VerifyShaping(ctx, rt, sh, orchestrator.ShapeVerifyOptions{
+			rows, err := orchestrator.VerifyShaping(ctx, rt, sh, orchestrator.ShapeVerifyOptions{
 				DelaysMs: o.delaysMs, ICMPCount: o.icmp, SelectRuns: o.selectRuns, SelectCalls: o.selectCalls,
 				ToleranceMs: o.tolerance, Seed: o.seed,
 				Row: func(r orchestrator.ShapeRow) {
-					label := fmt.Sprintf("%g", r.RTTms)
-					check := "ok"
-					switch {
-					case r.NoShaper:
-						label, check = "no shaper", "reference"
-					case !r.HaveBaseline:
-						check = "vs no shaper"
-					case r.Flag:
-						check = "OUT OF TOLERANCE"
+					if r.Flag {
 						flagged++
 					}
-					added, change, ci := "-", "-", "-"
-					if !r.NoShaper {
-						added = fmt.Sprintf("%+.3f", r.AddedMs)
-						change = fmt.Sprintf("%+.3f", r.Select1Diff)
-						ci = fmt.Sprintf("[%.3f, %.3f]", r.Select1CI.Low, r.Select1CI.High)
-					}
-					fmt.Fprintf(tw, "%s\t%.3f\t%.3f\t%s\t%.3f\t%s\t%s\t%s\t\n", label, ms(r.ICMP.Mean), ms(r.ICMP.Median), added, r.Select1Ms, change, ci, check)
-					tw.Flush()
+					fmt.Fprintln(table, verifyRowLine(r))
 				},
 			})
-			tw.Flush()
 			if err != nil {
 				return err
 			}
 			if flagged > 0 {
-				fmt.Fprintf(out, "%d setting(s) out of tolerance\n", flagged)
+				fmt.Fprintf(table, "%d setting(s) out of tolerance\n", flagged)
+			}
+			if o.json {
+				return writeVerifyJSON(out, sh, o, rows, cal)
 			}
 			return nil
 		},
@@ -282,12 +295,151 @@ load, so run it on a quiet machine.`,
 	cmd.Flags().StringVar(&o.delays, "delays", "0,0.05,0.1,0.2,0.3,0.4,0.5,0.75,1", "RTT settings in milliseconds")
 	cmd.Flags().StringVar(&o.shaper, "shaper", "auto", "auto, kernel or userspace")
 	cmd.Flags().StringVar(&o.scope, "scope", "path", "path or interface")
-	cmd.Flags().Float64Var(&o.tolerance, "tolerance", 0.05, "flag |added - configured| above this (ms)")
+	cmd.Flags().Float64Var(&o.tolerance, "tolerance", results.DefaultToleranceMs, "flag |added - configured| above this (ms), for ICMP and SELECT 1")
+	cmd.Flags().StringVar(&o.calibrate, "calibrate", "auto", "calibrate each setting with ICMP before measuring: auto (userspace shaper only), on or off")
+	cmd.Flags().BoolVar(&o.json, "json", false, "print the rows as JSON on stdout (the table goes to stderr)")
 	cmd.Flags().IntVar(&o.icmp, "icmp", 50, "ICMP echoes per setting")
 	cmd.Flags().IntVar(&o.selectRuns, "select-runs", 5, "SELECT 1 runs per setting")
 	cmd.Flags().IntVar(&o.selectCalls, "select-calls", 200, "SELECT 1 calls per run")
 	cmd.Flags().Uint64Var(&o.seed, "seed", 1, "seed of the bootstrap")
 	return cmd
+}
+
+// verifyLine lays out one line of the verify table in fixed columns, so
+// rows printed as they are measured line up with the header.
+func verifyLine(cols ...string) string {
+	widths := []int{9, 10, 12, 8, 9, 8, 17, 21}
+	var b strings.Builder
+	for i, c := range cols {
+		if i < len(widths) {
+			fmt.Fprintf(&b, "%*s  ", widths[i], c)
+		} else {
+			b.WriteString(c)
+		}
+	}
+	return strings.TrimRight(b.String(), " ")
+}
+
+func verifyRowLine(r orchestrator.ShapeRow) string {
+	label := fmt.Sprintf("%g", r.RTTms)
+	var checks []string
+	switch {
+	case r.NoShaper:
+		label, checks = "no shaper", []string{"reference"}
+	case !r.HaveBaseline:
+		checks = []string{"vs no shaper"}
+	default:
+		if r.ICMPFlag {
+			checks = append(checks, "ICMP OUT")
+		}
+		if r.Select1Flag {
+			checks = append(checks, "SELECT 1 OUT")
+		}
+		if len(checks) == 0 {
+			checks = []string{"ok"}
+		}
+	}
+	added, change, ci, hold := "-", "-", "-", "-"
+	if !r.NoShaper {
+		added = fmt.Sprintf("%+.3f", r.AddedMs)
+		change = fmt.Sprintf("%+.3f", r.Select1Diff)
+		ci = fmt.Sprintf("[%.3f, %.3f]", r.Select1CI.Low, r.Select1CI.High)
+	}
+	if len(r.Sides) > 0 {
+		var hs []string
+		for _, sd := range r.Sides {
+			hs = append(hs, fmt.Sprintf("%.1f", sd.Summary.HoldP50Us))
+		}
+		hold = strings.Join(hs, "/")
+	}
+	return verifyLine(label, fmt.Sprintf("%.3f", ms(r.ICMP.Mean)), fmt.Sprintf("%.3f", ms(r.ICMP.Median)), added,
+		fmt.Sprintf("%.3f", r.Select1Ms), change, ci, hold, strings.Join(checks, ", "))
+}
+
+type verifySideJSON struct {
+	Side      string  `json:"side"`
+	Hook      string  `json:"hook"`
+	TargetUs  float64 `json:"target_us"`
+	Packets   uint64  `json:"packets"`
+	Stamped   uint64  `json:"stamped"`
+	Drops     uint64  `json:"drops"`
+	HoldP50Us float64 `json:"hold_p50_us"`
+	HoldP99Us float64 `json:"hold_p99_us"`
+	LateP50Us float64 `json:"late_p50_us"`
+	LagP50Us  float64 `json:"read_lag_p50_us"`
+	LagP99Us  float64 `json:"read_lag_p99_us"`
+	CPUCores  float64 `json:"cpu_cores"`
+}
+
+type verifyRowJSON struct {
+	RTTms           float64          `json:"rtt_ms"`
+	NoShaper        bool             `json:"no_shaper"`
+	Baseline        string           `json:"baseline"`
+	ICMPMeanMs      float64          `json:"icmp_mean_ms"`
+	ICMPMedianMs    float64          `json:"icmp_median_ms"`
+	ICMPReceived    int              `json:"icmp_received"`
+	ICMPAddedMs     *float64         `json:"icmp_added_ms"`
+	ICMPOut         bool             `json:"icmp_out_of_tolerance"`
+	Select1Ms       float64          `json:"select1_median_ms"`
+	Select1ChangeMs *float64         `json:"select1_change_ms"`
+	Select1CIMs     []float64        `json:"select1_change_ci_ms"`
+	Select1RunsMs   []float64        `json:"select1_run_medians_ms"`
+	Select1Out      bool             `json:"select1_out_of_tolerance"`
+	OutOfTolerance  bool             `json:"out_of_tolerance"`
+	Shaper          []verifySideJSON `json:"shaper"`
+}
+
+type verifyJSON struct {
+	Backend     string          `json:"backend"`
+	Why         string          `json:"why"`
+	Scope       string          `json:"scope"`
+	ToleranceMs float64         `json:"tolerance_ms"`
+	ICMPCount   int             `json:"icmp_count"`
+	SelectRuns  int             `json:"select1_runs"`
+	SelectCalls int             `json:"select1_calls"`
+	Seed        uint64          `json:"seed"`
+	CIMethod    string          `json:"ci_method"`
+	Rows        []verifyRowJSON `json:"rows"`
+	Flagged     int             `json:"flagged"`
+	// Calibration: the offsets applied per setting, when calibrated.
+	Calibration []results.CalibrationPoint `json:"calibration"`
+}
+
+func writeVerifyJSON(w io.Writer, sh *orchestrator.Shaping, o *shapeVerifyOptions, rows []orchestrator.ShapeRow, cal []results.CalibrationPoint) error {
+	doc := verifyJSON{Calibration: cal, Backend: sh.Backend, Why: sh.Why, Scope: o.scope, ToleranceMs: o.tolerance, ICMPCount: o.icmp,
+		SelectRuns: o.selectRuns, SelectCalls: o.selectCalls, Seed: o.seed,
+		CIMethod: "percentile bootstrap (10000 resamples) of the difference of medians of the run medians, resampling both settings' runs independently",
+		Rows:     []verifyRowJSON{}}
+	for _, r := range rows {
+		jr := verifyRowJSON{RTTms: r.RTTms, NoShaper: r.NoShaper, ICMPMeanMs: ms(r.ICMP.Mean), ICMPMedianMs: ms(r.ICMP.Median),
+			ICMPReceived: r.ICMP.Received, Select1Ms: r.Select1Ms, Select1RunsMs: r.Select1Runs,
+			ICMPOut: r.ICMPFlag, Select1Out: r.Select1Flag, OutOfTolerance: r.Flag, Shaper: []verifySideJSON{}}
+		if !r.NoShaper {
+			a, c := r.AddedMs, r.Select1Diff
+			jr.ICMPAddedMs, jr.Select1ChangeMs = &a, &c
+			jr.Select1CIMs = []float64{r.Select1CI.Low, r.Select1CI.High}
+			jr.Baseline = "0 ms setting"
+			if !r.HaveBaseline {
+				jr.Baseline = "no shaper"
+			}
+		}
+		if r.Flag {
+			doc.Flagged++
+		}
+		for _, sd := range r.Sides {
+			sm := sd.Summary
+			jr.Shaper = append(jr.Shaper, verifySideJSON{Side: sd.Role, Hook: sd.Direction, TargetUs: sm.TargetUs, Packets: sm.Packets,
+				Stamped: sm.Stamped, Drops: sm.Drops, HoldP50Us: sm.HoldP50Us, HoldP99Us: sm.HoldP99Us, LateP50Us: sm.LateP50Us,
+				LagP50Us: sm.ReadLagP50, LagP99Us: sm.ReadLagP99, CPUCores: sm.CPUCores})
+		}
+		doc.Rows = append(doc.Rows, jr)
+	}
+	b, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n", b)
+	return err
 }
 
 func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }

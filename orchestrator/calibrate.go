@@ -1,0 +1,139 @@
+package orchestrator
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/rttlab/rttlab/netem"
+	"github.com/rttlab/rttlab/results"
+)
+
+// CalibrateOptions configure Calibrate.
+type CalibrateOptions struct {
+	// Echoes per ICMP measurement and their interval.
+	Echoes   int
+	Interval time.Duration
+	// MaxRounds bounds the correction rounds per setting; a setting stops
+	// early once its residual is within ToleranceUs.
+	MaxRounds   int
+	ToleranceUs float64
+	// Row receives each setting's result as it is measured.
+	Row func(results.CalibrationPoint)
+}
+
+func (o CalibrateOptions) withDefaults() CalibrateOptions {
+	if o.Echoes <= 0 {
+		o.Echoes = 100
+	}
+	if o.Interval <= 0 {
+		o.Interval = 5 * time.Millisecond
+	}
+	if o.MaxRounds <= 0 {
+		o.MaxRounds = 3
+	}
+	if o.ToleranceUs <= 0 {
+		o.ToleranceUs = 10
+	}
+	return o
+}
+
+// Calibrate measures, for each non-zero setting, how far the ICMP RTT
+// added over the 0 ms setting is from the setting, and corrects the
+// one-way delay set on each side by half of that (both sides alike), in a
+// few rounds. Each round measures 0 ms and the setting back to back, so a
+// drift of the host's load affects both; the round whose residual is the
+// smallest is kept. The offsets found are kept in
+// sh.Offsets (SetRTT applies them) and returned for the manifest.
+// Calibration only uses ICMP: SELECT 1 through PostgreSQL stays an
+// independent check of the result.
+func Calibrate(ctx context.Context, d Containers, sh *Shaping, app string, settingsMs []float64, o CalibrateOptions) ([]results.CalibrationPoint, error) {
+	o = o.withDefaults()
+	sh.Offsets = nil
+	var out []results.CalibrationPoint
+	offsets := map[int64][2]time.Duration{}
+	median := func(rtt time.Duration) (float64, error) {
+		if err := sh.SetRTT(ctx, d, rtt); err != nil {
+			return 0, err
+		}
+		pr, err := sh.Ping(ctx, d, o.Echoes, o.Interval)
+		if err != nil {
+			return 0, err
+		}
+		if pr.Received < o.Echoes/2 {
+			return 0, fmt.Errorf("calibration at %v: %d of %d echoes came back", rtt, pr.Received, o.Echoes)
+		}
+		return float64(pr.Median.Nanoseconds()) / 1e3, nil
+	}
+	for _, s := range settingsMs {
+		if s <= 0 {
+			continue
+		}
+		rtt := msDuration(s)
+		pt := results.CalibrationPoint{App: app, RTTms: s, Probe: fmt.Sprintf("icmp %d echoes per measurement", o.Echoes)}
+		var off time.Duration // per side, applied to both
+		best, bestResid := time.Duration(0), math.Inf(1)
+		for round := 1; round <= o.MaxRounds; round++ {
+			sh.Offsets = withOffset(offsets, rtt, off)
+			base, err := median(0)
+			if err != nil {
+				return out, err
+			}
+			at, err := median(rtt)
+			if err != nil {
+				return out, err
+			}
+			resid := (at - base) - float64(rtt.Nanoseconds())/1e3
+			pt.Rounds = round
+			pt.BeforeUs = append(pt.BeforeUs, resid)
+			if math.Abs(resid) < math.Abs(bestResid) {
+				best, bestResid = off, resid
+			}
+			if math.Abs(resid) <= o.ToleranceUs || round == o.MaxRounds {
+				break
+			}
+			off -= time.Duration(resid / 2 * 1e3)
+			// A side can be held for no less than 0.
+			appD, dbD := netem.SplitRTT(rtt)
+			off = max(off, -min(appD, dbD))
+		}
+		// Keep the round that came closest (a side held for 0 changes
+		// the shaper's cost, so the correction is not always linear).
+		off, pt.ResidualUs = best, bestResid
+		offsets[rtt.Microseconds()] = [2]time.Duration{off, off}
+		pt.AppOffsetUs, pt.DBOffsetUs = float64(off.Nanoseconds())/1e3, float64(off.Nanoseconds())/1e3
+		out = append(out, pt)
+		if o.Row != nil {
+			o.Row(pt)
+		}
+	}
+	sh.Offsets = offsets
+	return out, nil
+}
+
+// withOffset returns a copy of offsets with rtt's set to off on both sides.
+func withOffset(offsets map[int64][2]time.Duration, rtt time.Duration, off time.Duration) map[int64][2]time.Duration {
+	m := make(map[int64][2]time.Duration, len(offsets)+1)
+	for k, v := range offsets {
+		m[k] = v
+	}
+	m[rtt.Microseconds()] = [2]time.Duration{off, off}
+	return m
+}
+
+// OffsetsFrom turns a manifest's calibration of app back into SetRTT's
+// offsets (a resumed run or a fresh stack reuses them).
+func OffsetsFrom(points []results.CalibrationPoint, app string) map[int64][2]time.Duration {
+	var m map[int64][2]time.Duration
+	for _, p := range points {
+		if p.App != app {
+			continue
+		}
+		if m == nil {
+			m = map[int64][2]time.Duration{}
+		}
+		m[msDuration(p.RTTms).Microseconds()] = [2]time.Duration{time.Duration(p.AppOffsetUs * 1e3), time.Duration(p.DBOffsetUs * 1e3)}
+	}
+	return m
+}
