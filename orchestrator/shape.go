@@ -124,9 +124,12 @@ func (sh *Shaping) ctl(ctx context.Context, d Containers, a *Agent, op string, a
 	return rep, nil
 }
 
-// SetRTT applies a split delay for the target RTT: half on the app's
-// egress, half on the database's. In path scope only packets between the
-// two are delayed. 0 still routes packets through the shaper.
+// SetRTT applies a split delay for the target RTT: half on each side (the
+// app->db half on one agent, the db->app half on the other; which agent
+// holds which depends on the shaper's hook), plus the calibration offset
+// of that setting when there is one. In path scope only packets between
+// the two are delayed. On the userspace shaper's egress hook 0 still
+// routes packets through the shaper; on its ingress hook 0 queues nothing.
 func (sh *Shaping) SetRTT(ctx context.Context, d Containers, rtt time.Duration) error {
 	if err := netem.ValidateDelay(rtt); err != nil {
 		return err
