@@ -89,7 +89,7 @@ func helperNew() int {
 	return 0
 }
 
-func requireRoot(t *testing.T) {
+func requireRoot(t testing.TB) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root (network namespaces, iptables, NFQUEUE, raw ICMP)")
@@ -110,7 +110,7 @@ type pair struct {
 	a1, a2, b    netip.Addr
 }
 
-func run(t *testing.T, args ...string) string {
+func run(t testing.TB, args ...string) string {
 	t.Helper()
 	out, err := exec.Command(args[0], args[1:]...).CombinedOutput()
 	if err != nil {
@@ -119,7 +119,7 @@ func run(t *testing.T, args ...string) string {
 	return string(out)
 }
 
-func newPair(t *testing.T) *pair {
+func newPair(t testing.TB) *pair {
 	t.Helper()
 	requireRoot(t)
 	rnd := make([]byte, 3)
@@ -167,7 +167,7 @@ func exeForTest() string { return os.Args[0] }
 func nsPath(ns string) string { return "/var/run/netns/" + ns }
 
 // ping runs workloads.Ping from inside namespace ns.
-func ping(t *testing.T, ns string, dst netip.Addr, count int, interval time.Duration) workloads.PingResult {
+func ping(t testing.TB, ns string, dst netip.Addr, count int, interval time.Duration) workloads.PingResult {
 	t.Helper()
 	var res workloads.PingResult
 	err := netem.InNetNS(nsPath(ns), func() error {
@@ -182,7 +182,7 @@ func ping(t *testing.T, ns string, dst netip.Addr, count int, interval time.Dura
 }
 
 // mangleRules lists the rttlab rules in ns's mangle table (IPv4 and IPv6).
-func mangleRules(t *testing.T, ns string) string {
+func mangleRules(t testing.TB, ns string) string {
 	t.Helper()
 	var out []string
 	for _, bin := range []string{"iptables", "ip6tables"} {
@@ -197,7 +197,7 @@ func mangleRules(t *testing.T, ns string) string {
 
 // helper is an agent process running in a namespace.
 type helper struct {
-	t      *testing.T
+	t      testing.TB
 	cmd    *exec.Cmd
 	socket string
 	out    *syncBuffer
@@ -217,7 +217,7 @@ func (s *syncBuffer) Write(p []byte) (int, error) {
 }
 func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
-func startHelper(t *testing.T, ns, link string, queue int) *helper {
+func startHelper(t testing.TB, ns, link string, queue int) *helper {
 	t.Helper()
 	h := &helper{t: t, socket: filepath.Join(t.TempDir(), "agent.sock"), out: &syncBuffer{}, done: make(chan struct{})}
 	h.cmd = exec.Command("ip", "netns", "exec", ns, exeForTest(), "-test.run=^$")

@@ -2,9 +2,6 @@ package netem_test
 
 import (
 	"fmt"
-	"os"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -12,54 +9,77 @@ import (
 	"github.com/rttlab/rttlab/workloads"
 )
 
-// TestUserspacePrecision logs the precision figures of the userspace
-// shaper on two namespaces joined by veth, the way rttlab splits a delay:
-// half of the configured RTT on each side's egress (one agent per side).
-// It asserts nothing about timing: the figures are for the report.
-// RTTLAB_PRECISION_PINGS sets the echoes per setting (default 200).
-func TestUserspacePrecision(t *testing.T) {
-	if testing.Short() {
-		t.Skip("precision figures take a few seconds; skipped with -short")
-	}
-	p := newPair(t)
-	n := 200
-	if v, err := strconv.Atoi(os.Getenv("RTTLAB_PRECISION_PINGS")); err == nil && v > 0 {
-		n = v
-	}
-	const interval = 2 * time.Millisecond
+// BenchmarkShaperAccuracy measures the userspace shaper on two namespaces
+// joined by veth, the way rttlab splits a delay (half of the RTT on each
+// side, one agent per side, the default ingress hook), and reports per
+// setting the ICMP median added over the unshaped path and its error
+// against the setting, plus the realized one-way hold p50 of one side and
+// its error against the target. Each iteration measures 100 echoes per
+// setting; run it with -benchtime=3x or more on a quiet machine:
+//
+//	sudo go test ./netem -run '^$' -bench ShaperAccuracy -benchtime 3x
+func BenchmarkShaperAccuracy(b *testing.B) {
+	p := newPair(b)
+	const n, interval = 100, 2 * time.Millisecond
 	measure := func() workloads.PingResult {
-		ping(t, p.nsA, p.b, 10, interval) // warm up
-		return ping(t, p.nsA, p.b, n, interval)
+		ping(b, p.nsA, p.b, 5, interval) // warm up
+		return ping(b, p.nsA, p.b, n, interval)
 	}
-	none := measure()
-
-	ha := startHelper(t, p.nsA, p.linkA, testQueue)
-	hb := startHelper(t, p.nsB, p.linkB, testQueue)
-	rtts := []time.Duration{0, 50 * time.Microsecond, 100 * time.Microsecond, 500 * time.Microsecond, time.Millisecond}
-	res := make([]workloads.PingResult, len(rtts))
-	late := make([]string, len(rtts))
-	for i, rtt := range rtts {
-		app, db := netem.SplitRTT(rtt)
-		ha.ctl(netem.Request{Op: "set", DelayNs: int64(app)})
-		hb.ctl(netem.Request{Op: "set", DelayNs: int64(db)})
-		before := hb.ctl(netem.Request{Op: "show"}).Stats
-		res[i] = measure()
-		after := hb.ctl(netem.Request{Op: "show"}).Stats
-		if before != nil && after != nil {
-			if d, err := after.Sub(*before); err == nil {
-				late[i] = fmt.Sprintf("B release late p50 %.1fµs p90 %.1fµs (%d packets)",
-					float64(d.Late.Quantile(0.5))/1e3, float64(d.Late.Quantile(0.9))/1e3, d.Packets)
+	ha := startHelper(b, p.nsA, p.linkA, testQueue)
+	hb := startHelper(b, p.nsB, p.linkB, testQueue)
+	rtts := []time.Duration{0, 50 * time.Microsecond, 100 * time.Microsecond, 300 * time.Microsecond, 750 * time.Microsecond, time.Millisecond}
+	var none []float64
+	added := make([][]float64, len(rtts))
+	holdErr := make([][]float64, len(rtts))
+	lost := 0
+	for b.Loop() {
+		ha.ctl(netem.Request{Op: "clear"})
+		hb.ctl(netem.Request{Op: "clear"})
+		base := measure()
+		none = append(none, us(base.Median))
+		for i, rtt := range rtts {
+			a, d := netem.SplitRTT(rtt)
+			ha.ctl(netem.Request{Op: "set", DelayNs: int64(a)})
+			hb.ctl(netem.Request{Op: "set", DelayNs: int64(d)})
+			before := hb.ctl(netem.Request{Op: "show"}).Stats
+			r := measure()
+			lost += r.Lost
+			added[i] = append(added[i], us(r.Median)-us(base.Median))
+			after := hb.ctl(netem.Request{Op: "show"}).Stats
+			if before != nil && after != nil && rtt > 0 {
+				if diff, err := after.Sub(*before); err == nil && diff.Hold != nil && diff.Hold.Count() > 0 {
+					holdErr[i] = append(holdErr[i], float64(diff.Hold.Quantile(0.5)-int64(d))/1e3)
+				}
 			}
 		}
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "userspace shaper precision, %d echoes per setting, %v interval, RTT split half per side\n", n, interval)
-	fmt.Fprintf(&b, "no shaper: median %.3f ms (min %.3f, mean %.3f)\n", ms(none.Median), ms(none.Min), ms(none.Mean))
-	fmt.Fprintf(&b, "overhead of the shaper at 0 ms vs no shaper: %+.3f ms (median)\n", ms(res[0].Median-none.Median))
-	fmt.Fprintf(&b, "%-8s %-10s %-10s %-10s %-10s %-5s %s\n", "rtt_ms", "median_ms", "mean_ms", "added_ms", "error_ms", "lost", "shaper")
+	b.ReportMetric(median(none), "us_rtt_unshaped")
+	b.ReportMetric(float64(lost), "lost")
 	for i, rtt := range rtts {
-		added := res[i].Median - res[0].Median
-		fmt.Fprintf(&b, "%-8.3f %-10.3f %-10.3f %-10.3f %-+10.3f %-5d %s\n", ms(rtt), ms(res[i].Median), ms(res[i].Mean), ms(added), ms(added-rtt), res[i].Lost, late[i])
+		label := fmt.Sprintf("%gms", float64(rtt.Microseconds())/1e3)
+		if rtt == 0 {
+			b.ReportMetric(median(added[i]), "us_cost_at_0ms")
+			continue
+		}
+		b.ReportMetric(median(added[i])-float64(rtt.Microseconds()), "us_error_"+label)
+		if len(holdErr[i]) > 0 {
+			b.ReportMetric(median(holdErr[i]), "us_hold_error_"+label)
+		}
 	}
-	t.Log("\n" + b.String())
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), v...)
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && s[j] < s[j-1]; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
