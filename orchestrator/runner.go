@@ -287,7 +287,11 @@ func runApp(ctx context.Context, d Docker, all map[string]*apps.Meta, p *Plan, f
 	if err != nil {
 		return 0, err
 	}
-	defer func() { s.st.Remove(context.WithoutCancel(ctx), d) }()
+	defer func() {
+		if s != nil { // nil when the fresh stack after a crash did not start
+			s.st.Remove(context.WithoutCancel(ctx), d)
+		}
+	}()
 	if m.Shaper == "" {
 		m.Shaper, m.ShaperReason = s.sh.Backend, s.sh.Why
 		if err := f.WriteManifest(m); err != nil {
