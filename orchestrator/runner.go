@@ -191,6 +191,11 @@ func Run(ctx context.Context, d Docker, all map[string]*apps.Meta, o RunOptions)
 			runErr = fmt.Errorf("%s: %w", app, err)
 		}
 	}
+	// Nothing of the run outlives it: what a failed removal left behind is
+	// tried once more, and what still stays is reported, not swallowed.
+	if _, err := CleanRun(context.WithoutCancel(ctx), d, runID); err != nil {
+		runErr = errors.Join(runErr, fmt.Errorf("%w: %w; remove what is left with rttlab clean --run %s", ErrCleanup, err, runID))
+	}
 	// Whatever happened, the results folder stays consistent: record the
 	// end and regenerate the summaries from the raw files.
 	m.End = o.Now().UTC()

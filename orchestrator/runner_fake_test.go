@@ -599,3 +599,21 @@ func TestRunFakeStartFailuresCleanUp(t *testing.T) {
 		})
 	}
 }
+
+// A removal that fails is not swallowed: the run reports it, and says how
+// to remove what is left.
+func TestRunFakeSurfacesCleanupFailure(t *testing.T) {
+	lab := newFakeLab(t)
+	lab.failOn("RemoveContainer", "-db", -1, errors.New("remove: device or resource busy"))
+	_, err := Run(context.Background(), lab, lab.all, RunOptions{Plan: fakePlan(), OutDir: t.TempDir(), Now: fakeNow})
+	if err == nil || !strings.Contains(err.Error(), "device or resource busy") || !strings.Contains(err.Error(), "rttlab clean --run") {
+		t.Fatalf("err = %v", err)
+	}
+	if !errors.Is(err, ErrCleanup) {
+		t.Errorf("%v is not ErrCleanup", err)
+	}
+	cs, ns := lab.Live()
+	if len(cs) != 1 || !strings.HasSuffix(cs[0], "-db") || len(ns) != 1 {
+		t.Fatalf("left: %v %v", cs, ns)
+	}
+}
