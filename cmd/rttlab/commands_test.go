@@ -33,7 +33,7 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// exec runs a command line as main does and returns its exit status,
+// execLine runs a command line as main does and returns its exit status,
 // standard output and standard error.
 func execLine(ctx context.Context, args ...string) (int, string, string) {
 	var out, errb bytes.Buffer
