@@ -22,7 +22,7 @@ vet:
 
 # Unit tests only (no engine needed).
 unit:
-	$(GO) test -count=1 -short ./...
+	$(GO) test -race -count=1 -short ./...
 
 # All tests, integration included, against a real engine, real PostgreSQL
 # and real shaping. Set-up (packages, dockerd) happens first.

@@ -7,6 +7,10 @@ import (
 	"time"
 )
 
+// ErrCleanup marks a run whose containers, networks or volumes could not
+// all be removed: something of it is left on the engine.
+var ErrCleanup = errors.New("cleanup failed")
+
 // Cleaned counts what a clean removed.
 type Cleaned struct {
 	Containers int

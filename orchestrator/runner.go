@@ -191,6 +191,11 @@ func Run(ctx context.Context, d Docker, all map[string]*apps.Meta, o RunOptions)
 			runErr = fmt.Errorf("%s: %w", app, err)
 		}
 	}
+	// Nothing of the run outlives it: what a failed removal left behind is
+	// tried once more, and what still stays is reported, not swallowed.
+	if _, err := CleanRun(context.WithoutCancel(ctx), d, runID); err != nil {
+		runErr = errors.Join(runErr, fmt.Errorf("%w: %w; remove what is left with rttlab clean --run %s", ErrCleanup, err, runID))
+	}
 	// Whatever happened, the results folder stays consistent: record the
 	// end and regenerate the summaries from the raw files.
 	m.End = o.Now().UTC()
@@ -287,7 +292,11 @@ func runApp(ctx context.Context, d Docker, all map[string]*apps.Meta, p *Plan, f
 	if err != nil {
 		return 0, err
 	}
-	defer func() { s.st.Remove(context.WithoutCancel(ctx), d) }()
+	defer func() {
+		if s != nil { // nil when the fresh stack after a crash did not start
+			s.st.Remove(context.WithoutCancel(ctx), d)
+		}
+	}()
 	if m.Shaper == "" {
 		m.Shaper, m.ShaperReason = s.sh.Backend, s.sh.Why
 		if err := f.WriteManifest(m); err != nil {

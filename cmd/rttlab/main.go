@@ -6,10 +6,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
+
+	"github.com/rttlab/rttlab/orchestrator"
 )
 
 // version and commit are set by the Makefile with -ldflags.
@@ -20,21 +24,36 @@ var (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	err := newRootCmd().ExecuteContext(ctx)
-	if err != nil {
-		var ue usageError
-		if errors.As(err, &ue) {
-			fmt.Fprintf(os.Stderr, "rttlab: %v\n", err)
-			os.Exit(2)
-		}
-		if errors.Is(err, context.Canceled) {
-			fmt.Fprintln(os.Stderr, "rttlab: interrupted; everything this command started was removed")
-			os.Exit(130)
-		}
-		fmt.Fprintf(os.Stderr, "rttlab: %v\n", err)
-		os.Exit(1)
+	code := execute(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// execute runs one command line and returns its exit status: 0, 1 for a
+// failure, 2 for bad input, 130 when interrupted.
+func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cmd := newRootCmd()
+	cmd.SetArgs(args)
+	cmd.SetOut(stdout)
+	cmd.SetErr(stderr)
+	err := cmd.ExecuteContext(ctx)
+	if err == nil {
+		return 0
 	}
+	var ue usageError
+	switch {
+	case errors.As(err, &ue) || strings.HasPrefix(err.Error(), "unknown command "):
+		fmt.Fprintf(stderr, "rttlab: %v\n", err)
+		return 2
+	case errors.Is(err, context.Canceled) && errors.Is(err, orchestrator.ErrCleanup):
+		fmt.Fprintf(stderr, "rttlab: interrupted: %v\n", err)
+		return 130
+	case errors.Is(err, context.Canceled):
+		fmt.Fprintln(stderr, "rttlab: interrupted; everything this command started was removed")
+		return 130
+	}
+	fmt.Fprintf(stderr, "rttlab: %v\n", err)
+	return 1
 }
 
 // usageError marks bad input (exit status 2).

@@ -47,7 +47,24 @@ Start with:
 		newCompareCmd(),
 		newTraceCmd(),
 	)
+	usageArgs(cmd)
 	return cmd
+}
+
+// usageArgs makes a wrong number of arguments bad input (exit status 2),
+// like a bad flag, for cmd and its subcommands.
+func usageArgs(cmd *cobra.Command) {
+	if check := cmd.Args; check != nil {
+		cmd.Args = func(c *cobra.Command, args []string) error {
+			if err := check(c, args); err != nil {
+				return usageError{err}
+			}
+			return nil
+		}
+	}
+	for _, sub := range cmd.Commands() {
+		usageArgs(sub)
+	}
 }
 
 func versionString() string {

@@ -1,0 +1,493 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rttlab/rttlab/apps"
+	"github.com/rttlab/rttlab/netem"
+	"github.com/rttlab/rttlab/orchestrator"
+	"github.com/rttlab/rttlab/workloads"
+)
+
+// errNoEngineHere is what every engine connection returns in these tests:
+// commands that need an engine stop there, and none can touch an engine
+// of the machine the tests run on.
+var errNoEngineHere = errors.New("unit tests do not connect to an engine")
+
+func TestMain(m *testing.M) {
+	connect = func(context.Context) (*orchestrator.Runtime, error) { return nil, errNoEngineHere }
+	os.Exit(m.Run())
+}
+
+// execLine runs a command line as main does and returns its exit status,
+// standard output and standard error.
+func execLine(ctx context.Context, args ...string) (int, string, string) {
+	var out, errb bytes.Buffer
+	code := execute(ctx, args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// testFolder copies the results folder in testdata (raw files only) to a
+// temporary folder.
+func testFolder(t *testing.T) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), "results-go")
+	err := os.CopyFS(dst, os.DirFS(filepath.Join("testdata", "results-go")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+func TestExitCodes(t *testing.T) {
+	ctx := context.Background()
+	cases := []struct {
+		args []string
+		code int
+		want string // in stderr
+	}{
+		{[]string{"--version"}, 0, ""},
+		{[]string{"nosuch"}, 2, `unknown command "nosuch"`},
+		{[]string{"report"}, 2, "accepts 1 arg(s), received 0"},
+		{[]string{"compare", "a"}, 2, "accepts 2 arg(s)"},
+		{[]string{"up"}, 2, "accepts 1 arg(s)"},
+		{[]string{"run", "extra"}, 2, "unknown command \"extra\""},
+		{[]string{"run", "--nope"}, 2, "unknown flag: --nope"},
+		{[]string{"--log-level", "loud", "apps", "list"}, 2, `--log-level "loud"`},
+		{[]string{"run", "--plan", "smoke", "--delays", "0,2000"}, 2, "exceeds 1 s"},
+		{[]string{"verify", "cobol"}, 2, `unknown app "cobol"`},
+		{[]string{"report", "/nonexistent/folder"}, 1, "manifest"},
+		{[]string{"clean"}, 1, errNoEngineHere.Error()},
+	}
+	for _, c := range cases {
+		code, out, errs := execLine(ctx, c.args...)
+		if code != c.code || !strings.Contains(errs, c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want %d with %q", c.args, code, errs, c.code, c.want)
+			continue
+		}
+		if code != 0 && (strings.Count(errs, "\n") != 1 || !strings.HasPrefix(errs, "rttlab: ")) {
+			t.Errorf("%v: stderr is not one line: %q", c.args, errs)
+		}
+		if code == 0 && !strings.Contains(out, version) {
+			t.Errorf("%v: %q", c.args, out)
+		}
+	}
+}
+
+// Ctrl-C: exit status 130; the message says everything was removed only
+// when it was.
+func TestExitCodeInterrupted(t *testing.T) {
+	saved := connect
+	defer func() { connect = saved }()
+	connect = func(ctx context.Context) (*orchestrator.Runtime, error) { return nil, ctx.Err() }
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	code, _, errs := execLine(ctx, "shape", "show")
+	if code != 130 || errs != "rttlab: interrupted; everything this command started was removed\n" {
+		t.Errorf("exit %d, %q", code, errs)
+	}
+	connect = func(ctx context.Context) (*orchestrator.Runtime, error) {
+		return nil, errors.Join(context.Canceled, fmt.Errorf("%w: remove rttlab-x-db: busy", orchestrator.ErrCleanup))
+	}
+	code, _, errs = execLine(context.Background(), "clean")
+	if code != 130 || !strings.Contains(errs, "interrupted: ") || !strings.Contains(errs, "busy") || strings.Contains(errs, "everything") {
+		t.Errorf("exit %d, %q", code, errs)
+	}
+}
+
+// report regenerates everything from the raw files of a results folder;
+// the 0.5 ms cell of a 3-statement route changes by about 1.5 ms.
+func TestReportOnResultsFolder(t *testing.T) {
+	dir := testFolder(t)
+	out, err := run(t, "report", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"summary.md", "summary.json", "runs.csv", "report.html", filepath.Join("plots", "change.svg")} {
+		if !strings.Contains(out, "wrote "+filepath.Join(dir, f)+"\n") {
+			t.Errorf("output does not list %s:\n%s", f, out)
+		}
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Error(err)
+		}
+	}
+	if !strings.HasSuffix(out, "report: "+filepath.Join(dir, "report.html")+"\n") {
+		t.Errorf("last line: %q", out)
+	}
+	md, _ := os.ReadFile(filepath.Join(dir, "summary.md"))
+	if !strings.Contains(string(md), "| /feed | 0.5 ms | 6 |") || !strings.Contains(string(md), "(predicted +1.50)") || !strings.Contains(string(md), "12 of 12 tasks done") {
+		t.Errorf("summary.md:\n%s", md)
+	}
+	// A malformed line is named, and nothing is rewritten.
+	before, _ := os.ReadFile(filepath.Join(dir, "summary.md"))
+	f, _ := os.OpenFile(filepath.Join(dir, "samples.jsonl"), os.O_APPEND|os.O_WRONLY, 0)
+	f.WriteString("{not json}\n")
+	f.Close()
+	if _, err := run(t, "report", dir); err == nil || !strings.Contains(err.Error(), "samples.jsonl:145") {
+		t.Errorf("malformed line: %v", err)
+	}
+	after, _ := os.ReadFile(filepath.Join(dir, "summary.md"))
+	if !bytes.Equal(before, after) {
+		t.Error("summary.md changed after a failed report")
+	}
+}
+
+func TestCompareFolders(t *testing.T) {
+	a, b := testFolder(t), testFolder(t)
+	out, err := run(t, "compare", a, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "go") || !strings.Contains(out, "/feed") || !strings.Contains(out, "0.5") {
+		t.Errorf("compare:\n%s", out)
+	}
+	if _, err := run(t, "compare", a, t.TempDir()); err == nil {
+		t.Error("compare with an empty folder")
+	}
+}
+
+func TestAppsListWithoutEngine(t *testing.T) {
+	out, err := run(t, "apps", "list")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if !strings.HasPrefix(lines[0], "APP") {
+		t.Fatalf("header %q", lines[0])
+	}
+	var names []string
+	for _, l := range lines[1:] {
+		f := strings.Fields(l)
+		names = append(names, f[0])
+		if !strings.Contains(l, "unknown (no engine)") {
+			t.Errorf("line %q", l)
+		}
+	}
+	for _, want := range []string{"go", "axum-raw", "redmine"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("%s missing from %v", want, names)
+		}
+	}
+	if !strings.Contains(out, "/feed(3) /feed-naive(12) /serial(n)") {
+		t.Errorf("statements per route missing:\n%s", out)
+	}
+}
+
+func TestAppsNewScaffolds(t *testing.T) {
+	// An apps folder holding the template (the checkout's is not written).
+	dir := t.TempDir()
+	if err := os.CopyFS(filepath.Join(dir, "node"), os.DirFS(filepath.Join("..", "..", "apps", "node"))); err != nil {
+		t.Fatal(err)
+	}
+	out, err := run(t, "apps", "new", "myapp", "--from", "node", "--dir", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "created ") || !strings.Contains(out, "next: edit apps/myapp") {
+		t.Errorf("output %q", out)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "myapp", "app.yaml"))
+	if err != nil || !strings.Contains(string(data), "name: myapp") {
+		t.Fatalf("app.yaml: %v\n%s", err, data)
+	}
+	if _, err := run(t, "apps", "new", "myapp", "--from", "node", "--dir", dir); err == nil {
+		t.Error("scaffolding over an existing folder")
+	}
+}
+
+// run's flags override the plan and everything is validated before the
+// engine is reached (here: the test's stand-in that refuses).
+func TestRunFlagsValidatedBeforeEngine(t *testing.T) {
+	dir := t.TempDir()
+	plan := filepath.Join(dir, "plan.yaml")
+	os.WriteFile(plan, []byte("name: mine\ndelays_ms: [0, 1]\nruns: 2\nrequests: 5\napps:\n  - name: go\n    routes: [/feed]\n  - name: redmine\n    mix: redmine\n    runs: 1\n"), 0o644)
+	outDir := filepath.Join(dir, "out")
+	ok := [][]string{
+		{"run", "--plan", plan, "--out", outDir},
+		{"run", "--plan", plan, "--apps", "go,node", "--routes", "/feed,/feed-naive", "--delays", "0,0.25", "--runs", "6",
+			"--requests", "10", "--warmup", "0", "--seed", "9", "--shaper", "kernel", "--scope", "interface", "--out", outDir},
+		{"run", "--resume", testFolder(t), "--out", outDir},
+	}
+	for _, args := range ok {
+		if _, err := run(t, args...); !errors.Is(err, errNoEngineHere) {
+			t.Errorf("%v: %v, want to reach the engine", args, err)
+		}
+	}
+	if _, err := os.Stat(outDir); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a results folder was created without an engine: %v", err)
+	}
+	bad := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--plan", plan, "--routes", "/nope"}, "route /nope is unknown"},
+		{[]string{"run", "--plan", plan, "--apps", "go", "--requests", "0"}, "requests 0 must be positive"},
+		{[]string{"run", "--plan", plan, "--warmup", "-1"}, "warmup -1"},
+		{[]string{"run", "--plan", plan, "--shaper", "tc"}, `shaper "tc"`},
+		{[]string{"run", "--plan", plan, "--scope", "all"}, `scope "all"`},
+		{[]string{"run", "--plan", plan, "--delays", "0,0.0001"}, "finer than 1 µs"},
+		{[]string{"run", "--resume", "x", "--apps", "go"}, "drop --apps"},
+	}
+	for _, c := range bad {
+		_, err := run(t, c.args...)
+		var ue usageError
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want a usage error with %q", c.args, err, c.want)
+		}
+	}
+}
+
+// The commands that need an engine check their input first; bad input is
+// a usage error before any connection.
+func TestEngineCommandsCheckInputFirst(t *testing.T) {
+	bad := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"up", "go", "--shaper", "tc"}, "--shaper"},
+		{[]string{"up", "go", "--scope", "all"}, "--scope"},
+		{[]string{"up", "go", "--rtt", "5"}, "--rtt"},
+		{[]string{"up", "cobol"}, "unknown app"},
+		{[]string{"verify", "--serial-n", "0", "go"}, "--serial-n"},
+		{[]string{"trace", "go", "--requests", "0"}, "--requests"},
+		{[]string{"trace", "cobol"}, "unknown app"},
+		{[]string{"shape", "set", "--rtt", "1ms", "--scope", "all"}, "--scope"},
+		{[]string{"shape", "verify", "go", "--tolerance", "-1"}, "--tolerance"},
+		{[]string{"shape", "verify", "go", "--shaper", "tc"}, "shaper"},
+		{[]string{"shape", "verify", "cobol"}, "unknown app"},
+	}
+	for _, c := range bad {
+		_, err := run(t, c.args...)
+		var ue usageError
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want a usage error with %q", c.args, err, c.want)
+		}
+	}
+	for _, args := range [][]string{
+		{"up", "go", "--rtt", "0.5ms"}, {"down"}, {"down", "--run", "abc"}, {"clean", "--images"}, {"verify", "go"},
+		{"trace", "redmine"}, {"shape", "set", "--rtt", "1ms"}, {"shape", "show"}, {"shape", "clear"},
+		{"shape", "verify", "go", "--delays", "0,0.5"}, {"images", "base"}, {"images", "build", "go"},
+	} {
+		if _, err := run(t, args...); !errors.Is(err, errNoEngineHere) {
+			t.Errorf("%v: %v, want to reach the engine", args, err)
+		}
+	}
+}
+
+// agent load against an HTTP server: one JSON line per request in the
+// format the runner decodes, totals on stderr, headers sent.
+func TestAgentLoad(t *testing.T) {
+	var mu sync.Mutex
+	var paths, keys []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		paths = append(paths, r.URL.RequestURI())
+		keys = append(keys, r.Header.Get("X-Key"))
+		mu.Unlock()
+		w.Write([]byte(`{}`))
+	}))
+	defer srv.Close()
+	code, out, errs := execLine(context.Background(), "agent", "load", "--url", srv.URL, "--route", "/feed", "--requests", "3", "--warmup", "1", "--header", "X-Key: k1")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	rs, err := workloads.DecodeResults(strings.NewReader(out))
+	if err != nil || len(rs) != 4 {
+		t.Fatalf("results %v %v", rs, err)
+	}
+	for i, r := range rs {
+		if r.Seq != i || r.Warmup != (i == 0) || r.Status != 200 || r.Path != "/feed" || r.LatencyNS <= 0 {
+			t.Errorf("result %+v", r)
+		}
+	}
+	if !strings.HasPrefix(strings.TrimSpace(errs), "{") || !json.Valid([]byte(strings.TrimSpace(errs))) {
+		t.Errorf("totals %q", errs)
+	}
+	if len(keys) != 4 || keys[0] != "k1" {
+		t.Errorf("headers %v", keys)
+	}
+
+	// A mix: the seed's request sequence.
+	mu.Lock()
+	paths = nil
+	mu.Unlock()
+	code, out, errs = execLine(context.Background(), "agent", "load", "--url", srv.URL, "--mix", "redmine", "--seed", "3", "--requests", "5", "--warmup", "0")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	seq, _ := workloads.Sequence(workloads.RedmineMix(), 3, 5)
+	if want := workloads.Paths(seq); !slices.Equal(paths, want) {
+		t.Errorf("mix paths %v, want %v", paths, want)
+	}
+	rs, _ = workloads.DecodeResults(strings.NewReader(out))
+	if len(rs) != 5 {
+		t.Errorf("%d mix results", len(rs))
+	}
+
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--route", "/feed"}, "--url is required"},
+		{[]string{"--url", srv.URL}, "give --route or --mix"},
+		{[]string{"--url", srv.URL, "--route", "/a", "--mix", "redmine"}, "give --route or --mix"},
+		{[]string{"--url", srv.URL, "--route", "/a", "--requests", "0"}, "--requests must be positive"},
+		{[]string{"--url", srv.URL, "--route", "/a", "--header", "nocolon"}, "--header"},
+		{[]string{"--url", srv.URL, "--mix", "shop"}, `--mix "shop"`},
+	} {
+		code, _, errs := execLine(context.Background(), append([]string{"agent", "load"}, c.args...)...)
+		if code != 2 || !strings.Contains(errs, c.want) {
+			t.Errorf("%v: exit %d %q, want 2 with %q", c.args, code, errs, c.want)
+		}
+	}
+}
+
+// The agent commands that need privileges or a peer fail cleanly here,
+// and check their input first.
+func TestAgentCommandsInput(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"agent", "serve", "--shaper", "tc"}, `--shaper "tc"`},
+		{[]string{"agent", "serve", "--queue", "70000"}, "--queue 70000"},
+		{[]string{"agent", "ctl", "bogus"}, `ctl "bogus"`},
+		{[]string{"agent", "ctl", "set", "--delay", "5"}, "unit"},
+		{[]string{"agent", "ping", "--to", "db"}, "not an IP address"},
+		{[]string{"agent", "ping", "--to", "10.0.0.1", "--count", "0"}, "--count 0"},
+		{[]string{"agent", "ping", "--to", "10.0.0.1", "--interval", "-1s"}, "--interval"},
+		{[]string{"agent", "sqlprobe", "--runs", "0"}, "--runs"},
+		{[]string{"agent", "trace", "--db", "db:5432"}, "--db"},
+		{[]string{"agent", "trace", "--db", "10.0.0.2:5432", "--header", "x"}, "--header"},
+	} {
+		code, _, errs := execLine(ctx, c.args...)
+		if code != 2 || !strings.Contains(errs, c.want) {
+			t.Errorf("%v: exit %d %q, want 2 with %q", c.args, code, errs, c.want)
+		}
+	}
+
+	// ctl with no agent listening: the reply is still printed as JSON.
+	sock := filepath.Join(t.TempDir(), "none.sock")
+	code, out, errs := execLine(ctx, "agent", "ctl", "show", "--socket", sock)
+	var rep netem.Reply
+	if code != 1 || json.Unmarshal([]byte(out), &rep) != nil || !strings.Contains(errs, "none.sock") {
+		t.Errorf("ctl: exit %d, out %q, err %q", code, out, errs)
+	}
+	// sqlprobe with nothing listening.
+	code, _, errs = execLine(ctx, "agent", "sqlprobe", "--dsn", "postgres://rttlab@127.0.0.1:1/rttlab?sslmode=disable&connect_timeout=5", "--runs", "1", "--calls", "1")
+	if code != 1 || !strings.Contains(errs, "127.0.0.1:1") {
+		t.Errorf("sqlprobe: exit %d %q", code, errs)
+	}
+	// trace: requests are read before the capture opens.
+	cmd := newRootCmd()
+	cmd.SetArgs([]string{"agent", "trace", "--db", "10.0.0.2:5432"})
+	cmd.SetIn(strings.NewReader(`{"type":"/feed","path":"/feed"}` + "\n{oops\n"))
+	cmd.SetOut(&bytes.Buffer{})
+	if err := cmd.ExecuteContext(ctx); err == nil || !strings.Contains(err.Error(), "request 2 on stdin") {
+		t.Errorf("trace stdin: %v", err)
+	}
+	cmd = newRootCmd()
+	cmd.SetArgs([]string{"agent", "trace", "--db", "10.0.0.2:5432", "--iface", "rttlab-none0"})
+	cmd.SetIn(strings.NewReader(`{"type":"/feed","path":"/feed"}` + "\n"))
+	if err := cmd.ExecuteContext(ctx); err == nil || !strings.Contains(err.Error(), "rttlab-none0") {
+		t.Errorf("trace iface: %v", err)
+	}
+	// idle returns when stopped.
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if code, _, errs := execLine(cctx, "agent", "idle"); code != 0 {
+		t.Errorf("idle: %d %s", code, errs)
+	}
+}
+
+func TestProgressLines(t *testing.T) {
+	var b bytes.Buffer
+	p := newProgress(&b)
+	p.Start(10, 4)
+	p.Note("go: starting PostgreSQL")
+	p.Task(5, 10, "go /feed at 0.5 ms, run 2")
+	p.Finish()
+	want := []string{"10 tasks, 4 already done", "go: starting PostgreSQL", "[5/10] go /feed at 0.5 ms, run 2 (elapsed 0s)"}
+	if got := strings.Split(strings.TrimSpace(b.String()), "\n"); !slices.Equal(got, want) {
+		t.Errorf("progress %q", got)
+	}
+}
+
+func TestPrintStack(t *testing.T) {
+	all, _, _, err := appsTree()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg, _ := apps.Resolve(all, "go")
+	st := &orchestrator.Stack{RunID: "abc", Target: tg, Network: "rttlab-abc", Password: "pw", AppURL: "http://127.0.0.1:3456", AppAddr: "10.0.0.3:8080",
+		Members: []*orchestrator.Member{{Role: "db", Name: "rttlab-abc-db", IP: "10.0.0.2"}, {Role: "app", Name: "rttlab-abc-app", IP: "10.0.0.3"}}}
+	var b bytes.Buffer
+	printStack(&b, st)
+	for _, want := range []string{"stack abc is up (network rttlab-abc)", "curl -s http://127.0.0.1:3456/serial?n=5", "password pw", "docker logs rttlab-abc-app", "rttlab down --run abc"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("missing %q in:\n%s", want, b.String())
+		}
+	}
+}
+
+func TestHelpers(t *testing.T) {
+	all, _, _, err := appsTree()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts, err := resolveTargets(all, []string{"go,node", "", "axum-raw"})
+	if err != nil || len(ts) != 3 || ts[2].Variant != "raw" {
+		t.Fatalf("targets %+v %v", ts, err)
+	}
+	if got := imagesFor(ts, true); !slices.Equal(got, []string{"postgres", "agent", "go", "node", "axum"}) {
+		t.Errorf("images %v", got)
+	}
+	if got := imagesFor(ts[:1], false); !slices.Equal(got, []string{"postgres", "go"}) {
+		t.Errorf("images %v", got)
+	}
+	if every, _ := resolveTargets(all, nil); len(every) < 6 {
+		t.Errorf("all targets: %d", len(every))
+	}
+	if _, err := loadTarget("cobol"); err == nil {
+		t.Error("loadTarget(cobol)")
+	}
+	if shortID("sha256:0123456789abcdef") != "0123456789ab" || shortID("abc") != "abc" {
+		t.Error("shortID")
+	}
+	if got := sortedKeys(map[string]int{"b": 1, "a": 2}); !slices.Equal(got, []string{"a", "b"}) {
+		t.Errorf("sortedKeys %v", got)
+	}
+	if dash("") != "-" || dash("x") != "x" || dirOf("/run/rttlab/agent.sock") != "/run/rttlab" || dirOf("sock") != "." {
+		t.Error("dash/dirOf")
+	}
+	if ms(1500*time.Microsecond) != 1.5 {
+		t.Error("ms")
+	}
+	if h, err := parseHeaders([]string{"A: 1", " B :2 "}); err != nil || h["A"] != "1" || h["B"] != "2" {
+		t.Errorf("headers %v %v", h, err)
+	}
+	if !fileExists("testdata") || fileExists("testdata/nope") {
+		t.Error("fileExists")
+	}
+	saved := commit
+	commit = "abc1234"
+	defer func() { commit = saved }()
+	if versionString() != version+" (abc1234)" {
+		t.Errorf("version %q", versionString())
+	}
+}

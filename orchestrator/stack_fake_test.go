@@ -1,0 +1,577 @@
+package orchestrator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rttlab/rttlab/apps"
+	"github.com/rttlab/rttlab/results"
+)
+
+// Stacks, agents, verification, cleanup and images against the in-memory
+// engine (see fakedocker_test.go and fakelab_test.go).
+
+// startFake starts a shaped stack of app on the lab and removes it when
+// the test ends.
+func startFake(t *testing.T, l *fakeLab, o StackOptions, scope string) (*Stack, *Shaping) {
+	t.Helper()
+	ctx := context.Background()
+	st, err := StartStack(ctx, l, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Remove(context.Background(), l) })
+	sh, err := StartAgents(ctx, l, st, "auto", scope)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, sh
+}
+
+// `rttlab up`: a published stack labelled as such, found again by its run
+// id for `rttlab shape`, with the delay split over both sides.
+func TestFakeUpStackShapeAndDown(t *testing.T) {
+	ctx := context.Background()
+	l := newFakeLab(t)
+	// The app's real port (8080) is published; the fake engine maps it to
+	// the fake app's port on 127.0.0.1.
+	all, _ := apps.Load(apps.Embedded())
+	tg, _ := apps.Resolve(all, "go")
+	st, sh := startFake(t, l, StackOptions{Target: tg, Up: true, Publish: true}, "path")
+	if st.AppURL != "http://127.0.0.1:"+l.hostPort || st.BaseURL() != st.AppURL || !strings.HasSuffix(st.AppAddr, ":8080") {
+		t.Fatalf("app URL %q, addr %q", st.AppURL, st.AppAddr)
+	}
+	if sh.Backend != "kernel" || sh.Why == "" {
+		t.Errorf("backend %q (%q)", sh.Backend, sh.Why)
+	}
+	for _, c := range l.Created() {
+		if c.Labels[LabelStack] != "up" && c.Labels[LabelRole] != "agent" {
+			t.Errorf("%s lacks the up label: %v", c.Name, c.Labels)
+		}
+		if c.Labels[LabelRole] == "app" && (!slices.Equal(c.PublishLocal, []string{"8080/tcp"}) || c.Labels[LabelApp] != "go") {
+			t.Errorf("app spec %+v", c)
+		}
+		if c.Labels[LabelRole] == "app" && !slices.Contains(c.Env, "PGPASSWORD="+st.Password) {
+			t.Errorf("app env %v lacks the stack's password", c.Env)
+		}
+	}
+
+	found, err := FindShaping(ctx, l, st.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if found.Stack.Password != st.Password || found.Stack.Role("db").IP != st.Role("db").IP || len(found.Agents) != 2 {
+		t.Fatalf("found %+v", found.Stack)
+	}
+	if err := found.SetRTT(ctx, l, 500*time.Microsecond); err != nil {
+		t.Fatal(err)
+	}
+	reps, err := found.Show(ctx, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, side := range []string{"app", "db"} {
+		r := reps[side]
+		if !r.Active || r.DelayNs != 250000 || r.Scope != "path" || len(r.Peers) != 1 {
+			t.Errorf("%s: %+v", side, r)
+		}
+	}
+	if reps["app"].Peers[0] != st.Role("db").IP || reps["db"].Peers[0] != st.Role("app").IP {
+		t.Errorf("peers app %v db %v", reps["app"].Peers, reps["db"].Peers)
+	}
+	found.Scope = "interface"
+	if err := found.SetRTT(ctx, l, time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if reps, _ := found.Show(ctx, l); reps["db"].Scope != "interface" || reps["db"].DelayNs != 500000 {
+		t.Errorf("interface scope: %+v", reps["db"])
+	}
+	if err := found.Clear(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	if l.rtt() != 0 {
+		t.Errorf("delay after clear: %s", l.rtt())
+	}
+	if err := found.SetRTT(ctx, l, -time.Millisecond); err == nil {
+		t.Error("a negative delay was applied")
+	}
+
+	// Not a stack of ours, a stopped agent, no agents.
+	if _, err := FindShaping(ctx, l, "0000000000"); err == nil || !strings.Contains(err.Error(), "not a stack rttlab started") {
+		t.Errorf("unknown run: %v", err)
+	}
+	l.exit("-app-agent", 137, "")
+	if _, err := FindShaping(ctx, l, st.RunID); err == nil || !strings.Contains(err.Error(), "is not running (exited)") {
+		t.Errorf("stopped agent: %v", err)
+	}
+	for _, c := range l.Created() {
+		if c.Labels[LabelRole] == "agent" {
+			l.RemoveContainer(ctx, c.Name)
+		}
+	}
+	if _, err := FindShaping(ctx, l, st.RunID); err == nil || !strings.Contains(err.Error(), "no shaping agents") {
+		t.Errorf("no agents: %v", err)
+	}
+
+	// down: everything of the run goes, and only that.
+	l.addVolume("other", map[string]string{LabelRun: "other"})
+	l.addVolume("mine", map[string]string{LabelRun: st.RunID})
+	c, err := CleanRun(ctx, l, st.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Containers != 2 || c.Networks != 1 || c.Volumes != 1 || c.String() != "2 container(s), 1 network(s), 1 volume(s)" {
+		t.Errorf("cleaned %s", c)
+	}
+	l.requireEmpty(t)
+	if vs, _ := l.ListVolumes(ctx, nil); !slices.Equal(vs, []string{"other"}) {
+		t.Errorf("volumes left %v", vs)
+	}
+}
+
+// The agents' replies: an error from the shaper is reported in its own
+// words, a reply that is not JSON is refused, and so are bad scopes.
+func TestFakeAgentReplies(t *testing.T) {
+	ctx := context.Background()
+	l := newFakeLab(t)
+	_, sh := startFake(t, l, StackOptions{Target: l.target("go")}, "path")
+
+	l.handle("rttlab agent ctl set", func(ctx context.Context, x *execCall) (int, error) {
+		fmt.Fprintln(x.Stdout, `{"ok":false,"error":"qdisc add: operation not permitted"}`)
+		fmt.Fprintln(x.Stderr, "rttlab: exit 1")
+		return 1, nil
+	})
+	if err := sh.SetRTT(ctx, l, time.Millisecond); err == nil || !strings.Contains(err.Error(), "set app delay 500µs") || !strings.Contains(err.Error(), "operation not permitted") {
+		t.Errorf("shaper error: %v", err)
+	}
+	l.handle("rttlab agent ctl set", func(ctx context.Context, x *execCall) (int, error) {
+		fmt.Fprintln(x.Stdout, "Segmentation fault")
+		return 0, nil
+	})
+	if err := sh.SetRTT(ctx, l, time.Millisecond); err == nil || !strings.Contains(err.Error(), "bad reply") {
+		t.Errorf("garbage reply: %v", err)
+	}
+	l.handle("rttlab agent ctl clear", func(ctx context.Context, x *execCall) (int, error) {
+		fmt.Fprintln(x.Stderr, "rttlab: dial unix /run/rttlab/agent.sock: connect: no such file or directory")
+		return 1, nil
+	})
+	if err := sh.Clear(ctx, l); err == nil || !strings.Contains(err.Error(), "agent.sock") {
+		t.Errorf("clear: %v", err)
+	}
+	l.failOn("Exec", "agent ctl show", 1, errors.New("exec: connection reset"))
+	if _, err := sh.Show(ctx, l); err == nil {
+		t.Error("show error lost")
+	}
+	l.handle("rttlab agent ping", func(ctx context.Context, x *execCall) (int, error) {
+		fmt.Fprintln(x.Stderr, "rttlab: raw socket: operation not permitted")
+		return 1, nil
+	})
+	if _, err := sh.Ping(ctx, l, 3, time.Millisecond); err == nil || !strings.Contains(err.Error(), "operation not permitted") {
+		t.Errorf("ping: %v", err)
+	}
+	l.handle("rttlab agent ping", func(ctx context.Context, x *execCall) (int, error) { return 0, nil })
+	if _, err := sh.Ping(ctx, l, 3, time.Millisecond); err == nil {
+		t.Error("empty ping output accepted")
+	}
+	l.handle("rttlab agent sqlprobe", func(ctx context.Context, x *execCall) (int, error) {
+		fmt.Fprintln(x.Stdout, "[{")
+		return 0, nil
+	})
+	if _, err := sh.SelectOne(ctx, l, 1, 1); err == nil || !strings.Contains(err.Error(), "SELECT 1 probe") {
+		t.Errorf("sqlprobe: %v", err)
+	}
+	l.handle("rttlab agent ctl set", l.ctl)
+	delete(sh.Agents, "db")
+	if err := sh.SetRTT(ctx, l, time.Millisecond); err == nil || !strings.Contains(err.Error(), "no agent for db") {
+		t.Errorf("missing agent: %v", err)
+	}
+	if _, err := StartAgents(ctx, l, sh.Stack, "auto", "everything"); err == nil || !strings.Contains(err.Error(), "scope") {
+		t.Errorf("bad scope: %v", err)
+	}
+}
+
+// The shaper accuracy table: added RTT against the 0 ms setting, flagged
+// when it misses the configured value.
+func TestFakeVerifyShaping(t *testing.T) {
+	ctx := context.Background()
+	l := newFakeLab(t)
+	_, sh := startFake(t, l, StackOptions{Target: l.target("go")}, "path")
+	var seen []ShapeRow
+	o := ShapeVerifyOptions{DelaysMs: []float64{0.5, 0, 1}, ICMPCount: 5, SelectRuns: 3, SelectCalls: 10, ToleranceMs: 0.05, Seed: 1,
+		Row: func(r ShapeRow) { seen = append(seen, r) }}
+	rows, err := VerifyShaping(ctx, l, sh, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 4 || len(seen) != 4 || !rows[0].NoShaper || rows[1].RTTms != 0 || rows[1].HaveBaseline || rows[2].RTTms != 0.5 || rows[3].RTTms != 1 {
+		t.Fatalf("rows %+v", rows)
+	}
+	for _, r := range rows[2:] {
+		if r.Flag || !r.HaveBaseline || abs(r.AddedMs-r.RTTms) > 1e-9 || abs(r.Select1Diff-r.RTTms) > 1e-9 {
+			t.Errorf("row %g: added %g, SELECT 1 %+g, flag %v", r.RTTms, r.AddedMs, r.Select1Diff, r.Flag)
+		}
+		if r.Select1CI.Low > r.Select1Diff || r.Select1CI.High < r.Select1Diff {
+			t.Errorf("row %g: CI %+v excludes %g", r.RTTms, r.Select1CI, r.Select1Diff)
+		}
+	}
+	// A shaper that delays one side only is out of tolerance.
+	l.handle("rttlab agent ctl set", func(ctx context.Context, x *execCall) (int, error) {
+		if x.Service() == "db" {
+			x.Cmd = slices.Clone(x.Cmd)
+			x.Cmd[5] = "0ns"
+		}
+		return l.ctl(ctx, x)
+	})
+	rows, err = VerifyShaping(ctx, l, sh, ShapeVerifyOptions{DelaysMs: []float64{1}, ICMPCount: 5, SelectRuns: 3, SelectCalls: 10, ToleranceMs: 0.05})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last := rows[len(rows)-1]; !last.Flag || abs(last.AddedMs-0.5) > 1e-9 {
+		t.Errorf("half a delay not flagged: %+v", last)
+	}
+	l.failOn("Exec", "agent sqlprobe", 1, errors.New("exec: broken pipe"))
+	if _, err := VerifyShaping(ctx, l, sh, o); err == nil {
+		t.Error("probe failure lost")
+	}
+}
+
+func abs(v float64) float64 {
+	if v < 0 {
+		return -v
+	}
+	return v
+}
+
+// verify: the route contract and the database work, against the fake app
+// (which does exactly the contract's work unless told otherwise).
+func TestFakeVerifyStack(t *testing.T) {
+	ctx := context.Background()
+	l := newFakeLab(t)
+	st, sh := startFake(t, l, StackOptions{Target: l.target("go")}, "path")
+	var progress int
+	checks, err := VerifyStack(ctx, l, st, VerifyOptions{Requests: 4, SerialN: 5, Shaping: sh, Progress: func(Check) { progress++ }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// health, 3 routes, 4 bad n, 3 counts, 3 routes x 2 wire checks
+	if len(checks) != 1+3+4+3+6 || progress != len(checks) {
+		t.Fatalf("%d checks (%d reported)", len(checks), progress)
+	}
+	if bad := Failed(checks); len(bad) != 0 {
+		t.Fatalf("failed: %v", bad)
+	}
+	for _, c := range checks {
+		if c.App != "go" || !strings.HasPrefix(c.String(), "OK   go ") {
+			t.Errorf("check %s", c)
+		}
+	}
+
+	// One statement too many per request fails every count, with the
+	// statements the database saw.
+	l.mu.Lock()
+	l.extra = 1
+	l.mu.Unlock()
+	checks, err = VerifyStack(ctx, l, st, VerifyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := Failed(checks)
+	if len(bad) != 3 {
+		t.Fatalf("failed %v", bad)
+	}
+	if c := bad[0]; c.Route != "/feed" || c.Expected != "3" || c.Observed != "4" || !strings.Contains(c.String(), "FAIL go /feed: statements per request (expected 3, observed 4)") || !strings.Contains(c.Detail, "x SELECT") {
+		t.Errorf("count failure: %s", c)
+	}
+
+	// psql failing is an error, not a failed check.
+	l.handle("psql", func(ctx context.Context, x *execCall) (int, error) {
+		fmt.Fprintln(x.Stderr, `psql: error: connection to server on socket "/run/postgresql/.s.PGSQL.5432" failed`)
+		return 2, nil
+	})
+	if _, err := VerifyStack(ctx, l, st, VerifyOptions{}); err == nil || !strings.Contains(err.Error(), "psql: exit 2") {
+		t.Errorf("psql failure: %v", err)
+	}
+	if _, err := (&Stack{RunID: "x"}).SQL(ctx, l, "SELECT 1"); err == nil {
+		t.Error("SQL without a database")
+	}
+}
+
+// A broken app: wrong status, wrong content type, wrong shape.
+func TestFakeVerifyStackCatchesContractBreaks(t *testing.T) {
+	l := newFakeLab(t)
+	st, _ := startFake(t, l, StackOptions{Target: l.target("go")}, "path")
+	hc := l.app.Client()
+	base := st.BaseURL()
+	if c := checkJSON(hc, base, "/nope", 200, nil); c.OK || c.Observed != "404 application/json" || !strings.Contains(c.Detail, "not found") {
+		t.Errorf("404: %+v", c)
+	}
+	if c := checkJSON(hc, base, "/serial?n=4", 200, shapeFor("/serial", 5)); c.OK || !strings.Contains(c.Detail, `"n" is 4, want 5`) {
+		t.Errorf("serial shape: %+v", c)
+	}
+	if c := checkJSON(hc, base, "/health", 200, feedShape); c.OK || !strings.Contains(c.Detail, "account") {
+		t.Errorf("feed shape: %+v", c)
+	}
+	if c := checkJSON(hc, base, "/serial?n=1", 200, hasError); c.OK || !strings.Contains(c.Detail, "error") {
+		t.Errorf("error shape: %+v", c)
+	}
+	if c := checkJSON(hc, "http://127.0.0.1:1", "/", 200, nil); c.OK || c.Observed != "error" {
+		t.Errorf("no server: %+v", c)
+	}
+	if c := checkStatus(hc, "http://127.0.0.1:1", "/", 401, nil); c.OK || c.Observed != "error" {
+		t.Errorf("no server: %+v", c)
+	}
+	for _, tc := range []struct {
+		v    any
+		want string
+	}{
+		{[]any{}, "not a JSON object"},
+		{map[string]any{"account": map[string]any{"name": "x"}}, "want \"reader\""},
+		{map[string]any{"account": map[string]any{"name": "reader"}}, "articles"},
+		{map[string]any{"account": map[string]any{"name": "reader"}, "articles": []any{}}, "0 articles"},
+	} {
+		if err := feedShape(tc.v); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("feedShape(%v) = %v, want %q", tc.v, err, tc.want)
+		}
+	}
+	arts := make([]any, FeedArticles)
+	for i := range arts {
+		arts[i] = map[string]any{"id": 1.0, "title": "t"}
+	}
+	if err := feedShape(map[string]any{"account": map[string]any{"name": "reader"}, "articles": arts}); err == nil || !strings.Contains(err.Error(), "feedback") {
+		t.Errorf("feedback: %v", err)
+	}
+	if got := truncate("abcdef", 3); got != "abc..." {
+		t.Errorf("truncate %q", got)
+	}
+}
+
+// An app driven by a request mix is checked with its auth header, and a
+// wrong key must be refused; axum-raw's extra round trip per statement is
+// checked against what the wire shows.
+func TestFakeVerifyMixAndVariant(t *testing.T) {
+	ctx := context.Background()
+	l := newFakeLab(t)
+	st, _ := startFake(t, l, StackOptions{Target: l.target("redmine")}, "path")
+	checks, err := VerifyStack(ctx, l, st, VerifyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(checks) != 6 || len(Failed(checks)) != 0 {
+		t.Fatalf("redmine checks %v", checks)
+	}
+
+	l.addImage(ImageRef("axum"), nil)
+	raw := l.target("axum-raw")
+	st, sh := startFake(t, l, StackOptions{Target: raw}, "path")
+	for _, c := range l.Created() {
+		if c.Labels[LabelRun] == st.RunID && c.Labels[LabelRole] == "app" && !slices.Contains(c.Env, "RTTLAB_AXUM_MODE=raw") {
+			t.Errorf("variant not passed: %v", c.Env)
+		}
+	}
+	wc, err := wireChecks(ctx, l, sh, VerifyOptions{Requests: 2, SerialN: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The fake wire shows one round trip and no Parse per statement:
+	// axum-raw declares two or three and one.
+	bad := Failed(wc)
+	if len(bad) != 6 || !strings.Contains(bad[0].Detail, `variant "raw"`) || bad[0].Expected != "6-7" {
+		t.Fatalf("wire checks %v", wc)
+	}
+}
+
+func TestFakeCleanAll(t *testing.T) {
+	ctx := context.Background()
+	l := newFakeLab(t)
+	st1, _ := startFake(t, l, StackOptions{Target: l.target("go")}, "path")
+	startFake(t, l, StackOptions{Target: l.target("node")}, "interface")
+	// Someone else's container on the same engine is never touched.
+	l.addImage("postgres:17", nil)
+	if _, err := l.CreateContainer(ctx, ContainerSpec{Name: "their-db", Image: "postgres:17"}); err != nil {
+		t.Fatal(err)
+	}
+	l.addVolume("rttlab-vol", map[string]string{LabelRun: st1.RunID})
+
+	// A container that cannot be removed: the others go, the error says
+	// which, and its network stays.
+	l.failOn("RemoveContainer", "-db", 1, errors.New("remove: device or resource busy"))
+	c, err := CleanAll(ctx, l, false)
+	if err == nil || !strings.Contains(err.Error(), "device or resource busy") || !strings.Contains(err.Error(), "active endpoints") {
+		t.Fatalf("err = %v", err)
+	}
+	if c.Containers != 7 || c.Networks != 1 || c.Volumes != 1 {
+		t.Errorf("cleaned %s", c)
+	}
+	// Agents and clients stop first, then everything is removed.
+	calls := l.Calls()
+	firstStop := slices.IndexFunc(calls, func(s string) bool { return strings.HasPrefix(s, "StopContainer ") })
+	firstRemove := slices.IndexFunc(calls, func(s string) bool { return strings.HasPrefix(s, "RemoveContainer ") })
+	if firstStop < 0 || firstStop > firstRemove {
+		t.Errorf("no stop before the first removal: %v", calls)
+	}
+	l.mu.Lock()
+	ours := 0
+	for _, img := range l.images {
+		if _, ok := img.Labels[LabelApp]; ok {
+			ours++
+		}
+	}
+	l.mu.Unlock()
+	c, err = CleanAll(ctx, l, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Containers != 1 || c.Networks != 1 || c.Images != ours || !strings.HasSuffix(c.String(), fmt.Sprintf(", %d image(s)", ours)) {
+		t.Errorf("cleaned %s", c)
+	}
+	cs, ns := l.Live()
+	if !slices.Equal(cs, []string{"their-db"}) || len(ns) != 0 {
+		t.Errorf("left %v %v", cs, ns)
+	}
+	if _, err := l.ImageID(ctx, "postgres:17"); err != nil {
+		t.Errorf("an image rttlab did not build was removed: %v", err)
+	}
+
+	if _, err := CleanRun(ctx, l, ""); err == nil {
+		t.Error("CleanRun without a run id")
+	}
+	l.failOn("ListContainers", "", 1, errors.New("engine gone"))
+	if _, err := CleanRun(ctx, l, "x"); err == nil {
+		t.Error("list failure lost")
+	}
+	l.failOn("ListNetworks", "", 1, errors.New("engine gone"))
+	l.failOn("ListVolumes", "", 1, errors.New("engine gone"))
+	if _, err := CleanRun(ctx, l, "x"); err == nil || strings.Count(err.Error(), "engine gone") != 2 {
+		t.Errorf("list failures: %v", err)
+	}
+}
+
+func TestFakeEnsureBaseAndBuild(t *testing.T) {
+	ctx := context.Background()
+	f := newFakeDocker()
+	// Present: nothing to do. Pullable: pulled.
+	id := f.addImage(BaseImage, nil)
+	if path, got, err := EnsureBase(ctx, f, BaseOptions{}); err != nil || path != BasePresent || got != id {
+		t.Fatalf("present: %s %s %v", path, got, err)
+	}
+	f.pullable["debian:forky-slim"] = true
+	if path, got, err := EnsureBase(ctx, f, BaseOptions{Ref: "debian:forky-slim"}); err != nil || path != BasePulled || got == "" {
+		t.Fatalf("pull: %s %s %v", path, got, err)
+	}
+	f.failOn("ImageID", "broken:1", 1, errors.New("inspect: engine error"))
+	if _, _, err := EnsureBase(ctx, f, BaseOptions{Ref: "broken:1"}); err == nil || !strings.Contains(err.Error(), "engine error") {
+		t.Fatalf("inspect error: %v", err)
+	}
+
+	all, err := apps.Load(apps.Embedded())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log strings.Builder
+	b := &Builder{Images: f, Apps: all, FS: apps.Embedded(), GOOS: "linux", GOARCH: "amd64", Log: &log}
+	built, err := b.Build(ctx, []string{"postgres"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(built) != 1 || built[0].Tag != ImageRef("postgres") || built[0].ID == "" {
+		t.Fatalf("built %+v", built)
+	}
+	fb := f.builds[0]
+	if fb.Opts.Labels[LabelApp] != "postgres" || !slices.Contains(fb.Files, "Dockerfile") || !slices.Contains(fb.Files, "schema.sql") || !strings.Contains(log.String(), "Successfully tagged") {
+		t.Errorf("build %+v files %v", fb.Opts, fb.Files)
+	}
+	if _, err := b.Build(ctx, []string{"cobol"}); err == nil || !strings.Contains(err.Error(), "known: ") {
+		t.Errorf("unknown app: %v", err)
+	}
+	f.failOn("BuildImage", ImageRef("postgres"), 1, &StreamError{Msg: "returned a non-zero code: 100", Tail: []string{"E: Unable to locate package postgresql-17"}})
+	_, err = b.Build(ctx, []string{"postgres"})
+	if err == nil || !strings.HasPrefix(err.Error(), "apps/postgres: ") || !strings.Contains(err.Error(), "postgresql-17") {
+		t.Fatalf("build failure: %v", err)
+	}
+	if _, skip := SkipReason(err); skip {
+		t.Error("a failing package install is not a reason to skip an app")
+	}
+}
+
+// The results folder knows its plan; a folder whose manifest holds no
+// plan is refused by name.
+func TestFakeFolderPlan(t *testing.T) {
+	l := newFakeLab(t)
+	p := fakePlan()
+	dir, err := Run(context.Background(), l, l.all, RunOptions{Plan: p, OutDir: t.TempDir(), Now: fakeNow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := FolderPlan(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := json.Marshal(p)
+	b, _ := json.Marshal(got)
+	if string(a) != string(b) {
+		t.Fatalf("plan %s, want %s", b, a)
+	}
+	if _, err := FolderPlan(t.TempDir()); err == nil {
+		t.Error("FolderPlan of an empty folder")
+	}
+	m := filepath.Join(dir, results.ManifestFile)
+	data, _ := os.ReadFile(m)
+	var raw map[string]any
+	json.Unmarshal(data, &raw)
+	raw["plan"] = "not a plan"
+	data, _ = json.Marshal(raw)
+	os.WriteFile(m, data, 0o644)
+	if _, err := FolderPlan(dir); err == nil || !strings.Contains(err.Error(), "manifest plan") {
+		t.Errorf("bad plan: %v", err)
+	}
+}
+
+func TestLoadPlanAndHostEnv(t *testing.T) {
+	if p, err := LoadPlan("smoke"); err != nil || p.Name != "smoke" {
+		t.Fatalf("smoke: %v", err)
+	}
+	if _, err := LoadPlan(filepath.Join(t.TempDir(), "nope.yaml")); err == nil || !strings.Contains(err.Error(), "neither a built-in plan") {
+		t.Errorf("missing: %v", err)
+	}
+	if _, err := LoadPlan(t.TempDir()); err == nil || !strings.HasPrefix(err.Error(), "plan: ") {
+		t.Errorf("a folder: %v", err)
+	}
+	f := filepath.Join(t.TempDir(), "mine.yaml")
+	os.WriteFile(f, []byte("delays_ms: [0, 1]\nruns: 2\nrequests: 5\napps: [{name: go, routes: [/feed]}]\n"), 0o644)
+	if p, err := LoadPlan(f); err != nil || p.Name != "mine" || p.Shaper != "auto" {
+		t.Errorf("file: %+v %v", p, err)
+	}
+
+	ctx := context.Background()
+	e := HostDoctorEnv(nil, ErrNoEngine)
+	if _, err := e.Engine(ctx); !errors.Is(err, ErrNoEngine) {
+		t.Errorf("engine: %v", err)
+	}
+	if _, err := e.ImageID(ctx, BaseImage); !errors.Is(err, ErrNoEngine) {
+		t.Errorf("image: %v", err)
+	}
+	fd := newFakeDocker()
+	e = HostDoctorEnv(fd, nil)
+	if info, err := e.Engine(ctx); err != nil || info.Version != fd.info.Version {
+		t.Errorf("engine: %+v %v", info, err)
+	}
+	if free, err := e.FreeBytes("/nonexistent/deeper"); err != nil || free == 0 {
+		t.Errorf("free bytes above a missing folder: %d %v", free, err)
+	}
+	if _, err := e.CapEff(); err != nil {
+		t.Errorf("CapEff: %v", err)
+	}
+	for in, want := range map[string]string{"/a/b": "/a", "/a/b/": "/a", "/a": "/", "/": "/"} {
+		if got := parentDir(in); got != want {
+			t.Errorf("parentDir(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
