@@ -1,0 +1,199 @@
+package orchestrator
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rttlab/rttlab/netem"
+	"github.com/rttlab/rttlab/results"
+)
+
+// statsShaper wraps the fake lab's agents so that they report themselves
+// like the userspace shaper: every `ctl show` adds 50 packets held for
+// their target (+3 µs) to the side's counters; drop adds lost packets.
+type statsShaper struct {
+	lab   *fakeLab
+	mu    sync.Mutex
+	stats map[string]*netem.Stats // by side
+}
+
+func newStatsShaper(lab *fakeLab) *statsShaper {
+	s := &statsShaper{lab: lab, stats: map[string]*netem.Stats{}}
+	lab.handle("rttlab agent ctl", s.ctl)
+	return s
+}
+
+func (s *statsShaper) drop(side string, n uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.side(side).Gaps += n
+}
+
+func (s *statsShaper) side(side string) *netem.Stats {
+	st := s.stats[side]
+	if st == nil {
+		st = &netem.Stats{Hook: "ingress", Hold: netem.NewHist(), Late: netem.NewHist(), ReadLag: netem.NewHist(), Verdict: netem.NewHist()}
+		s.stats[side] = st
+	}
+	return st
+}
+
+func (s *statsShaper) ctl(ctx context.Context, x *execCall) (int, error) {
+	var out bytes.Buffer
+	inner := *x
+	inner.Stdout = &out
+	code, err := s.lab.ctl(ctx, &inner)
+	if err != nil || code != 0 {
+		return code, err
+	}
+	var rep netem.Reply
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		return 1, err
+	}
+	s.mu.Lock()
+	st := s.side(x.Service())
+	st.DelayNs = rep.DelayNs
+	if x.Cmd[3] == "show" {
+		for range 50 {
+			st.Hold.Record(rep.DelayNs + 3000)
+			st.Late.Record(1000)
+		}
+		st.Packets += 50
+		st.Stamped += 50
+		st.CPUNs += 1e6
+	}
+	snap := *st
+	snap.Hold, snap.Late, snap.ReadLag, snap.Verdict = st.Hold.Clone(), st.Late.Clone(), st.ReadLag.Clone(), st.Verdict.Clone()
+	s.mu.Unlock()
+	rep.Backend, rep.Why, rep.Direction, rep.Stats = "userspace", "fake userspace shaper", "ingress", &snap
+	b, _ := json.Marshal(rep)
+	fmt.Fprintln(x.Stdout, string(b))
+	return 0, nil
+}
+
+// A task during which a shaper dropped packets is failed (its samples are
+// not data) and retried; every attempt's shaper figures are in
+// shaper.csv, and the summary counts only the done ones.
+func TestRunFakeFailsTaskOnShaperDrops(t *testing.T) {
+	lab := newFakeLab(t)
+	sh := newStatsShaper(lab)
+	var n int
+	lab.handle("rttlab agent load", func(ctx context.Context, x *execCall) (int, error) {
+		n++
+		if n == 2 {
+			sh.drop("db", 4)
+		}
+		return lab.load(ctx, x)
+	})
+	dir, err := Run(context.Background(), lab, lab.all, RunOptions{Plan: fakePlan(), OutDir: t.TempDir(), Now: fakeNow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := loadFolder(t, dir)
+	second := d.Manifest.Tasks[1].ID
+	if got := records(d, second); !slices.Equal(got, []string{"failed/1", "done/2"}) {
+		t.Fatalf("records %v", got)
+	}
+	var failure string
+	for _, r := range d.Records {
+		if r.Task == second && r.Status == results.StatusFailed {
+			failure = r.Error
+		}
+	}
+	if !strings.Contains(failure, "db side dropped 4 of") {
+		t.Fatalf("failure %q does not count the drops", failure)
+	}
+	for _, s := range d.Samples {
+		if s.Task == second && s.Attempt == 1 {
+			t.Fatal("a sample of the attempt with drops counts as data")
+		}
+	}
+	if len(d.Shaper) != 2*(len(d.Manifest.Tasks)+1) {
+		t.Fatalf("%d shaper rows, want 2 per attempt", len(d.Shaper))
+	}
+	for _, r := range d.Shaper {
+		if r.Task == second && r.Attempt == 1 && r.Side == "db" && r.Drops != 4 {
+			t.Errorf("failed attempt's row %+v: want its 4 drops recorded", r)
+		}
+		if r.Packets != 50 || (r.RTTms > 0 && r.HoldP50Us-r.TargetUs > 3.1) {
+			t.Errorf("row %+v: want the 50 packets and hold of the task", r)
+		}
+	}
+	// The calibration of the userspace shaper is in the manifest, one
+	// point per non-zero setting; the fake adds no excess.
+	if len(d.Manifest.Calibration) != 2 || d.Manifest.Calibration[0].AppOffsetUs != 0 || d.Manifest.Calibration[0].Rounds != 1 {
+		t.Fatalf("calibration %+v", d.Manifest.Calibration)
+	}
+	s := results.Analyze(d, results.Options{})
+	for _, st := range s.Shaper {
+		if st.Drops != 0 {
+			t.Errorf("summary counts drops of a failed attempt: %+v", st)
+		}
+	}
+	lab.requireEmpty(t)
+}
+
+// A shaping agent that dies while the load runs stops the load at once:
+// the task fails with a line naming the agent and is retried on a fresh
+// stack.
+func TestRunFakeAgentDiesDuringLoad(t *testing.T) {
+	prev := agentWatchInterval
+	agentWatchInterval = 5 * time.Millisecond
+	t.Cleanup(func() { agentWatchInterval = prev })
+	lab := newFakeLab(t)
+	newStatsShaper(lab)
+	var n int
+	lab.handle("rttlab agent load", func(ctx context.Context, x *execCall) (int, error) {
+		n++
+		if n == 2 {
+			lab.exit("-db-agent", 137, "")
+			// With its agent gone the database side passes no packet: the
+			// client would wait for its timeouts.
+			select {
+			case <-ctx.Done():
+				return 0, ctx.Err()
+			case <-time.After(10 * time.Second):
+				return 1, fmt.Errorf("the load was not stopped when the agent died")
+			}
+		}
+		return lab.load(ctx, x)
+	})
+	start := time.Now()
+	dir, err := Run(context.Background(), lab, lab.all, RunOptions{Plan: fakePlan(), OutDir: t.TempDir(), Now: fakeNow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if el := time.Since(start); el > 8*time.Second {
+		t.Fatalf("run took %v: the dead agent was not noticed during the load", el)
+	}
+	d := loadFolder(t, dir)
+	second := d.Manifest.Tasks[1].ID
+	if got := records(d, second); !slices.Equal(got, []string{"failed/1", "done/2"}) {
+		t.Fatalf("records %v", got)
+	}
+	var failure string
+	for _, r := range d.Records {
+		if r.Task == second && r.Status == results.StatusFailed {
+			failure = r.Error
+		}
+	}
+	if !strings.Contains(failure, "shaping agent for db died") || !strings.Contains(failure, "db-agent") || !strings.Contains(failure, "exit code 137") {
+		t.Fatalf("failure %q does not name the agent", failure)
+	}
+	if c := len(lab.Created()); c != 10 {
+		t.Fatalf("created %d containers, want two stacks", c)
+	}
+	for _, s := range d.Samples {
+		if s.Task == second && s.Attempt == 1 {
+			t.Fatal("a sample of the failed attempt counts as data")
+		}
+	}
+	lab.requireEmpty(t)
+}
