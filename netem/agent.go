@@ -30,11 +30,11 @@ type PeerDelayJSON struct {
 // Reply is the agent's answer. Active says whether a setting is applied
 // (false after clear and before the first set).
 type Reply struct {
-	OK      bool     `json:"ok"`
-	Error   string   `json:"error,omitempty"`
-	Backend string   `json:"backend,omitempty"`
-	Why     string   `json:"why,omitempty"`
-	Link    string   `json:"link,omitempty"`
+	OK      bool   `json:"ok"`
+	Error   string `json:"error,omitempty"`
+	Backend string `json:"backend,omitempty"`
+	Why     string `json:"why,omitempty"`
+	Link    string `json:"link,omitempty"`
 	// Direction says which packets the shaper delays: "ingress" (arriving
 	// from the peers) or "egress" (sent to them).
 	Direction  string          `json:"direction,omitempty"`

@@ -657,4 +657,3 @@ func (l *lateness) observe(late int64) {
 func (l *lateness) window() int64 {
 	return l.est + int64(10*time.Microsecond)
 }
-
