@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -132,7 +133,7 @@ func ParsePlan(file string, data []byte) (*Plan, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(p); err != nil {
-		if errors.Is(err, errEOF) || strings.Contains(err.Error(), "EOF") {
+		if errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("%s: the plan is empty", file)
 		}
 		var te *yaml.TypeError
@@ -155,8 +156,6 @@ func ParsePlan(file string, data []byte) (*Plan, error) {
 	}
 	return p, nil
 }
-
-var errEOF = errors.New("EOF")
 
 // Defaults fills unset probe counts, shaper and scope.
 func (p *Plan) Defaults() {

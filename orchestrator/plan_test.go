@@ -219,3 +219,17 @@ func TestBuiltinPlansCoverApps(t *testing.T) {
 		}
 	}
 }
+
+// A YAML value that happens to be the word EOF is not an empty plan: only
+// a document with nothing in it is.
+func TestPlanEOFValueIsNotEmpty(t *testing.T) {
+	_, err := ParsePlan("mine.yaml", []byte(strings.Replace(planYAML, "runs: 4", "runs: EOF", 1)))
+	if err == nil || strings.Contains(err.Error(), "empty") || !strings.Contains(err.Error(), "mine.yaml") {
+		t.Fatalf("err = %v, want a type error naming the file, not an empty plan", err)
+	}
+	for _, empty := range []string{"", "\n", "# only a comment\n"} {
+		if _, err := ParsePlan("mine.yaml", []byte(empty)); err == nil || !strings.Contains(err.Error(), "the plan is empty") {
+			t.Errorf("%q: err = %v, want an empty plan", empty, err)
+		}
+	}
+}
