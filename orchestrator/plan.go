@@ -18,7 +18,8 @@ import (
 // Plan says which apps and routes run, at which RTT settings, how many
 // runs of how many requests, and the seed of every random choice.
 //
-// The YAML form (all fields optional except where noted):
+// The YAML form (all fields optional except where noted; runs, requests
+// and warmup default to the study's 20, 100 and 20):
 //
 //	name: my-plan
 //	seed: 20260926
@@ -66,6 +67,14 @@ type PlanApp struct {
 // StudyDelaysMs are the seed study's settings.
 var StudyDelaysMs = []float64{0, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.75, 1}
 
+// The seed study's counts; a plan file that leaves runs, requests or
+// warmup out gets these.
+const (
+	StudyRuns     = 20
+	StudyRequests = 100
+	StudyWarmup   = 20
+)
+
 // Limits that keep a plan sane.
 const (
 	maxDelayMs  = 1000
@@ -79,7 +88,7 @@ func BuiltinPlan(name string) (*Plan, bool) {
 	case "study":
 		return &Plan{
 			Name: "study", Seed: 20260926, DelaysMs: append([]float64(nil), StudyDelaysMs...),
-			Runs: 20, Requests: 100, Warmup: 20, Shaper: "auto", Scope: "path",
+			Runs: StudyRuns, Requests: StudyRequests, Warmup: StudyWarmup, Shaper: "auto", Scope: "path",
 			ICMPCount: 50, SelectRuns: 5, SelectCalls: 200, TaskICMPCount: 5, TraceRequests: 100,
 			Apps: []PlanApp{
 				{Name: "go", Routes: []string{"/feed"}},
@@ -127,9 +136,12 @@ func LoadPlan(nameOrFile string) (*Plan, error) {
 	return ParsePlan(nameOrFile, data)
 }
 
-// ParsePlan parses a YAML plan; errors name the file and line.
+// ParsePlan parses a YAML plan; errors name the file and line. runs,
+// requests and warmup that the file leaves out take the study's values;
+// a value given (warmup: 0 included) is kept.
 func ParsePlan(file string, data []byte) (*Plan, error) {
-	p := &Plan{}
+	// The decoder leaves fields the document does not mention untouched.
+	p := &Plan{Runs: StudyRuns, Requests: StudyRequests, Warmup: StudyWarmup}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(p); err != nil {

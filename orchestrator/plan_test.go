@@ -233,3 +233,23 @@ func TestPlanEOFValueIsNotEmpty(t *testing.T) {
 		}
 	}
 }
+
+// runs, requests and warmup are optional: left out, they take the study's
+// values; given, even warmup 0, they are kept.
+func TestPlanCountDefaults(t *testing.T) {
+	p, err := ParsePlan("mine.yaml", []byte("delays_ms: [0, 1]\napps: [{name: go, routes: [/feed]}]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	study, _ := BuiltinPlan("study")
+	if p.Runs != study.Runs || p.Requests != study.Requests || p.Warmup != study.Warmup {
+		t.Fatalf("runs %d requests %d warmup %d, want the study's %d %d %d", p.Runs, p.Requests, p.Warmup, study.Runs, study.Requests, study.Warmup)
+	}
+	p, err = ParsePlan("mine.yaml", []byte("delays_ms: [0, 1]\nwarmup: 0\nruns: 3\napps: [{name: go, routes: [/feed]}]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Runs != 3 || p.Requests != study.Requests || p.Warmup != 0 {
+		t.Fatalf("runs %d requests %d warmup %d, want 3 %d 0", p.Runs, p.Requests, p.Warmup, study.Requests)
+	}
+}
