@@ -8,6 +8,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"reflect"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -148,12 +150,12 @@ func ParsePlan(file string, data []byte) (*Plan, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("%s: the plan is empty", file)
 		}
+		msg := err.Error()
 		var te *yaml.TypeError
 		if errors.As(err, &te) && len(te.Errors) > 0 {
-			// "line 3: cannot unmarshal ..." → "file: line 3: ..."
-			return nil, fmt.Errorf("%s: %s", file, oneLine(te.Errors[0]))
+			msg = te.Errors[0]
 		}
-		return nil, fmt.Errorf("%s: %s", file, oneLine(strings.TrimPrefix(err.Error(), "yaml: ")))
+		return nil, yamlError(file, msg)
 	}
 	if p.Name == "" {
 		base := file
@@ -385,6 +387,74 @@ func ParseDelaysMs(s string) ([]float64, error) {
 		return nil, errors.New("--delays is empty: give RTT settings in ms, e.g. 0,0.5,1")
 	}
 	return out, nil
+}
+
+var (
+	yamlLineRE     = regexp.MustCompile(`^line (\d+): (.*)$`)
+	unknownFieldRE = regexp.MustCompile(`^field (.+) not found in type [\w.]*?(\w+)$`)
+	wrongTypeRE    = regexp.MustCompile("^cannot unmarshal !!(\\w+)(?: `(.*)`)? into (.+)$")
+)
+
+// yamlError turns a YAML decoder message into "file:line: what", in the
+// plan's words rather than Go's: an unknown field lists the known ones,
+// a value of the wrong kind says what kind was expected.
+func yamlError(file, msg string) error {
+	msg = oneLine(strings.TrimPrefix(msg, "yaml: "))
+	line := ""
+	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
+		line, msg = m[1], m[2]
+	}
+	if m := unknownFieldRE.FindStringSubmatch(msg); m != nil {
+		switch m[2] {
+		case "Plan":
+			msg = fmt.Sprintf("unknown field %q (known: %s)", m[1], strings.Join(yamlKeys(reflect.TypeFor[Plan]()), ", "))
+		case "PlanApp":
+			msg = fmt.Sprintf("unknown field %q in an app entry (known: %s)", m[1], strings.Join(yamlKeys(reflect.TypeFor[PlanApp]()), ", "))
+		default:
+			msg = fmt.Sprintf("unknown field %q", m[1])
+		}
+	} else if m := wrongTypeRE.FindStringSubmatch(msg); m != nil {
+		got := map[string]string{"seq": "a list", "map": "a mapping"}[m[1]]
+		if got == "" {
+			got = m[1]
+		}
+		if m[2] != "" {
+			got = fmt.Sprintf("%q", m[2])
+		}
+		if want, ok := yamlKinds[m[3]]; ok {
+			msg = fmt.Sprintf("%s is not %s", got, want)
+		}
+	}
+	if line != "" {
+		return fmt.Errorf("%s:%s: %s", file, line, msg)
+	}
+	return fmt.Errorf("%s: %s", file, msg)
+}
+
+// yamlKinds names the Go types of the plan's fields the way the plan's
+// reader knows them.
+var yamlKinds = map[string]string{
+	"float64":                 "a number",
+	"int":                     "a whole number",
+	"uint64":                  "a non-negative whole number",
+	"string":                  "a string",
+	"[]float64":               "a list of numbers",
+	"[]string":                "a list of strings",
+	"[]orchestrator.PlanApp":  "a list of apps",
+	"orchestrator.PlanApp":    "an app entry (name, routes or mix, ...)",
+	"orchestrator.Plan":       "a plan (a mapping of delays_ms, apps, ...)",
+	"map[string]interface {}": "a mapping",
+}
+
+// yamlKeys lists the YAML keys of a struct type in field order.
+func yamlKeys(t reflect.Type) []string {
+	var out []string
+	for i := 0; i < t.NumField(); i++ {
+		if k, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ","); k != "" && k != "-" {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // oneLine folds a message onto one line (YAML errors quote the input).

@@ -96,23 +96,25 @@ func TestTasksDeterministicAndShuffled(t *testing.T) {
 
 func TestPlanErrors(t *testing.T) {
 	cases := map[string]struct{ yaml, want string }{
-		"malformed":        {"delays_ms: [0, 1\napps: []\n", "mine.yaml: line"},
-		"unknown field":    {planYAML + "colour: red\n", "field colour not found"},
-		"empty delays":     {strings.Replace(planYAML, "[0, 0.5, 1]", "[]", 1), "delays_ms is empty"},
-		"negative delay":   {strings.Replace(planYAML, "[0, 0.5, 1]", "[0, -1]", 1), "negative"},
-		"absurd delay":     {strings.Replace(planYAML, "[0, 0.5, 1]", "[0, 5000]", 1), "exceeds 1 s"},
-		"sub-µs delay":     {strings.Replace(planYAML, "[0, 0.5, 1]", "[0, 0.0001]", 1), "finer than 1 µs"},
-		"duplicate delay":  {strings.Replace(planYAML, "[0, 0.5, 1]", "[0, 0.5, 0.5]", 1), "listed twice"},
-		"zero runs":        {strings.Replace(planYAML, "runs: 4", "runs: 0", 1), "runs 0 must be positive"},
-		"negative reqs":    {strings.Replace(planYAML, "requests: 30", "requests: -3", 1), "requests -3 must be positive"},
-		"no apps":          {"delays_ms: [0]\nruns: 1\nrequests: 1\n", "apps is empty"},
-		"dup app":          {planYAML + "  - name: go\n    routes: [/feed]\n", "app go is listed twice"},
-		"bad shaper":       {planYAML + "shaper: tc\n", `shaper "tc"`},
-		"bad scope":        {planYAML + "scope: host\n", `scope "host"`},
-		"route and mix":    {strings.Replace(planYAML, "routes: [/feed]\n", "routes: [/feed]\n    mix: redmine\n", 1), "not both"},
-		"relative route":   {strings.Replace(planYAML, "routes: [/feed]\n", "routes: [feed]\n", 1), "must start with /"},
-		"empty":            {"", "the plan is empty"},
-		"wrong type delay": {strings.Replace(planYAML, "[0, 0.5, 1]", "[0, fast]", 1), "mine.yaml: line 3"},
+		"malformed":         {"delays_ms: [0, 1\napps: []\n", "mine.yaml:1: "},
+		"unknown field":     {planYAML + "colour: red\n", `mine.yaml:13: unknown field "colour" (known: name, seed, delays_ms, runs, requests, warmup, shaper,`},
+		"unknown app field": {strings.Replace(planYAML, "runs: 2", "runz: 2", 1), `mine.yaml:12: unknown field "runz" in an app entry (known: name, routes, mix, runs, requests, warmup)`},
+		"apps not a list":   {"delays_ms: [0]\napps: go\n", `mine.yaml:2: "go" is not a list of apps`},
+		"empty delays":      {strings.Replace(planYAML, "[0, 0.5, 1]", "[]", 1), "delays_ms is empty"},
+		"negative delay":    {strings.Replace(planYAML, "[0, 0.5, 1]", "[0, -1]", 1), "negative"},
+		"absurd delay":      {strings.Replace(planYAML, "[0, 0.5, 1]", "[0, 5000]", 1), "exceeds 1 s"},
+		"sub-µs delay":      {strings.Replace(planYAML, "[0, 0.5, 1]", "[0, 0.0001]", 1), "finer than 1 µs"},
+		"duplicate delay":   {strings.Replace(planYAML, "[0, 0.5, 1]", "[0, 0.5, 0.5]", 1), "listed twice"},
+		"zero runs":         {strings.Replace(planYAML, "runs: 4", "runs: 0", 1), "runs 0 must be positive"},
+		"negative reqs":     {strings.Replace(planYAML, "requests: 30", "requests: -3", 1), "requests -3 must be positive"},
+		"no apps":           {"delays_ms: [0]\nruns: 1\nrequests: 1\n", "apps is empty"},
+		"dup app":           {planYAML + "  - name: go\n    routes: [/feed]\n", "app go is listed twice"},
+		"bad shaper":        {planYAML + "shaper: tc\n", `shaper "tc"`},
+		"bad scope":         {planYAML + "scope: host\n", `scope "host"`},
+		"route and mix":     {strings.Replace(planYAML, "routes: [/feed]\n", "routes: [/feed]\n    mix: redmine\n", 1), "not both"},
+		"relative route":    {strings.Replace(planYAML, "routes: [/feed]\n", "routes: [feed]\n", 1), "must start with /"},
+		"empty":             {"", "the plan is empty"},
+		"wrong type delay":  {strings.Replace(planYAML, "[0, 0.5, 1]", "[0, fast]", 1), `mine.yaml:3: "fast" is not a number`},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -122,6 +124,10 @@ func TestPlanErrors(t *testing.T) {
 			}
 			if strings.Contains(err.Error(), "\n") {
 				t.Fatalf("error is not one line: %q", err)
+			}
+			// The reader of a plan file does not know Go's type names.
+			if strings.Contains(err.Error(), "orchestrator.") || strings.Contains(err.Error(), "float64") {
+				t.Fatalf("error names Go types: %q", err)
 			}
 		})
 	}

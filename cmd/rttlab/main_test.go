@@ -59,7 +59,7 @@ func TestBadInputOneLine(t *testing.T) {
 		{[]string{"run", "--plan", "smoke", "--runs", "-2"}, "must be positive"},
 		{[]string{"run", "--plan", "smoke", "--apps", "cobol"}, "unknown app \"cobol\" (known apps:"},
 		{[]string{"run", "--plan", "smoke", "--routes", "/nope"}, "route /nope is unknown"},
-		{[]string{"run", "--plan", bad}, "bad.yaml: line"},
+		{[]string{"run", "--plan", bad}, "bad.yaml:1: "},
 		{[]string{"run", "--plan", "nosuch"}, "neither a built-in plan"},
 		{[]string{"run", "--resume", dir, "--seed", "3"}, "drop --seed"},
 		{[]string{"shape", "set", "--rtt", "-1ms"}, "negative"},
