@@ -240,8 +240,7 @@ func startSession(ctx context.Context, d Docker, target apps.Target, p *Plan, ru
 	s := &appSession{st: st}
 	s.sh, err = StartAgents(ctx, d, st, p.Shaper, p.Scope)
 	if err != nil {
-		st.Remove(context.WithoutCancel(ctx), d)
-		return nil, err
+		return nil, errors.Join(err, st.Remove(context.WithoutCancel(ctx), d))
 	}
 	labels := RunLabels(runID, map[string]string{LabelRole: "client"})
 	s.client, err = d.CreateContainer(ctx, ContainerSpec{
@@ -253,19 +252,17 @@ func startSession(ctx context.Context, d Docker, target apps.Target, p *Plan, ru
 		err = d.StartContainer(ctx, s.client)
 	}
 	if err != nil {
-		st.Remove(context.WithoutCancel(ctx), d)
-		return nil, err
+		return nil, errors.Join(err, st.Remove(context.WithoutCancel(ctx), d))
 	}
 	s.base = fmt.Sprintf("http://app:%d", target.Meta.Port)
 	if s.header, err = AuthHeaders(ctx, d, st); err != nil {
-		st.Remove(context.WithoutCancel(ctx), d)
-		return nil, err
+		return nil, errors.Join(err, st.Remove(context.WithoutCancel(ctx), d))
 	}
 	return s, nil
 }
 
 func runApp(ctx context.Context, d Docker, all map[string]*apps.Meta, p *Plan, f *results.Folder, state *results.Data,
-	m *results.Manifest, runID, app string, tasks []results.Task, probes bool, o RunOptions, done, total int) (int, error) {
+	m *results.Manifest, runID, app string, tasks []results.Task, probes bool, o RunOptions, done, total int) (n int, err error) {
 	target, err := apps.Resolve(all, app)
 	if err != nil {
 		return 0, err
@@ -287,7 +284,11 @@ func runApp(ctx context.Context, d Docker, all map[string]*apps.Meta, p *Plan, f
 	if err != nil {
 		return 0, err
 	}
-	defer func() { s.st.Remove(context.WithoutCancel(ctx), d) }()
+	defer func() {
+		if s != nil { // nil after a failed restart, which removed its own stack
+			err = errors.Join(err, s.st.Remove(context.WithoutCancel(ctx), d))
+		}
+	}()
 	if m.Shaper == "" {
 		m.Shaper, m.ShaperReason = s.sh.Backend, s.sh.Why
 		if err := f.WriteManifest(m); err != nil {
@@ -306,7 +307,6 @@ func runApp(ctx context.Context, d Docker, all map[string]*apps.Meta, p *Plan, f
 			return 0, err
 		}
 	}
-	n := 0
 	for _, t := range tasks {
 		desc := fmt.Sprintf("%s %s at %g ms, run %d", t.App, t.Route, t.RTTms, t.Run)
 		var lastErr error
@@ -324,7 +324,9 @@ func runApp(ctx context.Context, d Docker, all map[string]*apps.Meta, p *Plan, f
 			note(fmt.Sprintf("task %d (%s) failed: %v", t.ID, desc, firstLine(lastErr.Error())))
 			// A crashed container: start a fresh stack before the retry.
 			if errors.Is(lastErr, ErrContainerExited) && try == 0 {
-				s.st.Remove(context.WithoutCancel(ctx), d)
+				if rerr := s.st.Remove(context.WithoutCancel(ctx), d); rerr != nil {
+					slog.Warn("removing the crashed stack", "err", rerr) // the deferred removal tries again
+				}
 				s, err = startSession(ctx, d, target, p, runID)
 				if err != nil {
 					return n, err

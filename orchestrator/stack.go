@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"log/slog"
 	"net"
 	"net/http"
 	"sort"
@@ -166,9 +165,7 @@ func StartStack(ctx context.Context, d Docker, o StackOptions) (st *Stack, err e
 	st = &Stack{RunID: o.RunID, Target: o.Target, Password: NewPassword()}
 	defer func() {
 		if err != nil {
-			if cerr := st.Remove(context.WithoutCancel(ctx), d); cerr != nil {
-				slog.Warn("cleanup after failed start", "err", cerr)
-			}
+			err = errors.Join(err, st.Remove(context.WithoutCancel(ctx), d))
 		}
 	}()
 	proj, err := LoadStackFile(ctx, "feed.yaml", map[string]string{
@@ -394,7 +391,11 @@ func indent(s string) string {
 
 // Remove removes every container and the network of the stack (and any
 // other container carrying the run label, such as agents and clients).
+// When something could not be removed it returns a *CleanupError that
+// names it.
 func (s *Stack) Remove(ctx context.Context, d Docker) error {
-	_, err := CleanRun(ctx, d, s.RunID)
-	return err
+	if _, err := CleanRun(ctx, d, s.RunID); err != nil {
+		return &CleanupError{RunID: s.RunID, Err: err}
+	}
+	return nil
 }

@@ -9,6 +9,9 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/network"
 )
 
 func TestLabelArgs(t *testing.T) {
@@ -206,5 +209,33 @@ func TestSkipReason(t *testing.T) {
 	}
 	if _, ok := SkipReason(errors.New("other")); ok {
 		t.Fatal("a plain error is not a skip")
+	}
+}
+
+// What a stack's removal cannot remove is reported, by name, in one line.
+func TestStackRemoveReportsWhatIsLeft(t *testing.T) {
+	d := &fakeDocker{
+		containers: []container.Summary{
+			{ID: "c1", Names: []string{"/rttlab-r1-app"}, Labels: map[string]string{LabelRole: "app"}},
+			{ID: "c2", Names: []string{"/rttlab-r1-db"}, Labels: map[string]string{LabelRole: "db"}},
+		},
+		networks:  []network.Summary{{ID: "n1", Name: "rttlab-r1"}},
+		removeErr: map[string]error{"c2": errors.New("remove c2: device or resource busy")},
+	}
+	st := &Stack{RunID: "r1"}
+	err := st.Remove(context.Background(), d)
+	var ce *CleanupError
+	if !errors.As(err, &ce) || ce.RunID != "r1" {
+		t.Fatalf("err = %v, want a CleanupError of run r1", err)
+	}
+	if msg := err.Error(); !strings.Contains(msg, "rttlab-r1-db") || strings.Contains(msg, "rttlab-r1-app") || strings.Contains(msg, "\n") {
+		t.Fatalf("message %q should name only what is left, on one line", msg)
+	}
+	if len(d.removed) != 2 {
+		t.Fatalf("removed %v, want the app container and the network", d.removed)
+	}
+	d.removeErr = nil
+	if err := st.Remove(context.Background(), d); err != nil {
+		t.Fatalf("clean removal: %v", err)
 	}
 }

@@ -6,10 +6,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/rttlab/rttlab/orchestrator"
 )
 
 // version and commit are set by the Makefile with -ldflags.
@@ -22,19 +25,39 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	err := newRootCmd().ExecuteContext(ctx)
-	if err != nil {
-		var ue usageError
-		if errors.As(err, &ue) {
-			fmt.Fprintf(os.Stderr, "rttlab: %v\n", err)
-			os.Exit(2)
-		}
-		if errors.Is(err, context.Canceled) {
-			fmt.Fprintln(os.Stderr, "rttlab: interrupted; everything this command started was removed")
-			os.Exit(130)
-		}
-		fmt.Fprintf(os.Stderr, "rttlab: %v\n", err)
-		os.Exit(1)
+	stop()
+	os.Exit(exitReport(os.Stderr, err))
+}
+
+// exitReport tells the user how a command ended and returns the exit
+// status: 0, 2 for bad input, 130 when interrupted, else 1. Whatever a
+// command could not remove is named, never reported as removed.
+func exitReport(w io.Writer, err error) int {
+	if err == nil {
+		return 0
 	}
+	var ue usageError
+	if errors.As(err, &ue) {
+		fmt.Fprintf(w, "rttlab: %v\n", err)
+		return 2
+	}
+	var ce *orchestrator.CleanupError
+	left := errors.As(err, &ce)
+	code := 1
+	if errors.Is(err, context.Canceled) {
+		code = 130
+		if left {
+			fmt.Fprintf(w, "rttlab: interrupted; %v\n", ce)
+		} else {
+			fmt.Fprintln(w, "rttlab: interrupted; everything this command started was removed")
+		}
+	} else {
+		fmt.Fprintf(w, "rttlab: %v\n", err)
+	}
+	if left {
+		fmt.Fprintf(w, "  remove what is left with: rttlab clean --run %s\n", ce.RunID)
+	}
+	return code
 }
 
 // usageError marks bad input (exit status 2).

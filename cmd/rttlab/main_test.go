@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/spf13/cobra"
+
+	"github.com/rttlab/rttlab/orchestrator"
 )
 
 func run(t *testing.T, args ...string) (string, error) {
@@ -82,5 +85,32 @@ func TestBadInputOneLine(t *testing.T) {
 		if !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%v: %q, want one line containing %q", c.args, err, c.want)
 		}
+	}
+}
+
+// An interrupted command that could not remove everything says what is
+// left and how to remove it, never that everything was removed.
+func TestExitReportCleanup(t *testing.T) {
+	left := &orchestrator.CleanupError{RunID: "r1", Err: errors.New("container rttlab-r1-db: busy")}
+	var b bytes.Buffer
+	if code := exitReport(&b, errors.Join(context.Canceled, left)); code != 130 {
+		t.Errorf("exit %d, want 130", code)
+	}
+	if out := b.String(); strings.Contains(out, "was removed") || !strings.Contains(out, "rttlab-r1-db") || !strings.Contains(out, "rttlab clean --run r1") {
+		t.Errorf("interrupted with leftovers:\n%s", out)
+	}
+	b.Reset()
+	if code := exitReport(&b, fmt.Errorf("go: %w", errors.Join(errors.New("task failed"), left))); code != 1 {
+		t.Errorf("exit %d, want 1", code)
+	}
+	if out := b.String(); !strings.Contains(out, "task failed") || !strings.Contains(out, "rttlab clean --run r1") {
+		t.Errorf("failed with leftovers:\n%s", out)
+	}
+	b.Reset()
+	if code := exitReport(&b, context.Canceled); code != 130 || !strings.Contains(b.String(), "everything this command started was removed") {
+		t.Errorf("clean interrupt: exit %d\n%s", code, b.String())
+	}
+	if code := exitReport(&b, nil); code != 0 {
+		t.Errorf("success: exit %d", code)
 	}
 }

@@ -219,7 +219,7 @@ load, so run it on a quiet machine.`,
 			o.delaysMs = d
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			ctx := cmd.Context()
 			t, err := loadTarget(args[0])
 			if err != nil {
@@ -238,7 +238,7 @@ load, so run it on a quiet machine.`,
 			if err != nil {
 				return err
 			}
-			defer st.Remove(context.WithoutCancel(ctx), rt)
+			defer removeStack(ctx, rt, st, &err)
 			fmt.Fprintf(out, "shaper: %s (%s); scope %s; ICMP %d echoes, SELECT 1 %d runs x %d calls; tolerance %.3f ms\n",
 				sh.Backend, sh.Why, o.scope, o.icmp, o.selectRuns, o.selectCalls, o.tolerance)
 			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', tabwriter.AlignRight)
