@@ -57,8 +57,23 @@ func exitReport(w io.Writer, err error) int {
 	if left {
 		fmt.Fprintf(w, "  remove what is left with: rttlab clean --run %s\n", ce.RunID)
 	}
+	var h hintError
+	if code == 130 && errors.As(err, &h) {
+		fmt.Fprintf(w, "  %s\n", h.hint)
+	}
 	return code
 }
+
+// hintError carries the next step to take after a failure (such as the
+// resume command of a results folder); it is shown however the command
+// ended, interrupted included.
+type hintError struct {
+	err  error
+	hint string
+}
+
+func (e hintError) Error() string { return e.err.Error() + "\n  " + e.hint }
+func (e hintError) Unwrap() error { return e.err }
 
 // usageError marks bad input (exit status 2).
 type usageError struct{ error }

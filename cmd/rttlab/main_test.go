@@ -114,3 +114,24 @@ func TestExitReportCleanup(t *testing.T) {
 		t.Errorf("success: exit %d", code)
 	}
 }
+
+// The way to continue an interrupted run is shown on Ctrl-C too, not only
+// after a failure.
+func TestExitReportKeepsResumeHint(t *testing.T) {
+	hint := "continue with: rttlab run --resume rttlab-results/x"
+	for _, c := range []struct {
+		err  error
+		code int
+	}{
+		{hintError{fmt.Errorf("go: %w", context.Canceled), hint}, 130},
+		{hintError{errors.New("go: task 3 failed twice"), hint}, 1},
+	} {
+		var b bytes.Buffer
+		if code := exitReport(&b, c.err); code != c.code || !strings.Contains(b.String(), hint) {
+			t.Errorf("%v: exit %d (want %d), output:\n%s", c.err, code, c.code, b.String())
+		}
+		if n := strings.Count(b.String(), hint); n != 1 {
+			t.Errorf("hint shown %d times:\n%s", n, b.String())
+		}
+	}
+}

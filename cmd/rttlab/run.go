@@ -181,7 +181,7 @@ Examples:
 				}
 			}
 			if err != nil && dir != "" {
-				return fmt.Errorf("%w\n  the results folder is consistent; continue with: rttlab run --resume %s", err, dir)
+				return hintError{err, "the results folder is consistent; continue with: rttlab run --resume " + dir}
 			}
 			return err
 		},
