@@ -135,3 +135,41 @@ func TestExitReportKeepsResumeHint(t *testing.T) {
 		}
 	}
 }
+
+// A missing or extra positional argument, or an unknown command, is a
+// usage error (exit status 2) of one line that shows the usage.
+func TestArgCountIsUsageError(t *testing.T) {
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"up"}, "usage: rttlab up APP"},
+		{[]string{"up", "go", "node"}, "usage: rttlab up APP"},
+		{[]string{"report"}, "usage: rttlab report DIR"},
+		{[]string{"compare", "a"}, "usage: rttlab compare DIR_A DIR_B"},
+		{[]string{"trace"}, "usage: rttlab trace APP"},
+		{[]string{"shape", "verify"}, "usage: rttlab shape verify APP"},
+		{[]string{"apps", "new"}, "usage: rttlab apps new NAME"},
+		{[]string{"run", "smoke"}, `takes no arguments, got "smoke"`},
+		{[]string{"doctor", "now"}, `takes no arguments, got "now"`},
+		{[]string{"agent", "ctl"}, "usage: rttlab agent ctl"},
+		{[]string{"nosuch"}, `unknown command "nosuch" for "rttlab"`},
+		{[]string{"apps", "lst"}, `(did you mean list?)`},
+		{[]string{"shape", "nosuch"}, `unknown command "nosuch" for "rttlab shape"`},
+	}
+	for _, c := range cases {
+		_, err := run(t, c.args...)
+		var ue usageError
+		if err == nil || !errors.As(err, &ue) {
+			t.Errorf("%v: err = %v, want a usage error", c.args, err)
+			continue
+		}
+		if !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%v: %q, want one line containing %q", c.args, err, c.want)
+		}
+	}
+	// A command group without a sub-command still shows its help.
+	if out, err := run(t, "apps"); err != nil || !strings.Contains(out, "Available Commands") {
+		t.Errorf("apps: %v\n%s", err, out)
+	}
+}
