@@ -173,3 +173,17 @@ func TestArgCountIsUsageError(t *testing.T) {
 		t.Errorf("apps: %v\n%s", err, out)
 	}
 }
+
+// --resume checks that DIR is a results folder before it connects to the
+// engine or builds anything.
+func TestResumeChecksFolderFirst(t *testing.T) {
+	// Were the engine asked, this address would fail differently (exit 1,
+	// "no Docker engine answers").
+	t.Setenv("DOCKER_HOST", "unix://"+filepath.Join(t.TempDir(), "no-engine.sock"))
+	dir := t.TempDir()
+	_, err := run(t, "run", "--resume", dir)
+	var ue usageError
+	if err == nil || !errors.As(err, &ue) || !strings.Contains(err.Error(), "not a results folder") || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("err = %v, want a one-line usage error saying %s is not a results folder", err, dir)
+	}
+}

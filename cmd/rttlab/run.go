@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -62,6 +63,12 @@ Examples:
 						return usagef("--resume continues the folder's own plan: drop --%s", f)
 					}
 				}
+				// The folder is checked before anything connects or starts.
+				p, err := orchestrator.FolderPlan(o.resume)
+				if err != nil {
+					return usagef("--resume %s: not a results folder of rttlab run: %v", o.resume, strings.Join(strings.Fields(err.Error()), " "))
+				}
+				o.p = p
 				return nil
 			}
 			p, err := orchestrator.LoadPlan(o.plan)
@@ -150,11 +157,6 @@ Examples:
 			}
 			defer rt.Close()
 			p := o.p
-			if o.resume != "" {
-				if p, err = orchestrator.FolderPlan(o.resume); err != nil {
-					return err
-				}
-			}
 			var targets []apps.Target
 			for _, a := range p.Apps {
 				t, err := apps.Resolve(all, a.Name)
