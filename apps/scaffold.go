@@ -126,6 +126,6 @@ own framework's.
 
     rttlab images build %s
     rttlab verify %s
-    rttlab run --plan smoke --apps %s
+    rttlab run --plan smoke --apps %s --routes /feed,/feed-naive
     rttlab apps list    # shows %s
 `

@@ -26,7 +26,7 @@ Fill in your framework, then:
 
   rttlab images build NAME
   rttlab verify NAME
-  rttlab run --plan smoke --apps NAME
+  rttlab run --plan smoke --apps NAME --routes /feed,/feed-naive
 
 Inside a checkout the new folder is picked up without rebuilding rttlab.
 A Go template becomes a new main package of this module (./apps/NAME).`,

@@ -187,3 +187,24 @@ func TestResumeChecksFolderFirst(t *testing.T) {
 		t.Fatalf("err = %v, want a one-line usage error saying %s is not a results folder", err, dir)
 	}
 }
+
+// --apps names an app of the plan; one the plan does not list has no
+// routes to take and is refused unless --routes names them.
+func TestRunAppNotInPlan(t *testing.T) {
+	t.Setenv("DOCKER_HOST", "unix://"+filepath.Join(t.TempDir(), "no-engine.sock"))
+	plan := filepath.Join(t.TempDir(), "mine.yaml")
+	if err := os.WriteFile(plan, []byte("delays_ms: [0, 1]\napps: [{name: go, routes: [/feed]}]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := run(t, "run", "--plan", plan, "--apps", "go,node")
+	var ue usageError
+	if err == nil || !errors.As(err, &ue) || strings.Contains(err.Error(), "\n") ||
+		!strings.Contains(err.Error(), "app node is not in plan mine (its apps: go)") || !strings.Contains(err.Error(), "--routes") {
+		t.Fatalf("err = %v, want a one-line usage error: app node is not in plan mine", err)
+	}
+	// With its routes named, the input is fine (what fails then is the
+	// missing engine).
+	if _, err := run(t, "run", "--plan", plan, "--apps", "go,node", "--routes", "/feed"); err == nil || errors.As(err, &ue) {
+		t.Fatalf("--routes given: err = %v, want past the input checks", err)
+	}
+}

@@ -75,6 +75,10 @@ Examples:
 			if err != nil {
 				return usageError{err}
 			}
+			all, _, _, err := appsTree()
+			if err != nil {
+				return err
+			}
 			fl := cmd.Flags()
 			if fl.Changed("apps") {
 				var list []orchestrator.PlanApp
@@ -85,9 +89,22 @@ Examples:
 							list, found = append(list, pa), true
 						}
 					}
-					if !found {
-						list = append(list, orchestrator.PlanApp{Name: a, Routes: []string{"/feed"}})
+					if found {
+						continue
 					}
+					if _, err := apps.Resolve(all, a); err != nil {
+						return usageError{err}
+					}
+					// An app the plan does not list has no routes to
+					// take: they must be named.
+					if !fl.Changed("routes") {
+						var names []string
+						for _, pa := range p.Apps {
+							names = append(names, pa.Name)
+						}
+						return usagef("app %s is not in plan %s (its apps: %s): name its routes with --routes, or use a plan file that lists it", a, p.Name, strings.Join(names, ", "))
+					}
+					list = append(list, orchestrator.PlanApp{Name: a})
 				}
 				p.Apps = list
 			}
@@ -133,10 +150,6 @@ Examples:
 			}
 			if err := p.Validate(); err != nil {
 				return usagef("plan %s: %v", p.Name, err)
-			}
-			all, _, _, err := appsTree()
-			if err != nil {
-				return err
 			}
 			if err := orchestrator.ValidatePlanApps(p, all); err != nil {
 				return usagef("plan %s: %v", p.Name, err)
