@@ -85,7 +85,9 @@ func StartAgents(ctx context.Context, d Docker, st *Stack, backend, scope string
 			if time.Now().After(deadline) {
 				return sh, fmt.Errorf("agent %s did not answer: %w", a.Name, err)
 			}
-			time.Sleep(200 * time.Millisecond)
+			if err := sleepCtx(ctx, 200*time.Millisecond); err != nil {
+				return sh, fmt.Errorf("agent %s: %w", a.Name, err)
+			}
 		}
 		a.Info = rep
 	}

@@ -6,12 +6,17 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/network"
+
+	"github.com/rttlab/rttlab/apps"
 )
 
 func TestLabelArgs(t *testing.T) {
@@ -238,4 +243,56 @@ func TestStackRemoveReportsWhatIsLeft(t *testing.T) {
 	if err := st.Remove(context.Background(), d); err != nil {
 		t.Fatalf("clean removal: %v", err)
 	}
+}
+
+// The readiness waits end as soon as the context does, even while a
+// request to the app hangs.
+func TestWaitsHonourContext(t *testing.T) {
+	hang := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-hang:
+		}
+	}))
+	defer srv.Close()
+	defer close(hang)
+	d := &fakeDocker{running: true}
+	m := &Member{ID: "app1", Name: "rttlab-x-app"}
+	st := &Stack{AppURL: srv.URL, Target: apps.Target{Name: "go", Meta: &apps.Meta{Health: "/health"}}}
+
+	within := func(name string, f func(ctx context.Context) error) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		done := make(chan error, 1)
+		start := time.Now()
+		go func() { done <- f(ctx) }()
+		select {
+		case err := <-done:
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("%s: err = %v, want the context's", name, err)
+			}
+			if el := time.Since(start); el > time.Second {
+				t.Errorf("%s returned %s after the context ended", name, el)
+			}
+		case <-time.After(5 * time.Second):
+			t.Errorf("%s still waiting 5 s after its context ended", name)
+		}
+	}
+	within("waitApp", func(ctx context.Context) error { return waitApp(ctx, d, st, m, time.Minute) })
+	within("waitDB", func(ctx context.Context) error { return waitDB(ctx, d, m, time.Minute) })
+	within("checkJSON", func(ctx context.Context) error {
+		c := checkJSON(ctx, &http.Client{Timeout: 30 * time.Second}, srv.URL, "/feed", 200, nil)
+		if c.OK {
+			return nil
+		}
+		return ctx.Err()
+	})
+	// An agent that never answers: StartAgents polls until its context ends.
+	shaped := &Stack{RunID: "r1", Members: []*Member{{Role: "app", Shaped: true, ID: "app1", Name: "rttlab-x-app"}}}
+	within("StartAgents", func(ctx context.Context) error {
+		_, err := StartAgents(ctx, d, shaped, "userspace", "path")
+		return err
+	})
 }
