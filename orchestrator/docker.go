@@ -47,7 +47,14 @@ const (
 )
 
 // ErrNoEngine is returned when no Docker engine answers.
-var ErrNoEngine = errors.New("no Docker engine answers: run `make test` or `make run` (they install and start dockerd), start dockerd yourself, or point DOCKER_HOST at a running engine")
+var ErrNoEngine = errors.New("no Docker engine answers")
+
+// ErrEngineDenied is returned (with ErrNoEngine) when the engine's socket
+// refuses this user.
+var ErrEngineDenied = errors.New("permission denied")
+
+// ErrImageMissing is returned when a container's image does not exist.
+var ErrImageMissing = errors.New("image is missing")
 
 // ErrNotFound is returned when a named object does not exist.
 var ErrNotFound = errors.New("not found")
@@ -132,7 +139,7 @@ func NewRuntime(ctx context.Context) (*Runtime, error) {
 	if _, err := cli.Ping(pctx); err != nil {
 		cli.Close()
 		if strings.Contains(err.Error(), "permission denied") {
-			return nil, fmt.Errorf("%w: permission denied on %s: run as root (sudo rttlab ...)", ErrNoEngine, cli.DaemonHost())
+			return nil, fmt.Errorf("%w: %w on %s", ErrNoEngine, ErrEngineDenied, cli.DaemonHost())
 		}
 		return nil, fmt.Errorf("%w (%s: %v)", ErrNoEngine, cli.DaemonHost(), firstLine(err.Error()))
 	}
@@ -314,7 +321,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, s ContainerSpec) (string,
 	resp, err := r.cli.ContainerCreate(ctx, cfg, hc, nc, nil, s.Name)
 	if err != nil {
 		if client.IsErrNotFound(err) {
-			return "", fmt.Errorf("create %s: image %s is missing: run `rttlab images build`: %w", s.Name, s.Image, err)
+			return "", fmt.Errorf("create %s: %w: %s", s.Name, ErrImageMissing, s.Image)
 		}
 		return "", fmt.Errorf("create %s: %w", s.Name, err)
 	}

@@ -242,7 +242,7 @@ func (p *Plan) Validate() error {
 		return fmt.Errorf("scope %q: use path or interface", p.Scope)
 	}
 	if len(p.Apps) == 0 {
-		return errors.New("apps is empty: name at least one app (see `rttlab apps list`)")
+		return errors.New("apps is empty: name at least one app")
 	}
 	names := map[string]bool{}
 	for _, a := range p.Apps {
@@ -379,12 +379,12 @@ func ParseDelaysMs(s string) ([]float64, error) {
 		}
 		v, err := strconv.ParseFloat(f, 64)
 		if err != nil {
-			return nil, fmt.Errorf("--delays: %q is not a number of milliseconds", f)
+			return nil, fmt.Errorf("%q is not a number of milliseconds", f)
 		}
 		out = append(out, v)
 	}
 	if len(out) == 0 {
-		return nil, errors.New("--delays is empty: give RTT settings in ms, e.g. 0,0.5,1")
+		return nil, errors.New("the list of RTT settings is empty: give settings in ms, e.g. 0,0.5,1")
 	}
 	return out, nil
 }

@@ -109,7 +109,7 @@ func Run(ctx context.Context, d Docker, all map[string]*apps.Meta, o RunOptions)
 			return "", err
 		}
 		if p != nil && (p.Name != old.Name || p.Seed != old.Seed) {
-			return "", fmt.Errorf("resume %s: the folder holds plan %q seed %d, not %q seed %d; resume without --plan/--seed or start a new run", o.Resume, old.Name, old.Seed, p.Name, p.Seed)
+			return "", fmt.Errorf("resume %s: the folder holds plan %q seed %d, not %q seed %d", o.Resume, old.Name, old.Seed, p.Name, p.Seed)
 		}
 		p = old
 	} else {

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -295,4 +296,35 @@ func TestWaitsHonourContext(t *testing.T) {
 		_, err := StartAgents(ctx, d, shaped, "userspace", "path")
 		return err
 	})
+}
+
+// Library errors say what happened; what to run about it (make targets,
+// rttlab commands, flags) is the command line's to add.
+func TestLibraryErrorsAreFactual(t *testing.T) {
+	cliWords := []string{"make ", "`", "rttlab ", "--", "sudo"}
+	var errs []error
+	errs = append(errs, ErrNoEngine, ErrEngineDenied, ErrImageMissing, ErrNoDebootstrap, ErrNeedRoot, ErrAgentStopped)
+	for _, s := range []string{"", ",", "0,abc"} {
+		_, err := ParseDelaysMs(s)
+		errs = append(errs, err)
+	}
+	p := &Plan{DelaysMs: []float64{0}, Runs: 1, Requests: 1}
+	p.Defaults()
+	errs = append(errs, p.Validate())
+	for _, err := range errs {
+		for _, w := range cliWords {
+			if err == nil || strings.Contains(err.Error(), w) {
+				t.Errorf("%q gives command-line advice (%q)", err, w)
+			}
+		}
+	}
+	// doctor's engine line says each thing once.
+	e := fakeDoctorEnv()
+	e.Engine = func(context.Context) (EngineInfo, error) {
+		return EngineInfo{}, fmt.Errorf("%w (unix:///var/run/docker.sock: connection refused)", ErrNoEngine)
+	}
+	line := Doctor(context.Background(), e)[0].String()
+	if strings.Count(line, "DOCKER_HOST") != 1 || strings.Count(line, "dockerd") != 1 || strings.Contains(line, "make ") {
+		t.Errorf("engine line repeats or gives command-line advice: %s", line)
+	}
 }

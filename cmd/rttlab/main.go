@@ -53,6 +53,9 @@ func exitReport(w io.Writer, err error) int {
 		}
 	} else {
 		fmt.Fprintf(w, "rttlab: %v\n", err)
+		if a := advice(err); a != "" {
+			fmt.Fprintf(w, "  fix: %s\n", a)
+		}
 	}
 	if left {
 		fmt.Fprintf(w, "  remove what is left with: rttlab clean --run %s\n", ce.RunID)

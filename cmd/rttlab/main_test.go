@@ -208,3 +208,31 @@ func TestRunAppNotInPlan(t *testing.T) {
 		t.Fatalf("--routes given: err = %v, want past the input checks", err)
 	}
 }
+
+// The command line adds its own advice to the library's factual errors,
+// once.
+func TestExitReportAdvice(t *testing.T) {
+	noEngine := fmt.Errorf("%w (unix:///var/run/docker.sock: connection refused)", orchestrator.ErrNoEngine)
+	var b bytes.Buffer
+	exitReport(&b, noEngine)
+	if out := b.String(); strings.Count(out, "DOCKER_HOST") != 1 || strings.Count(out, "make run") != 1 || strings.Contains(out, "make test") {
+		t.Errorf("no engine:\n%s", out)
+	}
+	b.Reset()
+	exitReport(&b, fmt.Errorf("%w: %w on unix:///var/run/docker.sock", orchestrator.ErrNoEngine, orchestrator.ErrEngineDenied))
+	if out := b.String(); !strings.Contains(out, "run as root") || strings.Contains(out, "make run") {
+		t.Errorf("permission denied:\n%s", out)
+	}
+	checks := []orchestrator.DoctorCheck{{Name: "docker engine", Required: true, Detail: noEngine.Error(), Fix: "library fix"}}
+	adviseEngine(checks, noEngine)
+	if line := checks[0].String(); strings.Count(line, "DOCKER_HOST") != 1 || !strings.Contains(line, "make run") {
+		t.Errorf("doctor engine line: %s", line)
+	}
+	// Flags are named by the command line, once.
+	for _, args := range [][]string{{"run", "--plan", "smoke", "--delays", "0,abc"}, {"shape", "verify", "go", "--delays", ","}} {
+		_, err := run(t, args...)
+		if err == nil || strings.Count(err.Error(), "--delays") != 1 {
+			t.Errorf("%v: %v, want --delays named once", args, err)
+		}
+	}
+}

@@ -117,7 +117,7 @@ Examples:
 			if fl.Changed("delays") {
 				d, err := orchestrator.ParseDelaysMs(o.delays)
 				if err != nil {
-					return usageError{err}
+					return usagef("--delays: %v", err)
 				}
 				p.DelaysMs = d
 			}

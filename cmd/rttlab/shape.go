@@ -206,7 +206,7 @@ load, so run it on a quiet machine.`,
 		PreRunE: func(cmd *cobra.Command, args []string) error {
 			d, err := orchestrator.ParseDelaysMs(o.delays)
 			if err != nil {
-				return usageError{err}
+				return usagef("--delays: %v", err)
 			}
 			p := &orchestrator.Plan{DelaysMs: d, Runs: 1, Requests: 1, Shaper: o.shaper, Scope: o.scope, Apps: []orchestrator.PlanApp{{Name: args[0]}}}
 			p.Defaults()
