@@ -431,15 +431,21 @@ func runTask(ctx context.Context, d Docker, s *appSession, p *Plan, f *results.F
 	if len(rs) != requests+warmup {
 		return fmt.Errorf("load client returned %d results, want %d", len(rs), requests+warmup)
 	}
-	samples := make([]results.Sample, len(rs))
-	for i, r := range rs {
-		samples[i] = results.Sample{Task: t.ID, Attempt: attempt, App: t.App, Route: t.Route, RTTms: t.RTTms, Run: t.Run,
-			Seq: r.Seq, Warmup: r.Warmup, LatencyNS: r.LatencyNS, Status: r.Status, Bytes: r.Bytes, Error: r.Error}
-	}
-	if err := f.AppendSamples(t.ID, attempt, samples); err != nil {
+	if err := f.AppendSamples(t.ID, attempt, taskSamples(t, attempt, rs)); err != nil {
 		return err
 	}
 	return f.MarkDone(t.ID, attempt)
+}
+
+// taskSamples turns the load client's results of one attempt of a task
+// into samples, keeping everything the client reported about each request.
+func taskSamples(t results.Task, attempt int, rs []workloads.Result) []results.Sample {
+	samples := make([]results.Sample, len(rs))
+	for i, r := range rs {
+		samples[i] = results.Sample{Task: t.ID, Attempt: attempt, App: t.App, Route: t.Route, RTTms: t.RTTms, Run: t.Run,
+			Seq: r.Seq, Warmup: r.Warmup, LatencyNS: r.LatencyNS, Status: r.Status, Bytes: r.Bytes, Error: r.Error, Retried: r.Retried}
+	}
+	return samples
 }
 
 func msDuration(v float64) time.Duration { return time.Duration(v*1e3+0.5) * time.Microsecond }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -18,6 +19,8 @@ import (
 	"github.com/docker/docker/api/types/network"
 
 	"github.com/rttlab/rttlab/apps"
+	"github.com/rttlab/rttlab/results"
+	"github.com/rttlab/rttlab/workloads"
 )
 
 func TestLabelArgs(t *testing.T) {
@@ -326,5 +329,25 @@ func TestLibraryErrorsAreFactual(t *testing.T) {
 	line := Doctor(context.Background(), e)[0].String()
 	if strings.Count(line, "DOCKER_HOST") != 1 || strings.Count(line, "dockerd") != 1 || strings.Contains(line, "make ") {
 		t.Errorf("engine line repeats or gives command-line advice: %s", line)
+	}
+}
+
+// Every field the load client reports about a request reaches the sample,
+// the re-sent flag included.
+func TestTaskSamplesKeepEverything(t *testing.T) {
+	task := results.Task{ID: 7, App: "go", Route: "/feed", RTTms: 0.5, Run: 3}
+	rs := []workloads.Result{
+		{Seq: 0, Warmup: true, Path: "/feed", LatencyNS: 10, Status: 200, Bytes: 5},
+		{Seq: 1, Path: "/feed", LatencyNS: 20, Status: 200, Bytes: 6, Retried: true},
+		{Seq: 2, Path: "/feed", LatencyNS: 30, Status: 0, Error: "reset"},
+	}
+	got := taskSamples(task, 2, rs)
+	want := []results.Sample{
+		{Task: 7, Attempt: 2, App: "go", Route: "/feed", RTTms: 0.5, Run: 3, Seq: 0, Warmup: true, LatencyNS: 10, Status: 200, Bytes: 5},
+		{Task: 7, Attempt: 2, App: "go", Route: "/feed", RTTms: 0.5, Run: 3, Seq: 1, LatencyNS: 20, Status: 200, Bytes: 6, Retried: true},
+		{Task: 7, Attempt: 2, App: "go", Route: "/feed", RTTms: 0.5, Run: 3, Seq: 2, LatencyNS: 30, Error: "reset"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("samples\n got %+v\nwant %+v", got, want)
 	}
 }
