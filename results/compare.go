@@ -233,7 +233,7 @@ func (c *Comparison) Markdown() []byte {
 	}
 	side("A", c.DirA, c.A)
 	side("B", c.DirB, c.B)
-	fmt.Fprintf(&b, "\nSettings: %s ms. B − A is the difference of the changes against 0 ms; its 95%% CI is a percentile bootstrap (%d resamples) that resamples A's and B's baseline and target runs independently. \"~\": the interval includes 0, so the data shows no difference. Fewer than %d runs, or more than %s failed measured requests, on either side: numbers shown, no claim.\n\n",
+	fmt.Fprintf(&b, "\nSettings: %s ms. B − A is the difference of the changes against 0 ms; its 95%% CI is a percentile bootstrap (%d resamples) that resamples A's and B's baseline and target runs independently. \"~\": the interval includes 0: no measurable difference at these counts, which does not show that there is none. Fewer than %d runs, or more than %s failed measured requests, on either side: numbers shown, no claim.\n\n",
 		joinSettings(c.Settings), o.Resamples, o.MinRuns, o.maxFailedPercent())
 
 	if len(c.Manifest) > 0 {
@@ -303,8 +303,9 @@ func (c *Comparison) Markdown() []byte {
 	return []byte(b.String())
 }
 
-// verdict is the note of a row: low n, or "~" when the interval of the
-// difference includes 0.
+// verdict is the note of a row: no claim (low n, failed requests), or "~"
+// when the interval of the difference includes 0 (no measurable
+// difference, not evidence of none).
 func verdict(r CompareRow) string {
 	var v []string
 	if r.HasDiff && r.DiffCI.Valid() && r.DiffCI.Low <= 0 && 0 <= r.DiffCI.High {
