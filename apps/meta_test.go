@@ -111,7 +111,7 @@ func TestTargetsAndResolveVariants(t *testing.T) {
 }
 
 func TestEmbeddedAppsParse(t *testing.T) {
-	all, err := Load(Embedded())
+	all, err := Load(embedded)
 	if err != nil {
 		t.Fatal(err)
 	}

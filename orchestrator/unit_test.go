@@ -17,6 +17,7 @@ import (
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/network"
+	"github.com/docker/docker/client"
 
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/results"
@@ -349,5 +350,48 @@ func TestTaskSamplesKeepEverything(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("samples\n got %+v\nwant %+v", got, want)
+	}
+}
+
+// The engine's 404 means "already gone" for removals and ErrNotFound for
+// an image look-up; any other failure is an error. The engine here is an
+// HTTP stand-in that answers 404 for names starting with "gone".
+func TestNotFoundFromEngine(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if strings.Contains(r.URL.Path, "/gone") {
+			w.WriteHeader(http.StatusNotFound)
+			io.WriteString(w, `{"message":"No such object"}`)
+			return
+		}
+		w.WriteHeader(http.StatusInternalServerError)
+		io.WriteString(w, `{"message":"device or resource busy"}`)
+	}))
+	defer srv.Close()
+	cli, err := client.NewClientWithOpts(client.WithHost("tcp://"+srv.Listener.Addr().String()), client.WithVersion("1.41"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	r := &Runtime{cli: cli}
+	ctx := context.Background()
+	for name, f := range map[string]func(id string) error{
+		"container": func(id string) error { return r.RemoveContainer(ctx, id) },
+		"stop":      func(id string) error { return r.StopContainer(ctx, id, 0) },
+		"network":   func(id string) error { return r.RemoveNetwork(ctx, id) },
+		"volume":    func(id string) error { return r.RemoveVolume(ctx, id) },
+	} {
+		if err := f("gone1"); err != nil {
+			t.Errorf("%s already gone: %v", name, err)
+		}
+		if err := f("busy1"); err == nil || !strings.Contains(err.Error(), "busy") {
+			t.Errorf("%s busy: %v", name, err)
+		}
+	}
+	if _, err := r.ImageID(ctx, "gone/app:latest"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("missing image: %v, want ErrNotFound", err)
+	}
+	if _, err := r.ImageID(ctx, "busy/app:latest"); err == nil || errors.Is(err, ErrNotFound) {
+		t.Errorf("engine failure on image look-up: %v", err)
 	}
 }

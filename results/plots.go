@@ -498,11 +498,6 @@ func (l legendLine) Thumbnail(c *draw.Canvas) {
 	c.StrokeLine2(l.LineStyle, c.Min.X, y, c.Max.X, y)
 }
 
-// legendGlyph is a legend thumbnail of a glyph style.
-type legendGlyph struct{ draw.GlyphStyle }
-
-func (g legendGlyph) Thumbnail(c *draw.Canvas) { c.DrawGlyph(g.GlyphStyle, c.Center()) }
-
 func (s *Summary) ratioFigure() (*figure, error) {
 	f := newFigure(PlotRatio, "Amplification ratio (change ÷ RTT)",
 		"Change against 0 ms divided by the configured RTT, per app and route and setting (95% CI bars); the black bar marks the statements per request, the ratio the prediction expects.",
