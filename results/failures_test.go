@@ -134,3 +134,48 @@ func TestSampleRetriedOnDisk(t *testing.T) {
 		t.Fatalf("loaded %+v", d.Samples)
 	}
 }
+
+// runsData is go /feed with runs[rtt] runs at each setting, 20 requests
+// each.
+func runsData(runs map[float64]int) *Data {
+	d := &Data{Manifest: Manifest{PlanName: "n", Seed: 5}, Done: map[int]int{}}
+	id := 0
+	for _, rtt := range []float64{0, 1} {
+		for run := 1; run <= runs[rtt]; run++ {
+			id++
+			d.Manifest.Tasks = append(d.Manifest.Tasks, Task{ID: id, App: "go", Route: "/feed", RTTms: rtt, Run: run})
+			d.Done[id] = 1
+			for seq := range 20 {
+				d.Samples = append(d.Samples, Sample{Task: id, Attempt: 1, App: "go", Route: "/feed", RTTms: rtt, Run: run, Seq: seq,
+					LatencyNS: int64((1 + 3*rtt + 0.01*float64(seq%5+run)) * 1e6), Status: 200})
+			}
+		}
+	}
+	return d
+}
+
+// Exactly at the boundary: 5 runs (one fewer than the 6 a claim needs) is
+// low n, in the cell or in its baseline; 6 is not.
+func TestLowNBoundary(t *testing.T) {
+	for _, c := range []struct {
+		base, target   int
+		baseLow, low   bool
+		summaryHasLowN bool
+	}{
+		{6, 6, false, false, false},
+		{6, 5, false, true, true},
+		{5, 6, true, true, true},
+	} {
+		s := Analyze(runsData(map[float64]int{0: c.base, 1: c.target}), Options{Resamples: 200})
+		if len(s.Cells) != 2 {
+			t.Fatalf("%d cells", len(s.Cells))
+		}
+		b, x := s.Cells[0], s.Cells[1]
+		if b.NRuns != c.base || x.NRuns != c.target || b.LowN != c.baseLow || x.LowN != c.low || x.NoClaim() != c.low {
+			t.Errorf("%d/%d runs: baseline low n %v, target low n %v; want %v, %v", c.base, c.target, b.LowN, x.LowN, c.baseLow, c.low)
+		}
+		if got := strings.Contains(string(s.Markdown()), "**Low n**"); got != c.summaryHasLowN {
+			t.Errorf("%d/%d runs: summary.md low-n line %v, want %v", c.base, c.target, got, c.summaryHasLowN)
+		}
+	}
+}
