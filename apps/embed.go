@@ -13,9 +13,6 @@ import (
 //go:embed README.md all:*/*
 var embedded embed.FS
 
-// Embedded returns the apps tree compiled into the binary.
-func Embedded() fs.FS { return embedded }
-
 // FS returns the apps tree to build from: the checkout's apps/ folder when
 // srcDir (the module root) is given and has one, so a folder added with
 // `rttlab apps new` is seen without rebuilding rttlab; else the embedded

@@ -111,7 +111,7 @@ func TestTargetsAndResolveVariants(t *testing.T) {
 }
 
 func TestEmbeddedAppsParse(t *testing.T) {
-	all, err := Load(Embedded())
+	all, err := Load(embedded)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +165,7 @@ func TestScaffold(t *testing.T) {
 	for _, c := range []struct{ name, from, want string }{
 		{"mine", "node", "already exists"},
 		{"Bad_Name", "node", "invalid"},
-		{"other", "cobol", "--from"},
+		{"other", "cobol", `template "cobol" is unknown`},
 		{"other", "rails", "not found"},
 	} {
 		if _, err := Scaffold(dir, c.name, c.from); err == nil || !strings.Contains(err.Error(), c.want) {

@@ -25,7 +25,7 @@ func Scaffold(appsDir, name, from string) ([]string, error) {
 		known = known || t == from
 	}
 	if !known {
-		return nil, fmt.Errorf("--from %q: use one of %s", from, strings.Join(Templates, ", "))
+		return nil, fmt.Errorf("template %q is unknown: use one of %s", from, strings.Join(Templates, ", "))
 	}
 	dst := filepath.Join(appsDir, name)
 	if _, err := os.Stat(dst); err == nil {
@@ -126,6 +126,6 @@ own framework's.
 
     rttlab images build %s
     rttlab verify %s
-    rttlab run --plan smoke --apps %s
+    rttlab run --plan smoke --apps %s --routes /feed,/feed-naive
     rttlab apps list    # shows %s
 `

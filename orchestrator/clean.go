@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+
+	"github.com/docker/docker/api/types/container"
 )
 
 // ErrCleanup marks a run whose containers, networks or volumes could not
@@ -69,7 +72,7 @@ func clean(ctx context.Context, d Docker, filter map[string]string) (Cleaned, er
 				_ = d.StopContainer(ctx, ct.ID, 3*time.Second)
 			}
 			if err := d.RemoveContainer(ctx, ct.ID); err != nil {
-				errs = append(errs, err)
+				errs = append(errs, fmt.Errorf("container %s: %w", containerName(ct), err))
 				continue
 			}
 			c.Containers++
@@ -81,7 +84,7 @@ func clean(ctx context.Context, d Docker, filter map[string]string) (Cleaned, er
 	}
 	for _, n := range ns {
 		if err := d.RemoveNetwork(ctx, n.ID); err != nil {
-			errs = append(errs, err)
+			errs = append(errs, fmt.Errorf("network %s: %w", n.Name, err))
 			continue
 		}
 		c.Networks++
@@ -92,10 +95,30 @@ func clean(ctx context.Context, d Docker, filter map[string]string) (Cleaned, er
 	}
 	for _, v := range vs {
 		if err := d.RemoveVolume(ctx, v); err != nil {
-			errs = append(errs, err)
+			errs = append(errs, fmt.Errorf("volume %s: %w", v, err))
 			continue
 		}
 		c.Volumes++
 	}
 	return c, errors.Join(errs...)
 }
+
+func containerName(ct container.Summary) string {
+	if len(ct.Names) > 0 {
+		return strings.TrimPrefix(ct.Names[0], "/")
+	}
+	return short(ct.ID)
+}
+
+// CleanupError reports what the removal of a run's objects left behind.
+// Whatever is left carries the run's label io.rttlab.run=RunID.
+type CleanupError struct {
+	RunID string
+	Err   error // one error per object that could not be removed
+}
+
+func (e *CleanupError) Error() string {
+	return fmt.Sprintf("run %s: could not remove everything: %s", e.RunID, strings.ReplaceAll(e.Err.Error(), "\n", "; "))
+}
+
+func (e *CleanupError) Unwrap() error { return e.Err }

@@ -20,6 +20,7 @@ import (
 	"strings"
 	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/image"
@@ -47,7 +48,14 @@ const (
 )
 
 // ErrNoEngine is returned when no Docker engine answers.
-var ErrNoEngine = errors.New("no Docker engine answers: run `make test` or `make run` (they install and start dockerd), start dockerd yourself, or point DOCKER_HOST at a running engine")
+var ErrNoEngine = errors.New("no Docker engine answers")
+
+// ErrEngineDenied is returned (with ErrNoEngine) when the engine's socket
+// refuses this user.
+var ErrEngineDenied = errors.New("permission denied")
+
+// ErrImageMissing is returned when a container's image does not exist.
+var ErrImageMissing = errors.New("image is missing")
 
 // ErrNotFound is returned when a named object does not exist.
 var ErrNotFound = errors.New("not found")
@@ -132,7 +140,7 @@ func NewRuntime(ctx context.Context) (*Runtime, error) {
 	if _, err := cli.Ping(pctx); err != nil {
 		cli.Close()
 		if strings.Contains(err.Error(), "permission denied") {
-			return nil, fmt.Errorf("%w: permission denied on %s: run as root (sudo rttlab ...)", ErrNoEngine, cli.DaemonHost())
+			return nil, fmt.Errorf("%w: %w on %s", ErrNoEngine, ErrEngineDenied, cli.DaemonHost())
 		}
 		return nil, fmt.Errorf("%w (%s: %v)", ErrNoEngine, cli.DaemonHost(), firstLine(err.Error()))
 	}
@@ -185,7 +193,7 @@ func (r *Runtime) ImageID(ctx context.Context, ref string) (string, error) {
 	defer cancel()
 	img, err := r.cli.ImageInspect(ctx, ref)
 	if err != nil {
-		if client.IsErrNotFound(err) {
+		if cerrdefs.IsNotFound(err) {
 			return "", fmt.Errorf("image %s: %w", ref, ErrNotFound)
 		}
 		return "", fmt.Errorf("inspect image %s: %w", ref, err)
@@ -236,7 +244,7 @@ func (r *Runtime) RemoveImages(ctx context.Context, labelFilter map[string]strin
 	}
 	var removed []string
 	for _, img := range imgs {
-		if _, err := r.cli.ImageRemove(ctx, img.ID, image.RemoveOptions{Force: true, PruneChildren: true}); err != nil && !client.IsErrNotFound(err) {
+		if _, err := r.cli.ImageRemove(ctx, img.ID, image.RemoveOptions{Force: true, PruneChildren: true}); err != nil && !cerrdefs.IsNotFound(err) {
 			return removed, fmt.Errorf("remove image %s: %w", img.ID, err)
 		}
 		removed = append(removed, img.ID)
@@ -313,8 +321,8 @@ func (r *Runtime) CreateContainer(ctx context.Context, s ContainerSpec) (string,
 	}
 	resp, err := r.cli.ContainerCreate(ctx, cfg, hc, nc, nil, s.Name)
 	if err != nil {
-		if client.IsErrNotFound(err) {
-			return "", fmt.Errorf("create %s: image %s is missing: run `rttlab images build`: %w", s.Name, s.Image, err)
+		if cerrdefs.IsNotFound(err) {
+			return "", fmt.Errorf("create %s: %w: %s", s.Name, ErrImageMissing, s.Image)
 		}
 		return "", fmt.Errorf("create %s: %w", s.Name, err)
 	}
@@ -337,7 +345,7 @@ func (r *Runtime) InspectContainer(ctx context.Context, id string) (container.In
 	defer cancel()
 	c, err := r.cli.ContainerInspect(ctx, id)
 	if err != nil {
-		if client.IsErrNotFound(err) {
+		if cerrdefs.IsNotFound(err) {
 			return c, fmt.Errorf("container %s: %w", id, ErrNotFound)
 		}
 		return c, fmt.Errorf("inspect %s: %w", short(id), err)
@@ -350,7 +358,7 @@ func (r *Runtime) StopContainer(ctx context.Context, id string, grace time.Durat
 	ctx, cancel := context.WithTimeout(ctx, shortCall+grace)
 	defer cancel()
 	secs := int(grace / time.Second)
-	if err := r.cli.ContainerStop(ctx, id, container.StopOptions{Timeout: &secs}); err != nil && !client.IsErrNotFound(err) {
+	if err := r.cli.ContainerStop(ctx, id, container.StopOptions{Timeout: &secs}); err != nil && !cerrdefs.IsNotFound(err) {
 		return fmt.Errorf("stop %s: %w", short(id), err)
 	}
 	return nil
@@ -371,7 +379,7 @@ func (r *Runtime) RemoveContainer(ctx context.Context, id string) error {
 	ctx, cancel := context.WithTimeout(ctx, shortCall)
 	defer cancel()
 	err := r.cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
-	if err != nil && !client.IsErrNotFound(err) {
+	if err != nil && !cerrdefs.IsNotFound(err) {
 		return fmt.Errorf("remove %s: %w", short(id), err)
 	}
 	return nil
@@ -475,7 +483,7 @@ func (r *Runtime) CreateNetwork(ctx context.Context, name string, labels map[str
 func (r *Runtime) RemoveNetwork(ctx context.Context, id string) error {
 	ctx, cancel := context.WithTimeout(ctx, shortCall)
 	defer cancel()
-	if err := r.cli.NetworkRemove(ctx, id); err != nil && !client.IsErrNotFound(err) {
+	if err := r.cli.NetworkRemove(ctx, id); err != nil && !cerrdefs.IsNotFound(err) {
 		return fmt.Errorf("remove network %s: %w", short(id), err)
 	}
 	return nil
@@ -511,7 +519,7 @@ func (r *Runtime) ListVolumes(ctx context.Context, labelFilter map[string]string
 func (r *Runtime) RemoveVolume(ctx context.Context, name string) error {
 	ctx, cancel := context.WithTimeout(ctx, shortCall)
 	defer cancel()
-	if err := r.cli.VolumeRemove(ctx, name, true); err != nil && !client.IsErrNotFound(err) {
+	if err := r.cli.VolumeRemove(ctx, name, true); err != nil && !cerrdefs.IsNotFound(err) {
 		return fmt.Errorf("remove volume %s: %w", name, err)
 	}
 	return nil

@@ -95,7 +95,7 @@ func Doctor(ctx context.Context, e DoctorEnv) []DoctorCheck {
 		}
 	} else {
 		out = append(out, DoctorCheck{Name: "docker engine", Required: true, Detail: firstLine(err.Error()),
-			Fix: "run `make run`/`make test` (they install and start dockerd), or start dockerd, or set DOCKER_HOST"})
+			Fix: "start dockerd, or set DOCKER_HOST to a running engine"})
 	}
 	priv := DoctorCheck{Name: "privileges", Required: true}
 	if e.Euid() == 0 {

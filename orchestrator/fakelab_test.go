@@ -78,7 +78,7 @@ func newFakeLab(t testing.TB) *fakeLab {
 	l.hostPort = portStr
 	l.ipByService["app"] = "127.0.0.1"
 
-	all, err := apps.Load(apps.Embedded())
+	all, err := apps.Load(apps.FS(""))
 	if err != nil {
 		t.Fatal(err)
 	}

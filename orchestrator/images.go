@@ -109,6 +109,12 @@ type BaseOptions struct {
 	Log      io.Writer
 }
 
+// Reasons EnsureBase cannot make the base image on this host.
+var (
+	ErrNoDebootstrap = errors.New("debootstrap is not installed")
+	ErrNeedRoot      = errors.New("needs root")
+)
+
 // EnsureBase makes sure the base image exists: present → nothing; pullable
 // → pull; otherwise debootstrap a minbase tree and import it.
 func EnsureBase(ctx context.Context, d ImageStore, o BaseOptions) (BasePath, string, error) {
@@ -140,10 +146,10 @@ func EnsureBase(ctx context.Context, d ImageStore, o BaseOptions) (BasePath, str
 		slog.Info("base image not pullable, building it with debootstrap", "ref", o.Ref, "pull_error", firstLine(pullErr.Error()))
 	}
 	if _, err := exec.LookPath("debootstrap"); err != nil {
-		return "", "", fmt.Errorf("base image %s is missing, cannot be pulled (%v) and debootstrap is not installed: run `apt-get install -y debootstrap` (or `make run`)", o.Ref, pullErr)
+		return "", "", fmt.Errorf("base image %s is missing, cannot be pulled (%v) and %w", o.Ref, pullErr, ErrNoDebootstrap)
 	}
 	if os.Geteuid() != 0 {
-		return "", "", fmt.Errorf("base image %s: debootstrap needs root: run as root (sudo rttlab images base)", o.Ref)
+		return "", "", fmt.Errorf("base image %s: debootstrap %w", o.Ref, ErrNeedRoot)
 	}
 	dir, err := os.MkdirTemp("", "rttlab-rootfs-")
 	if err != nil {

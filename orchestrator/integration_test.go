@@ -37,12 +37,19 @@ func engineForTest(t *testing.T) *Runtime {
 // testBuilder returns a Builder over the checkout's apps/ folder.
 func testBuilder(t *testing.T, rt *Runtime) *Builder {
 	t.Helper()
-	if _, _, err := EnsureBase(context.Background(), rt, BaseOptions{}); err != nil {
-		t.Fatalf("base image: %v", err)
-	}
 	src, err := FindSource()
 	if err != nil {
 		t.Fatal(err)
+	}
+	return testBuilderAt(t, rt, src)
+}
+
+// testBuilderAt returns a Builder over src/apps, cross-building Go
+// programs in the module at src.
+func testBuilderAt(t *testing.T, rt *Runtime, src string) *Builder {
+	t.Helper()
+	if _, _, err := EnsureBase(context.Background(), rt, BaseOptions{}); err != nil {
+		t.Fatalf("base image: %v", err)
 	}
 	fsys := apps.FS(src)
 	all, err := apps.Load(fsys)
@@ -55,7 +62,11 @@ func testBuilder(t *testing.T, rt *Runtime) *Builder {
 // builtApps builds the named image folders (cache makes repeats cheap).
 func builtApps(t *testing.T, rt *Runtime, names ...string) map[string]*apps.Meta {
 	t.Helper()
-	b := testBuilder(t, rt)
+	return buildWith(t, testBuilder(t, rt), names...)
+}
+
+func buildWith(t *testing.T, b *Builder, names ...string) map[string]*apps.Meta {
+	t.Helper()
 	built, err := b.Build(context.Background(), names)
 	if err != nil {
 		t.Fatalf("build %v: %v", names, err)
@@ -224,17 +235,19 @@ func TestIntegrationScaffoldedAppVerifies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The app is scaffolded into a throwaway copy of the module, never
+	// into the checkout's apps/ folder.
+	mod := scaffoldModule(t, src, "postgres", "go")
 	name := "scaffold-" + NewRunID()[:6]
-	if _, err := apps.Scaffold(filepath.Join(src, "apps"), name, "go"); err != nil {
+	if _, err := apps.Scaffold(filepath.Join(mod, "apps"), name, "go"); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		os.RemoveAll(filepath.Join(src, "apps", name))
 		if id, err := rt.ImageID(context.Background(), ImageRef(name)); err == nil {
 			rt.cli.ImageRemove(context.Background(), id, imageRemoveForce)
 		}
 	})
-	all := builtApps(t, rt, "postgres", name)
+	all := buildWith(t, testBuilderAt(t, rt, mod), "postgres", name)
 	target, err := apps.Resolve(all, name)
 	if err != nil {
 		t.Fatal(err)
@@ -295,4 +308,27 @@ func TestIntegrationVerifyEveryFramework(t *testing.T) {
 			}
 		})
 	}
+}
+
+// scaffoldModule makes a temporary module with the checkout's go.mod and
+// go.sum and copies of the named app folders, so a scaffolded Go app
+// builds as ./apps/NAME there without touching the checkout.
+func scaffoldModule(t *testing.T, src string, folders ...string) string {
+	t.Helper()
+	mod := t.TempDir()
+	for _, f := range []string{"go.mod", "go.sum"} {
+		data, err := os.ReadFile(filepath.Join(src, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(mod, f), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range folders {
+		if err := os.CopyFS(filepath.Join(mod, "apps", f), os.DirFS(filepath.Join(src, "apps", f))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return mod
 }

@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"os"
+	"reflect"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,7 +20,8 @@ import (
 // Plan says which apps and routes run, at which RTT settings, how many
 // runs of how many requests, and the seed of every random choice.
 //
-// The YAML form (all fields optional except where noted):
+// The YAML form (all fields optional except where noted; runs, requests
+// and warmup default to the study's 20, 100 and 20):
 //
 //	name: my-plan
 //	seed: 20260926
@@ -79,6 +83,14 @@ func (p *Plan) Calibrates(backend string) bool {
 // StudyDelaysMs are the seed study's settings.
 var StudyDelaysMs = []float64{0, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.75, 1}
 
+// The seed study's counts; a plan file that leaves runs, requests or
+// warmup out gets these.
+const (
+	StudyRuns     = 20
+	StudyRequests = 100
+	StudyWarmup   = 20
+)
+
 // Limits that keep a plan sane.
 const (
 	maxDelayMs  = 1000
@@ -92,7 +104,7 @@ func BuiltinPlan(name string) (*Plan, bool) {
 	case "study":
 		return &Plan{
 			Name: "study", Seed: 20260926, DelaysMs: append([]float64(nil), StudyDelaysMs...),
-			Runs: 20, Requests: 100, Warmup: 20, Shaper: "auto", Scope: "path",
+			Runs: StudyRuns, Requests: StudyRequests, Warmup: StudyWarmup, Shaper: "auto", Scope: "path",
 			ICMPCount: 50, SelectRuns: 5, SelectCalls: 200, TaskICMPCount: 5, TraceRequests: 100,
 			Apps: []PlanApp{
 				{Name: "go", Routes: []string{"/feed"}},
@@ -140,21 +152,24 @@ func LoadPlan(nameOrFile string) (*Plan, error) {
 	return ParsePlan(nameOrFile, data)
 }
 
-// ParsePlan parses a YAML plan; errors name the file and line.
+// ParsePlan parses a YAML plan; errors name the file and line. runs,
+// requests and warmup that the file leaves out take the study's values;
+// a value given (warmup: 0 included) is kept.
 func ParsePlan(file string, data []byte) (*Plan, error) {
-	p := &Plan{}
+	// The decoder leaves fields the document does not mention untouched.
+	p := &Plan{Runs: StudyRuns, Requests: StudyRequests, Warmup: StudyWarmup}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(p); err != nil {
-		if errors.Is(err, errEOF) || strings.Contains(err.Error(), "EOF") {
+		if errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("%s: the plan is empty", file)
 		}
+		msg := err.Error()
 		var te *yaml.TypeError
 		if errors.As(err, &te) && len(te.Errors) > 0 {
-			// "line 3: cannot unmarshal ..." → "file: line 3: ..."
-			return nil, fmt.Errorf("%s: %s", file, oneLine(te.Errors[0]))
+			msg = te.Errors[0]
 		}
-		return nil, fmt.Errorf("%s: %s", file, oneLine(strings.TrimPrefix(err.Error(), "yaml: ")))
+		return nil, yamlError(file, msg)
 	}
 	if p.Name == "" {
 		base := file
@@ -169,8 +184,6 @@ func ParsePlan(file string, data []byte) (*Plan, error) {
 	}
 	return p, nil
 }
-
-var errEOF = errors.New("EOF")
 
 // Defaults fills unset probe counts, shaper and scope.
 func (p *Plan) Defaults() {
@@ -251,7 +264,7 @@ func (p *Plan) Validate() error {
 		return fmt.Errorf("scope %q: use path or interface", p.Scope)
 	}
 	if len(p.Apps) == 0 {
-		return errors.New("apps is empty: name at least one app (see `rttlab apps list`)")
+		return errors.New("apps is empty: name at least one app")
 	}
 	names := map[string]bool{}
 	for _, a := range p.Apps {
@@ -388,14 +401,82 @@ func ParseDelaysMs(s string) ([]float64, error) {
 		}
 		v, err := strconv.ParseFloat(f, 64)
 		if err != nil {
-			return nil, fmt.Errorf("--delays: %q is not a number of milliseconds", f)
+			return nil, fmt.Errorf("%q is not a number of milliseconds", f)
 		}
 		out = append(out, v)
 	}
 	if len(out) == 0 {
-		return nil, errors.New("--delays is empty: give RTT settings in ms, e.g. 0,0.5,1")
+		return nil, errors.New("the list of RTT settings is empty: give settings in ms, e.g. 0,0.5,1")
 	}
 	return out, nil
+}
+
+var (
+	yamlLineRE     = regexp.MustCompile(`^line (\d+): (.*)$`)
+	unknownFieldRE = regexp.MustCompile(`^field (.+) not found in type [\w.]*?(\w+)$`)
+	wrongTypeRE    = regexp.MustCompile("^cannot unmarshal !!(\\w+)(?: `(.*)`)? into (.+)$")
+)
+
+// yamlError turns a YAML decoder message into "file:line: what", in the
+// plan's words rather than Go's: an unknown field lists the known ones,
+// a value of the wrong kind says what kind was expected.
+func yamlError(file, msg string) error {
+	msg = oneLine(strings.TrimPrefix(msg, "yaml: "))
+	line := ""
+	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
+		line, msg = m[1], m[2]
+	}
+	if m := unknownFieldRE.FindStringSubmatch(msg); m != nil {
+		switch m[2] {
+		case "Plan":
+			msg = fmt.Sprintf("unknown field %q (known: %s)", m[1], strings.Join(yamlKeys(reflect.TypeFor[Plan]()), ", "))
+		case "PlanApp":
+			msg = fmt.Sprintf("unknown field %q in an app entry (known: %s)", m[1], strings.Join(yamlKeys(reflect.TypeFor[PlanApp]()), ", "))
+		default:
+			msg = fmt.Sprintf("unknown field %q", m[1])
+		}
+	} else if m := wrongTypeRE.FindStringSubmatch(msg); m != nil {
+		got := map[string]string{"seq": "a list", "map": "a mapping"}[m[1]]
+		if got == "" {
+			got = m[1]
+		}
+		if m[2] != "" {
+			got = fmt.Sprintf("%q", m[2])
+		}
+		if want, ok := yamlKinds[m[3]]; ok {
+			msg = fmt.Sprintf("%s is not %s", got, want)
+		}
+	}
+	if line != "" {
+		return fmt.Errorf("%s:%s: %s", file, line, msg)
+	}
+	return fmt.Errorf("%s: %s", file, msg)
+}
+
+// yamlKinds names the Go types of the plan's fields the way the plan's
+// reader knows them.
+var yamlKinds = map[string]string{
+	"float64":                 "a number",
+	"int":                     "a whole number",
+	"uint64":                  "a non-negative whole number",
+	"string":                  "a string",
+	"[]float64":               "a list of numbers",
+	"[]string":                "a list of strings",
+	"[]orchestrator.PlanApp":  "a list of apps",
+	"orchestrator.PlanApp":    "an app entry (name, routes or mix, ...)",
+	"orchestrator.Plan":       "a plan (a mapping of delays_ms, apps, ...)",
+	"map[string]interface {}": "a mapping",
+}
+
+// yamlKeys lists the YAML keys of a struct type in field order.
+func yamlKeys(t reflect.Type) []string {
+	var out []string
+	for i := 0; i < t.NumField(); i++ {
+		if k, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ","); k != "" && k != "-" {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // oneLine folds a message onto one line (YAML errors quote the input).

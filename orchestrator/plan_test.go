@@ -88,31 +88,38 @@ func TestTasksDeterministicAndShuffled(t *testing.T) {
 	if !reflect.DeepEqual(goA, goB) {
 		t.Fatal("adding an app changed go's task order")
 	}
-	// Pinned: the first go task for seed 7.
-	if got := a[0]; got.Route == "" {
-		t.Fatalf("first task %+v", got)
+	// Pinned: the order for seed 7 is part of the results format (resume
+	// replays it), so a change of the shuffle must show up here.
+	pinned := []TaskSpec{
+		{ID: 1, App: "go", Route: "/feed-naive", RTTms: 0.5, Run: 4},
+		{ID: 2, App: "go", Route: "/feed", RTTms: 0, Run: 1},
+	}
+	if !reflect.DeepEqual(a[:2], pinned) || a[len(a)-1] != (TaskSpec{ID: 30, App: "node", Route: "/feed", RTTms: 1, Run: 2}) {
+		t.Fatalf("seed 7 order changed: first %+v, last %+v", a[:2], a[len(a)-1])
 	}
 }
 
 func TestPlanErrors(t *testing.T) {
 	cases := map[string]struct{ yaml, want string }{
-		"malformed":        {"delays_ms: [0, 1\napps: []\n", "mine.yaml: line"},
-		"unknown field":    {planYAML + "colour: red\n", "field colour not found"},
-		"empty delays":     {strings.Replace(planYAML, "[0, 0.5, 1]", "[]", 1), "delays_ms is empty"},
-		"negative delay":   {strings.Replace(planYAML, "[0, 0.5, 1]", "[0, -1]", 1), "negative"},
-		"absurd delay":     {strings.Replace(planYAML, "[0, 0.5, 1]", "[0, 5000]", 1), "exceeds 1 s"},
-		"sub-µs delay":     {strings.Replace(planYAML, "[0, 0.5, 1]", "[0, 0.0001]", 1), "finer than 1 µs"},
-		"duplicate delay":  {strings.Replace(planYAML, "[0, 0.5, 1]", "[0, 0.5, 0.5]", 1), "listed twice"},
-		"zero runs":        {strings.Replace(planYAML, "runs: 4", "runs: 0", 1), "runs 0 must be positive"},
-		"negative reqs":    {strings.Replace(planYAML, "requests: 30", "requests: -3", 1), "requests -3 must be positive"},
-		"no apps":          {"delays_ms: [0]\nruns: 1\nrequests: 1\n", "apps is empty"},
-		"dup app":          {planYAML + "  - name: go\n    routes: [/feed]\n", "app go is listed twice"},
-		"bad shaper":       {planYAML + "shaper: tc\n", `shaper "tc"`},
-		"bad scope":        {planYAML + "scope: host\n", `scope "host"`},
-		"route and mix":    {strings.Replace(planYAML, "routes: [/feed]\n", "routes: [/feed]\n    mix: redmine\n", 1), "not both"},
-		"relative route":   {strings.Replace(planYAML, "routes: [/feed]\n", "routes: [feed]\n", 1), "must start with /"},
-		"empty":            {"", "the plan is empty"},
-		"wrong type delay": {strings.Replace(planYAML, "[0, 0.5, 1]", "[0, fast]", 1), "mine.yaml: line 3"},
+		"malformed":         {"delays_ms: [0, 1\napps: []\n", "mine.yaml:1: "},
+		"unknown field":     {planYAML + "colour: red\n", `mine.yaml:13: unknown field "colour" (known: name, seed, delays_ms, runs, requests, warmup, shaper,`},
+		"unknown app field": {strings.Replace(planYAML, "runs: 2", "runz: 2", 1), `mine.yaml:12: unknown field "runz" in an app entry (known: name, routes, mix, runs, requests, warmup)`},
+		"apps not a list":   {"delays_ms: [0]\napps: go\n", `mine.yaml:2: "go" is not a list of apps`},
+		"empty delays":      {strings.Replace(planYAML, "[0, 0.5, 1]", "[]", 1), "delays_ms is empty"},
+		"negative delay":    {strings.Replace(planYAML, "[0, 0.5, 1]", "[0, -1]", 1), "negative"},
+		"absurd delay":      {strings.Replace(planYAML, "[0, 0.5, 1]", "[0, 5000]", 1), "exceeds 1 s"},
+		"sub-µs delay":      {strings.Replace(planYAML, "[0, 0.5, 1]", "[0, 0.0001]", 1), "finer than 1 µs"},
+		"duplicate delay":   {strings.Replace(planYAML, "[0, 0.5, 1]", "[0, 0.5, 0.5]", 1), "listed twice"},
+		"zero runs":         {strings.Replace(planYAML, "runs: 4", "runs: 0", 1), "runs 0 must be positive"},
+		"negative reqs":     {strings.Replace(planYAML, "requests: 30", "requests: -3", 1), "requests -3 must be positive"},
+		"no apps":           {"delays_ms: [0]\nruns: 1\nrequests: 1\n", "apps is empty"},
+		"dup app":           {planYAML + "  - name: go\n    routes: [/feed]\n", "app go is listed twice"},
+		"bad shaper":        {planYAML + "shaper: tc\n", `shaper "tc"`},
+		"bad scope":         {planYAML + "scope: host\n", `scope "host"`},
+		"route and mix":     {strings.Replace(planYAML, "routes: [/feed]\n", "routes: [/feed]\n    mix: redmine\n", 1), "not both"},
+		"relative route":    {strings.Replace(planYAML, "routes: [/feed]\n", "routes: [feed]\n", 1), "must start with /"},
+		"empty":             {"", "the plan is empty"},
+		"wrong type delay":  {strings.Replace(planYAML, "[0, 0.5, 1]", "[0, fast]", 1), `mine.yaml:3: "fast" is not a number`},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -122,6 +129,10 @@ func TestPlanErrors(t *testing.T) {
 			}
 			if strings.Contains(err.Error(), "\n") {
 				t.Fatalf("error is not one line: %q", err)
+			}
+			// The reader of a plan file does not know Go's type names.
+			if strings.Contains(err.Error(), "orchestrator.") || strings.Contains(err.Error(), "float64") {
+				t.Fatalf("error names Go types: %q", err)
 			}
 		})
 	}
@@ -186,7 +197,7 @@ func FuzzParsePlan(f *testing.F) {
 // The smoke plan exercises every app there is, so make run and CI cover
 // every framework; the study covers the study's framework rows.
 func TestBuiltinPlansCoverApps(t *testing.T) {
-	all, err := apps.Load(apps.Embedded())
+	all, err := apps.Load(apps.FS("")) // the tree compiled into rttlab
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,5 +228,39 @@ func TestBuiltinPlansCoverApps(t *testing.T) {
 		if !rows[want] {
 			t.Errorf("study plan lacks %s", want)
 		}
+	}
+}
+
+// A YAML value that happens to be the word EOF is not an empty plan: only
+// a document with nothing in it is.
+func TestPlanEOFValueIsNotEmpty(t *testing.T) {
+	_, err := ParsePlan("mine.yaml", []byte(strings.Replace(planYAML, "runs: 4", "runs: EOF", 1)))
+	if err == nil || strings.Contains(err.Error(), "empty") || !strings.Contains(err.Error(), "mine.yaml") {
+		t.Fatalf("err = %v, want a type error naming the file, not an empty plan", err)
+	}
+	for _, empty := range []string{"", "\n", "# only a comment\n"} {
+		if _, err := ParsePlan("mine.yaml", []byte(empty)); err == nil || !strings.Contains(err.Error(), "the plan is empty") {
+			t.Errorf("%q: err = %v, want an empty plan", empty, err)
+		}
+	}
+}
+
+// runs, requests and warmup are optional: left out, they take the study's
+// values; given, even warmup 0, they are kept.
+func TestPlanCountDefaults(t *testing.T) {
+	p, err := ParsePlan("mine.yaml", []byte("delays_ms: [0, 1]\napps: [{name: go, routes: [/feed]}]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	study, _ := BuiltinPlan("study")
+	if p.Runs != study.Runs || p.Requests != study.Requests || p.Warmup != study.Warmup {
+		t.Fatalf("runs %d requests %d warmup %d, want the study's %d %d %d", p.Runs, p.Requests, p.Warmup, study.Runs, study.Requests, study.Warmup)
+	}
+	p, err = ParsePlan("mine.yaml", []byte("delays_ms: [0, 1]\nwarmup: 0\nruns: 3\napps: [{name: go, routes: [/feed]}]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Runs != 3 || p.Requests != study.Requests || p.Warmup != 0 {
+		t.Fatalf("runs %d requests %d warmup %d, want 3 %d 0", p.Runs, p.Requests, p.Warmup, study.Requests)
 	}
 }

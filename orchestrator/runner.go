@@ -109,7 +109,7 @@ func Run(ctx context.Context, d Docker, all map[string]*apps.Meta, o RunOptions)
 			return "", err
 		}
 		if p != nil && (p.Name != old.Name || p.Seed != old.Seed) {
-			return "", fmt.Errorf("resume %s: the folder holds plan %q seed %d, not %q seed %d; resume without --plan/--seed or start a new run", o.Resume, old.Name, old.Seed, p.Name, p.Seed)
+			return "", fmt.Errorf("resume %s: the folder holds plan %q seed %d, not %q seed %d", o.Resume, old.Name, old.Seed, p.Name, p.Seed)
 		}
 		p = old
 	} else {
@@ -245,8 +245,7 @@ func startSession(ctx context.Context, d Docker, target apps.Target, p *Plan, ru
 	s := &appSession{st: st}
 	s.sh, err = StartAgents(ctx, d, st, p.Shaper, p.Scope)
 	if err != nil {
-		st.Remove(context.WithoutCancel(ctx), d)
-		return nil, err
+		return nil, errors.Join(err, st.Remove(context.WithoutCancel(ctx), d))
 	}
 	labels := RunLabels(runID, map[string]string{LabelRole: "client"})
 	s.client, err = d.CreateContainer(ctx, ContainerSpec{
@@ -258,19 +257,17 @@ func startSession(ctx context.Context, d Docker, target apps.Target, p *Plan, ru
 		err = d.StartContainer(ctx, s.client)
 	}
 	if err != nil {
-		st.Remove(context.WithoutCancel(ctx), d)
-		return nil, err
+		return nil, errors.Join(err, st.Remove(context.WithoutCancel(ctx), d))
 	}
 	s.base = fmt.Sprintf("http://app:%d", target.Meta.Port)
 	if s.header, err = AuthHeaders(ctx, d, st); err != nil {
-		st.Remove(context.WithoutCancel(ctx), d)
-		return nil, err
+		return nil, errors.Join(err, st.Remove(context.WithoutCancel(ctx), d))
 	}
 	return s, nil
 }
 
 func runApp(ctx context.Context, d Docker, all map[string]*apps.Meta, p *Plan, f *results.Folder, state *results.Data,
-	m *results.Manifest, runID, app string, tasks []results.Task, probes bool, o RunOptions, done, total int) (int, error) {
+	m *results.Manifest, runID, app string, tasks []results.Task, probes bool, o RunOptions, done, total int) (n int, err error) {
 	target, err := apps.Resolve(all, app)
 	if err != nil {
 		return 0, err
@@ -293,8 +290,8 @@ func runApp(ctx context.Context, d Docker, all map[string]*apps.Meta, p *Plan, f
 		return 0, err
 	}
 	defer func() {
-		if s != nil { // nil when the fresh stack after a crash did not start
-			s.st.Remove(context.WithoutCancel(ctx), d)
+		if s != nil { // nil after a failed restart, which removed its own stack
+			err = errors.Join(err, s.st.Remove(context.WithoutCancel(ctx), d))
 		}
 	}()
 	if m.Shaper == "" {
@@ -318,7 +315,6 @@ func runApp(ctx context.Context, d Docker, all map[string]*apps.Meta, p *Plan, f
 			return 0, err
 		}
 	}
-	n := 0
 	for _, t := range tasks {
 		desc := fmt.Sprintf("%s %s at %g ms, run %d", t.App, t.Route, t.RTTms, t.Run)
 		var lastErr error
@@ -338,7 +334,9 @@ func runApp(ctx context.Context, d Docker, all map[string]*apps.Meta, p *Plan, f
 			// when the error came from a call it broke before it was seen
 			// to exit): start a fresh stack before the retry.
 			if try == 0 && (errors.Is(lastErr, ErrContainerExited) || s.dead(ctx, d) != nil) {
-				s.st.Remove(context.WithoutCancel(ctx), d)
+				if rerr := s.st.Remove(context.WithoutCancel(ctx), d); rerr != nil {
+					slog.Warn("removing the crashed stack", "err", rerr) // the deferred removal tries again
+				}
 				s, err = startSession(ctx, d, target, p, runID)
 				if err != nil {
 					return n, err
@@ -518,12 +516,7 @@ func runTask(ctx context.Context, d Docker, s *appSession, p *Plan, f *results.F
 	if len(rs) != requests+warmup {
 		return fmt.Errorf("load client returned %d results, want %d", len(rs), requests+warmup)
 	}
-	samples := make([]results.Sample, len(rs))
-	for i, r := range rs {
-		samples[i] = results.Sample{Task: t.ID, Attempt: attempt, App: t.App, Route: t.Route, RTTms: t.RTTms, Run: t.Run,
-			Seq: r.Seq, Warmup: r.Warmup, LatencyNS: r.LatencyNS, Status: r.Status, Bytes: r.Bytes, Error: r.Error}
-	}
-	if err := f.AppendSamples(t.ID, attempt, samples); err != nil {
+	if err := f.AppendSamples(t.ID, attempt, taskSamples(t, attempt, rs)); err != nil {
 		return err
 	}
 	return f.MarkDone(t.ID, attempt)
@@ -565,6 +558,17 @@ func shaperRows(t results.Task, attempt int, deltas []ShaperDelta, wall time.Dur
 			LagP50Us: sm.ReadLagP50, LagP99Us: sm.ReadLagP99, CPUCores: sm.CPUCores, WallS: wall.Seconds()})
 	}
 	return rows
+}
+
+// taskSamples turns the load client's results of one attempt of a task
+// into samples, keeping everything the client reported about each request.
+func taskSamples(t results.Task, attempt int, rs []workloads.Result) []results.Sample {
+	samples := make([]results.Sample, len(rs))
+	for i, r := range rs {
+		samples[i] = results.Sample{Task: t.ID, Attempt: attempt, App: t.App, Route: t.Route, RTTms: t.RTTms, Run: t.Run,
+			Seq: r.Seq, Warmup: r.Warmup, LatencyNS: r.LatencyNS, Status: r.Status, Bytes: r.Bytes, Error: r.Error, Retried: r.Retried}
+	}
+	return samples
 }
 
 func msDuration(v float64) time.Duration { return time.Duration(v*1e3+0.5) * time.Microsecond }

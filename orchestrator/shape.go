@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -14,6 +15,9 @@ import (
 
 // AgentImage is the image of agents and load clients.
 var AgentImage = ImageRef("agent")
+
+// ErrAgentStopped is returned when a stack's shaping agent has stopped.
+var ErrAgentStopped = errors.New("shaping agent is not running")
 
 // Agent is a shaping sidecar sharing a stack member's network namespace.
 type Agent struct {
@@ -89,7 +93,9 @@ func StartAgents(ctx context.Context, d Docker, st *Stack, backend, scope string
 			if time.Now().After(deadline) {
 				return sh, fmt.Errorf("agent %s did not answer: %w", a.Name, err)
 			}
-			time.Sleep(200 * time.Millisecond)
+			if err := sleepCtx(ctx, 200*time.Millisecond); err != nil {
+				return sh, fmt.Errorf("agent %s: %w", a.Name, err)
+			}
 		}
 		a.Info = rep
 	}
@@ -267,7 +273,7 @@ func FindShaping(ctx context.Context, d Docker, runID string) (*Shaping, error) 
 			continue
 		}
 		if c.State != "running" {
-			return nil, fmt.Errorf("agent %s is not running (%s): restart the stack with rttlab down && rttlab up", strings.TrimPrefix(c.Names[0], "/"), c.State)
+			return nil, fmt.Errorf("%w: %s (%s)", ErrAgentStopped, strings.TrimPrefix(c.Names[0], "/"), c.State)
 		}
 		sh.Agents[m.Role] = &Agent{Target: m, ID: c.ID, Name: strings.TrimPrefix(c.Names[0], "/")}
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -70,17 +71,29 @@ func pingFrom(t *testing.T, rt *Runtime, id, dst string, count int) workloads.Pi
 	if err != nil {
 		t.Fatal(err)
 	}
-	var res workloads.PingResult
-	if code != 0 {
-		t.Logf("ping exit %d: %s", code, errb.String())
-		res.Sent = count
-		res.Lost = count
-		return res
-	}
-	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+	res, err := parsePing(code, out.Bytes(), errb.Bytes())
+	if err != nil {
 		t.Fatal(err)
 	}
 	return res
+}
+
+// parsePing reads what `rttlab agent ping` printed. Lost echoes are in its
+// JSON result (it exits 0 when every echo is lost); a non-zero exit means
+// the probe itself failed (no raw socket, a bad address), which is an
+// error, not lost echoes.
+func parsePing(code int, stdout, stderr []byte) (workloads.PingResult, error) {
+	var res workloads.PingResult
+	if code != 0 {
+		return res, fmt.Errorf("ping exit %d: %s", code, strings.TrimSpace(string(stderr)))
+	}
+	if err := json.Unmarshal(stdout, &res); err != nil {
+		return res, fmt.Errorf("ping output %q: %w", stdout, err)
+	}
+	if res.Sent == 0 || res.Received+res.Lost != res.Sent {
+		return res, fmt.Errorf("ping output %q: sent %d, received %d, lost %d", stdout, res.Sent, res.Received, res.Lost)
+	}
+	return res, nil
 }
 
 func TestIntegrationUserspaceShapingICMP(t *testing.T) {

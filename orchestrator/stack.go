@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"log/slog"
 	"net"
 	"net/http"
 	"sort"
@@ -166,9 +165,7 @@ func StartStack(ctx context.Context, d Docker, o StackOptions) (st *Stack, err e
 	st = &Stack{RunID: o.RunID, Target: o.Target, Password: NewPassword()}
 	defer func() {
 		if err != nil {
-			if cerr := st.Remove(context.WithoutCancel(ctx), d); cerr != nil {
-				slog.Warn("cleanup after failed start", "err", cerr)
-			}
+			err = errors.Join(err, st.Remove(context.WithoutCancel(ctx), d))
 		}
 	}()
 	proj, err := LoadStackFile(ctx, "feed.yaml", map[string]string{
@@ -333,10 +330,8 @@ func waitDB(ctx context.Context, d Docker, m *Member, timeout time.Duration) err
 		if time.Now().After(deadline) {
 			return fmt.Errorf("database %s not ready after %s", m.Name, timeout)
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(300 * time.Millisecond):
+		if err := sleepCtx(ctx, 300*time.Millisecond); err != nil {
+			return err
 		}
 	}
 }
@@ -349,11 +344,18 @@ func waitApp(ctx context.Context, d Docker, st *Stack, m *Member, timeout time.D
 	health := st.Target.Meta.Health
 	hc := &http.Client{Timeout: 2 * time.Second}
 	for {
-		if resp, err := hc.Get(st.BaseURL() + health); err == nil {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, st.BaseURL()+health, nil)
+		if err != nil {
+			return err
+		}
+		if resp, err := hc.Do(req); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
 				return nil
 			}
+		}
+		if err := ctx.Err(); err != nil {
+			return err
 		}
 		if err := checkRunning(ctx, d, m); err != nil {
 			return err
@@ -361,11 +363,21 @@ func waitApp(ctx context.Context, d Docker, st *Stack, m *Member, timeout time.D
 		if time.Now().After(deadline) {
 			return fmt.Errorf("app %s (%s) did not answer %s with 200 within %s", st.Target.Name, m.Name, health, timeout)
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(300 * time.Millisecond):
+		if err := sleepCtx(ctx, 300*time.Millisecond); err != nil {
+			return err
 		}
+	}
+}
+
+// sleepCtx waits for d, or returns ctx's error as soon as ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
 	}
 }
 
@@ -394,7 +406,11 @@ func indent(s string) string {
 
 // Remove removes every container and the network of the stack (and any
 // other container carrying the run label, such as agents and clients).
+// When something could not be removed it returns a *CleanupError that
+// names it.
 func (s *Stack) Remove(ctx context.Context, d Docker) error {
-	_, err := CleanRun(ctx, d, s.RunID)
-	return err
+	if _, err := CleanRun(ctx, d, s.RunID); err != nil {
+		return &CleanupError{RunID: s.RunID, Err: err}
+	}
+	return nil
 }

@@ -43,7 +43,7 @@ func TestFakeUpStackShapeAndDown(t *testing.T) {
 	l := newFakeLab(t)
 	// The app's real port (8080) is published; the fake engine maps it to
 	// the fake app's port on 127.0.0.1.
-	all, _ := apps.Load(apps.Embedded())
+	all, _ := apps.Load(apps.FS(""))
 	tg, _ := apps.Resolve(all, "go")
 	st, sh := startFake(t, l, StackOptions{Target: tg, Up: true, Publish: true}, "path")
 	if st.AppURL != "http://127.0.0.1:"+l.hostPort || st.BaseURL() != st.AppURL || !strings.HasSuffix(st.AppAddr, ":8080") {
@@ -109,7 +109,7 @@ func TestFakeUpStackShapeAndDown(t *testing.T) {
 		t.Errorf("unknown run: %v", err)
 	}
 	l.exit("-app-agent", 137, "")
-	if _, err := FindShaping(ctx, l, st.RunID); err == nil || !strings.Contains(err.Error(), "is not running (exited)") {
+	if _, err := FindShaping(ctx, l, st.RunID); err == nil || !strings.Contains(err.Error(), "is not running") || !strings.Contains(err.Error(), "(exited)") {
 		t.Errorf("stopped agent: %v", err)
 	}
 	for _, c := range l.Created() {
@@ -310,22 +310,22 @@ func TestFakeVerifyStackCatchesContractBreaks(t *testing.T) {
 	st, _ := startFake(t, l, StackOptions{Target: l.target("go")}, "path")
 	hc := l.app.Client()
 	base := st.BaseURL()
-	if c := checkJSON(hc, base, "/nope", 200, nil); c.OK || c.Observed != "404 application/json" || !strings.Contains(c.Detail, "not found") {
+	if c := checkJSON(context.Background(), hc, base, "/nope", 200, nil); c.OK || c.Observed != "404 application/json" || !strings.Contains(c.Detail, "not found") {
 		t.Errorf("404: %+v", c)
 	}
-	if c := checkJSON(hc, base, "/serial?n=4", 200, shapeFor("/serial", 5)); c.OK || !strings.Contains(c.Detail, `"n" is 4, want 5`) {
+	if c := checkJSON(context.Background(), hc, base, "/serial?n=4", 200, shapeFor("/serial", 5)); c.OK || !strings.Contains(c.Detail, `"n" is 4, want 5`) {
 		t.Errorf("serial shape: %+v", c)
 	}
-	if c := checkJSON(hc, base, "/health", 200, feedShape); c.OK || !strings.Contains(c.Detail, "account") {
+	if c := checkJSON(context.Background(), hc, base, "/health", 200, feedShape); c.OK || !strings.Contains(c.Detail, "account") {
 		t.Errorf("feed shape: %+v", c)
 	}
-	if c := checkJSON(hc, base, "/serial?n=1", 200, hasError); c.OK || !strings.Contains(c.Detail, "error") {
+	if c := checkJSON(context.Background(), hc, base, "/serial?n=1", 200, hasError); c.OK || !strings.Contains(c.Detail, "error") {
 		t.Errorf("error shape: %+v", c)
 	}
-	if c := checkJSON(hc, "http://127.0.0.1:1", "/", 200, nil); c.OK || c.Observed != "error" {
+	if c := checkJSON(context.Background(), hc, "http://127.0.0.1:1", "/", 200, nil); c.OK || c.Observed != "error" {
 		t.Errorf("no server: %+v", c)
 	}
-	if c := checkStatus(hc, "http://127.0.0.1:1", "/", 401, nil); c.OK || c.Observed != "error" {
+	if c := checkStatus(context.Background(), hc, "http://127.0.0.1:1", "/", 401, nil); c.OK || c.Observed != "error" {
 		t.Errorf("no server: %+v", c)
 	}
 	for _, tc := range []struct {
@@ -471,12 +471,12 @@ func TestFakeEnsureBaseAndBuild(t *testing.T) {
 		t.Fatalf("inspect error: %v", err)
 	}
 
-	all, err := apps.Load(apps.Embedded())
+	all, err := apps.Load(apps.FS(""))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var log strings.Builder
-	b := &Builder{Images: f, Apps: all, FS: apps.Embedded(), GOOS: "linux", GOARCH: "amd64", Log: &log}
+	b := &Builder{Images: f, Apps: all, FS: apps.FS(""), GOOS: "linux", GOARCH: "amd64", Log: &log}
 	built, err := b.Build(ctx, []string{"postgres"})
 	if err != nil {
 		t.Fatal(err)

@@ -5,10 +5,23 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 	"testing/fstest"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/network"
+	"github.com/docker/docker/client"
+
+	"github.com/rttlab/rttlab/apps"
+	"github.com/rttlab/rttlab/results"
+	"github.com/rttlab/rttlab/workloads"
 )
 
 func TestLabelArgs(t *testing.T) {
@@ -206,5 +219,203 @@ func TestSkipReason(t *testing.T) {
 	}
 	if _, ok := SkipReason(errors.New("other")); ok {
 		t.Fatal("a plain error is not a skip")
+	}
+}
+
+// What a stack's removal cannot remove is reported, by name, in one line.
+func TestStackRemoveReportsWhatIsLeft(t *testing.T) {
+	d := &stubEngine{
+		containers: []container.Summary{
+			{ID: "c1", Names: []string{"/rttlab-r1-app"}, Labels: map[string]string{LabelRole: "app"}},
+			{ID: "c2", Names: []string{"/rttlab-r1-db"}, Labels: map[string]string{LabelRole: "db"}},
+		},
+		networks:  []network.Summary{{ID: "n1", Name: "rttlab-r1"}},
+		removeErr: map[string]error{"c2": errors.New("remove c2: device or resource busy")},
+	}
+	st := &Stack{RunID: "r1"}
+	err := st.Remove(context.Background(), d)
+	var ce *CleanupError
+	if !errors.As(err, &ce) || ce.RunID != "r1" {
+		t.Fatalf("err = %v, want a CleanupError of run r1", err)
+	}
+	if msg := err.Error(); !strings.Contains(msg, "rttlab-r1-db") || strings.Contains(msg, "rttlab-r1-app") || strings.Contains(msg, "\n") {
+		t.Fatalf("message %q should name only what is left, on one line", msg)
+	}
+	if len(d.removed) != 2 {
+		t.Fatalf("removed %v, want the app container and the network", d.removed)
+	}
+	d.removeErr = nil
+	if err := st.Remove(context.Background(), d); err != nil {
+		t.Fatalf("clean removal: %v", err)
+	}
+}
+
+// The readiness waits end as soon as the context does, even while a
+// request to the app hangs.
+func TestWaitsHonourContext(t *testing.T) {
+	hang := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-hang:
+		}
+	}))
+	defer srv.Close()
+	defer close(hang)
+	d := &stubEngine{running: true}
+	m := &Member{ID: "app1", Name: "rttlab-x-app"}
+	st := &Stack{AppURL: srv.URL, Target: apps.Target{Name: "go", Meta: &apps.Meta{Health: "/health"}}}
+
+	within := func(name string, f func(ctx context.Context) error) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		done := make(chan error, 1)
+		start := time.Now()
+		go func() { done <- f(ctx) }()
+		select {
+		case err := <-done:
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("%s: err = %v, want the context's", name, err)
+			}
+			if el := time.Since(start); el > time.Second {
+				t.Errorf("%s returned %s after the context ended", name, el)
+			}
+		case <-time.After(5 * time.Second):
+			t.Errorf("%s still waiting 5 s after its context ended", name)
+		}
+	}
+	within("waitApp", func(ctx context.Context) error { return waitApp(ctx, d, st, m, time.Minute) })
+	within("waitDB", func(ctx context.Context) error { return waitDB(ctx, d, m, time.Minute) })
+	within("checkJSON", func(ctx context.Context) error {
+		c := checkJSON(ctx, &http.Client{Timeout: 30 * time.Second}, srv.URL, "/feed", 200, nil)
+		if c.OK {
+			return nil
+		}
+		return ctx.Err()
+	})
+	// An agent that never answers: StartAgents polls until its context ends.
+	shaped := &Stack{RunID: "r1", Members: []*Member{{Role: "app", Shaped: true, ID: "app1", Name: "rttlab-x-app"}}}
+	within("StartAgents", func(ctx context.Context) error {
+		_, err := StartAgents(ctx, d, shaped, "userspace", "path")
+		return err
+	})
+}
+
+// Library errors say what happened; what to run about it (make targets,
+// rttlab commands, flags) is the command line's to add.
+func TestLibraryErrorsAreFactual(t *testing.T) {
+	cliWords := []string{"make ", "`", "rttlab ", "--", "sudo"}
+	var errs []error
+	errs = append(errs, ErrNoEngine, ErrEngineDenied, ErrImageMissing, ErrNoDebootstrap, ErrNeedRoot, ErrAgentStopped)
+	for _, s := range []string{"", ",", "0,abc"} {
+		_, err := ParseDelaysMs(s)
+		errs = append(errs, err)
+	}
+	p := &Plan{DelaysMs: []float64{0}, Runs: 1, Requests: 1}
+	p.Defaults()
+	errs = append(errs, p.Validate())
+	for _, err := range errs {
+		for _, w := range cliWords {
+			if err == nil || strings.Contains(err.Error(), w) {
+				t.Errorf("%q gives command-line advice (%q)", err, w)
+			}
+		}
+	}
+	// doctor's engine line says each thing once.
+	e := fakeDoctorEnv()
+	e.Engine = func(context.Context) (EngineInfo, error) {
+		return EngineInfo{}, fmt.Errorf("%w (unix:///var/run/docker.sock: connection refused)", ErrNoEngine)
+	}
+	line := Doctor(context.Background(), e)[0].String()
+	if strings.Count(line, "DOCKER_HOST") != 1 || strings.Count(line, "dockerd") != 1 || strings.Contains(line, "make ") {
+		t.Errorf("engine line repeats or gives command-line advice: %s", line)
+	}
+}
+
+// Every field the load client reports about a request reaches the sample,
+// the re-sent flag included.
+func TestTaskSamplesKeepEverything(t *testing.T) {
+	task := results.Task{ID: 7, App: "go", Route: "/feed", RTTms: 0.5, Run: 3}
+	rs := []workloads.Result{
+		{Seq: 0, Warmup: true, Path: "/feed", LatencyNS: 10, Status: 200, Bytes: 5},
+		{Seq: 1, Path: "/feed", LatencyNS: 20, Status: 200, Bytes: 6, Retried: true},
+		{Seq: 2, Path: "/feed", LatencyNS: 30, Status: 0, Error: "reset"},
+	}
+	got := taskSamples(task, 2, rs)
+	want := []results.Sample{
+		{Task: 7, Attempt: 2, App: "go", Route: "/feed", RTTms: 0.5, Run: 3, Seq: 0, Warmup: true, LatencyNS: 10, Status: 200, Bytes: 5},
+		{Task: 7, Attempt: 2, App: "go", Route: "/feed", RTTms: 0.5, Run: 3, Seq: 1, LatencyNS: 20, Status: 200, Bytes: 6, Retried: true},
+		{Task: 7, Attempt: 2, App: "go", Route: "/feed", RTTms: 0.5, Run: 3, Seq: 2, LatencyNS: 30, Error: "reset"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("samples\n got %+v\nwant %+v", got, want)
+	}
+}
+
+// The engine's 404 means "already gone" for removals and ErrNotFound for
+// an image look-up; any other failure is an error. The engine here is an
+// HTTP stand-in that answers 404 for names starting with "gone".
+func TestNotFoundFromEngine(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if strings.Contains(r.URL.Path, "/gone") {
+			w.WriteHeader(http.StatusNotFound)
+			io.WriteString(w, `{"message":"No such object"}`)
+			return
+		}
+		w.WriteHeader(http.StatusInternalServerError)
+		io.WriteString(w, `{"message":"device or resource busy"}`)
+	}))
+	defer srv.Close()
+	cli, err := client.NewClientWithOpts(client.WithHost("tcp://"+srv.Listener.Addr().String()), client.WithVersion("1.41"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	r := &Runtime{cli: cli}
+	ctx := context.Background()
+	for name, f := range map[string]func(id string) error{
+		"container": func(id string) error { return r.RemoveContainer(ctx, id) },
+		"stop":      func(id string) error { return r.StopContainer(ctx, id, 0) },
+		"network":   func(id string) error { return r.RemoveNetwork(ctx, id) },
+		"volume":    func(id string) error { return r.RemoveVolume(ctx, id) },
+	} {
+		if err := f("gone1"); err != nil {
+			t.Errorf("%s already gone: %v", name, err)
+		}
+		if err := f("busy1"); err == nil || !strings.Contains(err.Error(), "busy") {
+			t.Errorf("%s busy: %v", name, err)
+		}
+	}
+	if _, err := r.ImageID(ctx, "gone/app:latest"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("missing image: %v, want ErrNotFound", err)
+	}
+	if _, err := r.ImageID(ctx, "busy/app:latest"); err == nil || errors.Is(err, ErrNotFound) {
+		t.Errorf("engine failure on image look-up: %v", err)
+	}
+}
+
+// The integration tests' ping helper reads the agent's output: lost
+// echoes come from the JSON result, and a failed probe is an error rather
+// than "every echo lost".
+func TestParsePing(t *testing.T) {
+	allLost := `{"dst":"10.0.0.2","sent":5,"received":0,"lost":5,"median_ns":0,"mean_ns":0,"min_ns":0,"max_ns":0,"samples_ns":null}` + "\n"
+	some := `{"dst":"10.0.0.2","sent":5,"received":3,"lost":2,"median_ns":600000,"mean_ns":610000,"min_ns":550000,"max_ns":700000,"samples_ns":[550000,600000,700000]}` + "\n"
+	res, err := parsePing(0, []byte(some), nil)
+	if err != nil || res.Sent != 5 || res.Received != 3 || res.Lost != 2 || res.Median != 600*time.Microsecond {
+		t.Errorf("some lost: %+v %v", res, err)
+	}
+	if res, err := parsePing(0, []byte(allLost), nil); err != nil || res.Lost != 5 || res.Received != 0 {
+		t.Errorf("all lost: %+v %v", res, err)
+	}
+	denied := "rttlab: ping 10.0.0.2: open raw ICMP socket (needs CAP_NET_RAW): socket: operation not permitted\n"
+	if _, err := parsePing(1, nil, []byte(denied)); err == nil || !strings.Contains(err.Error(), "CAP_NET_RAW") {
+		t.Errorf("failed probe: %v, want an error with the agent's words", err)
+	}
+	for _, bad := range []string{"", "PING 10.0.0.2 56(84) bytes of data.\n", `{"sent":5,"received":4,"lost":0}`} {
+		if _, err := parsePing(0, []byte(bad), nil); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
 	}
 }

@@ -131,25 +131,28 @@ func VerifyStack(ctx context.Context, d Containers, st *Stack, o VerifyOptions) 
 			return checks, err
 		}
 		for _, r := range meta.Routes {
-			add(checkJSONWith(hc, base, r.Path, http.StatusOK, nil, hdr))
+			add(checkJSONWith(ctx, hc, base, r.Path, http.StatusOK, nil, hdr))
 			if len(hdr) > 0 {
-				add(checkStatus(hc, base, r.Path, http.StatusUnauthorized, []string{strings.SplitN(hdr[0], ":", 2)[0] + ": wrong-key"}))
+				add(checkStatus(ctx, hc, base, r.Path, http.StatusUnauthorized, []string{strings.SplitN(hdr[0], ":", 2)[0] + ": wrong-key"}))
 			}
 		}
 		return checks, nil
 	}
-	add(checkJSON(hc, base, meta.Health, http.StatusOK, nil))
+	add(checkJSON(ctx, hc, base, meta.Health, http.StatusOK, nil))
 	for _, r := range meta.Routes {
 		path := r.Path
 		if r.StatementsPerN {
 			path = fmt.Sprintf("%s?n=%d", r.Path, o.SerialN)
 		}
-		add(checkJSON(hc, base, path, http.StatusOK, shapeFor(r.Path, o.SerialN)))
+		add(checkJSON(ctx, hc, base, path, http.StatusOK, shapeFor(r.Path, o.SerialN)))
 		if r.StatementsPerN {
 			for _, bad := range []string{"?n=-1", "?n=1001", "?n=abc", ""} {
-				add(checkJSON(hc, base, r.Path+bad, http.StatusBadRequest, hasError))
+				add(checkJSON(ctx, hc, base, r.Path+bad, http.StatusBadRequest, hasError))
 			}
 		}
+	}
+	if err := ctx.Err(); err != nil {
+		return checks, err
 	}
 	for _, r := range meta.Routes {
 		c, err := countCheck(ctx, d, hc, st, base, r, o)
@@ -236,7 +239,10 @@ func countCheck(ctx context.Context, d Containers, hc *http.Client, st *Stack, b
 	c := Check{Route: path, What: "statements per request", Expected: fmt.Sprint(want)}
 	// Warm up: first requests may load schema or prepare statements.
 	for i := 0; i < 3; i++ {
-		if err := get(hc, base+path); err != nil {
+		if err := get(ctx, hc, base+path); err != nil {
+			if ctx.Err() != nil {
+				return c, ctx.Err()
+			}
 			c.Observed, c.Detail = "error", err.Error()
 			return c, nil
 		}
@@ -245,7 +251,10 @@ func countCheck(ctx context.Context, d Containers, hc *http.Client, st *Stack, b
 		return c, err
 	}
 	for i := 0; i < o.Requests; i++ {
-		if err := get(hc, base+path); err != nil {
+		if err := get(ctx, hc, base+path); err != nil {
+			if ctx.Err() != nil {
+				return c, ctx.Err()
+			}
 			c.Observed, c.Detail = "error", err.Error()
 			return c, nil
 		}
@@ -265,8 +274,8 @@ func countCheck(ctx context.Context, d Containers, hc *http.Client, st *Stack, b
 	return c, nil
 }
 
-func get(hc *http.Client, url string) error {
-	resp, err := hc.Get(url)
+func get(ctx context.Context, hc *http.Client, url string) error {
+	resp, err := getWith(ctx, hc, url, nil)
 	if err != nil {
 		return err
 	}
@@ -351,8 +360,8 @@ func feedShape(v any) error {
 }
 
 // getWith sends a GET with extra headers given as "Name: value".
-func getWith(hc *http.Client, url string, headers []string) (*http.Response, error) {
-	req, err := http.NewRequest(http.MethodGet, url, nil)
+func getWith(ctx context.Context, hc *http.Client, url string, headers []string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -364,9 +373,9 @@ func getWith(hc *http.Client, url string, headers []string) (*http.Response, err
 }
 
 // checkStatus checks only the status, e.g. the refusal of a wrong key.
-func checkStatus(hc *http.Client, base, path string, want int, headers []string) Check {
+func checkStatus(ctx context.Context, hc *http.Client, base, path string, want int, headers []string) Check {
 	c := Check{Route: path, What: "status with a wrong API key", Expected: fmt.Sprint(want)}
-	resp, err := getWith(hc, base+path, headers)
+	resp, err := getWith(ctx, hc, base+path, headers)
 	if err != nil {
 		c.Observed, c.Detail = "error", err.Error()
 		return c
@@ -378,13 +387,13 @@ func checkStatus(hc *http.Client, base, path string, want int, headers []string)
 	return c
 }
 
-func checkJSON(hc *http.Client, base, path string, wantStatus int, shape shapeCheck) Check {
-	return checkJSONWith(hc, base, path, wantStatus, shape, nil)
+func checkJSON(ctx context.Context, hc *http.Client, base, path string, wantStatus int, shape shapeCheck) Check {
+	return checkJSONWith(ctx, hc, base, path, wantStatus, shape, nil)
 }
 
-func checkJSONWith(hc *http.Client, base, path string, wantStatus int, shape shapeCheck, headers []string) Check {
+func checkJSONWith(ctx context.Context, hc *http.Client, base, path string, wantStatus int, shape shapeCheck, headers []string) Check {
 	c := Check{Route: path, What: "status, JSON", Expected: fmt.Sprintf("%d application/json", wantStatus)}
-	resp, err := getWith(hc, base+path, headers)
+	resp, err := getWith(ctx, hc, base+path, headers)
 	if err != nil {
 		c.Observed, c.Detail = "error", err.Error()
 		return c

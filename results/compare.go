@@ -24,6 +24,9 @@ type CompareRow struct {
 	DiffCI     Interval
 	// LowN is set when either side's cell or baseline has too few runs.
 	LowN bool
+	// TooManyFailures is set when either side's cell or baseline has more
+	// than Options.MaxFailedFraction failed measured requests.
+	TooManyFailures bool
 }
 
 // ManifestDiff is one manifest field that differs between the folders.
@@ -123,7 +126,8 @@ func CompareData(a, b *Data, o Options) (*Comparison, error) {
 			continue
 		}
 		row := CompareRow{App: x.App, Route: x.Route, RTTms: x.RTTms, A: *x, B: *y,
-			DiffChange: math.NaN(), DiffCI: noInterval(), LowN: x.LowN || y.LowN}
+			DiffChange: math.NaN(), DiffCI: noInterval(), LowN: x.LowN || y.LowN,
+			TooManyFailures: x.TooManyFailures || y.TooManyFailures}
 		if x.HasBaseline && y.HasBaseline {
 			baseA := findCell(c.A, x.App, x.Route, 0)
 			baseB := findCell(c.B, y.App, y.Route, 0)
@@ -229,8 +233,8 @@ func (c *Comparison) Markdown() []byte {
 	}
 	side("A", c.DirA, c.A)
 	side("B", c.DirB, c.B)
-	fmt.Fprintf(&b, "\nSettings: %s ms. B − A is the difference of the changes against 0 ms; its 95%% CI is a percentile bootstrap (%d resamples) that resamples A's and B's baseline and target runs independently. \"~\": the interval includes 0, so the data shows no difference. Fewer than %d runs on either side: numbers shown, no claim.\n\n",
-		joinSettings(c.Settings), o.Resamples, o.MinRuns)
+	fmt.Fprintf(&b, "\nSettings: %s ms. B − A is the difference of the changes against 0 ms; its 95%% CI is a percentile bootstrap (%d resamples) that resamples A's and B's baseline and target runs independently. \"~\": the interval includes 0: no measurable difference at these counts, which does not show that there is none. Fewer than %d runs, or more than %s failed measured requests, on either side: numbers shown, no claim.\n\n",
+		joinSettings(c.Settings), o.Resamples, o.MinRuns, o.maxFailedPercent())
 
 	if len(c.Manifest) > 0 {
 		b.WriteString("## What differs\n\n| field | A | B |\n| --- | --- | --- |\n")
@@ -299,8 +303,9 @@ func (c *Comparison) Markdown() []byte {
 	return []byte(b.String())
 }
 
-// verdict is the note of a row: low n, or "~" when the interval of the
-// difference includes 0.
+// verdict is the note of a row: no claim (low n, failed requests), or "~"
+// when the interval of the difference includes 0 (no measurable
+// difference, not evidence of none).
 func verdict(r CompareRow) string {
 	var v []string
 	if r.HasDiff && r.DiffCI.Valid() && r.DiffCI.Low <= 0 && 0 <= r.DiffCI.High {
@@ -308,6 +313,9 @@ func verdict(r CompareRow) string {
 	}
 	if r.LowN {
 		v = append(v, "low n, no claim")
+	}
+	if r.TooManyFailures {
+		v = append(v, "failed requests, no claim")
 	}
 	if len(v) == 0 {
 		return ""

@@ -187,4 +187,9 @@ func TestCompareListsCellsInOneFolder(t *testing.T) {
 			t.Errorf("markdown lacks %q:\n%s", w, md)
 		}
 	}
+	// An interval that includes 0 shows no measurable difference; it does
+	// not show that there is none.
+	if strings.Contains(md, "shows no difference") || !strings.Contains(md, "no measurable difference") {
+		t.Errorf("the note on \"~\" claims more than the interval shows:\n%s", md)
+	}
 }

@@ -63,7 +63,10 @@
 // statements per request (Manifest.Statements) × setting. Each interval
 // has its own PCG generator seeded from SHA-256 of (plan seed, cell key),
 // so adding an app or setting leaves every other interval unchanged. Cells
-// with fewer than 6 runs are shown with a warning instead of a claim.
+// with fewer than 6 runs, or with more than 1% failed measured requests
+// (in the cell or its 0 ms baseline), are shown with a warning instead of
+// a claim. Requests the load client's HTTP client re-sent (Sample.Retried)
+// are timed as they were and counted per cell.
 // Probes: ICMP added RTT and SELECT 1 change against 0 ms (with a bootstrap
 // CI over the run medians), flagged when they differ from the setting by
 // more than 0.05 ms.

@@ -25,8 +25,8 @@ var reportSections = []struct{ ID, Title string }{
 
 type htmlRow struct {
 	Route, Setting, Runs, P50, CI, Change, ChangeCI, Ratio, Predicted string
-	Failures                                                          int
-	LowN                                                              bool
+	Failures                                                          string
+	LowN, NoClaim                                                     bool
 }
 
 type htmlApp struct {
@@ -56,8 +56,9 @@ type htmlTask struct {
 }
 
 type htmlFailure struct {
-	Cell                          string
-	Failures, Total, WarmupFailed int
+	Cell                                   string
+	Failures, Total, WarmupFailed, Retried int
+	Claim                                  string
 }
 
 type htmlReport struct {
@@ -75,6 +76,7 @@ type htmlReport struct {
 	Skipped   []htmlKV
 	LowN      []string
 	Failures  []htmlFailure
+	MaxFailed string
 	Warnings  []string
 	Manifest  []htmlKV
 	Images    []htmlKV
@@ -119,8 +121,8 @@ func (s *Summary) HTML(plots []PlotFile) ([]byte, error) {
 	if m.Scope != "" {
 		r.Context = append(r.Context, "Scope: "+m.Scope+".")
 	}
-	r.Method = fmt.Sprintf("p50 = median of run-level p50s; percentiles by %s. Failed requests are counted, not timed. Fewer than %d runs: numbers shown, no claim.",
-		PercentileMethod, o.MinRuns)
+	r.Method = methodLine(o)
+	r.MaxFailed = o.maxFailedPercent()
 
 	for _, c := range s.Cells {
 		if c.RTTms != 0 {
@@ -133,16 +135,20 @@ func (s *Summary) HTML(plots []PlotFile) ([]byte, error) {
 			}
 			r.LowN = append(r.LowN, fmt.Sprintf("%s; %d needed for a claim", line, o.MinRuns))
 		}
-		if c.Failures > 0 || c.WarmupFailures > 0 {
-			r.Failures = append(r.Failures, htmlFailure{Cell: fmt.Sprintf("%s %s at %s ms", c.App, c.Route, fmtSetting(c.RTTms)),
-				Failures: c.Failures, Total: c.Failures + c.NRequests, WarmupFailed: c.WarmupFailures})
+		if c.Failures > 0 || c.WarmupFailures > 0 || c.Retried > 0 {
+			f := htmlFailure{Cell: fmt.Sprintf("%s %s at %s ms", c.App, c.Route, fmtSetting(c.RTTms)),
+				Failures: c.Failures, Total: c.Failures + c.NRequests, WarmupFailed: c.WarmupFailures, Retried: c.Retried, Claim: "yes"}
+			if failedFraction(c.Failures, c.NRequests) > o.MaxFailedFraction {
+				f.Claim = "no: more than " + o.maxFailedPercent() + " failed"
+			}
+			r.Failures = append(r.Failures, f)
 		}
 		if len(r.Apps) == 0 || r.Apps[len(r.Apps)-1].App != c.App {
 			r.Apps = append(r.Apps, htmlApp{App: c.App, ID: "app-" + htmlID(c.App)})
 		}
 		row := htmlRow{Route: c.Route, Setting: fmtSetting(c.RTTms) + " ms", Runs: strconv.Itoa(c.NRuns),
 			P50: fmtFixed(c.P50, 3), CI: fmtIv(c.CI, 3), Change: dash, ChangeCI: fmtIv(c.ChangeCI, 3), Ratio: dash,
-			Predicted: dash, Failures: c.Failures, LowN: c.LowN}
+			Predicted: dash, Failures: failuresCell(&c, o), LowN: c.LowN, NoClaim: c.NoClaim()}
 		if c.HasBaseline {
 			row.Change, row.Ratio = fmtSigned(c.Change, 3), fmtFixed(c.Ratio, 2)
 		}
@@ -348,7 +354,7 @@ pre { background: #f6f6f6; padding: .6em; overflow-x: auto; font-size: .88em; }
 <table>
 <thead><tr><th>route</th><th>setting</th><th>runs</th><th>p50 (ms)</th><th>95% CI</th><th>change (ms)</th><th>change CI</th><th>ratio</th><th>predicted (ms)</th><th>failures</th></tr></thead>
 <tbody>
-{{range .Rows}}<tr{{if .LowN}} class="lown"{{end}}><td>{{.Route}}</td><td class="num">{{.Setting}}</td><td class="num">{{.Runs}}{{if .LowN}} (low n){{end}}</td><td class="num">{{.P50}}</td><td class="num">{{.CI}}</td><td class="num">{{.Change}}</td><td class="num">{{.ChangeCI}}</td><td class="num">{{.Ratio}}</td><td class="num">{{.Predicted}}</td><td class="num">{{.Failures}}</td></tr>
+{{range .Rows}}<tr{{if .NoClaim}} class="lown"{{end}}><td>{{.Route}}</td><td class="num">{{.Setting}}</td><td class="num">{{.Runs}}{{if .LowN}} (low n){{end}}</td><td class="num">{{.P50}}</td><td class="num">{{.CI}}</td><td class="num">{{.Change}}</td><td class="num">{{.ChangeCI}}</td><td class="num">{{.Ratio}}</td><td class="num">{{.Predicted}}</td><td class="num">{{.Failures}}</td></tr>
 {{end}}</tbody>
 </table>
 {{else}}<p class="none">No cells.</p>
@@ -385,8 +391,8 @@ pre { background: #f6f6f6; padding: .6em; overflow-x: auto; font-size: .88em; }
 {{range .Skipped}}<tr><td>{{.Key}}</td><td>{{.Value}}</td></tr>
 {{end}}</tbody></table>{{else}}<p class="none">None.</p>{{end}}
 <h3 id="warnings-failures">Failed requests</h3>
-{{if .Failures}}<table><thead><tr><th>cell</th><th>failed measured requests</th><th>failed warmup requests</th></tr></thead><tbody>
-{{range .Failures}}<tr><td>{{.Cell}}</td><td class="num">{{.Failures}} of {{.Total}}</td><td class="num">{{.WarmupFailed}}</td></tr>
+{{if .Failures}}<table><thead><tr><th>cell</th><th>failed measured requests</th><th>failed warmup requests</th><th>re-sent by the client</th><th>claim (at most {{.MaxFailed}} failed)</th></tr></thead><tbody>
+{{range .Failures}}<tr><td>{{.Cell}}</td><td class="num">{{.Failures}} of {{.Total}}</td><td class="num">{{.WarmupFailed}}</td><td class="num">{{.Retried}}</td><td>{{.Claim}}</td></tr>
 {{end}}</tbody></table>{{else}}<p class="none">None.</p>{{end}}
 <h3 id="warnings-all">All warnings</h3>
 {{if .Warnings}}<ul>{{range .Warnings}}<li>{{.}}</li>{{end}}</ul>{{else}}<p class="none">None.</p>{{end}}

@@ -356,11 +356,13 @@ func addSeries(p *plot.Plot, pts plotter.XYs, ci []Interval, idx int) ([]plot.Th
 }
 
 func (s *Summary) lowNNote() string {
-	return fmt.Sprintf("ringed: fewer than %d runs, no claim", s.Options.withDefaults().MinRuns)
+	o := s.Options.withDefaults()
+	return fmt.Sprintf("ringed: no claim (n<%d, >%s failed)", o.MinRuns, o.maxFailedPercent())
 }
 
-// addLowNRings rings the points of cells with too few runs and adds one
-// legend entry for them.
+// addLowNRings rings the points of cells the summary makes no claim about
+// (too few runs, too many failed requests) and adds one legend entry for
+// them.
 func (f *figure) addLowNRings(pts plotter.XYs, note string) error {
 	if len(pts) == 0 {
 		return nil
@@ -393,7 +395,7 @@ func (s *Summary) latencyFigure() (*figure, error) {
 			pts = append(pts, plotter.XY{X: c.RTTms, Y: c.P50})
 			ci = append(ci, c.CI)
 			lo, hi = math.Min(lo, c.P50), math.Max(hi, c.P50)
-			if c.LowN {
+			if c.NoClaim() {
 				low = append(low, plotter.XY{X: c.RTTms, Y: c.P50})
 			}
 		}
@@ -444,7 +446,7 @@ func (s *Summary) changeFigure() (*figure, error) {
 			ci = append(ci, c.ChangeCI)
 			maxRTT = math.Max(maxRTT, c.RTTms)
 			st, hasSt = c.Statements, c.HasStatements
-			if c.LowN {
+			if c.NoClaim() {
 				low = append(low, plotter.XY{X: c.RTTms, Y: c.Change})
 			}
 		}
@@ -495,11 +497,6 @@ func (l legendLine) Thumbnail(c *draw.Canvas) {
 	y := c.Center().Y
 	c.StrokeLine2(l.LineStyle, c.Min.X, y, c.Max.X, y)
 }
-
-// legendGlyph is a legend thumbnail of a glyph style.
-type legendGlyph struct{ draw.GlyphStyle }
-
-func (g legendGlyph) Thumbnail(c *draw.Canvas) { c.DrawGlyph(g.GlyphStyle, c.Center()) }
 
 func (s *Summary) ratioFigure() (*figure, error) {
 	f := newFigure(PlotRatio, "Amplification ratio (change ÷ RTT)",

@@ -155,26 +155,28 @@ func jsonIv(iv Interval) *jsonInterval {
 }
 
 type jsonCell struct {
-	App            string        `json:"app"`
-	Route          string        `json:"route"`
-	RTTms          num           `json:"rtt_ms"`
-	NRuns          int           `json:"n_runs"`
-	NRequests      int           `json:"n_requests"`
-	Failures       int           `json:"failures"`
-	WarmupFailures int           `json:"warmup_failures"`
-	P50            num           `json:"p50_ms"`
-	CI             *jsonInterval `json:"ci_ms"`
-	RunP50s        []num         `json:"run_p50s_ms"`
-	Change         num           `json:"change_ms"`
-	ChangeCI       *jsonInterval `json:"change_ci_ms"`
-	Ratio          num           `json:"ratio"`
-	Verified       num           `json:"verified_rtt_ms"`
-	RatioVerified  num           `json:"ratio_verified"`
-	Unverified     []string      `json:"unverified"`
-	Statements     num           `json:"statements_per_request"`
-	Predicted      num           `json:"predicted_ms"`
-	LowN           bool          `json:"low_n"`
-	Warnings       []string      `json:"warnings"`
+	App             string        `json:"app"`
+	Route           string        `json:"route"`
+	RTTms           num           `json:"rtt_ms"`
+	NRuns           int           `json:"n_runs"`
+	NRequests       int           `json:"n_requests"`
+	Failures        int           `json:"failures"`
+	WarmupFailures  int           `json:"warmup_failures"`
+	Retried         int           `json:"retried"`
+	P50             num           `json:"p50_ms"`
+	CI              *jsonInterval `json:"ci_ms"`
+	RunP50s         []num         `json:"run_p50s_ms"`
+	Change          num           `json:"change_ms"`
+	ChangeCI        *jsonInterval `json:"change_ci_ms"`
+	Ratio           num           `json:"ratio"`
+	Verified        num           `json:"verified_rtt_ms"`
+	RatioVerified   num           `json:"ratio_verified"`
+	Unverified      []string      `json:"unverified"`
+	Statements      num           `json:"statements_per_request"`
+	Predicted       num           `json:"predicted_ms"`
+	LowN            bool          `json:"low_n"`
+	TooManyFailures bool          `json:"too_many_failures"`
+	Warnings        []string      `json:"warnings"`
 }
 
 type jsonProbe struct {
@@ -215,6 +217,7 @@ type jsonSummary struct {
 	ChangeCIMethod    string            `json:"change_ci_method"`
 	PercentileMethod  string            `json:"percentile_method"`
 	MinRuns           int               `json:"min_runs_for_claim"`
+	MaxFailed         num               `json:"max_failed_fraction_for_claim"`
 	ToleranceMs       num               `json:"probe_tolerance_ms"`
 	TasksPlanned      int               `json:"tasks_planned"`
 	TasksDone         int               `json:"tasks_done"`
@@ -237,7 +240,7 @@ func (s *Summary) JSON() ([]byte, error) {
 	js := jsonSummary{
 		Plan: s.Plan, Seed: s.Seed, Confidence: Confidence,
 		CIMethod: o.CIMethod(), ChangeCIMethod: changeCIMethod, PercentileMethod: PercentileMethod,
-		MinRuns: o.MinRuns, ToleranceMs: num(o.ToleranceMs),
+		MinRuns: o.MinRuns, MaxFailed: num(o.MaxFailedFraction), ToleranceMs: num(o.ToleranceMs),
 		TasksPlanned: s.TasksPlanned, TasksDone: s.TasksDone,
 		Cells: []jsonCell{}, Probes: []jsonProbe{}, Shaper: []jsonShaper{}, ShaperToleranceUs: num(o.ShaperToleranceUs),
 		Skipped: map[string]string{}, Warnings: []string{},
@@ -254,11 +257,11 @@ func (s *Summary) JSON() ([]byte, error) {
 	for _, c := range s.Cells {
 		jc := jsonCell{
 			App: c.App, Route: c.Route, RTTms: num(c.RTTms), NRuns: c.NRuns, NRequests: c.NRequests,
-			Failures: c.Failures, WarmupFailures: c.WarmupFailures,
+			Failures: c.Failures, WarmupFailures: c.WarmupFailures, Retried: c.Retried,
 			P50: num(c.P50), CI: jsonIv(c.CI), RunP50s: []num{},
 			Change: num(c.Change), ChangeCI: jsonIv(c.ChangeCI), Ratio: num(c.Ratio),
 			Verified: num(math.NaN()), RatioVerified: num(c.RatioVerified), Unverified: append([]string{}, c.Unverified...),
-			Statements: num(math.NaN()), Predicted: num(c.Predicted), LowN: c.LowN, Warnings: []string{},
+			Statements: num(math.NaN()), Predicted: num(c.Predicted), LowN: c.LowN, TooManyFailures: c.TooManyFailures, Warnings: []string{},
 		}
 		if c.HasStatements {
 			jc.Statements = num(c.Statements)
@@ -335,8 +338,7 @@ func (s *Summary) Markdown() []byte {
 	if len(ctx) > 0 {
 		b.WriteString(strings.Join(ctx, " ") + "\n\n")
 	}
-	fmt.Fprintf(&b, "p50 = median of run-level p50s; percentiles by %s. Failed requests are counted, not timed. Fewer than %d runs: numbers shown, no claim.\n\n",
-		PercentileMethod, o.MinRuns)
+	fmt.Fprintf(&b, "%s\n\n", methodLine(o))
 
 	b.WriteString("## Results\n\n")
 	lines := 0
@@ -386,9 +388,9 @@ func (s *Summary) Markdown() []byte {
 			if len(c.Unverified) > 0 {
 				setting += " " + unverifiedMark
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d |\n",
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
 				mdEscape(c.Route), setting, runs, fmtFixed(c.P50, 3), fmtIv(c.CI, 3), change, fmtIv(c.ChangeCI, 3),
-				ratio, ver, ratioVer, pred, c.Failures)
+				ratio, ver, ratioVer, pred, failuresCell(&c, o))
 		}
 		b.WriteString("\n")
 	}
@@ -466,7 +468,31 @@ func studyLine(c *Cell, o Options) string {
 		line += fmt.Sprintf(" **Low n** (%d runs at 0 ms, %d at %s ms; %d needed): no claim.",
 			c.BaselineRuns, c.NRuns, fmtSetting(c.RTTms), o.MinRuns)
 	}
+	if c.TooManyFailures {
+		line += fmt.Sprintf(" **Failed requests** (%d of %d at 0 ms, %d of %d at %s ms; at most %s for a claim): no claim.",
+			c.BaselineFailures, c.BaselineFailures+c.BaselineRequests, c.Failures, c.Failures+c.NRequests,
+			fmtSetting(c.RTTms), o.maxFailedPercent())
+	}
 	return line
+}
+
+// methodLine says how p50s are made and when no claim is made.
+func methodLine(o Options) string {
+	return fmt.Sprintf("p50 = median of run-level p50s; percentiles by %s. Failed requests are counted, not timed. Fewer than %d runs, or more than %s failed measured requests, in a cell or its 0 ms baseline: numbers shown, no claim.",
+		PercentileMethod, o.MinRuns, o.maxFailedPercent())
+}
+
+// failuresCell is the failures column: the count, marked when it is too
+// many for a claim.
+func failuresCell(c *Cell, o Options) string {
+	s := strconv.Itoa(c.Failures)
+	if failedFraction(c.Failures, c.NRequests) > o.MaxFailedFraction {
+		s += " (> " + o.maxFailedPercent() + ")"
+	}
+	if c.Retried > 0 {
+		s += fmt.Sprintf(", %d re-sent", c.Retried)
+	}
+	return s
 }
 
 const dash = "–"

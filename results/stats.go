@@ -18,6 +18,9 @@ const (
 	// DefaultShaperToleranceUs flags a side whose realized one-way hold
 	// (median per task) is further than this from its target.
 	DefaultShaperToleranceUs = 10
+	// DefaultMaxFailedFraction is the largest share of failed measured
+	// requests a cell (and its baseline) may have for a claim: 1%.
+	DefaultMaxFailedFraction = 0.01
 )
 
 // Confidence is the level of every interval in the summary.
@@ -33,6 +36,12 @@ type Options struct {
 	// MinRuns is the fewest runs a cell needs before the summary makes a
 	// claim about it (6); below it the numbers are shown with a warning.
 	MinRuns int
+	// MaxFailedFraction is the largest share of a cell's measured
+	// requests that may fail (0.01); above it, in the cell or in its 0 ms
+	// baseline, the numbers are shown but no claim is made, as for too
+	// few runs: failed requests are left out of the percentiles, and
+	// leaving out many can bias them.
+	MaxFailedFraction float64
 	// ToleranceMs flags a probe whose added RTT differs from the
 	// configured setting by more than this (0.03 ms).
 	ToleranceMs float64
@@ -57,7 +66,15 @@ func (o Options) withDefaults() Options {
 	if o.ShaperToleranceUs <= 0 {
 		o.ShaperToleranceUs = DefaultShaperToleranceUs
 	}
+	if o.MaxFailedFraction <= 0 {
+		o.MaxFailedFraction = DefaultMaxFailedFraction
+	}
 	return o
+}
+
+// maxFailedPercent is MaxFailedFraction as the summaries write it ("1%").
+func (o Options) maxFailedPercent() string {
+	return strconv.FormatFloat(o.withDefaults().MaxFailedFraction*100, 'f', -1, 64) + "%"
 }
 
 // CIMethod is the text that names the interval method in the summaries.
@@ -258,8 +275,11 @@ type RunStat struct {
 	Failures int
 	// WarmupFailures counts failed warmup requests (reported, not used).
 	WarmupFailures int
-	P50, P90, P99  float64
-	Mean           float64
+	// Retried counts measured requests the HTTP client re-sent (they are
+	// timed, first try included).
+	Retried       int
+	P50, P90, P99 float64
+	Mean          float64
 }
 
 // RunStats computes one RunStat per task of samples, sorted by app, route,
@@ -277,6 +297,9 @@ func RunStats(samples []Sample) []RunStat {
 		if a == nil {
 			a = &acc{rs: RunStat{Task: s.Task, Attempt: s.Attempt, App: s.App, Route: s.Route, RTTms: s.RTTms, Run: s.Run}}
 			byTask[s.Task] = a
+		}
+		if s.Retried && !s.Warmup {
+			a.rs.Retried++
 		}
 		switch {
 		case s.Warmup && s.Failed():
@@ -357,6 +380,8 @@ type Cell struct {
 	NRequests      int
 	Failures       int
 	WarmupFailures int
+	// Retried counts measured requests the HTTP client re-sent.
+	Retried int
 	// P50 is the median of P50s; CI its percentile-bootstrap interval.
 	P50 float64
 	CI  Interval
@@ -366,8 +391,12 @@ type Cell struct {
 	HasBaseline  bool
 	BaselineP50  float64
 	BaselineRuns int
-	Change       float64
-	ChangeCI     Interval
+	// BaselineFailures and BaselineRequests are the baseline's failed
+	// and successful measured requests.
+	BaselineFailures int
+	BaselineRequests int
+	Change           float64
+	ChangeCI         Interval
 	// Ratio is Change / RTTms (the amplification ratio).
 	Ratio float64
 	// Statements per request from the manifest; Predicted =
@@ -387,7 +416,24 @@ type Cell struct {
 	// Unverified lists why this setting's delay is not what it says:
 	// probes out of tolerance, the shaper's hold off its target, drops.
 	Unverified []string
-	Warnings   []string
+	// TooManyFailures is set when more than Options.MaxFailedFraction of
+	// the measured requests of this cell, or of its baseline, failed: the
+	// numbers are shown but no claim is made, as for LowN.
+	TooManyFailures bool
+	Warnings        []string
+}
+
+// NoClaim reports whether the summary makes no claim about the cell: too
+// few runs or too many failed requests, in it or in its baseline.
+func (c *Cell) NoClaim() bool { return c.LowN || c.TooManyFailures }
+
+// failedFraction is the share of measured requests that failed (0 when
+// there were none).
+func failedFraction(failed, ok int) float64 {
+	if failed+ok == 0 {
+		return 0
+	}
+	return float64(failed) / float64(failed+ok)
 }
 
 // ProbeStat summarises the probes of one (app, kind, setting).
@@ -501,6 +547,7 @@ func Analyze(d *Data, o Options) *Summary {
 		}
 		c.Failures += r.Failures
 		c.WarmupFailures += r.WarmupFailures
+		c.Retried += r.Retried
 		if r.N == 0 {
 			c.Warnings = append(c.Warnings, fmt.Sprintf("run %d (task %d) has no successful measured request and is left out", r.Run, r.Task))
 			continue
@@ -516,6 +563,7 @@ func Analyze(d *Data, o Options) *Summary {
 		c.BaselineP50, c.Change, c.Ratio, c.Predicted = math.NaN(), math.NaN(), math.NaN(), math.NaN()
 		c.ChangeCI = noInterval()
 		c.LowN = c.NRuns < o.MinRuns
+		c.TooManyFailures = failedFraction(c.Failures, c.NRequests) > o.MaxFailedFraction
 		if st, ok := m.StatementsFor(c.App, c.Route); ok {
 			c.HasStatements, c.Statements = true, st
 			c.Predicted = st * c.RTTms
@@ -530,6 +578,8 @@ func Analyze(d *Data, o Options) *Summary {
 				c.ChangeCI = BootstrapChangeCI(base.P50s, c.P50s, o.Resamples, NewRNG(m.Seed, ChangeKey(c.App, c.Route, c.RTTms)))
 				c.Ratio = c.Change / c.RTTms
 				c.LowN = c.LowN || base.NRuns < o.MinRuns
+				c.BaselineFailures, c.BaselineRequests = base.Failures, base.NRequests
+				c.TooManyFailures = c.TooManyFailures || failedFraction(base.Failures, base.NRequests) > o.MaxFailedFraction
 			} else if c.NRuns > 0 {
 				c.Warnings = append(c.Warnings, "no 0 ms baseline with runs: no change is computed")
 			}
@@ -540,8 +590,20 @@ func Analyze(d *Data, o Options) *Summary {
 			c.Warnings = append(c.Warnings, fmt.Sprintf("0 ms baseline has %d runs (fewer than %d): change shown, no claim", c.BaselineRuns, o.MinRuns))
 		}
 		if c.Failures > 0 {
-			c.Warnings = append(c.Warnings, fmt.Sprintf("%d of %d measured requests failed (status not 200 or transport error); they are left out of the percentiles",
-				c.Failures, c.Failures+c.NRequests))
+			w := fmt.Sprintf("%d of %d measured requests failed (status not 200 or transport error); they are left out of the percentiles",
+				c.Failures, c.Failures+c.NRequests)
+			if failedFraction(c.Failures, c.NRequests) > o.MaxFailedFraction {
+				w += fmt.Sprintf("; more than %s: numbers shown, no claim", o.maxFailedPercent())
+			}
+			c.Warnings = append(c.Warnings, w)
+		}
+		if c.HasBaseline && failedFraction(c.BaselineFailures, c.BaselineRequests) > o.MaxFailedFraction {
+			c.Warnings = append(c.Warnings, fmt.Sprintf("0 ms baseline: %d of %d measured requests failed (more than %s): change shown, no claim",
+				c.BaselineFailures, c.BaselineFailures+c.BaselineRequests, o.maxFailedPercent()))
+		}
+		if c.Retried > 0 {
+			c.Warnings = append(c.Warnings, fmt.Sprintf("%d measured requests were re-sent by the HTTP client after a kept-alive connection closed; their latency includes the first try",
+				c.Retried))
 		}
 		if c.WarmupFailures > 0 {
 			c.Warnings = append(c.Warnings, fmt.Sprintf("failed warmup requests: %d (not timed in any case)", c.WarmupFailures))

@@ -33,6 +33,11 @@ type Sample struct {
 	Status    int     `json:"status"`
 	Bytes     int64   `json:"bytes"`
 	Error     string  `json:"error,omitempty"`
+	// Retried is set when Go's HTTP client re-sent the request on a new
+	// connection because the kept-alive one had been closed; LatencyNS
+	// then includes the first try and a new dial. Absent (false) in
+	// folders written before the flag was kept.
+	Retried bool `json:"retried,omitempty"`
 }
 
 // Failed reports whether the request failed: a status other than 200 or a

@@ -39,22 +39,6 @@ func (rw *ResultWriter) Write(r Result) error {
 	return nil
 }
 
-// EncodeResults writes results to w as JSON lines.
-func EncodeResults(w io.Writer, results []Result) error {
-	bw := bufio.NewWriter(w)
-	enc := json.NewEncoder(bw)
-	enc.SetEscapeHTML(false)
-	for _, r := range results {
-		if err := enc.Encode(r); err != nil {
-			return fmt.Errorf("encode result %d: %w", r.Seq, err)
-		}
-	}
-	if err := bw.Flush(); err != nil {
-		return fmt.Errorf("write results: %w", err)
-	}
-	return nil
-}
-
 // LineError reports a malformed line of a result stream.
 type LineError struct {
 	Line int    // 1-based line number

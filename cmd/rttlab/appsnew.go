@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -26,11 +28,17 @@ Fill in your framework, then:
 
   rttlab images build NAME
   rttlab verify NAME
-  rttlab run --plan smoke --apps NAME
+  rttlab run --plan smoke --apps NAME --routes /feed,/feed-naive
 
 Inside a checkout the new folder is picked up without rebuilding rttlab.
 A Go template becomes a new main package of this module (./apps/NAME).`,
 		Args: cobra.ExactArgs(1),
+		PreRunE: func(cmd *cobra.Command, args []string) error {
+			if !slices.Contains(apps.Templates, o.from) {
+				return usagef("--from %q: use one of %s", o.from, strings.Join(apps.Templates, ", "))
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir := o.dir
 			if dir == "" {

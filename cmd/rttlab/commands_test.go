@@ -65,7 +65,7 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"report"}, 2, "accepts 1 arg(s), received 0"},
 		{[]string{"compare", "a"}, 2, "accepts 2 arg(s)"},
 		{[]string{"up"}, 2, "accepts 1 arg(s)"},
-		{[]string{"run", "extra"}, 2, "unknown command \"extra\""},
+		{[]string{"run", "extra"}, 2, "takes no arguments, got \"extra\""},
 		{[]string{"run", "--nope"}, 2, "unknown flag: --nope"},
 		{[]string{"--log-level", "loud", "apps", "list"}, 2, `--log-level "loud"`},
 		{[]string{"run", "--plan", "smoke", "--delays", "0,2000"}, 2, "exceeds 1 s"},

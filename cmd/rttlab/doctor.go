@@ -21,13 +21,14 @@ working shaper, enough disk).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			rt, err := connect(ctx)
+			rt, err := orchestrator.NewRuntime(ctx)
 			var d orchestrator.Docker
 			if err == nil {
 				defer rt.Close()
 				d = rt
 			}
 			checks := orchestrator.Doctor(ctx, orchestrator.HostDoctorEnv(d, err))
+			adviseEngine(checks, err)
 			for _, c := range checks {
 				fmt.Fprintln(cmd.OutOrStdout(), c)
 			}

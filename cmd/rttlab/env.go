@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -146,7 +147,7 @@ func loadTarget(name string) (apps.Target, error) {
 }
 
 // startShaped starts PostgreSQL + the app with an agent per shaped
-// container. The caller removes the stack (st.Remove) when done; on
+// container. The caller removes the stack (removeStack) when done; on
 // failure nothing is left behind.
 func startShaped(ctx context.Context, rt *orchestrator.Runtime, so orchestrator.StackOptions, shaper, scope string) (*orchestrator.Stack, *orchestrator.Shaping, error) {
 	st, err := orchestrator.StartStack(ctx, rt, so)
@@ -155,8 +156,14 @@ func startShaped(ctx context.Context, rt *orchestrator.Runtime, so orchestrator.
 	}
 	sh, err := orchestrator.StartAgents(ctx, rt, st, shaper, scope)
 	if err != nil {
-		st.Remove(context.WithoutCancel(ctx), rt)
+		removeStack(ctx, rt, st, &err)
 		return nil, nil, err
 	}
 	return st, sh, nil
+}
+
+// removeStack removes a stack a command started and adds to *errp what
+// could not be removed, so that the command does not report success.
+func removeStack(ctx context.Context, rt *orchestrator.Runtime, st *orchestrator.Stack, errp *error) {
+	*errp = errors.Join(*errp, st.Remove(context.WithoutCancel(ctx), rt))
 }

@@ -37,24 +37,62 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cmd.SetOut(stdout)
 	cmd.SetErr(stderr)
 	err := cmd.ExecuteContext(ctx)
+	if err != nil && strings.HasPrefix(err.Error(), "unknown command ") {
+		err = usageError{err}
+	}
+	return exitReport(stderr, err)
+}
+
+// exitReport tells the user how a command ended and returns the exit
+// status: 0, 2 for bad input, 130 when interrupted, else 1. Whatever a
+// command could not remove is named, never reported as removed.
+func exitReport(w io.Writer, err error) int {
 	if err == nil {
 		return 0
 	}
 	var ue usageError
-	switch {
-	case errors.As(err, &ue) || strings.HasPrefix(err.Error(), "unknown command "):
-		fmt.Fprintf(stderr, "rttlab: %v\n", err)
+	if errors.As(err, &ue) {
+		fmt.Fprintf(w, "rttlab: %v\n", err)
 		return 2
-	case errors.Is(err, context.Canceled) && errors.Is(err, orchestrator.ErrCleanup):
-		fmt.Fprintf(stderr, "rttlab: interrupted: %v\n", err)
-		return 130
-	case errors.Is(err, context.Canceled):
-		fmt.Fprintln(stderr, "rttlab: interrupted; everything this command started was removed")
-		return 130
 	}
-	fmt.Fprintf(stderr, "rttlab: %v\n", err)
-	return 1
+	var ce *orchestrator.CleanupError
+	left := errors.As(err, &ce)
+	code := 1
+	if errors.Is(err, context.Canceled) {
+		code = 130
+		if left {
+			fmt.Fprintf(w, "rttlab: interrupted; %v\n", ce)
+		} else if errors.Is(err, orchestrator.ErrCleanup) {
+			fmt.Fprintf(w, "rttlab: interrupted: %v\n", err)
+		} else {
+			fmt.Fprintln(w, "rttlab: interrupted; everything this command started was removed")
+		}
+	} else {
+		fmt.Fprintf(w, "rttlab: %v\n", err)
+		if a := advice(err); a != "" {
+			fmt.Fprintf(w, "  fix: %s\n", a)
+		}
+	}
+	if left {
+		fmt.Fprintf(w, "  remove what is left with: rttlab clean --run %s\n", ce.RunID)
+	}
+	var h hintError
+	if code == 130 && errors.As(err, &h) {
+		fmt.Fprintf(w, "  %s\n", h.hint)
+	}
+	return code
 }
+
+// hintError carries the next step to take after a failure (such as the
+// resume command of a results folder); it is shown however the command
+// ended, interrupted included.
+type hintError struct {
+	err  error
+	hint string
+}
+
+func (e hintError) Error() string { return e.err.Error() + "\n  " + e.hint }
+func (e hintError) Unwrap() error { return e.err }
 
 // usageError marks bad input (exit status 2).
 type usageError struct{ error }

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"fmt"
+	"strings"
+
 	"github.com/spf13/cobra"
 )
 
@@ -51,19 +54,47 @@ Start with:
 	return cmd
 }
 
-// usageArgs makes a wrong number of arguments bad input (exit status 2),
-// like a bad flag, for cmd and its subcommands.
-func usageArgs(cmd *cobra.Command) {
-	if check := cmd.Args; check != nil {
-		cmd.Args = func(c *cobra.Command, args []string) error {
-			if err := check(c, args); err != nil {
-				return usageError{err}
+// usageArgs makes every wrong number of positional arguments a usage
+// error (exit status 2) of one line that shows the command's usage, and an
+// unknown sub-command of a command group one too.
+func usageArgs(c *cobra.Command) {
+	for _, sub := range c.Commands() {
+		usageArgs(sub)
+	}
+	if c.HasSubCommands() {
+		c.Args = func(c *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return nil
 			}
+			msg := fmt.Sprintf("unknown command %q for %q", args[0], c.CommandPath())
+			if c.SuggestionsMinimumDistance <= 0 {
+				c.SuggestionsMinimumDistance = 2
+			}
+			if s := c.SuggestionsFor(args[0]); len(s) > 0 {
+				msg += fmt.Sprintf(" (did you mean %s?)", strings.Join(s, " or "))
+			}
+			return usagef("%s; see '%s --help'", msg, c.CommandPath())
+		}
+		if !c.Runnable() {
+			c.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
+		}
+		return
+	}
+	check := c.Args
+	if check == nil {
+		return
+	}
+	c.Args = func(c *cobra.Command, args []string) error {
+		err := check(c, args)
+		if err == nil {
 			return nil
 		}
-	}
-	for _, sub := range cmd.Commands() {
-		usageArgs(sub)
+		what := err.Error()
+		if strings.HasPrefix(what, "unknown command") && len(args) > 0 {
+			what = fmt.Sprintf("takes no arguments, got %q", args[0])
+		}
+		name := strings.TrimPrefix(c.CommandPath(), c.Root().Name()+" ")
+		return usagef("%s: %s; usage: %s", name, what, strings.TrimSuffix(c.UseLine(), " [flags]"))
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -62,11 +63,21 @@ Examples:
 						return usagef("--resume continues the folder's own plan: drop --%s", f)
 					}
 				}
+				// The folder is checked before anything connects or starts.
+				p, err := orchestrator.FolderPlan(o.resume)
+				if err != nil {
+					return usagef("--resume %s: not a results folder of rttlab run: %v", o.resume, strings.Join(strings.Fields(err.Error()), " "))
+				}
+				o.p = p
 				return nil
 			}
 			p, err := orchestrator.LoadPlan(o.plan)
 			if err != nil {
 				return usageError{err}
+			}
+			all, _, _, err := appsTree()
+			if err != nil {
+				return err
 			}
 			fl := cmd.Flags()
 			if fl.Changed("apps") {
@@ -78,9 +89,22 @@ Examples:
 							list, found = append(list, pa), true
 						}
 					}
-					if !found {
-						list = append(list, orchestrator.PlanApp{Name: a, Routes: []string{"/feed"}})
+					if found {
+						continue
 					}
+					if _, err := apps.Resolve(all, a); err != nil {
+						return usageError{err}
+					}
+					// An app the plan does not list has no routes to
+					// take: they must be named.
+					if !fl.Changed("routes") {
+						var names []string
+						for _, pa := range p.Apps {
+							names = append(names, pa.Name)
+						}
+						return usagef("app %s is not in plan %s (its apps: %s): name its routes with --routes, or use a plan file that lists it", a, p.Name, strings.Join(names, ", "))
+					}
+					list = append(list, orchestrator.PlanApp{Name: a})
 				}
 				p.Apps = list
 			}
@@ -93,7 +117,7 @@ Examples:
 			if fl.Changed("delays") {
 				d, err := orchestrator.ParseDelaysMs(o.delays)
 				if err != nil {
-					return usageError{err}
+					return usagef("--delays: %v", err)
 				}
 				p.DelaysMs = d
 			}
@@ -127,10 +151,6 @@ Examples:
 			if err := p.Validate(); err != nil {
 				return usagef("plan %s: %v", p.Name, err)
 			}
-			all, _, _, err := appsTree()
-			if err != nil {
-				return err
-			}
 			if err := orchestrator.ValidatePlanApps(p, all); err != nil {
 				return usagef("plan %s: %v", p.Name, err)
 			}
@@ -150,11 +170,6 @@ Examples:
 			}
 			defer rt.Close()
 			p := o.p
-			if o.resume != "" {
-				if p, err = orchestrator.FolderPlan(o.resume); err != nil {
-					return err
-				}
-			}
 			var targets []apps.Target
 			for _, a := range p.Apps {
 				t, err := apps.Resolve(all, a.Name)
@@ -181,7 +196,7 @@ Examples:
 				}
 			}
 			if err != nil && dir != "" {
-				return fmt.Errorf("%w\n  the results folder is consistent; continue with: rttlab run --resume %s", err, dir)
+				return hintError{err, "the results folder is consistent; continue with: rttlab run --resume " + dir}
 			}
 			return err
 		},

@@ -210,7 +210,7 @@ load, so run it on a quiet machine.`,
 		PreRunE: func(cmd *cobra.Command, args []string) error {
 			d, err := orchestrator.ParseDelaysMs(o.delays)
 			if err != nil {
-				return usageError{err}
+				return usagef("--delays: %v", err)
 			}
 			p := &orchestrator.Plan{DelaysMs: d, Runs: 1, Requests: 1, Shaper: o.shaper, Scope: o.scope, Calibrate: o.calibrate, Apps: []orchestrator.PlanApp{{Name: args[0]}}}
 			p.Defaults()
@@ -223,7 +223,7 @@ load, so run it on a quiet machine.`,
 			o.delaysMs = d
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			ctx := cmd.Context()
 			t, err := loadTarget(args[0])
 			if err != nil {
@@ -248,7 +248,7 @@ load, so run it on a quiet machine.`,
 			if err != nil {
 				return err
 			}
-			defer st.Remove(context.WithoutCancel(ctx), rt)
+			defer removeStack(ctx, rt, st, &err)
 			fmt.Fprintf(table, "shaper: %s (%s); scope %s; ICMP %d echoes, SELECT 1 %d runs x %d calls; tolerance %.3f ms\n",
 				sh.Backend, sh.Why, o.scope, o.icmp, o.selectRuns, o.selectCalls, o.tolerance)
 			var cal []results.CalibrationPoint

@@ -72,7 +72,7 @@ Example:
 			if o.rtt != "" {
 				d, _ := parseRTT(o.rtt)
 				if err := sh.SetRTT(ctx, rt, d); err != nil {
-					st.Remove(context.WithoutCancel(ctx), rt)
+					removeStack(ctx, rt, st, &err)
 					return err
 				}
 			}
@@ -246,12 +246,12 @@ observed count. The stack is removed afterwards, also on failure or Ctrl-C.`,
 	return cmd
 }
 
-func verifyOne(ctx context.Context, rt *orchestrator.Runtime, t apps.Target, o *verifyOptions, out interface{ Write([]byte) (int, error) }) (int, error) {
+func verifyOne(ctx context.Context, rt *orchestrator.Runtime, t apps.Target, o *verifyOptions, out interface{ Write([]byte) (int, error) }) (_ int, err error) {
 	st, sh, err := startShaped(ctx, rt, orchestrator.StackOptions{Target: t, Publish: true}, "auto", "path")
 	if err != nil {
 		return 0, fmt.Errorf("verify %s: %w", t.Name, err)
 	}
-	defer st.Remove(context.WithoutCancel(ctx), rt)
+	defer removeStack(ctx, rt, st, &err)
 	fmt.Fprintf(out, "verify %s (stack %s)\n", t.Name, st.RunID)
 	checks, err := orchestrator.VerifyStack(ctx, rt, st, orchestrator.VerifyOptions{
 		Requests: o.requests,

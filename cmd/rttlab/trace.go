@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"path/filepath"
 	"text/tabwriter"
@@ -45,7 +44,7 @@ ratio.`,
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			ctx := cmd.Context()
 			t, err := loadTarget(args[0])
 			if err != nil {
@@ -67,7 +66,7 @@ ratio.`,
 			if err != nil {
 				return err
 			}
-			defer st.Remove(context.WithoutCancel(ctx), rt)
+			defer removeStack(ctx, rt, st, &err)
 			hdr, err := orchestrator.AuthHeaders(ctx, rt, st)
 			if err != nil {
 				return err
