@@ -244,26 +244,16 @@ func (u *userspace) comment() string { return "rttlab-" + strconv.Itoa(int(u.opt
 
 // rulesFor lists the rules that apply c: on ingress the packets that come
 // from the peers (or in on the link), on egress those sent to the peers
-// (or out of the link).
-//
-// On ingress a zero delay queues nothing: each packet is held from the
-// kernel's receive stamp, so a packet that went through the queue at 0
-// would pay the shaper's read lag, and the 0 ms baseline would then
-// include a cost that a non-zero setting absorbs (its hold starts at the
-// stamp). Without the queue the 0 ms setting is the unshaped path. On
-// egress (held from the shaper's read) the queue stays in place at 0, so
-// every setting pays the same read lag.
+// (or out of the link). A zero delay still queues the packets, so that
+// every setting, 0 included, pays the same cost of going through the
+// shaper and a change against 0 ms is the delay alone.
 func (u *userspace) rulesFor(c Config) []iptRule {
-	ingress := u.opts.Hook != HookEgress
 	chain, addr, dev := "PREROUTING", "-s", "-i"
 	if u.opts.Hook == HookEgress {
 		chain, addr, dev = "POSTROUTING", "-d", "-o"
 	}
 	tail := fmt.Sprintf("-m comment --comment %s -j NFQUEUE --queue-num %d", u.comment(), u.opts.QueueNum)
 	if c.Scope() == "interface" {
-		if ingress && c.Delay == 0 {
-			return nil
-		}
 		return []iptRule{
 			{"iptables", chain, dev + " " + u.opts.Link + " " + tail},
 			{"ip6tables", chain, dev + " " + u.opts.Link + " " + tail},
@@ -271,9 +261,6 @@ func (u *userspace) rulesFor(c Config) []iptRule {
 	}
 	var out []iptRule
 	for _, e := range c.Entries() {
-		if ingress && e.Delay == 0 {
-			continue
-		}
 		p := e.Peer.Unmap()
 		r := iptRule{"iptables", chain, addr + " " + p.String() + "/32 " + tail}
 		if p.Is6() {

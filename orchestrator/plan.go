@@ -46,6 +46,8 @@ type Plan struct {
 	Warmup   int       `yaml:"warmup" json:"warmup"`
 	Shaper   string    `yaml:"shaper" json:"shaper"`
 	Scope    string    `yaml:"scope" json:"scope"`
+	// Hook of the userspace shaper: ingress (default) or egress.
+	Hook string `yaml:"hook,omitempty" json:"hook,omitempty"`
 	// Calibrate: auto (calibrate the userspace shaper, not kernel
 	// netem), on or off.
 	Calibrate string    `yaml:"calibrate" json:"calibrate"`
@@ -252,6 +254,11 @@ func (p *Plan) Validate() error {
 	case "auto", "kernel", "userspace":
 	default:
 		return fmt.Errorf("shaper %q: use auto, kernel or userspace", p.Shaper)
+	}
+	switch p.Hook {
+	case "", "ingress", "egress":
+	default:
+		return fmt.Errorf("hook %q: use ingress or egress", p.Hook)
 	}
 	switch p.Calibrate {
 	case "", "auto", "on", "off":

@@ -45,6 +45,17 @@ type Shaping struct {
 // network namespace with CAP_NET_ADMIN and CAP_NET_RAW only, and waits
 // until each answers.
 func StartAgents(ctx context.Context, d Docker, st *Stack, backend, scope string) (*Shaping, error) {
+	return StartAgentsHook(ctx, d, st, backend, scope, "")
+}
+
+// StartAgentsHook is StartAgents with the userspace shaper's hook
+// (ingress or egress; "" for the agent's default, ingress).
+func StartAgentsHook(ctx context.Context, d Docker, st *Stack, backend, scope, hook string) (*Shaping, error) {
+	switch hook {
+	case "", netem.HookIngress, netem.HookEgress:
+	default:
+		return nil, fmt.Errorf("hook %q: use ingress or egress", hook)
+	}
 	switch scope {
 	case "path", "interface":
 	default:
@@ -63,7 +74,7 @@ func StartAgents(ctx context.Context, d Docker, st *Stack, backend, scope string
 		id, err := d.CreateContainer(ctx, ContainerSpec{
 			Name:        name,
 			Image:       AgentImage,
-			Cmd:         []string{"agent", "serve", "--shaper", backend},
+			Cmd:         agentCmd(backend, hook),
 			Labels:      labels,
 			NetworkMode: "container:" + m.ID,
 			CapDrop:     []string{"ALL"},
@@ -105,6 +116,14 @@ func StartAgents(ctx context.Context, d Docker, st *Stack, backend, scope string
 	return sh, nil
 }
 
+func agentCmd(backend, hook string) []string {
+	cmd := []string{"agent", "serve", "--shaper", backend}
+	if hook != "" {
+		cmd = append(cmd, "--hook", hook)
+	}
+	return cmd
+}
+
 // ctl runs `rttlab agent ctl` in an agent and decodes the JSON reply.
 func (sh *Shaping) ctl(ctx context.Context, d Containers, a *Agent, op string, args ...string) (netem.Reply, error) {
 	var out, errb bytes.Buffer
@@ -134,8 +153,7 @@ func (sh *Shaping) ctl(ctx context.Context, d Containers, a *Agent, op string, a
 // app->db half on one agent, the db->app half on the other; which agent
 // holds which depends on the shaper's hook), plus the calibration offset
 // of that setting when there is one. In path scope only packets between
-// the two are delayed. On the userspace shaper's egress hook 0 still
-// routes packets through the shaper; on its ingress hook 0 queues nothing.
+// the two are delayed. 0 still routes packets through the shaper.
 func (sh *Shaping) SetRTT(ctx context.Context, d Containers, rtt time.Duration) error {
 	if err := netem.ValidateDelay(rtt); err != nil {
 		return err

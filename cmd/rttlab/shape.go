@@ -190,6 +190,7 @@ type shapeVerifyOptions struct {
 	seed        uint64
 	json        bool
 	calibrate   string
+	hook        string
 	delaysMs    []float64
 }
 
@@ -212,7 +213,7 @@ load, so run it on a quiet machine.`,
 			if err != nil {
 				return usagef("--delays: %v", err)
 			}
-			p := &orchestrator.Plan{DelaysMs: d, Runs: 1, Requests: 1, Shaper: o.shaper, Scope: o.scope, Calibrate: o.calibrate, Apps: []orchestrator.PlanApp{{Name: args[0]}}}
+			p := &orchestrator.Plan{DelaysMs: d, Runs: 1, Requests: 1, Shaper: o.shaper, Scope: o.scope, Calibrate: o.calibrate, Hook: o.hook, Apps: []orchestrator.PlanApp{{Name: args[0]}}}
 			p.Defaults()
 			if err := p.Validate(); err != nil {
 				return usageError{err}
@@ -244,7 +245,7 @@ load, so run it on a quiet machine.`,
 			if err := ensureImages(ctx, rt, []apps.Target{t}, true, cmd.ErrOrStderr()); err != nil {
 				return err
 			}
-			st, sh, err := startShaped(ctx, rt, orchestrator.StackOptions{Target: t}, o.shaper, o.scope)
+			st, sh, err := startShaped(ctx, rt, orchestrator.StackOptions{Target: t}, o.shaper, o.scope, o.hook)
 			if err != nil {
 				return err
 			}
@@ -296,6 +297,7 @@ load, so run it on a quiet machine.`,
 	cmd.Flags().StringVar(&o.shaper, "shaper", "auto", "auto, kernel or userspace")
 	cmd.Flags().StringVar(&o.scope, "scope", "path", "path or interface")
 	cmd.Flags().Float64Var(&o.tolerance, "tolerance", results.DefaultToleranceMs, "flag |added - configured| above this (ms), for ICMP and SELECT 1")
+	cmd.Flags().StringVar(&o.hook, "hook", "", "userspace shaper's hook: ingress (default) or egress")
 	cmd.Flags().StringVar(&o.calibrate, "calibrate", "auto", "calibrate each setting with ICMP before measuring: auto (userspace shaper only), on or off")
 	cmd.Flags().BoolVar(&o.json, "json", false, "print the rows as JSON on stdout (the table goes to stderr)")
 	cmd.Flags().IntVar(&o.icmp, "icmp", 50, "ICMP echoes per setting")
