@@ -25,13 +25,13 @@ type CalibrateOptions struct {
 
 func (o CalibrateOptions) withDefaults() CalibrateOptions {
 	if o.Echoes <= 0 {
-		o.Echoes = 100
+		o.Echoes = 200
 	}
 	if o.Interval <= 0 {
-		o.Interval = 5 * time.Millisecond
+		o.Interval = 2 * time.Millisecond
 	}
 	if o.MaxRounds <= 0 {
-		o.MaxRounds = 3
+		o.MaxRounds = 4
 	}
 	if o.ToleranceUs <= 0 {
 		o.ToleranceUs = 10

@@ -115,7 +115,7 @@ func TestCalibrateNeverHoldsBelowZero(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if pts[0].AppOffsetUs != -25 || pts[0].Rounds != 3 || pts[0].ResidualUs != -50 {
+	if pts[0].AppOffsetUs != -25 || pts[0].Rounds != 4 || pts[0].ResidualUs != -50 {
 		t.Fatalf("%+v: want the closest round kept (offset clamped at -25 µs) and its residual left visible", pts[0])
 	}
 }
