@@ -50,6 +50,12 @@
 // tolerates and trims the unterminated last line a crash mid-write leaves;
 // any other malformed line is an error with file and line number.
 //
+// Create and Open take an exclusive flock on the folder's .lock file (with
+// the holder's pid inside) and hold it until Close: a second writer of the
+// folder, in any process, is refused with a *LockedError (ErrLocked). The
+// kernel drops the lock when its holder dies, so a leftover .lock blocks
+// nothing. Load and Render take no lock.
+//
 // # Statistics
 //
 // Per run: p50, p90, p99 and mean over the measured (non-warmup),

@@ -24,10 +24,12 @@ const folderTimeLayout = "20060102T150405Z"
 // Folder is an open results folder that the runner appends to. Its methods
 // are safe for concurrent use. After a failed append the Folder refuses
 // further appends (a partial line may be on disk); reopen it with Open,
-// which trims the partial line.
+// which trims the partial line. An open Folder holds the folder's lock
+// (LockFile) until Close, so two runs never write one folder at once.
 type Folder struct {
 	dir   string
 	state *Data
+	lock  *os.File
 
 	mu      sync.Mutex
 	samples *os.File
@@ -40,8 +42,9 @@ type Folder struct {
 // example rttlab-results/20261129T235900Z-study/) with empty samples.jsonl
 // and tasks.jsonl and a probes.csv holding only its header. Characters of
 // planName outside [A-Za-z0-9._-] become '-'. It fails if the folder
-// exists. Call WriteManifest before the first task.
-func Create(outDir, planName string, now time.Time) (*Folder, error) {
+// exists. The Folder holds the folder's lock until Close. Call
+// WriteManifest before the first task.
+func Create(outDir, planName string, now time.Time) (f *Folder, err error) {
 	name := now.UTC().Format(folderTimeLayout) + "-" + sanitizeName(planName)
 	if err := os.MkdirAll(outDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create results folder: %w", err)
@@ -53,6 +56,15 @@ func Create(outDir, planName string, now time.Time) (*Folder, error) {
 		}
 		return nil, fmt.Errorf("create results folder: %w", err)
 	}
+	lock, err := lockFolder(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			unlockFolder(lock)
+		}
+	}()
 	var hdr bytes.Buffer
 	w := csv.NewWriter(&hdr)
 	if err := w.Write(probeHeader); err != nil {
@@ -68,7 +80,7 @@ func Create(outDir, planName string, now time.Time) (*Folder, error) {
 	if err := syncDir(dir); err != nil {
 		return nil, fmt.Errorf("create results folder %s: %w", dir, err)
 	}
-	f := &Folder{dir: dir}
+	f = &Folder{dir: dir, lock: lock}
 	if err := f.openAppend(); err != nil {
 		return nil, err
 	}
@@ -82,7 +94,27 @@ func Create(outDir, planName string, now time.Time) (*Folder, error) {
 // what a crash mid-write leaves; it belongs to an attempt that was never
 // marked done, and Open truncates it so new lines start clean. State
 // returns what was loaded.
-func Open(dir string) (*Folder, error) {
+//
+// Open first takes the folder's lock, held until Close: while another
+// Folder of dir is open, in this process or another, Open fails with a
+// *LockedError (ErrLocked) and changes nothing. A lock file left by a
+// process that died is no obstacle. Readers (Load, Render) take no lock.
+func Open(dir string) (f *Folder, err error) {
+	lock, err := lockFolder(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		// No such folder: Load names what is missing.
+		if _, lerr := Load(dir); lerr != nil {
+			return nil, fmt.Errorf("open results folder: %w", lerr)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			unlockFolder(lock)
+		}
+	}()
 	d, err := Load(dir)
 	if err != nil {
 		return nil, fmt.Errorf("open results folder: %w", err)
@@ -92,7 +124,7 @@ func Open(dir string) (*Folder, error) {
 			return nil, fmt.Errorf("open results folder %s: %w", dir, err)
 		}
 	}
-	f := &Folder{dir: dir, state: d}
+	f = &Folder{dir: dir, state: d, lock: lock}
 	if err := f.openAppend(); err != nil {
 		return nil, err
 	}
@@ -130,7 +162,7 @@ func (f *Folder) openAppend() error {
 	return nil
 }
 
-// Close closes the folder's files.
+// Close closes the folder's files and releases its lock.
 func (f *Folder) Close() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -143,6 +175,10 @@ func (f *Folder) Close() error {
 		}
 	}
 	f.samples, f.tasks, f.probes = nil, nil, nil
+	if err := unlockFolder(f.lock); err != nil {
+		errs = append(errs, err)
+	}
+	f.lock = nil
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("close results folder %s: %w", f.dir, err)
 	}
