@@ -103,6 +103,8 @@ func Run(ctx context.Context, d Docker, all map[string]*apps.Meta, o RunOptions)
 		if err != nil {
 			return "", err
 		}
+		// Closing releases the folder's lock, on every return.
+		defer f.Close()
 		m = &f.State().Manifest
 		old, err := manifestPlan(o.Resume, m)
 		if err != nil {
@@ -129,6 +131,7 @@ func Run(ctx context.Context, d Docker, all map[string]*apps.Meta, o RunOptions)
 		if err != nil {
 			return "", err
 		}
+		defer f.Close()
 		planJSON, _ := json.Marshal(p)
 		m = &results.Manifest{
 			PlanName: p.Name, Plan: planJSON, Seed: p.Seed,
@@ -157,7 +160,6 @@ func Run(ctx context.Context, d Docker, all map[string]*apps.Meta, o RunOptions)
 			return "", err
 		}
 	}
-	defer f.Close()
 	dir := f.Dir()
 
 	state, err := results.Load(dir)

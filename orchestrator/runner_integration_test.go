@@ -182,11 +182,13 @@ func TestIntegrationRunRefusesBadInputBeforeStarting(t *testing.T) {
 	}
 }
 
-// killAgentOnce kills the database's shaping agent of the run once, a
-// moment after the first task is done (so during the second task).
+// killAgentOnce kills the run's container whose name ends with suffix
+// (the database's shaping agent by default) once, a moment after the
+// first task is done (so during the second task).
 type killAgentOnce struct {
 	rt     *Runtime
 	after  time.Duration
+	suffix string
 	killed chan string
 }
 
@@ -200,13 +202,17 @@ func (k *killAgentOnce) Task(done, total int, desc string) {
 	go func() {
 		time.Sleep(k.after)
 		ctx := context.Background()
-		cs, err := k.rt.ListContainers(ctx, map[string]string{LabelRole: "agent"})
+		suffix := k.suffix
+		if suffix == "" {
+			suffix = "-db-agent"
+		}
+		cs, err := k.rt.ListContainers(ctx, map[string]string{LabelRun: ""})
 		if err != nil {
 			k.killed <- ""
 			return
 		}
 		for _, c := range cs {
-			if c.State == "running" && strings.Contains(c.Names[0], "-db-agent") {
+			if c.State == "running" && strings.HasSuffix(c.Names[0], suffix) {
 				_ = k.rt.KillContainer(ctx, c.ID, "KILL")
 				k.killed <- strings.TrimPrefix(c.Names[0], "/")
 				return
@@ -278,5 +284,58 @@ func TestIntegrationAgentKilledDuringTask(t *testing.T) {
 	s := results.Analyze(d, results.Options{})
 	if len(s.Shaper) == 0 {
 		t.Error("the summary has no shaper figures")
+	}
+}
+
+// The app container killed during a task: the task is failed with the
+// container's exit, retried on a fresh stack, and the summary counts the
+// retry as a failed attempt, not as data.
+func TestIntegrationAppKilledDuringTask(t *testing.T) {
+	rt := engineForTest(t)
+	all := builtApps(t, rt, "postgres", "go", "agent")
+	p := &Plan{Name: "app-kill", Seed: 8, DelaysMs: []float64{0, 1}, Runs: 1, Requests: 2000, Warmup: 2,
+		Apps: []PlanApp{{Name: "go", Routes: []string{"/feed"}}}, ICMPCount: 5, SelectRuns: 1, SelectCalls: 10, TaskICMPCount: 2,
+		Calibrate: "off"}
+	p.Defaults()
+	k := &killAgentOnce{rt: rt, after: 3 * time.Second, suffix: "-app", killed: make(chan string, 1)}
+	dir, err := Run(context.Background(), rt, all, RunOptions{Plan: p, OutDir: t.TempDir(), Progress: k})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := <-k.killed
+	if name == "" {
+		t.Fatal("no app container was found to kill")
+	}
+	noneLabelled(t, rt)
+	d, err := results.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Done) != 2 {
+		t.Fatalf("%d of 2 tasks done", len(d.Done))
+	}
+	var failed []results.TaskRecord
+	for _, r := range d.Records {
+		if r.Status == results.StatusFailed {
+			failed = append(failed, r)
+		}
+	}
+	if len(failed) != 1 || !strings.Contains(failed[0].Error, name) {
+		t.Fatalf("want one failed attempt naming %s, got %+v", name, failed)
+	}
+	for _, s := range d.Samples {
+		if s.Task == failed[0].Task && s.Attempt == failed[0].Attempt {
+			t.Fatalf("a sample of the failed attempt counts as data: %+v", s)
+		}
+	}
+	s := results.Analyze(d, results.Options{})
+	retried := false
+	for _, w := range s.Warnings {
+		if strings.Contains(w, "attempt 1 failed") && strings.Contains(w, "done on attempt 2") {
+			retried = true
+		}
+	}
+	if !retried {
+		t.Errorf("the summary does not count the retry: %q", s.Warnings)
 	}
 }
