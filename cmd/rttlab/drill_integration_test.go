@@ -1,0 +1,232 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rttlab/rttlab/orchestrator"
+	"github.com/rttlab/rttlab/results"
+)
+
+// drillBinary builds rttlab for the reliability drills, which run it as a
+// user would: a separate process that gets signals.
+func drillBinary(t *testing.T) (bin, root string) {
+	t.Helper()
+	if testing.Short() || os.Getenv("RTTLAB_INTEGRATION") == "" {
+		t.Skip("reliability drill: runs under make test (RTTLAB_INTEGRATION=1)")
+	}
+	if os.Geteuid() != 0 {
+		t.Fatal("reliability drill needs root (shaping)")
+	}
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("reliability drill needs the go command to build rttlab: %v", err)
+	}
+	wd, _ := os.Getwd()
+	root = filepath.Dir(filepath.Dir(wd)) // cmd/rttlab -> module root
+	bin = filepath.Join(t.TempDir(), "rttlab")
+	out, err := exec.Command(goBin, "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("build rttlab: %v\n%s", err, out)
+	}
+	return bin, root
+}
+
+const drillPlan = `name: drill
+seed: 3
+delays_ms: [0, 1]
+runs: 3
+requests: 300
+warmup: 2
+calibrate: "off"
+icmp_count: 5
+select1_runs: 1
+select1_calls: 10
+task_icmp_count: 2
+apps:
+  - name: go
+    routes: [/feed]
+`
+
+// startRun starts `rttlab run` on the drill plan and waits until its
+// results folder has a done task; it returns the process and the folder.
+func startRun(t *testing.T, bin, root, plan, out string) (*exec.Cmd, string) {
+	t.Helper()
+	cmd := exec.Command(bin, "run", "--plan", plan, "--out", out)
+	cmd.Dir = root
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(4 * time.Minute)
+	for time.Now().Before(deadline) {
+		dirs, _ := filepath.Glob(filepath.Join(out, "*-drill"))
+		if len(dirs) == 1 && doneTasks(dirs[0]) >= 1 {
+			return cmd, dirs[0]
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	t.Fatalf("no task done within 4 minutes; stderr:\n%s", stderr.String())
+	return nil, ""
+}
+
+func doneTasks(dir string) int {
+	f, err := os.Open(filepath.Join(dir, "tasks.jsonl"))
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	n := 0
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), `"done"`) {
+			n++
+		}
+	}
+	return n
+}
+
+// labelled lists the containers and networks of rttlab runs.
+func labelled(t *testing.T, rt *orchestrator.Runtime) []string {
+	t.Helper()
+	ctx := context.Background()
+	var out []string
+	cs, err := rt.ListContainers(ctx, map[string]string{orchestrator.LabelRun: ""})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cs {
+		out = append(out, "container "+strings.Join(c.Names, ","))
+	}
+	ns, err := rt.ListNetworks(ctx, map[string]string{orchestrator.LabelRun: ""})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range ns {
+		out = append(out, "network "+n.Name)
+	}
+	return out
+}
+
+// resumeAndCheck resumes dir to the end and checks that every task has
+// exactly one done attempt with all its samples, none twice.
+func resumeAndCheck(t *testing.T, bin, root, dir string) {
+	t.Helper()
+	cmd := exec.Command(bin, "run", "--resume", dir)
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("resume: %v\n%s", err, out)
+	}
+	d, err := results.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Done) != len(d.Manifest.Tasks) {
+		t.Fatalf("%d of %d tasks done after resume", len(d.Done), len(d.Manifest.Tasks))
+	}
+	seen := map[[3]int]bool{}
+	per := map[int]int{}
+	for _, s := range d.Samples {
+		k := [3]int{s.Task, s.Attempt, s.Seq}
+		if seen[k] {
+			t.Fatalf("sample task %d attempt %d seq %d is there twice", s.Task, s.Attempt, s.Seq)
+		}
+		seen[k] = true
+		per[s.Task]++
+	}
+	for _, tk := range d.Manifest.Tasks {
+		if per[tk.ID] != 302 {
+			t.Errorf("task %d has %d samples, want 302", tk.ID, per[tk.ID])
+		}
+	}
+}
+
+// Ctrl-C in the middle of a run: exit 130, nothing of the run left, the
+// folder consistent; --resume completes with no sample lost or doubled.
+// SIGKILL in the middle of a run: `rttlab clean` removes what it left
+// (and not a container rttlab did not start); --resume completes.
+func TestIntegrationDrillSignals(t *testing.T) {
+	bin, root := drillBinary(t)
+	ctx := context.Background()
+	rt, err := orchestrator.NewRuntime(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	plan := filepath.Join(t.TempDir(), "drill.yaml")
+	if err := os.WriteFile(plan, []byte(drillPlan), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("SIGINT", func(t *testing.T) {
+		cmd, dir := startRun(t, bin, root, plan, t.TempDir())
+		if err := cmd.Process.Signal(os.Interrupt); err != nil {
+			t.Fatal(err)
+		}
+		err := cmd.Wait()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+			t.Fatalf("after SIGINT: %v, want exit status 130", err)
+		}
+		if left := labelled(t, rt); len(left) > 0 {
+			t.Fatalf("left after SIGINT: %v", left)
+		}
+		if _, err := results.Load(dir); err != nil {
+			t.Fatalf("folder inconsistent after SIGINT: %v", err)
+		}
+		resumeAndCheck(t, bin, root, dir)
+	})
+
+	t.Run("SIGKILL", func(t *testing.T) {
+		foreign, err := rt.CreateContainer(ctx, orchestrator.ContainerSpec{Name: "rttlab-drill-foreign", Image: orchestrator.BaseImage,
+			Cmd: []string{"sleep", "600"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rt.RemoveContainer(context.Background(), foreign)
+		if err := rt.StartContainer(ctx, foreign); err != nil {
+			t.Fatal(err)
+		}
+		cmd, dir := startRun(t, bin, root, plan, t.TempDir())
+		_ = cmd.Process.Signal(syscall.SIGKILL)
+		_ = cmd.Wait()
+		// Clean the killed run by its id (other runs on a developer's
+		// engine are not this test's to remove).
+		cs, err := rt.ListContainers(ctx, map[string]string{orchestrator.LabelRun: ""})
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs := map[string]bool{}
+		for _, c := range cs {
+			runs[c.Labels[orchestrator.LabelRun]] = true
+		}
+		if len(runs) == 0 {
+			t.Fatal("SIGKILL left nothing to clean: the drill did not kill a running study")
+		}
+		for id := range runs {
+			clean := exec.Command(bin, "clean", "--run", id)
+			if out, err := clean.CombinedOutput(); err != nil {
+				t.Fatalf("clean --run %s: %v\n%s", id, err, out)
+			}
+		}
+		if left := labelled(t, rt); len(left) > 0 {
+			t.Fatalf("left after clean: %v", left)
+		}
+		ins, err := rt.InspectContainer(ctx, foreign)
+		if err != nil || ins.State == nil || !ins.State.Running {
+			t.Fatalf("clean touched a container rttlab did not start: %v", err)
+		}
+		resumeAndCheck(t, bin, root, dir)
+	})
+}
