@@ -4,6 +4,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"context"
+	"debug/buildinfo"
 	"debug/elf"
 	"errors"
 	"fmt"
@@ -321,11 +322,20 @@ func TestCrossBuildSource(t *testing.T) {
 
 // TestNetEmbeddedBuild is the whole path for a person without Go or a
 // checkout: download the toolchain into an empty cache and build apps/go
-// from the embedded source. It needs the network: RTTLAB_NET_TEST=1.
+// from the embedded source, with the module versions of a built rttlab
+// (a test binary's build info lists none). It needs the network:
+// RTTLAB_NET_TEST=1 RTTLAB_BIN=/path/to/rttlab.
 func TestNetEmbeddedBuild(t *testing.T) {
-	if os.Getenv("RTTLAB_NET_TEST") != "1" {
-		t.Skip("set RTTLAB_NET_TEST=1 to download a Go toolchain and modules")
+	if os.Getenv("RTTLAB_NET_TEST") != "1" || os.Getenv("RTTLAB_BIN") == "" {
+		t.Skip("set RTTLAB_NET_TEST=1 and RTTLAB_BIN to a built rttlab to download a Go toolchain and modules")
 	}
+	bi, err := buildinfo.ReadFile(os.Getenv("RTTLAB_BIN"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldDeps := buildDeps
+	defer func() { buildDeps = oldDeps }()
+	buildDeps = func() ([]*debug.Module, error) { return bi.Deps, nil }
 	home := t.TempDir()
 	t.Setenv("HOME", home)
 	t.Setenv("XDG_CACHE_HOME", "")

@@ -252,6 +252,11 @@ func (b *Builder) buildOne(ctx context.Context, m *apps.Meta) (Built, error) {
 	if err != nil {
 		return Built{}, err
 	}
+	if df, err := fs.ReadFile(sub, "Dockerfile"); err == nil {
+		if labeled := labelStages(df, LabelApp, m.Name); !bytes.Equal(labeled, df) {
+			extra["Dockerfile"] = labeled
+		}
+	}
 	var buf bytes.Buffer
 	if err := TarContext(&buf, sub, extra); err != nil {
 		return Built{}, fmt.Errorf("build %s: context: %w", m.Name, err)
@@ -268,6 +273,35 @@ func (b *Builder) buildOne(ctx context.Context, m *apps.Meta) (Built, error) {
 		return Built{}, fmt.Errorf("apps/%s: %w", m.Name, err)
 	}
 	return Built{App: m.Name, Tag: ImageRef(m.Name), ID: res.ID, Duration: time.Since(start)}, nil
+}
+
+// labelStages labels every stage but the last of a multi-stage Dockerfile
+// (build labels only reach the last): the classic builder leaves each
+// earlier stage behind as an untagged image, which the label lets
+// `rttlab clean --images` remove. The LABEL goes at the end of the stage so
+// the cached steps before it stay cached.
+func labelStages(df []byte, key, value string) []byte {
+	lines := strings.SplitAfter(string(df), "\n")
+	var out strings.Builder
+	froms, cont := 0, false
+	for _, l := range lines {
+		t := strings.TrimSpace(l)
+		isFrom := !cont && len(t) > 5 && strings.EqualFold(t[:5], "FROM ") && !strings.HasPrefix(t, "#")
+		if isFrom {
+			if froms > 0 {
+				fmt.Fprintf(&out, "LABEL %s=%q\n", key, value)
+			}
+			froms++
+		}
+		if !strings.HasPrefix(t, "#") {
+			cont = strings.HasSuffix(t, "\\")
+		}
+		out.WriteString(l)
+	}
+	if froms < 2 {
+		return df
+	}
+	return []byte(out.String())
 }
 
 // TarContext writes a deterministic tar of fsys plus extra files: sorted
@@ -292,6 +326,9 @@ func TarContext(w io.Writer, fsys fs.FS, extra map[string][]byte) error {
 		if d.IsDir() {
 			entries = append(entries, entry{name: p + "/", dir: true, mode: 0o755})
 			return nil
+		}
+		if _, ok := extra[p]; ok {
+			return nil // replaced
 		}
 		if strings.HasSuffix(p, ".go") && path.Dir(p) == "." {
 			// Go sources of a host-built program are not needed in the image.
@@ -486,15 +523,25 @@ func (b *Builder) writeEmbedded(name, dir, goVersion string) error {
 	if err != nil {
 		return err
 	}
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return errors.New("this binary carries no build info")
+	deps, err := buildDeps()
+	if err != nil {
+		return err
 	}
-	mod, err := embeddedGoMod(ModulePath+"/apps/"+name, goVersion, imports, bi.Deps)
+	mod, err := embeddedGoMod(ModulePath+"/apps/"+name, goVersion, imports, deps)
 	if err != nil {
 		return err
 	}
 	return writeEmbeddedModule(pkg, dir, mod)
+}
+
+// buildDeps returns the modules this binary was built with; tests replace
+// it (a test binary's build info lists none).
+var buildDeps = func() ([]*debug.Module, error) {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return nil, errors.New("this binary carries no build info")
+	}
+	return bi.Deps, nil
 }
 
 // goDirective returns the Go release a go.mod needs: its toolchain line
