@@ -74,6 +74,18 @@ func (s toolchainSource) lookupURL(modVersion string) string {
 	return s.SumDB + "/lookup/" + toolchainModule + "@" + modVersion
 }
 
+// lookupURLs lists where the checksum database answers, in order: through
+// the module proxy (as the go command tries first, for hosts that reach
+// only the proxy), then directly.
+func (s toolchainSource) lookupURLs(modVersion string) []string {
+	host := strings.TrimPrefix(strings.TrimPrefix(s.SumDB, "https://"), "http://")
+	var out []string
+	if strings.HasPrefix(s.Proxy, "http") && !strings.Contains(host, "/") {
+		out = append(out, s.Proxy+"/sumdb/"+host+"/lookup/"+toolchainModule+"@"+modVersion)
+	}
+	return append(out, s.lookupURL(modVersion))
+}
+
 // errNoDownload is why a toolchain cannot be fetched under the user's Go
 // settings; the message names the fix.
 var errNoDownload = errors.New("toolchain download is turned off")
@@ -259,11 +271,15 @@ func installToolchain(ctx context.Context, src toolchainSource, dir, release str
 	fmt.Fprintf(progress, "downloading Go toolchain %s for %s/%s (about 70 MB, once) into %s\n", release, runtime.GOOS, runtime.GOARCH, dir)
 	want := ""
 	if src.SumDB != "" {
-		body, err := httpGet(ctx, client, src.lookupURL(mv), nil)
-		if err != nil {
-			return "", err
+		var err error
+		for _, u := range src.lookupURLs(mv) {
+			var body []byte
+			if body, err = httpGet(ctx, client, u, nil); err == nil {
+				want, err = parseLookup(body, toolchainModule, mv)
+				break
+			}
 		}
-		if want, err = parseLookup(body, toolchainModule, mv); err != nil {
+		if err != nil {
 			return "", err
 		}
 	}

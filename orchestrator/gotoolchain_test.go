@@ -54,6 +54,9 @@ func TestToolchainNaming(t *testing.T) {
 	if u := src.lookupURL(mv); u != "https://sum.golang.org/lookup/golang.org/toolchain@v0.0.1-go1.26.8.linux-amd64" {
 		t.Errorf("lookup URL %s", u)
 	}
+	if u := src.lookupURLs(mv); len(u) != 2 || u[0] != "https://proxy.golang.org/sumdb/sum.golang.org/lookup/golang.org/toolchain@v0.0.1-go1.26.8.linux-amd64" {
+		t.Errorf("lookup URLs %v", u)
+	}
 }
 
 func TestToolchainSourceFromEnv(t *testing.T) {
