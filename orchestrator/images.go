@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"go/version"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -14,11 +15,13 @@ import (
 	"path"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/docker/docker/api/types/build"
+	"golang.org/x/mod/modfile"
 
 	"github.com/rttlab/rttlab/apps"
 )
@@ -206,6 +209,8 @@ type Builder struct {
 	Commit  string // rttlab binary with -ldflags (no spaces)
 	NoCache bool
 	Log     io.Writer
+	// Progress gets a line when a Go toolchain is downloaded; nil discards.
+	Progress io.Writer
 }
 
 // Built describes one built image.
@@ -247,6 +252,11 @@ func (b *Builder) buildOne(ctx context.Context, m *apps.Meta) (Built, error) {
 	if err != nil {
 		return Built{}, err
 	}
+	if df, err := fs.ReadFile(sub, "Dockerfile"); err == nil {
+		if labeled := labelStages(df, LabelApp, m.Name); !bytes.Equal(labeled, df) {
+			extra["Dockerfile"] = labeled
+		}
+	}
 	var buf bytes.Buffer
 	if err := TarContext(&buf, sub, extra); err != nil {
 		return Built{}, fmt.Errorf("build %s: context: %w", m.Name, err)
@@ -263,6 +273,35 @@ func (b *Builder) buildOne(ctx context.Context, m *apps.Meta) (Built, error) {
 		return Built{}, fmt.Errorf("apps/%s: %w", m.Name, err)
 	}
 	return Built{App: m.Name, Tag: ImageRef(m.Name), ID: res.ID, Duration: time.Since(start)}, nil
+}
+
+// labelStages labels every stage but the last of a multi-stage Dockerfile
+// (build labels only reach the last): the classic builder leaves each
+// earlier stage behind as an untagged image, which the label lets
+// `rttlab clean --images` remove. The LABEL goes at the end of the stage so
+// the cached steps before it stay cached.
+func labelStages(df []byte, key, value string) []byte {
+	lines := strings.SplitAfter(string(df), "\n")
+	var out strings.Builder
+	froms, cont := 0, false
+	for _, l := range lines {
+		t := strings.TrimSpace(l)
+		isFrom := !cont && len(t) > 5 && strings.EqualFold(t[:5], "FROM ") && !strings.HasPrefix(t, "#")
+		if isFrom {
+			if froms > 0 {
+				fmt.Fprintf(&out, "LABEL %s=%q\n", key, value)
+			}
+			froms++
+		}
+		if !strings.HasPrefix(t, "#") {
+			cont = strings.HasSuffix(t, "\\")
+		}
+		out.WriteString(l)
+	}
+	if froms < 2 {
+		return df
+	}
+	return []byte(out.String())
 }
 
 // TarContext writes a deterministic tar of fsys plus extra files: sorted
@@ -287,6 +326,9 @@ func TarContext(w io.Writer, fsys fs.FS, extra map[string][]byte) error {
 		if d.IsDir() {
 			entries = append(entries, entry{name: p + "/", dir: true, mode: 0o755})
 			return nil
+		}
+		if _, ok := extra[p]; ok {
+			return nil // replaced
 		}
 		if strings.HasSuffix(p, ".go") && path.Dir(p) == "." {
 			// Go sources of a host-built program are not needed in the image.
@@ -360,31 +402,88 @@ func FindSource() (string, error) {
 	return "", errors.New("the rttlab source tree was not found: run from a checkout or set RTTLAB_SRC to it")
 }
 
-func (b *Builder) crossBuild(ctx context.Context, g apps.GoBuild) ([]byte, error) {
-	src := b.SrcDir
+// findSource finds the checkout; tests replace it.
+var findSource = FindSource
+
+// Where a Go program of an image is built from.
+const (
+	fromCheckout = "checkout" // the module root: today's build
+	fromEmbedded = "embedded" // the source embedded in the binary (apps/<name>)
+	fromSelf     = "self"     // the running binary (the agent's rttlab)
+)
+
+// goSource says where crossBuild takes a program from: the checkout when
+// there is one; otherwise the running binary for rttlab itself when it fits
+// the engine, or the embedded apps tree for an app's program.
+func (b *Builder) goSource(g apps.GoBuild) (kind, src string, err error) {
+	src = b.SrcDir
 	if src == "" {
-		var err error
-		src, err = FindSource()
-		if err != nil {
-			// The agent image carries rttlab itself: outside a checkout,
-			// this very binary serves when it fits the engine.
-			if g.Package == "./cmd/rttlab" && b.GOOS == "linux" && b.GOARCH == hostArch() {
-				exe, xerr := os.Executable()
-				if xerr == nil {
-					return os.ReadFile(exe)
-				}
-			}
-			return nil, fmt.Errorf("cross-build %s: %w", g.Package, err)
+		src, err = findSource()
+	}
+	if err == nil {
+		return fromCheckout, src, nil
+	}
+	if g.Package == "./cmd/rttlab" && b.GOOS == "linux" && b.GOARCH == hostArch() {
+		return fromSelf, "", nil
+	}
+	if name, ok := strings.CutPrefix(g.Package, "./apps/"); ok && b.FS != nil && !strings.Contains(name, "/") {
+		if gos, _ := fs.Glob(b.FS, name+"/*.go"); len(gos) > 0 {
+			return fromEmbedded, name, nil
 		}
 	}
-	if _, err := exec.LookPath("go"); err != nil {
-		return nil, fmt.Errorf("cross-build %s: the go command is not on PATH (install Go or add /usr/local/go/bin to PATH)", g.Package)
+	return "", "", fmt.Errorf("cross-build %s: %w", g.Package, err)
+}
+
+func (b *Builder) progress() io.Writer {
+	if b.Progress != nil {
+		return b.Progress
+	}
+	return io.Discard
+}
+
+func (b *Builder) crossBuild(ctx context.Context, g apps.GoBuild) ([]byte, error) {
+	kind, src, err := b.goSource(g)
+	if err != nil {
+		return nil, err
+	}
+	if kind == fromSelf {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("cross-build %s: %w", g.Package, err)
+		}
+		return os.ReadFile(exe)
 	}
 	tmp, err := os.MkdirTemp("", "rttlab-gobuild-")
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
+	dir, pkg, need := src, g.Package, ""
+	var flags []string
+	if kind == fromCheckout {
+		need, err = goDirective(filepath.Join(src, "go.mod"))
+		if err != nil {
+			return nil, fmt.Errorf("cross-build %s: %w", g.Package, err)
+		}
+	} else {
+		rel, err := releaseVersion(runtime.Version())
+		if err != nil {
+			return nil, fmt.Errorf("cross-build %s from the embedded source: %w (build from a checkout: RTTLAB_SRC)", g.Package, err)
+		}
+		need = strings.TrimPrefix(rel, "go")
+		dir, pkg = filepath.Join(tmp, "src"), "."
+		if err := b.writeEmbedded(src, dir, need); err != nil {
+			return nil, fmt.Errorf("cross-build %s from the embedded source: %w", g.Package, err)
+		}
+		// The generated go.mod gets its go.sum from the module proxy and
+		// checksum database; a user's -mod=vendor or workspace must not
+		// apply to it.
+		flags = append(flags, "-mod=mod")
+	}
+	tool, err := findGo(ctx, need, b.progress())
+	if err != nil {
+		return nil, fmt.Errorf("cross-build %s: %w", g.Package, err)
+	}
 	out := filepath.Join(tmp, g.Output)
 	args := []string{"build", "-trimpath", "-buildvcs=false", "-o", out}
 	// Only rttlab itself carries its version: app binaries stay
@@ -396,15 +495,76 @@ func (b *Builder) crossBuild(ctx context.Context, g apps.GoBuild) ([]byte, error
 		}
 		args = append(args, "-ldflags", ld)
 	}
-	args = append(args, g.Package)
-	cmd := exec.CommandContext(ctx, "go", args...)
-	cmd.Dir = src
+	args = append(args, pkg)
+	cmd := exec.CommandContext(ctx, tool.Path, args...)
+	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+b.GOOS, "GOARCH="+b.GOARCH)
+	cmd.Env = append(cmd.Env, tool.Env...)
+	flags = append(flags, tool.Flags...)
+	if kind == fromEmbedded {
+		cmd.Env = append(cmd.Env, "GOWORK=off", "GOFLAGS="+strings.Join(flags, " "))
+	} else if len(flags) > 0 {
+		cmd.Env = append(cmd.Env, "GOFLAGS="+strings.TrimSpace(os.Getenv("GOFLAGS")+" "+strings.Join(flags, " ")))
+	}
 	msg, err := cmd.CombinedOutput()
 	if err != nil {
-		return nil, fmt.Errorf("go build %s for %s/%s: %w\n%s", g.Package, b.GOOS, b.GOARCH, err, lastLines(string(msg), 15))
+		return nil, fmt.Errorf("go build %s (%s source) for %s/%s: %w\n%s", g.Package, kind, b.GOOS, b.GOARCH, err, lastLines(string(msg), 15))
 	}
 	return os.ReadFile(out)
+}
+
+// writeEmbedded writes the embedded apps/<name> package as its own module.
+func (b *Builder) writeEmbedded(name, dir, goVersion string) error {
+	pkg, err := fs.Sub(b.FS, name)
+	if err != nil {
+		return err
+	}
+	imports, err := embeddedImports(pkg)
+	if err != nil {
+		return err
+	}
+	deps, err := buildDeps()
+	if err != nil {
+		return err
+	}
+	mod, err := embeddedGoMod(ModulePath+"/apps/"+name, goVersion, imports, deps)
+	if err != nil {
+		return err
+	}
+	return writeEmbeddedModule(pkg, dir, mod)
+}
+
+// buildDeps returns the modules this binary was built with; tests replace
+// it (a test binary's build info lists none).
+var buildDeps = func() ([]*debug.Module, error) {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return nil, errors.New("this binary carries no build info")
+	}
+	return bi.Deps, nil
+}
+
+// goDirective returns the Go release a go.mod needs: its toolchain line
+// when newer, else its go line.
+func goDirective(goMod string) (string, error) {
+	data, err := os.ReadFile(goMod)
+	if err != nil {
+		return "", err
+	}
+	f, err := modfile.ParseLax(goMod, data, nil)
+	if err != nil {
+		return "", err
+	}
+	if f.Go == nil {
+		return "1.16", nil // the go command's default for a go.mod without one
+	}
+	need := f.Go.Version
+	if f.Toolchain != nil {
+		if tc := strings.TrimPrefix(f.Toolchain.Name, "go"); version.Compare("go"+tc, "go"+need) > 0 {
+			need = tc
+		}
+	}
+	return need, nil
 }
 
 func lastLines(s string, n int) string {

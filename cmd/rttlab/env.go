@@ -49,6 +49,9 @@ func newBuilder(ctx context.Context, rt *orchestrator.Runtime, noCache bool, log
 		Commit:  commit,
 		NoCache: noCache,
 		Log:     log,
+		// Outside a checkout without Go, the first build downloads a
+		// toolchain: say so rather than stall silently.
+		Progress: stderr,
 	}, nil
 }
 
