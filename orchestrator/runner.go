@@ -531,7 +531,7 @@ var agentWatchInterval = time.Second
 // agentError returns err, or, when an agent has died, an error naming it
 // (wrapping ErrContainerExited so the task is retried on a fresh stack).
 func (s *appSession) agentError(ctx context.Context, d Docker, err error) error {
-	if cerr := s.sh.CheckAgents(ctx, d); cerr != nil {
+	if cerr := s.sh.CheckAgents(ctx, d); cerr != nil && errors.Is(cerr, ErrContainerExited) {
 		return cerr
 	}
 	return err

@@ -313,7 +313,10 @@ func (sh *Shaping) CheckAgents(ctx context.Context, d Docker) error {
 			continue
 		}
 		if err := checkRunning(ctx, d, &Member{ID: a.ID, Name: a.Name}); err != nil {
-			return fmt.Errorf("shaping agent for %s died: %w", role, err)
+			if errors.Is(err, ErrContainerExited) {
+				return fmt.Errorf("shaping agent for %s died: %w", role, err)
+			}
+			return err
 		}
 	}
 	return nil

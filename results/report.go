@@ -516,12 +516,12 @@ func (s *Summary) shaperMarkdown(b *strings.Builder, o Options) {
 		return
 	}
 	b.WriteString("## Shaper\n\n")
-	b.WriteString("What the shaper did during the tasks counted as data, per side (shaper.csv). Hold = release - the packet's arrival (the kernel's receive stamp on ingress, the shaper's read on egress); target = the one-way delay set on that side; medians over tasks of the per-task p50, the largest task p99; CPU = the agent's CPU time / the task's wall time.\n\n")
+	b.WriteString("What the shaper did during the tasks counted as data, per side (shaper.csv). Hold = release - the packet's arrival (the kernel's receive stamp on ingress, the shaper's read on egress); target = the one-way delay set on that side (at 0 ms the hold is the shaper's own floor, which every setting pays, and is not flagged); medians over tasks of the per-task p50, the largest task p99; CPU = the agent's CPU time / the task's wall time.\n\n")
 	b.WriteString("| app | setting | side | hook | tasks | packets | drops | target (µs) | hold p50 (µs) | error (µs) | hold p99 (µs) | late p50 (µs) | read lag p50 (µs) | CPU (cores) |\n")
 	b.WriteString("| --- | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	for _, st := range s.Shaper {
 		errUs := fmtSigned(st.ErrorUs, 1)
-		if math.Abs(st.ErrorUs) > o.ShaperToleranceUs+1e-9 || st.Drops > 0 {
+		if (st.TargetUs > 0 && math.Abs(st.ErrorUs) > o.ShaperToleranceUs+1e-9) || st.Drops > 0 {
 			errUs += " " + unverifiedMark
 		}
 		fmt.Fprintf(b, "| %s | %s ms | %s | %s | %d | %d | %d | %s | %s | %s | %s | %s | %s | %s |\n",

@@ -171,8 +171,19 @@ func AnalyzeShaper(rows []ShaperRow, done map[int]int) []ShaperStat {
 	}
 	groups := map[key][]ShaperRow{}
 	var keys []key
-	for _, r := range rows {
-		if a, ok := done[r.Task]; !ok || a != r.Attempt {
+	// A run killed between writing an attempt's shaper rows and marking
+	// it done hands the same attempt number out again on resume: the
+	// last rows of a (task, attempt, side) are the ones that counted.
+	type rowKey struct {
+		task, attempt int
+		side          string
+	}
+	last := map[rowKey]int{}
+	for i, r := range rows {
+		last[rowKey{r.Task, r.Attempt, r.Side}] = i
+	}
+	for i, r := range rows {
+		if a, ok := done[r.Task]; !ok || a != r.Attempt || last[rowKey{r.Task, r.Attempt, r.Side}] != i {
 			continue
 		}
 		k := key{r.App, r.Side, r.RTTms}

@@ -46,3 +46,16 @@ func TestShaperFileBadHeader(t *testing.T) {
 		t.Fatal("a shaper.csv with a foreign header was accepted")
 	}
 }
+
+// Rows written twice for one attempt (a run killed before marking it done
+// hands the same attempt number out again): the last ones count, once.
+func TestAnalyzeShaperKeepsTheLastRowsOfAnAttempt(t *testing.T) {
+	rows := []ShaperRow{
+		{Task: 1, Attempt: 1, App: "go", RTTms: 1, Side: "db", TargetUs: 500, Packets: 90, HoldP50Us: 900},
+		{Task: 1, Attempt: 1, App: "go", RTTms: 1, Side: "db", TargetUs: 500, Packets: 100, HoldP50Us: 502},
+	}
+	st := AnalyzeShaper(rows, map[int]int{1: 1})
+	if len(st) != 1 || st[0].Tasks != 1 || st[0].Packets != 100 || st[0].HoldP50Us != 502 {
+		t.Fatalf("%+v", st)
+	}
+}

@@ -381,13 +381,15 @@ type verifyRowJSON struct {
 	ICMPMedianMs    float64          `json:"icmp_median_ms"`
 	ICMPReceived    int              `json:"icmp_received"`
 	ICMPAddedMs     *float64         `json:"icmp_added_ms"`
-	ICMPOut         bool             `json:"icmp_out_of_tolerance"`
+	ICMPOut         *bool            `json:"icmp_out_of_tolerance"`
 	Select1Ms       float64          `json:"select1_median_ms"`
 	Select1ChangeMs *float64         `json:"select1_change_ms"`
 	Select1CIMs     []float64        `json:"select1_change_ci_ms"`
 	Select1RunsMs   []float64        `json:"select1_run_medians_ms"`
-	Select1Out      bool             `json:"select1_out_of_tolerance"`
-	OutOfTolerance  bool             `json:"out_of_tolerance"`
+	Select1Out      *bool            `json:"select1_out_of_tolerance"`
+	OutOfTolerance  *bool            `json:"out_of_tolerance"`
+	Calibrated      bool             `json:"calibrated"`
+	OffsetUs        *float64         `json:"calibration_offset_us"`
 	Shaper          []verifySideJSON `json:"shaper"`
 }
 
@@ -403,11 +405,16 @@ type verifyJSON struct {
 	CIMethod    string          `json:"ci_method"`
 	Rows        []verifyRowJSON `json:"rows"`
 	Flagged     int             `json:"flagged"`
-	// Calibration: the offsets applied per setting, when calibrated.
+	// Calibration: the offsets applied per setting, when calibrated. The
+	// calibration tunes the ICMP added RTT, so a calibrated row's ICMP
+	// flag is not an independent check; SELECT 1's is.
 	Calibration []results.CalibrationPoint `json:"calibration"`
 }
 
 func writeVerifyJSON(w io.Writer, sh *orchestrator.Shaping, o *shapeVerifyOptions, rows []orchestrator.ShapeRow, cal []results.CalibrationPoint) error {
+	if cal == nil {
+		cal = []results.CalibrationPoint{}
+	}
 	doc := verifyJSON{Calibration: cal, Backend: sh.Backend, Why: sh.Why, Scope: o.scope, ToleranceMs: o.tolerance, ICMPCount: o.icmp,
 		SelectRuns: o.selectRuns, SelectCalls: o.selectCalls, Seed: o.seed,
 		CIMethod: "percentile bootstrap (10000 resamples) of the difference of medians of the run medians, resampling both settings' runs independently",
@@ -415,7 +422,18 @@ func writeVerifyJSON(w io.Writer, sh *orchestrator.Shaping, o *shapeVerifyOption
 	for _, r := range rows {
 		jr := verifyRowJSON{RTTms: r.RTTms, NoShaper: r.NoShaper, ICMPMeanMs: ms(r.ICMP.Mean), ICMPMedianMs: ms(r.ICMP.Median),
 			ICMPReceived: r.ICMP.Received, Select1Ms: r.Select1Ms, Select1RunsMs: r.Select1Runs,
-			ICMPOut: r.ICMPFlag, Select1Out: r.Select1Flag, OutOfTolerance: r.Flag, Shaper: []verifySideJSON{}}
+			Shaper: []verifySideJSON{}}
+		if r.HaveBaseline {
+			// Flags are evaluated against the 0 ms setting only; the 0 ms
+			// row (against no shaper) has none.
+			jr.ICMPOut, jr.Select1Out, jr.OutOfTolerance = &r.ICMPFlag, &r.Select1Flag, &r.Flag
+		}
+		for _, c := range cal {
+			if c.RTTms == r.RTTms && !r.NoShaper {
+				off := c.AppOffsetUs
+				jr.Calibrated, jr.OffsetUs = true, &off
+			}
+		}
 		if !r.NoShaper {
 			a, c := r.AddedMs, r.Select1Diff
 			jr.ICMPAddedMs, jr.Select1ChangeMs = &a, &c
