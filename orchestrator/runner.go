@@ -456,9 +456,9 @@ func runTask(ctx context.Context, d Docker, s *appSession, p *Plan, f *results.F
 	if err != nil {
 		return s.agentError(ctx, d, err)
 	}
-	// A shaping agent that dies mid-task stops traffic on its side: watch
-	// them and stop the load at once instead of waiting out the
-	// client's timeouts.
+	// A shaping agent that dies mid-task stops traffic on its side, a
+	// dead app or database leaves the client waiting on timeouts: watch
+	// the session's containers and stop the load at once.
 	loadCtx, stopLoad := context.WithCancel(ctx)
 	defer stopLoad()
 	agentDied := make(chan error, 1)
@@ -470,7 +470,7 @@ func runTask(ctx context.Context, d Docker, s *appSession, p *Plan, f *results.F
 			case <-loadCtx.Done():
 				return
 			case <-tick.C:
-				if err := s.sh.CheckAgents(loadCtx, d); err != nil && loadCtx.Err() == nil && errors.Is(err, ErrContainerExited) {
+				if err := s.dead(loadCtx, d); err != nil && loadCtx.Err() == nil && errors.Is(err, ErrContainerExited) {
 					agentDied <- err
 					stopLoad()
 					return
@@ -488,6 +488,12 @@ func runTask(ctx context.Context, d Docker, s *appSession, p *Plan, f *results.F
 	}
 	if err != nil {
 		return err
+	}
+	// A member that died during the load (the app killed mid-run) makes
+	// the remaining requests fail fast while the client exits normally:
+	// the attempt is not data, whatever the client says.
+	if derr := s.dead(ctx, d); derr != nil {
+		return derr
 	}
 	after, serr := s.sh.Snapshot(ctx, d)
 	if serr != nil {

@@ -176,7 +176,7 @@ func TestIntegrationAgentStopRemovesRules(t *testing.T) {
 	side := prober(t, rt, sh, "side", "container:"+db.ID, "")
 	rules := func() string {
 		var out bytes.Buffer
-		code, err := rt.Exec(ctx, side, ExecSpec{Cmd: []string{"iptables", "-w", "-t", "mangle", "-S", "POSTROUTING"}, Stdout: &out, Stderr: &out})
+		code, err := rt.Exec(ctx, side, ExecSpec{Cmd: []string{"iptables", "-w", "-t", "mangle", "-S"}, Stdout: &out, Stderr: &out})
 		if err != nil || code != 0 {
 			t.Fatalf("iptables -S: %d %v %s", code, err, out.String())
 		}
