@@ -22,11 +22,13 @@ vet:
 
 # Unit tests only (no engine needed).
 unit:
-	$(GO) test -race -count=1 -short ./...
+	$(ENGINE) $(GO) test -race -count=1 -short ./...
 
-# All tests, integration included, against a real engine, real PostgreSQL
-# and real shaping. Set-up (packages, dockerd) happens first.
+# All tests: the unit tests under the race detector, then everything,
+# integration included, against a real engine, real PostgreSQL and real
+# shaping (set-up of packages and dockerd first).
 test: build vet
+	$(ENGINE) $(GO) test -race -count=1 -short ./...
 	RTTLAB_INTEGRATION=1 $(ENGINE) $(GO) test -count=1 -timeout 80m -p 1 ./...
 
 run: build

@@ -150,6 +150,7 @@ func TestRunFakeAgentDiesDuringLoad(t *testing.T) {
 	lab := newFakeLab(t)
 	newStatsShaper(lab)
 	var n int
+	stopped := false
 	lab.handle("rttlab agent load", func(ctx context.Context, x *execCall) (int, error) {
 		n++
 		if n == 2 {
@@ -158,20 +159,20 @@ func TestRunFakeAgentDiesDuringLoad(t *testing.T) {
 			// client would wait for its timeouts.
 			select {
 			case <-ctx.Done():
+				stopped = true
 				return 0, ctx.Err()
-			case <-time.After(10 * time.Second):
+			case <-time.After(2 * time.Minute):
 				return 1, fmt.Errorf("the load was not stopped when the agent died")
 			}
 		}
 		return lab.load(ctx, x)
 	})
-	start := time.Now()
 	dir, err := Run(context.Background(), lab, lab.all, RunOptions{Plan: fakePlan(), OutDir: t.TempDir(), Now: fakeNow})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if el := time.Since(start); el > 8*time.Second {
-		t.Fatalf("run took %v: the dead agent was not noticed during the load", el)
+	if !stopped {
+		t.Fatal("the load was not stopped when the agent died")
 	}
 	d := loadFolder(t, dir)
 	second := d.Manifest.Tasks[1].ID
