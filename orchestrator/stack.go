@@ -171,6 +171,7 @@ func StartStack(ctx context.Context, d Docker, o StackOptions) (st *Stack, err e
 	proj, err := LoadStackFile(ctx, "feed.yaml", map[string]string{
 		"RTTLAB_DB_PASSWORD": st.Password,
 		"RTTLAB_APP_IMAGE":   ImageRef(o.Target.Meta.Name),
+		"RTTLAB_DB_IMAGE":    ImageRef("postgres"),
 	})
 	if err != nil {
 		return st, err

@@ -575,3 +575,22 @@ func TestLoadPlanAndHostEnv(t *testing.T) {
 		}
 	}
 }
+
+// RTTLAB_IMAGE_PREFIX names the database's image too, not only the app's.
+func TestFakeStackUsesTheImagePrefixForEveryMember(t *testing.T) {
+	saved, savedAgent := ImagePrefix, AgentImage
+	ImagePrefix = "alt/"
+	AgentImage = ImageRef("agent")
+	t.Cleanup(func() { ImagePrefix, AgentImage = saved, savedAgent })
+	l := newFakeLab(t)
+	st, _ := startFake(t, l, StackOptions{Target: l.target("go")}, "path")
+	for _, m := range st.Members {
+		ins, err := l.InspectContainer(context.Background(), m.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(ins.Config.Image, "alt/") {
+			t.Errorf("%s runs %s, want an alt/ image", m.Role, ins.Config.Image)
+		}
+	}
+}
