@@ -292,7 +292,7 @@ func TestIntegrationVerifyEveryFramework(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { st.Remove(context.Background(), rt) })
-			sh, err := StartAgents(ctx, rt, st, "auto", "path")
+			sh, err := StartAgents(ctx, rt, st, "auto", "path", "")
 			if err != nil {
 				t.Fatal(err)
 			}

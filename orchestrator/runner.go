@@ -245,7 +245,7 @@ func startSession(ctx context.Context, d Docker, target apps.Target, p *Plan, ru
 		return nil, err
 	}
 	s := &appSession{st: st}
-	s.sh, err = StartAgentsHook(ctx, d, st, p.Shaper, p.Scope, p.Hook)
+	s.sh, err = StartAgents(ctx, d, st, p.Shaper, p.Scope, p.Hook)
 	if err != nil {
 		return nil, errors.Join(err, st.Remove(context.WithoutCancel(ctx), d))
 	}

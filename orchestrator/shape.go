@@ -44,13 +44,9 @@ type Shaping struct {
 // StartAgents starts one agent per shaped member of the stack, sharing its
 // network namespace with CAP_NET_ADMIN and CAP_NET_RAW only, and waits
 // until each answers.
-func StartAgents(ctx context.Context, d Docker, st *Stack, backend, scope string) (*Shaping, error) {
-	return StartAgentsHook(ctx, d, st, backend, scope, "")
-}
-
-// StartAgentsHook is StartAgents with the userspace shaper's hook
-// (ingress or egress; "" for the agent's default, ingress).
-func StartAgentsHook(ctx context.Context, d Docker, st *Stack, backend, scope, hook string) (*Shaping, error) {
+// hook is the userspace shaper's (ingress or egress; "" for the agent's
+// default, ingress).
+func StartAgents(ctx context.Context, d Docker, st *Stack, backend, scope, hook string) (*Shaping, error) {
 	switch hook {
 	case "", netem.HookIngress, netem.HookEgress:
 	default:

@@ -34,7 +34,7 @@ func shapedStack(t *testing.T, rt *Runtime, scope string) *Shaping {
 			t.Errorf("%d containers of run %s remain after cleanup", len(cs), st.RunID)
 		}
 	})
-	sh, err := StartAgents(ctx, rt, st, "userspace", scope)
+	sh, err := StartAgents(ctx, rt, st, "userspace", scope, "")
 	if err != nil {
 		t.Fatal(err)
 	}

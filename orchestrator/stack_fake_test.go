@@ -29,7 +29,7 @@ func startFake(t *testing.T, l *fakeLab, o StackOptions, scope string) (*Stack, 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Remove(context.Background(), l) })
-	sh, err := StartAgents(ctx, l, st, "auto", scope)
+	sh, err := StartAgents(ctx, l, st, "auto", scope, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +193,7 @@ func TestFakeAgentReplies(t *testing.T) {
 	if err := sh.SetRTT(ctx, l, time.Millisecond); err == nil || !strings.Contains(err.Error(), "no agent for db") {
 		t.Errorf("missing agent: %v", err)
 	}
-	if _, err := StartAgents(ctx, l, sh.Stack, "auto", "everything"); err == nil || !strings.Contains(err.Error(), "scope") {
+	if _, err := StartAgents(ctx, l, sh.Stack, "auto", "everything", ""); err == nil || !strings.Contains(err.Error(), "scope") {
 		t.Errorf("bad scope: %v", err)
 	}
 }

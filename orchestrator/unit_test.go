@@ -297,7 +297,7 @@ func TestWaitsHonourContext(t *testing.T) {
 	// An agent that never answers: StartAgents polls until its context ends.
 	shaped := &Stack{RunID: "r1", Members: []*Member{{Role: "app", Shaped: true, ID: "app1", Name: "rttlab-x-app"}}}
 	within("StartAgents", func(ctx context.Context) error {
-		_, err := StartAgents(ctx, d, shaped, "userspace", "path")
+		_, err := StartAgents(ctx, d, shaped, "userspace", "path", "")
 		return err
 	})
 }

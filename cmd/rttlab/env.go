@@ -152,12 +152,12 @@ func loadTarget(name string) (apps.Target, error) {
 // startShaped starts PostgreSQL + the app with an agent per shaped
 // container. The caller removes the stack (removeStack) when done; on
 // failure nothing is left behind.
-func startShaped(ctx context.Context, rt *orchestrator.Runtime, so orchestrator.StackOptions, shaper, scope string, hook ...string) (*orchestrator.Stack, *orchestrator.Shaping, error) {
+func startShaped(ctx context.Context, rt *orchestrator.Runtime, so orchestrator.StackOptions, shaper, scope, hook string) (*orchestrator.Stack, *orchestrator.Shaping, error) {
 	st, err := orchestrator.StartStack(ctx, rt, so)
 	if err != nil {
 		return nil, nil, err
 	}
-	sh, err := orchestrator.StartAgentsHook(ctx, rt, st, shaper, scope, strings.Join(hook, ""))
+	sh, err := orchestrator.StartAgents(ctx, rt, st, shaper, scope, hook)
 	if err != nil {
 		removeStack(ctx, rt, st, &err)
 		return nil, nil, err

@@ -65,7 +65,7 @@ Example:
 			if err := ensureImages(ctx, rt, targets, true, out); err != nil {
 				return err
 			}
-			st, sh, err := startShaped(ctx, rt, orchestrator.StackOptions{Target: targets[0], Up: true, Publish: true}, o.shaper, o.scope)
+			st, sh, err := startShaped(ctx, rt, orchestrator.StackOptions{Target: targets[0], Up: true, Publish: true}, o.shaper, o.scope, "")
 			if err != nil {
 				return err
 			}
@@ -247,7 +247,7 @@ observed count. The stack is removed afterwards, also on failure or Ctrl-C.`,
 }
 
 func verifyOne(ctx context.Context, rt *orchestrator.Runtime, t apps.Target, o *verifyOptions, out interface{ Write([]byte) (int, error) }) (_ int, err error) {
-	st, sh, err := startShaped(ctx, rt, orchestrator.StackOptions{Target: t, Publish: true}, "auto", "path")
+	st, sh, err := startShaped(ctx, rt, orchestrator.StackOptions{Target: t, Publish: true}, "auto", "path", "")
 	if err != nil {
 		return 0, fmt.Errorf("verify %s: %w", t.Name, err)
 	}

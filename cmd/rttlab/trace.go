@@ -62,7 +62,7 @@ ratio.`,
 			if err := ensureImages(ctx, rt, []apps.Target{t}, true, cmd.ErrOrStderr()); err != nil {
 				return err
 			}
-			st, sh, err := startShaped(ctx, rt, orchestrator.StackOptions{Target: t}, "auto", "path")
+			st, sh, err := startShaped(ctx, rt, orchestrator.StackOptions{Target: t}, "auto", "path", "")
 			if err != nil {
 				return err
 			}
