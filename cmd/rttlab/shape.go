@@ -358,19 +358,12 @@ func verifyRowLine(r orchestrator.ShapeRow) string {
 		fmt.Sprintf("%.3f", r.Select1Ms), change, ci, hold, strings.Join(checks, ", "))
 }
 
+// verifySideJSON is one side's shaper figures of a row: the agent's own
+// summary, flattened, with the side and hook it belongs to.
 type verifySideJSON struct {
-	Side      string  `json:"side"`
-	Hook      string  `json:"hook"`
-	TargetUs  float64 `json:"target_us"`
-	Packets   uint64  `json:"packets"`
-	Stamped   uint64  `json:"stamped"`
-	Drops     uint64  `json:"drops"`
-	HoldP50Us float64 `json:"hold_p50_us"`
-	HoldP99Us float64 `json:"hold_p99_us"`
-	LateP50Us float64 `json:"late_p50_us"`
-	LagP50Us  float64 `json:"read_lag_p50_us"`
-	LagP99Us  float64 `json:"read_lag_p99_us"`
-	CPUCores  float64 `json:"cpu_cores"`
+	Side string `json:"side"`
+	Hook string `json:"hook"`
+	netem.Summary
 }
 
 type verifyRowJSON struct {
@@ -447,10 +440,7 @@ func writeVerifyJSON(w io.Writer, sh *orchestrator.Shaping, o *shapeVerifyOption
 			doc.Flagged++
 		}
 		for _, sd := range r.Sides {
-			sm := sd.Summary
-			jr.Shaper = append(jr.Shaper, verifySideJSON{Side: sd.Role, Hook: sd.Direction, TargetUs: sm.TargetUs, Packets: sm.Packets,
-				Stamped: sm.Stamped, Drops: sm.Drops, HoldP50Us: sm.HoldP50Us, HoldP99Us: sm.HoldP99Us, LateP50Us: sm.LateP50Us,
-				LagP50Us: sm.ReadLagP50, LagP99Us: sm.ReadLagP99, CPUCores: sm.CPUCores})
+			jr.Shaper = append(jr.Shaper, verifySideJSON{Side: sd.Role, Hook: sd.Direction, Summary: sd.Summary})
 		}
 		doc.Rows = append(doc.Rows, jr)
 	}
