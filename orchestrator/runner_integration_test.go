@@ -183,7 +183,7 @@ func TestIntegrationRunRefusesBadInputBeforeStarting(t *testing.T) {
 }
 
 // killAgentOnce kills the run's container whose name ends with suffix
-// (the database's shaping agent by default) once, a moment after the
+// once, a moment after the
 // first task is done (so during the second task).
 type killAgentOnce struct {
 	rt     *Runtime
@@ -203,9 +203,6 @@ func (k *killAgentOnce) Task(done, total int, desc string) {
 		time.Sleep(k.after)
 		ctx := context.Background()
 		suffix := k.suffix
-		if suffix == "" {
-			suffix = "-db-agent"
-		}
 		cs, err := k.rt.ListContainers(ctx, map[string]string{LabelRun: ""})
 		if err != nil {
 			k.killed <- ""
@@ -227,45 +224,9 @@ func (k *killAgentOnce) Task(done, total int, desc string) {
 // the failed attempt counts as data. Every done task has its shaper's
 // per-side figures in shaper.csv.
 func TestIntegrationAgentKilledDuringTask(t *testing.T) {
-	rt := engineForTest(t)
-	all := builtApps(t, rt, "postgres", "go", "agent")
-	p := &Plan{Name: "agent-kill", Seed: 7, DelaysMs: []float64{0, 1}, Runs: 1, Requests: 2000, Warmup: 2,
-		Apps: []PlanApp{{Name: "go", Routes: []string{"/feed"}}}, ICMPCount: 5, SelectRuns: 1, SelectCalls: 10, TaskICMPCount: 2,
-		Calibrate: "off"}
-	p.Defaults()
-	k := &killAgentOnce{rt: rt, after: 3 * time.Second, killed: make(chan string, 1)}
-	dir, err := Run(context.Background(), rt, all, RunOptions{Plan: p, OutDir: t.TempDir(), Progress: k})
-	if err != nil {
-		t.Fatal(err)
-	}
-	name := <-k.killed
-	if name == "" {
-		t.Fatal("no database agent was found to kill")
-	}
-	noneLabelled(t, rt)
-	d, err := results.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(d.Done) != 2 {
-		t.Fatalf("%d of 2 tasks done", len(d.Done))
-	}
-	var failed []results.TaskRecord
-	for _, r := range d.Records {
-		if r.Status == results.StatusFailed {
-			failed = append(failed, r)
-		}
-	}
-	if len(failed) != 1 || !strings.Contains(failed[0].Error, name) {
-		t.Fatalf("want one failed attempt naming %s, got %+v", name, failed)
-	}
-	if a := d.Done[failed[0].Task]; a <= failed[0].Attempt {
-		t.Fatalf("task %d: done on attempt %d, failed attempt %d", failed[0].Task, a, failed[0].Attempt)
-	}
-	for _, s := range d.Samples {
-		if s.Task == failed[0].Task && s.Attempt == failed[0].Attempt {
-			t.Fatalf("a sample of the failed attempt counts as data: %+v", s)
-		}
+	d, failed := runKillingOnce(t, "agent-kill", 7, "-db-agent")
+	if a := d.Done[failed.Task]; a <= failed.Attempt {
+		t.Fatalf("task %d: done on attempt %d, failed attempt %d", failed.Task, a, failed.Attempt)
 	}
 	sides := map[int]int{}
 	for _, r := range d.Shaper {
@@ -291,20 +252,40 @@ func TestIntegrationAgentKilledDuringTask(t *testing.T) {
 // container's exit, retried on a fresh stack, and the summary counts the
 // retry as a failed attempt, not as data.
 func TestIntegrationAppKilledDuringTask(t *testing.T) {
+	d, _ := runKillingOnce(t, "app-kill", 8, "-app")
+	s := results.Analyze(d, results.Options{})
+	retried := false
+	for _, w := range s.Warnings {
+		if strings.Contains(w, "attempt 1 failed") && strings.Contains(w, "done on attempt 2") {
+			retried = true
+		}
+	}
+	if !retried {
+		t.Errorf("the summary does not count the retry: %q", s.Warnings)
+	}
+}
+
+// runKillingOnce runs a two-task plan of the go app and kills the run's
+// container whose name ends with suffix during the second task. It checks
+// what every such drill must hold: nothing left behind, both tasks done,
+// exactly one failed attempt naming the killed container, and no sample
+// of that attempt counted as data; it returns the folder and the failure.
+func runKillingOnce(t *testing.T, name string, seed uint64, suffix string) (*results.Data, results.TaskRecord) {
+	t.Helper()
 	rt := engineForTest(t)
 	all := builtApps(t, rt, "postgres", "go", "agent")
-	p := &Plan{Name: "app-kill", Seed: 8, DelaysMs: []float64{0, 1}, Runs: 1, Requests: 2000, Warmup: 2,
+	p := &Plan{Name: name, Seed: seed, DelaysMs: []float64{0, 1}, Runs: 1, Requests: 2000, Warmup: 2,
 		Apps: []PlanApp{{Name: "go", Routes: []string{"/feed"}}}, ICMPCount: 5, SelectRuns: 1, SelectCalls: 10, TaskICMPCount: 2,
 		Calibrate: "off"}
 	p.Defaults()
-	k := &killAgentOnce{rt: rt, after: 3 * time.Second, suffix: "-app", killed: make(chan string, 1)}
+	k := &killAgentOnce{rt: rt, after: 3 * time.Second, suffix: suffix, killed: make(chan string, 1)}
 	dir, err := Run(context.Background(), rt, all, RunOptions{Plan: p, OutDir: t.TempDir(), Progress: k})
 	if err != nil {
 		t.Fatal(err)
 	}
-	name := <-k.killed
-	if name == "" {
-		t.Fatal("no app container was found to kill")
+	killed := <-k.killed
+	if killed == "" {
+		t.Fatalf("no container ending in %s was found to kill", suffix)
 	}
 	noneLabelled(t, rt)
 	d, err := results.Load(dir)
@@ -320,22 +301,13 @@ func TestIntegrationAppKilledDuringTask(t *testing.T) {
 			failed = append(failed, r)
 		}
 	}
-	if len(failed) != 1 || !strings.Contains(failed[0].Error, name) {
-		t.Fatalf("want one failed attempt naming %s, got %+v", name, failed)
+	if len(failed) != 1 || !strings.Contains(failed[0].Error, killed) {
+		t.Fatalf("want one failed attempt naming %s, got %+v", killed, failed)
 	}
 	for _, s := range d.Samples {
 		if s.Task == failed[0].Task && s.Attempt == failed[0].Attempt {
 			t.Fatalf("a sample of the failed attempt counts as data: %+v", s)
 		}
 	}
-	s := results.Analyze(d, results.Options{})
-	retried := false
-	for _, w := range s.Warnings {
-		if strings.Contains(w, "attempt 1 failed") && strings.Contains(w, "done on attempt 2") {
-			retried = true
-		}
-	}
-	if !retried {
-		t.Errorf("the summary does not count the retry: %q", s.Warnings)
-	}
+	return d, failed[0]
 }

@@ -97,23 +97,9 @@ func TestRunFakeFailsTaskOnShaperDrops(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := loadFolder(t, dir)
-	second := d.Manifest.Tasks[1].ID
-	if got := records(d, second); !slices.Equal(got, []string{"failed/1", "done/2"}) {
-		t.Fatalf("records %v", got)
-	}
-	var failure string
-	for _, r := range d.Records {
-		if r.Task == second && r.Status == results.StatusFailed {
-			failure = r.Error
-		}
-	}
+	second, failure := secondTaskRetried(t, d)
 	if !strings.Contains(failure, "db side dropped 4 of") {
 		t.Fatalf("failure %q does not count the drops", failure)
-	}
-	for _, s := range d.Samples {
-		if s.Task == second && s.Attempt == 1 {
-			t.Fatal("a sample of the attempt with drops counts as data")
-		}
 	}
 	if len(d.Shaper) != 2*(len(d.Manifest.Tasks)+1) {
 		t.Fatalf("%d shaper rows, want 2 per attempt", len(d.Shaper))
@@ -175,6 +161,21 @@ func TestRunFakeAgentDiesDuringLoad(t *testing.T) {
 		t.Fatal("the load was not stopped when the agent died")
 	}
 	d := loadFolder(t, dir)
+	_, failure := secondTaskRetried(t, d)
+	if !strings.Contains(failure, "shaping agent for db died") || !strings.Contains(failure, "db-agent") || !strings.Contains(failure, "exit code 137") {
+		t.Fatalf("failure %q does not name the agent", failure)
+	}
+	if c := len(lab.Created()); c != 10 {
+		t.Fatalf("created %d containers, want two stacks", c)
+	}
+	lab.requireEmpty(t)
+}
+
+// secondTaskRetried checks that the plan's second task failed on its
+// first attempt, was done on the second, and that no sample of the failed
+// attempt counts as data; it returns the task and the failure's text.
+func secondTaskRetried(t *testing.T, d *results.Data) (int, string) {
+	t.Helper()
 	second := d.Manifest.Tasks[1].ID
 	if got := records(d, second); !slices.Equal(got, []string{"failed/1", "done/2"}) {
 		t.Fatalf("records %v", got)
@@ -185,16 +186,10 @@ func TestRunFakeAgentDiesDuringLoad(t *testing.T) {
 			failure = r.Error
 		}
 	}
-	if !strings.Contains(failure, "shaping agent for db died") || !strings.Contains(failure, "db-agent") || !strings.Contains(failure, "exit code 137") {
-		t.Fatalf("failure %q does not name the agent", failure)
-	}
-	if c := len(lab.Created()); c != 10 {
-		t.Fatalf("created %d containers, want two stacks", c)
-	}
 	for _, s := range d.Samples {
 		if s.Task == second && s.Attempt == 1 {
 			t.Fatal("a sample of the failed attempt counts as data")
 		}
 	}
-	lab.requireEmpty(t)
+	return second, failure
 }
