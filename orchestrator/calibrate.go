@@ -50,9 +50,8 @@ func (o CalibrateOptions) withDefaults() CalibrateOptions {
 // independent check of the result.
 func Calibrate(ctx context.Context, d Containers, sh *Shaping, app string, settingsMs []float64, o CalibrateOptions) ([]results.CalibrationPoint, error) {
 	o = o.withDefaults()
-	sh.Offsets = nil
+	sh.Offsets = map[int64][2]time.Duration{}
 	var out []results.CalibrationPoint
-	offsets := map[int64][2]time.Duration{}
 	median := func(rtt time.Duration) (float64, error) {
 		if err := sh.SetRTT(ctx, d, rtt); err != nil {
 			return 0, err
@@ -75,7 +74,7 @@ func Calibrate(ctx context.Context, d Containers, sh *Shaping, app string, setti
 		var off time.Duration // per side, applied to both
 		best, bestResid := time.Duration(0), math.Inf(1)
 		for round := 1; round <= o.MaxRounds; round++ {
-			sh.Offsets = withOffset(offsets, rtt, off)
+			sh.Offsets[rtt.Microseconds()] = [2]time.Duration{off, off}
 			base, err := median(0)
 			if err != nil {
 				return out, err
@@ -101,25 +100,14 @@ func Calibrate(ctx context.Context, d Containers, sh *Shaping, app string, setti
 		// Keep the round that came closest (a side held for 0 changes
 		// the shaper's cost, so the correction is not always linear).
 		off, pt.ResidualUs = best, bestResid
-		offsets[rtt.Microseconds()] = [2]time.Duration{off, off}
+		sh.Offsets[rtt.Microseconds()] = [2]time.Duration{off, off}
 		pt.AppOffsetUs, pt.DBOffsetUs = float64(off.Nanoseconds())/1e3, float64(off.Nanoseconds())/1e3
 		out = append(out, pt)
 		if o.Row != nil {
 			o.Row(pt)
 		}
 	}
-	sh.Offsets = offsets
 	return out, nil
-}
-
-// withOffset returns a copy of offsets with rtt's set to off on both sides.
-func withOffset(offsets map[int64][2]time.Duration, rtt time.Duration, off time.Duration) map[int64][2]time.Duration {
-	m := make(map[int64][2]time.Duration, len(offsets)+1)
-	for k, v := range offsets {
-		m[k] = v
-	}
-	m[rtt.Microseconds()] = [2]time.Duration{off, off}
-	return m
 }
 
 // OffsetsFrom turns a manifest's calibration of app back into SetRTT's
