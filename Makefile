@@ -3,9 +3,17 @@
 #   make run    set up the host, build images, run the smoke study, report
 #   make test   set up the host, run all tests (unit and integration)
 
-export PATH := /usr/local/go/bin:$(PATH)
+# A go of at least go.mod's version: the one on PATH or /usr/local/go, else
+# that exact release fetched from the module proxy into rttlab's cache
+# (.ci/go.sh). Its folder goes first on PATH for the tests, which run go too.
+ifeq ($(origin GO),undefined)
+GO := $(shell .ci/go.sh)
+ifeq ($(GO),)
+$(error no Go toolchain: see the lines above)
+endif
+endif
+export PATH := $(dir $(GO)):$(PATH)
 
-GO       ?= go
 BIN      := bin/rttlab
 VERSION  := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 COMMIT   := $(shell git rev-parse --short HEAD 2>/dev/null)
