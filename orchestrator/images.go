@@ -18,6 +18,7 @@ import (
 	"runtime/debug"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/docker/docker/api/types/build"
@@ -110,6 +111,9 @@ type BaseOptions struct {
 	// SkipPull goes straight to debootstrap when the image is absent.
 	SkipPull bool
 	Log      io.Writer
+	// Progress gets a line every half minute while debootstrap runs (it
+	// says nothing itself for minutes); nil says nothing.
+	Progress io.Writer
 }
 
 // Reasons EnsureBase cannot make the base image on this host.
@@ -159,11 +163,19 @@ func EnsureBase(ctx context.Context, d ImageStore, o BaseOptions) (BasePath, str
 		return "", "", err
 	}
 	defer os.RemoveAll(dir)
-	var out bytes.Buffer
+	var out lockedBuffer
 	cmd := exec.CommandContext(ctx, "debootstrap", "--variant=minbase", o.Suite, dir, o.Mirror)
 	cmd.Stdout = io.MultiWriter(&out, o.Log)
 	cmd.Stderr = cmd.Stdout
-	if err := cmd.Run(); err != nil {
+	if o.Progress != nil {
+		fmt.Fprintf(o.Progress, "base image %s: not present; debootstrap %s from %s (a few minutes)\n", o.Ref, o.Suite, o.Mirror)
+	}
+	stop := tickProgress(o.Progress, func(el time.Duration) string {
+		return fmt.Sprintf("  debootstrap %s: %d s so far, %s", o.Suite, int(el.Seconds()), debootstrapStage(out.String()))
+	})
+	err = cmd.Run()
+	stop()
+	if err != nil {
 		return "", "", fmt.Errorf("debootstrap %s: %w\n%s", o.Suite, err, lastLines(out.String(), 10))
 	}
 	// Keep the image small: downloaded packages and lists are not needed.
@@ -596,4 +608,50 @@ func SkipReason(err error) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// lockedBuffer is a bytes.Buffer written by a command while a ticker reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// debootstrapStage says where debootstrap is from its "I: ..." lines:
+// "unpacking (57 packages so far)" or its last line.
+func debootstrapStage(out string) string {
+	var last string
+	counts := map[string]int{}
+	for _, l := range strings.Split(out, "\n") {
+		l = strings.TrimSpace(l)
+		if !strings.HasPrefix(l, "I: ") {
+			continue
+		}
+		last = strings.TrimPrefix(l, "I: ")
+		for _, verb := range []string{"Retrieving", "Validating", "Extracting", "Unpacking", "Configuring"} {
+			if strings.HasPrefix(last, verb+" ") {
+				counts[verb]++
+			}
+		}
+	}
+	if last == "" {
+		return "resolving packages"
+	}
+	for _, verb := range []string{"Configuring", "Unpacking", "Extracting", "Validating", "Retrieving"} {
+		if strings.HasPrefix(last, verb+" ") {
+			return fmt.Sprintf("%s (%d packages so far)", strings.ToLower(verb), counts[verb])
+		}
+	}
+	return strings.ToLower(last[:1]) + last[1:]
 }

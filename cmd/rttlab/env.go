@@ -99,7 +99,7 @@ func resolveTargets(all map[string]*apps.Meta, names []string) ([]apps.Target, e
 
 // ensureImages makes the base image and the images the targets need.
 func ensureImages(ctx context.Context, rt *orchestrator.Runtime, targets []apps.Target, agent bool, w io.Writer) error {
-	path, _, err := orchestrator.EnsureBase(ctx, rt, orchestrator.BaseOptions{})
+	path, _, err := orchestrator.EnsureBase(ctx, rt, orchestrator.BaseOptions{Progress: w})
 	if err != nil {
 		return err
 	}
@@ -110,11 +110,18 @@ func ensureImages(ctx context.Context, rt *orchestrator.Runtime, targets []apps.
 	if err != nil {
 		return err
 	}
-	built, err := b.Build(ctx, imagesFor(targets, agent))
-	for _, r := range built {
+	var failed error
+	b.BuildEach(ctx, imagesFor(targets, agent), 0, func(n string, r orchestrator.Built, err error) bool {
+		if err != nil {
+			if failed == nil {
+				failed = err
+			}
+			return false
+		}
 		fmt.Fprintf(w, "image %-24s %s  %.1fs\n", r.Tag, shortID(r.ID), r.Duration.Seconds())
-	}
-	return err
+		return true
+	})
+	return failed
 }
 
 func shortID(id string) string {

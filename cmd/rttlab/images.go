@@ -48,6 +48,8 @@ It prints which path was taken.`,
 			bo := orchestrator.BaseOptions{Ref: o.ref, SkipPull: o.skipPull, Mirror: o.mirror}
 			if o.verbose {
 				bo.Log = os.Stderr
+			} else {
+				bo.Progress = cmd.ErrOrStderr()
 			}
 			start := time.Now()
 			path, id, err := orchestrator.EnsureBase(ctx, rt, bo)
@@ -66,8 +68,9 @@ It prints which path was taken.`,
 }
 
 type imagesBuildOptions struct {
-	noCache bool
-	verbose bool
+	noCache  bool
+	verbose  bool
+	parallel int
 }
 
 func newImagesBuildCmd() *cobra.Command {
@@ -93,7 +96,7 @@ Examples:
 			}
 			defer rt.Close()
 			out := cmd.OutOrStdout()
-			path, _, err := orchestrator.EnsureBase(ctx, rt, orchestrator.BaseOptions{})
+			path, _, err := orchestrator.EnsureBase(ctx, rt, orchestrator.BaseOptions{Progress: cmd.ErrOrStderr()})
 			if err != nil {
 				return err
 			}
@@ -121,18 +124,22 @@ Examples:
 				}
 				names[i] = t[0].Meta.Name
 			}
-			for _, n := range names {
-				res, err := b.Build(ctx, []string{n})
+			var failed error
+			b.BuildEach(ctx, names, o.parallel, func(n string, r orchestrator.Built, err error) bool {
 				if err != nil {
-					return err
+					if failed == nil {
+						failed = err
+					}
+					return false
 				}
-				r := res[0]
 				fmt.Fprintf(out, "%-26s %s  %6.1fs\n", r.Tag, shortID(r.ID), r.Duration.Seconds())
-			}
-			return nil
+				return true
+			})
+			return failed
 		},
 	}
 	cmd.Flags().BoolVar(&o.noCache, "no-cache", false, "do not use the build cache")
 	cmd.Flags().BoolVarP(&o.verbose, "verbose", "v", false, "show build output")
+	cmd.Flags().IntVarP(&o.parallel, "parallel", "j", orchestrator.DefaultBuildParallel, "images built at once")
 	return cmd
 }

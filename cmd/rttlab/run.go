@@ -223,7 +223,7 @@ Examples:
 func buildForRun(cmd *cobra.Command, rt *orchestrator.Runtime, targets []apps.Target) (map[string]string, map[string]string, error) {
 	ctx := cmd.Context()
 	w := cmd.ErrOrStderr()
-	if _, _, err := orchestrator.EnsureBase(ctx, rt, orchestrator.BaseOptions{}); err != nil {
+	if _, _, err := orchestrator.EnsureBase(ctx, rt, orchestrator.BaseOptions{Progress: w}); err != nil {
 		return nil, nil, err
 	}
 	b, err := newBuilder(ctx, rt, false, nil)
@@ -232,25 +232,30 @@ func buildForRun(cmd *cobra.Command, rt *orchestrator.Runtime, targets []apps.Ta
 	}
 	images := map[string]string{}
 	skipped := map[string]string{}
-	folders := imagesFor(targets, true)
-	for _, n := range folders {
-		fmt.Fprintf(w, "image %s ... ", n)
-		res, err := b.Build(ctx, []string{n})
+	var failed error
+	b.BuildEach(ctx, imagesFor(targets, true), 0, func(n string, r orchestrator.Built, err error) bool {
 		if err != nil {
 			if reason, ok := orchestrator.SkipReason(err); ok {
-				fmt.Fprintf(w, "skipped: %s\n", reason)
+				fmt.Fprintf(w, "image %s: skipped: %s\n", n, reason)
 				for _, t := range targets {
 					if t.Meta.Name == n {
 						skipped[t.Name] = reason
 					}
 				}
-				continue
+				return true
 			}
-			fmt.Fprintln(w, "failed")
-			return nil, nil, err
+			if failed == nil {
+				failed = err
+				fmt.Fprintf(w, "image %s: failed\n", n)
+			}
+			return false
 		}
-		fmt.Fprintf(w, "%s (%.1fs)\n", shortID(res[0].ID), res[0].Duration.Seconds())
-		images[n] = res[0].ID
+		fmt.Fprintf(w, "image %s: %s (%.1fs)\n", n, shortID(r.ID), r.Duration.Seconds())
+		images[n] = r.ID
+		return true
+	})
+	if failed != nil {
+		return nil, nil, failed
 	}
 	return images, skipped, nil
 }
