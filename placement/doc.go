@@ -1,12 +1,11 @@
 // Package placement holds the logic of the placement study: the
 // calibration data, the two cost models of the placement write-up
-// ("Placing Compute Along the Database Request Path", in
-// ../shared/seeds/000_55bb78bb30bfcbe1.txt), their predicted crossovers, the
-// measured crossover of a serial-call sweep, the routing policies, the
-// routing reverse proxy with its decision log, and the summaries of the
-// routed comparison. It starts no containers; the orchestrator measures the
-// calibration, runs the proxy in the client node (Serve) and feeds samples
-// back to the summaries.
+// ("Placing Compute Along the Database Request Path"), their predicted
+// crossovers, the measured crossover of a serial-call sweep, the routing
+// policies, the routing reverse proxy with its decision log, and the
+// summaries of the routed comparison. It starts no containers; the
+// orchestrator measures the calibration, runs the proxy in the client node
+// (Serve) and feeds samples back to the summaries.
 //
 // # Models
 //
