@@ -1,0 +1,621 @@
+package placement
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Headers the proxy reads and writes.
+const (
+	// HeaderPolicy on a request chooses its policy (else the default); on
+	// the response it names the policy applied.
+	HeaderPolicy = "X-Rttlab-Policy"
+	// HeaderHost on the response names the chosen upstream.
+	HeaderHost = "X-Rttlab-Host"
+	// HeaderConn on the response says how the proxy connects upstream:
+	// ConnKeepAlive or ConnPerRequest.
+	HeaderConn = "X-Rttlab-Conn"
+	// HeaderRequestID on a request is copied into its decision log line,
+	// so that client samples can be joined with decisions.
+	HeaderRequestID = "X-Rttlab-Request"
+)
+
+// Values of HeaderConn.
+const (
+	ConnKeepAlive  = "keep-alive"
+	ConnPerRequest = "new-per-request"
+)
+
+// Defaults of Config.
+const (
+	DefaultListen          = ":8080"
+	DefaultPolicy          = PolicyUserFirst
+	DefaultUpstreamTimeout = 30 * time.Second
+	// maxIdlePerUpstream is the keep-alive pool size per upstream, well
+	// above any concurrency the study drives, so that a pool never closes
+	// connections that the next burst would reopen.
+	maxIdlePerUpstream = 256
+)
+
+// Upstream is one compute host behind the proxy.
+type Upstream struct {
+	// Name is the host's name in the calibration.
+	Name string `json:"name"`
+	// URL is its origin, e.g. "http://compute-a:8080".
+	URL string `json:"url"`
+	// ClientPathMs, when above zero, is the client-path estimate for this
+	// host; it replaces the calibration's client path.
+	ClientPathMs float64 `json:"client_path_ms,omitempty"`
+}
+
+// Config configures the routing proxy; it is read from JSON (LoadConfig).
+type Config struct {
+	// Listen is the proxy's address (DefaultListen when empty).
+	Listen string `json:"listen,omitempty"`
+	// Upstreams lists the compute hosts; their names are exactly the
+	// calibration's hosts.
+	Upstreams   []Upstream  `json:"upstreams"`
+	Calibration Calibration `json:"calibration"`
+	// DefaultPolicy applies when a request has no HeaderPolicy
+	// (DefaultPolicy, user-first, when empty).
+	DefaultPolicy Policy `json:"default_policy,omitempty"`
+	// DisableKeepAlives opens a new upstream connection per request (the
+	// write-up's proxy did); the default keeps a pool per upstream.
+	DisableKeepAlives bool `json:"disable_keep_alives,omitempty"`
+	// LogPath is the decision log (JSON lines, appended); empty or "-"
+	// writes it to standard output.
+	LogPath string `json:"log_path,omitempty"`
+	// UpstreamTimeoutMs bounds the connect and the wait for the response
+	// headers of one upstream request (DefaultUpstreamTimeout when 0).
+	UpstreamTimeoutMs int `json:"upstream_timeout_ms,omitempty"`
+}
+
+// ParseConfig reads a Config from JSON (unknown fields are errors) and
+// validates it.
+func ParseConfig(b []byte) (Config, error) {
+	var c Config
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		return c, fmt.Errorf("parse proxy config: %w", err)
+	}
+	if dec.More() {
+		return c, errors.New("parse proxy config: data after the JSON object")
+	}
+	if err := c.Validate(); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+// LoadConfig reads and validates the JSON config at path.
+func LoadConfig(path string) (Config, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("read proxy config: %w", err)
+	}
+	c, err := ParseConfig(b)
+	if err != nil {
+		return c, fmt.Errorf("%s: %w", path, err)
+	}
+	return c, nil
+}
+
+// Validate checks the calibration, that the upstreams are exactly its
+// hosts with http(s) origins, the default policy and the timeout.
+func (c Config) Validate() error {
+	if err := c.Calibration.Validate(); err != nil {
+		return fmt.Errorf("proxy config: calibration: %w", err)
+	}
+	if len(c.Upstreams) != len(c.Calibration.Hosts) {
+		return fmt.Errorf("proxy config: %d upstreams for %d calibrated hosts", len(c.Upstreams), len(c.Calibration.Hosts))
+	}
+	seen := map[string]bool{}
+	for i, u := range c.Upstreams {
+		if _, ok := c.Calibration.Host(u.Name); !ok {
+			return fmt.Errorf("proxy config: upstreams[%d]: %q is not a calibrated host", i, u.Name)
+		}
+		if seen[u.Name] {
+			return fmt.Errorf("proxy config: upstreams[%d]: %q listed twice", i, u.Name)
+		}
+		seen[u.Name] = true
+		if _, err := upstreamURL(u.URL); err != nil {
+			return fmt.Errorf("proxy config: upstream %s: %w", u.Name, err)
+		}
+		if err := checkMs("client_path_ms", u.ClientPathMs, false); err != nil {
+			return fmt.Errorf("proxy config: upstream %s: %w", u.Name, err)
+		}
+	}
+	if c.DefaultPolicy != "" {
+		if _, err := ParsePolicy(string(c.DefaultPolicy)); err != nil {
+			return fmt.Errorf("proxy config: default_policy: %w", err)
+		}
+	}
+	if c.UpstreamTimeoutMs < 0 {
+		return fmt.Errorf("proxy config: upstream_timeout_ms is negative (%d)", c.UpstreamTimeoutMs)
+	}
+	return nil
+}
+
+func upstreamURL(s string) (*url.URL, error) {
+	u, err := url.Parse(s)
+	if err != nil {
+		return nil, fmt.Errorf("url: %w", err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("url %q: want http://host[:port]", s)
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("url %q: no query or fragment allowed", s)
+	}
+	return u, nil
+}
+
+// DecisionRecord is one line of the decision log: one request through the
+// proxy, whatever became of it.
+type DecisionRecord struct {
+	// Time is when the request reached the proxy (UTC).
+	Time time.Time `json:"time"`
+	// Seq numbers the proxy's requests from 1.
+	Seq       uint64 `json:"seq"`
+	RequestID string `json:"request_id,omitempty"`
+	Method    string `json:"method"`
+	// Route is Route.String() ("/feed", "/serial?n=12"); for a request the
+	// calibration does not know, its path.
+	Route  string `json:"route"`
+	N      int    `json:"n"`
+	Policy Policy `json:"policy,omitempty"`
+	// KeepAlive is false when the proxy opens a new upstream connection
+	// per request.
+	KeepAlive bool `json:"keep_alive"`
+	// Scores are every host's estimates and score under the policy.
+	Scores []Score `json:"scores,omitempty"`
+	// Host is the chosen upstream ("" when the request was refused before
+	// a choice).
+	Host string `json:"host,omitempty"`
+	// InFlight is every upstream's requests in flight when the choice was
+	// made, this request not counted.
+	InFlight map[string]int `json:"in_flight,omitempty"`
+	// Status is what the proxy answered; UpstreamStatus what the upstream
+	// answered (0 when it did not).
+	Status         int `json:"status"`
+	UpstreamStatus int `json:"upstream_status"`
+	// UpstreamMs is the upstream round trip, from sending the request
+	// (connect included when a connection is opened) to its response
+	// headers; TotalMs is the proxy's whole handling, from arrival to the
+	// last body byte written to the client.
+	UpstreamMs float64 `json:"upstream_ms"`
+	TotalMs    float64 `json:"total_ms"`
+	// ConnReused is set when the upstream request went over a kept-alive
+	// connection.
+	ConnReused bool   `json:"conn_reused"`
+	Error      string `json:"error,omitempty"`
+}
+
+// upstream is one compute host's reverse proxy and connection pool.
+type upstream struct {
+	name string
+	rp   *httputil.ReverseProxy
+	tr   *http.Transport
+}
+
+// Proxy is the routing reverse proxy: it decides per request, forwards to
+// the chosen upstream, and logs every decision. When the upstream fails the
+// request fails with 502 and the log says why; the proxy never retries on
+// another host.
+type Proxy struct {
+	cal       Calibration
+	def       Policy
+	keepAlive bool
+	ups       map[string]*upstream
+	log       *decisionLog
+	seq       atomic.Uint64
+
+	mu       sync.Mutex
+	inFlight map[string]int
+}
+
+type stateKey struct{}
+
+// reqState carries what the transport and the reverse proxy's hooks learn
+// about one upstream request back to ServeHTTP. Only the request's own
+// goroutine touches it.
+type reqState struct {
+	upstream time.Duration
+	reused   bool
+	status   int
+	err      error
+}
+
+// timedTransport times the upstream round trip and records whether the
+// connection was reused.
+type timedTransport struct{ rt http.RoundTripper }
+
+func (t timedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	st, _ := req.Context().Value(stateKey{}).(*reqState)
+	if st == nil {
+		return t.rt.RoundTrip(req)
+	}
+	req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+		GotConn: func(i httptrace.GotConnInfo) { st.reused = i.Reused },
+	}))
+	t0 := time.Now()
+	resp, err := t.rt.RoundTrip(req)
+	st.upstream = time.Since(t0)
+	return resp, err
+}
+
+// NewProxy builds the proxy of a validated config; decision lines go to
+// logw (discarded when nil), written by a goroutine of their own so that
+// logging adds nothing to a request's latency. Close it to flush the log.
+func NewProxy(cfg Config, logw io.Writer) (*Proxy, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if logw == nil {
+		logw = io.Discard
+	}
+	p := &Proxy{
+		cal:       cfg.Calibration,
+		def:       DefaultPolicy,
+		keepAlive: !cfg.DisableKeepAlives,
+		ups:       map[string]*upstream{},
+		inFlight:  map[string]int{},
+	}
+	if cfg.DefaultPolicy != "" {
+		p.def, _ = ParsePolicy(string(cfg.DefaultPolicy))
+	}
+	// The calibration is copied so the upstreams' client paths can
+	// replace its own without touching the caller's config.
+	p.cal.Hosts = slices.Clone(cfg.Calibration.Hosts)
+	timeout := DefaultUpstreamTimeout
+	if cfg.UpstreamTimeoutMs > 0 {
+		timeout = time.Duration(cfg.UpstreamTimeoutMs) * time.Millisecond
+	}
+	errLog := slog.NewLogLogger(slog.Default().Handler(), slog.LevelWarn)
+	for _, u := range cfg.Upstreams {
+		for i := range p.cal.Hosts {
+			if p.cal.Hosts[i].Name == u.Name && u.ClientPathMs > 0 {
+				p.cal.Hosts[i].ClientPathMs = u.ClientPathMs
+			}
+		}
+		target, _ := upstreamURL(u.URL)
+		tr := &http.Transport{
+			Proxy:                 nil, // never an environment proxy between the proxy and its upstreams
+			DialContext:           (&net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}).DialContext,
+			DisableKeepAlives:     cfg.DisableKeepAlives,
+			MaxIdleConns:          0,
+			MaxIdleConnsPerHost:   maxIdlePerUpstream,
+			IdleConnTimeout:       90 * time.Second,
+			ResponseHeaderTimeout: timeout,
+			TLSHandshakeTimeout:   timeout,
+		}
+		up := &upstream{name: u.Name, tr: tr}
+		up.rp = &httputil.ReverseProxy{
+			Rewrite: func(pr *httputil.ProxyRequest) {
+				pr.SetURL(target)
+				pr.SetXForwarded()
+			},
+			Transport: timedTransport{tr},
+			ModifyResponse: func(resp *http.Response) error {
+				if st, _ := resp.Request.Context().Value(stateKey{}).(*reqState); st != nil {
+					st.status = resp.StatusCode
+				}
+				return nil
+			},
+			ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+				if st, _ := r.Context().Value(stateKey{}).(*reqState); st != nil {
+					st.err = err
+				}
+				w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+				w.WriteHeader(http.StatusBadGateway)
+				fmt.Fprintf(w, "rttlab proxy: upstream %s: %v\n", u.Name, err)
+			},
+			ErrorLog: errLog,
+		}
+		p.ups[u.Name] = up
+	}
+	p.log = newDecisionLog(logw)
+	return p, nil
+}
+
+// KeepAlive reports whether the proxy keeps upstream connections alive.
+func (p *Proxy) KeepAlive() bool { return p.keepAlive }
+
+// InFlight returns a copy of the requests in flight per upstream.
+func (p *Proxy) InFlight() map[string]int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make(map[string]int, len(p.ups))
+	for name := range p.ups {
+		out[name] = p.inFlight[name]
+	}
+	return out
+}
+
+// decide applies the policy under the in-flight lock and counts the request
+// against the chosen host, so that concurrent decisions see each other.
+func (p *Proxy) decide(policy Policy, route Route, est []Estimate) (Decision, map[string]int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	snap := make(map[string]int, len(p.ups))
+	for name := range p.ups {
+		snap[name] = p.inFlight[name]
+	}
+	d, err := Choose(policy, route, est, snap)
+	if err == nil {
+		p.inFlight[d.Host]++
+	}
+	return d, snap, err
+}
+
+func (p *Proxy) done(host string) {
+	p.mu.Lock()
+	p.inFlight[host]--
+	p.mu.Unlock()
+}
+
+func (p *Proxy) connHeader() string {
+	if p.keepAlive {
+		return ConnKeepAlive
+	}
+	return ConnPerRequest
+}
+
+// ServeHTTP routes one request.
+func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	rec := DecisionRecord{
+		Time: start.UTC(), Seq: p.seq.Add(1), RequestID: r.Header.Get(HeaderRequestID),
+		Method: r.Method, Route: r.URL.Path, KeepAlive: p.keepAlive,
+	}
+	w.Header().Set(HeaderConn, p.connHeader())
+	refuse := func(status int, err error) {
+		rec.Status = status
+		rec.Error = err.Error()
+		rec.TotalMs = ms(time.Since(start))
+		http.Error(w, "rttlab proxy: "+err.Error(), status)
+		p.log.write(rec)
+	}
+	route, err := p.cal.ParseRoute(r.URL)
+	if err != nil {
+		status := http.StatusBadRequest
+		if errors.Is(err, ErrUnknownRoute) {
+			status = http.StatusNotFound
+		}
+		refuse(status, err)
+		return
+	}
+	rec.Route, rec.N = route.String(), route.N
+	policy := p.def
+	if h := r.Header.Get(HeaderPolicy); h != "" {
+		if policy, err = ParsePolicy(h); err != nil {
+			refuse(http.StatusBadRequest, err)
+			return
+		}
+	}
+	rec.Policy = policy
+	w.Header().Set(HeaderPolicy, string(policy))
+	est, err := p.cal.Estimates(route)
+	if err != nil {
+		refuse(http.StatusInternalServerError, err)
+		return
+	}
+	d, snap, err := p.decide(policy, route, est)
+	rec.Scores, rec.InFlight = d.Scores, snap
+	if err != nil {
+		refuse(http.StatusInternalServerError, err)
+		return
+	}
+	rec.Host = d.Host
+	w.Header().Set(HeaderHost, d.Host)
+
+	st := &reqState{}
+	finish := func() {
+		p.done(d.Host)
+		rec.TotalMs = ms(time.Since(start))
+		rec.UpstreamMs = ms(st.upstream)
+		rec.UpstreamStatus = st.status
+		rec.ConnReused = st.reused
+	}
+	completed := false
+	defer func() {
+		// The reverse proxy panics with http.ErrAbortHandler when the
+		// body breaks off after the headers went out: log it, then let
+		// the panic abort the response.
+		if !completed {
+			finish()
+			rec.Status = st.status
+			rec.Error = "response aborted while copying the upstream body"
+			p.log.write(rec)
+		}
+	}()
+	p.ups[d.Host].rp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), stateKey{}, st)))
+	completed = true
+	finish()
+	rec.Status = st.status
+	if st.err != nil {
+		rec.Status = http.StatusBadGateway
+		rec.Error = st.err.Error()
+	}
+	p.log.write(rec)
+}
+
+func ms(d time.Duration) float64 { return float64(d) / 1e6 }
+
+// Close flushes and stops the decision log and closes idle upstream
+// connections. Call it after the server has stopped handling requests;
+// later requests are still routed but not logged.
+func (p *Proxy) Close() error {
+	for _, u := range p.ups {
+		u.tr.CloseIdleConnections()
+	}
+	return p.log.close()
+}
+
+// decisionLog writes DecisionRecords as JSON lines from one goroutine,
+// flushing whenever no record is waiting. A full queue blocks the request
+// rather than drop a line.
+type decisionLog struct {
+	mu     sync.RWMutex
+	closed bool
+	ch     chan DecisionRecord
+	done   chan struct{}
+	err    error // the first write error, read after done
+}
+
+func newDecisionLog(w io.Writer) *decisionLog {
+	l := &decisionLog{ch: make(chan DecisionRecord, 4096), done: make(chan struct{})}
+	go func() {
+		defer close(l.done)
+		bw := bufio.NewWriter(w)
+		enc := json.NewEncoder(bw)
+		keep := func(err error) {
+			if err != nil && l.err == nil {
+				l.err = err
+				slog.Error("decision log write failed; later lines are lost", "err", err)
+			}
+		}
+		for rec := range l.ch {
+			if l.err != nil {
+				continue
+			}
+			keep(enc.Encode(rec))
+			if len(l.ch) == 0 {
+				keep(bw.Flush())
+			}
+		}
+		keep(bw.Flush())
+	}()
+	return l
+}
+
+func (l *decisionLog) write(rec DecisionRecord) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if !l.closed {
+		l.ch <- rec
+	}
+}
+
+func (l *decisionLog) close() error {
+	l.mu.Lock()
+	if !l.closed {
+		l.closed = true
+		close(l.ch)
+	}
+	l.mu.Unlock()
+	<-l.done
+	if l.err != nil {
+		return fmt.Errorf("decision log: %w", l.err)
+	}
+	return nil
+}
+
+// ReadDecisions parses a decision log (JSON lines); a bad line is an error
+// naming its line number.
+func ReadDecisions(r io.Reader) ([]DecisionRecord, error) {
+	var out []DecisionRecord
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
+	line := 0
+	for sc.Scan() {
+		line++
+		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+			continue
+		}
+		var rec DecisionRecord
+		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
+			return out, fmt.Errorf("decision log line %d: %w", line, err)
+		}
+		out = append(out, rec)
+	}
+	if err := sc.Err(); err != nil {
+		return out, fmt.Errorf("decision log line %d: %w", line+1, err)
+	}
+	return out, nil
+}
+
+// Serve runs the proxy of cfg on cfg.Listen until ctx is done, then shuts
+// it down gracefully (in-flight requests get up to 10 s) and flushes the
+// decision log. It returns nil after a clean stop. This is the whole proxy
+// a container needs: `rttlab agent proxy` only has to load a Config.
+func Serve(ctx context.Context, cfg Config) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	addr := cfg.Listen
+	if addr == "" {
+		addr = DefaultListen
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("proxy listen: %w", err)
+	}
+	return ServeListener(ctx, cfg, ln)
+}
+
+// ServeListener is Serve on a listener the caller opened (cfg.Listen is not
+// used); it closes ln.
+func ServeListener(ctx context.Context, cfg Config, ln net.Listener) (err error) {
+	defer ln.Close()
+	var logw io.Writer = os.Stdout
+	if cfg.LogPath != "" && cfg.LogPath != "-" {
+		if err := os.MkdirAll(filepath.Dir(cfg.LogPath), 0o755); err != nil {
+			return fmt.Errorf("decision log: %w", err)
+		}
+		f, err := os.OpenFile(cfg.LogPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+		if err != nil {
+			return fmt.Errorf("decision log: %w", err)
+		}
+		defer func() {
+			if cerr := f.Close(); cerr != nil && err == nil {
+				err = fmt.Errorf("decision log: %w", cerr)
+			}
+		}()
+		logw = f
+	}
+	p, err := NewProxy(cfg, logw)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{
+		Handler:           p,
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(slog.Default().Handler(), slog.LevelWarn),
+	}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	slog.Info("placement proxy serving", "addr", ln.Addr().String(), "policy", p.def, "conn", p.connHeader(), "log", cfg.LogPath)
+	select {
+	case err = <-serveErr:
+		err = fmt.Errorf("proxy serve: %w", err)
+	case <-ctx.Done():
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if serr := srv.Shutdown(sctx); serr != nil {
+			err = fmt.Errorf("proxy shutdown: %w", serr)
+		}
+	}
+	if cerr := p.Close(); cerr != nil && err == nil {
+		err = cerr
+	}
+	return err
+}

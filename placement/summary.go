@@ -1,0 +1,207 @@
+package placement
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	"github.com/rttlab/rttlab/results"
+)
+
+// Sample is one measured request of the routed comparison, as the client
+// saw it.
+type Sample struct {
+	Policy Policy `json:"policy"`
+	Route  string `json:"route"`
+	// Host is the upstream the proxy chose (its HeaderHost); "" when the
+	// proxy chose none.
+	Host      string  `json:"host"`
+	LatencyMs float64 `json:"latency_ms"`
+	// Failed marks a request that did not return 200 or did not return;
+	// it counts in the failures and the host shares, not in the latencies.
+	Failed bool `json:"failed,omitempty"`
+	// Warmup samples are left out of every summary.
+	Warmup bool `json:"warmup,omitempty"`
+}
+
+// HostShare is how often a policy chose a host for a route.
+type HostShare struct {
+	Host  string  `json:"host"`
+	Count int     `json:"count"`
+	Share float64 `json:"share"`
+}
+
+// PolicyRoute summarises one (policy, route) of the routed comparison.
+type PolicyRoute struct {
+	Policy Policy `json:"policy"`
+	Route  string `json:"route"`
+	// N counts successful measured requests; Failures the failed ones.
+	N        int `json:"n"`
+	Failures int `json:"failures"`
+	// P50Ms and P99Ms are over the successful requests (NaN, null in
+	// JSON, without any); P50CI is the percentile-bootstrap 95% interval
+	// of the median.
+	P50Ms Num `json:"p50_ms"`
+	P99Ms Num `json:"p99_ms"`
+	P50CI CI  `json:"p50_ci"`
+	// Hosts are the chosen-host shares over every measured request that
+	// got a host (failed ones included), by host name.
+	Hosts []HostShare `json:"hosts"`
+}
+
+// PolicyDiff is the median difference of one policy against a base policy
+// on one route.
+type PolicyDiff struct {
+	Route  string `json:"route"`
+	Policy Policy `json:"policy"`
+	Base   Policy `json:"base"`
+	// DiffMs = p50(Policy) − p50(Base): negative when Policy is faster.
+	DiffMs Num `json:"diff_ms"`
+	CI     CI  `json:"ci"`
+	// Verdict is "lower" or "higher" when the interval excludes 0, else
+	// "no measurable difference" (or "no data").
+	Verdict string `json:"verdict"`
+}
+
+// RoutedSummary is the routed comparison's analysis.
+type RoutedSummary struct {
+	Seed      uint64 `json:"seed"`
+	Resamples int    `json:"resamples"`
+	// Method describes the intervals.
+	Method string        `json:"method"`
+	Cells  []PolicyRoute `json:"cells"`
+	Diffs  []PolicyDiff  `json:"diffs"`
+}
+
+// PolicyCellKey is the results.NewRNG key of a (policy, route) p50
+// interval; PolicyDiffKey that of a policy difference.
+func PolicyCellKey(p Policy, route string) string {
+	return "placement-cell\x00" + string(p) + "\x00" + route
+}
+
+// PolicyDiffKey is the results.NewRNG key of the interval of p50(policy)
+// − p50(base) on route.
+func PolicyDiffKey(route string, policy, base Policy) string {
+	return "placement-diff\x00" + route + "\x00" + string(policy) + "\x00" + string(base)
+}
+
+// SummarizeRouted computes, per (policy, route) of the measured samples,
+// the p50 and p99, the bootstrap interval of the p50, the failures and the
+// chosen-host shares; and per route the median difference of every policy
+// against user-first and of profiled against network-only, each with a
+// percentile-bootstrap 95% interval (results.BootstrapChangeCI: request
+// latencies of both policies resampled independently, resamples times,
+// from results.NewRNG(seed, PolicyDiffKey(...))). Resamples ≤ 0 means
+// results.DefaultResamples. Cells come in the order of Policies (unknown
+// policies after, by name), then by route; diffs by route, then policy.
+func SummarizeRouted(samples []Sample, seed uint64, resamples int) RoutedSummary {
+	if resamples <= 0 {
+		resamples = results.DefaultResamples
+	}
+	sum := RoutedSummary{
+		Seed: seed, Resamples: resamples,
+		Method: fmt.Sprintf("percentile bootstrap of the median over request latencies, %d resamples; differences resample both policies independently; seed %d, one generator per cell (results.NewRNG)", resamples, seed),
+		Cells:  []PolicyRoute{},
+		Diffs:  []PolicyDiff{},
+	}
+	type key struct {
+		p Policy
+		r string
+	}
+	type acc struct {
+		lat   []float64
+		fail  int
+		hosts map[string]int
+		total int
+	}
+	cells := map[key]*acc{}
+	var keys []key
+	routes := map[string]bool{}
+	for _, s := range samples {
+		if s.Warmup {
+			continue
+		}
+		k := key{s.Policy, s.Route}
+		a := cells[k]
+		if a == nil {
+			a = &acc{hosts: map[string]int{}}
+			cells[k] = a
+			keys = append(keys, k)
+		}
+		routes[s.Route] = true
+		if s.Host != "" {
+			a.hosts[s.Host]++
+			a.total++
+		}
+		if s.Failed {
+			a.fail++
+			continue
+		}
+		a.lat = append(a.lat, s.LatencyMs)
+	}
+	rank := func(p Policy) int {
+		if i := slices.Index(Policies, p); i >= 0 {
+			return i
+		}
+		return len(Policies)
+	}
+	slices.SortFunc(keys, func(x, y key) int {
+		if d := rank(x.p) - rank(y.p); d != 0 {
+			return d
+		}
+		if x.p != y.p {
+			return cmp.Compare(string(x.p), string(y.p))
+		}
+		return cmp.Compare(x.r, y.r)
+	})
+	for _, k := range keys {
+		a := cells[k]
+		slices.Sort(a.lat)
+		c := PolicyRoute{Policy: k.p, Route: k.r, N: len(a.lat), Failures: a.fail,
+			P50Ms: Num(results.Percentile(a.lat, 0.5)), P99Ms: Num(results.Percentile(a.lat, 0.99)),
+			P50CI: ciOf(results.BootstrapMedianCI(a.lat, resamples, results.NewRNG(seed, PolicyCellKey(k.p, k.r)))),
+			Hosts: []HostShare{}}
+		for _, h := range sortedNames(a.hosts) {
+			c.Hosts = append(c.Hosts, HostShare{Host: h, Count: a.hosts[h], Share: float64(a.hosts[h]) / float64(a.total)})
+		}
+		sum.Cells = append(sum.Cells, c)
+	}
+	pairs := [][2]Policy{
+		{PolicyNetworkOnly, PolicyUserFirst},
+		{PolicyProfiled, PolicyUserFirst},
+		{PolicyQueueAware, PolicyUserFirst},
+		{PolicyProfiled, PolicyNetworkOnly},
+	}
+	for _, r := range sortedNames(routes) {
+		for _, pr := range pairs {
+			t, b := cells[key{pr[0], r}], cells[key{pr[1], r}]
+			if t == nil || b == nil {
+				continue // a policy the run did not use
+			}
+			d := PolicyDiff{Route: r, Policy: pr[0], Base: pr[1]}
+			d.DiffMs = Num(results.Median(t.lat) - results.Median(b.lat))
+			d.CI = ciOf(results.BootstrapChangeCI(b.lat, t.lat, resamples, results.NewRNG(seed, PolicyDiffKey(r, pr[0], pr[1]))))
+			switch {
+			case len(t.lat) == 0 || len(b.lat) == 0:
+				d.Verdict = "no data"
+			case d.CI.Excludes0() < 0:
+				d.Verdict = "lower"
+			case d.CI.Excludes0() > 0:
+				d.Verdict = "higher"
+			default:
+				d.Verdict = "no measurable difference"
+			}
+			sum.Diffs = append(sum.Diffs, d)
+		}
+	}
+	return sum
+}
+
+func sortedNames[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
