@@ -3,6 +3,7 @@ package placement
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -35,6 +36,11 @@ const (
 	// HeaderRequestID on a request is copied into its decision log line,
 	// so that client samples can be joined with decisions.
 	HeaderRequestID = "X-Rttlab-Request"
+	// QueryPolicy, a query parameter, chooses the policy like HeaderPolicy
+	// (the header wins when both are given) so that a load client that
+	// sends only paths can interleave policies; the proxy removes it
+	// before forwarding.
+	QueryPolicy = "rttlab_policy"
 )
 
 // Values of HeaderConn.
@@ -394,6 +400,12 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "rttlab proxy: "+err.Error(), status)
 		p.log.write(rec)
 	}
+	queryPolicy := ""
+	if q := r.URL.Query(); q.Has(QueryPolicy) {
+		queryPolicy = q.Get(QueryPolicy)
+		q.Del(QueryPolicy)
+		r.URL.RawQuery = q.Encode()
+	}
 	route, err := p.cal.ParseRoute(r.URL)
 	if err != nil {
 		status := http.StatusBadRequest
@@ -405,7 +417,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	rec.Route, rec.N = route.String(), route.N
 	policy := p.def
-	if h := r.Header.Get(HeaderPolicy); h != "" {
+	if h := cmp.Or(r.Header.Get(HeaderPolicy), queryPolicy); h != "" {
 		if policy, err = ParsePolicy(h); err != nil {
 			refuse(http.StatusBadRequest, err)
 			return

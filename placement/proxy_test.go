@@ -533,3 +533,24 @@ func TestProxyBodyAbortLogged(t *testing.T) {
 		t.Errorf("line %+v", last)
 	}
 }
+
+func TestProxyPolicyFromQuery(t *testing.T) {
+	a, b := newTestUpstream(t, "a"), newTestUpstream(t, "b")
+	_, srv, finish := startProxy(t, testConfig(a.srv.URL, b.srv.URL))
+	// network-only sends /serial?n=3 to b, user-first to a (the default).
+	resp, body := get(t, srv.URL+"/serial?n=3&"+QueryPolicy+"=network-only", "")
+	if resp.Header.Get(HeaderHost) != "b" || resp.Header.Get(HeaderPolicy) != "network-only" || body != "b /serial?n=3" {
+		t.Errorf("query policy: host %q policy %q body %q", resp.Header.Get(HeaderHost), resp.Header.Get(HeaderPolicy), body)
+	}
+	// The header wins over the query.
+	resp, _ = get(t, srv.URL+"/serial?n=3&"+QueryPolicy+"=network-only", "user-first")
+	if resp.Header.Get(HeaderHost) != "a" || resp.Header.Get(HeaderPolicy) != "user-first" {
+		t.Errorf("header and query: host %q policy %q", resp.Header.Get(HeaderHost), resp.Header.Get(HeaderPolicy))
+	}
+	if resp, _ := get(t, srv.URL+"/feed?"+QueryPolicy+"=nearest", ""); resp.StatusCode != 400 {
+		t.Errorf("unknown policy in the query: status %d", resp.StatusCode)
+	}
+	if recs := finish(); len(recs) != 3 || recs[0].Route != "/serial?n=3" {
+		t.Errorf("log %+v", recs)
+	}
+}
