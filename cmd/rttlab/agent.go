@@ -31,7 +31,7 @@ runs probes from it ('ping', 'sqlprobe'). The client container runs the
 load driver ('load'). Every command prints JSON.`,
 		Hidden: false,
 	}
-	cmd.AddCommand(newAgentServeCmd(), newAgentCtlCmd(), newAgentPingCmd(), newAgentSQLProbeCmd(), newAgentLoadCmd(), newAgentIdleCmd(), newAgentTraceCmd())
+	cmd.AddCommand(newAgentServeCmd(), newAgentCtlCmd(), newAgentPingCmd(), newAgentSQLProbeCmd(), newAgentLoadCmd(), newAgentIdleCmd(), newAgentTraceCmd(), newAgentProxyCmd(), newAgentConnectCmd())
 	return cmd
 }
 
@@ -252,6 +252,7 @@ type agentLoadOptions struct {
 	opts    workloads.LoadOptions
 	headers []string
 	mix     string
+	paths   []string
 	seed    uint64
 	timeout time.Duration
 }
@@ -259,7 +260,7 @@ type agentLoadOptions struct {
 func newAgentLoadCmd() *cobra.Command {
 	o := &agentLoadOptions{}
 	cmd := &cobra.Command{
-		Use:   "load --url URL (--route PATH | --mix NAME --seed N)",
+		Use:   "load --url URL (--route PATH | --mix NAME --seed N | --path P...)",
 		Short: "Closed-loop load on one keep-alive connection; one JSON line per request",
 		Long: `One client, closed loop, one keep-alive connection: WARMUP requests then
 REQUESTS measured requests. Each request's latency comes from the
@@ -271,8 +272,15 @@ line on stderr is a JSON object with the totals.`,
 			if o.opts.BaseURL == "" {
 				return usagef("--url is required")
 			}
-			if (o.opts.Route == "") == (o.mix == "") {
-				return usagef("give --route or --mix")
+			if n := btoi(o.opts.Route != "") + btoi(o.mix != "") + btoi(len(o.paths) > 0); n != 1 {
+				return usagef("give one of --route, --mix or --path")
+			}
+			if len(o.paths) > 0 {
+				o.opts.Requests = o.paths
+				o.opts.Measured = len(o.paths) - o.opts.Warmup
+				if o.opts.Measured < 1 {
+					return usagef("%d --path requests leave none to measure after --warmup %d", len(o.paths), o.opts.Warmup)
+				}
 			}
 			if o.opts.Measured < 1 || o.opts.Warmup < 0 {
 				return usagef("--requests must be positive and --warmup not negative")
@@ -317,6 +325,7 @@ line on stderr is a JSON object with the totals.`,
 	cmd.Flags().StringVar(&o.opts.BaseURL, "url", "", "base URL of the app, e.g. http://app:8080")
 	cmd.Flags().StringVar(&o.opts.Route, "route", "", "path to request")
 	cmd.Flags().StringVar(&o.mix, "mix", "", "weighted request mix: redmine or aimeos")
+	cmd.Flags().StringArrayVar(&o.paths, "path", nil, "one request's path, in order, warmup first (repeatable; replaces --route and --requests)")
 	cmd.Flags().Uint64Var(&o.seed, "seed", 1, "seed of the mix's request sequence")
 	cmd.Flags().IntVar(&o.opts.Measured, "requests", 100, "measured requests")
 	cmd.Flags().IntVar(&o.opts.Warmup, "warmup", 20, "warmup requests")
@@ -410,4 +419,11 @@ func parseHeaders(hs []string) (map[string]string, error) {
 		out[strings.TrimSpace(k)] = strings.TrimSpace(v)
 	}
 	return out, nil
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
