@@ -5,6 +5,7 @@ package apps
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io/fs"
 	"regexp"
@@ -47,6 +48,10 @@ type Meta struct {
 	Auth *Auth `yaml:"auth"`
 	// Env is added to the container's environment.
 	Env map[string]string `yaml:"env"`
+	// Budgets are the round-trip budgets of the app's request types that
+	// `rttlab trace`, `rttlab ci-smoke` and a run's trace gate on (see
+	// Budgets).
+	Budgets Budgets `yaml:"budgets"`
 }
 
 // Route is one HTTP route of the route contract with the database work it
@@ -97,6 +102,10 @@ func ParseMeta(dir string, data []byte) (*Meta, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&m); err != nil {
+		var be *BudgetError
+		if errors.As(err, &be) {
+			return nil, fmt.Errorf("apps/%s/app.yaml:%d: %s", dir, be.Line, be.Msg)
+		}
 		return nil, fmt.Errorf("apps/%s/app.yaml: %w", dir, err)
 	}
 	if err := m.Validate(dir); err != nil {
@@ -165,7 +174,7 @@ func (m *Meta) Validate(dir string) error {
 			return fmt.Errorf("%s: gobuild entries need package and a plain output file name", where)
 		}
 	}
-	return nil
+	return m.validateBudgets(where)
 }
 
 // Route returns the route with the given path.

@@ -15,6 +15,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/rttlab/rttlab/apps"
 )
 
 // Plan says which apps and routes run, at which RTT settings, how many
@@ -34,6 +36,9 @@ import (
 //	apps:                          # required
 //	  - name: go
 //	    routes: [/feed, /feed-naive]
+//	    budgets:                     # round-trip budgets, gated on the run's trace
+//	      /feed: 3                   # (per request type; app.yaml's budgets apply
+//	      /feed-naive: 12            #  too, these win for the same type)
 //	  - name: redmine
 //	    mix: redmine                 # a weighted request mix instead of routes
 //	    runs: 10                     # per-app overrides of runs/requests/warmup
@@ -69,6 +74,10 @@ type PlanApp struct {
 	Runs     int      `yaml:"runs,omitempty" json:"runs,omitempty"`
 	Requests int      `yaml:"requests,omitempty" json:"requests,omitempty"`
 	Warmup   int      `yaml:"warmup,omitempty" json:"warmup,omitempty"`
+	// Budgets are round-trip budgets of the app's request types, gated on
+	// the run's trace (apps.Budgets); they win over app.yaml's for the
+	// same type.
+	Budgets apps.Budgets `yaml:"budgets,omitempty" json:"budgets,omitempty"`
 }
 
 // Calibrates says whether a stack with this shaper backend calibrates.
@@ -301,6 +310,11 @@ func (p *Plan) Validate() error {
 		}{{"runs", a.Runs}, {"requests", a.Requests}, {"warmup", a.Warmup}} {
 			if f.v < 0 {
 				return fmt.Errorf("app %s: %s %d is negative", a.Name, f.name, f.v)
+			}
+		}
+		for _, k := range a.Budgets.Keys() {
+			if k == "" || a.Budgets[k] < 0 {
+				return fmt.Errorf("app %s: budget %q: %d: a budget names a request type and is 0 or more round trips per request", a.Name, k, a.Budgets[k])
 			}
 		}
 	}

@@ -30,7 +30,8 @@ func main() {
 }
 
 // execute runs one command line and returns its exit status: 0, 1 for a
-// failure, 2 for bad input, 130 when interrupted.
+// failure, 2 for bad input, 3 for a round-trip budget not met, 130 when
+// interrupted.
 func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cmd := newRootCmd()
 	cmd.SetArgs(args)
@@ -44,8 +45,9 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 // exitReport tells the user how a command ended and returns the exit
-// status: 0, 2 for bad input, 130 when interrupted, else 1. Whatever a
-// command could not remove is named, never reported as removed.
+// status: 0, 2 for bad input, 3 for a round-trip budget not met (and
+// nothing else wrong), 130 when interrupted, else 1. Whatever a command
+// could not remove is named, never reported as removed.
 func exitReport(w io.Writer, err error) int {
 	if err == nil {
 		return 0
@@ -54,6 +56,12 @@ func exitReport(w io.Writer, err error) int {
 	if errors.As(err, &ue) {
 		fmt.Fprintf(w, "rttlab: %v\n", err)
 		return 2
+	}
+	// Only a gate that failed alone: joined with a failure to remove what
+	// the command started, the failure is what to report (exit status 1).
+	if _, ok := err.(overBudgetError); ok {
+		fmt.Fprintf(w, "rttlab: %v\n", err)
+		return exitOverBudget
 	}
 	var ce *orchestrator.CleanupError
 	left := errors.As(err, &ce)

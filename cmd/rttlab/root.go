@@ -49,6 +49,7 @@ Start with:
 		newReportCmd(),
 		newCompareCmd(),
 		newTraceCmd(),
+		newCISmokeCmd(),
 	)
 	usageArgs(cmd)
 	return cmd

@@ -51,6 +51,10 @@ request's latency is appended to samples.jsonl and fsynced per task. Ctrl-C
 stops after removing every container, rule and network; continue later
 with --resume DIR.
 
+Apps with round-trip budgets (budgets: in app.yaml or in the plan's app
+entry) are gated on the run's trace when it ends: a line per request type
+over budget and exit status 3, as 'rttlab trace --budget' does.
+
 Examples:
   rttlab run --plan smoke
   rttlab run --plan study --apps go --delays 0,0.5,1
@@ -154,6 +158,13 @@ Examples:
 			if err := orchestrator.ValidatePlanApps(p, all); err != nil {
 				return usagef("plan %s: %v", p.Name, err)
 			}
+			file := o.plan
+			if _, builtin := orchestrator.BuiltinPlan(o.plan); builtin {
+				file = ""
+			}
+			if err := orchestrator.ValidatePlanBudgets(p, all, file); err != nil {
+				return usageError{err}
+			}
 			o.p = p
 			return nil
 		},
@@ -198,7 +209,11 @@ Examples:
 			if err != nil && dir != "" {
 				return hintError{err, "the results folder is consistent; continue with: rttlab run --resume " + dir}
 			}
-			return err
+			if err != nil {
+				return err
+			}
+			// Round-trip budgets (app.yaml's, the plan's) gate on the run's trace.
+			return gateRun(out, dir, p, all, skipped)
 		},
 	}
 	f := cmd.Flags()

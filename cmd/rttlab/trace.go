@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"path/filepath"
 	"text/tabwriter"
 
@@ -17,6 +18,9 @@ type traceOptions struct {
 	warmup   int
 	seed     uint64
 	out      string
+	budget   budgetOptions
+
+	target apps.Target
 }
 
 func newTraceCmd() *cobra.Command {
@@ -36,20 +40,44 @@ app<->database TCP traffic. Per request it counts:
 and per type the pg_stat_statements executions per request. It prints the
 median and range per type. With --out DIR (a results folder) it also
 writes DIR/trace.json, which the report places next to the amplification
-ratio.`,
+ratio.
+
+Round-trip budgets make it a CI gate: --budget /feed=3,/feed-naive=12 (and
+budgets: in apps/APP/app.yaml; the flag wins for the same type) gives
+each request type the most round trips one request may take. A key is a
+type as the table names it, or a route path that covers its per-N type
+(/serial covers /serial?n=5). After the table, one line per type over
+budget (the most round trips of any request, the median, the budget, the
+statements seen) and exit status 3. A budget for a type the app does not
+serve, or a malformed one, is refused before anything starts (exit 2).
+A budgeted type whose requests failed fails the gate too.
+
+  --format json   the trace and the gate as one JSON document on stdout:
+                  {"app", "verdict": pass|fail|none, "budgets": {type: N},
+                   "types": [{trace row..., "budget": N|null,
+                   "verdict": pass|over|failed|untraced|unbudgeted}]}
+  --junit FILE    JUnit XML: suite rttlab-trace-budgets, a test case per
+                  type (failure when over budget, skipped without one)
+
+Example:
+  rttlab trace go --budget /feed=3,/feed-naive=12 --junit budgets.xml`,
 		Args: cobra.ExactArgs(1),
-		PreRunE: func(cmd *cobra.Command, args []string) error {
+		PreRunE: func(cmd *cobra.Command, args []string) (err error) {
 			if o.requests < 1 || o.requests > 100000 || o.warmup < 0 {
 				return usagef("--requests must be 1..100000 and --warmup not negative")
 			}
-			return nil
+			// The app and its budgets are checked before anything connects.
+			if o.target, err = loadTarget(args[0]); err != nil {
+				return err
+			}
+			if _, err := orchestrator.MixFor(o.target.Meta); err != nil {
+				return err
+			}
+			return o.budget.resolve(o.target)
 		},
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			ctx := cmd.Context()
-			t, err := loadTarget(args[0])
-			if err != nil {
-				return err
-			}
+			t := o.target
 			mix, err := orchestrator.MixFor(t.Meta)
 			if err != nil {
 				return err
@@ -76,37 +104,68 @@ ratio.`,
 			if err != nil {
 				return err
 			}
-			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "TYPE\tN\tFAILED\tROUND TRIPS median [min-max]\tSTATEMENTS (wire)\tPARSES\tpg_stat_statements/req\tEXPECTED")
-			for _, tt := range types {
-				exp := "-"
-				if tt.Expected >= 0 {
-					exp = fmt.Sprint(tt.Expected)
-				}
-				fmt.Fprintf(w, "%s\t%d\t%d\t%g [%d-%d]\t%g [%d-%d]\t%g [%d-%d]\t%.2f\t%s\n", tt.Type, tt.N, tt.Failures,
-					tt.RoundTrips.Median, tt.RoundTrips.Min, tt.RoundTrips.Max, tt.Statements.Median, tt.Statements.Min, tt.Statements.Max,
-					tt.Parses.Median, tt.Parses.Min, tt.Parses.Max, tt.PGSS, exp)
-			}
-			w.Flush()
-			if o.out != "" {
-				if _, err := results.Load(o.out); err != nil {
-					return fmt.Errorf("--out %s is not a readable results folder: %w", o.out, err)
-				}
-				if err := results.WriteTrace(o.out, types); err != nil {
-					return err
-				}
-				files, err := results.RenderFiles(o.out, results.Options{})
-				if err != nil {
-					return err
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "wrote %s and regenerated %d files\n", filepath.Join(o.out, results.TraceFile), len(files))
-			}
-			return nil
+			return o.report(cmd.OutOrStdout(), cmd.ErrOrStderr(), t.Name, types)
 		},
 	}
 	cmd.Flags().IntVar(&o.requests, "requests", 100, "requests per request type")
 	cmd.Flags().IntVar(&o.warmup, "warmup", 5, "warmup requests per type (not counted)")
 	cmd.Flags().Uint64Var(&o.seed, "seed", 1, "seed of the mix's request paths")
 	cmd.Flags().StringVar(&o.out, "out", "", "results folder to write trace.json into")
+	o.budget.addFlags(cmd, true)
 	return cmd
+}
+
+// printTraceTable prints the trace's table: a row per request type.
+func printTraceTable(out io.Writer, types []results.TraceRow) {
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "TYPE\tN\tFAILED\tROUND TRIPS median [min-max]\tSTATEMENTS (wire)\tPARSES\tpg_stat_statements/req\tEXPECTED")
+	for _, tt := range types {
+		exp := "-"
+		if tt.Expected >= 0 {
+			exp = fmt.Sprint(tt.Expected)
+		}
+		fmt.Fprintf(w, "%s\t%d\t%d\t%g [%d-%d]\t%g [%d-%d]\t%g [%d-%d]\t%.2f\t%s\n", tt.Type, tt.N, tt.Failures,
+			tt.RoundTrips.Median, tt.RoundTrips.Min, tt.RoundTrips.Max, tt.Statements.Median, tt.Statements.Min, tt.Statements.Max,
+			tt.Parses.Median, tt.Parses.Min, tt.Parses.Max, tt.PGSS, exp)
+	}
+	w.Flush()
+}
+
+// report prints the trace (the table, or with --format json the trace and
+// its gate as one JSON document) and the gate's verdict, writes the
+// --junit file and --out's trace.json, and returns the gate's error.
+func (o *traceOptions) report(stdout, stderr io.Writer, app string, types []results.TraceRow) error {
+	gate := results.CheckBudgets(app, types, o.budget.budgets)
+	if err := o.budget.writeJUnit([]results.BudgetReport{gate}); err != nil {
+		return err
+	}
+	notes := stdout // what is not the JSON document goes to stderr with --format json
+	if o.budget.format == "json" {
+		notes = stderr
+		if err := writeJSON(stdout, gate); err != nil {
+			return err
+		}
+	} else {
+		printTraceTable(stdout, types)
+	}
+	if o.out != "" {
+		if _, err := results.Load(o.out); err != nil {
+			return fmt.Errorf("--out %s is not a readable results folder: %w", o.out, err)
+		}
+		if err := results.WriteTrace(o.out, types); err != nil {
+			return err
+		}
+		files, err := results.RenderFiles(o.out, results.Options{})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(notes, "wrote %s and regenerated %d files\n", filepath.Join(o.out, results.TraceFile), len(files))
+	}
+	if o.budget.junit != "" {
+		fmt.Fprintf(notes, "wrote %s\n", o.budget.junit)
+	}
+	if gate.Verdict != results.BudgetNone {
+		printGate(notes, gate)
+	}
+	return gateError([]results.BudgetReport{gate})
 }

@@ -1,0 +1,419 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rttlab/rttlab/apps"
+	"github.com/rttlab/rttlab/orchestrator"
+	"github.com/rttlab/rttlab/results"
+)
+
+type ciSmokeOptions struct {
+	routes        []string
+	delays        string
+	runs          int
+	requests      int
+	warmup        int
+	traceRequests int
+	verifyN       int
+	seed          uint64
+	shaper        string
+	out           string
+	budget        budgetOptions
+
+	target apps.Target
+	plan   *orchestrator.Plan
+}
+
+func newCISmokeCmd() *cobra.Command {
+	o := &ciSmokeOptions{}
+	cmd := &cobra.Command{
+		Use:   "ci-smoke APP",
+		Short: "CI check of one app: verify, trace with round-trip budgets, a 2-setting run; a one-screen verdict",
+		Long: `The check to run in CI on every change of APP, through the same code as
+'rttlab verify', 'rttlab run' and 'rttlab trace --budget':
+
+  1. verify     the routes answer and do the database work app.yaml says
+  2. run        a results folder under --out at reduced counts: the run
+                traces every request type at 0 ms (round trips, statements),
+                then --runs runs of --requests requests per route at each
+                of the --delays settings (default 0 and 1 ms)
+  3. budgets    the trace gated on round-trip budgets (--budget and
+                app.yaml's budgets:), as 'rttlab trace --budget' does
+
+and prints a one-screen verdict on stdout (progress goes to stderr). The
+timings are a smoke check, not a measurement: too few runs for a claim,
+shaper calibration off. Verify failing stops it before the run.
+
+Exit status: 0 all passed; 3 only round-trip budgets not met; 1 verify
+failed or the run could not complete; 2 bad input (checked before
+anything starts, budgets included).
+
+Example:
+  rttlab ci-smoke go --budget /feed=3,/feed-naive=12 --junit budgets.xml`,
+		Args: cobra.ExactArgs(1),
+		PreRunE: func(cmd *cobra.Command, args []string) (err error) {
+			if o.target, err = loadTarget(args[0]); err != nil {
+				return err
+			}
+			if _, err := orchestrator.MixFor(o.target.Meta); err != nil {
+				return err
+			}
+			if err := o.budget.resolve(o.target); err != nil {
+				return err
+			}
+			if o.verifyN < 1 || o.verifyN > 10000 {
+				return usagef("--verify-requests %d: use 1..10000", o.verifyN)
+			}
+			if o.plan, err = ciSmokePlan(o); err != nil {
+				return err
+			}
+			all, _, _, err := appsTree()
+			if err != nil {
+				return err
+			}
+			if err := orchestrator.ValidatePlanApps(o.plan, all); err != nil {
+				return usageError{err}
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			v := runCISmoke(cmd, o)
+			v.write(cmd.OutOrStdout())
+			return v.result()
+		},
+	}
+	f := cmd.Flags()
+	f.StringSliceVar(&o.routes, "routes", nil, "routes to run (comma list; default every route, a per-N route at ?n=5)")
+	f.StringVar(&o.delays, "delays", "0,1", "RTT settings in milliseconds, comma list")
+	f.IntVar(&o.runs, "runs", 2, "runs per (route, setting)")
+	f.IntVar(&o.requests, "requests", 20, "measured requests per run")
+	f.IntVar(&o.warmup, "warmup", 5, "warmup requests per run")
+	f.IntVar(&o.traceRequests, "trace-requests", 20, "traced requests per request type (the budget gate's sample)")
+	f.IntVar(&o.verifyN, "verify-requests", 10, "requests per route for verify's statement count")
+	f.Uint64Var(&o.seed, "seed", 1, "RNG seed of the task order and resampling")
+	f.StringVar(&o.shaper, "shaper", "auto", "delay shaper: auto, kernel or userspace")
+	f.StringVar(&o.out, "out", "rttlab-results", "folder that receives the results folder")
+	o.budget.addFlags(cmd, false)
+	return cmd
+}
+
+// ciSmokePlan is the plan of a ci-smoke run: one app, its routes (or its
+// mix), the given settings at the given counts, probes and the per-task
+// echo check at their smallest useful counts, calibration off. The
+// --budget budgets are recorded in the plan entry, so the manifest holds
+// what the run was gated on.
+func ciSmokePlan(o *ciSmokeOptions) (*orchestrator.Plan, error) {
+	t := o.target
+	delays, err := orchestrator.ParseDelaysMs(o.delays)
+	if err != nil {
+		return nil, usagef("--delays: %v", err)
+	}
+	flags, err := apps.ParseBudgets(o.budget.specs)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	p := &orchestrator.Plan{
+		Name: "ci-smoke", Seed: o.seed, DelaysMs: delays, Runs: o.runs, Requests: o.requests, Warmup: o.warmup,
+		Shaper: o.shaper, Scope: "path", Calibrate: "off",
+		ICMPCount: 10, SelectRuns: 1, SelectCalls: 20, TaskICMPCount: 2, TraceRequests: o.traceRequests,
+	}
+	pa := orchestrator.PlanApp{Name: t.Name, Budgets: flags}
+	switch {
+	case len(o.routes) > 0:
+		pa.Routes = o.routes
+	case t.Meta.Mix != "":
+		pa.Mix = t.Meta.Mix
+	default:
+		if pa.Routes, err = orchestrator.TraceTypes(t); err != nil {
+			return nil, err
+		}
+	}
+	if len(flags) == 0 {
+		pa.Budgets = nil
+	}
+	p.Apps = []orchestrator.PlanApp{pa}
+	if err := p.Validate(); err != nil {
+		return nil, usagef("ci-smoke: %v", err)
+	}
+	return p, nil
+}
+
+// runCISmoke runs the steps and returns what each found; it stops at the
+// first step that fails to complete.
+func runCISmoke(cmd *cobra.Command, o *ciSmokeOptions) *ciVerdict {
+	ctx := cmd.Context()
+	progress := cmd.ErrOrStderr()
+	t := o.target
+	v := &ciVerdict{App: t.Name, Plan: o.plan, JUnit: o.budget.junit}
+	all, _, _, err := appsTree()
+	if err != nil {
+		v.Err = err
+		return v
+	}
+	rt, err := connect(ctx)
+	if err != nil {
+		v.Err = err
+		return v
+	}
+	defer rt.Close()
+	images, skipped, err := buildForRun(cmd, rt, []apps.Target{t})
+	if err != nil {
+		v.Err = err
+		return v
+	}
+	if why, ok := skipped[t.Name]; ok {
+		v.Err = fmt.Errorf("the image of %s cannot be built here: %s", t.Name, why)
+		return v
+	}
+	v.VerifyRan = true
+	failed, checks, err := verifyCounted(cmd, rt, t, o.verifyN, progress)
+	v.VerifyFailed, v.VerifyChecks = failed, checks
+	if err != nil {
+		v.Err = err
+		return v
+	}
+	if failed > 0 {
+		return v
+	}
+	v.RunRan = true
+	start := time.Now()
+	dir, err := orchestrator.Run(ctx, rt, all, orchestrator.RunOptions{Plan: o.plan, OutDir: o.out, Version: version, Commit: commit,
+		Images: images, Progress: newProgress(progress)})
+	v.Dir, v.Elapsed = dir, time.Since(start)
+	if dir != "" {
+		if d, lerr := results.Load(dir); lerr == nil {
+			v.Summary = results.Analyze(d, results.Options{})
+			gate := results.CheckBudgets(t.Name, d.Trace, o.budget.budgets)
+			if len(d.Trace) > 0 || len(o.budget.budgets) > 0 {
+				v.Gate = &gate
+				if jerr := o.budget.writeJUnit([]results.BudgetReport{gate}); jerr != nil {
+					err = errors.Join(err, jerr)
+				}
+			}
+		} else if err == nil {
+			err = lerr
+		}
+	}
+	v.Err = err
+	return v
+}
+
+// verifyCounted runs verify on a stack of its own and returns the failed
+// and total checks.
+func verifyCounted(cmd *cobra.Command, rt *orchestrator.Runtime, t apps.Target, n int, w io.Writer) (failed, total int, err error) {
+	counter := &lineCounter{w: w}
+	failed, err = verifyOne(cmd.Context(), rt, t, &verifyOptions{requests: n, serialN: 5}, counter)
+	return failed, counter.checks, err
+}
+
+// lineCounter passes verify's output through and counts its check lines
+// (indented, one per check).
+type lineCounter struct {
+	w      io.Writer
+	checks int
+}
+
+func (c *lineCounter) Write(b []byte) (int, error) {
+	for _, l := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
+		if strings.HasPrefix(l, "  ") {
+			c.checks++
+		}
+	}
+	return c.w.Write(b)
+}
+
+// ciVerdict is what a ci-smoke run found, step by step; write prints it
+// and result turns it into the exit status. Both are pure.
+type ciVerdict struct {
+	App  string
+	Plan *orchestrator.Plan
+
+	VerifyRan    bool
+	VerifyChecks int
+	VerifyFailed int
+
+	RunRan  bool
+	Dir     string
+	Elapsed time.Duration
+	Summary *results.Summary
+	// Gate is the budget gate on the run's trace; nil when the run
+	// produced no trace and no budget was given.
+	Gate  *results.BudgetReport
+	JUnit string
+
+	// Err stopped a step from completing (not a failed check).
+	Err error
+}
+
+// verdict is PASS only when every step ran and passed.
+func (v *ciVerdict) verdict() string {
+	if v.Err != nil || !v.VerifyRan || v.VerifyFailed > 0 || !v.RunRan || !v.runComplete() ||
+		(v.Gate != nil && v.Gate.Verdict == results.BudgetFail) {
+		return "FAIL"
+	}
+	return "PASS"
+}
+
+func (v *ciVerdict) runComplete() bool {
+	return v.Summary != nil && v.Summary.TasksPlanned > 0 && v.Summary.TasksDone == v.Summary.TasksPlanned
+}
+
+// write prints the one-screen verdict.
+func (v *ciVerdict) write(w io.Writer) {
+	fmt.Fprintf(w, "ci-smoke %s: %s\n", v.App, v.verdict())
+	row := func(step, state, detail string) {
+		line := fmt.Sprintf("  %-8s %-5s %s", step, state, detail)
+		fmt.Fprintln(w, strings.TrimRight(line, " "))
+	}
+	switch {
+	case !v.VerifyRan:
+		row("verify", "-", "not run")
+	case v.VerifyFailed > 0:
+		row("verify", "FAIL", fmt.Sprintf("%d of %d checks failed (the FAIL lines above); nothing else ran", v.VerifyFailed, v.VerifyChecks))
+	case v.Err != nil && !v.RunRan:
+		row("verify", "-", "did not complete")
+	default:
+		row("verify", "PASS", fmt.Sprintf("%d checks", v.VerifyChecks))
+	}
+	if v.Gate != nil {
+		var types []string
+		for _, t := range v.Gate.Types {
+			if t.N > 0 {
+				types = append(types, fmt.Sprintf("%s %g [%d-%d]", t.Type, t.RoundTrips.Median, t.RoundTrips.Min, t.RoundTrips.Max))
+			}
+		}
+		if len(types) > 0 {
+			row("trace", "", strings.Join(types, ", ")+" round trips per request, median [min-max]")
+		}
+		switch v.Gate.Verdict {
+		case results.BudgetNone:
+			row("budgets", "-", "none given (--budget ROUTE=N, or budgets: in app.yaml)")
+		case results.BudgetPass:
+			row("budgets", "PASS", fmt.Sprintf("%d of %d budgeted request types within budget (%s)", v.Gate.Gated(), v.Gate.Gated(), apps.Budgets(v.Gate.Budgets)))
+		default:
+			row("budgets", "FAIL", fmt.Sprintf("%d of %d budgeted request types", len(v.Gate.Failing()), v.Gate.Gated()))
+			for _, l := range v.Gate.FailLines() {
+				fmt.Fprintf(w, "           %s\n", l)
+			}
+		}
+	} else if v.RunRan {
+		row("budgets", "-", "not checked: the run traced nothing")
+	}
+	if v.RunRan {
+		state, detail := "PASS", ""
+		if s := v.Summary; s != nil {
+			detail = fmt.Sprintf("%d of %d tasks at %s ms (%s)", s.TasksDone, s.TasksPlanned, msList(v.Plan.DelaysMs), v.counts())
+		}
+		if !v.runComplete() || v.Err != nil {
+			state = "FAIL"
+		}
+		if v.Err != nil {
+			if detail != "" {
+				detail += "; "
+			}
+			detail += firstLineOf(v.Err)
+		}
+		row("run", state, detail)
+		for _, c := range v.cells() {
+			fmt.Fprintf(w, "           %s\n", c)
+		}
+		if s := v.Summary; s != nil && len(s.Warnings) > 0 {
+			row("notes", "", fmt.Sprintf("%d warnings in summary.md (a smoke run has too few runs for a claim)", len(s.Warnings)))
+		}
+	}
+	if v.Err != nil && !v.RunRan && v.VerifyFailed == 0 {
+		row("error", "", firstLineOf(v.Err))
+	}
+	if v.Dir != "" {
+		row("results", "", v.Dir)
+	}
+	if v.JUnit != "" && v.Gate != nil {
+		row("junit", "", v.JUnit)
+	}
+}
+
+func (v *ciVerdict) counts() string {
+	if v.Plan == nil || len(v.Plan.Apps) == 0 {
+		return ""
+	}
+	runs, requests, _ := v.Plan.AppRuns(v.Plan.Apps[0])
+	return fmt.Sprintf("%d runs × %d requests per route and setting; %s", runs, requests, v.Elapsed.Round(time.Second))
+}
+
+// cells are the run's changes against 0 ms, one line per route and
+// non-zero setting.
+func (v *ciVerdict) cells() []string {
+	if v.Summary == nil {
+		return nil
+	}
+	var cs []results.Cell
+	for _, c := range v.Summary.Cells {
+		if c.App == v.App && c.HasBaseline {
+			cs = append(cs, c)
+		}
+	}
+	slices.SortFunc(cs, func(a, b results.Cell) int {
+		if c := strings.Compare(a.Route, b.Route); c != 0 {
+			return c
+		}
+		return int(a.RTTms*1000) - int(b.RTTms*1000)
+	})
+	var out []string
+	for _, c := range cs {
+		l := fmt.Sprintf("%s at %s ms: p50 %+.2f ms", c.Route, strconv.FormatFloat(c.RTTms, 'g', -1, 64), c.Change)
+		if c.ChangeCI.Valid() {
+			l += fmt.Sprintf(" [%+.2f, %+.2f]", c.ChangeCI.Low, c.ChangeCI.High)
+		}
+		l += fmt.Sprintf(", ratio %.1f", c.Ratio)
+		if c.HasStatements {
+			l += fmt.Sprintf(" (%g statements: %+.2f ms predicted)", c.Statements, c.Predicted)
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+// result is the command's error: nil when the verdict is PASS, an
+// overBudgetError (exit status 3) when only budgets were not met, else an
+// error of one line (exit status 1).
+func (v *ciVerdict) result() error {
+	if v.Err != nil {
+		err := fmt.Errorf("ci-smoke %s: %w", v.App, v.Err)
+		if v.Dir != "" {
+			return hintError{err, "the results folder is consistent; continue with: rttlab run --resume " + v.Dir}
+		}
+		return err
+	}
+	switch {
+	case v.VerifyFailed > 0:
+		return fmt.Errorf("ci-smoke %s: verify failed (%d of %d checks)", v.App, v.VerifyFailed, v.VerifyChecks)
+	case !v.VerifyRan || !v.RunRan || !v.runComplete():
+		return fmt.Errorf("ci-smoke %s: the run did not complete", v.App)
+	}
+	if v.Gate != nil {
+		return gateError([]results.BudgetReport{*v.Gate})
+	}
+	return nil
+}
+
+func msList(ds []float64) string {
+	var s []string
+	for _, d := range ds {
+		s = append(s, strconv.FormatFloat(d, 'g', -1, 64))
+	}
+	return strings.Join(s, ", ")
+}
+
+func firstLineOf(err error) string {
+	l, _, _ := strings.Cut(err.Error(), "\n")
+	return l
+}
