@@ -50,6 +50,7 @@ Start with:
 		newCompareCmd(),
 		newTraceCmd(),
 		newCISmokeCmd(),
+		newPlaceCmd(),
 	)
 	usageArgs(cmd)
 	return cmd

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rttlab/rttlab/apps"
+	"github.com/rttlab/rttlab/orchestrator"
+)
+
+type placeOptions struct {
+	plan      string
+	out       string
+	repeat    int
+	seed      uint64
+	keepAlive string
+}
+
+func newPlaceCmd() *cobra.Command {
+	o := &placeOptions{}
+	var plan *orchestrator.PlacePlan
+	var target apps.Target
+	cmd := &cobra.Command{
+		Use:   "place [--plan placement|placement-smoke|FILE]",
+		Short: "The placement study: route each request to the compute host that answers it fastest",
+		Long: `Starts four nodes on one private network, each with its shaping agent: the
+client (load client and routing proxy), compute hosts a and b (the same
+app) and the database. Every link gets its own RTT, half per direction,
+applied only between that pair. Then, in one command:
+
+  1. calibration without the held-out change: per host TCP connect,
+     /health, each route and SELECT 1 (warmup + measured requests);
+  2. models: network-only = client path + N × SELECT 1, profiled = client
+     path + route residual + N × SELECT 1, with each model's crossover;
+  3. held-out test: the held-out one-way delay is added, new requests per
+     route and host are compared with both models' estimates;
+  4. routed comparison through the proxy in the client node: user-first,
+     network-only, profiled and queue-aware, interleaved at random;
+  5. serial sweep: /serial?n=N on both hosts, the measured crossover with
+     bootstrap intervals beside the predicted ones.
+
+Links are verified with ICMP between every pair and SELECT 1 from each
+host, against the same path at zero. Results go to a folder under --out:
+manifest.json, samples.jsonl (every request and probe call),
+decisions.jsonl (every proxy decision), summary.json and summary.md.
+
+The built-in plans: placement (the write-up's geometry and counts) and
+placement-smoke (the same at reduced counts, for CI). A plan file starts
+from placement's values; see the README for its fields.`,
+		Args: cobra.NoArgs,
+		PreRunE: func(cmd *cobra.Command, args []string) error {
+			var err error
+			if plan, err = orchestrator.LoadPlacePlan(o.plan); err != nil {
+				return usageError{err}
+			}
+			if cmd.Flags().Changed("repeat") {
+				if o.repeat < 1 || o.repeat > 100 {
+					return usagef("--repeat %d: use 1..100", o.repeat)
+				}
+				plan.Repeat = o.repeat
+			}
+			if cmd.Flags().Changed("seed") {
+				plan.Seed = o.seed
+			}
+			switch o.keepAlive {
+			case "":
+			case "on", "off":
+				v := o.keepAlive == "on"
+				plan.KeepAlive = &v
+			default:
+				return usagef("--keep-alive %q: use on or off", o.keepAlive)
+			}
+			all, _, _, err := appsTree()
+			if err != nil {
+				return err
+			}
+			if target, err = plan.ValidateApp(all); err != nil {
+				return usageError{err}
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) (err error) {
+			ctx := cmd.Context()
+			w := cmd.ErrOrStderr()
+			rt, err := connect(ctx)
+			if err != nil {
+				return err
+			}
+			defer rt.Close()
+			if err := ensureImages(ctx, rt, []apps.Target{target}, true, w); err != nil {
+				return err
+			}
+			start := time.Now()
+			say := func(s string) { fmt.Fprintf(w, "[%s] %s\n", time.Since(start).Round(time.Second), s) }
+			ps, err := orchestrator.StartPlacement(ctx, rt, plan, target, 0)
+			if ps != nil && ps.Stack != nil {
+				defer removeStack(ctx, rt, ps.Stack, &err)
+			}
+			if err != nil {
+				return err
+			}
+			ps.Progress = say
+			dir := filepath.Join(o.out, fmt.Sprintf("%s-%s-%s", time.Now().Format("20060102-150405"), plan.Name, ps.Stack.RunID))
+			say(fmt.Sprintf("results in %s", dir))
+			r := &orchestrator.PlaceRunner{D: rt, S: ps, Dir: dir, Version: versionString()}
+			res, rerr := r.Run(ctx)
+			if rerr != nil {
+				if res != nil {
+					fmt.Fprintf(w, "the samples measured so far are in %s\n", dir)
+				}
+				if ctx.Err() != nil {
+					return rerr
+				}
+				return fmt.Errorf("placement study: %w", rerr)
+			}
+			md, _ := os.ReadFile(filepath.Join(dir, "summary.md"))
+			fmt.Fprint(cmd.OutOrStdout(), string(md))
+			fmt.Fprintf(cmd.OutOrStdout(), "\nwrote %s (%s)\n", dir, time.Since(start).Round(time.Second))
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.plan, "plan", "placement", "built-in plan (placement, placement-smoke) or a YAML plan file")
+	f.StringVar(&o.out, "out", "rttlab-results", "folder that receives the results folder")
+	f.IntVar(&o.repeat, "repeat", 1, "repeat calibration and the routed comparison K times with fresh calibrations")
+	f.Uint64Var(&o.seed, "seed", 1, "seed of the measurement order and resampling")
+	f.StringVar(&o.keepAlive, "keep-alive", "", "proxy upstream connections: on (pools, default) or off (new per request)")
+	return cmd
+}

@@ -1,0 +1,422 @@
+package orchestrator
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/rttlab/rttlab/apps"
+	"github.com/rttlab/rttlab/netem"
+	"github.com/rttlab/rttlab/placement"
+	"github.com/rttlab/rttlab/workloads"
+)
+
+// PlaceSession is the placement study's four nodes with their agents.
+type PlaceSession struct {
+	Stack   *Stack
+	Shaping *Shaping
+	Nodes   map[string]*Member // client, a, b, db
+	Port    int
+	Proxy   string // the proxy container's ID while it runs
+	Plan    *PlacePlan
+	// Progress gets a line per step; nil says nothing.
+	Progress func(string)
+}
+
+func (ps *PlaceSession) say(format string, a ...any) {
+	if ps.Progress != nil {
+		ps.Progress(fmt.Sprintf(format, a...))
+	}
+}
+
+// proxyPort is where the proxy listens in the client node.
+const proxyPort = 18080
+
+// proxyLog is the decision log's path inside the proxy container.
+const proxyLog = "/tmp/rttlab-decisions.jsonl"
+
+// StartPlacement starts the database, the app on two compute hosts, the
+// client node and one agent per node on one private network. On failure
+// everything started is removed.
+func StartPlacement(ctx context.Context, d Docker, plan *PlacePlan, t apps.Target, readyTimeout time.Duration) (ps *PlaceSession, err error) {
+	if readyTimeout == 0 {
+		readyTimeout = 3 * time.Minute
+	}
+	runID := NewRunID()
+	st := &Stack{RunID: runID, Target: t, Password: NewPassword()}
+	ps = &PlaceSession{Stack: st, Nodes: map[string]*Member{}, Port: t.Meta.Port, Plan: plan}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, st.Remove(context.WithoutCancel(ctx), d))
+		}
+	}()
+	proj, err := LoadStackFile(ctx, "feed.yaml", map[string]string{
+		"RTTLAB_DB_PASSWORD": st.Password, "RTTLAB_APP_IMAGE": ImageRef(t.Meta.Name), "RTTLAB_DB_IMAGE": ImageRef("postgres"),
+	})
+	if err != nil {
+		return ps, err
+	}
+	envOf := func(service string) []string {
+		var env []string
+		for _, s := range proj.Services {
+			if s.Name != service {
+				continue
+			}
+			for k, v := range s.Environment {
+				if v != nil {
+					env = append(env, k+"="+*v)
+				}
+			}
+		}
+		if service == "app" {
+			for k, v := range t.Env {
+				env = append(env, k+"="+v)
+			}
+		}
+		sort.Strings(env)
+		return env
+	}
+	st.Network = "rttlab-" + runID
+	if st.NetworkID, err = d.CreateNetwork(ctx, st.Network, RunLabels(runID, map[string]string{LabelStack: "placement"})); err != nil {
+		return ps, err
+	}
+	start := func(node, image string, cmd, env []string) (*Member, error) {
+		labels := RunLabels(runID, map[string]string{LabelRole: node, LabelService: node})
+		if node == NodeA || node == NodeB {
+			labels[LabelApp] = t.Name
+		}
+		spec := ContainerSpec{Name: fmt.Sprintf("rttlab-%s-%s", runID, node), Image: image, Cmd: cmd, Env: env,
+			Labels: labels, Network: st.Network, Aliases: []string{node}}
+		id, err := d.CreateContainer(ctx, spec)
+		m := &Member{Service: node, Role: node, Shaped: true, ID: id, Name: spec.Name}
+		if id != "" {
+			st.Members = append(st.Members, m)
+			ps.Nodes[node] = m
+		}
+		if err != nil {
+			return m, err
+		}
+		if err := d.StartContainer(ctx, id); err != nil {
+			return m, err
+		}
+		ins, err := d.InspectContainer(ctx, id)
+		if err != nil {
+			return m, err
+		}
+		if ep, ok := ins.NetworkSettings.Networks[st.Network]; ok {
+			m.IP = ep.IPAddress
+		}
+		return m, nil
+	}
+	ps.say("starting PostgreSQL, %s on compute hosts a and b, the client node and four agents", t.Name)
+	db, err := start(NodeDB, ImageRef("postgres"), nil, envOf("db"))
+	if err != nil {
+		return ps, err
+	}
+	if err := waitDB(ctx, d, db, readyTimeout); err != nil {
+		return ps, err
+	}
+	for _, n := range []string{NodeA, NodeB} {
+		m, err := start(n, ImageRef(t.Meta.Name), nil, envOf("app"))
+		if err != nil {
+			return ps, err
+		}
+		if err := waitHTTP(ctx, d, m, "http://"+net.JoinHostPort(m.IP, fmt.Sprint(t.Meta.Port))+t.Meta.Health, readyTimeout); err != nil {
+			return ps, err
+		}
+	}
+	if _, err := start(NodeClient, AgentImage, []string{"agent", "idle"}, nil); err != nil {
+		return ps, err
+	}
+	st.AppAddr = net.JoinHostPort(ps.Nodes[NodeA].IP, fmt.Sprint(t.Meta.Port))
+	ps.Shaping, err = StartAgents(ctx, d, st, plan.Shaper, "path", plan.Hook)
+	if err != nil {
+		return ps, err
+	}
+	return ps, nil
+}
+
+// waitHTTP polls url from the host until it answers 200.
+func waitHTTP(ctx context.Context, d Docker, m *Member, url string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	hc := &http.Client{Timeout: 2 * time.Second}
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return err
+		}
+		if resp, err := hc.Do(req); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := checkRunning(ctx, d, m); err != nil {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s did not answer %s with 200 within %s", m.Name, url, timeout)
+		}
+		if err := sleepCtx(ctx, 300*time.Millisecond); err != nil {
+			return err
+		}
+	}
+}
+
+// SetLinks applies every directed pair's one-way delay (zero when zero
+// is true): each agent holds the packets of its own direction per peer,
+// which direction depending on its shaper (ingress: arriving from the
+// peer; egress: sent to it). Zero still routes packets through the
+// shaper, so every phase pays the same shaper cost.
+func (ps *PlaceSession) SetLinks(ctx context.Context, d Containers, oneWay map[[2]string]float64) error {
+	for _, self := range PlaceNodes {
+		a := ps.Shaping.Agents[self]
+		if a == nil {
+			return fmt.Errorf("no agent for node %s", self)
+		}
+		var args []string
+		for _, peer := range PlaceNodes {
+			if peer == self {
+				continue
+			}
+			ms := oneWay[[2]string{self, peer}] // egress: self→peer
+			if a.Info.Direction == netem.HookIngress {
+				ms = oneWay[[2]string{peer, self}]
+			}
+			args = append(args, "--peer-delay", fmt.Sprintf("%s=%dns", ps.Nodes[peer].IP, time.Duration(ms*float64(time.Millisecond)).Nanoseconds()))
+		}
+		if _, err := ps.Shaping.ctl(ctx, d, a, "set", args...); err != nil {
+			return fmt.Errorf("set delays on %s: %w", self, err)
+		}
+	}
+	return nil
+}
+
+// hostURL is a compute host's base URL as the client node reaches it.
+func (ps *PlaceSession) hostURL(node string) string {
+	return "http://" + net.JoinHostPort(ps.Nodes[node].IP, fmt.Sprint(ps.Port))
+}
+
+// Load runs the closed-loop load client in the client node against base
+// with the given paths (warmup first).
+func (ps *PlaceSession) Load(ctx context.Context, d Docker, base string, paths []string, warmup int) ([]workloads.Result, error) {
+	cmd := []string{"/usr/local/bin/rttlab", "agent", "load", "--url", base, "--warmup", fmt.Sprint(warmup)}
+	for _, p := range paths {
+		cmd = append(cmd, "--path", p)
+	}
+	var out, errb bytes.Buffer
+	code, err := d.Exec(ctx, ps.Nodes[NodeClient].ID, ExecSpec{Cmd: cmd, Stdout: &out, Stderr: &errb, Timeout: time.Duration(len(paths))*30*time.Second + time.Minute})
+	if err != nil {
+		return nil, err
+	}
+	if derr := ps.dead(ctx, d); derr != nil {
+		return nil, derr
+	}
+	rs, derr := workloads.DecodeResults(&out)
+	if code != 0 || derr != nil {
+		if derr != nil {
+			return nil, fmt.Errorf("load client output: %w", derr)
+		}
+		return nil, fmt.Errorf("load client exit %d: %s", code, lastLines(errb.String(), 3))
+	}
+	if len(rs) != len(paths) {
+		return nil, fmt.Errorf("load client returned %d results, want %d", len(rs), len(paths))
+	}
+	return rs, nil
+}
+
+// dead reports a node or agent that stopped.
+func (ps *PlaceSession) dead(ctx context.Context, d Docker) error {
+	for _, m := range ps.Stack.Members {
+		if err := checkRunning(ctx, d, m); err != nil {
+			return err
+		}
+	}
+	if ps.Shaping != nil {
+		for _, a := range ps.Shaping.Agents {
+			if err := checkRunning(ctx, d, &Member{ID: a.ID, Name: a.Name}); err != nil {
+				return fmt.Errorf("shaping agent died: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+// Connect times TCP connects from the client node to a host.
+func (ps *PlaceSession) Connect(ctx context.Context, d Docker, node string, warmup, count int) ([]float64, error) {
+	var out, errb bytes.Buffer
+	to := net.JoinHostPort(ps.Nodes[node].IP, fmt.Sprint(ps.Port))
+	code, err := d.Exec(ctx, ps.Nodes[NodeClient].ID, ExecSpec{
+		Cmd:    []string{"/usr/local/bin/rttlab", "agent", "connect", "--to", to, "--warmup", fmt.Sprint(warmup), "--count", fmt.Sprint(count)},
+		Stdout: &out, Stderr: &errb, Timeout: time.Duration(warmup+count)*10*time.Second + time.Minute})
+	if err != nil {
+		return nil, err
+	}
+	if code != 0 {
+		return nil, fmt.Errorf("connect probe to %s: %s", node, strings.TrimSpace(errb.String()))
+	}
+	var res struct {
+		Samples []int64 `json:"samples_ns"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		return nil, fmt.Errorf("connect probe: %w", err)
+	}
+	return nsToMs(res.Samples), nil
+}
+
+// Select1 runs warmup+calls SELECT 1 from a node's namespace and returns
+// the measured calls' latencies in ms.
+func (ps *PlaceSession) Select1(ctx context.Context, d Containers, node string, warmup, calls int) ([]float64, error) {
+	a := ps.Shaping.Agents[node]
+	var out, errb bytes.Buffer
+	code, err := d.Exec(ctx, a.ID, ExecSpec{
+		Cmd:    []string{"/usr/local/bin/rttlab", "agent", "sqlprobe", "--runs", "1", "--calls", fmt.Sprint(warmup + calls)},
+		Env:    []string{"PGHOST=" + ps.Nodes[NodeDB].IP, "PGPORT=5432", "PGUSER=rttlab", "PGDATABASE=rttlab", "PGPASSWORD=" + ps.Stack.Password, "PGSSLMODE=disable"},
+		Stdout: &out, Stderr: &errb, Timeout: 10 * time.Minute,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if code != 0 {
+		return nil, fmt.Errorf("SELECT 1 probe from %s: %s", node, strings.TrimSpace(errb.String()))
+	}
+	var runs []workloads.ProbeRun
+	if err := json.Unmarshal(out.Bytes(), &runs); err != nil || len(runs) != 1 {
+		return nil, fmt.Errorf("SELECT 1 probe from %s: bad output (%v)", node, err)
+	}
+	s := runs[0].Samples
+	if len(s) > warmup {
+		s = s[warmup:]
+	}
+	out2 := make([]float64, len(s))
+	for i, v := range s {
+		out2[i] = float64(v) / 1e6
+	}
+	return out2, nil
+}
+
+// Ping sends ICMP echoes from one node to another and returns the mean
+// RTT in ms and the echoes lost.
+func (ps *PlaceSession) Ping(ctx context.Context, d Containers, from, to string, count int) (float64, int, error) {
+	a := ps.Shaping.Agents[from]
+	var out, errb bytes.Buffer
+	interval := 2 * time.Millisecond
+	code, err := d.Exec(ctx, a.ID, ExecSpec{
+		Cmd:    []string{"/usr/local/bin/rttlab", "agent", "ping", "--to", ps.Nodes[to].IP, "--count", fmt.Sprint(count), "--interval", interval.String()},
+		Stdout: &out, Stderr: &errb, Timeout: time.Duration(count)*(interval+workloads.EchoTimeout) + 30*time.Second,
+	})
+	if err != nil {
+		return 0, 0, err
+	}
+	if code != 0 {
+		return 0, 0, fmt.Errorf("ping %s→%s: %s", from, to, strings.TrimSpace(errb.String()))
+	}
+	var res workloads.PingResult
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		return 0, 0, fmt.Errorf("ping %s→%s: %w", from, to, err)
+	}
+	if res.Received == 0 {
+		return 0, res.Lost, fmt.Errorf("ping %s→%s: no echo came back", from, to)
+	}
+	return float64(res.Mean) / 1e6, res.Lost, nil
+}
+
+// StartProxy starts the routing proxy in the client node's network
+// namespace with cfg (Listen and LogPath are set here) and waits until it
+// answers.
+func (ps *PlaceSession) StartProxy(ctx context.Context, d Docker, cfg placement.Config) error {
+	cfg.Listen = fmt.Sprintf("127.0.0.1:%d", proxyPort)
+	cfg.LogPath = proxyLog
+	b, err := json.Marshal(cfg)
+	if err != nil {
+		return err
+	}
+	labels := RunLabels(ps.Stack.RunID, map[string]string{LabelRole: "proxy"})
+	name := fmt.Sprintf("rttlab-%s-proxy", ps.Stack.RunID)
+	id, err := d.CreateContainer(ctx, ContainerSpec{Name: name, Image: AgentImage, Cmd: []string{"agent", "proxy", "--config-json", string(b)},
+		Labels: labels, NetworkMode: "container:" + ps.Nodes[NodeClient].ID, CapDrop: []string{"ALL"}})
+	if err != nil {
+		return err
+	}
+	ps.Proxy = id
+	if err := d.StartContainer(ctx, id); err != nil {
+		return err
+	}
+	// Ready when a TCP connect succeeds from the client node.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var out bytes.Buffer
+		code, err := d.Exec(ctx, ps.Nodes[NodeClient].ID, ExecSpec{Cmd: []string{"/usr/local/bin/rttlab", "agent", "connect", "--to", cfg.Listen, "--warmup", "0", "--count", "1"}, Stdout: &out, Timeout: 10 * time.Second})
+		if err == nil && code == 0 && strings.Contains(out.String(), `"samples_ns":[`) {
+			return nil
+		}
+		if err := checkRunning(ctx, d, &Member{ID: id, Name: name}); err != nil {
+			return fmt.Errorf("routing proxy: %w", err)
+		}
+		if time.Now().After(deadline) {
+			return errors.New("routing proxy did not listen within 30 s")
+		}
+		if err := sleepCtx(ctx, 200*time.Millisecond); err != nil {
+			return err
+		}
+	}
+}
+
+// StopProxy stops the proxy after reading its decision log.
+func (ps *PlaceSession) StopProxy(ctx context.Context, d Docker) ([]placement.DecisionRecord, error) {
+	if ps.Proxy == "" {
+		return nil, nil
+	}
+	// The log is flushed whenever the proxy has no decision queued.
+	var recs []placement.DecisionRecord
+	var rerr error
+	for i := 0; i < 5; i++ {
+		var out, errb bytes.Buffer
+		code, err := d.Exec(ctx, ps.Proxy, ExecSpec{Cmd: []string{"cat", proxyLog}, Stdout: &out, Stderr: &errb, Timeout: 30 * time.Second})
+		if err == nil && code == 0 {
+			recs, rerr = placement.ReadDecisions(&out)
+			if rerr == nil {
+				break
+			}
+		} else if err != nil {
+			rerr = err
+		} else {
+			rerr = fmt.Errorf("read the decision log: %s", strings.TrimSpace(errb.String()))
+		}
+		sleepCtx(ctx, 200*time.Millisecond)
+	}
+	rmErr := d.RemoveContainer(ctx, ps.Proxy)
+	ps.Proxy = ""
+	return recs, errors.Join(rerr, rmErr)
+}
+
+func nsToMs(ns []int64) []float64 {
+	out := make([]float64, len(ns))
+	for i, v := range ns {
+		out[i] = float64(v) / 1e6
+	}
+	return out
+}
+
+// shuffled returns n copies of each item in a seeded random order.
+func shuffled[T any](items []T, n int, rng *rand.Rand) []T {
+	out := make([]T, 0, len(items)*n)
+	for _, it := range items {
+		for i := 0; i < n; i++ {
+			out = append(out, it)
+		}
+	}
+	rng.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
+	return out
+}

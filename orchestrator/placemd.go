@@ -1,0 +1,110 @@
+package orchestrator
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/rttlab/rttlab/placement"
+)
+
+// PlaceMarkdown renders the placement study's summary: links as configured
+// and verified, calibration, the held-out table, the routed comparison, the
+// serial sweep with crossovers, and the warnings.
+func PlaceMarkdown(r *PlaceResult) string {
+	var b strings.Builder
+	p := r.Plan
+	fmt.Fprintf(&b, "# Placement study: %s\n\n", p.Name)
+	fmt.Fprintf(&b, "App **%s** on compute hosts a and b; PostgreSQL on db; load client and routing proxy on client. Run %s, seed %d, shaper %s, proxy upstream connections: %s. %s → %s.\n\n",
+		p.App, r.RunID, p.Seed, r.Backend, map[bool]string{true: "keep-alive pools", false: "new per request"}[r.KeepAlive], r.Started.Format("2006-01-02 15:04:05"), r.Finished.Format("15:04:05"))
+	if len(r.Warnings) > 0 {
+		b.WriteString("## ⚠ Warnings\n\n")
+		for _, w := range r.Warnings {
+			fmt.Fprintf(&b, "- %s\n", w)
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("## Links: configured and verified\n\nAdded RTT per node pair (ICMP mean at the setting minus at zero, both through the shaper).\n\n| phase | pair | configured ms | ICMP at 0 | ICMP at setting | added | lost |\n|---|---|---|---|---|---|---|\n")
+	for _, l := range r.Links {
+		fmt.Fprintf(&b, "| %s | %s–%s | %.3f | %.3f | %.3f | %.3f | %d |\n", l.Phase, l.A, l.B, l.ConfiguredMs, l.ZeroMs, l.SettingMs, l.AddedMs, l.Lost)
+	}
+	b.WriteString("\n| host | db link configured ms | SELECT 1 p50 at 0 | at setting | added |\n|---|---|---|---|---|\n")
+	for _, s := range r.Select1 {
+		fmt.Fprintf(&b, "| %s | %.3f | %.3f | %.3f | %.3f |\n", s.Host, s.ConfiguredMs, s.ZeroP50Ms, s.SettingP50Ms, s.AddedMs)
+	}
+	for _, rep := range r.Reps {
+		fmt.Fprintf(&b, "\n## Repetition %d\n\n### Calibration (no held-out change)\n\n| host | connect p50 | /health p50 | SELECT 1 p50 |", rep.Rep)
+		routes := rep.Calibration.Routes
+		for _, rc := range routes {
+			fmt.Fprintf(&b, " %s p50 (N=%d) | residual |", requestPath(rc, 0), rc.NSerial)
+		}
+		b.WriteString("\n|---|---|---|---|" + strings.Repeat("---|---|", len(routes)) + "\n")
+		for _, h := range rep.Calibration.Hosts {
+			fmt.Fprintf(&b, "| %s | %.3f | %.3f | %.3f |", h.Name, h.ConnectP50Ms, h.HealthP50Ms, h.Select1P50Ms)
+			for _, rc := range routes {
+				res, _ := rep.Calibration.Residual(h.Name, rc.Path)
+				fmt.Fprintf(&b, " %.3f | %.3f |", rc.P50Ms[h.Name], res)
+			}
+			b.WriteString("\n")
+		}
+		b.WriteString("\nAfter the held-out change the client paths (/health p50) are:")
+		for _, h := range rep.HeldOutCal.Hosts {
+			fmt.Fprintf(&b, " %s %.3f ms;", h.Name, h.ClientPathMs)
+		}
+		b.WriteString("\n\n### Held-out test: estimate vs measured p50 (ms)\n\n| route | host | model | estimate | held-out p50 | error |\n|---|---|---|---|---|---|\n")
+		for _, h := range rep.HeldOut {
+			fmt.Fprintf(&b, "| %s | %s | %s | %.3f | %.3f | %+.3f |\n", h.Route, h.Host, h.Model, h.EstimateMs, h.HeldOutP50Ms, h.ErrorMs)
+		}
+		if len(rep.Predicted) > 0 {
+			b.WriteString("\nPredicted crossover in N (A vs B, each route's residual):")
+			for _, pc := range rep.Predicted {
+				fmt.Fprintf(&b, " %s %s: %s;", pc.Route, pc.Model, pc.Crossover)
+			}
+			b.WriteString("\n")
+		}
+		fmt.Fprintf(&b, "\n### Routed comparison through the proxy\n\n%s\n\n| route | policy | n | failed | p50 ms | 95%% CI | p99 ms | chosen hosts |\n|---|---|---|---|---|---|---|---|\n", rep.Routed.Method)
+		for _, c := range rep.Routed.Cells {
+			var hs []string
+			for _, h := range c.Hosts {
+				hs = append(hs, fmt.Sprintf("%s %.0f%%", h.Host, 100*h.Share))
+			}
+			fmt.Fprintf(&b, "| %s | %s | %d | %d | %s | %s | %s | %s |\n", c.Route, c.Policy, c.N, c.Failures, num(c.P50Ms), ci(c.P50CI), num(c.P99Ms), strings.Join(hs, ", "))
+		}
+		b.WriteString("\n| route | policy | against | p50 change ms | 95% CI | verdict |\n|---|---|---|---|---|---|\n")
+		for _, d := range rep.Routed.Diffs {
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", d.Route, d.Policy, d.Base, num(d.DiffMs), ci(d.CI), d.Verdict)
+		}
+		fmt.Fprintf(&b, "\nThe proxy's own added latency (client latency − its upstream time), median: %.3f ms over the routed requests; %d decisions logged.\n", rep.ProxyOverheadP50Ms, rep.Decisions)
+	}
+	if len(r.Sweep) > 0 {
+		b.WriteString("\n## Serial sweep (direct, held-out change in place)\n\n| N | a p50 ms | b p50 ms | a − b | 95% CI | n a/b |\n|---|---|---|---|---|---|\n")
+		for _, s := range r.Sweep {
+			fmt.Fprintf(&b, "| %d | %.3f | %.3f | %+.3f | %s | %d/%d |\n", s.N, s.AP50Ms, s.BP50Ms, s.DiffMs, ci(s.DiffCI), s.NA, s.NB)
+		}
+		if r.Measured != nil {
+			fmt.Fprintf(&b, "\nMeasured crossover: %s\n", r.Measured.String("a", "b"))
+		}
+		for _, pc := range r.SweepPredicted {
+			fmt.Fprintf(&b, "\nPredicted by %s: %s", pc.Model, pc.Crossover)
+		}
+		b.WriteString("\n")
+	}
+	if len(p.ConcurrencyRates) > 0 {
+		b.WriteString("\n## Concurrency\n\nNot run: the open-loop phase is not built into `rttlab place` yet.\n")
+	}
+	return b.String()
+}
+
+func num(n placement.Num) string {
+	if math.IsNaN(float64(n)) {
+		return "–"
+	}
+	return fmt.Sprintf("%.3f", float64(n))
+}
+
+func ci(c placement.CI) string {
+	if math.IsNaN(float64(c.Low)) || math.IsNaN(float64(c.High)) {
+		return "–"
+	}
+	return fmt.Sprintf("[%.3f, %.3f]", float64(c.Low), float64(c.High))
+}

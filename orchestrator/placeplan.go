@@ -1,0 +1,480 @@
+package orchestrator
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"reflect"
+	"slices"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/rttlab/rttlab/apps"
+	"github.com/rttlab/rttlab/placement"
+)
+
+// The placement study's nodes: the client (load client and routing proxy),
+// two compute hosts running the same app, and the database.
+const (
+	NodeClient = "client"
+	NodeA      = "a"
+	NodeB      = "b"
+	NodeDB     = "db"
+)
+
+// PlaceNodes lists the nodes in a fixed order.
+var PlaceNodes = []string{NodeClient, NodeA, NodeB, NodeDB}
+
+// PlaceLink is the RTT added between two nodes, split half per direction.
+type PlaceLink struct {
+	A     string  `yaml:"a" json:"a"`
+	B     string  `yaml:"b" json:"b"`
+	RTTMs float64 `yaml:"rtt_ms" json:"rtt_ms"`
+	line  int
+}
+
+// PlaceOneWay is a delay added to one direction of a link.
+type PlaceOneWay struct {
+	From string  `yaml:"from" json:"from"`
+	To   string  `yaml:"to" json:"to"`
+	Ms   float64 `yaml:"ms" json:"ms"`
+	line int
+}
+
+func (l *PlaceLink) UnmarshalYAML(n *yaml.Node) error {
+	type plain PlaceLink
+	l.line = n.Line
+	if err := knownKeys(n, "a", "b", "rtt_ms"); err != nil {
+		return err
+	}
+	return n.Decode((*plain)(l))
+}
+
+func (o *PlaceOneWay) UnmarshalYAML(n *yaml.Node) error {
+	type plain PlaceOneWay
+	o.line = n.Line
+	if err := knownKeys(n, "from", "to", "ms"); err != nil {
+		return err
+	}
+	return n.Decode((*plain)(o))
+}
+
+// knownKeys refuses a mapping key not in known (a decoder's KnownFields
+// does not reach into a custom unmarshaler).
+func knownKeys(n *yaml.Node, known ...string) error {
+	if n.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if k := n.Content[i]; !slices.Contains(known, k.Value) {
+			return fmt.Errorf("line %d: unknown field %q (known: %s)", k.Line, k.Value, strings.Join(known, ", "))
+		}
+	}
+	return nil
+}
+
+// PlacePlan describes a placement study (rttlab place).
+type PlacePlan struct {
+	Name string `yaml:"name" json:"name"`
+	Seed uint64 `yaml:"seed" json:"seed"`
+	// App runs on both compute hosts (Rails by default, any app with a
+	// route contract).
+	App    string   `yaml:"app" json:"app"`
+	Routes []string `yaml:"routes" json:"routes"`
+	// Links add RTT between node pairs; a pair not listed adds nothing.
+	Links []PlaceLink `yaml:"links" json:"links"`
+	// HeldOut adds one-way delays for the held-out phase and every phase
+	// after it (routed, sweep, concurrency).
+	HeldOut []PlaceOneWay `yaml:"held_out" json:"held_out"`
+	// Calibration and held-out: per host and route.
+	Warmup   int `yaml:"warmup" json:"warmup"`
+	Requests int `yaml:"requests" json:"requests"`
+	// SELECT 1 from each compute host.
+	Select1Warmup int `yaml:"select1_warmup" json:"select1_warmup"`
+	Select1Calls  int `yaml:"select1_calls" json:"select1_calls"`
+	// Routed comparison through the proxy, per (policy, route).
+	Policies       []string `yaml:"policies" json:"policies"`
+	RoutedWarmup   int      `yaml:"routed_warmup" json:"routed_warmup"`
+	RoutedRequests int      `yaml:"routed_requests" json:"routed_requests"`
+	// KeepAlive: the proxy keeps a connection pool per upstream (true) or
+	// opens a new upstream connection per request (false).
+	KeepAlive *bool `yaml:"keep_alive" json:"keep_alive"`
+	// Serial sweep on both hosts directly.
+	SweepN        []int `yaml:"sweep_n" json:"sweep_n"`
+	SweepWarmup   int   `yaml:"sweep_warmup" json:"sweep_warmup"`
+	SweepRequests int   `yaml:"sweep_requests" json:"sweep_requests"`
+	// Concurrency: the routed comparison under open-loop Poisson arrivals
+	// at these fractions of one host's measured capacity (empty: skipped).
+	ConcurrencyRates    []float64 `yaml:"concurrency_rates" json:"concurrency_rates"`
+	ConcurrencyRequests int       `yaml:"concurrency_requests" json:"concurrency_requests"`
+	// Repeat runs calibration and comparison this many times with fresh
+	// calibrations.
+	Repeat    int    `yaml:"repeat" json:"repeat"`
+	Shaper    string `yaml:"shaper" json:"shaper"`
+	Hook      string `yaml:"hook" json:"hook"`
+	ICMPCount int    `yaml:"icmp_count" json:"icmp_count"`
+
+	file string
+}
+
+func boolPtr(b bool) *bool { return &b }
+
+// defaultPlacePlan is the placement write-up's geometry: the client next
+// to A, B nearer the database than A, and 0.25 ms one-way added on
+// B→client for the held-out phase.
+func defaultPlacePlan() PlacePlan {
+	return PlacePlan{
+		Name: "placement", Seed: 1, App: "rails", Routes: []string{"/feed", "/feed-naive"},
+		Links: []PlaceLink{
+			{A: NodeA, B: NodeDB, RTTMs: 0.25},
+			{A: NodeB, B: NodeDB, RTTMs: 0.1},
+		},
+		HeldOut:  []PlaceOneWay{{From: NodeB, To: NodeClient, Ms: 0.25}},
+		Warmup:   20, Requests: 500,
+		Select1Warmup: 20, Select1Calls: 500,
+		Policies:     []string{"user-first", "network-only", "profiled", "queue-aware"},
+		RoutedWarmup: 15, RoutedRequests: 500,
+		KeepAlive:    boolPtr(true),
+		SweepN:       []int{0, 1, 3, 6, 12, 24, 48}, SweepWarmup: 20, SweepRequests: 500,
+		ConcurrencyRates: []float64{0.3, 0.7}, ConcurrencyRequests: 500,
+		Repeat: 1, Shaper: "userspace", ICMPCount: 200,
+	}
+}
+
+// BuiltinPlacePlan returns placement or placement-smoke.
+func BuiltinPlacePlan(name string) (*PlacePlan, bool) {
+	p := defaultPlacePlan()
+	switch name {
+	case "placement":
+	case "placement-smoke":
+		p.Name = name
+		p.Warmup, p.Requests = 5, 40
+		p.Select1Warmup, p.Select1Calls = 5, 60
+		p.RoutedWarmup, p.RoutedRequests = 3, 30
+		p.SweepN, p.SweepWarmup, p.SweepRequests = []int{0, 3, 12}, 3, 30
+		p.ConcurrencyRequests = 60
+		p.ICMPCount = 50
+	default:
+		return nil, false
+	}
+	p.file = "plan " + name
+	return &p, true
+}
+
+// LoadPlacePlan returns a built-in placement plan or reads a YAML file; a
+// file starts from the placement plan's values.
+func LoadPlacePlan(nameOrFile string) (*PlacePlan, error) {
+	if p, ok := BuiltinPlacePlan(nameOrFile); ok {
+		return p, nil
+	}
+	data, err := os.ReadFile(nameOrFile)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("plan %q is neither a built-in placement plan (placement, placement-smoke) nor a file", nameOrFile)
+		}
+		return nil, fmt.Errorf("plan: %w", err)
+	}
+	return ParsePlacePlan(nameOrFile, data)
+}
+
+// ParsePlacePlan parses a YAML placement plan: fields left out keep the
+// placement plan's values; errors name the file and line.
+func ParsePlacePlan(file string, data []byte) (*PlacePlan, error) {
+	p := defaultPlacePlan()
+	p.Name = ""
+	var links, heldOut bool
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, yamlError(file, err.Error())
+	}
+	if root.Kind == 0 || len(root.Content) == 0 {
+		return nil, fmt.Errorf("%s: the plan is empty", file)
+	}
+	// Lists given replace the defaults rather than merging into them.
+	if m := root.Content[0]; m.Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(m.Content); i += 2 {
+			switch m.Content[i].Value {
+			case "links":
+				links = true
+			case "held_out":
+				heldOut = true
+			}
+		}
+	}
+	if links {
+		p.Links = nil
+	}
+	if heldOut {
+		p.HeldOut = nil
+	}
+	p.Routes, p.Policies, p.SweepN, p.ConcurrencyRates = nil, nil, nil, nil
+	def := defaultPlacePlan()
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&p); err != nil && !errors.Is(err, io.EOF) {
+		msg := err.Error()
+		var te *yaml.TypeError
+		if errors.As(err, &te) && len(te.Errors) > 0 {
+			msg = te.Errors[0]
+		}
+		if m := unknownFieldRE.FindStringSubmatch(oneLine(strings.TrimPrefix(msg, "yaml: "))); m != nil {
+			line := ""
+			if lm := yamlLineRE.FindStringSubmatch(oneLine(strings.TrimPrefix(msg, "yaml: "))); lm != nil {
+				line = ":" + lm[1]
+			}
+			known := yamlKeys(reflect.TypeFor[PlacePlan]())
+			if m[2] == "plainPlaceLink" || m[2] == "PlaceLink" {
+				known = []string{"a", "b", "rtt_ms"}
+			} else if m[2] == "plainPlaceOneWay" || m[2] == "PlaceOneWay" {
+				known = []string{"from", "to", "ms"}
+			}
+			return nil, fmt.Errorf("%s%s: unknown field %q (known: %s)", file, line, m[1], strings.Join(known, ", "))
+		}
+		return nil, yamlError(file, msg)
+	}
+	if p.Routes == nil {
+		p.Routes = def.Routes
+	}
+	if p.Policies == nil {
+		p.Policies = def.Policies
+	}
+	if p.SweepN == nil {
+		p.SweepN = def.SweepN
+	}
+	if p.ConcurrencyRates == nil {
+		p.ConcurrencyRates = def.ConcurrencyRates
+	}
+	if p.Name == "" {
+		base := file[strings.LastIndexByte(file, '/')+1:]
+		p.Name = strings.TrimSuffix(strings.TrimSuffix(base, ".yaml"), ".yml")
+	}
+	p.file = file
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// lineErr names the plan file and, when known, the line.
+func (p *PlacePlan) lineErr(line int, format string, a ...any) error {
+	if line > 0 {
+		return fmt.Errorf("%s:%d: %s", p.file, line, fmt.Sprintf(format, a...))
+	}
+	return fmt.Errorf("%s: %s", p.file, fmt.Sprintf(format, a...))
+}
+
+// maxPlaceDelayMs bounds link delays (1 s, as for run's delays).
+const maxPlaceDelayMs = 1000
+
+func validDelay(ms float64) error {
+	switch {
+	case math.IsNaN(ms) || math.IsInf(ms, 0):
+		return fmt.Errorf("%v ms is not a number", ms)
+	case ms < 0:
+		return fmt.Errorf("%v ms is negative", ms)
+	case ms > maxPlaceDelayMs:
+		return fmt.Errorf("%v ms exceeds 1 s", ms)
+	}
+	return nil
+}
+
+func knownNode(n string) bool { return slices.Contains(PlaceNodes, n) }
+
+// Validate checks the plan without the apps' metadata; ValidateApp checks
+// the app and its routes.
+func (p *PlacePlan) Validate() error {
+	if p.file == "" {
+		p.file = "plan " + p.Name
+	}
+	seen := map[[2]string]bool{}
+	for _, l := range p.Links {
+		for _, n := range []string{l.A, l.B} {
+			if !knownNode(n) {
+				return p.lineErr(l.line, "link %s–%s: unknown node %q (nodes: %s)", l.A, l.B, n, strings.Join(PlaceNodes, ", "))
+			}
+		}
+		if l.A == l.B {
+			return p.lineErr(l.line, "link %s–%s: a link to itself", l.A, l.B)
+		}
+		if err := validDelay(l.RTTMs); err != nil {
+			return p.lineErr(l.line, "link %s–%s: rtt_ms %v", l.A, l.B, err)
+		}
+		k := pairKey(l.A, l.B)
+		if seen[k] {
+			return p.lineErr(l.line, "link %s–%s is listed twice", l.A, l.B)
+		}
+		seen[k] = true
+	}
+	seenOW := map[[2]string]bool{}
+	for _, o := range p.HeldOut {
+		for _, n := range []string{o.From, o.To} {
+			if !knownNode(n) {
+				return p.lineErr(o.line, "held_out %s→%s: unknown node %q (nodes: %s)", o.From, o.To, n, strings.Join(PlaceNodes, ", "))
+			}
+		}
+		if o.From == o.To {
+			return p.lineErr(o.line, "held_out %s→%s: a link to itself", o.From, o.To)
+		}
+		if err := validDelay(o.Ms); err != nil {
+			return p.lineErr(o.line, "held_out %s→%s: ms %v", o.From, o.To, err)
+		}
+		if seenOW[[2]string{o.From, o.To}] {
+			return p.lineErr(o.line, "held_out %s→%s is listed twice", o.From, o.To)
+		}
+		seenOW[[2]string{o.From, o.To}] = true
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"requests", p.Requests}, {"select1_calls", p.Select1Calls}, {"routed_requests", p.RoutedRequests}, {"sweep_requests", p.SweepRequests}, {"repeat", p.Repeat}, {"icmp_count", p.ICMPCount}} {
+		if f.v < 1 {
+			return p.lineErr(0, "%s %d: zero requests measure nothing; give at least 1", f.name, f.v)
+		}
+		if f.v > maxRequests {
+			return p.lineErr(0, "%s %d exceeds %d", f.name, f.v, maxRequests)
+		}
+	}
+	if len(p.ConcurrencyRates) > 0 && p.ConcurrencyRequests < 1 {
+		return p.lineErr(0, "concurrency_requests %d: zero requests measure nothing; give at least 1", p.ConcurrencyRequests)
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"warmup", p.Warmup}, {"select1_warmup", p.Select1Warmup}, {"routed_warmup", p.RoutedWarmup}, {"sweep_warmup", p.SweepWarmup}} {
+		if f.v < 0 || f.v > maxRequests {
+			return p.lineErr(0, "%s %d: use 0..%d", f.name, f.v, maxRequests)
+		}
+	}
+	if len(p.Routes) == 0 {
+		return p.lineErr(0, "routes is empty: name at least one route of the app")
+	}
+	for _, r := range p.Routes {
+		if !strings.HasPrefix(r, "/") {
+			return p.lineErr(0, "route %q must start with /", r)
+		}
+	}
+	if len(p.Policies) == 0 {
+		return p.lineErr(0, "policies is empty: use some of %s", strings.Join(policyNames(), ", "))
+	}
+	for _, s := range p.Policies {
+		if _, err := placement.ParsePolicy(s); err != nil {
+			return p.lineErr(0, "policies: %v", err)
+		}
+	}
+	for _, n := range p.SweepN {
+		if n < 0 || n > placement.MaxSerial {
+			return p.lineErr(0, "sweep_n %d: use 0..%d serial calls", n, placement.MaxSerial)
+		}
+	}
+	for _, r := range p.ConcurrencyRates {
+		if !(r > 0 && r <= 1) {
+			return p.lineErr(0, "concurrency_rates %v: use fractions of capacity in (0, 1]", r)
+		}
+	}
+	switch p.Shaper {
+	case "auto", "kernel", "userspace":
+	default:
+		return p.lineErr(0, "shaper %q: use auto, kernel or userspace", p.Shaper)
+	}
+	switch p.Hook {
+	case "", "ingress", "egress":
+	default:
+		return p.lineErr(0, "hook %q: use ingress or egress", p.Hook)
+	}
+	return nil
+}
+
+func policyNames() []string {
+	out := make([]string, len(placement.Policies))
+	for i, p := range placement.Policies {
+		out[i] = string(p)
+	}
+	return out
+}
+
+// ValidateApp checks the app exists, has a route contract, serves the
+// plan's routes, and has a per-N route for the sweep.
+func (p *PlacePlan) ValidateApp(all map[string]*apps.Meta) (apps.Target, error) {
+	t, err := apps.Resolve(all, p.App)
+	if err != nil {
+		return apps.Target{}, p.lineErr(0, "app: %v", err)
+	}
+	if len(t.Meta.Routes) == 0 {
+		return t, p.lineErr(0, "app %s has no route contract (statements per route): the placement study needs one", p.App)
+	}
+	for _, r := range p.Routes {
+		if _, ok := routeMeta(t.Meta, r); !ok {
+			return t, p.lineErr(0, "route %s: unknown to app %s (its routes: %s)", r, p.App, strings.Join(routePaths(t.Meta), ", "))
+		}
+	}
+	if len(p.SweepN) > 0 {
+		if _, ok := perNRoute(t.Meta); !ok {
+			return t, p.lineErr(0, "app %s has no per-N route (statements_per_n) for sweep_n: give sweep_n: []", p.App)
+		}
+	}
+	return t, nil
+}
+
+func routeMeta(m *apps.Meta, path string) (apps.Route, bool) {
+	for _, r := range m.Routes {
+		if r.Path == path {
+			return r, true
+		}
+	}
+	return apps.Route{}, false
+}
+
+func perNRoute(m *apps.Meta) (apps.Route, bool) {
+	for _, r := range m.Routes {
+		if r.StatementsPerN {
+			return r, true
+		}
+	}
+	return apps.Route{}, false
+}
+
+func routePaths(m *apps.Meta) []string {
+	var out []string
+	for _, r := range m.Routes {
+		out = append(out, r.Path)
+	}
+	return out
+}
+
+func pairKey(a, b string) [2]string {
+	if a > b {
+		a, b = b, a
+	}
+	return [2]string{a, b}
+}
+
+// OneWayMs returns the delay of every directed pair of nodes: half of the
+// link's RTT, plus the held-out extra when heldOut.
+func (p *PlacePlan) OneWayMs(heldOut bool) map[[2]string]float64 {
+	out := map[[2]string]float64{}
+	for _, l := range p.Links {
+		out[[2]string{l.A, l.B}] += l.RTTMs / 2
+		out[[2]string{l.B, l.A}] += l.RTTMs / 2
+	}
+	if heldOut {
+		for _, o := range p.HeldOut {
+			out[[2]string{o.From, o.To}] += o.Ms
+		}
+	}
+	return out
+}
+
+// LinkRTTMs is the configured added RTT between two nodes (0 when not
+// listed), without the held-out extra.
+func (p *PlacePlan) LinkRTTMs(a, b string) float64 {
+	for _, l := range p.Links {
+		if pairKey(l.A, l.B) == pairKey(a, b) {
+			return l.RTTMs
+		}
+	}
+	return 0
+}

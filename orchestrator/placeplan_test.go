@@ -1,0 +1,93 @@
+package orchestrator
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/rttlab/rttlab/apps"
+)
+
+func TestPlacePlanBuiltins(t *testing.T) {
+	for _, n := range []string{"placement", "placement-smoke"} {
+		p, ok := BuiltinPlacePlan(n)
+		if !ok {
+			t.Fatalf("%s missing", n)
+		}
+		if err := p.Validate(); err != nil {
+			t.Errorf("%s: %v", n, err)
+		}
+		all, err := apps.Load(apps.FS(""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.ValidateApp(all); err != nil {
+			t.Errorf("%s: %v", n, err)
+		}
+	}
+	p, _ := BuiltinPlacePlan("placement")
+	ow := p.OneWayMs(false)
+	if ow[[2]string{NodeA, NodeDB}] != 0.125 || ow[[2]string{NodeDB, NodeA}] != 0.125 || ow[[2]string{NodeB, NodeDB}] != 0.05 || ow[[2]string{NodeB, NodeClient}] != 0 {
+		t.Errorf("one-way delays %v", ow)
+	}
+	ho := p.OneWayMs(true)
+	if ho[[2]string{NodeB, NodeClient}] != 0.25 || ho[[2]string{NodeClient, NodeB}] != 0 {
+		t.Errorf("held-out one-way delays %v", ho)
+	}
+	if p.LinkRTTMs(NodeDB, NodeA) != 0.25 || p.LinkRTTMs(NodeClient, NodeA) != 0 {
+		t.Error("LinkRTTMs")
+	}
+}
+
+func TestPlacePlanFile(t *testing.T) {
+	p, err := ParsePlacePlan("p.yaml", []byte("routes: [/feed]\nlinks:\n  - {a: a, b: db, rtt_ms: 1}\nrequests: 7\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Name != "p" || p.Requests != 7 || len(p.Links) != 1 || p.Links[0].RTTMs != 1 || len(p.HeldOut) != 1 || p.Warmup != 20 || len(p.Routes) != 1 || len(p.Policies) != 4 {
+		t.Errorf("plan %+v", p)
+	}
+}
+
+func TestPlacePlanBadInput(t *testing.T) {
+	all, err := apps.Load(apps.FS(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ yaml, want string }{
+		{"links:\n  - {a: a, b: dbx, rtt_ms: 1}\n", `p.yaml:2: link a–dbx: unknown node "dbx"`},
+		{"links:\n  - {a: a, b: a, rtt_ms: 1}\n", "p.yaml:2: link a–a: a link to itself"},
+		{"links:\n  - {a: a, b: db, rtt_ms: -1}\n", "p.yaml:2: link a–db: rtt_ms -1 ms is negative"},
+		{"links:\n  - {a: a, b: db, rtt_ms: 1001}\n", "p.yaml:2: link a–db: rtt_ms 1001 ms exceeds 1 s"},
+		{"links:\n  - {a: a, b: db, rtt_ms: 1}\n  - {a: db, b: a, rtt_ms: 2}\n", "p.yaml:3: link db–a is listed twice"},
+		{"held_out:\n  - {from: b, to: b, ms: 1}\n", "p.yaml:2: held_out b→b: a link to itself"},
+		{"held_out:\n  - {from: b, to: client, ms: -0.5}\n", "p.yaml:2: held_out b→client: ms -0.5 ms is negative"},
+		{"links:\n  - {a: a, b: db, rtt: 1}\n", `p.yaml:2: unknown field "rtt" (known: a, b, rtt_ms)`},
+		{"colour: red\n", `p.yaml:1: unknown field "colour"`},
+		{"sweep_n: [0, -1]\n", "p.yaml: sweep_n -1: use 0..1000"},
+		{"sweep_n: [1001]\n", "p.yaml: sweep_n 1001: use 0..1000"},
+		{"requests: 0\n", "p.yaml: requests 0: zero requests measure nothing"},
+		{"routed_requests: 0\n", "p.yaml: routed_requests 0: zero requests"},
+		{"policies: [nearest]\n", "p.yaml: policies: "},
+		{"concurrency_rates: [1.5]\n", "p.yaml: concurrency_rates 1.5: use fractions of capacity in (0, 1]"},
+		{"", "p.yaml: the plan is empty"},
+	} {
+		_, err := ParsePlacePlan("p.yaml", []byte(tc.yaml))
+		if err == nil || !strings.HasPrefix(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%q: got %v, want prefix %q", tc.yaml, err, tc.want)
+		}
+	}
+	p, err := ParsePlacePlan("p.yaml", []byte("routes: [/feed, /nope]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.ValidateApp(all); err == nil || !strings.HasPrefix(err.Error(), "p.yaml: route /nope: unknown to app rails (its routes: /feed, /feed-naive, /serial)") {
+		t.Errorf("unknown route: %v", err)
+	}
+	p, _ = ParsePlacePlan("p.yaml", []byte("app: nosuch\n"))
+	if _, err := p.ValidateApp(all); err == nil || !strings.HasPrefix(err.Error(), "p.yaml: app: ") {
+		t.Errorf("unknown app: %v", err)
+	}
+	if _, err := LoadPlacePlan("/nonexistent/plan.yaml"); err == nil || !strings.Contains(err.Error(), "neither a built-in placement plan") {
+		t.Errorf("missing file: %v", err)
+	}
+}

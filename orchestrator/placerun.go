@@ -1,0 +1,594 @@
+package orchestrator
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/rttlab/rttlab/placement"
+	"github.com/rttlab/rttlab/results"
+	"github.com/rttlab/rttlab/workloads"
+)
+
+// PlaceSample is one measured request or probe call of the placement study.
+type PlaceSample struct {
+	Rep       int     `json:"rep"`
+	Phase     string  `json:"phase"` // baseline, calibration, held-out, routed, sweep
+	Kind      string  `json:"kind"`  // http, connect, select1
+	Host      string  `json:"host,omitempty"`
+	Route     string  `json:"route,omitempty"`
+	Policy    string  `json:"policy,omitempty"`
+	Seq       int     `json:"seq"`
+	Warmup    bool    `json:"warmup,omitempty"`
+	LatencyMs float64 `json:"latency_ms"`
+	Status    int     `json:"status,omitempty"`
+	Error     string  `json:"error,omitempty"`
+	// UpstreamMs is the proxy's own timing of the upstream exchange
+	// (routed phase), from its decision log.
+	UpstreamMs float64 `json:"upstream_ms,omitempty"`
+}
+
+// LinkCheck is one node pair's added RTT as configured and as measured by
+// ICMP (mean RTT at the setting minus at zero, both through the shaper).
+type LinkCheck struct {
+	Phase        string  `json:"phase"`
+	A            string  `json:"a"`
+	B            string  `json:"b"`
+	ConfiguredMs float64 `json:"configured_ms"`
+	ZeroMs       float64 `json:"icmp_zero_ms"`
+	SettingMs    float64 `json:"icmp_setting_ms"`
+	AddedMs      float64 `json:"icmp_added_ms"`
+	Lost         int     `json:"lost"`
+}
+
+// Select1Check is a compute host's database link as verified by SELECT 1
+// medians at zero and at the calibration setting.
+type Select1Check struct {
+	Host         string  `json:"host"`
+	ConfiguredMs float64 `json:"configured_ms"`
+	ZeroP50Ms    float64 `json:"zero_p50_ms"`
+	SettingP50Ms float64 `json:"setting_p50_ms"`
+	AddedMs      float64 `json:"added_ms"`
+}
+
+// PlaceRep is one repetition's calibration, held-out test and routed
+// comparison.
+type PlaceRep struct {
+	Rep         int                     `json:"rep"`
+	Calibration placement.Calibration   `json:"calibration"`
+	HeldOutCal  placement.Calibration   `json:"held_out_calibration"`
+	Estimates   []placement.Estimate    `json:"estimates"`
+	Predicted   []PredictedRow          `json:"predicted_crossovers"`
+	HeldOut     []placement.HeldOutRow  `json:"held_out"`
+	Routed      placement.RoutedSummary `json:"routed"`
+	// ProxyOverheadP50Ms is the median of (client latency − the proxy's
+	// upstream time) over routed requests: what the proxy adds.
+	ProxyOverheadP50Ms float64 `json:"proxy_overhead_p50_ms"`
+	Decisions          int     `json:"decisions"`
+	Unmatched          int     `json:"unmatched_decisions"`
+}
+
+// PredictedRow is one model's predicted crossover in N between A and B.
+type PredictedRow struct {
+	Route     string              `json:"route"`
+	Model     placement.Model     `json:"model"`
+	Crossover placement.Crossover `json:"crossover"`
+}
+
+// PlaceResult is the study's summary (summary.json).
+type PlaceResult struct {
+	Kind      string         `json:"kind"` // "placement"
+	Plan      *PlacePlan     `json:"plan"`
+	RunID     string         `json:"run_id"`
+	Backend   string         `json:"backend"`
+	KeepAlive bool           `json:"keep_alive"`
+	Started   time.Time      `json:"started"`
+	Finished  time.Time      `json:"finished"`
+	Links     []LinkCheck    `json:"links"`
+	Select1   []Select1Check `json:"select1"`
+	Reps      []PlaceRep     `json:"reps"`
+	Sweep     []placement.SweepPoint    `json:"sweep"`
+	Measured  *placement.MeasuredCrossover `json:"measured_crossover,omitempty"`
+	SweepPredicted []PredictedRow `json:"sweep_predicted"`
+	Warnings  []string       `json:"warnings"`
+}
+
+// PlaceRunner runs the phases and writes the results folder.
+type PlaceRunner struct {
+	D       Docker
+	S       *PlaceSession
+	Dir     string
+	Version string
+	samples *os.File
+	sw      *bufio.Writer
+	rng     *rand.Rand
+	res     *PlaceResult
+}
+
+// Run runs every phase and writes summary.json; the folder keeps the raw
+// samples (samples.jsonl) and the proxy's decisions (decisions.jsonl).
+func (r *PlaceRunner) Run(ctx context.Context) (*PlaceResult, error) {
+	p := r.S.Plan
+	if err := os.MkdirAll(r.Dir, 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(filepath.Join(r.Dir, "samples.jsonl"), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	r.samples, r.sw = f, bufio.NewWriter(f)
+	defer func() { r.sw.Flush(); r.samples.Close() }()
+	r.rng = rand.New(rand.NewPCG(p.Seed, 0x706c616365))
+	r.res = &PlaceResult{Kind: "placement", Plan: p, RunID: r.S.Stack.RunID, Backend: r.S.Shaping.Backend, KeepAlive: p.KeepAlive == nil || *p.KeepAlive, Started: time.Now().UTC()}
+	if a := r.S.Shaping.Agents[NodeA]; a != nil {
+		r.res.Backend = a.Info.Backend
+	}
+	if err := r.writeJSON("manifest.json", map[string]any{"kind": "placement", "plan": p, "run_id": r.S.Stack.RunID, "seed": p.Seed,
+		"version": r.Version, "started": r.res.Started, "backend": r.res.Backend, "hook": r.S.Shaping.Agents[NodeA].Info.Direction,
+		"nodes": r.nodeIPs(), "links_configured": p.Links, "held_out": p.HeldOut}); err != nil {
+		return nil, err
+	}
+
+	// Baseline: every pair and SELECT 1 at zero (through the shaper).
+	r.S.say("baseline: ICMP between every pair and SELECT 1 from a and b at zero added delay")
+	if err := r.S.SetLinks(ctx, r.D, nil); err != nil {
+		return nil, err
+	}
+	zeroPing, err := r.pingAll(ctx)
+	if err != nil {
+		return nil, err
+	}
+	zeroSel := map[string][]float64{}
+	for _, h := range []string{NodeA, NodeB} {
+		if zeroSel[h], err = r.S.Select1(ctx, r.D, h, p.Select1Warmup, p.Select1Calls); err != nil {
+			return nil, err
+		}
+		r.emit(0, "baseline", "select1", h, "", "", zeroSel[h], nil)
+	}
+
+	for rep := 1; rep <= p.Repeat; rep++ {
+		pr, err := r.rep(ctx, rep, zeroPing, zeroSel)
+		if err != nil {
+			return r.res, err
+		}
+		r.res.Reps = append(r.res.Reps, pr)
+		r.writeJSON("summary.json", r.res)
+	}
+	if len(p.SweepN) > 0 {
+		if err := r.sweep(ctx); err != nil {
+			return r.res, err
+		}
+	}
+	r.res.Finished = time.Now().UTC()
+	r.warn()
+	if err := r.writeJSON("summary.json", r.res); err != nil {
+		return r.res, err
+	}
+	return r.res, os.WriteFile(filepath.Join(r.Dir, "summary.md"), []byte(PlaceMarkdown(r.res)), 0o644)
+}
+
+func (r *PlaceRunner) nodeIPs() map[string]string {
+	out := map[string]string{}
+	for n, m := range r.S.Nodes {
+		out[n] = m.IP
+	}
+	return out
+}
+
+func (r *PlaceRunner) writeJSON(name string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(r.Dir, name), append(b, '\n'), 0o644)
+}
+
+// emit writes probe latencies (ms) or load results as samples.
+func (r *PlaceRunner) emit(rep int, phase, kind, host, route, policy string, ms []float64, rs []workloads.Result) {
+	enc := json.NewEncoder(r.sw)
+	for i, v := range ms {
+		enc.Encode(PlaceSample{Rep: rep, Phase: phase, Kind: kind, Host: host, Route: route, Policy: policy, Seq: i, LatencyMs: v})
+	}
+	for _, x := range rs {
+		enc.Encode(PlaceSample{Rep: rep, Phase: phase, Kind: kind, Host: host, Route: route, Policy: policy, Seq: x.Seq, Warmup: x.Warmup,
+			LatencyMs: float64(x.LatencyNS) / 1e6, Status: x.Status, Error: x.Error})
+	}
+	r.sw.Flush()
+}
+
+// pairs lists the unordered node pairs.
+func pairs() [][2]string {
+	var out [][2]string
+	for i, a := range PlaceNodes {
+		for _, b := range PlaceNodes[i+1:] {
+			out = append(out, [2]string{a, b})
+		}
+	}
+	return out
+}
+
+func (r *PlaceRunner) pingAll(ctx context.Context) (map[[2]string]float64, error) {
+	out := map[[2]string]float64{}
+	for _, pr := range pairs() {
+		m, _, err := r.S.Ping(ctx, r.D, pr[0], pr[1], r.S.Plan.ICMPCount)
+		if err != nil {
+			return nil, err
+		}
+		out[pr] = m
+	}
+	return out, nil
+}
+
+func (r *PlaceRunner) checkLinks(ctx context.Context, phase string, heldOut bool, zero map[[2]string]float64) error {
+	ow := r.S.Plan.OneWayMs(heldOut)
+	for _, pr := range pairs() {
+		m, lost, err := r.S.Ping(ctx, r.D, pr[0], pr[1], r.S.Plan.ICMPCount)
+		if err != nil {
+			return err
+		}
+		conf := ow[[2]string{pr[0], pr[1]}] + ow[[2]string{pr[1], pr[0]}]
+		r.res.Links = append(r.res.Links, LinkCheck{Phase: phase, A: pr[0], B: pr[1], ConfiguredMs: conf, ZeroMs: zero[pr], SettingMs: m, AddedMs: m - zero[pr], Lost: lost})
+	}
+	return nil
+}
+
+// measure runs warmup+n requests of path on a host directly and returns the
+// measured latencies of the successful ones (ms) and the failures.
+func (r *PlaceRunner) measure(ctx context.Context, rep int, phase, host, path string, warmup, n int) ([]float64, int, error) {
+	paths := make([]string, warmup+n)
+	for i := range paths {
+		paths[i] = path
+	}
+	rs, err := r.S.Load(ctx, r.D, r.S.hostURL(host), paths, warmup)
+	if err != nil {
+		return nil, 0, err
+	}
+	r.emit(rep, phase, "http", host, path, "", nil, rs)
+	var ms []float64
+	fails := 0
+	for _, x := range rs {
+		if x.Warmup {
+			continue
+		}
+		if x.Failed() {
+			fails++
+			continue
+		}
+		ms = append(ms, float64(x.LatencyNS)/1e6)
+	}
+	if len(ms) == 0 {
+		return nil, fails, fmt.Errorf("%s %s on %s: every request failed (%d)", phase, path, host, fails)
+	}
+	return ms, fails, nil
+}
+
+// calPaths are the routes measured in calibration: the plan's, plus the
+// per-N route at n=0 when there is a sweep.
+func (r *PlaceRunner) calRoutes() []placement.RouteCalibration {
+	p, t := r.S.Plan, r.S.Stack.Target
+	var out []placement.RouteCalibration
+	for _, path := range p.Routes {
+		rm, _ := routeMeta(t.Meta, path)
+		out = append(out, placement.RouteCalibration{Path: path, NSerial: rm.Statements, P50Ms: map[string]float64{}})
+	}
+	if rm, ok := perNRoute(t.Meta); ok && len(p.SweepN) > 0 && !slices.Contains(p.Routes, rm.Path) {
+		out = append(out, placement.RouteCalibration{Path: rm.Path, PerN: true, NSerial: 0, P50Ms: map[string]float64{}})
+	}
+	return out
+}
+
+func requestPath(rc placement.RouteCalibration, n int) string {
+	if rc.PerN {
+		return fmt.Sprintf("%s?%s=%d", rc.Path, placement.NParam, n)
+	}
+	return rc.Path
+}
+
+// hostPaths measures connect, /health and each route on both hosts, the
+// (host, path) blocks in a seeded random order.
+func (r *PlaceRunner) hostPaths(ctx context.Context, rep int, phase string, routes []placement.RouteCalibration) (map[string]*placement.HostCalibration, error) {
+	p := r.S.Plan
+	health := r.S.Stack.Target.Meta.Health
+	hosts := map[string]*placement.HostCalibration{}
+	type block struct{ host, path string }
+	var blocks []block
+	for _, h := range []string{NodeA, NodeB} {
+		hosts[h] = &placement.HostCalibration{Name: h}
+		c, err := r.S.Connect(ctx, r.D, h, p.Warmup, p.Requests)
+		if err != nil {
+			return nil, err
+		}
+		r.emit(rep, phase, "connect", h, "", "", c, nil)
+		hosts[h].ConnectP50Ms = results.Median(c)
+		blocks = append(blocks, block{h, health})
+		for _, rc := range routes {
+			blocks = append(blocks, block{h, requestPath(rc, 0)})
+		}
+	}
+	r.rng.Shuffle(len(blocks), func(i, j int) { blocks[i], blocks[j] = blocks[j], blocks[i] })
+	for _, b := range blocks {
+		ms, _, err := r.measure(ctx, rep, phase, b.host, b.path, p.Warmup, p.Requests)
+		if err != nil {
+			return nil, err
+		}
+		if b.path == health {
+			hosts[b.host].HealthP50Ms = results.Median(ms)
+			continue
+		}
+		for i := range routes {
+			if requestPath(routes[i], 0) == b.path {
+				routes[i].P50Ms[b.host] = results.Median(ms)
+			}
+		}
+	}
+	return hosts, nil
+}
+
+func (r *PlaceRunner) rep(ctx context.Context, rep int, zeroPing map[[2]string]float64, zeroSel map[string][]float64) (PlaceRep, error) {
+	p := r.S.Plan
+	out := PlaceRep{Rep: rep}
+
+	// 1. Calibration without the held-out change.
+	r.S.say("rep %d/%d: calibration (links as configured, no held-out change): connect, %s and %d routes on a and b, %d+%d requests each", rep, p.Repeat, r.S.Stack.Target.Meta.Health, len(p.Routes), p.Warmup, p.Requests)
+	if err := r.S.SetLinks(ctx, r.D, p.OneWayMs(false)); err != nil {
+		return out, err
+	}
+	if rep == 1 {
+		if err := r.checkLinks(ctx, "calibration", false, zeroPing); err != nil {
+			return out, err
+		}
+	}
+	routes := r.calRoutes()
+	hosts, err := r.hostPaths(ctx, rep, "calibration", routes)
+	if err != nil {
+		return out, err
+	}
+	for _, h := range []string{NodeA, NodeB} {
+		sel, err := r.S.Select1(ctx, r.D, h, p.Select1Warmup, p.Select1Calls)
+		if err != nil {
+			return out, err
+		}
+		r.emit(rep, "calibration", "select1", h, "", "", sel, nil)
+		hosts[h].Select1P50Ms = results.Median(sel)
+		if rep == 1 {
+			z := results.Median(zeroSel[h])
+			r.res.Select1 = append(r.res.Select1, Select1Check{Host: h, ConfiguredMs: p.LinkRTTMs(h, NodeDB), ZeroP50Ms: z, SettingP50Ms: hosts[h].Select1P50Ms, AddedMs: hosts[h].Select1P50Ms - z})
+		}
+	}
+	cal := placement.Calibration{Hosts: []placement.HostCalibration{*hosts[NodeA], *hosts[NodeB]}, Routes: routes}
+	if err := cal.Validate(); err != nil {
+		return out, fmt.Errorf("calibration: %w", err)
+	}
+	out.Calibration = cal
+
+	// 2 and 3. The held-out change: new client paths, new requests.
+	r.S.say("rep %d/%d: held-out test (%s): connect, %s and routes on a and b again", rep, p.Repeat, heldOutText(p), r.S.Stack.Target.Meta.Health)
+	if err := r.S.SetLinks(ctx, r.D, p.OneWayMs(true)); err != nil {
+		return out, err
+	}
+	if rep == 1 {
+		if err := r.checkLinks(ctx, "held-out", true, zeroPing); err != nil {
+			return out, err
+		}
+	}
+	hoRoutes := make([]placement.RouteCalibration, len(routes))
+	for i, rc := range routes {
+		hoRoutes[i] = rc
+		hoRoutes[i].P50Ms = map[string]float64{}
+	}
+	hoHosts, err := r.hostPaths(ctx, rep, "held-out", hoRoutes)
+	if err != nil {
+		return out, err
+	}
+	ho := cal
+	ho.Hosts = slices.Clone(cal.Hosts)
+	for i := range ho.Hosts {
+		ho.Hosts[i].ClientPathMs = hoHosts[ho.Hosts[i].Name].HealthP50Ms
+	}
+	out.HeldOutCal = ho
+	for _, rc := range routes {
+		if rc.PerN {
+			continue
+		}
+		rt, _ := ho.RouteN(rc.Path, 0)
+		est, err := ho.Estimates(rt)
+		if err != nil {
+			return out, err
+		}
+		out.Estimates = append(out.Estimates, est...)
+		var hoRC placement.RouteCalibration
+		for _, x := range hoRoutes {
+			if x.Path == rc.Path {
+				hoRC = x
+			}
+		}
+		out.HeldOut = append(out.HeldOut, placement.HeldOut(est, hoRC.P50Ms)...)
+		for _, m := range placement.Models {
+			if c, err := placement.PredictedCrossover(est[0], est[1], m); err == nil {
+				out.Predicted = append(out.Predicted, PredictedRow{Route: rc.Path, Model: m, Crossover: c})
+			}
+		}
+	}
+
+	// 4. The routed comparison through the proxy.
+	keep := p.KeepAlive == nil || *p.KeepAlive
+	conn := "keep-alive pools per upstream"
+	if !keep {
+		conn = "a new upstream connection per request"
+	}
+	r.S.say("rep %d/%d: routed comparison through the proxy (%s): %d policies × %d routes, %d+%d requests each, interleaved", rep, p.Repeat, conn, len(p.Policies), len(p.Routes), p.RoutedWarmup, p.RoutedRequests)
+	cfg := placement.Config{
+		Upstreams:         []placement.Upstream{{Name: NodeA, URL: r.S.hostURL(NodeA)}, {Name: NodeB, URL: r.S.hostURL(NodeB)}},
+		Calibration:       ho,
+		DefaultPolicy:     placement.PolicyUserFirst,
+		DisableKeepAlives: !keep,
+	}
+	if err := r.S.StartProxy(ctx, r.D, cfg); err != nil {
+		return out, err
+	}
+	type cell struct{ policy, route string }
+	var cells []cell
+	for _, pol := range p.Policies {
+		for _, rt := range p.Routes {
+			cells = append(cells, cell{pol, rt})
+		}
+	}
+	order := append(shuffled(cells, p.RoutedWarmup, r.rng), shuffled(cells, p.RoutedRequests, r.rng)...)
+	paths := make([]string, len(order))
+	for i, c := range order {
+		paths[i] = c.route + "?" + placement.QueryPolicy + "=" + c.policy
+	}
+	rs, lerr := r.S.Load(ctx, r.D, fmt.Sprintf("http://127.0.0.1:%d", proxyPort), paths, p.RoutedWarmup*len(cells))
+	recs, derr := r.S.StopProxy(ctx, r.D)
+	if lerr != nil {
+		return out, lerr
+	}
+	if derr != nil {
+		return out, derr
+	}
+	if err := r.appendDecisions(rep, recs); err != nil {
+		return out, err
+	}
+	out.Decisions = len(recs)
+	var samples []placement.Sample
+	var overhead []float64
+	enc := json.NewEncoder(r.sw)
+	for i, x := range rs {
+		c := order[i]
+		s := placement.Sample{Policy: placement.Policy(c.policy), Route: c.route, LatencyMs: float64(x.LatencyNS) / 1e6, Failed: x.Failed(), Warmup: x.Warmup}
+		ps := PlaceSample{Rep: rep, Phase: "routed", Kind: "http", Route: c.route, Policy: c.policy, Seq: x.Seq, Warmup: x.Warmup, LatencyMs: s.LatencyMs, Status: x.Status, Error: x.Error}
+		// Closed loop on one connection: the proxy's i-th decision is
+		// the client's i-th request; check that before joining.
+		if i < len(recs) && recs[i].Route == c.route && string(recs[i].Policy) == c.policy {
+			s.Host, ps.Host, ps.UpstreamMs = recs[i].Host, recs[i].Host, recs[i].UpstreamMs
+			if !x.Warmup && !x.Failed() {
+				overhead = append(overhead, s.LatencyMs-recs[i].UpstreamMs)
+			}
+		} else {
+			out.Unmatched++
+		}
+		samples = append(samples, s)
+		enc.Encode(ps)
+	}
+	r.sw.Flush()
+	out.Routed = placement.SummarizeRouted(samples, p.Seed^uint64(rep), 0)
+	if len(overhead) > 0 {
+		out.ProxyOverheadP50Ms = results.Median(overhead)
+	}
+	return out, nil
+}
+
+func heldOutText(p *PlacePlan) string {
+	var parts []string
+	for _, o := range p.HeldOut {
+		parts = append(parts, fmt.Sprintf("+%g ms one-way %s→%s", o.Ms, o.From, o.To))
+	}
+	if len(parts) == 0 {
+		return "no change"
+	}
+	return strings.Join(parts, ", ")
+}
+
+func (r *PlaceRunner) appendDecisions(rep int, recs []placement.DecisionRecord) error {
+	f, err := os.OpenFile(filepath.Join(r.Dir, "decisions.jsonl"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(f)
+	for _, d := range recs {
+		if err := enc.Encode(struct {
+			Rep int `json:"rep"`
+			placement.DecisionRecord
+		}{rep, d}); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	return f.Close()
+}
+
+// sweep measures the per-N route on both hosts directly, with the held-out
+// change in place, (N, host) blocks in a seeded random order.
+func (r *PlaceRunner) sweep(ctx context.Context) error {
+	p := r.S.Plan
+	rm, _ := perNRoute(r.S.Stack.Target.Meta)
+	r.S.say("serial sweep: %s?n=N for N in %v on a and b directly, %d+%d requests each", rm.Path, p.SweepN, p.SweepWarmup, p.SweepRequests)
+	type block struct {
+		n    int
+		host string
+	}
+	var blocks []block
+	for _, n := range p.SweepN {
+		blocks = append(blocks, block{n, NodeA}, block{n, NodeB})
+	}
+	r.rng.Shuffle(len(blocks), func(i, j int) { blocks[i], blocks[j] = blocks[j], blocks[i] })
+	a, b := map[int][]float64{}, map[int][]float64{}
+	for i, bl := range blocks {
+		r.S.say("  sweep %d/%d: n=%d on %s", i+1, len(blocks), bl.n, bl.host)
+		ms, _, err := r.measure(ctx, 0, "sweep", bl.host, fmt.Sprintf("%s?%s=%d", rm.Path, placement.NParam, bl.n), p.SweepWarmup, p.SweepRequests)
+		if err != nil {
+			return err
+		}
+		if bl.host == NodeA {
+			a[bl.n] = ms
+		} else {
+			b[bl.n] = ms
+		}
+	}
+	r.res.Sweep = placement.Sweep(a, b, p.Seed, 0)
+	if mc, err := placement.MeasureCrossover(r.res.Sweep); err == nil {
+		r.res.Measured = &mc
+	}
+	if n := len(r.res.Reps); n > 0 {
+		ho := r.res.Reps[n-1].HeldOutCal
+		if rt, err := ho.RouteN(rm.Path, 0); err == nil {
+			if est, err := ho.Estimates(rt); err == nil {
+				for _, m := range placement.Models {
+					if c, err := placement.PredictedCrossover(est[0], est[1], m); err == nil {
+						r.res.SweepPredicted = append(r.res.SweepPredicted, PredictedRow{Route: rm.Path, Model: m, Crossover: c})
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// warn adds the statistics' caveats: low n, failures, unverified links.
+func (r *PlaceRunner) warn() {
+	res := r.res
+	for _, l := range res.Links {
+		if d := l.AddedMs - l.ConfiguredMs; d > 0.05 || d < -0.05 {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("link %s–%s (%s): ICMP added %.3f ms for %.3f ms configured (off by %+.3f ms)", l.A, l.B, l.Phase, l.AddedMs, l.ConfiguredMs, d))
+		}
+		if l.Lost > 0 {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("link %s–%s (%s): %d ICMP echoes lost", l.A, l.B, l.Phase, l.Lost))
+		}
+	}
+	for _, s := range res.Select1 {
+		if d := s.AddedMs - s.ConfiguredMs; d > 0.05 || d < -0.05 {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("SELECT 1 from %s: added %.3f ms for %.3f ms configured (off by %+.3f ms)", s.Host, s.AddedMs, s.ConfiguredMs, d))
+		}
+	}
+	for _, rep := range res.Reps {
+		for _, c := range rep.Routed.Cells {
+			tot := c.N + c.Failures
+			if tot > 0 && float64(c.Failures)/float64(tot) > 0.01 {
+				res.Warnings = append(res.Warnings, fmt.Sprintf("rep %d %s %s: %d of %d requests failed: no claim", rep.Rep, c.Policy, c.Route, c.Failures, tot))
+			}
+			if c.N < 30 {
+				res.Warnings = append(res.Warnings, fmt.Sprintf("rep %d %s %s: n=%d is low; its interval is wide", rep.Rep, c.Policy, c.Route, c.N))
+			}
+		}
+		if rep.Unmatched > 0 {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("rep %d: %d routed requests could not be matched with a proxy decision", rep.Rep, rep.Unmatched))
+		}
+	}
+}
