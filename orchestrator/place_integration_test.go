@@ -1,0 +1,100 @@
+package orchestrator
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rttlab/rttlab/placement"
+)
+
+// TestIntegrationPlacementSmoke runs the placement-smoke plan for real:
+// four shaped nodes, the proxy in the client node, every phase. The
+// compute host with the shorter database link must show the lower SELECT 1
+// median, and network-only routing must send the 12-call route there.
+func TestIntegrationPlacementSmoke(t *testing.T) {
+	rt := engineForTest(t)
+	all := builtApps(t, rt, "postgres", "agent", "rails")
+	plan, _ := BuiltinPlacePlan("placement-smoke")
+	plan.SweepN = []int{0, 12} // the sweep's code path at the least cost
+	target, err := plan.ValidateApp(all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	ps, err := StartPlacement(ctx, rt, plan, target, 0)
+	if ps != nil && ps.Stack != nil {
+		t.Cleanup(func() {
+			if err := ps.Stack.Remove(context.Background(), rt); err != nil {
+				t.Error(err)
+			}
+			if cs, _ := rt.ListContainers(context.Background(), map[string]string{LabelRun: ps.Stack.RunID}); len(cs) != 0 {
+				t.Errorf("%d containers of run %s remain after cleanup", len(cs), ps.Stack.RunID)
+			}
+		})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps.Progress = func(s string) { t.Log(s) }
+	dir := t.TempDir()
+	r := &PlaceRunner{D: rt, S: ps, Dir: dir}
+	res, err := r.Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sel := map[string]Select1Check{}
+	for _, s := range res.Select1 {
+		sel[s.Host] = s
+	}
+	t.Logf("SELECT 1 p50 at the setting: a %.3f ms (link %.2f), b %.3f ms (link %.2f)", sel["a"].SettingP50Ms, sel["a"].ConfiguredMs, sel["b"].SettingP50Ms, sel["b"].ConfiguredMs)
+	if !(sel["a"].SettingP50Ms > sel["b"].SettingP50Ms) {
+		t.Errorf("SELECT 1 medians not ordered as configured: a %.3f ms (a–db %.2f ms) vs b %.3f ms (b–db %.2f ms)", sel["a"].SettingP50Ms, sel["a"].ConfiguredMs, sel["b"].SettingP50Ms, sel["b"].ConfiguredMs)
+	}
+	if len(res.Reps) != 1 {
+		t.Fatalf("%d repetitions", len(res.Reps))
+	}
+	var found bool
+	for _, c := range res.Reps[0].Routed.Cells {
+		t.Logf("%s %s: p50 %v n %d failed %d hosts %+v", c.Policy, c.Route, c.P50Ms, c.N, c.Failures, c.Hosts)
+		if c.Policy == placement.PolicyNetworkOnly && c.Route == "/feed-naive" {
+			found = true
+			if len(c.Hosts) != 1 || c.Hosts[0].Host != "b" {
+				t.Errorf("network-only sent the 12-call route to %+v, want b (the database-near host) every time", c.Hosts)
+			}
+		}
+		if c.Failures > 0 {
+			t.Errorf("%s %s: %d failed requests", c.Policy, c.Route, c.Failures)
+		}
+	}
+	if !found {
+		t.Error("no network-only /feed-naive cell")
+	}
+	if res.Reps[0].Unmatched != 0 || res.Reps[0].Decisions == 0 {
+		t.Errorf("decisions %d, unmatched %d", res.Reps[0].Decisions, res.Reps[0].Unmatched)
+	}
+	if len(res.Sweep) != 2 {
+		t.Errorf("sweep points %+v", res.Sweep)
+	}
+	// The folder holds the raw samples, the decisions and the summaries.
+	for _, f := range []string{"manifest.json", "samples.jsonl", "decisions.jsonl", "summary.json", "summary.md"} {
+		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+	var back PlaceResult
+	b, _ := os.ReadFile(filepath.Join(dir, "summary.json"))
+	if err := json.Unmarshal(b, &back); err != nil || back.Kind != "placement" {
+		t.Errorf("summary.json: %v kind %q", err, back.Kind)
+	}
+	md, _ := os.ReadFile(filepath.Join(dir, "summary.md"))
+	for _, want := range []string{"Held-out test", "Routed comparison", "Serial sweep", "Links: configured and verified"} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("summary.md lacks %q", want)
+		}
+	}
+	t.Logf("summary:\n%s", md)
+}
