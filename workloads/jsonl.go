@@ -71,10 +71,25 @@ func decodeResultLine(line []byte) (Result, error) {
 	if err := dec.Decode(&w); err != nil {
 		return Result{}, err
 	}
+	if err := noTrailingData(dec); err != nil {
+		return Result{}, err
+	}
+	return w.result()
+}
+
+// noTrailingData reports an error when dec holds more than the one JSON
+// value already decoded from a line.
+func noTrailingData(dec *json.Decoder) error {
 	var extra json.RawMessage
 	if err := dec.Decode(&extra); err != io.EOF {
-		return Result{}, errors.New("trailing data after the JSON object")
+		return errors.New("trailing data after the JSON object")
 	}
+	return nil
+}
+
+// result checks that every field of a decoded line was present and valid
+// and returns the Result.
+func (w wireResult) result() (Result, error) {
 	switch {
 	case w.Seq == nil:
 		return Result{}, errors.New(`missing field "seq"`)
@@ -105,6 +120,13 @@ func decodeResultLine(line []byte) (Result, error) {
 // in order. Blank lines are skipped. A malformed line stops the stream with
 // a *LineError naming its line number; an error from fn stops it too.
 func DecodeResultStream(r io.Reader, fn func(Result) error) error {
+	return decodeLines(r, decodeResultLine, fn)
+}
+
+// decodeLines reads a JSON-lines stream from r, decodes each non-blank line
+// with decode and calls fn with the value, in order. A line decode rejects
+// stops the stream with a *LineError; an error from fn stops it too.
+func decodeLines[T any](r io.Reader, decode func([]byte) (T, error), fn func(T) error) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64*1024), maxResultLine)
 	line := 0
@@ -114,7 +136,7 @@ func DecodeResultStream(r io.Reader, fn func(Result) error) error {
 		if len(b) == 0 {
 			continue
 		}
-		res, err := decodeResultLine(b)
+		res, err := decode(b)
 		if err != nil {
 			text := b
 			if len(text) > 200 {

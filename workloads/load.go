@@ -82,18 +82,8 @@ type Totals struct {
 // plan validates the options and returns the full request list (warmup
 // first), the number of warmup requests and the request timeout.
 func (o LoadOptions) plan() (base string, paths []string, warmup int, timeout time.Duration, err error) {
-	u, err := url.Parse(o.BaseURL)
-	if err != nil {
-		return "", nil, 0, 0, fmt.Errorf("base URL %q: %w", o.BaseURL, err)
-	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return "", nil, 0, 0, fmt.Errorf("base URL %q: scheme must be http or https", o.BaseURL)
-	}
-	if u.Host == "" {
-		return "", nil, 0, 0, fmt.Errorf("base URL %q: no host", o.BaseURL)
-	}
-	if u.RawQuery != "" || u.Fragment != "" {
-		return "", nil, 0, 0, fmt.Errorf("base URL %q: must not carry a query or fragment", o.BaseURL)
+	if err := checkBaseURL(o.BaseURL); err != nil {
+		return "", nil, 0, 0, err
 	}
 	if o.Warmup < 0 || o.Measured < 0 {
 		return "", nil, 0, 0, fmt.Errorf("request counts must not be negative (warmup %d, measured %d)", o.Warmup, o.Measured)
@@ -131,6 +121,43 @@ func (o LoadOptions) plan() (base string, paths []string, warmup int, timeout ti
 		}
 	}
 	return strings.TrimRight(o.BaseURL, "/"), paths, o.Warmup, timeout, nil
+}
+
+// checkBaseURL checks that base is an http or https origin (optionally
+// with a path prefix) without query or fragment.
+func checkBaseURL(base string) error {
+	u, err := url.Parse(base)
+	if err != nil {
+		return fmt.Errorf("base URL %q: %w", base, err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return fmt.Errorf("base URL %q: scheme must be http or https", base)
+	}
+	if u.Host == "" {
+		return fmt.Errorf("base URL %q: no host", base)
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return fmt.Errorf("base URL %q: must not carry a query or fragment", base)
+	}
+	return nil
+}
+
+// requestHeader turns the options' header map into request headers and the
+// Host override (a "Host" entry, any case), adding the load client's
+// User-Agent unless the map sets one.
+func requestHeader(m map[string]string) (header http.Header, host string) {
+	header = make(http.Header, len(m)+1)
+	for k, v := range m {
+		if strings.EqualFold(k, "Host") {
+			host = v
+			continue
+		}
+		header.Set(k, v)
+	}
+	if header.Get("User-Agent") == "" {
+		header.Set("User-Agent", userAgent)
+	}
+	return header, host
 }
 
 // newLoadTransport returns a transport that holds at most one HTTP/1.1
@@ -175,18 +202,7 @@ func RunLoad(ctx context.Context, opts LoadOptions, emit func(Result) error) (to
 		return Totals{}, fmt.Errorf("load options: %w", err)
 	}
 
-	header := make(http.Header, len(opts.Header)+1)
-	host := ""
-	for k, v := range opts.Header {
-		if strings.EqualFold(k, "Host") {
-			host = v
-			continue
-		}
-		header.Set(k, v)
-	}
-	if header.Get("User-Agent") == "" {
-		header.Set("User-Agent", userAgent)
-	}
+	header, host := requestHeader(opts.Header)
 
 	// One request template per distinct path, built before the loop so
 	// that the hot path only derives a per-request context.

@@ -1,0 +1,103 @@
+package workloads
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+)
+
+// OpenResultWriter writes open-loop results as JSON lines, flushing each
+// line. It is safe for concurrent use, and its Write method fits
+// RunOpenLoop's emit parameter.
+type OpenResultWriter struct {
+	mu  sync.Mutex
+	bw  *bufio.Writer
+	enc *json.Encoder
+}
+
+// NewOpenResultWriter returns an OpenResultWriter on w.
+func NewOpenResultWriter(w io.Writer) *OpenResultWriter {
+	bw := bufio.NewWriter(w)
+	enc := json.NewEncoder(bw)
+	enc.SetEscapeHTML(false)
+	return &OpenResultWriter{bw: bw, enc: enc}
+}
+
+// Write writes r as one JSON line and flushes it.
+func (rw *OpenResultWriter) Write(r OpenResult) error {
+	rw.mu.Lock()
+	defer rw.mu.Unlock()
+	if err := rw.enc.Encode(r); err != nil {
+		return fmt.Errorf("encode result %d: %w", r.Seq, err)
+	}
+	if err := rw.bw.Flush(); err != nil {
+		return fmt.Errorf("write result %d: %w", r.Seq, err)
+	}
+	return nil
+}
+
+// wireOpenResult mirrors OpenResult with pointers so that missing fields
+// are seen.
+type wireOpenResult struct {
+	wireResult
+	ScheduledNS *int64            `json:"scheduled_ns"`
+	SentNS      *int64            `json:"sent_ns"`
+	LagNS       *int64            `json:"lag_ns"`
+	ServiceNS   *int64            `json:"service_ns"`
+	TimedOut    bool              `json:"timed_out"`
+	NewConn     bool              `json:"new_conn"`
+	Tags        map[string]string `json:"tags"`
+}
+
+func decodeOpenResultLine(line []byte) (OpenResult, error) {
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.DisallowUnknownFields()
+	var w wireOpenResult
+	if err := dec.Decode(&w); err != nil {
+		return OpenResult{}, err
+	}
+	if err := noTrailingData(dec); err != nil {
+		return OpenResult{}, err
+	}
+	res, err := w.result()
+	if err != nil {
+		return OpenResult{}, err
+	}
+	switch {
+	case w.ScheduledNS == nil:
+		return OpenResult{}, errors.New(`missing field "scheduled_ns"`)
+	case w.SentNS == nil:
+		return OpenResult{}, errors.New(`missing field "sent_ns"`)
+	case w.LagNS == nil:
+		return OpenResult{}, errors.New(`missing field "lag_ns"`)
+	case w.ServiceNS == nil:
+		return OpenResult{}, errors.New(`missing field "service_ns"`)
+	case *w.ScheduledNS < 0 || *w.SentNS < 0 || *w.ServiceNS < 0:
+		return OpenResult{}, fmt.Errorf("negative time (scheduled_ns %d, sent_ns %d, service_ns %d)", *w.ScheduledNS, *w.SentNS, *w.ServiceNS)
+	}
+	return OpenResult{
+		Result: res, ScheduledNS: *w.ScheduledNS, SentNS: *w.SentNS, LagNS: *w.LagNS,
+		ServiceNS: *w.ServiceNS, TimedOut: w.TimedOut, NewConn: w.NewConn, Tags: w.Tags,
+	}, nil
+}
+
+// DecodeOpenResultStream reads JSON-lines open-loop results from r and
+// calls fn for each, in order. Blank lines are skipped. A malformed line
+// stops the stream with a *LineError; an error from fn stops it too.
+func DecodeOpenResultStream(r io.Reader, fn func(OpenResult) error) error {
+	return decodeLines(r, decodeOpenResultLine, fn)
+}
+
+// DecodeOpenResults reads a whole JSON-lines open-loop result stream.
+func DecodeOpenResults(r io.Reader) ([]OpenResult, error) {
+	var out []OpenResult
+	err := DecodeOpenResultStream(r, func(res OpenResult) error {
+		out = append(out, res)
+		return nil
+	})
+	return out, err
+}
