@@ -79,6 +79,14 @@ func TestIntegrationPlacementSmoke(t *testing.T) {
 	if len(res.Sweep) != 2 {
 		t.Errorf("sweep points %+v", res.Sweep)
 	}
+	if len(res.Capacity) != 2 || len(res.Concurrency) == 0 {
+		t.Errorf("capacity %+v, %d concurrency rows", res.Capacity, len(res.Concurrency))
+	}
+	for _, c := range res.Concurrency {
+		if c.Route == "all" && (c.N == 0 || c.MaxInFlight < 1) {
+			t.Errorf("concurrency row %+v", c)
+		}
+	}
 	// The folder holds the raw samples, the decisions and the summaries.
 	for _, f := range []string{"manifest.json", "samples.jsonl", "decisions.jsonl", "summary.json", "summary.md"} {
 		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
@@ -91,7 +99,7 @@ func TestIntegrationPlacementSmoke(t *testing.T) {
 		t.Errorf("summary.json: %v kind %q", err, back.Kind)
 	}
 	md, _ := os.ReadFile(filepath.Join(dir, "summary.md"))
-	for _, want := range []string{"Held-out test", "Routed comparison", "Serial sweep", "Links: configured and verified"} {
+	for _, want := range []string{"Held-out test", "Routed comparison", "Serial sweep", "Links: configured and verified", "Concurrency"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("summary.md lacks %q", want)
 		}

@@ -89,8 +89,25 @@ func PlaceMarkdown(r *PlaceResult) string {
 		}
 		b.WriteString("\n")
 	}
-	if len(p.ConcurrencyRates) > 0 {
-		b.WriteString("\n## Concurrency\n\nNot run: the open-loop phase is not built into `rttlab place` yet.\n")
+	if len(r.Concurrency) > 0 {
+		b.WriteString("\n## Concurrency: open-loop Poisson arrivals through the proxy\n\nLatency from each request's scheduled send time (no coordinated omission). Capacity for the routed mix:")
+		for _, c := range r.Capacity {
+			fmt.Fprintf(&b, " %s %.0f/s (service time %.2f ms);", c.Host, c.Capacity.Rate, c.ServiceMs)
+		}
+		b.WriteString("\n\n| load | rate /s | policy | route | n | failed | p50 ms | p99 ms | chosen hosts | generator lag p99 ms | max in flight |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
+		for _, c := range r.Concurrency {
+			var hs []string
+			for _, h := range []string{NodeA, NodeB} {
+				if v, ok := c.Hosts[h]; ok {
+					hs = append(hs, fmt.Sprintf("%s %.0f%%", h, 100*v))
+				}
+			}
+			lag, inflight := "", ""
+			if c.Route == "all" {
+				lag, inflight = fmt.Sprintf("%.3f", c.LagP99Ms), fmt.Sprint(c.MaxInFlight)
+			}
+			fmt.Fprintf(&b, "| %.0f%% | %.0f | %s | %s | %d | %d | %s | %s | %s | %s | %s |\n", 100*c.Fraction, c.Rate, c.Policy, c.Route, c.N, c.Failures, num(c.P50Ms), num(c.P99Ms), strings.Join(hs, ", "), lag, inflight)
+		}
 	}
 	return b.String()
 }

@@ -97,6 +97,8 @@ type PlaceResult struct {
 	Sweep          []placement.SweepPoint       `json:"sweep"`
 	Measured       *placement.MeasuredCrossover `json:"measured_crossover,omitempty"`
 	SweepPredicted []PredictedRow               `json:"sweep_predicted"`
+	Capacity       []HostCapacity               `json:"capacity,omitempty"`
+	Concurrency    []ConcurrencyRow             `json:"concurrency,omitempty"`
 	Warnings       []string                     `json:"warnings"`
 }
 
@@ -163,6 +165,11 @@ func (r *PlaceRunner) Run(ctx context.Context) (*PlaceResult, error) {
 	}
 	if len(p.SweepN) > 0 {
 		if err := r.sweep(ctx); err != nil {
+			return r.res, err
+		}
+	}
+	if len(p.ConcurrencyRates) > 0 {
+		if err := r.concurrency(ctx); err != nil {
 			return r.res, err
 		}
 	}
@@ -561,9 +568,19 @@ func (r *PlaceRunner) sweep(ctx context.Context) error {
 	return nil
 }
 
-// warn adds the statistics' caveats: low n, failures, unverified links.
+// warn adds the statistics' caveats: low n, failures, unverified links,
+// a load generator that fell behind its schedule.
 func (r *PlaceRunner) warn() {
 	res := r.res
+	for _, c := range res.Concurrency {
+		tot := c.N + c.Failures
+		if tot > 0 && float64(c.Failures)/float64(tot) > 0.01 {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("concurrency %.0f%% %s %s: %d of %d requests failed: no claim", 100*c.Fraction, c.Policy, c.Route, c.Failures, tot))
+		}
+		if c.Warning != "" {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("concurrency %.0f%% %s: load generator: %s", 100*c.Fraction, c.Policy, c.Warning))
+		}
+	}
 	for _, l := range res.Links {
 		if d := l.AddedMs - l.ConfiguredMs; d > 0.05 || d < -0.05 {
 			res.Warnings = append(res.Warnings, fmt.Sprintf("link %s–%s (%s): ICMP added %.3f ms for %.3f ms configured (off by %+.3f ms)", l.A, l.B, l.Phase, l.AddedMs, l.ConfiguredMs, d))

@@ -1,0 +1,245 @@
+package orchestrator
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/rttlab/rttlab/placement"
+	"github.com/rttlab/rttlab/results"
+	"github.com/rttlab/rttlab/workloads"
+)
+
+// ConcurrencyRow is one (rate, policy, route) cell of the concurrency
+// phase: open-loop Poisson arrivals through the proxy, latency measured
+// from each request's scheduled send time.
+type ConcurrencyRow struct {
+	Fraction float64       `json:"fraction"` // of host a's capacity
+	Rate     float64       `json:"rate"`     // arrivals per second
+	Policy   string        `json:"policy"`
+	Route    string        `json:"route"` // "all" for every route together
+	N        int           `json:"n"`
+	Failures int           `json:"failures"`
+	P50Ms    placement.Num `json:"p50_ms"`
+	P99Ms    placement.Num `json:"p99_ms"`
+	// Hosts: chosen-host shares (from the proxy's response header).
+	Hosts map[string]float64 `json:"hosts"`
+	// The generator's own record of the run ("all" rows only).
+	LagP99Ms    float64 `json:"lag_p99_ms,omitempty"`
+	MaxInFlight int     `json:"max_in_flight,omitempty"`
+	Throughput  float64 `json:"throughput,omitempty"`
+	Warning     string  `json:"warning,omitempty"`
+}
+
+// HostCapacity is a compute host's measured open-loop capacity for the
+// routed mix.
+type HostCapacity struct {
+	Host      string             `json:"host"`
+	Capacity  workloads.Capacity `json:"capacity"`
+	ServiceMs float64            `json:"service_ms"` // 1000 / capacity
+}
+
+// routeMix is the routed comparison's routes in a seeded random order, n
+// of each (with the policy query parameter when policy is set).
+func (r *PlaceRunner) routeMix(n int, policy string) []string {
+	var out []string
+	for _, rt := range shuffled(r.S.Plan.Routes, n, r.rng) {
+		if policy != "" {
+			rt += "?" + placement.QueryPolicy + "=" + policy
+		}
+		out = append(out, rt)
+	}
+	return out
+}
+
+func (ps *PlaceSession) clientExec(ctx context.Context, d Docker, cmd []string, timeout time.Duration) ([]byte, string, error) {
+	var out, errb bytes.Buffer
+	code, err := d.Exec(ctx, ps.Nodes[NodeClient].ID, ExecSpec{Cmd: cmd, Stdout: &out, Stderr: &errb, Timeout: timeout})
+	if err != nil {
+		return nil, "", err
+	}
+	if derr := ps.dead(ctx, d); derr != nil {
+		return nil, "", derr
+	}
+	if code != 0 {
+		return nil, errb.String(), fmt.Errorf("%s exit %d: %s", strings.Join(cmd[1:3], " "), code, lastLines(errb.String(), 3))
+	}
+	return out.Bytes(), errb.String(), nil
+}
+
+func pathArgs(paths []string) []string {
+	var out []string
+	for _, p := range paths {
+		out = append(out, "--path", p)
+	}
+	return out
+}
+
+// capacity searches a host's highest sustained open-loop rate for the
+// routed mix.
+func (r *PlaceRunner) capacity(ctx context.Context, host string, maxP99 time.Duration) (workloads.Capacity, error) {
+	n := max(r.S.Plan.ConcurrencyRequests/2, 60)
+	cmd := append([]string{"/usr/local/bin/rttlab", "agent", "capacity", "--url", r.S.hostURL(host), "--count", fmt.Sprint(n),
+		"--max-p99", maxP99.String(), "--seed", fmt.Sprint(r.S.Plan.Seed), "--max-trials", "8"}, pathArgs(r.routeMix(n/len(r.S.Plan.Routes)+1, ""))...)
+	out, _, err := r.S.clientExec(ctx, r.D, cmd, 20*time.Minute)
+	if err != nil {
+		return workloads.Capacity{}, fmt.Errorf("capacity of %s: %w", host, err)
+	}
+	var c workloads.Capacity
+	if err := json.Unmarshal(out, &c); err != nil {
+		return c, fmt.Errorf("capacity of %s: %w", host, err)
+	}
+	if !(c.Rate > 0) {
+		return c, fmt.Errorf("capacity of %s: no rate was sustained (%s)", host, c.Warning)
+	}
+	return c, nil
+}
+
+// concurrency runs the routed comparison again under open-loop arrivals at
+// each plan fraction of host a's capacity, one policy at a time in a
+// seeded random order.
+func (r *PlaceRunner) concurrency(ctx context.Context) error {
+	p := r.S.Plan
+	if len(r.res.Reps) == 0 {
+		return nil
+	}
+	ho := r.res.Reps[len(r.res.Reps)-1].HeldOutCal
+	ho.Hosts = slices.Clone(ho.Hosts) // service times go into this copy only
+	// A sustained rate keeps p99 under 10× the slowest route's p50 on a.
+	worst := 0.0
+	for _, rc := range ho.Routes {
+		if !rc.PerN {
+			worst = math.Max(worst, rc.P50Ms[NodeA])
+		}
+	}
+	maxP99 := time.Duration(math.Max(10*worst, 20) * float64(time.Millisecond))
+	r.S.say("concurrency: open-loop capacity of a and b for the routed mix (p99 under %s)", maxP99)
+	for i, h := range []string{NodeA, NodeB} {
+		c, err := r.capacity(ctx, h, maxP99)
+		if err != nil {
+			return err
+		}
+		r.res.Capacity = append(r.res.Capacity, HostCapacity{Host: h, Capacity: c, ServiceMs: 1000 / c.Rate})
+		ho.Hosts[i].ServiceTimeMs = 1000 / c.Rate
+		r.S.say("  %s sustains %.0f requests/s (%d trials)", h, c.Rate, len(c.Trials))
+	}
+	keep := p.KeepAlive == nil || *p.KeepAlive
+	cfg := placement.Config{
+		Upstreams:   []placement.Upstream{{Name: NodeA, URL: r.S.hostURL(NodeA)}, {Name: NodeB, URL: r.S.hostURL(NodeB)}},
+		Calibration: ho, DefaultPolicy: placement.PolicyUserFirst, DisableKeepAlives: !keep,
+	}
+	if err := r.S.StartProxy(ctx, r.D, cfg); err != nil {
+		return err
+	}
+	capA := r.res.Capacity[0].Capacity.Rate
+	warm := max(p.RoutedWarmup, 5)
+	var runErr error
+	for _, f := range p.ConcurrencyRates {
+		rate := f * capA
+		pols := slices.Clone(p.Policies)
+		r.rng.Shuffle(len(pols), func(i, j int) { pols[i], pols[j] = pols[j], pols[i] })
+		for _, pol := range pols {
+			r.S.say("  %.0f%% of a's capacity (%.0f/s), %s: %d+%d arrivals", 100*f, rate, pol, warm, p.ConcurrencyRequests)
+			paths := r.routeMix((warm+p.ConcurrencyRequests)/len(p.Routes)+1, pol)[:warm+p.ConcurrencyRequests]
+			cmd := append([]string{"/usr/local/bin/rttlab", "agent", "openloop", "--url", fmt.Sprintf("http://127.0.0.1:%d", proxyPort),
+				"--rate", fmt.Sprintf("%g", rate), "--count", fmt.Sprint(len(paths)), "--warmup", fmt.Sprint(warm),
+				"--seed", fmt.Sprint(p.Seed), "--copy-header", placement.HeaderHost}, pathArgs(paths)...)
+			out, stderr, err := r.S.clientExec(ctx, r.D, cmd, 20*time.Minute)
+			if err != nil {
+				runErr = err
+				break
+			}
+			rs, err := workloads.DecodeOpenResults(bytes.NewReader(out))
+			if err != nil {
+				runErr = fmt.Errorf("open-loop output: %w", err)
+				break
+			}
+			var tot workloads.OpenTotals
+			if lines := strings.Split(strings.TrimSpace(stderr), "\n"); len(lines) > 0 {
+				json.Unmarshal([]byte(lines[len(lines)-1]), &tot)
+			}
+			r.res.Concurrency = append(r.res.Concurrency, concurrencyRows(f, rate, pol, rs, tot)...)
+			enc := json.NewEncoder(r.sw)
+			for _, x := range rs {
+				route, _, _ := strings.Cut(x.Path, "?")
+				enc.Encode(PlaceSample{Phase: "concurrency", Kind: "http", Host: x.Tags[placement.HeaderHost], Route: route, Policy: pol,
+					Seq: x.Seq, Warmup: x.Warmup, LatencyMs: float64(x.LatencyNS) / 1e6, Status: x.Status, Error: x.Error})
+			}
+			r.sw.Flush()
+		}
+		if runErr != nil {
+			break
+		}
+	}
+	recs, derr := r.S.StopProxy(ctx, r.D)
+	if runErr != nil {
+		return runErr
+	}
+	if derr != nil {
+		return derr
+	}
+	return r.appendDecisions(0, recs)
+}
+
+// concurrencyRows summarises one open-loop run per route and overall.
+func concurrencyRows(f, rate float64, pol string, rs []workloads.OpenResult, tot workloads.OpenTotals) []ConcurrencyRow {
+	type acc struct {
+		ms    []float64
+		fails int
+		hosts map[string]int
+		n     int
+	}
+	by := map[string]*acc{}
+	get := func(k string) *acc {
+		if by[k] == nil {
+			by[k] = &acc{hosts: map[string]int{}}
+		}
+		return by[k]
+	}
+	for _, x := range rs {
+		if x.Warmup {
+			continue
+		}
+		route, _, _ := strings.Cut(x.Path, "?")
+		for _, k := range []string{"all", route} {
+			a := get(k)
+			a.n++
+			if h := x.Tags[placement.HeaderHost]; h != "" {
+				a.hosts[h]++
+			}
+			if x.Failed() {
+				a.fails++
+				continue
+			}
+			a.ms = append(a.ms, float64(x.LatencyNS)/1e6)
+		}
+	}
+	var out []ConcurrencyRow
+	keys := make([]string, 0, len(by))
+	for k := range by {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		a := by[k]
+		row := ConcurrencyRow{Fraction: f, Rate: rate, Policy: pol, Route: k, N: len(a.ms), Failures: a.fails, Hosts: map[string]float64{}, P50Ms: placement.Num(math.NaN()), P99Ms: placement.Num(math.NaN())}
+		if len(a.ms) > 0 {
+			s := slices.Clone(a.ms)
+			slices.Sort(s)
+			row.P50Ms, row.P99Ms = placement.Num(results.Percentile(s, 50)), placement.Num(results.Percentile(s, 99))
+		}
+		for h, c := range a.hosts {
+			row.Hosts[h] = float64(c) / float64(a.n)
+		}
+		if k == "all" {
+			row.LagP99Ms, row.MaxInFlight, row.Throughput, row.Warning = float64(tot.LagP99NS)/1e6, tot.MaxInFlight, tot.Throughput, tot.Warning
+		}
+		out = append(out, row)
+	}
+	return out
+}
