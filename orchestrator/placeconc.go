@@ -231,7 +231,7 @@ func concurrencyRows(f, rate float64, pol string, rs []workloads.OpenResult, tot
 		if len(a.ms) > 0 {
 			s := slices.Clone(a.ms)
 			slices.Sort(s)
-			row.P50Ms, row.P99Ms = placement.Num(results.Percentile(s, 50)), placement.Num(results.Percentile(s, 99))
+			row.P50Ms, row.P99Ms = placement.Num(results.Percentile(s, 0.5)), placement.Num(results.Percentile(s, 0.99))
 		}
 		for h, c := range a.hosts {
 			row.Hosts[h] = float64(c) / float64(a.n)

@@ -1,0 +1,71 @@
+package orchestrator
+
+import (
+	"encoding/json"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rttlab/rttlab/placement"
+	"github.com/rttlab/rttlab/workloads"
+)
+
+func TestConcurrencyRows(t *testing.T) {
+	mk := func(path, host string, ms float64, status int, warm bool) workloads.OpenResult {
+		return workloads.OpenResult{Result: workloads.Result{Path: path, LatencyNS: int64(ms * 1e6), Status: status, Warmup: warm},
+			Tags: map[string]string{placement.HeaderHost: host}}
+	}
+	rs := []workloads.OpenResult{
+		mk("/feed?rttlab_policy=profiled", "a", 100, 200, true), // warmup: left out
+		mk("/feed?rttlab_policy=profiled", "a", 2, 200, false),
+		mk("/feed?rttlab_policy=profiled", "a", 4, 200, false),
+		mk("/feed-naive?rttlab_policy=profiled", "b", 6, 200, false),
+		mk("/feed-naive?rttlab_policy=profiled", "b", 0, 502, false),
+	}
+	rows := concurrencyRows(0.3, 30, "profiled", rs, workloads.OpenTotals{LagP99NS: 2e6, MaxInFlight: 3, Throughput: 29})
+	if len(rows) != 3 || rows[0].Route != "/feed" || rows[1].Route != "/feed-naive" || rows[2].Route != "all" {
+		t.Fatalf("rows %+v", rows)
+	}
+	all := rows[2]
+	if all.N != 3 || all.Failures != 1 || float64(all.P50Ms) != 4 || all.Hosts["a"] != 0.5 || all.Hosts["b"] != 0.5 || all.LagP99Ms != 2 || all.MaxInFlight != 3 {
+		t.Errorf("all %+v", all)
+	}
+	if rows[1].N != 1 || rows[1].Failures != 1 || rows[1].Hosts["b"] != 1 || rows[1].LagP99Ms != 0 {
+		t.Errorf("/feed-naive %+v", rows[1])
+	}
+	// A cell where everything failed has no percentiles, and still encodes.
+	none := concurrencyRows(0.7, 70, "user-first", []workloads.OpenResult{mk("/feed", "", 0, 0, false)}, workloads.OpenTotals{})
+	if !math.IsNaN(float64(none[0].P50Ms)) {
+		t.Errorf("p50 of no successes: %v", none[0].P50Ms)
+	}
+	if _, err := json.Marshal(none); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestPlaceMarkdownAndWarnings(t *testing.T) {
+	p, _ := BuiltinPlacePlan("placement-smoke")
+	res := &PlaceResult{Kind: "placement", Plan: p, RunID: "r1", Backend: "userspace", KeepAlive: true, Started: time.Unix(0, 0), Finished: time.Unix(60, 0),
+		Links:       []LinkCheck{{Phase: "calibration", A: "a", B: "db", ConfiguredMs: 0.25, ZeroMs: 0.5, SettingMs: 0.9, AddedMs: 0.4}},
+		Select1:     []Select1Check{{Host: "a", ConfiguredMs: 0.25, ZeroP50Ms: 0.4, SettingP50Ms: 0.66, AddedMs: 0.26}},
+		Concurrency: []ConcurrencyRow{{Fraction: 0.7, Rate: 70, Policy: "user-first", Route: "all", N: 90, Failures: 10, P50Ms: 3, P99Ms: 40, Hosts: map[string]float64{"a": 1}, Warning: "schedule lag p99 3 ms"}},
+	}
+	r := &PlaceRunner{res: res}
+	r.warn()
+	w := strings.Join(res.Warnings, "\n")
+	for _, want := range []string{"link a–db (calibration): ICMP added 0.400 ms for 0.250 ms configured", "concurrency 70% user-first all: 10 of 100 requests failed: no claim", "load generator: schedule lag"} {
+		if !strings.Contains(w, want) {
+			t.Errorf("warnings lack %q:\n%s", want, w)
+		}
+	}
+	if strings.Contains(w, "SELECT 1 from a") {
+		t.Errorf("a SELECT 1 within 0.05 ms warned:\n%s", w)
+	}
+	md := PlaceMarkdown(res)
+	for _, want := range []string{"## ⚠ Warnings", "| calibration | a–db | 0.250 | 0.500 | 0.900 | 0.400 | 0 |", "| 70% | 70 | user-first | all | 90 | 10 | 3.000 | 40.000 | a 100% |"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("summary lacks %q:\n%s", want, md)
+		}
+	}
+}
