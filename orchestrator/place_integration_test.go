@@ -3,6 +3,8 @@ package orchestrator
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -105,4 +107,32 @@ func TestIntegrationPlacementSmoke(t *testing.T) {
 		}
 	}
 	t.Logf("summary:\n%s", md)
+
+	// report recomputes the statistics from samples.jsonl alone and
+	// must land on the same figures.
+	if _, err := ReportPlacement(dir); err != nil {
+		t.Fatal(err)
+	}
+	again, err := readPlaceResult(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same := func(what string, a, b float64) {
+		if math.Abs(a-b) > 1e-9 && !(math.IsNaN(a) && math.IsNaN(b)) {
+			t.Errorf("%s: run %v, report %v", what, a, b)
+		}
+	}
+	for i, c := range res.Reps[0].Routed.Cells {
+		same("routed p50 "+string(c.Policy)+" "+c.Route, float64(c.P50Ms), float64(again.Reps[0].Routed.Cells[i].P50Ms))
+	}
+	for i, h := range res.Reps[0].HeldOut {
+		same("held-out estimate "+h.Route+" "+h.Host+" "+string(h.Model), h.EstimateMs, again.Reps[0].HeldOut[i].EstimateMs)
+		same("held-out p50 "+h.Route+" "+h.Host, h.HeldOutP50Ms, again.Reps[0].HeldOut[i].HeldOutP50Ms)
+	}
+	for i, sp := range res.Sweep {
+		same(fmt.Sprintf("sweep a−b at %d", sp.N), sp.DiffMs, again.Sweep[i].DiffMs)
+	}
+	if cmp, err := ComparePlacement(dir, dir); err != nil || !strings.Contains(cmp, "| /feed-naive | network-only |") {
+		t.Errorf("compare: %v\n%s", err, cmp)
+	}
 }

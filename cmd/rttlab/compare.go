@@ -1,8 +1,11 @@
 package main
 
 import (
+	"fmt"
+
 	"github.com/spf13/cobra"
 
+	"github.com/rttlab/rttlab/orchestrator"
 	"github.com/rttlab/rttlab/results"
 )
 
@@ -18,6 +21,17 @@ same study on two machines, two shaper backends or two versions of an app.
 Folders with different RTT settings are refused with the reason.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if pa, pb := orchestrator.IsPlacementFolder(args[0]), orchestrator.IsPlacementFolder(args[1]); pa || pb {
+				if pa != pb {
+					return fmt.Errorf("%s is a placement study's folder and %s is not: compare two of a kind", map[bool]string{true: args[0], false: args[1]}[pa], map[bool]string{true: args[1], false: args[0]}[pa])
+				}
+				md, err := orchestrator.ComparePlacement(args[0], args[1])
+				if err != nil {
+					return err
+				}
+				_, err = fmt.Fprint(cmd.OutOrStdout(), md)
+				return err
+			}
 			c, err := results.Compare(args[0], args[1], results.Options{})
 			if err != nil {
 				return err

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/rttlab/rttlab/orchestrator"
 	"github.com/rttlab/rttlab/results"
 )
 
@@ -16,10 +17,22 @@ func newReportCmd() *cobra.Command {
 		Long: `Reads manifest.json, samples.jsonl, tasks.jsonl and probes.csv and writes
 runs.csv, summary.json, summary.md, plots/*.svg|png and report.html (a
 single self-contained file to share). Nothing is written when a file is
-missing or malformed: the error names the file and line.`,
+missing or malformed: the error names the file and line. For a placement
+study's folder (rttlab place) it recomputes summary.json and summary.md
+from samples.jsonl.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir := args[0]
+			if orchestrator.IsPlacementFolder(dir) {
+				files, err := orchestrator.ReportPlacement(dir)
+				if err != nil {
+					return err
+				}
+				for _, f := range files {
+					fmt.Fprintf(cmd.OutOrStdout(), "wrote %s\n", f)
+				}
+				return nil
+			}
 			files, err := results.RenderFiles(dir, results.Options{})
 			if err != nil {
 				return err

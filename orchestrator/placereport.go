@@ -1,0 +1,301 @@
+package orchestrator
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/rttlab/rttlab/placement"
+	"github.com/rttlab/rttlab/results"
+)
+
+// IsPlacementFolder reports whether dir holds a placement study's results.
+func IsPlacementFolder(dir string) bool {
+	b, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
+	if err != nil {
+		return false
+	}
+	var m struct {
+		Kind string `json:"kind"`
+	}
+	return json.Unmarshal(b, &m) == nil && m.Kind == "placement"
+}
+
+// ReadPlaceSamples reads a placement folder's samples.jsonl.
+func ReadPlaceSamples(dir string) ([]PlaceSample, error) {
+	path := filepath.Join(dir, "samples.jsonl")
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []PlaceSample
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for line := 1; sc.Scan(); line++ {
+		var s PlaceSample
+		dec := json.NewDecoder(strings.NewReader(sc.Text()))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&s); err != nil {
+			return nil, fmt.Errorf("%s:%d: %v", path, line, err)
+		}
+		out = append(out, s)
+	}
+	return out, sc.Err()
+}
+
+func readPlaceResult(dir string) (*PlaceResult, error) {
+	path := filepath.Join(dir, "summary.json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var r PlaceResult
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	if r.Plan == nil {
+		return nil, fmt.Errorf("%s: no plan", path)
+	}
+	return &r, nil
+}
+
+// ReportPlacement recomputes a placement folder's statistics from its raw
+// samples (calibration, held-out, routed, sweep and concurrency latencies)
+// and rewrites summary.json and summary.md. What is not in the samples
+// (the ICMP link checks, the capacity searches, the generator's lag) is
+// kept from summary.json. It returns the files written.
+func ReportPlacement(dir string) ([]string, error) {
+	res, err := readPlaceResult(dir)
+	if err != nil {
+		return nil, err
+	}
+	samples, err := ReadPlaceSamples(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := recomputePlace(res, samples); err != nil {
+		return nil, err
+	}
+	b, err := json.MarshalIndent(res, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	files := []string{filepath.Join(dir, "summary.json"), filepath.Join(dir, "summary.md")}
+	if err := os.WriteFile(files[0], append(b, '\n'), 0o644); err != nil {
+		return nil, err
+	}
+	return files, os.WriteFile(files[1], []byte(PlaceMarkdown(res)), 0o644)
+}
+
+type sampleKey struct {
+	rep                              int
+	phase, kind, host, route, policy string
+}
+
+// medians of the successful measured samples per key.
+func groupSamples(samples []PlaceSample) map[sampleKey][]float64 {
+	out := map[sampleKey][]float64{}
+	for _, s := range samples {
+		if s.Warmup || s.Error != "" || (s.Kind == "http" && s.Status != 200) {
+			continue
+		}
+		k := sampleKey{s.Rep, s.Phase, s.Kind, s.Host, s.Route, s.Policy}
+		if s.Policy != "" {
+			k.host = "" // through the proxy: grouped by policy, whatever host it chose
+		}
+		out[k] = append(out[k], s.LatencyMs)
+	}
+	return out
+}
+
+func recomputePlace(res *PlaceResult, samples []PlaceSample) error {
+	g := groupSamples(samples)
+	med := func(k sampleKey) (float64, error) {
+		v := g[k]
+		if len(v) == 0 {
+			return 0, fmt.Errorf("no samples for %+v", k)
+		}
+		return results.Median(v), nil
+	}
+	p := res.Plan
+	for i := range res.Reps {
+		rep := &res.Reps[i]
+		rebuild := func(c *placement.Calibration, phase string, heldOut bool) error {
+			for j := range c.Hosts {
+				h := &c.Hosts[j]
+				var err error
+				if h.ConnectP50Ms, err = med(sampleKey{rep.Rep, phase, "connect", h.Name, "", ""}); err != nil {
+					return err
+				}
+				hp, err := med(sampleKey{rep.Rep, phase, "http", h.Name, healthPath(samples, rep.Rep, phase, h.Name, c), ""})
+				if err != nil {
+					return err
+				}
+				if heldOut {
+					h.ClientPathMs = hp
+				} else {
+					h.HealthP50Ms = hp
+					if h.Select1P50Ms, err = med(sampleKey{rep.Rep, "calibration", "select1", h.Name, "", ""}); err != nil {
+						return err
+					}
+				}
+			}
+			if !heldOut {
+				for j := range c.Routes {
+					rc := &c.Routes[j]
+					for _, h := range c.Hosts {
+						v, err := med(sampleKey{rep.Rep, phase, "http", h.Name, requestPath(*rc, 0), ""})
+						if err != nil {
+							return err
+						}
+						rc.P50Ms[h.Name] = v
+					}
+				}
+			}
+			return nil
+		}
+		if err := rebuild(&rep.Calibration, "calibration", false); err != nil {
+			return err
+		}
+		ho := rep.Calibration
+		ho.Hosts = slices.Clone(rep.Calibration.Hosts)
+		if err := rebuild(&ho, "held-out", true); err != nil {
+			return err
+		}
+		rep.HeldOutCal = ho
+		rep.Estimates, rep.HeldOut, rep.Predicted = nil, nil, nil
+		for _, rc := range ho.Routes {
+			if rc.PerN {
+				continue
+			}
+			rt, _ := ho.RouteN(rc.Path, 0)
+			est, err := ho.Estimates(rt)
+			if err != nil {
+				return err
+			}
+			rep.Estimates = append(rep.Estimates, est...)
+			hoP50 := map[string]float64{}
+			for _, h := range ho.Hosts {
+				if v, err := med(sampleKey{rep.Rep, "held-out", "http", h.Name, rc.Path, ""}); err == nil {
+					hoP50[h.Name] = v
+				}
+			}
+			rep.HeldOut = append(rep.HeldOut, placement.HeldOut(est, hoP50)...)
+			for _, m := range placement.Models {
+				if c, err := placement.PredictedCrossover(est[0], est[1], m); err == nil {
+					rep.Predicted = append(rep.Predicted, PredictedRow{Route: rc.Path, Model: m, Crossover: c})
+				}
+			}
+		}
+		var routed []placement.Sample
+		for _, s := range samples {
+			if s.Rep == rep.Rep && s.Phase == "routed" {
+				routed = append(routed, placement.Sample{Policy: placement.Policy(s.Policy), Route: s.Route, Host: s.Host, LatencyMs: s.LatencyMs,
+					Failed: s.Error != "" || s.Status != 200, Warmup: s.Warmup})
+			}
+		}
+		rep.Routed = placement.SummarizeRouted(routed, p.Seed^uint64(rep.Rep), 0)
+	}
+	if len(res.Sweep) > 0 {
+		a, b := map[int][]float64{}, map[int][]float64{}
+		for k, v := range g {
+			if k.phase != "sweep" {
+				continue
+			}
+			var n int
+			if _, err := fmt.Sscanf(k.route[strings.IndexByte(k.route, '=')+1:], "%d", &n); err != nil {
+				return fmt.Errorf("sweep sample route %q: no n", k.route)
+			}
+			if k.host == NodeA {
+				a[n] = v
+			} else {
+				b[n] = v
+			}
+		}
+		res.Sweep = placement.Sweep(a, b, p.Seed, 0)
+		res.Measured = nil
+		if mc, err := placement.MeasureCrossover(res.Sweep); err == nil {
+			res.Measured = &mc
+		}
+	}
+	res.Warnings = nil
+	(&PlaceRunner{res: res}).warn()
+	return nil
+}
+
+// healthPath is the app's health path as sampled: the one http route of
+// the phase that is neither a calibrated route nor the per-N route.
+func healthPath(samples []PlaceSample, rep int, phase, host string, c *placement.Calibration) string {
+	for _, s := range samples {
+		if s.Rep != rep || s.Phase != phase || s.Kind != "http" || s.Host != host {
+			continue
+		}
+		if _, ok := c.RouteCalibration(strings.SplitN(s.Route, "?", 2)[0]); !ok {
+			return s.Route
+		}
+	}
+	return ""
+}
+
+// ComparePlacement puts the routed p50s and the sweep of two placement
+// folders side by side, with a percentile-bootstrap 95% interval of the
+// difference of medians (B − A).
+func ComparePlacement(dirA, dirB string) (string, error) {
+	ra, errA := readPlaceResult(dirA)
+	_, errB := readPlaceResult(dirB)
+	if err := errors.Join(errA, errB); err != nil {
+		return "", err
+	}
+	sa, errA := ReadPlaceSamples(dirA)
+	sb, errB := ReadPlaceSamples(dirB)
+	if err := errors.Join(errA, errB); err != nil {
+		return "", err
+	}
+	ga, gb := groupSamples(sa), groupSamples(sb)
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Placement: %s (A) vs %s (B)\n\nRouted comparison, repetition 1; B − A with a 95%% percentile-bootstrap interval (10,000 resamples, seed %d).\n\n| route | policy | A p50 ms | B p50 ms | B − A | 95%% CI |\n|---|---|---|---|---|---|\n", dirA, dirB, ra.Plan.Seed)
+	row := func(label1, label2 string, ka, kb sampleKey) {
+		va, vb := ga[ka], gb[kb]
+		if len(va) == 0 || len(vb) == 0 {
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | – | only in one folder |\n", label1, label2, p50s(va), p50s(vb))
+			return
+		}
+		iv := results.BootstrapChangeCI(va, vb, results.DefaultResamples, results.NewRNG(ra.Plan.Seed, "placement-compare\x00"+label1+"\x00"+label2))
+		fmt.Fprintf(&b, "| %s | %s | %.3f | %.3f | %+.3f | [%.3f, %.3f] |\n", label1, label2, results.Median(va), results.Median(vb), results.Median(vb)-results.Median(va), iv.Low, iv.High)
+	}
+	for _, pol := range ra.Plan.Policies {
+		for _, rt := range ra.Plan.Routes {
+			row(rt, pol, sampleKey{1, "routed", "http", "", rt, pol}, sampleKey{1, "routed", "http", "", rt, pol})
+		}
+	}
+	b.WriteString("\nSerial sweep, per N and host.\n\n| N | host | A p50 ms | B p50 ms | B − A | 95% CI |\n|---|---|---|---|---|---|\n")
+	var sweep []sampleKey
+	for k := range ga {
+		if k.phase == "sweep" {
+			sweep = append(sweep, k)
+		}
+	}
+	slices.SortFunc(sweep, func(x, y sampleKey) int {
+		if c := len(x.route) - len(y.route); c != 0 {
+			return c
+		}
+		return strings.Compare(x.route+x.host, y.route+y.host)
+	})
+	for _, k := range sweep {
+		row(k.route, k.host, k, k)
+	}
+	return b.String(), nil
+}
+
+func p50s(v []float64) string {
+	if len(v) == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.3f", results.Median(v))
+}
