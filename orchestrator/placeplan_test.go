@@ -80,7 +80,7 @@ func TestPlacePlanBadInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.ValidateApp(all); err == nil || !strings.HasPrefix(err.Error(), "p.yaml: route /nope: unknown to app rails (its routes: /feed, /feed-naive, /serial)") {
+	if _, err := p.ValidateApp(all); err == nil || !strings.HasPrefix(err.Error(), "p.yaml: route /nope: unknown to app rails (its routes: /feed, /feed-naive, /serial, /work)") {
 		t.Errorf("unknown route: %v", err)
 	}
 	p, _ = ParsePlacePlan("p.yaml", []byte("app: nosuch\n"))

@@ -304,6 +304,20 @@ func shapeFor(route string, n int) shapeCheck {
 	switch route {
 	case "/feed", "/feed-naive":
 		return feedShape
+	case "/work":
+		return func(v any) error {
+			m, ok := v.(map[string]any)
+			if !ok {
+				return fmt.Errorf("body is not a JSON object")
+			}
+			if got, _ := m["n"].(float64); int(got) != n {
+				return fmt.Errorf(`"n" is %v, want %d`, m["n"], n)
+			}
+			if pid, _ := m["pid"].(float64); pid <= 0 {
+				return fmt.Errorf(`"pid" is %v, want the serving process`, m["pid"])
+			}
+			return nil
+		}
 	case "/serial":
 		return func(v any) error {
 			m, ok := v.(map[string]any)

@@ -107,6 +107,38 @@ class FeedController < ActionController::API
     render json: { n: n }
   end
 
+  MAX_CPU_MS = 1000
+
+  # GET /work?cpu_ms=X&queries=N (n is accepted for queries, as the route
+  # contract's per-N routes send it): X ms of Ruby CPU, holding the GVL,
+  # then N serial SELECT 1, releasing it while each waits on the database.
+  # The answer names the worker process and thread that served it and the
+  # start and end of the work on the monotonic clock (ns, shared by every
+  # process of the container), so a study can tell which requests shared a
+  # worker.
+  def work
+    start_ns = Process.clock_gettime(Process::CLOCK_MONOTONIC, :nanosecond)
+    query = Rack::Utils.parse_query(request.query_string)
+    queries = int_param(query, query.key?("queries") ? "queries" : "n", MAX_SERIAL, required: true)
+    return if performed?
+    cpu_ms = int_param(query, "cpu_ms", MAX_CPU_MS, required: false) || 0
+    return if performed?
+
+    burn_cpu(cpu_ms)
+    ActiveRecord::Base.with_connection do |conn|
+      conn.uncached do
+        queries.times { conn.select_all("SELECT 1", "Work", allow_retry: true) }
+      end
+    end
+    end_ns = Process.clock_gettime(Process::CLOCK_MONOTONIC, :nanosecond)
+    thread = Thread.current.object_id.to_s
+    response.set_header("X-Worker-Pid", Process.pid.to_s)
+    response.set_header("X-Worker-Thread", thread)
+    response.set_header("X-Worker-Start", start_ns.to_s)
+    response.set_header("X-Worker-End", end_ns.to_s)
+    render json: { n: queries, cpu_ms: cpu_ms, pid: Process.pid, thread: thread, start_ns: start_ns, end_ns: end_ns }
+  end
+
   def method_not_allowed
     response.set_header("Allow", "GET, HEAD")
     render json: { error: "method #{request.method} not allowed on #{request.path}" }, status: :method_not_allowed
@@ -147,6 +179,31 @@ class FeedController < ActionController::API
     end
   end
 
+  # Burns ms of this thread's CPU time in Ruby (the GVL stays held).
+  def burn_cpu(ms)
+    return if ms <= 0
+    deadline = Process.clock_gettime(Process::CLOCK_THREAD_CPUTIME_ID) + ms / 1000.0
+    x = 0
+    x += 1 while Process.clock_gettime(Process::CLOCK_THREAD_CPUTIME_ID) < deadline
+    x
+  end
+
+  def int_param(query, name, max, required:)
+    raw = query[name]
+    if raw.nil?
+      bad_request("query parameter #{name} is missing (0-#{max})") if required
+      nil
+    elsif raw.is_a?(Array)
+      bad_request("query parameter #{name} is given #{raw.length} times")
+    elsif !raw.match?(/\A[0-9]+\z/)
+      bad_request("#{name} #{raw.to_s.inspect} is not a non-negative integer")
+    elsif raw.to_i > max
+      bad_request("#{name} #{raw} is above #{max}")
+    else
+      raw.to_i
+    end
+  end
+
   def bad_request(message)
     render json: { error: message }, status: :bad_request
     nil
@@ -162,10 +219,12 @@ RttlabRails::Application.routes.draw do
   get "/feed", to: "feed#feed"
   get "/feed-naive", to: "feed#feed_naive"
   get "/serial", to: "feed#serial"
+  get "/work", to: "feed#work"
   match "/health", to: "feed#method_not_allowed", via: :all
   match "/feed", to: "feed#method_not_allowed", via: :all
   match "/feed-naive", to: "feed#method_not_allowed", via: :all
   match "/serial", to: "feed#method_not_allowed", via: :all
+  match "/work", to: "feed#method_not_allowed", via: :all
   root to: "feed#not_found", via: :all
   match "*path", to: "feed#not_found", via: :all
 end

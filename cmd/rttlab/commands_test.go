@@ -338,13 +338,25 @@ func TestAgentLoad(t *testing.T) {
 		t.Errorf("%d mix results", len(rs))
 	}
 
+	// An explicit request list, warmup first.
+	code, out, errs = execLine(context.Background(), "agent", "load", "--url", srv.URL, "--warmup", "1", "--path", "/a", "--path", "/b?x=1", "--path", "/c")
+	if code != 0 {
+		t.Fatalf("--path: exit %d: %s", code, errs)
+	}
+	rs, _ = workloads.DecodeResults(strings.NewReader(out))
+	if len(rs) != 3 || !rs[0].Warmup || rs[1].Warmup || rs[1].Path != "/b?x=1" || rs[2].Path != "/c" {
+		t.Errorf("--path results %+v", rs)
+	}
+
 	for _, c := range []struct {
 		args []string
 		want string
 	}{
 		{[]string{"--route", "/feed"}, "--url is required"},
-		{[]string{"--url", srv.URL}, "give --route or --mix"},
-		{[]string{"--url", srv.URL, "--route", "/a", "--mix", "redmine"}, "give --route or --mix"},
+		{[]string{"--url", srv.URL}, "give one of --route, --mix or --path"},
+		{[]string{"--url", srv.URL, "--route", "/a", "--mix", "redmine"}, "give one of --route, --mix or --path"},
+		{[]string{"--url", srv.URL, "--route", "/a", "--path", "/b"}, "give one of --route, --mix or --path"},
+		{[]string{"--url", srv.URL, "--path", "/a", "--warmup", "1"}, "leave none to measure"},
 		{[]string{"--url", srv.URL, "--route", "/a", "--requests", "0"}, "--requests must be positive"},
 		{[]string{"--url", srv.URL, "--route", "/a", "--header", "nocolon"}, "--header"},
 		{[]string{"--url", srv.URL, "--mix", "shop"}, `--mix "shop"`},

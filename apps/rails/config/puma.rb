@@ -1,8 +1,21 @@
-# Puma in single mode (no worker processes) with one thread: the study
-# drives one client at a time, and one thread matches the one pooled
-# database connection.
-threads 1, 1
-workers 0
+# Puma for the route contract: single mode with one thread by default (the
+# study drives one client at a time, and one thread matches the one pooled
+# database connection). The worker-scheduling study sets, per container:
+#   PUMA_WORKERS   worker processes (0: single mode)
+#   PUMA_THREADS   threads per process (the connection pool follows it)
+#   PUMA_WFLBW     wait_for_less_busy_worker in seconds, or "default" to
+#                  leave Puma's own setting (cluster mode only)
+workers_n = Integer(ENV.fetch("PUMA_WORKERS", "0"))
+threads_n = Integer(ENV.fetch("PUMA_THREADS", "1"))
+threads threads_n, threads_n
+workers workers_n
+if workers_n > 0
+  # Every worker boots the app itself (and opens its own connection)
+  # rather than inheriting a forked one.
+  preload_app! false
+  wflbw = ENV.fetch("PUMA_WFLBW", "default")
+  wait_for_less_busy_worker Float(wflbw) unless wflbw == "default"
+end
 bind "tcp://0.0.0.0:#{ENV.fetch("PORT", "8080")}"
 environment ENV.fetch("RAILS_ENV", "production")
 rackup File.expand_path("../config.ru", __dir__)
