@@ -168,9 +168,9 @@ type CellStat struct {
 	P90 Estimate `json:"p90"`
 	P99 Estimate `json:"p99"`
 	// RunP50Ms… hold every run's quantile, in run order.
-	RunP50Ms []float64 `json:"run_p50_ms"`
-	RunP90Ms []float64 `json:"run_p90_ms"`
-	RunP99Ms []float64 `json:"run_p99_ms"`
+	RunP50Ms []Num `json:"run_p50_ms"`
+	RunP90Ms []Num `json:"run_p90_ms"`
+	RunP99Ms []Num `json:"run_p99_ms"`
 	// VsBaseline holds the p50, p90 and p99 changes against the
 	// baseline; nil for the baseline itself or when it was not run.
 	VsBaseline []Change `json:"vs_baseline,omitempty"`
@@ -188,8 +188,14 @@ type CellStat struct {
 	Warnings []string `json:"warnings,omitempty"`
 }
 
+// runValues returns the runs' values of quantile q as float64s.
 func (c *CellStat) runValues(q int) []float64 {
-	return [][]float64{c.RunP50Ms, c.RunP90Ms, c.RunP99Ms}[q]
+	v := [][]Num{c.RunP50Ms, c.RunP90Ms, c.RunP99Ms}[q]
+	out := make([]float64, len(v))
+	for i, x := range v {
+		out[i] = float64(x)
+	}
+	return out
 }
 
 func (c *CellStat) estimate(q int) Estimate { return []Estimate{c.P50, c.P90, c.P99}[q] }
@@ -330,14 +336,14 @@ func cellStat(k CellKey, rs []RunStat, o Options) CellStat {
 		c.N += r.N
 		c.Failures += r.Failures
 		rate += r.Rate
-		c.RunP50Ms = append(c.RunP50Ms, float64(r.P50Ms))
-		c.RunP90Ms = append(c.RunP90Ms, float64(r.P90Ms))
-		c.RunP99Ms = append(c.RunP99Ms, float64(r.P99Ms))
+		c.RunP50Ms = append(c.RunP50Ms, r.P50Ms)
+		c.RunP90Ms = append(c.RunP90Ms, r.P90Ms)
+		c.RunP99Ms = append(c.RunP99Ms, r.P99Ms)
 		c.Collision = c.Collision.Add(r.Collision)
 		coll = append(coll, r.Collision)
 		var sh []float64
 		for _, w := range r.Shares {
-			sh = append(sh, w.Share)
+			sh = append(sh, float64(w.Share))
 		}
 		shares = append(shares, sh)
 		if r.N < o.MinRunRequests {

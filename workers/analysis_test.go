@@ -1,6 +1,7 @@
 package workers
 
 import (
+	"encoding/json"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -231,5 +232,26 @@ func TestSummaryMarkdown(t *testing.T) {
 	}
 	if t.Failed() {
 		t.Log(md)
+	}
+}
+
+// A summary with undefined figures (a run with no successful request)
+// still encodes: NaN becomes null.
+func TestSummaryJSON(t *testing.T) {
+	rng := rand.New(rand.NewPCG(2, 2))
+	runs := study(6)
+	k := CellKey{Policy: ProxyP2C.String(), Layout: "2x2", Mix: "cpu-heavy", Fraction: 0.5}
+	runs = append(runs, synthRun(k, 1, 10, 0, 5, rng))
+	s := Analyze(runs, Options{Resamples: 200})
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"p50":{"ms":null`) || !strings.Contains(string(b), `"share":null`) {
+		t.Errorf("undefined figures are not null:\n%.400s", b)
+	}
+	var back Summary
+	if err := json.Unmarshal(b, &back); err != nil || len(back.Cells) != len(s.Cells) {
+		t.Errorf("round trip: %v", err)
 	}
 }

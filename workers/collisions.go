@@ -178,9 +178,9 @@ func Collisions(recs []Record, workers []string, slack time.Duration) CollisionS
 
 // WorkerShare is one worker's part of a run's measured requests.
 type WorkerShare struct {
-	Worker string  `json:"worker"`
-	Count  int     `json:"count"`
-	Share  float64 `json:"share"`
+	Worker string `json:"worker"`
+	Count  int    `json:"count"`
+	Share  Num    `json:"share"`
 }
 
 // Shares returns each worker's share of the measured requests that name a
@@ -205,7 +205,7 @@ func Shares(recs []Record, workers []string) []WorkerShare {
 		if total > 0 {
 			s = float64(c) / float64(total)
 		}
-		out = append(out, WorkerShare{Worker: w, Count: c, Share: s})
+		out = append(out, WorkerShare{Worker: w, Count: c, Share: Num(s)})
 	}
 	slices.SortFunc(out, func(a, b WorkerShare) int {
 		return cmp.Or(cmp.Compare(b.Count, a.Count), cmp.Compare(a.Worker, b.Worker))

@@ -218,7 +218,7 @@ func PenaltyStatement(cells []CellStat, slow, fast string, o Options) Penalty {
 func penaltyPoint(slow, fast *CellStat, o Options) PenaltyPoint {
 	p := PenaltyPoint{Layout: slow.Layout, Mix: slow.Mix, RTTMs: slow.RTTMs, Fraction: slow.Fraction,
 		NoClaim: slow.NoClaim || fast.NoClaim, key: slow.CellKey}
-	p.slow, p.fast = finiteOnly(slow.RunP50Ms), finiteOnly(fast.RunP50Ms)
+	p.slow, p.fast = finiteOnly(slow.runValues(0)), finiteOnly(fast.runValues(0))
 	nan := results.Interval{Low: math.NaN(), High: math.NaN()}
 	p.SlowMs, p.FastMs, p.DiffMs, p.Rel = Num(math.NaN()), Num(math.NaN()), Num(math.NaN()), Num(math.NaN())
 	p.DiffCI, p.RelCI = ciOf(nan), ciOf(nan)
