@@ -123,8 +123,8 @@ const (
 //	load_fractions: [0.1, 0.3, 0.5, 0.7, 0.9]
 //	load_basis: baseline        # baseline | own
 //	runs: 6                     # runs per cell
-//	requests: 1000              # measured requests per run
-//	warmup: 100                 # warmup requests per run
+//	requests: 600               # measured requests per run
+//	warmup: 60                  # warmup requests per run
 //	timeout_ms: 10000           # per request
 //	client_keep_alive: false    # false: a new connection per request
 //	shaper: userspace           # auto | kernel | userspace
@@ -208,7 +208,7 @@ func defaultRaw() rawPlan {
 		DBRTTMs:       []float64{0, 1},
 		LoadFractions: []float64{0.1, 0.3, 0.5, 0.7, 0.9},
 		LoadBasis:     LoadBasisBaseline,
-		Runs:          6, Requests: 1000, Warmup: 100, TimeoutMs: 10000,
+		Runs:          6, Requests: 600, Warmup: 60, TimeoutMs: 10000,
 		Shaper: "userspace",
 		Capacity: CapacitySpec{
 			StartRate: 20, MaxRate: 5000, MaxTrials: 10, Precision: 0.05,
@@ -803,6 +803,24 @@ func (p *Plan) OpenLoopOptions(t Task, baseURL string, rate float64) workloads.O
 		o.Header = map[string]string{HeaderPolicy: string(t.Policy.Rule)}
 	}
 	return o
+}
+
+// LoadTime estimates the time the plan's load tasks send requests:
+// (warmup + requests) / rate summed over the tasks, with the rates from
+// capacities, or from fallback (requests per second) for a capacity not
+// in the map. Capacity searches and stack starts come on top.
+func (p *Plan) LoadTime(capacities map[CapacityKey]float64, fallback float64) time.Duration {
+	var secs float64
+	for _, t := range p.Tasks() {
+		c, ok := capacities[p.CapacityKeyFor(t)]
+		if !ok || !(c > 0) {
+			c = fallback
+		}
+		if c > 0 {
+			secs += float64(p.Warmup+p.Requests) / (t.Fraction * c)
+		}
+	}
+	return time.Duration(secs * float64(time.Second))
 }
 
 func fmtNum(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }

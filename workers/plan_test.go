@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 var testLimits = Limits{MaxWorkers: 8, MaxThreads: 64}
@@ -267,4 +268,16 @@ func TestPolicyText(t *testing.T) {
 	if l, err := ParseLayout("2×4"); err != nil || l != (Layout{2, 4}) {
 		t.Errorf("2×4: %v %v", l, err)
 	}
+}
+
+func TestLoadTime(t *testing.T) {
+	p, _ := BuiltinPlan(PlanWorkersSmoke, testLimits)
+	// 3 policies × 2 mixes × 2 runs, each 170 requests at 0.3 and 0.9 of
+	// 100/s: 12 × 170 × (1/30 + 1/90) s.
+	got := p.LoadTime(nil, 100).Seconds()
+	if want := 12 * 170 * (1.0/30 + 1.0/90); got < want-0.01 || got > want+0.01 {
+		t.Errorf("load time %v s, want %v", got, want)
+	}
+	full, _ := BuiltinPlan(PlanWorkers, testLimits)
+	t.Logf("workers plan at 250 requests/s everywhere: %s of load", full.LoadTime(nil, 250).Round(time.Minute))
 }
