@@ -1,0 +1,367 @@
+package workers
+
+import (
+	"bytes"
+	"cmp"
+	"fmt"
+	"image/color"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/text"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+	"gonum.org/v1/plot/vg/vgsvg"
+
+	"github.com/rttlab/rttlab/results"
+)
+
+// Plot names; each is written as NAME.svg and NAME.png.
+const (
+	PlotLatency    = "workers-latency"
+	PlotCollisions = "workers-collisions"
+)
+
+// The look of results' plots: Liberation Sans (shipped with gonum/plot)
+// and the Okabe–Ito palette, a policy keeping its colour in every panel.
+var (
+	plotFont = font.Font{Typeface: "Liberation", Variant: "Sans"}
+	palette  = []color.RGBA{
+		{0x00, 0x72, 0xB2, 0xff}, {0xD5, 0x5E, 0x00, 0xff}, {0x00, 0x9E, 0x73, 0xff},
+		{0xCC, 0x79, 0xA7, 0xff}, {0xE6, 0x9F, 0x00, 0xff}, {0x56, 0xB4, 0xE9, 0xff},
+		{0x00, 0x00, 0x00, 0xff}, {0x9A, 0x86, 0x00, 0xff},
+	}
+	glyphs = []draw.GlyphDrawer{
+		draw.CircleGlyph{}, draw.BoxGlyph{}, draw.TriangleGlyph{}, draw.PyramidGlyph{},
+		draw.RingGlyph{}, draw.SquareGlyph{}, draw.CrossGlyph{}, draw.PlusGlyph{},
+	}
+	gridGrey = color.RGBA{0xe8, 0xe8, 0xe8, 0xff}
+	dashes   = []vg.Length{vg.Points(6), vg.Points(4)}
+)
+
+const (
+	panelW = 3.3 * vg.Inch
+	panelH = 2.6 * vg.Inch
+	pngDPI = 150
+)
+
+// panelKey is one panel: a configuration (column) and a mix at an RTT
+// (row).
+type panelKey struct {
+	layout, mix string
+	rtt         float64
+}
+
+// Plots draws the latency-against-load figure (p50 solid and p99 dashed
+// per policy, with their 95% intervals) and the collision-rate figure,
+// each a grid with a column per configuration and a row per (mix, RTT).
+// Cells that make no claim are drawn like the others; the summary's
+// tables carry their warnings. A summary without cells has no figures.
+func (s *Summary) Plots() ([]results.PlotFile, error) {
+	if len(s.Cells) == 0 {
+		return nil, nil
+	}
+	var layouts []string
+	type row struct {
+		mix string
+		rtt float64
+	}
+	var rows []row
+	var policies []string
+	for _, c := range s.Cells {
+		if !slices.Contains(layouts, c.Layout) {
+			layouts = append(layouts, c.Layout)
+		}
+		if r := (row{c.Mix, c.RTTMs}); !slices.Contains(rows, r) {
+			rows = append(rows, r)
+		}
+		if !slices.Contains(policies, c.Policy) {
+			policies = append(policies, c.Policy)
+		}
+	}
+	slices.SortFunc(layouts, compareLayouts)
+	slices.SortFunc(rows, func(a, b row) int {
+		return cmp.Or(cmp.Compare(a.mix, b.mix), cmp.Compare(a.rtt, b.rtt))
+	})
+	slices.SortStableFunc(policies, func(a, b string) int {
+		return compareCells(CellKey{Policy: a}, CellKey{Policy: b}, s.Options.Baseline)
+	})
+
+	grid := func(title string) [][]*plot.Plot {
+		g := make([][]*plot.Plot, len(rows))
+		for i, r := range rows {
+			g[i] = make([]*plot.Plot, len(layouts))
+			for j, l := range layouts {
+				p := plot.New()
+				p.Title.Text = fmt.Sprintf("%s · %s · %s ms RTT", l, r.mix, fmtNum(r.rtt))
+				p.X.Label.Text = "load (fraction of capacity)"
+				p.Y.Label.Text = title
+				styleFonts(p)
+				p.Add(newGrid())
+				g[i][j] = p
+			}
+		}
+		return g
+	}
+	at := func(c CellStat) (int, int) {
+		return slices.Index(rows, row{c.Mix, c.RTTMs}), slices.Index(layouts, c.Layout)
+	}
+
+	lat := grid("latency (ms, log scale)")
+	col := grid("collision rate (%)")
+	legend := plot.NewLegend()
+	legend.TextStyle.Font = font.From(plotFont, 10)
+	legend.ThumbnailWidth = vg.Points(24)
+	for pi, pol := range policies {
+		var thumbs []plot.Thumbnailer
+		for i := range rows {
+			for j := range layouts {
+				var p50, p99, cr plotter.XYs
+				var ci50, ci99, cic []results.Interval
+				for _, c := range s.Cells {
+					if r, k := at(c); c.Policy != pol || r != i || k != j {
+						continue
+					}
+					if v := float64(c.P50.Ms); finite(v) && v > 0 {
+						p50 = append(p50, plotter.XY{X: c.Fraction, Y: v})
+						ci50 = append(ci50, positive(c.P50.CI))
+					}
+					if v := float64(c.P99.Ms); finite(v) && v > 0 {
+						p99 = append(p99, plotter.XY{X: c.Fraction, Y: v})
+						ci99 = append(ci99, positive(c.P99.CI))
+					}
+					if v := float64(c.CollisionRate); finite(v) {
+						cr = append(cr, plotter.XY{X: c.Fraction, Y: 100 * v})
+						cic = append(cic, results.Interval{Low: 100 * float64(c.CollisionCI.Low), High: 100 * float64(c.CollisionCI.High)})
+					}
+				}
+				th, err := addSeries(lat[i][j], p50, ci50, pi, false)
+				if err != nil {
+					return nil, err
+				}
+				if len(thumbs) == 0 {
+					thumbs = th
+				}
+				if _, err := addSeries(lat[i][j], p99, ci99, pi, true); err != nil {
+					return nil, err
+				}
+				if _, err := addSeries(col[i][j], cr, cic, pi, false); err != nil {
+					return nil, err
+				}
+			}
+		}
+		if len(thumbs) > 0 {
+			legend.Add(pol, thumbs...)
+		}
+	}
+	for i := range rows {
+		for j := range layouts {
+			lat[i][j].Y.Scale = plot.LogScale{}
+			lat[i][j].Y.Tick.Marker = plot.TickerFunc(logTicks)
+			col[i][j].Y.Min = 0
+			col[i][j].Y.Max = max(col[i][j].Y.Max, 1)
+			for _, p := range []*plot.Plot{lat[i][j], col[i][j]} {
+				p.X.Min, p.X.Max = 0, 1
+			}
+		}
+	}
+	var out []results.PlotFile
+	for _, f := range []struct {
+		name, title, desc string
+		g                 [][]*plot.Plot
+	}{
+		{PlotLatency, "Latency against load per policy (p50 solid, p99 dashed)",
+			"Median over runs of the run p50 (solid) and p99 (dashed) against the load fraction, one colour per policy, with 95% bootstrap intervals over runs.", lat},
+		{PlotCollisions, "Collision rate against load per policy",
+			"Share of measured requests that started on a busy worker while another worker was idle, with 95% bootstrap intervals over runs.", col},
+	} {
+		pf, err := render(f.name, f.title, f.desc, f.g, legend)
+		if err != nil {
+			return nil, fmt.Errorf("plot %s: %w", f.name, err)
+		}
+		out = append(out, pf)
+	}
+	return out, nil
+}
+
+// WritePlots writes every figure of Plots as NAME.svg and NAME.png in dir
+// and returns the paths written.
+func (s *Summary) WritePlots(dir string) ([]string, error) {
+	plots, err := s.Plots()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	var paths []string
+	for _, p := range plots {
+		for _, f := range []struct {
+			ext string
+			b   []byte
+		}{{".svg", p.SVG}, {".png", p.PNG}} {
+			path := filepath.Join(dir, p.Name+f.ext)
+			if err := os.WriteFile(path, f.b, 0o644); err != nil {
+				return paths, err
+			}
+			paths = append(paths, path)
+		}
+	}
+	return paths, nil
+}
+
+// positive drops a non-positive lower end (a log axis cannot show it).
+func positive(c CI) results.Interval {
+	iv := results.Interval{Low: float64(c.Low), High: float64(c.High)}
+	if !(iv.Low > 0) {
+		iv.Low = math.NaN()
+	}
+	return iv
+}
+
+func styleFonts(p *plot.Plot) {
+	p.Title.TextStyle.Font = font.From(plotFont, 11)
+	for _, a := range []*plot.Axis{&p.X, &p.Y} {
+		a.Label.TextStyle.Font = font.From(plotFont, 9)
+		a.Tick.Label.Font = font.From(plotFont, 8)
+		a.Padding = vg.Points(3)
+	}
+}
+
+func newGrid() *plotter.Grid {
+	g := plotter.NewGrid()
+	g.Vertical.Color, g.Horizontal.Color = gridGrey, gridGrey
+	g.Vertical.Width, g.Horizontal.Width = vg.Points(0.5), vg.Points(0.5)
+	return g
+}
+
+// xyErr is a series with asymmetric y errors.
+type xyErr struct {
+	plotter.XYs
+	plotter.YErrors
+}
+
+// addSeries draws a line through pts with glyphs and, where ci is valid,
+// error bars; it returns the legend thumbnails.
+func addSeries(p *plot.Plot, pts plotter.XYs, ci []results.Interval, idx int, dashed bool) ([]plot.Thumbnailer, error) {
+	if len(pts) == 0 {
+		return nil, nil
+	}
+	c := palette[idx%len(palette)]
+	var thumbs []plot.Thumbnailer
+	if len(pts) > 1 {
+		l, err := plotter.NewLine(pts)
+		if err != nil {
+			return nil, err
+		}
+		l.LineStyle = draw.LineStyle{Color: c, Width: vg.Points(1.4)}
+		if dashed {
+			l.LineStyle.Dashes = dashes
+		}
+		p.Add(l)
+		thumbs = append(thumbs, l)
+	}
+	var eb xyErr
+	for i, pt := range pts {
+		if i < len(ci) && ci[i].Valid() {
+			eb.XYs = append(eb.XYs, pt)
+			eb.YErrors = append(eb.YErrors, struct{ Low, High float64 }{math.Max(pt.Y-ci[i].Low, 0), math.Max(ci[i].High-pt.Y, 0)})
+		}
+	}
+	if len(eb.XYs) > 0 {
+		e, err := plotter.NewYErrorBars(eb)
+		if err != nil {
+			return nil, err
+		}
+		e.LineStyle = draw.LineStyle{Color: c, Width: vg.Points(0.8)}
+		e.CapWidth = vg.Points(4)
+		p.Add(e)
+	}
+	sc, err := plotter.NewScatter(pts)
+	if err != nil {
+		return nil, err
+	}
+	sc.GlyphStyle = draw.GlyphStyle{Color: c, Radius: vg.Points(2.6), Shape: glyphs[idx%len(glyphs)]}
+	p.Add(sc)
+	return append(thumbs, sc), nil
+}
+
+// logTicks labels 1, 2 and 5 times each power of ten in [min, max].
+func logTicks(min, max float64) []plot.Tick {
+	var ticks []plot.Tick
+	if !(min > 0) || !(max > min) {
+		return ticks
+	}
+	for e := math.Floor(math.Log10(min)); e <= math.Ceil(math.Log10(max)); e++ {
+		pow := math.Pow(10, e)
+		for m := 1; m <= 9; m++ {
+			v := float64(m) * pow
+			if v < min || v > max {
+				continue
+			}
+			t := plot.Tick{Value: v}
+			if m == 1 || m == 2 || m == 5 {
+				t.Label = strconv.FormatFloat(v, 'g', 6, 64)
+			}
+			ticks = append(ticks, t)
+		}
+	}
+	if len(ticks) < 2 {
+		return plot.DefaultTicks{}.Ticks(min, max)
+	}
+	return ticks
+}
+
+// render draws the panels with a title and the policy legend on the right
+// as SVG and PNG.
+func render(name, title, desc string, g [][]*plot.Plot, legend plot.Legend) (pf results.PlotFile, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("draw: %v", r)
+		}
+	}()
+	rows, cols := len(g), len(g[0])
+	legendW := 1.9 * vg.Inch
+	// The panels take at least the width of the title.
+	w := max(vg.Length(cols)*panelW, 6*vg.Inch) + legendW
+	h := vg.Length(rows)*panelH + 0.5*vg.Inch
+	drawAll := func(dc draw.Canvas) {
+		dc.SetColor(color.White)
+		dc.Fill(dc.Rectangle.Path())
+		sty := text.Style{Color: color.Black, Font: font.From(plotFont, 13), XAlign: draw.XCenter, YAlign: draw.YTop, Handler: plot.DefaultTextHandler}
+		dc.FillText(sty, vg.Point{X: dc.Min.X + (dc.Size().X-legendW)/2, Y: dc.Max.Y - vg.Points(6)}, title)
+		titleH := sty.Rectangle(title).Size().Y + vg.Points(12)
+		area := draw.Crop(dc, 0, -legendW, 0, 0)
+		tiles := draw.Tiles{Rows: rows, Cols: cols, PadX: vg.Points(12), PadY: vg.Points(12),
+			PadTop: titleH, PadBottom: vg.Points(6), PadLeft: vg.Points(6), PadRight: vg.Points(6)}
+		canvases := plot.Align(g, tiles, area)
+		for i := range g {
+			for j := range g[i] {
+				g[i][j].Draw(canvases[i][j])
+			}
+		}
+		legend.Top, legend.Left = true, true
+		legend.Draw(draw.Crop(dc, dc.Size().X-legendW+vg.Points(8), 0, 0, -titleH))
+	}
+	sc := vgsvg.New(w, h)
+	drawAll(draw.New(sc))
+	var sb bytes.Buffer
+	if _, err := sc.WriteTo(&sb); err != nil {
+		return pf, fmt.Errorf("write svg: %w", err)
+	}
+	ic := vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(pngDPI), vgimg.UseBackgroundColor(color.White))
+	drawAll(draw.New(ic))
+	var pb bytes.Buffer
+	if _, err := (vgimg.PngCanvas{Canvas: ic}).WriteTo(&pb); err != nil {
+		return pf, fmt.Errorf("write png: %w", err)
+	}
+	svg := bytes.ReplaceAll(sb.Bytes(), []byte("font-family:Liberation Sans;"), []byte("font-family:Liberation Sans,Arial,Helvetica,sans-serif;"))
+	return results.PlotFile{Name: name, Title: title, Description: desc, SVG: svg, PNG: pb.Bytes()}, nil
+}

@@ -1,0 +1,552 @@
+package workers
+
+import (
+	"bufio"
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Proxy defaults.
+const (
+	DefaultListen          = ":8080"
+	DefaultUpstreamTimeout = 30 * time.Second
+	// maxIdlePerUpstream is the keep-alive pool per upstream, well above
+	// the concurrency of any run, so a burst never reopens connections.
+	maxIdlePerUpstream = 256
+)
+
+// Upstream is one single-mode Puma process behind the proxy.
+type Upstream struct {
+	// Name identifies the worker in headers and the log, e.g. "w0".
+	Name string `json:"name"`
+	// URL is its origin, e.g. "http://puma-0:3000".
+	URL string `json:"url"`
+}
+
+// ProxyConfig configures the front proxy; `rttlab agent workers-proxy
+// --config-json` reads it.
+type ProxyConfig struct {
+	// Listen is the proxy's address (DefaultListen when empty).
+	Listen    string     `json:"listen,omitempty"`
+	Upstreams []Upstream `json:"upstreams"`
+	// Threads per upstream (the layout's T): only recorded, as each
+	// decision's Saturated flag; it does not change a choice.
+	Threads int `json:"threads"`
+	// Rule applies when a request names none (jsq when empty).
+	Rule Rule `json:"rule,omitempty"`
+	// Ties: random (default) or first; see Chooser.
+	Ties Ties `json:"ties,omitempty"`
+	// Seed seeds JSQ's random ties and P2C's draws.
+	Seed uint64 `json:"seed"`
+	// LogPath is the decision log (JSON lines, appended); empty or "-"
+	// writes to standard output.
+	LogPath string `json:"log_path,omitempty"`
+	// UpstreamTimeoutMs bounds the connect and the wait for the response
+	// headers (DefaultUpstreamTimeout when 0).
+	UpstreamTimeoutMs int `json:"upstream_timeout_ms,omitempty"`
+	// DisableKeepAlives opens a new upstream connection per request; the
+	// default keeps a pool per upstream.
+	DisableKeepAlives bool `json:"disable_keep_alives,omitempty"`
+}
+
+// ParseProxyConfig reads a ProxyConfig from JSON (unknown fields are
+// errors) and validates it.
+func ParseProxyConfig(b []byte) (ProxyConfig, error) {
+	var c ProxyConfig
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		return c, fmt.Errorf("parse workers proxy config: %w", err)
+	}
+	if dec.More() {
+		return c, errors.New("parse workers proxy config: data after the JSON object")
+	}
+	return c, c.Validate()
+}
+
+// Validate checks the upstreams (named, distinct, http origins), the
+// threads, the rule, the ties and the timeout.
+func (c ProxyConfig) Validate() error {
+	if len(c.Upstreams) == 0 {
+		return errors.New("workers proxy config: no upstreams")
+	}
+	seen := map[string]bool{}
+	for i, u := range c.Upstreams {
+		if u.Name == "" {
+			return fmt.Errorf("workers proxy config: upstreams[%d] has no name", i)
+		}
+		if seen[u.Name] {
+			return fmt.Errorf("workers proxy config: upstreams[%d]: %q listed twice", i, u.Name)
+		}
+		seen[u.Name] = true
+		if _, err := upstreamURL(u.URL); err != nil {
+			return fmt.Errorf("workers proxy config: upstream %s: %w", u.Name, err)
+		}
+	}
+	if c.Threads < 0 {
+		return fmt.Errorf("workers proxy config: threads %d is negative", c.Threads)
+	}
+	if c.Rule != "" {
+		if _, err := ParseRule(string(c.Rule)); err != nil {
+			return fmt.Errorf("workers proxy config: rule: %w", err)
+		}
+	}
+	if _, err := ParseTies(string(c.Ties)); err != nil {
+		return fmt.Errorf("workers proxy config: %w", err)
+	}
+	if c.UpstreamTimeoutMs < 0 {
+		return fmt.Errorf("workers proxy config: upstream_timeout_ms %d is negative", c.UpstreamTimeoutMs)
+	}
+	return nil
+}
+
+func upstreamURL(s string) (*url.URL, error) {
+	u, err := url.Parse(s)
+	if err != nil {
+		return nil, fmt.Errorf("url: %w", err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("url %q: want http://host[:port]", s)
+	}
+	if (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("url %q: an origin only, no path, query or fragment", s)
+	}
+	return u, nil
+}
+
+// Decision is one line of the decision log: one request through the
+// proxy, whatever became of it.
+type Decision struct {
+	// Time is when the request reached the proxy (UTC).
+	Time time.Time `json:"time"`
+	// Seq numbers the proxy's requests from 1.
+	Seq       uint64 `json:"seq"`
+	RequestID string `json:"request_id,omitempty"`
+	Method    string `json:"method"`
+	Path      string `json:"path"`
+	// Policy is the policy applied ("proxy:jsq"), empty when the request
+	// was refused before one applied.
+	Policy string `json:"policy,omitempty"`
+	// Worker is the chosen upstream's name and Index its place in the
+	// config (−1 when none was chosen).
+	Worker string `json:"worker,omitempty"`
+	Index  int    `json:"index"`
+	// InFlight is every upstream's requests in flight when the choice
+	// was made, in config order, this request not counted.
+	InFlight []int `json:"in_flight,omitempty"`
+	// Idle counts the upstreams with none in flight at the choice.
+	Idle int `json:"idle"`
+	// Saturated is set when the chosen upstream already had Threads or
+	// more in flight (the request waits in that worker for a thread).
+	Saturated bool `json:"saturated,omitempty"`
+	// Status is what the proxy answered, UpstreamStatus what the upstream
+	// did (0 when it did not).
+	Status         int `json:"status"`
+	UpstreamStatus int `json:"upstream_status"`
+	// UpstreamMs runs from sending the request upstream to its response
+	// headers; TotalMs from arrival to the last body byte written.
+	UpstreamMs float64 `json:"upstream_ms"`
+	TotalMs    float64 `json:"total_ms"`
+	ConnReused bool    `json:"conn_reused"`
+	Error      string  `json:"error,omitempty"`
+}
+
+// BusyWhileIdle reports whether the decision sent its request to a worker
+// with requests in flight while another had none: what JSQ never does.
+func (d Decision) BusyWhileIdle() bool {
+	return d.Index >= 0 && d.Index < len(d.InFlight) && d.InFlight[d.Index] > 0 && d.Idle > 0
+}
+
+type upstream struct {
+	name string
+	rp   *httputil.ReverseProxy
+	tr   *http.Transport
+}
+
+// Proxy is the front proxy of the proxy policies: an http.Handler that
+// assigns every request to one of W upstreams by its rule, forwards it
+// over a keep-alive pool, names the upstream in HeaderWorker, and logs
+// the decision. A failed upstream request fails with 502 and is logged;
+// it is never retried on another upstream, which would hide the failure
+// and change the assignment under study.
+type Proxy struct {
+	def     Rule
+	threads int
+	ups     []*upstream
+	log     *decisionLog
+	seq     atomic.Uint64
+
+	mu       sync.Mutex // guards inFlight and chooser
+	inFlight []int
+	chooser  *Chooser
+}
+
+type stateKey struct{}
+
+// reqState carries what the transport and the reverse proxy's hooks learn
+// about one upstream request back to ServeHTTP.
+type reqState struct {
+	upstream time.Duration
+	reused   bool
+	status   int
+	err      error
+}
+
+type timedTransport struct{ rt http.RoundTripper }
+
+func (t timedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	st, _ := req.Context().Value(stateKey{}).(*reqState)
+	if st == nil {
+		return t.rt.RoundTrip(req)
+	}
+	req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+		GotConn: func(i httptrace.GotConnInfo) { st.reused = i.Reused },
+	}))
+	t0 := time.Now()
+	resp, err := t.rt.RoundTrip(req)
+	st.upstream = time.Since(t0)
+	return resp, err
+}
+
+// NewProxy builds the proxy of a valid config; decision lines go to logw
+// (discarded when nil) from a goroutine of their own. Close flushes them.
+func NewProxy(cfg ProxyConfig, logw io.Writer) (*Proxy, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if logw == nil {
+		logw = io.Discard
+	}
+	ties, _ := ParseTies(string(cfg.Ties))
+	p := &Proxy{
+		def:      RuleJSQ,
+		threads:  cfg.Threads,
+		inFlight: make([]int, len(cfg.Upstreams)),
+		chooser:  NewChooser(cfg.Seed, ties),
+	}
+	if cfg.Rule != "" {
+		p.def, _ = ParseRule(string(cfg.Rule))
+	}
+	timeout := DefaultUpstreamTimeout
+	if cfg.UpstreamTimeoutMs > 0 {
+		timeout = time.Duration(cfg.UpstreamTimeoutMs) * time.Millisecond
+	}
+	errLog := slog.NewLogLogger(slog.Default().Handler(), slog.LevelWarn)
+	for _, u := range cfg.Upstreams {
+		target, _ := upstreamURL(u.URL)
+		target.Path = ""
+		tr := &http.Transport{
+			Proxy:                 nil,
+			DialContext:           (&net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}).DialContext,
+			DisableKeepAlives:     cfg.DisableKeepAlives,
+			MaxIdleConns:          0,
+			MaxIdleConnsPerHost:   maxIdlePerUpstream,
+			IdleConnTimeout:       90 * time.Second,
+			ResponseHeaderTimeout: timeout,
+			TLSHandshakeTimeout:   timeout,
+			DisableCompression:    true,
+		}
+		name := u.Name
+		up := &upstream{name: name, tr: tr}
+		up.rp = &httputil.ReverseProxy{
+			Rewrite: func(pr *httputil.ProxyRequest) {
+				pr.SetURL(target)
+				pr.SetXForwarded()
+			},
+			Transport: timedTransport{tr},
+			ModifyResponse: func(resp *http.Response) error {
+				if st, _ := resp.Request.Context().Value(stateKey{}).(*reqState); st != nil {
+					st.status = resp.StatusCode
+				}
+				return nil
+			},
+			ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+				if st, _ := r.Context().Value(stateKey{}).(*reqState); st != nil {
+					st.err = err
+				}
+				w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+				w.WriteHeader(http.StatusBadGateway)
+				fmt.Fprintf(w, "rttlab workers proxy: upstream %s: %v\n", name, err)
+			},
+			ErrorLog: errLog,
+		}
+		p.ups = append(p.ups, up)
+	}
+	p.log = newDecisionLog(logw)
+	return p, nil
+}
+
+// InFlight returns a copy of the requests in flight per upstream, in
+// config order.
+func (p *Proxy) InFlight() []int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]int(nil), p.inFlight...)
+}
+
+// decide chooses under the lock and counts the request against the
+// chosen upstream, so that concurrent decisions see each other.
+func (p *Proxy) decide(rule Rule) (int, []int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	snap := append([]int(nil), p.inFlight...)
+	i, err := p.chooser.Choose(rule, snap)
+	if err == nil {
+		p.inFlight[i]++
+	}
+	return i, snap, err
+}
+
+func (p *Proxy) done(i int) {
+	p.mu.Lock()
+	p.inFlight[i]--
+	p.mu.Unlock()
+}
+
+// ServeHTTP assigns and forwards one request.
+func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	rec := Decision{Time: start.UTC(), Seq: p.seq.Add(1), RequestID: r.Header.Get(HeaderRequestID),
+		Method: r.Method, Index: -1}
+	queryRule := ""
+	if q := r.URL.Query(); q.Has(QueryPolicy) {
+		queryRule = q.Get(QueryPolicy)
+		q.Del(QueryPolicy)
+		r.URL.RawQuery = q.Encode()
+	}
+	rec.Path = r.URL.RequestURI()
+	rule := p.def
+	if s := cmp.Or(r.Header.Get(HeaderPolicy), queryRule); s != "" {
+		var err error
+		if rule, err = ParseRule(s); err != nil {
+			rec.Status, rec.Error = http.StatusBadRequest, err.Error()
+			rec.TotalMs = ms(time.Since(start))
+			http.Error(w, "rttlab workers proxy: "+err.Error(), http.StatusBadRequest)
+			p.log.write(rec)
+			return
+		}
+	}
+	r.Header.Del(HeaderPolicy)
+	pol := Policy{Kind: KindProxy, Rule: rule}.String()
+	rec.Policy = pol
+	i, snap, err := p.decide(rule)
+	if err != nil {
+		rec.Status, rec.Error = http.StatusInternalServerError, err.Error()
+		rec.TotalMs = ms(time.Since(start))
+		http.Error(w, "rttlab workers proxy: "+err.Error(), http.StatusInternalServerError)
+		p.log.write(rec)
+		return
+	}
+	up := p.ups[i]
+	rec.Worker, rec.Index, rec.InFlight = up.name, i, snap
+	for _, n := range snap {
+		if n == 0 {
+			rec.Idle++
+		}
+	}
+	rec.Saturated = p.threads > 0 && snap[i] >= p.threads
+	w.Header().Set(HeaderPolicy, pol)
+	w.Header().Set(HeaderWorker, up.name)
+
+	st := &reqState{}
+	finish := func() {
+		p.done(i)
+		rec.TotalMs = ms(time.Since(start))
+		rec.UpstreamMs = ms(st.upstream)
+		rec.UpstreamStatus = st.status
+		rec.ConnReused = st.reused
+	}
+	completed := false
+	defer func() {
+		// The reverse proxy panics with http.ErrAbortHandler when the
+		// body breaks off after the headers went out: log, then let the
+		// panic abort the response.
+		if !completed {
+			finish()
+			rec.Status = st.status
+			rec.Error = "response aborted while copying the upstream body"
+			p.log.write(rec)
+		}
+	}()
+	up.rp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), stateKey{}, st)))
+	completed = true
+	finish()
+	rec.Status = st.status
+	if st.err != nil {
+		rec.Status = http.StatusBadGateway
+		rec.Error = st.err.Error()
+	}
+	p.log.write(rec)
+}
+
+func ms(d time.Duration) float64 { return float64(d) / 1e6 }
+
+// Close flushes the decision log and closes idle upstream connections;
+// call it after the server stopped handling requests.
+func (p *Proxy) Close() error {
+	for _, u := range p.ups {
+		u.tr.CloseIdleConnections()
+	}
+	return p.log.close()
+}
+
+// decisionLog writes Decisions as JSON lines from one goroutine, flushing
+// whenever none is waiting; a full queue blocks the request rather than
+// drop a line.
+type decisionLog struct {
+	mu     sync.RWMutex
+	closed bool
+	ch     chan Decision
+	done   chan struct{}
+	err    error
+}
+
+func newDecisionLog(w io.Writer) *decisionLog {
+	l := &decisionLog{ch: make(chan Decision, 4096), done: make(chan struct{})}
+	go func() {
+		defer close(l.done)
+		bw := bufio.NewWriter(w)
+		enc := json.NewEncoder(bw)
+		keep := func(err error) {
+			if err != nil && l.err == nil {
+				l.err = err
+				slog.Error("workers proxy decision log write failed; later lines are lost", "err", err)
+			}
+		}
+		for rec := range l.ch {
+			if l.err != nil {
+				continue
+			}
+			keep(enc.Encode(rec))
+			if len(l.ch) == 0 {
+				keep(bw.Flush())
+			}
+		}
+		keep(bw.Flush())
+	}()
+	return l
+}
+
+func (l *decisionLog) write(rec Decision) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if !l.closed {
+		l.ch <- rec
+	}
+}
+
+func (l *decisionLog) close() error {
+	l.mu.Lock()
+	if !l.closed {
+		l.closed = true
+		close(l.ch)
+	}
+	l.mu.Unlock()
+	<-l.done
+	if l.err != nil {
+		return fmt.Errorf("decision log: %w", l.err)
+	}
+	return nil
+}
+
+// ReadDecisions parses a decision log; a bad line is an error naming its
+// line number.
+func ReadDecisions(r io.Reader) ([]Decision, error) {
+	var out []Decision
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
+	line := 0
+	for sc.Scan() {
+		line++
+		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+			continue
+		}
+		var d Decision
+		if err := json.Unmarshal(sc.Bytes(), &d); err != nil {
+			return out, fmt.Errorf("decision log line %d: %w", line, err)
+		}
+		out = append(out, d)
+	}
+	if err := sc.Err(); err != nil {
+		return out, fmt.Errorf("decision log line %d: %w", line+1, err)
+	}
+	return out, nil
+}
+
+// Serve runs the proxy of cfg on cfg.Listen until ctx ends, then shuts
+// down gracefully (requests in flight get up to 10 s) and flushes the
+// decision log; nil after a clean stop. It is all a container needs.
+func Serve(ctx context.Context, cfg ProxyConfig) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cmp.Or(cfg.Listen, DefaultListen))
+	if err != nil {
+		return fmt.Errorf("workers proxy listen: %w", err)
+	}
+	return ServeListener(ctx, cfg, ln)
+}
+
+// ServeListener is Serve on a listener the caller opened (cfg.Listen is
+// not used); it closes ln.
+func ServeListener(ctx context.Context, cfg ProxyConfig, ln net.Listener) (err error) {
+	defer ln.Close()
+	var logw io.Writer = os.Stdout
+	if cfg.LogPath != "" && cfg.LogPath != "-" {
+		if err := os.MkdirAll(filepath.Dir(cfg.LogPath), 0o755); err != nil {
+			return fmt.Errorf("decision log: %w", err)
+		}
+		f, err := os.OpenFile(cfg.LogPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+		if err != nil {
+			return fmt.Errorf("decision log: %w", err)
+		}
+		defer func() {
+			if cerr := f.Close(); cerr != nil && err == nil {
+				err = fmt.Errorf("decision log: %w", cerr)
+			}
+		}()
+		logw = f
+	}
+	p, err := NewProxy(cfg, logw)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{
+		Handler:           p,
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(slog.Default().Handler(), slog.LevelWarn),
+	}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	slog.Info("workers proxy serving", "addr", ln.Addr().String(), "rule", p.def, "upstreams", len(p.ups), "log", cfg.LogPath)
+	select {
+	case err = <-serveErr:
+		err = fmt.Errorf("workers proxy serve: %w", err)
+	case <-ctx.Done():
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if serr := srv.Shutdown(sctx); serr != nil {
+			err = fmt.Errorf("workers proxy shutdown: %w", serr)
+		}
+	}
+	if cerr := p.Close(); cerr != nil && err == nil {
+		err = cerr
+	}
+	return err
+}
