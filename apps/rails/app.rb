@@ -21,6 +21,26 @@ module RttlabRails
     [status, { "content-type" => "application/json", "content-length" => body.bytesize.to_s }, [body]]
   end
 
+  # Stamps every response with the serving process and thread and the
+  # request's start and end on the monotonic clock (ns), taken around the
+  # whole Rails stack: what the worker-scheduling study needs to tell which
+  # requests ran on one worker at once.
+  class WorkerStamp
+    def initialize(app)
+      @app = app
+    end
+
+    def call(env)
+      start_ns = Process.clock_gettime(Process::CLOCK_MONOTONIC, :nanosecond)
+      status, headers, body = @app.call(env)
+      headers["x-rttlab-pid"] = Process.pid.to_s
+      headers["x-rttlab-thread"] = Thread.current.object_id.to_s
+      headers["x-rttlab-start-ns"] = start_ns.to_s
+      headers["x-rttlab-end-ns"] = Process.clock_gettime(Process::CLOCK_MONOTONIC, :nanosecond).to_s
+      [status, headers, body]
+    end
+  end
+
   class Application < Rails::Application
     config.load_defaults 7.2
     config.api_only = true
@@ -45,6 +65,7 @@ module RttlabRails
     config.require_master_key = false
 
     config.exceptions_app = JSON_EXCEPTIONS_APP
+    config.middleware.insert_before 0, WorkerStamp
   end
 end
 
@@ -114,8 +135,8 @@ class FeedController < ActionController::API
   # then N serial SELECT 1, releasing it while each waits on the database.
   # The answer names the worker process and thread that served it and the
   # start and end of the work on the monotonic clock (ns, shared by every
-  # process of the container), so a study can tell which requests shared a
-  # worker.
+  # process of the container); WorkerStamp adds the same for the whole
+  # request as headers, so a study can tell which requests shared a worker.
   def work
     start_ns = Process.clock_gettime(Process::CLOCK_MONOTONIC, :nanosecond)
     query = Rack::Utils.parse_query(request.query_string)
@@ -131,12 +152,7 @@ class FeedController < ActionController::API
       end
     end
     end_ns = Process.clock_gettime(Process::CLOCK_MONOTONIC, :nanosecond)
-    thread = Thread.current.object_id.to_s
-    response.set_header("X-Worker-Pid", Process.pid.to_s)
-    response.set_header("X-Worker-Thread", thread)
-    response.set_header("X-Worker-Start", start_ns.to_s)
-    response.set_header("X-Worker-End", end_ns.to_s)
-    render json: { n: queries, cpu_ms: cpu_ms, pid: Process.pid, thread: thread, start_ns: start_ns, end_ns: end_ns }
+    render json: { n: queries, cpu_ms: cpu_ms, pid: Process.pid, thread: Thread.current.object_id.to_s, start_ns: start_ns, end_ns: end_ns }
   end
 
   def method_not_allowed
