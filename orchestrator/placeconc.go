@@ -80,12 +80,20 @@ func pathArgs(paths []string) []string {
 	return out
 }
 
+// trialTimeout ends a capacity trial's requests early: an overloaded
+// trial fails on timeouts instead of waiting out the default 30 s.
+const trialTimeout = 5 * time.Second
+
+// ConcurrencyConnNote says how the concurrency phase connects to the
+// compute hosts, and why.
+const ConcurrencyConnNote = "a new connection per request to the compute hosts (capacity search and proxy upstreams): with keep-alive, single-threaded Puma serves one connection's requests while requests on its other connections wait, for seconds under open-loop load"
+
 // capacity searches a host's highest sustained open-loop rate for the
 // routed mix.
 func (r *PlaceRunner) capacity(ctx context.Context, host string, maxP99 time.Duration) (workloads.Capacity, error) {
 	n := max(r.S.Plan.ConcurrencyRequests/2, 60)
 	cmd := append([]string{"/usr/local/bin/rttlab", "agent", "capacity", "--url", r.S.hostURL(host), "--count", fmt.Sprint(n),
-		"--max-p99", maxP99.String(), "--seed", fmt.Sprint(r.S.Plan.Seed), "--max-trials", "8"}, pathArgs(r.routeMix(n/len(r.S.Plan.Routes)+1, ""))...)
+		"--max-p99", maxP99.String(), "--new-conn", "--timeout", trialTimeout.String(), "--seed", fmt.Sprint(r.S.Plan.Seed), "--max-trials", "8"}, pathArgs(r.routeMix(n/len(r.S.Plan.Routes)+1, ""))...)
 	out, _, err := r.S.clientExec(ctx, r.D, cmd, 20*time.Minute)
 	if err != nil {
 		return workloads.Capacity{}, fmt.Errorf("capacity of %s: %w", host, err)
@@ -128,11 +136,11 @@ func (r *PlaceRunner) concurrency(ctx context.Context) error {
 		ho.Hosts[i].ServiceTimeMs = 1000 / c.Rate
 		r.S.say("  %s sustains %.0f requests/s (%d trials)", h, c.Rate, len(c.Trials))
 	}
-	keep := p.KeepAlive == nil || *p.KeepAlive
 	cfg := placement.Config{
 		Upstreams:   []placement.Upstream{{Name: NodeA, URL: r.S.hostURL(NodeA)}, {Name: NodeB, URL: r.S.hostURL(NodeB)}},
-		Calibration: ho, DefaultPolicy: placement.PolicyUserFirst, DisableKeepAlives: !keep,
+		Calibration: ho, DefaultPolicy: placement.PolicyUserFirst, DisableKeepAlives: true,
 	}
+	r.res.ConcurrencyConn = ConcurrencyConnNote
 	if err := r.S.StartProxy(ctx, r.D, cfg); err != nil {
 		return err
 	}

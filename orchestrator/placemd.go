@@ -90,7 +90,7 @@ func PlaceMarkdown(r *PlaceResult) string {
 		b.WriteString("\n")
 	}
 	if len(r.Concurrency) > 0 {
-		b.WriteString("\n## Concurrency: open-loop Poisson arrivals through the proxy\n\nLatency from each request's scheduled send time (no coordinated omission). Capacity for the routed mix:")
+		fmt.Fprintf(&b, "\n## Concurrency: open-loop Poisson arrivals through the proxy\n\nLatency from each request's scheduled send time (no coordinated omission); %s. Capacity for the routed mix:", r.ConcurrencyConn)
 		for _, c := range r.Capacity {
 			fmt.Fprintf(&b, " %s %.0f/s (service time %.2f ms);", c.Host, c.Capacity.Rate, c.ServiceMs)
 		}

@@ -84,22 +84,23 @@ type PredictedRow struct {
 
 // PlaceResult is the study's summary (summary.json).
 type PlaceResult struct {
-	Kind           string                       `json:"kind"` // "placement"
-	Plan           *PlacePlan                   `json:"plan"`
-	RunID          string                       `json:"run_id"`
-	Backend        string                       `json:"backend"`
-	KeepAlive      bool                         `json:"keep_alive"`
-	Started        time.Time                    `json:"started"`
-	Finished       time.Time                    `json:"finished"`
-	Links          []LinkCheck                  `json:"links"`
-	Select1        []Select1Check               `json:"select1"`
-	Reps           []PlaceRep                   `json:"reps"`
-	Sweep          []placement.SweepPoint       `json:"sweep"`
-	Measured       *placement.MeasuredCrossover `json:"measured_crossover,omitempty"`
-	SweepPredicted []PredictedRow               `json:"sweep_predicted"`
-	Capacity       []HostCapacity               `json:"capacity,omitempty"`
-	Concurrency    []ConcurrencyRow             `json:"concurrency,omitempty"`
-	Warnings       []string                     `json:"warnings"`
+	Kind            string                       `json:"kind"` // "placement"
+	Plan            *PlacePlan                   `json:"plan"`
+	RunID           string                       `json:"run_id"`
+	Backend         string                       `json:"backend"`
+	KeepAlive       bool                         `json:"keep_alive"`
+	Started         time.Time                    `json:"started"`
+	Finished        time.Time                    `json:"finished"`
+	Links           []LinkCheck                  `json:"links"`
+	Select1         []Select1Check               `json:"select1"`
+	Reps            []PlaceRep                   `json:"reps"`
+	Sweep           []placement.SweepPoint       `json:"sweep"`
+	Measured        *placement.MeasuredCrossover `json:"measured_crossover,omitempty"`
+	SweepPredicted  []PredictedRow               `json:"sweep_predicted"`
+	Capacity        []HostCapacity               `json:"capacity,omitempty"`
+	ConcurrencyConn string                       `json:"concurrency_conn,omitempty"`
+	Concurrency     []ConcurrencyRow             `json:"concurrency,omitempty"`
+	Warnings        []string                     `json:"warnings"`
 }
 
 // PlaceRunner runs the phases and writes the results folder.
