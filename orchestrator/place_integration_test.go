@@ -13,15 +13,18 @@ import (
 	"github.com/rttlab/rttlab/placement"
 )
 
-// TestIntegrationPlacementSmoke runs the placement-smoke plan for real:
+// TestIntegrationPlacementSmoke runs placement-smoke's code for real:
 // four shaped nodes, the proxy in the client node, every phase. The
 // compute host with the shorter database link must show the lower SELECT 1
 // median, and network-only routing must send the 12-call route there.
 func TestIntegrationPlacementSmoke(t *testing.T) {
 	rt := engineForTest(t)
 	all := builtApps(t, rt, "postgres", "agent", "rails")
-	plan, _ := BuiltinPlacePlan("placement-smoke")
-	plan.SweepN = []int{0, 12} // the sweep's code path at the least cost
+	// placement-smoke's counts, with a–db 1 ms against b–db 0.1 ms.
+	plan, err := LoadPlacePlan("testdata/placement-ci.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
 	target, err := plan.ValidateApp(all)
 	if err != nil {
 		t.Fatal(err)

@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"fmt"
 	"math"
+	"sort"
 	"strings"
 
 	"github.com/rttlab/rttlab/placement"
@@ -27,6 +28,23 @@ func PlaceMarkdown(r *PlaceResult) string {
 	b.WriteString("## Links: configured and verified\n\nAdded RTT per node pair (ICMP mean at the setting minus at zero, both through the shaper).\n\n| phase | pair | configured ms | ICMP at 0 | ICMP at setting | added | lost |\n|---|---|---|---|---|---|---|\n")
 	for _, l := range r.Links {
 		fmt.Fprintf(&b, "| %s | %s–%s | %.3f | %.3f | %.3f | %.3f | %d |\n", l.Phase, l.A, l.B, l.ConfiguredMs, l.ZeroMs, l.SettingMs, l.AddedMs, l.Lost)
+	}
+	for _, lc := range r.LinkCalibration {
+		fmt.Fprintf(&b, "\nLink calibration (%s), ICMP residual (configured − added, ms) per round:", lc.Phase)
+		for i, rd := range lc.Rounds {
+			fmt.Fprintf(&b, " round %d:", i+1)
+			for _, k := range sortedKeys(rd) {
+				fmt.Fprintf(&b, " %s %+.3f", k, rd[k])
+			}
+			b.WriteString(";")
+		}
+		fmt.Fprintf(&b, " kept round %d, one-way delays applied:", lc.Kept+1)
+		for _, k := range sortedKeys(lc.OneWay) {
+			if lc.OneWay[k] > 0 {
+				fmt.Fprintf(&b, " %s %.3f ms", k, lc.OneWay[k])
+			}
+		}
+		b.WriteString(".\n")
 	}
 	b.WriteString("\n| host | db link configured ms | SELECT 1 p50 at 0 | at setting | added |\n|---|---|---|---|---|\n")
 	for _, s := range r.Select1 {
@@ -124,4 +142,13 @@ func ci(c placement.CI) string {
 		return "–"
 	}
 	return fmt.Sprintf("[%.3f, %.3f]", float64(c.Low), float64(c.High))
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }

@@ -113,7 +113,11 @@ type PlacePlan struct {
 	ConcurrencyRequests int       `yaml:"concurrency_requests" json:"concurrency_requests"`
 	// Repeat runs calibration and comparison this many times with fresh
 	// calibrations.
-	Repeat    int    `yaml:"repeat" json:"repeat"`
+	Repeat int `yaml:"repeat" json:"repeat"`
+	// Calibrate: "on" (default) corrects each delayed link's one-way
+	// delays until ICMP adds what is configured; "off" applies them as
+	// configured.
+	Calibrate string `yaml:"calibrate" json:"calibrate"`
 	Shaper    string `yaml:"shaper" json:"shaper"`
 	Hook      string `yaml:"hook" json:"hook"`
 	ICMPCount int    `yaml:"icmp_count" json:"icmp_count"`
@@ -141,7 +145,7 @@ func defaultPlacePlan() PlacePlan {
 		KeepAlive: boolPtr(true),
 		SweepN:    []int{0, 1, 3, 6, 12, 24, 48}, SweepWarmup: 20, SweepRequests: 500,
 		ConcurrencyRates: []float64{0.3, 0.7}, ConcurrencyRequests: 500,
-		Repeat: 1, Shaper: "userspace", ICMPCount: 200,
+		Repeat: 1, Calibrate: "on", Shaper: "userspace", ICMPCount: 200,
 	}
 }
 
@@ -384,6 +388,11 @@ func (p *PlacePlan) Validate() error {
 	case "", "ingress", "egress":
 	default:
 		return p.lineErr(0, "hook %q: use ingress or egress", p.Hook)
+	}
+	switch p.Calibrate {
+	case "on", "off":
+	default:
+		return p.lineErr(0, "calibrate %q: use on or off", p.Calibrate)
 	}
 	return nil
 }

@@ -99,8 +99,11 @@ type PlaceResult struct {
 	SweepPredicted  []PredictedRow               `json:"sweep_predicted"`
 	Capacity        []HostCapacity               `json:"capacity,omitempty"`
 	ConcurrencyConn string                       `json:"concurrency_conn,omitempty"`
-	Concurrency     []ConcurrencyRow             `json:"concurrency,omitempty"`
-	Warnings        []string                     `json:"warnings"`
+	// LinkCalibration: per phase, the ICMP-driven corrections of the
+	// one-way delays (unless the plan says calibrate: off).
+	LinkCalibration []LinkCalibration `json:"link_calibration,omitempty"`
+	Concurrency     []ConcurrencyRow  `json:"concurrency,omitempty"`
+	Warnings        []string          `json:"warnings"`
 }
 
 // PlaceRunner runs the phases and writes the results folder.
@@ -345,7 +348,7 @@ func (r *PlaceRunner) rep(ctx context.Context, rep int, zeroPing map[[2]string]f
 
 	// 1. Calibration without the held-out change.
 	r.S.say("rep %d/%d: calibration (links as configured, no held-out change): connect, %s and %d routes on a and b, %d+%d requests each", rep, p.Repeat, r.S.Stack.Target.Meta.Health, len(p.Routes), p.Warmup, p.Requests)
-	if err := r.S.SetLinks(ctx, r.D, p.OneWayMs(false)); err != nil {
+	if err := r.setPhaseLinks(ctx, fmt.Sprintf("rep %d calibration", rep), false); err != nil {
 		return out, err
 	}
 	if rep == 1 {
@@ -378,7 +381,7 @@ func (r *PlaceRunner) rep(ctx context.Context, rep int, zeroPing map[[2]string]f
 
 	// 2 and 3. The held-out change: new client paths, new requests.
 	r.S.say("rep %d/%d: held-out test (%s): connect, %s and routes on a and b again", rep, p.Repeat, heldOutText(p), r.S.Stack.Target.Meta.Health)
-	if err := r.S.SetLinks(ctx, r.D, p.OneWayMs(true)); err != nil {
+	if err := r.setPhaseLinks(ctx, fmt.Sprintf("rep %d held-out", rep), true); err != nil {
 		return out, err
 	}
 	if rep == 1 {
@@ -491,6 +494,18 @@ func (r *PlaceRunner) rep(ctx context.Context, rep int, zeroPing map[[2]string]f
 		out.ProxyOverheadP50Ms = results.Median(overhead)
 	}
 	return out, nil
+}
+
+// setPhaseLinks applies the plan's links (with the held-out additions when
+// heldOut), calibrated against ICMP unless the plan says calibrate: off.
+func (r *PlaceRunner) setPhaseLinks(ctx context.Context, phase string, heldOut bool) error {
+	want := r.S.Plan.OneWayMs(heldOut)
+	if r.S.Plan.Calibrate == "off" {
+		return r.S.SetLinks(ctx, r.D, want)
+	}
+	r.S.say("  calibrating the link delays against ICMP (%s)", phase)
+	_, err := r.calibrateLinks(ctx, phase, want)
+	return err
 }
 
 func heldOutText(p *PlacePlan) string {

@@ -1,0 +1,100 @@
+package orchestrator
+
+import (
+	"context"
+	"math"
+)
+
+// LinkCalibration is one phase's link calibration: per round, each
+// delayed pair's ICMP residual (configured − added, ms), and the one-way
+// delays kept (those of the round with the smallest total |residual|).
+type LinkCalibration struct {
+	Phase  string               `json:"phase"`
+	Rounds []map[string]float64 `json:"rounds"`
+	Kept   int                  `json:"kept_round"`
+	OneWay map[string]float64   `json:"one_way_ms"` // "a→db": ms applied
+	adj    map[[2]string]float64
+}
+
+// linkCalRounds bounds the link calibration.
+const linkCalRounds = 3
+
+// calibrateLinks corrects the one-way delays so that each delayed pair's
+// ICMP RTT, measured against zero right before it, adds what is configured:
+// the residual is split over the directions as configured (half each way,
+// or all on the one delayed direction), never below a zero hold.
+// SELECT 1 is not used, so it stays an independent check. The best round's
+// delays are applied when it returns.
+func (r *PlaceRunner) calibrateLinks(ctx context.Context, phase string, want map[[2]string]float64) (map[[2]string]float64, error) {
+	lc := LinkCalibration{Phase: phase}
+	adj := map[[2]string]float64{}
+	for k, v := range want {
+		adj[k] = v
+	}
+	var delayed [][2]string
+	for _, pr := range pairs() {
+		if want[pr]+want[[2]string{pr[1], pr[0]}] > 0 {
+			delayed = append(delayed, pr)
+		}
+	}
+	if len(delayed) == 0 {
+		return adj, r.S.SetLinks(ctx, r.D, adj)
+	}
+	best, bestErr := map[[2]string]float64{}, math.Inf(1)
+	for round := 0; round < linkCalRounds; round++ {
+		if err := r.S.SetLinks(ctx, r.D, nil); err != nil {
+			return nil, err
+		}
+		zero := map[[2]string]float64{}
+		for _, pr := range delayed {
+			m, _, err := r.S.Ping(ctx, r.D, pr[0], pr[1], r.S.Plan.ICMPCount)
+			if err != nil {
+				return nil, err
+			}
+			zero[pr] = m
+		}
+		if err := r.S.SetLinks(ctx, r.D, adj); err != nil {
+			return nil, err
+		}
+		res := map[string]float64{}
+		total := 0.0
+		next := map[[2]string]float64{}
+		for k, v := range adj {
+			next[k] = v
+		}
+		for _, pr := range delayed {
+			m, _, err := r.S.Ping(ctx, r.D, pr[0], pr[1], r.S.Plan.ICMPCount)
+			if err != nil {
+				return nil, err
+			}
+			back := [2]string{pr[1], pr[0]}
+			resid := want[pr] + want[back] - (m - zero[pr])
+			res[pr[0]+"–"+pr[1]] = resid
+			total += math.Abs(resid)
+			// Split the residual as the configuration splits the link: half
+			// each way for a symmetric one, all on the delayed direction of
+			// a one-way addition (the held-out change stays one-way).
+			fwd := 0.5
+			if tot := want[pr] + want[back]; tot > 0 && (want[pr] == 0 || want[back] == 0) {
+				fwd = want[pr] / tot
+			}
+			next[pr] = math.Max(adj[pr]+resid*fwd, 0)
+			next[back] = math.Max(adj[back]+resid*(1-fwd), 0)
+		}
+		lc.Rounds = append(lc.Rounds, res)
+		if total < bestErr {
+			bestErr, lc.Kept = total, round
+			best = map[[2]string]float64{}
+			for k, v := range adj {
+				best[k] = v
+			}
+		}
+		adj = next
+	}
+	lc.OneWay = map[string]float64{}
+	for k, v := range best {
+		lc.OneWay[k[0]+"→"+k[1]] = v
+	}
+	r.res.LinkCalibration = append(r.res.LinkCalibration, lc)
+	return best, r.S.SetLinks(ctx, r.D, best)
+}
