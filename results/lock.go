@@ -134,3 +134,14 @@ func lockHolder(path string) int {
 	}
 	return 0
 }
+
+// LockDir takes the results-folder lock of dir for a study that keeps its
+// own files (the worker-scheduling study): a second process gets
+// *LockedError naming the holder. The returned function releases it.
+func LockDir(dir string) (unlock func() error, err error) {
+	h, err := lockFolder(dir)
+	if err != nil {
+		return nil, err
+	}
+	return func() error { return unlockFolder(h) }, nil
+}

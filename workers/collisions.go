@@ -39,7 +39,13 @@ func (r Record) Timed() bool {
 // leave the record untimed.
 func RecordFromOpen(r workloads.OpenResult) Record {
 	rec := Record{LatencyNS: r.LatencyNS, Failed: r.Failed(), Warmup: r.Warmup}
+	// Behind the front proxy every worker is its own single-mode process
+	// (in its own container, where PIDs repeat): the upstream the proxy
+	// names identifies it.
 	rec.Worker = r.Tags[HeaderPID]
+	if w := r.Tags[HeaderWorker]; w != "" {
+		rec.Worker = w
+	}
 	rec.Thread = r.Tags[HeaderThread]
 	s, err1 := strconv.ParseInt(r.Tags[HeaderStartNS], 10, 64)
 	e, err2 := strconv.ParseInt(r.Tags[HeaderEndNS], 10, 64)

@@ -31,7 +31,7 @@ runs probes from it ('ping', 'sqlprobe'). The client container runs the
 load driver ('load'). Every command prints JSON.`,
 		Hidden: false,
 	}
-	cmd.AddCommand(newAgentServeCmd(), newAgentCtlCmd(), newAgentPingCmd(), newAgentSQLProbeCmd(), newAgentLoadCmd(), newAgentIdleCmd(), newAgentTraceCmd(), newAgentProxyCmd(), newAgentConnectCmd(), newAgentOpenLoopCmd(), newAgentCapacityCmd())
+	cmd.AddCommand(newAgentServeCmd(), newAgentCtlCmd(), newAgentPingCmd(), newAgentSQLProbeCmd(), newAgentLoadCmd(), newAgentIdleCmd(), newAgentTraceCmd(), newAgentProxyCmd(), newAgentConnectCmd(), newAgentOpenLoopCmd(), newAgentCapacityCmd(), newAgentWorkersProxyCmd())
 	return cmd
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/rttlab/rttlab/workers"
 	"github.com/rttlab/rttlab/workloads"
 )
 
@@ -21,6 +22,8 @@ type agentOpenOptions struct {
 	copy      []string
 	timeout   time.Duration
 	newConn   bool
+	headers   []string
+	header    map[string]string
 	maxP99    time.Duration
 	startRate float64
 	maxRate   float64
@@ -37,10 +40,15 @@ func (o *agentOpenOptions) check(capacity bool) error {
 	if o.count < 1 || o.warmup < 0 || o.warmup >= o.count {
 		return usagef("--count must be positive and --warmup below it")
 	}
+	if capacity && o.maxP99 <= 0 {
+		return usagef("--max-p99 must be positive (the latency a sustained rate keeps its p99 under)")
+	}
+	hdr, err := parseHeaders(o.headers)
+	if err != nil {
+		return err
+	}
+	o.header = hdr
 	if capacity {
-		if o.maxP99 <= 0 {
-			return usagef("--max-p99 must be positive (the latency a sustained rate keeps its p99 under)")
-		}
 		return nil
 	}
 	if !(o.rate > 0) {
@@ -52,7 +60,7 @@ func (o *agentOpenOptions) check(capacity bool) error {
 func (o *agentOpenOptions) loopOptions(rate float64) workloads.OpenLoopOptions {
 	return workloads.OpenLoopOptions{
 		BaseURL: o.url, Requests: workloads.PathRequests(o.paths...), Rate: rate, Count: o.count, Warmup: o.warmup,
-		Seed: o.seed, Timeout: o.timeout, CopyHeaders: o.copy, NewConnPerRequest: o.newConn, Drain: 5 * time.Second,
+		Seed: o.seed, Timeout: o.timeout, CopyHeaders: o.copy, NewConnPerRequest: o.newConn, Drain: 5 * time.Second, Header: o.header,
 	}
 }
 
@@ -66,6 +74,7 @@ func (o *agentOpenOptions) flags(cmd *cobra.Command) {
 	f.StringArrayVar(&o.copy, "copy-header", nil, "response header copied into each result's tags (repeatable)")
 	f.DurationVar(&o.timeout, "timeout", workloads.DefaultRequestTimeout, "per-request timeout")
 	f.BoolVar(&o.newConn, "new-conn", false, "a new connection per request (no keep-alive)")
+	f.StringArrayVar(&o.headers, "header", nil, "request header 'Name: value' for every request (repeatable)")
 }
 
 func newAgentOpenLoopCmd() *cobra.Command {
@@ -122,5 +131,36 @@ rate, more than 1% failures, or latency p99 above --max-p99), then bisects.`,
 	cmd.Flags().Float64Var(&o.startRate, "start-rate", 20, "first trial's rate")
 	cmd.Flags().Float64Var(&o.maxRate, "max-rate", 5000, "highest rate tried")
 	cmd.Flags().IntVar(&o.maxTrials, "max-trials", 10, "most trials")
+	return cmd
+}
+
+func newAgentWorkersProxyCmd() *cobra.Command {
+	var js string
+	cmd := &cobra.Command{
+		Use:   "workers-proxy --config-json JSON",
+		Short: "The worker-scheduling study's front proxy: W single-mode workers, jsq, round-robin or p2c",
+		Long: `Forwards each request to one of the configured workers (single-mode Puma
+processes) by the rule in the X-Rttlab-Policy header (or the configured
+default): jsq sends it to a worker with nothing in progress if there is
+one, else the least busy; round-robin takes turns; p2c takes the less
+busy of two drawn at random. Every decision is a JSON line in the
+configured log. A failed upstream fails the request (502); nothing is
+rerouted.`,
+		Args: cobra.NoArgs,
+		PreRunE: func(cmd *cobra.Command, args []string) error {
+			if js == "" {
+				return usagef("--config-json is required")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := workers.ParseProxyConfig([]byte(js))
+			if err != nil {
+				return err
+			}
+			return workers.Serve(cmd.Context(), cfg)
+		},
+	}
+	cmd.Flags().StringVar(&js, "config-json", "", "proxy configuration as a JSON string")
 	return cmd
 }

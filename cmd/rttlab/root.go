@@ -51,6 +51,7 @@ Start with:
 		newTraceCmd(),
 		newCISmokeCmd(),
 		newPlaceCmd(),
+		newWorkersCmd(),
 	)
 	usageArgs(cmd)
 	return cmd

@@ -1,0 +1,164 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rttlab/rttlab/apps"
+	"github.com/rttlab/rttlab/orchestrator"
+	"github.com/rttlab/rttlab/results"
+	"github.com/rttlab/rttlab/workers"
+)
+
+type workersOptions struct {
+	plan   string
+	out    string
+	resume string
+}
+
+func newWorkersCmd() *cobra.Command {
+	o := &workersOptions{}
+	var plan *workers.Plan
+	var target apps.Target
+	cmd := &cobra.Command{
+		Use:   "workers [--plan workers|workers-smoke|FILE] [--resume DIR]",
+		Short: "The worker-scheduling study: Puma's accept race against least-busy assignment, under open-loop load",
+		Long: `Compares how requests are assigned to W workers × T threads: Puma in
+cluster mode (wait_for_less_busy_worker off, Puma's default, or a larger
+value) against W single-mode Pumas behind a Go front proxy (join the
+shortest queue, round-robin, power of two choices). The Rails app's
+/work?cpu_ms=X&queries=N route burns X ms of Ruby CPU (holding the GVL)
+and runs N serial SELECTs (releasing it); every answer names the worker
+and when it started and ended, so the collision rate (a request starting
+on a busy worker while another worker is idle) is measured, not guessed.
+
+Load is open-loop: Poisson arrivals, latency from each request's scheduled
+send time. First each configuration's capacity is searched; then every
+cell (policy, W×T, mix, database RTT, load fraction) runs in a seeded
+shuffled order, in rounds. Results go to a folder under --out:
+manifest.json, capacity.jsonl, runs.jsonl (every request), summary.json,
+summary.md and plots/. --resume DIR continues an interrupted folder.`,
+		Args: cobra.NoArgs,
+		PreRunE: func(cmd *cobra.Command, args []string) error {
+			lim := workers.DefaultLimits(runtime.NumCPU())
+			if o.resume != "" {
+				if cmd.Flags().Changed("plan") {
+					return usagef("--resume continues the folder's own plan: leave out --plan")
+				}
+				m, err := readWorkersManifest(o.resume)
+				if err != nil {
+					return usageError{err}
+				}
+				if plan, err = workers.LoadPlan(m.PlanFile, lim); err != nil {
+					return usageError{fmt.Errorf("%s: the folder's plan: %w", o.resume, err)}
+				}
+			} else {
+				var err error
+				if plan, err = workers.LoadPlan(o.plan, lim); err != nil {
+					return usageError{err}
+				}
+			}
+			all, _, _, err := appsTree()
+			if err != nil {
+				return err
+			}
+			if target, err = apps.Resolve(all, "rails"); err != nil {
+				return err
+			}
+			if _, ok := target.Meta.Route("/work"); !ok {
+				return errors.New("the rails app has no /work route: rebuild rttlab from a checkout that has it")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) (err error) {
+			ctx := cmd.Context()
+			w := cmd.ErrOrStderr()
+			dir := o.resume
+			if dir != "" {
+				unlock, err := results.LockDir(dir)
+				if err != nil {
+					return err
+				}
+				defer unlock()
+			}
+			rt, err := connect(ctx)
+			if err != nil {
+				return err
+			}
+			defer rt.Close()
+			if err := ensureImages(ctx, rt, []apps.Target{target}, true, w); err != nil {
+				return err
+			}
+			start := time.Now()
+			say := func(s string) { fmt.Fprintf(w, "[%s] %s\n", time.Since(start).Round(time.Second), s) }
+			ws, err := orchestrator.StartWorkers(ctx, rt, target, plan.Shaper)
+			if ws != nil && ws.Stack != nil {
+				defer removeStack(ctx, rt, ws.Stack, &err)
+			}
+			if err != nil {
+				return err
+			}
+			ws.Progress = say
+			if dir == "" {
+				dir = filepath.Join(o.out, fmt.Sprintf("%s-%s", time.Now().Format("20060102T150405"), plan.Name))
+				if err := os.MkdirAll(dir, 0o755); err != nil {
+					return err
+				}
+				planFile := plan.File()
+				if _, ok := workers.BuiltinPlan(plan.Name, workers.DefaultLimits(runtime.NumCPU())); ok {
+					planFile = plan.Name
+				} else if b, err := os.ReadFile(planFile); err == nil {
+					planFile = filepath.Join(dir, "plan.yaml")
+					if err := os.WriteFile(planFile, b, 0o644); err != nil {
+						return err
+					}
+				}
+				m := orchestrator.WorkersManifest{Kind: "workers", Plan: plan, PlanFile: planFile, Seed: plan.Seed, Version: versionString(),
+					Started: time.Now().UTC(), Backend: plan.Shaper, App: target.Name}
+				b, _ := json.MarshalIndent(m, "", "  ")
+				if err := os.WriteFile(filepath.Join(dir, "manifest.json"), append(b, '\n'), 0o644); err != nil {
+					return err
+				}
+				unlock, err := results.LockDir(dir)
+				if err != nil {
+					return err
+				}
+				defer unlock()
+			}
+			say(fmt.Sprintf("results in %s (%d tasks)", dir, len(plan.Tasks())))
+			r := &orchestrator.WorkersRunner{WS: ws, Plan: plan, Dir: dir, Version: versionString()}
+			s, rerr := r.Run(ctx)
+			if rerr != nil {
+				fmt.Fprintf(w, "continue with: rttlab workers --resume %s\n", dir)
+				return rerr
+			}
+			fmt.Fprint(cmd.OutOrStdout(), s.Markdown("Worker scheduling: "+plan.Name))
+			fmt.Fprintf(cmd.OutOrStdout(), "\nwrote %s (%s)\n", dir, time.Since(start).Round(time.Second))
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.plan, "plan", "workers", "built-in plan (workers, workers-smoke) or a YAML plan file")
+	f.StringVar(&o.out, "out", "rttlab-results", "folder that receives the results folder")
+	f.StringVar(&o.resume, "resume", "", "continue an interrupted workers results folder")
+	return cmd
+}
+
+func readWorkersManifest(dir string) (*orchestrator.WorkersManifest, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
+	if err != nil {
+		return nil, fmt.Errorf("%s is not a workers results folder: %w", dir, err)
+	}
+	var m orchestrator.WorkersManifest
+	if err := json.Unmarshal(b, &m); err != nil || m.Kind != "workers" {
+		return nil, fmt.Errorf("%s/manifest.json is not a workers study's manifest", dir)
+	}
+	return &m, nil
+}

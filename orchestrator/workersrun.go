@@ -1,0 +1,587 @@
+package orchestrator
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rttlab/rttlab/apps"
+	"github.com/rttlab/rttlab/workers"
+	"github.com/rttlab/rttlab/workloads"
+)
+
+// WorkersSession is the worker-scheduling study's engine side: a network,
+// PostgreSQL with its agent and the load client for the whole study, and
+// one app stack at a time (a Puma cluster, or W single-mode Pumas behind
+// the front proxy), each app container with its agent.
+type WorkersSession struct {
+	D        Docker
+	Stack    *Stack // RunID, network, password; Members: db, client, current apps
+	Target   apps.Target
+	Backend  string
+	db       *Member
+	dbSh     *Shaping
+	client   string
+	current  string // the running app stack ("2x2 puma:wflbw=0")
+	apps     []*Member
+	appSh    *Shaping
+	front    string // the front proxy's container, for proxy stacks
+	frontURL string
+	Progress func(string)
+}
+
+func (ws *WorkersSession) say(format string, a ...any) {
+	if ws.Progress != nil {
+		ws.Progress(fmt.Sprintf(format, a...))
+	}
+}
+
+// StartWorkers starts the network, PostgreSQL with its agent and the client.
+func StartWorkers(ctx context.Context, d Docker, t apps.Target, backend string) (ws *WorkersSession, err error) {
+	runID := NewRunID()
+	st := &Stack{RunID: runID, Target: t, Password: NewPassword()}
+	ws = &WorkersSession{D: d, Stack: st, Target: t, Backend: backend}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, st.Remove(context.WithoutCancel(ctx), d))
+		}
+	}()
+	st.Network = "rttlab-" + runID
+	if st.NetworkID, err = d.CreateNetwork(ctx, st.Network, RunLabels(runID, map[string]string{LabelStack: "workers"})); err != nil {
+		return ws, err
+	}
+	ws.db, err = ws.startMember(ctx, "db", ImageRef("postgres"), nil, []string{"RTTLAB_DB_PASSWORD=" + st.Password})
+	if err != nil {
+		return ws, err
+	}
+	if err := waitDB(ctx, d, ws.db, 3*time.Minute); err != nil {
+		return ws, err
+	}
+	ws.dbSh, err = StartAgents(ctx, d, &Stack{RunID: runID, Members: []*Member{ws.db}}, backend, "path", "")
+	if err != nil {
+		return ws, err
+	}
+	c, err := ws.startMember(ctx, "client", AgentImage, []string{"agent", "idle"}, nil)
+	if err != nil {
+		return ws, err
+	}
+	c.Shaped = false
+	ws.client = c.ID
+	return ws, nil
+}
+
+func (ws *WorkersSession) startMember(ctx context.Context, name, image string, cmd, env []string) (*Member, error) {
+	st := ws.Stack
+	labels := RunLabels(st.RunID, map[string]string{LabelRole: name, LabelService: name})
+	spec := ContainerSpec{Name: fmt.Sprintf("rttlab-%s-%s", st.RunID, name), Image: image, Cmd: cmd, Env: env,
+		Labels: labels, Network: st.Network, Aliases: []string{name}}
+	id, err := ws.D.CreateContainer(ctx, spec)
+	m := &Member{Service: name, Role: name, Shaped: true, ID: id, Name: spec.Name}
+	if id != "" {
+		st.Members = append(st.Members, m)
+	}
+	if err != nil {
+		return m, err
+	}
+	if err := ws.D.StartContainer(ctx, id); err != nil {
+		return m, err
+	}
+	ins, err := ws.D.InspectContainer(ctx, id)
+	if err != nil {
+		return m, err
+	}
+	if ep, ok := ins.NetworkSettings.Networks[st.Network]; ok {
+		m.IP = ep.IPAddress
+	}
+	return m, nil
+}
+
+// appEnv is the app container's environment: the stack file's, the
+// target's and Puma's layout.
+func (ws *WorkersSession) appEnv(ctx context.Context, pumaWorkers, threads int, wflbw string) ([]string, error) {
+	proj, err := LoadStackFile(ctx, "feed.yaml", map[string]string{
+		"RTTLAB_DB_PASSWORD": ws.Stack.Password, "RTTLAB_APP_IMAGE": ImageRef(ws.Target.Meta.Name), "RTTLAB_DB_IMAGE": ImageRef("postgres"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	var env []string
+	for _, s := range proj.Services {
+		if s.Name == "app" {
+			for k, v := range s.Environment {
+				if v != nil {
+					env = append(env, k+"="+*v)
+				}
+			}
+		}
+	}
+	for k, v := range ws.Target.Env {
+		env = append(env, k+"="+v)
+	}
+	env = append(env, fmt.Sprintf("PUMA_WORKERS=%d", pumaWorkers), fmt.Sprintf("PUMA_THREADS=%d", threads), "PUMA_WFLBW="+wflbw)
+	sort.Strings(env)
+	return env, nil
+}
+
+// stopApps removes the current app stack (containers, agents, proxy).
+func (ws *WorkersSession) stopApps(ctx context.Context) error {
+	var errs []error
+	var ids []string
+	if ws.front != "" {
+		ids = append(ids, ws.front)
+	}
+	if ws.appSh != nil {
+		for _, a := range ws.appSh.Agents {
+			ids = append(ids, a.ID)
+		}
+	}
+	for _, m := range ws.apps {
+		ids = append(ids, m.ID)
+	}
+	for _, id := range ids {
+		if err := ws.D.RemoveContainer(ctx, id); err != nil && !errors.Is(err, ErrNotFound) {
+			errs = append(errs, err)
+		}
+	}
+	keep := ws.Stack.Members[:0]
+	for _, m := range ws.Stack.Members {
+		gone := false
+		for _, a := range ws.apps {
+			gone = gone || a.ID == m.ID
+		}
+		if !gone {
+			keep = append(keep, m)
+		}
+	}
+	ws.Stack.Members = keep
+	ws.apps, ws.appSh, ws.front, ws.frontURL, ws.current = nil, nil, "", "", ""
+	return errors.Join(errs...)
+}
+
+// ensureStack makes the task's app stack the running one.
+func (ws *WorkersSession) ensureStack(ctx context.Context, t workers.Task) error {
+	if ws.current == t.Stack {
+		return nil
+	}
+	if err := ws.stopApps(ctx); err != nil {
+		return err
+	}
+	ws.say("starting %s", t.Stack)
+	l := t.Layout
+	port := ws.Target.Meta.Port
+	var names []string
+	switch t.Policy.Kind {
+	case workers.KindPuma:
+		wflbw := "default"
+		if !t.Policy.WaitDefault {
+			wflbw = strconv.FormatFloat(t.Policy.WaitS, 'f', -1, 64)
+		}
+		env, err := ws.appEnv(ctx, l.Workers, l.Threads, wflbw)
+		if err != nil {
+			return err
+		}
+		m, err := ws.startMember(ctx, "app", ImageRef(ws.Target.Meta.Name), nil, env)
+		if err != nil {
+			return err
+		}
+		ws.apps = append(ws.apps, m)
+		names = append(names, "app")
+	default:
+		env, err := ws.appEnv(ctx, 0, l.Threads, "default")
+		if err != nil {
+			return err
+		}
+		for i := 0; i < l.Workers; i++ {
+			name := fmt.Sprintf("w%d", i)
+			m, err := ws.startMember(ctx, name, ImageRef(ws.Target.Meta.Name), nil, env)
+			if err != nil {
+				return err
+			}
+			ws.apps = append(ws.apps, m)
+			names = append(names, name)
+		}
+	}
+	for _, m := range ws.apps {
+		if err := waitHTTP(ctx, ws.D, m, "http://"+net.JoinHostPort(m.IP, fmt.Sprint(port))+ws.Target.Meta.Health, 3*time.Minute); err != nil {
+			return err
+		}
+	}
+	var err error
+	ws.appSh, err = StartAgents(ctx, ws.D, &Stack{RunID: ws.Stack.RunID, Members: ws.apps}, ws.Backend, "path", "")
+	if err != nil {
+		return err
+	}
+	if t.Policy.Kind == workers.KindPuma {
+		// Every worker of the cluster must have booted before load.
+		if _, err := ws.workerPIDs(ctx, "http://"+net.JoinHostPort(ws.apps[0].IP, fmt.Sprint(port)), l.Workers, 2*time.Minute); err != nil {
+			return err
+		}
+	} else {
+		cfg := workers.ProxyConfig{Listen: ":8080", Threads: l.Threads, Rule: workers.RuleJSQ, LogPath: "/tmp/rttlab-workers-decisions.jsonl"}
+		for i, n := range names {
+			cfg.Upstreams = append(cfg.Upstreams, workers.Upstream{Name: n, URL: "http://" + net.JoinHostPort(ws.apps[i].IP, fmt.Sprint(port))})
+		}
+		b, _ := json.Marshal(cfg)
+		fm, err := ws.startMember(ctx, "front", AgentImage, []string{"agent", "workers-proxy", "--config-json", string(b)}, nil)
+		if err != nil {
+			return err
+		}
+		fm.Shaped = false
+		ws.front = fm.ID
+		ws.frontURL = "http://" + net.JoinHostPort(fm.IP, "8080")
+		if err := waitHTTP(ctx, ws.D, fm, ws.frontURL+ws.Target.Meta.Health, time.Minute); err != nil {
+			return err
+		}
+	}
+	ws.current = t.Stack
+	return nil
+}
+
+// workerPIDs asks the cluster's /health until n distinct worker PIDs have
+// answered.
+func (ws *WorkersSession) workerPIDs(ctx context.Context, base string, n int, timeout time.Duration) ([]string, error) {
+	seen := map[string]bool{}
+	deadline := time.Now().Add(timeout)
+	tr := &httpTransportNoKeepAlive
+	for len(seen) < n {
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("only %d of %d Puma workers answered within %s", len(seen), n, timeout)
+		}
+		if pid, err := getHeader(ctx, tr, base+ws.Target.Meta.Health, workers.HeaderPID); err == nil && pid != "" {
+			seen[pid] = true
+		} else if err := sleepCtx(ctx, 100*time.Millisecond); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for p := range seen {
+		out = append(out, p)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// setRTT applies the database RTT between every app container and the
+// database, half on each side.
+func (ws *WorkersSession) setRTT(ctx context.Context, rttMs float64) error {
+	half := time.Duration(rttMs / 2 * float64(time.Millisecond))
+	var dbArgs []string
+	for _, m := range ws.apps {
+		dbArgs = append(dbArgs, "--peer-delay", fmt.Sprintf("%s=%dns", m.IP, half.Nanoseconds()))
+		if _, err := ws.appSh.ctl(ctx, ws.D, ws.appSh.Agents[m.Role], "set", "--peer-delay", fmt.Sprintf("%s=%dns", ws.db.IP, half.Nanoseconds())); err != nil {
+			return fmt.Errorf("set %s delay: %w", m.Role, err)
+		}
+	}
+	if _, err := ws.dbSh.ctl(ctx, ws.D, ws.dbSh.Agents["db"], "set", dbArgs...); err != nil {
+		return fmt.Errorf("set db delay: %w", err)
+	}
+	return nil
+}
+
+// baseURL is where the task's load goes: the cluster or the front proxy.
+func (ws *WorkersSession) baseURL() string {
+	if ws.front != "" {
+		return ws.frontURL
+	}
+	return "http://" + net.JoinHostPort(ws.apps[0].IP, fmt.Sprint(ws.Target.Meta.Port))
+}
+
+// openLoopArgs turns open-loop options into `agent openloop` flags.
+func openLoopArgs(o workloads.OpenLoopOptions) []string {
+	args := []string{"/usr/local/bin/rttlab", "agent", "openloop", "--url", o.BaseURL, "--rate", strconv.FormatFloat(o.Rate, 'f', -1, 64),
+		"--count", fmt.Sprint(o.Count), "--warmup", fmt.Sprint(o.Warmup), "--seed", fmt.Sprint(o.Seed)}
+	if o.Timeout > 0 {
+		args = append(args, "--timeout", o.Timeout.String())
+	}
+	if o.NewConnPerRequest {
+		args = append(args, "--new-conn")
+	}
+	for _, h := range o.CopyHeaders {
+		args = append(args, "--copy-header", h)
+	}
+	keys := make([]string, 0, len(o.Header))
+	for k := range o.Header {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		args = append(args, "--header", k+": "+o.Header[k])
+	}
+	for _, r := range o.Requests {
+		args = append(args, "--path", r.Path)
+	}
+	return args
+}
+
+// openLoop runs one open-loop load in the client container.
+func (ws *WorkersSession) openLoop(ctx context.Context, o workloads.OpenLoopOptions) ([]workloads.OpenResult, workloads.OpenTotals, error) {
+	var out, errb bytes.Buffer
+	var tot workloads.OpenTotals
+	budget := time.Duration(float64(o.Count)/o.Rate*float64(time.Second)) + 2*time.Minute
+	code, err := ws.D.Exec(ctx, ws.client, ExecSpec{Cmd: openLoopArgs(o), Stdout: &out, Stderr: &errb, Timeout: budget})
+	if err != nil {
+		return nil, tot, err
+	}
+	for _, m := range ws.Stack.Members {
+		if cerr := checkRunning(ctx, ws.D, m); cerr != nil {
+			return nil, tot, cerr
+		}
+	}
+	if code != 0 {
+		return nil, tot, fmt.Errorf("open-loop client exit %d: %s", code, lastLines(errb.String(), 3))
+	}
+	lines := strings.Split(strings.TrimSpace(errb.String()), "\n")
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &tot); err != nil {
+		return nil, tot, fmt.Errorf("open-loop totals: %w", err)
+	}
+	rs, err := workloads.DecodeOpenResults(&out)
+	if err != nil {
+		return nil, tot, fmt.Errorf("open-loop output: %w", err)
+	}
+	return rs, tot, nil
+}
+
+// WorkersRunner runs a workers plan into a results folder and can resume
+// one: each finished task is a line of runs.jsonl.
+type WorkersRunner struct {
+	WS      *WorkersSession
+	Plan    *workers.Plan
+	Dir     string
+	Version string
+}
+
+// WorkersManifest is a workers folder's manifest.json.
+type WorkersManifest struct {
+	Kind     string        `json:"kind"` // "workers"
+	Plan     *workers.Plan `json:"plan"`
+	PlanFile string        `json:"plan_file"`
+	Seed     uint64        `json:"seed"`
+	Version  string        `json:"version"`
+	Started  time.Time     `json:"started"`
+	Backend  string        `json:"backend"`
+	App      string        `json:"app"`
+}
+
+// WorkersCapacity is one capacity search's result (capacity.jsonl).
+type WorkersCapacity struct {
+	Key      workers.CapacityKey `json:"key"`
+	Capacity workloads.Capacity  `json:"capacity"`
+}
+
+// WorkersRunLine is one finished task (runs.jsonl).
+type WorkersRunLine struct {
+	Task   workers.Task         `json:"task"`
+	Run    workers.Run          `json:"run"`
+	Totals workloads.OpenTotals `json:"totals"`
+}
+
+func appendJSONLine(path string, v any) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		f.Close()
+		return err
+	}
+	if _, err := f.Write(append(b, '\n')); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// readJSONLines decodes every complete line of path into fn; a torn last
+// line (an interrupted write) is ignored.
+func readJSONLines(path string, fn func([]byte) error) error {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	r := bufio.NewReader(f)
+	for line := 1; ; line++ {
+		b, err := r.ReadBytes('\n')
+		if len(b) > 0 && b[len(b)-1] == '\n' {
+			if ferr := fn(b); ferr != nil {
+				return fmt.Errorf("%s:%d: %w", path, line, ferr)
+			}
+		}
+		if err != nil {
+			return nil
+		}
+	}
+}
+
+// Run measures the capacities not yet in the folder, then every task not
+// yet done, then writes the summary.
+func (r *WorkersRunner) Run(ctx context.Context) (*workers.Summary, error) {
+	p := r.Plan
+	caps := map[workers.CapacityKey]float64{}
+	var capRows []WorkersCapacity
+	if err := readJSONLines(filepath.Join(r.Dir, "capacity.jsonl"), func(b []byte) error {
+		var c WorkersCapacity
+		if err := json.Unmarshal(b, &c); err != nil {
+			return err
+		}
+		caps[c.Key] = c.Capacity.Rate
+		capRows = append(capRows, c)
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	done := map[int]bool{}
+	var runs []workers.Run
+	if err := readJSONLines(filepath.Join(r.Dir, "runs.jsonl"), func(b []byte) error {
+		var l WorkersRunLine
+		if err := json.Unmarshal(b, &l); err != nil {
+			return err
+		}
+		if !done[l.Task.ID] {
+			done[l.Task.ID] = true
+			runs = append(runs, l.Run)
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	ws := r.WS
+	targets := p.CapacityTargets()
+	for i, ct := range targets {
+		if _, ok := caps[ct.Key]; ok {
+			continue
+		}
+		t := workers.Task{Stack: ct.Stack, Policy: ct.Policy, Layout: ct.Layout, Mix: ct.Mix, RTTMs: ct.RTTMs, Seed: ct.Seed}
+		if err := ws.ensureStack(ctx, t); err != nil {
+			return nil, err
+		}
+		if err := ws.setRTT(ctx, ct.RTTMs); err != nil {
+			return nil, err
+		}
+		ws.say("capacity %d/%d: %s %s %s at %g ms", i+1, len(targets), ct.Policy, ct.Layout, ct.Mix.Name, ct.RTTMs)
+		opts := p.Capacity.Options()
+		c, err := workloads.SearchCapacity(ctx, opts, func(ctx context.Context, rate float64) (workloads.OpenTotals, error) {
+			o := p.OpenLoopOptions(t, ws.baseURL(), rate)
+			o.Count, o.Warmup = p.Capacity.TrialWarmup+p.Capacity.TrialRequests, p.Capacity.TrialWarmup
+			o.CopyHeaders = nil
+			_, tot, err := ws.openLoop(ctx, o)
+			return tot, err
+		})
+		if err != nil {
+			return nil, err
+		}
+		ws.say("  sustains %.0f requests/s (%d trials)%s", c.Rate, len(c.Trials), map[bool]string{true: "", false: "; " + c.Warning}[c.Warning == ""])
+		row := WorkersCapacity{Key: ct.Key, Capacity: c}
+		if err := appendJSONLine(filepath.Join(r.Dir, "capacity.jsonl"), row); err != nil {
+			return nil, err
+		}
+		caps[ct.Key] = c.Rate
+		capRows = append(capRows, row)
+	}
+	tasks := p.Tasks()
+	start := time.Now()
+	for _, t := range tasks {
+		if done[t.ID] {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		rate, err := p.Rate(t, caps)
+		if err != nil {
+			return nil, err
+		}
+		if err := ws.ensureStack(ctx, t); err != nil {
+			return nil, err
+		}
+		if err := ws.setRTT(ctx, t.RTTMs); err != nil {
+			return nil, err
+		}
+		ws.say("[%d/%d] %s %s %s %g ms at %.0f%% (%.0f/s), run %d (elapsed %s)", t.ID, len(tasks), t.Policy, t.Layout, t.Mix.Name, t.RTTMs, 100*t.Fraction, rate, t.Run, time.Since(start).Round(time.Second))
+		rs, tot, err := ws.openLoop(ctx, p.OpenLoopOptions(t, ws.baseURL(), rate))
+		if err != nil {
+			return nil, err
+		}
+		run := workers.Run{Cell: t.Cell(), Run: t.Run, Rate: rate}
+		workerSet := map[string]bool{}
+		for _, x := range rs {
+			rec := workers.RecordFromOpen(x)
+			run.Records = append(run.Records, rec)
+			if rec.Worker != "" {
+				workerSet[rec.Worker] = true
+			}
+		}
+		for w := range workerSet {
+			run.Workers = append(run.Workers, w)
+		}
+		sort.Strings(run.Workers)
+		if err := appendJSONLine(filepath.Join(r.Dir, "runs.jsonl"), WorkersRunLine{Task: t, Run: run, Totals: tot}); err != nil {
+			return nil, err
+		}
+		runs = append(runs, run)
+	}
+	return r.summarize(runs, capRows)
+}
+
+func (r *WorkersRunner) summarize(runs []workers.Run, caps []WorkersCapacity) (*workers.Summary, error) {
+	s := workers.Analyze(runs, workers.Options{Seed: r.Plan.Seed})
+	for _, c := range caps {
+		s.Capacities = append(s.Capacities, workers.CapacityResult{Key: c.Key, Rate: c.Capacity.Rate, Ceiling: c.Capacity.Ceiling, Converged: c.Capacity.Converged, Trials: len(c.Capacity.Trials), Warning: c.Capacity.Warning})
+	}
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return s, err
+	}
+	if err := os.WriteFile(filepath.Join(r.Dir, "summary.json"), append(b, '\n'), 0o644); err != nil {
+		return s, err
+	}
+	if err := os.WriteFile(filepath.Join(r.Dir, "summary.md"), []byte(s.Markdown("Worker scheduling: "+r.Plan.Name)), 0o644); err != nil {
+		return s, err
+	}
+	_, err = s.WritePlots(filepath.Join(r.Dir, "plots"))
+	return s, err
+}
+
+// httpTransportNoKeepAlive dials a new connection per request, so every
+// request to a Puma cluster can land on any worker.
+var httpTransportNoKeepAlive = http.Transport{DisableKeepAlives: true}
+
+// getHeader GETs url and returns one response header.
+func getHeader(ctx context.Context, tr *http.Transport, url, header string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		return "", err
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("%s: status %d", url, resp.StatusCode)
+	}
+	return resp.Header.Get(header), nil
+}
