@@ -40,7 +40,13 @@ type WorkersSession struct {
 	front    string // the front proxy's container, for proxy stacks
 	frontURL string
 	Progress func(string)
+	// DecisionsPath, when set, receives the front proxy's decision log
+	// each time a proxy stack is stopped.
+	DecisionsPath string
 }
+
+// workersDecisionLog is the front proxy's log inside its container.
+const workersDecisionLog = "/tmp/rttlab-workers-decisions.jsonl"
 
 func (ws *WorkersSession) say(format string, a ...any) {
 	if ws.Progress != nil {
@@ -141,6 +147,9 @@ func (ws *WorkersSession) stopApps(ctx context.Context) error {
 	var ids []string
 	if ws.front != "" {
 		ids = append(ids, ws.front)
+		if ws.DecisionsPath != "" {
+			errs = append(errs, ws.saveDecisions(ctx))
+		}
 	}
 	if ws.appSh != nil {
 		for _, a := range ws.appSh.Agents {
@@ -169,6 +178,35 @@ func (ws *WorkersSession) stopApps(ctx context.Context) error {
 	ws.apps, ws.appSh, ws.front, ws.frontURL, ws.current = nil, nil, "", "", ""
 	return errors.Join(errs...)
 }
+
+// saveDecisions appends the running front proxy's decision log, each
+// line tagged with the stack, to DecisionsPath.
+func (ws *WorkersSession) saveDecisions(ctx context.Context) error {
+	var out, errb bytes.Buffer
+	code, err := ws.D.Exec(ctx, ws.front, ExecSpec{Cmd: []string{"cat", workersDecisionLog}, Stdout: &out, Stderr: &errb, Timeout: time.Minute})
+	if err != nil {
+		return fmt.Errorf("front proxy decision log: %w", err)
+	}
+	if code != 0 {
+		return fmt.Errorf("front proxy decision log: %s", strings.TrimSpace(errb.String()))
+	}
+	decs, err := workers.ReadDecisions(&out)
+	if err != nil {
+		return fmt.Errorf("front proxy decision log: %w", err)
+	}
+	for _, d := range decs {
+		if err := appendJSONLine(ws.DecisionsPath, struct {
+			Stack string `json:"stack"`
+			workers.Decision
+		}{ws.current, d}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Close stops the current app stack, saving the proxy's decisions.
+func (ws *WorkersSession) Close(ctx context.Context) error { return ws.stopApps(ctx) }
 
 // ensureStack makes the task's app stack the running one.
 func (ws *WorkersSession) ensureStack(ctx context.Context, t workers.Task) error {
@@ -229,7 +267,7 @@ func (ws *WorkersSession) ensureStack(ctx context.Context, t workers.Task) error
 			return err
 		}
 	} else {
-		cfg := workers.ProxyConfig{Listen: ":8080", Threads: l.Threads, Rule: workers.RuleJSQ, LogPath: "/tmp/rttlab-workers-decisions.jsonl"}
+		cfg := workers.ProxyConfig{Listen: ":8080", Threads: l.Threads, Rule: workers.RuleJSQ, LogPath: workersDecisionLog}
 		for i, n := range names {
 			cfg.Upstreams = append(cfg.Upstreams, workers.Upstream{Name: n, URL: "http://" + net.JoinHostPort(ws.apps[i].IP, fmt.Sprint(port))})
 		}
@@ -539,6 +577,9 @@ func (r *WorkersRunner) Run(ctx context.Context) (*workers.Summary, error) {
 			return nil, err
 		}
 		runs = append(runs, run)
+	}
+	if err := ws.Close(ctx); err != nil {
+		return nil, err
 	}
 	return r.summarize(runs, capRows)
 }

@@ -133,6 +133,7 @@ summary.md and plots/. --resume DIR continues an interrupted folder.`,
 				defer unlock()
 			}
 			say(fmt.Sprintf("results in %s (%d tasks)", dir, len(plan.Tasks())))
+			ws.DecisionsPath = filepath.Join(dir, "decisions.jsonl")
 			r := &orchestrator.WorkersRunner{WS: ws, Plan: plan, Dir: dir, Version: versionString()}
 			s, rerr := r.Run(ctx)
 			if rerr != nil {

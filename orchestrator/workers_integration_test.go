@@ -1,0 +1,130 @@
+package orchestrator
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/rttlab/rttlab/apps"
+	"github.com/rttlab/rttlab/workers"
+)
+
+// TestIntegrationWorkersSmoke runs workers-smoke for real: a Puma cluster
+// of 2 workers serves /work with distinct PIDs, and the JSQ front proxy
+// never sends a request to a busy worker while another is idle.
+func TestIntegrationWorkersSmoke(t *testing.T) {
+	rt := engineForTest(t)
+	all := builtApps(t, rt, "postgres", "agent", "rails")
+	target, err := apps.Resolve(all, "rails")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, ok := workers.BuiltinPlan(workers.PlanWorkersSmoke, workers.DefaultLimits(runtime.NumCPU()))
+	if !ok {
+		t.Fatal("no workers-smoke plan")
+	}
+	ctx := context.Background()
+	ws, err := StartWorkers(ctx, rt, target, plan.Shaper)
+	if ws != nil && ws.Stack != nil {
+		t.Cleanup(func() {
+			if err := ws.Stack.Remove(context.Background(), rt); err != nil {
+				t.Error(err)
+			}
+			if cs, _ := rt.ListContainers(context.Background(), map[string]string{LabelRun: ws.Stack.RunID}); len(cs) != 0 {
+				t.Errorf("%d containers of run %s remain after cleanup", len(cs), ws.Stack.RunID)
+			}
+		})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws.Progress = func(s string) { t.Log(s) }
+	dir := t.TempDir()
+	ws.DecisionsPath = filepath.Join(dir, "decisions.jsonl")
+	r := &WorkersRunner{WS: ws, Plan: plan, Dir: dir}
+	s, err := r.Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Runs as recorded: the cluster's answers name two worker processes.
+	var lines []WorkersRunLine
+	if err := readJSONLines(filepath.Join(dir, "runs.jsonl"), func(b []byte) error {
+		var l WorkersRunLine
+		if err := json.Unmarshal(b, &l); err != nil {
+			return err
+		}
+		lines = append(lines, l)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(lines) != len(plan.Tasks()) {
+		t.Fatalf("%d runs recorded for %d tasks", len(lines), len(plan.Tasks()))
+	}
+	for _, l := range lines {
+		if l.Task.Policy.Kind != workers.KindPuma {
+			continue
+		}
+		pids := map[string]bool{}
+		for _, rec := range l.Run.Records {
+			if !rec.Timed() {
+				t.Fatalf("task %d: a request without worker stamps: %+v", l.Task.ID, rec)
+			}
+			pids[rec.Worker] = true
+		}
+		if len(pids) < 2 {
+			t.Errorf("task %d (%s): answers from %d worker PID(s), want 2", l.Task.ID, l.Task.Cell(), len(pids))
+		}
+	}
+
+	// The JSQ proxy's decisions: never a busy worker while another idles.
+	b, err := os.ReadFile(ws.DecisionsPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var jsq, busy int
+	for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
+		var d workers.Decision
+		if err := json.Unmarshal(line, &d); err != nil {
+			t.Fatal(err)
+		}
+		if d.Policy != workers.ProxyJSQ.String() {
+			continue
+		}
+		jsq++
+		if d.BusyWhileIdle() {
+			busy++
+		}
+	}
+	if jsq == 0 || busy != 0 {
+		t.Errorf("JSQ decisions: %d, of which %d sent to a busy worker while another was idle", jsq, busy)
+	}
+
+	// And from the workers' own recorded intervals: a JSQ request starts
+	// on a busy worker while another is idle only within the time the
+	// proxy cannot see (a response still on its way back), 5 ms here.
+	for _, l := range lines {
+		if l.Task.Policy != workers.ProxyJSQ {
+			continue
+		}
+		cs := workers.Collisions(l.Run.Records, l.Run.Workers, 5*time.Millisecond)
+		t.Logf("task %d %s: %d collisions of %d (busy starts %d)", l.Task.ID, l.Task.Cell(), cs.Collisions, cs.Requests, cs.BusyStarts)
+		if cs.Requests == 0 || cs.Collisions != 0 {
+			t.Errorf("task %d (%s): JSQ requests %d, collisions from the recorded intervals %d", l.Task.ID, l.Task.Cell(), cs.Requests, cs.Collisions)
+		}
+	}
+	if len(s.Cells) == 0 {
+		t.Error("no cells in the summary")
+	}
+	for _, f := range []string{"capacity.jsonl", "runs.jsonl", "summary.json", "summary.md", "plots/workers-latency.svg"} {
+		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+}
