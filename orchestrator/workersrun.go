@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -164,13 +165,9 @@ func (ws *WorkersSession) stopApps(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
-	keep := ws.Stack.Members[:0]
+	var keep []*Member
 	for _, m := range ws.Stack.Members {
-		gone := false
-		for _, a := range ws.apps {
-			gone = gone || a.ID == m.ID
-		}
-		if !gone {
+		if !slices.Contains(ids, m.ID) {
 			keep = append(keep, m)
 		}
 	}
