@@ -264,7 +264,12 @@ func (ws *WorkersSession) ensureStack(ctx context.Context, t workers.Task) error
 			return err
 		}
 	} else {
-		cfg := workers.ProxyConfig{Listen: ":8080", Threads: l.Threads, Rule: workers.RuleJSQ, LogPath: workersDecisionLog}
+		// A new upstream connection per request, as nginx's default
+		// upstream does: a single-mode Puma serves a kept-alive
+		// connection's next request before requests waiting on its other
+		// connections (seconds at 90% load here), which would charge the
+		// policy with Puma's connection handling.
+		cfg := workers.ProxyConfig{Listen: ":8080", Threads: l.Threads, Rule: workers.RuleJSQ, LogPath: workersDecisionLog, DisableKeepAlives: true}
 		for i, n := range names {
 			cfg.Upstreams = append(cfg.Upstreams, workers.Upstream{Name: n, URL: "http://" + net.JoinHostPort(ws.apps[i].IP, fmt.Sprint(port))})
 		}
