@@ -175,5 +175,9 @@ func startShaped(ctx context.Context, rt *orchestrator.Runtime, so orchestrator.
 // removeStack removes a stack a command started and adds to *errp what
 // could not be removed, so that the command does not report success.
 func removeStack(ctx context.Context, rt *orchestrator.Runtime, st *orchestrator.Stack, errp *error) {
-	*errp = errors.Join(*errp, st.Remove(context.WithoutCancel(ctx), rt))
+	// Joined only when something is left: a Join of one error hides its
+	// type from the exit status (the budget gate's 3).
+	if rerr := st.Remove(context.WithoutCancel(ctx), rt); rerr != nil {
+		*errp = errors.Join(*errp, rerr)
+	}
 }
