@@ -122,9 +122,13 @@ func SweepKey(n int) string { return "placement-sweep\x00" + strconv.Itoa(n) }
 // and B: the p50s (results.Percentile) and a percentile-bootstrap 95%
 // interval of median(A) − median(B), A and B resampled independently
 // (results.BootstrapChangeCI with B as the base), from
-// results.NewRNG(seed, SweepKey(N)). Only N present for both hosts make a
+// results.NewRNG(seed, SweepKey(N)); resamples ≤ 0 means
+// results.DefaultResamples. Only N present for both hosts make a
 // point; the points come sorted by N.
 func Sweep(a, b map[int][]float64, seed uint64, resamples int) []SweepPoint {
+	if resamples <= 0 {
+		resamples = results.DefaultResamples
+	}
 	var out []SweepPoint
 	for n, la := range a {
 		lb, ok := b[n]

@@ -270,4 +270,9 @@ func TestSweep(t *testing.T) {
 	if len(mc.Crossings) != 1 || len(mc.Supported) != 1 {
 		t.Errorf("%+v", mc)
 	}
+	// Zero resamples take the default count, as SummarizeRouted does,
+	// rather than leaving every interval empty.
+	if d := Sweep(a, b, 7, 0); d[0].DiffCI.Excludes0() != -1 {
+		t.Errorf("default resamples: %+v", d[0].DiffCI)
+	}
 }
