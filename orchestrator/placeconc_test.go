@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"encoding/json"
 	"math"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -66,6 +67,35 @@ func TestPlaceMarkdownAndWarnings(t *testing.T) {
 	for _, want := range []string{"## ⚠ Warnings", "| calibration | a–db | 0.250 | 0.500 | 0.900 | 0.400 | 0 |", "| 70% | 70 | user-first | all | 90 | 10 | 3.000 | 40.000 | a 100% |"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("summary lacks %q:\n%s", want, md)
+		}
+	}
+}
+
+func TestWritePlacePlots(t *testing.T) {
+	p, _ := BuiltinPlacePlan("placement-smoke")
+	cal := placement.Calibration{
+		Hosts:  []placement.HostCalibration{{Name: "a", HealthP50Ms: 1, Select1P50Ms: 0.6}, {Name: "b", HealthP50Ms: 1.2, Select1P50Ms: 0.45}},
+		Routes: []placement.RouteCalibration{{Path: "/serial", PerN: true, P50Ms: map[string]float64{"a": 1.1, "b": 1.3}}},
+	}
+	res := &PlaceResult{Plan: p,
+		Reps: []PlaceRep{{Rep: 1, HeldOutCal: cal, Routed: placement.RoutedSummary{Cells: []placement.PolicyRoute{
+			{Policy: placement.PolicyUserFirst, Route: "/feed", P50Ms: 9, P50CI: placement.CI{Low: 8.5, High: 9.5}},
+			{Policy: placement.PolicyProfiled, Route: "/feed", P50Ms: 8, P50CI: placement.CI{Low: 7.5, High: 8.5}}}}}},
+		Sweep:       []placement.SweepPoint{{N: 0, AP50Ms: 1.1, BP50Ms: 1.3}, {N: 12, AP50Ms: 9, BP50Ms: 7}},
+		Concurrency: []ConcurrencyRow{{Fraction: 0.3, Policy: "user-first", Route: "all", P50Ms: 10, P99Ms: 50}, {Fraction: 0.7, Policy: "user-first", Route: "all", P50Ms: 20, P99Ms: 200}},
+	}
+	dir := t.TempDir()
+	files, err := WritePlacePlots(res, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) != 3 {
+		t.Fatalf("files %v", files)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil || !strings.Contains(string(b), "<svg") {
+			t.Errorf("%s: %v", f, err)
 		}
 	}
 }

@@ -90,7 +90,11 @@ func ReportPlacement(dir string) ([]string, error) {
 	if err := os.WriteFile(files[0], append(b, '\n'), 0o644); err != nil {
 		return nil, err
 	}
-	return files, os.WriteFile(files[1], []byte(PlaceMarkdown(res)), 0o644)
+	if err := os.WriteFile(files[1], []byte(PlaceMarkdown(res)), 0o644); err != nil {
+		return files, err
+	}
+	plots, err := WritePlacePlots(res, filepath.Join(dir, "plots"))
+	return append(files, plots...), err
 }
 
 type sampleKey struct {

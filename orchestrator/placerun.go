@@ -182,7 +182,11 @@ func (r *PlaceRunner) Run(ctx context.Context) (*PlaceResult, error) {
 	if err := r.writeJSON("summary.json", r.res); err != nil {
 		return r.res, err
 	}
-	return r.res, os.WriteFile(filepath.Join(r.Dir, "summary.md"), []byte(PlaceMarkdown(r.res)), 0o644)
+	if err := os.WriteFile(filepath.Join(r.Dir, "summary.md"), []byte(PlaceMarkdown(r.res)), 0o644); err != nil {
+		return r.res, err
+	}
+	_, err = WritePlacePlots(r.res, filepath.Join(r.Dir, "plots"))
+	return r.res, err
 }
 
 func (r *PlaceRunner) nodeIPs() map[string]string {
