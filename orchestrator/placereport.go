@@ -228,6 +228,7 @@ func recomputePlace(res *PlaceResult, samples []PlaceSample) error {
 			res.Measured = &mc
 		}
 	}
+	res.SweepPredicted = sweepPredicted(res)
 	res.Warnings = nil
 	(&PlaceRunner{res: res}).warn()
 	return nil

@@ -573,19 +573,37 @@ func (r *PlaceRunner) sweep(ctx context.Context) error {
 	if mc, err := placement.MeasureCrossover(r.res.Sweep); err == nil {
 		r.res.Measured = &mc
 	}
-	if n := len(r.res.Reps); n > 0 {
-		ho := r.res.Reps[n-1].HeldOutCal
-		if rt, err := ho.RouteN(rm.Path, 0); err == nil {
-			if est, err := ho.Estimates(rt); err == nil {
-				for _, m := range placement.Models {
-					if c, err := placement.PredictedCrossover(est[0], est[1], m); err == nil {
-						r.res.SweepPredicted = append(r.res.SweepPredicted, PredictedRow{Route: rm.Path, Model: m, Crossover: c})
-					}
-				}
-			}
+	r.res.SweepPredicted = sweepPredicted(r.res)
+	return nil
+}
+
+// sweepPredicted is each model's predicted crossover for the per-N route,
+// from the last repetition's held-out calibration.
+func sweepPredicted(res *PlaceResult) []PredictedRow {
+	n := len(res.Reps)
+	if n == 0 {
+		return nil
+	}
+	ho := res.Reps[n-1].HeldOutCal
+	path, ok := perNRouteOf(ho)
+	if !ok {
+		return nil
+	}
+	rt, err := ho.RouteN(path, 0)
+	if err != nil {
+		return nil
+	}
+	est, err := ho.Estimates(rt)
+	if err != nil {
+		return nil
+	}
+	var out []PredictedRow
+	for _, m := range placement.Models {
+		if c, err := placement.PredictedCrossover(est[0], est[1], m); err == nil {
+			out = append(out, PredictedRow{Route: path, Model: m, Crossover: c})
 		}
 	}
-	return nil
+	return out
 }
 
 // warn adds the statistics' caveats: low n, failures, unverified links,

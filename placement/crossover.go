@@ -100,6 +100,25 @@ func (c Crossover) MarshalJSON() ([]byte, error) {
 	}{plain(c), n})
 }
 
+// UnmarshalJSON reads what MarshalJSON writes (null N: NaN), so a summary
+// read back keeps its crossovers.
+func (c *Crossover) UnmarshalJSON(b []byte) error {
+	type plain Crossover
+	var v struct {
+		plain
+		N *float64 `json:"n"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*c = Crossover(v.plain)
+	c.N = math.NaN()
+	if v.N != nil {
+		c.N = *v.N
+	}
+	return nil
+}
+
 // SweepPoint is one N of a serial-call sweep on two hosts A and B: each
 // host's p50 from direct requests and the bootstrap interval of
 // p50(A) − p50(B).

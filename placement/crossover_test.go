@@ -276,3 +276,22 @@ func TestSweep(t *testing.T) {
 		t.Errorf("default resamples: %+v", d[0].DiffCI)
 	}
 }
+
+func TestCrossoverJSONRoundTrip(t *testing.T) {
+	for _, c := range []Crossover{
+		{Model: ModelProfiled, A: "a", B: "b", N: 3.55, Below: "a", Above: "b"},
+		{Model: ModelNetworkOnly, A: "a", B: "b", Never: true, N: math.NaN(), Below: "b", Above: "b"},
+	} {
+		b, err := json.Marshal(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back Crossover
+		if err := json.Unmarshal(b, &back); err != nil {
+			t.Fatal(err)
+		}
+		if back.String() != c.String() || back.Model != c.Model || back.Never != c.Never {
+			t.Errorf("%s → %s → %+v", c, b, back)
+		}
+	}
+}
