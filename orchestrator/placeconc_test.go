@@ -63,7 +63,14 @@ func TestPlaceMarkdownAndWarnings(t *testing.T) {
 	if strings.Contains(w, "SELECT 1 from a") {
 		t.Errorf("a SELECT 1 within 0.05 ms warned:\n%s", w)
 	}
+	res.Reps = []PlaceRep{
+		{Rep: 1, Predicted: []PredictedRow{{Route: "/feed", Model: placement.ModelProfiled, Crossover: placement.Crossover{N: 3.55, Below: "a", Above: "b"}}}},
+		{Rep: 2, Predicted: []PredictedRow{{Route: "/feed", Model: placement.ModelProfiled, Crossover: placement.Crossover{N: 1.25, Below: "a", Above: "b"}}}},
+	}
 	md := PlaceMarkdown(res)
+	if !strings.Contains(md, "| /feed | profiled | 3.55 (a below, b above); 1.25 (a below, b above) | 2.30 (1.25–3.55) |") {
+		t.Errorf("crossover movement missing:\n%s", md)
+	}
 	for _, want := range []string{"## ⚠ Warnings", "| calibration | a–db | 0.250 | 0.500 | 0.900 | 0.400 | 0 |", "| 70% | 70 | user-first | all | 90 | 10 | 3.000 | 40.000 | a 100% |"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("summary lacks %q:\n%s", want, md)

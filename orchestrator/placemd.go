@@ -94,6 +94,46 @@ func PlaceMarkdown(r *PlaceResult) string {
 		}
 		fmt.Fprintf(&b, "\nThe proxy's own added latency (client latency − its upstream time), median: %.3f ms over the routed requests; %d decisions logged.\n", rep.ProxyOverheadP50Ms, rep.Decisions)
 	}
+	if len(r.Reps) > 1 {
+		b.WriteString("\n## How far the predicted crossover moves across repetitions\n\n| route | model | per repetition | spread |\n|---|---|---|---|\n")
+		type key struct {
+			route string
+			model placement.Model
+		}
+		var keys []key
+		vals := map[key][]placement.Crossover{}
+		for _, rep := range r.Reps {
+			for _, pc := range rep.Predicted {
+				k := key{pc.Route, pc.Model}
+				if _, ok := vals[k]; !ok {
+					keys = append(keys, k)
+				}
+				vals[k] = append(vals[k], pc.Crossover)
+			}
+		}
+		for _, k := range keys {
+			var parts []string
+			lo, hi, never := math.Inf(1), math.Inf(-1), 0
+			for _, c := range vals[k] {
+				parts = append(parts, c.String())
+				if c.Never {
+					never++
+					continue
+				}
+				lo, hi = math.Min(lo, c.N), math.Max(hi, c.N)
+			}
+			spread := "–"
+			switch {
+			case never == len(vals[k]):
+				spread = "never crosses"
+			case never > 0:
+				spread = fmt.Sprintf("crosses in %d of %d; %.2f–%.2f", len(vals[k])-never, len(vals[k]), lo, hi)
+			default:
+				spread = fmt.Sprintf("%.2f (%.2f–%.2f)", hi-lo, lo, hi)
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", k.route, k.model, strings.Join(parts, "; "), spread)
+		}
+	}
 	if len(r.Sweep) > 0 {
 		b.WriteString("\n## Serial sweep (direct, held-out change in place)\n\n| N | a p50 ms | b p50 ms | a − b | 95% CI | n a/b |\n|---|---|---|---|---|---|\n")
 		for _, s := range r.Sweep {
