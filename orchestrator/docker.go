@@ -85,6 +85,9 @@ type Containers interface {
 	ListContainers(ctx context.Context, labelFilter map[string]string) ([]container.Summary, error)
 	Exec(ctx context.Context, id string, spec ExecSpec) (int, error)
 	Logs(ctx context.Context, id string, tail int) (string, error)
+	// CopyToContainer extracts a tar archive into the folder dir of a
+	// container (the database's init files).
+	CopyToContainer(ctx context.Context, id, dir string, tarball io.Reader) error
 }
 
 // Networks creates and removes private networks.
@@ -466,6 +469,16 @@ func (r *Runtime) Exec(ctx context.Context, id string, s ExecSpec) (int, error) 
 		return -1, fmt.Errorf("exec %s in %s: inspect: %w", s.Cmd[0], short(id), err)
 	}
 	return ins.ExitCode, nil
+}
+
+// CopyToContainer extracts a tar archive into dir inside the container.
+func (r *Runtime) CopyToContainer(ctx context.Context, id, dir string, tarball io.Reader) error {
+	ctx, cancel := context.WithTimeout(ctx, longCall)
+	defer cancel()
+	if err := r.cli.CopyToContainer(ctx, id, dir, tarball, container.CopyToContainerOptions{}); err != nil {
+		return fmt.Errorf("copy into %s:%s: %w", short(id), dir, err)
+	}
+	return nil
 }
 
 // CreateNetwork creates a labelled bridge network.

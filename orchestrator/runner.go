@@ -76,7 +76,7 @@ func ValidatePlanApps(p *Plan, all map[string]*apps.Meta) error {
 func statementsPerRequest(m *apps.Meta, route string) float64 {
 	path, q, _ := strings.Cut(route, "?")
 	r, ok := m.Route(path)
-	if !ok {
+	if !ok || r.Undeclared {
 		return -1
 	}
 	if r.StatementsPerN {
@@ -118,6 +118,11 @@ func Run(ctx context.Context, d Docker, all map[string]*apps.Meta, o RunOptions)
 		if err := p.Validate(); err != nil {
 			return "", err
 		}
+	}
+	// A user's own apps (image: entries) resolve like the tree's apps.
+	all = copyMetas(all)
+	if err := AddOwnApps(p, all); err != nil {
+		return "", err
 	}
 	if err := ValidatePlanApps(p, all); err != nil {
 		return "", err
@@ -596,4 +601,12 @@ func cpuModel() string {
 		}
 	}
 	return ""
+}
+
+func copyMetas(all map[string]*apps.Meta) map[string]*apps.Meta {
+	out := make(map[string]*apps.Meta, len(all))
+	for k, v := range all {
+		out[k] = v
+	}
+	return out
 }
