@@ -247,6 +247,11 @@ func (r *Runtime) RemoveImages(ctx context.Context, labelFilter map[string]strin
 	}
 	var removed []string
 	for _, img := range imgs {
+		// A user's image built FROM one of rttlab's inherits its labels:
+		// it is never removed.
+		if !BuiltByRttlab(img.RepoTags, img.Labels) {
+			continue
+		}
 		if _, err := r.cli.ImageRemove(ctx, img.ID, image.RemoveOptions{Force: true, PruneChildren: true}); err != nil && !cerrdefs.IsNotFound(err) {
 			return removed, fmt.Errorf("remove image %s: %w", img.ID, err)
 		}

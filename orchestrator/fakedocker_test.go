@@ -467,7 +467,7 @@ func (f *fakeDocker) RemoveImages(ctx context.Context, labelFilter map[string]st
 	f.record("RemoveImages", "")
 	var refs []string
 	for ref, img := range f.images {
-		if labelsMatch(img.Labels, labelFilter) {
+		if labelsMatch(img.Labels, labelFilter) && BuiltByRttlab([]string{ref}, img.Labels) {
 			refs = append(refs, ref)
 		}
 	}

@@ -95,7 +95,7 @@ func ValidateOwnApp(a PlanApp) error {
 	rs := map[string]bool{}
 	for _, r := range a.Routes {
 		path, _, _ := strings.Cut(r, "?")
-		rs[path] = true
+		rs[path], rs[r] = true, true
 	}
 	for _, k := range sortedEnvKeys(a.Statements) {
 		if !rs[k] {
@@ -142,15 +142,19 @@ func OwnAppMeta(a PlanApp) (*apps.Meta, error) {
 	for k, v := range a.Env {
 		m.Env[k] = v
 	}
+	// A route keeps its query: it is the request verify and trace send.
 	seen := map[string]bool{}
 	for _, r := range a.Routes {
-		path, _, _ := strings.Cut(r, "?")
-		if seen[path] {
+		if seen[r] {
 			continue
 		}
-		seen[path] = true
-		n, declared := a.Statements[path]
-		m.Routes = append(m.Routes, apps.Route{Path: path, Statements: n, Undeclared: !declared})
+		seen[r] = true
+		path, _, _ := strings.Cut(r, "?")
+		n, declared := a.Statements[r]
+		if !declared {
+			n, declared = a.Statements[path]
+		}
+		m.Routes = append(m.Routes, apps.Route{Path: r, Statements: n, Undeclared: !declared})
 	}
 	return m, nil
 }

@@ -171,9 +171,6 @@ Examples:
 					}
 				}
 			}
-			if err := orchestrator.AddOwnApps(p, all); err != nil {
-				return usageError{err}
-			}
 			if fl.Changed("apps") {
 				var list []orchestrator.PlanApp
 				for _, a := range o.apps {
@@ -243,6 +240,11 @@ Examples:
 				p.Scope = o.scope
 			}
 			if err := p.Validate(); err != nil {
+				return usagef("plan %s: %v", p.Name, err)
+			}
+			// Image entries (with the routes the flags gave them)
+			// resolve like the tree's apps.
+			if err := orchestrator.AddOwnApps(p, all); err != nil {
 				return usagef("plan %s: %v", p.Name, err)
 			}
 			if err := orchestrator.ValidatePlanApps(p, all); err != nil {
