@@ -86,10 +86,10 @@ func TestEnvParsing(t *testing.T) {
 
 func TestOwnAppName(t *testing.T) {
 	for in, want := range map[string]string{
-		"example/shop:1.4":                      "shop",
+		"example/shop:1.4":                       "shop",
 		"registry.example:5000/team/Shop_API:v2": "shop-api",
-		"shop@sha256:abcd":                      "shop",
-		"1app":                                  "app-1app",
+		"shop@sha256:abcd":                       "shop",
+		"1app":                                   "app-1app",
 	} {
 		if got := OwnAppName(in); got != want || !apps.ValidName(got) {
 			t.Errorf("OwnAppName(%q) = %q, want %q", in, got, want)

@@ -131,4 +131,3 @@ func (s *stubImages) ImageID(_ context.Context, ref string) (string, error) {
 	}
 	return "", fmt.Errorf("image %s: %w", ref, orchestrator.ErrNotFound)
 }
-

@@ -126,7 +126,17 @@ Apps with round-trip budgets (budgets: in app.yaml or in the plan's app
 entry) are gated on the run's trace when it ends: a line per request type
 over budget and exit status 3, as 'rttlab trace --budget' does.
 
+Your own app: --app-image IMAGE runs an image you built (rttlab never
+builds, retags or removes it) with the routes of --routes, against
+PostgreSQL initialised by --db-init (SQL files, folders of .sql files in
+name order, pg_dump plain or custom format). The app gets the connection
+as PGHOST, PGPORT, PGUSER, PGPASSWORD, PGDATABASE and DATABASE_URL, PORT,
+and --env / --env-file. Its statements per request are reported, not
+asserted (a plan's image: entry may declare them with statements:).
+
 Examples:
+  rttlab run --plan smoke --app-image example/shop:1.4 --routes /api/items,/api/items/1 \
+    --port 3000 --health /healthz --db-init schema.sql --env LOG_LEVEL=warn
   rttlab run --plan smoke
   rttlab run --plan study --apps go --delays 0,0.5,1
   rttlab run --resume rttlab-results/20261130T010203Z-study`,
