@@ -52,6 +52,13 @@ type Meta struct {
 	// `rttlab trace`, `rttlab ci-smoke` and a run's trace gate on (see
 	// Budgets).
 	Budgets Budgets `yaml:"budgets"`
+	// Image, set for a user's own app (rttlab run --app-image, a plan's
+	// image: entry), is the image to run as it is: never built, retagged
+	// or removed by rttlab. Empty for the apps of this tree.
+	Image string `yaml:"-"`
+	// DBInit lists the host paths (SQL files, folders of them, pg_dump
+	// files) applied to the database before the app starts.
+	DBInit []string `yaml:"-"`
 }
 
 // Route is one HTTP route of the route contract with the database work it
@@ -62,6 +69,9 @@ type Route struct {
 	// /serial?n=N, StatementsPerN is set instead: statements = N.
 	Statements     int  `yaml:"statements"`
 	StatementsPerN bool `yaml:"statements_per_n"`
+	// Undeclared marks a route whose statements per request nobody
+	// declared (a user's own app): they are reported, not asserted.
+	Undeclared bool `yaml:"-"`
 }
 
 // WirePerStatement is the protocol work one statement costs.
@@ -238,6 +248,9 @@ type Target struct {
 	Meta    *Meta
 	Variant string
 	Env     map[string]string // metadata env plus the variant switch
+	// Image is the image reference to run: empty for the image rttlab
+	// builds from the app's folder, a user's image otherwise (Meta.Image).
+	Image string
 }
 
 // Targets lists every runnable app (variants expanded), sorted by name.
@@ -246,7 +259,7 @@ func Targets(all map[string]*Meta) []Target {
 	for _, n := range Names(all, "app") {
 		m := all[n]
 		if len(m.Variants) == 0 {
-			out = append(out, Target{Name: n, Meta: m, Env: copyEnv(m.Env)})
+			out = append(out, Target{Name: n, Meta: m, Env: copyEnv(m.Env), Image: m.Image})
 			continue
 		}
 		for _, v := range m.Variants {

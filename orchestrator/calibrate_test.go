@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"strconv"
 	"strings"
@@ -37,7 +38,8 @@ func (s *simShaper) RemoveContainer(context.Context, string) error              
 func (s *simShaper) ListContainers(context.Context, map[string]string) ([]container.Summary, error) {
 	return nil, nil
 }
-func (s *simShaper) Logs(context.Context, string, int) (string, error) { return "", nil }
+func (s *simShaper) Logs(context.Context, string, int) (string, error)                { return "", nil }
+func (s *simShaper) CopyToContainer(context.Context, string, string, io.Reader) error { return nil }
 
 func (s *simShaper) Exec(_ context.Context, id string, spec ExecSpec) (int, error) {
 	cmd := strings.Join(spec.Cmd, " ")

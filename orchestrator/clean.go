@@ -122,3 +122,25 @@ func (e *CleanupError) Error() string {
 }
 
 func (e *CleanupError) Unwrap() error { return e.Err }
+
+// BuiltByRttlab tells an image rttlab built (tagged <prefix><app>:latest
+// for the app its io.rttlab.app label names, or untagged) from a user's
+// image that inherited the label by building FROM one of rttlab's.
+func BuiltByRttlab(tags []string, labels map[string]string) bool {
+	app := labels[LabelApp]
+	if app == "" {
+		return false
+	}
+	for _, t := range tags {
+		if t == "<none>:<none>" {
+			continue
+		}
+		if !strings.HasSuffix(t, app+":latest") {
+			return false
+		}
+		if rest := strings.TrimSuffix(t, app+":latest"); rest != "" && !strings.HasSuffix(rest, "/") && !strings.HasSuffix(rest, "-") {
+			return false
+		}
+	}
+	return true
+}

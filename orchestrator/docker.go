@@ -85,6 +85,9 @@ type Containers interface {
 	ListContainers(ctx context.Context, labelFilter map[string]string) ([]container.Summary, error)
 	Exec(ctx context.Context, id string, spec ExecSpec) (int, error)
 	Logs(ctx context.Context, id string, tail int) (string, error)
+	// CopyToContainer extracts a tar archive into the folder dir of a
+	// container (the database's init files).
+	CopyToContainer(ctx context.Context, id, dir string, tarball io.Reader) error
 }
 
 // Networks creates and removes private networks.
@@ -244,6 +247,11 @@ func (r *Runtime) RemoveImages(ctx context.Context, labelFilter map[string]strin
 	}
 	var removed []string
 	for _, img := range imgs {
+		// A user's image built FROM one of rttlab's inherits its labels:
+		// it is never removed.
+		if !BuiltByRttlab(img.RepoTags, img.Labels) {
+			continue
+		}
 		if _, err := r.cli.ImageRemove(ctx, img.ID, image.RemoveOptions{Force: true, PruneChildren: true}); err != nil && !cerrdefs.IsNotFound(err) {
 			return removed, fmt.Errorf("remove image %s: %w", img.ID, err)
 		}
@@ -466,6 +474,16 @@ func (r *Runtime) Exec(ctx context.Context, id string, s ExecSpec) (int, error) 
 		return -1, fmt.Errorf("exec %s in %s: inspect: %w", s.Cmd[0], short(id), err)
 	}
 	return ins.ExitCode, nil
+}
+
+// CopyToContainer extracts a tar archive into dir inside the container.
+func (r *Runtime) CopyToContainer(ctx context.Context, id, dir string, tarball io.Reader) error {
+	ctx, cancel := context.WithTimeout(ctx, longCall)
+	defer cancel()
+	if err := r.cli.CopyToContainer(ctx, id, dir, tarball, container.CopyToContainerOptions{}); err != nil {
+		return fmt.Errorf("copy into %s:%s: %w", short(id), dir, err)
+	}
+	return nil
 }
 
 // CreateNetwork creates a labelled bridge network.

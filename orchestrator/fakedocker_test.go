@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"path"
 	"sort"
 	"strings"
 	"sync"
@@ -60,6 +61,9 @@ type fakeDocker struct {
 	execs     []fakeExec
 	unhandled []string
 	builds    []fakeBuild
+	// copied holds, per container name, the files CopyToContainer
+	// extracted (path inside the container -> content).
+	copied map[string]map[string][]byte
 }
 
 type fakeContainer struct {
@@ -463,7 +467,7 @@ func (f *fakeDocker) RemoveImages(ctx context.Context, labelFilter map[string]st
 	f.record("RemoveImages", "")
 	var refs []string
 	for ref, img := range f.images {
-		if labelsMatch(img.Labels, labelFilter) {
+		if labelsMatch(img.Labels, labelFilter) && BuiltByRttlab([]string{ref}, img.Labels) {
 			refs = append(refs, ref)
 		}
 	}
@@ -704,6 +708,40 @@ func (f *fakeDocker) Exec(ctx context.Context, id string, s ExecSpec) (int, erro
 		return -1, fmt.Errorf("exec %s in %s: %w", s.Cmd[0], short(id), ctx.Err())
 	}
 	return code, err
+}
+
+func (f *fakeDocker) CopyToContainer(ctx context.Context, id, dir string, tarball io.Reader) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.record("CopyToContainer", dir)
+	c := f.lookupLocked(id)
+	if c == nil {
+		return fmt.Errorf("copy into %s: No such container: %s", short(id), id)
+	}
+	if err := f.faultLocked("CopyToContainer", c.Spec.Name, c.ID); err != nil {
+		return err
+	}
+	tr := tar.NewReader(tarball)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("copy into %s: %w", short(id), err)
+		}
+		b, err := io.ReadAll(tr)
+		if err != nil {
+			return err
+		}
+		if f.copied == nil {
+			f.copied = map[string]map[string][]byte{}
+		}
+		if f.copied[c.Spec.Name] == nil {
+			f.copied[c.Spec.Name] = map[string][]byte{}
+		}
+		f.copied[c.Spec.Name][path.Join(dir, h.Name)] = b
+	}
 }
 
 // execKey is the command line handlers are matched against.

@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"sort"
@@ -42,6 +43,15 @@ import (
 //	  - name: redmine
 //	    mix: redmine                 # a weighted request mix instead of routes
 //	    runs: 10                     # per-app overrides of runs/requests/warmup
+//	  - name: shop                   # a user's own app: an image, never built
+//	    image: example/shop:1.4
+//	    routes: [/api/items, /api/items/1]
+//	    port: 3000                   # default 8080
+//	    health: /healthz             # default /
+//	    db_init: [schema.sql, seed/] # SQL files, folders of .sql, pg_dump files
+//	    env: {LOG_LEVEL: warn}       # added to PG* and DATABASE_URL
+//	    env_file: shop.env
+//	    statements: {/api/items: 1}  # declared counts are asserted by verify
 type Plan struct {
 	Name     string    `yaml:"name" json:"name"`
 	Seed     uint64    `yaml:"seed" json:"seed"`
@@ -78,6 +88,20 @@ type PlanApp struct {
 	// the run's trace (apps.Budgets); they win over app.yaml's for the
 	// same type.
 	Budgets apps.Budgets `yaml:"budgets,omitempty" json:"budgets,omitempty"`
+	// Image makes the entry a user's own app: the image is run as it is
+	// (never built, retagged or removed by rttlab), on Port (default
+	// 8080), ready when Health (default /) answers 200, its database
+	// initialised by DBInit (SQL files, folders of them, pg_dump files,
+	// applied in order), with Env (after EnvFile's) added to its
+	// environment. Statements per request of its routes are reported,
+	// not asserted, unless Statements declares them.
+	Image      string            `yaml:"image,omitempty" json:"image,omitempty"`
+	Port       int               `yaml:"port,omitempty" json:"port,omitempty"`
+	Health     string            `yaml:"health,omitempty" json:"health,omitempty"`
+	DBInit     []string          `yaml:"db_init,omitempty" json:"db_init,omitempty"`
+	Env        map[string]string `yaml:"env,omitempty" json:"env,omitempty"`
+	EnvFile    string            `yaml:"env_file,omitempty" json:"env_file,omitempty"`
+	Statements map[string]int    `yaml:"statements,omitempty" json:"statements,omitempty"`
 }
 
 // Calibrates says whether a stack with this shaper backend calibrates.
@@ -190,10 +214,64 @@ func ParsePlan(file string, data []byte) (*Plan, error) {
 		p.Name = strings.TrimSuffix(strings.TrimSuffix(base, ".yaml"), ".yml")
 	}
 	p.Defaults()
+	// Relative paths of an image entry are relative to the plan file.
+	for i := range p.Apps {
+		p.Apps[i].resolvePaths(file)
+	}
 	if err := p.Validate(); err != nil {
+		var fe *ownAppFieldError
+		if errors.As(err, &fe) {
+			if line := planFieldLine(data, fe.App, fe.Field); line > 0 {
+				return nil, fmt.Errorf("%s:%d: %w", file, line, err)
+			}
+		}
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}
 	return p, nil
+}
+
+// resolvePaths makes db_init and env_file paths relative to the plan
+// file's folder absolute.
+func (a *PlanApp) resolvePaths(file string) {
+	dir := filepath.Dir(file)
+	abs := func(p string) string {
+		if p == "" || filepath.IsAbs(p) {
+			return p
+		}
+		if a, err := filepath.Abs(filepath.Join(dir, p)); err == nil {
+			return a
+		}
+		return p
+	}
+	for i, p := range a.DBInit {
+		a.DBInit[i] = abs(p)
+	}
+	a.EnvFile = abs(a.EnvFile)
+}
+
+// planFieldLine finds the line of field in the apps entry named app of a
+// plan document; 0 when it cannot.
+func planFieldLine(data []byte, app, field string) int {
+	var doc yaml.Node
+	if err := yaml.NewDecoder(bytes.NewReader(data)).Decode(&doc); err != nil || len(doc.Content) == 0 {
+		return 0
+	}
+	appsNode := mappingValue(doc.Content[0], "apps")
+	if appsNode == nil || appsNode.Kind != yaml.SequenceNode {
+		return 0
+	}
+	for _, entry := range appsNode.Content {
+		if n := mappingValue(entry, "name"); n == nil || n.Value != app {
+			continue
+		}
+		for i := 0; i+1 < len(entry.Content); i += 2 {
+			if entry.Content[i].Value == field {
+				return entry.Content[i].Line
+			}
+		}
+		return entry.Line
+	}
+	return 0
 }
 
 // Defaults fills unset probe counts, shaper and scope.
@@ -311,6 +389,9 @@ func (p *Plan) Validate() error {
 			if f.v < 0 {
 				return fmt.Errorf("app %s: %s %d is negative", a.Name, f.name, f.v)
 			}
+		}
+		if err := ValidateOwnApp(a); err != nil {
+			return err
 		}
 		for _, k := range a.Budgets.Keys() {
 			if k == "" || a.Budgets[k] < 0 {

@@ -63,7 +63,8 @@ func ValidatePlanApps(p *Plan, all map[string]*apps.Meta) error {
 		}
 		for _, r := range a.Routes {
 			path, _, _ := strings.Cut(r, "?")
-			if _, ok := t.Meta.Route(path); !ok {
+			_, exact := t.Meta.Route(r) // an own app's route with its query
+			if _, ok := t.Meta.Route(path); !ok && !exact {
 				return fmt.Errorf("app %s: route %s is unknown (known: %s)", a.Name, r, strings.Join(t.Meta.RoutePaths(), ", "))
 			}
 		}
@@ -75,8 +76,11 @@ func ValidatePlanApps(p *Plan, all map[string]*apps.Meta) error {
 // (with ?n=N for per-N routes), or -1 when unknown.
 func statementsPerRequest(m *apps.Meta, route string) float64 {
 	path, q, _ := strings.Cut(route, "?")
-	r, ok := m.Route(path)
+	r, ok := m.Route(route) // an own app's route with its query
 	if !ok {
+		r, ok = m.Route(path)
+	}
+	if !ok || r.Undeclared {
 		return -1
 	}
 	if r.StatementsPerN {
@@ -118,6 +122,11 @@ func Run(ctx context.Context, d Docker, all map[string]*apps.Meta, o RunOptions)
 		if err := p.Validate(); err != nil {
 			return "", err
 		}
+	}
+	// A user's own apps (image: entries) resolve like the tree's apps.
+	all = copyMetas(all)
+	if err := AddOwnApps(p, all); err != nil {
+		return "", err
 	}
 	if err := ValidatePlanApps(p, all); err != nil {
 		return "", err
@@ -596,4 +605,12 @@ func cpuModel() string {
 		}
 	}
 	return ""
+}
+
+func copyMetas(all map[string]*apps.Meta) map[string]*apps.Meta {
+	out := make(map[string]*apps.Meta, len(all))
+	for k, v := range all {
+		out[k] = v
+	}
+	return out
 }

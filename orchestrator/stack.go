@@ -170,7 +170,7 @@ func StartStack(ctx context.Context, d Docker, o StackOptions) (st *Stack, err e
 	}()
 	proj, err := LoadStackFile(ctx, "feed.yaml", map[string]string{
 		"RTTLAB_DB_PASSWORD": st.Password,
-		"RTTLAB_APP_IMAGE":   ImageRef(o.Target.Meta.Name),
+		"RTTLAB_APP_IMAGE":   TargetImage(o.Target),
 		"RTTLAB_DB_IMAGE":    ImageRef("postgres"),
 	})
 	if err != nil {
@@ -202,9 +202,7 @@ func StartStack(ctx context.Context, d Docker, o StackOptions) (st *Stack, err e
 		}
 		appLabel := ""
 		if meta.Role == "app" {
-			for k, v := range o.Target.Env {
-				env = append(env, k+"="+v)
-			}
+			env = appEnv(env, st.Password, o.Target)
 			appLabel = o.Target.Name
 		}
 		sort.Strings(env)
@@ -225,6 +223,10 @@ func StartStack(ctx context.Context, d Docker, o StackOptions) (st *Stack, err e
 		}
 		if o.Publish {
 			for _, p := range svc.Ports {
+				if meta.Role == "app" {
+					// The app's own port (a user's app need not use 8080).
+					p.Target = uint32(o.Target.Meta.Port)
+				}
 				spec.PublishLocal = append(spec.PublishLocal, fmt.Sprintf("%d/%s", p.Target, protoOr(p.Protocol)))
 			}
 		}
@@ -251,6 +253,15 @@ func StartStack(ctx context.Context, d Docker, o StackOptions) (st *Stack, err e
 			if err := waitDB(ctx, d, m, o.ReadyTimeout); err != nil {
 				return st, err
 			}
+			if len(o.Target.Meta.DBInit) > 0 {
+				files, err := ExpandDBInit(o.Target.Meta.DBInit)
+				if err != nil {
+					return st, err
+				}
+				if err := ApplyDBInit(ctx, d, st, files); err != nil {
+					return st, err
+				}
+			}
 		case "app":
 			st.AppAddr = net.JoinHostPort(m.IP, fmt.Sprint(o.Target.Meta.Port))
 			if o.Publish {
@@ -264,6 +275,30 @@ func StartStack(ctx context.Context, d Docker, o StackOptions) (st *Stack, err e
 		}
 	}
 	return st, nil
+}
+
+// appEnv adds to the compose file's app environment (the libpq PG*
+// variables) the same connection as DATABASE_URL, the port the app
+// listens on, and the target's environment (which wins).
+func appEnv(env []string, password string, t apps.Target) []string {
+	add := map[string]string{
+		"DATABASE_URL": "postgres://rttlab:" + password + "@db:5432/rttlab?sslmode=disable",
+		"PORT":         fmt.Sprint(t.Meta.Port),
+	}
+	for k, v := range t.Env {
+		add[k] = v
+	}
+	out := env[:0:0]
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if _, ok := add[k]; !ok {
+			out = append(out, kv)
+		}
+	}
+	for k, v := range add {
+		out = append(out, k+"="+v)
+	}
+	return out
 }
 
 func protoOr(p string) string {

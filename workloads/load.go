@@ -61,7 +61,7 @@ type Result struct {
 
 // Failed reports whether the request counts as a failure: a transport or
 // body error, or any status other than 200.
-func (r Result) Failed() bool { return r.Error != "" || r.Status != http.StatusOK }
+func (r Result) Failed() bool { return r.Error != "" || r.Status/100 != 2 }
 
 // Latency returns the request latency as a Duration.
 func (r Result) Latency() time.Duration { return time.Duration(r.LatencyNS) }
@@ -287,7 +287,7 @@ func RunLoad(ctx context.Context, opts LoadOptions, emit func(Result) error) (to
 		}
 		if rtErr != nil {
 			res.Error = rtErr.Error()
-		} else if status != http.StatusOK {
+		} else if status/100 != 2 {
 			res.Error = "unexpected status " + strconv.Itoa(status)
 		}
 

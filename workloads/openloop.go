@@ -645,7 +645,7 @@ func (run *openRun) send(i int) {
 		res.Error = "timed out after " + p.timeout.String() + ": " + err.Error()
 	case err != nil:
 		res.Error = err.Error()
-	case status != http.StatusOK:
+	case status/100 != 2:
 		res.Error = "unexpected status " + strconv.Itoa(status)
 	}
 	if tags := p.reqs[i].Tags; len(tags) > 0 || len(run.opts.CopyHeaders) > 0 {

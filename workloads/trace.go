@@ -55,7 +55,7 @@ func Trace(ctx context.Context, w *WireCounter, baseURL string, reqs []Request, 
 				return out, ctx.Err()
 			}
 			res.Error = err.Error()
-		} else if res.Status != http.StatusOK {
+		} else if res.Status/100 != 2 {
 			res.Error = fmt.Sprintf("unexpected status %d", res.Status)
 		}
 		if err := w.Mark(5 * time.Second); err != nil {

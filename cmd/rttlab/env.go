@@ -71,9 +71,29 @@ func imagesFor(targets []apps.Target, agent bool) []string {
 		add("agent")
 	}
 	for _, t := range targets {
-		add(t.Meta.Name)
+		// A user's image is never built: ownImages checks it is there.
+		if t.Image == "" {
+			add(t.Meta.Name)
+		}
 	}
 	return out
+}
+
+// ownImages checks that the users' images of the targets are on the
+// engine and returns their IDs by app name.
+func ownImages(ctx context.Context, d orchestrator.ImageStore, targets []apps.Target) (map[string]string, error) {
+	out := map[string]string{}
+	for _, t := range targets {
+		if t.Image == "" {
+			continue
+		}
+		id, err := orchestrator.CheckOwnImage(ctx, d, t.Image)
+		if err != nil {
+			return nil, err
+		}
+		out[t.Meta.Name] = id
+	}
+	return out, nil
 }
 
 // resolveTargets maps app names (or all apps when empty) to targets.
@@ -101,6 +121,9 @@ func resolveTargets(all map[string]*apps.Meta, names []string) ([]apps.Target, e
 func ensureImages(ctx context.Context, rt *orchestrator.Runtime, targets []apps.Target, agent bool, w io.Writer) error {
 	path, _, err := orchestrator.EnsureBase(ctx, rt, orchestrator.BaseOptions{Progress: w})
 	if err != nil {
+		return err
+	}
+	if _, err := ownImages(ctx, rt, targets); err != nil {
 		return err
 	}
 	if path != orchestrator.BasePresent {

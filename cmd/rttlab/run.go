@@ -30,7 +30,78 @@ type runOptions struct {
 	out      string
 	resume   string
 
+	// A user's own app.
+	appImage string
+	port     int
+	health   string
+	dbInit   []string
+	env      []string
+	envFile  string
+
 	p *orchestrator.Plan
+}
+
+// ownAppFlags are the flags that describe a user's own app.
+var ownAppFlags = []string{"port", "health", "db-init", "env", "env-file"}
+
+// ownApp builds the plan entry of --app-image and its flags; every bad
+// value is a usage error, found before anything starts.
+func (o *runOptions) ownApp(changed func(string) bool) (orchestrator.PlanApp, error) {
+	a := orchestrator.PlanApp{Name: orchestrator.OwnAppName(o.appImage), Image: o.appImage, Routes: o.routes,
+		Port: o.port, Health: o.health, EnvFile: o.envFile}
+	if strings.TrimSpace(o.appImage) == "" {
+		return a, usagef("--app-image: name an image, e.g. --app-image example/shop:1.4")
+	}
+	if !changed("routes") || len(o.routes) == 0 {
+		return a, usagef("--app-image %s: name the routes to drive with --routes, e.g. --routes /api/items,/api/items/1", o.appImage)
+	}
+	for _, r := range o.routes {
+		if !strings.HasPrefix(r, "/") {
+			return a, usagef("--routes: route %q must start with /", r)
+		}
+	}
+	if changed("port") && (o.port <= 0 || o.port > 65535) {
+		return a, usagef("--port %d is out of range 1-65535", o.port)
+	}
+	if changed("health") && !strings.HasPrefix(o.health, "/") {
+		return a, usagef("--health %q must be a path starting with /", o.health)
+	}
+	for _, kv := range o.env {
+		k, v, err := orchestrator.ParseEnvFlag(kv)
+		if err != nil {
+			return a, usageError{err}
+		}
+		if a.Env == nil {
+			a.Env = map[string]string{}
+		}
+		a.Env[k] = v
+	}
+	if o.envFile != "" {
+		abs, err := filepath.Abs(o.envFile)
+		if err == nil {
+			a.EnvFile = abs
+		}
+		if _, err := orchestrator.ReadEnvFile(a.EnvFile); err != nil {
+			return a, usagef("--env-file: %v", err)
+		}
+	}
+	for _, p := range o.dbInit {
+		if _, err := os.Stat(p); err != nil {
+			return a, usagef("--db-init %s: no such file or folder", p)
+		}
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			abs = p
+		}
+		a.DBInit = append(a.DBInit, abs)
+	}
+	if _, err := orchestrator.ExpandDBInit(a.DBInit); err != nil {
+		return a, usageError{err}
+	}
+	if err := orchestrator.ValidateOwnApp(a); err != nil {
+		return a, usageError{err}
+	}
+	return a, nil
 }
 
 func newRunCmd() *cobra.Command {
@@ -55,14 +126,24 @@ Apps with round-trip budgets (budgets: in app.yaml or in the plan's app
 entry) are gated on the run's trace when it ends: a line per request type
 over budget and exit status 3, as 'rttlab trace --budget' does.
 
+Your own app: --app-image IMAGE runs an image you built (rttlab never
+builds, retags or removes it) with the routes of --routes, against
+PostgreSQL initialised by --db-init (SQL files, folders of .sql files in
+name order, pg_dump plain or custom format). The app gets the connection
+as PGHOST, PGPORT, PGUSER, PGPASSWORD, PGDATABASE and DATABASE_URL, PORT,
+and --env / --env-file. Its statements per request are reported, not
+asserted (a plan's image: entry may declare them with statements:).
+
 Examples:
+  rttlab run --plan smoke --app-image example/shop:1.4 --routes /api/items,/api/items/1 \
+    --port 3000 --health /healthz --db-init schema.sql --env LOG_LEVEL=warn
   rttlab run --plan smoke
   rttlab run --plan study --apps go --delays 0,0.5,1
   rttlab run --resume rttlab-results/20261130T010203Z-study`,
 		Args: cobra.NoArgs,
 		PreRunE: func(cmd *cobra.Command, args []string) error {
 			if o.resume != "" {
-				for _, f := range []string{"plan", "apps", "routes", "delays", "runs", "requests", "warmup", "seed", "shaper", "scope"} {
+				for _, f := range append([]string{"plan", "apps", "routes", "delays", "runs", "requests", "warmup", "seed", "shaper", "scope", "app-image"}, ownAppFlags...) {
 					if cmd.Flags().Changed(f) {
 						return usagef("--resume continues the folder's own plan: drop --%s", f)
 					}
@@ -84,6 +165,22 @@ Examples:
 				return err
 			}
 			fl := cmd.Flags()
+			if fl.Changed("app-image") {
+				if fl.Changed("apps") {
+					return usagef("--app-image runs one image: drop --apps")
+				}
+				a, err := o.ownApp(fl.Changed)
+				if err != nil {
+					return err
+				}
+				p.Apps = []orchestrator.PlanApp{a}
+			} else {
+				for _, f := range ownAppFlags {
+					if fl.Changed(f) {
+						return usagef("--%s describes an app given by --app-image", f)
+					}
+				}
+			}
 			if fl.Changed("apps") {
 				var list []orchestrator.PlanApp
 				for _, a := range o.apps {
@@ -155,6 +252,11 @@ Examples:
 			if err := p.Validate(); err != nil {
 				return usagef("plan %s: %v", p.Name, err)
 			}
+			// Image entries (with the routes the flags gave them)
+			// resolve like the tree's apps.
+			if err := orchestrator.AddOwnApps(p, all); err != nil {
+				return usagef("plan %s: %v", p.Name, err)
+			}
 			if err := orchestrator.ValidatePlanApps(p, all); err != nil {
 				return usagef("plan %s: %v", p.Name, err)
 			}
@@ -181,6 +283,9 @@ Examples:
 			}
 			defer rt.Close()
 			p := o.p
+			if err := orchestrator.AddOwnApps(p, all); err != nil {
+				return err
+			}
 			var targets []apps.Target
 			for _, a := range p.Apps {
 				t, err := apps.Resolve(all, a.Name)
@@ -229,6 +334,12 @@ Examples:
 	f.StringVar(&o.scope, "scope", "path", "path (only app<->database packets) or interface (all egress)")
 	f.StringVar(&o.out, "out", "rttlab-results", "folder that receives the results folder")
 	f.StringVar(&o.resume, "resume", "", "continue an interrupted results folder")
+	f.StringVar(&o.appImage, "app-image", "", "run your own app's image (never built or removed by rttlab) instead of the plan's apps; needs --routes")
+	f.IntVar(&o.port, "port", orchestrator.OwnAppPort, "port the --app-image app listens on")
+	f.StringVar(&o.health, "health", orchestrator.OwnAppHealth, "path of the --app-image app that answers 200 when it is ready")
+	f.StringSliceVar(&o.dbInit, "db-init", nil, "SQL file, folder of .sql files (name order) or pg_dump (plain or custom) that initialises the database; repeatable")
+	f.StringArrayVar(&o.env, "env", nil, "NAME=VALUE added to the --app-image app's environment; repeatable")
+	f.StringVar(&o.envFile, "env-file", "", "file of NAME=VALUE lines added to the --app-image app's environment")
 	return cmd
 }
 
@@ -238,6 +349,11 @@ Examples:
 func buildForRun(cmd *cobra.Command, rt *orchestrator.Runtime, targets []apps.Target) (map[string]string, map[string]string, error) {
 	ctx := cmd.Context()
 	w := cmd.ErrOrStderr()
+	// A user's image is checked first: it is never built or pulled.
+	own, err := ownImages(ctx, rt, targets)
+	if err != nil {
+		return nil, nil, err
+	}
 	if _, _, err := orchestrator.EnsureBase(ctx, rt, orchestrator.BaseOptions{Progress: w}); err != nil {
 		return nil, nil, err
 	}
@@ -245,7 +361,7 @@ func buildForRun(cmd *cobra.Command, rt *orchestrator.Runtime, targets []apps.Ta
 	if err != nil {
 		return nil, nil, err
 	}
-	images := map[string]string{}
+	images := own
 	skipped := map[string]string{}
 	var failed error
 	b.BuildEach(ctx, imagesFor(targets, true), 0, func(n string, r orchestrator.Built, err error) bool {

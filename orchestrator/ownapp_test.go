@@ -1,0 +1,314 @@
+package orchestrator
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/rttlab/rttlab/apps"
+)
+
+func writeFile(t *testing.T, path, content string) string {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestExpandDBInitKinds(t *testing.T) {
+	dir := t.TempDir()
+	schema := writeFile(t, filepath.Join(dir, "schema.sql"), "CREATE TABLE items (id int);\n")
+	plain := writeFile(t, filepath.Join(dir, "plain.dump"), "--\n-- PostgreSQL database dump\n--\nCREATE TABLE t (x int);\n")
+	custom := writeFile(t, filepath.Join(dir, "db.dump"), "PGDMP\x01\x10\x00binary")
+	seed := filepath.Join(dir, "seed")
+	writeFile(t, filepath.Join(seed, "20-rows.sql"), "INSERT INTO items VALUES (2);")
+	writeFile(t, filepath.Join(seed, "10-rows.sql"), "INSERT INTO items VALUES (1);")
+	writeFile(t, filepath.Join(seed, "README"), "not applied")
+
+	got, err := ExpandDBInit([]string{schema, seed, plain, custom})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []InitFile{{schema, "sql"}, {filepath.Join(seed, "10-rows.sql"), "sql"}, {filepath.Join(seed, "20-rows.sql"), "sql"}, {plain, "sql"}, {custom, "custom"}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("got %v\nwant %v", got, want)
+	}
+
+	empty := filepath.Join(dir, "empty")
+	os.Mkdir(empty, 0o755)
+	for in, msg := range map[string]string{
+		filepath.Join(dir, "nope.sql"): "nope.sql: no such file or folder",
+		empty:                          "the folder holds no .sql file",
+	} {
+		if _, err := ExpandDBInit([]string{in}); err == nil || !strings.Contains(err.Error(), msg) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: err = %v, want one line with %q", in, err, msg)
+		}
+	}
+}
+
+func TestParsePsqlError(t *testing.T) {
+	stderr := "psql:/tmp/rttlab-init/001-schema.sql:1: NOTICE:  table \"x\" does not exist, skipping\n" +
+		"psql:/tmp/rttlab-init/001-schema.sql:7: ERROR:  syntax error at or near \"CREAT\"\nLINE 1: CREAT TABLE items (id int);\n        ^\n"
+	file, line, msg, ok := ParsePsqlError(stderr)
+	if !ok || file != "/tmp/rttlab-init/001-schema.sql" || line != 7 || msg != `ERROR: syntax error at or near "CREAT"` {
+		t.Fatalf("got %q %d %q %v", file, line, msg, ok)
+	}
+	if _, _, _, ok := ParsePsqlError("psql: error: connection to server failed\n"); ok {
+		t.Error("a connection error has no file and line")
+	}
+}
+
+func TestEnvParsing(t *testing.T) {
+	if k, v, err := ParseEnvFlag("A_1=x=y"); err != nil || k != "A_1" || v != "x=y" {
+		t.Errorf("got %q %q %v", k, v, err)
+	}
+	for _, bad := range []string{"A", "=x", "1A=x", "A-B=x"} {
+		if _, _, err := ParseEnvFlag(bad); err == nil || !strings.Contains(err.Error(), "NAME=VALUE") {
+			t.Errorf("%q: err = %v", bad, err)
+		}
+	}
+	env, err := ParseEnvFile("app.env", []byte("# comment\n\nexport A=1\nB=\"two words\"\nC='3'\nD=\n"))
+	if err != nil || env["A"] != "1" || env["B"] != "two words" || env["C"] != "3" || env["D"] != "" || len(env) != 4 {
+		t.Fatalf("got %v %v", env, err)
+	}
+	if _, err := ParseEnvFile("app.env", []byte("A=1\nnot a pair\n")); err == nil || err.Error() != `app.env:2: "not a pair" is not NAME=VALUE` {
+		t.Errorf("err = %v", err)
+	}
+}
+
+func TestOwnAppName(t *testing.T) {
+	for in, want := range map[string]string{
+		"example/shop:1.4":                       "shop",
+		"registry.example:5000/team/Shop_API:v2": "shop-api",
+		"shop@sha256:abcd":                       "shop",
+		"1app":                                   "app-1app",
+	} {
+		if got := OwnAppName(in); got != want || !apps.ValidName(got) {
+			t.Errorf("OwnAppName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+const ownPlanYAML = `delays_ms: [0, 1]
+apps:
+  - name: shop
+    image: example/shop:1.4
+    routes: [/api/items, /api/items/1]
+    port: 3000
+    health: /healthz
+    db_init: [schema.sql]
+    env: {LOG_LEVEL: warn}
+    statements: {/api/items: 1}
+`
+
+func TestPlanOwnAppFields(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "schema.sql"), "CREATE TABLE items (id int);")
+	file := filepath.Join(dir, "mine.yaml")
+	p, err := ParsePlan(file, []byte(ownPlanYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := p.Apps[0]
+	if a.Image != "example/shop:1.4" || a.Port != 3000 || a.Health != "/healthz" || a.Env["LOG_LEVEL"] != "warn" ||
+		!slices.Equal(a.DBInit, []string{filepath.Join(dir, "schema.sql")}) {
+		t.Fatalf("entry %+v", a)
+	}
+	all := map[string]*apps.Meta{}
+	if err := AddOwnApps(p, all); err != nil {
+		t.Fatal(err)
+	}
+	tg, err := apps.Resolve(all, "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tg.Image != "example/shop:1.4" || TargetImage(tg) != "example/shop:1.4" || tg.Meta.Port != 3000 || tg.Env["LOG_LEVEL"] != "warn" {
+		t.Fatalf("target %+v", tg)
+	}
+	r0, _ := tg.Meta.Route("/api/items")
+	r1, _ := tg.Meta.Route("/api/items/1")
+	if r0.Undeclared || r0.Statements != 1 || !r1.Undeclared {
+		t.Errorf("routes %+v %+v", r0, r1)
+	}
+	if statementsPerRequest(tg.Meta, "/api/items/1") != -1 || statementsPerRequest(tg.Meta, "/api/items") != 1 {
+		t.Error("undeclared statements must read as unknown")
+	}
+	if err := ValidatePlanApps(p, all); err != nil {
+		t.Error(err)
+	}
+	// An image entry may not take a name of the tree.
+	tree, _ := apps.Load(apps.FS(""))
+	p.Apps[0].Name = "go"
+	if err := AddOwnApps(p, tree); err == nil || !strings.Contains(err.Error(), "rttlab's own app") {
+		t.Errorf("err = %v", err)
+	}
+	if TargetImage(apps.Target{Meta: &apps.Meta{Name: "go"}}) != ImageRef("go") {
+		t.Error("a tree app runs the image rttlab builds")
+	}
+}
+
+func TestPlanOwnAppErrors(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "schema.sql"), "")
+	file := filepath.Join(dir, "mine.yaml")
+	for name, c := range map[string]struct{ from, to, want string }{
+		"port range":   {"port: 3000", "port: 70000", ":6: app shop: port 70000 is out of range 1-65535"},
+		"health":       {"health: /healthz", "health: healthz", `:7: app shop: health "healthz" must be a path starting with /`},
+		"db_init":      {"[schema.sql]", "[missing.sql]", ":8: app shop: db_init " + filepath.Join(dir, "missing.sql") + ": no such file or folder"},
+		"env name":     {"LOG_LEVEL", "LOG-LEVEL", `:9: app shop: env "LOG-LEVEL" is not a variable name`},
+		"statements":   {"/api/items: 1}", "/nope: 1}", ":10: app shop: statements for /nope: not one of its routes"},
+		"no routes":    {"    routes: [/api/items, /api/items/1]\n", "", ":3: app shop: routes are missing"},
+		"mix":          {"    routes: [/api/items, /api/items/1]\n", "    mix: redmine\n", ":5: app shop: a mix drives"},
+		"no image":     {"    image: example/shop:1.4\n", "", ":5: app shop: port applies to an app given by image:"},
+		"route slash":  {"/api/items/1]", "api/items/1]", `app shop: route "api/items/1" must start with /`},
+		"unknown kind": {"port: 3000", "port: x", `:6: "x" is not a whole number`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := ParsePlan(file, []byte(strings.Replace(ownPlanYAML, c.from, c.to, 1)))
+			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), file) || strings.Contains(err.Error(), "\n") {
+				t.Errorf("err = %v, want one line with %q", err, c.want)
+			}
+		})
+	}
+}
+
+// A user's image is checked, never built: the line says what to do.
+func TestCheckOwnImage(t *testing.T) {
+	f := newFakeDocker()
+	ctx := context.Background()
+	if _, err := CheckOwnImage(ctx, f, "example/shop:1.4"); err == nil || err.Error() != "image example/shop:1.4 is not present locally: build or pull it first" {
+		t.Errorf("err = %v", err)
+	}
+	want := f.addImage("example/shop:1.4", nil)
+	if id, err := CheckOwnImage(ctx, f, "example/shop:1.4"); err != nil || id != want {
+		t.Errorf("id %q err %v", id, err)
+	}
+	if n := f.countCalls("BuildImage") + f.countCalls("PullImage"); n != 0 {
+		t.Errorf("%d builds or pulls", n)
+	}
+}
+
+// An own app's stack: its image, port, environment (PG*, DATABASE_URL,
+// its own), its init files applied as the app's role, and verify that
+// reports undeclared statement counts without asserting them.
+func TestFakeOwnAppStackAndVerify(t *testing.T) {
+	ctx := context.Background()
+	l := newFakeLab(t)
+	dir := t.TempDir()
+	schema := writeFile(t, filepath.Join(dir, "schema.sql"), "CREATE TABLE items (id int);")
+	custom := writeFile(t, filepath.Join(dir, "data.dump"), "PGDMP-archive")
+	port := l.all["go"].Port
+	m, err := OwnAppMeta(PlanApp{Name: "shop", Image: "example/shop:1.4", Routes: []string{"/feed", "/serial?n=3"},
+		Port: port, Health: "/health", DBInit: []string{schema, custom}, Env: map[string]string{"LOG_LEVEL": "warn", "PGPORT": "5432"},
+		Statements: map[string]int{"/feed": 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.addImage("example/shop:1.4", nil)
+	var applied []string
+	l.handle("psql -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -U rttlab", func(ctx context.Context, x *execCall) (int, error) {
+		applied = append(applied, x.Flag("-f"))
+		if len(x.Env) != 1 || x.Env[0] == "PGPASSWORD=" || !strings.HasPrefix(x.Env[0], "PGPASSWORD=") || x.User != "postgres" {
+			t.Errorf("env %v", x.Env)
+		}
+		return 0, nil
+	})
+	l.handle("pg_restore", func(ctx context.Context, x *execCall) (int, error) {
+		applied = append(applied, x.Cmd[len(x.Cmd)-1])
+		return 0, nil
+	})
+	tg := apps.Target{Name: "shop", Meta: m, Env: m.Env, Image: m.Image}
+	st, _ := startFake(t, l, StackOptions{Target: tg}, "path")
+	if !slices.Equal(applied, []string{initDir + "/001-schema.sql", initDir + "/002-data.dump"}) {
+		t.Errorf("applied %v", applied)
+	}
+	if got := l.copied[st.Role("db").Name][initDir+"/001-schema.sql"]; string(got) != "CREATE TABLE items (id int);" {
+		t.Errorf("copied %q", got)
+	}
+	for _, c := range l.Created() {
+		if c.Labels[LabelRole] != "app" {
+			continue
+		}
+		if c.Image != "example/shop:1.4" {
+			t.Errorf("image %s", c.Image)
+		}
+		for _, kv := range []string{"DATABASE_URL=postgres://rttlab:" + st.Password + "@db:5432/rttlab?sslmode=disable",
+			"PGHOST=db", "PGPASSWORD=" + st.Password, "LOG_LEVEL=warn", fmt.Sprintf("PORT=%d", port)} {
+			if !slices.Contains(c.Env, kv) {
+				t.Errorf("app env %v lacks %s", c.Env, kv)
+			}
+		}
+	}
+	checks, err := VerifyStack(ctx, l, st, VerifyOptions{Requests: 4, SerialN: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var counts []string
+	for _, c := range checks {
+		if !c.OK {
+			t.Errorf("check failed: %+v", c)
+		}
+		if c.What == "statements per request" {
+			counts = append(counts, c.Route+" "+c.Expected+" "+c.Observed)
+		}
+	}
+	if !slices.Equal(counts, []string{"/feed 3 3", "/serial?n=3 (not declared) 3"}) {
+		t.Errorf("counts %q", counts)
+	}
+}
+
+// psql's error line becomes one line naming the user's file and line.
+func TestFakeDBInitFailure(t *testing.T) {
+	l := newFakeLab(t)
+	dir := t.TempDir()
+	schema := writeFile(t, filepath.Join(dir, "schema.sql"), "CREAT TABLE items (id int);")
+	l.handle("psql -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -U rttlab", func(ctx context.Context, x *execCall) (int, error) {
+		fmt.Fprintf(x.Stderr, "psql:%s:1: ERROR:  syntax error at or near \"CREAT\"\nLINE 1: CREAT TABLE items (id int);\n", x.Flag("-f"))
+		return 3, nil
+	})
+	m, _ := OwnAppMeta(PlanApp{Name: "shop", Image: "example/shop:1.4", Routes: []string{"/feed"}, DBInit: []string{schema}})
+	l.addImage("example/shop:1.4", nil)
+	_, err := StartStack(context.Background(), l, StackOptions{Target: apps.Target{Name: "shop", Meta: m, Image: m.Image}})
+	want := "--db-init " + schema + `:1: ERROR: syntax error at or near "CREAT"`
+	if err == nil || strings.Split(err.Error(), "\n")[0] != want {
+		t.Fatalf("err = %v, want %q", err, want)
+	}
+	if cs, ns := l.Live(); len(cs)+len(ns) != 0 {
+		t.Errorf("left behind: %v %v", cs, ns)
+	}
+}
+
+// clean --images removes what rttlab built, never a user's image that
+// inherited rttlab's labels (FROM rttlab/go:latest).
+func TestCleanImagesKeepsOwnImage(t *testing.T) {
+	f := newFakeDocker()
+	f.addImage(ImageRef("go"), map[string]string{LabelApp: "go"})
+	own := f.addImage("example/shop:1.4", map[string]string{LabelApp: "go"})
+	if _, err := CleanAll(context.Background(), f, true); err != nil {
+		t.Fatal(err)
+	}
+	if id, err := f.ImageID(context.Background(), "example/shop:1.4"); err != nil || id != own {
+		t.Errorf("the user's image was removed: %v", err)
+	}
+	if _, err := f.ImageID(context.Background(), ImageRef("go")); err == nil {
+		t.Error("rttlab's image was kept")
+	}
+	for tags, want := range map[string]bool{"rttlab/go:latest": true, "rttlab-ci-go:latest": true, "": true, "<none>:<none>": true,
+		"example/shop:1.4": false, "example/cargo:latest": false, "rttlab/go:latest,example/shop:1": false} {
+		var ts []string
+		if tags != "" {
+			ts = strings.Split(tags, ",")
+		}
+		if got := BuiltByRttlab(ts, map[string]string{LabelApp: "go"}); got != want {
+			t.Errorf("%q: %v, want %v", tags, got, want)
+		}
+	}
+}
