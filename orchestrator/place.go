@@ -278,53 +278,30 @@ func (ps *PlaceSession) Connect(ctx context.Context, d Docker, node string, warm
 // Select1 runs warmup+calls SELECT 1 from a node's namespace and returns
 // the measured calls' latencies in ms.
 func (ps *PlaceSession) Select1(ctx context.Context, d Containers, node string, warmup, calls int) ([]float64, error) {
-	a := ps.Shaping.Agents[node]
-	var out, errb bytes.Buffer
-	code, err := d.Exec(ctx, a.ID, ExecSpec{
-		Cmd:    []string{"/usr/local/bin/rttlab", "agent", "sqlprobe", "--runs", "1", "--calls", fmt.Sprint(warmup + calls)},
-		Env:    []string{"PGHOST=" + ps.Nodes[NodeDB].IP, "PGPORT=5432", "PGUSER=rttlab", "PGDATABASE=rttlab", "PGPASSWORD=" + ps.Stack.Password, "PGSSLMODE=disable"},
-		Stdout: &out, Stderr: &errb, Timeout: 10 * time.Minute,
-	})
+	runs, err := agentSelectOne(ctx, d, ps.Shaping.Agents[node], ps.Nodes[NodeDB].IP, ps.Stack.Password, 1, warmup+calls)
 	if err != nil {
 		return nil, err
 	}
-	if code != 0 {
-		return nil, fmt.Errorf("SELECT 1 probe from %s: %s", node, strings.TrimSpace(errb.String()))
-	}
-	var runs []workloads.ProbeRun
-	if err := json.Unmarshal(out.Bytes(), &runs); err != nil || len(runs) != 1 {
-		return nil, fmt.Errorf("SELECT 1 probe from %s: bad output (%v)", node, err)
+	if len(runs) != 1 {
+		return nil, fmt.Errorf("SELECT 1 probe from %s: %d runs, want 1", node, len(runs))
 	}
 	s := runs[0].Samples
 	if len(s) > warmup {
 		s = s[warmup:]
 	}
-	out2 := make([]float64, len(s))
+	out := make([]float64, len(s))
 	for i, v := range s {
-		out2[i] = float64(v) / 1e6
+		out[i] = float64(v) / 1e6
 	}
-	return out2, nil
+	return out, nil
 }
 
 // Ping sends ICMP echoes from one node to another and returns the mean
 // RTT in ms and the echoes lost.
 func (ps *PlaceSession) Ping(ctx context.Context, d Containers, from, to string, count int) (float64, int, error) {
-	a := ps.Shaping.Agents[from]
-	var out, errb bytes.Buffer
-	interval := 2 * time.Millisecond
-	code, err := d.Exec(ctx, a.ID, ExecSpec{
-		Cmd:    []string{"/usr/local/bin/rttlab", "agent", "ping", "--to", ps.Nodes[to].IP, "--count", fmt.Sprint(count), "--interval", interval.String()},
-		Stdout: &out, Stderr: &errb, Timeout: time.Duration(count)*(interval+workloads.EchoTimeout) + 30*time.Second,
-	})
+	res, err := agentPing(ctx, d, ps.Shaping.Agents[from], ps.Nodes[to].IP, count, 2*time.Millisecond)
 	if err != nil {
 		return 0, 0, err
-	}
-	if code != 0 {
-		return 0, 0, fmt.Errorf("ping %s→%s: %s", from, to, strings.TrimSpace(errb.String()))
-	}
-	var res workloads.PingResult
-	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
-		return 0, 0, fmt.Errorf("ping %s→%s: %w", from, to, err)
 	}
 	if res.Received == 0 {
 		return 0, res.Lost, fmt.Errorf("ping %s→%s: no echo came back", from, to)

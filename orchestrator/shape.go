@@ -205,12 +205,15 @@ func (sh *Shaping) Clear(ctx context.Context, d Containers) error {
 // Ping sends ICMP echoes from the app's network namespace (inside its
 // agent) to the database.
 func (sh *Shaping) Ping(ctx context.Context, d Containers, count int, interval time.Duration) (workloads.PingResult, error) {
+	return agentPing(ctx, d, sh.Agents["app"], sh.Stack.Role("db").IP, count, interval)
+}
+
+// agentPing runs `rttlab agent ping` in agent a towards the address to.
+func agentPing(ctx context.Context, d Containers, a *Agent, to string, count int, interval time.Duration) (workloads.PingResult, error) {
 	var res workloads.PingResult
-	a := sh.Agents["app"]
-	db := sh.Stack.Role("db")
 	var out, errb bytes.Buffer
 	code, err := d.Exec(ctx, a.ID, ExecSpec{
-		Cmd:    []string{"/usr/local/bin/rttlab", "agent", "ping", "--to", db.IP, "--count", fmt.Sprint(count), "--interval", interval.String()},
+		Cmd:    []string{"/usr/local/bin/rttlab", "agent", "ping", "--to", to, "--count", fmt.Sprint(count), "--interval", interval.String()},
 		Stdout: &out, Stderr: &errb, Timeout: time.Duration(count)*(interval+workloads.EchoTimeout) + 30*time.Second,
 	})
 	if err != nil {
@@ -227,12 +230,16 @@ func (sh *Shaping) Ping(ctx context.Context, d Containers, count int, interval t
 
 // SelectOne runs the SELECT 1 probe from the app's network namespace.
 func (sh *Shaping) SelectOne(ctx context.Context, d Containers, runs, calls int) ([]workloads.ProbeRun, error) {
-	a := sh.Agents["app"]
-	db := sh.Stack.Role("db")
+	return agentSelectOne(ctx, d, sh.Agents["app"], sh.Stack.Role("db").IP, sh.Stack.Password, runs, calls)
+}
+
+// agentSelectOne runs `rttlab agent sqlprobe` in agent a against the
+// database at dbIP.
+func agentSelectOne(ctx context.Context, d Containers, a *Agent, dbIP, password string, runs, calls int) ([]workloads.ProbeRun, error) {
 	var out, errb bytes.Buffer
 	code, err := d.Exec(ctx, a.ID, ExecSpec{
 		Cmd:    []string{"/usr/local/bin/rttlab", "agent", "sqlprobe", "--runs", fmt.Sprint(runs), "--calls", fmt.Sprint(calls)},
-		Env:    []string{"PGHOST=" + db.IP, "PGPORT=5432", "PGUSER=rttlab", "PGDATABASE=rttlab", "PGPASSWORD=" + sh.Stack.Password, "PGSSLMODE=disable"},
+		Env:    []string{"PGHOST=" + dbIP, "PGPORT=5432", "PGUSER=rttlab", "PGDATABASE=rttlab", "PGPASSWORD=" + password, "PGSSLMODE=disable"},
 		Stdout: &out, Stderr: &errb, Timeout: 10 * time.Minute,
 	})
 	if err != nil {
