@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
-	"net/http"
 	"sort"
 	"strings"
 	"time"
@@ -142,36 +141,6 @@ func StartPlacement(ctx context.Context, d Docker, plan *PlacePlan, t apps.Targe
 		return ps, err
 	}
 	return ps, nil
-}
-
-// waitHTTP polls url from the host until it answers 200.
-func waitHTTP(ctx context.Context, d Docker, m *Member, url string, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	hc := &http.Client{Timeout: 2 * time.Second}
-	for {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if err != nil {
-			return err
-		}
-		if resp, err := hc.Do(req); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if err := checkRunning(ctx, d, m); err != nil {
-			return err
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s did not answer %s with 200 within %s", m.Name, url, timeout)
-		}
-		if err := sleepCtx(ctx, 300*time.Millisecond); err != nil {
-			return err
-		}
-	}
 }
 
 // SetLinks applies every directed pair's one-way delay (zero when zero

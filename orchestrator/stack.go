@@ -376,11 +376,26 @@ func waitDB(ctx context.Context, d Docker, m *Member, timeout time.Duration) err
 // else from inside the database container's network (the app is on the
 // private network only).
 func waitApp(ctx context.Context, d Docker, st *Stack, m *Member, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
 	health := st.Target.Meta.Health
+	return pollHTTP(ctx, d, m, st.BaseURL()+health, timeout, func() error {
+		return fmt.Errorf("app %s (%s) did not answer %s with 200 within %s", st.Target.Name, m.Name, health, timeout)
+	})
+}
+
+// waitHTTP polls url from the host until it answers 200.
+func waitHTTP(ctx context.Context, d Docker, m *Member, url string, timeout time.Duration) error {
+	return pollHTTP(ctx, d, m, url, timeout, func() error {
+		return fmt.Errorf("%s did not answer %s with 200 within %s", m.Name, url, timeout)
+	})
+}
+
+// pollHTTP GETs url every 300 ms until it answers 200, failing at once
+// when m stops and with late() after timeout.
+func pollHTTP(ctx context.Context, d Docker, m *Member, url string, timeout time.Duration, late func() error) error {
+	deadline := time.Now().Add(timeout)
 	hc := &http.Client{Timeout: 2 * time.Second}
 	for {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, st.BaseURL()+health, nil)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {
 			return err
 		}
@@ -397,7 +412,7 @@ func waitApp(ctx context.Context, d Docker, st *Stack, m *Member, timeout time.D
 			return err
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("app %s (%s) did not answer %s with 200 within %s", st.Target.Name, m.Name, health, timeout)
+			return late()
 		}
 		if err := sleepCtx(ctx, 300*time.Millisecond); err != nil {
 			return err
