@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
-	"sort"
 	"strings"
 	"time"
 
@@ -57,31 +56,13 @@ func StartPlacement(ctx context.Context, d Docker, plan *PlacePlan, t apps.Targe
 			err = errors.Join(err, st.Remove(context.WithoutCancel(ctx), d))
 		}
 	}()
-	proj, err := LoadStackFile(ctx, "feed.yaml", map[string]string{
-		"RTTLAB_DB_PASSWORD": st.Password, "RTTLAB_APP_IMAGE": ImageRef(t.Meta.Name), "RTTLAB_DB_IMAGE": ImageRef("postgres"),
-	})
+	dbEnv, err := feedServiceEnv(ctx, st, "db")
 	if err != nil {
 		return ps, err
 	}
-	envOf := func(service string) []string {
-		var env []string
-		for _, s := range proj.Services {
-			if s.Name != service {
-				continue
-			}
-			for k, v := range s.Environment {
-				if v != nil {
-					env = append(env, k+"="+*v)
-				}
-			}
-		}
-		if service == "app" {
-			for k, v := range t.Env {
-				env = append(env, k+"="+v)
-			}
-		}
-		sort.Strings(env)
-		return env
+	appVars, err := feedServiceEnv(ctx, st, "app")
+	if err != nil {
+		return ps, err
 	}
 	st.Network = "rttlab-" + runID
 	if st.NetworkID, err = d.CreateNetwork(ctx, st.Network, RunLabels(runID, map[string]string{LabelStack: "placement"})); err != nil {
@@ -116,7 +97,7 @@ func StartPlacement(ctx context.Context, d Docker, plan *PlacePlan, t apps.Targe
 		return m, nil
 	}
 	ps.say("starting PostgreSQL, %s on compute hosts a and b, the client node and four agents", t.Name)
-	db, err := start(NodeDB, ImageRef("postgres"), nil, envOf("db"))
+	db, err := start(NodeDB, ImageRef("postgres"), nil, dbEnv)
 	if err != nil {
 		return ps, err
 	}
@@ -124,7 +105,7 @@ func StartPlacement(ctx context.Context, d Docker, plan *PlacePlan, t apps.Targe
 		return ps, err
 	}
 	for _, n := range []string{NodeA, NodeB} {
-		m, err := start(n, ImageRef(t.Meta.Name), nil, envOf("app"))
+		m, err := start(n, ImageRef(t.Meta.Name), nil, appVars)
 		if err != nil {
 			return ps, err
 		}

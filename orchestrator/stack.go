@@ -277,6 +277,36 @@ func StartStack(ctx context.Context, d Docker, o StackOptions) (st *Stack, err e
 	return st, nil
 }
 
+// feedServiceEnv is one service's environment from the feed stack file
+// for st (its password), with the target's environment added to the app's,
+// sorted: the placement and worker studies start their containers from it.
+func feedServiceEnv(ctx context.Context, st *Stack, service string) ([]string, error) {
+	proj, err := LoadStackFile(ctx, "feed.yaml", map[string]string{
+		"RTTLAB_DB_PASSWORD": st.Password, "RTTLAB_APP_IMAGE": ImageRef(st.Target.Meta.Name), "RTTLAB_DB_IMAGE": ImageRef("postgres"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	var env []string
+	for _, s := range proj.Services {
+		if s.Name != service {
+			continue
+		}
+		for k, v := range s.Environment {
+			if v != nil {
+				env = append(env, k+"="+*v)
+			}
+		}
+	}
+	if service == "app" {
+		for k, v := range st.Target.Env {
+			env = append(env, k+"="+v)
+		}
+	}
+	sort.Strings(env)
+	return env, nil
+}
+
 // appEnv adds to the compose file's app environment (the libpq PG*
 // variables) the same connection as DATABASE_URL, the port the app
 // listens on, and the target's environment (which wins).

@@ -118,24 +118,9 @@ func (ws *WorkersSession) startMember(ctx context.Context, name, image string, c
 // appEnv is the app container's environment: the stack file's, the
 // target's and Puma's layout.
 func (ws *WorkersSession) appEnv(ctx context.Context, pumaWorkers, threads int, wflbw string) ([]string, error) {
-	proj, err := LoadStackFile(ctx, "feed.yaml", map[string]string{
-		"RTTLAB_DB_PASSWORD": ws.Stack.Password, "RTTLAB_APP_IMAGE": ImageRef(ws.Target.Meta.Name), "RTTLAB_DB_IMAGE": ImageRef("postgres"),
-	})
+	env, err := feedServiceEnv(ctx, ws.Stack, "app")
 	if err != nil {
 		return nil, err
-	}
-	var env []string
-	for _, s := range proj.Services {
-		if s.Name == "app" {
-			for k, v := range s.Environment {
-				if v != nil {
-					env = append(env, k+"="+*v)
-				}
-			}
-		}
-	}
-	for k, v := range ws.Target.Env {
-		env = append(env, k+"="+v)
 	}
 	env = append(env, fmt.Sprintf("PUMA_WORKERS=%d", pumaWorkers), fmt.Sprintf("PUMA_THREADS=%d", threads), "PUMA_WFLBW="+wflbw)
 	sort.Strings(env)
