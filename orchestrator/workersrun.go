@@ -274,8 +274,8 @@ func (ws *WorkersSession) ensureStack(ctx context.Context, t workers.Task) error
 	return nil
 }
 
-// workerPIDs asks the cluster's /health until n distinct worker PIDs have
-// answered.
+// workerPIDs asks the cluster's /work (no CPU, no queries: the route that
+// names its worker) until n distinct worker PIDs have answered.
 func (ws *WorkersSession) workerPIDs(ctx context.Context, base string, n int, timeout time.Duration) ([]string, error) {
 	seen := map[string]bool{}
 	deadline := time.Now().Add(timeout)
@@ -284,7 +284,7 @@ func (ws *WorkersSession) workerPIDs(ctx context.Context, base string, n int, ti
 		if time.Now().After(deadline) {
 			return nil, fmt.Errorf("only %d of %d Puma workers answered within %s", len(seen), n, timeout)
 		}
-		if pid, err := getHeader(ctx, tr, base+ws.Target.Meta.Health, workers.HeaderPID); err == nil && pid != "" {
+		if pid, err := getHeader(ctx, tr, base+"/work?queries=0", workers.HeaderPID); err == nil && pid != "" {
 			seen[pid] = true
 		} else if err := sleepCtx(ctx, 100*time.Millisecond); err != nil {
 			return nil, err

@@ -21,7 +21,7 @@ module RttlabRails
     [status, { "content-type" => "application/json", "content-length" => body.bytesize.to_s }, [body]]
   end
 
-  # Stamps every response with the serving process and thread and the
+  # Stamps /work responses with the serving process and thread and the
   # request's start and end on the monotonic clock (ns), taken around the
   # whole Rails stack: what the worker-scheduling study needs to tell which
   # requests ran on one worker at once.
@@ -31,6 +31,10 @@ module RttlabRails
     end
 
     def call(env)
+      # Only the study's route: the contract's routes are the measured
+      # request path of the RTT study and stay as they were.
+      return @app.call(env) unless env["PATH_INFO"] == "/work"
+
       start_ns = Process.clock_gettime(Process::CLOCK_MONOTONIC, :nanosecond)
       status, headers, body = @app.call(env)
       headers["x-rttlab-pid"] = Process.pid.to_s
