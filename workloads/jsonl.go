@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 )
 
 // maxResultLine bounds one JSON line of the result stream.
@@ -15,26 +16,38 @@ const maxResultLine = 1 << 20
 // ResultWriter writes results as JSON lines. Each Write flushes its line to
 // the underlying writer, so results stream back over docker exec as they
 // happen. Its Write method fits RunLoad's emit parameter.
-type ResultWriter struct {
+type ResultWriter struct{ lines *lineWriter }
+
+// NewResultWriter returns a ResultWriter on w.
+func NewResultWriter(w io.Writer) *ResultWriter { return &ResultWriter{newLineWriter(w)} }
+
+// Write writes r as one JSON line and flushes it.
+func (rw *ResultWriter) Write(r Result) error { return rw.lines.write(r, r.Seq) }
+
+// lineWriter writes values as JSON lines, flushing each; it is safe for
+// concurrent use.
+type lineWriter struct {
+	mu  sync.Mutex
 	bw  *bufio.Writer
 	enc *json.Encoder
 }
 
-// NewResultWriter returns a ResultWriter on w.
-func NewResultWriter(w io.Writer) *ResultWriter {
+func newLineWriter(w io.Writer) *lineWriter {
 	bw := bufio.NewWriter(w)
 	enc := json.NewEncoder(bw)
 	enc.SetEscapeHTML(false)
-	return &ResultWriter{bw: bw, enc: enc}
+	return &lineWriter{bw: bw, enc: enc}
 }
 
-// Write writes r as one JSON line and flushes it.
-func (rw *ResultWriter) Write(r Result) error {
-	if err := rw.enc.Encode(r); err != nil {
-		return fmt.Errorf("encode result %d: %w", r.Seq, err)
+// write writes v (the result numbered seq) as one line and flushes it.
+func (lw *lineWriter) write(v any, seq int) error {
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	if err := lw.enc.Encode(v); err != nil {
+		return fmt.Errorf("encode result %d: %w", seq, err)
 	}
-	if err := rw.bw.Flush(); err != nil {
-		return fmt.Errorf("write result %d: %w", r.Seq, err)
+	if err := lw.bw.Flush(); err != nil {
+		return fmt.Errorf("write result %d: %w", seq, err)
 	}
 	return nil
 }

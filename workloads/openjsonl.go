@@ -1,44 +1,23 @@
 package workloads
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"sync"
 )
 
 // OpenResultWriter writes open-loop results as JSON lines, flushing each
 // line. It is safe for concurrent use, and its Write method fits
 // RunOpenLoop's emit parameter.
-type OpenResultWriter struct {
-	mu  sync.Mutex
-	bw  *bufio.Writer
-	enc *json.Encoder
-}
+type OpenResultWriter struct{ lines *lineWriter }
 
 // NewOpenResultWriter returns an OpenResultWriter on w.
-func NewOpenResultWriter(w io.Writer) *OpenResultWriter {
-	bw := bufio.NewWriter(w)
-	enc := json.NewEncoder(bw)
-	enc.SetEscapeHTML(false)
-	return &OpenResultWriter{bw: bw, enc: enc}
-}
+func NewOpenResultWriter(w io.Writer) *OpenResultWriter { return &OpenResultWriter{newLineWriter(w)} }
 
 // Write writes r as one JSON line and flushes it.
-func (rw *OpenResultWriter) Write(r OpenResult) error {
-	rw.mu.Lock()
-	defer rw.mu.Unlock()
-	if err := rw.enc.Encode(r); err != nil {
-		return fmt.Errorf("encode result %d: %w", r.Seq, err)
-	}
-	if err := rw.bw.Flush(); err != nil {
-		return fmt.Errorf("write result %d: %w", r.Seq, err)
-	}
-	return nil
-}
+func (rw *OpenResultWriter) Write(r OpenResult) error { return rw.lines.write(r, r.Seq) }
 
 // wireOpenResult mirrors OpenResult with pointers so that missing fields
 // are seen.
