@@ -16,11 +16,12 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/rttlab/rttlab/internal/proxyserve"
 )
 
 // Headers the proxy reads and writes.
@@ -586,48 +587,12 @@ func Serve(ctx context.Context, cfg Config) error {
 
 // ServeListener is Serve on a listener the caller opened (cfg.Listen is not
 // used); it closes ln.
-func ServeListener(ctx context.Context, cfg Config, ln net.Listener) (err error) {
-	defer ln.Close()
-	var logw io.Writer = os.Stdout
-	if cfg.LogPath != "" && cfg.LogPath != "-" {
-		if err := os.MkdirAll(filepath.Dir(cfg.LogPath), 0o755); err != nil {
-			return fmt.Errorf("decision log: %w", err)
-		}
-		f, err := os.OpenFile(cfg.LogPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+func ServeListener(ctx context.Context, cfg Config, ln net.Listener) error {
+	return proxyserve.Serve(ctx, ln, cfg.LogPath, "proxy", func(logw io.Writer) (proxyserve.Handler, []any, error) {
+		p, err := NewProxy(cfg, logw)
 		if err != nil {
-			return fmt.Errorf("decision log: %w", err)
+			return nil, nil, err
 		}
-		defer func() {
-			if cerr := f.Close(); cerr != nil && err == nil {
-				err = fmt.Errorf("decision log: %w", cerr)
-			}
-		}()
-		logw = f
-	}
-	p, err := NewProxy(cfg, logw)
-	if err != nil {
-		return err
-	}
-	srv := &http.Server{
-		Handler:           p,
-		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          slog.NewLogLogger(slog.Default().Handler(), slog.LevelWarn),
-	}
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
-	slog.Info("placement proxy serving", "addr", ln.Addr().String(), "policy", p.def, "conn", p.connHeader(), "log", cfg.LogPath)
-	select {
-	case err = <-serveErr:
-		err = fmt.Errorf("proxy serve: %w", err)
-	case <-ctx.Done():
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if serr := srv.Shutdown(sctx); serr != nil {
-			err = fmt.Errorf("proxy shutdown: %w", serr)
-		}
-	}
-	if cerr := p.Close(); cerr != nil && err == nil {
-		err = cerr
-	}
-	return err
+		return p, []any{"policy", p.def, "conn", p.connHeader()}, nil
+	})
 }
