@@ -232,7 +232,7 @@ type Proxy struct {
 	def       Policy
 	keepAlive bool
 	ups       map[string]*upstream
-	log       *decisionLog
+	log       *proxyserve.Log[DecisionRecord]
 	seq       atomic.Uint64
 
 	mu       sync.Mutex
@@ -339,7 +339,7 @@ func NewProxy(cfg Config, logw io.Writer) (*Proxy, error) {
 		}
 		p.ups[u.Name] = up
 	}
-	p.log = newDecisionLog(logw)
+	p.log = proxyserve.NewLog[DecisionRecord](logw)
 	return p, nil
 }
 
@@ -399,7 +399,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rec.Error = err.Error()
 		rec.TotalMs = ms(time.Since(start))
 		http.Error(w, "rttlab proxy: "+err.Error(), status)
-		p.log.write(rec)
+		p.log.Write(rec)
 	}
 	queryPolicy := ""
 	if q := r.URL.Query(); q.Has(QueryPolicy) {
@@ -457,7 +457,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			finish()
 			rec.Status = st.status
 			rec.Error = "response aborted while copying the upstream body"
-			p.log.write(rec)
+			p.log.Write(rec)
 		}
 	}()
 	p.ups[d.Host].rp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), stateKey{}, st)))
@@ -468,7 +468,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rec.Status = http.StatusBadGateway
 		rec.Error = st.err.Error()
 	}
-	p.log.write(rec)
+	p.log.Write(rec)
 }
 
 func ms(d time.Duration) float64 { return float64(d) / 1e6 }
@@ -480,66 +480,7 @@ func (p *Proxy) Close() error {
 	for _, u := range p.ups {
 		u.tr.CloseIdleConnections()
 	}
-	return p.log.close()
-}
-
-// decisionLog writes DecisionRecords as JSON lines from one goroutine,
-// flushing whenever no record is waiting. A full queue blocks the request
-// rather than drop a line.
-type decisionLog struct {
-	mu     sync.RWMutex
-	closed bool
-	ch     chan DecisionRecord
-	done   chan struct{}
-	err    error // the first write error, read after done
-}
-
-func newDecisionLog(w io.Writer) *decisionLog {
-	l := &decisionLog{ch: make(chan DecisionRecord, 4096), done: make(chan struct{})}
-	go func() {
-		defer close(l.done)
-		bw := bufio.NewWriter(w)
-		enc := json.NewEncoder(bw)
-		keep := func(err error) {
-			if err != nil && l.err == nil {
-				l.err = err
-				slog.Error("decision log write failed; later lines are lost", "err", err)
-			}
-		}
-		for rec := range l.ch {
-			if l.err != nil {
-				continue
-			}
-			keep(enc.Encode(rec))
-			if len(l.ch) == 0 {
-				keep(bw.Flush())
-			}
-		}
-		keep(bw.Flush())
-	}()
-	return l
-}
-
-func (l *decisionLog) write(rec DecisionRecord) {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	if !l.closed {
-		l.ch <- rec
-	}
-}
-
-func (l *decisionLog) close() error {
-	l.mu.Lock()
-	if !l.closed {
-		l.closed = true
-		close(l.ch)
-	}
-	l.mu.Unlock()
-	<-l.done
-	if l.err != nil {
-		return fmt.Errorf("decision log: %w", l.err)
-	}
-	return nil
+	return p.log.Close()
 }
 
 // ReadDecisions parses a decision log (JSON lines); a bad line is an error

@@ -189,7 +189,7 @@ type Proxy struct {
 	def     Rule
 	threads int
 	ups     []*upstream
-	log     *decisionLog
+	log     *proxyserve.Log[Decision]
 	seq     atomic.Uint64
 
 	mu       sync.Mutex // guards inFlight and chooser
@@ -288,7 +288,7 @@ func NewProxy(cfg ProxyConfig, logw io.Writer) (*Proxy, error) {
 		}
 		p.ups = append(p.ups, up)
 	}
-	p.log = newDecisionLog(logw)
+	p.log = proxyserve.NewLog[Decision](logw)
 	return p, nil
 }
 
@@ -338,7 +338,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			rec.Status, rec.Error = http.StatusBadRequest, err.Error()
 			rec.TotalMs = ms(time.Since(start))
 			http.Error(w, "rttlab workers proxy: "+err.Error(), http.StatusBadRequest)
-			p.log.write(rec)
+			p.log.Write(rec)
 			return
 		}
 	}
@@ -350,7 +350,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rec.Status, rec.Error = http.StatusInternalServerError, err.Error()
 		rec.TotalMs = ms(time.Since(start))
 		http.Error(w, "rttlab workers proxy: "+err.Error(), http.StatusInternalServerError)
-		p.log.write(rec)
+		p.log.Write(rec)
 		return
 	}
 	up := p.ups[i]
@@ -381,7 +381,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			finish()
 			rec.Status = st.status
 			rec.Error = "response aborted while copying the upstream body"
-			p.log.write(rec)
+			p.log.Write(rec)
 		}
 	}()
 	up.rp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), stateKey{}, st)))
@@ -392,7 +392,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rec.Status = http.StatusBadGateway
 		rec.Error = st.err.Error()
 	}
-	p.log.write(rec)
+	p.log.Write(rec)
 }
 
 func ms(d time.Duration) float64 { return float64(d) / 1e6 }
@@ -403,66 +403,7 @@ func (p *Proxy) Close() error {
 	for _, u := range p.ups {
 		u.tr.CloseIdleConnections()
 	}
-	return p.log.close()
-}
-
-// decisionLog writes Decisions as JSON lines from one goroutine, flushing
-// whenever none is waiting; a full queue blocks the request rather than
-// drop a line.
-type decisionLog struct {
-	mu     sync.RWMutex
-	closed bool
-	ch     chan Decision
-	done   chan struct{}
-	err    error
-}
-
-func newDecisionLog(w io.Writer) *decisionLog {
-	l := &decisionLog{ch: make(chan Decision, 4096), done: make(chan struct{})}
-	go func() {
-		defer close(l.done)
-		bw := bufio.NewWriter(w)
-		enc := json.NewEncoder(bw)
-		keep := func(err error) {
-			if err != nil && l.err == nil {
-				l.err = err
-				slog.Error("workers proxy decision log write failed; later lines are lost", "err", err)
-			}
-		}
-		for rec := range l.ch {
-			if l.err != nil {
-				continue
-			}
-			keep(enc.Encode(rec))
-			if len(l.ch) == 0 {
-				keep(bw.Flush())
-			}
-		}
-		keep(bw.Flush())
-	}()
-	return l
-}
-
-func (l *decisionLog) write(rec Decision) {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	if !l.closed {
-		l.ch <- rec
-	}
-}
-
-func (l *decisionLog) close() error {
-	l.mu.Lock()
-	if !l.closed {
-		l.closed = true
-		close(l.ch)
-	}
-	l.mu.Unlock()
-	<-l.done
-	if l.err != nil {
-		return fmt.Errorf("decision log: %w", l.err)
-	}
-	return nil
+	return p.log.Close()
 }
 
 // ReadDecisions parses a decision log; a bad line is an error naming its

@@ -5,7 +5,9 @@
 package proxyserve
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 )
 
@@ -71,4 +74,67 @@ func Serve(ctx context.Context, ln net.Listener, logPath, name string, build fun
 		err = cerr
 	}
 	return err
+}
+
+// Log writes a proxy's decisions as JSON lines from one goroutine, flushing
+// whenever no record is waiting, so the file is current between bursts. A
+// full queue blocks the request rather than drop a line. Records written
+// after Close are dropped.
+type Log[T any] struct {
+	mu     sync.RWMutex
+	closed bool
+	ch     chan T
+	done   chan struct{}
+	err    error // the first write error, read after done
+}
+
+// NewLog starts a Log on w.
+func NewLog[T any](w io.Writer) *Log[T] {
+	l := &Log[T]{ch: make(chan T, 4096), done: make(chan struct{})}
+	go func() {
+		defer close(l.done)
+		bw := bufio.NewWriter(w)
+		enc := json.NewEncoder(bw)
+		keep := func(err error) {
+			if err != nil && l.err == nil {
+				l.err = err
+				slog.Error("decision log write failed; later lines are lost", "err", err)
+			}
+		}
+		for rec := range l.ch {
+			if l.err != nil {
+				continue
+			}
+			keep(enc.Encode(rec))
+			if len(l.ch) == 0 {
+				keep(bw.Flush())
+			}
+		}
+		keep(bw.Flush())
+	}()
+	return l
+}
+
+// Write queues one record.
+func (l *Log[T]) Write(rec T) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if !l.closed {
+		l.ch <- rec
+	}
+}
+
+// Close writes what is queued and returns the first write error.
+func (l *Log[T]) Close() error {
+	l.mu.Lock()
+	if !l.closed {
+		l.closed = true
+		close(l.ch)
+	}
+	l.mu.Unlock()
+	<-l.done
+	if l.err != nil {
+		return fmt.Errorf("decision log: %w", l.err)
+	}
+	return nil
 }
