@@ -418,7 +418,7 @@ func (s *Summary) latencyFigure() (*figure, error) {
 	// Routes an order of magnitude apart share the axis on a log scale.
 	if lo > 0 && hi/lo > 20 {
 		f.p.Y.Scale = plot.LogScale{}
-		f.p.Y.Tick.Marker = plot.TickerFunc(logTicks)
+		f.p.Y.Tick.Marker = plot.TickerFunc(LogTicks)
 		f.p.Y.Label.Text = "p50 latency (ms, log scale)"
 	} else {
 		f.p.Y.Min = 0
@@ -788,10 +788,10 @@ func runTicks(runs []RunStat) plot.Ticker {
 	return t
 }
 
-// logTicks labels 1, 2 and 5 times each power of ten inside [min, max]
+// LogTicks labels 1, 2 and 5 times each power of ten inside [min, max]
 // (with minor ticks at the other integers times the power), so a log axis
 // is readable at every decade.
-func logTicks(min, max float64) []plot.Tick {
+func LogTicks(min, max float64) []plot.Tick {
 	var ticks []plot.Tick
 	if !(min > 0) || !(max > min) {
 		return ticks

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
@@ -293,30 +292,14 @@ func addSeries(p *plot.Plot, pts plotter.XYs, ci []results.Interval, idx int, da
 	return append(thumbs, sc), nil
 }
 
-// logTicks labels 1, 2 and 5 times each power of ten in [min, max].
+// logTicks is results.LogTicks, falling back to plain ticks when a narrow
+// range holds fewer than two.
 func logTicks(min, max float64) []plot.Tick {
-	var ticks []plot.Tick
-	if !(min > 0) || !(max > min) {
+	ticks := results.LogTicks(min, max)
+	if len(ticks) >= 2 || !(min > 0) || !(max > min) {
 		return ticks
 	}
-	for e := math.Floor(math.Log10(min)); e <= math.Ceil(math.Log10(max)); e++ {
-		pow := math.Pow(10, e)
-		for m := 1; m <= 9; m++ {
-			v := float64(m) * pow
-			if v < min || v > max {
-				continue
-			}
-			t := plot.Tick{Value: v}
-			if m == 1 || m == 2 || m == 5 {
-				t.Label = strconv.FormatFloat(v, 'g', 6, 64)
-			}
-			ticks = append(ticks, t)
-		}
-	}
-	if len(ticks) < 2 {
-		return plot.DefaultTicks{}.Ticks(min, max)
-	}
-	return ticks
+	return plot.DefaultTicks{}.Ticks(min, max)
 }
 
 // render draws the panels with a title and the policy legend on the right
