@@ -114,24 +114,31 @@ func TestIntegrationUserspaceShapingICMP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("ICMP median app->db: %s at 0 ms, %s at 1 ms", zero.Median, one.Median)
+	t.Logf("ICMP app->db: median %s min %s at 0 ms; median %s min %s at 1 ms", zero.Median, zero.Min, one.Median, one.Min)
 	if zero.Received == 0 || one.Received == 0 {
 		t.Fatalf("echoes lost: %+v %+v", zero, one)
 	}
-	if zero.Median >= time.Millisecond {
-		t.Errorf("0 ms setting: median %s, want under 1 ms", zero.Median)
+	// The bounds are on minima, not medians: a median moves with whatever
+	// else the host is running (CI once saw a 0.86 ms median at 0 ms), while
+	// a shaper that holds each packet 0.5 ms per direction cannot return any
+	// echo in under 1 ms, and the quietest of 30 echoes at 0 ms shows the
+	// unshaped path. Accuracy itself is measured by `rttlab shape verify`.
+	if one.Min < time.Millisecond-50*time.Microsecond {
+		t.Errorf("1 ms setting: an echo came back in %s, under the 1 ms the shaper must hold it", one.Min)
 	}
-	added := one.Median - zero.Median
-	if added < 500*time.Microsecond || added > 2*time.Millisecond {
-		t.Errorf("1 ms setting added %s, want 0.5-2 ms", added)
+	if zero.Min >= time.Millisecond {
+		t.Errorf("0 ms setting: fastest echo %s, want under 1 ms", zero.Min)
+	}
+	if added := one.Min - zero.Min; added < 500*time.Microsecond || added > 3*time.Millisecond {
+		t.Errorf("1 ms setting added %s to the fastest echo, want 0.5-3 ms", added)
 	}
 
 	// Path scope: client->app is not delayed while app<->db is.
 	cl := prober(t, rt, sh, "prober", "", sh.Stack.Network)
 	toApp := pingFrom(t, rt, cl, sh.Stack.Role("app").IP, 30)
-	t.Logf("ICMP median client->app at 1 ms app<->db: %s", toApp.Median)
-	if toApp.Received == 0 || toApp.Median >= one.Median-300*time.Microsecond {
-		t.Errorf("client->app median %s is delayed like app->db (%s): path scope leaks", toApp.Median, one.Median)
+	t.Logf("ICMP client->app at 1 ms app<->db: median %s min %s", toApp.Median, toApp.Min)
+	if toApp.Received == 0 || toApp.Min >= one.Min-300*time.Microsecond {
+		t.Errorf("client->app fastest echo %s is delayed like app->db (%s): path scope leaks", toApp.Min, one.Min)
 	}
 }
 
