@@ -59,6 +59,18 @@ type Meta struct {
 	// DBInit lists the host paths (SQL files, folders of them, pg_dump
 	// files) applied to the database before the app starts.
 	DBInit []string `yaml:"-"`
+	// Compose, set for an app from a user's compose file (rttlab run
+	// --compose, a plan's compose: entry), names the file and its app and
+	// database services; Image is then the app service's image.
+	Compose *ComposeRef `yaml:"-"`
+}
+
+// ComposeRef names a user's compose file and the two services rttlab
+// shapes between.
+type ComposeRef struct {
+	File       string // absolute path
+	AppService string
+	DBService  string
 }
 
 // Route is one HTTP route of the route contract with the database work it

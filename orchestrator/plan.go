@@ -102,7 +102,19 @@ type PlanApp struct {
 	Env        map[string]string `yaml:"env,omitempty" json:"env,omitempty"`
 	EnvFile    string            `yaml:"env_file,omitempty" json:"env_file,omitempty"`
 	Statements map[string]int    `yaml:"statements,omitempty" json:"statements,omitempty"`
+	// Compose makes the entry an app of a user's compose file instead of
+	// an image: every service of the file runs as the file says (images
+	// never built), AppService is the app that is driven and DBService
+	// its PostgreSQL; rttlab shapes between those two. Port, Health,
+	// DBInit, Env, EnvFile and Statements apply as for Image.
+	Compose    string `yaml:"compose,omitempty" json:"compose,omitempty"`
+	AppService string `yaml:"app_service,omitempty" json:"app_service,omitempty"`
+	DBService  string `yaml:"db_service,omitempty" json:"db_service,omitempty"`
 }
+
+// Own says whether the entry is a user's app (an image or a compose file)
+// rather than one of rttlab's.
+func (a PlanApp) Own() bool { return a.Image != "" || a.Compose != "" }
 
 // Calibrates says whether a stack with this shaper backend calibrates.
 func (p *Plan) Calibrates(backend string) bool {
