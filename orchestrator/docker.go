@@ -280,6 +280,13 @@ type ContainerSpec struct {
 	PublishLocal []string
 	ExposedPorts []string
 	Init         bool
+	WorkingDir   string
+	// Binds are host:container[:ro] bind mounts; Volumes are container
+	// paths given fresh anonymous volumes (removed with the container);
+	// Tmpfs are container paths mounted as tmpfs.
+	Binds   []string
+	Volumes []string
+	Tmpfs   []string
 }
 
 // CreateContainer creates (does not start) a container.
@@ -293,11 +300,26 @@ func (r *Runtime) CreateContainer(ctx context.Context, s ContainerSpec) (string,
 		Env:        s.Env,
 		Labels:     s.Labels,
 		User:       s.User,
+		WorkingDir: s.WorkingDir,
 	}
 	hc := &container.HostConfig{
 		CapAdd:      s.CapAdd,
 		CapDrop:     s.CapDrop,
 		NetworkMode: container.NetworkMode(s.NetworkMode),
+		Binds:       s.Binds,
+	}
+	if len(s.Volumes) > 0 {
+		cfg.Volumes = map[string]struct{}{}
+		for _, v := range s.Volumes {
+			cfg.Volumes[v] = struct{}{}
+		}
+	}
+	if len(s.Tmpfs) > 0 {
+		hc.Tmpfs = map[string]string{}
+		for _, t := range s.Tmpfs {
+			path, opts, _ := strings.Cut(t, ":")
+			hc.Tmpfs[path] = opts
+		}
 	}
 	if s.Init {
 		t := true

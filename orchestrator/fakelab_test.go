@@ -43,6 +43,11 @@ type fakeLab struct {
 	peers      map[string][]string
 	statements int64 // pg_stat_statements calls since the last reset
 	extra      int64 // statements the app does beyond its contract, per request
+	// dbRole is the app's database role the statement counts filter on;
+	// noPGSS makes pg_stat_statements unloaded (a user's PostgreSQL).
+	dbRole string
+	noPGSS bool
+	sql    []string // every psql -c query, in order
 	loads      []fakeLoad
 }
 
@@ -69,7 +74,7 @@ const (
 func newFakeLab(t testing.TB) *fakeLab {
 	t.Helper()
 	l := &fakeLab{fakeDocker: newFakeDocker(), t: t,
-		delay: map[string]time.Duration{}, active: map[string]bool{}, peers: map[string][]string{}}
+		delay: map[string]time.Duration{}, active: map[string]bool{}, peers: map[string][]string{}, dbRole: "rttlab"}
 	l.healthy.Store(true)
 	l.app = httptest.NewServer(http.HandlerFunc(l.serveApp))
 	t.Cleanup(l.app.Close)
@@ -211,13 +216,19 @@ func (l *fakeLab) psql(ctx context.Context, x *execCall) (int, error) {
 	q := x.Flag("-c")
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.sql = append(l.sql, q)
 	switch {
+	case l.noPGSS && strings.Contains(q, "pg_stat_statements") && !strings.HasPrefix(q, "CREATE EXTENSION"):
+		fmt.Fprintln(x.Stderr, `ERROR:  pg_stat_statements must be loaded via "shared_preload_libraries"`)
+		return 1, nil
+	case strings.HasPrefix(q, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements"), q == "SELECT count(*) FROM pg_stat_statements":
+		fmt.Fprintln(x.Stdout, 0)
 	case strings.Contains(q, "pg_stat_statements_reset"):
 		l.statements = 0
 		fmt.Fprintln(x.Stdout)
-	case q == appStatementsSQL:
+	case q == appStatementsSQL(l.dbRole):
 		fmt.Fprintln(x.Stdout, l.statements)
-	case q == appStatementsDetailSQL:
+	case q == appStatementsDetailSQL(l.dbRole):
 		fmt.Fprintf(x.Stdout, "%d x SELECT id, title FROM articles WHERE account_id = $1\n", l.statements)
 	default:
 		fmt.Fprintf(x.Stderr, "ERROR:  unexpected query %q\n", q)

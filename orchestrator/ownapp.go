@@ -48,16 +48,34 @@ func ValidateOwnApp(a PlanApp) error {
 	bad := func(field, format string, args ...any) error {
 		return &ownAppFieldError{App: a.Name, Field: field, Msg: fmt.Sprintf(format, args...)}
 	}
-	if a.Image == "" {
+	if !a.Own() {
 		for _, f := range []struct {
 			name string
 			set  bool
-		}{{"port", a.Port != 0}, {"health", a.Health != ""}, {"db_init", len(a.DBInit) > 0}, {"env", len(a.Env) > 0}, {"env_file", a.EnvFile != ""}, {"statements", len(a.Statements) > 0}} {
+		}{{"port", a.Port != 0}, {"health", a.Health != ""}, {"db_init", len(a.DBInit) > 0}, {"env", len(a.Env) > 0}, {"env_file", a.EnvFile != ""},
+			{"statements", len(a.Statements) > 0}, {"app_service", a.AppService != ""}, {"db_service", a.DBService != ""}} {
 			if f.set {
-				return bad(f.name, "%s applies to an app given by image: (rttlab builds its own apps from apps/)", f.name)
+				return bad(f.name, "%s applies to an app given by image: or compose: (rttlab builds its own apps from apps/)", f.name)
 			}
 		}
 		return nil
+	}
+	if a.Image != "" && a.Compose != "" {
+		return bad("compose", "give image: or compose:, not both (a compose entry runs its app service's image)")
+	}
+	if a.Compose != "" {
+		if _, err := CheckComposeRef(context.Background(), a.composeRef()); err != nil {
+			field := "compose"
+			switch {
+			case a.AppService == "" || strings.Contains(err.Error(), fmt.Sprintf("no service %q", a.AppService)):
+				field = "app_service"
+			case a.DBService == "" || strings.Contains(err.Error(), fmt.Sprintf("no service %q", a.DBService)):
+				field = "db_service"
+			}
+			return bad(field, "%v", err)
+		}
+	} else if a.AppService != "" || a.DBService != "" {
+		return bad("app_service", "app_service and db_service name services of a compose: file; an image: entry has none")
 	}
 	if strings.ContainsAny(a.Image, " \t\n") {
 		return bad("image", "image %q is not an image reference", a.Image)
@@ -124,6 +142,18 @@ func sortedEnvKeys[V any](m map[string]V) []string {
 func OwnAppMeta(a PlanApp) (*apps.Meta, error) {
 	m := &apps.Meta{Name: a.Name, Kind: "app", Image: a.Image, Port: a.Port, Health: a.Health,
 		DBInit: append([]string(nil), a.DBInit...), Env: map[string]string{}}
+	if a.Compose != "" {
+		ref := a.composeRef()
+		p, err := CheckComposeRef(context.Background(), ref)
+		if err != nil {
+			return nil, err
+		}
+		svc := p.Services[ref.AppService]
+		m.Compose, m.Image = &ref, ServiceImage(p, svc)
+		if m.Port == 0 {
+			m.Port = ComposeAppPort(svc)
+		}
+	}
 	if m.Port == 0 {
 		m.Port = OwnAppPort
 	}
@@ -159,12 +189,21 @@ func OwnAppMeta(a PlanApp) (*apps.Meta, error) {
 	return m, nil
 }
 
+// composeRef is the entry's compose file and services.
+func (a PlanApp) composeRef() apps.ComposeRef {
+	file := a.Compose
+	if abs, err := filepath.Abs(file); err == nil {
+		file = abs
+	}
+	return apps.ComposeRef{File: file, AppService: a.AppService, DBService: a.DBService}
+}
+
 // AddOwnApps adds the metadata of the plan's image entries to all, so
 // that they resolve like the apps of the tree. A name of the tree is not
 // taken over.
 func AddOwnApps(p *Plan, all map[string]*apps.Meta) error {
 	for _, a := range p.Apps {
-		if a.Image == "" {
+		if !a.Own() {
 			continue
 		}
 		if old, ok := all[a.Name]; ok && old.Image == "" {
@@ -400,7 +439,7 @@ func ApplyDBInit(ctx context.Context, d Containers, st *Stack, files []InitFile)
 	if err := d.CopyToContainer(ctx, db.ID, "/tmp", &buf); err != nil {
 		return fmt.Errorf("--db-init: %w", err)
 	}
-	conn := []string{"-h", "127.0.0.1", "-U", "rttlab", "-d", "rttlab"}
+	conn := []string{"-h", "127.0.0.1", "-U", st.DB.User, "-d", st.DB.Database}
 	for i, f := range files {
 		var cmd []string
 		if f.Kind == "custom" {
@@ -409,7 +448,7 @@ func ApplyDBInit(ctx context.Context, d Containers, st *Stack, files []InitFile)
 			cmd = append(append([]string{"psql", "-X", "-q", "-v", "ON_ERROR_STOP=1"}, conn...), "-f", inside[i])
 		}
 		var errb bytes.Buffer
-		code, err := d.Exec(ctx, db.ID, ExecSpec{Cmd: cmd, User: "postgres", Env: []string{"PGPASSWORD=" + st.Password},
+		code, err := d.Exec(ctx, db.ID, ExecSpec{Cmd: cmd, User: "postgres", Env: []string{"PGPASSWORD=" + st.DB.Password},
 			Stderr: &errb, Timeout: 10 * time.Minute})
 		if err != nil {
 			return fmt.Errorf("--db-init %s: %w", f.Path, err)

@@ -240,8 +240,8 @@ func TestFakeOwnAppStackAndVerify(t *testing.T) {
 		if c.Image != "example/shop:1.4" {
 			t.Errorf("image %s", c.Image)
 		}
-		for _, kv := range []string{"DATABASE_URL=postgres://rttlab:" + st.Password + "@db:5432/rttlab?sslmode=disable",
-			"PGHOST=db", "PGPASSWORD=" + st.Password, "LOG_LEVEL=warn", fmt.Sprintf("PORT=%d", port)} {
+		for _, kv := range []string{"DATABASE_URL=postgres://rttlab:" + st.DB.Password + "@db:5432/rttlab?sslmode=disable",
+			"PGHOST=db", "PGPASSWORD=" + st.DB.Password, "LOG_LEVEL=warn", fmt.Sprintf("PORT=%d", port)} {
 			if !slices.Contains(c.Env, kv) {
 				t.Errorf("app env %v lacks %s", c.Env, kv)
 			}

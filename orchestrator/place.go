@@ -49,7 +49,7 @@ func StartPlacement(ctx context.Context, d Docker, plan *PlacePlan, t apps.Targe
 		readyTimeout = 3 * time.Minute
 	}
 	runID := NewRunID()
-	st := &Stack{RunID: runID, Target: t, Password: NewPassword()}
+	st := &Stack{RunID: runID, Target: t, DB: rttlabDB(NewPassword())}
 	ps = &PlaceSession{Stack: st, Nodes: map[string]*Member{}, Port: t.Meta.Port, Plan: plan}
 	defer func() {
 		if err != nil {
@@ -228,7 +228,7 @@ func (ps *PlaceSession) Connect(ctx context.Context, d Docker, node string, warm
 // Select1 runs warmup+calls SELECT 1 from a node's namespace and returns
 // the measured calls' latencies in ms.
 func (ps *PlaceSession) Select1(ctx context.Context, d Containers, node string, warmup, calls int) ([]float64, error) {
-	runs, err := agentSelectOne(ctx, d, ps.Shaping.Agents[node], ps.Nodes[NodeDB].IP, ps.Stack.Password, 1, warmup+calls)
+	runs, err := agentSelectOne(ctx, d, ps.Shaping.Agents[node], ps.Nodes[NodeDB].IP, ps.Stack.DB, 1, warmup+calls)
 	if err != nil {
 		return nil, err
 	}

@@ -242,7 +242,7 @@ func ParsePlan(file string, data []byte) (*Plan, error) {
 	return p, nil
 }
 
-// resolvePaths makes db_init and env_file paths relative to the plan
+// resolvePaths makes db_init, env_file and compose paths relative to the plan
 // file's folder absolute.
 func (a *PlanApp) resolvePaths(file string) {
 	dir := filepath.Dir(file)
@@ -259,6 +259,7 @@ func (a *PlanApp) resolvePaths(file string) {
 		a.DBInit[i] = abs(p)
 	}
 	a.EnvFile = abs(a.EnvFile)
+	a.Compose = abs(a.Compose)
 }
 
 // planFieldLine finds the line of field in the apps entry named app of a

@@ -230,16 +230,16 @@ func agentPing(ctx context.Context, d Containers, a *Agent, to string, count int
 
 // SelectOne runs the SELECT 1 probe from the app's network namespace.
 func (sh *Shaping) SelectOne(ctx context.Context, d Containers, runs, calls int) ([]workloads.ProbeRun, error) {
-	return agentSelectOne(ctx, d, sh.Agents["app"], sh.Stack.Role("db").IP, sh.Stack.Password, runs, calls)
+	return agentSelectOne(ctx, d, sh.Agents["app"], sh.Stack.Role("db").IP, sh.Stack.DB, runs, calls)
 }
 
 // agentSelectOne runs `rttlab agent sqlprobe` in agent a against the
 // database at dbIP.
-func agentSelectOne(ctx context.Context, d Containers, a *Agent, dbIP, password string, runs, calls int) ([]workloads.ProbeRun, error) {
+func agentSelectOne(ctx context.Context, d Containers, a *Agent, dbIP string, db DBCredentials, runs, calls int) ([]workloads.ProbeRun, error) {
 	var out, errb bytes.Buffer
 	code, err := d.Exec(ctx, a.ID, ExecSpec{
 		Cmd:    []string{"/usr/local/bin/rttlab", "agent", "sqlprobe", "--runs", fmt.Sprint(runs), "--calls", fmt.Sprint(calls)},
-		Env:    []string{"PGHOST=" + dbIP, "PGPORT=5432", "PGUSER=rttlab", "PGDATABASE=rttlab", "PGPASSWORD=" + password, "PGSSLMODE=disable"},
+		Env:    []string{"PGHOST=" + dbIP, "PGPORT=5432", "PGUSER=" + db.User, "PGDATABASE=" + db.Database, "PGPASSWORD=" + db.Password, "PGSSLMODE=disable"},
 		Stdout: &out, Stderr: &errb, Timeout: 10 * time.Minute,
 	})
 	if err != nil {
@@ -276,9 +276,14 @@ func FindShaping(ctx context.Context, d Docker, runID string) (*Shaping, error) 
 			for _, ep := range ins.NetworkSettings.Networks {
 				m.IP = ep.IPAddress
 			}
-			for _, e := range ins.Config.Env {
-				if v, ok := strings.CutPrefix(e, "PGPASSWORD="); ok {
-					st.Password = v
+			if role == "db" {
+				env := map[string]string{}
+				for _, e := range ins.Config.Env {
+					k, v, _ := strings.Cut(e, "=")
+					env[k] = v
+				}
+				if st.DB, err = composeDBCredentials(env); err != nil {
+					return nil, fmt.Errorf("database %s: %w", m.Name, err)
 				}
 			}
 			st.Members = append(st.Members, m)

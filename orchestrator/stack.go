@@ -115,8 +115,14 @@ type Stack struct {
 	Target    apps.Target
 	NetworkID string
 	Network   string
-	Password  string
-	Members   []*Member
+	// DB reaches the stack's PostgreSQL: rttlab's own image with a fresh
+	// password, or a user's compose database with its credentials.
+	DB DBCredentials
+	// NoStatements, when set, says why the database cannot count the
+	// app's statements (pg_stat_statements not loaded in a user's
+	// database): counts are then reported as unavailable.
+	NoStatements string
+	Members      []*Member
 	// AppURL reaches the app from the host (published on 127.0.0.1), or
 	// is empty when not published.
 	AppURL string
@@ -162,17 +168,13 @@ func StartStack(ctx context.Context, d Docker, o StackOptions) (st *Stack, err e
 	if o.ReadyTimeout == 0 {
 		o.ReadyTimeout = 3 * time.Minute
 	}
-	st = &Stack{RunID: o.RunID, Target: o.Target, Password: NewPassword()}
+	st = &Stack{RunID: o.RunID, Target: o.Target, DB: rttlabDB(NewPassword())}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, st.Remove(context.WithoutCancel(ctx), d))
 		}
 	}()
-	proj, err := LoadStackFile(ctx, "feed.yaml", map[string]string{
-		"RTTLAB_DB_PASSWORD": st.Password,
-		"RTTLAB_APP_IMAGE":   TargetImage(o.Target),
-		"RTTLAB_DB_IMAGE":    ImageRef("postgres"),
-	})
+	proj, err := stackProject(ctx, st, o.Target)
 	if err != nil {
 		return st, err
 	}
@@ -190,46 +192,18 @@ func StartStack(ctx context.Context, d Docker, o StackOptions) (st *Stack, err e
 		return st, err
 	}
 	for _, svc := range order {
-		meta, err := serviceMeta(svc)
+		spec, meta, err := stackServiceSpec(proj, svc, st, o)
 		if err != nil {
 			return st, err
 		}
-		env := []string{}
-		for k, v := range svc.Environment {
-			if v != nil {
-				env = append(env, k+"="+*v)
-			}
-		}
-		appLabel := ""
+		spec.Name = fmt.Sprintf("rttlab-%s-%s", o.RunID, svc.Name)
+		spec.Labels = RunLabels(o.RunID, extra)
+		spec.Labels[LabelRole] = meta.Role
+		spec.Labels[LabelService] = svc.Name
 		if meta.Role == "app" {
-			env = appEnv(env, st.Password, o.Target)
-			appLabel = o.Target.Name
+			spec.Labels[LabelApp] = o.Target.Name
 		}
-		sort.Strings(env)
-		labels := RunLabels(o.RunID, extra)
-		labels[LabelRole] = meta.Role
-		labels[LabelService] = svc.Name
-		if appLabel != "" {
-			labels[LabelApp] = appLabel
-		}
-		spec := ContainerSpec{
-			Name:    fmt.Sprintf("rttlab-%s-%s", o.RunID, svc.Name),
-			Image:   svc.Image,
-			Env:     env,
-			Labels:  labels,
-			Network: st.Network,
-			Aliases: []string{svc.Name},
-			Init:    false,
-		}
-		if o.Publish {
-			for _, p := range svc.Ports {
-				if meta.Role == "app" {
-					// The app's own port (a user's app need not use 8080).
-					p.Target = uint32(o.Target.Meta.Port)
-				}
-				spec.PublishLocal = append(spec.PublishLocal, fmt.Sprintf("%d/%s", p.Target, protoOr(p.Protocol)))
-			}
-		}
+		spec.Network, spec.Aliases = st.Network, []string{svc.Name}
 		id, err := d.CreateContainer(ctx, spec)
 		m := &Member{Service: svc.Name, Role: meta.Role, Shaped: meta.Shaped, ID: id, Name: spec.Name}
 		if id != "" {
@@ -252,6 +226,9 @@ func StartStack(ctx context.Context, d Docker, o StackOptions) (st *Stack, err e
 		case "db":
 			if err := waitDB(ctx, d, m, o.ReadyTimeout); err != nil {
 				return st, err
+			}
+			if o.Target.Meta.Compose != nil {
+				st.NoStatements = statementsUnavailable(ctx, d, st)
 			}
 			if len(o.Target.Meta.DBInit) > 0 {
 				files, err := ExpandDBInit(o.Target.Meta.DBInit)
@@ -277,12 +254,104 @@ func StartStack(ctx context.Context, d Docker, o StackOptions) (st *Stack, err e
 	return st, nil
 }
 
+// stackProject is the compose project a stack runs: rttlab's feed stack
+// with the target's image and a fresh password, or the user's compose file
+// (whose database credentials then become st.DB).
+func stackProject(ctx context.Context, st *Stack, t apps.Target) (*types.Project, error) {
+	ref := t.Meta.Compose
+	if ref == nil {
+		return LoadStackFile(ctx, "feed.yaml", map[string]string{
+			"RTTLAB_DB_PASSWORD": st.DB.Password,
+			"RTTLAB_APP_IMAGE":   TargetImage(t),
+			"RTTLAB_DB_IMAGE":    ImageRef("postgres"),
+		})
+	}
+	proj, err := CheckComposeRef(ctx, *ref)
+	if err != nil {
+		return nil, err
+	}
+	db, err := proj.GetService(ref.DBService)
+	if err != nil {
+		return nil, err
+	}
+	if st.DB, err = composeDBCredentials(envMap(db.Environment)); err != nil {
+		return nil, fmt.Errorf("compose file %s: database service %s: %w", ref.File, ref.DBService, err)
+	}
+	return proj, nil
+}
+
+// stackServiceSpec is the container of one service of the stack's project
+// (name, labels and network are the caller's) and its role: rttlab's
+// feed stack says it in x-rttlab; in a user's file the app and database
+// services are the shaped pair and any other service runs beside them.
+func stackServiceSpec(proj *types.Project, svc types.ServiceConfig, st *Stack, o StackOptions) (ContainerSpec, ServiceMeta, error) {
+	var spec ContainerSpec
+	var meta ServiceMeta
+	var env []string
+	var err error
+	if ref := o.Target.Meta.Compose; ref != nil {
+		switch svc.Name {
+		case ref.AppService:
+			meta = ServiceMeta{Role: "app", Shaped: true}
+		case ref.DBService:
+			meta = ServiceMeta{Role: "db", Shaped: true}
+		default:
+			meta = ServiceMeta{Role: "service"}
+		}
+		if spec, err = composeServiceSpec(svc, ServiceImage(proj, svc)); err != nil {
+			return spec, meta, fmt.Errorf("compose file %s: %w", ref.File, err)
+		}
+		env = envList(svc.Environment)
+		if meta.Role == "app" {
+			// The user's file wires the app to its database; --env and
+			// env: entries are added (and win).
+			env = withEnv(env, o.Target.Env)
+		}
+	} else {
+		if meta, err = serviceMeta(svc); err != nil {
+			return spec, meta, err
+		}
+		spec.Image = svc.Image
+		env = envList(svc.Environment)
+		if meta.Role == "app" {
+			env = appEnv(env, st.DB.Password, o.Target)
+		}
+	}
+	sort.Strings(env)
+	spec.Env = env
+	if o.Publish && meta.Role == "app" {
+		// The app's own port (a user's app need not use 8080).
+		spec.PublishLocal = []string{fmt.Sprintf("%d/tcp", o.Target.Meta.Port)}
+	}
+	return spec, meta, nil
+}
+
+// envMap and envList read a compose service's environment (variables
+// without a value are left out, as compose leaves them unset).
+func envMap(m types.MappingWithEquals) map[string]string {
+	out := map[string]string{}
+	for k, v := range m {
+		if v != nil {
+			out[k] = *v
+		}
+	}
+	return out
+}
+
+func envList(m types.MappingWithEquals) []string {
+	var out []string
+	for k, v := range envMap(m) {
+		out = append(out, k+"="+v)
+	}
+	return out
+}
+
 // feedServiceEnv is one service's environment from the feed stack file
 // for st (its password), with the target's environment added to the app's,
 // sorted: the placement and worker studies start their containers from it.
 func feedServiceEnv(ctx context.Context, st *Stack, service string) ([]string, error) {
 	proj, err := LoadStackFile(ctx, "feed.yaml", map[string]string{
-		"RTTLAB_DB_PASSWORD": st.Password, "RTTLAB_APP_IMAGE": ImageRef(st.Target.Meta.Name), "RTTLAB_DB_IMAGE": ImageRef("postgres"),
+		"RTTLAB_DB_PASSWORD": st.DB.Password, "RTTLAB_APP_IMAGE": ImageRef(st.Target.Meta.Name), "RTTLAB_DB_IMAGE": ImageRef("postgres"),
 	})
 	if err != nil {
 		return nil, err
@@ -318,6 +387,12 @@ func appEnv(env []string, password string, t apps.Target) []string {
 	for k, v := range t.Env {
 		add[k] = v
 	}
+	return withEnv(env, add)
+}
+
+// withEnv sets the variables of add in env (NAME=VALUE entries), replacing
+// any of the same name.
+func withEnv(env []string, add map[string]string) []string {
 	out := env[:0:0]
 	for _, kv := range env {
 		k, _, _ := strings.Cut(kv, "=")
@@ -329,13 +404,6 @@ func appEnv(env []string, password string, t apps.Target) []string {
 		out = append(out, k+"="+v)
 	}
 	return out
-}
-
-func protoOr(p string) string {
-	if p == "" {
-		return "tcp"
-	}
-	return p
 }
 
 // serviceOrder returns services so that dependencies come first.

@@ -59,7 +59,7 @@ func TestFakeUpStackShapeAndDown(t *testing.T) {
 		if c.Labels[LabelRole] == "app" && (!slices.Equal(c.PublishLocal, []string{"8080/tcp"}) || c.Labels[LabelApp] != "go") {
 			t.Errorf("app spec %+v", c)
 		}
-		if c.Labels[LabelRole] == "app" && !slices.Contains(c.Env, "PGPASSWORD="+st.Password) {
+		if c.Labels[LabelRole] == "app" && !slices.Contains(c.Env, "PGPASSWORD="+st.DB.Password) {
 			t.Errorf("app env %v lacks the stack's password", c.Env)
 		}
 	}
@@ -68,7 +68,7 @@ func TestFakeUpStackShapeAndDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if found.Stack.Password != st.Password || found.Stack.Role("db").IP != st.Role("db").IP || len(found.Agents) != 2 {
+	if found.Stack.DB.Password != st.DB.Password || found.Stack.Role("db").IP != st.Role("db").IP || len(found.Agents) != 2 {
 		t.Fatalf("found %+v", found.Stack)
 	}
 	if err := found.SetRTT(ctx, l, 500*time.Microsecond); err != nil {

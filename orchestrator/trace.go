@@ -109,7 +109,10 @@ func TraceApp(ctx context.Context, d Containers, sh *Shaping, o TraceOptions) ([
 			parses = append(parses, r.Parses)
 		}
 		tt.RoundTrips, tt.Statements, tt.Parses = results.RangeOf(trips), results.RangeOf(stmts), results.RangeOf(parses)
-		if len(res) > 0 {
+		switch {
+		case pgss < 0:
+			tt.PGSS = -1 // the database cannot count statements
+		case len(res) > 0:
 			tt.PGSS = float64(pgss) / float64(len(res))
 		}
 		out = append(out, tt)

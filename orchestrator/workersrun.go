@@ -58,7 +58,7 @@ func (ws *WorkersSession) say(format string, a ...any) {
 // StartWorkers starts the network, PostgreSQL with its agent and the client.
 func StartWorkers(ctx context.Context, d Docker, t apps.Target, backend string) (ws *WorkersSession, err error) {
 	runID := NewRunID()
-	st := &Stack{RunID: runID, Target: t, Password: NewPassword()}
+	st := &Stack{RunID: runID, Target: t, DB: rttlabDB(NewPassword())}
 	ws = &WorkersSession{D: d, Stack: st, Target: t, Backend: backend}
 	defer func() {
 		if err != nil {
@@ -69,7 +69,7 @@ func StartWorkers(ctx context.Context, d Docker, t apps.Target, backend string) 
 	if st.NetworkID, err = d.CreateNetwork(ctx, st.Network, RunLabels(runID, map[string]string{LabelStack: "workers"})); err != nil {
 		return ws, err
 	}
-	ws.db, err = ws.startMember(ctx, "db", ImageRef("postgres"), nil, []string{"RTTLAB_DB_PASSWORD=" + st.Password})
+	ws.db, err = ws.startMember(ctx, "db", ImageRef("postgres"), nil, []string{"RTTLAB_DB_PASSWORD=" + st.DB.Password})
 	if err != nil {
 		return ws, err
 	}

@@ -188,7 +188,7 @@ func (t BudgetType) FailLine(app string) string {
 	switch t.Verdict {
 	case BudgetOver:
 		return fmt.Sprintf("over budget: %s %s: %s; statements seen per request: %s on the wire, %s in pg_stat_statements",
-			app, t.Type, t.Reason, rangeG(t.Statements), fmtFixed(t.PGSS, 2))
+			app, t.Type, t.Reason, rangeG(t.Statements), PGSSText(t.PGSS))
 	default:
 		return fmt.Sprintf("budget not met: %s %s (budget %d): %s", app, t.Type, *t.Budget, t.Reason)
 	}
@@ -289,7 +289,7 @@ func JUnit(reports []BudgetReport) JUnitSuites {
 			}
 			if t.N > 0 {
 				c.SystemOut = fmt.Sprintf("round trips per request: %s over %d requests; statements %s; parses %s; pg_stat_statements %s per request",
-					rangeG(t.RoundTrips), t.N, rangeG(t.Statements), rangeG(t.Parses), fmtFixed(t.PGSS, 2))
+					rangeG(t.RoundTrips), t.N, rangeG(t.Statements), rangeG(t.Parses), PGSSText(t.PGSS))
 				if t.Gated() {
 					c.SystemOut += fmt.Sprintf("; budget %d", *t.Budget)
 				}

@@ -26,7 +26,9 @@ type TraceRow struct {
 	RoundTrips TraceRange `json:"round_trips"`
 	Statements TraceRange `json:"statements"`
 	Parses     TraceRange `json:"parses"`
-	PGSS       float64    `json:"pg_stat_statements_per_request"`
+	// PGSS is -1 where the database cannot count statements (a user's
+	// PostgreSQL without pg_stat_statements loaded).
+	PGSS float64 `json:"pg_stat_statements_per_request"`
 	// Expected statements per request from the app's metadata; -1 when
 	// the app declares none (a mix).
 	Expected float64 `json:"expected_statements"`
@@ -134,7 +136,7 @@ func (s *Summary) traceMarkdown(b *strings.Builder) {
 				exp = fmtFixed(r.Expected, 0)
 			}
 			fmt.Fprintf(b, "| %s | %s | %d | %s | %s | %s | %s | %s | %d |\n", mdEscape(r.Type), share, r.N,
-				traceRange(r.RoundTrips), traceRange(r.Statements), traceRange(r.Parses), fmtFixed(r.PGSS, 2), exp, r.Failures)
+				traceRange(r.RoundTrips), traceRange(r.Statements), traceRange(r.Parses), PGSSText(r.PGSS), exp, r.Failures)
 		}
 		b.WriteString("\n")
 		var ratios []string
@@ -167,4 +169,13 @@ func (d *Data) HasTrace(app string) bool {
 		}
 	}
 	return false
+}
+
+// PGSSText prints pg_stat_statements executions per request: n/a where the
+// database could not count them.
+func PGSSText(v float64) string {
+	if v < 0 {
+		return "n/a"
+	}
+	return fmtFixed(v, 2)
 }

@@ -87,6 +87,12 @@ func ownImages(ctx context.Context, d orchestrator.ImageStore, targets []apps.Ta
 		if t.Image == "" {
 			continue
 		}
+		if ref := t.Meta.Compose; ref != nil {
+			// Every service of the user's file, the app's included.
+			if err := orchestrator.CheckComposeImages(ctx, d, *ref); err != nil {
+				return nil, err
+			}
+		}
 		id, err := orchestrator.CheckOwnImage(ctx, d, t.Image)
 		if err != nil {
 			return nil, err

@@ -124,9 +124,9 @@ func printTraceTable(out io.Writer, types []results.TraceRow) {
 		if tt.Expected >= 0 {
 			exp = fmt.Sprint(tt.Expected)
 		}
-		fmt.Fprintf(w, "%s\t%d\t%d\t%g [%d-%d]\t%g [%d-%d]\t%g [%d-%d]\t%.2f\t%s\n", tt.Type, tt.N, tt.Failures,
+		fmt.Fprintf(w, "%s\t%d\t%d\t%g [%d-%d]\t%g [%d-%d]\t%g [%d-%d]\t%s\t%s\n", tt.Type, tt.N, tt.Failures,
 			tt.RoundTrips.Median, tt.RoundTrips.Min, tt.RoundTrips.Max, tt.Statements.Median, tt.Statements.Min, tt.Statements.Max,
-			tt.Parses.Median, tt.Parses.Min, tt.Parses.Max, tt.PGSS, exp)
+			tt.Parses.Median, tt.Parses.Min, tt.Parses.Max, results.PGSSText(tt.PGSS), exp)
 	}
 	w.Flush()
 }

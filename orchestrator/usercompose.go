@@ -1,0 +1,221 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/compose-spec/compose-go/v2/cli"
+	"github.com/compose-spec/compose-go/v2/types"
+
+	"github.com/rttlab/rttlab/apps"
+)
+
+// A user's compose file runs as the file says, with these differences:
+// every service joins the run's private network (aliased by its service
+// name) instead of the file's networks; named volumes become anonymous
+// ones, removed with their container; published ports are not published
+// (rttlab publishes the app's port on 127.0.0.1 when it needs to); and no
+// image is ever built or pulled. rttlab labels everything, adds its agents
+// and client, and shapes between the app service and the database service.
+
+// LoadUserCompose loads a user's compose file the way `docker compose`
+// would: paths relative to its folder, variables from the environment
+// and the folder's .env.
+func LoadUserCompose(ctx context.Context, file string) (*types.Project, error) {
+	abs, err := filepath.Abs(file)
+	if err != nil {
+		return nil, fmt.Errorf("compose file %s: %w", file, err)
+	}
+	if _, err := os.Stat(abs); err != nil {
+		return nil, fmt.Errorf("compose file %s: no such file", file)
+	}
+	opts, err := cli.NewProjectOptions([]string{abs},
+		cli.WithWorkingDirectory(filepath.Dir(abs)), cli.WithOsEnv, cli.WithDotEnv,
+		cli.WithResolvedPaths(true), cli.WithName(composeProjectName(abs)))
+	if err != nil {
+		return nil, fmt.Errorf("compose file %s: %w", file, err)
+	}
+	p, err := opts.LoadProject(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("compose file %s: %w", file, firstLineErr(err))
+	}
+	return p, nil
+}
+
+// composeProjectName is the project name docker compose gives a file
+// without a name: its folder's name, lower-cased, other characters
+// dropped. An image a service builds without naming one is
+// <project>-<service>.
+func composeProjectName(abs string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(filepath.Base(filepath.Dir(abs))) {
+		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') || r == '-' || r == '_' {
+			b.WriteRune(r)
+		}
+	}
+	if b.Len() == 0 {
+		return "app"
+	}
+	return b.String()
+}
+
+func firstLineErr(err error) error {
+	s := err.Error()
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return errors.New(s[:i])
+	}
+	return err
+}
+
+// ServiceImage is the image a compose service runs: its image:, or the
+// one `docker compose build` tags for a service with only build:.
+func ServiceImage(p *types.Project, s types.ServiceConfig) string {
+	if s.Image != "" {
+		return s.Image
+	}
+	return p.Name + "-" + s.Name
+}
+
+// CheckComposeRef checks that the file loads and names two different
+// services, the app and the database, that no service depends on what
+// rttlab does not run, and that no service shares another's network.
+func CheckComposeRef(ctx context.Context, ref apps.ComposeRef) (*types.Project, error) {
+	p, err := LoadUserCompose(ctx, ref.File)
+	if err != nil {
+		return nil, err
+	}
+	names := p.ServiceNames()
+	sort.Strings(names)
+	for _, s := range []struct{ flag, name string }{{"app_service", ref.AppService}, {"db_service", ref.DBService}} {
+		if s.name == "" {
+			return nil, fmt.Errorf("compose file %s: %s is missing: name one of its services (%s)", ref.File, s.flag, strings.Join(names, ", "))
+		}
+		if _, err := p.GetService(s.name); err != nil {
+			return nil, fmt.Errorf("compose file %s has no service %q: its services are %s", ref.File, s.name, strings.Join(names, ", "))
+		}
+	}
+	if ref.AppService == ref.DBService {
+		return nil, fmt.Errorf("compose file %s: the app service and the database service are both %q: name two different services", ref.File, ref.AppService)
+	}
+	for _, n := range names {
+		s := p.Services[n]
+		if s.NetworkMode != "" {
+			return nil, fmt.Errorf("compose file %s: service %s sets network_mode %q: rttlab puts every service on its own private network; remove network_mode", ref.File, n, s.NetworkMode)
+		}
+		for dep := range s.DependsOn {
+			if _, ok := p.Services[dep]; !ok {
+				return nil, fmt.Errorf("compose file %s: service %s depends on %s, which the file does not define (or a profile leaves out)", ref.File, n, dep)
+			}
+		}
+	}
+	return p, nil
+}
+
+// ComposeAppPort is the port the app service listens on when the entry
+// does not say: the target of its first ports: or expose: entry, else
+// OwnAppPort.
+func ComposeAppPort(s types.ServiceConfig) int {
+	for _, pt := range s.Ports {
+		if pt.Target > 0 {
+			return int(pt.Target)
+		}
+	}
+	for _, e := range s.Expose {
+		port, _, _ := strings.Cut(e, "/")
+		if n, err := strconv.Atoi(port); err == nil && n > 0 {
+			return n
+		}
+	}
+	return OwnAppPort
+}
+
+// CheckComposeImages returns one line naming the first service whose
+// image the engine lacks; rttlab never builds or pulls a user's images.
+func CheckComposeImages(ctx context.Context, d ImageStore, ref apps.ComposeRef) error {
+	p, err := LoadUserCompose(ctx, ref.File)
+	if err != nil {
+		return err
+	}
+	names := p.ServiceNames()
+	sort.Strings(names)
+	for _, n := range names {
+		s := p.Services[n]
+		img := ServiceImage(p, s)
+		if _, err := d.ImageID(ctx, img); errors.Is(err, ErrNotFound) {
+			fix := "build or pull it first"
+			if s.Build != nil {
+				fix = fmt.Sprintf("build it first: docker compose -f %s build %s", ref.File, n)
+			}
+			return fmt.Errorf("compose file %s: service %s's image %s is not present locally: %s", ref.File, n, img, fix)
+		} else if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// DBCredentials are how rttlab reaches the stack's PostgreSQL: the app's
+// role and database (what the statement counts and SELECT 1 probes use)
+// and the superuser its admin SQL runs as over the local socket.
+type DBCredentials struct {
+	User, Password, Database, Super string
+}
+
+// rttlabDB are the credentials of rttlab's own PostgreSQL image.
+func rttlabDB(password string) DBCredentials {
+	return DBCredentials{User: "rttlab", Password: password, Database: "rttlab", Super: "postgres"}
+}
+
+// composeDBCredentials reads the database service's environment: rttlab's
+// PostgreSQL image (RTTLAB_DB_PASSWORD) or the official image's
+// POSTGRES_USER (default postgres, also the superuser), POSTGRES_PASSWORD
+// and POSTGRES_DB (default: the user).
+func composeDBCredentials(env map[string]string) (DBCredentials, error) {
+	if pw, ok := env["RTTLAB_DB_PASSWORD"]; ok {
+		return rttlabDB(pw), nil
+	}
+	c := DBCredentials{User: env["POSTGRES_USER"], Password: env["POSTGRES_PASSWORD"], Database: env["POSTGRES_DB"]}
+	if c.User == "" {
+		c.User = "postgres"
+	}
+	if c.Database == "" {
+		c.Database = c.User
+	}
+	c.Super = c.User
+	if c.Password == "" {
+		return c, errors.New("its environment sets neither POSTGRES_PASSWORD nor RTTLAB_DB_PASSWORD: rttlab reads the database's credentials from them")
+	}
+	return c, nil
+}
+
+// composeServiceSpec is the container of one service of a user's file.
+func composeServiceSpec(s types.ServiceConfig, image string) (ContainerSpec, error) {
+	spec := ContainerSpec{Image: image, Cmd: s.Command, Entrypoint: s.Entrypoint, User: s.User,
+		WorkingDir: s.WorkingDir, Init: s.Init != nil && *s.Init, CapAdd: s.CapAdd, CapDrop: s.CapDrop}
+	for _, v := range s.Volumes {
+		switch v.Type {
+		case types.VolumeTypeBind:
+			b := v.Source + ":" + v.Target
+			if v.ReadOnly {
+				b += ":ro"
+			}
+			spec.Binds = append(spec.Binds, b)
+		case types.VolumeTypeVolume:
+			// A fresh, anonymous volume per stack: a study never starts from
+			// a previous stack's data.
+			spec.Volumes = append(spec.Volumes, v.Target)
+		case types.VolumeTypeTmpfs:
+			spec.Tmpfs = append(spec.Tmpfs, v.Target)
+		default:
+			return spec, fmt.Errorf("service %s: volume type %q at %s is not supported: use a bind mount, a volume or a tmpfs", s.Name, v.Type, v.Target)
+		}
+	}
+	spec.Tmpfs = append(spec.Tmpfs, s.Tmpfs...)
+	return spec, nil
+}

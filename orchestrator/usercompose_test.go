@@ -1,0 +1,230 @@
+package orchestrator
+
+import (
+	"context"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/rttlab/rttlab/apps"
+)
+
+// shopCompose is a user's compose file: an app (built by compose, no
+// image: of its own), the official-style PostgreSQL and a cache beside
+// them.
+const shopCompose = `services:
+  web:
+    build: .
+    environment:
+      DATABASE_URL: postgres://shop:${SHOP_DB_PASSWORD:-s3cret}@pg:5432/shopdb
+      WORKERS: "2"
+    expose: ["9000"]
+    depends_on: [pg, cache]
+    volumes:
+      - ./config:/etc/shop:ro
+  pg:
+    image: example/postgres:17
+    environment:
+      POSTGRES_USER: shop
+      POSTGRES_PASSWORD: ${SHOP_DB_PASSWORD:-s3cret}
+      POSTGRES_DB: shopdb
+    volumes:
+      - pgdata:/var/lib/postgresql/data
+  cache:
+    image: example/cache:7
+    tmpfs: [/data]
+volumes:
+  pgdata: {}
+`
+
+func writeCompose(t *testing.T, body string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "Shop_App")
+	return writeFile(t, filepath.Join(dir, "compose.yaml"), body)
+}
+
+func TestComposeEntryErrors(t *testing.T) {
+	file := writeCompose(t, shopCompose)
+	ok := PlanApp{Name: "web", Compose: file, AppService: "web", DBService: "pg", Routes: []string{"/items"}}
+	if err := ValidateOwnApp(ok); err != nil {
+		t.Fatalf("valid entry: %v", err)
+	}
+	netmode := writeCompose(t, strings.Replace(shopCompose, "    tmpfs: [/data]", "    tmpfs: [/data]\n    network_mode: host", 1))
+	for name, c := range map[string]struct {
+		edit  func(*PlanApp)
+		field string
+		want  string
+	}{
+		"no such file":    {func(a *PlanApp) { a.Compose = filepath.Join(t.TempDir(), "nope.yaml") }, "compose", "no such file"},
+		"unknown app":     {func(a *PlanApp) { a.AppService = "api" }, "app_service", `has no service "api": its services are cache, pg, web`},
+		"unknown db":      {func(a *PlanApp) { a.DBService = "postgres" }, "db_service", `has no service "postgres"`},
+		"missing db":      {func(a *PlanApp) { a.DBService = "" }, "db_service", "db_service is missing"},
+		"same service":    {func(a *PlanApp) { a.DBService = "web" }, "compose", "both \"web\""},
+		"image and file":  {func(a *PlanApp) { a.Image = "example/shop:1" }, "compose", "not both"},
+		"network_mode":    {func(a *PlanApp) { a.Compose = netmode }, "compose", "network_mode \"host\""},
+		"services, image": {func(a *PlanApp) { a.Compose = ""; a.Image = "example/shop:1" }, "app_service", "an image: entry has none"},
+		"no routes":       {func(a *PlanApp) { a.Routes = nil }, "routes", "routes are missing"},
+	} {
+		a := ok
+		c.edit(&a)
+		err := ValidateOwnApp(a)
+		var fe *ownAppFieldError
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: err = %v, want %q", name, err, c.want)
+			continue
+		}
+		if asFieldError(err, &fe) && fe.Field != c.field {
+			t.Errorf("%s: field %s, want %s", name, fe.Field, c.field)
+		}
+	}
+}
+
+func asFieldError(err error, fe **ownAppFieldError) bool {
+	e, ok := err.(*ownAppFieldError)
+	if ok {
+		*fe = e
+	}
+	return ok
+}
+
+func TestComposeMeta(t *testing.T) {
+	file := writeCompose(t, shopCompose)
+	m, err := OwnAppMeta(PlanApp{Name: "web", Compose: file, AppService: "web", DBService: "pg", Routes: []string{"/items"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The image compose builds for a service without image: is
+	// <project>-<service>, the project being the folder's name.
+	if m.Image != "shop_app-web" || m.Port != 9000 || m.Compose == nil || m.Compose.File != file || m.Compose.DBService != "pg" {
+		t.Errorf("meta %+v compose %+v", m, m.Compose)
+	}
+}
+
+func TestComposeDBCredentials(t *testing.T) {
+	for _, c := range []struct {
+		env  map[string]string
+		want DBCredentials
+		err  string
+	}{
+		{map[string]string{"POSTGRES_PASSWORD": "pw"}, DBCredentials{User: "postgres", Password: "pw", Database: "postgres", Super: "postgres"}, ""},
+		{map[string]string{"POSTGRES_USER": "shop", "POSTGRES_PASSWORD": "pw", "POSTGRES_DB": "shopdb"}, DBCredentials{User: "shop", Password: "pw", Database: "shopdb", Super: "shop"}, ""},
+		{map[string]string{"RTTLAB_DB_PASSWORD": "pw"}, rttlabDB("pw"), ""},
+		{map[string]string{"POSTGRES_USER": "shop"}, DBCredentials{}, "neither POSTGRES_PASSWORD nor RTTLAB_DB_PASSWORD"},
+	} {
+		got, err := composeDBCredentials(c.env)
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%v: err %v", c.env, err)
+			}
+			continue
+		}
+		if err != nil || got != c.want {
+			t.Errorf("%v: %+v %v, want %+v", c.env, got, err, c.want)
+		}
+	}
+}
+
+// A compose stack on the fake engine: every service runs under the run's
+// labels on its private network, the app and database are the shaped
+// pair, the database's credentials come from its environment, named
+// volumes are fresh per stack, and verify counts the app role's
+// statements (or says why it cannot).
+func TestFakeComposeStack(t *testing.T) {
+	for _, noPGSS := range []bool{false, true} {
+		ctx := context.Background()
+		l := newFakeLab(t)
+		l.dbRole, l.noPGSS = "shop", noPGSS
+		l.ipByService["web"] = "127.0.0.1"
+		file := writeCompose(t, strings.Replace(shopCompose, `expose: ["9000"]`, `expose: ["`+l.hostPort+`"]`, 1))
+		m, err := OwnAppMeta(PlanApp{Name: "web", Compose: file, AppService: "web", DBService: "pg", Routes: []string{"/feed"}, Health: "/health",
+			Env: map[string]string{"WORKERS": "4"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, img := range []string{"shop_app-web", "example/postgres:17", "example/cache:7"} {
+			l.addImage(img, nil)
+		}
+		st, _ := startFake(t, l, StackOptions{Target: apps.Target{Name: "web", Meta: m, Env: m.Env, Image: m.Image}}, "path")
+		if st.DB != (DBCredentials{User: "shop", Password: "s3cret", Database: "shopdb", Super: "shop"}) {
+			t.Errorf("credentials %+v", st.DB)
+		}
+		roles := map[string]string{}
+		for _, c := range l.Created() {
+			if c.Labels[LabelRun] != st.RunID {
+				t.Errorf("%s lacks the run label", c.Name)
+			}
+			svc := c.Labels[LabelService]
+			if c.Labels[LabelRole] == "agent" {
+				continue
+			}
+			roles[svc] = c.Labels[LabelRole]
+			if c.Network != st.Network || !slices.Equal(c.Aliases, []string{svc}) {
+				t.Errorf("%s: network %s aliases %v", svc, c.Network, c.Aliases)
+			}
+			switch svc {
+			case "web":
+				// The file's wiring stays; --env wins; nothing of rttlab's own.
+				if !slices.Contains(c.Env, "DATABASE_URL=postgres://shop:s3cret@pg:5432/shopdb") || !slices.Contains(c.Env, "WORKERS=4") ||
+					slices.ContainsFunc(c.Env, func(s string) bool { return strings.HasPrefix(s, "PGPASSWORD=") }) {
+					t.Errorf("web env %v", c.Env)
+				}
+				if len(c.Binds) != 1 || !strings.HasSuffix(c.Binds[0], "/Shop_App/config:/etc/shop:ro") {
+					t.Errorf("web binds %v", c.Binds)
+				}
+			case "pg":
+				if !slices.Equal(c.Volumes, []string{"/var/lib/postgresql/data"}) {
+					t.Errorf("pg volumes %v", c.Volumes)
+				}
+			case "cache":
+				if !slices.Equal(c.Tmpfs, []string{"/data"}) {
+					t.Errorf("cache tmpfs %v", c.Tmpfs)
+				}
+			}
+		}
+		if roles["web"] != "app" || roles["pg"] != "db" || roles["cache"] != "service" {
+			t.Errorf("roles %v", roles)
+		}
+		if (st.NoStatements != "") != noPGSS {
+			t.Errorf("noPGSS %v: NoStatements %q", noPGSS, st.NoStatements)
+		}
+		checks, err := VerifyStack(ctx, l, st, VerifyOptions{Requests: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range checks {
+			if !c.OK {
+				t.Errorf("check failed: %+v", c)
+			}
+			if c.What != "statements per request" {
+				continue
+			}
+			want := "3"
+			if noPGSS {
+				want = "unavailable"
+			}
+			if c.Observed != want || (noPGSS && !strings.Contains(c.Detail, "shared_preload_libraries")) {
+				t.Errorf("noPGSS %v: statements %q (%s)", noPGSS, c.Observed, c.Detail)
+			}
+		}
+		if err := st.Remove(ctx, l); err != nil {
+			t.Fatal(err)
+		}
+		if cs, ns := l.Live(); len(cs)+len(ns) != 0 {
+			t.Errorf("left behind: %v %v", cs, ns)
+		}
+	}
+}
+
+// An image the engine lacks is one line naming the service and the fix.
+func TestComposeImageMissing(t *testing.T) {
+	file := writeCompose(t, shopCompose)
+	f := newFakeDocker()
+	f.addImage("example/postgres:17", nil)
+	f.addImage("example/cache:7", nil)
+	err := CheckComposeImages(context.Background(), f, apps.ComposeRef{File: file, AppService: "web", DBService: "pg"})
+	want := "service web's image shop_app-web is not present locally: build it first: docker compose -f " + file + " build web"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("err = %v, want %q", err, want)
+	}
+}
