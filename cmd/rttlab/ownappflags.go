@@ -31,6 +31,8 @@ type ownAppOptions struct {
 	// routesShared: --routes is also a flag of the command's own apps
 	// (run, ci-smoke), not only of --app-image/--compose.
 	routesShared bool
+
+	app *orchestrator.PlanApp // the entry resolveApp built; nil for the tree's apps
 }
 
 // ownAppFlags are the flags that describe an app given by --app-image or
@@ -89,7 +91,7 @@ func (o *ownAppOptions) args(many bool) cobra.PositionalArgs {
 		case err != nil:
 			return err
 		case own && len(args) > 0:
-			return usagef("%s: the app is the one of --app-image or --compose: drop the argument %q", cmd.Name(), args[0])
+			return usagef("the app is the one of --app-image or --compose: drop the argument %q", args[0])
 		case own, many:
 			return nil
 		}
@@ -226,13 +228,21 @@ func ownTarget(a orchestrator.PlanApp) (apps.Target, error) {
 	return t, nil
 }
 
-// target builds, checks and resolves the own app of the flags: the
-// PreRunE step of verify, trace, ci-smoke and up.
-func (o *ownAppOptions) target(fl *pflag.FlagSet) (orchestrator.PlanApp, apps.Target, error) {
+// resolveApp returns the app a command runs: the own app of the flags
+// (its plan entry kept in o.app), else the tree's app args[0]. It is the
+// PreRunE step of trace, ci-smoke and up, and of verify with an own app.
+func (o *ownAppOptions) resolveApp(fl *pflag.FlagSet, args []string) (apps.Target, error) {
+	own, err := o.given(fl)
+	if err != nil {
+		return apps.Target{}, err
+	}
+	if !own {
+		return loadTarget(args[0])
+	}
 	a, err := o.entry(fl.Changed)
 	if err != nil {
-		return a, apps.Target{}, err
+		return apps.Target{}, err
 	}
-	t, err := ownTarget(a)
-	return a, t, err
+	o.app = &a
+	return ownTarget(a)
 }
