@@ -63,10 +63,15 @@ name order, pg_dump plain or custom format). The app gets the connection
 as PGHOST, PGPORT, PGUSER, PGPASSWORD, PGDATABASE and DATABASE_URL, PORT,
 and --env / --env-file. Its statements per request are reported, not
 asserted (a plan's image: entry may declare them with statements:).
+--compose FILE --app-service NAME --db-service NAME runs every service of
+a compose file as the file says instead (images never built) and shapes
+between those two services; the database service must be PostgreSQL
+(credentials from its POSTGRES_USER, POSTGRES_PASSWORD, POSTGRES_DB).
 
 Examples:
   rttlab run --plan smoke --app-image example/shop:1.4 --routes /api/items,/api/items/1 \
     --port 3000 --health /healthz --db-init schema.sql --env LOG_LEVEL=warn
+  rttlab run --plan smoke --compose compose.yaml --app-service web --db-service db --routes /api/items
   rttlab run --plan smoke
   rttlab run --plan study --apps go --delays 0,0.5,1
   rttlab run --resume rttlab-results/20261130T010203Z-study`,
