@@ -17,7 +17,6 @@ import (
 )
 
 type ciSmokeOptions struct {
-	routes        []string
 	delays        string
 	runs          int
 	requests      int
@@ -28,6 +27,7 @@ type ciSmokeOptions struct {
 	shaper        string
 	out           string
 	budget        budgetOptions
+	own           ownAppOptions // --routes is own.routes
 
 	target apps.Target
 	plan   *orchestrator.Plan
@@ -36,7 +36,7 @@ type ciSmokeOptions struct {
 func newCISmokeCmd() *cobra.Command {
 	o := &ciSmokeOptions{}
 	cmd := &cobra.Command{
-		Use:   "ci-smoke APP",
+		Use:   "ci-smoke APP|--app-image IMAGE|--compose FILE",
 		Short: "CI check of one app: verify, trace with round-trip budgets, a 2-setting run; a one-screen verdict",
 		Long: `The check to run in CI on every change of APP, through the same code as
 'rttlab verify', 'rttlab run' and 'rttlab trace --budget':
@@ -57,11 +57,17 @@ Exit status: 0 all passed; 3 only round-trip budgets not met; 1 verify
 failed or the run could not complete; 2 bad input (checked before
 anything starts, budgets included).
 
-Example:
-  rttlab ci-smoke go --budget /feed=3,/feed-naive=12 --junit budgets.xml`,
-		Args: cobra.ExactArgs(1),
+Your own app instead of APP: --app-image IMAGE (or --compose FILE with
+--app-service and --db-service) with --routes, and --port, --health,
+--db-init, --env, --env-file as for 'rttlab run'. Its request types are
+its routes; its statements per request are reported, not asserted.
+
+Examples:
+  rttlab ci-smoke go --budget /feed=3,/feed-naive=12 --junit budgets.xml
+  rttlab ci-smoke --app-image my-app:ci --routes /api/items,/api/items/1 --db-init db/schema.sql`,
+		Args: o.own.args(false),
 		PreRunE: func(cmd *cobra.Command, args []string) (err error) {
-			if o.target, err = loadTarget(args[0]); err != nil {
+			if o.target, err = o.own.resolveApp(cmd.Flags(), args); err != nil {
 				return err
 			}
 			if _, err := orchestrator.MixFor(o.target.Meta); err != nil {
@@ -80,6 +86,9 @@ Example:
 			if err != nil {
 				return err
 			}
+			if err := orchestrator.AddOwnApps(o.plan, all); err != nil {
+				return usageError{err}
+			}
 			if err := orchestrator.ValidatePlanApps(o.plan, all); err != nil {
 				return usageError{err}
 			}
@@ -92,7 +101,7 @@ Example:
 		},
 	}
 	f := cmd.Flags()
-	f.StringSliceVar(&o.routes, "routes", nil, "routes to run (comma list; default every route, a per-N route at ?n=5)")
+	o.own.addFlags(f, "routes to run (comma list; default every route, a per-N route at ?n=5; required with --app-image or --compose)")
 	f.StringVar(&o.delays, "delays", "0,1", "RTT settings in milliseconds, comma list")
 	f.IntVar(&o.runs, "runs", 2, "runs per (route, setting)")
 	f.IntVar(&o.requests, "requests", 20, "measured requests per run")
@@ -126,10 +135,14 @@ func ciSmokePlan(o *ciSmokeOptions) (*orchestrator.Plan, error) {
 		Shaper: o.shaper, Scope: "path", Calibrate: "off",
 		ICMPCount: 10, SelectRuns: 1, SelectCalls: 20, TaskICMPCount: 2, TraceRequests: o.traceRequests,
 	}
-	pa := orchestrator.PlanApp{Name: t.Name, Budgets: flags}
+	pa := orchestrator.PlanApp{Name: t.Name}
+	if o.own.app != nil {
+		pa = *o.own.app // its routes are --routes
+	}
+	pa.Budgets = flags
 	switch {
-	case len(o.routes) > 0:
-		pa.Routes = o.routes
+	case len(o.own.routes) > 0:
+		pa.Routes = o.own.routes
 	case t.Meta.Mix != "":
 		pa.Mix = t.Meta.Mix
 	default:

@@ -66,12 +66,12 @@ func TestCISmokePlan(t *testing.T) {
 	if err := orchestrator.ValidatePlanApps(p, all); err != nil {
 		t.Error(err)
 	}
-	o.routes, o.budget.specs = []string{"/feed"}, nil
+	o.own.routes, o.budget.specs = []string{"/feed"}, nil
 	if p, _ := ciSmokePlan(o); fmt.Sprint(p.Apps[0].Routes) != "[/feed]" || p.Apps[0].Budgets != nil {
 		t.Errorf("%+v", p.Apps[0])
 	}
 	rm, _ := loadTarget("redmine")
-	o.target, o.routes = rm, nil
+	o.target, o.own.routes = rm, nil
 	if p, _ := ciSmokePlan(o); p.Apps[0].Mix != "redmine" || len(p.Apps[0].Routes) != 0 {
 		t.Errorf("%+v", p.Apps[0])
 	}

@@ -9,13 +9,16 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"gopkg.in/yaml.v3"
 )
 
 // The CI examples in examples/ci are checked, not run: each parses as
-// YAML, installs rttlab with go install, uploads the results folder, and
-// every rttlab command line in its steps names sub-commands and flags
-// that exist, with the number of arguments the command takes.
+// YAML, installs rttlab with go install, builds the user's image, gates
+// and smoke-runs that image (--app-image with its routes and database
+// init), uploads the results folder, and every rttlab command line in its
+// steps names sub-commands and flags that exist, with the number of
+// arguments the command takes.
 func TestCIExamples(t *testing.T) {
 	dir := filepath.Join("..", "..", "examples", "ci")
 	files := map[string]func(t *testing.T, doc map[string]any) []string{
@@ -37,7 +40,7 @@ func TestCIExamples(t *testing.T) {
 			if !strings.Contains(all, "go install github.com/rttlab/rttlab/cmd/rttlab@latest") {
 				t.Error("does not install rttlab with go install ...@latest")
 			}
-			if !strings.Contains(all, "docker build") {
+			if !strings.Contains(all, "docker build -t") {
 				t.Error("does not build the app's image")
 			}
 			if !strings.Contains(string(data), "rttlab-results/") {
@@ -54,6 +57,9 @@ func TestCIExamples(t *testing.T) {
 				if path == "trace" && (!slices.Contains(c, "--budget") || !slices.Contains(c, "--junit")) {
 					t.Errorf("%s: the gate does not pass --budget and --junit: %v", name, c)
 				}
+				if (path == "trace" || path == "ci-smoke") && !containsAll(c, "--app-image", "--routes", "--db-init") {
+					t.Errorf("%s: rttlab %s does not run the user's image (--app-image, --routes, --db-init): %v", name, path, c)
+				}
 			}
 			for _, want := range []string{"trace", "ci-smoke"} {
 				if !slices.Contains(seen, want) {
@@ -62,6 +68,15 @@ func TestCIExamples(t *testing.T) {
 			}
 		})
 	}
+}
+
+func containsAll(args []string, want ...string) bool {
+	for _, w := range want {
+		if !slices.Contains(args, w) {
+			return false
+		}
+	}
+	return true
 }
 
 // The checker itself finds a flag, a sub-command or an argument count
@@ -76,6 +91,9 @@ func TestCheckCommandLine(t *testing.T) {
 		`rttlab ci-smoke go --format json > x`:                     `unknown flag --format`,
 		`rttlab trace go -z`:                                       `unknown flag -z`,
 		"echo ok && rttlab trace go --budget=/feed=3 --nope | tee": `unknown flag --nope`,
+		`rttlab trace --app-imag my-app:ci --routes /a`:            `unknown flag --app-imag`,
+		`rttlab ci-smoke go --app-image my-app:ci --routes /a`:     `drop the argument "go"`,
+		`rttlab up --port 3000`:                                    `--port describes an app given by --app-image`,
 	}
 	for line, want := range bad {
 		cmds := rttlabCommands([]string{line})
@@ -94,6 +112,9 @@ func TestCheckCommandLine(t *testing.T) {
 		`rttlab images build go node`,
 		`/usr/local/bin/rttlab verify -h`,
 		`X=1 rttlab doctor; rttlab images base 2>&1`,
+		`rttlab trace --app-image my-app:ci --routes /a,/b --db-init db/schema.sql --budget /a=2 --junit b.xml`,
+		`rttlab ci-smoke --compose compose.yaml --app-service web --db-service db --routes /a`,
+		`rttlab verify --app-image "$APP_IMAGE" --routes "$ROUTES" --port "$PORT"`,
 	}
 	for _, line := range good {
 		for _, c := range rttlabCommands([]string{line}) {
@@ -277,14 +298,17 @@ func checkCommandLine(root *cobra.Command, args []string) (string, error) {
 		if strings.HasPrefix(a, "-") && a != "-" {
 			name, _, hasVal := strings.Cut(strings.TrimLeft(a, "-"), "=")
 			short := !strings.HasPrefix(a, "--")
-			typ, ok := flagType(c, name, short)
-			if !ok {
+			f := lookupFlag(c, name, short)
+			if f == nil {
 				if name == "help" || name == "h" || (c == root && name == "version") {
 					continue
 				}
 				return "", fmt.Errorf("unknown flag %s for %q", a, c.CommandPath())
 			}
-			if typ != "bool" && !hasVal {
+			// Marked as given: what the command accepts as arguments
+			// depends on it (APP, or none with --app-image).
+			f.Changed = true
+			if f.Value.Type() != "bool" && !hasVal {
 				if i+1 >= len(args) {
 					return "", fmt.Errorf("flag %s needs a value", a)
 				}
@@ -315,11 +339,11 @@ func checkCommandLine(root *cobra.Command, args []string) (string, error) {
 	return strings.TrimPrefix(c.CommandPath(), root.Name()+" "), nil
 }
 
-// flagType returns the value type of a flag of c (its own, its
-// persistent ones or its parents'), by name or by shorthand.
-func flagType(c *cobra.Command, name string, short bool) (string, bool) {
+// lookupFlag returns a flag of c (its own, its persistent ones or its
+// parents'), by name or by shorthand; nil when there is none.
+func lookupFlag(c *cobra.Command, name string, short bool) *pflag.Flag {
 	if short && len(name) != 1 {
-		return "", false // pflag's shorthand lookup takes one letter
+		return nil // pflag's shorthand lookup takes one letter
 	}
 	for x := c; x != nil; x = x.Parent() {
 		f, p := x.Flags().Lookup(name), x.PersistentFlags().Lookup(name)
@@ -330,8 +354,8 @@ func flagType(c *cobra.Command, name string, short bool) (string, bool) {
 			f = p
 		}
 		if f != nil {
-			return f.Value.Type(), true
+			return f
 		}
 	}
-	return "", false
+	return nil
 }

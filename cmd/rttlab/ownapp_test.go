@@ -78,11 +78,11 @@ func TestRunAppImageFlags(t *testing.T) {
 
 func TestOwnAppTarget(t *testing.T) {
 	dir := t.TempDir()
-	o := &runOptions{appImage: "registry.example/team/shop:2", routes: []string{"/a", "/b?x=1"}, port: 3000, health: "/up",
+	o := &ownAppOptions{appImage: "registry.example/team/shop:2", routes: []string{"/a", "/b?x=1"}, port: 3000, health: "/up",
 		env: []string{"K=V"}, dbInit: []string{dir}}
 	os.WriteFile(filepath.Join(dir, "1.sql"), []byte("SELECT 1;"), 0o644)
 	changed := func(f string) bool { return f == "routes" || f == "port" || f == "health" }
-	a, err := o.ownApp(changed)
+	a, err := o.entry(changed)
 	if err != nil {
 		t.Fatal(err)
 	}

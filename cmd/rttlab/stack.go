@@ -12,28 +12,34 @@ import (
 )
 
 type upOptions struct {
-	app    string
 	rtt    string
 	shaper string
 	scope  string
+	own    ownAppOptions
+
+	target apps.Target
 }
 
 func newUpCmd() *cobra.Command {
 	o := &upOptions{}
 	cmd := &cobra.Command{
-		Use:   "up APP",
+		Use:   "up APP|--app-image IMAGE|--compose FILE",
 		Short: "Start PostgreSQL + APP on a fresh private network for manual poking",
 		Long: `Starts PostgreSQL and APP on a new private network (building missing
 images first) and prints how to reach them. The app's port is published
 on 127.0.0.1 only. The stack stays up until 'rttlab down'.
 
-Example:
+Your own app instead of APP: --app-image IMAGE (or --compose FILE with
+--app-service and --db-service) with --routes, and --port, --health,
+--db-init, --env, --env-file as for 'rttlab run'.
+
+Examples:
   rttlab up go
   curl -s http://127.0.0.1:PORT/feed
-  rttlab down`,
-		Args: cobra.ExactArgs(1),
-		PreRunE: func(cmd *cobra.Command, args []string) error {
-			o.app = args[0]
+  rttlab down
+  rttlab up --app-image my-app:dev --routes /api/items --port 3000 --db-init db/schema.sql`,
+		Args: o.own.args(false),
+		PreRunE: func(cmd *cobra.Command, args []string) (err error) {
 			if o.rtt != "" {
 				if _, err := parseRTT(o.rtt); err != nil {
 					return err
@@ -44,18 +50,15 @@ Example:
 			default:
 				return usagef("--shaper %q: use auto, kernel or userspace", o.shaper)
 			}
-			return validScope(o.scope)
+			if err := validScope(o.scope); err != nil {
+				return err
+			}
+			o.target, err = o.own.resolveApp(cmd.Flags(), args)
+			return err
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			all, _, _, err := appsTree()
-			if err != nil {
-				return err
-			}
-			targets, err := resolveTargets(all, []string{o.app})
-			if err != nil {
-				return err
-			}
+			targets := []apps.Target{o.target}
 			rt, err := connect(ctx)
 			if err != nil {
 				return err
@@ -89,6 +92,7 @@ Example:
 	cmd.Flags().StringVar(&o.rtt, "rtt", "", "start with this app<->database RTT applied (e.g. 0.5ms)")
 	cmd.Flags().StringVar(&o.shaper, "shaper", "auto", "auto, kernel or userspace")
 	cmd.Flags().StringVar(&o.scope, "scope", "path", "path or interface")
+	o.own.addFlags(cmd.Flags(), "")
 	return cmd
 }
 
@@ -180,12 +184,15 @@ func upRuns(ctx context.Context, d orchestrator.Docker, id string) ([]string, er
 type verifyOptions struct {
 	requests int
 	serialN  int
+	own      ownAppOptions
+
+	target apps.Target // the own app's; unset for the tree's apps
 }
 
 func newVerifyCmd() *cobra.Command {
 	o := &verifyOptions{}
 	cmd := &cobra.Command{
-		Use:   "verify [APP...]",
+		Use:   "verify [APP...|--app-image IMAGE|--compose FILE]",
 		Short: "Prove each app does the database work its routes claim (before any timing)",
 		Long: `For each app (all when none named): start PostgreSQL + the app, check every
 route of the route contract (status, content type, JSON shape, the 400 on a
@@ -196,23 +203,34 @@ database role. Then, from the app's agent, it traces each route on the wire:
 database round trips and Parse messages per request, checked against the
 per-statement figures app.yaml declares under 'wire' (so axum-raw's extra
 prepare round trip is proven, not assumed). A failure names the app, the route, the expected and the
-observed count. The stack is removed afterwards, also on failure or Ctrl-C.`,
-		PreRunE: func(cmd *cobra.Command, args []string) error {
+observed count. The stack is removed afterwards, also on failure or Ctrl-C.
+
+Your own app instead of APPs: --app-image IMAGE (or --compose FILE with
+--app-service and --db-service) with --routes, and --port, --health,
+--db-init, --env, --env-file as for 'rttlab run'. Its health path must
+answer 200 and its routes 2xx; its statements per request are reported,
+not asserted.
+
+Examples:
+  rttlab verify go node
+  rttlab verify --app-image my-app:ci --routes /api/items,/api/items/1 --db-init db/schema.sql`,
+		Args: o.own.args(true),
+		PreRunE: func(cmd *cobra.Command, args []string) (err error) {
 			if o.requests < 1 || o.requests > 10000 {
 				return usagef("--requests %d: use 1..10000", o.requests)
 			}
 			if o.serialN < 1 || o.serialN > 1000 {
 				return usagef("--serial-n %d: use 1..1000", o.serialN)
 			}
-			return nil
+			if own, err := o.own.given(cmd.Flags()); err != nil || !own {
+				return err
+			}
+			o.target, err = o.own.resolveApp(cmd.Flags(), args)
+			return err
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			all, _, _, err := appsTree()
-			if err != nil {
-				return err
-			}
-			targets, err := resolveTargets(all, args)
+			targets, err := verifyTargets(o, args)
 			if err != nil {
 				return err
 			}
@@ -243,7 +261,21 @@ observed count. The stack is removed afterwards, also on failure or Ctrl-C.`,
 	}
 	cmd.Flags().IntVar(&o.requests, "requests", 10, "requests per route for the statement count")
 	cmd.Flags().IntVar(&o.serialN, "serial-n", 5, "n for /serial?n=N")
+	o.own.addFlags(cmd.Flags(), "")
 	return cmd
+}
+
+// verifyTargets are the apps verify checks: the own app, or the named
+// apps of the tree (all when none is named).
+func verifyTargets(o *verifyOptions, args []string) ([]apps.Target, error) {
+	if o.own.app != nil {
+		return []apps.Target{o.target}, nil
+	}
+	all, _, _, err := appsTree()
+	if err != nil {
+		return nil, err
+	}
+	return resolveTargets(all, args)
 }
 
 func verifyOne(ctx context.Context, rt *orchestrator.Runtime, t apps.Target, o *verifyOptions, out interface{ Write([]byte) (int, error) }) (_ int, err error) {

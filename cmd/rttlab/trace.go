@@ -19,6 +19,7 @@ type traceOptions struct {
 	seed     uint64
 	out      string
 	budget   budgetOptions
+	own      ownAppOptions
 
 	target apps.Target
 }
@@ -26,7 +27,7 @@ type traceOptions struct {
 func newTraceCmd() *cobra.Command {
 	o := &traceOptions{}
 	cmd := &cobra.Command{
-		Use:   "trace APP",
+		Use:   "trace APP|--app-image IMAGE|--compose FILE",
 		Short: "Count SQL statements and database round trips per request, per request type",
 		Long: `Starts PostgreSQL + APP with its agents and, for each request type (the
 app's routes, or its mix's types), sends --requests requests one at a time
@@ -52,6 +53,11 @@ statements seen) and exit status 3. A budget for a type the app does not
 serve, or a malformed one, is refused before anything starts (exit 2).
 A budgeted type whose requests failed fails the gate too.
 
+Your own app instead of APP: --app-image IMAGE (or --compose FILE with
+--app-service and --db-service) with --routes, and --port, --health,
+--db-init, --env, --env-file as for 'rttlab run'. Its request types are
+its routes: budgets name them (--budget /api/items=2).
+
   --format json   the trace and the gate as one JSON document on stdout:
                   {"app", "verdict": pass|fail|none, "budgets": {type: N},
                    "types": [{trace row..., "budget": N|null,
@@ -59,15 +65,17 @@ A budgeted type whose requests failed fails the gate too.
   --junit FILE    JUnit XML: suite rttlab-trace-budgets, a test case per
                   type (failure when over budget, skipped without one)
 
-Example:
-  rttlab trace go --budget /feed=3,/feed-naive=12 --junit budgets.xml`,
-		Args: cobra.ExactArgs(1),
+Examples:
+  rttlab trace go --budget /feed=3,/feed-naive=12 --junit budgets.xml
+  rttlab trace --app-image my-app:ci --routes /api/items,/api/items/1 \
+    --db-init db/schema.sql --budget /api/items=2,/api/items/1=1 --junit budgets.xml`,
+		Args: o.own.args(false),
 		PreRunE: func(cmd *cobra.Command, args []string) (err error) {
 			if o.requests < 1 || o.requests > 100000 || o.warmup < 0 {
 				return usagef("--requests must be 1..100000 and --warmup not negative")
 			}
 			// The app and its budgets are checked before anything connects.
-			if o.target, err = loadTarget(args[0]); err != nil {
+			if o.target, err = o.own.resolveApp(cmd.Flags(), args); err != nil {
 				return err
 			}
 			if _, err := orchestrator.MixFor(o.target.Meta); err != nil {
@@ -112,6 +120,7 @@ Example:
 	cmd.Flags().Uint64Var(&o.seed, "seed", 1, "seed of the mix's request paths")
 	cmd.Flags().StringVar(&o.out, "out", "", "results folder to write trace.json into")
 	o.budget.addFlags(cmd, true)
+	o.own.addFlags(cmd.Flags(), "")
 	return cmd
 }
 
