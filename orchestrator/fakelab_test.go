@@ -48,7 +48,7 @@ type fakeLab struct {
 	dbRole string
 	noPGSS bool
 	sql    []string // every psql -c query, in order
-	loads      []fakeLoad
+	loads  []fakeLoad
 }
 
 // fakeLoad is one `agent load` the client ran.
