@@ -446,7 +446,7 @@ func TestPrintStack(t *testing.T) {
 		t.Fatal(err)
 	}
 	tg, _ := apps.Resolve(all, "go")
-	st := &orchestrator.Stack{RunID: "abc", Target: tg, Network: "rttlab-abc", DB: orchestrator.DBCredentials{User: "rttlab", Database: "rttlab", Password: "pw"}, AppURL: "http://127.0.0.1:3456", AppAddr: "10.0.0.3:8080",
+	st := &orchestrator.Stack{RunID: "abc", Target: tg, Network: "rttlab-abc", DB: orchestrator.DBCredentials{User: "rttlab", Database: "rttlab", Password: "pw", Super: "postgres"}, AppURL: "http://127.0.0.1:3456", AppAddr: "10.0.0.3:8080",
 		Members: []*orchestrator.Member{{Role: "db", Name: "rttlab-abc-db", IP: "10.0.0.2"}, {Role: "app", Name: "rttlab-abc-app", IP: "10.0.0.3"}}}
 	var b bytes.Buffer
 	printStack(&b, st)

@@ -109,7 +109,7 @@ func printStack(out interface{ Write([]byte) (int, error) }, st *orchestrator.St
 		fmt.Fprintf(out, "    curl -s %s%s\n", st.AppURL, p)
 	}
 	fmt.Fprintf(out, "  database   %s (private %s:5432, role %s, database %s, password %s)\n", db.Name, db.IP, st.DB.User, st.DB.Database, st.DB.Password)
-	fmt.Fprintf(out, "    docker exec -it -u postgres %s psql -d rttlab\n", db.Name)
+	fmt.Fprintf(out, "    docker exec -it -u postgres %s psql -U %s -d %s\n", db.Name, st.DB.Super, st.DB.Database)
 	fmt.Fprintf(out, "  app logs:  docker logs %s\n", app.Name)
 	fmt.Fprintf(out, "  stop with: rttlab down --run %s\n", st.RunID)
 }
