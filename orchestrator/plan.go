@@ -65,8 +65,16 @@ type Plan struct {
 	Hook string `yaml:"hook,omitempty" json:"hook,omitempty"`
 	// Calibrate: auto (calibrate the userspace shaper, not kernel
 	// netem), on or off.
-	Calibrate string    `yaml:"calibrate" json:"calibrate"`
-	Apps      []PlanApp `yaml:"apps" json:"apps"`
+	Calibrate string `yaml:"calibrate" json:"calibrate"`
+	// CalibratePer: app (default: each app's stack calibrates its own
+	// shaper) or run (the first app's stack calibrates, every other app
+	// of the run applies its offsets; each app's verification probes
+	// still check every setting). The offsets are a property of the host
+	// and the shaper, not of the app: across the six apps of one smoke
+	// run they spread 75-160 µs per side with residuals of ±110 µs, so a
+	// per-app calibration measures noise as much as anything.
+	CalibratePer string    `yaml:"calibrate_per,omitempty" json:"calibrate_per,omitempty"`
+	Apps         []PlanApp `yaml:"apps" json:"apps"`
 	// Probes per setting: ICMP echo count and SELECT 1 runs × calls.
 	ICMPCount     int `yaml:"icmp_count" json:"icmp_count"`
 	SelectRuns    int `yaml:"select1_runs" json:"select1_runs"`
@@ -166,7 +174,7 @@ func BuiltinPlan(name string) (*Plan, bool) {
 	case "smoke":
 		return &Plan{
 			Name: "smoke", Seed: 1, DelaysMs: []float64{0, 0.5, 1},
-			Runs: 3, Requests: 20, Warmup: 5, Shaper: "auto", Scope: "path",
+			Runs: 3, Requests: 20, Warmup: 5, Shaper: "auto", Scope: "path", CalibratePer: "run",
 			ICMPCount: 20, SelectRuns: 3, SelectCalls: 50, TaskICMPCount: 3, TraceRequests: 20,
 			Apps: []PlanApp{
 				{Name: "go", Routes: []string{"/feed", "/feed-naive"}},
@@ -364,6 +372,11 @@ func (p *Plan) Validate() error {
 	case "", "auto", "on", "off":
 	default:
 		return fmt.Errorf("calibrate %q: use auto, on or off", p.Calibrate)
+	}
+	switch p.CalibratePer {
+	case "", "app", "run":
+	default:
+		return fmt.Errorf("calibrate_per %q: use app or run", p.CalibratePer)
 	}
 	switch p.Scope {
 	case "path", "interface":

@@ -379,6 +379,14 @@ func calibrateSession(ctx context.Context, d Docker, s *appSession, p *Plan, f *
 		s.sh.Offsets = off
 		return nil
 	}
+	if p.CalibratePer == "run" && len(m.Calibration) > 0 {
+		from := m.Calibration[0].App
+		if off := OffsetsFrom(m.Calibration, from); off != nil && coversSettings(off, p.Settings(app)) {
+			note(fmt.Sprintf("%s: applying the shaper calibration measured on %s's stack (calibrate_per: run)", app, from))
+			s.sh.Offsets = off
+			return nil
+		}
+	}
 	note(fmt.Sprintf("%s: calibrating the shaper per setting (ICMP; SELECT 1 stays an independent check)", app))
 	pts, err := Calibrate(ctx, d, s.sh, app, p.Settings(app), CalibrateOptions{})
 	if err != nil {
@@ -386,6 +394,17 @@ func calibrateSession(ctx context.Context, d Docker, s *appSession, p *Plan, f *
 	}
 	m.Calibration = append(m.Calibration, pts...)
 	return f.WriteManifest(m)
+}
+
+// coversSettings says whether off holds an offset for every non-zero
+// setting.
+func coversSettings(off map[int64][2]time.Duration, settingsMs []float64) bool {
+	for _, s := range settingsMs {
+		if _, ok := off[msDuration(s).Microseconds()]; s > 0 && !ok {
+			return false
+		}
+	}
+	return true
 }
 
 func traceForRun(ctx context.Context, d Docker, s *appSession, p *Plan, f *results.Folder, target apps.Target) error {

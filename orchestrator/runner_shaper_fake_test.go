@@ -193,3 +193,53 @@ func secondTaskRetried(t *testing.T, d *results.Data) (int, string) {
 	}
 	return second, failure
 }
+
+// calibrate_per: run calibrates the shaper on the first app's stack only;
+// the second app applies those offsets (and says so), and both still run
+// their verification probes. calibrate_per: app calibrates each.
+func TestRunFakeCalibratePerRun(t *testing.T) {
+	for _, per := range []string{"run", "app"} {
+		lab := newFakeLab(t)
+		newStatsShaper(lab)
+		calPings := 0
+		lab.handle("rttlab agent ping", func(ctx context.Context, x *execCall) (int, error) {
+			if x.Flag("--count") == "200" { // Calibrate's echoes per measurement
+				calPings++
+			}
+			return lab.ping(ctx, x)
+		})
+		p := fakePlan()
+		p.Apps = append(p.Apps, PlanApp{Name: "node", Routes: []string{"/feed"}})
+		p.CalibratePer = per
+		prog := &recProgress{}
+		dir, err := Run(context.Background(), lab, lab.all, RunOptions{Plan: p, OutDir: t.TempDir(), Now: fakeNow, Progress: prog})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := loadFolder(t, dir)
+		apps := map[string]int{}
+		for _, c := range d.Manifest.Calibration {
+			apps[c.App]++
+		}
+		reused := slices.ContainsFunc(prog.notes, func(n string) bool { return strings.Contains(n, "calibrate_per: run") })
+		switch per {
+		case "run":
+			if len(apps) != 1 || apps[d.Manifest.Calibration[0].App] != 2 || !reused {
+				t.Errorf("per run: calibration %v, reuse noted %v (notes %q)", apps, reused, prog.notes)
+			}
+		case "app":
+			if apps["go"] != 2 || apps["node"] != 2 || reused {
+				t.Errorf("per app: calibration %v, reuse noted %v", apps, reused)
+			}
+		}
+		// Two non-zero settings, one round each (the fake has no excess),
+		// two measurements a round: 4 calibration pings per calibrating app.
+		if want := map[string]int{"run": 4, "app": 8}[per]; calPings != want {
+			t.Errorf("per %s: %d calibration pings, want %d", per, calPings, want)
+		}
+		if probes := len(d.Probes); probes == 0 {
+			t.Errorf("per %s: no verification probes", per)
+		}
+		lab.requireEmpty(t)
+	}
+}
