@@ -26,8 +26,16 @@ func TestPlacePlanBuiltins(t *testing.T) {
 	}
 	p, _ := BuiltinPlacePlan("placement")
 	ow := p.OneWayMs(false)
-	if ow[[2]string{NodeA, NodeDB}] != 0.125 || ow[[2]string{NodeDB, NodeA}] != 0.125 || ow[[2]string{NodeB, NodeDB}] != 0.05 || ow[[2]string{NodeB, NodeClient}] != 0 {
+	if ow[[2]string{NodeA, NodeDB}] != 0.125 || ow[[2]string{NodeDB, NodeA}] != 0.125 || ow[[2]string{NodeB, NodeDB}] != 0.0625 || ow[[2]string{NodeB, NodeClient}] != 0 {
 		t.Errorf("one-way delays %v", ow)
+	}
+	// The built-in plans open a connection per request, as the write-up's
+	// proxy did; a plan file's default is a pool per upstream.
+	if p.KeepAlive == nil || *p.KeepAlive || p.Rounds != 5 {
+		t.Errorf("keep_alive %v rounds %d", p.KeepAlive, p.Rounds)
+	}
+	if f, err := ParsePlacePlan("p.yaml", []byte("routes: [/feed]\n")); err != nil || f.KeepAlive == nil || !*f.KeepAlive {
+		t.Errorf("file keep_alive: %v %v", f, err)
 	}
 	ho := p.OneWayMs(true)
 	if ho[[2]string{NodeB, NodeClient}] != 0.25 || ho[[2]string{NodeClient, NodeB}] != 0 {
@@ -67,6 +75,8 @@ func TestPlacePlanBadInput(t *testing.T) {
 		{"sweep_n: [1001]\n", "p.yaml: sweep_n 1001: use 0..1000"},
 		{"requests: 0\n", "p.yaml: requests 0: zero requests measure nothing"},
 		{"routed_requests: 0\n", "p.yaml: routed_requests 0: zero requests"},
+		{"rounds: 0\n", "p.yaml: rounds 0: use 1 to 500"},
+		{"requests: 3\nrounds: 4\n", "p.yaml: rounds 4: use 1 to 3"},
 		{"policies: [nearest]\n", "p.yaml: policies: "},
 		{"concurrency_rates: [1.5]\n", "p.yaml: concurrency_rates 1.5: use fractions of capacity in (0, 1]"},
 		{"", "p.yaml: the plan is empty"},
@@ -89,5 +99,24 @@ func TestPlacePlanBadInput(t *testing.T) {
 	}
 	if _, err := LoadPlacePlan("/nonexistent/plan.yaml"); err == nil || !strings.Contains(err.Error(), "neither a built-in placement plan") {
 		t.Errorf("missing file: %v", err)
+	}
+}
+
+// The rounds' shares add up to the plan's counts, the first rounds taking
+// the remainder.
+func TestPlaceRoundShares(t *testing.T) {
+	for _, c := range []struct{ total, rounds int }{{500, 5}, {40, 2}, {7, 3}, {3, 3}, {1, 1}} {
+		sum, parts := 0, []int{}
+		for i := 0; i < c.rounds; i++ {
+			n := share(c.total, c.rounds, i)
+			sum += n
+			parts = append(parts, n)
+		}
+		if sum != c.total || parts[0] < parts[len(parts)-1] || parts[0]-parts[len(parts)-1] > 1 || parts[len(parts)-1] < 1 {
+			t.Errorf("%d over %d rounds: %v", c.total, c.rounds, parts)
+		}
+	}
+	if clientPathMs(1.2, 0.7, true) != 1.2 || clientPathMs(1.2, 0.7, false) != 1.9 {
+		t.Error("clientPathMs")
 	}
 }

@@ -116,6 +116,9 @@ type PlaceRunner struct {
 	sw      *bufio.Writer
 	rng     *rand.Rand
 	res     *PlaceResult
+	// links are the one-way delays each phase applies (calibration:
+	// false, held-out: true) once calibrated in the repetition.
+	links map[bool]map[[2]string]float64
 }
 
 // Run runs every phase and writes summary.json; the folder keeps the raw
@@ -306,73 +309,165 @@ func requestPath(rc placement.RouteCalibration, n int) string {
 	return rc.Path
 }
 
-// hostPaths measures connect, /health and each route on both hosts, the
-// (host, path) blocks in a seeded random order.
-func (r *PlaceRunner) hostPaths(ctx context.Context, rep int, phase string, routes []placement.RouteCalibration) (map[string]*placement.HostCalibration, error) {
-	p := r.S.Plan
-	health := r.S.Stack.Target.Meta.Health
-	hosts := map[string]*placement.HostCalibration{}
-	type block struct{ host, path string }
-	var blocks []block
+// phaseBlock is one (host, path) measurement of a phase.
+type phaseBlock struct{ host, path string }
+
+// phaseSamples gathers one phase's samples over the rounds.
+type phaseSamples struct {
+	connect map[string][]float64
+	http    map[phaseBlock][]float64
+	select1 map[string][]float64
+}
+
+// measureRound measures one phase's share of a round on both hosts:
+// connect, /health and each route (the blocks in a seeded random order),
+// and SELECT 1 when the phase is the calibration. n and sel are the
+// round's requests per block and SELECT 1 calls per host.
+func (r *PlaceRunner) measureRound(ctx context.Context, rep int, phase string, paths []string, warmup, n, sel int, into *phaseSamples) error {
+	var blocks []phaseBlock
 	for _, h := range []string{NodeA, NodeB} {
-		hosts[h] = &placement.HostCalibration{Name: h}
-		c, err := r.S.Connect(ctx, r.D, h, p.Warmup, p.Requests)
+		c, err := r.S.Connect(ctx, r.D, h, warmup, n)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		r.emit(rep, phase, "connect", h, "", "", c, nil)
-		hosts[h].ConnectP50Ms = results.Median(c)
-		blocks = append(blocks, block{h, health})
-		for _, rc := range routes {
-			blocks = append(blocks, block{h, requestPath(rc, 0)})
+		into.connect[h] = append(into.connect[h], c...)
+		for _, p := range paths {
+			blocks = append(blocks, phaseBlock{h, p})
 		}
 	}
 	r.rng.Shuffle(len(blocks), func(i, j int) { blocks[i], blocks[j] = blocks[j], blocks[i] })
 	for _, b := range blocks {
-		ms, _, err := r.measure(ctx, rep, phase, b.host, b.path, p.Warmup, p.Requests)
+		ms, _, err := r.measure(ctx, rep, phase, b.host, b.path, warmup, n)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		if b.path == health {
-			hosts[b.host].HealthP50Ms = results.Median(ms)
-			continue
+		into.http[b] = append(into.http[b], ms...)
+	}
+	if sel == 0 {
+		return nil
+	}
+	for _, h := range []string{NodeA, NodeB} {
+		s, err := r.S.Select1(ctx, r.D, h, warmup, sel)
+		if err != nil {
+			return err
 		}
-		for i := range routes {
-			if requestPath(routes[i], 0) == b.path {
-				routes[i].P50Ms[b.host] = results.Median(ms)
+		r.emit(rep, phase, "select1", h, "", "", s, nil)
+		into.select1[h] = append(into.select1[h], s...)
+	}
+	return nil
+}
+
+// clientPathMs is what the path between the client and a host costs a
+// request through the proxy: the /health p50 over a kept-alive
+// connection, plus the TCP connect p50 when the proxy opens a new
+// upstream connection per request.
+func clientPathMs(healthMs, connectMs float64, keepAlive bool) float64 {
+	if keepAlive {
+		return healthMs
+	}
+	return healthMs + connectMs
+}
+
+// share splits total over rounds: round i's part (the first rounds take
+// the remainder).
+func share(total, rounds, i int) int {
+	n := total / rounds
+	if i < total%rounds {
+		n++
+	}
+	return n
+}
+
+// measurePhases measures the calibration and the held-out phase in
+// interleaved rounds: each round applies the two phases' links in a
+// seeded order and measures each with its share of the requests, so a
+// drift of the host's speed falls on both phases and both hosts alike.
+// Warmup requests precede every block of the first round and
+// min(warmup, 3) the later ones (each block is a fresh load client).
+func (r *PlaceRunner) measurePhases(ctx context.Context, rep int, paths []string) (cal, ho *phaseSamples, err error) {
+	p := r.S.Plan
+	newSamples := func() *phaseSamples {
+		return &phaseSamples{connect: map[string][]float64{}, http: map[phaseBlock][]float64{}, select1: map[string][]float64{}}
+	}
+	cal, ho = newSamples(), newSamples()
+	r.links = map[bool]map[[2]string]float64{}
+	for round := 0; round < p.Rounds; round++ {
+		order := []bool{false, true}
+		r.rng.Shuffle(2, func(i, j int) { order[i], order[j] = order[j], order[i] })
+		warmup := p.Warmup
+		if round > 0 {
+			warmup = min(p.Warmup, 3)
+		}
+		for _, heldOut := range order {
+			phase, into, sel := "calibration", cal, share(p.Select1Calls, p.Rounds, round)
+			if heldOut {
+				phase, into, sel = "held-out", ho, 0
+			}
+			r.S.say("rep %d/%d round %d/%d: %s (%s)", rep, p.Repeat, round+1, p.Rounds, phase, map[bool]string{false: "links as configured", true: heldOutText(p)}[heldOut])
+			if err := r.setPhaseLinks(ctx, fmt.Sprintf("rep %d %s", rep, phase), heldOut); err != nil {
+				return nil, nil, err
+			}
+			if err := r.measureRound(ctx, rep, phase, paths, warmup, share(p.Requests, p.Rounds, round), sel, into); err != nil {
+				return nil, nil, err
 			}
 		}
 	}
-	return hosts, nil
+	return cal, ho, nil
+}
+
+// hostCalibrations turns a phase's samples into its host and route
+// calibration (medians over every round).
+func hostCalibrations(s *phaseSamples, health string, routes []placement.RouteCalibration) map[string]*placement.HostCalibration {
+	hosts := map[string]*placement.HostCalibration{}
+	for _, h := range []string{NodeA, NodeB} {
+		hc := &placement.HostCalibration{Name: h, ConnectP50Ms: results.Median(s.connect[h]), HealthP50Ms: results.Median(s.http[phaseBlock{h, health}])}
+		if v := s.select1[h]; len(v) > 0 {
+			hc.Select1P50Ms = results.Median(v)
+		}
+		hosts[h] = hc
+		for i := range routes {
+			routes[i].P50Ms[h] = results.Median(s.http[phaseBlock{h, requestPath(routes[i], 0)}])
+		}
+	}
+	return hosts
 }
 
 func (r *PlaceRunner) rep(ctx context.Context, rep int, zeroPing map[[2]string]float64, zeroSel map[string][]float64) (PlaceRep, error) {
 	p := r.S.Plan
 	out := PlaceRep{Rep: rep}
 
-	// 1. Calibration without the held-out change.
-	r.S.say("rep %d/%d: calibration (links as configured, no held-out change): connect, %s and %d routes on a and b, %d+%d requests each", rep, p.Repeat, r.S.Stack.Target.Meta.Health, len(p.Routes), p.Warmup, p.Requests)
-	if err := r.setPhaseLinks(ctx, fmt.Sprintf("rep %d calibration", rep), false); err != nil {
-		return out, err
-	}
-	if rep == 1 {
-		if err := r.checkLinks(ctx, "calibration", false, zeroPing); err != nil {
-			return out, err
-		}
-	}
+	// 1-3. Calibration without the held-out change and the held-out
+	// test, measured in interleaved rounds.
+	r.S.say("rep %d/%d: calibration (links as configured) and held-out test (%s) in %d interleaved rounds: connect, %s and %d routes on a and b, %d+%d requests each in all",
+		rep, p.Repeat, heldOutText(p), p.Rounds, r.S.Stack.Target.Meta.Health, len(p.Routes), p.Warmup, p.Requests)
 	routes := r.calRoutes()
-	hosts, err := r.hostPaths(ctx, rep, "calibration", routes)
+	paths := []string{r.S.Stack.Target.Meta.Health}
+	for _, rc := range routes {
+		paths = append(paths, requestPath(rc, 0))
+	}
+	calS, hoS, err := r.measurePhases(ctx, rep, paths)
 	if err != nil {
 		return out, err
 	}
-	for _, h := range []string{NodeA, NodeB} {
-		sel, err := r.S.Select1(ctx, r.D, h, p.Select1Warmup, p.Select1Calls)
-		if err != nil {
-			return out, err
+	if rep == 1 {
+		// The links as verified by ICMP, each phase's delays applied again.
+		for _, heldOut := range []bool{false, true} {
+			if err := r.S.SetLinks(ctx, r.D, r.links[heldOut]); err != nil {
+				return out, err
+			}
+			if err := r.checkLinks(ctx, map[bool]string{false: "calibration", true: "held-out"}[heldOut], heldOut, zeroPing); err != nil {
+				return out, err
+			}
 		}
-		r.emit(rep, "calibration", "select1", h, "", "", sel, nil)
-		hosts[h].Select1P50Ms = results.Median(sel)
-		if rep == 1 {
+	}
+	keep := p.KeepAlive == nil || *p.KeepAlive
+	hosts := hostCalibrations(calS, r.S.Stack.Target.Meta.Health, routes)
+	for _, h := range hosts {
+		h.ClientPathMs = clientPathMs(h.HealthP50Ms, h.ConnectP50Ms, keep)
+	}
+	if rep == 1 {
+		for _, h := range []string{NodeA, NodeB} {
 			z := results.Median(zeroSel[h])
 			r.res.Select1 = append(r.res.Select1, Select1Check{Host: h, ConfiguredMs: p.LinkRTTMs(h, NodeDB), ZeroP50Ms: z, SettingP50Ms: hosts[h].Select1P50Ms, AddedMs: hosts[h].Select1P50Ms - z})
 		}
@@ -382,30 +477,22 @@ func (r *PlaceRunner) rep(ctx context.Context, rep int, zeroPing map[[2]string]f
 		return out, fmt.Errorf("calibration: %w", err)
 	}
 	out.Calibration = cal
-
-	// 2 and 3. The held-out change: new client paths, new requests.
-	r.S.say("rep %d/%d: held-out test (%s): connect, %s and routes on a and b again", rep, p.Repeat, heldOutText(p), r.S.Stack.Target.Meta.Health)
-	if err := r.setPhaseLinks(ctx, fmt.Sprintf("rep %d held-out", rep), true); err != nil {
-		return out, err
-	}
-	if rep == 1 {
-		if err := r.checkLinks(ctx, "held-out", true, zeroPing); err != nil {
-			return out, err
-		}
-	}
 	hoRoutes := make([]placement.RouteCalibration, len(routes))
 	for i, rc := range routes {
 		hoRoutes[i] = rc
 		hoRoutes[i].P50Ms = map[string]float64{}
 	}
-	hoHosts, err := r.hostPaths(ctx, rep, "held-out", hoRoutes)
-	if err != nil {
+	hoHosts := hostCalibrations(hoS, r.S.Stack.Target.Meta.Health, hoRoutes)
+	// The routed comparison and what follows run with the held-out change.
+	if err := r.S.SetLinks(ctx, r.D, r.links[true]); err != nil {
 		return out, err
 	}
 	ho := cal
 	ho.Hosts = slices.Clone(cal.Hosts)
 	for i := range ho.Hosts {
-		ho.Hosts[i].ClientPathMs = hoHosts[ho.Hosts[i].Name].HealthP50Ms
+		h := hoHosts[ho.Hosts[i].Name]
+		ho.Hosts[i].ConnectP50Ms = h.ConnectP50Ms
+		ho.Hosts[i].ClientPathMs = clientPathMs(h.HealthP50Ms, h.ConnectP50Ms, keep)
 	}
 	out.HeldOutCal = ho
 	for _, rc := range routes {
@@ -433,7 +520,6 @@ func (r *PlaceRunner) rep(ctx context.Context, rep int, zeroPing map[[2]string]f
 	}
 
 	// 4. The routed comparison through the proxy.
-	keep := p.KeepAlive == nil || *p.KeepAlive
 	conn := "keep-alive pools per upstream"
 	if !keep {
 		conn = "a new upstream connection per request"
@@ -456,11 +542,11 @@ func (r *PlaceRunner) rep(ctx context.Context, rep int, zeroPing map[[2]string]f
 		}
 	}
 	order := append(shuffled(cells, p.RoutedWarmup, r.rng), shuffled(cells, p.RoutedRequests, r.rng)...)
-	paths := make([]string, len(order))
+	routed := make([]string, len(order))
 	for i, c := range order {
-		paths[i] = c.route + "?" + placement.QueryPolicy + "=" + c.policy
+		routed[i] = c.route + "?" + placement.QueryPolicy + "=" + c.policy
 	}
-	rs, lerr := r.S.Load(ctx, r.D, fmt.Sprintf("http://127.0.0.1:%d", proxyPort), paths, p.RoutedWarmup*len(cells))
+	rs, lerr := r.S.Load(ctx, r.D, fmt.Sprintf("http://127.0.0.1:%d", proxyPort), routed, p.RoutedWarmup*len(cells))
 	recs, derr := r.S.StopProxy(ctx, r.D)
 	if lerr != nil {
 		return out, lerr
@@ -503,12 +589,17 @@ func (r *PlaceRunner) rep(ctx context.Context, rep int, zeroPing map[[2]string]f
 // setPhaseLinks applies the plan's links (with the held-out additions when
 // heldOut), calibrated against ICMP unless the plan says calibrate: off.
 func (r *PlaceRunner) setPhaseLinks(ctx context.Context, phase string, heldOut bool) error {
+	if applied, ok := r.links[heldOut]; ok {
+		return r.S.SetLinks(ctx, r.D, applied)
+	}
 	want := r.S.Plan.OneWayMs(heldOut)
 	if r.S.Plan.Calibrate == "off" {
+		r.links[heldOut] = want
 		return r.S.SetLinks(ctx, r.D, want)
 	}
 	r.S.say("  calibrating the link delays against ICMP (%s)", phase)
-	_, err := r.calibrateLinks(ctx, phase, want)
+	applied, err := r.calibrateLinks(ctx, phase, want)
+	r.links[heldOut] = applied
 	return err
 }
 
