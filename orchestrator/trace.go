@@ -23,7 +23,7 @@ func TraceRequests(t apps.Target, mix *workloads.Mix, n, serialN int, seed uint6
 		rng := rand.New(rand.NewPCG(seed, fnv64("trace")))
 		for _, it := range mix.Items {
 			for i := 0; i < n; i++ {
-				out[it.Name] = append(out[it.Name], workloads.Request{Type: it.Name, Path: it.Path(rng)})
+				out[it.Name] = append(out[it.Name], it.Request(rng))
 			}
 		}
 		return out
