@@ -335,13 +335,17 @@ func loadTemplates(base string, paths []string, calls []Request, header map[stri
 			templates[i] = t
 			continue
 		}
-		t, err := newRequest(context.Background(), base, r)
+		t, err := NewRequest(context.Background(), base, r)
 		if err != nil {
 			return nil, fmt.Errorf("request %d (%s): %w", i, p, err)
 		}
-		t.Header, t.Host = shared, host
+		h, hh := shared, host
 		if !r.plain() {
-			t.Header, t.Host = requestHeader(header, r.Headers)
+			h, hh = requestHeader(header, r.Headers)
+		}
+		t.Header = h
+		if hh != "" {
+			t.Host = hh
 		}
 		byKey[key] = t
 		templates[i] = t
@@ -349,8 +353,9 @@ func loadTemplates(base string, paths []string, calls []Request, header map[stri
 	return templates, nil
 }
 
-// newRequest builds r against base: its method (GET when empty) and body.
-func newRequest(ctx context.Context, base string, r Request) (*http.Request, error) {
+// NewRequest builds r against base: its method (GET when empty), its
+// headers (a "Host" entry sets the Host) and its body.
+func NewRequest(ctx context.Context, base string, r Request) (*http.Request, error) {
 	var body io.Reader
 	if r.Body != "" {
 		body = strings.NewReader(r.Body)
@@ -359,7 +364,18 @@ func newRequest(ctx context.Context, base string, r Request) (*http.Request, err
 	if method == "" {
 		method = http.MethodGet
 	}
-	return http.NewRequestWithContext(ctx, method, base+r.Path, body)
+	req, err := http.NewRequestWithContext(ctx, method, base+r.Path, body)
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range r.Headers {
+		if strings.EqualFold(k, "Host") {
+			req.Host = v
+			continue
+		}
+		req.Header.Set(k, v)
+	}
+	return req, nil
 }
 
 // plain says whether r is a GET with no headers or body of its own.

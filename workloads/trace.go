@@ -35,12 +35,12 @@ func Trace(ctx context.Context, w *WireCounter, baseURL string, reqs []Request, 
 		}
 		before := w.Snapshot()
 		res := TraceResult{Type: r.Type, Path: r.Path}
-		req, err := newRequest(ctx, baseURL, r)
+		req, err := NewRequest(ctx, baseURL, r)
 		if err != nil {
 			return out, err
 		}
-		for _, m := range []map[string]string{header, r.Headers} {
-			for k, v := range m {
+		for k, v := range header {
+			if _, own := r.Headers[k]; !own {
 				req.Header.Set(k, v)
 			}
 		}
