@@ -1,10 +1,12 @@
 package orchestrator
 
 import (
+	"context"
 	"encoding/json"
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -105,4 +107,114 @@ func TestPlanRequestMixErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// shopMixApp is the plan entry of ownMixYAML on the fake lab's app.
+func shopMixApp(l *fakeLab) PlanApp {
+	return PlanApp{Name: "shop", Image: "example/shop:1.4", Port: l.all["go"].Port, Health: "/health",
+		RequestMix: []workloads.MixRequest{
+			{Name: "list", Path: "/api/items", Weight: 6},
+			{Name: "create", Method: "POST", Path: "/api/items", Weight: 1,
+				Headers: map[string]string{"Content-Type": "application/json", "Authorization": "Bearer t0ken"}, Body: `{"name": "widget"}`},
+		}}
+}
+
+// verify and trace of an own app driven by its request_mix: each type
+// answers 2xx to its method, headers and body; statements are reported;
+// the trace agent gets each type's requests whole.
+func TestFakeOwnAppRequestMixVerifyTrace(t *testing.T) {
+	ctx := context.Background()
+	l := newFakeLab(t)
+	l.addImage("example/shop:1.4", nil)
+	m, err := OwnAppMeta(shopMixApp(l))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg := apps.Target{Name: "shop", Meta: m, Env: m.Env, Image: m.Image}
+	st, sh := startFake(t, l, StackOptions{Target: tg}, "path")
+	checks, err := VerifyStack(ctx, l, st, VerifyOptions{Requests: 4, Shaping: sh})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range checks {
+		if !c.OK {
+			t.Errorf("check failed: %+v", c)
+		}
+		got = append(got, c.Route+" "+c.What+" "+c.Observed)
+	}
+	want := []string{"/health health status 200", "list status of GET /api/items 200", "create status of POST /api/items 201",
+		"list statements per request 2", "create statements per request 2",
+		"create round trips per request (wire) 2", "create Parse messages per request (wire) 0",
+		"list round trips per request (wire) 2", "list Parse messages per request (wire) 0"}
+	if !slices.Equal(got, want) {
+		t.Errorf("checks\n%q\nwant\n%q", got, want)
+	}
+	if !slices.Contains(l.items, `POST /api/items Bearer t0ken {"name": "widget"}`) || !slices.Contains(l.items, "GET /api/items  ") {
+		t.Errorf("the app saw %q", l.items)
+	}
+
+	mix, err := MixFor(m)
+	if err != nil || mix == nil {
+		t.Fatalf("mix %v %v", mix, err)
+	}
+	l.traced = nil
+	rows, err := TraceApp(ctx, l, sh, TraceOptions{Requests: TraceRequests(tg, mix, 3, 5, 1), Warmup: 2, Weights: MixWeights(mix)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 2 || rows[0].Type != "create" || rows[1].Type != "list" || rows[0].N != 3 || rows[0].Expected != -1 ||
+		rows[0].Weight != 1.0/7 || rows[1].Weight != 6.0/7 || rows[1].RoundTrips.Median != fakeItemStmts {
+		t.Errorf("trace rows %+v", rows)
+	}
+	for _, r := range l.traced {
+		if r.Path == "/api/items" && r.Method == "POST" && (r.Body != `{"name": "widget"}` || r.Headers["Authorization"] != "Bearer t0ken") {
+			t.Errorf("traced %+v", r)
+		}
+	}
+	if n := len(l.traced); n != 2*(2+3) || l.traced[0].Type != "warmup" || l.traced[0].Method != "POST" {
+		t.Errorf("traced %d requests, first %+v", n, l.traced[0])
+	}
+}
+
+// A run of an own app with a request_mix: mix:<app> tasks, each load
+// drawing its seeded sequence from the mix the orchestrator hands over.
+func TestRunFakeOwnAppRequestMix(t *testing.T) {
+	lab := newFakeLab(t)
+	lab.addImage("example/shop:1.4", nil)
+	p := fakePlan()
+	p.Apps = []PlanApp{shopMixApp(lab)}
+	p.Apps[0].Runs, p.Apps[0].Requests = 2, 20
+	all := copyMetas(lab.all)
+	if err := AddOwnApps(p, all); err != nil {
+		t.Fatal(err)
+	}
+	dir, err := Run(context.Background(), lab, all, RunOptions{Plan: p, OutDir: t.TempDir(), Now: fakeNow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := loadFolder(t, dir)
+	if len(d.Done) != 6 || len(d.Manifest.Tasks) != 6 {
+		t.Fatalf("done %v of %d", d.Done, len(d.Manifest.Tasks))
+	}
+	loads := lab.Loads()
+	js, _ := json.Marshal(p.Apps[0].RequestMix)
+	for i, ld := range loads {
+		tk := d.Manifest.Tasks[i]
+		wantSeed := p.Seed ^ fnv64("shop/run"+strconv.Itoa(tk.Run))
+		if tk.Route != "mix:shop" || ld.MixJSON != string(js) || ld.Seed != wantSeed || len(ld.Calls) != 21 {
+			t.Fatalf("task %+v load %+v", tk, ld)
+		}
+		if i > 0 && loads[i-1].Seed == ld.Seed && !reflect.DeepEqual(loads[i-1].Calls, ld.Calls) {
+			t.Error("the same seed drew different sequences")
+		}
+	}
+	types := map[string]bool{}
+	for _, r := range d.Trace {
+		types[r.Type] = true
+	}
+	if len(d.Trace) != 2 || !types["list"] || !types["create"] {
+		t.Errorf("trace %+v", d.Trace)
+	}
+	lab.requireEmpty(t)
 }
