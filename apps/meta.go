@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/rttlab/rttlab/workloads"
 )
 
 // Meta is the content of apps/<name>/app.yaml.
@@ -63,6 +65,10 @@ type Meta struct {
 	// --compose, a plan's compose: entry), names the file and its app and
 	// database services; Image is then the app service's image.
 	Compose *ComposeRef `yaml:"-"`
+	// RequestMix, set for a user's own app driven by a weighted mix of
+	// its own requests (a plan's request_mix) instead of routes: each
+	// request type is its own row in trace, verify and results.
+	RequestMix []workloads.MixRequest `yaml:"-"`
 }
 
 // ComposeRef names a user's compose file and the two services rttlab

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -49,6 +50,10 @@ type fakeLab struct {
 	noPGSS bool
 	sql    []string // every psql -c query, in order
 	loads  []fakeLoad
+	// items is what the fake app's /api/items saw: "METHOD path
+	// Authorization body" per request; traced what the trace agent read.
+	items  []string
+	traced []workloads.Request
 }
 
 // fakeLoad is one `agent load` the client ran.
@@ -59,6 +64,10 @@ type fakeLoad struct {
 	Requests int
 	Warmup   int
 	Headers  []string
+	// MixJSON and Seed of a user's mix (--mix-json); its requests as drawn.
+	MixJSON string
+	Seed    uint64
+	Calls   []workloads.Request
 }
 
 // The fake shaper: ICMP takes the base plus the configured RTT; a
@@ -69,6 +78,7 @@ const (
 	fakeBaseReq    = 500 * time.Microsecond
 	fakeAPIKey     = "fake-api-key"
 	fakeMixStmts   = 10
+	fakeItemStmts  = 2
 )
 
 func newFakeLab(t testing.TB) *fakeLab {
@@ -163,6 +173,8 @@ func (l *fakeLab) stmtsFor(path string) int64 {
 	case "/serial":
 		n, _ := strconv.Atoi(strings.TrimPrefix(q, "n="))
 		return int64(n)
+	case "/api/items":
+		return fakeItemStmts
 	}
 	return fakeMixStmts
 }
@@ -200,6 +212,8 @@ func (l *fakeLab) serveApp(w http.ResponseWriter, r *http.Request) {
 		}
 		count(int64(n))
 		reply(http.StatusOK, map[string]int{"n": n})
+	case p == "/api/items":
+		l.serveItems(w, r, count)
 	case strings.HasPrefix(p, "/issues") || p == "/projects.json":
 		if r.Header.Get("X-Redmine-API-Key") != fakeAPIKey {
 			reply(http.StatusUnauthorized, map[string]string{"error": "unauthorized"})
@@ -209,6 +223,27 @@ func (l *fakeLab) serveApp(w http.ResponseWriter, r *http.Request) {
 		reply(http.StatusOK, map[string]any{"total_count": 1})
 	default:
 		reply(http.StatusNotFound, map[string]string{"error": "not found"})
+	}
+}
+
+// serveItems is a user's API: GET lists, POST creates from a JSON body
+// with a bearer token (201), other methods are refused.
+func (l *fakeLab) serveItems(w http.ResponseWriter, r *http.Request, count func(int64)) {
+	body, _ := io.ReadAll(r.Body)
+	l.mu.Lock()
+	l.items = append(l.items, r.Method+" "+r.URL.Path+" "+r.Header.Get("Authorization")+" "+string(body))
+	l.mu.Unlock()
+	switch {
+	case r.Method == http.MethodGet:
+		count(fakeItemStmts)
+		w.WriteHeader(http.StatusOK)
+	case r.Method != http.MethodPost:
+		w.WriteHeader(http.StatusMethodNotAllowed)
+	case r.Header.Get("Authorization") != "Bearer t0ken" || r.Header.Get("Content-Type") != "application/json" || !json.Valid(body):
+		w.WriteHeader(http.StatusBadRequest)
+	default:
+		count(fakeItemStmts)
+		w.WriteHeader(http.StatusCreated)
 	}
 }
 
@@ -298,7 +333,22 @@ func (l *fakeLab) load(ctx context.Context, x *execCall) (int, error) {
 	warmup, _ := strconv.Atoi(x.Flag("--warmup"))
 	ld := fakeLoad{Client: x.Container.Spec.Name, Route: x.Flag("--route"), RTT: l.rtt(), Requests: requests, Warmup: warmup, Headers: x.Flags("--header")}
 	paths := make([]string, warmup+requests)
-	if mix := x.Flag("--mix"); mix != "" {
+	if js := x.Flag("--mix-json"); js != "" {
+		ld.Route, ld.MixJSON = "mix:json", js
+		ld.Seed, _ = strconv.ParseUint(x.Flag("--seed"), 10, 64)
+		var reqs []workloads.MixRequest
+		if err := json.Unmarshal([]byte(js), &reqs); err != nil {
+			return 1, err
+		}
+		m, err := workloads.RequestMix("json", reqs)
+		if err != nil {
+			return 1, err
+		}
+		if ld.Calls, err = workloads.Sequence(m, ld.Seed, len(paths)); err != nil {
+			return 1, err
+		}
+		copy(paths, workloads.Paths(ld.Calls))
+	} else if mix := x.Flag("--mix"); mix != "" {
 		ld.Route = "mix:" + mix
 		seed, _ := strconv.ParseUint(x.Flag("--seed"), 10, 64)
 		seq, err := workloads.Sequence(workloads.RedmineMix(), seed, len(paths))
@@ -339,6 +389,7 @@ func (l *fakeLab) trace(ctx context.Context, x *execCall) (int, error) {
 		n := l.stmtsFor(r.Path)
 		l.mu.Lock()
 		l.statements += n + l.extra
+		l.traced = append(l.traced, r)
 		l.mu.Unlock()
 		res := workloads.TraceResult{Type: r.Type, Path: r.Path, Status: 200, LatencyNS: 1e6,
 			WireCounts: workloads.WireCounts{RoundTrips: int(n), Statements: int(n), ClientPackets: int(n), ServerPackets: int(n)}}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/rttlab/rttlab/apps"
+	"github.com/rttlab/rttlab/workloads"
 )
 
 // A user's own app is a plan entry with image: instead of an app of this
@@ -53,7 +54,8 @@ func ValidateOwnApp(a PlanApp) error {
 			name string
 			set  bool
 		}{{"port", a.Port != 0}, {"health", a.Health != ""}, {"db_init", len(a.DBInit) > 0}, {"env", len(a.Env) > 0}, {"env_file", a.EnvFile != ""},
-			{"statements", len(a.Statements) > 0}, {"app_service", a.AppService != ""}, {"db_service", a.DBService != ""}} {
+			{"statements", len(a.Statements) > 0}, {"app_service", a.AppService != ""}, {"db_service", a.DBService != ""},
+			{"request_mix", a.RequestMix != nil}} {
 			if f.set {
 				return bad(f.name, "%s applies to an app given by image: or compose: (rttlab builds its own apps from apps/)", f.name)
 			}
@@ -84,10 +86,10 @@ func ValidateOwnApp(a PlanApp) error {
 		return bad("name", "name %q is invalid: use lower-case letters, digits and '-'", a.Name)
 	}
 	if a.Mix != "" {
-		return bad("mix", "a mix drives rttlab's own redmine and aimeos apps; give routes for an image")
+		return bad("mix", "a mix drives rttlab's own redmine and aimeos apps; give routes or a request_mix for an image")
 	}
-	if len(a.Routes) == 0 {
-		return bad("routes", "routes are missing: name the routes to drive, e.g. [/api/items, /api/items/1]")
+	if err := validateRequestMix(a); err != nil {
+		return err
 	}
 	if a.Port < 0 || a.Port > 65535 {
 		return bad("port", "port %d is out of range 1-65535", a.Port)
@@ -110,6 +112,9 @@ func ValidateOwnApp(a PlanApp) error {
 			return bad("db_init", "db_init %s: no such file or folder", p)
 		}
 	}
+	if a.RequestMix != nil && len(a.Statements) > 0 {
+		return bad("statements", "statements declare counts of routes; a request_mix's counts are reported, not asserted")
+	}
 	rs := map[string]bool{}
 	for _, r := range a.Routes {
 		path, _, _ := strings.Cut(r, "?")
@@ -124,6 +129,30 @@ func ValidateOwnApp(a PlanApp) error {
 		}
 	}
 	return nil
+}
+
+// validateRequestMix checks that an own app has routes or a request_mix
+// (not both) and that the mix is sound; an error names the request's
+// field, so that the plan's line is the field's.
+func validateRequestMix(a PlanApp) error {
+	switch {
+	case a.RequestMix == nil && len(a.Routes) == 0:
+		return &ownAppFieldError{App: a.Name, Field: "routes",
+			Msg: "routes are missing: name the routes to drive, e.g. [/api/items, /api/items/1], or give a request_mix"}
+	case a.RequestMix == nil:
+		return nil
+	case len(a.Routes) > 0:
+		return &ownAppFieldError{App: a.Name, Field: "request_mix", Msg: "give routes or a request_mix, not both"}
+	}
+	i, field, err := workloads.CheckMixRequests(a.RequestMix)
+	if err == nil {
+		return nil
+	}
+	where := "request_mix"
+	if i >= 0 {
+		where = fmt.Sprintf("request_mix.%d.%s", i, field)
+	}
+	return &ownAppFieldError{App: a.Name, Field: where, Msg: err.Error()}
 }
 
 func sortedEnvKeys[V any](m map[string]V) []string {
@@ -186,6 +215,7 @@ func OwnAppMeta(a PlanApp) (*apps.Meta, error) {
 		}
 		m.Routes = append(m.Routes, apps.Route{Path: r, Statements: n, Undeclared: !declared})
 	}
+	m.RequestMix = append([]workloads.MixRequest(nil), a.RequestMix...)
 	return m, nil
 }
 

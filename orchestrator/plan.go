@@ -18,6 +18,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/rttlab/rttlab/apps"
+	"github.com/rttlab/rttlab/workloads"
 )
 
 // Plan says which apps and routes run, at which RTT settings, how many
@@ -52,6 +53,16 @@ import (
 //	    env: {LOG_LEVEL: warn}       # added to PG* and DATABASE_URL
 //	    env_file: shop.env
 //	    statements: {/api/items: 1}  # declared counts are asserted by verify
+//	  - name: shop-mix               # an own app driven by a weighted mix
+//	    image: example/shop:1.4      # of its own requests instead of routes
+//	    request_mix:                 # (each name is a request type)
+//	      - {name: list, path: /api/items, weight: 6}
+//	      - name: create
+//	        method: POST             # GET (default), POST, PUT, PATCH, DELETE, HEAD
+//	        path: /api/items
+//	        headers: {Content-Type: application/json}
+//	        body: '{"name": "widget"}'
+//	        weight: 1
 type Plan struct {
 	Name     string    `yaml:"name" json:"name"`
 	Seed     uint64    `yaml:"seed" json:"seed"`
@@ -118,6 +129,11 @@ type PlanApp struct {
 	Compose    string `yaml:"compose,omitempty" json:"compose,omitempty"`
 	AppService string `yaml:"app_service,omitempty" json:"app_service,omitempty"`
 	DBService  string `yaml:"db_service,omitempty" json:"db_service,omitempty"`
+	// RequestMix drives an image or compose entry with a weighted mix of
+	// its own requests (method, path, headers, body) instead of routes,
+	// as rttlab's redmine is driven by its mix; its task route is
+	// mix:<name>, and each request's name is a request type.
+	RequestMix []workloads.MixRequest `yaml:"request_mix,omitempty" json:"request_mix,omitempty"`
 }
 
 // Own says whether the entry is a user's app (an image or a compose file)
@@ -271,7 +287,9 @@ func (a *PlanApp) resolvePaths(file string) {
 }
 
 // planFieldLine finds the line of field in the apps entry named app of a
-// plan document; 0 when it cannot.
+// plan document; 0 when it cannot. A dotted field goes deeper, a number
+// taking an item of a list: request_mix.1.method is the method of the
+// second request (or the line of the deepest part that is there).
 func planFieldLine(data []byte, app, field string) int {
 	var doc yaml.Node
 	if err := yaml.NewDecoder(bytes.NewReader(data)).Decode(&doc); err != nil || len(doc.Content) == 0 {
@@ -285,14 +303,33 @@ func planFieldLine(data []byte, app, field string) int {
 		if n := mappingValue(entry, "name"); n == nil || n.Value != app {
 			continue
 		}
-		for i := 0; i+1 < len(entry.Content); i += 2 {
-			if entry.Content[i].Value == field {
-				return entry.Content[i].Line
-			}
-		}
-		return entry.Line
+		return nodeLine(entry, strings.Split(field, "."))
 	}
 	return 0
+}
+
+// nodeLine is the line of the node that path names under n: a key of a
+// mapping, an index of a list; the deepest found when the rest is not there.
+func nodeLine(n *yaml.Node, path []string) int {
+	if len(path) == 0 {
+		return n.Line
+	}
+	switch n.Kind {
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == path[0] {
+				if len(path) == 1 {
+					return n.Content[i].Line
+				}
+				return nodeLine(n.Content[i+1], path[1:])
+			}
+		}
+	case yaml.SequenceNode:
+		if i, err := strconv.Atoi(path[0]); err == nil && i >= 0 && i < len(n.Content) {
+			return nodeLine(n.Content[i], path[1:])
+		}
+	}
+	return n.Line
 }
 
 // Defaults fills unset probe counts, shaper and scope.
@@ -479,8 +516,11 @@ func (p *Plan) Tasks() []TaskSpec {
 	for _, a := range p.Apps {
 		runs, _, _ := p.AppRuns(a)
 		routes := a.Routes
-		if a.Mix != "" {
+		switch {
+		case a.Mix != "":
 			routes = []string{"mix:" + a.Mix}
+		case len(a.RequestMix) > 0:
+			routes = []string{"mix:" + a.Name}
 		}
 		var ts []TaskSpec
 		for _, r := range routes {
@@ -560,6 +600,8 @@ func yamlError(file, msg string) error {
 			msg = fmt.Sprintf("unknown field %q (known: %s)", m[1], strings.Join(yamlKeys(reflect.TypeFor[Plan]()), ", "))
 		case "PlanApp":
 			msg = fmt.Sprintf("unknown field %q in an app entry (known: %s)", m[1], strings.Join(yamlKeys(reflect.TypeFor[PlanApp]()), ", "))
+		case "MixRequest":
+			msg = fmt.Sprintf("unknown field %q in a request_mix request (known: %s)", m[1], strings.Join(yamlKeys(reflect.TypeFor[workloads.MixRequest]()), ", "))
 		default:
 			msg = fmt.Sprintf("unknown field %q", m[1])
 		}
@@ -594,6 +636,9 @@ var yamlKinds = map[string]string{
 	"orchestrator.PlanApp":    "an app entry (name, routes or mix, ...)",
 	"orchestrator.Plan":       "a plan (a mapping of delays_ms, apps, ...)",
 	"map[string]interface {}": "a mapping",
+	"map[string]string":       "a mapping of strings",
+	"[]workloads.MixRequest":  "a list of requests (name, method, path, headers, body, weight)",
+	"workloads.MixRequest":    "a request (name, method, path, headers, body, weight)",
 }
 
 // yamlKeys lists the YAML keys of a struct type in field order.

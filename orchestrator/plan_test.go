@@ -103,7 +103,7 @@ func TestPlanErrors(t *testing.T) {
 	cases := map[string]struct{ yaml, want string }{
 		"malformed":         {"delays_ms: [0, 1\napps: []\n", "mine.yaml:1: "},
 		"unknown field":     {planYAML + "colour: red\n", `mine.yaml:13: unknown field "colour" (known: name, seed, delays_ms, runs, requests, warmup, shaper,`},
-		"unknown app field": {strings.Replace(planYAML, "runs: 2", "runz: 2", 1), `mine.yaml:12: unknown field "runz" in an app entry (known: name, routes, mix, runs, requests, warmup, budgets, image, port, health, db_init, env, env_file, statements, compose, app_service, db_service)`},
+		"unknown app field": {strings.Replace(planYAML, "runs: 2", "runz: 2", 1), `mine.yaml:12: unknown field "runz" in an app entry (known: name, routes, mix, runs, requests, warmup, budgets, image, port, health, db_init, env, env_file, statements, compose, app_service, db_service, request_mix)`},
 		"apps not a list":   {"delays_ms: [0]\napps: go\n", `mine.yaml:2: "go" is not a list of apps`},
 		"empty delays":      {strings.Replace(planYAML, "[0, 0.5, 1]", "[]", 1), "delays_ms is empty"},
 		"negative delay":    {strings.Replace(planYAML, "[0, 0.5, 1]", "[0, -1]", 1), "negative"},

@@ -50,6 +50,9 @@ func ValidatePlanApps(p *Plan, all map[string]*apps.Meta) error {
 		if err != nil {
 			return err
 		}
+		if len(a.RequestMix) > 0 {
+			continue // its requests were checked with the plan
+		}
 		if a.Mix != "" {
 			switch a.Mix {
 			case "redmine", "aimeos":
@@ -472,11 +475,11 @@ func runTask(ctx context.Context, d Docker, s *appSession, p *Plan, f *results.F
 		return fmt.Errorf("no ICMP echo came back at %g ms: the shaper is not passing traffic", t.RTTms)
 	}
 	cmd := []string{"/usr/local/bin/rttlab", "agent", "load", "--url", s.base, "--warmup", fmt.Sprint(warmup), "--requests", fmt.Sprint(requests)}
-	if mix, ok := strings.CutPrefix(t.Route, "mix:"); ok {
-		cmd = append(cmd, "--mix", mix, "--seed", fmt.Sprint(p.Seed^fnv64(fmt.Sprintf("%s/run%d", t.App, t.Run))))
-	} else {
-		cmd = append(cmd, "--route", t.Route)
+	args, err := loadRouteArgs(s.st.Target.Meta, t, p.Seed)
+	if err != nil {
+		return err
 	}
+	cmd = append(cmd, args...)
 	for _, h := range s.header {
 		cmd = append(cmd, "--header", h)
 	}
@@ -556,6 +559,25 @@ func runTask(ctx context.Context, d Docker, s *appSession, p *Plan, f *results.F
 		return err
 	}
 	return f.MarkDone(t.ID, attempt)
+}
+
+// loadRouteArgs are the load client's flags for a task's route: --route,
+// or the mix (rttlab's by name, a user's request_mix as JSON) with the
+// run's seed.
+func loadRouteArgs(m *apps.Meta, t results.Task, planSeed uint64) ([]string, error) {
+	mix, ok := strings.CutPrefix(t.Route, "mix:")
+	if !ok {
+		return []string{"--route", t.Route}, nil
+	}
+	seed := fmt.Sprint(planSeed ^ fnv64(fmt.Sprintf("%s/run%d", t.App, t.Run)))
+	if len(m.RequestMix) == 0 {
+		return []string{"--mix", mix, "--seed", seed}, nil
+	}
+	js, err := json.Marshal(m.RequestMix)
+	if err != nil {
+		return nil, err
+	}
+	return []string{"--mix-json", string(js), "--seed", seed}, nil
 }
 
 // agentWatchInterval is how often a load task checks that the shaping

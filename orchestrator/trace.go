@@ -23,7 +23,7 @@ func TraceRequests(t apps.Target, mix *workloads.Mix, n, serialN int, seed uint6
 		rng := rand.New(rand.NewPCG(seed, fnv64("trace")))
 		for _, it := range mix.Items {
 			for i := 0; i < n; i++ {
-				out[it.Name] = append(out[it.Name], workloads.Request{Type: it.Name, Path: it.Path(rng)})
+				out[it.Name] = append(out[it.Name], it.Request(rng))
 			}
 		}
 		return out
@@ -76,7 +76,9 @@ func TraceApp(ctx context.Context, d Containers, sh *Shaping, o TraceOptions) ([
 			var win bytes.Buffer
 			wenc := json.NewEncoder(&win)
 			for i := 0; i < o.Warmup; i++ {
-				wenc.Encode(workloads.Request{Type: "warmup", Path: reqs[i%len(reqs)].Path})
+				w := reqs[i%len(reqs)]
+				w.Type = "warmup"
+				wenc.Encode(w)
 			}
 			if _, err := runTrace(ctx, d, a, cmd, &win); err != nil {
 				return out, err
@@ -163,6 +165,10 @@ func AuthHeaders(ctx context.Context, d Containers, st *Stack) ([]string, error)
 
 // MixFor returns the request mix of an app's metadata, or nil.
 func MixFor(m *apps.Meta) (*workloads.Mix, error) {
+	if len(m.RequestMix) > 0 {
+		mx, err := workloads.RequestMix(m.Name, m.RequestMix)
+		return &mx, err
+	}
 	switch m.Mix {
 	case "":
 		return nil, nil

@@ -14,6 +14,7 @@ import (
 
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/results"
+	"github.com/rttlab/rttlab/workloads"
 )
 
 // Check is one verification result.
@@ -170,6 +171,9 @@ func VerifyStack(ctx context.Context, d Containers, st *Stack, o VerifyOptions) 
 		// A user's own app: its health path answers 200 and its routes
 		// 2xx, whatever their bodies.
 		add(check2xx(ctx, hc, base, meta.Health, true))
+		if len(meta.RequestMix) > 0 {
+			return checks, verifyRequestMix(ctx, d, hc, st, o, add)
+		}
 		for _, r := range meta.Routes {
 			add(check2xx(ctx, hc, base, r.Path, false))
 		}
@@ -217,7 +221,11 @@ func VerifyStack(ctx context.Context, d Containers, st *Stack, o VerifyOptions) 
 // messages per request with what the metadata declares per statement.
 func wireChecks(ctx context.Context, d Containers, sh *Shaping, o VerifyOptions) ([]Check, error) {
 	st := sh.Stack
-	reqs := TraceRequests(st.Target, nil, o.Requests, o.SerialN, 1)
+	mix, err := MixFor(st.Target.Meta) // an own app's request_mix, else nil
+	if err != nil {
+		return nil, err
+	}
+	reqs := TraceRequests(st.Target, mix, o.Requests, o.SerialN, 1)
 	rows, err := TraceApp(ctx, d, sh, TraceOptions{Requests: reqs, Warmup: 3})
 	if err != nil {
 		return nil, err
@@ -280,12 +288,17 @@ func countCheck(ctx context.Context, d Containers, hc *http.Client, st *Stack, b
 	if r.Undeclared {
 		c.Expected = "(not declared)"
 	}
-	get := func(ctx context.Context, hc *http.Client, url string) error {
-		return getStatus(ctx, hc, url, r.Undeclared)
-	}
+	send := func(ctx context.Context) error { return getStatus(ctx, hc, base+path, r.Undeclared) }
+	return countStatements(ctx, d, st, c, send, want, r.Undeclared, o.Requests)
+}
+
+// countStatements sends a request 3 times to warm up, then requests
+// times, and compares the statements the app role ran with want per request
+// (reported, not asserted, when undeclared).
+func countStatements(ctx context.Context, d Containers, st *Stack, c Check, send func(context.Context) error, want int64, undeclared bool, requests int) (Check, error) {
 	// Warm up: first requests may load schema or prepare statements.
 	for i := 0; i < 3; i++ {
-		if err := get(ctx, hc, base+path); err != nil {
+		if err := send(ctx); err != nil {
 			if ctx.Err() != nil {
 				return c, ctx.Err()
 			}
@@ -296,8 +309,8 @@ func countCheck(ctx context.Context, d Containers, hc *http.Client, st *Stack, b
 	if err := st.ResetStatements(ctx, d); err != nil {
 		return c, err
 	}
-	for i := 0; i < o.Requests; i++ {
-		if err := get(ctx, hc, base+path); err != nil {
+	for i := 0; i < requests; i++ {
+		if err := send(ctx); err != nil {
 			if ctx.Err() != nil {
 				return c, ctx.Err()
 			}
@@ -312,22 +325,22 @@ func countCheck(ctx context.Context, d Containers, hc *http.Client, st *Stack, b
 	if n < 0 {
 		// Undeclared work is reported, not asserted; declared work that
 		// cannot be counted fails with the reason.
-		c.Observed, c.Detail, c.OK = "unavailable", st.NoStatements, r.Undeclared
+		c.Observed, c.Detail, c.OK = "unavailable", st.NoStatements, undeclared
 		return c, nil
 	}
-	per := float64(n) / float64(o.Requests)
+	per := float64(n) / float64(requests)
 	c.Observed = strconv.FormatFloat(per, 'f', -1, 64)
-	c.OK = n == want*int64(o.Requests)
-	if r.Undeclared {
+	c.OK = n == want*int64(requests)
+	if undeclared {
 		// Reported, not asserted: nobody declared the route's work.
 		c.OK = true
-		c.Detail = fmt.Sprintf("%d statements over %d requests", n, o.Requests)
+		c.Detail = fmt.Sprintf("%d statements over %d requests", n, requests)
 		return c, nil
 	}
 	if !c.OK {
 		rows, _ := st.SQL(ctx, d, appStatementsDetailSQL(st.DB.User))
 		c.Detail = fmt.Sprintf("%d statements over %d requests; by statement:\n%s\nfix: make apps/%s do exactly the route contract's work (apps/README.md) or correct its app.yaml",
-			n, o.Requests, strings.Join(rows, "\n"), st.Target.Meta.Name)
+			n, requests, strings.Join(rows, "\n"), st.Target.Meta.Name)
 	}
 	return c, nil
 }
@@ -543,4 +556,90 @@ func Failed(cs []Check) []Check {
 		}
 	}
 	return out
+}
+
+// verifyRequestMix checks each request type of an own app's request_mix:
+// it answers 2xx to its method, headers and body; its statements per
+// request are reported, not asserted; with o.Shaping, its wire counts too.
+func verifyRequestMix(ctx context.Context, d Containers, hc *http.Client, st *Stack, o VerifyOptions, add func(Check)) error {
+	mix, err := MixFor(st.Target.Meta)
+	if err != nil {
+		return err
+	}
+	reqs := TraceRequests(st.Target, mix, 1, o.SerialN, 1)
+	base := st.BaseURL()
+	for _, it := range mix.Items {
+		add(checkRequest2xx(ctx, hc, base, reqs[it.Name][0]))
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	for _, it := range mix.Items {
+		q := reqs[it.Name][0]
+		c := Check{Route: q.Type, What: "statements per request", Expected: "(not declared)"}
+		send := func(ctx context.Context) error { return sendStatus(ctx, hc, base, q) }
+		c, err := countStatements(ctx, d, st, c, send, 0, true, o.Requests)
+		if err != nil {
+			return err
+		}
+		add(c)
+	}
+	if o.Shaping == nil {
+		return nil
+	}
+	wc, err := wireChecks(ctx, d, o.Shaping, o)
+	for _, c := range wc {
+		add(c)
+	}
+	return err
+}
+
+// sendStatus sends q and wants a 2xx.
+func sendStatus(ctx context.Context, hc *http.Client, base string, q workloads.Request) error {
+	code, err := sendRequest(ctx, hc, base, q)
+	if err != nil {
+		return err
+	}
+	if code/100 != 2 {
+		return fmt.Errorf("%s: status %d", describeRequest(q), code)
+	}
+	return nil
+}
+
+// sendRequest sends q (its method, headers and body) and returns the
+// status, the body read and dropped.
+func sendRequest(ctx context.Context, hc *http.Client, base string, q workloads.Request) (int, error) {
+	req, err := workloads.NewRequest(ctx, base, q)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode, nil
+}
+
+// checkRequest2xx checks that one request type of a request_mix answers
+// 2xx.
+func checkRequest2xx(ctx context.Context, hc *http.Client, base string, q workloads.Request) Check {
+	c := Check{Route: q.Type, What: "status of " + describeRequest(q), Expected: "2xx"}
+	code, err := sendRequest(ctx, hc, base, q)
+	if err != nil {
+		c.Observed, c.Detail = "error", err.Error()
+		return c
+	}
+	c.Observed, c.OK = fmt.Sprint(code), code/100 == 2
+	return c
+}
+
+// describeRequest is "METHOD path" of a request.
+func describeRequest(q workloads.Request) string {
+	m := q.Method
+	if m == "" {
+		m = http.MethodGet
+	}
+	return m + " " + q.Path
 }

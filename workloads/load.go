@@ -33,6 +33,11 @@ type LoadOptions struct {
 	// Warmup entries are warmup requests. When set, Route is ignored and
 	// Measured, if non-zero, must equal len(Requests)-Warmup.
 	Requests []string
+	// Calls lists full requests (method, headers, body), warmup first,
+	// for a mix whose requests are not all plain GETs; when set,
+	// Requests and Route are ignored and Measured, if non-zero, must
+	// equal len(Calls)-Warmup. A request's headers go on top of Header.
+	Calls []Request
 	// Route is the single path requested when Requests is empty.
 	Route string
 	// Warmup is the number of warmup requests; Measured the number of
@@ -95,6 +100,9 @@ func (o LoadOptions) plan() (base string, paths []string, warmup int, timeout ti
 	if timeout == 0 {
 		timeout = DefaultRequestTimeout
 	}
+	if len(o.Calls) > 0 {
+		o.Requests = Paths(o.Calls)
+	}
 	if len(o.Requests) > 0 {
 		if o.Warmup >= len(o.Requests) {
 			return "", nil, 0, 0, fmt.Errorf("%d warmup requests leave none of %d requests to measure", o.Warmup, len(o.Requests))
@@ -142,17 +150,23 @@ func checkBaseURL(base string) error {
 	return nil
 }
 
-// requestHeader turns the options' header map into request headers and the
-// Host override (a "Host" entry, any case), adding the load client's
-// User-Agent unless the map sets one.
-func requestHeader(m map[string]string) (header http.Header, host string) {
-	header = make(http.Header, len(m)+1)
-	for k, v := range m {
-		if strings.EqualFold(k, "Host") {
-			host = v
-			continue
+// requestHeader turns header maps into request headers and the Host
+// override (a "Host" entry, any case), a later map winning over an
+// earlier one, adding the load client's User-Agent unless a map sets one.
+func requestHeader(ms ...map[string]string) (header http.Header, host string) {
+	n := 1
+	for _, m := range ms {
+		n += len(m)
+	}
+	header = make(http.Header, n)
+	for _, m := range ms {
+		for k, v := range m {
+			if strings.EqualFold(k, "Host") {
+				host = v
+				continue
+			}
+			header.Set(k, v)
 		}
-		header.Set(k, v)
 	}
 	if header.Get("User-Agent") == "" {
 		header.Set("User-Agent", userAgent)
@@ -202,27 +216,9 @@ func RunLoad(ctx context.Context, opts LoadOptions, emit func(Result) error) (to
 		return Totals{}, fmt.Errorf("load options: %w", err)
 	}
 
-	header, host := requestHeader(opts.Header)
-
-	// One request template per distinct path, built before the loop so
-	// that the hot path only derives a per-request context.
-	templates := make([]*http.Request, len(paths))
-	byPath := make(map[string]*http.Request)
-	for i, p := range paths {
-		if t, ok := byPath[p]; ok {
-			templates[i] = t
-			continue
-		}
-		t, err := http.NewRequest(http.MethodGet, base+p, nil)
-		if err != nil {
-			return Totals{}, fmt.Errorf("request %d (%s): %w", i, p, err)
-		}
-		t.Header = header
-		if host != "" {
-			t.Host = host
-		}
-		byPath[p] = t
-		templates[i] = t
+	templates, err := loadTemplates(base, paths, opts.Calls, opts.Header)
+	if err != nil {
+		return Totals{}, err
 	}
 
 	tr := newLoadTransport(timeout)
@@ -251,6 +247,10 @@ func RunLoad(ctx context.Context, opts LoadOptions, emit func(Result) error) (to
 		}
 		rctx, cancel := context.WithTimeout(traceCtx, timeout)
 		req := tmpl.WithContext(rctx)
+		if tmpl.GetBody != nil {
+			// Only a request with a body needs a fresh reader of it.
+			req.Body, _ = tmpl.GetBody()
+		}
 		gotConns = 0
 
 		start := time.Now()
@@ -315,4 +315,83 @@ func RunLoad(ctx context.Context, opts LoadOptions, emit func(Result) error) (to
 		}
 	}
 	return tot, nil
+}
+
+// loadTemplates builds one request template per distinct request, before
+// the loop, so that the hot path only derives a per-request context. The
+// requests are calls when given, else GETs of paths; the plain GETs share
+// one header built from header.
+func loadTemplates(base string, paths []string, calls []Request, header map[string]string) ([]*http.Request, error) {
+	shared, host := requestHeader(header)
+	templates := make([]*http.Request, len(paths))
+	byKey := make(map[string]*http.Request)
+	for i, p := range paths {
+		r := Request{Path: p}
+		if calls != nil {
+			r = calls[i]
+		}
+		key := r.key()
+		if t, ok := byKey[key]; ok {
+			templates[i] = t
+			continue
+		}
+		t, err := NewRequest(context.Background(), base, r)
+		if err != nil {
+			return nil, fmt.Errorf("request %d (%s): %w", i, p, err)
+		}
+		h, hh := shared, host
+		if !r.plain() {
+			h, hh = requestHeader(header, r.Headers)
+		}
+		t.Header = h
+		if hh != "" {
+			t.Host = hh
+		}
+		byKey[key] = t
+		templates[i] = t
+	}
+	return templates, nil
+}
+
+// NewRequest builds r against base: its method (GET when empty), its
+// headers (a "Host" entry sets the Host) and its body.
+func NewRequest(ctx context.Context, base string, r Request) (*http.Request, error) {
+	var body io.Reader
+	if r.Body != "" {
+		body = strings.NewReader(r.Body)
+	}
+	method := r.Method
+	if method == "" {
+		method = http.MethodGet
+	}
+	req, err := http.NewRequestWithContext(ctx, method, base+r.Path, body)
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range r.Headers {
+		if strings.EqualFold(k, "Host") {
+			req.Host = v
+			continue
+		}
+		req.Header.Set(k, v)
+	}
+	return req, nil
+}
+
+// plain says whether r is a GET with no headers or body of its own.
+func (r Request) plain() bool {
+	return (r.Method == "" || r.Method == http.MethodGet) && len(r.Headers) == 0 && r.Body == ""
+}
+
+// key identifies the distinct request r sends (its type aside).
+func (r Request) key() string {
+	if r.plain() {
+		return r.Path
+	}
+	var b strings.Builder
+	b.WriteString(r.Method + " " + r.Path + "\x00" + r.Body)
+	for _, k := range sortedKeys(r.Headers) {
+		b.WriteString("\x00" + k + ": " + r.Headers[k])
+	}
+	return b.String()
 }

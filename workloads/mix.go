@@ -17,6 +17,16 @@ type MixItem struct {
 	Name   string
 	Weight float64
 	Path   func(r *rand.Rand) string
+	// Method (GET when empty), Headers and Body of the item's requests;
+	// a user's request_mix sets them, the built-in mixes only GET.
+	Method  string
+	Headers map[string]string
+	Body    string
+}
+
+// Request draws one request of the item from r.
+func (it MixItem) Request(r *rand.Rand) Request {
+	return Request{Type: it.Name, Path: it.Path(r), Method: it.Method, Headers: it.Headers, Body: it.Body}
 }
 
 // Mix is a weighted set of request types, such as the Redmine or Aimeos
@@ -26,10 +36,15 @@ type Mix struct {
 	Items []MixItem
 }
 
-// Request is one drawn request of a mix sequence.
+// Request is one drawn request of a mix sequence. Method (GET when
+// empty), Headers and Body are left out of its JSON when empty, so a GET
+// reads as it always has.
 type Request struct {
-	Type string `json:"type"`
-	Path string `json:"path"`
+	Type    string            `json:"type"`
+	Path    string            `json:"path"`
+	Method  string            `json:"method,omitempty"`
+	Headers map[string]string `json:"headers,omitempty"`
+	Body    string            `json:"body,omitempty"`
 }
 
 // mixStream is the PCG stream selector used for every mix sequence; the
@@ -98,11 +113,11 @@ func Sequence(m Mix, seed uint64, n int) ([]Request, error) {
 			}
 		}
 		it := m.Items[idx]
-		p := it.Path(r)
-		if !strings.HasPrefix(p, "/") {
-			return nil, fmt.Errorf("mix %q: item %q drew path %q without a leading /", m.Name, it.Name, p)
+		req := it.Request(r)
+		if !strings.HasPrefix(req.Path, "/") {
+			return nil, fmt.Errorf("mix %q: item %q drew path %q without a leading /", m.Name, it.Name, req.Path)
 		}
-		out[k] = Request{Type: it.Name, Path: p}
+		out[k] = req
 	}
 	return out, nil
 }

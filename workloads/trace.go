@@ -35,12 +35,14 @@ func Trace(ctx context.Context, w *WireCounter, baseURL string, reqs []Request, 
 		}
 		before := w.Snapshot()
 		res := TraceResult{Type: r.Type, Path: r.Path}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, baseURL+r.Path, nil)
+		req, err := NewRequest(ctx, baseURL, r)
 		if err != nil {
 			return out, err
 		}
 		for k, v := range header {
-			req.Header.Set(k, v)
+			if _, own := r.Headers[k]; !own {
+				req.Header.Set(k, v)
+			}
 		}
 		start := time.Now()
 		resp, err := hc.Do(req)

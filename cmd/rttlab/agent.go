@@ -252,6 +252,7 @@ type agentLoadOptions struct {
 	opts    workloads.LoadOptions
 	headers []string
 	mix     string
+	mixJSON string
 	paths   []string
 	seed    uint64
 	timeout time.Duration
@@ -260,7 +261,7 @@ type agentLoadOptions struct {
 func newAgentLoadCmd() *cobra.Command {
 	o := &agentLoadOptions{}
 	cmd := &cobra.Command{
-		Use:   "load --url URL (--route PATH | --mix NAME --seed N | --path P...)",
+		Use:   "load --url URL (--route PATH | --mix NAME --seed N | --mix-json JSON --seed N | --path P...)",
 		Short: "Closed-loop load on one keep-alive connection; one JSON line per request",
 		Long: `One client, closed loop, one keep-alive connection: WARMUP requests then
 REQUESTS measured requests. Each request's latency comes from the
@@ -272,8 +273,8 @@ line on stderr is a JSON object with the totals.`,
 			if o.opts.BaseURL == "" {
 				return usagef("--url is required")
 			}
-			if n := btoi(o.opts.Route != "") + btoi(o.mix != "") + btoi(len(o.paths) > 0); n != 1 {
-				return usagef("give one of --route, --mix or --path")
+			if n := btoi(o.opts.Route != "") + btoi(o.mix != "") + btoi(o.mixJSON != "") + btoi(len(o.paths) > 0); n != 1 {
+				return usagef("give one of --route, --mix, --mix-json or --path")
 			}
 			if len(o.paths) > 0 {
 				o.opts.Requests = o.paths
@@ -294,25 +295,19 @@ line on stderr is a JSON object with the totals.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if o.mix != "" {
-				var m workloads.Mix
-				switch o.mix {
-				case "redmine":
-					m = workloads.RedmineMix()
-				case "aimeos":
-					var err error
-					m, err = workloads.AimeosMix(workloads.AimeosOptions{})
-					if err != nil {
-						return err
-					}
-				default:
-					return usagef("--mix %q: use redmine or aimeos", o.mix)
+			if o.mix != "" || o.mixJSON != "" {
+				m, err := o.loadMix()
+				if err != nil {
+					return err
 				}
 				seq, err := workloads.Sequence(m, o.seed, o.opts.Warmup+o.opts.Measured)
 				if err != nil {
 					return err
 				}
 				o.opts.Requests = workloads.Paths(seq)
+				if o.mixJSON != "" {
+					o.opts.Calls = seq
+				}
 				o.opts.Route = ""
 			}
 			w := workloads.NewResultWriter(cmd.OutOrStdout())
@@ -325,6 +320,7 @@ line on stderr is a JSON object with the totals.`,
 	cmd.Flags().StringVar(&o.opts.BaseURL, "url", "", "base URL of the app, e.g. http://app:8080")
 	cmd.Flags().StringVar(&o.opts.Route, "route", "", "path to request")
 	cmd.Flags().StringVar(&o.mix, "mix", "", "weighted request mix: redmine or aimeos")
+	cmd.Flags().StringVar(&o.mixJSON, "mix-json", "", `a user's weighted request mix as JSON: [{"name":..., "method":..., "path":..., "headers":{...}, "body":..., "weight":...}, ...]`)
 	cmd.Flags().StringArrayVar(&o.paths, "path", nil, "one request's path, in order, warmup first (repeatable; replaces --route and --requests)")
 	cmd.Flags().Uint64Var(&o.seed, "seed", 1, "seed of the mix's request sequence")
 	cmd.Flags().IntVar(&o.opts.Measured, "requests", 100, "measured requests")
@@ -332,6 +328,29 @@ line on stderr is a JSON object with the totals.`,
 	cmd.Flags().StringArrayVar(&o.headers, "header", nil, "extra request header 'Name: value' (repeatable)")
 	cmd.Flags().DurationVar(&o.timeout, "timeout", workloads.DefaultRequestTimeout, "per-request timeout")
 	return cmd
+}
+
+// loadMix returns the mix --mix names or --mix-json defines.
+func (o *agentLoadOptions) loadMix() (workloads.Mix, error) {
+	switch {
+	case o.mixJSON != "":
+		dec := json.NewDecoder(strings.NewReader(o.mixJSON))
+		dec.DisallowUnknownFields()
+		var reqs []workloads.MixRequest
+		if err := dec.Decode(&reqs); err != nil {
+			return workloads.Mix{}, usagef("--mix-json: %v", err)
+		}
+		m, err := workloads.RequestMix("request_mix", reqs)
+		if err != nil {
+			return workloads.Mix{}, usagef("--mix-json: %v", err)
+		}
+		return m, nil
+	case o.mix == "redmine":
+		return workloads.RedmineMix(), nil
+	case o.mix == "aimeos":
+		return workloads.AimeosMix(workloads.AimeosOptions{})
+	}
+	return workloads.Mix{}, usagef("--mix %q: use redmine or aimeos", o.mix)
 }
 
 func newAgentIdleCmd() *cobra.Command {

@@ -338,6 +338,32 @@ func TestAgentLoad(t *testing.T) {
 		t.Errorf("%d mix results", len(rs))
 	}
 
+	// A user's mix given as JSON: the seed's sequence, each request with
+	// its method, headers and body.
+	mu.Lock()
+	paths, keys = nil, nil
+	mu.Unlock()
+	mixJSON := `[{"name":"list","path":"/api/items","weight":6},{"name":"create","method":"POST","path":"/api/items?new=1","headers":{"X-Key":"k2"},"body":"{}","weight":1}]`
+	code, out, errs = execLine(context.Background(), "agent", "load", "--url", srv.URL, "--mix-json", mixJSON, "--seed", "3", "--requests", "20", "--warmup", "2")
+	if code != 0 {
+		t.Fatalf("--mix-json: exit %d: %s", code, errs)
+	}
+	var reqs []workloads.MixRequest
+	json.Unmarshal([]byte(mixJSON), &reqs)
+	m, _ := workloads.RequestMix("shop", reqs)
+	seq, _ = workloads.Sequence(m, 3, 22)
+	if want := workloads.Paths(seq); !slices.Equal(paths, want) {
+		t.Errorf("--mix-json paths %v, want %v", paths, want)
+	}
+	for i, q := range seq {
+		if want := map[string]string{"list": "", "create": "k2"}[q.Type]; keys[i] != want {
+			t.Errorf("request %d (%s): X-Key %q", i, q.Type, keys[i])
+		}
+	}
+	if rs, _ = workloads.DecodeResults(strings.NewReader(out)); len(rs) != 22 {
+		t.Errorf("%d --mix-json results", len(rs))
+	}
+
 	// An explicit request list, warmup first.
 	code, out, errs = execLine(context.Background(), "agent", "load", "--url", srv.URL, "--warmup", "1", "--path", "/a", "--path", "/b?x=1", "--path", "/c")
 	if code != 0 {
@@ -353,13 +379,16 @@ func TestAgentLoad(t *testing.T) {
 		want string
 	}{
 		{[]string{"--route", "/feed"}, "--url is required"},
-		{[]string{"--url", srv.URL}, "give one of --route, --mix or --path"},
-		{[]string{"--url", srv.URL, "--route", "/a", "--mix", "redmine"}, "give one of --route, --mix or --path"},
-		{[]string{"--url", srv.URL, "--route", "/a", "--path", "/b"}, "give one of --route, --mix or --path"},
+		{[]string{"--url", srv.URL}, "give one of --route, --mix, --mix-json or --path"},
+		{[]string{"--url", srv.URL, "--route", "/a", "--mix", "redmine"}, "give one of --route, --mix, --mix-json or --path"},
+		{[]string{"--url", srv.URL, "--route", "/a", "--path", "/b"}, "give one of --route, --mix, --mix-json or --path"},
 		{[]string{"--url", srv.URL, "--path", "/a", "--warmup", "1"}, "leave none to measure"},
 		{[]string{"--url", srv.URL, "--route", "/a", "--requests", "0"}, "--requests must be positive"},
 		{[]string{"--url", srv.URL, "--route", "/a", "--header", "nocolon"}, "--header"},
 		{[]string{"--url", srv.URL, "--mix", "shop"}, `--mix "shop"`},
+		{[]string{"--url", srv.URL, "--mix", "redmine", "--mix-json", "[]"}, "give one of --route, --mix, --mix-json or --path"},
+		{[]string{"--url", srv.URL, "--mix-json", "[]"}, "--mix-json: mix \"request_mix\": request_mix has no requests"},
+		{[]string{"--url", srv.URL, "--mix-json", `[{"name":"a","path":"/a","weight":1,"verb":"GET"}]`}, `--mix-json: json: unknown field "verb"`},
 	} {
 		code, _, errs := execLine(context.Background(), append([]string{"agent", "load"}, c.args...)...)
 		if code != 2 || !strings.Contains(errs, c.want) {

@@ -145,7 +145,7 @@ Examples:
 			if fl.Changed("routes") {
 				for i := range p.Apps {
 					p.Apps[i].Routes = o.own.routes
-					p.Apps[i].Mix = ""
+					p.Apps[i].Mix, p.Apps[i].RequestMix = "", nil
 				}
 			}
 			if fl.Changed("delays") {
