@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rttlab/rttlab/apps"
 )
@@ -310,5 +311,30 @@ func TestCleanImagesKeepsOwnImage(t *testing.T) {
 		if got := BuiltByRttlab(ts, map[string]string{LabelApp: "go"}); got != want {
 			t.Errorf("%q: %v, want %v", tags, got, want)
 		}
+	}
+}
+
+// A user's app that never becomes ready: the line says how long rttlab
+// waited, on which path and port, what the app last answered, and ends
+// with its last log lines; nothing is left behind.
+func TestFakeOwnAppNeverReady(t *testing.T) {
+	l := newFakeLab(t)
+	l.healthy.Store(false)
+	m, err := OwnAppMeta(PlanApp{Name: "shop", Image: "example/shop:1.4", Routes: []string{"/feed"}, Health: "/health", Port: l.all["go"].Port})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.addImage("example/shop:1.4", nil)
+	_, err = StartStack(context.Background(), l, StackOptions{Target: apps.Target{Name: "shop", Meta: m, Image: m.Image}, ReadyTimeout: 700 * time.Millisecond})
+	want := fmt.Sprintf("app shop (rttlab-%s-app) did not answer /health on port %d with 200 within 700ms (last: 503 Service Unavailable); last log lines:", "", m.Port)
+	if err == nil {
+		t.Fatal("no error")
+	}
+	line := strings.Split(err.Error(), "\n")[0]
+	if pre, post, ok := strings.Cut(want, "rttlab-"); !ok || !strings.HasPrefix(line, pre) || !strings.HasSuffix(line, post[strings.Index(post, " did"):]) {
+		t.Errorf("err = %q, want like %q", line, want)
+	}
+	if cs, ns := l.Live(); len(cs)+len(ns) != 0 {
+		t.Errorf("left behind: %v %v", cs, ns)
 	}
 }

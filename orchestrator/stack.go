@@ -475,23 +475,29 @@ func waitDB(ctx context.Context, d Docker, m *Member, timeout time.Duration) err
 // private network only).
 func waitApp(ctx context.Context, d Docker, st *Stack, m *Member, timeout time.Duration) error {
 	health := st.Target.Meta.Health
-	return pollHTTP(ctx, d, m, st.BaseURL()+health, timeout, func() error {
-		return fmt.Errorf("app %s (%s) did not answer %s with 200 within %s", st.Target.Name, m.Name, health, timeout)
+	return pollHTTP(ctx, d, m, st.BaseURL()+health, timeout, func(last string) error {
+		// A user's app that never becomes ready: what it last answered and
+		// what it last logged say why (a wrong --port, --health, a crash
+		// loop inside a running container).
+		logs, _ := d.Logs(context.WithoutCancel(ctx), m.ID, 10)
+		return fmt.Errorf("app %s (%s) did not answer %s on port %d with 200 within %s (last: %s); last log lines:\n%s",
+			st.Target.Name, m.Name, health, st.Target.Meta.Port, timeout, last, indent(logs))
 	})
 }
 
 // waitHTTP polls url from the host until it answers 200.
 func waitHTTP(ctx context.Context, d Docker, m *Member, url string, timeout time.Duration) error {
-	return pollHTTP(ctx, d, m, url, timeout, func() error {
-		return fmt.Errorf("%s did not answer %s with 200 within %s", m.Name, url, timeout)
+	return pollHTTP(ctx, d, m, url, timeout, func(last string) error {
+		return fmt.Errorf("%s did not answer %s with 200 within %s (last: %s)", m.Name, url, timeout, last)
 	})
 }
 
 // pollHTTP GETs url every 300 ms until it answers 200, failing at once
-// when m stops and with late() after timeout.
-func pollHTTP(ctx context.Context, d Docker, m *Member, url string, timeout time.Duration, late func() error) error {
+// when m stops and with late(what the last attempt got) after timeout.
+func pollHTTP(ctx context.Context, d Docker, m *Member, url string, timeout time.Duration, late func(last string) error) error {
 	deadline := time.Now().Add(timeout)
 	hc := &http.Client{Timeout: 2 * time.Second}
+	last := "no attempt"
 	for {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {
@@ -502,6 +508,9 @@ func pollHTTP(ctx context.Context, d Docker, m *Member, url string, timeout time
 			if resp.StatusCode == http.StatusOK {
 				return nil
 			}
+			last = resp.Status
+		} else {
+			last = lastErrText(err)
 		}
 		if err := ctx.Err(); err != nil {
 			return err
@@ -510,12 +519,22 @@ func pollHTTP(ctx context.Context, d Docker, m *Member, url string, timeout time
 			return err
 		}
 		if time.Now().After(deadline) {
-			return late()
+			return late(last)
 		}
 		if err := sleepCtx(ctx, 300*time.Millisecond); err != nil {
 			return err
 		}
 	}
+}
+
+// lastErrText shortens a failed GET's error to its cause ("connection
+// refused", "context deadline exceeded ...").
+func lastErrText(err error) string {
+	s := err.Error()
+	if i := strings.LastIndex(s, ": "); i >= 0 {
+		s = s[i+2:]
+	}
+	return s
 }
 
 // sleepCtx waits for d, or returns ctx's error as soon as ctx ends.

@@ -106,6 +106,28 @@ func TestIntegrationWorkersSmoke(t *testing.T) {
 	if jsq == 0 || busy != 0 {
 		t.Errorf("JSQ decisions: %d, of which %d sent to a busy worker while another was idle", jsq, busy)
 	}
+	// The same from the proxy's recorded intervals: every request's hold
+	// on its worker, from assignment to release in its proxy's event
+	// order, rebuilt independently of the logged in-flight counts.
+	byProxy := map[int][]workers.Decision{}
+	for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
+		var d struct {
+			Proxy int `json:"proxy"`
+			workers.Decision
+		}
+		if err := json.Unmarshal(line, &d); err != nil {
+			t.Fatal(err)
+		}
+		byProxy[d.Proxy] = append(byProxy[d.Proxy], d.Decision)
+	}
+	checked, held := 0, 0
+	for _, decs := range byProxy {
+		c, v := workers.HeldWhileIdle(decs, workers.ProxyJSQ.String(), 2)
+		checked, held = checked+c, held+v
+	}
+	if checked != jsq || held != 0 {
+		t.Errorf("JSQ by the proxy's recorded holds: %d checked of %d, %d assigned to a busy worker while another held none", checked, jsq, held)
+	}
 
 	// From the workers' own recorded intervals the same property holds
 	// only up to what the proxy cannot see: a worker's response still on

@@ -218,3 +218,43 @@ func Shares(recs []Record, workers []string) []WorkerShare {
 	})
 	return out
 }
+
+// HeldWhileIdle checks, from the proxy's recorded holds (each request's
+// assignment and release in the proxy's event order), the decisions of
+// one policy: a decision violates when its worker held another request
+// at the moment of the assignment while some other worker held none.
+// This reconstructs every worker's state from all requests' intervals,
+// independently of the in-flight counts the decision logged. workers is
+// the number of upstreams; decisions never assigned are skipped.
+func HeldWhileIdle(decs []Decision, policy string, workers int) (checked, violations int) {
+	type hold struct {
+		idx      int
+		from, to uint64
+	}
+	var holds []hold
+	for _, d := range decs {
+		if d.AssignedEv > 0 && d.Index >= 0 {
+			to := d.ReleasedEv
+			if to == 0 {
+				to = ^uint64(0) // never released: held to the end
+			}
+			holds = append(holds, hold{d.Index, d.AssignedEv, to})
+		}
+	}
+	for _, d := range decs {
+		if d.Policy != policy || d.AssignedEv == 0 || d.Index < 0 {
+			continue
+		}
+		checked++
+		held := make([]int, max(workers, d.Index+1))
+		for _, h := range holds {
+			if h.from < d.AssignedEv && d.AssignedEv < h.to && h.idx < len(held) {
+				held[h.idx]++
+			}
+		}
+		if held[d.Index] > 0 && slices.Contains(held, 0) {
+			violations++
+		}
+	}
+	return checked, violations
+}

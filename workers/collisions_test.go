@@ -189,3 +189,38 @@ func TestRecordFromOpen(t *testing.T) {
 }
 
 func timeDur(ns int64) time.Duration { return time.Duration(ns) }
+
+// The proxy's recorded holds: each worker's state at an assignment is
+// rebuilt from every request's [assigned, released] events.
+func TestHeldWhileIdle(t *testing.T) {
+	jsq := ProxyJSQ.String()
+	d := func(idx int, from, to uint64) Decision {
+		return Decision{Policy: jsq, Index: idx, AssignedEv: from, ReleasedEv: to}
+	}
+	for name, c := range map[string]struct {
+		decs       []Decision
+		violations int
+	}{
+		// 1 on w0, 2 on w1 (w0 busy, w1 idle: fine), 3 on w0 after 1
+		// released (w0 idle again).
+		"spread": {[]Decision{d(0, 1, 4), d(1, 2, 6), d(0, 5, 7)}, 0},
+		// 2 joins 1 on w0 while w1 holds nothing.
+		"piled": {[]Decision{d(0, 1, 4), d(0, 2, 3)}, 1},
+		// Both busy: joining either is least-busy, not a violation.
+		"both busy": {[]Decision{d(0, 1, 9), d(1, 2, 9), d(0, 3, 9)}, 0},
+		// A release at event 3 frees w0 before the assignment at 4.
+		"released first": {[]Decision{d(0, 1, 3), d(1, 2, 8), d(0, 4, 5)}, 0},
+		// A request never released holds its worker to the end.
+		"never released": {[]Decision{d(0, 1, 0), d(0, 2, 3)}, 1},
+	} {
+		checked, v := HeldWhileIdle(c.decs, jsq, 2)
+		if checked != len(c.decs) || v != c.violations {
+			t.Errorf("%s: checked %d, violations %d, want %d", name, checked, v, c.violations)
+		}
+	}
+	// Other policies and unassigned requests are not checked.
+	other := []Decision{{Policy: "proxy:round-robin", Index: 0, AssignedEv: 1, ReleasedEv: 3}, {Policy: jsq, Index: -1}}
+	if checked, _ := HeldWhileIdle(other, jsq, 2); checked != 0 {
+		t.Errorf("checked %d", checked)
+	}
+}

@@ -165,6 +165,13 @@ type Decision struct {
 	TotalMs    float64 `json:"total_ms"`
 	ConnReused bool    `json:"conn_reused"`
 	Error      string  `json:"error,omitempty"`
+	// AssignedEv and ReleasedEv place the request's hold on its worker in
+	// the proxy's event order (1, 2, ...: every assignment and release,
+	// numbered under the lock that updates the in-flight counts): the
+	// worker counted the request in flight from the one to the other.
+	// 0 where the request was never assigned.
+	AssignedEv uint64 `json:"assigned_ev,omitempty"`
+	ReleasedEv uint64 `json:"released_ev,omitempty"`
 }
 
 // BusyWhileIdle reports whether the decision sent its request to a worker
@@ -192,8 +199,9 @@ type Proxy struct {
 	log     *proxyserve.Log[Decision]
 	seq     atomic.Uint64
 
-	mu       sync.Mutex // guards inFlight and chooser
+	mu       sync.Mutex // guards inFlight, events and chooser
 	inFlight []int
+	events   uint64 // assignments and releases so far, in lock order
 	chooser  *Chooser
 }
 
@@ -302,21 +310,27 @@ func (p *Proxy) InFlight() []int {
 
 // decide chooses under the lock and counts the request against the
 // chosen upstream, so that concurrent decisions see each other.
-func (p *Proxy) decide(rule Rule) (int, []int, error) {
+func (p *Proxy) decide(rule Rule) (int, []int, uint64, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	snap := append([]int(nil), p.inFlight...)
 	i, err := p.chooser.Choose(rule, snap)
-	if err == nil {
-		p.inFlight[i]++
+	if err != nil {
+		return i, snap, 0, err
 	}
-	return i, snap, err
+	p.inFlight[i]++
+	p.events++
+	return i, snap, p.events, nil
 }
 
-func (p *Proxy) done(i int) {
+// done releases a request from upstream i and returns the release's
+// event number.
+func (p *Proxy) done(i int) uint64 {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.inFlight[i]--
-	p.mu.Unlock()
+	p.events++
+	return p.events
 }
 
 // ServeHTTP assigns and forwards one request.
@@ -345,7 +359,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r.Header.Del(HeaderPolicy)
 	pol := Policy{Kind: KindProxy, Rule: rule}.String()
 	rec.Policy = pol
-	i, snap, err := p.decide(rule)
+	i, snap, ev, err := p.decide(rule)
 	if err != nil {
 		rec.Status, rec.Error = http.StatusInternalServerError, err.Error()
 		rec.TotalMs = ms(time.Since(start))
@@ -354,7 +368,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	up := p.ups[i]
-	rec.Worker, rec.Index, rec.InFlight = up.name, i, snap
+	rec.Worker, rec.Index, rec.InFlight, rec.AssignedEv = up.name, i, snap, ev
 	for _, n := range snap {
 		if n == 0 {
 			rec.Idle++
@@ -366,7 +380,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	st := &reqState{}
 	finish := func() {
-		p.done(i)
+		rec.ReleasedEv = p.done(i)
 		rec.TotalMs = ms(time.Since(start))
 		rec.UpstreamMs = ms(st.upstream)
 		rec.UpstreamStatus = st.status
