@@ -160,8 +160,11 @@ func (ps *PlaceSession) hostURL(node string) string {
 
 // Load runs the closed-loop load client in the client node against base
 // with the given paths (warmup first).
-func (ps *PlaceSession) Load(ctx context.Context, d Docker, base string, paths []string, warmup int) ([]workloads.Result, error) {
+func (ps *PlaceSession) Load(ctx context.Context, d Docker, base string, paths []string, warmup int, newConn bool) ([]workloads.Result, error) {
 	cmd := []string{"/usr/local/bin/rttlab", "agent", "load", "--url", base, "--warmup", fmt.Sprint(warmup)}
+	if newConn {
+		cmd = append(cmd, "--new-conn")
+	}
 	for _, p := range paths {
 		cmd = append(cmd, "--path", p)
 	}

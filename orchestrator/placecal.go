@@ -24,16 +24,22 @@ const linkCalRounds = 3
 // the residual is split over the directions as configured (half each way,
 // or all on the one delayed direction), never below a zero hold.
 // SELECT 1 is not used, so it stays an independent check. The best round's
-// delays are applied when it returns.
-func (r *PlaceRunner) calibrateLinks(ctx context.Context, phase string, want map[[2]string]float64) (map[[2]string]float64, error) {
+// delays are applied when it returns. Directions in fixed are applied as
+// given and their pairs are not calibrated.
+func (r *PlaceRunner) calibrateLinks(ctx context.Context, phase string, want, fixed map[[2]string]float64) (map[[2]string]float64, error) {
 	lc := LinkCalibration{Phase: phase}
 	adj := map[[2]string]float64{}
 	for k, v := range want {
 		adj[k] = v
 	}
+	for k, v := range fixed {
+		adj[k] = v
+	}
 	var delayed [][2]string
 	for _, pr := range pairs() {
-		if want[pr]+want[[2]string{pr[1], pr[0]}] > 0 {
+		_, fw := fixed[pr]
+		_, bw := fixed[[2]string{pr[1], pr[0]}]
+		if want[pr]+want[[2]string{pr[1], pr[0]}] > 0 && !fw && !bw {
 			delayed = append(delayed, pr)
 		}
 	}
@@ -41,8 +47,12 @@ func (r *PlaceRunner) calibrateLinks(ctx context.Context, phase string, want map
 		return adj, r.S.SetLinks(ctx, r.D, adj)
 	}
 	best, bestErr := map[[2]string]float64{}, math.Inf(1)
+	zeroLinks := map[[2]string]float64{}
+	for k, v := range fixed {
+		zeroLinks[k] = v // the fixed links stay as they are while the others are measured at zero
+	}
 	for round := 0; round < linkCalRounds; round++ {
-		if err := r.S.SetLinks(ctx, r.D, nil); err != nil {
+		if err := r.S.SetLinks(ctx, r.D, zeroLinks); err != nil {
 			return nil, err
 		}
 		zero := map[[2]string]float64{}

@@ -25,7 +25,7 @@ func PlaceMarkdown(r *PlaceResult) string {
 		}
 		b.WriteString("\n")
 	}
-	b.WriteString("## Links: configured and verified\n\nAdded RTT per node pair (ICMP mean at the setting minus at zero, both through the shaper).\n\n| phase | pair | configured ms | ICMP at 0 | ICMP at setting | added | lost |\n|---|---|---|---|---|---|---|\n")
+	b.WriteString("## Links: configured and verified\n\nAdded RTT per node pair: ICMP at the phase's links minus ICMP with every link at zero, measured right before it, both through the shaper.\n\n| phase | pair | configured ms | ICMP at 0 | ICMP at setting | added | lost |\n|---|---|---|---|---|---|---|\n")
 	for _, l := range r.Links {
 		fmt.Fprintf(&b, "| %s | %s–%s | %.3f | %.3f | %.3f | %.3f | %d |\n", l.Phase, l.A, l.B, l.ConfiguredMs, l.ZeroMs, l.SettingMs, l.AddedMs, l.Lost)
 	}

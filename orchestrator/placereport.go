@@ -141,8 +141,9 @@ func recomputePlace(res *PlaceResult, samples []PlaceSample) error {
 				if err != nil {
 					return err
 				}
-				h.ClientPathMs = clientPathMs(hp, h.ConnectP50Ms, p.KeepAlive == nil || *p.KeepAlive)
-				if !heldOut {
+				if heldOut {
+					h.ClientPathMs = hp
+				} else {
 					h.HealthP50Ms = hp
 					if h.Select1P50Ms, err = med(sampleKey{rep.Rep, "calibration", "select1", h.Name, "", ""}); err != nil {
 						return err

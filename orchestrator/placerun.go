@@ -145,13 +145,10 @@ func (r *PlaceRunner) Run(ctx context.Context) (*PlaceResult, error) {
 		return nil, err
 	}
 
-	// Baseline: every pair and SELECT 1 at zero (through the shaper).
-	r.S.say("baseline: ICMP between every pair and SELECT 1 from a and b at zero added delay")
+	// Baseline: SELECT 1 at zero (through the shaper); the ICMP link
+	// checks measure their zero right before each check.
+	r.S.say("baseline: SELECT 1 from a and b at zero added delay")
 	if err := r.S.SetLinks(ctx, r.D, nil); err != nil {
-		return nil, err
-	}
-	zeroPing, err := r.pingAll(ctx)
-	if err != nil {
 		return nil, err
 	}
 	zeroSel := map[string][]float64{}
@@ -163,7 +160,7 @@ func (r *PlaceRunner) Run(ctx context.Context) (*PlaceResult, error) {
 	}
 
 	for rep := 1; rep <= p.Repeat; rep++ {
-		pr, err := r.rep(ctx, rep, zeroPing, zeroSel)
+		pr, err := r.rep(ctx, rep, zeroSel)
 		if err != nil {
 			return r.res, err
 		}
@@ -244,8 +241,22 @@ func (r *PlaceRunner) pingAll(ctx context.Context) (map[[2]string]float64, error
 	return out, nil
 }
 
-func (r *PlaceRunner) checkLinks(ctx context.Context, phase string, heldOut bool, zero map[[2]string]float64) error {
+// checkLinks records, for every node pair, the ICMP RTT at the phase's
+// links against zero measured right before, every link at zero (a
+// baseline taken minutes earlier would carry the drift of the host's
+// speed).
+func (r *PlaceRunner) checkLinks(ctx context.Context, phase string, heldOut bool) error {
 	ow := r.S.Plan.OneWayMs(heldOut)
+	if err := r.S.SetLinks(ctx, r.D, nil); err != nil {
+		return err
+	}
+	zero, err := r.pingAll(ctx)
+	if err != nil {
+		return err
+	}
+	if err := r.S.SetLinks(ctx, r.D, r.links[heldOut]); err != nil {
+		return err
+	}
 	for _, pr := range pairs() {
 		m, lost, err := r.S.Ping(ctx, r.D, pr[0], pr[1], r.S.Plan.ICMPCount)
 		if err != nil {
@@ -264,7 +275,11 @@ func (r *PlaceRunner) measure(ctx context.Context, rep int, phase, host, path st
 	for i := range paths {
 		paths[i] = path
 	}
-	rs, err := r.S.Load(ctx, r.D, r.S.hostURL(host), paths, warmup)
+	// With the proxy's connection per request, direct requests open one
+	// too, so that the models' client path and residuals and the held-out
+	// p50s pay what a routed request pays.
+	keep := r.S.Plan.KeepAlive == nil || *r.S.Plan.KeepAlive
+	rs, err := r.S.Load(ctx, r.D, r.S.hostURL(host), paths, warmup, !keep)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -358,17 +373,6 @@ func (r *PlaceRunner) measureRound(ctx context.Context, rep int, phase string, p
 	return nil
 }
 
-// clientPathMs is what the path between the client and a host costs a
-// request through the proxy: the /health p50 over a kept-alive
-// connection, plus the TCP connect p50 when the proxy opens a new
-// upstream connection per request.
-func clientPathMs(healthMs, connectMs float64, keepAlive bool) float64 {
-	if keepAlive {
-		return healthMs
-	}
-	return healthMs + connectMs
-}
-
 // share splits total over rounds: round i's part (the first rounds take
 // the remainder).
 func share(total, rounds, i int) int {
@@ -385,7 +389,8 @@ func share(total, rounds, i int) int {
 // drift of the host's speed falls on both phases and both hosts alike.
 // Warmup requests precede every block of the first round and
 // min(warmup, 3) the later ones (each block is a fresh load client).
-func (r *PlaceRunner) measurePhases(ctx context.Context, rep int, paths []string) (cal, ho *phaseSamples, err error) {
+// check, when set, runs right after each phase's links are first applied.
+func (r *PlaceRunner) measurePhases(ctx context.Context, rep int, paths []string, check func(heldOut bool) error) (cal, ho *phaseSamples, err error) {
 	p := r.S.Plan
 	newSamples := func() *phaseSamples {
 		return &phaseSamples{connect: map[string][]float64{}, http: map[phaseBlock][]float64{}, select1: map[string][]float64{}}
@@ -407,6 +412,11 @@ func (r *PlaceRunner) measurePhases(ctx context.Context, rep int, paths []string
 			r.S.say("rep %d/%d round %d/%d: %s (%s)", rep, p.Repeat, round+1, p.Rounds, phase, map[bool]string{false: "links as configured", true: heldOutText(p)}[heldOut])
 			if err := r.setPhaseLinks(ctx, fmt.Sprintf("rep %d %s", rep, phase), heldOut); err != nil {
 				return nil, nil, err
+			}
+			if round == 0 && check != nil {
+				if err := check(heldOut); err != nil {
+					return nil, nil, err
+				}
 			}
 			if err := r.measureRound(ctx, rep, phase, paths, warmup, share(p.Requests, p.Rounds, round), sel, into); err != nil {
 				return nil, nil, err
@@ -433,7 +443,7 @@ func hostCalibrations(s *phaseSamples, health string, routes []placement.RouteCa
 	return hosts
 }
 
-func (r *PlaceRunner) rep(ctx context.Context, rep int, zeroPing map[[2]string]float64, zeroSel map[string][]float64) (PlaceRep, error) {
+func (r *PlaceRunner) rep(ctx context.Context, rep int, zeroSel map[string][]float64) (PlaceRep, error) {
 	p := r.S.Plan
 	out := PlaceRep{Rep: rep}
 
@@ -446,26 +456,19 @@ func (r *PlaceRunner) rep(ctx context.Context, rep int, zeroPing map[[2]string]f
 	for _, rc := range routes {
 		paths = append(paths, requestPath(rc, 0))
 	}
-	calS, hoS, err := r.measurePhases(ctx, rep, paths)
+	var check func(bool) error
+	if rep == 1 {
+		// The links as verified by ICMP, right after each phase's links
+		// are first applied.
+		check = func(heldOut bool) error {
+			return r.checkLinks(ctx, map[bool]string{false: "calibration", true: "held-out"}[heldOut], heldOut)
+		}
+	}
+	calS, hoS, err := r.measurePhases(ctx, rep, paths, check)
 	if err != nil {
 		return out, err
 	}
-	if rep == 1 {
-		// The links as verified by ICMP, each phase's delays applied again.
-		for _, heldOut := range []bool{false, true} {
-			if err := r.S.SetLinks(ctx, r.D, r.links[heldOut]); err != nil {
-				return out, err
-			}
-			if err := r.checkLinks(ctx, map[bool]string{false: "calibration", true: "held-out"}[heldOut], heldOut, zeroPing); err != nil {
-				return out, err
-			}
-		}
-	}
-	keep := p.KeepAlive == nil || *p.KeepAlive
 	hosts := hostCalibrations(calS, r.S.Stack.Target.Meta.Health, routes)
-	for _, h := range hosts {
-		h.ClientPathMs = clientPathMs(h.HealthP50Ms, h.ConnectP50Ms, keep)
-	}
 	if rep == 1 {
 		for _, h := range []string{NodeA, NodeB} {
 			z := results.Median(zeroSel[h])
@@ -492,7 +495,7 @@ func (r *PlaceRunner) rep(ctx context.Context, rep int, zeroPing map[[2]string]f
 	for i := range ho.Hosts {
 		h := hoHosts[ho.Hosts[i].Name]
 		ho.Hosts[i].ConnectP50Ms = h.ConnectP50Ms
-		ho.Hosts[i].ClientPathMs = clientPathMs(h.HealthP50Ms, h.ConnectP50Ms, keep)
+		ho.Hosts[i].ClientPathMs = h.HealthP50Ms
 	}
 	out.HeldOutCal = ho
 	for _, rc := range routes {
@@ -520,6 +523,7 @@ func (r *PlaceRunner) rep(ctx context.Context, rep int, zeroPing map[[2]string]f
 	}
 
 	// 4. The routed comparison through the proxy.
+	keep := p.KeepAlive == nil || *p.KeepAlive
 	conn := "keep-alive pools per upstream"
 	if !keep {
 		conn = "a new upstream connection per request"
@@ -546,7 +550,7 @@ func (r *PlaceRunner) rep(ctx context.Context, rep int, zeroPing map[[2]string]f
 	for i, c := range order {
 		routed[i] = c.route + "?" + placement.QueryPolicy + "=" + c.policy
 	}
-	rs, lerr := r.S.Load(ctx, r.D, fmt.Sprintf("http://127.0.0.1:%d", proxyPort), routed, p.RoutedWarmup*len(cells))
+	rs, lerr := r.S.Load(ctx, r.D, fmt.Sprintf("http://127.0.0.1:%d", proxyPort), routed, p.RoutedWarmup*len(cells), false)
 	recs, derr := r.S.StopProxy(ctx, r.D)
 	if lerr != nil {
 		return out, lerr
@@ -597,8 +601,24 @@ func (r *PlaceRunner) setPhaseLinks(ctx context.Context, phase string, heldOut b
 		r.links[heldOut] = want
 		return r.S.SetLinks(ctx, r.D, want)
 	}
+	// The links the held-out change leaves alone keep the delays the other
+	// phase calibrated: only what the change touches is calibrated again,
+	// so that the two phases differ by the change alone (a link calibrated
+	// twice lands on two delays, and the model would see the difference
+	// as error).
+	var fixed map[[2]string]float64
+	if other, ok := r.links[!heldOut]; ok {
+		otherWant := r.S.Plan.OneWayMs(!heldOut)
+		fixed = map[[2]string]float64{}
+		for _, pr := range pairs() {
+			back := [2]string{pr[1], pr[0]}
+			if want[pr] == otherWant[pr] && want[back] == otherWant[back] {
+				fixed[pr], fixed[back] = other[pr], other[back]
+			}
+		}
+	}
 	r.S.say("  calibrating the link delays against ICMP (%s)", phase)
-	applied, err := r.calibrateLinks(ctx, phase, want)
+	applied, err := r.calibrateLinks(ctx, phase, want, fixed)
 	r.links[heldOut] = applied
 	return err
 }

@@ -47,6 +47,9 @@ type LoadOptions struct {
 	Timeout time.Duration
 	// Header holds extra request headers; a "Host" entry sets the Host.
 	Header map[string]string
+	// NewConnPerRequest opens a fresh connection for every request (no
+	// keep-alive), so each latency includes the TCP connect.
+	NewConnPerRequest bool
 }
 
 // Result is one request of a load run, streamed as one JSON line.
@@ -222,6 +225,7 @@ func RunLoad(ctx context.Context, opts LoadOptions, emit func(Result) error) (to
 	}
 
 	tr := newLoadTransport(timeout)
+	tr.DisableKeepAlives = opts.NewConnPerRequest
 	defer tr.CloseIdleConnections()
 
 	var gotConns, newConns int

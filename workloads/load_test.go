@@ -312,3 +312,24 @@ func TestRunLoadRejectsBadOptions(t *testing.T) {
 		})
 	}
 }
+
+// NewConnPerRequest dials once per request, so every latency includes
+// the connect; without it one kept-alive connection serves them all.
+func TestRunLoadNewConnPerRequest(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/ok", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
+	for _, newConn := range []bool{false, true} {
+		srv, accepted := countingServer(t, mux)
+		tot, err := RunLoad(context.Background(), LoadOptions{BaseURL: srv.URL, Route: "/ok", Warmup: 2, Measured: 5, NewConnPerRequest: newConn}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := int64(1)
+		if newConn {
+			want = 7
+		}
+		if accepted.Load() != want || int64(tot.NewConns) != want || tot.Failures != 0 {
+			t.Errorf("new conn %v: accepted %d, new conns %d, failures %d; want %d", newConn, accepted.Load(), tot.NewConns, tot.Failures, want)
+		}
+	}
+}

@@ -327,6 +327,7 @@ line on stderr is a JSON object with the totals.`,
 	cmd.Flags().IntVar(&o.opts.Warmup, "warmup", 20, "warmup requests")
 	cmd.Flags().StringArrayVar(&o.headers, "header", nil, "extra request header 'Name: value' (repeatable)")
 	cmd.Flags().DurationVar(&o.timeout, "timeout", workloads.DefaultRequestTimeout, "per-request timeout")
+	cmd.Flags().BoolVar(&o.opts.NewConnPerRequest, "new-conn", false, "a new connection per request (no keep-alive): each latency includes the TCP connect")
 	return cmd
 }
 
