@@ -67,7 +67,8 @@ type Meta struct {
 	Compose *ComposeRef `yaml:"-"`
 	// RequestMix, set for a user's own app driven by a weighted mix of
 	// its own requests (a plan's request_mix) instead of routes: each
-	// request type is its own row in trace, verify and results.
+	// request type is its own row in trace and verify and has its own
+	// budget (a run's samples carry the route mix:<app>).
 	RequestMix []workloads.MixRequest `yaml:"-"`
 }
 

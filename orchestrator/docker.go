@@ -287,6 +287,8 @@ type ContainerSpec struct {
 	Binds   []string
 	Volumes []string
 	Tmpfs   []string
+	// Healthcheck, when set, is the container's health check.
+	Healthcheck *container.HealthConfig
 }
 
 // CreateContainer creates (does not start) a container.
@@ -294,13 +296,14 @@ func (r *Runtime) CreateContainer(ctx context.Context, s ContainerSpec) (string,
 	ctx, cancel := context.WithTimeout(ctx, shortCall)
 	defer cancel()
 	cfg := &container.Config{
-		Image:      s.Image,
-		Cmd:        s.Cmd,
-		Entrypoint: s.Entrypoint,
-		Env:        s.Env,
-		Labels:     s.Labels,
-		User:       s.User,
-		WorkingDir: s.WorkingDir,
+		Image:       s.Image,
+		Cmd:         s.Cmd,
+		Entrypoint:  s.Entrypoint,
+		Env:         s.Env,
+		Labels:      s.Labels,
+		User:        s.User,
+		WorkingDir:  s.WorkingDir,
+		Healthcheck: s.Healthcheck,
 	}
 	hc := &container.HostConfig{
 		CapAdd:      s.CapAdd,

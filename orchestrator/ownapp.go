@@ -66,6 +66,11 @@ func ValidateOwnApp(a PlanApp) error {
 		return bad("compose", "give image: or compose:, not both (a compose entry runs its app service's image)")
 	}
 	if a.Compose != "" {
+		// A file that does not load is the compose: line's error; only then
+		// are the services checked against it.
+		if _, err := LoadUserCompose(context.Background(), a.Compose); err != nil {
+			return bad("compose", "%v", err)
+		}
 		if _, err := CheckComposeRef(context.Background(), a.composeRef()); err != nil {
 			field := "compose"
 			switch {

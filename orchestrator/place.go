@@ -159,7 +159,8 @@ func (ps *PlaceSession) hostURL(node string) string {
 }
 
 // Load runs the closed-loop load client in the client node against base
-// with the given paths (warmup first).
+// with the given paths (warmup first), over one kept-alive connection or,
+// with newConn, a new connection per request.
 func (ps *PlaceSession) Load(ctx context.Context, d Docker, base string, paths []string, warmup int, newConn bool) ([]workloads.Result, error) {
 	cmd := []string{"/usr/local/bin/rttlab", "agent", "load", "--url", base, "--warmup", fmt.Sprint(warmup)}
 	if newConn {

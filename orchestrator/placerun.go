@@ -338,7 +338,7 @@ type phaseSamples struct {
 // connect, /health and each route (the blocks in a seeded random order),
 // and SELECT 1 when the phase is the calibration. n and sel are the
 // round's requests per block and SELECT 1 calls per host.
-func (r *PlaceRunner) measureRound(ctx context.Context, rep int, phase string, paths []string, warmup, n, sel int, into *phaseSamples) error {
+func (r *PlaceRunner) measureRound(ctx context.Context, rep int, phase string, paths []string, warmup, n, selWarmup, sel int, into *phaseSamples) error {
 	var blocks []phaseBlock
 	for _, h := range []string{NodeA, NodeB} {
 		c, err := r.S.Connect(ctx, r.D, h, warmup, n)
@@ -363,7 +363,7 @@ func (r *PlaceRunner) measureRound(ctx context.Context, rep int, phase string, p
 		return nil
 	}
 	for _, h := range []string{NodeA, NodeB} {
-		s, err := r.S.Select1(ctx, r.D, h, warmup, sel)
+		s, err := r.S.Select1(ctx, r.D, h, selWarmup, sel)
 		if err != nil {
 			return err
 		}
@@ -387,8 +387,9 @@ func share(total, rounds, i int) int {
 // interleaved rounds: each round applies the two phases' links in a
 // seeded order and measures each with its share of the requests, so a
 // drift of the host's speed falls on both phases and both hosts alike.
-// Warmup requests precede every block of the first round and
-// min(warmup, 3) the later ones (each block is a fresh load client).
+// Warmup requests (and SELECT 1 warmup calls) precede every block of the
+// first round and at most 3 the later ones (each block is a fresh load
+// client).
 // check, when set, runs right after each phase's links are first applied.
 func (r *PlaceRunner) measurePhases(ctx context.Context, rep int, paths []string, check func(heldOut bool) error) (cal, ho *phaseSamples, err error) {
 	p := r.S.Plan
@@ -400,9 +401,9 @@ func (r *PlaceRunner) measurePhases(ctx context.Context, rep int, paths []string
 	for round := 0; round < p.Rounds; round++ {
 		order := []bool{false, true}
 		r.rng.Shuffle(2, func(i, j int) { order[i], order[j] = order[j], order[i] })
-		warmup := p.Warmup
+		warmup, selWarmup := p.Warmup, p.Select1Warmup
 		if round > 0 {
-			warmup = min(p.Warmup, 3)
+			warmup, selWarmup = min(p.Warmup, 3), min(p.Select1Warmup, 3)
 		}
 		for _, heldOut := range order {
 			phase, into, sel := "calibration", cal, share(p.Select1Calls, p.Rounds, round)
@@ -418,7 +419,7 @@ func (r *PlaceRunner) measurePhases(ctx context.Context, rep int, paths []string
 					return nil, nil, err
 				}
 			}
-			if err := r.measureRound(ctx, rep, phase, paths, warmup, share(p.Requests, p.Rounds, round), sel, into); err != nil {
+			if err := r.measureRound(ctx, rep, phase, paths, warmup, share(p.Requests, p.Rounds, round), selWarmup, sel, into); err != nil {
 				return nil, nil, err
 			}
 		}

@@ -191,10 +191,16 @@ func StartStack(ctx context.Context, d Docker, o StackOptions) (st *Stack, err e
 	if err != nil {
 		return st, err
 	}
+	started := map[string]*Member{}
 	for _, svc := range order {
 		spec, meta, err := stackServiceSpec(proj, svc, st, o)
 		if err != nil {
 			return st, err
+		}
+		if o.Target.Meta.Compose != nil {
+			if err := waitDependencies(ctx, d, svc, started, o.ReadyTimeout); err != nil {
+				return st, err
+			}
 		}
 		spec.Name = fmt.Sprintf("rttlab-%s-%s", o.RunID, svc.Name)
 		spec.Labels = RunLabels(o.RunID, extra)
@@ -208,6 +214,7 @@ func StartStack(ctx context.Context, d Docker, o StackOptions) (st *Stack, err e
 		m := &Member{Service: svc.Name, Role: meta.Role, Shaped: meta.Shaped, ID: id, Name: spec.Name}
 		if id != "" {
 			st.Members = append(st.Members, m)
+			started[svc.Name] = m
 		}
 		if err != nil {
 			return st, err
@@ -556,6 +563,9 @@ func checkRunning(ctx context.Context, d Docker, m *Member) error {
 	ins, err := d.InspectContainer(ctx, m.ID)
 	if err != nil {
 		return err
+	}
+	if ins.State != nil && !ins.State.Running && m.Role == "service" && ins.State.ExitCode == 0 && ins.State.Status == "exited" {
+		return nil // a one-shot service of a user's compose file (a migration) that finished
 	}
 	if ins.State != nil && !ins.State.Running {
 		logs, _ := d.Logs(ctx, m.ID, 15)

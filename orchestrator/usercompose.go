@@ -9,9 +9,11 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/compose-spec/compose-go/v2/cli"
 	"github.com/compose-spec/compose-go/v2/types"
+	"github.com/docker/docker/api/types/container"
 
 	"github.com/rttlab/rttlab/apps"
 )
@@ -35,9 +37,12 @@ func LoadUserCompose(ctx context.Context, file string) (*types.Project, error) {
 	if _, err := os.Stat(abs); err != nil {
 		return nil, fmt.Errorf("compose file %s: no such file", file)
 	}
+	// The project name follows docker compose's precedence (the file's
+	// name:, COMPOSE_PROJECT_NAME, the folder), so that the image compose
+	// built for a service without image: is found.
 	opts, err := cli.NewProjectOptions([]string{abs},
 		cli.WithWorkingDirectory(filepath.Dir(abs)), cli.WithOsEnv, cli.WithDotEnv,
-		cli.WithResolvedPaths(true), cli.WithName(composeProjectName(abs)))
+		cli.WithResolvedPaths(true))
 	if err != nil {
 		return nil, fmt.Errorf("compose file %s: %w", file, err)
 	}
@@ -46,23 +51,6 @@ func LoadUserCompose(ctx context.Context, file string) (*types.Project, error) {
 		return nil, fmt.Errorf("compose file %s: %w", file, firstLineErr(err))
 	}
 	return p, nil
-}
-
-// composeProjectName is the project name docker compose gives a file
-// without a name: its folder's name, lower-cased, other characters
-// dropped. An image a service builds without naming one is
-// <project>-<service>.
-func composeProjectName(abs string) string {
-	var b strings.Builder
-	for _, r := range strings.ToLower(filepath.Base(filepath.Dir(abs))) {
-		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') || r == '-' || r == '_' {
-			b.WriteRune(r)
-		}
-	}
-	if b.Len() == 0 {
-		return "app"
-	}
-	return b.String()
 }
 
 func firstLineErr(err error) error {
@@ -74,7 +62,8 @@ func firstLineErr(err error) error {
 }
 
 // ServiceImage is the image a compose service runs: its image:, or the
-// one `docker compose build` tags for a service with only build:.
+// one `docker compose build` tags for a service with only build:
+// (<project>-<service>).
 func ServiceImage(p *types.Project, s types.ServiceConfig) string {
 	if s.Image != "" {
 		return s.Image
@@ -217,5 +206,71 @@ func composeServiceSpec(s types.ServiceConfig, image string) (ContainerSpec, err
 		}
 	}
 	spec.Tmpfs = append(spec.Tmpfs, s.Tmpfs...)
+	if h := s.HealthCheck; h != nil && !h.Disable && len(h.Test) > 0 {
+		hc := &container.HealthConfig{Test: h.Test}
+		dur := func(d *types.Duration) time.Duration {
+			if d == nil {
+				return 0
+			}
+			return time.Duration(*d)
+		}
+		hc.Interval, hc.Timeout, hc.StartPeriod = dur(h.Interval), dur(h.Timeout), dur(h.StartPeriod)
+		if h.Retries != nil {
+			hc.Retries = int(*h.Retries)
+		}
+		spec.Healthcheck = hc
+	}
 	return spec, nil
+}
+
+// waitDependencies waits, before svc starts, for what its depends_on
+// conditions ask of services already started: a one-shot service (a
+// migration) to exit 0, a service with a health check to report healthy.
+// The database is ready already (StartStack waits for it).
+func waitDependencies(ctx context.Context, d Docker, svc types.ServiceConfig, started map[string]*Member, timeout time.Duration) error {
+	for name, dep := range svc.DependsOn {
+		m := started[name]
+		if m == nil || dep.Condition == types.ServiceConditionStarted {
+			continue
+		}
+		deadline := time.Now().Add(timeout)
+		for {
+			ins, err := d.InspectContainer(ctx, m.ID)
+			if err != nil {
+				return err
+			}
+			st := ins.State
+			done := false
+			switch dep.Condition {
+			case types.ServiceConditionCompletedSuccessfully:
+				if st != nil && !st.Running && st.Status == "exited" {
+					if st.ExitCode != 0 {
+						logs, _ := d.Logs(ctx, m.ID, 10)
+						return fmt.Errorf("service %s, which %s waits for, exited %d; last log lines:\n%s", name, svc.Name, st.ExitCode, indent(logs))
+					}
+					done = true
+				}
+			case types.ServiceConditionHealthy:
+				// Without a health check there is nothing more to wait for.
+				done = st == nil || st.Health == nil || st.Health.Status == "healthy"
+			default:
+				done = true
+			}
+			if done {
+				break
+			}
+			if dep.Condition == types.ServiceConditionHealthy {
+				if err := checkRunning(ctx, d, m); err != nil {
+					return err
+				}
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("service %s waited %s for %s to be %s", svc.Name, timeout, name, strings.TrimPrefix(dep.Condition, "service_"))
+			}
+			if err := sleepCtx(ctx, 300*time.Millisecond); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rttlab/rttlab/apps"
 )
@@ -226,5 +227,50 @@ func TestComposeImageMissing(t *testing.T) {
 	want := "service web's image shop_app-web is not present locally: build it first: docker compose -f " + file + " build web"
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("err = %v, want %q", err, want)
+	}
+}
+
+// A one-shot service (a migration the app waits for with
+// service_completed_successfully) runs to exit 0 before the app starts
+// and does not count as a crashed member afterwards; one that fails stops
+// the stack with its log.
+func TestFakeComposeOneShotService(t *testing.T) {
+	for _, code := range []int{0, 3} {
+		ctx := context.Background()
+		l := newFakeLab(t)
+		l.ipByService["web"] = "127.0.0.1"
+		body := strings.Replace(shopCompose, `expose: ["9000"]`, `expose: ["`+l.hostPort+`"]`, 1)
+		body = strings.Replace(body, "    depends_on: [pg, cache]\n", "    depends_on:\n      pg: {condition: service_started}\n      cache: {condition: service_started}\n      migrate: {condition: service_completed_successfully}\n", 1)
+		body = strings.Replace(body, "  cache:\n", "  migrate:\n    image: example/migrate:1\n    depends_on: [pg]\n  cache:\n", 1)
+		file := writeCompose(t, body)
+		m, err := OwnAppMeta(PlanApp{Name: "web", Compose: file, AppService: "web", DBService: "pg", Routes: []string{"/feed"}, Health: "/health"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, img := range []string{"shop_app-web", "example/postgres:17", "example/cache:7", "example/migrate:1"} {
+			l.addImage(img, nil)
+		}
+		l.crashOnStart("-migrate", 1, code, "migrated 12 tables\n")
+		st, err := StartStack(ctx, l, StackOptions{Target: apps.Target{Name: "web", Meta: m, Image: m.Image}, ReadyTimeout: 5 * time.Second})
+		if code != 0 {
+			if err == nil || !strings.Contains(err.Error(), "service migrate, which web waits for, exited 3") || !strings.Contains(err.Error(), "migrated 12 tables") {
+				t.Errorf("failed migration: %v", err)
+			}
+			if cs, ns := l.Live(); len(cs)+len(ns) != 0 {
+				t.Errorf("left behind: %v %v", cs, ns)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mem := range st.Members {
+			if err := checkRunning(ctx, l, mem); err != nil {
+				t.Errorf("%s: %v", mem.Service, err)
+			}
+		}
+		if err := st.Remove(ctx, l); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -109,10 +109,10 @@ func TestIntegrationWorkersSmoke(t *testing.T) {
 	// The same from the proxy's recorded intervals: every request's hold
 	// on its worker, from assignment to release in its proxy's event
 	// order, rebuilt independently of the logged in-flight counts.
-	byProxy := map[int][]workers.Decision{}
+	byProxy := map[string][]workers.Decision{}
 	for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
 		var d struct {
-			Proxy int `json:"proxy"`
+			Proxy string `json:"proxy"`
 			workers.Decision
 		}
 		if err := json.Unmarshal(line, &d); err != nil {

@@ -28,20 +28,17 @@ import (
 // one app stack at a time (a Puma cluster, or W single-mode Pumas behind
 // the front proxy), each app container with its agent.
 type WorkersSession struct {
-	D       Docker
-	Stack   *Stack // RunID, network, password; Members: db, client, current apps
-	Target  apps.Target
-	Backend string
-	db      *Member
-	dbSh    *Shaping
-	client  string
-	current string // the running app stack ("2x2 puma:wflbw=0")
-	apps    []*Member
-	appSh   *Shaping
-	front   string // the front proxy's container, for proxy stacks
-	// fronts counts the front proxies started; each one's decisions are
-	// tagged with its number (its event order is its own).
-	fronts   int
+	D        Docker
+	Stack    *Stack // RunID, network, password; Members: db, client, current apps
+	Target   apps.Target
+	Backend  string
+	db       *Member
+	dbSh     *Shaping
+	client   string
+	current  string // the running app stack ("2x2 puma:wflbw=0")
+	apps     []*Member
+	appSh    *Shaping
+	front    string // the front proxy's container, for proxy stacks
 	frontURL string
 	Progress func(string)
 	// DecisionsPath, when set, receives the front proxy's decision log
@@ -182,9 +179,9 @@ func (ws *WorkersSession) saveDecisions(ctx context.Context) error {
 	for _, d := range decs {
 		if err := appendJSONLine(ws.DecisionsPath, struct {
 			Stack string `json:"stack"`
-			Proxy int    `json:"proxy"`
+			Proxy string `json:"proxy"` // the front proxy's container: its event order is its own
 			workers.Decision
-		}{ws.current, ws.fronts, d}); err != nil {
+		}{ws.current, short(ws.front), d}); err != nil {
 			return err
 		}
 	}
@@ -269,7 +266,6 @@ func (ws *WorkersSession) ensureStack(ctx context.Context, t workers.Task) error
 		}
 		fm.Shaped = false
 		ws.front = fm.ID
-		ws.fronts++
 		ws.frontURL = "http://" + net.JoinHostPort(fm.IP, "8080")
 		if err := waitHTTP(ctx, ws.D, fm, ws.frontURL+ws.Target.Meta.Health, time.Minute); err != nil {
 			return err

@@ -16,7 +16,7 @@ import (
 // entry's request_mix): a fixed request drawn with probability
 // Weight/sum(weights).
 type MixRequest struct {
-	// Name is the request type: its own row in trace, verify and results.
+	// Name is the request type: its own row in trace and verify.
 	Name string `yaml:"name" json:"name"`
 	// Method is GET when empty; see MixMethods.
 	Method  string            `yaml:"method,omitempty" json:"method,omitempty"`

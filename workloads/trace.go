@@ -40,7 +40,9 @@ func Trace(ctx context.Context, w *WireCounter, baseURL string, reqs []Request, 
 			return out, err
 		}
 		for k, v := range header {
-			if _, own := r.Headers[k]; !own {
+			// The request's own header wins, whatever its case (as in the
+			// load client).
+			if req.Header.Get(k) == "" {
 				req.Header.Set(k, v)
 			}
 		}

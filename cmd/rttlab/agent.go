@@ -262,10 +262,11 @@ func newAgentLoadCmd() *cobra.Command {
 	o := &agentLoadOptions{}
 	cmd := &cobra.Command{
 		Use:   "load --url URL (--route PATH | --mix NAME --seed N | --mix-json JSON --seed N | --path P...)",
-		Short: "Closed-loop load on one keep-alive connection; one JSON line per request",
-		Long: `One client, closed loop, one keep-alive connection: WARMUP requests then
+		Short: "Closed-loop load on one keep-alive connection (or one per request); one JSON line per request",
+		Long: `One client, closed loop, one keep-alive connection (--new-conn: a new one
+per request, its connect inside each latency): WARMUP requests then
 REQUESTS measured requests. Each request's latency comes from the
-monotonic clock in nanoseconds. Non-200 answers and transport errors are
+monotonic clock in nanoseconds. Non-2xx answers and transport errors are
 failures: counted and printed, never dropped or retried silently. The last
 line on stderr is a JSON object with the totals.`,
 		Args: cobra.NoArgs,

@@ -106,7 +106,12 @@ func (o *ownAppOptions) entry(changed func(string) bool) (orchestrator.PlanApp, 
 	if err != nil {
 		return a, err
 	}
-	a.Routes, a.Port, a.Health, a.EnvFile = o.routes, o.port, o.health, o.envFile
+	a.Routes, a.Health, a.EnvFile = o.routes, o.health, o.envFile
+	if changed("port") {
+		// Else the default: 8080 for an image, the app service's first
+		// ports:/expose: entry for a compose file.
+		a.Port = o.port
+	}
 	if !changed("routes") || len(o.routes) == 0 {
 		return a, usagef("%s: name the routes to drive with --routes, e.g. --routes /api/items,/api/items/1", what)
 	}

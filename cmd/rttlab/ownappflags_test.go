@@ -22,6 +22,7 @@ func composeFile(t *testing.T, dir string) string {
     image: example/web:1
     environment:
       DATABASE_URL: postgres://shop:secret@db:5432/shop
+    expose: ["3000"]
     depends_on: [db]
   db:
     image: postgres:16
@@ -184,6 +185,22 @@ func TestComposeEntry(t *testing.T) {
 	if a.Name != "web-api" || a.Compose != filepath.Join(dir, "compose.yaml") || a.AppService != "Web_API" || a.DBService != "db" || a.Image != "" || !a.Own() {
 		t.Fatalf("entry %+v", a)
 	}
+	// Without --port the app service's own port is used (its expose:);
+	// --port wins.
+	o = &ownAppOptions{compose: "compose.yaml", appService: "web", dbService: "db", routes: []string{"/a"}, port: 8080, health: "/"}
+	for _, c := range []struct {
+		changed func(string) bool
+		want    int
+	}{{changed, 3000}, {func(f string) bool { return changed(f) || f == "port" }, 8080}} {
+		a, err := o.entry(c.changed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := orchestrator.OwnAppMeta(a)
+		if err != nil || m.Port != c.want {
+			t.Errorf("port %v (%v), want %d", m, err, c.want)
+		}
+	}
 }
 
 // A compose app reaches the engine from every command that takes one.
@@ -192,7 +209,7 @@ func TestComposeFlagsReachEngine(t *testing.T) {
 	compose := composeFile(t, dir)
 	a := orchestrator.PlanApp{Name: "web", Compose: compose, AppService: "web", DBService: "db", Routes: []string{"/a"}}
 	if m, err := orchestrator.OwnAppMeta(a); err != nil || m.Compose == nil {
-		t.Skip("orchestrator does not load compose entries yet")
+		t.Fatalf("compose entry: %v %v", m, err)
 	}
 	flags := []string{"--compose", compose, "--app-service", "web", "--db-service", "db", "--routes", "/a"}
 	for _, args := range [][]string{{"verify"}, {"trace"}, {"ci-smoke"}, {"up"}, {"run", "--plan", "smoke", "--out", filepath.Join(dir, "out")}} {
