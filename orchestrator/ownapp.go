@@ -102,7 +102,7 @@ func ValidateOwnApp(a PlanApp) error {
 	if a.Health != "" && !strings.HasPrefix(a.Health, "/") {
 		return bad("health", "health %q must be a path starting with /", a.Health)
 	}
-	for _, k := range sortedEnvKeys(a.Env) {
+	for _, k := range sortedKeys(a.Env) {
 		if !envKeyRE.MatchString(k) {
 			return bad("env", "env %q is not a variable name", k)
 		}
@@ -125,7 +125,7 @@ func ValidateOwnApp(a PlanApp) error {
 		path, _, _ := strings.Cut(r, "?")
 		rs[path], rs[r] = true, true
 	}
-	for _, k := range sortedEnvKeys(a.Statements) {
+	for _, k := range sortedKeys(a.Statements) {
 		if !rs[k] {
 			return bad("statements", "statements for %s: not one of its routes", k)
 		}
@@ -158,15 +158,6 @@ func validateRequestMix(a PlanApp) error {
 		where = fmt.Sprintf("request_mix.%d.%s", i, field)
 	}
 	return &ownAppFieldError{App: a.Name, Field: where, Msg: err.Error()}
-}
-
-func sortedEnvKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // OwnAppMeta returns the metadata of a plan entry that names an image:
