@@ -1,7 +1,6 @@
 package orchestrator
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"slices"
@@ -98,26 +97,13 @@ func planBudgetLine(file, app, key string) int {
 	if err != nil {
 		return 0
 	}
-	var doc yaml.Node
-	if err := yaml.NewDecoder(bytes.NewReader(data)).Decode(&doc); err != nil || len(doc.Content) == 0 {
+	b := mappingValue(planAppEntry(data, app), "budgets")
+	if b == nil || b.Kind != yaml.MappingNode {
 		return 0
 	}
-	appsNode := mappingValue(doc.Content[0], "apps")
-	if appsNode == nil || appsNode.Kind != yaml.SequenceNode {
-		return 0
-	}
-	for _, entry := range appsNode.Content {
-		if n := mappingValue(entry, "name"); n == nil || n.Value != app {
-			continue
-		}
-		b := mappingValue(entry, "budgets")
-		if b == nil || b.Kind != yaml.MappingNode {
-			return 0
-		}
-		for i := 0; i+1 < len(b.Content); i += 2 {
-			if strings.TrimSpace(b.Content[i].Value) == key {
-				return b.Content[i].Line
-			}
+	for i := 0; i+1 < len(b.Content); i += 2 {
+		if strings.TrimSpace(b.Content[i].Value) == key {
+			return b.Content[i].Line
 		}
 	}
 	return 0

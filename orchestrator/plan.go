@@ -291,21 +291,28 @@ func (a *PlanApp) resolvePaths(file string) {
 // taking an item of a list: request_mix.1.method is the method of the
 // second request (or the line of the deepest part that is there).
 func planFieldLine(data []byte, app, field string) int {
-	var doc yaml.Node
-	if err := yaml.NewDecoder(bytes.NewReader(data)).Decode(&doc); err != nil || len(doc.Content) == 0 {
-		return 0
-	}
-	appsNode := mappingValue(doc.Content[0], "apps")
-	if appsNode == nil || appsNode.Kind != yaml.SequenceNode {
-		return 0
-	}
-	for _, entry := range appsNode.Content {
-		if n := mappingValue(entry, "name"); n == nil || n.Value != app {
-			continue
-		}
+	if entry := planAppEntry(data, app); entry != nil {
 		return nodeLine(entry, strings.Split(field, "."))
 	}
 	return 0
+}
+
+// planAppEntry is the apps entry named app of a plan document, or nil.
+func planAppEntry(data []byte, app string) *yaml.Node {
+	var doc yaml.Node
+	if err := yaml.NewDecoder(bytes.NewReader(data)).Decode(&doc); err != nil || len(doc.Content) == 0 {
+		return nil
+	}
+	appsNode := mappingValue(doc.Content[0], "apps")
+	if appsNode == nil || appsNode.Kind != yaml.SequenceNode {
+		return nil
+	}
+	for _, entry := range appsNode.Content {
+		if n := mappingValue(entry, "name"); n != nil && n.Value == app {
+			return entry
+		}
+	}
+	return nil
 }
 
 // nodeLine is the line of the node that path names under n: a key of a
