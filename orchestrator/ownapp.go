@@ -68,17 +68,11 @@ func ValidateOwnApp(a PlanApp) error {
 	if a.Compose != "" {
 		// A file that does not load is the compose: line's error; only then
 		// are the services checked against it.
-		if _, err := LoadUserCompose(context.Background(), a.Compose); err != nil {
+		p, err := LoadUserCompose(context.Background(), a.Compose)
+		if err != nil {
 			return bad("compose", "%v", err)
 		}
-		if _, err := CheckComposeRef(context.Background(), a.composeRef()); err != nil {
-			field := "compose"
-			switch {
-			case a.AppService == "" || strings.Contains(err.Error(), fmt.Sprintf("no service %q", a.AppService)):
-				field = "app_service"
-			case a.DBService == "" || strings.Contains(err.Error(), fmt.Sprintf("no service %q", a.DBService)):
-				field = "db_service"
-			}
+		if field, err := checkComposeServices(p, a.composeRef()); err != nil {
 			return bad(field, "%v", err)
 		}
 	} else if a.AppService != "" || a.DBService != "" {

@@ -79,31 +79,40 @@ func CheckComposeRef(ctx context.Context, ref apps.ComposeRef) (*types.Project, 
 	if err != nil {
 		return nil, err
 	}
+	if _, err := checkComposeServices(p, ref); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// checkComposeServices checks a loaded file against ref; field is the
+// plan field at fault: app_service, db_service or compose.
+func checkComposeServices(p *types.Project, ref apps.ComposeRef) (field string, err error) {
 	names := p.ServiceNames()
 	sort.Strings(names)
 	for _, s := range []struct{ flag, name string }{{"app_service", ref.AppService}, {"db_service", ref.DBService}} {
 		if s.name == "" {
-			return nil, fmt.Errorf("compose file %s: %s is missing: name one of its services (%s)", ref.File, s.flag, strings.Join(names, ", "))
+			return s.flag, fmt.Errorf("compose file %s: %s is missing: name one of its services (%s)", ref.File, s.flag, strings.Join(names, ", "))
 		}
 		if _, err := p.GetService(s.name); err != nil {
-			return nil, fmt.Errorf("compose file %s has no service %q: its services are %s", ref.File, s.name, strings.Join(names, ", "))
+			return s.flag, fmt.Errorf("compose file %s has no service %q: its services are %s", ref.File, s.name, strings.Join(names, ", "))
 		}
 	}
 	if ref.AppService == ref.DBService {
-		return nil, fmt.Errorf("compose file %s: the app service and the database service are both %q: name two different services", ref.File, ref.AppService)
+		return "compose", fmt.Errorf("compose file %s: the app service and the database service are both %q: name two different services", ref.File, ref.AppService)
 	}
 	for _, n := range names {
 		s := p.Services[n]
 		if s.NetworkMode != "" {
-			return nil, fmt.Errorf("compose file %s: service %s sets network_mode %q: rttlab puts every service on its own private network; remove network_mode", ref.File, n, s.NetworkMode)
+			return "compose", fmt.Errorf("compose file %s: service %s sets network_mode %q: rttlab puts every service on its own private network; remove network_mode", ref.File, n, s.NetworkMode)
 		}
 		for dep := range s.DependsOn {
 			if _, ok := p.Services[dep]; !ok {
-				return nil, fmt.Errorf("compose file %s: service %s depends on %s, which the file does not define (or a profile leaves out)", ref.File, n, dep)
+				return "compose", fmt.Errorf("compose file %s: service %s depends on %s, which the file does not define (or a profile leaves out)", ref.File, n, dep)
 			}
 		}
 	}
-	return p, nil
+	return "", nil
 }
 
 // ComposeAppPort is the port the app service listens on when the entry
