@@ -174,30 +174,29 @@ func VerifyStack(ctx context.Context, d Containers, st *Stack, o VerifyOptions) 
 	}
 	if meta.Image != "" {
 		// A user's own app: its health path answers 200 and its routes
-		// 2xx, whatever their bodies.
+		// (or its request mix's types, statements counted there) 2xx,
+		// whatever their bodies.
 		add(check2xx(ctx, hc, base, meta.Health, true))
-		if len(meta.RequestMix) > 0 {
-			err := verifyRequestMix(ctx, d, hc, st, o, add) // add appends to checks
-			return checks, err
-		}
 		for _, r := range meta.Routes {
 			add(check2xx(ctx, hc, base, r.Path, false))
 		}
+		if len(meta.RequestMix) > 0 {
+			if err := verifyRequestMix(ctx, d, hc, st, o, add); err != nil {
+				return checks, err
+			}
+		}
 	} else {
 		add(checkJSON(ctx, hc, base, meta.Health, http.StatusOK, nil))
-	}
-	for _, r := range meta.Routes {
-		if meta.Image != "" {
-			break
-		}
-		path := r.Path
-		if r.StatementsPerN {
-			path = fmt.Sprintf("%s?n=%d", r.Path, o.SerialN)
-		}
-		add(checkJSON(ctx, hc, base, path, http.StatusOK, shapeFor(r.Path, o.SerialN)))
-		if r.StatementsPerN {
-			for _, bad := range []string{"?n=-1", "?n=1001", "?n=abc", ""} {
-				add(checkJSON(ctx, hc, base, r.Path+bad, http.StatusBadRequest, hasError))
+		for _, r := range meta.Routes {
+			path := r.Path
+			if r.StatementsPerN {
+				path = fmt.Sprintf("%s?n=%d", r.Path, o.SerialN)
+			}
+			add(checkJSON(ctx, hc, base, path, http.StatusOK, shapeFor(r.Path, o.SerialN)))
+			if r.StatementsPerN {
+				for _, bad := range []string{"?n=-1", "?n=1001", "?n=abc", ""} {
+					add(checkJSON(ctx, hc, base, r.Path+bad, http.StatusBadRequest, hasError))
+				}
 			}
 		}
 	}
@@ -357,17 +356,15 @@ func get(ctx context.Context, hc *http.Client, url string) error {
 
 // getStatus GETs url and wants 200, or any 2xx when any2xx.
 func getStatus(ctx context.Context, hc *http.Client, url string, any2xx bool) error {
-	resp, err := getWith(ctx, hc, url, nil)
+	code, err := statusOf(ctx, hc, url, nil)
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
-	io.Copy(io.Discard, resp.Body)
-	if any2xx && resp.StatusCode/100 == 2 {
+	if any2xx && code/100 == 2 {
 		return nil
 	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: status %d", url, resp.StatusCode)
+	if code != http.StatusOK {
+		return fmt.Errorf("GET %s: status %d", url, code)
 	}
 	return nil
 }
@@ -474,38 +471,44 @@ func getWith(ctx context.Context, hc *http.Client, url string, headers []string)
 // check2xx checks that a user's app answers path with 2xx (200 for its
 // health path).
 func check2xx(ctx context.Context, hc *http.Client, base, path string, health bool) Check {
-	c := Check{Route: path, What: "status", Expected: "2xx"}
+	c, ok := Check{Route: path, What: "status", Expected: "2xx"}, is2xx
 	if health {
-		c.What, c.Expected = "health status", "200"
+		c.What, c.Expected, ok = "health status", "200", func(code int) bool { return code == http.StatusOK }
 	}
-	resp, err := getWith(ctx, hc, base+path, nil)
+	code, err := statusOf(ctx, hc, base+path, nil)
+	return withStatus(c, code, err, ok)
+}
+
+func is2xx(code int) bool { return code/100 == 2 }
+
+// statusOf GETs url with extra headers ("Name: value") and returns the
+// status, the body read and dropped.
+func statusOf(ctx context.Context, hc *http.Client, url string, headers []string) (int, error) {
+	resp, err := getWith(ctx, hc, url, headers)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode, nil
+}
+
+// withStatus fills c with a request's outcome: its status, passing when
+// ok says so, or its error.
+func withStatus(c Check, code int, err error, ok func(int) bool) Check {
 	if err != nil {
 		c.Observed, c.Detail = "error", err.Error()
 		return c
 	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	c.Observed = fmt.Sprint(resp.StatusCode)
-	c.OK = resp.StatusCode/100 == 2
-	if health {
-		c.OK = resp.StatusCode == http.StatusOK
-	}
+	c.Observed, c.OK = fmt.Sprint(code), ok(code)
 	return c
 }
 
 // checkStatus checks only the status, e.g. the refusal of a wrong key.
 func checkStatus(ctx context.Context, hc *http.Client, base, path string, want int, headers []string) Check {
 	c := Check{Route: path, What: "status with a wrong API key", Expected: fmt.Sprint(want)}
-	resp, err := getWith(ctx, hc, base+path, headers)
-	if err != nil {
-		c.Observed, c.Detail = "error", err.Error()
-		return c
-	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	c.Observed = fmt.Sprint(resp.StatusCode)
-	c.OK = resp.StatusCode == want
-	return c
+	code, err := statusOf(ctx, hc, base+path, headers)
+	return withStatus(c, code, err, func(code int) bool { return code == want })
 }
 
 func checkJSON(ctx context.Context, hc *http.Client, base, path string, wantStatus int, shape shapeCheck) Check {
@@ -566,7 +569,7 @@ func Failed(cs []Check) []Check {
 
 // verifyRequestMix checks each request type of an own app's request_mix:
 // it answers 2xx to its method, headers and body; its statements per
-// request are reported, not asserted; with o.Shaping, its wire counts too.
+// request are reported, not asserted (VerifyStack adds the wire counts).
 func verifyRequestMix(ctx context.Context, d Containers, hc *http.Client, st *Stack, o VerifyOptions, add func(Check)) error {
 	mix, err := MixFor(st.Target.Meta)
 	if err != nil {
@@ -590,14 +593,7 @@ func verifyRequestMix(ctx context.Context, d Containers, hc *http.Client, st *St
 		}
 		add(c)
 	}
-	if o.Shaping == nil {
-		return nil
-	}
-	wc, err := wireChecks(ctx, d, o.Shaping, o)
-	for _, c := range wc {
-		add(c)
-	}
-	return err
+	return nil
 }
 
 // sendStatus sends q and wants a 2xx.
@@ -606,7 +602,7 @@ func sendStatus(ctx context.Context, hc *http.Client, base string, q workloads.R
 	if err != nil {
 		return err
 	}
-	if code/100 != 2 {
+	if !is2xx(code) {
 		return fmt.Errorf("%s: status %d", describeRequest(q), code)
 	}
 	return nil
@@ -633,12 +629,7 @@ func sendRequest(ctx context.Context, hc *http.Client, base string, q workloads.
 func checkRequest2xx(ctx context.Context, hc *http.Client, base string, q workloads.Request) Check {
 	c := Check{Route: q.Type, What: "status of " + describeRequest(q), Expected: "2xx"}
 	code, err := sendRequest(ctx, hc, base, q)
-	if err != nil {
-		c.Observed, c.Detail = "error", err.Error()
-		return c
-	}
-	c.Observed, c.OK = fmt.Sprint(code), code/100 == 2
-	return c
+	return withStatus(c, code, err, is2xx)
 }
 
 // describeRequest is "METHOD path" of a request.
