@@ -357,27 +357,17 @@ func envList(m types.MappingWithEquals) []string {
 // for st (its password), with the target's environment added to the app's,
 // sorted: the placement and worker studies start their containers from it.
 func feedServiceEnv(ctx context.Context, st *Stack, service string) ([]string, error) {
-	proj, err := LoadStackFile(ctx, "feed.yaml", map[string]string{
-		"RTTLAB_DB_PASSWORD": st.DB.Password, "RTTLAB_APP_IMAGE": ImageRef(st.Target.Meta.Name), "RTTLAB_DB_IMAGE": ImageRef("postgres"),
-	})
+	proj, err := stackProject(ctx, st, st.Target)
 	if err != nil {
 		return nil, err
 	}
-	var env []string
-	for _, s := range proj.Services {
-		if s.Name != service {
-			continue
-		}
-		for k, v := range s.Environment {
-			if v != nil {
-				env = append(env, k+"="+*v)
-			}
-		}
+	svc, err := proj.GetService(service)
+	if err != nil {
+		return nil, err
 	}
+	env := envList(svc.Environment)
 	if service == "app" {
-		for k, v := range st.Target.Env {
-			env = append(env, k+"="+v)
-		}
+		env = withEnv(env, st.Target.Env)
 	}
 	sort.Strings(env)
 	return env, nil
