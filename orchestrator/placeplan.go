@@ -133,6 +133,10 @@ type PlacePlan struct {
 
 func boolPtr(b bool) *bool { return &b }
 
+// Pools says whether the proxy keeps a pool of connections per upstream
+// (keep_alive, default true); false: a new connection per request.
+func (p *PlacePlan) Pools() bool { return p.KeepAlive == nil || *p.KeepAlive }
+
 // defaultPlacePlan is the placement write-up's geometry: the client next
 // to A, B nearer the database than A, and 0.25 ms one-way added on
 // B→client for the held-out phase.

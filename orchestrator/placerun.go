@@ -135,7 +135,7 @@ func (r *PlaceRunner) Run(ctx context.Context) (*PlaceResult, error) {
 	r.samples, r.sw = f, bufio.NewWriter(f)
 	defer func() { r.sw.Flush(); r.samples.Close() }()
 	r.rng = rand.New(rand.NewPCG(p.Seed, 0x706c616365))
-	r.res = &PlaceResult{Kind: "placement", Plan: p, RunID: r.S.Stack.RunID, Backend: r.S.Shaping.Backend, KeepAlive: p.KeepAlive == nil || *p.KeepAlive, Started: time.Now().UTC()}
+	r.res = &PlaceResult{Kind: "placement", Plan: p, RunID: r.S.Stack.RunID, Backend: r.S.Shaping.Backend, KeepAlive: p.Pools(), Started: time.Now().UTC()}
 	if a := r.S.Shaping.Agents[NodeA]; a != nil {
 		r.res.Backend = a.Info.Backend
 	}
@@ -278,8 +278,7 @@ func (r *PlaceRunner) measure(ctx context.Context, rep int, phase, host, path st
 	// With the proxy's connection per request, direct requests open one
 	// too, so that the models' client path and residuals and the held-out
 	// p50s pay what a routed request pays.
-	keep := r.S.Plan.KeepAlive == nil || *r.S.Plan.KeepAlive
-	rs, err := r.S.Load(ctx, r.D, r.S.hostURL(host), paths, warmup, !keep)
+	rs, err := r.S.Load(ctx, r.D, r.S.hostURL(host), paths, warmup, !r.S.Plan.Pools())
 	if err != nil {
 		return nil, 0, err
 	}
@@ -373,6 +372,14 @@ func (r *PlaceRunner) measureRound(ctx context.Context, rep int, phase string, p
 	return nil
 }
 
+// phaseName names a phase in samples, checks and progress lines.
+func phaseName(heldOut bool) string {
+	if heldOut {
+		return "held-out"
+	}
+	return "calibration"
+}
+
 // share splits total over rounds: round i's part (the first rounds take
 // the remainder).
 func share(total, rounds, i int) int {
@@ -406,9 +413,9 @@ func (r *PlaceRunner) measurePhases(ctx context.Context, rep int, paths []string
 			warmup, selWarmup = min(p.Warmup, 3), min(p.Select1Warmup, 3)
 		}
 		for _, heldOut := range order {
-			phase, into, sel := "calibration", cal, share(p.Select1Calls, p.Rounds, round)
+			phase, into, sel := phaseName(heldOut), cal, share(p.Select1Calls, p.Rounds, round)
 			if heldOut {
-				phase, into, sel = "held-out", ho, 0
+				into, sel = ho, 0
 			}
 			r.S.say("rep %d/%d round %d/%d: %s (%s)", rep, p.Repeat, round+1, p.Rounds, phase, map[bool]string{false: "links as configured", true: heldOutText(p)}[heldOut])
 			if err := r.setPhaseLinks(ctx, fmt.Sprintf("rep %d %s", rep, phase), heldOut); err != nil {
@@ -462,7 +469,7 @@ func (r *PlaceRunner) rep(ctx context.Context, rep int, zeroSel map[string][]flo
 		// The links as verified by ICMP, right after each phase's links
 		// are first applied.
 		check = func(heldOut bool) error {
-			return r.checkLinks(ctx, map[bool]string{false: "calibration", true: "held-out"}[heldOut], heldOut)
+			return r.checkLinks(ctx, phaseName(heldOut), heldOut)
 		}
 	}
 	calS, hoS, err := r.measurePhases(ctx, rep, paths, check)
@@ -499,7 +506,7 @@ func (r *PlaceRunner) rep(ctx context.Context, rep int, zeroSel map[string][]flo
 		ho.Hosts[i].ClientPathMs = h.HealthP50Ms
 	}
 	out.HeldOutCal = ho
-	for _, rc := range routes {
+	for i, rc := range routes {
 		if rc.PerN {
 			continue
 		}
@@ -509,13 +516,7 @@ func (r *PlaceRunner) rep(ctx context.Context, rep int, zeroSel map[string][]flo
 			return out, err
 		}
 		out.Estimates = append(out.Estimates, est...)
-		var hoRC placement.RouteCalibration
-		for _, x := range hoRoutes {
-			if x.Path == rc.Path {
-				hoRC = x
-			}
-		}
-		out.HeldOut = append(out.HeldOut, placement.HeldOut(est, hoRC.P50Ms)...)
+		out.HeldOut = append(out.HeldOut, placement.HeldOut(est, hoRoutes[i].P50Ms)...)
 		for _, m := range placement.Models {
 			if c, err := placement.PredictedCrossover(est[0], est[1], m); err == nil {
 				out.Predicted = append(out.Predicted, PredictedRow{Route: rc.Path, Model: m, Crossover: c})
@@ -524,7 +525,7 @@ func (r *PlaceRunner) rep(ctx context.Context, rep int, zeroSel map[string][]flo
 	}
 
 	// 4. The routed comparison through the proxy.
-	keep := p.KeepAlive == nil || *p.KeepAlive
+	keep := p.Pools()
 	conn := "keep-alive pools per upstream"
 	if !keep {
 		conn = "a new upstream connection per request"
