@@ -200,18 +200,17 @@ func (o *ownAppOptions) setEnv(a *orchestrator.PlanApp) error {
 
 // setDBInit adds the --db-init paths, absolute, and checks what they hold.
 func (o *ownAppOptions) setDBInit(a *orchestrator.PlanApp) error {
+	// ExpandDBInit refuses a missing path as given, and what a file or
+	// folder holds.
+	if _, err := orchestrator.ExpandDBInit(o.dbInit); err != nil {
+		return usageError{err}
+	}
 	for _, p := range o.dbInit {
-		if _, err := os.Stat(p); err != nil {
-			return usagef("--db-init %s: no such file or folder", p)
-		}
 		abs, err := filepath.Abs(p)
 		if err != nil {
 			abs = p
 		}
 		a.DBInit = append(a.DBInit, abs)
-	}
-	if _, err := orchestrator.ExpandDBInit(a.DBInit); err != nil {
-		return usageError{err}
 	}
 	return nil
 }
