@@ -3,7 +3,6 @@ package orchestrator
 import (
 	"bytes"
 	"fmt"
-	"image/color"
 	"math"
 	"os"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 	"gonum.org/v1/plot/vg/vgsvg"
 
 	"github.com/rttlab/rttlab/placement"
+	"github.com/rttlab/rttlab/results"
 )
 
 // The placement study's figures, written as plots/NAME.svg.
@@ -24,8 +24,6 @@ const (
 	PlotPlaceRouted      = "placement-routed"
 	PlotPlaceConcurrency = "placement-concurrency"
 )
-
-var placeColors = []color.RGBA{{0x00, 0x72, 0xB2, 0xff}, {0xD5, 0x5E, 0x00, 0xff}, {0x00, 0x9E, 0x73, 0xff}, {0xCC, 0x79, 0xA7, 0xff}, {0xE6, 0x9F, 0x00, 0xff}}
 
 // WritePlacePlots draws the sweep (p50 against N for a and b, with both
 // models' predicted lines), the routed comparison (p50 per policy and
@@ -66,7 +64,7 @@ func WritePlacePlots(r *PlaceResult, dir string) ([]string, error) {
 			if err != nil {
 				return out, err
 			}
-			lp.Color, sp.Color = placeColors[i], placeColors[i]
+			lp.Color, sp.Color = results.SeriesColor(i), results.SeriesColor(i)
 			p.Add(lp, sp)
 			p.Legend.Add("measured "+host, lp, sp)
 		}
@@ -86,7 +84,7 @@ func WritePlacePlots(r *PlaceResult, dir string) ([]string, error) {
 							if err != nil {
 								return out, err
 							}
-							l.Color = placeColors[hi]
+							l.Color = results.SeriesColor(hi)
 							l.Dashes = []vg.Length{vg.Points(float64(2 + 4*mi)), vg.Points(3)}
 							p.Add(l)
 							p.Legend.Add(fmt.Sprintf("%s model, %s", m, e.Host), l)
@@ -117,7 +115,7 @@ func WritePlacePlots(r *PlaceResult, dir string) ([]string, error) {
 			if err != nil {
 				return out, err
 			}
-			sp.Color = placeColors[slices.Index(placement.Policies, c.Policy)%len(placeColors)]
+			sp.Color = results.SeriesColor(slices.Index(placement.Policies, c.Policy))
 			p.Add(sp)
 			if !math.IsNaN(float64(c.P50CI.Low)) {
 				eb, err := plotter.NewYErrorBars(ciBar{x: float64(i), y: float64(c.P50Ms), lo: float64(c.P50Ms - c.P50CI.Low), hi: float64(c.P50CI.High - c.P50Ms)})
@@ -156,7 +154,7 @@ func WritePlacePlots(r *PlaceResult, dir string) ([]string, error) {
 				if err != nil {
 					return out, err
 				}
-				lp.Color, sp.Color = placeColors[i%len(placeColors)], placeColors[i%len(placeColors)]
+				lp.Color, sp.Color = results.SeriesColor(i), results.SeriesColor(i)
 				if j == 1 {
 					lp.Dashes = []vg.Length{vg.Points(6), vg.Points(4)}
 				} else {

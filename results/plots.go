@@ -87,7 +87,10 @@ var (
 	dashes   = []vg.Length{vg.Points(6), vg.Points(4)}
 )
 
-func seriesColor(i int) color.RGBA       { return palette[i%len(palette)] }
+func seriesColor(i int) color.RGBA { return palette[i%len(palette)] }
+
+// SeriesColor is the colour of the i-th series in every rttlab figure.
+func SeriesColor(i int) color.RGBA       { return seriesColor(i) }
 func seriesGlyph(i int) draw.GlyphDrawer { return glyphs[i%len(glyphs)] }
 
 // routeKey names one app and route.
