@@ -1,6 +1,9 @@
 package netem
 
-// dueQueue is the FIFO of packets held by the userspace shaper: NFQUEUE
+import "net/netip"
+
+// dueQueue is a FIFO of packets held by the userspace shaper (one per
+// peer, see lanes): NFQUEUE
 // packet ids with the monotonic time (ns) at which each may leave and the
 // time its hold is measured from (the kernel's receive stamp, or the time
 // the shaper read it). Packets leave strictly in arrival order, so a packet
@@ -15,9 +18,10 @@ type dueQueue struct {
 
 type held struct {
 	id      uint32
-	stamped bool  // ref is the kernel's receive time
-	due     int64 // monotonic ns
-	ref     int64 // monotonic ns the hold counts from
+	stamped bool   // ref is the kernel's receive time
+	due     int64  // monotonic ns
+	ref     int64  // monotonic ns the hold counts from
+	seq     uint64 // arrival order across all lanes (set by lanes.push)
 }
 
 func newDueQueue(capacity int) *dueQueue {
@@ -97,4 +101,106 @@ func (q *dueQueue) grow() {
 		e[i] = q.e[(q.head+i)&mask]
 	}
 	q.e, q.head = e, 0
+}
+
+// lanes holds the shaper's packets in one FIFO per peer (the address the
+// delay table keyed the packet's delay by; the zero address for a single
+// delay). Within a lane packets leave in arrival order, as in dueQueue;
+// across lanes a packet due earlier leaves first, so a peer with no delay
+// is not held behind another peer's delayed packets, as with the kernel
+// backend's band per peer. With one lane it is the single FIFO.
+type lanes struct {
+	keys []netip.Addr
+	qs   []*dueQueue
+	seq  uint64
+	out  []held // the last popDue's packets, reused
+}
+
+func newLanes() *lanes { return &lanes{} }
+
+// push appends h to key's lane, numbering it in arrival order.
+func (l *lanes) push(key netip.Addr, h held) {
+	l.seq++
+	h.seq = l.seq
+	for i, k := range l.keys {
+		if k == key {
+			l.qs[i].PushRef(h)
+			return
+		}
+	}
+	l.keys = append(l.keys, key)
+	q := newDueQueue(1024)
+	q.PushRef(h)
+	l.qs = append(l.qs, q)
+}
+
+// Len reports the number of held packets.
+func (l *lanes) Len() int {
+	n := 0
+	for _, q := range l.qs {
+		n += q.Len()
+	}
+	return n
+}
+
+// peek returns the earliest due time of the lanes' heads.
+func (l *lanes) peek() (due int64, ok bool) {
+	for _, q := range l.qs {
+		if q.n > 0 && (!ok || q.e[q.head].due < due) {
+			due, ok = q.e[q.head].due, true
+		}
+	}
+	return due, ok
+}
+
+// oldest returns the arrival number of the oldest held packet.
+func (l *lanes) oldest() (seq uint64, ok bool) {
+	for _, q := range l.qs {
+		if q.n > 0 && (!ok || q.e[q.head].seq < seq) {
+			seq, ok = q.e[q.head].seq, true
+		}
+	}
+	return seq, ok
+}
+
+// popDue removes every packet due by now (each lane up to its first
+// packet not yet due) and returns them, the id of the newest one and how
+// many of them overtook a packet still held in another lane. When
+// overtook is 0 the packets are the oldest held ones, and one batch
+// verdict on last releases exactly them; otherwise each needs its own.
+// The returned slice is reused by the next call.
+func (l *lanes) popDue(now int64) (out []held, last uint32, overtook int) {
+	l.out = l.out[:0]
+	var newest uint64
+	for _, q := range l.qs {
+		q.PopDueEach(now, func(h held) {
+			l.out = append(l.out, h)
+			if h.seq > newest {
+				newest, last = h.seq, h.id
+			}
+		})
+	}
+	if old, ok := l.oldest(); ok {
+		for _, h := range l.out {
+			if h.seq > old {
+				overtook++
+			}
+		}
+	}
+	return l.out, last, overtook
+}
+
+// popAll removes every packet and returns the id of the newest one.
+func (l *lanes) popAll() (last uint32, count int) {
+	var newest uint64
+	for _, q := range l.qs {
+		if q.n > 0 {
+			if h := q.e[(q.head+q.n-1)&(len(q.e)-1)]; h.seq > newest {
+				newest, last = h.seq, h.id
+			}
+		}
+		_, n := q.PopAll()
+		count += n
+	}
+	return last, count
 }

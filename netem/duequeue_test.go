@@ -1,6 +1,9 @@
 package netem
 
-import "testing"
+import (
+	"net/netip"
+	"testing"
+)
 
 func TestDueQueueFIFO(t *testing.T) {
 	q := newDueQueue(2)
@@ -64,5 +67,47 @@ func TestDueQueueWrapAndGrow(t *testing.T) {
 	}
 	if id, n := q.PopAll(); id != next-1 || n != int(next-want) {
 		t.Fatalf("PopAll = %d, %d", id, n)
+	}
+}
+
+func TestLanesPerPeer(t *testing.T) {
+	far, near := netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.2")
+	l := newLanes()
+	if _, ok := l.peek(); ok {
+		t.Fatal("empty lanes have a head")
+	}
+	// far's packets are held 20 units, near's none: near's packets 2 and
+	// 4 arrive behind far's 1 and 3 and must not wait for them.
+	l.push(far, held{id: 1, due: 20})
+	l.push(near, held{id: 2, due: 1})
+	l.push(far, held{id: 3, due: 22})
+	l.push(near, held{id: 4, due: 3})
+	if due, ok := l.peek(); !ok || due != 1 {
+		t.Fatalf("peek = %d %v, want 1", due, ok)
+	}
+	out, last, overtook := l.popDue(5)
+	if len(out) != 2 || out[0].id != 2 || out[1].id != 4 || last != 4 || overtook != 2 {
+		t.Fatalf("popDue(5) = %+v last %d overtook %d; want 2 and 4, both overtaking 1", out, last, overtook)
+	}
+	// Within a lane, FIFO holds even when the delay shrinks.
+	l.push(far, held{id: 5, due: 21})
+	if out, _, _ := l.popDue(20); len(out) != 1 || out[0].id != 1 {
+		t.Fatalf("popDue(20) = %+v, want 1 alone", out)
+	}
+	// Now 3 and 5 are the oldest held: a batch on 5 releases exactly them.
+	out, last, overtook = l.popDue(22)
+	if len(out) != 2 || last != 5 || overtook != 0 {
+		t.Fatalf("popDue(22) = %+v last %d overtook %d; want 3 and 5 as one batch", out, last, overtook)
+	}
+	// One lane behaves as the single FIFO: never an overtaking packet.
+	l.push(netip.Addr{}, held{id: 6, due: 30})
+	l.push(netip.Addr{}, held{id: 7, due: 25})
+	if out, last, overtook := l.popDue(30); len(out) != 2 || last != 7 || overtook != 0 {
+		t.Fatalf("one lane: %+v last %d overtook %d", out, last, overtook)
+	}
+	l.push(far, held{id: 8, due: 100})
+	l.push(near, held{id: 9, due: 50})
+	if last, n := l.popAll(); last != 9 || n != 2 || l.Len() != 0 {
+		t.Fatalf("popAll = %d, %d (left %d); want 9, 2, 0", last, n, l.Len())
 	}
 }

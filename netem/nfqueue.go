@@ -122,6 +122,12 @@ func verdictBatchMsg(seq uint32, queue uint16, id, verdict uint32) []byte {
 		nlAttr{nfqaVerdictHdr, append(be32(verdict), be32(id)...)})
 }
 
+// verdictMsg gives verdict to the one queued packet id.
+func verdictMsg(seq uint32, queue uint16, id, verdict uint32) []byte {
+	return nfqMessage(nfqnlMsgVerdict, unix.NLM_F_REQUEST, seq, queue,
+		nlAttr{nfqaVerdictHdr, append(be32(verdict), be32(id)...)})
+}
+
 // nlError is an NLMSG_ERROR answer from the kernel.
 type nlError struct {
 	seq   uint32
@@ -349,7 +355,20 @@ func (s *nfqSocket) drain(onPacket func(pktInfo), onError func(nlError)) (int, e
 
 // verdictBatch accepts (or drops) every held packet with an id up to id.
 func (s *nfqSocket) verdictBatch(id, verdict uint32) error {
-	msg := verdictBatchMsg(s.nextSeq(), s.queue, id, verdict)
+	return s.send(verdictBatchMsg(s.nextSeq(), s.queue, id, verdict))
+}
+
+// verdictEach accepts (or drops) exactly the packets hs, one verdict
+// message each, all in one send.
+func (s *nfqSocket) verdictEach(hs []held, verdict uint32) error {
+	var msg []byte
+	for _, h := range hs {
+		msg = append(msg, verdictMsg(s.nextSeq(), s.queue, h.id, verdict)...)
+	}
+	return s.send(msg)
+}
+
+func (s *nfqSocket) send(msg []byte) error {
 	for {
 		err := unix.Sendto(s.fd, msg, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK})
 		if errors.Is(err, unix.EINTR) {

@@ -13,9 +13,13 @@ type Stats struct {
 	Hook    string `json:"hook,omitempty"` // ingress or egress
 	DelayNs int64  `json:"delay_ns"`       // the delay set when the snapshot was taken
 
-	Packets  uint64 `json:"packets"`  // packets released
-	Stamped  uint64 `json:"stamped"`  // of which held from the kernel's receive stamp
-	Batches  uint64 `json:"batches"`  // verdict messages
+	Packets uint64 `json:"packets"` // packets released
+	Stamped uint64 `json:"stamped"` // of which held from the kernel's receive stamp
+	Batches uint64 `json:"batches"` // verdict messages
+	// Overtook counts packets let out while an earlier packet for
+	// another peer was still held (per-peer delays): each such release
+	// needs a verdict per packet instead of one batch.
+	Overtook uint64 `json:"overtook,omitempty"`
 	Gaps     uint64 `json:"gaps"`     // packet ids the shaper never read: lost between the kernel and the shaper
 	Overruns uint64 `json:"overruns"` // times the queue socket overflowed (ENOBUFS)
 	// Kernel counters of the queue (/proc/net/netfilter/nfnetlink_queue):
@@ -56,6 +60,7 @@ func (s Stats) Sub(prev Stats) (Stats, error) {
 	d.Packets -= prev.Packets
 	d.Stamped -= prev.Stamped
 	d.Batches -= prev.Batches
+	d.Overtook -= min(prev.Overtook, d.Overtook)
 	d.Gaps -= prev.Gaps
 	d.Overruns -= prev.Overruns
 	d.QueueDropped -= prev.QueueDropped
@@ -120,8 +125,8 @@ func (s Stats) Summarize(wall time.Duration) Summary {
 // loopStats is the packet loop's running total (and, in the loop, the
 // part gathered since the last publication).
 type loopStats struct {
-	Packets, Stamped, Batches, Gaps, Overruns, VerdictErrors uint64
-	Hold, Late, ReadLag, Verdict                             *Hist
+	Packets, Stamped, Batches, Overtook, Gaps, Overruns, VerdictErrors uint64
+	Hold, Late, ReadLag, Verdict                                       *Hist
 }
 
 func (l *loopStats) init() {
@@ -140,6 +145,7 @@ func (l *loopStats) add(o *loopStats) {
 	l.Packets += o.Packets
 	l.Stamped += o.Stamped
 	l.Batches += o.Batches
+	l.Overtook += o.Overtook
 	l.Gaps += o.Gaps
 	l.Overruns += o.Overruns
 	l.VerdictErrors += o.VerdictErrors
@@ -150,7 +156,7 @@ func (l *loopStats) add(o *loopStats) {
 }
 
 func (l *loopStats) snapshot() Stats {
-	return Stats{Packets: l.Packets, Stamped: l.Stamped, Batches: l.Batches, Gaps: l.Gaps, Overruns: l.Overruns,
+	return Stats{Packets: l.Packets, Stamped: l.Stamped, Batches: l.Batches, Overtook: l.Overtook, Gaps: l.Gaps, Overruns: l.Overruns,
 		VerdictErrors: l.VerdictErrors, Hold: l.Hold.Clone(), Late: l.Late.Clone(), ReadLag: l.ReadLag.Clone(), Verdict: l.Verdict.Clone()}
 }
 

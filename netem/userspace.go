@@ -55,7 +55,7 @@ type iptRule struct {
 // send the shaped packets to a queue: on ingress (PREROUTING, the
 // default) the packets that arrive from the peers, on egress
 // (POSTROUTING) the packets sent to them. One OS-locked thread holds each
-// packet until its arrival time + delay, in FIFO order, then accepts it.
+// packet until its arrival time + delay, in FIFO order per peer, then accepts it.
 // On ingress the arrival time is the kernel's receive stamp (NFQA_TIMESTAMP),
 // so the time the packet waited in the queue before the shaper read it is
 // part of the hold, not added to it.
@@ -462,7 +462,9 @@ func (u *userspace) run() {
 // sleeps in ppoll on the queue socket (and the wake eventfd) until a spin
 // window before the oldest packet's due time, then spins until that time
 // while still reading the socket, and accepts every due packet with one
-// batch verdict. Packets leave in FIFO order. With Options.Hot > 0 the
+// batch verdict. Packets of one peer leave in FIFO order; a packet due
+// before an earlier one of another peer leaves first, with a verdict of
+// its own (see lanes). With Options.Hot > 0 the
 // loop keeps reading without sleeping (yielding the CPU between reads)
 // for that long after the last packet, so a packet that arrives during a
 // burst of traffic is read at once instead of after a wake-up.
@@ -479,7 +481,7 @@ func (u *userspace) loop() error {
 		detail += fmt.Sprintf(", reads without sleeping for %v after each packet", u.opts.Hot)
 	}
 	u.ready <- detail
-	q := newDueQueue(4096)
+	q := newLanes()
 	var (
 		realOff int64 // CLOCK_REALTIME - mono(), refreshed before each read
 		lastPkt int64
@@ -487,7 +489,8 @@ func (u *userspace) loop() error {
 	)
 	onPacket := func(p pktInfo) {
 		lastPkt = mono()
-		q.PushRef(pend.arrive(p, lastPkt, realOff, u.table.Load().delayFor(p, u.opts.Hook)))
+		key, delay := u.table.Load().laneFor(p, u.opts.Hook)
+		q.push(key, pend.arrive(p, lastPkt, realOff, delay))
 	}
 	onError := func(e nlError) {
 		switch {
@@ -515,7 +518,6 @@ func (u *userspace) loop() error {
 		pend.reset()
 	}
 	var now int64
-	release := func(h held) { pend.release(h, now) }
 	fds := []unix.PollFd{
 		{Fd: int32(u.sock.fd), Events: unix.POLLIN},
 		{Fd: int32(u.wake), Events: unix.POLLIN},
@@ -525,14 +527,24 @@ func (u *userspace) loop() error {
 	for {
 		if u.stop.Load() {
 			publish()
-			if id, n := q.PopAll(); n > 0 {
+			if id, n := q.popAll(); n > 0 {
 				return u.sock.verdictBatch(id, nfAccept)
 			}
 			return nil
 		}
 		now = mono()
-		if id, n := q.PopDueEach(now, release); n > 0 {
-			if err := u.sock.verdictBatch(id, nfAccept); err != nil {
+		if out, id, overtook := q.popDue(now); len(out) > 0 {
+			for _, h := range out {
+				pend.release(h, now)
+			}
+			var err error
+			if overtook == 0 {
+				err = u.sock.verdictBatch(id, nfAccept)
+			} else {
+				pend.Overtook += uint64(overtook)
+				err = u.sock.verdictEach(out, nfAccept)
+			}
+			if err != nil {
 				return err
 			}
 			pend.Verdict.Record(mono() - now)
@@ -540,7 +552,7 @@ func (u *userspace) loop() error {
 			publish()
 		}
 		tsp := (*unix.Timespec)(nil)
-		if _, due, ok := q.Peek(); ok {
+		if due, ok := q.peek(); ok {
 			wait := due - now - lateness.window()
 			if wait <= 0 {
 				for mono() < due && !u.stop.Load() {
@@ -604,11 +616,13 @@ func newDelayTable(c Config) *delayTable {
 	return t
 }
 
-// delayFor returns the delay of a packet: its peer's (the source on
-// ingress, the destination on egress), else the table's default.
-func (t *delayTable) delayFor(p pktInfo, hook string) int64 {
+// laneFor returns the delay of a packet, its peer's (the source on
+// ingress, the destination on egress) else the table's default, and the
+// lane it is held in: the peer's address, or the zero address for the
+// default.
+func (t *delayTable) laneFor(p pktInfo, hook string) (netip.Addr, int64) {
 	if len(t.peers) == 0 {
-		return t.def
+		return netip.Addr{}, t.def
 	}
 	peer := p.src
 	if hook == HookEgress {
@@ -617,10 +631,10 @@ func (t *delayTable) delayFor(p pktInfo, hook string) int64 {
 	peer = peer.Unmap()
 	for i, a := range t.peers {
 		if a == peer {
-			return t.delays[i]
+			return a, t.delays[i]
 		}
 	}
-	return t.def
+	return netip.Addr{}, t.def
 }
 
 // lateness tracks a high quantile (about p90) of how late ppoll's timer

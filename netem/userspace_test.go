@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rttlab/rttlab/netem"
+	"github.com/rttlab/rttlab/workloads"
 )
 
 const testQueue = 4242
@@ -160,6 +161,30 @@ func TestUserspaceInProcessNetNS(t *testing.T) {
 	t.Logf("per-peer delays: 2ms peer %.3f ms, 0.5ms peer %.3f ms", ms(far.Median), ms(near.Median))
 	if far.Lost+near.Lost != 0 || far.Median < 1500*time.Microsecond || near.Median < 400*time.Microsecond || near.Median > 1500*time.Microsecond {
 		t.Fatalf("per-peer delays: 2ms peer %+v, 0.5ms peer %+v", far, near)
+	}
+	// A peer without delay is not held behind another peer's delayed
+	// packets: while a1's echo replies wait 20ms each, a2's go through.
+	if err := sh.Set(ctx, netem.Config{PeerDelays: []netem.PeerDelay{{Peer: p.a1, Delay: 20 * time.Millisecond}, {Peer: p.a2, Delay: 0}}}); err != nil {
+		t.Fatal(err)
+	}
+	before := sh.(netem.StatsReporter).Stats()
+	farDone := make(chan workloads.PingResult)
+	go func() {
+		var r workloads.PingResult
+		_ = netem.InNetNS(nsPath(p.nsB), func() error {
+			var err error
+			r, err = workloads.Ping(ctx, p.a1, 40, 0)
+			return err
+		})
+		farDone <- r
+	}()
+	time.Sleep(50 * time.Millisecond)
+	near = ping(t, p.nsB, p.a2, 20, 10*time.Millisecond)
+	far = <-farDone
+	overtook := sh.(netem.StatsReporter).Stats().Overtook - before.Overtook
+	t.Logf("side by side: 20ms peer %.3f ms, 0ms peer %.3f ms (max %.3f), %d packets overtook", ms(far.Median), ms(near.Median), ms(near.Max), overtook)
+	if far.Received < 30 || far.Median < 19*time.Millisecond || near.Lost != 0 || near.Median > 5*time.Millisecond || overtook == 0 {
+		t.Fatalf("0ms peer held behind the 20ms peer: 20ms peer %+v, 0ms peer %+v, %d packets overtook", far, near, overtook)
 	}
 	if err := sh.Set(ctx, netem.Config{Delay: 1, Peers: nil}); err != nil {
 		t.Fatal(err)
