@@ -19,6 +19,7 @@ type Request struct {
 	DelayNs    int64           `json:"delay_ns,omitempty"`    // set: one-way delay in ns
 	Peers      []string        `json:"peers,omitempty"`       // set: path scope peers; empty = interface scope
 	PeerDelays []PeerDelayJSON `json:"peer_delays,omitempty"` // set: a delay per peer (instead of delay_ns and peers)
+	FloorNs    int64           `json:"floor_ns,omitempty"`    // set: added to every shaped packet's delay (Config.Floor)
 }
 
 // PeerDelayJSON is a PeerDelay on the agent's socket.
@@ -42,6 +43,7 @@ type Reply struct {
 	DelayNs    int64           `json:"delay_ns"`
 	Peers      []string        `json:"peers,omitempty"`
 	PeerDelays []PeerDelayJSON `json:"peer_delays,omitempty"`
+	FloorNs    int64           `json:"floor_ns,omitempty"`
 	Scope      string          `json:"scope,omitempty"` // "path" or "interface" while active
 	Stats      *Stats          `json:"stats,omitempty"` // userspace shaper: what it did since it started
 }
@@ -215,6 +217,7 @@ func (a *agent) handle(req Request) Reply {
 	}
 	if a.active {
 		rep.DelayNs = int64(a.cur.Delay)
+		rep.FloorNs = int64(a.cur.Floor)
 		rep.Scope = a.cur.Scope()
 		for _, p := range a.cur.Peers {
 			rep.Peers = append(rep.Peers, p.String())
@@ -228,7 +231,7 @@ func (a *agent) handle(req Request) Reply {
 
 // config converts a set request into a validated Config.
 func (r Request) config() (Config, error) {
-	c := Config{Delay: time.Duration(r.DelayNs)}
+	c := Config{Delay: time.Duration(r.DelayNs), Floor: time.Duration(r.FloorNs)}
 	for _, s := range r.Peers {
 		p, err := netip.ParseAddr(s)
 		if err != nil {

@@ -80,8 +80,15 @@ func TestAgentRequests(t *testing.T) {
 	if len(sh.sets) != 1 || sh.sets[0].Delay != 500*time.Microsecond || len(sh.sets[0].Peers) != 2 {
 		t.Fatalf("shaper got %+v", sh.sets)
 	}
+	rep, err = Ctl(ctx, path, Request{Op: "set", PeerDelays: []PeerDelayJSON{{Peer: "172.18.0.2", DelayNs: 125000}}, FloorNs: 300000})
+	if err != nil || rep.FloorNs != 300000 || len(rep.PeerDelays) != 1 || rep.PeerDelays[0].DelayNs != 125000 {
+		t.Fatalf("set with floor = %+v, %v", rep, err)
+	}
+	if len(sh.sets) != 2 || sh.sets[1].Floor != 300*time.Microsecond {
+		t.Fatalf("shaper got %+v", sh.sets)
+	}
 	rep, err = Ctl(ctx, path, Request{Op: "set", DelayNs: 0})
-	if err != nil || rep.Scope != "interface" || rep.DelayNs != 0 || !rep.Active {
+	if err != nil || rep.Scope != "interface" || rep.DelayNs != 0 || !rep.Active || rep.FloorNs != 0 {
 		t.Fatalf("set 0 = %+v, %v", rep, err)
 	}
 	rep, err = Ctl(ctx, path, Request{Op: "show"})
@@ -93,6 +100,8 @@ func TestAgentRequests(t *testing.T) {
 		{Op: "set", DelayNs: int64(2 * time.Second)},
 		{Op: "set", DelayNs: 1000, Peers: []string{"not-an-ip"}},
 		{Op: "set", DelayNs: 1000, Peers: []string{"0.0.0.0"}},
+		{Op: "set", DelayNs: 1000, FloorNs: -1},
+		{Op: "set", DelayNs: int64(time.Second), FloorNs: 1},
 		{Op: "frobnicate"},
 	} {
 		rep, err := Ctl(ctx, path, bad)
@@ -100,7 +109,7 @@ func TestAgentRequests(t *testing.T) {
 			t.Errorf("%+v accepted: %+v, %v", bad, rep, err)
 		}
 	}
-	if len(sh.sets) != 2 {
+	if len(sh.sets) != 3 {
 		t.Fatalf("bad requests reached the shaper: %+v", sh.sets)
 	}
 	sh.setErr = errors.New("boom")

@@ -100,6 +100,7 @@ func (k *kernelShaper) Set(ctx context.Context, c Config) error {
 	if err := c.Validate(); err != nil {
 		return err
 	}
+	c = c.Effective() // netem holds floor + delay
 	if err := ctx.Err(); err != nil {
 		return err
 	}

@@ -206,3 +206,49 @@ func TestConfigValidatePeerDelays(t *testing.T) {
 		t.Fatalf("scope %s entries %v", c.Scope(), c.Entries())
 	}
 }
+
+// A floor is added to every delay, zero included, on both backends: the
+// netems' latencies and the userspace loop's due times.
+func TestConfigFloor(t *testing.T) {
+	a, b := netip.MustParseAddr("10.0.0.2"), netip.MustParseAddr("10.0.0.3")
+	c := Config{PeerDelays: []PeerDelay{{a, 125 * time.Microsecond}, {b, 0}}, Floor: 300 * time.Microsecond}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	e := c.Effective()
+	if e.Floor != 0 || e.PeerDelays[0].Delay != 425*time.Microsecond || e.PeerDelays[1].Delay != 300*time.Microsecond {
+		t.Fatalf("effective %+v", e)
+	}
+	if c.PeerDelays[0].Delay != 125*time.Microsecond {
+		t.Fatal("Effective changed its receiver's delays")
+	}
+	qs, _ := kernelPlan(3, e)
+	for i, want := range []time.Duration{425 * time.Microsecond, 300 * time.Microsecond} {
+		if got, w := qs[1+i].(*netlink.Netem).Latency, netemQdisc(3, 0, 0, want).Latency; got != w {
+			t.Fatalf("netem %d latency %d, want %d (%v)", i, got, w, want)
+		}
+	}
+	tab := newDelayTable(e)
+	if _, d := tab.laneFor(pktInfo{src: b}, HookIngress); d != int64(300*time.Microsecond) {
+		t.Fatalf("zero-delay peer held %v, want the floor", time.Duration(d))
+	}
+	if h := newAccounting().arrive(pktInfo{id: 1, src: a}, 1000, 0, int64(425*time.Microsecond)); h.due != 1000+int64(425*time.Microsecond) {
+		t.Fatalf("due %d", h.due)
+	}
+	if e := (Config{Delay: 100 * time.Microsecond}).Effective(); e.Delay != 100*time.Microsecond {
+		t.Fatal("no floor changed the delay")
+	}
+	if e := (Config{Delay: time.Millisecond, Peers: []netip.Addr{a}, Floor: time.Millisecond}).Effective(); e.Delay != 2*time.Millisecond || len(e.Peers) != 1 {
+		t.Fatalf("single delay with floor: %+v", e)
+	}
+	for _, bad := range []Config{
+		{Delay: time.Millisecond, Floor: -1},
+		{Delay: -time.Millisecond, Floor: 2 * time.Millisecond},
+		{Delay: MaxDelay, Floor: 1},
+		{PeerDelays: []PeerDelay{{a, MaxDelay}}, Floor: time.Microsecond},
+	} {
+		if err := bad.Validate(); err == nil {
+			t.Fatalf("%+v accepted", bad)
+		}
+	}
+}

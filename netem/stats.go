@@ -87,6 +87,7 @@ type Summary struct {
 	Packets    uint64  `json:"packets"`
 	Stamped    uint64  `json:"stamped"`
 	Drops      uint64  `json:"drops"`
+	Overtook   uint64  `json:"overtook,omitempty"`
 	TargetUs   float64 `json:"target_us"`
 	HoldP50Us  float64 `json:"hold_p50_us"`
 	HoldP99Us  float64 `json:"hold_p99_us"`
@@ -103,7 +104,7 @@ type Summary struct {
 // snapshot covers (for the CPU share).
 func (s Stats) Summarize(wall time.Duration) Summary {
 	us := func(ns int64) float64 { return float64(ns) / 1e3 }
-	sm := Summary{Packets: s.Packets, Stamped: s.Stamped, Drops: s.Drops(), TargetUs: us(s.DelayNs)}
+	sm := Summary{Packets: s.Packets, Stamped: s.Stamped, Drops: s.Drops(), Overtook: s.Overtook, TargetUs: us(s.DelayNs)}
 	if s.Hold != nil {
 		sm.HoldP50Us, sm.HoldP99Us, sm.HoldMaxUs = us(s.Hold.Quantile(0.5)), us(s.Hold.Quantile(0.99)), us(s.Hold.Max())
 	}

@@ -277,6 +277,7 @@ func (u *userspace) Set(ctx context.Context, c Config) error {
 	if err := c.Validate(); err != nil {
 		return err
 	}
+	c = c.Effective() // the loop holds floor + delay
 	if err := ctx.Err(); err != nil {
 		return err
 	}

@@ -109,6 +109,7 @@ type agentCtlOptions struct {
 	delay      string
 	peers      []string
 	peerDelays []string
+	floor      string
 }
 
 func newAgentCtlCmd() *cobra.Command {
@@ -121,6 +122,9 @@ func newAgentCtlCmd() *cobra.Command {
                               no delay), only between us and the peers when
                               given (which direction: the shaper's hook)
 set --peer-delay IP=D ...     a delay of its own per peer
+set ... --floor F             add F to every shaped packet's delay, zero
+                              included (keeps the userspace shaper's own
+                              pass from absorbing short delays)
 clear                         remove the delay and everything the shaper added
 show                          the current setting, backend and why
 ping                          is the agent alive`,
@@ -146,6 +150,13 @@ ping                          is the agent alive`,
 				}
 				req.DelayNs = d.Nanoseconds()
 			}
+			if args[0] == "set" && o.floor != "" {
+				f, err := netem.ParseDelay(o.floor)
+				if err != nil {
+					return usageError{fmt.Errorf("--floor: %w", err)}
+				}
+				req.FloorNs = f.Nanoseconds()
+			}
 			for _, pd := range o.peerDelays {
 				ip, ds, ok := strings.Cut(pd, "=")
 				if !ok {
@@ -170,6 +181,7 @@ ping                          is the agent alive`,
 	cmd.Flags().StringVar(&o.delay, "delay", "", "one-way delay with a unit (set)")
 	cmd.Flags().StringSliceVar(&o.peers, "peer", nil, "peer address (repeatable): path scope")
 	cmd.Flags().StringArrayVar(&o.peerDelays, "peer-delay", nil, "IP=DELAY (repeatable): a delay of its own per peer")
+	cmd.Flags().StringVar(&o.floor, "floor", "", "added to every shaped packet's delay, zero included (set)")
 	return cmd
 }
 
