@@ -146,6 +146,9 @@ func (ps *PlaceSession) SetLinks(ctx context.Context, d Containers, oneWay map[[
 			}
 			args = append(args, "--peer-delay", fmt.Sprintf("%s=%dns", ps.Nodes[peer].IP, time.Duration(ms*float64(time.Millisecond)).Nanoseconds()))
 		}
+		if f := ps.Plan.FloorMs; f > 0 {
+			args = append(args, "--floor", fmt.Sprintf("%dns", time.Duration(f*float64(time.Millisecond)).Nanoseconds()))
+		}
 		if _, err := ps.Shaping.ctl(ctx, d, a, "set", args...); err != nil {
 			return fmt.Errorf("set delays on %s: %w", self, err)
 		}

@@ -92,6 +92,20 @@ func TestIntegrationPlacementSmoke(t *testing.T) {
 			t.Errorf("concurrency row %+v", c)
 		}
 	}
+	// Each node's shaper reports what it did in every round of both
+	// phases, with the plan's floor in place.
+	if res.Backend == "userspace" {
+		ph := ShaperPhases(res.Shaper)
+		for _, p := range ph {
+			t.Logf("shaper %s %s: %d packets, hold p50 %.0f µs, read lag p50 %.0f µs p99 %.0f µs, %d overtook", p.Phase, p.Node, p.Packets, p.HoldP50Us, p.ReadLagP50Us, p.ReadLagP99Us, p.Overtook)
+			if p.Packets == 0 || p.Rounds != plan.Rounds || p.HoldP50Us < 1000*plan.FloorMs {
+				t.Errorf("shaper %s %s: %+v (floor %.3f ms, %d rounds)", p.Phase, p.Node, p, plan.FloorMs, plan.Rounds)
+			}
+		}
+		if len(ph) != 2*len(PlaceNodes) {
+			t.Errorf("shaper records for %d (phase, node) pairs, want %d", len(ph), 2*len(PlaceNodes))
+		}
+	}
 	// The folder holds the raw samples, the decisions and the summaries.
 	for _, f := range []string{"manifest.json", "samples.jsonl", "decisions.jsonl", "summary.json", "summary.md"} {
 		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rttlab/rttlab/netem"
 	"github.com/rttlab/rttlab/placement"
 	"github.com/rttlab/rttlab/workloads"
 )
@@ -51,16 +52,26 @@ func TestPlaceMarkdownAndWarnings(t *testing.T) {
 		Links:       []LinkCheck{{Phase: "calibration", A: "a", B: "db", ConfiguredMs: 0.25, ZeroMs: 0.5, SettingMs: 0.9, AddedMs: 0.4}},
 		Select1:     []Select1Check{{Host: "a", ConfiguredMs: 0.25, ZeroP50Ms: 0.4, SettingP50Ms: 0.66, AddedMs: 0.26}},
 		Concurrency: []ConcurrencyRow{{Fraction: 0.7, Rate: 70, Policy: "user-first", Route: "all", N: 90, Failures: 10, P50Ms: 3, P99Ms: 40, Hosts: map[string]float64{"a": 1}, Warning: "schedule lag p99 3 ms"}},
+		// Two rounds of the calibration on a and one on db: a's pass
+		// (read lag p50 median 350 µs) exceeds the 300 µs floor, db's not.
+		Shaper: []PlaceShaperRound{
+			{Rep: 1, Phase: "calibration", Node: "a", Direction: "ingress", Summary: netem.Summary{Packets: 100, Drops: 1, Overtook: 2, HoldP50Us: 420, ReadLagP50: 300, ReadLagP99: 900, LateP99Us: 50}},
+			{Rep: 1, Phase: "calibration", Node: "db", Direction: "ingress", Summary: netem.Summary{Packets: 50, HoldP50Us: 410, ReadLagP50: 100, ReadLagP99: 200, LateP99Us: 20}},
+			{Rep: 1, Phase: "calibration", Node: "a", Direction: "ingress", Summary: netem.Summary{Packets: 80, HoldP50Us: 440, ReadLagP50: 400, ReadLagP99: 700, LateP99Us: 80}},
+		},
 	}
 	r := &PlaceRunner{res: res}
 	r.warn()
 	w := strings.Join(res.Warnings, "\n")
-	for _, want := range []string{"link a–db (calibration): ICMP added 0.400 ms for 0.250 ms configured", "concurrency 70% user-first all: 10 of 100 requests failed: no claim", "load generator: schedule lag"} {
+	for _, want := range []string{"shaper on a (calibration): its pass (read lag p50 350 µs) exceeds the floor (300 µs), so up to 50 µs", "shaper on a (calibration): 1 packets dropped", "link a–db (calibration): ICMP added 0.400 ms for 0.250 ms configured", "concurrency 70% user-first all: 10 of 100 requests failed: no claim", "load generator: schedule lag"} {
 		if !strings.Contains(w, want) {
 			t.Errorf("warnings lack %q:\n%s", want, w)
 		}
 	}
-	if strings.Contains(w, "SELECT 1 from a") {
+	if strings.Contains(w, "shaper on db") {
+		t.Errorf("db's pass under the floor warned:\n%s", w)
+	}
+		if strings.Contains(w, "SELECT 1 from a") {
 		t.Errorf("a SELECT 1 within 0.05 ms warned:\n%s", w)
 	}
 	res.Reps = []PlaceRep{
@@ -71,7 +82,8 @@ func TestPlaceMarkdownAndWarnings(t *testing.T) {
 	if !strings.Contains(md, "| /feed | profiled | 3.55 (a below, b above); 1.25 (a below, b above) | 2.30 (1.25–3.55) |") {
 		t.Errorf("crossover movement missing:\n%s", md)
 	}
-	for _, want := range []string{"## ⚠ Warnings", "| calibration | a–db | 0.250 | 0.500 | 0.900 | 0.400 | 0 |", "| 70% | 70 | user-first | all | 90 | 10 | 3.000 | 40.000 | a 100% |"} {
+	for _, want := range []string{"## ⚠ Warnings", "| calibration | a–db | 0.250 | 0.500 | 0.900 | 0.400 | 0 |", "| 70% | 70 | user-first | all | 90 | 10 | 3.000 | 40.000 | a 100% |",
+		"| calibration | a | ingress | 2 | 180 | 430 | 350 | 900 | 80 | 1 | 2 |", "| calibration | db | ingress | 1 | 50 | 410 | 100 | 200 | 20 | 0 | 0 |"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("summary lacks %q:\n%s", want, md)
 		}

@@ -50,6 +50,12 @@ func PlaceMarkdown(r *PlaceResult) string {
 	for _, s := range r.Select1 {
 		fmt.Fprintf(&b, "| %s | %.3f | %.3f | %.3f | %.3f |\n", s.Host, s.ConfiguredMs, s.ZeroP50Ms, s.SettingP50Ms, s.AddedMs)
 	}
+	if ph := ShaperPhases(r.Shaper); len(ph) > 0 {
+		fmt.Fprintf(&b, "\nThe shapers during the direct measurements (all rounds of each phase; floor %.3f ms added to every one-way delay). Read lag: kernel receive stamp to the shaper's read, its own pass; a pass above the floor absorbs that much of a delay.\n\n| phase | node | hook | rounds | packets | hold p50 µs | read lag p50 µs | read lag p99 µs | late p99 µs | drops | overtook |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n", p.FloorMs)
+		for _, s := range ph {
+			fmt.Fprintf(&b, "| %s | %s | %s | %d | %d | %.0f | %.0f | %.0f | %.0f | %d | %d |\n", s.Phase, s.Node, s.Direction, s.Rounds, s.Packets, s.HoldP50Us, s.ReadLagP50Us, s.ReadLagP99Us, s.LateP99Us, s.Drops, s.Overtook)
+		}
+	}
 	for _, rep := range r.Reps {
 		fmt.Fprintf(&b, "\n## Repetition %d\n\n### Calibration (no held-out change)\n\n| host | connect p50 | /health p50 | SELECT 1 p50 |", rep.Rep)
 		routes := rep.Calibration.Routes

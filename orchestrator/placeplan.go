@@ -127,6 +127,12 @@ type PlacePlan struct {
 	Shaper    string `yaml:"shaper" json:"shaper"`
 	Hook      string `yaml:"hook" json:"hook"`
 	ICMPCount int    `yaml:"icmp_count" json:"icmp_count"`
+	// FloorMs is added to every shaped packet's one-way delay on every
+	// node, zero links included (netem.Config.Floor), so that the
+	// userspace shaper's own pass does not absorb the links' sub-0.3 ms
+	// differences. The phases' differences are unchanged by it; the
+	// absolute latencies carry 2 x floor per round trip.
+	FloorMs float64 `yaml:"floor_ms" json:"floor_ms"`
 
 	file string
 }
@@ -136,6 +142,14 @@ func boolPtr(b bool) *bool { return &b }
 // Pools says whether the proxy keeps a pool of connections per upstream
 // (keep_alive, default true); false: a new connection per request.
 func (p *PlacePlan) Pools() bool { return p.KeepAlive == nil || *p.KeepAlive }
+
+// DefaultPlaceFloorMs is the built-in plans' floor: above the userspace
+// shaper's pass on this kind of host (read lag p50 ~0.2 ms a packet).
+const DefaultPlaceFloorMs = 0.3
+
+// maxPlaceFloorMs bounds floor_ms: a floor is for the shaper's pass, not
+// a delay.
+const maxPlaceFloorMs = 10
 
 // defaultPlacePlan is the placement write-up's geometry: the client next
 // to A, B nearer the database than A, and 0.25 ms one-way added on
@@ -158,6 +172,7 @@ func defaultPlacePlan() PlacePlan {
 		SweepN:    []int{0, 1, 3, 6, 12, 24, 48}, SweepWarmup: 20, SweepRequests: 500,
 		ConcurrencyRates: []float64{0.3, 0.7}, ConcurrencyRequests: 500,
 		Repeat: 1, Rounds: 5, Calibrate: "on", Shaper: "userspace", ICMPCount: 200,
+		FloorMs: DefaultPlaceFloorMs,
 	}
 }
 
@@ -408,6 +423,9 @@ func (p *PlacePlan) Validate() error {
 	case "on", "off":
 	default:
 		return p.lineErr(0, "calibrate %q: use on or off", p.Calibrate)
+	}
+	if !(p.FloorMs >= 0 && p.FloorMs <= maxPlaceFloorMs) {
+		return p.lineErr(0, "floor_ms %v: use 0 (none) to %v ms, above the shaper's pass (about 0.2 ms a packet)", p.FloorMs, maxPlaceFloorMs)
 	}
 	return nil
 }

@@ -74,6 +74,8 @@ func TestPlacePlanBadInput(t *testing.T) {
 		{"requests: 3\nrounds: 4\n", "p.yaml: rounds 4: use 1 to 3"},
 		{"policies: [nearest]\n", "p.yaml: policies: "},
 		{"concurrency_rates: [1.5]\n", "p.yaml: concurrency_rates 1.5: use fractions of capacity in (0, 1]"},
+		{"floor_ms: -0.1\n", "p.yaml: floor_ms -0.1: use 0 (none) to 10 ms"},
+		{"floor_ms: 11\n", "p.yaml: floor_ms 11: use 0 (none) to 10 ms"},
 		{"", "p.yaml: the plan is empty"},
 	} {
 		_, err := ParsePlacePlan("p.yaml", []byte(tc.yaml))

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rttlab/rttlab/netem"
 	"github.com/rttlab/rttlab/placement"
 	"github.com/rttlab/rttlab/results"
 	"github.com/rttlab/rttlab/workloads"
@@ -103,7 +104,21 @@ type PlaceResult struct {
 	// one-way delays (unless the plan says calibrate: off).
 	LinkCalibration []LinkCalibration `json:"link_calibration,omitempty"`
 	Concurrency     []ConcurrencyRow  `json:"concurrency,omitempty"`
-	Warnings        []string          `json:"warnings"`
+	// Shaper: what each node's shaper did in each measured round of the
+	// calibration and held-out phases (userspace backend; the kernel's
+	// netem keeps no such statistics).
+	Shaper   []PlaceShaperRound `json:"shaper,omitempty"`
+	Warnings []string           `json:"warnings"`
+}
+
+// PlaceShaperRound is one node's shaper statistics over one round of a
+// phase's direct measurements.
+type PlaceShaperRound struct {
+	Rep       int           `json:"rep"`
+	Phase     string        `json:"phase"`
+	Node      string        `json:"node"`
+	Direction string        `json:"direction"`
+	Summary   netem.Summary `json:"summary"`
 }
 
 // PlaceRunner runs the phases and writes the results folder.
@@ -338,6 +353,30 @@ type phaseSamples struct {
 // and SELECT 1 when the phase is the calibration. n and sel are the
 // round's requests per block and SELECT 1 calls per host.
 func (r *PlaceRunner) measureRound(ctx context.Context, rep int, phase string, paths []string, warmup, n, selWarmup, sel int, into *phaseSamples) error {
+	before, err := r.S.Shaping.Snapshot(ctx, r.D)
+	if err != nil {
+		return err
+	}
+	if err := r.measureBlocks(ctx, rep, phase, paths, warmup, n, selWarmup, sel, into); err != nil {
+		return err
+	}
+	after, err := r.S.Shaping.Snapshot(ctx, r.D)
+	if err != nil {
+		return err
+	}
+	deltas, err := ShaperDeltas(before, after)
+	if err != nil {
+		return err
+	}
+	for _, d := range deltas {
+		r.res.Shaper = append(r.res.Shaper, PlaceShaperRound{Rep: rep, Phase: phase, Node: d.Role, Direction: d.Direction, Summary: d.Summary})
+	}
+	return nil
+}
+
+// measureBlocks is one round's measurements of a phase: connect, every
+// (host, route) block in seeded order, and SELECT 1 from each host.
+func (r *PlaceRunner) measureBlocks(ctx context.Context, rep int, phase string, paths []string, warmup, n, selWarmup, sel int, into *phaseSamples) error {
 	var blocks []phaseBlock
 	for _, h := range []string{NodeA, NodeB} {
 		c, err := r.S.Connect(ctx, r.D, h, warmup, n)
@@ -740,6 +779,15 @@ func (r *PlaceRunner) warn() {
 			res.Warnings = append(res.Warnings, fmt.Sprintf("link %s–%s (%s): %d ICMP echoes lost", l.A, l.B, l.Phase, l.Lost))
 		}
 	}
+	floorUs := 1000 * res.Plan.FloorMs
+	for _, p := range ShaperPhases(res.Shaper) {
+		if p.ReadLagP50Us > floorUs {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("shaper on %s (%s): its pass (read lag p50 %.0f µs) exceeds the floor (%.0f µs), so up to %.0f µs of each one-way delay it holds is absorbed: raise floor_ms", p.Node, p.Phase, p.ReadLagP50Us, floorUs, p.ReadLagP50Us-floorUs))
+		}
+		if p.Drops > 0 {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("shaper on %s (%s): %d packets dropped", p.Node, p.Phase, p.Drops))
+		}
+	}
 	for _, s := range res.Select1 {
 		if d := s.AddedMs - s.ConfiguredMs; d > 0.05 || d < -0.05 {
 			res.Warnings = append(res.Warnings, fmt.Sprintf("SELECT 1 from %s: added %.3f ms for %.3f ms configured (off by %+.3f ms)", s.Host, s.AddedMs, s.ConfiguredMs, d))
@@ -759,4 +807,47 @@ func (r *PlaceRunner) warn() {
 			res.Warnings = append(res.Warnings, fmt.Sprintf("rep %d: %d routed requests could not be matched with a proxy decision", rep.Rep, rep.Unmatched))
 		}
 	}
+}
+
+// PlaceShaperPhase is one node's shaper over all rounds of a phase (all
+// repetitions): packet, drop and overtaking counts summed, the rounds'
+// median hold and read-lag p50s, and their highest read-lag and lateness
+// p99s.
+type PlaceShaperPhase struct {
+	Phase, Node, Direction                string
+	Rounds                                int
+	Packets, Drops, Overtook              uint64
+	HoldP50Us, ReadLagP50Us, ReadLagP99Us float64
+	LateP99Us                             float64
+}
+
+// ShaperPhases aggregates the per-round shaper records by (phase, node),
+// in the order they first appear.
+func ShaperPhases(rounds []PlaceShaperRound) []PlaceShaperPhase {
+	var out []PlaceShaperPhase
+	idx := map[[2]string]int{}
+	holds, lags := map[int][]float64{}, map[int][]float64{}
+	for _, r := range rounds {
+		k := [2]string{r.Phase, r.Node}
+		i, ok := idx[k]
+		if !ok {
+			i = len(out)
+			idx[k] = i
+			out = append(out, PlaceShaperPhase{Phase: r.Phase, Node: r.Node, Direction: r.Direction})
+		}
+		p, s := &out[i], r.Summary
+		p.Rounds++
+		p.Packets += s.Packets
+		p.Drops += s.Drops
+		p.Overtook += s.Overtook
+		p.ReadLagP99Us = max(p.ReadLagP99Us, s.ReadLagP99)
+		p.LateP99Us = max(p.LateP99Us, s.LateP99Us)
+		holds[i] = append(holds[i], s.HoldP50Us)
+		lags[i] = append(lags[i], s.ReadLagP50)
+	}
+	for i := range out {
+		out[i].HoldP50Us = results.Median(holds[i])
+		out[i].ReadLagP50Us = results.Median(lags[i])
+	}
+	return out
 }

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -339,11 +341,8 @@ type ShaperSnapshot struct {
 // Snapshot reads every agent's statistics (ctl show).
 func (sh *Shaping) Snapshot(ctx context.Context, d Containers) (ShaperSnapshot, error) {
 	s := ShaperSnapshot{At: time.Now(), Replies: map[string]netem.Reply{}}
-	for _, role := range []string{"app", "db"} {
+	for _, role := range slices.Sorted(maps.Keys(sh.Agents)) {
 		a := sh.Agents[role]
-		if a == nil {
-			continue
-		}
 		rep, err := sh.ctl(ctx, d, a, "show")
 		if err != nil {
 			return s, err
@@ -361,12 +360,13 @@ type ShaperDelta struct {
 }
 
 // ShaperDeltas returns, per side with statistics in both snapshots, what
-// the shaper did in between (sides in order app, db). A shaper without
-// statistics (the kernel backend) gives no delta.
+// the shaper did in between (sides in name order: app, db; or the
+// placement's nodes). A shaper without statistics (the kernel backend)
+// gives no delta.
 func ShaperDeltas(before, after ShaperSnapshot) ([]ShaperDelta, error) {
 	wall := after.At.Sub(before.At)
 	var out []ShaperDelta
-	for _, role := range []string{"app", "db"} {
+	for _, role := range slices.Sorted(maps.Keys(after.Replies)) {
 		b, okb := before.Replies[role]
 		a, oka := after.Replies[role]
 		if !okb || !oka || b.Stats == nil || a.Stats == nil {
