@@ -112,6 +112,15 @@ func TestIntegrationPlacementSmoke(t *testing.T) {
 			t.Errorf("%s: %v", f, err)
 		}
 	}
+	var man struct {
+		Images        map[string]string `json:"images"`
+		EngineVersion string            `json:"engine_version"`
+		FloorMs       float64           `json:"floor_ms"`
+	}
+	mb, _ := os.ReadFile(filepath.Join(dir, "manifest.json"))
+	if err := json.Unmarshal(mb, &man); err != nil || len(man.Images) != 3 || man.Images["rails"] == "" || man.EngineVersion == "" || man.FloorMs != plan.FloorMs {
+		t.Errorf("manifest: %v %+v", err, man)
+	}
 	var back PlaceResult
 	b, _ := os.ReadFile(filepath.Join(dir, "summary.json"))
 	if err := json.Unmarshal(b, &back); err != nil || back.Kind != "placement" {

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -154,8 +155,21 @@ func (r *PlaceRunner) Run(ctx context.Context) (*PlaceResult, error) {
 	if a := r.S.Shaping.Agents[NodeA]; a != nil {
 		r.res.Backend = a.Info.Backend
 	}
+	info, err := r.D.EngineInfo(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// The images pin the app's, PostgreSQL's and the agent's versions.
+	images := map[string]string{}
+	for name, ref := range map[string]string{p.App: ImageRef(r.S.Stack.Target.Meta.Name), "postgres": ImageRef("postgres"), "agent": AgentImage} {
+		if id, err := r.D.ImageID(ctx, ref); err == nil {
+			images[name] = id
+		}
+	}
 	if err := r.writeJSON("manifest.json", map[string]any{"kind": "placement", "plan": p, "run_id": r.S.Stack.RunID, "seed": p.Seed,
 		"version": r.Version, "started": r.res.Started, "backend": r.res.Backend, "hook": r.S.Shaping.Agents[NodeA].Info.Direction,
+		"floor_ms": p.FloorMs, "engine_version": info.Version, "engine_api_version": info.APIVersion, "kernel": info.Kernel,
+		"host_cpu_model": cpuModel(), "host_cpus": runtime.NumCPU(), "images": images,
 		"nodes": r.nodeIPs(), "links_configured": p.Links, "held_out": p.HeldOut}); err != nil {
 		return nil, err
 	}
