@@ -7,8 +7,10 @@ import "net/netip"
 // packet ids with the monotonic time (ns) at which each may leave and the
 // time its hold is measured from (the kernel's receive stamp, or the time
 // the shaper read it). Packets leave strictly in arrival order, so a packet
-// never overtakes an earlier one even when the delay shrinks while packets
-// are queued. It is a ring buffer that grows by doubling and never
+// never overtakes an earlier one of its queue even when the delay shrinks
+// while packets are queued (a setting that moves a peer to another lane,
+// e.g. from one delay for all to a delay per peer, does not keep that
+// order across the change). It is a ring buffer that grows by doubling and never
 // allocates in steady state.
 type dueQueue struct {
 	e    []held
@@ -125,6 +127,15 @@ func (l *lanes) push(key netip.Addr, h held) {
 	for i, k := range l.keys {
 		if k == key {
 			l.qs[i].PushRef(h)
+			return
+		}
+	}
+	// A new peer takes an empty lane if there is one (a lane left by an
+	// earlier setting), so lanes do not pile up across settings.
+	for i, q := range l.qs {
+		if q.n == 0 {
+			l.keys[i] = key
+			q.PushRef(h)
 			return
 		}
 	}

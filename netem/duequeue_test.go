@@ -105,6 +105,15 @@ func TestLanesPerPeer(t *testing.T) {
 	if out, last, overtook := l.popDue(30); len(out) != 2 || last != 7 || overtook != 0 {
 		t.Fatalf("one lane: %+v last %d overtook %d", out, last, overtook)
 	}
+	// Every lane is empty now: a new peer takes one of them.
+	lanesBefore := len(l.qs)
+	l.push(netip.MustParseAddr("10.0.0.3"), held{id: 10, due: 40})
+	if len(l.qs) != lanesBefore {
+		t.Fatalf("a new peer added lane %d instead of taking an empty one", len(l.qs))
+	}
+	if out, _, _ := l.popDue(40); len(out) != 1 || out[0].id != 10 {
+		t.Fatalf("reused lane: %+v", out)
+	}
 	l.push(far, held{id: 8, due: 100})
 	l.push(near, held{id: 9, due: 50})
 	if last, n := l.popAll(); last != 9 || n != 2 || l.Len() != 0 {

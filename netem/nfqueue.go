@@ -122,10 +122,23 @@ func verdictBatchMsg(seq uint32, queue uint16, id, verdict uint32) []byte {
 		nlAttr{nfqaVerdictHdr, append(be32(verdict), be32(id)...)})
 }
 
-// verdictMsg gives verdict to the one queued packet id.
-func verdictMsg(seq uint32, queue uint16, id, verdict uint32) []byte {
-	return nfqMessage(nfqnlMsgVerdict, unix.NLM_F_REQUEST, seq, queue,
-		nlAttr{nfqaVerdictHdr, append(be32(verdict), be32(id)...)})
+// appendVerdictMsg appends to b the message that gives verdict to the one
+// queued packet id: what nfqMessage builds for NFQNL_MSG_VERDICT with a
+// verdict header, without allocating.
+func appendVerdictMsg(b []byte, seq uint32, queue uint16, id, verdict uint32) []byte {
+	const size = nlmsgHdrLen + nfgenHdrLen + 4 + 8
+	ne := binary.NativeEndian
+	b = ne.AppendUint32(b, size)
+	b = ne.AppendUint16(b, nfqMsgType(nfqnlMsgVerdict))
+	b = ne.AppendUint16(b, unix.NLM_F_REQUEST)
+	b = ne.AppendUint32(b, seq)
+	b = ne.AppendUint32(b, 0)
+	b = append(b, unix.AF_UNSPEC, unix.NFNETLINK_V0)
+	b = binary.BigEndian.AppendUint16(b, queue)
+	b = ne.AppendUint16(b, 4+8)
+	b = ne.AppendUint16(b, nfqaVerdictHdr)
+	b = binary.BigEndian.AppendUint32(b, verdict)
+	return binary.BigEndian.AppendUint32(b, id)
 }
 
 // nlError is an NLMSG_ERROR answer from the kernel.
@@ -241,6 +254,7 @@ type nfqSocket struct {
 	queue uint16
 	seq   uint32
 	buf   []byte
+	vbuf  []byte // verdictEach's messages, reused
 }
 
 // openNFQueue opens a non-blocking netfilter netlink socket in the calling
@@ -358,14 +372,25 @@ func (s *nfqSocket) verdictBatch(id, verdict uint32) error {
 	return s.send(verdictBatchMsg(s.nextSeq(), s.queue, id, verdict))
 }
 
+// verdictEachChunk bounds the verdict messages of one send (32 bytes
+// each), well under the socket's send buffer.
+const verdictEachChunk = 1024
+
 // verdictEach accepts (or drops) exactly the packets hs, one verdict
-// message each, all in one send.
+// message each, up to verdictEachChunk messages per send.
 func (s *nfqSocket) verdictEach(hs []held, verdict uint32) error {
-	var msg []byte
-	for _, h := range hs {
-		msg = append(msg, verdictMsg(s.nextSeq(), s.queue, h.id, verdict)...)
+	for len(hs) > 0 {
+		n := min(len(hs), verdictEachChunk)
+		s.vbuf = s.vbuf[:0]
+		for _, h := range hs[:n] {
+			s.vbuf = appendVerdictMsg(s.vbuf, s.nextSeq(), s.queue, h.id, verdict)
+		}
+		if err := s.send(s.vbuf); err != nil {
+			return err
+		}
+		hs = hs[n:]
 	}
-	return s.send(msg)
+	return nil
 }
 
 func (s *nfqSocket) send(msg []byte) error {

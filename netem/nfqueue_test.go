@@ -1,6 +1,7 @@
 package netem
 
 import (
+	"bytes"
 	"encoding/binary"
 	"testing"
 
@@ -141,5 +142,18 @@ func TestParseNfqMessages(t *testing.T) {
 	ne.PutUint32(bad, 999)
 	if err := parseNfqMessages(bad, func(pktInfo) {}, func(nlError) {}); err == nil {
 		t.Fatal("accepted a message longer than the buffer")
+	}
+}
+
+// appendVerdictMsg writes the same bytes nfqMessage builds for a verdict
+// on one packet.
+func TestAppendVerdictMsg(t *testing.T) {
+	want := nfqMessage(nfqnlMsgVerdict, unix.NLM_F_REQUEST, 7, 4242, nlAttr{nfqaVerdictHdr, append(be32(nfAccept), be32(0xdeadbeef)...)})
+	got := appendVerdictMsg([]byte{1, 2}, 7, 4242, 0xdeadbeef, nfAccept)
+	if !bytes.Equal(got[2:], want) || got[0] != 1 {
+		t.Fatalf("appendVerdictMsg\n got %x\nwant %x", got[2:], want)
+	}
+	if n := testing.AllocsPerRun(100, func() { _ = appendVerdictMsg(got[:0], 1, 1, 1, nfAccept) }); n != 0 {
+		t.Fatalf("%v allocations per message into a buffer with room", n)
 	}
 }

@@ -11,14 +11,14 @@ import (
 // none (netem's own counters are read from the qdisc instead).
 type Stats struct {
 	Hook    string `json:"hook,omitempty"` // ingress or egress
-	DelayNs int64  `json:"delay_ns"`       // the delay set when the snapshot was taken
+	DelayNs int64  `json:"delay_ns"`       // the delay held when the snapshot was taken (with per-peer delays their largest), floor included
 
 	Packets uint64 `json:"packets"` // packets released
 	Stamped uint64 `json:"stamped"` // of which held from the kernel's receive stamp
-	Batches uint64 `json:"batches"` // verdict messages
+	Batches uint64 `json:"batches"` // releases: one batch verdict each, or one verdict per packet in one send
 	// Overtook counts packets let out while an earlier packet for
-	// another peer was still held (per-peer delays): each such release
-	// needs a verdict per packet instead of one batch.
+	// another peer was still held (per-peer delays); a release with any
+	// such packet gives every packet of it a verdict of its own.
 	Overtook uint64 `json:"overtook,omitempty"`
 	Gaps     uint64 `json:"gaps"`     // packet ids the shaper never read: lost between the kernel and the shaper
 	Overruns uint64 `json:"overruns"` // times the queue socket overflowed (ENOBUFS)

@@ -557,8 +557,14 @@ func (u *userspace) loop() error {
 			wait := due - now - lateness.window()
 			if wait <= 0 {
 				for mono() < due && !u.stop.Load() {
-					if _, err := drain(); err != nil {
+					n, err := drain()
+					if err != nil {
 						return err
+					}
+					// A packet read while spinning may be due
+					// earlier (another peer's shorter delay).
+					if d, ok := q.peek(); n > 0 && ok {
+						due = min(due, d)
 					}
 				}
 				continue
