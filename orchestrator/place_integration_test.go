@@ -98,8 +98,8 @@ func TestIntegrationPlacementSmoke(t *testing.T) {
 		ph := ShaperPhases(res.Shaper)
 		for _, p := range ph {
 			t.Logf("shaper %s %s: %d packets, hold p50 %.0f µs, read lag p50 %.0f µs p99 %.0f µs, %d overtook", p.Phase, p.Node, p.Packets, p.HoldP50Us, p.ReadLagP50Us, p.ReadLagP99Us, p.Overtook)
-			if p.Packets == 0 || p.Rounds != plan.Rounds || p.HoldP50Us < 1000*plan.FloorMs {
-				t.Errorf("shaper %s %s: %+v (floor %.3f ms, %d rounds)", p.Phase, p.Node, p, plan.FloorMs, plan.Rounds)
+			if p.Packets == 0 || p.Rounds != plan.Rounds*plan.Repeat || p.HoldP50Us < 1000*plan.FloorMs {
+				t.Errorf("shaper %s %s: %+v (floor %.3f ms, %d rounds)", p.Phase, p.Node, p, plan.FloorMs, plan.Rounds*plan.Repeat)
 			}
 		}
 		if len(ph) != 2*len(PlaceNodes) {

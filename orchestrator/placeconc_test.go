@@ -71,7 +71,7 @@ func TestPlaceMarkdownAndWarnings(t *testing.T) {
 	if strings.Contains(w, "shaper on db") {
 		t.Errorf("db's pass under the floor warned:\n%s", w)
 	}
-		if strings.Contains(w, "SELECT 1 from a") {
+	if strings.Contains(w, "SELECT 1 from a") {
 		t.Errorf("a SELECT 1 within 0.05 ms warned:\n%s", w)
 	}
 	res.Reps = []PlaceRep{

@@ -432,6 +432,11 @@ func (p *PlacePlan) Validate() error {
 	if !(p.FloorMs >= 0 && p.FloorMs <= maxPlaceFloorMs) {
 		return p.lineErr(0, "floor_ms %v: use 0 (none) to %v ms, above the shaper's pass (about 0.2 ms a packet)", p.FloorMs, maxPlaceFloorMs)
 	}
+	for pair, ms := range p.OneWayMs(true) {
+		if ms+p.FloorMs > maxPlaceDelayMs {
+			return p.lineErr(0, "%s→%s: %v ms one-way plus floor_ms %v exceeds 1 s", pair[0], pair[1], ms, p.FloorMs)
+		}
+	}
 	return nil
 }
 

@@ -76,6 +76,7 @@ func TestPlacePlanBadInput(t *testing.T) {
 		{"concurrency_rates: [1.5]\n", "p.yaml: concurrency_rates 1.5: use fractions of capacity in (0, 1]"},
 		{"floor_ms: -0.1\n", "p.yaml: floor_ms -0.1: use 0 (none) to 10 ms"},
 		{"floor_ms: 11\n", "p.yaml: floor_ms 11: use 0 (none) to 10 ms"},
+		{"held_out:\n  - {from: b, to: client, ms: 999.9}\n", "p.yaml: b→client: 999.9 ms one-way plus floor_ms 0.3 exceeds 1 s"},
 		{"", "p.yaml: the plan is empty"},
 	} {
 		_, err := ParsePlacePlan("p.yaml", []byte(tc.yaml))
