@@ -34,12 +34,6 @@ func newDueQueue(capacity int) *dueQueue {
 	return &dueQueue{e: make([]held, c)}
 }
 
-// Len reports the number of held packets.
-func (q *dueQueue) Len() int { return q.n }
-
-// Push appends a packet that may leave at due.
-func (q *dueQueue) Push(id uint32, due int64) { q.PushRef(held{id: id, due: due, ref: due}) }
-
 // PushRef appends a held packet.
 func (q *dueQueue) PushRef(h held) {
 	if q.n == len(q.e) {
@@ -47,15 +41,6 @@ func (q *dueQueue) PushRef(h held) {
 	}
 	q.e[(q.head+q.n)&(len(q.e)-1)] = h
 	q.n++
-}
-
-// Peek returns the oldest packet without removing it.
-func (q *dueQueue) Peek() (id uint32, due int64, ok bool) {
-	if q.n == 0 {
-		return 0, 0, false
-	}
-	h := q.e[q.head]
-	return h.id, h.due, true
 }
 
 // PopDueEach removes every packet at the head whose due time is <= now and
@@ -77,9 +62,6 @@ func (q *dueQueue) PopDueEach(now int64, each func(held)) (lastID uint32, count 
 	}
 	return lastID, count
 }
-
-// PopDue is PopDueEach without the callback.
-func (q *dueQueue) PopDue(now int64) (lastID uint32, count int) { return q.PopDueEach(now, nil) }
 
 // PopAll removes every packet and returns the id of the newest one.
 func (q *dueQueue) PopAll() (lastID uint32, count int) {
@@ -143,15 +125,6 @@ func (l *lanes) push(key netip.Addr, h held) {
 	q := newDueQueue(1024)
 	q.PushRef(h)
 	l.qs = append(l.qs, q)
-}
-
-// Len reports the number of held packets.
-func (l *lanes) Len() int {
-	n := 0
-	for _, q := range l.qs {
-		n += q.Len()
-	}
-	return n
 }
 
 // peek returns the earliest due time of the lanes' heads.
