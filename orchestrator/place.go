@@ -135,6 +135,7 @@ func (ps *PlaceSession) SetLinks(ctx context.Context, d Containers, oneWay map[[
 		if a == nil {
 			return fmt.Errorf("no agent for node %s", self)
 		}
+		ns := func(ms float64) int64 { return time.Duration(ms * float64(time.Millisecond)).Nanoseconds() }
 		var args []string
 		for _, peer := range PlaceNodes {
 			if peer == self {
@@ -144,10 +145,10 @@ func (ps *PlaceSession) SetLinks(ctx context.Context, d Containers, oneWay map[[
 			if a.Info.Direction == netem.HookIngress {
 				ms = oneWay[[2]string{peer, self}]
 			}
-			args = append(args, "--peer-delay", fmt.Sprintf("%s=%dns", ps.Nodes[peer].IP, time.Duration(ms*float64(time.Millisecond)).Nanoseconds()))
+			args = append(args, "--peer-delay", fmt.Sprintf("%s=%dns", ps.Nodes[peer].IP, ns(ms)))
 		}
 		if f := ps.Plan.FloorMs; f > 0 {
-			args = append(args, "--floor", fmt.Sprintf("%dns", time.Duration(f*float64(time.Millisecond)).Nanoseconds()))
+			args = append(args, "--floor", fmt.Sprintf("%dns", ns(f)))
 		}
 		if _, err := ps.Shaping.ctl(ctx, d, a, "set", args...); err != nil {
 			return fmt.Errorf("set delays on %s: %w", self, err)

@@ -839,8 +839,8 @@ type PlaceShaperPhase struct {
 // in the order they first appear.
 func ShaperPhases(rounds []PlaceShaperRound) []PlaceShaperPhase {
 	var out []PlaceShaperPhase
+	var holds, lags [][]float64 // per entry of out: the rounds' p50s
 	idx := map[[2]string]int{}
-	holds, lags := map[int][]float64{}, map[int][]float64{}
 	for _, r := range rounds {
 		k := [2]string{r.Phase, r.Node}
 		i, ok := idx[k]
@@ -848,6 +848,7 @@ func ShaperPhases(rounds []PlaceShaperRound) []PlaceShaperPhase {
 			i = len(out)
 			idx[k] = i
 			out = append(out, PlaceShaperPhase{Phase: r.Phase, Node: r.Node, Direction: r.Direction})
+			holds, lags = append(holds, nil), append(lags, nil)
 		}
 		p, s := &out[i], r.Summary
 		p.Rounds++
