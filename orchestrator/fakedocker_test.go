@@ -290,10 +290,19 @@ func (f *fakeDocker) countCalls(op string) int {
 }
 
 // Created returns the spec of every container created so far.
+// Created returns the specs of the containers created so far, without
+// the short-lived ones that only answer one question (the kernel netem
+// probe, a rule sweep).
 func (f *fakeDocker) Created() []ContainerSpec {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]ContainerSpec(nil), f.created...)
+	var out []ContainerSpec
+	for _, c := range f.created {
+		if c.Labels[LabelRole] != roleOnce {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // Execs returns every exec answered so far.

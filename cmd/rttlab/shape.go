@@ -62,6 +62,7 @@ func findUp(ctx context.Context, rt *orchestrator.Runtime, run string) (*orchest
 
 type shapeSetOptions struct {
 	rtt   string
+	floor string
 	scope string
 	run   string
 }
@@ -72,7 +73,9 @@ func newShapeSetCmd() *cobra.Command {
 		Use:   "set --rtt D",
 		Short: "Apply a split delay to a stack started with 'rttlab up'",
 		Long: `Sets RTT D (with a unit: 0.5ms, 250us; 0 to 1s) between the app and the
-database of a stack started with 'rttlab up': D/2 on each side's egress.
+database of a stack started with 'rttlab up': D/2 on each direction, held
+after the sender sent a packet and before the receiver sees it (kernel
+netem on the sender's link, or the userspace shaper on the stack's bridge).
 --scope path (default) delays only app<->database packets; interface
 delays all egress of both containers (the seed study's method).
 
@@ -84,6 +87,11 @@ Example:
 		PreRunE: func(cmd *cobra.Command, args []string) error {
 			if _, err := parseRTT(o.rtt); err != nil {
 				return err
+			}
+			if o.floor != "" {
+				if _, err := parseRTT(o.floor); err != nil {
+					return usagef("--floor: %v", err)
+				}
 			}
 			return validScope(o.scope)
 		},
@@ -100,6 +108,9 @@ Example:
 				return err
 			}
 			sh.Scope = o.scope
+			if o.floor != "" {
+				sh.Floor, _ = parseRTT(o.floor)
+			}
 			if err := sh.SetRTT(ctx, rt, d); err != nil {
 				return err
 			}
@@ -108,6 +119,7 @@ Example:
 	}
 	cmd.Flags().StringVar(&o.rtt, "rtt", "", "target RTT with a unit, e.g. 0.5ms")
 	cmd.Flags().StringVar(&o.scope, "scope", "path", "path or interface")
+	cmd.Flags().StringVar(&o.floor, "floor", "", "added to every packet's one-way delay, 0 included, with a unit (e.g. 0.3ms)")
 	cmd.Flags().StringVar(&o.run, "run", "", "the stack's run id (when several are up)")
 	return cmd
 }
@@ -191,6 +203,7 @@ type shapeVerifyOptions struct {
 	json        bool
 	calibrate   string
 	hook        string
+	floorMs     float64
 	delaysMs    []float64
 }
 
@@ -213,7 +226,7 @@ load, so run it on a quiet machine.`,
 			if err != nil {
 				return usagef("--delays: %v", err)
 			}
-			p := &orchestrator.Plan{DelaysMs: d, Runs: 1, Requests: 1, Shaper: o.shaper, Scope: o.scope, Calibrate: o.calibrate, Hook: o.hook, Apps: []orchestrator.PlanApp{{Name: args[0]}}}
+			p := &orchestrator.Plan{DelaysMs: d, Runs: 1, Requests: 1, Shaper: o.shaper, Scope: o.scope, Calibrate: o.calibrate, Hook: o.hook, FloorMs: o.floorMs, Apps: []orchestrator.PlanApp{{Name: args[0]}}}
 			p.Defaults()
 			if err := p.Validate(); err != nil {
 				return usageError{err}
@@ -250,8 +263,9 @@ load, so run it on a quiet machine.`,
 				return err
 			}
 			defer removeStack(ctx, rt, st, &err)
-			fmt.Fprintf(table, "shaper: %s (%s); scope %s; ICMP %d echoes, SELECT 1 %d runs x %d calls; tolerance %.3f ms\n",
-				sh.Backend, sh.Why, o.scope, o.icmp, o.selectRuns, o.selectCalls, o.tolerance)
+			sh.Floor = time.Duration(o.floorMs * float64(time.Millisecond))
+			fmt.Fprintf(table, "shaper: %s (%s); floor %g ms; scope %s; ICMP %d echoes, SELECT 1 %d runs x %d calls; tolerance %.3f ms\n",
+				sh.Backend, sh.Why, o.floorMs, o.scope, o.icmp, o.selectRuns, o.selectCalls, o.tolerance)
 			var cal []results.CalibrationPoint
 			plan := orchestrator.Plan{Calibrate: o.calibrate}
 			if plan.Calibrates(sh.Backend) {
@@ -297,7 +311,8 @@ load, so run it on a quiet machine.`,
 	cmd.Flags().StringVar(&o.shaper, "shaper", "auto", "auto, kernel or userspace")
 	cmd.Flags().StringVar(&o.scope, "scope", "path", "path or interface")
 	cmd.Flags().Float64Var(&o.tolerance, "tolerance", results.DefaultToleranceMs, "flag |added - configured| above this (ms), for ICMP and SELECT 1")
-	cmd.Flags().StringVar(&o.hook, "hook", "", "userspace shaper's hook: ingress (default) or egress")
+	cmd.Flags().StringVar(&o.hook, "hook", "", "userspace shaper's hook: wire (default: on the stack's bridge, before the receiver sees a packet), ingress or egress")
+	cmd.Flags().Float64Var(&o.floorMs, "floor", 0, "ms added to every packet's one-way delay at every setting, 0 included (0: none)")
 	cmd.Flags().StringVar(&o.calibrate, "calibrate", "auto", "calibrate each setting with ICMP before measuring: auto (userspace shaper only), on or off")
 	cmd.Flags().BoolVar(&o.json, "json", false, "print the rows as JSON on stdout (the table goes to stderr)")
 	cmd.Flags().IntVar(&o.icmp, "icmp", 50, "ICMP echoes per setting")
@@ -390,6 +405,7 @@ type verifyJSON struct {
 	Backend     string          `json:"backend"`
 	Why         string          `json:"why"`
 	Scope       string          `json:"scope"`
+	FloorMs     float64         `json:"floor_ms"`
 	ToleranceMs float64         `json:"tolerance_ms"`
 	ICMPCount   int             `json:"icmp_count"`
 	SelectRuns  int             `json:"select1_runs"`
@@ -408,7 +424,7 @@ func writeVerifyJSON(w io.Writer, sh *orchestrator.Shaping, o *shapeVerifyOption
 	if cal == nil {
 		cal = []results.CalibrationPoint{}
 	}
-	doc := verifyJSON{Calibration: cal, Backend: sh.Backend, Why: sh.Why, Scope: o.scope, ToleranceMs: o.tolerance, ICMPCount: o.icmp,
+	doc := verifyJSON{Calibration: cal, Backend: sh.Backend, Why: sh.Why, Scope: o.scope, FloorMs: o.floorMs, ToleranceMs: o.tolerance, ICMPCount: o.icmp,
 		SelectRuns: o.selectRuns, SelectCalls: o.selectCalls, Seed: o.seed,
 		CIMethod: "percentile bootstrap (10000 resamples) of the difference of medians of the run medians, resampling both settings' runs independently",
 		Rows:     []verifyRowJSON{}}
