@@ -32,6 +32,7 @@ load driver ('load'). Every command prints JSON.`,
 		Hidden: false,
 	}
 	cmd.AddCommand(newAgentServeCmd(), newAgentCtlCmd(), newAgentPingCmd(), newAgentSQLProbeCmd(), newAgentLoadCmd(), newAgentIdleCmd(), newAgentTraceCmd(), newAgentProxyCmd(), newAgentConnectCmd(), newAgentOpenLoopCmd(), newAgentCapacityCmd(), newAgentWorkersProxyCmd())
+	cmd.AddCommand(newAgentCaptureCmd())
 	return cmd
 }
 
