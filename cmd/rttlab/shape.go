@@ -284,15 +284,7 @@ the packet does not show there.`,
 			rows, err := orchestrator.VerifyShaping(ctx, rt, sh, orchestrator.ShapeVerifyOptions{
 				DelaysMs: o.delaysMs, ICMPCount: o.icmp, SelectRuns: o.selectRuns, SelectCalls: o.selectCalls,
 				ToleranceMs: o.tolerance, Seed: o.seed, OneWay: o.oneWay,
-				Row: func(r orchestrator.ShapeRow) {
-					if r.Flag {
-						flagged++
-					}
-					fmt.Fprintln(table, verifyRowLine(r))
-					if line := oneWayLine(r); line != "" {
-						fmt.Fprintln(table, line)
-					}
-				},
+				Row: printVerifyRow(table, &flagged),
 			})
 			if err != nil {
 				return err
@@ -319,6 +311,20 @@ the packet does not show there.`,
 	cmd.Flags().IntVar(&o.selectCalls, "select-calls", 200, "SELECT 1 calls per run")
 	cmd.Flags().Uint64Var(&o.seed, "seed", 1, "seed of the bootstrap")
 	return cmd
+}
+
+// printVerifyRow prints each row as it is measured (with the one-way
+// line under it when there is one) and counts the flagged ones.
+func printVerifyRow(table io.Writer, flagged *int) func(orchestrator.ShapeRow) {
+	return func(r orchestrator.ShapeRow) {
+		if r.Flag {
+			*flagged++
+		}
+		fmt.Fprintln(table, verifyRowLine(r))
+		if line := oneWayLine(r); line != "" {
+			fmt.Fprintln(table, line)
+		}
+	}
 }
 
 // verifyLine lays out one line of the verify table in fixed columns, so
