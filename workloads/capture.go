@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"strings"
 	"time"
 
 	"golang.org/x/net/bpf"
@@ -78,9 +79,9 @@ func OpenCapture(o CaptureOptions) (*Capturer, error) {
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
-	ifi, err := net.InterfaceByName(o.Iface)
+	ifi, err := interfaceByName(o.Iface)
 	if err != nil {
-		return nil, fmt.Errorf("capture: interface %s: %w", o.Iface, err)
+		return nil, fmt.Errorf("capture: %w", err)
 	}
 	// Protocol 0 receives nothing until bind, so no packet of another
 	// interface or flow slips in before the filter is attached.
@@ -267,9 +268,9 @@ func (c *Capturer) Close() error {
 
 // InterfaceIPv4 returns the first IPv4 address of an interface.
 func InterfaceIPv4(name string) (netip.Addr, error) {
-	ifi, err := net.InterfaceByName(name)
+	ifi, err := interfaceByName(name)
 	if err != nil {
-		return netip.Addr{}, fmt.Errorf("interface %s: %w", name, err)
+		return netip.Addr{}, err
 	}
 	addrs, err := ifi.Addrs()
 	if err != nil {
@@ -281,4 +282,22 @@ func InterfaceIPv4(name string) (netip.Addr, error) {
 		}
 	}
 	return netip.Addr{}, fmt.Errorf("interface %s has no IPv4 address", name)
+}
+
+// interfaceByName finds an interface of this network namespace, naming
+// the ones it has when there is no such interface.
+func interfaceByName(name string) (*net.Interface, error) {
+	ifi, err := net.InterfaceByName(name)
+	if err == nil {
+		return ifi, nil
+	}
+	all, lerr := net.Interfaces()
+	if lerr != nil {
+		return nil, fmt.Errorf("interface %s: %w", name, err)
+	}
+	var names []string
+	for _, i := range all {
+		names = append(names, i.Name)
+	}
+	return nil, fmt.Errorf("no interface %q in this network namespace (it has %s)", name, strings.Join(names, ", "))
 }
