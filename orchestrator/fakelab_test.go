@@ -132,6 +132,7 @@ func newFakeLab(t testing.TB) *fakeLab {
 	l.handle("rttlab agent sqlprobe", l.sqlprobe)
 	l.handle("rttlab agent load", l.load)
 	l.handle("rttlab agent trace", l.trace)
+	l.handleStream("rttlab agent capture", l.capture)
 	return l
 }
 

@@ -33,6 +33,7 @@ load driver ('load'). Every command prints JSON.`,
 	}
 	cmd.AddCommand(newAgentSweepCmd(), newAgentNetemProbeCmd())
 	cmd.AddCommand(newAgentServeCmd(), newAgentCtlCmd(), newAgentPingCmd(), newAgentSQLProbeCmd(), newAgentLoadCmd(), newAgentIdleCmd(), newAgentTraceCmd(), newAgentProxyCmd(), newAgentConnectCmd(), newAgentOpenLoopCmd(), newAgentCapacityCmd(), newAgentWorkersProxyCmd())
+	cmd.AddCommand(newAgentCaptureCmd())
 	return cmd
 }
 

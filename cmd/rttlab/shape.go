@@ -204,6 +204,7 @@ type shapeVerifyOptions struct {
 	calibrate   string
 	hook        string
 	floorMs     float64
+	oneWay      bool
 	delaysMs    []float64
 }
 
@@ -219,7 +220,16 @@ change against 0 ms with a 95% bootstrap CI). A first row measures the
 path with the shaper cleared, so the 0 ms row shows the shaper's own cost.
 Rows where |added - configured| exceeds --tolerance are flagged. This is
 the accuracy benchmark of the shaper; the figures depend on the host's
-load, so run it on a quiet machine.`,
+load, so run it on a quiet machine.
+
+With --one-way (the default) both agents also capture the app<->database
+packets on their interface while each setting is measured, with kernel
+stamps on the host's one clock; each packet that left one side is paired
+with its arrival at the other, so each direction's one-way delay shows as
+the receiver's kernel saw it, apart from process wake-ups and from the
+shaper's own statistics: p50 added against the 0 ms setting, p99, and the
+share of packets paired. A delay held after the receiver's kernel stamped
+the packet does not show there.`,
 		Args: cobra.ExactArgs(1),
 		PreRunE: func(cmd *cobra.Command, args []string) error {
 			d, err := orchestrator.ParseDelaysMs(o.delays)
@@ -287,13 +297,8 @@ load, so run it on a quiet machine.`,
 			flagged := 0
 			rows, err := orchestrator.VerifyShaping(ctx, rt, sh, orchestrator.ShapeVerifyOptions{
 				DelaysMs: o.delaysMs, ICMPCount: o.icmp, SelectRuns: o.selectRuns, SelectCalls: o.selectCalls,
-				ToleranceMs: o.tolerance, Seed: o.seed,
-				Row: func(r orchestrator.ShapeRow) {
-					if r.Flag {
-						flagged++
-					}
-					fmt.Fprintln(table, verifyRowLine(r))
-				},
+				ToleranceMs: o.tolerance, Seed: o.seed, OneWay: o.oneWay,
+				Row: printVerifyRow(table, &flagged),
 			})
 			if err != nil {
 				return err
@@ -314,12 +319,27 @@ load, so run it on a quiet machine.`,
 	cmd.Flags().StringVar(&o.hook, "hook", "", "userspace shaper's hook: wire (default: on the stack's bridge, before the receiver sees a packet), ingress or egress")
 	cmd.Flags().Float64Var(&o.floorMs, "floor", 0, "ms added to every packet's one-way delay at every setting, 0 included (0: none)")
 	cmd.Flags().StringVar(&o.calibrate, "calibrate", "auto", "calibrate each setting with ICMP before measuring: auto (userspace shaper only), on or off")
+	cmd.Flags().BoolVar(&o.oneWay, "one-way", true, "capture the app<->database packets in both agents per setting and pair them into one-way delays")
 	cmd.Flags().BoolVar(&o.json, "json", false, "print the rows as JSON on stdout (the table goes to stderr)")
 	cmd.Flags().IntVar(&o.icmp, "icmp", 50, "ICMP echoes per setting")
 	cmd.Flags().IntVar(&o.selectRuns, "select-runs", 5, "SELECT 1 runs per setting")
 	cmd.Flags().IntVar(&o.selectCalls, "select-calls", 200, "SELECT 1 calls per run")
 	cmd.Flags().Uint64Var(&o.seed, "seed", 1, "seed of the bootstrap")
 	return cmd
+}
+
+// printVerifyRow prints each row as it is measured (with the one-way
+// line under it when there is one) and counts the flagged ones.
+func printVerifyRow(table io.Writer, flagged *int) func(orchestrator.ShapeRow) {
+	return func(r orchestrator.ShapeRow) {
+		if r.Flag {
+			*flagged++
+		}
+		fmt.Fprintln(table, verifyRowLine(r))
+		if line := oneWayLine(r); line != "" {
+			fmt.Fprintln(table, line)
+		}
+	}
 }
 
 // verifyLine lays out one line of the verify table in fixed columns, so
@@ -399,6 +419,9 @@ type verifyRowJSON struct {
 	Calibrated      bool             `json:"calibrated"`
 	OffsetUs        *float64         `json:"calibration_offset_us"`
 	Shaper          []verifySideJSON `json:"shaper"`
+	// OneWay: per direction, what the two captures saw (empty without
+	// --one-way).
+	OneWay []verifyOneWayJSON `json:"one_way"`
 }
 
 type verifyJSON struct {
@@ -418,6 +441,9 @@ type verifyJSON struct {
 	// calibration tunes the ICMP added RTT, so a calibrated row's ICMP
 	// flag is not an independent check; SELECT 1's is.
 	Calibration []results.CalibrationPoint `json:"calibration"`
+	// OneWayMethod says how the one_way figures of the rows were made
+	// ("" without --one-way).
+	OneWayMethod string `json:"one_way_method"`
 }
 
 func writeVerifyJSON(w io.Writer, sh *orchestrator.Shaping, o *shapeVerifyOptions, rows []orchestrator.ShapeRow, cal []results.CalibrationPoint) error {
@@ -428,6 +454,9 @@ func writeVerifyJSON(w io.Writer, sh *orchestrator.Shaping, o *shapeVerifyOption
 		SelectRuns: o.selectRuns, SelectCalls: o.selectCalls, Seed: o.seed,
 		CIMethod: "percentile bootstrap (10000 resamples) of the difference of medians of the run medians, resampling both settings' runs independently",
 		Rows:     []verifyRowJSON{}}
+	if o.oneWay {
+		doc.OneWayMethod = oneWayMethod
+	}
 	for _, r := range rows {
 		jr := verifyRowJSON{RTTms: r.RTTms, NoShaper: r.NoShaper, ICMPMeanMs: ms(r.ICMP.Mean), ICMPMedianMs: ms(r.ICMP.Median),
 			ICMPReceived: r.ICMP.Received, Select1Ms: r.Select1Ms, Select1RunsMs: r.Select1Runs,
@@ -458,6 +487,7 @@ func writeVerifyJSON(w io.Writer, sh *orchestrator.Shaping, o *shapeVerifyOption
 		for _, sd := range r.Sides {
 			jr.Shaper = append(jr.Shaper, verifySideJSON{Side: sd.Role, Hook: sd.Direction, Summary: sd.Summary})
 		}
+		jr.OneWay = oneWayJSON(r.OneWay)
 		doc.Rows = append(doc.Rows, jr)
 	}
 	b, err := json.MarshalIndent(doc, "", "  ")
