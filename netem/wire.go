@@ -134,8 +134,9 @@ func (u *userspace) wireRules(c Config) []iptRule {
 // caller's), every mangle rule whose comment is a wire shaper's with a
 // label starting with labelPrefix ("" = every rttlab wire rule). It is how
 // a run's cleanup and `rttlab clean` remove what a killed shaper left in
-// the host's tables. It returns the rules removed.
-func SweepWire(nsPath, labelPrefix string) ([]string, error) {
+// the host's tables. It returns the rules removed; with list, it removes
+// nothing and returns the rules it would remove.
+func SweepWire(nsPath, labelPrefix string, list bool) ([]string, error) {
 	var removed []string
 	var errs []error
 	err := inNetNS(nsPath, func() error {
@@ -152,6 +153,10 @@ func SweepWire(nsPath, labelPrefix string) ([]string, error) {
 				for _, line := range strings.Split(string(out), "\n") {
 					f := strings.Fields(line)
 					if len(f) < 3 || f[0] != "-A" || !wireRuleOf(f, labelPrefix) {
+						continue
+					}
+					if list {
+						removed = append(removed, line)
 						continue
 					}
 					args := append([]string{"-w", "-t", "mangle", "-D", chain}, unquote(f[2:])...)

@@ -191,32 +191,53 @@ func runAgentOnce(ctx context.Context, d Docker, runID string, args []string, ne
 
 // SweepWireRules removes from the engine host's tables the wire shaper
 // rules of a run (every run's when runID is empty), through a short-lived
-// agent container that enters the host's network namespace: the rules a
-// shaper killed with SIGKILL left behind. It returns how many it removed.
-// Without the agent image there is nothing any agent could have added.
+// agent container on the host's network: the rules a shaper killed with
+// SIGKILL left behind. It returns how many it removed. Without the agent
+// image there is nothing any agent could have added.
 func SweepWireRules(ctx context.Context, d Docker, runID string) (int, error) {
+	rules, err := wireRules(ctx, d, runID, false)
+	return len(rules), err
+}
+
+// ListWireRules lists the wire shaper rules of a run (every run's when
+// runID is empty) in the engine host's tables, removing nothing.
+func ListWireRules(ctx context.Context, d Docker, runID string) ([]string, error) {
+	return wireRules(ctx, d, runID, true)
+}
+
+func wireRules(ctx context.Context, d Docker, runID string, list bool) ([]string, error) {
 	if _, err := d.ImageID(ctx, AgentImage); errors.Is(err, ErrNotFound) {
-		return 0, nil
+		return nil, nil
 	} else if err != nil {
-		return 0, err
+		return nil, err
 	}
 	prefix := ""
 	if runID != "" {
 		prefix = wireRunPrefix(runID)
 	}
+	args := []string{"sweep", "--label-prefix", prefix}
+	what := "sweep wire rules"
+	if list {
+		args, what = append(args, "--list"), "list wire rules"
+	}
 	var errb bytes.Buffer
-	out, code, err := runAgentOnce(ctx, d, runID, []string{"sweep", "--label-prefix", prefix}, "host", &errb)
+	out, code, err := runAgentOnce(ctx, d, runID, args, "host", &errb)
 	if err != nil {
-		return 0, fmt.Errorf("sweep wire rules: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	var rep struct {
 		Removed []string `json:"removed"`
+		Found   []string `json:"found"`
 	}
 	_ = json.Unmarshal(bytes.TrimSpace(out), &rep)
-	if code != 0 {
-		return len(rep.Removed), fmt.Errorf("sweep wire rules: %s", lastLine(errb.String()))
+	rules := rep.Removed
+	if list {
+		rules = rep.Found
 	}
-	return len(rep.Removed), nil
+	if code != 0 {
+		return rules, fmt.Errorf("%s: %s", what, lastLine(errb.String()))
+	}
+	return rules, nil
 }
 
 func lastLine(s string) string { return strings.TrimSpace(lastLines(strings.TrimSpace(s), 1)) }

@@ -12,6 +12,7 @@ import (
 type agentSweepOptions struct {
 	hostNetNS string
 	prefix    string
+	list      bool
 }
 
 // newAgentSweepCmd removes wire shaping rules from the host's tables: what
@@ -24,20 +25,26 @@ func newAgentSweepCmd() *cobra.Command {
 		Short: "Remove the wire shaper rules of a run (or of every run) from the host's tables",
 		Long: `Removes every mangle rule whose comment is a wire shaper's ("rttlab:<label>")
 with a label starting with --label-prefix, in the network namespace
---host-netns. Prints the removed rules as JSON.`,
-		Example: `  rttlab agent sweep --host-netns /run/rttlab/hostnet --label-prefix 20261202-1830-ab12/`,
+--host-netns. Prints the removed rules as JSON; with --list it removes
+nothing and prints the rules it found.`,
+		Example: `  rttlab agent sweep --label-prefix 4da0b515b9/`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			removed, err := netem.SweepWire(o.hostNetNS, o.prefix)
-			if removed == nil {
-				removed = []string{}
+			rules, err := netem.SweepWire(o.hostNetNS, o.prefix, o.list)
+			if rules == nil {
+				rules = []string{}
 			}
-			_ = json.NewEncoder(os.Stdout).Encode(map[string]any{"removed": removed})
+			key := "removed"
+			if o.list {
+				key = "found"
+			}
+			_ = json.NewEncoder(os.Stdout).Encode(map[string]any{key: rules})
 			return err
 		},
 	}
 	cmd.Flags().StringVar(&o.hostNetNS, "host-netns", "", "network namespace file of the host (empty: this one)")
 	cmd.Flags().StringVar(&o.prefix, "label-prefix", "", "remove rules whose label starts with this (empty: every rttlab wire rule)")
+	cmd.Flags().BoolVar(&o.list, "list", false, "list the rules, remove nothing")
 	return cmd
 }
 
