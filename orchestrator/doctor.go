@@ -51,6 +51,7 @@ type DoctorEnv struct {
 	CapEff       func() (uint64, error)
 	KernelNetem  func() error
 	NFQueue      func() error
+	BridgeNF     func() error
 	LookPath     func(string) (string, error)
 	FreeBytes    func(path string) (uint64, error)
 	DockerRoot   string
@@ -65,6 +66,7 @@ func HostDoctorEnv(d Docker, connErr error) DoctorEnv {
 		CapEff:       capEff,
 		KernelNetem:  ProbeKernelNetem,
 		NFQueue:      ProbeNFQueue,
+		BridgeNF:     netem.BridgeNetfilter,
 		LookPath:     exec.LookPath,
 		FreeBytes:    freeBytes,
 		DockerRoot:   "/var/lib/docker",
@@ -122,11 +124,19 @@ func Doctor(ctx context.Context, e DoctorEnv) []DoctorCheck {
 		nq.Detail = "unusable: " + err.Error()
 		nq.Fix = "install iptables (apt-get install -y iptables) and load xt_NFQUEUE / nfnetlink_queue"
 	}
-	// One of the two shapers is required.
-	if !kn.OK && !nq.OK {
-		nq.Required = true
+	bn := DoctorCheck{Name: "bridge netfilter"}
+	if err := e.BridgeNF(); err == nil {
+		bn.OK, bn.Detail = true, "bridged packets pass iptables: the userspace shaper can hold them on a run's bridge"
+	} else {
+		bn.Detail = "unusable: " + err.Error()
+		bn.Fix = "modprobe br_netfilter && sysctl -w net.bridge.bridge-nf-call-iptables=1 (needed only without kernel netem)"
 	}
-	out = append(out, nq)
+	// One of the two shapers is required: kernel netem, or the userspace
+	// shaper on the wire (NFQUEUE and bridge netfilter).
+	if !kn.OK {
+		nq.Required, bn.Required = true, true
+	}
+	out = append(out, nq, bn, backendCheck(kn, nq, bn))
 	db := DoctorCheck{Name: "debootstrap"}
 	if p, err := e.LookPath("debootstrap"); err == nil {
 		db.OK, db.Detail = true, p
@@ -159,6 +169,22 @@ func Doctor(ctx context.Context, e DoctorEnv) []DoctorCheck {
 	}
 	out = append(out, disk)
 	return out
+}
+
+// backendCheck says which shaper --shaper auto gets on this host.
+func backendCheck(kn, nq, bn DoctorCheck) DoctorCheck {
+	c := DoctorCheck{Name: "shaper (auto)", OK: true}
+	switch {
+	case kn.OK:
+		c.Detail = "kernel netem on each container's link"
+	case nq.OK && bn.OK:
+		c.Detail = "userspace NFQUEUE on the run's bridge (wire hook), because kernel netem is " + kn.Detail
+	default:
+		c.OK, c.Required = false, true
+		c.Detail = "none: kernel netem is " + kn.Detail
+		c.Fix = "see the NFQUEUE and bridge netfilter lines"
+	}
+	return c
 }
 
 // DoctorFailed reports whether a required check failed.

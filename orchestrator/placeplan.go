@@ -150,11 +150,11 @@ func (p *PlacePlan) Pools() bool { return p.KeepAlive == nil || *p.KeepAlive }
 // DefaultPlaceFloorMs is the built-in plans' floor: above the userspace
 // shaper's pass on a busy 2-vCPU host (about 0.2 ms a packet, read lag
 // p50 about 0.1 ms).
-const DefaultPlaceFloorMs = 0.3
+const DefaultPlaceFloorMs = DefaultFloorMs
 
 // maxPlaceFloorMs bounds floor_ms: a floor is for the shaper's pass, not
 // a delay.
-const maxPlaceFloorMs = 10
+const maxPlaceFloorMs = maxFloorMs
 
 // defaultPlacePlan is the placement write-up's geometry: the client next
 // to A, B nearer the database than A, and 0.25 ms one-way added on

@@ -14,10 +14,12 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"gopkg.in/yaml.v3"
 
 	"github.com/rttlab/rttlab/apps"
+	"github.com/rttlab/rttlab/netem"
 	"github.com/rttlab/rttlab/workloads"
 )
 
@@ -75,8 +77,9 @@ type Plan struct {
 	// Hook of the userspace shaper: wire (default), ingress or egress.
 	Hook string `yaml:"hook,omitempty" json:"hook,omitempty"`
 	// FloorMs is added to every shaped packet's one-way delay at every
-	// setting, 0 ms included (netem.Config.Floor); 0 = none.
-	FloorMs float64 `yaml:"floor_ms,omitempty" json:"floor_ms,omitempty"`
+	// setting, 0 ms included (netem.Config.Floor); 0 = none; left out:
+	// DefaultFloorMs for the userspace shaper, none for kernel netem.
+	FloorMs *float64 `yaml:"floor_ms,omitempty" json:"floor_ms,omitempty"`
 	// Calibrate: auto (calibrate the userspace shaper, not kernel
 	// netem), on or off.
 	Calibrate string `yaml:"calibrate" json:"calibrate"`
@@ -143,7 +146,10 @@ type PlanApp struct {
 // rather than one of rttlab's.
 func (a PlanApp) Own() bool { return a.Image != "" || a.Compose != "" }
 
-// Calibrates says whether a stack with this shaper backend calibrates.
+// Calibrates says whether a stack with this shaper backend calibrates:
+// "auto" calibrates the userspace shaper's ingress and egress hooks, not
+// the wire hook (its floor makes it apply what it is given) nor kernel
+// netem.
 func (p *Plan) Calibrates(backend string) bool {
 	switch p.Calibrate {
 	case "on":
@@ -151,7 +157,17 @@ func (p *Plan) Calibrates(backend string) bool {
 	case "off":
 		return false
 	}
-	return backend == "userspace"
+	return backend == "userspace" && p.Hook != "" && p.Hook != netem.HookWire
+}
+
+// Floor is the floor a stack with this shaper backend applies: the
+// plan's floor_ms, else DefaultFloorMs for the userspace shaper and none
+// for kernel netem.
+func (p *Plan) Floor(backend string) time.Duration {
+	if p.FloorMs != nil {
+		return msDuration(*p.FloorMs)
+	}
+	return DefaultFloor(backend)
 }
 
 // StudyDelaysMs are the seed study's settings.
@@ -413,8 +429,8 @@ func (p *Plan) Validate() error {
 	if err := validHook(p.Hook); err != nil {
 		return err
 	}
-	if p.FloorMs < 0 || p.FloorMs > 10 || math.IsNaN(p.FloorMs) {
-		return fmt.Errorf("floor_ms %g: use 0 (none) to 10 ms", p.FloorMs)
+	if f := p.FloorMs; f != nil && !(*f >= 0 && *f <= maxFloorMs) {
+		return fmt.Errorf("floor_ms %g: use 0 (none) to %g ms, above the userspace shaper's pass (about 0.2 ms a packet)", *f, maxFloorMs)
 	}
 	switch p.Calibrate {
 	case "", "auto", "on", "off":

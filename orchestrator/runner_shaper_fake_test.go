@@ -92,7 +92,9 @@ func TestRunFakeFailsTaskOnShaperDrops(t *testing.T) {
 		}
 		return lab.load(ctx, x)
 	})
-	dir, err := Run(context.Background(), lab, lab.all, RunOptions{Plan: fakePlan(), OutDir: t.TempDir(), Now: fakeNow})
+	p := fakePlan()
+	p.Hook = netem.HookIngress // the fake shaper's hook, which "auto" calibrates
+	dir, err := Run(context.Background(), lab, lab.all, RunOptions{Plan: p, OutDir: t.TempDir(), Now: fakeNow})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,6 +213,7 @@ func TestRunFakeCalibratePerRun(t *testing.T) {
 		p := fakePlan()
 		p.Apps = append(p.Apps, PlanApp{Name: "node", Routes: []string{"/feed"}})
 		p.CalibratePer = per
+		p.Hook = netem.HookIngress
 		prog := &recProgress{}
 		dir, err := Run(context.Background(), lab, lab.all, RunOptions{Plan: p, OutDir: t.TempDir(), Now: fakeNow, Progress: prog})
 		if err != nil {

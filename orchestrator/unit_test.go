@@ -114,6 +114,7 @@ func fakeDoctorEnv() DoctorEnv {
 		CapEff:       func() (uint64, error) { return 0, nil },
 		KernelNetem:  func() error { return errors.New("no such file or directory: Specified qdisc kind is unknown") },
 		NFQueue:      func() error { return nil },
+		BridgeNF:     func() error { return nil },
 		LookPath:     func(s string) (string, error) { return "/usr/sbin/" + s, nil },
 		FreeBytes:    func(string) (uint64, error) { return 50 << 30, nil },
 		DockerRoot:   "/var/lib/docker",
@@ -162,6 +163,38 @@ func TestDoctorChecks(t *testing.T) {
 	e.NFQueue = func() error { return errors.New("iptables missing") }
 	if cs = Doctor(ctx, e); !DoctorFailed(cs) {
 		t.Fatal("no working shaper must fail")
+	}
+
+	// Without kernel netem and bridge netfilter the userspace shaper
+	// cannot hold packets on the wire: one line names the fix, and the
+	// backend line says there is no shaper.
+	e = fakeDoctorEnv()
+	e.BridgeNF = func() error {
+		return errors.New("bridge netfilter is missing (no /proc/sys/net/bridge/bridge-nf-call-iptables): load it with `modprobe br_netfilter`")
+	}
+	cs = Doctor(ctx, e)
+	if !DoctorFailed(cs) {
+		t.Fatal("no bridge netfilter without kernel netem must fail")
+	}
+	var bn, be DoctorCheck
+	for _, c := range cs {
+		switch c.Name {
+		case "bridge netfilter":
+			bn = c
+		case "shaper (auto)":
+			be = c
+		}
+	}
+	if !strings.HasPrefix(bn.String(), "FAIL") || !strings.Contains(bn.String(), "modprobe br_netfilter") || !strings.Contains(be.String(), "none: kernel netem is unusable") {
+		t.Fatalf("bridge netfilter %s; backend %s", bn, be)
+	}
+	// With kernel netem it does not matter, and the backend is kernel.
+	e.KernelNetem = func() error { return nil }
+	if cs = Doctor(ctx, e); DoctorFailed(cs) || !strings.Contains(fmt.Sprint(cs), "kernel netem on each container's link") {
+		t.Fatalf("kernel netem host: %v", cs)
+	}
+	if e = fakeDoctorEnv(); !strings.Contains(fmt.Sprint(Doctor(ctx, e)), "userspace NFQUEUE on the run's bridge (wire hook), because kernel netem is unusable: no such file") {
+		t.Fatalf("userspace host: %v", Doctor(ctx, e))
 	}
 
 	// Low disk.

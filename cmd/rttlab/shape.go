@@ -110,6 +110,8 @@ Example:
 			sh.Scope = o.scope
 			if o.floor != "" {
 				sh.Floor, _ = parseRTT(o.floor)
+			} else if err := sh.DefaultFloor(ctx, rt); err != nil {
+				return err
 			}
 			if err := sh.SetRTT(ctx, rt, d); err != nil {
 				return err
@@ -119,7 +121,7 @@ Example:
 	}
 	cmd.Flags().StringVar(&o.rtt, "rtt", "", "target RTT with a unit, e.g. 0.5ms")
 	cmd.Flags().StringVar(&o.scope, "scope", "path", "path or interface")
-	cmd.Flags().StringVar(&o.floor, "floor", "", "added to every packet's one-way delay, 0 included, with a unit (e.g. 0.3ms)")
+	cmd.Flags().StringVar(&o.floor, "floor", "", "added to every packet's one-way delay, 0 included, with a unit (default: 0.3ms for the userspace shaper, none for kernel netem)")
 	cmd.Flags().StringVar(&o.run, "run", "", "the stack's run id (when several are up)")
 	return cmd
 }
@@ -208,6 +210,15 @@ type shapeVerifyOptions struct {
 	delaysMs    []float64
 }
 
+// floor is --floor as a plan's floor_ms: nil (the backend's default)
+// when not given.
+func (o *shapeVerifyOptions) floor() *float64 {
+	if o.floorMs < 0 {
+		return nil
+	}
+	return &o.floorMs
+}
+
 func newShapeVerifyCmd() *cobra.Command {
 	o := &shapeVerifyOptions{}
 	cmd := &cobra.Command{
@@ -236,7 +247,7 @@ the packet does not show there.`,
 			if err != nil {
 				return usagef("--delays: %v", err)
 			}
-			p := &orchestrator.Plan{DelaysMs: d, Runs: 1, Requests: 1, Shaper: o.shaper, Scope: o.scope, Calibrate: o.calibrate, Hook: o.hook, FloorMs: o.floorMs, Apps: []orchestrator.PlanApp{{Name: args[0]}}}
+			p := &orchestrator.Plan{DelaysMs: d, Runs: 1, Requests: 1, Shaper: o.shaper, Scope: o.scope, Calibrate: o.calibrate, Hook: o.hook, FloorMs: o.floor(), Apps: []orchestrator.PlanApp{{Name: args[0]}}}
 			p.Defaults()
 			if err := p.Validate(); err != nil {
 				return usageError{err}
@@ -273,11 +284,11 @@ the packet does not show there.`,
 				return err
 			}
 			defer removeStack(ctx, rt, st, &err)
-			sh.Floor = time.Duration(o.floorMs * float64(time.Millisecond))
-			fmt.Fprintf(table, "shaper: %s (%s); floor %g ms; scope %s; ICMP %d echoes, SELECT 1 %d runs x %d calls; tolerance %.3f ms\n",
-				sh.Backend, sh.Why, o.floorMs, o.scope, o.icmp, o.selectRuns, o.selectCalls, o.tolerance)
+			plan := orchestrator.Plan{Calibrate: o.calibrate, Hook: o.hook, FloorMs: o.floor()}
+			sh.Floor = plan.Floor(sh.Backend)
+			fmt.Fprintf(table, "shaper: %s (%s); floor %v; scope %s; ICMP %d echoes, SELECT 1 %d runs x %d calls; tolerance %.3f ms\n",
+				sh.Backend, sh.Why, sh.Floor, o.scope, o.icmp, o.selectRuns, o.selectCalls, o.tolerance)
 			var cal []results.CalibrationPoint
-			plan := orchestrator.Plan{Calibrate: o.calibrate}
 			if plan.Calibrates(sh.Backend) {
 				fmt.Fprintln(table, "calibrating per setting with ICMP (SELECT 1 below is not used by it): offset per side (µs), ICMP residual per round (µs)")
 				cal, err = orchestrator.Calibrate(ctx, rt, sh, args[0], o.delaysMs, orchestrator.CalibrateOptions{
@@ -317,7 +328,7 @@ the packet does not show there.`,
 	cmd.Flags().StringVar(&o.scope, "scope", "path", "path or interface")
 	cmd.Flags().Float64Var(&o.tolerance, "tolerance", results.DefaultToleranceMs, "flag |added - configured| above this (ms), for ICMP and SELECT 1")
 	cmd.Flags().StringVar(&o.hook, "hook", "", "userspace shaper's hook: wire (default: on the stack's bridge, before the receiver sees a packet), ingress or egress")
-	cmd.Flags().Float64Var(&o.floorMs, "floor", 0, "ms added to every packet's one-way delay at every setting, 0 included (0: none)")
+	cmd.Flags().Float64Var(&o.floorMs, "floor", -1, "ms added to every packet's one-way delay at every setting, 0 included (0: none; default: 0.3 for the userspace shaper, none for kernel netem)")
 	cmd.Flags().StringVar(&o.calibrate, "calibrate", "auto", "calibrate each setting with ICMP before measuring: auto (userspace shaper only), on or off")
 	cmd.Flags().BoolVar(&o.oneWay, "one-way", true, "capture the app<->database packets in both agents per setting and pair them into one-way delays")
 	cmd.Flags().BoolVar(&o.json, "json", false, "print the rows as JSON on stdout (the table goes to stderr)")
@@ -450,7 +461,7 @@ func writeVerifyJSON(w io.Writer, sh *orchestrator.Shaping, o *shapeVerifyOption
 	if cal == nil {
 		cal = []results.CalibrationPoint{}
 	}
-	doc := verifyJSON{Calibration: cal, Backend: sh.Backend, Why: sh.Why, Scope: o.scope, FloorMs: o.floorMs, ToleranceMs: o.tolerance, ICMPCount: o.icmp,
+	doc := verifyJSON{Calibration: cal, Backend: sh.Backend, Why: sh.Why, Scope: o.scope, FloorMs: ms(sh.Floor), ToleranceMs: o.tolerance, ICMPCount: o.icmp,
 		SelectRuns: o.selectRuns, SelectCalls: o.selectCalls, Seed: o.seed,
 		CIMethod: "percentile bootstrap (10000 resamples) of the difference of medians of the run medians, resampling both settings' runs independently",
 		Rows:     []verifyRowJSON{}}

@@ -75,6 +75,7 @@ Examples:
 			}
 			if o.rtt != "" {
 				d, _ := parseRTT(o.rtt)
+				sh.Floor = orchestrator.DefaultFloor(sh.Backend)
 				if err := sh.SetRTT(ctx, rt, d); err != nil {
 					removeStack(ctx, rt, st, &err)
 					return err
@@ -83,7 +84,7 @@ Examples:
 			printStack(out, st)
 			fmt.Fprintf(out, "  shaping:   %s backend (%s)\n", sh.Backend, sh.Why)
 			if o.rtt != "" {
-				fmt.Fprintf(out, "  RTT %s applied (%s scope): change it with 'rttlab shape set --rtt D'\n", o.rtt, o.scope)
+				fmt.Fprintf(out, "  RTT %s applied (%s scope, floor %v): change it with 'rttlab shape set --rtt D'\n", o.rtt, o.scope, sh.Floor)
 			} else {
 				fmt.Fprintln(out, "  no delay set: 'rttlab shape set --rtt 0.5ms' adds one")
 			}
