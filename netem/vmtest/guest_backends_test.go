@@ -118,6 +118,9 @@ func kernelBackend(t *topology) *backendUnderTest {
 				d := ticksToDuration(n.Latency)
 				got = append(got, d)
 				line += fmt.Sprintf(" delay %v limit %d", d, n.Limit)
+				if n.Rate64 != 0 {
+					line += fmt.Sprintf(" rate %dB/s", n.Rate64)
+				}
 			}
 			lines = append(lines, line)
 		}
