@@ -341,3 +341,20 @@ func peerFilter(linkIndex int, parent, band uint32, peer netip.Addr) *netlink.U3
 		Sel:         sel,
 	}
 }
+
+// ProbeKernel adds a netem qdisc to lo in the calling thread's network
+// namespace and removes it again; its error carries the kernel's own
+// words ("Specified qdisc kind is unknown") where netem is missing.
+func ProbeKernel() error {
+	nl.EnableErrorMessageReporting = true
+	lo, err := netlink.LinkByName("lo")
+	if err != nil {
+		return err
+	}
+	q := netlink.NewNetem(netlink.QdiscAttrs{LinkIndex: lo.Attrs().Index, Handle: netlink.MakeHandle(1, 0), Parent: netlink.HANDLE_ROOT},
+		netlink.NetemQdiscAttrs{Latency: 1000})
+	if err := netlink.QdiscAdd(q); err != nil {
+		return fmt.Errorf("tc qdisc add dev lo root netem: %w", err)
+	}
+	return netlink.QdiscDel(q)
+}

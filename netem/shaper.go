@@ -21,9 +21,9 @@ import (
 // different lengths; Delay and Peers are then ignored.
 //
 // Which direction is delayed depends on the shaper's hook (Direction):
-// the kernel shaper and the userspace shaper's egress hook delay the
-// packets sent to the peers, the userspace ingress hook the packets that
-// arrive from them.
+// the kernel shaper and the userspace shaper's wire and egress hooks
+// delay the packets sent to the peers, the userspace ingress hook the
+// packets that arrive from them.
 type Config struct {
 	Delay      time.Duration
 	Peers      []netip.Addr // empty = all traffic of the link (interface scope)
@@ -123,7 +123,9 @@ func Direction(s Shaper) string {
 	return HookEgress
 }
 
-// Shaper delays the egress of one network namespace.
+// Shaper delays the packets of one network namespace: those it sends
+// (kernel netem on its link; the userspace wire hook on the bridge, before
+// the receiver sees them), or those it receives (userspace ingress hook).
 type Shaper interface {
 	Set(ctx context.Context, c Config) error // replace the current setting
 	Clear(ctx context.Context) error         // remove everything it added
@@ -155,10 +157,28 @@ type Options struct {
 	Link     string // egress interface; default: the default route's, else the first non-loopback
 	QueueNum uint16 // NFQUEUE number of the userspace shaper; 0 = DefaultQueueNum
 	NetNS    string // network namespace file to shape (tests); empty = the caller's
-	// Hook (userspace shaper): "ingress" (default) holds the packets that
-	// arrive from the peers, timed from the kernel's receive stamp;
-	// "egress" holds the packets sent to them, timed from the read.
+	// Hook (userspace shaper): "wire" holds the packets Src sends, on
+	// Bridge in the namespace HostNetNS, timed from the bridge port's
+	// receive stamp, before the receiver's namespace sees them (as netem
+	// on the sender's link does); "ingress" (default) holds the packets
+	// that arrive from the peers, timed from the kernel's receive stamp,
+	// after the receiver's kernel stamped them; "egress" holds the packets
+	// sent to them, timed from the read.
 	Hook string
+	// HostNetNS (wire hook) is the network namespace file of the bridge
+	// (the engine host's, e.g. /proc/1/ns/net bind-mounted into the
+	// agent); empty = the caller's.
+	HostNetNS string
+	// Bridge (wire hook) is the bridge the shaped container's link is a
+	// port of: only packets bridged on it are held.
+	Bridge string
+	// Src (wire hook) is the shaped container's address: only packets it
+	// sends are held.
+	Src netip.Addr
+	// Label (wire hook) names the shaper's rules (iptables comment
+	// "rttlab:<Label>"); it must be unique on the host. Rules found with
+	// it at start are stale (a killed shaper's) and removed.
+	Label string
 	// Hot (userspace shaper): after each packet the loop keeps reading
 	// without sleeping for this long, yielding the CPU between reads, so
 	// that the next packet of an exchange is read at once. 0 = sleep.
@@ -169,6 +189,7 @@ type Options struct {
 const (
 	HookIngress = "ingress"
 	HookEgress  = "egress"
+	HookWire    = "wire"
 )
 
 // Info says which backend runs and why.
@@ -183,8 +204,8 @@ type Info struct {
 // tries kernel netem for real (adds and removes a netem qdisc) and falls
 // back to the userspace NFQUEUE shaper when the kernel lacks netem.
 func New(ctx context.Context, opts Options) (Shaper, Info, error) {
-	if opts.QueueNum == 0 {
-		opts.QueueNum = DefaultQueueNum
+	if opts.QueueNum == 0 && opts.Hook != HookWire {
+		opts.QueueNum = DefaultQueueNum // a wire shaper picks a free queue of the host
 	}
 	link, err := resolveLink(opts.NetNS, opts.Link)
 	if err != nil {
@@ -207,7 +228,8 @@ func New(ctx context.Context, opts Options) (Shaper, Info, error) {
 			return nil, info, fmt.Errorf("auto: kernel netem unavailable (%v); userspace NFQUEUE: %w", kerr, uerr)
 		}
 		info.Backend = BackendUserspace
-		info.Why = fmt.Sprintf("auto: kernel netem unavailable (%q), using userspace NFQUEUE %d; %s", kernelWords(kerr), opts.QueueNum, u.detail)
+		info.Why = fmt.Sprintf("auto: kernel netem unavailable (%q), using userspace NFQUEUE %d; %s", kernelWords(kerr), u.opts.QueueNum, u.detail)
+		info.Link = u.link()
 		return u, info, nil
 	case BackendKernel:
 		k, err := newKernel(ctx, opts)
@@ -221,7 +243,8 @@ func New(ctx context.Context, opts Options) (Shaper, Info, error) {
 		if err != nil {
 			return nil, info, err
 		}
-		info.Backend, info.Why = BackendUserspace, fmt.Sprintf("requested, NFQUEUE %d; %s", opts.QueueNum, u.detail)
+		info.Backend, info.Why = BackendUserspace, fmt.Sprintf("requested, NFQUEUE %d; %s", u.opts.QueueNum, u.detail)
+		info.Link = u.link()
 		return u, info, nil
 	}
 	return nil, info, fmt.Errorf("unknown shaper backend %q: use auto, kernel or userspace", opts.Backend)

@@ -90,8 +90,12 @@ func newUserspace(ctx context.Context, opts Options) (*userspace, error) {
 	case "":
 		opts.Hook = HookIngress
 	case HookIngress, HookEgress:
+	case HookWire:
+		if err := checkWire(opts); err != nil {
+			return nil, fmt.Errorf("userspace shaper: %w", err)
+		}
 	default:
-		return nil, fmt.Errorf("userspace shaper: hook %q: use ingress or egress", opts.Hook)
+		return nil, fmt.Errorf("userspace shaper: hook %q: use wire, ingress or egress", opts.Hook)
 	}
 	for _, bin := range []string{"iptables", "ip6tables"} {
 		if _, err := exec.LookPath(bin); err != nil {
@@ -102,13 +106,13 @@ func newUserspace(ctx context.Context, opts Options) (*userspace, error) {
 	u.table.Store(&delayTable{})
 	u.stats.init()
 	// A shaper killed with SIGKILL leaves its rules behind (and traffic
-	// stopped): remove rules with this queue's comment before binding.
+	// stopped): remove rules with this shaper's comment before binding.
 	if err := u.sweep(); err != nil {
 		return nil, err
 	}
-	err := inNetNS(opts.NetNS, func() error {
-		s, err := openNFQueue(opts.QueueNum, queueMaxLen)
-		u.sock = s
+	err := inNetNS(u.ns(), func() error {
+		s, q, err := bindQueue(opts)
+		u.sock, u.opts.QueueNum = s, q
 		return err
 	})
 	if err != nil {
@@ -139,6 +143,9 @@ func newUserspace(ctx context.Context, opts Options) (*userspace, error) {
 	select {
 	case detail := <-u.ready:
 		u.detail = fmt.Sprintf("hook %s; %s; %s", opts.Hook, detail, stampNote)
+		if opts.Hook == HookWire {
+			u.detail = fmt.Sprintf("hook wire: holds what %s sends on bridge %s before the receiver sees it; %s; %s", opts.Src, opts.Bridge, detail, stampNote)
+		}
 		if opts.Hook == HookEgress {
 			u.detail = fmt.Sprintf("hook egress; %s; holds count from the read (the kernel stamps no packet queued at POSTROUTING)", detail)
 		}
@@ -179,9 +186,9 @@ func (u *userspace) Stats() Stats {
 // dropped because the queue was full, and packets the kernel could not
 // hand to the socket.
 func (u *userspace) kernelDrops() (queueDropped, userDropped uint64, ok bool) {
-	_ = inNetNS(u.opts.NetNS, func() error {
+	_ = inNetNS(u.ns(), func() error {
 		path := "/proc/self/net/netfilter/nfnetlink_queue"
-		if u.opts.NetNS != "" {
+		if u.ns() != "" {
 			path = "/proc/thread-self/net/netfilter/nfnetlink_queue"
 		}
 		data, err := os.ReadFile(path)
@@ -240,7 +247,32 @@ func (u *userspace) Err() error {
 	return u.err
 }
 
-func (u *userspace) comment() string { return "rttlab-" + strconv.Itoa(int(u.opts.QueueNum)) }
+// comment names the shaper's rules: its queue inside a container's own
+// namespace, its label on a shared bridge.
+func (u *userspace) comment() string {
+	if u.opts.Hook == HookWire {
+		return wireComment(u.opts.Label)
+	}
+	return "rttlab-" + strconv.Itoa(int(u.opts.QueueNum))
+}
+
+// ns is the network namespace of the shaper's queue and rules: the
+// bridge's for the wire hook, else the shaped namespace.
+func (u *userspace) ns() string {
+	if u.opts.Hook == HookWire {
+		return u.opts.HostNetNS
+	}
+	return u.opts.NetNS
+}
+
+// link is the interface the shaper's rules match: the bridge for the
+// wire hook, else the shaped link.
+func (u *userspace) link() string {
+	if u.opts.Hook == HookWire {
+		return u.opts.Bridge
+	}
+	return u.opts.Link
+}
 
 // rulesFor lists the rules that apply c: on ingress the packets that come
 // from the peers (or in on the link), on egress those sent to the peers
@@ -248,6 +280,9 @@ func (u *userspace) comment() string { return "rttlab-" + strconv.Itoa(int(u.opt
 // every setting, 0 included, pays the same cost of going through the
 // shaper and a change against 0 ms is the delay alone.
 func (u *userspace) rulesFor(c Config) []iptRule {
+	if u.opts.Hook == HookWire {
+		return u.wireRules(c)
+	}
 	chain, addr, dev := "PREROUTING", "-s", "-i"
 	if u.opts.Hook == HookEgress {
 		chain, addr, dev = "POSTROUTING", "-d", "-o"
@@ -396,7 +431,7 @@ func (u *userspace) ipt(r iptRule, op string) error {
 
 func (u *userspace) iptOutput(bin string, args ...string) (string, error) {
 	var out []byte
-	err := inNetNS(u.opts.NetNS, func() error {
+	err := inNetNS(u.ns(), func() error {
 		var err error
 		out, err = exec.Command(bin, args...).CombinedOutput()
 		return err
@@ -632,7 +667,7 @@ func (t *delayTable) laneFor(p pktInfo, hook string) (netip.Addr, int64) {
 		return netip.Addr{}, t.def
 	}
 	peer := p.src
-	if hook == HookEgress {
+	if hook == HookEgress || hook == HookWire {
 		peer = p.dst
 	}
 	peer = peer.Unmap()

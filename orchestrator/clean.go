@@ -20,10 +20,14 @@ type Cleaned struct {
 	Networks   int
 	Volumes    int
 	Images     int
+	Rules      int // wire shaper rules swept from the host's tables
 }
 
 func (c Cleaned) String() string {
 	s := fmt.Sprintf("%d container(s), %d network(s), %d volume(s)", c.Containers, c.Networks, c.Volumes)
+	if c.Rules > 0 {
+		s += fmt.Sprintf(", %d shaping rule(s)", c.Rules)
+	}
 	if c.Images > 0 {
 		s += fmt.Sprintf(", %d image(s)", c.Images)
 	}
@@ -41,11 +45,14 @@ func CleanRun(ctx context.Context, d Docker, runID string) (Cleaned, error) {
 	return clean(ctx, d, map[string]string{LabelRun: runID})
 }
 
-// CleanAll removes everything labelled by rttlab, of every run. With
-// images, the images rttlab built are removed too.
+// CleanAll removes everything labelled by rttlab, of every run, and every
+// wire shaper rule left in the host's tables. With images, the images
+// rttlab built are removed too.
 func CleanAll(ctx context.Context, d Docker, images bool) (Cleaned, error) {
 	c, err := clean(ctx, d, map[string]string{LabelRun: ""})
-	if err != nil || !images {
+	n, serr := SweepWireRules(ctx, d, "")
+	c.Rules += n
+	if err = errors.Join(err, serr); err != nil || !images {
 		return c, err
 	}
 	ids, err := d.RemoveImages(ctx, map[string]string{LabelApp: ""})
@@ -61,10 +68,18 @@ func clean(ctx context.Context, d Docker, filter map[string]string) (Cleaned, er
 		return c, err
 	}
 	// Agents and clients first: they share namespaces with the others and
-	// stop cleanly (removing their rules) on SIGTERM.
+	// stop cleanly (removing their rules) on SIGTERM. A wire shaper that is
+	// not running (killed) left its rules in the host's tables: sweep them.
+	sweep := map[string]bool{}
+	for _, ct := range cs {
+		if ct.Labels[LabelRole] == roleShaper && ct.State != "running" {
+			sweep[ct.Labels[LabelRun]] = true
+		}
+	}
 	for pass := 0; pass < 2; pass++ {
 		for _, ct := range cs {
-			isHelper := ct.Labels[LabelRole] == "agent" || ct.Labels[LabelRole] == "client"
+			role := ct.Labels[LabelRole]
+			isHelper := role == "agent" || role == roleShaper || role == "client"
 			if (pass == 0) != isHelper {
 				continue
 			}
@@ -76,6 +91,11 @@ func clean(ctx context.Context, d Docker, filter map[string]string) (Cleaned, er
 				continue
 			}
 			c.Containers++
+		}
+	}
+	for run := range sweep {
+		if _, err := SweepWireRules(ctx, d, run); err != nil {
+			errs = append(errs, fmt.Errorf("run %s: %w", run, err))
 		}
 	}
 	ns, err := d.ListNetworks(ctx, filter)

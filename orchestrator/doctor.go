@@ -12,9 +12,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netlink/nl"
 	"github.com/vishvananda/netns"
+
+	"github.com/rttlab/rttlab/netem"
 	"golang.org/x/sys/unix"
 )
 
@@ -242,19 +242,7 @@ func inThrowawayNetns(fn func() error) error {
 // ProbeKernelNetem adds a netem qdisc to lo in a throwaway netns and
 // returns the kernel's own words when that fails.
 func ProbeKernelNetem() error {
-	return inThrowawayNetns(func() error {
-		nl.EnableErrorMessageReporting = true
-		lo, err := netlink.LinkByName("lo")
-		if err != nil {
-			return err
-		}
-		q := netlink.NewNetem(netlink.QdiscAttrs{LinkIndex: lo.Attrs().Index, Handle: netlink.MakeHandle(1, 0), Parent: netlink.HANDLE_ROOT},
-			netlink.NetemQdiscAttrs{Latency: 1000})
-		if err := netlink.QdiscAdd(q); err != nil {
-			return fmt.Errorf("tc qdisc add dev lo root netem: %w", err)
-		}
-		return netlink.QdiscDel(q)
-	})
+	return inThrowawayNetns(netem.ProbeKernel)
 }
 
 // ProbeNFQueue adds an NFQUEUE rule in a throwaway netns.

@@ -47,8 +47,11 @@ type fakeDocker struct {
 	images     map[string]*fakeImage // by reference
 	pullable   map[string]bool
 	handlers   map[string]execHandler
-	faults     []*fakeFault
-	crashes    []*fakeFault
+	// streams: command prefixes whose handlers read stdin as it comes
+	// (execCall.StdinR) instead of after it closed (execCall.Stdin).
+	streams map[string]bool
+	faults  []*fakeFault
+	crashes []*fakeFault
 	// hostPort answers every published port (PublishLocal) with this host
 	// port on 127.0.0.1.
 	hostPort string
@@ -118,8 +121,10 @@ type execCall struct {
 	Env       []string
 	User      string
 	Stdin     []byte
-	Stdout    io.Writer
-	Stderr    io.Writer
+	// StdinR is stdin unread, for handlers registered with handleStream.
+	StdinR io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
 }
 
 // Flag returns the value following name in the command line, or "".
@@ -163,6 +168,7 @@ func newFakeDocker() *fakeDocker {
 		images:      map[string]*fakeImage{},
 		pullable:    map[string]bool{},
 		handlers:    map[string]execHandler{},
+		streams:     map[string]bool{},
 		ipByService: map[string]string{},
 	}
 }
@@ -180,6 +186,16 @@ func (f *fakeDocker) handle(prefix string, h execHandler) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.handlers[prefix] = h
+	delete(f.streams, prefix)
+}
+
+// handleStream is handle for a command that reads stdin while it runs
+// (x.StdinR), such as a capture stopped by closing its stdin.
+func (f *fakeDocker) handleStream(prefix string, h execHandler) {
+	f.handle(prefix, h)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.streams[prefix] = true
 }
 
 // failOn makes the next times calls of op whose subject ends with match
@@ -290,10 +306,19 @@ func (f *fakeDocker) countCalls(op string) int {
 }
 
 // Created returns the spec of every container created so far.
+// Created returns the specs of the containers created so far, without
+// the short-lived ones that only answer one question (the kernel netem
+// probe, a rule sweep).
 func (f *fakeDocker) Created() []ContainerSpec {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]ContainerSpec(nil), f.created...)
+	var out []ContainerSpec
+	for _, c := range f.created {
+		if c.Labels[LabelRole] != roleOnce {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // Execs returns every exec answered so far.
@@ -679,6 +704,10 @@ func (f *fakeDocker) Exec(ctx context.Context, id string, s ExecSpec) (int, erro
 	}
 	f.execs = append(f.execs, fakeExec{Container: c.Spec.Name, Cmd: append([]string(nil), s.Cmd...)})
 	h := f.handlerLocked(key)
+	stream := false
+	for p := range f.streams {
+		stream = stream || key == p || strings.HasPrefix(key, p+" ")
+	}
 	if h == nil {
 		f.unhandled = append(f.unhandled, key)
 	}
@@ -692,7 +721,9 @@ func (f *fakeDocker) Exec(ctx context.Context, id string, s ExecSpec) (int, erro
 	if x.Stderr == nil {
 		x.Stderr = io.Discard
 	}
-	if s.Stdin != nil {
+	if s.Stdin != nil && stream {
+		x.StdinR = s.Stdin
+	} else if s.Stdin != nil {
 		b, err := io.ReadAll(s.Stdin)
 		if err != nil {
 			return -1, err

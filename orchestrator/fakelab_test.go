@@ -48,8 +48,13 @@ type fakeLab struct {
 	// noPGSS makes pg_stat_statements unloaded (a user's PostgreSQL).
 	dbRole string
 	noPGSS bool
-	sql    []string // every psql -c query, in order
-	loads  []fakeLoad
+	// noNetem makes the kernel lack netem, so "auto" resolves to the
+	// userspace shaper (the wire hook by default); sweeps counts the
+	// wire-rule sweeps run and their label prefixes.
+	noNetem bool
+	sweeps  []string
+	sql     []string // every psql -c query, in order
+	loads   []fakeLoad
 	// items is what the fake app's /api/items saw: "METHOD path
 	// Authorization body" per request; traced what the trace agent read.
 	items  []string
@@ -121,10 +126,13 @@ func newFakeLab(t testing.TB) *fakeLab {
 		return 1, nil
 	})
 	l.handle("rttlab agent ctl", l.ctl)
+	l.handle("rttlab agent netem-probe", l.netemProbe)
+	l.handle("rttlab agent sweep", l.sweep)
 	l.handle("rttlab agent ping", l.ping)
 	l.handle("rttlab agent sqlprobe", l.sqlprobe)
 	l.handle("rttlab agent load", l.load)
 	l.handle("rttlab agent trace", l.trace)
+	l.handleStream("rttlab agent capture", l.capture)
 	return l
 }
 
@@ -303,6 +311,32 @@ func (l *fakeLab) ctl(ctx context.Context, x *execCall) (int, error) {
 	b, _ := json.Marshal(rep)
 	fmt.Fprintln(x.Stdout, string(b))
 	return 0, nil
+}
+
+func (l *fakeLab) netemProbe(ctx context.Context, x *execCall) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.noNetem {
+		fmt.Fprintln(x.Stdout, `{"kernel":false,"why":"tc qdisc add dev lo root netem: no such file or directory: Specified qdisc kind is unknown."}`)
+		return 0, nil
+	}
+	fmt.Fprintln(x.Stdout, `{"kernel":true,"why":"sch_netem works"}`)
+	return 0, nil
+}
+
+func (l *fakeLab) sweep(ctx context.Context, x *execCall) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.sweeps = append(l.sweeps, x.Flag("--label-prefix"))
+	fmt.Fprintln(x.Stdout, `{"removed":[]}`)
+	return 0, nil
+}
+
+// Sweeps returns the label prefixes of the wire-rule sweeps run so far.
+func (l *fakeLab) Sweeps() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.sweeps...)
 }
 
 func (l *fakeLab) ping(ctx context.Context, x *execCall) (int, error) {

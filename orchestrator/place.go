@@ -203,8 +203,10 @@ func (ps *PlaceSession) dead(ctx context.Context, d Docker) error {
 	}
 	if ps.Shaping != nil {
 		for _, a := range ps.Shaping.Agents {
-			if err := checkRunning(ctx, d, &Member{ID: a.ID, Name: a.Name}); err != nil {
-				return fmt.Errorf("shaping agent died: %w", err)
+			for _, c := range a.Containers() {
+				if err := checkRunning(ctx, d, c); err != nil {
+					return fmt.Errorf("shaping agent died: %w", err)
+				}
 			}
 		}
 	}

@@ -419,10 +419,8 @@ func (p *PlacePlan) Validate() error {
 	default:
 		return p.lineErr(0, "shaper %q: use auto, kernel or userspace", p.Shaper)
 	}
-	switch p.Hook {
-	case "", "ingress", "egress":
-	default:
-		return p.lineErr(0, "hook %q: use ingress or egress", p.Hook)
+	if err := validHook(p.Hook); err != nil {
+		return p.lineErr(0, "%v", err)
 	}
 	switch p.Calibrate {
 	case "on", "off":

@@ -72,8 +72,11 @@ type Plan struct {
 	Warmup   int       `yaml:"warmup" json:"warmup"`
 	Shaper   string    `yaml:"shaper" json:"shaper"`
 	Scope    string    `yaml:"scope" json:"scope"`
-	// Hook of the userspace shaper: ingress (default) or egress.
+	// Hook of the userspace shaper: wire (default), ingress or egress.
 	Hook string `yaml:"hook,omitempty" json:"hook,omitempty"`
+	// FloorMs is added to every shaped packet's one-way delay at every
+	// setting, 0 ms included (netem.Config.Floor); 0 = none.
+	FloorMs float64 `yaml:"floor_ms,omitempty" json:"floor_ms,omitempty"`
 	// Calibrate: auto (calibrate the userspace shaper, not kernel
 	// netem), on or off.
 	Calibrate string `yaml:"calibrate" json:"calibrate"`
@@ -407,10 +410,11 @@ func (p *Plan) Validate() error {
 	default:
 		return fmt.Errorf("shaper %q: use auto, kernel or userspace", p.Shaper)
 	}
-	switch p.Hook {
-	case "", "ingress", "egress":
-	default:
-		return fmt.Errorf("hook %q: use ingress or egress", p.Hook)
+	if err := validHook(p.Hook); err != nil {
+		return err
+	}
+	if p.FloorMs < 0 || p.FloorMs > 10 || math.IsNaN(p.FloorMs) {
+		return fmt.Errorf("floor_ms %g: use 0 (none) to 10 ms", p.FloorMs)
 	}
 	switch p.Calibrate {
 	case "", "auto", "on", "off":

@@ -261,6 +261,7 @@ func startSession(ctx context.Context, d Docker, target apps.Target, p *Plan, ru
 	if err != nil {
 		return nil, errors.Join(err, st.Remove(context.WithoutCancel(ctx), d))
 	}
+	s.sh.Floor = time.Duration(p.FloorMs * float64(time.Millisecond))
 	labels := RunLabels(runID, map[string]string{LabelRole: "client"})
 	s.client, err = d.CreateContainer(ctx, ContainerSpec{
 		Name: fmt.Sprintf("rttlab-%s-client", runID), Image: AgentImage,

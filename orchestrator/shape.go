@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/docker/docker/api/types/container"
+
 	"github.com/rttlab/rttlab/netem"
 	"github.com/rttlab/rttlab/workloads"
 )
@@ -21,12 +23,35 @@ var AgentImage = ImageRef("agent")
 // ErrAgentStopped is returned when a stack's shaping agent has stopped.
 var ErrAgentStopped = errors.New("shaping agent is not running")
 
-// Agent is a shaping sidecar sharing a stack member's network namespace.
+// Agent is a shaping sidecar sharing a stack member's network namespace:
+// probes run in it. Its shaper runs in it too, except for the userspace
+// wire hook, whose shaper runs in a container of its own on the host's
+// network (CtlID), holding the member's packets on the stack's bridge.
 type Agent struct {
-	Target *Member
-	ID     string
-	Name   string
-	Info   netem.Reply // backend and why, from the first show
+	Target  *Member
+	ID      string
+	Name    string
+	CtlID   string      // the container serving the shaper; "" = the sidecar
+	CtlName string      // its name
+	Info    netem.Reply // backend and why, from the first show
+}
+
+// ctl is the container that serves the agent's shaper.
+func (a *Agent) ctl() *Member {
+	if a.CtlID != "" {
+		return &Member{ID: a.CtlID, Name: a.CtlName}
+	}
+	return &Member{ID: a.ID, Name: a.Name}
+}
+
+// Containers lists the agent's containers: the sidecar, and the wire
+// shaper's when there is one.
+func (a *Agent) Containers() []*Member {
+	out := []*Member{{ID: a.ID, Name: a.Name}}
+	if a.CtlID != "" {
+		out = append(out, a.ctl())
+	}
+	return out
 }
 
 // Shaping is the set of agents of one stack.
@@ -41,18 +66,25 @@ type Shaping struct {
 	// one-way delay by SetRTT (from Calibrate); a setting without one is
 	// applied as configured.
 	Offsets map[int64][2]time.Duration
+	// Floor is added to every shaped packet's one-way delay, the 0 ms
+	// setting's included (netem.Config.Floor), so a change against 0 ms
+	// is the delay alone while the userspace shaper's own pass (the
+	// wait to be read) stays under it.
+	Floor time.Duration
 }
 
 // StartAgents starts one agent per shaped member of the stack, sharing its
-// network namespace with CAP_NET_ADMIN and CAP_NET_RAW only, and waits
-// until each answers.
-// hook is the userspace shaper's (ingress or egress; "" for the agent's
-// default, ingress).
+// network namespace with CAP_NET_ADMIN and CAP_NET_RAW, and waits until
+// each answers.
+// hook is the userspace shaper's: wire ("", the default: on the stack's
+// bridge in the host's namespace, for which the agent also gets
+// CAP_SYS_ADMIN and the host's namespace file), ingress or egress.
 func StartAgents(ctx context.Context, d Docker, st *Stack, backend, scope, hook string) (*Shaping, error) {
-	switch hook {
-	case "", netem.HookIngress, netem.HookEgress:
-	default:
-		return nil, fmt.Errorf("hook %q: use ingress or egress", hook)
+	if err := validHook(hook); err != nil {
+		return nil, err
+	}
+	if hook == "" {
+		hook = netem.HookWire
 	}
 	switch scope {
 	case "path", "interface":
@@ -60,30 +92,23 @@ func StartAgents(ctx context.Context, d Docker, st *Stack, backend, scope, hook 
 		return nil, fmt.Errorf("scope %q: use path or interface", scope)
 	}
 	sh := &Shaping{Stack: st, Agents: map[string]*Agent{}, Scope: scope}
+	wire := false
+	if hook == netem.HookWire {
+		b, err := resolveBackend(ctx, d, backend)
+		if err != nil {
+			return nil, err
+		}
+		backend, wire = b, b == netem.BackendUserspace
+	}
 	for _, m := range st.Members {
 		if !m.Shaped {
 			continue
 		}
-		name := m.Name + "-agent"
-		labels := RunLabels(st.RunID, nil)
-		labels[LabelRole] = "agent"
-		labels[LabelTarget] = m.ID
-		labels[LabelService] = m.Service
-		id, err := d.CreateContainer(ctx, ContainerSpec{
-			Name:        name,
-			Image:       AgentImage,
-			Cmd:         agentCmd(backend, hook),
-			Labels:      labels,
-			NetworkMode: "container:" + m.ID,
-			CapDrop:     []string{"ALL"},
-			CapAdd:      []string{"NET_ADMIN", "NET_RAW"},
-		})
-		if err != nil {
-			return sh, err
+		a, err := startAgent(ctx, d, st, m, backend, hook, wire)
+		if a != nil {
+			sh.Agents[m.Role] = a
 		}
-		a := &Agent{Target: m, ID: id, Name: name}
-		sh.Agents[m.Role] = a
-		if err := d.StartContainer(ctx, id); err != nil {
+		if err != nil {
 			return sh, err
 		}
 	}
@@ -96,7 +121,7 @@ func StartAgents(ctx context.Context, d Docker, st *Stack, backend, scope, hook 
 			if err == nil {
 				break
 			}
-			if err := checkRunning(ctx, d, &Member{ID: a.ID, Name: a.Name}); err != nil {
+			if err := checkRunning(ctx, d, a.ctl()); err != nil {
 				return sh, fmt.Errorf("agent for %s: %w", role, err)
 			}
 			if time.Now().After(deadline) {
@@ -126,7 +151,7 @@ func agentCmd(backend, hook string) []string {
 func (sh *Shaping) ctl(ctx context.Context, d Containers, a *Agent, op string, args ...string) (netem.Reply, error) {
 	var out, errb bytes.Buffer
 	cmd := append([]string{"/usr/local/bin/rttlab", "agent", "ctl", op}, args...)
-	code, err := d.Exec(ctx, a.ID, ExecSpec{Cmd: cmd, Stdout: &out, Stderr: &errb, Timeout: 30 * time.Second})
+	code, err := d.Exec(ctx, a.ctl().ID, ExecSpec{Cmd: cmd, Stdout: &out, Stderr: &errb, Timeout: 30 * time.Second})
 	if err != nil {
 		return netem.Reply{}, err
 	}
@@ -171,6 +196,9 @@ func (sh *Shaping) SetRTT(ctx context.Context, d Containers, rtt time.Duration) 
 			return fmt.Errorf("no agent for %s", s.role)
 		}
 		args := []string{"--delay", fmt.Sprintf("%dns", s.delay.Nanoseconds())}
+		if sh.Floor > 0 {
+			args = append(args, "--floor", fmt.Sprintf("%dns", sh.Floor.Nanoseconds()))
+		}
 		if sh.Scope == "path" {
 			args = append(args, "--peer", s.peer.IP)
 		}
@@ -292,8 +320,10 @@ func FindShaping(ctx context.Context, d Docker, runID string) (*Shaping, error) 
 			byID[c.ID] = m
 		}
 	}
+	shapers := map[string]container.Summary{} // wire shapers by target
 	for _, c := range cs {
-		if c.Labels[LabelRole] != "agent" {
+		role := c.Labels[LabelRole]
+		if role != "agent" && role != roleShaper {
 			continue
 		}
 		m := byID[c.Labels[LabelTarget]]
@@ -303,7 +333,16 @@ func FindShaping(ctx context.Context, d Docker, runID string) (*Shaping, error) 
 		if c.State != "running" {
 			return nil, fmt.Errorf("%w: %s (%s)", ErrAgentStopped, strings.TrimPrefix(c.Names[0], "/"), c.State)
 		}
+		if role == roleShaper {
+			shapers[m.ID] = c
+			continue
+		}
 		sh.Agents[m.Role] = &Agent{Target: m, ID: c.ID, Name: strings.TrimPrefix(c.Names[0], "/")}
+	}
+	for _, a := range sh.Agents {
+		if c, ok := shapers[a.Target.ID]; ok {
+			a.CtlID, a.CtlName = c.ID, strings.TrimPrefix(c.Names[0], "/")
+		}
 	}
 	if st.Role("app") == nil || st.Role("db") == nil {
 		return nil, fmt.Errorf("run %s is not a stack rttlab started (no app and database containers with its labels)", runID)
@@ -322,11 +361,13 @@ func (sh *Shaping) CheckAgents(ctx context.Context, d Docker) error {
 		if a == nil {
 			continue
 		}
-		if err := checkRunning(ctx, d, &Member{ID: a.ID, Name: a.Name}); err != nil {
-			if errors.Is(err, ErrContainerExited) {
-				return fmt.Errorf("shaping agent for %s died: %w", role, err)
+		for _, c := range a.Containers() {
+			if err := checkRunning(ctx, d, c); err != nil {
+				if errors.Is(err, ErrContainerExited) {
+					return fmt.Errorf("shaping agent for %s died: %w", role, err)
+				}
+				return err
 			}
-			return err
 		}
 	}
 	return nil

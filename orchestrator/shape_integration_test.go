@@ -155,9 +155,9 @@ func TestIntegrationShaperDeathStopsTraffic(t *testing.T) {
 	if before.Received == 0 {
 		t.Fatalf("no echo before the kill: %+v", before)
 	}
-	// SIGKILL the app's agent: the queue has no bypass, so app->db
+	// SIGKILL the app's shaper: the queue has no bypass, so app->db
 	// packets stop instead of passing unshaped.
-	if err := rt.KillContainer(ctx, sh.Agents["app"].ID, "SIGKILL"); err != nil {
+	if err := rt.KillContainer(ctx, sh.Agents["app"].ctl().ID, "SIGKILL"); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(300 * time.Millisecond)
@@ -179,25 +179,22 @@ func TestIntegrationAgentStopRemovesRules(t *testing.T) {
 	if err := sh.SetRTT(ctx, rt, time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
-	db := sh.Stack.Role("db")
-	side := prober(t, rt, sh, "side", "container:"+db.ID, "")
 	rules := func() string {
-		var out bytes.Buffer
-		code, err := rt.Exec(ctx, side, ExecSpec{Cmd: []string{"iptables", "-w", "-t", "mangle", "-S"}, Stdout: &out, Stderr: &out})
-		if err != nil || code != 0 {
-			t.Fatalf("iptables -S: %d %v %s", code, err, out.String())
+		rs, err := ListWireRules(ctx, rt, sh.Stack.RunID)
+		if err != nil {
+			t.Fatal(err)
 		}
-		return out.String()
+		return strings.Join(rs, "\n")
 	}
-	if r := rules(); !strings.Contains(r, "NFQUEUE") {
-		t.Fatalf("no NFQUEUE rule while shaping:\n%s", r)
+	if r := rules(); !strings.Contains(r, "NFQUEUE") || !strings.Contains(r, sh.Agents["db"].Target.IP) {
+		t.Fatalf("no NFQUEUE rule for the database while shaping:\n%s", r)
 	}
-	// SIGTERM (docker stop) lets the agent remove what it added.
-	if err := rt.StopContainer(ctx, sh.Agents["db"].ID, 10*time.Second); err != nil {
+	// SIGTERM (docker stop) lets the shaper remove what it added.
+	if err := rt.StopContainer(ctx, sh.Agents["db"].ctl().ID, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if r := rules(); strings.Contains(r, "NFQUEUE") {
-		t.Fatalf("NFQUEUE rule left after the agent stopped:\n%s", r)
+	if r := rules(); strings.Contains(r, "-s "+sh.Agents["db"].Target.IP+"/32") {
+		t.Fatalf("the database's rule is left after its shaper stopped:\n%s", r)
 	}
 	c, err := CleanRun(ctx, rt, sh.Stack.RunID)
 	if err != nil {

@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"github.com/rttlab/rttlab/results"
@@ -18,6 +19,13 @@ type ShapeVerifyOptions struct {
 	SelectCalls int
 	ToleranceMs float64
 	Seed        uint64
+	// OneWay captures the app<->database packets in both agents while
+	// each setting is measured and pairs them per direction (see
+	// OneWayDirection), on CaptureIface (default eth0), keeping at most
+	// CaptureMaxPackets per capture (default DefaultCaptureMaxPackets).
+	OneWay            bool
+	CaptureIface      string
+	CaptureMaxPackets int
 	// Row receives each row as it is measured.
 	Row func(ShapeRow)
 }
@@ -41,57 +49,34 @@ type ShapeRow struct {
 	// Sides is what each side's shaper did while this row was measured
 	// (none for the kernel backend and the no-shaper row).
 	Sides []ShaperDelta
+	// OneWay is what the wire showed per direction (app->db, db->app)
+	// while this row was measured; none without ShapeVerifyOptions.OneWay.
+	OneWay []OneWayDirection
 }
 
 // VerifyShaping measures, for each setting, the ICMP RTT from the app's
 // namespace to the database and the SELECT 1 latency, against the 0 ms
 // setting (which goes through the shaper too). A first row measures the
 // path with the shaper cleared, so the shaper's own cost at 0 ms shows.
+// With o.OneWay each row also carries the one-way delays the two
+// captures saw.
 func VerifyShaping(ctx context.Context, d Containers, sh *Shaping, o ShapeVerifyOptions) ([]ShapeRow, error) {
-	if o.Interval == 0 {
-		o.Interval = 10 * time.Millisecond
-	}
+	o.defaults()
 	var rows []ShapeRow
-	measure := func(r ShapeRow) (ShapeRow, error) {
-		before, err := sh.Snapshot(ctx, d)
-		if err != nil {
-			return r, err
+	emit := func(r ShapeRow) {
+		rows = append(rows, r)
+		if o.Row != nil {
+			o.Row(r)
 		}
-		pr, err := sh.Ping(ctx, d, o.ICMPCount, o.Interval)
-		if err != nil {
-			return r, err
-		}
-		r.ICMP = pr
-		runs, err := sh.SelectOne(ctx, d, o.SelectRuns, o.SelectCalls)
-		if err != nil {
-			return r, err
-		}
-		for _, run := range runs {
-			r.Select1Runs = append(r.Select1Runs, ms(run.Median))
-		}
-		r.Select1Ms = results.Median(r.Select1Runs)
-		if !r.NoShaper {
-			after, err := sh.Snapshot(ctx, d)
-			if err != nil {
-				return r, err
-			}
-			if r.Sides, err = ShaperDeltas(before, after); err != nil {
-				return r, err
-			}
-		}
-		return r, nil
 	}
 	if err := sh.Clear(ctx, d); err != nil {
 		return nil, err
 	}
-	ref, err := measure(ShapeRow{NoShaper: true})
+	ref, err := measureShapeRow(ctx, d, sh, o, ShapeRow{NoShaper: true})
 	if err != nil {
 		return nil, err
 	}
-	rows = append(rows, ref)
-	if o.Row != nil {
-		o.Row(ref)
-	}
+	emit(ref)
 	var base *ShapeRow
 	ordered := append([]float64{0}, o.DelaysMs...)
 	for i, rtt := range ordered {
@@ -101,7 +86,7 @@ func VerifyShaping(ctx context.Context, d Containers, sh *Shaping, o ShapeVerify
 		if err := sh.SetRTT(ctx, d, msDuration(rtt)); err != nil {
 			return rows, err
 		}
-		r, err := measure(ShapeRow{RTTms: rtt})
+		r, err := measureShapeRow(ctx, d, sh, o, ShapeRow{RTTms: rtt})
 		if err != nil {
 			return rows, err
 		}
@@ -109,22 +94,78 @@ func VerifyShaping(ctx context.Context, d Containers, sh *Shaping, o ShapeVerify
 			b := r
 			base = &b
 			// The shaper's own cost at 0 ms, against no shaper.
-			r.AddedMs = ms(r.ICMP.Median) - ms(ref.ICMP.Median)
-			r.Select1Diff = r.Select1Ms - ref.Select1Ms
-			r.Select1CI = results.BootstrapChangeCI(ref.Select1Runs, r.Select1Runs, 10000, results.NewRNG(o.Seed, "shape/0-vs-none"))
+			compareShapeRow(&r, ref, results.NewRNG(o.Seed, "shape/0-vs-none"))
 		} else {
 			r.HaveBaseline = true
-			r.AddedMs = ms(r.ICMP.Median) - ms(base.ICMP.Median)
-			r.Select1Diff = r.Select1Ms - base.Select1Ms
-			r.Select1CI = results.BootstrapChangeCI(base.Select1Runs, r.Select1Runs, 10000, results.NewRNG(o.Seed, fmt.Sprintf("shape/%g", rtt)))
+			compareShapeRow(&r, *base, results.NewRNG(o.Seed, fmt.Sprintf("shape/%g", rtt)))
 			out := func(v float64) bool { return v-rtt > o.ToleranceMs+1e-9 || v-rtt < -o.ToleranceMs-1e-9 }
 			r.ICMPFlag, r.Select1Flag = out(r.AddedMs), out(r.Select1Diff)
 			r.Flag = r.ICMPFlag || r.Select1Flag
 		}
-		rows = append(rows, r)
-		if o.Row != nil {
-			o.Row(r)
-		}
+		emit(r)
 	}
 	return rows, nil
+}
+
+func (o *ShapeVerifyOptions) defaults() {
+	if o.Interval == 0 {
+		o.Interval = 10 * time.Millisecond
+	}
+	if o.CaptureIface == "" {
+		o.CaptureIface = DefaultCaptureIface
+	}
+	if o.CaptureMaxPackets <= 0 {
+		o.CaptureMaxPackets = DefaultCaptureMaxPackets
+	}
+}
+
+// compareShapeRow fills in r's changes against base.
+func compareShapeRow(r *ShapeRow, base ShapeRow, rng *rand.Rand) {
+	r.AddedMs = ms(r.ICMP.Median) - ms(base.ICMP.Median)
+	r.Select1Diff = r.Select1Ms - base.Select1Ms
+	r.Select1CI = results.BootstrapChangeCI(base.Select1Runs, r.Select1Runs, 10000, rng)
+	addOneWayBaseline(r, base)
+}
+
+// measureShapeRow measures one setting: ICMP, SELECT 1, what the shaper
+// did (but for the no-shaper row) and, with o.OneWay, what the two
+// captures saw meanwhile.
+func measureShapeRow(ctx context.Context, d Containers, sh *Shaping, o ShapeVerifyOptions, r ShapeRow) (ShapeRow, error) {
+	before, err := sh.Snapshot(ctx, d)
+	if err != nil {
+		return r, err
+	}
+	var capture *oneWayCapture
+	if o.OneWay {
+		if capture, err = sh.startOneWay(ctx, d, o.CaptureIface, o.CaptureMaxPackets); err != nil {
+			return r, err
+		}
+		defer capture.abort()
+	}
+	if r.ICMP, err = sh.Ping(ctx, d, o.ICMPCount, o.Interval); err != nil {
+		return r, err
+	}
+	runs, err := sh.SelectOne(ctx, d, o.SelectRuns, o.SelectCalls)
+	if err != nil {
+		return r, err
+	}
+	for _, run := range runs {
+		r.Select1Runs = append(r.Select1Runs, ms(run.Median))
+	}
+	r.Select1Ms = results.Median(r.Select1Runs)
+	if capture != nil {
+		if r.OneWay, err = capture.finish(); err != nil {
+			return r, err
+		}
+	}
+	if !r.NoShaper {
+		after, err := sh.Snapshot(ctx, d)
+		if err != nil {
+			return r, err
+		}
+		if r.Sides, err = ShaperDeltas(before, after); err != nil {
+			return r, err
+		}
+	}
+	return r, nil
 }

@@ -295,7 +295,7 @@ func TestWaitsHonourContext(t *testing.T) {
 		return ctx.Err()
 	})
 	// An agent that never answers: StartAgents polls until its context ends.
-	shaped := &Stack{RunID: "r1", Members: []*Member{{Role: "app", Shaped: true, ID: "app1", Name: "rttlab-x-app"}}}
+	shaped := &Stack{RunID: "r1", NetworkID: "n1", Members: []*Member{{Role: "app", Shaped: true, ID: "app1", Name: "rttlab-x-app", IP: "172.30.0.3"}}}
 	within("StartAgents", func(ctx context.Context) error {
 		_, err := StartAgents(ctx, d, shaped, "userspace", "path", "")
 		return err

@@ -76,7 +76,7 @@ func StartWorkers(ctx context.Context, d Docker, t apps.Target, backend string) 
 	if err := waitDB(ctx, d, ws.db, 3*time.Minute); err != nil {
 		return ws, err
 	}
-	ws.dbSh, err = StartAgents(ctx, d, &Stack{RunID: runID, Members: []*Member{ws.db}}, backend, "path", "")
+	ws.dbSh, err = StartAgents(ctx, d, &Stack{RunID: runID, NetworkID: st.NetworkID, Members: []*Member{ws.db}}, backend, "path", "")
 	if err != nil {
 		return ws, err
 	}
@@ -139,6 +139,12 @@ func (ws *WorkersSession) stopApps(ctx context.Context) error {
 	}
 	if ws.appSh != nil {
 		for _, a := range ws.appSh.Agents {
+			if a.CtlID != "" {
+				// SIGTERM first: a wire shaper removes its rules from the
+				// host's tables as it stops.
+				_ = ws.D.StopContainer(ctx, a.CtlID, 3*time.Second)
+				ids = append(ids, a.CtlID)
+			}
 			ids = append(ids, a.ID)
 		}
 	}
@@ -240,7 +246,7 @@ func (ws *WorkersSession) ensureStack(ctx context.Context, t workers.Task) error
 		}
 	}
 	var err error
-	ws.appSh, err = StartAgents(ctx, ws.D, &Stack{RunID: ws.Stack.RunID, Members: ws.apps}, ws.Backend, "path", "")
+	ws.appSh, err = StartAgents(ctx, ws.D, &Stack{RunID: ws.Stack.RunID, NetworkID: ws.Stack.NetworkID, Members: ws.apps}, ws.Backend, "path", "")
 	if err != nil {
 		return err
 	}

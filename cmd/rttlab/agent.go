@@ -31,7 +31,9 @@ runs probes from it ('ping', 'sqlprobe'). The client container runs the
 load driver ('load'). Every command prints JSON.`,
 		Hidden: false,
 	}
+	cmd.AddCommand(newAgentSweepCmd(), newAgentNetemProbeCmd())
 	cmd.AddCommand(newAgentServeCmd(), newAgentCtlCmd(), newAgentPingCmd(), newAgentSQLProbeCmd(), newAgentLoadCmd(), newAgentIdleCmd(), newAgentTraceCmd(), newAgentProxyCmd(), newAgentConnectCmd(), newAgentOpenLoopCmd(), newAgentCapacityCmd(), newAgentWorkersProxyCmd())
+	cmd.AddCommand(newAgentCaptureCmd())
 	return cmd
 }
 
@@ -39,6 +41,7 @@ type agentServeOptions struct {
 	socket string
 	opts   netem.Options
 	queue  uint
+	src    string
 }
 
 // Defaults of the userspace shaper that `agent serve` runs.
@@ -68,8 +71,17 @@ Needs CAP_NET_ADMIN.`,
 			}
 			switch o.opts.Hook {
 			case netem.HookIngress, netem.HookEgress:
+			case netem.HookWire:
+				if o.opts.Bridge == "" || o.src == "" || o.opts.Label == "" {
+					return usagef("--hook wire needs --bridge, --src and --label")
+				}
+				a, err := netip.ParseAddr(o.src)
+				if err != nil {
+					return usagef("--src %q: give the shaped container's IP address", o.src)
+				}
+				o.opts.Src = a
 			default:
-				return usagef("--hook %q: use ingress or egress", o.opts.Hook)
+				return usagef("--hook %q: use wire, ingress or egress", o.opts.Hook)
 			}
 			if o.opts.Hot < 0 || o.opts.Hot > time.Second {
 				return usagef("--hot %v: use 0 (sleep between packets) up to 1s", o.opts.Hot)
@@ -92,7 +104,11 @@ Needs CAP_NET_ADMIN.`,
 	cmd.Flags().StringVar(&o.opts.Backend, "shaper", "auto", "auto, kernel or userspace")
 	cmd.Flags().StringVar(&o.opts.Link, "link", "", "egress interface (default: the default route's)")
 	cmd.Flags().UintVar(&o.queue, "queue", 0, "NFQUEUE number (0: the default)")
-	cmd.Flags().StringVar(&o.opts.Hook, "hook", defaultHook, "userspace shaper: ingress (hold packets from the peers, timed from the kernel's receive stamp) or egress (hold packets to the peers, timed from the read)")
+	cmd.Flags().StringVar(&o.opts.Hook, "hook", defaultHook, "userspace shaper: wire (hold the packets --src sends on --bridge in --host-netns, before the receiver sees them), ingress (hold packets from the peers after the receiver's kernel stamped them) or egress (hold packets to the peers, timed from the read)")
+	cmd.Flags().StringVar(&o.opts.HostNetNS, "host-netns", "", "wire hook: the network namespace file of the bridge (empty: this one)")
+	cmd.Flags().StringVar(&o.opts.Bridge, "bridge", "", "wire hook: the bridge the shaped container is attached to")
+	cmd.Flags().StringVar(&o.src, "src", "", "wire hook: the shaped container's address")
+	cmd.Flags().StringVar(&o.opts.Label, "label", "", "wire hook: a name for the shaper's rules, unique on the host")
 	cmd.Flags().DurationVar(&o.opts.Hot, "hot", defaultHot, "userspace shaper: keep reading without sleeping this long after each packet (0: sleep)")
 	return cmd
 }

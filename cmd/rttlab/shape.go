@@ -62,6 +62,7 @@ func findUp(ctx context.Context, rt *orchestrator.Runtime, run string) (*orchest
 
 type shapeSetOptions struct {
 	rtt   string
+	floor string
 	scope string
 	run   string
 }
@@ -72,7 +73,9 @@ func newShapeSetCmd() *cobra.Command {
 		Use:   "set --rtt D",
 		Short: "Apply a split delay to a stack started with 'rttlab up'",
 		Long: `Sets RTT D (with a unit: 0.5ms, 250us; 0 to 1s) between the app and the
-database of a stack started with 'rttlab up': D/2 on each side's egress.
+database of a stack started with 'rttlab up': D/2 on each direction, held
+after the sender sent a packet and before the receiver sees it (kernel
+netem on the sender's link, or the userspace shaper on the stack's bridge).
 --scope path (default) delays only app<->database packets; interface
 delays all egress of both containers (the seed study's method).
 
@@ -84,6 +87,11 @@ Example:
 		PreRunE: func(cmd *cobra.Command, args []string) error {
 			if _, err := parseRTT(o.rtt); err != nil {
 				return err
+			}
+			if o.floor != "" {
+				if _, err := parseRTT(o.floor); err != nil {
+					return usagef("--floor: %v", err)
+				}
 			}
 			return validScope(o.scope)
 		},
@@ -100,6 +108,9 @@ Example:
 				return err
 			}
 			sh.Scope = o.scope
+			if o.floor != "" {
+				sh.Floor, _ = parseRTT(o.floor)
+			}
 			if err := sh.SetRTT(ctx, rt, d); err != nil {
 				return err
 			}
@@ -108,6 +119,7 @@ Example:
 	}
 	cmd.Flags().StringVar(&o.rtt, "rtt", "", "target RTT with a unit, e.g. 0.5ms")
 	cmd.Flags().StringVar(&o.scope, "scope", "path", "path or interface")
+	cmd.Flags().StringVar(&o.floor, "floor", "", "added to every packet's one-way delay, 0 included, with a unit (e.g. 0.3ms)")
 	cmd.Flags().StringVar(&o.run, "run", "", "the stack's run id (when several are up)")
 	return cmd
 }
@@ -191,6 +203,8 @@ type shapeVerifyOptions struct {
 	json        bool
 	calibrate   string
 	hook        string
+	floorMs     float64
+	oneWay      bool
 	delaysMs    []float64
 }
 
@@ -206,14 +220,23 @@ change against 0 ms with a 95% bootstrap CI). A first row measures the
 path with the shaper cleared, so the 0 ms row shows the shaper's own cost.
 Rows where |added - configured| exceeds --tolerance are flagged. This is
 the accuracy benchmark of the shaper; the figures depend on the host's
-load, so run it on a quiet machine.`,
+load, so run it on a quiet machine.
+
+With --one-way (the default) both agents also capture the app<->database
+packets on their interface while each setting is measured, with kernel
+stamps on the host's one clock; each packet that left one side is paired
+with its arrival at the other, so each direction's one-way delay shows as
+the receiver's kernel saw it, apart from process wake-ups and from the
+shaper's own statistics: p50 added against the 0 ms setting, p99, and the
+share of packets paired. A delay held after the receiver's kernel stamped
+the packet does not show there.`,
 		Args: cobra.ExactArgs(1),
 		PreRunE: func(cmd *cobra.Command, args []string) error {
 			d, err := orchestrator.ParseDelaysMs(o.delays)
 			if err != nil {
 				return usagef("--delays: %v", err)
 			}
-			p := &orchestrator.Plan{DelaysMs: d, Runs: 1, Requests: 1, Shaper: o.shaper, Scope: o.scope, Calibrate: o.calibrate, Hook: o.hook, Apps: []orchestrator.PlanApp{{Name: args[0]}}}
+			p := &orchestrator.Plan{DelaysMs: d, Runs: 1, Requests: 1, Shaper: o.shaper, Scope: o.scope, Calibrate: o.calibrate, Hook: o.hook, FloorMs: o.floorMs, Apps: []orchestrator.PlanApp{{Name: args[0]}}}
 			p.Defaults()
 			if err := p.Validate(); err != nil {
 				return usageError{err}
@@ -250,8 +273,9 @@ load, so run it on a quiet machine.`,
 				return err
 			}
 			defer removeStack(ctx, rt, st, &err)
-			fmt.Fprintf(table, "shaper: %s (%s); scope %s; ICMP %d echoes, SELECT 1 %d runs x %d calls; tolerance %.3f ms\n",
-				sh.Backend, sh.Why, o.scope, o.icmp, o.selectRuns, o.selectCalls, o.tolerance)
+			sh.Floor = time.Duration(o.floorMs * float64(time.Millisecond))
+			fmt.Fprintf(table, "shaper: %s (%s); floor %g ms; scope %s; ICMP %d echoes, SELECT 1 %d runs x %d calls; tolerance %.3f ms\n",
+				sh.Backend, sh.Why, o.floorMs, o.scope, o.icmp, o.selectRuns, o.selectCalls, o.tolerance)
 			var cal []results.CalibrationPoint
 			plan := orchestrator.Plan{Calibrate: o.calibrate}
 			if plan.Calibrates(sh.Backend) {
@@ -273,13 +297,8 @@ load, so run it on a quiet machine.`,
 			flagged := 0
 			rows, err := orchestrator.VerifyShaping(ctx, rt, sh, orchestrator.ShapeVerifyOptions{
 				DelaysMs: o.delaysMs, ICMPCount: o.icmp, SelectRuns: o.selectRuns, SelectCalls: o.selectCalls,
-				ToleranceMs: o.tolerance, Seed: o.seed,
-				Row: func(r orchestrator.ShapeRow) {
-					if r.Flag {
-						flagged++
-					}
-					fmt.Fprintln(table, verifyRowLine(r))
-				},
+				ToleranceMs: o.tolerance, Seed: o.seed, OneWay: o.oneWay,
+				Row: printVerifyRow(table, &flagged),
 			})
 			if err != nil {
 				return err
@@ -297,14 +316,30 @@ load, so run it on a quiet machine.`,
 	cmd.Flags().StringVar(&o.shaper, "shaper", "auto", "auto, kernel or userspace")
 	cmd.Flags().StringVar(&o.scope, "scope", "path", "path or interface")
 	cmd.Flags().Float64Var(&o.tolerance, "tolerance", results.DefaultToleranceMs, "flag |added - configured| above this (ms), for ICMP and SELECT 1")
-	cmd.Flags().StringVar(&o.hook, "hook", "", "userspace shaper's hook: ingress (default) or egress")
+	cmd.Flags().StringVar(&o.hook, "hook", "", "userspace shaper's hook: wire (default: on the stack's bridge, before the receiver sees a packet), ingress or egress")
+	cmd.Flags().Float64Var(&o.floorMs, "floor", 0, "ms added to every packet's one-way delay at every setting, 0 included (0: none)")
 	cmd.Flags().StringVar(&o.calibrate, "calibrate", "auto", "calibrate each setting with ICMP before measuring: auto (userspace shaper only), on or off")
+	cmd.Flags().BoolVar(&o.oneWay, "one-way", true, "capture the app<->database packets in both agents per setting and pair them into one-way delays")
 	cmd.Flags().BoolVar(&o.json, "json", false, "print the rows as JSON on stdout (the table goes to stderr)")
 	cmd.Flags().IntVar(&o.icmp, "icmp", 50, "ICMP echoes per setting")
 	cmd.Flags().IntVar(&o.selectRuns, "select-runs", 5, "SELECT 1 runs per setting")
 	cmd.Flags().IntVar(&o.selectCalls, "select-calls", 200, "SELECT 1 calls per run")
 	cmd.Flags().Uint64Var(&o.seed, "seed", 1, "seed of the bootstrap")
 	return cmd
+}
+
+// printVerifyRow prints each row as it is measured (with the one-way
+// line under it when there is one) and counts the flagged ones.
+func printVerifyRow(table io.Writer, flagged *int) func(orchestrator.ShapeRow) {
+	return func(r orchestrator.ShapeRow) {
+		if r.Flag {
+			*flagged++
+		}
+		fmt.Fprintln(table, verifyRowLine(r))
+		if line := oneWayLine(r); line != "" {
+			fmt.Fprintln(table, line)
+		}
+	}
 }
 
 // verifyLine lays out one line of the verify table in fixed columns, so
@@ -384,12 +419,16 @@ type verifyRowJSON struct {
 	Calibrated      bool             `json:"calibrated"`
 	OffsetUs        *float64         `json:"calibration_offset_us"`
 	Shaper          []verifySideJSON `json:"shaper"`
+	// OneWay: per direction, what the two captures saw (empty without
+	// --one-way).
+	OneWay []verifyOneWayJSON `json:"one_way"`
 }
 
 type verifyJSON struct {
 	Backend     string          `json:"backend"`
 	Why         string          `json:"why"`
 	Scope       string          `json:"scope"`
+	FloorMs     float64         `json:"floor_ms"`
 	ToleranceMs float64         `json:"tolerance_ms"`
 	ICMPCount   int             `json:"icmp_count"`
 	SelectRuns  int             `json:"select1_runs"`
@@ -402,16 +441,22 @@ type verifyJSON struct {
 	// calibration tunes the ICMP added RTT, so a calibrated row's ICMP
 	// flag is not an independent check; SELECT 1's is.
 	Calibration []results.CalibrationPoint `json:"calibration"`
+	// OneWayMethod says how the one_way figures of the rows were made
+	// ("" without --one-way).
+	OneWayMethod string `json:"one_way_method"`
 }
 
 func writeVerifyJSON(w io.Writer, sh *orchestrator.Shaping, o *shapeVerifyOptions, rows []orchestrator.ShapeRow, cal []results.CalibrationPoint) error {
 	if cal == nil {
 		cal = []results.CalibrationPoint{}
 	}
-	doc := verifyJSON{Calibration: cal, Backend: sh.Backend, Why: sh.Why, Scope: o.scope, ToleranceMs: o.tolerance, ICMPCount: o.icmp,
+	doc := verifyJSON{Calibration: cal, Backend: sh.Backend, Why: sh.Why, Scope: o.scope, FloorMs: o.floorMs, ToleranceMs: o.tolerance, ICMPCount: o.icmp,
 		SelectRuns: o.selectRuns, SelectCalls: o.selectCalls, Seed: o.seed,
 		CIMethod: "percentile bootstrap (10000 resamples) of the difference of medians of the run medians, resampling both settings' runs independently",
 		Rows:     []verifyRowJSON{}}
+	if o.oneWay {
+		doc.OneWayMethod = oneWayMethod
+	}
 	for _, r := range rows {
 		jr := verifyRowJSON{RTTms: r.RTTms, NoShaper: r.NoShaper, ICMPMeanMs: ms(r.ICMP.Mean), ICMPMedianMs: ms(r.ICMP.Median),
 			ICMPReceived: r.ICMP.Received, Select1Ms: r.Select1Ms, Select1RunsMs: r.Select1Runs,
@@ -442,6 +487,7 @@ func writeVerifyJSON(w io.Writer, sh *orchestrator.Shaping, o *shapeVerifyOption
 		for _, sd := range r.Sides {
 			jr.Shaper = append(jr.Shaper, verifySideJSON{Side: sd.Role, Hook: sd.Direction, Summary: sd.Summary})
 		}
+		jr.OneWay = oneWayJSON(r.OneWay)
 		doc.Rows = append(doc.Rows, jr)
 	}
 	b, err := json.MarshalIndent(doc, "", "  ")

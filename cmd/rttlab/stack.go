@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -317,7 +318,9 @@ func newCleanCmd() *cobra.Command {
 io.rttlab.run (of all runs, or only --run ID), and nothing else: a
 container without the label is never touched. Agents remove their queue
 rules and qdiscs as they stop; removing a container removes its network
-namespace. With --images, the images rttlab built (label io.rttlab.app)
+namespace. Wire shaping rules left in the host's tables by a killed agent
+(their comment is "rttlab:<run>/<container>") are removed too, and nothing
+else of the host's tables. With --images, the images rttlab built (label io.rttlab.app)
 are removed too.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -330,6 +333,9 @@ are removed too.`,
 			var c orchestrator.Cleaned
 			if o.run != "" {
 				c, err = orchestrator.CleanRun(ctx, rt, o.run)
+				n, serr := orchestrator.SweepWireRules(ctx, rt, o.run)
+				c.Rules += n
+				err = errors.Join(err, serr)
 			} else {
 				c, err = orchestrator.CleanAll(ctx, rt, o.images)
 			}

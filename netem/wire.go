@@ -1,0 +1,201 @@
+package netem
+
+import (
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// The wire hook holds packets on a bridge in the engine host's network
+// namespace, through bridge netfilter: a packet a container sends crosses
+// its veth, is stamped on arrival at the bridge port, and is held in the
+// host's mangle PREROUTING before it is bridged to the receiver's veth.
+// Crossing into the receiver's namespace clears the stamp, so the
+// receiver's kernel (ping's SO_TIMESTAMP, tcpdump, the application) sees
+// the packet after the hold, as it would behind a wire or netem on the
+// sender's link.
+
+// WireCommentPrefix starts the comment of every rule a wire shaper adds
+// in the host's tables; the rest is the shaper's label.
+const WireCommentPrefix = "rttlab:"
+
+// bridgeNFCall is the sysctl that sends bridged IPv4 packets through
+// iptables.
+const bridgeNFCall = "/proc/sys/net/bridge/bridge-nf-call-iptables"
+
+func wireComment(label string) string { return WireCommentPrefix + label }
+
+// checkWire validates the wire hook's options and that the host can run
+// it: the bridge exists in HostNetNS and bridge netfilter is on there.
+func checkWire(o Options) error {
+	if o.Bridge == "" {
+		return errors.New("wire hook: no bridge given (--bridge)")
+	}
+	if !o.Src.IsValid() || o.Src.IsUnspecified() {
+		return errors.New("wire hook: no address of the shaped container given (--src)")
+	}
+	if o.Label == "" || strings.ContainsAny(o.Label, " \t\n\"'") || len(o.Label) > 200 {
+		return fmt.Errorf("wire hook: label %q: give a unique name without spaces or quotes, at most 200 bytes (--label)", o.Label)
+	}
+	return inNetNS(o.HostNetNS, func() error {
+		l, err := netlink.LinkByName(o.Bridge)
+		if err != nil {
+			return fmt.Errorf("wire hook: bridge %s not found in the host's network namespace (%v): the engine must run on this host", o.Bridge, err)
+		}
+		if l.Type() != "bridge" {
+			return fmt.Errorf("wire hook: %s is a %s, not a bridge", o.Bridge, l.Type())
+		}
+		return BridgeNetfilter()
+	})
+}
+
+// BridgeNetfilter reports whether bridged IPv4 packets go through
+// iptables in the calling thread's network namespace, which the wire hook
+// needs; the error names the fix.
+func BridgeNetfilter() error {
+	b, err := os.ReadFile(bridgeNFCall)
+	if errors.Is(err, os.ErrNotExist) {
+		return errors.New("bridge netfilter is missing (no " + bridgeNFCall + "): load it with `modprobe br_netfilter`, or use a host with kernel netem")
+	}
+	if err != nil {
+		return fmt.Errorf("read %s: %w", bridgeNFCall, err)
+	}
+	if strings.TrimSpace(string(b)) != "1" {
+		return errors.New("bridge netfilter is off (" + bridgeNFCall + " is " + strings.TrimSpace(string(b)) + "): turn it on with `sysctl -w net.bridge.bridge-nf-call-iptables=1`")
+	}
+	return nil
+}
+
+// bindQueue opens the shaper's queue in the calling thread's namespace:
+// opts.QueueNum, or for the wire hook with QueueNum 0 the first free
+// queue from a start derived from the label (the host's queues are shared
+// by every run on it).
+func bindQueue(opts Options) (*nfqSocket, uint16, error) {
+	if opts.QueueNum != 0 {
+		s, err := openNFQueue(opts.QueueNum, queueMaxLen)
+		return s, opts.QueueNum, err
+	}
+	h := fnv.New32a()
+	h.Write([]byte(opts.Label))
+	start := 10000 + h.Sum32()%50000
+	const tries = 64
+	var err error
+	for i := uint32(0); i < tries; i++ {
+		q := uint16(start + i)
+		var s *nfqSocket
+		if s, err = openNFQueue(q, queueMaxLen); err == nil {
+			return s, q, nil
+		}
+		if !errors.Is(err, unix.EPERM) && !errors.Is(err, unix.EBUSY) && !errors.Is(err, unix.EEXIST) {
+			return nil, 0, err
+		}
+	}
+	return nil, 0, fmt.Errorf("no free NFQUEUE among %d..%d (taken, or no CAP_NET_ADMIN): %w", start, start+tries-1, err)
+}
+
+// wireRules are the rules of the wire hook: on the bridge, the packets
+// Src sends (to the peers in path scope), caught where they enter the
+// bridge from a port (--physdev-is-in), so nothing routed through the
+// host is held.
+func (u *userspace) wireRules(c Config) []iptRule {
+	bin, mask := "iptables", "/32"
+	if u.opts.Src.Unmap().Is6() {
+		bin, mask = "ip6tables", "/128"
+	}
+	head := "-i " + u.opts.Bridge + " -s " + u.opts.Src.Unmap().String() + mask
+	tail := fmt.Sprintf("-m physdev --physdev-is-in -m comment --comment %s -j NFQUEUE --queue-num %d", u.comment(), u.opts.QueueNum)
+	if c.Scope() == "interface" {
+		return []iptRule{{bin, "PREROUTING", head + " " + tail}}
+	}
+	var out []iptRule
+	for _, e := range c.Entries() {
+		p := e.Peer.Unmap()
+		if p.Is6() != u.opts.Src.Unmap().Is6() {
+			continue // no packet of Src's family goes there
+		}
+		r := iptRule{bin, "PREROUTING", head + " -d " + p.String() + mask + " " + tail}
+		if !slices.Contains(out, r) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// SweepWire removes, in the network namespace at nsPath ("" = the
+// caller's), every mangle rule whose comment is a wire shaper's with a
+// label starting with labelPrefix ("" = every rttlab wire rule). It is how
+// a run's cleanup and `rttlab clean` remove what a killed shaper left in
+// the host's tables. It returns the rules removed; with list, it removes
+// nothing and returns the rules it would remove.
+func SweepWire(nsPath, labelPrefix string, list bool) ([]string, error) {
+	var removed []string
+	var errs []error
+	err := inNetNS(nsPath, func() error {
+		for _, bin := range []string{"iptables", "ip6tables"} {
+			if _, err := exec.LookPath(bin); err != nil {
+				continue
+			}
+			for _, chain := range []string{"PREROUTING", "POSTROUTING"} {
+				out, err := exec.Command(bin, "-w", "-t", "mangle", "-S", chain).CombinedOutput()
+				if err != nil {
+					errs = append(errs, fmt.Errorf("%s -t mangle -S %s: %w: %s", bin, chain, err, strings.TrimSpace(string(out))))
+					continue
+				}
+				for _, line := range strings.Split(string(out), "\n") {
+					f := strings.Fields(line)
+					if len(f) < 3 || f[0] != "-A" || !wireRuleOf(f, labelPrefix) {
+						continue
+					}
+					if list {
+						removed = append(removed, line)
+						continue
+					}
+					args := append([]string{"-w", "-t", "mangle", "-D", chain}, unquote(f[2:])...)
+					if o, err := exec.Command(bin, args...).CombinedOutput(); err != nil {
+						errs = append(errs, fmt.Errorf("remove %q: %w: %s", line, err, strings.TrimSpace(string(o))))
+						continue
+					}
+					slog.Info("removed wire shaping rule", "rule", line)
+					removed = append(removed, line)
+				}
+			}
+		}
+		return nil
+	})
+	return removed, errors.Join(append(errs, err)...)
+}
+
+// wireRuleOf reports whether a rule's fields carry a wire comment whose
+// label starts with prefix.
+func wireRuleOf(fields []string, prefix string) bool {
+	for i := 0; i+1 < len(fields); i++ {
+		if fields[i] != "--comment" {
+			continue
+		}
+		c := strings.Trim(fields[i+1], `"`)
+		if strings.HasPrefix(c, WireCommentPrefix+prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+func unquote(fs []string) []string {
+	out := make([]string, len(fs))
+	for i, f := range fs {
+		if u, err := strconv.Unquote(f); err == nil && strings.HasPrefix(f, `"`) {
+			f = u
+		}
+		out[i] = f
+	}
+	return out
+}

@@ -1,0 +1,257 @@
+package orchestrator
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rttlab/rttlab/workloads"
+)
+
+// The one-way check: both agents capture the app<->database packets on
+// their container's interface while a setting is measured, with kernel
+// stamps on one clock; pairing the packets that left one side with their
+// arrival at the other gives each direction's one-way delay as the
+// receiver's kernel saw it, independently of process wake-ups and of the
+// shaper's own statistics.
+const (
+	// DefaultCaptureIface is the interface inside the containers.
+	DefaultCaptureIface = "eth0"
+	// DefaultCaptureMaxPackets caps each capture of one setting.
+	DefaultCaptureMaxPackets = 100000
+	// captureFor bounds a capture that is never told to stop (the
+	// longest probes of a setting fit well inside).
+	captureFor = 15 * time.Minute
+	// captureOutputMax bounds what a capture may print.
+	captureOutputMax = 64 << 20
+	captureStart     = 30 * time.Second
+	captureStop      = 30 * time.Second
+)
+
+// Directions of the one-way check, in the order of ShapeRow.OneWay.
+const (
+	DirAppToDB = "app->db"
+	DirDBToApp = "db->app"
+)
+
+// OneWayDirection is what the two captures of one setting showed for one
+// direction.
+type OneWayDirection struct {
+	Direction string // DirAppToDB or DirDBToApp
+	workloads.OneWay
+	// AddedP50Ms is the p50 one-way delay minus the baseline's (the 0 ms
+	// setting; for the 0 ms row, the row without shaper); HaveAdded when
+	// both had matched packets.
+	AddedP50Ms float64
+	HaveAdded  bool
+}
+
+// addOneWayBaseline fills in r's added one-way delays against base.
+func addOneWayBaseline(r *ShapeRow, base ShapeRow) {
+	for i := range r.OneWay {
+		if i >= len(base.OneWay) || base.OneWay[i].Direction != r.OneWay[i].Direction {
+			continue
+		}
+		if r.OneWay[i].Matched > 0 && base.OneWay[i].Matched > 0 {
+			r.OneWay[i].AddedP50Ms = r.OneWay[i].P50Ms - base.OneWay[i].P50Ms
+			r.OneWay[i].HaveAdded = true
+		}
+	}
+}
+
+// oneWayCapture is the pair of captures running while a setting is
+// measured: the app's agent's and the database's agent's.
+type oneWayCapture struct {
+	app, db *captureRun
+}
+
+// startOneWay starts `rttlab agent capture` in both agents concurrently
+// and returns once both capture (or the first error, both stopped).
+func (sh *Shaping) startOneWay(ctx context.Context, d Containers, iface string, maxPackets int) (*oneWayCapture, error) {
+	app, db := sh.Stack.Role("app"), sh.Stack.Role("db")
+	aa, da := sh.Agents["app"], sh.Agents["db"]
+	if app == nil || db == nil || aa == nil || da == nil {
+		return nil, errors.New("one-way capture: the stack has no app and database agents")
+	}
+	c := &oneWayCapture{
+		app: startCapture(ctx, d, aa, iface, app.IP, db.IP, maxPackets),
+		db:  startCapture(ctx, d, da, iface, db.IP, app.IP, maxPackets),
+	}
+	for _, r := range []*captureRun{c.app, c.db} {
+		if err := r.waitReady(ctx); err != nil {
+			c.abort()
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// finish stops both captures and pairs their packets per direction.
+func (c *oneWayCapture) finish() ([]OneWayDirection, error) {
+	c.app.stdin.Close()
+	c.db.stdin.Close()
+	appCap, err := c.app.result()
+	if err != nil {
+		c.abort()
+		return nil, err
+	}
+	dbCap, err := c.db.result()
+	if err != nil {
+		return nil, err
+	}
+	return []OneWayDirection{
+		{Direction: DirAppToDB, OneWay: workloads.MatchOneWay(appCap, dbCap)},
+		{Direction: DirDBToApp, OneWay: workloads.MatchOneWay(dbCap, appCap)},
+	}, nil
+}
+
+// abort stops both captures, keeping nothing (safe after finish).
+func (c *oneWayCapture) abort() {
+	for _, r := range []*captureRun{c.app, c.db} {
+		r.stdin.Close()
+		r.cancel()
+		<-r.done
+	}
+}
+
+// captureRun is one `rttlab agent capture` running in an agent; closing
+// stdin stops it.
+type captureRun struct {
+	agent  *Agent
+	stdin  *io.PipeWriter
+	cancel context.CancelFunc
+	out    cappedBuffer
+	errb   *readyWriter
+	done   chan struct{}
+	code   int
+	err    error
+}
+
+func startCapture(ctx context.Context, d Containers, a *Agent, iface, local, peer string, maxPackets int) *captureRun {
+	ctx, cancel := context.WithCancel(ctx)
+	pr, pw := io.Pipe()
+	c := &captureRun{agent: a, stdin: pw, cancel: cancel, out: cappedBuffer{max: captureOutputMax},
+		errb: &readyWriter{prefix: workloads.CaptureReady, ready: make(chan struct{})}, done: make(chan struct{})}
+	cmd := []string{"/usr/local/bin/rttlab", "agent", "capture", "--iface", iface, "--local", local, "--peer", peer,
+		"--for", captureFor.String(), "--max-packets", fmt.Sprint(maxPackets), "--stop-on-eof"}
+	go func() {
+		defer close(c.done)
+		c.code, c.err = d.Exec(ctx, a.ID, ExecSpec{Cmd: cmd, Stdin: pr, Stdout: &c.out, Stderr: c.errb, Timeout: captureFor + time.Minute})
+		pr.Close() // ends the copy of stdin into the exec
+	}()
+	return c
+}
+
+// waitReady returns once the capture says it captures, or why it does not.
+func (c *captureRun) waitReady(ctx context.Context) error {
+	t := time.NewTimer(captureStart)
+	defer t.Stop()
+	select {
+	case <-c.errb.ready:
+		return nil
+	case <-c.done:
+		return c.failure("ended before it started capturing")
+	case <-ctx.Done():
+		return fmt.Errorf("one-way capture in %s: %w", c.agent.Name, ctx.Err())
+	case <-t.C:
+		return fmt.Errorf("one-way capture in %s did not start within %s", c.agent.Name, captureStart)
+	}
+}
+
+// result waits for the capture to end (its stdin closed) and decodes it.
+func (c *captureRun) result() (workloads.Capture, error) {
+	var res workloads.Capture
+	t := time.NewTimer(captureStop)
+	defer t.Stop()
+	select {
+	case <-c.done:
+	case <-t.C:
+		c.cancel()
+		<-c.done
+		return res, fmt.Errorf("one-way capture in %s did not stop within %s of its input closing", c.agent.Name, captureStop)
+	}
+	if c.err != nil || c.code != 0 {
+		return res, c.failure("failed")
+	}
+	if c.out.over {
+		return res, fmt.Errorf("one-way capture in %s printed more than %d MiB", c.agent.Name, captureOutputMax>>20)
+	}
+	if err := json.Unmarshal(c.out.b.Bytes(), &res); err != nil {
+		return res, fmt.Errorf("one-way capture in %s: its output (%d bytes) is not a capture", c.agent.Name, c.out.b.Len())
+	}
+	return res, nil
+}
+
+// failure says why a capture ended: the exec's error, or its stderr.
+func (c *captureRun) failure(what string) error {
+	if c.err != nil {
+		return fmt.Errorf("one-way capture in %s %s: %w", c.agent.Name, what, c.err)
+	}
+	msg := strings.TrimPrefix(strings.TrimSpace(c.errb.String()), "rttlab: ")
+	if msg == "" {
+		msg = fmt.Sprintf("exited %d with no output", c.code)
+	}
+	return fmt.Errorf("one-way capture in %s %s: %s", c.agent.Name, what, msg)
+}
+
+// cappedBuffer keeps up to max bytes and notes when more came.
+type cappedBuffer struct {
+	b    bytes.Buffer
+	max  int
+	over bool
+}
+
+func (w *cappedBuffer) Write(p []byte) (int, error) {
+	if w.b.Len()+len(p) > w.max {
+		w.over = true
+		return len(p), nil
+	}
+	return w.b.Write(p)
+}
+
+// readyWriter keeps a command's stderr (the first 64 KiB) and closes
+// ready at the first line that starts with prefix.
+type readyWriter struct {
+	mu     sync.Mutex
+	b      bytes.Buffer
+	prefix string
+	ready  chan struct{}
+	fired  bool
+}
+
+func (w *readyWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if room := 64<<10 - w.b.Len(); room > 0 {
+		w.b.Write(p[:min(len(p), room)])
+	}
+	if !w.fired {
+		for _, line := range strings.SplitAfter(w.b.String(), "\n") {
+			if strings.HasSuffix(line, "\n") && strings.HasPrefix(line, w.prefix) {
+				w.fired = true
+				close(w.ready)
+				break
+			}
+		}
+	}
+	return len(p), nil
+}
+
+// String returns the stderr kept, without the ready line.
+func (w *readyWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var keep []string
+	for _, line := range strings.SplitAfter(w.b.String(), "\n") {
+		if !strings.HasPrefix(line, w.prefix) {
+			keep = append(keep, line)
+		}
+	}
+	return strings.Join(keep, "")
+}

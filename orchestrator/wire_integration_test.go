@@ -1,0 +1,89 @@
+package orchestrator
+
+import (
+	"context"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Where the delay is held decides what every observer sees. On the wire
+// (netem on the sender's link, or the userspace shaper on the run's
+// bridge) the receiver's kernel stamps a packet after the hold: iputils
+// ping from the app's namespace, which reads the kernel's receive stamps,
+// sees the whole RTT; a capture in the database's namespace sees the
+// queries arrive late. A shaper killed with SIGKILL leaves its rules in
+// the host's tables, where they stop traffic rather than let it pass
+// unshaped; the run's cleanup removes them.
+func TestIntegrationWireObservers(t *testing.T) {
+	rt := engineForTest(t)
+	sh := shapedStack(t, rt, "path")
+	ctx := context.Background()
+	if sh.Agents["app"].CtlID == "" {
+		t.Fatalf("no wire shaper: %s", sh.Why)
+	}
+	const rtt = 2 * time.Millisecond
+	if err := sh.SetRTT(ctx, rt, rtt); err != nil {
+		t.Fatal(err)
+	}
+	app, db := sh.Stack.Role("app"), sh.Stack.Role("db")
+	ins, err := rt.InspectContainer(ctx, app.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("nsenter", "-t", strconv.Itoa(ins.State.Pid), "-n", "ping", "-c", "20", "-i", "0.01", db.IP).CombinedOutput()
+	if err != nil {
+		t.Fatalf("iputils ping from the app's namespace: %v\n%s", err, out)
+	}
+	m := regexp.MustCompile(`= ([0-9.]+)/([0-9.]+)/`).FindStringSubmatch(string(out))
+	if m == nil {
+		t.Fatalf("no summary in ping's output:\n%s", out)
+	}
+	fastest, _ := strconv.ParseFloat(m[1], 64)
+	t.Logf("iputils ping at %v RTT: min %s ms, mean %s ms", rtt, m[1], m[2])
+	if fastest < 1.9 {
+		t.Errorf("ping's fastest echo %.3f ms at a %v RTT: the receiver's kernel saw packets before the hold", fastest, rtt)
+	}
+
+	// The captures: both directions arrive late by about half the RTT.
+	rows, err := VerifyShaping(ctx, rt, sh, ShapeVerifyOptions{DelaysMs: []float64{2}, ICMPCount: 20,
+		SelectRuns: 2, SelectCalls: 50, ToleranceMs: 0.05, Seed: 1, OneWay: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := rows[len(rows)-1]
+	if len(last.OneWay) != 2 {
+		t.Fatalf("2 ms row: one-way %+v", last.OneWay)
+	}
+	for _, d := range last.OneWay {
+		t.Logf("%s at 2 ms: paired %d of %d, p50 %.4f ms (added %+.4f), p99 %.4f", d.Direction, d.Matched, d.Sent, d.P50Ms, d.AddedP50Ms, d.P99Ms)
+		if d.Matched == 0 || d.MinMs < 0.9 {
+			t.Errorf("%s: the receiver saw a packet %.4f ms after it left, want the 1 ms one-way delay", d.Direction, d.MinMs)
+		}
+	}
+
+	// SIGKILL the database's shaper: its rules stay (and hold traffic)
+	// until the run's cleanup sweeps them.
+	if err := rt.KillContainer(ctx, sh.Agents["db"].ctl().ID, "SIGKILL"); err != nil {
+		t.Fatal(err)
+	}
+	left, err := ListWireRules(ctx, rt, sh.Stack.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.Join(left, "\n"), "-s "+db.IP+"/32") {
+		t.Fatalf("a killed shaper's rule is gone before cleanup: %q", left)
+	}
+	if err := sh.CheckAgents(ctx, rt); err == nil {
+		t.Error("a killed shaper went unnoticed")
+	}
+	if _, err := CleanRun(ctx, rt, sh.Stack.RunID); err != nil {
+		t.Fatal(err)
+	}
+	if left, err := ListWireRules(ctx, rt, sh.Stack.RunID); err != nil || len(left) > 0 {
+		t.Fatalf("rules of the run left after its cleanup: %q (%v)", left, err)
+	}
+}
