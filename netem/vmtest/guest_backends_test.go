@@ -45,7 +45,24 @@ type backendUnderTest struct {
 }
 
 func backendsUnderTest(t *topology) []*backendUnderTest {
-	return []*backendUnderTest{kernelBackend(t), userspaceBackend(t, netem.HookEgress, t.nsB, t.linkB)}
+	egress := userspaceBackend("userspace-egress", netem.Options{
+		Backend: netem.BackendUserspace, Hook: netem.HookEgress, NetNS: t.nsB, Link: t.linkB,
+	}, t.nsB, true)
+	// Measured in this VM on the hooks whose packets carry receive
+	// stamps (wire, ingress): the loop reads a packet 3-7 ms (median)
+	// after the kernel stamped it. The egress hook holds from the read,
+	// so that wait comes on top of every delay here; its round trips are
+	// logged against the bound, not held to it.
+	egress.untimedWhy = "the egress hook holds from the read, and the emulated guest wakes the reader milliseconds late"
+	// The wire hook runs as rttlab runs it, in the namespace of the
+	// bridge (here the VM's root), holding what B sends from the bridge
+	// port's receive stamp; B's IPv4 address is the one it shapes.
+	wire := userspaceBackend("userspace-wire", netem.Options{
+		Backend: netem.BackendUserspace, Hook: netem.HookWire, Link: t.bridge,
+		Bridge: t.bridge, Src: t.b, Label: "vmtest/B",
+	}, "", false)
+	wire.timed = true
+	return []*backendUnderTest{kernelBackend(t), egress, wire}
 }
 
 // kernelBackend: netem on B's link, read back over netlink.
@@ -185,19 +202,15 @@ func kernelBackend(t *topology) *backendUnderTest {
 	return b
 }
 
-// userspaceBackend: the NFQUEUE shaper with the given hook, in namespace
-// ns, read back from its iptables rules and its own statistics.
-func userspaceBackend(t *topology, hook, ns, link string) *backendUnderTest {
-	b := &backendUnderTest{
-		name: "userspace-" + hook, want: netem.BackendUserspace, shapes6: true,
-		opts: netem.Options{Backend: netem.BackendUserspace, Hook: hook, NetNS: ns, Link: link},
-	}
-	if hook == netem.HookEgress {
-		// Measured in this VM with the ingress hook, whose packets carry
-		// receive stamps: the shaper reads a packet 4-7 ms (median) after
-		// the kernel queued it. The egress hook holds from the read, so
-		// that wait comes on top of every delay here.
-		b.untimedWhy = "the egress hook holds from the read, and the emulated guest wakes the reader milliseconds late"
+// userspaceBackend: the NFQUEUE shaper with opts, its rules in
+// namespace ns ("" = the VM's root), read back from those rules and its
+// own statistics; shapes6 says whether it shapes B's IPv6 packets too
+// (the wire hook holds what one address sends).
+func userspaceBackend(name string, opts netem.Options, ns string, shapes6 bool) *backendUnderTest {
+	b := &backendUnderTest{name: name, want: netem.BackendUserspace, shapes6: shapes6, opts: opts}
+	families := []string{"iptables", "ip6tables"}
+	if !shapes6 {
+		families = families[:1]
 	}
 	b.structure = func() ([]string, error) { return rttlabRules(ns) }
 	b.readBack = func(sh netem.Shaper, eff netem.Config) ([]string, error) {
@@ -207,7 +220,7 @@ func userspaceBackend(t *topology, hook, ns, link string) *backendUnderTest {
 		}
 		var errs []error
 		if eff.Scope() == "interface" {
-			for _, bin := range []string{"iptables", "ip6tables"} {
+			for _, bin := range families {
 				if !slices.ContainsFunc(rules, func(r string) bool { return strings.HasPrefix(r, bin+": ") }) {
 					errs = append(errs, fmt.Errorf("no %s rule", bin))
 				}
@@ -248,17 +261,23 @@ func stats(sh netem.Shaper) (netem.Stats, error) {
 	return r.Stats(), nil
 }
 
-// rttlabRules lists the mangle rules (IPv4 and IPv6) of namespace ns that
-// carry an rttlab comment.
+// rttlabRules lists the mangle rules (IPv4 and IPv6) of namespace ns ("" =
+// the VM's root) that carry an rttlab comment.
 func rttlabRules(ns string) ([]string, error) {
 	var out []string
 	for _, bin := range []string{"iptables", "ip6tables"} {
 		var text []byte
-		err := inNS(ns, func() error {
+		list := func() error {
 			var err error
 			text, err = exec.Command(bin, "-w", "-t", "mangle", "-S").CombinedOutput()
 			return err
-		})
+		}
+		var err error
+		if ns == "" {
+			err = list()
+		} else {
+			err = inNS(ns, list)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%s -t mangle -S in %s: %w: %s", bin, ns, err, strings.TrimSpace(string(text)))
 		}
