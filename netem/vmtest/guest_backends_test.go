@@ -136,7 +136,7 @@ func kernelBackend(t *topology) *backendUnderTest {
 				got = append(got, d)
 				line += fmt.Sprintf(" delay %v limit %d", d, n.Limit)
 				if n.Rate64 != 0 {
-					line += fmt.Sprintf(" rate %dB/s", n.Rate64)
+					line += fmt.Sprintf(" rate %.0fGbit", float64(n.Rate64)*8/1e9)
 				}
 			}
 			lines = append(lines, line)
@@ -319,6 +319,9 @@ func handle(h uint32) string {
 		return "root"
 	case netlink.HANDLE_NONE:
 		return "none"
+	}
+	if h&0xffff == 0 {
+		return fmt.Sprintf("%x:", h>>16)
 	}
 	return fmt.Sprintf("%x:%x", h>>16, h&0xffff)
 }
