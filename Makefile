@@ -34,10 +34,12 @@ unit:
 
 # All tests: the unit tests under the race detector, then everything,
 # integration included, against a real engine, real PostgreSQL and real
-# shaping (set-up of packages and dockerd first).
+# shaping (set-up of packages and dockerd first), and the kernel netem
+# backend in a qemu VM that boots Debian's stock kernel (.ci/vm.sh
+# installs qemu and caches the kernel package).
 test: build vet
 	$(ENGINE) $(GO) test -race -count=1 -short ./...
-	RTTLAB_INTEGRATION=1 $(ENGINE) $(GO) test -count=1 -timeout 80m -p 1 ./...
+	RTTLAB_INTEGRATION=1 $(ENGINE) .ci/vm.sh $(GO) test -count=1 -timeout 80m -p 1 ./...
 
 run: build
 	$(ENGINE) sh -c '$(BIN) images base && $(BIN) run --plan smoke'

@@ -191,6 +191,27 @@ func TestCheckNetems(t *testing.T) {
 	if err := checkNetems(qs, []netlink.Qdisc{qs[0]}); err == nil {
 		t.Fatal("a missing netem passed the read-back")
 	}
+	unordered := *qs[1].(*netlink.Netem)
+	unordered.Rate64 = 0
+	if err := checkNetems(qs, []netlink.Qdisc{qs[0], &unordered}); err == nil {
+		t.Fatal("a netem without the rate that keeps its queue in order passed the read-back")
+	}
+}
+
+// Every netem of a plan has the rate that keeps its queue in order, so
+// that a change down does not let new packets overtake held ones.
+func TestKernelPlanKeepsOrder(t *testing.T) {
+	for _, c := range []Config{
+		{Delay: time.Millisecond},
+		{PeerDelays: []PeerDelay{{netip.MustParseAddr("10.0.0.2"), time.Millisecond}, {netip.MustParseAddr("10.0.0.3"), 2 * time.Millisecond}}},
+	} {
+		qs, _ := kernelPlan(1, c)
+		for _, q := range qs {
+			if n, ok := q.(*netlink.Netem); ok && n.Rate64 != netemFIFORate {
+				t.Fatalf("%s scope: netem %x has rate %d, want %d", c.Scope(), n.Handle>>16, n.Rate64, uint64(netemFIFORate))
+			}
+		}
+	}
 }
 
 func TestConfigValidatePeerDelays(t *testing.T) {
