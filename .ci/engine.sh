@@ -17,6 +17,8 @@ command -v debootstrap >/dev/null 2>&1 || need_pkgs+=(debootstrap)
 command -v iptables >/dev/null 2>&1 || need_pkgs+=(iptables)
 command -v ip >/dev/null 2>&1 || need_pkgs+=(iproute2)
 command -v curl >/dev/null 2>&1 || need_pkgs+=(curl)
+# The wire shaping test pings from a container's namespace with iputils.
+command -v ping >/dev/null 2>&1 || need_pkgs+=(iputils-ping)
 # The race detector (make test's unit pass) needs cgo.
 command -v gcc >/dev/null 2>&1 || need_pkgs+=(gcc libc6-dev)
 [ -x /usr/lib/postgresql/15/bin/postgres ] || ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || need_pkgs+=(postgresql)
