@@ -133,8 +133,13 @@ func StartAgents(ctx context.Context, d Docker, st *Stack, backend, scope, hook 
 		}
 		a.Info = rep
 	}
-	if a := sh.Agents["app"]; a != nil {
-		sh.Backend, sh.Why = a.Info.Backend, a.Info.Why
+	// Backend and Why: the app's agent's, else any agent's (a stack of
+	// the database alone).
+	for _, role := range append([]string{"app"}, slices.Sorted(maps.Keys(sh.Agents))...) {
+		if a := sh.Agents[role]; a != nil {
+			sh.Backend, sh.Why = a.Info.Backend, a.Info.Why
+			break
+		}
 	}
 	return sh, nil
 }

@@ -306,13 +306,15 @@ func (ws *WorkersSession) workerPIDs(ctx context.Context, base string, n int, ti
 }
 
 // setRTT applies the database RTT between every app container and the
-// database, half on each side.
+// database, half on each side, over the backend's default floor (the
+// same at every setting, so a change against 0 ms is the RTT alone).
 func (ws *WorkersSession) setRTT(ctx context.Context, rttMs float64) error {
 	half := time.Duration(rttMs / 2 * float64(time.Millisecond))
-	var dbArgs []string
+	floor := fmt.Sprintf("%dns", DefaultFloor(ws.dbSh.Backend).Nanoseconds())
+	dbArgs := []string{"--floor", floor}
 	for _, m := range ws.apps {
 		dbArgs = append(dbArgs, "--peer-delay", fmt.Sprintf("%s=%dns", m.IP, half.Nanoseconds()))
-		if _, err := ws.appSh.ctl(ctx, ws.D, ws.appSh.Agents[m.Role], "set", "--peer-delay", fmt.Sprintf("%s=%dns", ws.db.IP, half.Nanoseconds())); err != nil {
+		if _, err := ws.appSh.ctl(ctx, ws.D, ws.appSh.Agents[m.Role], "set", "--floor", floor, "--peer-delay", fmt.Sprintf("%s=%dns", ws.db.IP, half.Nanoseconds())); err != nil {
 			return fmt.Errorf("set %s delay: %w", m.Role, err)
 		}
 	}
