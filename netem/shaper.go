@@ -158,17 +158,13 @@ type Options struct {
 	QueueNum uint16 // NFQUEUE number of the userspace shaper; 0 = DefaultQueueNum
 	NetNS    string // network namespace file to shape (tests); empty = the caller's
 	// Hook (userspace shaper): "wire" holds the packets Src sends, on
-	// Bridge in the namespace HostNetNS, timed from the bridge port's
+	// Bridge in the caller's namespace (the engine host's), timed from the bridge port's
 	// receive stamp, before the receiver's namespace sees them (as netem
 	// on the sender's link does); "ingress" (default) holds the packets
 	// that arrive from the peers, timed from the kernel's receive stamp,
 	// after the receiver's kernel stamped them; "egress" holds the packets
 	// sent to them, timed from the read.
 	Hook string
-	// HostNetNS (wire hook) is the network namespace file of the bridge
-	// (the engine host's, e.g. /proc/1/ns/net bind-mounted into the
-	// agent); empty = the caller's.
-	HostNetNS string
 	// Bridge (wire hook) is the bridge the shaped container's link is a
 	// port of: only packets bridged on it are held.
 	Bridge string

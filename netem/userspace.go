@@ -257,10 +257,10 @@ func (u *userspace) comment() string {
 }
 
 // ns is the network namespace of the shaper's queue and rules: the
-// bridge's for the wire hook, else the shaped namespace.
+// caller's for the wire hook (on the bridge's host), else the shaped one.
 func (u *userspace) ns() string {
 	if u.opts.Hook == HookWire {
-		return u.opts.HostNetNS
+		return ""
 	}
 	return u.opts.NetNS
 }
@@ -448,36 +448,13 @@ func (u *userspace) iptOutput(bin string, args ...string) (string, error) {
 }
 
 // sweep deletes mangle PREROUTING and POSTROUTING rules that carry this
-// queue's comment.
+// shaper's comment.
 func (u *userspace) sweep() error {
-	for _, bin := range []string{"iptables", "ip6tables"} {
-		for _, chain := range []string{"PREROUTING", "POSTROUTING"} {
-			out, err := u.iptOutput(bin, "-w", "-t", "mangle", "-S", chain)
-			if err != nil {
-				return fmt.Errorf("userspace shaper: %w", err)
-			}
-			for _, line := range strings.Split(out, "\n") {
-				f := strings.Fields(line)
-				if len(f) < 3 || f[0] != "-A" || !hasComment(f, u.comment()) {
-					continue
-				}
-				if err := u.ipt(iptRule{bin: bin, chain: chain, spec: strings.Join(f[2:], " ")}, "-D"); err != nil {
-					return fmt.Errorf("userspace shaper: remove stale rule: %w", err)
-				}
-				slog.Info("removed stale shaping rule", "rule", line)
-			}
-		}
+	_, err := sweepRules(u.ns(), func(f []string) bool { return ruleComment(f) == u.comment() }, false)
+	if err != nil {
+		return fmt.Errorf("userspace shaper: remove stale rules: %w", err)
 	}
 	return nil
-}
-
-func hasComment(fields []string, comment string) bool {
-	for i := 0; i+1 < len(fields); i++ {
-		if fields[i] == "--comment" && strings.Trim(fields[i+1], `"`) == comment {
-			return true
-		}
-	}
-	return false
 }
 
 func (u *userspace) run() {

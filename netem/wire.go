@@ -35,7 +35,8 @@ const bridgeNFCall = "/proc/sys/net/bridge/bridge-nf-call-iptables"
 func wireComment(label string) string { return WireCommentPrefix + label }
 
 // checkWire validates the wire hook's options and that the host can run
-// it: the bridge exists in HostNetNS and bridge netfilter is on there.
+// it: the bridge exists in the caller's namespace (the shaper runs on the
+// host's network) and bridge netfilter is on there.
 func checkWire(o Options) error {
 	if o.Bridge == "" {
 		return errors.New("wire hook: no bridge given (--bridge)")
@@ -46,16 +47,14 @@ func checkWire(o Options) error {
 	if o.Label == "" || strings.ContainsAny(o.Label, " \t\n\"'") || len(o.Label) > 200 {
 		return fmt.Errorf("wire hook: label %q: give a unique name without spaces or quotes, at most 200 bytes (--label)", o.Label)
 	}
-	return inNetNS(o.HostNetNS, func() error {
-		l, err := netlink.LinkByName(o.Bridge)
-		if err != nil {
-			return fmt.Errorf("wire hook: bridge %s not found in the host's network namespace (%v): the engine must run on this host", o.Bridge, err)
-		}
-		if l.Type() != "bridge" {
-			return fmt.Errorf("wire hook: %s is a %s, not a bridge", o.Bridge, l.Type())
-		}
-		return BridgeNetfilter()
-	})
+	l, err := netlink.LinkByName(o.Bridge)
+	if err != nil {
+		return fmt.Errorf("wire hook: bridge %s not found in this network namespace (%v): run on the engine host's network", o.Bridge, err)
+	}
+	if l.Type() != "bridge" {
+		return fmt.Errorf("wire hook: %s is a %s, not a bridge", o.Bridge, l.Type())
+	}
+	return BridgeNetfilter()
 }
 
 // BridgeNetfilter reports whether bridged IPv4 packets go through
@@ -130,14 +129,22 @@ func (u *userspace) wireRules(c Config) []iptRule {
 	return out
 }
 
-// SweepWire removes, in the network namespace at nsPath ("" = the
-// caller's), every mangle rule whose comment is a wire shaper's with a
+// SweepWire removes, in the caller's network namespace (the engine
+// host's), every mangle rule whose comment is a wire shaper's with a
 // label starting with labelPrefix ("" = every rttlab wire rule). It is how
 // a run's cleanup and `rttlab clean` remove what a killed shaper left in
 // the host's tables. It returns the rules removed; with list, it removes
 // nothing and returns the rules it would remove.
-func SweepWire(nsPath, labelPrefix string, list bool) ([]string, error) {
-	var removed []string
+func SweepWire(labelPrefix string, list bool) ([]string, error) {
+	return sweepRules("", func(f []string) bool { return wireRuleOf(f, labelPrefix) }, list)
+}
+
+// sweepRules removes (with list: only lists) the mangle PREROUTING and
+// POSTROUTING rules of iptables and ip6tables, in the network namespace
+// at nsPath ("" = the caller's), whose fields (as `iptables -S` prints
+// them) match accepts.
+func sweepRules(nsPath string, match func(fields []string) bool, list bool) ([]string, error) {
+	var found []string
 	var errs []error
 	err := inNetNS(nsPath, func() error {
 		for _, bin := range []string{"iptables", "ip6tables"} {
@@ -152,41 +159,40 @@ func SweepWire(nsPath, labelPrefix string, list bool) ([]string, error) {
 				}
 				for _, line := range strings.Split(string(out), "\n") {
 					f := strings.Fields(line)
-					if len(f) < 3 || f[0] != "-A" || !wireRuleOf(f, labelPrefix) {
+					if len(f) < 3 || f[0] != "-A" || !match(f) {
 						continue
 					}
-					if list {
-						removed = append(removed, line)
-						continue
+					if !list {
+						args := append([]string{"-w", "-t", "mangle", "-D", chain}, unquote(f[2:])...)
+						if o, err := exec.Command(bin, args...).CombinedOutput(); err != nil {
+							errs = append(errs, fmt.Errorf("remove %q: %w: %s", line, err, strings.TrimSpace(string(o))))
+							continue
+						}
+						slog.Info("removed shaping rule", "rule", line)
 					}
-					args := append([]string{"-w", "-t", "mangle", "-D", chain}, unquote(f[2:])...)
-					if o, err := exec.Command(bin, args...).CombinedOutput(); err != nil {
-						errs = append(errs, fmt.Errorf("remove %q: %w: %s", line, err, strings.TrimSpace(string(o))))
-						continue
-					}
-					slog.Info("removed wire shaping rule", "rule", line)
-					removed = append(removed, line)
+					found = append(found, line)
 				}
 			}
 		}
 		return nil
 	})
-	return removed, errors.Join(append(errs, err)...)
+	return found, errors.Join(append(errs, err)...)
+}
+
+// ruleComment is the comment of a rule's fields, unquoted, or "".
+func ruleComment(fields []string) string {
+	for i := 0; i+1 < len(fields); i++ {
+		if fields[i] == "--comment" {
+			return strings.Trim(fields[i+1], `"`)
+		}
+	}
+	return ""
 }
 
 // wireRuleOf reports whether a rule's fields carry a wire comment whose
 // label starts with prefix.
 func wireRuleOf(fields []string, prefix string) bool {
-	for i := 0; i+1 < len(fields); i++ {
-		if fields[i] != "--comment" {
-			continue
-		}
-		c := strings.Trim(fields[i+1], `"`)
-		if strings.HasPrefix(c, WireCommentPrefix+prefix) {
-			return true
-		}
-	}
-	return false
+	return strings.HasPrefix(ruleComment(fields), WireCommentPrefix+prefix)
 }
 
 func unquote(fs []string) []string {

@@ -10,9 +10,8 @@ import (
 )
 
 type agentSweepOptions struct {
-	hostNetNS string
-	prefix    string
-	list      bool
+	prefix string
+	list   bool
 }
 
 // newAgentSweepCmd removes wire shaping rules from the host's tables: what
@@ -24,13 +23,13 @@ func newAgentSweepCmd() *cobra.Command {
 		Use:   "sweep",
 		Short: "Remove the wire shaper rules of a run (or of every run) from the host's tables",
 		Long: `Removes every mangle rule whose comment is a wire shaper's ("rttlab:<label>")
-with a label starting with --label-prefix, in the network namespace
---host-netns. Prints the removed rules as JSON; with --list it removes
+with a label starting with --label-prefix, in this network namespace (run
+it on the host's network). Prints the removed rules as JSON; with --list it removes
 nothing and prints the rules it found.`,
 		Example: `  rttlab agent sweep --label-prefix 4da0b515b9/`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			rules, err := netem.SweepWire(o.hostNetNS, o.prefix, o.list)
+			rules, err := netem.SweepWire(o.prefix, o.list)
 			if rules == nil {
 				rules = []string{}
 			}
@@ -42,7 +41,6 @@ nothing and prints the rules it found.`,
 			return err
 		},
 	}
-	cmd.Flags().StringVar(&o.hostNetNS, "host-netns", "", "network namespace file of the host (empty: this one)")
 	cmd.Flags().StringVar(&o.prefix, "label-prefix", "", "remove rules whose label starts with this (empty: every rttlab wire rule)")
 	cmd.Flags().BoolVar(&o.list, "list", false, "list the rules, remove nothing")
 	return cmd
