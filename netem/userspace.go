@@ -430,12 +430,20 @@ func (u *userspace) ipt(r iptRule, op string) error {
 }
 
 func (u *userspace) iptOutput(bin string, args ...string) (string, error) {
-	var out []byte
+	var out string
 	err := inNetNS(u.ns(), func() error {
 		var err error
-		out, err = exec.Command(bin, args...).CombinedOutput()
+		out, err = iptables(bin, args...)
 		return err
 	})
+	return out, err
+}
+
+// iptables runs bin (iptables or ip6tables) with args in the calling
+// thread's namespace; its error carries what the command said, and says
+// that the shaper needs CAP_NET_ADMIN where it was refused for that.
+func iptables(bin string, args ...string) (string, error) {
+	out, err := exec.Command(bin, args...).CombinedOutput()
 	if err != nil {
 		msg := strings.TrimSpace(string(out))
 		hint := ""

@@ -152,20 +152,18 @@ func sweepRules(nsPath string, match func(fields []string) bool, list bool) ([]s
 				continue
 			}
 			for _, chain := range []string{"PREROUTING", "POSTROUTING"} {
-				out, err := exec.Command(bin, "-w", "-t", "mangle", "-S", chain).CombinedOutput()
+				out, err := iptables(bin, "-w", "-t", "mangle", "-S", chain)
 				if err != nil {
-					errs = append(errs, fmt.Errorf("%s -t mangle -S %s: %w: %s", bin, chain, err, strings.TrimSpace(string(out))))
-					continue
+					return err // cannot read the table: nothing else will work
 				}
-				for _, line := range strings.Split(string(out), "\n") {
+				for _, line := range strings.Split(out, "\n") {
 					f := strings.Fields(line)
 					if len(f) < 3 || f[0] != "-A" || !match(f) {
 						continue
 					}
 					if !list {
-						args := append([]string{"-w", "-t", "mangle", "-D", chain}, unquote(f[2:])...)
-						if o, err := exec.Command(bin, args...).CombinedOutput(); err != nil {
-							errs = append(errs, fmt.Errorf("remove %q: %w: %s", line, err, strings.TrimSpace(string(o))))
+						if _, err := iptables(bin, append([]string{"-w", "-t", "mangle", "-D", chain}, unquote(f[2:])...)...); err != nil {
+							errs = append(errs, err)
 							continue
 						}
 						slog.Info("removed shaping rule", "rule", line)
