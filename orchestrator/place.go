@@ -147,9 +147,7 @@ func (ps *PlaceSession) SetLinks(ctx context.Context, d Containers, oneWay map[[
 			}
 			args = append(args, "--peer-delay", fmt.Sprintf("%s=%dns", ps.Nodes[peer].IP, ns(ms)))
 		}
-		if f := ps.Plan.FloorMs; f > 0 {
-			args = append(args, "--floor", fmt.Sprintf("%dns", ns(f)))
-		}
+		args = append(args, floorArgs(time.Duration(ns(ps.Plan.FloorMs)))...)
 		if _, err := ps.Shaping.ctl(ctx, d, a, "set", args...); err != nil {
 			return fmt.Errorf("set delays on %s: %w", self, err)
 		}

@@ -144,12 +144,23 @@ func StartAgents(ctx context.Context, d Docker, st *Stack, backend, scope, hook 
 	return sh, nil
 }
 
+// agentCmd serves the shaper in a member's namespace. The wire hook is
+// served by a shaper container of its own (wireShaperSpec), so a sidecar
+// started with it shapes with the kernel and is given no hook.
 func agentCmd(backend, hook string) []string {
 	cmd := []string{"agent", "serve", "--shaper", backend}
-	if hook != "" {
+	if hook != "" && hook != netem.HookWire {
 		cmd = append(cmd, "--hook", hook)
 	}
 	return cmd
+}
+
+// floorArgs are the agent ctl flags of a floor (none for 0).
+func floorArgs(floor time.Duration) []string {
+	if floor <= 0 {
+		return nil
+	}
+	return []string{"--floor", fmt.Sprintf("%dns", floor.Nanoseconds())}
 }
 
 // ctl runs `rttlab agent ctl` in an agent and decodes the JSON reply.
@@ -218,10 +229,7 @@ func (sh *Shaping) SetRTT(ctx context.Context, d Containers, rtt time.Duration) 
 		if a == nil {
 			return fmt.Errorf("no agent for %s", s.role)
 		}
-		args := []string{"--delay", fmt.Sprintf("%dns", s.delay.Nanoseconds())}
-		if sh.Floor > 0 {
-			args = append(args, "--floor", fmt.Sprintf("%dns", sh.Floor.Nanoseconds()))
-		}
+		args := append([]string{"--delay", fmt.Sprintf("%dns", s.delay.Nanoseconds())}, floorArgs(sh.Floor)...)
 		if sh.Scope == "path" {
 			args = append(args, "--peer", s.peer.IP)
 		}

@@ -97,6 +97,12 @@ func TestFakeKernelAgentsNoWire(t *testing.T) {
 			t.Errorf("%s: a wire shaper with kernel netem", role)
 		}
 	}
+	// The kernel agent is given no wire hook, whose flags it would need.
+	for _, c := range l.Created() {
+		if c.Labels[LabelRole] == "agent" && slices.Contains(c.Cmd, "--hook") {
+			t.Errorf("%s: kernel agent started with %v", c.Name, c.Cmd)
+		}
+	}
 	if err := st.Remove(context.Background(), l); err != nil {
 		t.Fatal(err)
 	}

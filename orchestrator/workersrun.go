@@ -310,11 +310,12 @@ func (ws *WorkersSession) workerPIDs(ctx context.Context, base string, n int, ti
 // same at every setting, so a change against 0 ms is the RTT alone).
 func (ws *WorkersSession) setRTT(ctx context.Context, rttMs float64) error {
 	half := time.Duration(rttMs / 2 * float64(time.Millisecond))
-	floor := fmt.Sprintf("%dns", DefaultFloor(ws.dbSh.Backend).Nanoseconds())
-	dbArgs := []string{"--floor", floor}
+	floor := floorArgs(DefaultFloor(ws.dbSh.Backend))
+	dbArgs := slices.Clone(floor)
 	for _, m := range ws.apps {
 		dbArgs = append(dbArgs, "--peer-delay", fmt.Sprintf("%s=%dns", m.IP, half.Nanoseconds()))
-		if _, err := ws.appSh.ctl(ctx, ws.D, ws.appSh.Agents[m.Role], "set", "--floor", floor, "--peer-delay", fmt.Sprintf("%s=%dns", ws.db.IP, half.Nanoseconds())); err != nil {
+		appArgs := append(slices.Clone(floor), "--peer-delay", fmt.Sprintf("%s=%dns", ws.db.IP, half.Nanoseconds()))
+		if _, err := ws.appSh.ctl(ctx, ws.D, ws.appSh.Agents[m.Role], "set", appArgs...); err != nil {
 			return fmt.Errorf("set %s delay: %w", m.Role, err)
 		}
 	}
