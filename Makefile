@@ -36,10 +36,11 @@ unit:
 # integration included, against a real engine, real PostgreSQL and real
 # shaping (set-up of packages and dockerd first), and the kernel netem
 # backend in a qemu VM that boots Debian's stock kernel (.ci/vm.sh
-# installs qemu and caches the kernel package).
+# installs qemu and caches the kernel package), verbose so that the log
+# shows the VM's kernel and what netem read back.
 test: build vet
 	$(ENGINE) $(GO) test -race -count=1 -short ./...
-	RTTLAB_INTEGRATION=1 $(ENGINE) .ci/vm.sh $(GO) test -count=1 -timeout 80m -p 1 ./...
+	RTTLAB_INTEGRATION=1 $(ENGINE) .ci/vm.sh sh -c '$(GO) test -count=1 -timeout 80m -p 1 $$($(GO) list ./... | grep -v /netem/vmtest) && $(GO) test -count=1 -timeout 10m -v ./netem/vmtest'
 
 run: build
 	$(ENGINE) sh -c '$(BIN) images base && $(BIN) run --plan smoke'
