@@ -87,3 +87,75 @@ func TestIntegrationWireObservers(t *testing.T) {
 		t.Fatalf("rules of the run left after its cleanup: %q (%v)", left, err)
 	}
 }
+
+// Two runs on one engine, each with its own bridge and its own wire
+// shaper: the rules of each match only its own network, a delay set in
+// one is not seen in the other, and cleaning one leaves the other's rules
+// and delay in place.
+func TestIntegrationWireTwoRuns(t *testing.T) {
+	rt := engineForTest(t)
+	a := shapedStack(t, rt, "path")
+	b := shapedStack(t, rt, "path")
+	ctx := context.Background()
+	if err := a.SetRTT(ctx, rt, 2*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.SetRTT(ctx, rt, 0); err != nil {
+		t.Fatal(err)
+	}
+	fastest := func(sh *Shaping) float64 {
+		t.Helper()
+		ins, err := rt.InspectContainer(ctx, sh.Stack.Role("app").ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command("nsenter", "-t", strconv.Itoa(ins.State.Pid), "-n", "ping", "-c", "20", "-i", "0.01", sh.Stack.Role("db").IP).CombinedOutput()
+		if err != nil {
+			t.Fatalf("ping in run %s: %v\n%s", sh.Stack.RunID, err, out)
+		}
+		m := regexp.MustCompile(`= ([0-9.]+)/`).FindStringSubmatch(string(out))
+		if m == nil {
+			t.Fatalf("no summary in ping's output:\n%s", out)
+		}
+		v, _ := strconv.ParseFloat(m[1], 64)
+		return v
+	}
+	fa, fb := fastest(a), fastest(b)
+	t.Logf("fastest echo: run A (2 ms) %.3f ms, run B (0 ms) %.3f ms", fa, fb)
+	if fa < 1.9 {
+		t.Errorf("run A at 2 ms: fastest echo %.3f ms", fa)
+	}
+	if fb > 1.0 {
+		t.Errorf("run B at 0 ms saw run A's delay: fastest echo %.3f ms", fb)
+	}
+	for _, sh := range []*Shaping{a, b} {
+		rules, err := ListWireRules(ctx, rt, sh.Stack.RunID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rules) == 0 {
+			t.Fatalf("run %s has no wire rules", sh.Stack.RunID)
+		}
+		br := bridgeOf(sh.Stack.NetworkID)
+		for _, r := range rules {
+			if !strings.Contains(r, "-i "+br+" ") {
+				t.Errorf("run %s: rule %q does not match only its bridge %s", sh.Stack.RunID, r, br)
+			}
+		}
+	}
+	if _, err := CleanRun(ctx, rt, a.Stack.RunID); err != nil {
+		t.Fatal(err)
+	}
+	if left, err := ListWireRules(ctx, rt, a.Stack.RunID); err != nil || len(left) > 0 {
+		t.Fatalf("run A's rules after its cleanup: %q (%v)", left, err)
+	}
+	if rules, err := ListWireRules(ctx, rt, b.Stack.RunID); err != nil || len(rules) == 0 {
+		t.Fatalf("cleaning run A took run B's rules: %q (%v)", rules, err)
+	}
+	if err := b.SetRTT(ctx, rt, 2*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if fb := fastest(b); fb < 1.9 {
+		t.Errorf("run B at 2 ms after run A's cleanup: fastest echo %.3f ms", fb)
+	}
+}

@@ -154,8 +154,9 @@ func resumeAndCheck(t *testing.T, bin, root, dir string) {
 
 // Ctrl-C in the middle of a run: exit 130, nothing of the run left, the
 // folder consistent; --resume completes with no sample lost or doubled.
-// SIGKILL in the middle of a run: `rttlab clean` removes what it left
-// (and not a container rttlab did not start); --resume completes.
+// SIGKILL in the middle of a run: `rttlab clean` removes what it left,
+// containers and the wire shaper's rules in the host's tables (and not a
+// container rttlab did not start); --resume completes.
 func TestIntegrationDrillSignals(t *testing.T) {
 	bin, root := drillBinary(t)
 	ctx := context.Background()
@@ -214,6 +215,15 @@ func TestIntegrationDrillSignals(t *testing.T) {
 		if len(runs) == 0 {
 			t.Fatal("SIGKILL left nothing to clean: the drill did not kill a running study")
 		}
+		shaped := 0
+		for id := range runs {
+			if rules, err := orchestrator.ListWireRules(ctx, rt, id); err == nil {
+				shaped += len(rules)
+			}
+		}
+		if shaped == 0 {
+			t.Fatal("SIGKILL left no wire rules: the drill did not kill a shaped run")
+		}
 		for id := range runs {
 			clean := exec.Command(bin, "clean", "--run", id)
 			if out, err := clean.CombinedOutput(); err != nil {
@@ -222,6 +232,13 @@ func TestIntegrationDrillSignals(t *testing.T) {
 		}
 		if left := labelled(t, rt); len(left) > 0 {
 			t.Fatalf("left after clean: %v", left)
+		}
+		// The killed run's wire shaper outlived rttlab with its rules in
+		// the host's tables; clean removed them with it.
+		for id := range runs {
+			if rules, err := orchestrator.ListWireRules(ctx, rt, id); err != nil || len(rules) > 0 {
+				t.Fatalf("rules of run %s left after clean: %q (%v)", id, rules, err)
+			}
 		}
 		ins, err := rt.InspectContainer(ctx, foreign)
 		if err != nil || ins.State == nil || !ins.State.Running {
