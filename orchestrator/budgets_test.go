@@ -93,18 +93,19 @@ func TestValidatePlanBudgets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = ValidatePlanBudgets(p, all, file)
+	err = ValidatePlanBudgets(p, all)
 	want := file + ":14: app node: budget /nope: node does not serve it (its request types: /feed, /feed-naive, /serial?n=5)"
 	if err == nil || err.Error() != want {
 		t.Errorf("err = %v\nwant %s", err, want)
 	}
 	// Without the file (a built-in plan) the plan is named.
-	if err := ValidatePlanBudgets(p, all, ""); err == nil || !strings.HasPrefix(err.Error(), "plan mine: app node: budget /nope") {
+	p.Overridden()
+	if err := ValidatePlanBudgets(p, all); err == nil || !strings.HasPrefix(err.Error(), "plan mine: app node: budget /nope") {
 		t.Errorf("%v", err)
 	}
 	// Served budgets pass; app.yaml's are checked too (a mix's types).
 	p.Apps[1].Budgets = apps.Budgets{"/serial": 5}
-	if err := ValidatePlanBudgets(p, all, file); err != nil {
+	if err := ValidatePlanBudgets(p, all); err != nil {
 		t.Error(err)
 	}
 	rm := *all["redmine"]
@@ -115,7 +116,7 @@ func TestValidatePlanBudgets(t *testing.T) {
 	}
 	all2["redmine"] = &rm
 	p.Apps = append(p.Apps, PlanApp{Name: "redmine", Mix: "redmine"})
-	if err := ValidatePlanBudgets(p, all2, file); err == nil || !strings.HasPrefix(err.Error(), "apps/redmine/app.yaml: budget issue-list: redmine does not serve it") {
+	if err := ValidatePlanBudgets(p, all2); err == nil || !strings.HasPrefix(err.Error(), "apps/redmine/app.yaml: budget issue-list: redmine does not serve it") {
 		t.Errorf("%v", err)
 	}
 	// A plan entry's budget wins over app.yaml's.

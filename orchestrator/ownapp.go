@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/rttlab/rttlab/apps"
+	"github.com/rttlab/rttlab/internal/planfile"
 	"github.com/rttlab/rttlab/workloads"
 )
 
@@ -31,14 +32,12 @@ const (
 	OwnAppHealth = "/"
 )
 
-// ownAppFieldError is a bad own-app field of a plan entry; ParsePlan adds
-// the file and line of the field.
-type ownAppFieldError struct {
-	App, Field string
-	Msg        string
+// ownAppFieldError is a bad own-app field of the plan entry of app: a
+// planfile.FieldError whose path names the entry by its name, so that a
+// plan read from a file gets the field's line.
+func ownAppFieldError(app, field, msg string) error {
+	return &planfile.FieldError{Path: "apps[name=" + app + "]." + field, Err: fmt.Errorf("app %s: %s", app, msg)}
 }
-
-func (e *ownAppFieldError) Error() string { return fmt.Sprintf("app %s: %s", e.App, e.Msg) }
 
 var envKeyRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
@@ -47,7 +46,7 @@ var envKeyRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // checked for existence here, before anything starts.
 func ValidateOwnApp(a PlanApp) error {
 	bad := func(field, format string, args ...any) error {
-		return &ownAppFieldError{App: a.Name, Field: field, Msg: fmt.Sprintf(format, args...)}
+		return ownAppFieldError(a.Name, field, fmt.Sprintf(format, args...))
 	}
 	if !a.Own() {
 		for _, f := range []struct {
@@ -136,12 +135,11 @@ func ValidateOwnApp(a PlanApp) error {
 func validateRequestMix(a PlanApp) error {
 	switch {
 	case a.RequestMix == nil && len(a.Routes) == 0:
-		return &ownAppFieldError{App: a.Name, Field: "routes",
-			Msg: "routes are missing: name the routes to drive, e.g. [/api/items, /api/items/1], or give a request_mix"}
+		return ownAppFieldError(a.Name, "routes", "routes are missing: name the routes to drive, e.g. [/api/items, /api/items/1], or give a request_mix")
 	case a.RequestMix == nil:
 		return nil
 	case len(a.Routes) > 0:
-		return &ownAppFieldError{App: a.Name, Field: "request_mix", Msg: "give routes or a request_mix, not both"}
+		return ownAppFieldError(a.Name, "request_mix", "give routes or a request_mix, not both")
 	}
 	i, field, err := workloads.CheckMixRequests(a.RequestMix)
 	if err == nil {
@@ -151,7 +149,7 @@ func validateRequestMix(a PlanApp) error {
 	if i >= 0 {
 		where = fmt.Sprintf("request_mix.%d.%s", i, field)
 	}
-	return &ownAppFieldError{App: a.Name, Field: where, Msg: err.Error()}
+	return ownAppFieldError(a.Name, where, err.Error())
 }
 
 // OwnAppMeta returns the metadata of a plan entry that names an image:

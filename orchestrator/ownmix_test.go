@@ -58,11 +58,11 @@ func TestPlanRequestMix(t *testing.T) {
 	if types, err := TraceTypes(tg); err != nil || !slices.Equal(types, []string{"create", "list"}) {
 		t.Fatalf("types %v %v", types, err)
 	}
-	if err := ValidatePlanBudgets(p, all, ""); err != nil {
+	if err := ValidatePlanBudgets(p, all); err != nil {
 		t.Fatal(err)
 	}
 	p.Apps[0].Budgets = map[string]int{"/api/items": 2}
-	if err := ValidatePlanBudgets(p, all, ""); err == nil || !strings.Contains(err.Error(), "its request types: create, list") {
+	if err := ValidatePlanBudgets(p, all); err == nil || !strings.Contains(err.Error(), "its request types: create, list") {
 		t.Errorf("a budget on a path, not a type: %v", err)
 	}
 	// The plan travels in the manifest as JSON: the mix survives it.

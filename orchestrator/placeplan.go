@@ -1,10 +1,8 @@
 package orchestrator
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"reflect"
@@ -14,6 +12,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/rttlab/rttlab/apps"
+	"github.com/rttlab/rttlab/internal/planfile"
 	"github.com/rttlab/rttlab/placement"
 )
 
@@ -48,7 +47,7 @@ type PlaceOneWay struct {
 func (l *PlaceLink) UnmarshalYAML(n *yaml.Node) error {
 	type plain PlaceLink
 	l.line = n.Line
-	if err := knownKeys(n, "a", "b", "rtt_ms"); err != nil {
+	if err := planfile.KnownKeys(n, "a", "b", "rtt_ms"); err != nil {
 		return err
 	}
 	return n.Decode((*plain)(l))
@@ -57,24 +56,10 @@ func (l *PlaceLink) UnmarshalYAML(n *yaml.Node) error {
 func (o *PlaceOneWay) UnmarshalYAML(n *yaml.Node) error {
 	type plain PlaceOneWay
 	o.line = n.Line
-	if err := knownKeys(n, "from", "to", "ms"); err != nil {
+	if err := planfile.KnownKeys(n, "from", "to", "ms"); err != nil {
 		return err
 	}
 	return n.Decode((*plain)(o))
-}
-
-// knownKeys refuses a mapping key not in known (a decoder's KnownFields
-// does not reach into a custom unmarshaler).
-func knownKeys(n *yaml.Node, known ...string) error {
-	if n.Kind != yaml.MappingNode {
-		return nil
-	}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		if k := n.Content[i]; !slices.Contains(known, k.Value) {
-			return fmt.Errorf("line %d: unknown field %q (known: %s)", k.Line, k.Value, strings.Join(known, ", "))
-		}
-	}
-	return nil
 }
 
 // PlacePlan describes a placement study (rttlab place).
@@ -207,12 +192,12 @@ func LoadPlacePlan(nameOrFile string) (*PlacePlan, error) {
 	if p, ok := BuiltinPlacePlan(nameOrFile); ok {
 		return p, nil
 	}
-	data, err := os.ReadFile(nameOrFile)
+	data, err := planfile.Read(nameOrFile)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("plan %q is neither a built-in placement plan (placement, placement-smoke) nor a file", nameOrFile)
 		}
-		return nil, fmt.Errorf("plan: %w", err)
+		return nil, err
 	}
 	return ParsePlacePlan(nameOrFile, data)
 }
@@ -222,55 +207,21 @@ func LoadPlacePlan(nameOrFile string) (*PlacePlan, error) {
 func ParsePlacePlan(file string, data []byte) (*PlacePlan, error) {
 	p := defaultPlacePlan()
 	p.Name = ""
-	var links, heldOut bool
-	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err != nil {
-		return nil, yamlError(file, err.Error())
-	}
-	if root.Kind == 0 || len(root.Content) == 0 {
-		return nil, fmt.Errorf("%s: the plan is empty", file)
+	doc, err := planfile.Parse(file, data, planfile.Keys(reflect.TypeFor[PlacePlan]()))
+	if err != nil {
+		return nil, err
 	}
 	// Lists given replace the defaults rather than merging into them.
-	if m := root.Content[0]; m.Kind == yaml.MappingNode {
-		for i := 0; i+1 < len(m.Content); i += 2 {
-			switch m.Content[i].Value {
-			case "links":
-				links = true
-			case "held_out":
-				heldOut = true
-			}
-		}
-	}
-	if links {
+	if doc.Has("links") {
 		p.Links = nil
 	}
-	if heldOut {
+	if doc.Has("held_out") {
 		p.HeldOut = nil
 	}
 	p.Routes, p.Policies, p.SweepN, p.ConcurrencyRates = nil, nil, nil, nil
 	def := defaultPlacePlan()
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&p); err != nil && !errors.Is(err, io.EOF) {
-		msg := err.Error()
-		var te *yaml.TypeError
-		if errors.As(err, &te) && len(te.Errors) > 0 {
-			msg = te.Errors[0]
-		}
-		if m := unknownFieldRE.FindStringSubmatch(oneLine(strings.TrimPrefix(msg, "yaml: "))); m != nil {
-			line := ""
-			if lm := yamlLineRE.FindStringSubmatch(oneLine(strings.TrimPrefix(msg, "yaml: "))); lm != nil {
-				line = ":" + lm[1]
-			}
-			known := yamlKeys(reflect.TypeFor[PlacePlan]())
-			if m[2] == "plainPlaceLink" || m[2] == "PlaceLink" {
-				known = []string{"a", "b", "rtt_ms"}
-			} else if m[2] == "plainPlaceOneWay" || m[2] == "PlaceOneWay" {
-				known = []string{"from", "to", "ms"}
-			}
-			return nil, fmt.Errorf("%s%s: unknown field %q (known: %s)", file, line, m[1], strings.Join(known, ", "))
-		}
-		return nil, yamlError(file, msg)
+	if err := doc.Decode(&p, planfile.Schema{}); err != nil {
+		return nil, err
 	}
 	if p.Routes == nil {
 		p.Routes = def.Routes
@@ -285,8 +236,7 @@ func ParsePlacePlan(file string, data []byte) (*PlacePlan, error) {
 		p.ConcurrencyRates = def.ConcurrencyRates
 	}
 	if p.Name == "" {
-		base := file[strings.LastIndexByte(file, '/')+1:]
-		p.Name = strings.TrimSuffix(strings.TrimSuffix(base, ".yaml"), ".yml")
+		p.Name = planfile.Name(file)
 	}
 	p.file = file
 	if err := p.Validate(); err != nil {

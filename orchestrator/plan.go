@@ -1,24 +1,20 @@
 package orchestrator
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
-	"gopkg.in/yaml.v3"
-
 	"github.com/rttlab/rttlab/apps"
+	"github.com/rttlab/rttlab/internal/planfile"
 	"github.com/rttlab/rttlab/netem"
 	"github.com/rttlab/rttlab/workloads"
 )
@@ -99,6 +95,9 @@ type Plan struct {
 	TaskICMPCount int `yaml:"task_icmp_count" json:"task_icmp_count"`
 	// TraceRequests per request type for the round-trip trace of each app.
 	TraceRequests int `yaml:"trace_requests" json:"trace_requests"`
+
+	// doc is the file the plan was read from, for the line of an error.
+	doc *planfile.Doc
 }
 
 // PlanApp is one app of a plan.
@@ -186,6 +185,8 @@ const (
 	maxDelayMs  = 1000
 	maxRuns     = 10000
 	maxRequests = 1000000
+	// maxTasks bounds the tasks of one plan: the full study makes 1080.
+	maxTasks = 100000
 )
 
 // BuiltinPlan returns the named built-in plan: study or smoke.
@@ -227,46 +228,62 @@ func BuiltinPlan(name string) (*Plan, bool) {
 	return nil, false
 }
 
-// LoadPlan returns a built-in plan by name or reads a YAML file.
+// LoadPlan returns a built-in plan by name or reads a YAML file (a
+// regular file of at most planfile.MaxBytes).
 func LoadPlan(nameOrFile string) (*Plan, error) {
 	if p, ok := BuiltinPlan(nameOrFile); ok {
 		return p, nil
 	}
-	data, err := os.ReadFile(nameOrFile)
+	data, err := planfile.Read(nameOrFile)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("plan %q is neither a built-in plan (study, smoke) nor a file", nameOrFile)
 		}
-		return nil, fmt.Errorf("plan: %w", err)
+		return nil, err
 	}
 	return ParsePlan(nameOrFile, data)
 }
 
+// planSchema names the plan's Go types in its reader's words.
+var planSchema = planfile.Schema{
+	Kinds: map[string]string{
+		"[]orchestrator.PlanApp": "a list of apps",
+		"orchestrator.PlanApp":   "an app entry (name, routes or mix, ...)",
+		"orchestrator.Plan":      "a plan (a mapping of delays_ms, apps, ...)",
+		"[]workloads.MixRequest": "a list of requests (name, method, path, headers, body, weight)",
+		"workloads.MixRequest":   "a request (name, method, path, headers, body, weight)",
+	},
+	Where: map[string]string{"PlanApp": "in an app entry", "MixRequest": "in a request_mix request"},
+}
+
 // ParsePlan parses a YAML plan; errors name the file and line. runs,
 // requests and warmup that the file leaves out take the study's values;
-// a value given (warmup: 0 included) is kept.
+// a value given (warmup: 0 included) is kept, and an app's runs or
+// requests of 0 are refused (leaving them out means the plan's).
 func ParsePlan(file string, data []byte) (*Plan, error) {
+	doc, err := planfile.Parse(file, data, planfile.Keys(reflect.TypeFor[Plan]()))
+	if err != nil {
+		return nil, err
+	}
 	// The decoder leaves fields the document does not mention untouched.
 	p := &Plan{Runs: StudyRuns, Requests: StudyRequests, Warmup: StudyWarmup}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(p); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("%s: the plan is empty", file)
-		}
-		msg := err.Error()
-		var te *yaml.TypeError
-		if errors.As(err, &te) && len(te.Errors) > 0 {
-			msg = te.Errors[0]
-		}
-		return nil, yamlError(file, msg)
+	if err := doc.Decode(p, planSchema); err != nil {
+		return nil, err
 	}
+	p.doc = doc
 	if p.Name == "" {
-		base := file
-		if i := strings.LastIndexByte(base, '/'); i >= 0 {
-			base = base[i+1:]
+		p.Name = planfile.Name(file)
+	}
+	for i, a := range p.Apps {
+		for _, f := range []struct {
+			name string
+			v    int
+			plan int
+		}{{"runs", a.Runs, p.Runs}, {"requests", a.Requests, p.Requests}} {
+			if f.v == 0 && doc.Has(fmt.Sprintf("apps[%d].%s", i, f.name)) {
+				return nil, doc.Errorf(fmt.Sprintf("apps[%d].%s", i, f.name), "app %s: %s 0 runs nothing: leave it out to use the plan's %s (%d)", a.Name, f.name, f.name, f.plan)
+			}
 		}
-		p.Name = strings.TrimSuffix(strings.TrimSuffix(base, ".yaml"), ".yml")
 	}
 	p.Defaults()
 	// Relative paths of an image entry are relative to the plan file.
@@ -274,15 +291,33 @@ func ParsePlan(file string, data []byte) (*Plan, error) {
 		p.Apps[i].resolvePaths(file)
 	}
 	if err := p.Validate(); err != nil {
-		var fe *ownAppFieldError
-		if errors.As(err, &fe) {
-			if line := planFieldLine(data, fe.App, fe.Field); line > 0 {
-				return nil, fmt.Errorf("%s:%d: %w", file, line, err)
-			}
-		}
-		return nil, fmt.Errorf("%s: %w", file, err)
+		return nil, doc.Place(err)
 	}
 	return p, nil
+}
+
+// Place names where a plan's error is: the file and line of the field
+// for a plan read from a file, else the plan's name.
+func (p *Plan) Place(err error) error {
+	if err == nil {
+		return nil
+	}
+	if p.doc != nil {
+		return p.doc.Place(err)
+	}
+	return fmt.Errorf("plan %s: %w", p.Name, err)
+}
+
+// Overridden forgets the plan's file: flags changed what it says, so a
+// line of the file no longer names where a value came from.
+func (p *Plan) Overridden() { p.doc = nil }
+
+// File is the plan's file, "" for a built-in plan or one flags changed.
+func (p *Plan) File() string {
+	if p.doc == nil {
+		return ""
+	}
+	return p.doc.File
 }
 
 // resolvePaths makes db_init, env_file and compose paths relative to the plan
@@ -303,59 +338,6 @@ func (a *PlanApp) resolvePaths(file string) {
 	}
 	a.EnvFile = abs(a.EnvFile)
 	a.Compose = abs(a.Compose)
-}
-
-// planFieldLine finds the line of field in the apps entry named app of a
-// plan document; 0 when it cannot. A dotted field goes deeper, a number
-// taking an item of a list: request_mix.1.method is the method of the
-// second request (or the line of the deepest part that is there).
-func planFieldLine(data []byte, app, field string) int {
-	if entry := planAppEntry(data, app); entry != nil {
-		return nodeLine(entry, strings.Split(field, "."))
-	}
-	return 0
-}
-
-// planAppEntry is the apps entry named app of a plan document, or nil.
-func planAppEntry(data []byte, app string) *yaml.Node {
-	var doc yaml.Node
-	if err := yaml.NewDecoder(bytes.NewReader(data)).Decode(&doc); err != nil || len(doc.Content) == 0 {
-		return nil
-	}
-	appsNode := mappingValue(doc.Content[0], "apps")
-	if appsNode == nil || appsNode.Kind != yaml.SequenceNode {
-		return nil
-	}
-	for _, entry := range appsNode.Content {
-		if n := mappingValue(entry, "name"); n != nil && n.Value == app {
-			return entry
-		}
-	}
-	return nil
-}
-
-// nodeLine is the line of the node that path names under n: a key of a
-// mapping, an index of a list; the deepest found when the rest is not there.
-func nodeLine(n *yaml.Node, path []string) int {
-	if len(path) == 0 {
-		return n.Line
-	}
-	switch n.Kind {
-	case yaml.MappingNode:
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			if n.Content[i].Value == path[0] {
-				if len(path) == 1 {
-					return n.Content[i].Line
-				}
-				return nodeLine(n.Content[i+1], path[1:])
-			}
-		}
-	case yaml.SequenceNode:
-		if i, err := strconv.Atoi(path[0]); err == nil && i >= 0 && i < len(n.Content) {
-			return nodeLine(n.Content[i], path[1:])
-		}
-	}
-	return n.Line
 }
 
 // Defaults fills unset probe counts, shaper and scope.
@@ -390,122 +372,158 @@ func (p *Plan) Defaults() {
 // metadata; ValidateApps checks names and routes against it.
 func (p *Plan) Validate() error {
 	if len(p.DelaysMs) == 0 {
-		return errors.New("delays_ms is empty: give at least one RTT setting in ms, e.g. [0, 0.5, 1]")
+		return planfile.At("delays_ms", "delays_ms is empty: give at least one RTT setting in ms, e.g. [0, 0.5, 1]")
 	}
 	seen := map[float64]bool{}
-	for _, d := range p.DelaysMs {
-		if math.IsNaN(d) || math.IsInf(d, 0) {
-			return fmt.Errorf("delay %v ms is not a number", d)
-		}
-		if d < 0 {
-			return fmt.Errorf("delay %v ms is negative", d)
-		}
-		if d > maxDelayMs {
-			return fmt.Errorf("delay %v ms exceeds 1 s", d)
-		}
-		us := d * 1000
-		if math.Abs(us-math.Round(us)) > 1e-6 {
-			return fmt.Errorf("delay %v ms is finer than 1 µs", d)
-		}
-		if seen[d] {
-			return fmt.Errorf("delay %v ms is listed twice", d)
+	for i, d := range p.DelaysMs {
+		at := fmt.Sprintf("delays_ms[%d]", i)
+		switch us := d * 1000; {
+		case math.IsNaN(d) || math.IsInf(d, 0):
+			return planfile.At(at, "delay %v ms is not a number", d)
+		case d < 0:
+			return planfile.At(at, "delay %v ms is negative: give 0 to %d ms", d, maxDelayMs)
+		case d > maxDelayMs:
+			return planfile.At(at, "delay %v ms exceeds 1 s: give 0 to %d ms", d, maxDelayMs)
+		case math.Abs(us-math.Round(us)) > 1e-6:
+			return planfile.At(at, "delay %v ms is finer than 1 µs: round it to 3 decimals", d)
+		case seen[d]:
+			return planfile.At(at, "delay %v ms is listed twice: list each setting once", d)
 		}
 		seen[d] = true
 	}
-	if err := positive("runs", p.Runs, maxRuns); err != nil {
+	if err := positive("runs", "runs", p.Runs, maxRuns); err != nil {
 		return err
 	}
-	if err := positive("requests", p.Requests, maxRequests); err != nil {
+	if err := positive("requests", "requests", p.Requests, maxRequests); err != nil {
 		return err
 	}
 	if p.Warmup < 0 || p.Warmup > maxRequests {
-		return fmt.Errorf("warmup %d: use 0..%d", p.Warmup, maxRequests)
+		return planfile.At("warmup", "warmup %d: use 0..%d", p.Warmup, maxRequests)
 	}
-	switch p.Shaper {
-	case "auto", "kernel", "userspace":
-	default:
-		return fmt.Errorf("shaper %q: use auto, kernel or userspace", p.Shaper)
-	}
-	if err := validHook(p.Hook); err != nil {
+	if err := p.validateModes(); err != nil {
 		return err
 	}
-	if f := p.FloorMs; f != nil && !(*f >= 0 && *f <= maxFloorMs) {
-		return fmt.Errorf("floor_ms %g: use 0 (none) to %g ms, above the userspace shaper's pass (about 0.2 ms a packet)", *f, maxFloorMs)
-	}
-	switch p.Calibrate {
-	case "", "auto", "on", "off":
-	default:
-		return fmt.Errorf("calibrate %q: use auto, on or off", p.Calibrate)
-	}
-	switch p.CalibratePer {
-	case "", "app", "run":
-	default:
-		return fmt.Errorf("calibrate_per %q: use app or run", p.CalibratePer)
-	}
-	switch p.Scope {
-	case "path", "interface":
-	default:
-		return fmt.Errorf("scope %q: use path or interface", p.Scope)
-	}
 	if len(p.Apps) == 0 {
-		return errors.New("apps is empty: name at least one app")
+		return planfile.At("apps", "apps is empty: name at least one app")
 	}
 	names := map[string]bool{}
-	for _, a := range p.Apps {
-		if a.Name == "" {
-			return errors.New("an app entry has no name")
-		}
-		if names[a.Name] {
-			return fmt.Errorf("app %s is listed twice", a.Name)
-		}
-		names[a.Name] = true
-		if a.Mix != "" && len(a.Routes) > 0 {
-			return fmt.Errorf("app %s: give routes or a mix, not both", a.Name)
-		}
-		rs := map[string]bool{}
-		for _, r := range a.Routes {
-			if !strings.HasPrefix(r, "/") {
-				return fmt.Errorf("app %s: route %q must start with /", a.Name, r)
-			}
-			if rs[r] {
-				return fmt.Errorf("app %s: route %s is listed twice", a.Name, r)
-			}
-			rs[r] = true
-		}
-		for _, f := range []struct {
-			name string
-			v    int
-		}{{"runs", a.Runs}, {"requests", a.Requests}, {"warmup", a.Warmup}} {
-			if f.v < 0 {
-				return fmt.Errorf("app %s: %s %d is negative", a.Name, f.name, f.v)
-			}
-		}
-		if err := ValidateOwnApp(a); err != nil {
+	tasks := 0
+	for i, a := range p.Apps {
+		if err := a.validate(i, names); err != nil {
 			return err
 		}
-		for _, k := range a.Budgets.Keys() {
-			if k == "" || a.Budgets[k] < 0 {
-				return fmt.Errorf("app %s: budget %q: %d: a budget names a request type and is 0 or more round trips per request", a.Name, k, a.Budgets[k])
-			}
-		}
+		names[a.Name] = true
+		tasks += p.AppTasks(a)
+	}
+	if tasks > maxTasks {
+		return planfile.At("apps", "the plan makes %d tasks, over the limit of %d: fewer runs, settings or routes", tasks, maxTasks)
 	}
 	for _, f := range []struct {
 		name string
 		v    int
 	}{{"icmp_count", p.ICMPCount}, {"select1_runs", p.SelectRuns}, {"select1_calls", p.SelectCalls}, {"task_icmp_count", p.TaskICMPCount}, {"trace_requests", p.TraceRequests}} {
-		if err := positive(f.name, f.v, 100000); err != nil {
+		if err := positive(f.name, f.name, f.v, 100000); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func positive(name string, v, max int) error {
+// AppTasks is how many tasks an app of the plan makes: one per route (or
+// its mix) per setting per run.
+func (p *Plan) AppTasks(a PlanApp) int {
+	kinds := max(len(a.Routes), 1)
+	runs := p.Runs
+	if a.Runs > 0 {
+		runs = a.Runs
+	}
+	return kinds * len(p.DelaysMs) * runs
+}
+
+// validateModes checks the shaper, hook, floor, calibration and scope.
+func (p *Plan) validateModes() error {
+	switch p.Shaper {
+	case "auto", "kernel", "userspace":
+	default:
+		return planfile.At("shaper", "shaper %q: use auto, kernel or userspace", p.Shaper)
+	}
+	if err := validHook(p.Hook); err != nil {
+		return planfile.At("hook", "%v", err)
+	}
+	if f := p.FloorMs; f != nil && !(*f >= 0 && *f <= maxFloorMs) {
+		return planfile.At("floor_ms", "floor_ms %g: use 0 (none) to %g ms, above the userspace shaper's pass (about 0.2 ms a packet)", *f, maxFloorMs)
+	}
+	switch p.Calibrate {
+	case "", "auto", "on", "off":
+	default:
+		return planfile.At("calibrate", "calibrate %q: use auto, on or off", p.Calibrate)
+	}
+	switch p.CalibratePer {
+	case "", "app", "run":
+	default:
+		return planfile.At("calibrate_per", "calibrate_per %q: use app or run", p.CalibratePer)
+	}
+	switch p.Scope {
+	case "path", "interface":
+	default:
+		return planfile.At("scope", "scope %q: use path or interface", p.Scope)
+	}
+	return nil
+}
+
+// validate checks the i-th app entry of a plan; names holds the names of
+// the entries before it.
+func (a PlanApp) validate(i int, names map[string]bool) error {
+	at := func(field string) string { return fmt.Sprintf("apps[%d].%s", i, field) }
+	if a.Name == "" {
+		return planfile.At(fmt.Sprintf("apps[%d]", i), "an app entry has no name: add name: APP")
+	}
+	if names[a.Name] {
+		return planfile.At(at("name"), "app %s is listed twice: list each app once", a.Name)
+	}
+	if a.Mix != "" && len(a.Routes) > 0 {
+		return planfile.At(at("mix"), "app %s: give routes or a mix, not both", a.Name)
+	}
+	rs := map[string]bool{}
+	for j, r := range a.Routes {
+		route := at(fmt.Sprintf("routes[%d]", j))
+		if !strings.HasPrefix(r, "/") {
+			return planfile.At(route, "app %s: route %q must start with /", a.Name, r)
+		}
+		if rs[r] {
+			return planfile.At(route, "app %s: route %s is listed twice: list each route once", a.Name, r)
+		}
+		rs[r] = true
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+		max  int
+	}{{"runs", a.Runs, maxRuns}, {"requests", a.Requests, maxRequests}, {"warmup", a.Warmup, maxRequests}} {
+		if f.v < 0 {
+			return planfile.At(at(f.name), "app %s: %s %d is negative: use 1..%d, or leave it out to use the plan's", a.Name, f.name, f.v, f.max)
+		}
+		if f.v > f.max {
+			return planfile.At(at(f.name), "app %s: %s %d exceeds %d", a.Name, f.name, f.v, f.max)
+		}
+	}
+	if err := ValidateOwnApp(a); err != nil {
+		return err
+	}
+	for _, k := range a.Budgets.Keys() {
+		if k == "" || a.Budgets[k] < 0 {
+			return planfile.At(at("budgets"), "app %s: budget %q: %d: a budget names a request type and is 0 or more round trips per request", a.Name, k, a.Budgets[k])
+		}
+	}
+	return nil
+}
+
+func positive(at, name string, v, max int) error {
 	if v <= 0 {
-		return fmt.Errorf("%s %d must be positive", name, v)
+		return planfile.At(at, "%s %d must be positive", name, v)
 	}
 	if v > max {
-		return fmt.Errorf("%s %d exceeds %d", name, v, max)
+		return planfile.At(at, "%s %d exceeds %d", name, v, max)
 	}
 	return nil
 }
@@ -604,82 +622,4 @@ func ParseDelaysMs(s string) ([]float64, error) {
 		return nil, errors.New("the list of RTT settings is empty: give settings in ms, e.g. 0,0.5,1")
 	}
 	return out, nil
-}
-
-var (
-	yamlLineRE     = regexp.MustCompile(`^line (\d+): (.*)$`)
-	unknownFieldRE = regexp.MustCompile(`^field (.+) not found in type [\w.]*?(\w+)$`)
-	wrongTypeRE    = regexp.MustCompile("^cannot unmarshal !!(\\w+)(?: `(.*)`)? into (.+)$")
-)
-
-// yamlError turns a YAML decoder message into "file:line: what", in the
-// plan's words rather than Go's: an unknown field lists the known ones,
-// a value of the wrong kind says what kind was expected.
-func yamlError(file, msg string) error {
-	msg = oneLine(strings.TrimPrefix(msg, "yaml: "))
-	line := ""
-	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
-		line, msg = m[1], m[2]
-	}
-	if m := unknownFieldRE.FindStringSubmatch(msg); m != nil {
-		switch m[2] {
-		case "Plan":
-			msg = fmt.Sprintf("unknown field %q (known: %s)", m[1], strings.Join(yamlKeys(reflect.TypeFor[Plan]()), ", "))
-		case "PlanApp":
-			msg = fmt.Sprintf("unknown field %q in an app entry (known: %s)", m[1], strings.Join(yamlKeys(reflect.TypeFor[PlanApp]()), ", "))
-		case "MixRequest":
-			msg = fmt.Sprintf("unknown field %q in a request_mix request (known: %s)", m[1], strings.Join(yamlKeys(reflect.TypeFor[workloads.MixRequest]()), ", "))
-		default:
-			msg = fmt.Sprintf("unknown field %q", m[1])
-		}
-	} else if m := wrongTypeRE.FindStringSubmatch(msg); m != nil {
-		got := map[string]string{"seq": "a list", "map": "a mapping"}[m[1]]
-		if got == "" {
-			got = m[1]
-		}
-		if m[2] != "" {
-			got = fmt.Sprintf("%q", m[2])
-		}
-		if want, ok := yamlKinds[m[3]]; ok {
-			msg = fmt.Sprintf("%s is not %s", got, want)
-		}
-	}
-	if line != "" {
-		return fmt.Errorf("%s:%s: %s", file, line, msg)
-	}
-	return fmt.Errorf("%s: %s", file, msg)
-}
-
-// yamlKinds names the Go types of the plan's fields the way the plan's
-// reader knows them.
-var yamlKinds = map[string]string{
-	"float64":                 "a number",
-	"int":                     "a whole number",
-	"uint64":                  "a non-negative whole number",
-	"string":                  "a string",
-	"[]float64":               "a list of numbers",
-	"[]string":                "a list of strings",
-	"[]orchestrator.PlanApp":  "a list of apps",
-	"orchestrator.PlanApp":    "an app entry (name, routes or mix, ...)",
-	"orchestrator.Plan":       "a plan (a mapping of delays_ms, apps, ...)",
-	"map[string]interface {}": "a mapping",
-	"map[string]string":       "a mapping of strings",
-	"[]workloads.MixRequest":  "a list of requests (name, method, path, headers, body, weight)",
-	"workloads.MixRequest":    "a request (name, method, path, headers, body, weight)",
-}
-
-// yamlKeys lists the YAML keys of a struct type in field order.
-func yamlKeys(t reflect.Type) []string {
-	var out []string
-	for i := 0; i < t.NumField(); i++ {
-		if k, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ","); k != "" && k != "-" {
-			out = append(out, k)
-		}
-	}
-	return out
-}
-
-// oneLine folds a message onto one line (YAML errors quote the input).
-func oneLine(s string) string {
-	return strings.Join(strings.Fields(s), " ")
 }

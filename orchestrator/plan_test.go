@@ -101,25 +101,32 @@ func TestTasksDeterministicAndShuffled(t *testing.T) {
 
 func TestPlanErrors(t *testing.T) {
 	cases := map[string]struct{ yaml, want string }{
-		"malformed":         {"delays_ms: [0, 1\napps: []\n", "mine.yaml:1: "},
-		"unknown field":     {planYAML + "colour: red\n", `mine.yaml:13: unknown field "colour" (known: name, seed, delays_ms, runs, requests, warmup, shaper,`},
-		"unknown app field": {strings.Replace(planYAML, "runs: 2", "runz: 2", 1), `mine.yaml:12: unknown field "runz" in an app entry (known: name, routes, mix, runs, requests, warmup, budgets, image, port, health, db_init, env, env_file, statements, compose, app_service, db_service, request_mix)`},
-		"apps not a list":   {"delays_ms: [0]\napps: go\n", `mine.yaml:2: "go" is not a list of apps`},
-		"empty delays":      {strings.Replace(planYAML, "[0, 0.5, 1]", "[]", 1), "delays_ms is empty"},
-		"negative delay":    {strings.Replace(planYAML, "[0, 0.5, 1]", "[0, -1]", 1), "negative"},
-		"absurd delay":      {strings.Replace(planYAML, "[0, 0.5, 1]", "[0, 5000]", 1), "exceeds 1 s"},
-		"sub-µs delay":      {strings.Replace(planYAML, "[0, 0.5, 1]", "[0, 0.0001]", 1), "finer than 1 µs"},
-		"duplicate delay":   {strings.Replace(planYAML, "[0, 0.5, 1]", "[0, 0.5, 0.5]", 1), "listed twice"},
-		"zero runs":         {strings.Replace(planYAML, "runs: 4", "runs: 0", 1), "runs 0 must be positive"},
-		"negative reqs":     {strings.Replace(planYAML, "requests: 30", "requests: -3", 1), "requests -3 must be positive"},
-		"no apps":           {"delays_ms: [0]\nruns: 1\nrequests: 1\n", "apps is empty"},
-		"dup app":           {planYAML + "  - name: go\n    routes: [/feed]\n", "app go is listed twice"},
-		"bad shaper":        {planYAML + "shaper: tc\n", `shaper "tc"`},
-		"bad scope":         {planYAML + "scope: host\n", `scope "host"`},
-		"route and mix":     {strings.Replace(planYAML, "routes: [/feed]\n", "routes: [/feed]\n    mix: redmine\n", 1), "not both"},
-		"relative route":    {strings.Replace(planYAML, "routes: [/feed]\n", "routes: [feed]\n", 1), "must start with /"},
-		"empty":             {"", "the plan is empty"},
-		"wrong type delay":  {strings.Replace(planYAML, "[0, 0.5, 1]", "[0, fast]", 1), `mine.yaml:3: "fast" is not a number`},
+		"malformed":          {"delays_ms: [0, 1\napps: []\n", "mine.yaml:1: a list opened with [ is not closed"},
+		"unclosed on line 3": {"name: x\nseed: 1\ndelays_ms: [0, 1\n", "mine.yaml:3: a list opened with [ is not closed"},
+		"20 digits":          {strings.Replace(planYAML, "runs: 4", "runs: 12345678901234567890", 1), `mine.yaml:4: "1234567...`},
+		"per-app runs huge":  {strings.Replace(planYAML, "runs: 2", "runs: 1000000000", 1), "mine.yaml:12: app node: runs 1000000000 exceeds 10000"},
+		"per-app runs 0":     {strings.Replace(planYAML, "runs: 2", "runs: 0", 1), "mine.yaml:12: app node: runs 0 runs nothing: leave it out to use the plan's runs (4)"},
+		"per-app requests 0": {strings.Replace(planYAML, "runs: 2", "requests: 0", 1), "mine.yaml:12: app node: requests 0 runs nothing"},
+		"per-app negative":   {strings.Replace(planYAML, "runs: 2", "warmup: -1", 1), "mine.yaml:12: app node: warmup -1 is negative"},
+		"too many tasks":     {strings.Replace(strings.Replace(strings.Replace(planYAML, "runs: 4", "runs: 10000", 1), "runs: 2", "runs: 10000", 1), "[0, 0.5, 1]", "[0, 0.25, 0.5, 1]", 1), "mine.yaml:7: the plan makes 120000 tasks, over the limit of 100000"},
+		"unknown field":      {planYAML + "colour: red\n", `mine.yaml:13: unknown field "colour" (known: name, seed, delays_ms, runs, requests, warmup, shaper,`},
+		"unknown app field":  {strings.Replace(planYAML, "runs: 2", "runz: 2", 1), `mine.yaml:12: unknown field "runz" in an app entry (known: name, routes, mix, runs, requests, warmup, budgets, image, port, health, db_init, env, env_file, statements, compose, app_service, db_service, request_mix)`},
+		"apps not a list":    {"delays_ms: [0]\napps: go\n", `mine.yaml:2: "go" is not a list of apps`},
+		"empty delays":       {strings.Replace(planYAML, "[0, 0.5, 1]", "[]", 1), "mine.yaml:3: delays_ms is empty"},
+		"negative delay":     {strings.Replace(planYAML, "[0, 0.5, 1]", "[0, -1]", 1), "mine.yaml:3: delay -1 ms is negative"},
+		"absurd delay":       {strings.Replace(planYAML, "[0, 0.5, 1]", "[0,\n  5000]", 1), "mine.yaml:4: delay 5000 ms exceeds 1 s"},
+		"sub-µs delay":       {strings.Replace(planYAML, "[0, 0.5, 1]", "[0, 0.0001]", 1), "finer than 1 µs"},
+		"duplicate delay":    {strings.Replace(planYAML, "[0, 0.5, 1]", "[0, 0.5, 0.5]", 1), "mine.yaml:3: delay 0.5 ms is listed twice"},
+		"zero runs":          {strings.Replace(planYAML, "runs: 4", "runs: 0", 1), "mine.yaml:4: runs 0 must be positive"},
+		"negative reqs":      {strings.Replace(planYAML, "requests: 30", "requests: -3", 1), "mine.yaml:5: requests -3 must be positive"},
+		"no apps":            {"delays_ms: [0]\nruns: 1\nrequests: 1\n", "mine.yaml: apps is empty"},
+		"dup app":            {planYAML + "  - name: go\n    routes: [/feed]\n", "mine.yaml:13: app go is listed twice"},
+		"bad shaper":         {planYAML + "shaper: tc\n", `mine.yaml:13: shaper "tc"`},
+		"bad scope":          {planYAML + "scope: host\n", `mine.yaml:13: scope "host"`},
+		"route and mix":      {strings.Replace(planYAML, "routes: [/feed]\n", "routes: [/feed]\n    mix: redmine\n", 1), "mine.yaml:12: app node: give routes or a mix, not both"},
+		"relative route":     {strings.Replace(planYAML, "routes: [/feed]\n", "routes:\n      - feed\n", 1), "mine.yaml:12: app node: route \"feed\" must start with /"},
+		"empty":              {"", "the plan is empty"},
+		"wrong type delay":   {strings.Replace(planYAML, "[0, 0.5, 1]", "[0, fast]", 1), `mine.yaml:3: "fast" is not a number`},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -262,5 +269,32 @@ func TestPlanCountDefaults(t *testing.T) {
 	}
 	if p.Runs != 3 || p.Requests != study.Requests || p.Warmup != 0 {
 		t.Fatalf("runs %d requests %d warmup %d, want 3 %d 0", p.Runs, p.Requests, p.Warmup, study.Requests)
+	}
+}
+
+// Apps and routes are checked against the apps' metadata after the plan
+// is read; the error still names the file and the entry's line.
+func TestValidatePlanAppsLines(t *testing.T) {
+	all, err := apps.Load(apps.FS(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]struct{ yaml, want string }{
+		"unknown app":   {strings.Replace(planYAML, "name: node", "name: django", 1), "mine.yaml:10: "},
+		"unknown route": {strings.Replace(planYAML, "routes: [/feed, /feed-naive]", "routes:\n      - /feed\n      - /feeed", 1), "mine.yaml:11: app go: route /feeed is unknown (known: "},
+		"unknown mix":   {strings.Replace(planYAML, "routes: [/feed]", "mix: shop", 1), `mine.yaml:11: app node: mix "shop" is unknown (redmine or aimeos)`},
+	} {
+		p, err := ParsePlan("mine.yaml", []byte(c.yaml))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		err = ValidatePlanApps(p, all)
+		if err == nil || !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("%s: err = %v, want it to start %q", name, err, c.want)
+		}
+		p.Overridden()
+		if err := ValidatePlanApps(p, all); err == nil || !strings.HasPrefix(err.Error(), "plan mine: ") {
+			t.Errorf("%s, flags over the file: err = %v, want the plan named", name, err)
+		}
 	}
 }

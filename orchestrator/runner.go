@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/rttlab/rttlab/apps"
+	"github.com/rttlab/rttlab/internal/planfile"
 	"github.com/rttlab/rttlab/results"
 	"github.com/rttlab/rttlab/workloads"
 )
@@ -43,12 +44,14 @@ type RunOptions struct {
 }
 
 // ValidatePlanApps checks the plan's apps and routes against the apps'
-// metadata, before anything starts.
+// metadata, before anything starts; an error names the entry's line of a
+// plan file.
 func ValidatePlanApps(p *Plan, all map[string]*apps.Meta) error {
 	for _, a := range p.Apps {
+		at := func(field string) string { return "apps[name=" + a.Name + "]." + field }
 		t, err := apps.Resolve(all, a.Name)
 		if err != nil {
-			return err
+			return p.Place(&planfile.FieldError{Path: at("name"), Err: err})
 		}
 		if len(a.RequestMix) > 0 {
 			continue // its requests were checked with the plan
@@ -57,18 +60,18 @@ func ValidatePlanApps(p *Plan, all map[string]*apps.Meta) error {
 			switch a.Mix {
 			case "redmine", "aimeos":
 			default:
-				return fmt.Errorf("app %s: mix %q is unknown (redmine or aimeos)", a.Name, a.Mix)
+				return p.Place(planfile.At(at("mix"), "app %s: mix %q is unknown (redmine or aimeos)", a.Name, a.Mix))
 			}
 			continue
 		}
 		if len(a.Routes) == 0 {
-			return fmt.Errorf("app %s: no routes (known: %s)", a.Name, strings.Join(t.Meta.RoutePaths(), ", "))
+			return p.Place(planfile.At(at("name"), "app %s: no routes (known: %s)", a.Name, strings.Join(t.Meta.RoutePaths(), ", ")))
 		}
-		for _, r := range a.Routes {
+		for j, r := range a.Routes {
 			path, _, _ := strings.Cut(r, "?")
 			_, exact := t.Meta.Route(r) // an own app's route with its query
 			if _, ok := t.Meta.Route(path); !ok && !exact {
-				return fmt.Errorf("app %s: route %s is unknown (known: %s)", a.Name, r, strings.Join(t.Meta.RoutePaths(), ", "))
+				return p.Place(planfile.At(fmt.Sprintf("%s[%d]", at("routes"), j), "app %s: route %s is unknown (known: %s)", a.Name, r, strings.Join(t.Meta.RoutePaths(), ", ")))
 			}
 		}
 	}

@@ -542,7 +542,7 @@ func TestLoadPlanAndHostEnv(t *testing.T) {
 	if _, err := LoadPlan(filepath.Join(t.TempDir(), "nope.yaml")); err == nil || !strings.Contains(err.Error(), "neither a built-in plan") {
 		t.Errorf("missing: %v", err)
 	}
-	if _, err := LoadPlan(t.TempDir()); err == nil || !strings.HasPrefix(err.Error(), "plan: ") {
+	if _, err := LoadPlan(t.TempDir()); err == nil || !strings.Contains(err.Error(), "is a folder: give a regular file") {
 		t.Errorf("a folder: %v", err)
 	}
 	f := filepath.Join(t.TempDir(), "mine.yaml")

@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rttlab/rttlab/apps"
+	"github.com/rttlab/rttlab/internal/planfile"
 )
 
 // shopCompose is a user's compose file: an app (built by compose, no
@@ -70,23 +72,15 @@ func TestComposeEntryErrors(t *testing.T) {
 		a := ok
 		c.edit(&a)
 		err := ValidateOwnApp(a)
-		var fe *ownAppFieldError
+		var fe *planfile.FieldError
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: err = %v, want %q", name, err, c.want)
 			continue
 		}
-		if asFieldError(err, &fe) && fe.Field != c.field {
-			t.Errorf("%s: field %s, want %s", name, fe.Field, c.field)
+		if !errors.As(err, &fe) || fe.Path != "apps[name=web]."+c.field {
+			t.Errorf("%s: error %v is not at field %s", name, err, c.field)
 		}
 	}
-}
-
-func asFieldError(err error, fe **ownAppFieldError) bool {
-	e, ok := err.(*ownAppFieldError)
-	if ok {
-		*fe = e
-	}
-	return ok
 }
 
 func TestComposeMeta(t *testing.T) {

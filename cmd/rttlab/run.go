@@ -182,22 +182,25 @@ Examples:
 			if fl.Changed("scope") {
 				p.Scope = o.scope
 			}
+			for _, f := range []string{"apps", "routes", "delays", "runs", "requests", "warmup", "seed", "shaper", "scope"} {
+				if own || fl.Changed(f) {
+					// Errors name the plan, not lines of a file the flags
+					// overrode.
+					p.Overridden()
+				}
+			}
 			if err := p.Validate(); err != nil {
-				return usagef("plan %s: %v", p.Name, err)
+				return usageError{p.Place(err)}
 			}
 			// Image entries (with the routes the flags gave them)
 			// resolve like the tree's apps.
 			if err := orchestrator.AddOwnApps(p, all); err != nil {
-				return usagef("plan %s: %v", p.Name, err)
+				return usageError{p.Place(err)}
 			}
 			if err := orchestrator.ValidatePlanApps(p, all); err != nil {
-				return usagef("plan %s: %v", p.Name, err)
+				return usageError{err}
 			}
-			file := o.plan
-			if _, builtin := orchestrator.BuiltinPlan(o.plan); builtin {
-				file = ""
-			}
-			if err := orchestrator.ValidatePlanBudgets(p, all, file); err != nil {
+			if err := orchestrator.ValidatePlanBudgets(p, all); err != nil {
 				return usageError{err}
 			}
 			o.p = p
