@@ -15,8 +15,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/rttlab/rttlab/apps"
+	"github.com/rttlab/rttlab/internal/capped"
 	"github.com/rttlab/rttlab/internal/planfile"
 	"github.com/rttlab/rttlab/workloads"
 )
@@ -292,22 +294,29 @@ func ParseEnvFlag(s string) (string, string, error) {
 // ReadEnvFile reads an env file: NAME=VALUE lines, # comments and blank
 // lines, an optional "export " prefix and quotes around the value.
 func ReadEnvFile(path string) (map[string]string, error) {
-	data, err := os.ReadFile(path)
+	data, err := capped.ReadFile(path, "env file", maxEnvFile)
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("env file %s: no such file", path)
-		}
-		return nil, fmt.Errorf("env file %s: %w", path, err)
+		return nil, err
 	}
 	return ParseEnvFile(path, data)
 }
 
-// ParseEnvFile parses env file content; errors name path:line.
+// maxEnvFile bounds an env file (and so each of its lines).
+const maxEnvFile = 1 << 20
+
+// ParseEnvFile parses env file content; errors name path:line and quote
+// at most the start of a bad line.
 func ParseEnvFile(path string, data []byte) (map[string]string, error) {
 	out := map[string]string{}
 	sc := bufio.NewScanner(bytes.NewReader(data))
-	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
+	sc.Buffer(nil, maxEnvFile+1)
+	n := 1
+	for ; sc.Scan(); n++ {
+		raw := sc.Text()
+		if i := strings.IndexByte(raw, 0); i >= 0 || !utf8.ValidString(raw) {
+			return nil, fmt.Errorf("%s:%d: not a text file (a NUL byte or invalid UTF-8): give NAME=VALUE lines", path, n)
+		}
+		line := strings.TrimSpace(raw)
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
@@ -315,14 +324,25 @@ func ParseEnvFile(path string, data []byte) (map[string]string, error) {
 		k, v, ok := strings.Cut(line, "=")
 		k = strings.TrimSpace(k)
 		if !ok || !envKeyRE.MatchString(k) {
-			return nil, fmt.Errorf("%s:%d: %q is not NAME=VALUE", path, n, line)
+			return nil, fmt.Errorf("%s:%d: %q is not NAME=VALUE", path, n, clip(line, 60))
 		}
 		if len(v) >= 2 && (v[0] == '"' || v[0] == '\'') && v[len(v)-1] == v[0] {
 			v = v[1 : len(v)-1]
 		}
 		out[k] = v
 	}
-	return out, sc.Err()
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s:%d: cannot read the line: %v", path, n, err)
+	}
+	return out, nil
+}
+
+// clip cuts s to at most n runes, marking the cut with "...".
+func clip(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n]) + "..."
 }
 
 // InitFile is one file applied to the database of an own app.
@@ -373,6 +393,10 @@ func ExpandDBInit(paths []string) ([]InitFile, error) {
 	}
 	return out, nil
 }
+
+// maxInitFile bounds one database init file, which is sent to the engine
+// whole: a dump larger than this is loaded by the user's own image.
+const maxInitFile = 1 << 30
 
 func initKind(p string) (string, error) {
 	f, err := os.Open(p)
@@ -438,9 +462,9 @@ func ApplyDBInit(ctx context.Context, d Containers, st *Stack, files []InitFile)
 		return err
 	}
 	for i, f := range files {
-		data, err := os.ReadFile(f.Path)
+		data, err := capped.ReadFile(f.Path, "db_init file", maxInitFile)
 		if err != nil {
-			return fmt.Errorf("--db-init %s: %w", f.Path, err)
+			return err
 		}
 		name := fmt.Sprintf("%03d-%s", i+1, filepath.Base(f.Path))
 		inside[i] = initDir + "/" + name

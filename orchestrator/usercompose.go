@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -16,6 +15,7 @@ import (
 	"github.com/docker/docker/api/types/container"
 
 	"github.com/rttlab/rttlab/apps"
+	"github.com/rttlab/rttlab/internal/capped"
 )
 
 // A user's compose file runs as the file says, with these differences:
@@ -34,8 +34,8 @@ func LoadUserCompose(ctx context.Context, file string) (*types.Project, error) {
 	if err != nil {
 		return nil, fmt.Errorf("compose file %s: %w", file, err)
 	}
-	if _, err := os.Stat(abs); err != nil {
-		return nil, fmt.Errorf("compose file %s: no such file", file)
+	if _, err := capped.ReadFile(file, "compose file", 1<<20); err != nil {
+		return nil, err
 	}
 	// The project name follows docker compose's precedence (the file's
 	// name:, COMPOSE_PROJECT_NAME, the folder), so that the image compose

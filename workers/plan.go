@@ -1,22 +1,19 @@
 package workers
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"io"
 	"math"
 	"math/rand/v2"
 	"os"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
-	"gopkg.in/yaml.v3"
-
+	"github.com/rttlab/rttlab/internal/planfile"
 	"github.com/rttlab/rttlab/workloads"
 )
 
@@ -164,8 +161,8 @@ type Plan struct {
 	Shaper          string       `json:"shaper"`
 	Capacity        CapacitySpec `json:"capacity"`
 
-	file  string
-	lines map[string]int
+	file string
+	doc  *planfile.Doc
 }
 
 // rawPlan is the YAML form before the policies and configurations are
@@ -189,13 +186,6 @@ type rawPlan struct {
 	Shaper          string       `yaml:"shaper"`
 	Capacity        CapacitySpec `yaml:"capacity"`
 }
-
-// The known keys, for one-line errors about unknown ones.
-var (
-	planKeys     = []string{"name", "seed", "policies", "baseline", "reference", "configs", "mixes", "db_rtt_ms", "load_fractions", "load_basis", "runs", "requests", "warmup", "timeout_ms", "client_keep_alive", "shaper", "capacity"}
-	mixKeys      = []string{"name", "cpu_ms", "queries"}
-	capacityKeys = []string{"start_rate", "max_rate", "max_trials", "precision", "trial_requests", "trial_warmup", "max_p99_ms", "min_throughput", "max_failures", "every_policy"}
-)
 
 func defaultRaw() rawPlan {
 	return rawPlan{
@@ -257,138 +247,45 @@ func LoadPlan(nameOrFile string, lim Limits) (*Plan, error) {
 	if p, ok := BuiltinPlan(nameOrFile, lim); ok {
 		return p, nil
 	}
-	data, err := os.ReadFile(nameOrFile)
+	data, err := planfile.Read(nameOrFile)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("plan %q is neither a built-in workers plan (%s, %s) nor a file", nameOrFile, PlanWorkers, PlanWorkersSmoke)
 		}
-		return nil, fmt.Errorf("plan: %w", err)
+		return nil, err
 	}
 	return ParsePlan(nameOrFile, data, lim)
 }
 
-var (
-	yamlLineRE  = regexp.MustCompile(`^line (\d+): (.*)$`)
-	wrongTypeRE = regexp.MustCompile("^cannot unmarshal !!(\\w+) `?([^`]*)`? into (.*)$")
-)
+// planSchema places a workers plan's unknown fields.
+var planSchema = planfile.Schema{Where: map[string]string{"CapacitySpec": "in capacity", "Mix": "in a mix"}}
 
 // ParsePlan parses a YAML plan and validates it against lim; every error
 // is one line naming the file and, where it is known, the line.
 func ParsePlan(file string, data []byte, lim Limits) (*Plan, error) {
-	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err != nil {
-		return nil, yamlError(file, err.Error())
-	}
-	if root.Kind == 0 || len(root.Content) == 0 {
-		return nil, fmt.Errorf("%s: the plan is empty", file)
-	}
-	top := root.Content[0]
-	if top.Kind != yaml.MappingNode {
-		return nil, fmt.Errorf("%s:%d: the plan must be a mapping of fields (known: %s)", file, top.Line, strings.Join(planKeys, ", "))
-	}
-	lines := map[string]int{}
-	if err := walkKeys(file, top, lines); err != nil {
+	doc, err := planfile.Parse(file, data, planfile.Keys(reflect.TypeFor[rawPlan]()))
+	if err != nil {
 		return nil, err
 	}
 	raw := defaultRaw()
 	raw.Name = ""
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&raw); err != nil && !errors.Is(err, io.EOF) {
-		msg := err.Error()
-		var te *yaml.TypeError
-		if errors.As(err, &te) && len(te.Errors) > 0 {
-			msg = te.Errors[0]
-		}
-		return nil, yamlError(file, msg)
+	if err := doc.Decode(&raw, planSchema); err != nil {
+		return nil, err
 	}
 	if raw.Name == "" {
-		base := file[strings.LastIndexByte(file, '/')+1:]
-		raw.Name = strings.TrimSuffix(strings.TrimSuffix(base, ".yaml"), ".yml")
+		raw.Name = planfile.Name(file)
 	}
-	return build(raw, file, lines, lim)
-}
-
-// walkKeys records the line of every field ("runs", "capacity.max_rate",
-// "mixes[1].cpu_ms", "policies[2]") and refuses unknown fields.
-func walkKeys(file string, top *yaml.Node, lines map[string]int) error {
-	unknown := func(k *yaml.Node, where string, known []string) error {
-		return fmt.Errorf("%s:%d: unknown field %q%s (known: %s)", file, k.Line, k.Value, where, strings.Join(known, ", "))
-	}
-	for i := 0; i+1 < len(top.Content); i += 2 {
-		k, v := top.Content[i], top.Content[i+1]
-		if !slices.Contains(planKeys, k.Value) {
-			return unknown(k, "", planKeys)
-		}
-		lines[k.Value] = k.Line
-		switch {
-		case k.Value == "capacity" && v.Kind == yaml.MappingNode:
-			for j := 0; j+1 < len(v.Content); j += 2 {
-				ck := v.Content[j]
-				if !slices.Contains(capacityKeys, ck.Value) {
-					return unknown(ck, " in capacity", capacityKeys)
-				}
-				lines["capacity."+ck.Value] = ck.Line
-			}
-		case v.Kind == yaml.SequenceNode:
-			for j, item := range v.Content {
-				key := fmt.Sprintf("%s[%d]", k.Value, j)
-				lines[key] = item.Line
-				if k.Value == "mixes" && item.Kind == yaml.MappingNode {
-					for m := 0; m+1 < len(item.Content); m += 2 {
-						mk := item.Content[m]
-						if !slices.Contains(mixKeys, mk.Value) {
-							return unknown(mk, " in a mix", mixKeys)
-						}
-						lines[key+"."+mk.Value] = mk.Line
-					}
-				}
-			}
-		}
-	}
-	return nil
-}
-
-func yamlError(file, msg string) error {
-	msg = strings.Join(strings.Fields(strings.TrimPrefix(msg, "yaml: ")), " ")
-	msg = strings.TrimPrefix(msg, "unmarshal errors: ")
-	line := ""
-	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
-		line, msg = ":"+m[1], m[2]
-	}
-	if m := wrongTypeRE.FindStringSubmatch(msg); m != nil {
-		got := map[string]string{"seq": "a list", "map": "a mapping"}[m[1]]
-		if got == "" {
-			got = fmt.Sprintf("%q", m[2])
-		}
-		want := m[3]
-		switch {
-		case strings.HasPrefix(want, "[]"):
-			want = "a list"
-		case strings.Contains(want, "int"):
-			want = "a whole number"
-		case strings.Contains(want, "float"):
-			want = "a number"
-		case want == "bool":
-			want = "true or false"
-		case want == "string":
-			want = "a string"
-		default:
-			want = "a mapping"
-		}
-		msg = fmt.Sprintf("%s is not %s", got, want)
-	}
-	return fmt.Errorf("%s%s: %s", file, line, msg)
+	return build(raw, file, doc, lim)
 }
 
 // build turns the raw form into a validated Plan.
-func build(raw rawPlan, file string, lines map[string]int, lim Limits) (*Plan, error) {
+func build(raw rawPlan, file string, doc *planfile.Doc, lim Limits) (*Plan, error) {
 	p := &Plan{
 		Name: raw.Name, Seed: raw.Seed, Mixes: raw.Mixes, DBRTTMs: raw.DBRTTMs,
 		LoadFractions: raw.LoadFractions, LoadBasis: raw.LoadBasis, Runs: raw.Runs,
 		Requests: raw.Requests, Warmup: raw.Warmup, TimeoutMs: raw.TimeoutMs,
 		ClientKeepAlive: raw.ClientKeepAlive, Shaper: raw.Shaper, Capacity: raw.Capacity,
-		file: file, lines: lines,
+		file: file, doc: doc,
 	}
 	if len(raw.Policies) == 0 {
 		return nil, p.errAt("policies", "policies is empty: give at least the baseline %s", AcceptRace)
@@ -415,7 +312,7 @@ func build(raw rawPlan, file string, lines map[string]int, lim Limits) (*Plan, e
 	}
 	if !slices.Contains(p.Policies, p.Baseline) {
 		key := "baseline"
-		if p.lines[key] == 0 {
+		if !p.doc.Has(key) {
 			key = "policies"
 		}
 		return nil, p.errAt(key, "baseline %s is not among the policies: every change is against it; add it or name another", p.Baseline)
@@ -446,20 +343,11 @@ func build(raw rawPlan, file string, lines map[string]int, lim Limits) (*Plan, e
 // File is the plan's file, or "plan NAME" for a built-in plan.
 func (p *Plan) File() string { return p.file }
 
-// errAt returns "FILE:LINE: message" for the field key (or its parent
-// when the key itself has no line), "FILE: message" without a line.
+// errAt returns "FILE:LINE: message" for the field key (the line of its
+// parent when the key itself is not in the file), "FILE: message" without
+// a line.
 func (p *Plan) errAt(key string, format string, a ...any) error {
-	line := 0
-	for k := key; k != "" && line == 0; {
-		line = p.lines[k]
-		switch i := strings.LastIndexAny(k, ".["); {
-		case i > 0:
-			k = k[:i]
-		default:
-			k = ""
-		}
-	}
-	if line > 0 {
+	if line := p.doc.Line(key); line > 0 {
 		return fmt.Errorf("%s:%d: %s", p.file, line, fmt.Sprintf(format, a...))
 	}
 	return fmt.Errorf("%s: %s", p.file, fmt.Sprintf(format, a...))

@@ -22,6 +22,12 @@ func TestRunAppImageFlags(t *testing.T) {
 	os.WriteFile(envFile, []byte("A=1\n"), 0o644)
 	badEnv := filepath.Join(dir, "bad.env")
 	os.WriteFile(badEnv, []byte("not a pair\n"), 0o644)
+	longEnv := filepath.Join(dir, "long.env")
+	os.WriteFile(longEnv, []byte("A=1\nB="+strings.Repeat("x", 200<<10)+"\n"), 0o644)
+	binEnv := filepath.Join(dir, "bin.env")
+	os.WriteFile(binEnv, append([]byte("\x7fELF\x02\x01\x01\x00\x00"), make([]byte, 4000)...), 0o644)
+	hugeEnv := filepath.Join(dir, "huge.env")
+	os.WriteFile(hugeEnv, make([]byte, 2<<20), 0o644)
 	plan := filepath.Join(dir, "plan.yaml")
 	os.WriteFile(plan, []byte("delays_ms: [0, 1]\nruns: 2\nrequests: 5\napps:\n  - name: shop\n    image: example/shop:1\n    routes: [/api/items]\n    db_init: [schema.sql]\n"), 0o644)
 	outDir := filepath.Join(dir, "out")
@@ -32,6 +38,7 @@ func TestRunAppImageFlags(t *testing.T) {
 			"--env", "A=1", "--env", "B=x=y", "--env-file", envFile),
 		{"run", "--plan", plan, "--out", outDir},
 		{"run", "--plan", plan, "--out", outDir, "--routes", "/api/items/7"},
+		append(slices.Clone(base), "--env-file", longEnv), // a 200 KiB value
 	}
 	for _, args := range ok {
 		if _, err := run(t, args...); !errors.Is(err, errNoEngineHere) {
@@ -51,6 +58,9 @@ func TestRunAppImageFlags(t *testing.T) {
 		{[]string{"--routes", "api/items"}, `--routes: route "api/items" must start with /`},
 		{[]string{"--env-file", badEnv}, `--env-file: ` + badEnv + `:1: "not a pair" is not NAME=VALUE`},
 		{[]string{"--env-file", filepath.Join(dir, "none.env")}, "no such file"},
+		{[]string{"--env-file", binEnv}, `--env-file: ` + binEnv + `:1: not a text file (a NUL byte or invalid UTF-8): give NAME=VALUE lines`},
+		{[]string{"--env-file", hugeEnv}, `--env-file: env file ` + hugeEnv + ` is 2 MiB, over the limit of 1 MiB`},
+		{[]string{"--env-file", "/dev/zero"}, `--env-file: env file /dev/zero is a device: give a regular file of at most 1 MiB`},
 		{[]string{"--apps", "go"}, "drop --apps"},
 	}
 	for _, c := range bad {
