@@ -10,13 +10,14 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/rttlab/rttlab/internal/capped"
 	"github.com/rttlab/rttlab/placement"
 	"github.com/rttlab/rttlab/results"
 )
 
 // IsPlacementFolder reports whether dir holds a placement study's results.
 func IsPlacementFolder(dir string) bool {
-	b, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
+	b, err := capped.ReadFile(filepath.Join(dir, "manifest.json"), "manifest", 16<<20)
 	if err != nil {
 		return false
 	}
@@ -29,7 +30,7 @@ func IsPlacementFolder(dir string) bool {
 // ReadPlaceSamples reads a placement folder's samples.jsonl.
 func ReadPlaceSamples(dir string) ([]PlaceSample, error) {
 	path := filepath.Join(dir, "samples.jsonl")
-	f, err := os.Open(path)
+	f, err := capped.Open(path, "samples")
 	if err != nil {
 		return nil, err
 	}
@@ -51,7 +52,7 @@ func ReadPlaceSamples(dir string) ([]PlaceSample, error) {
 
 func readPlaceResult(dir string) (*PlaceResult, error) {
 	path := filepath.Join(dir, "summary.json")
-	b, err := os.ReadFile(path)
+	b, err := capped.ReadFile(path, "summary", results.MaxFile)
 	if err != nil {
 		return nil, err
 	}

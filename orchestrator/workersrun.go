@@ -1,7 +1,6 @@
 package orchestrator
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -19,6 +18,7 @@ import (
 	"time"
 
 	"github.com/rttlab/rttlab/apps"
+	"github.com/rttlab/rttlab/internal/capped"
 	"github.com/rttlab/rttlab/workers"
 	"github.com/rttlab/rttlab/workloads"
 )
@@ -446,7 +446,7 @@ func appendJSONLine(path string, v any) error {
 // readJSONLines decodes every complete line of path into fn; a torn last
 // line (an interrupted write) is ignored.
 func readJSONLines(path string, fn func([]byte) error) error {
-	f, err := os.Open(path)
+	f, err := capped.Open(path, filepath.Base(path))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
@@ -454,9 +454,12 @@ func readJSONLines(path string, fn func([]byte) error) error {
 		return err
 	}
 	defer f.Close()
-	r := bufio.NewReader(f)
+	r := capped.NewLines(f, 1<<20)
 	for line := 1; ; line++ {
-		b, err := r.ReadBytes('\n')
+		b, err := r.Next()
+		if errors.Is(err, capped.ErrLineTooLong) {
+			return fmt.Errorf("%s:%d: %w: not a line rttlab wrote", path, line, err)
+		}
 		if len(b) > 0 && b[len(b)-1] == '\n' {
 			if ferr := fn(b); ferr != nil {
 				return fmt.Errorf("%s:%d: %w", path, line, ferr)

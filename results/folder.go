@@ -1,7 +1,6 @@
 package results
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
@@ -16,6 +15,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/rttlab/rttlab/internal/capped"
 )
 
 // folderTimeLayout names results folders, e.g. 20261129T235900Z.
@@ -359,9 +360,9 @@ func Load(dir string) (*Data, error) {
 		complete:   map[string]int64{},
 	}
 	mpath := filepath.Join(dir, ManifestFile)
-	mb, err := os.ReadFile(mpath)
+	mb, err := capped.ReadFile(mpath, "manifest", maxManifest)
 	if err != nil {
-		return nil, fmt.Errorf("read manifest: %w", err)
+		return nil, err
 	}
 	if err := json.Unmarshal(mb, &d.Manifest); err != nil {
 		return nil, fmt.Errorf("%s: %w", jsonErrPos(mpath, mb, err), err)
@@ -450,20 +451,32 @@ func Load(dir string) (*Data, error) {
 	return d, nil
 }
 
+// Limits on what a results folder's reader takes: a file read whole, the
+// manifest, one line of a JSON-lines file. The full study writes 30 MB of
+// samples in lines under 1 KiB.
+const (
+	MaxFile     = 256 << 20
+	maxManifest = 16 << 20
+	maxLine     = 1 << 20
+)
+
 // readLines calls fn for each '\n'-terminated line of path with its 1-based
 // line number. An unterminated last line is skipped and noted. The length
 // of the complete part is kept for Open.
 func (d *Data) readLines(path, name string, fn func(line int, b []byte) error) error {
-	f, err := os.Open(path)
+	f, err := capped.Open(path, name)
 	if err != nil {
-		return fmt.Errorf("read %s: %w", name, err)
+		return err
 	}
 	defer f.Close()
-	r := bufio.NewReaderSize(f, 1<<16)
+	r := capped.NewLines(f, maxLine)
 	var complete int64
 	line := 0
 	for {
-		b, rerr := r.ReadBytes('\n')
+		b, rerr := r.Next()
+		if errors.Is(rerr, capped.ErrLineTooLong) {
+			return fmt.Errorf("%s:%d: %w: not a line rttlab wrote", path, line+1, rerr)
+		}
 		if len(b) > 0 && b[len(b)-1] == '\n' {
 			line++
 			complete += int64(len(b))
@@ -490,9 +503,9 @@ func (d *Data) readLines(path, name string, fn func(line int, b []byte) error) e
 }
 
 func (d *Data) readProbes(path string) error {
-	b, err := os.ReadFile(path)
+	b, err := capped.ReadFile(path, ProbesFile, MaxFile)
 	if err != nil {
-		return fmt.Errorf("read %s: %w", ProbesFile, err)
+		return err
 	}
 	complete := bytes.LastIndexByte(b, '\n') + 1
 	if complete < len(b) {

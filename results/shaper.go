@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/rttlab/rttlab/internal/capped"
 )
 
 // ShaperFile holds what the shaper did during each load task, per side.
@@ -106,7 +108,7 @@ func (f *Folder) AppendShaper(rows []ShaperRow) error {
 // crash mid-write) is ignored.
 func LoadShaper(dir string) ([]ShaperRow, error) {
 	path := filepath.Join(dir, ShaperFile)
-	b, err := os.ReadFile(path)
+	b, err := capped.ReadFile(path, ShaperFile, MaxFile)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/rttlab/rttlab/internal/capped"
 )
 
 // TraceFile holds the per-request trace of each app's request types
@@ -58,7 +60,7 @@ func RangeOf(v []int) TraceRange {
 // ReadTrace reads DIR/trace.json; a folder without one has no trace.
 func ReadTrace(dir string) ([]TraceRow, error) {
 	p := filepath.Join(dir, TraceFile)
-	b, err := os.ReadFile(p)
+	b, err := capped.ReadFile(p, TraceFile, MaxFile)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}

@@ -55,6 +55,8 @@ func testFolder(t *testing.T) string {
 
 func TestExitCodes(t *testing.T) {
 	ctx := context.Background()
+	empty := t.TempDir()
+	folder := testFolder(t)
 	cases := []struct {
 		args []string
 		code int
@@ -70,7 +72,11 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"--log-level", "loud", "apps", "list"}, 2, `--log-level "loud"`},
 		{[]string{"run", "--plan", "smoke", "--delays", "0,2000"}, 2, "exceeds 1 s"},
 		{[]string{"verify", "cobol"}, 2, `unknown app "cobol"`},
-		{[]string{"report", "/nonexistent/folder"}, 1, "manifest"},
+		{[]string{"report", "/nonexistent/folder"}, 2, "/nonexistent/folder: no such folder: give a results folder"},
+		{[]string{"report", empty}, 2, empty + " is not a results folder (it has no manifest.json)"},
+		{[]string{"report", "/dev/null"}, 2, "/dev/null is not a folder"},
+		{[]string{"compare", folder, empty}, 2, "is not a results folder"},
+		{[]string{"compare", folder, folder + "/."}, 2, "are the same folder: compare two runs"},
 		{[]string{"clean"}, 1, errNoEngineHere.Error()},
 	}
 	for _, c := range cases {

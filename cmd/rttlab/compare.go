@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 
 	"github.com/spf13/cobra"
 
@@ -21,6 +22,14 @@ same study on two machines, two shaper backends or two versions of an app.
 Folders with different RTT settings are refused with the reason.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			for _, dir := range args {
+				if err := resultsFolder(dir); err != nil {
+					return err
+				}
+			}
+			if sameFolder(args[0], args[1]) {
+				return usagef("%s and %s are the same folder: compare two runs", args[0], args[1])
+			}
 			if pa, pb := orchestrator.IsPlacementFolder(args[0]), orchestrator.IsPlacementFolder(args[1]); pa || pb {
 				if pa != pb {
 					return fmt.Errorf("%s is a placement study's folder and %s is not: compare two of a kind", map[bool]string{true: args[0], false: args[1]}[pa], map[bool]string{true: args[1], false: args[0]}[pa])
@@ -40,4 +49,11 @@ Folders with different RTT settings are refused with the reason.`,
 			return err
 		},
 	}
+}
+
+// sameFolder reports whether a and b name one folder (by path or link).
+func sameFolder(a, b string) bool {
+	sa, errA := os.Stat(a)
+	sb, errB := os.Stat(b)
+	return errA == nil && errB == nil && os.SameFile(sa, sb)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
@@ -23,6 +24,9 @@ from samples.jsonl.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir := args[0]
+			if err := resultsFolder(dir); err != nil {
+				return err
+			}
 			if orchestrator.IsPlacementFolder(dir) {
 				files, err := orchestrator.ReportPlacement(dir)
 				if err != nil {
@@ -44,4 +48,20 @@ from samples.jsonl.`,
 			return nil
 		},
 	}
+}
+
+// resultsFolder checks that dir is a results folder (one with a
+// manifest.json) before any of it is read: a usage error otherwise.
+func resultsFolder(dir string) error {
+	st, err := os.Stat(dir)
+	switch {
+	case err != nil:
+		return usagef("%s: no such folder: give a results folder that rttlab run, place or workers wrote", dir)
+	case !st.IsDir():
+		return usagef("%s is not a folder: give a results folder that rttlab run, place or workers wrote", dir)
+	}
+	if _, err := os.Stat(filepath.Join(dir, results.ManifestFile)); err != nil {
+		return usagef("%s is not a results folder (it has no %s): give a folder that rttlab run, place or workers wrote", dir, results.ManifestFile)
+	}
+	return nil
 }

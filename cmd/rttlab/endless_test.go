@@ -1,0 +1,83 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Everything rttlab reads from a user is capped: an endless plan, env
+// file or results file is refused in one line, exit 2 for a usage error,
+// with little memory. The binary runs under an address-space limit of
+// 1 GiB (a cap that failed would end there rather than take the host's
+// memory) and a timeout (a named pipe must not block the read).
+func TestEndlessInputsUnderMemoryLimit(t *testing.T) {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("needs the go command to build rttlab")
+	}
+	bin := filepath.Join(t.TempDir(), "rttlab")
+	if out, err := exec.Command(goBin, "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "plan.fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A results folder whose samples are one endless line.
+	res := testFolder(t)
+	if err := os.WriteFile(filepath.Join(res, "samples.jsonl"), make([]byte, 8<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	zeroManifest := t.TempDir()
+	if err := os.Symlink("/dev/zero", filepath.Join(zeroManifest, "manifest.json")); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"run", "--plan", "/dev/zero"}, 2, "plan /dev/zero is a device: give a regular file of at most 1 MiB"},
+		{[]string{"place", "--plan", "/dev/zero"}, 2, "plan /dev/zero is a device"},
+		{[]string{"workers", "--plan", "/dev/zero"}, 2, "plan /dev/zero is a device"},
+		{[]string{"run", "--plan", fifo}, 2, "is a named pipe"},
+		{[]string{"run", "--plan", "smoke", "--app-image", "example/shop:1", "--routes", "/a", "--env-file", "/dev/zero"}, 2, "env file /dev/zero is a device"},
+		{[]string{"report", res}, 1, "samples.jsonl:1: line too long: over 1 MiB"},
+		{[]string{"report", zeroManifest}, 1, "manifest.json is a device"},
+	} {
+		cmd := exec.Command("sh", append([]string{"-c", `ulimit -v 1048576 && exec "$0" "$@"`, bin}, c.args...)...)
+		cmd.Dir = dir
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(60 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+			t.Errorf("%v: still reading after 60 s", c.args)
+			continue
+		}
+		code := cmd.ProcessState.ExitCode()
+		// KiB; an upper bound: the child's high-water mark includes the
+		// test binary it was forked from, before exec.
+		rss := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss
+		t.Logf("%v: exit %d, peak RSS %d KiB: %s", c.args, code, rss, strings.TrimSpace(stderr.String()))
+		if code != c.code || !strings.Contains(stderr.String(), c.want) || strings.Count(stderr.String(), "\n") != 1 {
+			t.Errorf("%v: exit %d, stderr %q; want %d and one line with %q", c.args, code, stderr.String(), c.code, c.want)
+		}
+		if rss > 100<<10 {
+			t.Errorf("%v: peak RSS %d KiB for a refusal", c.args, rss)
+		}
+	}
+}
