@@ -78,6 +78,9 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"compare", folder, empty}, 2, "is not a results folder"},
 		{[]string{"compare", folder, folder + "/."}, 2, "are the same folder: compare two runs"},
 		{[]string{"clean"}, 1, errNoEngineHere.Error()},
+		{[]string{"run", "--runs", "ten"}, 2, `--runs "ten" is not a whole number`},
+		{[]string{"run", "--seed", "99999999999999999999999"}, 2, `--seed "99999999999999999999999" is too large`},
+		{[]string{"shape", "sett", "--rtt", "1ms"}, 2, `unknown command "sett" for "rttlab shape" (did you mean set?)`},
 	}
 	for _, c := range cases {
 		code, out, errs := execLine(ctx, c.args...)
@@ -87,6 +90,11 @@ func TestExitCodes(t *testing.T) {
 		}
 		if code != 0 && (strings.Count(errs, "\n") != 1 || !strings.HasPrefix(errs, "rttlab: ")) {
 			t.Errorf("%v: stderr is not one line: %q", c.args, errs)
+		}
+		for _, internal := range []string{"strconv.", "bufio.", "json: cannot", "Go struct", "\\x00"} {
+			if strings.Contains(errs, internal) {
+				t.Errorf("%v: Go's words reach the user: %q", c.args, errs)
+			}
 		}
 		if code == 0 && !strings.Contains(out, version) {
 			t.Errorf("%v: %q", c.args, out)

@@ -13,7 +13,7 @@ import (
 // Everything rttlab reads from a user is capped: an endless plan, env
 // file or results file is refused in one line, exit 2 for a usage error,
 // with little memory. The binary runs under an address-space limit of
-// 1 GiB (a cap that failed would end there rather than take the host's
+// 4 GiB (a cap that failed would end there rather than take the host's
 // memory) and a timeout (a named pipe must not block the read).
 func TestEndlessInputsUnderMemoryLimit(t *testing.T) {
 	goBin, err := exec.LookPath("go")
@@ -51,7 +51,7 @@ func TestEndlessInputsUnderMemoryLimit(t *testing.T) {
 		{[]string{"report", res}, 1, "samples.jsonl:1: line too long: over 1 MiB"},
 		{[]string{"report", zeroManifest}, 1, "manifest.json is a device"},
 	} {
-		cmd := exec.Command("sh", append([]string{"-c", `ulimit -v 1048576 && exec "$0" "$@"`, bin}, c.args...)...)
+		cmd := exec.Command("sh", append([]string{"-c", `ulimit -v 4194304 && exec "$0" "$@"`, bin}, c.args...)...)
 		cmd.Dir = dir
 		var stderr strings.Builder
 		cmd.Stderr = &stderr

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -34,7 +35,7 @@ Start with:
 		},
 	}
 	cmd.PersistentFlags().StringVar(&o.logLevel, "log-level", "warn", "log level: debug, info, warn or error")
-	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{flagError(err)} })
 	cmd.AddCommand(
 		newDoctorCmd(),
 		newImagesCmd(),
@@ -65,6 +66,9 @@ func usageArgs(c *cobra.Command) {
 		usageArgs(sub)
 	}
 	if c.HasSubCommands() {
+		// A mistyped sub-command's flags are not the parent's: let the
+		// parent take them so that the error names the sub-command.
+		c.FParseErrWhitelist.UnknownFlags = true
 		c.Args = func(c *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return nil
@@ -106,4 +110,32 @@ func versionString() string {
 		return version + " (" + commit + ")"
 	}
 	return version
+}
+
+var invalidFlagRE = regexp.MustCompile(`^invalid argument "(.*)" for "(?:-\w, )?(--[\w-]+)" flag: (.*)$`)
+
+// flagError words a flag's parse error for the user rather than in Go's
+// terms: --runs "ten" is not a whole number, not strconv.ParseInt's
+// message.
+func flagError(err error) error {
+	m := invalidFlagRE.FindStringSubmatch(err.Error())
+	if m == nil {
+		return err
+	}
+	value, flag, why := m[1], m[2], m[3]
+	switch {
+	case strings.Contains(why, "value out of range"):
+		why = "is too large"
+	case strings.Contains(why, "ParseInt") || strings.Contains(why, "ParseUint") || strings.Contains(why, "Atoi"):
+		why = "is not a whole number"
+	case strings.Contains(why, "ParseFloat"):
+		why = "is not a number"
+	case strings.Contains(why, "ParseBool"):
+		why = "is not true or false"
+	case strings.HasPrefix(why, "time: "):
+		why = "is not a duration (e.g. 500us, 1ms, 2s)"
+	default:
+		why = "is not valid: " + why
+	}
+	return fmt.Errorf("%s %q %s", flag, value, why)
 }
