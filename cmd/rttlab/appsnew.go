@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -42,24 +43,43 @@ A Go template becomes a new main package of this module (./apps/NAME).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir := o.dir
 			if dir == "" {
-				src, err := orchestrator.FindSource()
-				if err != nil {
-					return usagef("apps new writes into a checkout's apps/ folder: %v (or pass --dir)", err)
+				var err error
+				if dir, err = checkoutApps(); err != nil {
+					return err
 				}
-				dir = filepath.Join(src, "apps")
 			}
 			files, err := apps.Scaffold(dir, args[0], o.from)
 			if err != nil {
 				return usageError{err}
 			}
-			for _, f := range files {
-				fmt.Fprintf(cmd.OutOrStdout(), "created %s\n", f)
+			if abs, err := filepath.Abs(dir); err == nil {
+				dir = abs
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "next: edit apps/%s (see its README.md), then rttlab verify %s\n", args[0], args[0])
+			for _, f := range files {
+				fmt.Fprintf(cmd.OutOrStdout(), "created %s\n", filepath.Join(dir, strings.TrimPrefix(f, "apps/")))
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "next: edit %s (see its README.md), then rttlab verify %s\n", filepath.Join(dir, args[0]), args[0])
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&o.from, "from", "go", "template app: go, node, rails or axum")
 	cmd.Flags().StringVar(&o.dir, "dir", "", "apps folder to write into (default: the checkout's apps/)")
 	return cmd
+}
+
+// checkoutApps is the apps/ folder of the checkout the working folder is
+// in (or RTTLAB_SRC's): never, silently, that of a checkout the binary
+// happens to sit in.
+func checkoutApps() (string, error) {
+	src, err := orchestrator.FindSource()
+	if err != nil {
+		return "", usagef("apps new writes into a checkout's apps/ folder: %v (or pass --dir)", err)
+	}
+	if os.Getenv("RTTLAB_SRC") == "" {
+		wd, _ := os.Getwd()
+		if rel, err := filepath.Rel(src, wd); err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+			return "", usagef("apps new writes into a checkout's apps/ folder and the working folder is not in one: run it inside the checkout (%s) or pass --dir", src)
+		}
+	}
+	return filepath.Join(src, "apps"), nil
 }

@@ -78,6 +78,11 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"compare", folder, empty}, 2, "is not a results folder"},
 		{[]string{"compare", folder, folder + "/."}, 2, "are the same folder: compare two runs"},
 		{[]string{"clean"}, 1, errNoEngineHere.Error()},
+		{[]string{"images", "build", "django"}, 2, `unknown app "django"`},
+		{[]string{"images", "build", "postgres", "agent", "go"}, 1, errNoEngineHere.Error()},
+		{[]string{"clean", "--run", ""}, 2, `--run "" is not a run id: give the id in a container's name`},
+		{[]string{"clean", "--run", "../x"}, 2, `--run "../x" is not a run id`},
+		{[]string{"clean", "--run", "3f9c0a1b2d"}, 1, errNoEngineHere.Error()},
 		{[]string{"run", "--runs", "ten"}, 2, `--runs "ten" is not a whole number`},
 		{[]string{"run", "--seed", "99999999999999999999999"}, 2, `--seed "99999999999999999999999" is too large`},
 		{[]string{"shape", "sett", "--rtt", "1ms"}, 2, `unknown command "sett" for "rttlab shape" (did you mean set?)`},
@@ -211,7 +216,7 @@ func TestAppsNewScaffolds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out, "created ") || !strings.Contains(out, "next: edit apps/myapp") {
+	if !strings.Contains(out, "created "+filepath.Join(dir, "myapp", "app.yaml")+"\n") || !strings.Contains(out, "next: edit "+filepath.Join(dir, "myapp")+" ") {
 		t.Errorf("output %q", out)
 	}
 	data, err := os.ReadFile(filepath.Join(dir, "myapp", "app.yaml"))
@@ -544,5 +549,18 @@ func TestHelpers(t *testing.T) {
 	defer func() { commit = saved }()
 	if versionString() != version+" (abc1234)" {
 		t.Errorf("version %q", versionString())
+	}
+}
+
+// Outside a checkout, apps new writes nothing unless --dir says where.
+func TestAppsNewOutsideCheckout(t *testing.T) {
+	t.Setenv("RTTLAB_SRC", "")
+	t.Chdir(t.TempDir())
+	code, out, errs := execLine(context.Background(), "apps", "new", "myfw")
+	if code != 2 || !strings.Contains(errs, "or pass --dir") || out != "" {
+		t.Fatalf("exit %d, stdout %q, stderr %q; want 2 and a refusal naming --dir", code, out, errs)
+	}
+	if _, err := os.Stat("apps"); err == nil {
+		t.Error("apps new wrote into the working folder")
 	}
 }

@@ -88,6 +88,21 @@ cache. Prints each image's tag, ID and build time.
 Examples:
   rttlab images build              # postgres, agent and every app
   rttlab images build postgres go  # just these`,
+		PreRunE: func(cmd *cobra.Command, args []string) error {
+			// Names are checked before the engine is touched.
+			all, _, _, err := appsTree()
+			if err != nil {
+				return err
+			}
+			for _, n := range args {
+				if _, ok := all[n]; !ok {
+					if _, err := resolveTargets(all, []string{n}); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			rt, err := connect(ctx)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -305,6 +306,9 @@ func verifyOne(ctx context.Context, rt *orchestrator.Runtime, t apps.Target, o *
 	return len(bad), nil
 }
 
+// runIDRE is the form of a run id: lower-case letters and digits.
+var runIDRE = regexp.MustCompile(`^[a-z0-9]{1,64}$`)
+
 type cleanOptions struct {
 	run    string
 	images bool
@@ -323,7 +327,16 @@ namespace. Wire shaping rules left in the host's tables by a killed agent
 (their comment is "rttlab:<run>/<container>") are removed too, and nothing
 else of the host's tables. With --images, the images rttlab built (label io.rttlab.app)
 are removed too.`,
+		Example: `  rttlab clean                 remove every run's containers, networks and rules
+  rttlab clean --run 3f9c0a1b2d  remove one run's (its id is in the containers' names)
+  rttlab clean --images        also remove the images rttlab built`,
 		Args: cobra.NoArgs,
+		PreRunE: func(cmd *cobra.Command, args []string) error {
+			if cmd.Flags().Changed("run") && !runIDRE.MatchString(o.run) {
+				return usagef("--run %q is not a run id: give the id in a container's name (rttlab-ID-app), or leave --run out to clean every run", o.run)
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := context.WithoutCancel(cmd.Context())
 			rt, err := connect(ctx)
