@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -365,7 +366,7 @@ func Load(dir string) (*Data, error) {
 		return nil, err
 	}
 	if err := json.Unmarshal(mb, &d.Manifest); err != nil {
-		return nil, fmt.Errorf("%s: %w", jsonErrPos(mpath, mb, err), err)
+		return nil, fmt.Errorf("%s: %w", jsonErrPos(mpath, mb, err), jsonWords(err))
 	}
 	if err := checkManifest(&d.Manifest); err != nil {
 		return nil, fmt.Errorf("%s: %w", mpath, err)
@@ -411,14 +412,21 @@ func Load(dir string) (*Data, error) {
 	}
 
 	spath := filepath.Join(dir, SamplesFile)
+	type reqKey struct{ task, attempt, seq int }
+	firstLine := map[reqKey]int{}
 	err = d.readLines(spath, SamplesFile, func(line int, b []byte) error {
 		var s Sample
 		if err := json.Unmarshal(b, &s); err != nil {
-			return err
+			return jsonWords(err)
 		}
 		if err := checkSample(&s); err != nil {
 			return err
 		}
+		k := reqKey{s.Task, s.Attempt, s.Seq}
+		if first, ok := firstLine[k]; ok {
+			return fmt.Errorf("task %d attempt %d request %d is here twice (first on line %d): each request has one line", s.Task, s.Attempt, s.Seq, first)
+		}
+		firstLine[k] = line
 		t, ok := tasks[s.Task]
 		if !ok {
 			return fmt.Errorf("task %d is not in the manifest's task list", s.Task)
@@ -640,6 +648,41 @@ func jsonErrPos(path string, b []byte, err error) string {
 	}
 	off = min(off, int64(len(b)))
 	return fmt.Sprintf("%s:%d", path, 1+bytes.Count(b[:off], []byte{'\n'}))
+}
+
+// jsonWords words a JSON decoding error for the user: the field and the
+// kind of value it wants, not the Go type it would fill.
+func jsonWords(err error) error {
+	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &te):
+		want := "a value of another kind"
+		switch te.Type.Kind() {
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+			want = "a whole number"
+		case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+			want = "a non-negative whole number"
+		case reflect.Float32, reflect.Float64:
+			want = "a number"
+		case reflect.String:
+			want = "a string"
+		case reflect.Bool:
+			want = "true or false"
+		case reflect.Slice, reflect.Array:
+			want = "a list"
+		case reflect.Map, reflect.Struct:
+			want = "an object"
+		}
+		field := te.Field
+		if field == "" {
+			field = "the document"
+		}
+		return fmt.Errorf("%s: a JSON %s where %s belongs", field, te.Value, want)
+	case errors.As(err, &se):
+		return fmt.Errorf("not valid JSON: %s", strings.TrimPrefix(se.Error(), "json: "))
+	}
+	return err
 }
 
 func sanitizeName(s string) string {

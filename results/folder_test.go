@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -196,7 +197,7 @@ func TestMalformedMiddleLine(t *testing.T) {
 	mustNoErr(t, os.WriteFile(sp, bad, 0o644))
 
 	_, err := Load(f.Dir())
-	want := SamplesFile + ":3: unexpected end of JSON input"
+	want := SamplesFile + ":3: not valid JSON: unexpected end of JSON input"
 	if err == nil || !strings.HasSuffix(err.Error(), want) {
 		t.Fatalf("Load: err = %v, want suffix %q", err, want)
 	}
@@ -233,6 +234,14 @@ func TestLoadErrorsNameFileAndLine(t *testing.T) {
 		{"short probe row", ProbesFile, func(b []byte) []byte { return append(b, []byte("go,icmp,0.5\n")...) },
 			"record on line 4: wrong number of fields"},
 		{"bad manifest", ManifestFile, func(b []byte) []byte { return b[:len(b)/2] }, ": unexpected end of JSON input"},
+		{"manifest seed a string", ManifestFile, func(b []byte) []byte {
+			return regexp.MustCompile(`"seed": ?[0-9]+`).ReplaceAll(b, []byte(`"seed":"one"`))
+		}, `seed: a JSON string where a non-negative whole number belongs`},
+		{"duplicated sample", SamplesFile, func(b []byte) []byte {
+			first := b[:bytes.IndexByte(b, '\n')+1]
+			return append(b, first...)
+		}, SamplesFile + ":8: task 1 attempt 1 request 0 is here twice (first on line 1)"},
+		{"endless line", SamplesFile, func(b []byte) []byte { return append(b, make([]byte, 2<<20)...) }, SamplesFile + ":8: line too long"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -150,12 +150,12 @@ func TestRenderBadFolderWritesNothing(t *testing.T) {
 		{"missing manifest", ManifestFile, nil, regexp.MustCompile(`manifest\.json: no such file`)},
 		{"missing samples", SamplesFile, nil, regexp.MustCompile(`samples\.jsonl: no such file`)},
 		{"truncated manifest", ManifestFile, func(b []byte) []byte { return b[:bytes.Index(b, []byte(`"tasks"`))] },
-			regexp.MustCompile(`manifest\.json:4: unexpected end of JSON input`)},
+			regexp.MustCompile(`manifest\.json:4: not valid JSON: unexpected end of JSON input`)},
 		{"bad middle sample", SamplesFile, func(b []byte) []byte {
 			lines := bytes.SplitAfter(b, []byte("\n"))
 			lines[9] = []byte(`{"task":1,"attempt":1,"app":"go"` + "\n")
 			return bytes.Join(lines, nil)
-		}, regexp.MustCompile(`samples\.jsonl:10: unexpected end of JSON input`)},
+		}, regexp.MustCompile(`samples\.jsonl:10: not valid JSON: unexpected end of JSON input`)},
 		{"bad probe row", ProbesFile, func(b []byte) []byte {
 			return bytes.Replace(b, []byte("go,select1,0,1,"), []byte("go,select1,zero,1,"), 1)
 		}, regexp.MustCompile(`probes\.csv:3: column rtt_ms`)},

@@ -69,7 +69,7 @@ func ReadTrace(dir string) ([]TraceRow, error) {
 	}
 	var rows []TraceRow
 	if err := json.Unmarshal(b, &rows); err != nil {
-		return nil, fmt.Errorf("%s: %w", jsonErrPos(p, b, err), err)
+		return nil, fmt.Errorf("%s: %w", jsonErrPos(p, b, err), jsonWords(err))
 	}
 	return rows, nil
 }

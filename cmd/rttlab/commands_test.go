@@ -57,6 +57,10 @@ func TestExitCodes(t *testing.T) {
 	ctx := context.Background()
 	empty := t.TempDir()
 	folder := testFolder(t)
+	noSamples := testFolder(t)
+	if err := os.WriteFile(filepath.Join(noSamples, "samples.jsonl"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		args []string
 		code int
@@ -75,9 +79,12 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"report", "/nonexistent/folder"}, 2, "/nonexistent/folder: no such folder: give a results folder"},
 		{[]string{"report", empty}, 2, empty + " is not a results folder (it has no manifest.json)"},
 		{[]string{"report", "/dev/null"}, 2, "/dev/null is not a folder"},
+		{[]string{"report", noSamples}, 1, "samples.jsonl holds no sample of a done task (12 of 12 tasks done): nothing to report, nothing written"},
 		{[]string{"compare", folder, empty}, 2, "is not a results folder"},
 		{[]string{"compare", folder, folder + "/."}, 2, "are the same folder: compare two runs"},
 		{[]string{"clean"}, 1, errNoEngineHere.Error()},
+		{[]string{"trace", "go", "--out", "nope"}, 2, "nope: no such folder: give a results folder"},
+		{[]string{"trace", "go", "--out", empty}, 2, "is not a results folder"},
 		{[]string{"images", "build", "django"}, 2, `unknown app "django"`},
 		{[]string{"images", "build", "postgres", "agent", "go"}, 1, errNoEngineHere.Error()},
 		{[]string{"clean", "--run", ""}, 2, `--run "" is not a run id: give the id in a container's name`},

@@ -37,6 +37,12 @@ from samples.jsonl.`,
 				}
 				return nil
 			}
+			if d, err := results.Load(dir); err == nil && len(d.Samples) == 0 {
+				// Nothing is rewritten from nothing: the plots of an
+				// earlier report stay.
+				return fmt.Errorf("%s holds no sample of a done task (%d of %d tasks done): nothing to report, nothing written",
+					filepath.Join(dir, results.SamplesFile), len(d.Done), len(d.Manifest.Tasks))
+			}
 			files, err := results.RenderFiles(dir, results.Options{})
 			if err != nil {
 				return err

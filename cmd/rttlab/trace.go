@@ -81,6 +81,16 @@ Examples:
 			if _, err := orchestrator.MixFor(o.target.Meta); err != nil {
 				return err
 			}
+			if o.out != "" {
+				// --out names a results folder the trace is added to:
+				// checked before the trace runs, not after.
+				if err := resultsFolder(o.out); err != nil {
+					return err
+				}
+				if _, err := results.Load(o.out); err != nil {
+					return usagef("--out %s is not a readable results folder: %v", o.out, err)
+				}
+			}
 			return o.budget.resolve(o.target)
 		},
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
