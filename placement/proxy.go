@@ -1,7 +1,6 @@
 package placement
 
 import (
-	"bufio"
 	"bytes"
 	"cmp"
 	"context"
@@ -9,11 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
-	"net/http/httptrace"
-	"net/http/httputil"
 	"net/url"
 	"os"
 	"slices"
@@ -54,11 +50,7 @@ const (
 const (
 	DefaultListen          = ":8080"
 	DefaultPolicy          = PolicyUserFirst
-	DefaultUpstreamTimeout = 30 * time.Second
-	// maxIdlePerUpstream is the keep-alive pool size per upstream, well
-	// above any concurrency the study drives, so that a pool never closes
-	// connections that the next burst would reopen.
-	maxIdlePerUpstream = 256
+	DefaultUpstreamTimeout = proxyserve.DefaultUpstreamTimeout
 )
 
 // Upstream is one compute host behind the proxy.
@@ -161,19 +153,7 @@ func (c Config) Validate() error {
 	return nil
 }
 
-func upstreamURL(s string) (*url.URL, error) {
-	u, err := url.Parse(s)
-	if err != nil {
-		return nil, fmt.Errorf("url: %w", err)
-	}
-	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("url %q: want http://host[:port]", s)
-	}
-	if u.RawQuery != "" || u.Fragment != "" {
-		return nil, fmt.Errorf("url %q: no query or fragment allowed", s)
-	}
-	return u, nil
-}
+func upstreamURL(s string) (*url.URL, error) { return proxyserve.ParseUpstreamURL(s, false) }
 
 // DecisionRecord is one line of the decision log: one request through the
 // proxy, whatever became of it.
@@ -216,13 +196,6 @@ type DecisionRecord struct {
 	Error      string `json:"error,omitempty"`
 }
 
-// upstream is one compute host's reverse proxy and connection pool.
-type upstream struct {
-	name string
-	rp   *httputil.ReverseProxy
-	tr   *http.Transport
-}
-
 // Proxy is the routing reverse proxy: it decides per request, forwards to
 // the chosen upstream, and logs every decision. When the upstream fails the
 // request fails with 502 and the log says why; the proxy never retries on
@@ -231,42 +204,12 @@ type Proxy struct {
 	cal       Calibration
 	def       Policy
 	keepAlive bool
-	ups       map[string]*upstream
+	ups       map[string]*proxyserve.Upstream
 	log       *proxyserve.Log[DecisionRecord]
 	seq       atomic.Uint64
 
 	mu       sync.Mutex
 	inFlight map[string]int
-}
-
-type stateKey struct{}
-
-// reqState carries what the transport and the reverse proxy's hooks learn
-// about one upstream request back to ServeHTTP. Only the request's own
-// goroutine touches it.
-type reqState struct {
-	upstream time.Duration
-	reused   bool
-	status   int
-	err      error
-}
-
-// timedTransport times the upstream round trip and records whether the
-// connection was reused.
-type timedTransport struct{ rt http.RoundTripper }
-
-func (t timedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	st, _ := req.Context().Value(stateKey{}).(*reqState)
-	if st == nil {
-		return t.rt.RoundTrip(req)
-	}
-	req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
-		GotConn: func(i httptrace.GotConnInfo) { st.reused = i.Reused },
-	}))
-	t0 := time.Now()
-	resp, err := t.rt.RoundTrip(req)
-	st.upstream = time.Since(t0)
-	return resp, err
 }
 
 // NewProxy builds the proxy of a validated config; decision lines go to
@@ -283,7 +226,7 @@ func NewProxy(cfg Config, logw io.Writer) (*Proxy, error) {
 		cal:       cfg.Calibration,
 		def:       DefaultPolicy,
 		keepAlive: !cfg.DisableKeepAlives,
-		ups:       map[string]*upstream{},
+		ups:       map[string]*proxyserve.Upstream{},
 		inFlight:  map[string]int{},
 	}
 	if cfg.DefaultPolicy != "" {
@@ -292,11 +235,8 @@ func NewProxy(cfg Config, logw io.Writer) (*Proxy, error) {
 	// The calibration is copied so the upstreams' client paths can
 	// replace its own without touching the caller's config.
 	p.cal.Hosts = slices.Clone(cfg.Calibration.Hosts)
-	timeout := DefaultUpstreamTimeout
-	if cfg.UpstreamTimeoutMs > 0 {
-		timeout = time.Duration(cfg.UpstreamTimeoutMs) * time.Millisecond
-	}
-	errLog := slog.NewLogLogger(slog.Default().Handler(), slog.LevelWarn)
+	opts := proxyserve.UpstreamOptions{Who: "rttlab proxy", DisableKeepAlives: cfg.DisableKeepAlives,
+		Timeout: time.Duration(cfg.UpstreamTimeoutMs) * time.Millisecond}
 	for _, u := range cfg.Upstreams {
 		for i := range p.cal.Hosts {
 			if p.cal.Hosts[i].Name == u.Name && u.ClientPathMs > 0 {
@@ -304,40 +244,7 @@ func NewProxy(cfg Config, logw io.Writer) (*Proxy, error) {
 			}
 		}
 		target, _ := upstreamURL(u.URL)
-		tr := &http.Transport{
-			Proxy:                 nil, // never an environment proxy between the proxy and its upstreams
-			DialContext:           (&net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}).DialContext,
-			DisableKeepAlives:     cfg.DisableKeepAlives,
-			MaxIdleConns:          0,
-			MaxIdleConnsPerHost:   maxIdlePerUpstream,
-			IdleConnTimeout:       90 * time.Second,
-			ResponseHeaderTimeout: timeout,
-			TLSHandshakeTimeout:   timeout,
-		}
-		up := &upstream{name: u.Name, tr: tr}
-		up.rp = &httputil.ReverseProxy{
-			Rewrite: func(pr *httputil.ProxyRequest) {
-				pr.SetURL(target)
-				pr.SetXForwarded()
-			},
-			Transport: timedTransport{tr},
-			ModifyResponse: func(resp *http.Response) error {
-				if st, _ := resp.Request.Context().Value(stateKey{}).(*reqState); st != nil {
-					st.status = resp.StatusCode
-				}
-				return nil
-			},
-			ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-				if st, _ := r.Context().Value(stateKey{}).(*reqState); st != nil {
-					st.err = err
-				}
-				w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-				w.WriteHeader(http.StatusBadGateway)
-				fmt.Fprintf(w, "rttlab proxy: upstream %s: %v\n", u.Name, err)
-			},
-			ErrorLog: errLog,
-		}
-		p.ups[u.Name] = up
+		p.ups[u.Name] = proxyserve.NewUpstream(u.Name, target, opts)
 	}
 	p.log = proxyserve.NewLog[DecisionRecord](logw)
 	return p, nil
@@ -440,45 +347,23 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rec.Host = d.Host
 	w.Header().Set(HeaderHost, d.Host)
 
-	st := &reqState{}
-	finish := func() {
+	p.ups[d.Host].Forward(w, r, func(o proxyserve.Outcome) {
 		p.done(d.Host)
 		rec.TotalMs = ms(time.Since(start))
-		rec.UpstreamMs = ms(st.upstream)
-		rec.UpstreamStatus = st.status
-		rec.ConnReused = st.reused
-	}
-	completed := false
-	defer func() {
-		// The reverse proxy panics with http.ErrAbortHandler when the
-		// body breaks off after the headers went out: log it, then let
-		// the panic abort the response.
-		if !completed {
-			finish()
-			rec.Status = st.status
-			rec.Error = "response aborted while copying the upstream body"
-			p.log.Write(rec)
-		}
-	}()
-	p.ups[d.Host].rp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), stateKey{}, st)))
-	completed = true
-	finish()
-	rec.Status = st.status
-	if st.err != nil {
-		rec.Status = http.StatusBadGateway
-		rec.Error = st.err.Error()
-	}
-	p.log.Write(rec)
+		rec.UpstreamMs, rec.UpstreamStatus, rec.ConnReused = o.UpstreamMs, o.UpstreamStatus, o.ConnReused
+		rec.Status, rec.Error = o.Status, o.Error
+		p.log.Write(rec)
+	})
 }
 
-func ms(d time.Duration) float64 { return float64(d) / 1e6 }
+func ms(d time.Duration) float64 { return proxyserve.Ms(d) }
 
 // Close flushes and stops the decision log and closes idle upstream
 // connections. Call it after the server has stopped handling requests;
 // later requests are still routed but not logged.
 func (p *Proxy) Close() error {
 	for _, u := range p.ups {
-		u.tr.CloseIdleConnections()
+		u.CloseIdle()
 	}
 	return p.log.Close()
 }
@@ -486,25 +371,7 @@ func (p *Proxy) Close() error {
 // ReadDecisions parses a decision log (JSON lines); a bad line is an error
 // naming its line number.
 func ReadDecisions(r io.Reader) ([]DecisionRecord, error) {
-	var out []DecisionRecord
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
-	line := 0
-	for sc.Scan() {
-		line++
-		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
-			continue
-		}
-		var rec DecisionRecord
-		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
-			return out, fmt.Errorf("decision log line %d: %w", line, err)
-		}
-		out = append(out, rec)
-	}
-	if err := sc.Err(); err != nil {
-		return out, fmt.Errorf("decision log line %d: %w", line+1, err)
-	}
-	return out, nil
+	return proxyserve.ReadLog[DecisionRecord](r)
 }
 
 // Serve runs the proxy of cfg on cfg.Listen until ctx is done, then shuts

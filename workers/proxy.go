@@ -1,7 +1,6 @@
 package workers
 
 import (
-	"bufio"
 	"bytes"
 	"cmp"
 	"context"
@@ -9,11 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
-	"net/http/httptrace"
-	"net/http/httputil"
 	"net/url"
 	"sync"
 	"sync/atomic"
@@ -25,10 +21,7 @@ import (
 // Proxy defaults.
 const (
 	DefaultListen          = ":8080"
-	DefaultUpstreamTimeout = 30 * time.Second
-	// maxIdlePerUpstream is the keep-alive pool per upstream, well above
-	// the concurrency of any run, so a burst never reopens connections.
-	maxIdlePerUpstream = 256
+	DefaultUpstreamTimeout = proxyserve.DefaultUpstreamTimeout
 )
 
 // Upstream is one single-mode Puma process behind the proxy.
@@ -116,19 +109,7 @@ func (c ProxyConfig) Validate() error {
 	return nil
 }
 
-func upstreamURL(s string) (*url.URL, error) {
-	u, err := url.Parse(s)
-	if err != nil {
-		return nil, fmt.Errorf("url: %w", err)
-	}
-	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("url %q: want http://host[:port]", s)
-	}
-	if (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
-		return nil, fmt.Errorf("url %q: an origin only, no path, query or fragment", s)
-	}
-	return u, nil
-}
+func upstreamURL(s string) (*url.URL, error) { return proxyserve.ParseUpstreamURL(s, true) }
 
 // Decision is one line of the decision log: one request through the
 // proxy, whatever became of it.
@@ -180,12 +161,6 @@ func (d Decision) BusyWhileIdle() bool {
 	return d.Index >= 0 && d.Index < len(d.InFlight) && d.InFlight[d.Index] > 0 && d.Idle > 0
 }
 
-type upstream struct {
-	name string
-	rp   *httputil.ReverseProxy
-	tr   *http.Transport
-}
-
 // Proxy is the front proxy of the proxy policies: an http.Handler that
 // assigns every request to one of W upstreams by its rule, forwards it
 // over a keep-alive pool, names the upstream in HeaderWorker, and logs
@@ -195,7 +170,7 @@ type upstream struct {
 type Proxy struct {
 	def     Rule
 	threads int
-	ups     []*upstream
+	ups     []*proxyserve.Upstream
 	log     *proxyserve.Log[Decision]
 	seq     atomic.Uint64
 
@@ -203,33 +178,6 @@ type Proxy struct {
 	inFlight []int
 	events   uint64 // assignments and releases so far, in lock order
 	chooser  *Chooser
-}
-
-type stateKey struct{}
-
-// reqState carries what the transport and the reverse proxy's hooks learn
-// about one upstream request back to ServeHTTP.
-type reqState struct {
-	upstream time.Duration
-	reused   bool
-	status   int
-	err      error
-}
-
-type timedTransport struct{ rt http.RoundTripper }
-
-func (t timedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	st, _ := req.Context().Value(stateKey{}).(*reqState)
-	if st == nil {
-		return t.rt.RoundTrip(req)
-	}
-	req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
-		GotConn: func(i httptrace.GotConnInfo) { st.reused = i.Reused },
-	}))
-	t0 := time.Now()
-	resp, err := t.rt.RoundTrip(req)
-	st.upstream = time.Since(t0)
-	return resp, err
 }
 
 // NewProxy builds the proxy of a valid config; decision lines go to logw
@@ -251,50 +199,11 @@ func NewProxy(cfg ProxyConfig, logw io.Writer) (*Proxy, error) {
 	if cfg.Rule != "" {
 		p.def, _ = ParseRule(string(cfg.Rule))
 	}
-	timeout := DefaultUpstreamTimeout
-	if cfg.UpstreamTimeoutMs > 0 {
-		timeout = time.Duration(cfg.UpstreamTimeoutMs) * time.Millisecond
-	}
-	errLog := slog.NewLogLogger(slog.Default().Handler(), slog.LevelWarn)
+	opts := proxyserve.UpstreamOptions{Who: "rttlab workers proxy", DisableKeepAlives: cfg.DisableKeepAlives,
+		DisableCompression: true, Timeout: time.Duration(cfg.UpstreamTimeoutMs) * time.Millisecond}
 	for _, u := range cfg.Upstreams {
 		target, _ := upstreamURL(u.URL)
-		target.Path = ""
-		tr := &http.Transport{
-			Proxy:                 nil,
-			DialContext:           (&net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}).DialContext,
-			DisableKeepAlives:     cfg.DisableKeepAlives,
-			MaxIdleConns:          0,
-			MaxIdleConnsPerHost:   maxIdlePerUpstream,
-			IdleConnTimeout:       90 * time.Second,
-			ResponseHeaderTimeout: timeout,
-			TLSHandshakeTimeout:   timeout,
-			DisableCompression:    true,
-		}
-		name := u.Name
-		up := &upstream{name: name, tr: tr}
-		up.rp = &httputil.ReverseProxy{
-			Rewrite: func(pr *httputil.ProxyRequest) {
-				pr.SetURL(target)
-				pr.SetXForwarded()
-			},
-			Transport: timedTransport{tr},
-			ModifyResponse: func(resp *http.Response) error {
-				if st, _ := resp.Request.Context().Value(stateKey{}).(*reqState); st != nil {
-					st.status = resp.StatusCode
-				}
-				return nil
-			},
-			ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-				if st, _ := r.Context().Value(stateKey{}).(*reqState); st != nil {
-					st.err = err
-				}
-				w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-				w.WriteHeader(http.StatusBadGateway)
-				fmt.Fprintf(w, "rttlab workers proxy: upstream %s: %v\n", name, err)
-			},
-			ErrorLog: errLog,
-		}
-		p.ups = append(p.ups, up)
+		p.ups = append(p.ups, proxyserve.NewUpstream(u.Name, target, opts))
 	}
 	p.log = proxyserve.NewLog[Decision](logw)
 	return p, nil
@@ -368,7 +277,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	up := p.ups[i]
-	rec.Worker, rec.Index, rec.InFlight, rec.AssignedEv = up.name, i, snap, ev
+	rec.Worker, rec.Index, rec.InFlight, rec.AssignedEv = up.Name, i, snap, ev
 	for _, n := range snap {
 		if n == 0 {
 			rec.Idle++
@@ -376,46 +285,24 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	rec.Saturated = p.threads > 0 && snap[i] >= p.threads
 	w.Header().Set(HeaderPolicy, pol)
-	w.Header().Set(HeaderWorker, up.name)
+	w.Header().Set(HeaderWorker, up.Name)
 
-	st := &reqState{}
-	finish := func() {
+	up.Forward(w, r, func(o proxyserve.Outcome) {
 		rec.ReleasedEv = p.done(i)
 		rec.TotalMs = ms(time.Since(start))
-		rec.UpstreamMs = ms(st.upstream)
-		rec.UpstreamStatus = st.status
-		rec.ConnReused = st.reused
-	}
-	completed := false
-	defer func() {
-		// The reverse proxy panics with http.ErrAbortHandler when the
-		// body breaks off after the headers went out: log, then let the
-		// panic abort the response.
-		if !completed {
-			finish()
-			rec.Status = st.status
-			rec.Error = "response aborted while copying the upstream body"
-			p.log.Write(rec)
-		}
-	}()
-	up.rp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), stateKey{}, st)))
-	completed = true
-	finish()
-	rec.Status = st.status
-	if st.err != nil {
-		rec.Status = http.StatusBadGateway
-		rec.Error = st.err.Error()
-	}
-	p.log.Write(rec)
+		rec.UpstreamMs, rec.UpstreamStatus, rec.ConnReused = o.UpstreamMs, o.UpstreamStatus, o.ConnReused
+		rec.Status, rec.Error = o.Status, o.Error
+		p.log.Write(rec)
+	})
 }
 
-func ms(d time.Duration) float64 { return float64(d) / 1e6 }
+func ms(d time.Duration) float64 { return proxyserve.Ms(d) }
 
 // Close flushes the decision log and closes idle upstream connections;
 // call it after the server stopped handling requests.
 func (p *Proxy) Close() error {
 	for _, u := range p.ups {
-		u.tr.CloseIdleConnections()
+		u.CloseIdle()
 	}
 	return p.log.Close()
 }
@@ -423,25 +310,7 @@ func (p *Proxy) Close() error {
 // ReadDecisions parses a decision log; a bad line is an error naming its
 // line number.
 func ReadDecisions(r io.Reader) ([]Decision, error) {
-	var out []Decision
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
-	line := 0
-	for sc.Scan() {
-		line++
-		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
-			continue
-		}
-		var d Decision
-		if err := json.Unmarshal(sc.Bytes(), &d); err != nil {
-			return out, fmt.Errorf("decision log line %d: %w", line, err)
-		}
-		out = append(out, d)
-	}
-	if err := sc.Err(); err != nil {
-		return out, fmt.Errorf("decision log line %d: %w", line+1, err)
-	}
-	return out, nil
+	return proxyserve.ReadLog[Decision](r)
 }
 
 // Serve runs the proxy of cfg on cfg.Listen until ctx ends, then shuts

@@ -1,0 +1,215 @@
+package proxyserve
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"net/http/httputil"
+	"net/url"
+	"time"
+)
+
+// The studies' proxies share these defaults for their upstreams.
+const (
+	// DefaultUpstreamTimeout bounds dialing an upstream and waiting for
+	// its response headers.
+	DefaultUpstreamTimeout = 30 * time.Second
+	// MaxIdlePerUpstream keeps enough idle connections per upstream that
+	// open-loop bursts reuse them rather than dial.
+	MaxIdlePerUpstream = 256
+)
+
+// UpstreamOptions configure one upstream's connection pool.
+type UpstreamOptions struct {
+	// Timeout bounds a dial and the wait for response headers
+	// (DefaultUpstreamTimeout when 0).
+	Timeout time.Duration
+	// DisableKeepAlives opens a new connection per request.
+	DisableKeepAlives bool
+	// DisableCompression passes bodies as the upstream sent them.
+	DisableCompression bool
+	// Who names the proxy in the body of a 502 ("rttlab proxy").
+	Who string
+}
+
+// Upstream is one upstream of a proxy: a reverse proxy over a connection
+// pool of its own, which times each round trip and notes whether the
+// connection was reused. A failed upstream request is answered 502 with
+// the reason and never retried elsewhere.
+type Upstream struct {
+	Name string
+	rp   *httputil.ReverseProxy
+	tr   *http.Transport
+}
+
+// NewUpstream builds the upstream named name at target.
+func NewUpstream(name string, target *url.URL, o UpstreamOptions) *Upstream {
+	timeout := o.Timeout
+	if timeout <= 0 {
+		timeout = DefaultUpstreamTimeout
+	}
+	tr := &http.Transport{
+		Proxy:                 nil, // never an environment proxy between the proxy and its upstreams
+		DialContext:           (&net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}).DialContext,
+		DisableKeepAlives:     o.DisableKeepAlives,
+		MaxIdleConns:          0,
+		MaxIdleConnsPerHost:   MaxIdlePerUpstream,
+		IdleConnTimeout:       90 * time.Second,
+		ResponseHeaderTimeout: timeout,
+		TLSHandshakeTimeout:   timeout,
+		DisableCompression:    o.DisableCompression,
+	}
+	u := &Upstream{Name: name, tr: tr}
+	u.rp = &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(target)
+			pr.SetXForwarded()
+		},
+		Transport: timedTransport{tr},
+		ModifyResponse: func(resp *http.Response) error {
+			if st, _ := resp.Request.Context().Value(stateKey{}).(*reqState); st != nil {
+				st.status = resp.StatusCode
+			}
+			return nil
+		},
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			if st, _ := r.Context().Value(stateKey{}).(*reqState); st != nil {
+				st.err = err
+			}
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			w.WriteHeader(http.StatusBadGateway)
+			fmt.Fprintf(w, "%s: upstream %s: %v\n", o.Who, name, err)
+		},
+		ErrorLog: slog.NewLogLogger(slog.Default().Handler(), slog.LevelWarn),
+	}
+	return u
+}
+
+// Outcome is what became of one forwarded request.
+type Outcome struct {
+	// UpstreamMs is the upstream round trip, UpstreamStatus its status (0
+	// when none came back), ConnReused whether a pooled connection
+	// carried it.
+	UpstreamMs     float64
+	UpstreamStatus int
+	ConnReused     bool
+	// Status is what the client got: the upstream's status, 502 when the
+	// upstream failed; Error says why it failed or broke off.
+	Status int
+	Error  string
+}
+
+// Forward sends r to the upstream and calls done with the outcome once
+// the response is written. When the body breaks off after the headers
+// went out, the reverse proxy panics with http.ErrAbortHandler: done is
+// called (with the abort as its error) before the panic goes on to abort
+// the response.
+func (u *Upstream) Forward(w http.ResponseWriter, r *http.Request, done func(Outcome)) {
+	st := &reqState{}
+	outcome := func() Outcome {
+		return Outcome{UpstreamMs: Ms(st.upstream), UpstreamStatus: st.status, ConnReused: st.reused, Status: st.status}
+	}
+	completed := false
+	defer func() {
+		if !completed {
+			o := outcome()
+			o.Error = "response aborted while copying the upstream body"
+			done(o)
+		}
+	}()
+	u.rp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), stateKey{}, st)))
+	completed = true
+	o := outcome()
+	if st.err != nil {
+		o.Status, o.Error = http.StatusBadGateway, st.err.Error()
+	}
+	done(o)
+}
+
+// CloseIdle closes the upstream's idle connections.
+func (u *Upstream) CloseIdle() { u.tr.CloseIdleConnections() }
+
+type stateKey struct{}
+
+// reqState carries what the transport and the reverse proxy's hooks learn
+// about one upstream request back to Forward. Only the request's own
+// goroutine touches it.
+type reqState struct {
+	upstream time.Duration
+	reused   bool
+	status   int
+	err      error
+}
+
+// timedTransport times the upstream round trip and records whether the
+// connection was reused.
+type timedTransport struct{ rt http.RoundTripper }
+
+func (t timedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	st, _ := req.Context().Value(stateKey{}).(*reqState)
+	if st == nil {
+		return t.rt.RoundTrip(req)
+	}
+	req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+		GotConn: func(i httptrace.GotConnInfo) { st.reused = i.Reused },
+	}))
+	t0 := time.Now()
+	resp, err := t.rt.RoundTrip(req)
+	st.upstream = time.Since(t0)
+	return resp, err
+}
+
+// ParseUpstreamURL checks an upstream's URL: http(s)://host[:port], no
+// query or fragment; with originOnly, no path either.
+func ParseUpstreamURL(s string, originOnly bool) (*url.URL, error) {
+	u, err := url.Parse(s)
+	if err != nil {
+		return nil, fmt.Errorf("url: %w", err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("url %q: want http://host[:port]", s)
+	}
+	if originOnly {
+		if (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
+			return nil, fmt.Errorf("url %q: an origin only, no path, query or fragment", s)
+		}
+		u.Path = ""
+	} else if u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("url %q: no query or fragment allowed", s)
+	}
+	return u, nil
+}
+
+// ReadLog parses a decision log (JSON lines of T; blank lines skipped); a
+// bad line is an error naming its line number, with the records before it.
+func ReadLog[T any](r io.Reader) ([]T, error) {
+	var out []T
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
+	line := 0
+	for sc.Scan() {
+		line++
+		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+			continue
+		}
+		var rec T
+		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
+			return out, fmt.Errorf("decision log line %d: %w", line, err)
+		}
+		out = append(out, rec)
+	}
+	if err := sc.Err(); err != nil {
+		return out, fmt.Errorf("decision log line %d: %w", line+1, err)
+	}
+	return out, nil
+}
+
+// Ms is a duration in milliseconds.
+func Ms(d time.Duration) float64 { return float64(d) / 1e6 }
