@@ -1,7 +1,9 @@
-// Package netem shapes the egress delay of a network namespace, either with
-// the kernel's netem qdisc or, where the kernel lacks sch_netem, with a
-// userspace NFQUEUE shaper. It also holds the delay parsing and split
-// arithmetic shared by the CLI and the orchestrator.
+// Package netem puts a one-way delay on a network namespace's packets,
+// either with the kernel's netem qdisc on the sender's egress or, where
+// the kernel lacks sch_netem, with a userspace NFQUEUE shaper that holds
+// them on the run's bridge (the wire hook, the default) or at a
+// namespace's ingress or egress hook. It also holds the delay parsing and
+// split arithmetic shared by the CLI and the orchestrator.
 package netem
 
 import (
@@ -74,41 +76,6 @@ func ParseDelay(s string) (time.Duration, error) {
 		return 0, err
 	}
 	return toDelay(s, v*scale)
-}
-
-// ParseMillisList parses a comma-separated list of unit-less numbers of
-// milliseconds, as given to --delays (e.g. "0,0.05,0.1"). Each value obeys
-// the ParseDelay range rules; duplicates and an empty list are refused.
-func ParseMillisList(s string) ([]time.Duration, error) {
-	if strings.TrimSpace(s) == "" {
-		return nil, fmt.Errorf("delay list is empty: write milliseconds separated by commas, e.g. 0,0.05,0.1")
-	}
-	parts := strings.Split(s, ",")
-	out := make([]time.Duration, 0, len(parts))
-	seen := make(map[time.Duration]string, len(parts))
-	for i, p := range parts {
-		p = strings.TrimSpace(p)
-		if p == "" {
-			return nil, fmt.Errorf("delay list %q: item %d is empty: write milliseconds separated by commas, e.g. 0,0.05,0.1", s, i+1)
-		}
-		if strings.TrimRight(p, "0123456789.eE+-") != "" && !isNaNOrInf(p) {
-			return nil, fmt.Errorf("delay list %q: item %q: give plain milliseconds without a unit, e.g. 0.5 for 0.5ms", s, p)
-		}
-		v, err := parseAmount(p, p)
-		if err != nil {
-			return nil, fmt.Errorf("delay list: %w", err)
-		}
-		d, err := toDelay(p+"ms", v*1e6)
-		if err != nil {
-			return nil, fmt.Errorf("delay list: %w", err)
-		}
-		if prev, dup := seen[d]; dup {
-			return nil, fmt.Errorf("delay list %q: %q repeats %q: give each delay once", s, p, prev)
-		}
-		seen[d] = p
-		out = append(out, d)
-	}
-	return out, nil
 }
 
 // SplitRTT splits a round-trip delay into the two one-way delays (the

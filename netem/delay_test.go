@@ -61,40 +61,6 @@ func TestParseDelay(t *testing.T) {
 	}
 }
 
-func TestParseMillisList(t *testing.T) {
-	got, err := ParseMillisList("0,0.05, 0.1,1,1000")
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []time.Duration{0, 50 * time.Microsecond, 100 * time.Microsecond, time.Millisecond, time.Second}
-	if len(got) != len(want) {
-		t.Fatalf("got %v want %v", got, want)
-	}
-	for i := range want {
-		if got[i] != want[i] {
-			t.Fatalf("got %v want %v", got, want)
-		}
-	}
-	bad := map[string]string{
-		"":            "empty",
-		" ":           "empty",
-		"0,,1":        "item 2 is empty",
-		"0,0.5ms":     "without a unit",
-		"0,-1":        "negative",
-		"1001":        "maximum",
-		"0.1,0.10":    "repeats",
-		"0,NaN":       "finite",
-		"0.0001":      "granularity",
-		"0,0.0004999": "granularity",
-	}
-	for in, want := range bad {
-		_, err := ParseMillisList(in)
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("ParseMillisList(%q) error %v, want mention of %q", in, err, want)
-		}
-	}
-}
-
 func TestSplitRTT(t *testing.T) {
 	for _, rtt := range []time.Duration{0, 1, 3, 25 * time.Microsecond, 100 * time.Microsecond, 750 * time.Microsecond, time.Millisecond, 1001 * time.Microsecond} {
 		app, db := SplitRTT(rtt)

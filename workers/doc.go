@@ -1,5 +1,5 @@
 // Package workers holds the logic of the worker-scheduling study (rttlab
-// workers, issue 13): how Puma assigns concurrent requests to W workers ×
+// workers): how Puma assigns concurrent requests to W workers ×
 // T threads, against least-busy assignment, under open-loop load and
 // database RTT. The seed (shared/seeds/002) says Puma lets any free thread
 // of any worker accept the next connection, so two concurrent requests can
