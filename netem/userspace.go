@@ -52,9 +52,11 @@ type iptRule struct {
 }
 
 // userspace is the NFQUEUE shaper. Mangle rules (without --queue-bypass)
-// send the shaped packets to a queue: on ingress (PREROUTING, the
-// default) the packets that arrive from the peers, on egress
-// (POSTROUTING) the packets sent to them. One OS-locked thread holds each
+// send the shaped packets to a queue: with the wire hook (the default)
+// the packets a namespace sends, caught on the run's bridge in the host's
+// namespace before the receiver's kernel sees them; on ingress
+// (PREROUTING in the namespace) the packets that arrive from the peers;
+// on egress (POSTROUTING) the packets sent to them. One OS-locked thread holds each
 // packet until its arrival time + delay, in FIFO order per peer, then accepts it.
 // On ingress the arrival time is the kernel's receive stamp (NFQA_TIMESTAMP),
 // so the time the packet waited in the queue before the shaper read it is
@@ -163,7 +165,7 @@ func newUserspace(ctx context.Context, opts Options) (*userspace, error) {
 
 func (u *userspace) Backend() string { return BackendUserspace }
 
-// Hook says which packets the shaper delays: ingress or egress.
+// Hook says where the shaper holds packets: wire, ingress or egress.
 func (u *userspace) Hook() string { return u.opts.Hook }
 
 // Stats reports what the shaper did since it started: packets, drops,
