@@ -69,15 +69,14 @@ func TestEndlessInputsUnderMemoryLimit(t *testing.T) {
 			continue
 		}
 		code := cmd.ProcessState.ExitCode()
-		// KiB; an upper bound: the child's high-water mark includes the
-		// test binary it was forked from, before exec.
+		// The child's high-water mark includes the test binary it was
+		// forked from (a race-enabled one is over 100 MiB), so it is
+		// logged, not held to a figure: the address-space limit is what
+		// bounds a read that was not capped.
 		rss := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss
-		t.Logf("%v: exit %d, peak RSS %d KiB: %s", c.args, code, rss, strings.TrimSpace(stderr.String()))
+		t.Logf("%v: exit %d, peak RSS at most %d KiB: %s", c.args, code, rss, strings.TrimSpace(stderr.String()))
 		if code != c.code || !strings.Contains(stderr.String(), c.want) || strings.Count(stderr.String(), "\n") != 1 {
 			t.Errorf("%v: exit %d, stderr %q; want %d and one line with %q", c.args, code, stderr.String(), c.code, c.want)
-		}
-		if rss > 100<<10 {
-			t.Errorf("%v: peak RSS %d KiB for a refusal", c.args, rss)
 		}
 	}
 }

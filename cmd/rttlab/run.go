@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"os"
@@ -28,6 +29,7 @@ type runOptions struct {
 	scope    string
 	out      string
 	resume   string
+	yes      bool
 
 	own ownAppOptions // a user's own app
 
@@ -204,7 +206,7 @@ Examples:
 				return usageError{err}
 			}
 			o.p = p
-			return nil
+			return o.confirm(cmd, all)
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -269,8 +271,42 @@ Examples:
 	f.StringVar(&o.scope, "scope", "path", "path (only app<->database packets) or interface (all egress)")
 	f.StringVar(&o.out, "out", "rttlab-results", "folder that receives the results folder")
 	f.StringVar(&o.resume, "resume", "", "continue an interrupted results folder")
+	f.BoolVarP(&o.yes, "yes", "y", false, "start a run estimated over 10 minutes without asking")
 	o.own.addFlags(f, "routes for every app (comma list)")
 	return cmd
+}
+
+// confirmLonger is the estimate over which a run started on a terminal
+// asks before it starts.
+const confirmLonger = 10 * time.Minute
+
+// confirm prints, before anything starts, the plan, its tasks and the
+// estimated wall time; on a terminal, a run estimated over confirmLonger
+// asks first unless --yes was given.
+func (o *runOptions) confirm(cmd *cobra.Command, all map[string]*apps.Meta) error {
+	p := o.p
+	est := p.Estimate(all)
+	w := cmd.ErrOrStderr()
+	fmt.Fprintf(w, "plan %s: %s (%s, %s), %s on a 2-core host\n", p.Name, count(len(p.Tasks()), "task"),
+		count(len(p.Apps), "app"), count(len(p.DelaysMs), "setting"), orchestrator.EstimateText(est))
+	in, ok := cmd.InOrStdin().(*os.File)
+	if o.yes || est <= confirmLonger || !ok || !term.IsTerminal(int(in.Fd())) {
+		return nil
+	}
+	fmt.Fprintf(w, "start it? --apps, --delays and --runs cut it down; --yes skips this question [y/N] ")
+	answer, _ := bufio.NewReader(in).ReadString('\n')
+	if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
+		return usagef("not started: answer y, or pass --yes")
+	}
+	return nil
+}
+
+// count writes n things: "1 app", "3 apps".
+func count(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
 }
 
 // buildForRun makes the images; an app whose image cannot be built for a
