@@ -475,34 +475,11 @@ func readJSONLines(path string, fn func([]byte) error) error {
 // yet done, then writes the summary.
 func (r *WorkersRunner) Run(ctx context.Context) (*workers.Summary, error) {
 	p := r.Plan
-	caps := map[workers.CapacityKey]float64{}
-	var capRows []WorkersCapacity
-	if err := readJSONLines(filepath.Join(r.Dir, "capacity.jsonl"), func(b []byte) error {
-		var c WorkersCapacity
-		if err := json.Unmarshal(b, &c); err != nil {
-			return err
-		}
-		caps[c.Key] = c.Capacity.Rate
-		capRows = append(capRows, c)
-		return nil
-	}); err != nil {
+	f, err := readWorkersFolder(r.Dir)
+	if err != nil {
 		return nil, err
 	}
-	done := map[int]bool{}
-	var runs []workers.Run
-	if err := readJSONLines(filepath.Join(r.Dir, "runs.jsonl"), func(b []byte) error {
-		var l WorkersRunLine
-		if err := json.Unmarshal(b, &l); err != nil {
-			return err
-		}
-		if !done[l.Task.ID] {
-			done[l.Task.ID] = true
-			runs = append(runs, l.Run)
-		}
-		return nil
-	}); err != nil {
-		return nil, err
-	}
+	caps, capRows, done, runs := f.caps, f.capRows, f.done, f.runs
 	ws := r.WS
 	targets := p.CapacityTargets()
 	for i, ct := range targets {
@@ -582,6 +559,66 @@ func (r *WorkersRunner) Run(ctx context.Context) (*workers.Summary, error) {
 		return nil, err
 	}
 	return r.summarize(runs, capRows)
+}
+
+// workersFolder is what a workers results folder holds so far: the
+// capacities searched and the runs done (the first line of a task wins).
+type workersFolder struct {
+	caps    map[workers.CapacityKey]float64
+	capRows []WorkersCapacity
+	done    map[int]bool
+	runs    []workers.Run
+}
+
+func readWorkersFolder(dir string) (*workersFolder, error) {
+	f := &workersFolder{caps: map[workers.CapacityKey]float64{}, done: map[int]bool{}}
+	if err := readJSONLines(filepath.Join(dir, "capacity.jsonl"), func(b []byte) error {
+		var c WorkersCapacity
+		if err := json.Unmarshal(b, &c); err != nil {
+			return err
+		}
+		f.caps[c.Key] = c.Capacity.Rate
+		f.capRows = append(f.capRows, c)
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	if err := readJSONLines(filepath.Join(dir, "runs.jsonl"), func(b []byte) error {
+		var l WorkersRunLine
+		if err := json.Unmarshal(b, &l); err != nil {
+			return err
+		}
+		if !f.done[l.Task.ID] {
+			f.done[l.Task.ID] = true
+			f.runs = append(f.runs, l.Run)
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// ReportWorkers regenerates a workers results folder's summary.json,
+// summary.md and plots from its raw files (capacity.jsonl, runs.jsonl),
+// under plan (the folder's own); it returns the files written. A folder
+// without a run done is refused and nothing is written.
+func ReportWorkers(dir string, plan *workers.Plan) ([]string, error) {
+	f, err := readWorkersFolder(dir)
+	if err != nil {
+		return nil, err
+	}
+	if len(f.runs) == 0 {
+		return nil, fmt.Errorf("%s holds no run done (%d of %d tasks): nothing to report, nothing written",
+			filepath.Join(dir, "runs.jsonl"), len(f.done), len(plan.Tasks()))
+	}
+	r := &WorkersRunner{Plan: plan, Dir: dir}
+	if _, err := r.summarize(f.runs, f.capRows); err != nil {
+		return nil, err
+	}
+	files := []string{filepath.Join(dir, "summary.json"), filepath.Join(dir, "summary.md")}
+	plots, _ := filepath.Glob(filepath.Join(dir, "plots", "*"))
+	return append(files, plots...), nil
 }
 
 func (r *WorkersRunner) summarize(runs []workers.Run, caps []WorkersCapacity) (*workers.Summary, error) {

@@ -20,12 +20,31 @@ runs.csv, summary.json, summary.md, plots/*.svg|png and report.html (a
 single self-contained file to share). Nothing is written when a file is
 missing or malformed: the error names the file and line. For a placement
 study's folder (rttlab place) it recomputes summary.json and summary.md
-from samples.jsonl.`,
+from samples.jsonl; for a worker study's folder (rttlab workers),
+summary.json, summary.md and plots/ from capacity.jsonl and runs.jsonl.
+
+Examples:
+  rttlab report rttlab-results/20261130T010203Z-study
+  rttlab report rttlab-results/20261130T010203-workers`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir := args[0]
 			if err := resultsFolder(dir); err != nil {
 				return err
+			}
+			if m, err := readWorkersManifest(dir); err == nil {
+				plan, err := workersFolderPlan(dir, m)
+				if err != nil {
+					return err
+				}
+				files, err := orchestrator.ReportWorkers(dir, plan)
+				if err != nil {
+					return err
+				}
+				for _, f := range files {
+					fmt.Fprintf(cmd.OutOrStdout(), "wrote %s\n", f)
+				}
+				return nil
 			}
 			if orchestrator.IsPlacementFolder(dir) {
 				files, err := orchestrator.ReportPlacement(dir)

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rttlab/rttlab/apps"
+	"github.com/rttlab/rttlab/internal/capped"
 	"github.com/rttlab/rttlab/orchestrator"
 	"github.com/rttlab/rttlab/results"
 	"github.com/rttlab/rttlab/workers"
@@ -56,8 +57,8 @@ summary.md and plots/. --resume DIR continues an interrupted folder.`,
 				if err != nil {
 					return usageError{err}
 				}
-				if plan, err = workers.LoadPlan(m.PlanFile, lim); err != nil {
-					return usageError{fmt.Errorf("%s: the folder's plan: %w", o.resume, err)}
+				if plan, err = workersFolderPlan(o.resume, m); err != nil {
+					return usageError{err}
 				}
 			} else {
 				var err error
@@ -152,8 +153,26 @@ summary.md and plots/. --resume DIR continues an interrupted folder.`,
 	return cmd
 }
 
+// workersFolderPlan is a workers folder's own plan: a built-in one by
+// name, else the copy the folder keeps as plan.yaml (whatever folder the
+// command runs from).
+func workersFolderPlan(dir string, m *orchestrator.WorkersManifest) (*workers.Plan, error) {
+	lim := workers.DefaultLimits(runtime.NumCPU())
+	file := m.PlanFile
+	if _, ok := workers.BuiltinPlan(file, lim); !ok {
+		if own := filepath.Join(dir, "plan.yaml"); fileExists(own) {
+			file = own
+		}
+	}
+	plan, err := workers.LoadPlan(file, lim)
+	if err != nil {
+		return nil, fmt.Errorf("%s: the folder's plan: %w", dir, err)
+	}
+	return plan, nil
+}
+
 func readWorkersManifest(dir string) (*orchestrator.WorkersManifest, error) {
-	b, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
+	b, err := capped.ReadFile(filepath.Join(dir, "manifest.json"), "manifest", 16<<20)
 	if err != nil {
 		return nil, fmt.Errorf("%s is not a workers results folder: %w", dir, err)
 	}
