@@ -583,3 +583,23 @@ func TestRunSaysItsSizeFirst(t *testing.T) {
 		t.Error("asked on a stdin that is not a terminal")
 	}
 }
+
+// A line cut by a crash is tolerated, and said on the console as well as
+// in the summary.
+func TestReportSaysWhatItTolerated(t *testing.T) {
+	dir := testFolder(t)
+	f, err := os.OpenFile(filepath.Join(dir, "samples.jsonl"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(`{"task":1,"attempt":1,"app":"go"`)
+	f.Close()
+	code, _, errs := execLine(context.Background(), "report", dir)
+	if code != 0 || !strings.Contains(errs, "warning: samples.jsonl:") || !strings.Contains(errs, "incomplete last line") {
+		t.Fatalf("exit %d, stderr %q", code, errs)
+	}
+	md, _ := os.ReadFile(filepath.Join(dir, "summary.md"))
+	if !strings.Contains(string(md), "incomplete last line") {
+		t.Error("summary.md does not say what was tolerated")
+	}
+}

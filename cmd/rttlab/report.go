@@ -56,11 +56,18 @@ Examples:
 				}
 				return nil
 			}
-			if d, err := results.Load(dir); err == nil && len(d.Samples) == 0 {
-				// Nothing is rewritten from nothing: the plots of an
-				// earlier report stay.
-				return fmt.Errorf("%s holds no sample of a done task (%d of %d tasks done): nothing to report, nothing written",
-					filepath.Join(dir, results.SamplesFile), len(d.Done), len(d.Manifest.Tasks))
+			if d, err := results.Load(dir); err == nil {
+				if len(d.Samples) == 0 {
+					// Nothing is rewritten from nothing: the plots of an
+					// earlier report stay.
+					return fmt.Errorf("%s holds no sample of a done task (%d of %d tasks done): nothing to report, nothing written",
+						filepath.Join(dir, results.SamplesFile), len(d.Done), len(d.Manifest.Tasks))
+				}
+				// What the reader tolerated (a line cut by a crash) is said
+				// here as well as in the summary's warnings.
+				for _, n := range d.Notes {
+					fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", n)
+				}
 			}
 			files, err := results.RenderFiles(dir, results.Options{})
 			if err != nil {
