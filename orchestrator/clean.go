@@ -60,6 +60,51 @@ func CleanAll(ctx context.Context, d Docker, images bool) (Cleaned, error) {
 	return c, err
 }
 
+// CleanAllBut is CleanAll for every run except those in keep (runs in
+// progress): each other run is cleaned by its id, rules included. The
+// images stay while a kept run may use them.
+func CleanAllBut(ctx context.Context, d Docker, images bool, keep map[string]int) (Cleaned, error) {
+	if len(keep) == 0 {
+		return CleanAll(ctx, d, images)
+	}
+	runs := map[string]bool{}
+	cs, err := d.ListContainers(ctx, map[string]string{LabelRun: ""})
+	if err != nil {
+		return Cleaned{}, err
+	}
+	for _, ct := range cs {
+		runs[ct.Labels[LabelRun]] = true
+	}
+	ns, err := d.ListNetworks(ctx, map[string]string{LabelRun: ""})
+	if err != nil {
+		return Cleaned{}, err
+	}
+	for _, n := range ns {
+		runs[n.Labels[LabelRun]] = true
+	}
+	var total Cleaned
+	var errs []error
+	for run := range runs {
+		if _, live := keep[run]; live || run == "" {
+			continue
+		}
+		c, err := CleanRun(ctx, d, run)
+		n, serr := SweepWireRules(ctx, d, run)
+		c.Rules += n
+		total.add(c)
+		errs = append(errs, err, serr)
+	}
+	return total, errors.Join(errs...)
+}
+
+func (c *Cleaned) add(o Cleaned) {
+	c.Containers += o.Containers
+	c.Networks += o.Networks
+	c.Volumes += o.Volumes
+	c.Rules += o.Rules
+	c.Images += o.Images
+}
+
 func clean(ctx context.Context, d Docker, filter map[string]string) (Cleaned, error) {
 	var c Cleaned
 	var errs []error

@@ -65,7 +65,7 @@ func StartPlacement(ctx context.Context, d Docker, plan *PlacePlan, t apps.Targe
 		return ps, err
 	}
 	st.Network = "rttlab-" + runID
-	if st.NetworkID, err = d.CreateNetwork(ctx, st.Network, RunLabels(runID, map[string]string{LabelStack: "placement"})); err != nil {
+	if st.NetworkID, err = d.CreateNetwork(ctx, st.Network, networkLabels(runID, map[string]string{LabelStack: "placement"})); err != nil {
 		return ps, err
 	}
 	start := func(node, image string, cmd, env []string) (*Member, error) {

@@ -183,7 +183,7 @@ func StartStack(ctx context.Context, d Docker, o StackOptions) (st *Stack, err e
 		extra[LabelStack] = "up"
 	}
 	st.Network = "rttlab-" + o.RunID
-	st.NetworkID, err = d.CreateNetwork(ctx, st.Network, RunLabels(o.RunID, extra))
+	st.NetworkID, err = d.CreateNetwork(ctx, st.Network, networkLabels(o.RunID, extra))
 	if err != nil {
 		return st, err
 	}

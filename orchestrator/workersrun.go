@@ -66,7 +66,7 @@ func StartWorkers(ctx context.Context, d Docker, t apps.Target, backend string) 
 		}
 	}()
 	st.Network = "rttlab-" + runID
-	if st.NetworkID, err = d.CreateNetwork(ctx, st.Network, RunLabels(runID, map[string]string{LabelStack: "workers"})); err != nil {
+	if st.NetworkID, err = d.CreateNetwork(ctx, st.Network, networkLabels(runID, map[string]string{LabelStack: "workers"})); err != nil {
 		return ws, err
 	}
 	ws.db, err = ws.startMember(ctx, "db", ImageRef("postgres"), nil, []string{"RTTLAB_DB_PASSWORD=" + st.DB.Password})

@@ -200,11 +200,20 @@ func TestIntegrationDrillSignals(t *testing.T) {
 			t.Fatal(err)
 		}
 		cmd, dir := startRun(t, bin, root, plan, t.TempDir())
+		// While the study runs, clean keeps it: its rttlab process lives.
+		cs, err := rt.ListContainers(ctx, map[string]string{orchestrator.LabelRun: ""})
+		if err != nil || len(cs) == 0 {
+			t.Fatalf("no container of the running study: %v", err)
+		}
+		busy := exec.Command(bin, "clean", "--run", cs[0].Labels[orchestrator.LabelRun])
+		if out, err := busy.CombinedOutput(); busy.ProcessState.ExitCode() != 2 || !strings.Contains(string(out), "is in progress") {
+			t.Fatalf("clean --run of a study in progress: %v\n%s", err, out)
+		}
 		_ = cmd.Process.Signal(syscall.SIGKILL)
 		_ = cmd.Wait()
 		// Clean the killed run by its id (other runs on a developer's
 		// engine are not this test's to remove).
-		cs, err := rt.ListContainers(ctx, map[string]string{orchestrator.LabelRun: ""})
+		cs, err = rt.ListContainers(ctx, map[string]string{orchestrator.LabelRun: ""})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -312,6 +312,7 @@ var runIDRE = regexp.MustCompile(`^[a-z0-9]{1,64}$`)
 type cleanOptions struct {
 	run    string
 	images bool
+	force  bool
 }
 
 func newCleanCmd() *cobra.Command {
@@ -326,7 +327,8 @@ rules and qdiscs as they stop; removing a container removes its network
 namespace. Wire shaping rules left in the host's tables by a killed agent
 (their comment is "rttlab:<run>/<container>") are removed too, and nothing
 else of the host's tables. With --images, the images rttlab built (label io.rttlab.app)
-are removed too.`,
+are removed too. A run whose rttlab process still lives (a study in
+progress) is kept and named, unless --force.`,
 		Example: `  rttlab clean                 remove every run's containers, networks and rules
   rttlab clean --run 3f9c0a1b2d  remove one run's (its id is in the containers' names)
   rttlab clean --images        also remove the images rttlab built`,
@@ -344,20 +346,36 @@ are removed too.`,
 				return err
 			}
 			defer rt.Close()
+			live := map[string]int{}
+			if !o.force {
+				if live, err = orchestrator.LiveRuns(ctx, rt); err != nil {
+					return err
+				}
+			}
 			var c orchestrator.Cleaned
 			if o.run != "" {
+				if pid, ok := live[o.run]; ok {
+					return usagef("run %s is in progress (rttlab pid %d runs it): stop that run (Ctrl-C removes what it started), or pass --force", o.run, pid)
+				}
 				c, err = orchestrator.CleanRun(ctx, rt, o.run)
 				n, serr := orchestrator.SweepWireRules(ctx, rt, o.run)
 				c.Rules += n
 				err = errors.Join(err, serr)
 			} else {
-				c, err = orchestrator.CleanAll(ctx, rt, o.images)
+				c, err = orchestrator.CleanAllBut(ctx, rt, o.images, live)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "removed %s\n", c)
+			for run, pid := range live {
+				fmt.Fprintf(cmd.ErrOrStderr(), "kept run %s: in progress (rttlab pid %d); --force removes it too\n", run, pid)
+			}
+			if len(live) > 0 && o.images {
+				fmt.Fprintln(cmd.ErrOrStderr(), "kept the images: a run in progress uses them")
+			}
 			return err
 		},
 	}
 	cmd.Flags().StringVar(&o.run, "run", "", "remove only this run's objects")
 	cmd.Flags().BoolVar(&o.images, "images", false, "also remove the images rttlab built")
+	cmd.Flags().BoolVar(&o.force, "force", false, "also remove runs in progress (their rttlab process still lives)")
 	return cmd
 }
