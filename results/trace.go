@@ -13,7 +13,7 @@ import (
 )
 
 // TraceFile holds the per-request trace of each app's request types
-// (written by the runner or `rttlab trace --out`); optional.
+// (written by the runner or `rttlab trace --results`); optional.
 const TraceFile = "trace.json"
 
 // TraceRow is the trace of one request type of one app: per request, the

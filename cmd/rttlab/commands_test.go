@@ -83,7 +83,7 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"compare", folder, empty}, 2, "is not a results folder"},
 		{[]string{"compare", folder, folder + "/."}, 2, "are the same folder: compare two runs"},
 		{[]string{"clean"}, 1, errNoEngineHere.Error()},
-		{[]string{"trace", "go", "--out", "nope"}, 2, "nope: no such folder: give a results folder"},
+		{[]string{"trace", "go", "--results", "nope"}, 2, "nope: no such folder: give a results folder"},
 		{[]string{"trace", "go", "--out", empty}, 2, "is not a results folder"},
 		{[]string{"images", "build", "django"}, 2, `unknown app "django"`},
 		{[]string{"images", "build", "postgres", "agent", "go"}, 1, errNoEngineHere.Error()},

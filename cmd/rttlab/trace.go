@@ -39,7 +39,7 @@ app<->database TCP traffic. Per request it counts:
   parses       Parse messages (statement preparation)
 
 and per type the pg_stat_statements executions per request. It prints the
-median and range per type. With --out DIR (a results folder) it also
+median and range per type. With --results DIR (an existing results folder) it also
 writes DIR/trace.json, which the report places next to the amplification
 ratio.
 
@@ -82,13 +82,13 @@ Examples:
 				return err
 			}
 			if o.out != "" {
-				// --out names a results folder the trace is added to:
+				// --results names a results folder the trace is added to:
 				// checked before the trace runs, not after.
 				if err := resultsFolder(o.out); err != nil {
 					return err
 				}
 				if _, err := results.Load(o.out); err != nil {
-					return usagef("--out %s is not a readable results folder: %v", o.out, err)
+					return usagef("--results %s is not a readable results folder: %v", o.out, err)
 				}
 			}
 			return o.budget.resolve(o.target)
@@ -128,7 +128,11 @@ Examples:
 	cmd.Flags().IntVar(&o.requests, "requests", 100, "requests per request type")
 	cmd.Flags().IntVar(&o.warmup, "warmup", 5, "warmup requests per type (not counted)")
 	cmd.Flags().Uint64Var(&o.seed, "seed", 1, "seed of the mix's request paths")
-	cmd.Flags().StringVar(&o.out, "out", "", "results folder to write trace.json into")
+	cmd.Flags().StringVar(&o.out, "results", "", "an existing results folder to add trace.json to (its report is regenerated)")
+	// --out names the parent folder of a new results folder everywhere
+	// else; here it was the folder itself. The old spelling still works.
+	cmd.Flags().StringVar(&o.out, "out", "", "")
+	_ = cmd.Flags().MarkDeprecated("out", "use --results DIR (--out names a parent folder in run, place and workers)")
 	o.budget.addFlags(cmd, true)
 	o.own.addFlags(cmd.Flags(), "")
 	return cmd
@@ -152,7 +156,7 @@ func printTraceTable(out io.Writer, types []results.TraceRow) {
 
 // report prints the trace (the table, or with --format json the trace and
 // its gate as one JSON document) and the gate's verdict, writes the
-// --junit file and --out's trace.json, and returns the gate's error.
+// --junit file and --results' trace.json, and returns the gate's error.
 func (o *traceOptions) report(stdout, stderr io.Writer, app string, types []results.TraceRow) error {
 	gate := results.CheckBudgets(app, types, o.budget.budgets)
 	if err := o.budget.writeJUnit([]results.BudgetReport{gate}); err != nil {
@@ -169,7 +173,7 @@ func (o *traceOptions) report(stdout, stderr io.Writer, app string, types []resu
 	}
 	if o.out != "" {
 		if _, err := results.Load(o.out); err != nil {
-			return fmt.Errorf("--out %s is not a readable results folder: %w", o.out, err)
+			return fmt.Errorf("--results %s is not a readable results folder: %w", o.out, err)
 		}
 		if err := results.WriteTrace(o.out, types); err != nil {
 			return err
