@@ -14,6 +14,8 @@ func newCompareCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "compare DIR_A DIR_B",
 		Short: "Compare two results folders cell by cell, with a bootstrap CI of the difference of changes",
+		Example: `  rttlab compare rttlab-results/20261201T090000Z-study rttlab-results/20261202T090000Z-study
+  rttlab compare before/ after/ > change.md`,
 		Long: `Puts the same cells (app, route, setting) of two results folders side by
 side: p50 and change against 0 ms in each, and the difference of the
 changes (B - A) with a 95% percentile-bootstrap CI (A's and B's baseline

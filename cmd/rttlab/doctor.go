@@ -13,6 +13,7 @@ func newDoctorCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "doctor",
 		Short: "Check this host: engine, privileges, netem, NFQUEUE, debootstrap, base image, disk",
+		Example: `  rttlab doctor            what this host can do, a line per check with the fix`,
 		Long: `Prints one line per check with OK, WARN or FAIL and the fix. Kernel netem and
 NFQUEUE are tried for real in a throwaway network namespace, and the
 kernel's own words are shown when they fail. Exits non-zero when

@@ -29,8 +29,9 @@ type imagesBaseOptions struct {
 func newImagesBaseCmd() *cobra.Command {
 	o := &imagesBaseOptions{}
 	cmd := &cobra.Command{
-		Use:   "base",
-		Short: "Make sure debian:trixie-slim exists (present, pulled, or built with debootstrap)",
+		Use:     "base",
+		Short:   "Make sure debian:trixie-slim exists (present, pulled, or built with debootstrap)",
+		Example: `  rttlab images base       make the Debian base image from Debian's archive (once)`,
 		Long: `Every rttlab Dockerfile starts FROM debian:trixie-slim. This command makes
 sure that image exists: when present it does nothing; when a registry
 answers it pulls it; otherwise it builds it with

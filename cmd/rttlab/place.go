@@ -27,6 +27,9 @@ func newPlaceCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "place [--plan placement|placement-smoke|FILE]",
 		Short: "The placement study: route each request to the compute host that answers it fastest",
+		Example: `  rttlab place --plan placement-smoke   the whole study at small counts (minutes)
+  rttlab place                          the placement study at the write-up's counts
+  rttlab place --plan my-links.yaml     your own links, routes and policies`,
 		Long: `Starts four nodes on one private network, each with its shaping agent: the
 client (load client and routing proxy), compute hosts a and b (the same
 app) and the database. Every link gets its own RTT, half per direction,

@@ -224,6 +224,8 @@ func newShapeVerifyCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "verify APP",
 		Short: "Measure the injected delay: ICMP and SELECT 1 per setting against configured",
+		Example: `  rttlab shape verify go                          ICMP, SELECT 1 and one-way checks at 0-1 ms
+  rttlab shape verify go --delays 0,0.5,1 --json  the same figures as one JSON document`,
 		Long: `Starts PostgreSQL + APP with their agents and, from the app's own network
 namespace, measures per setting: ICMP (mean, median; added RTT against the
 0 ms setting) and SELECT 1 through pgx (runs × calls, median per run;

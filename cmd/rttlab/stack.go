@@ -126,6 +126,8 @@ func newDownCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "down",
 		Short: "Remove stacks started with 'rttlab up'",
+		Example: `  rttlab down              remove the stack 'rttlab up' started
+  rttlab down --run 3f9c0a1b2d`,
 		Long: `Removes the containers and networks of every stack started with
 'rttlab up' (or only the one named with --run).`,
 		Args: cobra.NoArgs,

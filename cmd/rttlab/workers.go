@@ -31,6 +31,9 @@ func newWorkersCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "workers [--plan workers|workers-smoke|FILE] [--resume DIR]",
 		Short: "The worker-scheduling study: Puma's accept race against least-busy assignment, under open-loop load",
+		Example: `  rttlab workers --plan workers-smoke   both mixes at two loads (minutes)
+  rttlab workers                        the worker-scheduling study
+  rttlab workers --resume rttlab-results/20261130T010203-workers`,
 		Long: `Compares how requests are assigned to W workers × T threads: Puma in
 cluster mode (wait_for_less_busy_worker off, Puma's default, or a larger
 value) against W single-mode Pumas behind a Go front proxy (join the
