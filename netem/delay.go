@@ -35,9 +35,10 @@ var delayUnits = []struct {
 }
 
 // ParseDelay parses a delay with a unit (ns, us, µs, ms, s), such as "0.5ms"
-// or "250us". "0" may be written without a unit. The result is rounded to
-// 1µs; negative values, NaN/Inf, unit-less non-zero values, values above 1s
-// and non-zero values below 1µs are refused with a one-line error.
+// or "250us"; a number without a unit is milliseconds, as in every list
+// of RTT settings ("0.5" is 0.5ms). The result is rounded to 1µs;
+// negative values, NaN/Inf, values above 1s and non-zero values below 1µs
+// are refused with a one-line error.
 func ParseDelay(s string) (time.Duration, error) {
 	in := strings.TrimSpace(s)
 	if in == "" {
@@ -60,10 +61,7 @@ func ParseDelay(s string) (time.Duration, error) {
 		if err != nil {
 			return 0, err
 		}
-		if v != 0 {
-			return 0, fmt.Errorf("delay %q has no unit: write e.g. %sms or %sus (units: ns, us, µs, ms, s)", s, in, in)
-		}
-		return 0, nil
+		return toDelay(s, v*1e6)
 	}
 	var scale float64
 	for _, u := range delayUnits {

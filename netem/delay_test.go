@@ -22,6 +22,8 @@ func TestParseDelay(t *testing.T) {
 		" 0.1ms ":   100 * time.Microsecond,
 		"1e-3s":     time.Millisecond,
 		"0.000001s": time.Microsecond,
+		"5":         5 * time.Millisecond, // a bare number is milliseconds
+		"0.5":       500 * time.Microsecond,
 	}
 	for in, want := range good {
 		got, err := ParseDelay(in)
@@ -31,8 +33,7 @@ func TestParseDelay(t *testing.T) {
 	}
 	bad := map[string]string{
 		"":       "empty",
-		"5":      "no unit",
-		"0.5":    "no unit",
+		"5000":   "maximum",
 		"-1ms":   "negative",
 		"-0.5":   "negative",
 		"NaN":    "finite",

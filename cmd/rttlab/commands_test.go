@@ -286,7 +286,7 @@ func TestEngineCommandsCheckInputFirst(t *testing.T) {
 	}{
 		{[]string{"up", "go", "--shaper", "tc"}, "--shaper"},
 		{[]string{"up", "go", "--scope", "all"}, "--scope"},
-		{[]string{"up", "go", "--rtt", "5"}, "--rtt"},
+		{[]string{"up", "go", "--rtt", "5000"}, "--rtt"},
 		{[]string{"up", "cobol"}, "unknown app"},
 		{[]string{"verify", "--serial-n", "0", "go"}, "--serial-n"},
 		{[]string{"trace", "go", "--requests", "0"}, "--requests"},
@@ -434,7 +434,7 @@ func TestAgentCommandsInput(t *testing.T) {
 		{[]string{"agent", "serve", "--shaper", "tc"}, `--shaper "tc"`},
 		{[]string{"agent", "serve", "--queue", "70000"}, "--queue 70000"},
 		{[]string{"agent", "ctl", "bogus"}, `ctl "bogus"`},
-		{[]string{"agent", "ctl", "set", "--delay", "5"}, "unit"},
+		{[]string{"agent", "ctl", "set", "--delay", "5h"}, "unit"},
 		{[]string{"agent", "ping", "--to", "db"}, "not an IP address"},
 		{[]string{"agent", "ping", "--to", "10.0.0.1", "--count", "0"}, "--count 0"},
 		{[]string{"agent", "ping", "--to", "10.0.0.1", "--interval", "-1s"}, "--interval"},

@@ -11,8 +11,8 @@ import (
 
 func newDoctorCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:   "doctor",
-		Short: "Check this host: engine, privileges, netem, NFQUEUE, debootstrap, base image, disk",
+		Use:     "doctor",
+		Short:   "Check this host: engine, privileges, netem, NFQUEUE, debootstrap, base image, disk",
 		Example: `  rttlab doctor            what this host can do, a line per check with the fix`,
 		Long: `Prints one line per check with OK, WARN or FAIL and the fix. Kernel netem and
 NFQUEUE are tried for real in a throwaway network namespace, and the

@@ -67,7 +67,7 @@ func TestBadInputOneLine(t *testing.T) {
 		{[]string{"run", "--resume", dir, "--seed", "3"}, "drop --seed"},
 		{[]string{"shape", "set", "--rtt", "-1ms"}, "negative"},
 		{[]string{"shape", "set", "--rtt", "NaN"}, "rtt"},
-		{[]string{"shape", "set", "--rtt", "5"}, "no unit"},
+		{[]string{"shape", "set", "--rtt", "1500"}, "1s"},
 		{[]string{"shape", "set", "--rtt", "2s"}, "1s"},
 		{[]string{"shape", "verify", "go", "--delays", "0,abc"}, "not a number"},
 		{[]string{"agent", "ctl", "set"}, "--delay"},

@@ -119,7 +119,7 @@ Example:
 			return printShow(ctx, cmd.OutOrStdout(), rt, sh)
 		},
 	}
-	cmd.Flags().StringVar(&o.rtt, "rtt", "", "target RTT with a unit, e.g. 0.5ms")
+	cmd.Flags().StringVar(&o.rtt, "rtt", "", "target RTT: 0.5ms, 250us, or a bare number of milliseconds (0.5)")
 	cmd.Flags().StringVar(&o.scope, "scope", "path", "path or interface")
 	cmd.Flags().StringVar(&o.floor, "floor", "", "added to every packet's one-way delay, 0 included, with a unit (default: 0.3ms for the userspace shaper, none for kernel netem)")
 	cmd.Flags().StringVar(&o.run, "run", "", "the stack's run id (when several are up)")

@@ -92,7 +92,7 @@ Examples:
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&o.rtt, "rtt", "", "start with this app<->database RTT applied (e.g. 0.5ms)")
+	cmd.Flags().StringVar(&o.rtt, "rtt", "", "start with this app<->database RTT applied (0.5ms, or 0.5 in milliseconds)")
 	cmd.Flags().StringVar(&o.shaper, "shaper", "auto", "auto, kernel or userspace")
 	cmd.Flags().StringVar(&o.scope, "scope", "path", "path or interface")
 	o.own.addFlags(cmd.Flags(), "")
