@@ -15,6 +15,7 @@ import (
 
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/orchestrator"
+	"github.com/rttlab/rttlab/results"
 )
 
 type runOptions struct {
@@ -241,11 +242,19 @@ Examples:
 			start := time.Now()
 			dir, err := orchestrator.Run(ctx, rt, all, ro)
 			if dir != "" {
-				if md, rerr := os.ReadFile(filepath.Join(dir, "summary.md")); rerr == nil && err == nil {
-					fmt.Fprintf(out, "\n%s\n", md)
+				rp := filepath.Join(dir, "report.html")
+				if !fileExists(rp) {
+					rp = ""
+				}
+				// A digest of at most 25 lines; the whole summary stays in
+				// summary.md.
+				digested := false
+				if d, lerr := results.Load(dir); lerr == nil && err == nil {
+					fmt.Fprintf(out, "\n%s", results.Analyze(d, results.Options{}).Digest(filepath.Join(dir, "summary.md"), rp))
+					digested = true
 				}
 				fmt.Fprintf(out, "results: %s (%.0fs)\n", dir, time.Since(start).Seconds())
-				if rp := filepath.Join(dir, "report.html"); fileExists(rp) {
+				if rp != "" && !digested {
 					fmt.Fprintf(out, "report:  %s\n", rp)
 				}
 			}
