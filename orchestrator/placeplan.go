@@ -159,7 +159,7 @@ func defaultPlacePlan() PlacePlan {
 		Policies:     []string{"user-first", "network-only", "profiled", "queue-aware"},
 		RoutedWarmup: 15, RoutedRequests: 500,
 		KeepAlive: boolPtr(true),
-		SweepN:    []int{0, 1, 3, 6, 12, 24, 48}, SweepWarmup: 20, SweepRequests: 500,
+		SweepN:    []int{0, 1, 2, 3, 6, 12, 24, 48}, SweepWarmup: 20, SweepRequests: 500,
 		ConcurrencyRates: []float64{0.3, 0.7}, ConcurrencyRequests: 500,
 		Repeat: 1, Rounds: 5, Calibrate: "off", Shaper: "userspace", ICMPCount: 200,
 		FloorMs: DefaultPlaceFloorMs,
