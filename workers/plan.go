@@ -108,7 +108,7 @@ const (
 //
 //	name: my-workers
 //	seed: 1
-//	policies: [puma:wflbw=0, puma:wflbw=default, puma:wflbw=0.05,
+//	policies: [puma:wflbw=0, puma:wflbw=0.001, puma:wflbw=default, puma:wflbw=0.05,
 //	           proxy:jsq, proxy:round-robin, proxy:p2c]
 //	baseline: puma:wflbw=0      # every change is against it
 //	reference: proxy:jsq        # the ideal of the penalty statement
@@ -190,7 +190,7 @@ type rawPlan struct {
 func defaultRaw() rawPlan {
 	return rawPlan{
 		Name: "workers", Seed: 1,
-		Policies:      []string{"puma:wflbw=0", "puma:wflbw=default", "puma:wflbw=0.05", "proxy:jsq", "proxy:round-robin", "proxy:p2c"},
+		Policies:      []string{"puma:wflbw=0", "puma:wflbw=0.001", "puma:wflbw=default", "puma:wflbw=0.05", "proxy:jsq", "proxy:round-robin", "proxy:p2c"},
 		Baseline:      AcceptRace.String(),
 		Reference:     ProxyJSQ.String(),
 		Configs:       []string{"2x1", "2x2", "2x4"},

@@ -16,13 +16,13 @@ func TestBuiltinPlans(t *testing.T) {
 	if !ok {
 		t.Fatal("no workers plan")
 	}
-	if len(p.Policies) != 6 || len(p.Layouts) != 3 || len(p.Mixes) != 2 || len(p.DBRTTMs) != 2 || len(p.LoadFractions) != 5 || p.Runs < 6 {
+	if len(p.Policies) != 7 || len(p.Layouts) != 3 || len(p.Mixes) != 2 || len(p.DBRTTMs) != 2 || len(p.LoadFractions) != 5 || p.Runs < 6 {
 		t.Errorf("workers plan %+v", p)
 	}
 	if p.Baseline != AcceptRace || p.Reference != ProxyJSQ {
 		t.Errorf("baseline %s reference %s", p.Baseline, p.Reference)
 	}
-	if got := len(p.Tasks()); got != 6*3*2*2*5*p.Runs {
+	if got := len(p.Tasks()); got != 7*3*2*2*5*p.Runs {
 		t.Errorf("%d tasks", got)
 	}
 	s, ok := BuiltinPlan(PlanWorkersSmoke, testLimits)
@@ -174,9 +174,9 @@ func TestTasksOrder(t *testing.T) {
 			visits = append(visits, v)
 		}
 	}
-	// Each stack is visited once per round: 3 configurations × (3 puma
+	// Each stack is visited once per round: 3 configurations × (4 puma
 	// settings + the proxy) × runs.
-	if want := 3 * 4 * p.Runs; len(visits) != want {
+	if want := 3 * 5 * p.Runs; len(visits) != want {
 		t.Errorf("%d stack visits, want %d", len(visits), want)
 	}
 	// Shuffled: the first round does not run the stacks in plan order.
@@ -212,7 +212,7 @@ func TestCapacityTargetsAndRate(t *testing.T) {
 		}
 	}
 	full, _ := BuiltinPlan(PlanWorkers, testLimits)
-	if got := len(full.CapacityTargets()); got != 6*3*2*2 {
+	if got := len(full.CapacityTargets()); got != 7*3*2*2 {
 		t.Errorf("every_policy: %d targets", got)
 	}
 	caps := map[CapacityKey]float64{}
@@ -244,7 +244,7 @@ func TestCapacityTargetsAndRate(t *testing.T) {
 }
 
 func TestPolicyText(t *testing.T) {
-	for _, s := range []string{"puma:wflbw=0", "puma:wflbw=default", "puma:wflbw=0.05", "proxy:jsq", "proxy:round-robin", "proxy:p2c"} {
+	for _, s := range []string{"puma:wflbw=0", "puma:wflbw=0.001", "puma:wflbw=default", "puma:wflbw=0.05", "proxy:jsq", "proxy:round-robin", "proxy:p2c"} {
 		p, err := ParsePolicy(s)
 		if err != nil {
 			t.Fatal(err)
