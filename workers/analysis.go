@@ -208,7 +208,8 @@ type Summary struct {
 	Cells  []CellStat `json:"cells"`
 	Runs   []RunStat  `json:"runs"`
 	// Penalties are the penalty statements: the baseline against the
-	// reference, and proxy:round-robin against proxy:jsq when both ran.
+	// reference, against each of Puma's fixes that ran, and
+	// proxy:round-robin against proxy:jsq when both ran.
 	Penalties []Penalty `json:"penalties"`
 	// Capacities, when the caller adds them, are rendered as a table.
 	Capacities []CapacityResult `json:"capacities,omitempty"`
@@ -277,12 +278,25 @@ func Analyze(runs []Run, o Options) *Summary {
 		}
 	}
 	s.Penalties = append(s.Penalties, PenaltyStatement(s.Cells, o.Baseline, o.Reference, o))
+	// The baseline against Puma's own fixes too (its default wait and the
+	// seed's 1 ms), when they ran: on a small host the proxy's hop can
+	// cost more than it saves, which would hide what Puma's fix does.
+	for _, fix := range PumaFixes {
+		if fix != o.Baseline && fix != o.Reference && hasPolicy(s.Cells, fix) && hasPolicy(s.Cells, o.Baseline) {
+			s.Penalties = append(s.Penalties, PenaltyStatement(s.Cells, o.Baseline, fix, o))
+		}
+	}
 	rr, jsq := ProxyRoundRobin.String(), ProxyJSQ.String()
 	if o.Baseline != rr && hasPolicy(s.Cells, rr) && hasPolicy(s.Cells, jsq) {
 		s.Penalties = append(s.Penalties, PenaltyStatement(s.Cells, rr, jsq, o))
 	}
 	return s
 }
+
+// PumaFixes are Puma's remedies for the accept race that the penalty
+// statements compare the baseline with: its default wait_for_less_busy_worker
+// and the seed's 1 ms.
+var PumaFixes = []string{"puma:wflbw=default", "puma:wflbw=0.001"}
 
 func hasPolicy(cells []CellStat, p string) bool {
 	return slices.ContainsFunc(cells, func(c CellStat) bool { return c.Policy == p })

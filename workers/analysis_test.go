@@ -255,3 +255,27 @@ func TestSummaryJSON(t *testing.T) {
 		t.Errorf("round trip: %v", err)
 	}
 }
+
+// The baseline is compared with Puma's fixes that ran, beside the proxy:
+// on a host where the proxy's hop costs more than it saves, Puma's fix
+// still shows.
+func TestPenaltiesAgainstPumaFixes(t *testing.T) {
+	runs := study(6)
+	rng := rand.New(rand.NewPCG(3, 4))
+	for r := 1; r <= 6; r++ {
+		k := CellKey{Policy: "puma:wflbw=0.001", Layout: "2x2", Mix: "cpu-heavy", RTTMs: 0, Fraction: 0.5}
+		runs = append(runs, synthRun(k, r, 10.5, 200, 0, rng))
+	}
+	s := Analyze(runs, Options{Seed: 3, Resamples: 2000})
+	var fasts []string
+	for _, p := range s.Penalties {
+		fasts = append(fasts, p.Fast)
+	}
+	if len(s.Penalties) != 2 || fasts[0] != ProxyJSQ.String() || fasts[1] != "puma:wflbw=0.001" {
+		t.Fatalf("penalties against %v, want the JSQ proxy then puma:wflbw=0.001", fasts)
+	}
+	p := s.Penalties[1]
+	if p.Peak == nil || !strings.HasPrefix(p.Statement, "puma:wflbw=0 against puma:wflbw=0.001") {
+		t.Errorf("statement %q", p.Statement)
+	}
+}
