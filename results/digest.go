@@ -56,6 +56,7 @@ func (s *Summary) Digest(summaryPath, reportPath string) string {
 		if c.ChangeCI.Valid() {
 			row += fmt.Sprintf(" [%.2f, %.2f]", c.ChangeCI.Low, c.ChangeCI.High)
 		}
+		row += " (" + fmtPercent(c.Percent, c.PercentCI) + ")"
 		if c.HasStatements {
 			row += fmt.Sprintf(", predicted %+.2f", c.Predicted)
 		}

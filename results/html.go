@@ -24,9 +24,9 @@ var reportSections = []struct{ ID, Title string }{
 }
 
 type htmlRow struct {
-	Route, Setting, Runs, P50, CI, Change, ChangeCI, Ratio, Predicted string
-	Failures                                                          string
-	LowN, NoClaim                                                     bool
+	Route, Setting, Runs, P50, CI, Change, ChangeCI, Percent, Ratio, Predicted string
+	Failures                                                                   string
+	LowN, NoClaim                                                              bool
 }
 
 type htmlApp struct {
@@ -147,10 +147,11 @@ func (s *Summary) HTML(plots []PlotFile) ([]byte, error) {
 			r.Apps = append(r.Apps, htmlApp{App: c.App, ID: "app-" + htmlID(c.App)})
 		}
 		row := htmlRow{Route: c.Route, Setting: fmtSetting(c.RTTms) + " ms", Runs: strconv.Itoa(c.NRuns),
-			P50: fmtFixed(c.P50, 3), CI: fmtIv(c.CI, 3), Change: dash, ChangeCI: fmtIv(c.ChangeCI, 3), Ratio: dash,
+			P50: fmtFixed(c.P50, 3), CI: fmtIv(c.CI, 3), Change: dash, ChangeCI: fmtIv(c.ChangeCI, 3), Percent: dash, Ratio: dash,
 			Predicted: dash, Failures: failuresCell(&c, o), LowN: c.LowN, NoClaim: c.NoClaim()}
 		if c.HasBaseline {
 			row.Change, row.Ratio = fmtSigned(c.Change, 3), fmtFixed(c.Ratio, 2)
+			row.Percent = fmtPercent(c.Percent, c.PercentCI)
 		}
 		if c.HasStatements && c.RTTms > 0 {
 			row.Predicted = fmtSigned(c.Predicted, 3)
@@ -352,9 +353,9 @@ pre { background: #f6f6f6; padding: .6em; overflow-x: auto; font-size: .88em; }
 <h2>Results by app</h2>
 {{range .Apps}}<h3 id="{{.ID}}">{{.App}}</h3>
 <table>
-<thead><tr><th>route</th><th>setting</th><th>runs</th><th>p50 (ms)</th><th>95% CI</th><th>change (ms)</th><th>change CI</th><th>ratio</th><th>predicted (ms)</th><th>failures</th></tr></thead>
+<thead><tr><th>route</th><th>setting</th><th>runs</th><th>p50 (ms)</th><th>95% CI</th><th>change (ms)</th><th>change CI</th><th>change % [CI]</th><th>ratio</th><th>predicted (ms)</th><th>failures</th></tr></thead>
 <tbody>
-{{range .Rows}}<tr{{if .NoClaim}} class="lown"{{end}}><td>{{.Route}}</td><td class="num">{{.Setting}}</td><td class="num">{{.Runs}}{{if .LowN}} (low n){{end}}</td><td class="num">{{.P50}}</td><td class="num">{{.CI}}</td><td class="num">{{.Change}}</td><td class="num">{{.ChangeCI}}</td><td class="num">{{.Ratio}}</td><td class="num">{{.Predicted}}</td><td class="num">{{.Failures}}</td></tr>
+{{range .Rows}}<tr{{if .NoClaim}} class="lown"{{end}}><td>{{.Route}}</td><td class="num">{{.Setting}}</td><td class="num">{{.Runs}}{{if .LowN}} (low n){{end}}</td><td class="num">{{.P50}}</td><td class="num">{{.CI}}</td><td class="num">{{.Change}}</td><td class="num">{{.ChangeCI}}</td><td class="num">{{.Percent}}</td><td class="num">{{.Ratio}}</td><td class="num">{{.Predicted}}</td><td class="num">{{.Failures}}</td></tr>
 {{end}}</tbody>
 </table>
 {{else}}<p class="none">No cells.</p>

@@ -47,7 +47,7 @@ func TestReportHTML(t *testing.T) {
 	}
 	want := []string{
 		// the summary sentence of go /feed at 1 ms, in the study's words
-		"go /feed: 1.01 ms at 0 ms, 4.02 ms at 1 ms. Change: +3.01 ms [2.95, 3.04] (predicted +3.00).",
+		"go /feed: 1.01 ms at 0 ms, 4.02 ms at 1 ms. Change: +3.01 ms [2.95, 3.04], +297% [283, 311] (predicted +3.00).",
 		`<h3 id="app-go">go</h3>`, `<h3 id="app-node">node</h3>`,
 		`<td>/feed-naive</td>`, "(low n)",
 		`<h3 id="warnings-lown">Low n</h3>`, "node /feed at 0.75 ms: 2 runs",

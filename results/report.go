@@ -168,6 +168,8 @@ type jsonCell struct {
 	RunP50s         []num         `json:"run_p50s_ms"`
 	Change          num           `json:"change_ms"`
 	ChangeCI        *jsonInterval `json:"change_ci_ms"`
+	ChangePercent   num           `json:"change_percent"`
+	ChangePercentCI *jsonInterval `json:"change_percent_ci"`
 	Ratio           num           `json:"ratio"`
 	Verified        num           `json:"verified_rtt_ms"`
 	RatioVerified   num           `json:"ratio_verified"`
@@ -259,7 +261,7 @@ func (s *Summary) JSON() ([]byte, error) {
 			App: c.App, Route: c.Route, RTTms: num(c.RTTms), NRuns: c.NRuns, NRequests: c.NRequests,
 			Failures: c.Failures, WarmupFailures: c.WarmupFailures, Retried: c.Retried,
 			P50: num(c.P50), CI: jsonIv(c.CI), RunP50s: []num{},
-			Change: num(c.Change), ChangeCI: jsonIv(c.ChangeCI), Ratio: num(c.Ratio),
+			Change: num(c.Change), ChangeCI: jsonIv(c.ChangeCI), ChangePercent: num(c.Percent), ChangePercentCI: jsonIv(c.PercentCI), Ratio: num(c.Ratio),
 			Verified: num(math.NaN()), RatioVerified: num(c.RatioVerified), Unverified: append([]string{}, c.Unverified...),
 			Statements: num(math.NaN()), Predicted: num(c.Predicted), LowN: c.LowN, TooManyFailures: c.TooManyFailures, Warnings: []string{},
 		}
@@ -361,8 +363,8 @@ func (s *Summary) Markdown() []byte {
 	}
 	for _, app := range apps {
 		fmt.Fprintf(&b, "## %s\n\n", app)
-		b.WriteString("| route | setting | runs | p50 (ms) | 95% CI | change (ms) | change CI | ratio | verified RTT (ms) | ratio (verified) | predicted (ms) | failures |\n")
-		b.WriteString("| --- | ---: | ---: | ---: | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: |\n")
+		b.WriteString("| route | setting | runs | p50 (ms) | 95% CI | change (ms) | change CI | change % [CI] | ratio | verified RTT (ms) | ratio (verified) | predicted (ms) | failures |\n")
+		b.WriteString("| --- | ---: | ---: | ---: | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 		for _, c := range s.Cells {
 			if c.App != app {
 				continue
@@ -375,9 +377,10 @@ func (s *Summary) Markdown() []byte {
 			if c.HasStatements && c.RTTms > 0 {
 				pred = fmtSigned(c.Predicted, 3)
 			}
-			change, ratio, ver, ratioVer := dash, dash, dash, dash
+			change, pct, ratio, ver, ratioVer := dash, dash, dash, dash, dash
 			if c.HasBaseline {
 				change = fmtSigned(c.Change, 3)
+				pct = fmtPercent(c.Percent, c.PercentCI)
 				ratio = fmtFixed(c.Ratio, 2)
 				ratioVer = fmtFixed(c.RatioVerified, 2)
 			}
@@ -388,8 +391,8 @@ func (s *Summary) Markdown() []byte {
 			if len(c.Unverified) > 0 {
 				setting += " " + unverifiedMark
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
-				mdEscape(c.Route), setting, runs, fmtFixed(c.P50, 3), fmtIv(c.CI, 3), change, fmtIv(c.ChangeCI, 3),
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+				mdEscape(c.Route), setting, runs, fmtFixed(c.P50, 3), fmtIv(c.CI, 3), change, fmtIv(c.ChangeCI, 3), pct,
 				ratio, ver, ratioVer, pred, failuresCell(&c, o))
 		}
 		b.WriteString("\n")
@@ -441,6 +444,19 @@ func (s *Summary) Markdown() []byte {
 	return []byte(b.String())
 }
 
+// fmtPercent writes a relative change and its interval: +32% [29, 35].
+func fmtPercent(v float64, iv Interval) string {
+	if math.IsNaN(v) {
+		return dash
+	}
+	r := func(x float64) float64 { return math.Round(x) + 0 } // + 0: no "-0"
+	out := fmt.Sprintf("%+.0f%%", r(v))
+	if iv.Valid() {
+		out += fmt.Sprintf(" [%.0f, %.0f]", r(iv.Low), r(iv.High))
+	}
+	return out
+}
+
 // studyLine writes the line for a non-zero setting in the study's words.
 func studyLine(c *Cell, o Options) string {
 	head := c.App + " " + c.Route + ": "
@@ -452,7 +468,7 @@ func studyLine(c *Cell, o Options) string {
 		return head + at + " No 0 ms baseline, so no change."
 	}
 	line := head + fmtFixed(c.BaselineP50, 2) + " ms at 0 ms, " + at +
-		" Change: " + fmtSigned(c.Change, 2) + " ms " + fmtIv(c.ChangeCI, 2)
+		" Change: " + fmtSigned(c.Change, 2) + " ms " + fmtIv(c.ChangeCI, 2) + ", " + fmtPercent(c.Percent, c.PercentCI)
 	if c.HasStatements {
 		line += " (predicted " + fmtSigned(c.Predicted, 2) + ")"
 	}

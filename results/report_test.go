@@ -284,14 +284,15 @@ func sameIv(a, b Interval) bool   { return sameFloat(a.Low, b.Low) && sameFloat(
 
 func TestStudyLine(t *testing.T) {
 	c := Cell{App: "go", Route: "/feed", RTTms: 0.75, NRuns: 20, P50: 3.40, HasBaseline: true, BaselineP50: 0.91,
-		BaselineRuns: 20, Change: 2.49, ChangeCI: Interval{2.29, 2.63}, HasStatements: true, Statements: 3, Predicted: 2.25}
-	want := "go /feed: 0.91 ms at 0 ms, 3.40 ms at 0.75 ms. Change: +2.49 ms [2.29, 2.63] (predicted +2.25)."
+		BaselineRuns: 20, Change: 2.49, ChangeCI: Interval{2.29, 2.63}, Percent: 273.6, PercentCI: Interval{249.6, 290.2},
+		HasStatements: true, Statements: 3, Predicted: 2.25}
+	want := "go /feed: 0.91 ms at 0 ms, 3.40 ms at 0.75 ms. Change: +2.49 ms [2.29, 2.63], +274% [250, 290] (predicted +2.25)."
 	if got := studyLine(&c, Options{}.withDefaults()); got != want {
 		t.Errorf("study line\n got %s\nwant %s", got, want)
 	}
 	c.LowN, c.BaselineRuns, c.NRuns = true, 3, 2
-	c.Change, c.ChangeCI = -0.001, Interval{-0.3, 0.0001}
-	want = "go /feed: 0.91 ms at 0 ms, 3.40 ms at 0.75 ms. Change: +0.00 ms [-0.30, 0.00] (predicted +2.25). **Low n** (3 runs at 0 ms, 2 at 0.75 ms; 6 needed): no claim."
+	c.Change, c.ChangeCI, c.Percent, c.PercentCI = -0.001, Interval{-0.3, 0.0001}, -0.1, Interval{-30.2, 0.01}
+	want = "go /feed: 0.91 ms at 0 ms, 3.40 ms at 0.75 ms. Change: +0.00 ms [-0.30, 0.00], +0% [-30, 0] (predicted +2.25). **Low n** (3 runs at 0 ms, 2 at 0.75 ms; 6 needed): no claim."
 	if got := studyLine(&c, Options{}.withDefaults()); got != want {
 		t.Errorf("low-n study line\n got %s\nwant %s", got, want)
 	}

@@ -240,17 +240,28 @@ func BootstrapMedianCI(x []float64, resamples int, rng *rand.Rand) Interval {
 // (each resample draws len(base) baseline indices, then len(target) target
 // indices, from one rng).
 func BootstrapChangeCI(base, target []float64, resamples int, rng *rand.Rand) Interval {
+	change, _ := BootstrapChangeCIs(base, target, resamples, rng)
+	return change
+}
+
+// BootstrapChangeCIs returns, from the same resamples as
+// BootstrapChangeCI (so the change's interval is the same), the 95%
+// intervals of the change and of the relative change in percent,
+// 100 × (median(target) / median(base) − 1).
+func BootstrapChangeCIs(base, target []float64, resamples int, rng *rand.Rand) (change, percent Interval) {
 	if len(base) == 0 || len(target) == 0 || resamples <= 0 {
-		return noInterval()
+		return noInterval(), noInterval()
 	}
 	d := make([]float64, resamples)
+	rel := make([]float64, resamples)
 	rb, rt := newMedianResampler(base), newMedianResampler(target)
 	for b := range d {
 		mb := rb.draw(rng)
 		mt := rt.draw(rng)
 		d[b] = mt - mb
+		rel[b] = 100 * (mt/mb - 1)
 	}
-	return tails(d)
+	return tails(d), tails(rel)
 }
 
 func tails(v []float64) Interval {
@@ -397,6 +408,10 @@ type Cell struct {
 	BaselineRequests int
 	Change           float64
 	ChangeCI         Interval
+	// Percent is the change relative to the baseline's p50, in percent;
+	// PercentCI comes from the same resamples as ChangeCI.
+	Percent   float64
+	PercentCI Interval
 	// Ratio is Change / RTTms (the amplification ratio).
 	Ratio float64
 	// Statements per request from the manifest; Predicted =
@@ -560,8 +575,8 @@ func Analyze(d *Data, o Options) *Summary {
 		c.NRuns = len(c.P50s)
 		c.P50 = Percentile(c.P50s, 0.5)
 		c.CI = BootstrapMedianCI(c.P50s, o.Resamples, NewRNG(m.Seed, CellKey(c.App, c.Route, c.RTTms)))
-		c.BaselineP50, c.Change, c.Ratio, c.Predicted = math.NaN(), math.NaN(), math.NaN(), math.NaN()
-		c.ChangeCI = noInterval()
+		c.BaselineP50, c.Change, c.Ratio, c.Predicted, c.Percent = math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN()
+		c.ChangeCI, c.PercentCI = noInterval(), noInterval()
 		c.LowN = c.NRuns < o.MinRuns
 		c.TooManyFailures = failedFraction(c.Failures, c.NRequests) > o.MaxFailedFraction
 		if st, ok := m.StatementsFor(c.App, c.Route); ok {
@@ -575,7 +590,8 @@ func Analyze(d *Data, o Options) *Summary {
 				c.BaselineP50 = base.P50
 				c.BaselineRuns = base.NRuns
 				c.Change = c.P50 - base.P50
-				c.ChangeCI = BootstrapChangeCI(base.P50s, c.P50s, o.Resamples, NewRNG(m.Seed, ChangeKey(c.App, c.Route, c.RTTms)))
+				c.ChangeCI, c.PercentCI = BootstrapChangeCIs(base.P50s, c.P50s, o.Resamples, NewRNG(m.Seed, ChangeKey(c.App, c.Route, c.RTTms)))
+				c.Percent = 100 * (c.P50/base.P50 - 1)
 				c.Ratio = c.Change / c.RTTms
 				c.LowN = c.LowN || base.NRuns < o.MinRuns
 				c.BaselineFailures, c.BaselineRequests = base.Failures, base.NRequests
