@@ -20,13 +20,19 @@ COMMIT   := $(shell git rev-parse --short HEAD 2>/dev/null)
 LDFLAGS  := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 ENGINE   := .ci/engine.sh
 
-.PHONY: build run test unit vet clean
+.PHONY: build run test unit vet cross clean
 
 build:
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/rttlab
 
 vet:
 	$(GO) vet ./...
+
+# linux/arm64 (a DGX's Grace, an arm64 CI runner): the binary, which is
+# also the agent inside the containers, cross-built and vetted.
+cross:
+	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)-linux-arm64 ./cmd/rttlab
+	GOOS=linux GOARCH=arm64 $(GO) vet ./...
 
 # Unit tests only (no engine needed).
 unit:
@@ -38,7 +44,7 @@ unit:
 # backend in a qemu VM that boots Debian's stock kernel (.ci/vm.sh
 # installs qemu and caches the kernel package), verbose so that the log
 # shows the VM's kernel and what netem read back.
-test: build vet
+test: build vet cross
 	$(ENGINE) $(GO) test -race -count=1 -short ./...
 	RTTLAB_INTEGRATION=1 $(ENGINE) .ci/vm.sh sh -c '$(GO) test -count=1 -timeout 80m -p 1 $$($(GO) list ./... | grep -v /netem/vmtest) && $(GO) test -count=1 -timeout 10m -v ./netem/vmtest'
 
