@@ -45,8 +45,9 @@ func newRunCmd() *cobra.Command {
 		Long: `Runs a plan (default: the built-in 'study', the seed study's design: RTT
 settings 0, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.75, 1 ms, 20 runs × 100
 measured requests after 20 warmup requests). 'smoke' is the same code path
-at reduced counts. A FILE is a YAML plan (see README.md). Flags override
-any field of the plan.
+at reduced counts. A FILE is a YAML plan (see README.md). --apps, --routes,
+--delays, --runs, --requests, --warmup, --seed, --shaper and --scope
+override the plan's fields; the others are set in a plan file.
 
 For each app: one stack (PostgreSQL, the app, an agent per shaped
 container, a load client), verification probes per setting, then the

@@ -22,8 +22,9 @@ func newShapeCmd() *cobra.Command {
 		Use:   "shape",
 		Short: "Set, show, clear and verify the app<->database delay",
 		Long: `Acts on a stack started with 'rttlab up' (set, show, clear), or starts its
-own stack to measure the shaper (verify). An RTT of D puts D/2 on the
-app's egress and D/2 on the database's.`,
+own stack to measure the shaper (verify). An RTT of D delays each
+direction by D/2: the app's packets to the database and the database's
+to the app, held on the wire between them.`,
 	}
 	cmd.AddCommand(newShapeSetCmd(), newShapeShowCmd(), newShapeClearCmd(), newShapeVerifyCmd())
 	return cmd
