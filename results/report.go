@@ -494,7 +494,7 @@ func studyLine(c *Cell, o Options) string {
 
 // methodLine says how p50s are made and when no claim is made.
 func methodLine(o Options) string {
-	return fmt.Sprintf("p50 = median of run-level p50s; percentiles by %s. Failed requests are counted, not timed. Fewer than %d runs, or more than %s failed measured requests, in a cell or its 0 ms baseline: numbers shown, no claim.",
+	return fmt.Sprintf("p50 = median of run-level p50s; percentiles by %s. Failed requests are counted, not timed. Fewer than %d runs, or more than %s failed measured requests, in a cell or its 0 ms baseline: numbers shown, no claim. Predicted = round trips per request × RTT: the traced round trips on the wire (a mix's weighted by its shares) when the folder has a trace, else the app's declared statements.",
 		PercentileMethod, o.MinRuns, o.maxFailedPercent())
 }
 

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // Defaults of Options.
@@ -414,10 +415,13 @@ type Cell struct {
 	PercentCI Interval
 	// Ratio is Change / RTTms (the amplification ratio).
 	Ratio float64
-	// Statements per request from the manifest; Predicted =
-	// Statements × RTTms when HasStatements.
+	// Statements per request: the traced round trips per request when
+	// the folder has a trace of the route (for a mix, weighted by the
+	// mix's shares; FromTrace is then set), else the manifest's declared
+	// statements. Predicted = Statements × RTTms when HasStatements.
 	HasStatements bool
 	Statements    float64
+	FromTrace     bool
 	Predicted     float64
 	// LowN is set when this cell, or its baseline, has fewer than
 	// Options.MinRuns runs: the numbers are shown but no claim is made.
@@ -436,6 +440,30 @@ type Cell struct {
 	// numbers are shown but no claim is made, as for LowN.
 	TooManyFailures bool
 	Warnings        []string
+}
+
+// tracedRoundTrips is the median wire round trips per request of a
+// route in the trace, or for a mix route ("mix:NAME") the mean over its
+// request types weighted by their shares; ok is false when the trace has
+// none.
+func tracedRoundTrips(trace []TraceRow, app, route string) (float64, bool) {
+	var wsum, wtrips float64
+	for _, r := range trace {
+		if r.App != app || r.N == 0 {
+			continue
+		}
+		if r.Type == route {
+			return r.RoundTrips.Median, true
+		}
+		if strings.HasPrefix(route, "mix:") && r.Weight > 0 {
+			wsum += r.Weight
+			wtrips += r.Weight * r.RoundTrips.Median
+		}
+	}
+	if wsum > 0 {
+		return wtrips / wsum, true
+	}
+	return 0, false
 }
 
 // NoClaim reports whether the summary makes no claim about the cell: too
@@ -579,7 +607,12 @@ func Analyze(d *Data, o Options) *Summary {
 		c.ChangeCI, c.PercentCI = noInterval(), noInterval()
 		c.LowN = c.NRuns < o.MinRuns
 		c.TooManyFailures = failedFraction(c.Failures, c.NRequests) > o.MaxFailedFraction
-		if st, ok := m.StatementsFor(c.App, c.Route); ok {
+		if trips, ok := tracedRoundTrips(d.Trace, c.App, c.Route); ok {
+			// What the wire carried beats what the app declares: a driver
+			// may pipeline statements, and a mix has no declared count.
+			c.HasStatements, c.Statements, c.FromTrace = true, trips, true
+			c.Predicted = trips * c.RTTms
+		} else if st, ok := m.StatementsFor(c.App, c.Route); ok {
 			c.HasStatements, c.Statements = true, st
 			c.Predicted = st * c.RTTms
 		}

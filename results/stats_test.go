@@ -226,3 +226,24 @@ func BenchmarkBootstrapChangeCI(b *testing.B) {
 		BootstrapChangeCI(base, target, DefaultResamples, NewRNG(42, "bench"))
 	}
 }
+
+// The prediction takes the round trips the trace saw on the wire: a
+// route's own, or a mix's weighted by its shares; nothing when untraced.
+func TestTracedRoundTrips(t *testing.T) {
+	trace := []TraceRow{
+		{App: "axum-raw", Type: "/feed", N: 100, RoundTrips: TraceRange{Median: 1}},
+		{App: "redmine", Type: "issue-list", Weight: 0.75, N: 100, RoundTrips: TraceRange{Median: 20}},
+		{App: "redmine", Type: "issue-show", Weight: 0.25, N: 100, RoundTrips: TraceRange{Median: 40}},
+		{App: "go", Type: "/feed", N: 0, RoundTrips: TraceRange{Median: 9}},
+	}
+	for _, c := range []struct {
+		app, route string
+		want       float64
+		ok         bool
+	}{{"axum-raw", "/feed", 1, true}, {"redmine", "mix:redmine", 25, true}, {"go", "/feed", 0, false}, {"node", "/feed", 0, false}} {
+		got, ok := tracedRoundTrips(trace, c.app, c.route)
+		if ok != c.ok || got != c.want {
+			t.Errorf("%s %s: %v %v, want %v %v", c.app, c.route, got, ok, c.want, c.ok)
+		}
+	}
+}
