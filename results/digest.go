@@ -37,15 +37,19 @@ func (s *Summary) Digest(summaryPath, reportPath string) string {
 			last[k] = c
 		}
 	}
-	// Room for the rows: the header lines above and below take 8.
-	room := DigestMaxLines - 8
+	// Room for the rows: the header lines above and below take 9.
+	room := DigestMaxLines - 9
 	if len(order) > 0 {
 		add("change of the median latency at the largest setting, 95%% CI over runs:")
 	}
-	width := 0
+	width, noClaim := 0, 0
 	for _, k := range order {
 		width = max(width, len(k.app)+1+len(k.route))
+		if last[k].NoClaim() {
+			noClaim++
+		}
 	}
+	allNoClaim := noClaim > 0 && noClaim == len(order)
 	for i, k := range order {
 		if i == room-1 && len(order) > room {
 			add("  ... %d more in the summary", len(order)-i)
@@ -60,10 +64,13 @@ func (s *Summary) Digest(summaryPath, reportPath string) string {
 		if c.HasStatements {
 			row += fmt.Sprintf(", predicted %+.2f", c.Predicted)
 		}
-		if c.NoClaim() {
+		if c.NoClaim() && !allNoClaim {
 			row += "  (no claim: too few runs or too many failures)"
 		}
 		lines = append(lines, row)
+	}
+	if allNoClaim {
+		add("  no claim on any row: a claim needs %d runs per cell and at most %s failed requests (a smoke plan has fewer runs)", s.Options.MinRuns, s.Options.maxFailedPercent())
 	}
 
 	// Verification per setting, over every app.
