@@ -227,8 +227,20 @@ type jsonSummary struct {
 	Probes            []jsonProbe       `json:"probes"`
 	Shaper            []jsonShaper      `json:"shaper"`
 	ShaperToleranceUs num               `json:"shaper_tolerance_us"`
+	Sensitivity       []jsonSensitivity `json:"sensitivity"`
 	Skipped           map[string]string `json:"skipped"`
 	Warnings          []string          `json:"warnings"`
+}
+
+type jsonSensitivity struct {
+	App            string        `json:"app"`
+	Route          string        `json:"route"`
+	Settings       []num         `json:"settings_ms"`
+	Slope          num           `json:"slope_ms_per_ms"`
+	SlopeCI        *jsonInterval `json:"slope_ci"`
+	Intercept      num           `json:"intercept_ms"`
+	PredictedSlope num           `json:"predicted_slope"`
+	Residuals      []num         `json:"residuals_ms"`
 }
 
 const changeCIMethod = "change = median of target run p50s - median of 0 ms run p50s; percentile bootstrap resampling baseline and target runs independently"
@@ -245,7 +257,19 @@ func (s *Summary) JSON() ([]byte, error) {
 		MinRuns: o.MinRuns, MaxFailed: num(o.MaxFailedFraction), ToleranceMs: num(o.ToleranceMs),
 		TasksPlanned: s.TasksPlanned, TasksDone: s.TasksDone,
 		Cells: []jsonCell{}, Probes: []jsonProbe{}, Shaper: []jsonShaper{}, ShaperToleranceUs: num(o.ShaperToleranceUs),
-		Skipped: map[string]string{}, Warnings: []string{},
+		Skipped: map[string]string{}, Warnings: []string{}, Sensitivity: []jsonSensitivity{},
+	}
+	for _, f := range s.Sensitivity {
+		jf := jsonSensitivity{App: f.App, Route: f.Route, Slope: num(f.Slope), SlopeCI: jsonIv(f.SlopeCI), Intercept: num(f.Intercept),
+			PredictedSlope: num(math.NaN()), Settings: []num{}, Residuals: []num{}}
+		if f.HasPredicted {
+			jf.PredictedSlope = num(f.PredictedSlope)
+		}
+		for i := range f.Settings {
+			jf.Settings = append(jf.Settings, num(f.Settings[i]))
+			jf.Residuals = append(jf.Residuals, num(f.Residuals[i]))
+		}
+		js.Sensitivity = append(js.Sensitivity, jf)
 	}
 	for _, st := range s.Shaper {
 		js.Shaper = append(js.Shaper, jsonShaper{App: st.App, RTTms: num(st.RTTms), Side: st.Side, Direction: st.Direction, Tasks: st.Tasks,
@@ -428,6 +452,7 @@ func (s *Summary) Markdown() []byte {
 		b.WriteString("\n")
 	}
 
+	b.WriteString(sensitivityMarkdown(s.Sensitivity))
 	b.WriteString("## Warnings\n\n")
 	if len(s.Warnings) == 0 {
 		b.WriteString("None.\n")

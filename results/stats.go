@@ -523,6 +523,8 @@ type Summary struct {
 	// Shaper is what the shaper did per app, setting and side during the
 	// tasks counted as data (shaper.csv), when recorded.
 	Shaper []ShaperStat
+	// Sensitivity fits each route's p50 against the RTT over its settings.
+	Sensitivity []Sensitivity
 }
 
 // Analyze computes run statistics, cells with bootstrap intervals and
@@ -720,6 +722,7 @@ func Analyze(d *Data, o Options) *Summary {
 	for _, app := range sortedKeys(m.Skipped) {
 		sum.Warnings = append(sum.Warnings, fmt.Sprintf("app %s skipped: %s", app, m.Skipped[app]))
 	}
+	sum.Sensitivity = sensitivities(sum.Cells, o, m.Seed)
 	return sum
 }
 

@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -601,5 +602,27 @@ func TestReportSaysWhatItTolerated(t *testing.T) {
 	md, _ := os.ReadFile(filepath.Join(dir, "summary.md"))
 	if !strings.Contains(string(md), "incomplete last line") {
 		t.Error("summary.md does not say what was tolerated")
+	}
+}
+
+// report --p50-target turns the fit of a route into the RTT that meets a
+// p50; a route with no fit is refused before anything is written.
+func TestReportP50Target(t *testing.T) {
+	dir := testFolder(t)
+	code, out, errs := execLine(context.Background(), "report", dir, "--p50-target", "/feed=2")
+	if code != 0 || !regexp.MustCompile(`go /feed: p50 ≤ 2 ms up to an RTT of [0-9.]+ ms \[[0-9.]+, [0-9.]+\]`).MatchString(out) {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	fresh := testFolder(t)
+	code, _, errs = execLine(context.Background(), "report", fresh, "--p50-target", "/nope=2")
+	if code != 2 || !strings.Contains(errs, "no fit for route /nope (routes fitted: /feed") {
+		t.Fatalf("exit %d, stderr %q", code, errs)
+	}
+	if _, err := os.Stat(filepath.Join(fresh, "summary.md")); err == nil {
+		t.Error("a refused target still wrote the report")
+	}
+	code, _, errs = execLine(context.Background(), "report", fresh, "--p50-target", "/feed=fast")
+	if code != 2 || !strings.Contains(errs, `write ROUTE=MS, e.g. /feed=5`) {
+		t.Fatalf("exit %d, stderr %q", code, errs)
 	}
 }

@@ -2,8 +2,13 @@ package main
 
 import (
 	"fmt"
+	"io"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -12,7 +17,8 @@ import (
 )
 
 func newReportCmd() *cobra.Command {
-	return &cobra.Command{
+	var targets []string
+	cmd := &cobra.Command{
 		Use:   "report DIR",
 		Short: "Regenerate summaries, plots and report.html from a results folder's raw files",
 		Long: `Reads manifest.json, samples.jsonl, tasks.jsonl and probes.csv and writes
@@ -23,10 +29,25 @@ study's folder (rttlab place) it recomputes summary.json and summary.md
 from samples.jsonl; for a worker study's folder (rttlab workers),
 summary.json, summary.md and plots/ from capacity.jsonl and runs.jsonl.
 
+--p50-target ROUTE=MS answers "how far may my database be for this route
+to stay under MS": from the fit of the route's p50 against the RTT over
+every setting (summary.md's "Sensitivity to the RTT"), the RTT at which
+the fitted p50 reaches MS, with its bootstrap interval, and whether that
+lies within the measured settings.
+
 Examples:
   rttlab report rttlab-results/20261130T010203Z-study
+  rttlab report rttlab-results/20261130T010203Z-study --p50-target /feed=5
   rttlab report rttlab-results/20261130T010203-workers`,
 		Args: cobra.ExactArgs(1),
+		PreRunE: func(cmd *cobra.Command, args []string) error {
+			for _, t := range targets {
+				if _, _, err := parseTarget(t); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir := args[0]
 			if err := resultsFolder(dir); err != nil {
@@ -69,6 +90,18 @@ Examples:
 					fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", n)
 				}
 			}
+			// The targets' routes are checked before anything is written.
+			var fits []results.Sensitivity
+			if len(targets) > 0 {
+				d, err := results.Load(dir)
+				if err != nil {
+					return err
+				}
+				fits = results.Analyze(d, results.Options{}).Sensitivity
+				if err := printTargets(io.Discard, fits, targets); err != nil {
+					return err
+				}
+			}
 			files, err := results.RenderFiles(dir, results.Options{})
 			if err != nil {
 				return err
@@ -77,9 +110,43 @@ Examples:
 				fmt.Fprintf(cmd.OutOrStdout(), "wrote %s\n", f)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "report: %s\n", filepath.Join(dir, results.ReportFile))
-			return nil
+			return printTargets(cmd.OutOrStdout(), fits, targets)
 		},
 	}
+	cmd.Flags().StringArrayVar(&targets, "p50-target", nil, "ROUTE=MS: the RTT up to which ROUTE's fitted p50 stays under MS (repeatable)")
+	return cmd
+}
+
+// parseTarget reads ROUTE=MS.
+func parseTarget(s string) (string, float64, error) {
+	route, v, ok := strings.Cut(s, "=")
+	ms, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+	if !ok || route == "" || err != nil || !(ms > 0) || math.IsInf(ms, 0) {
+		return "", 0, usagef("--p50-target %q: write ROUTE=MS, e.g. /feed=5 (a p50 in milliseconds)", s)
+	}
+	return strings.TrimSpace(route), ms, nil
+}
+
+// printTargets prints a line per fit of each target's route.
+func printTargets(w io.Writer, fits []results.Sensitivity, targets []string) error {
+	for _, t := range targets {
+		route, ms, _ := parseTarget(t)
+		found := false
+		var routes []string
+		for i := range fits {
+			if !slices.Contains(routes, fits[i].Route) {
+				routes = append(routes, fits[i].Route)
+			}
+			if fits[i].Route == route {
+				fmt.Fprintln(w, fits[i].TargetLine(ms))
+				found = true
+			}
+		}
+		if !found {
+			return usagef("--p50-target %s: no fit for route %s (routes fitted: %s)", t, route, strings.Join(routes, ", "))
+		}
+	}
+	return nil
 }
 
 // resultsFolder checks that dir is a results folder (one with a
