@@ -30,10 +30,11 @@ const (
 	PlotRatio        = "ratio"
 	PlotVerification = "verification"
 	PlotRuns         = "runs"
+	PlotSensitivity  = "sensitivity"
 )
 
 // plotNames lists every plot Render may write, in report order.
-var plotNames = []string{PlotLatency, PlotChange, PlotRatio, PlotVerification, PlotRuns}
+var plotNames = []string{PlotLatency, PlotChange, PlotRatio, PlotVerification, PlotRuns, PlotSensitivity}
 
 // PlotFile is one rendered plot: the same figure as SVG and PNG.
 type PlotFile struct {
@@ -154,7 +155,7 @@ func joinSettings(v []float64) string {
 // gives the same SVG bytes.
 func (s *Summary) Plots() ([]PlotFile, error) {
 	var out []PlotFile
-	builders := []func() (*figure, error){s.latencyFigure, s.changeFigure, s.ratioFigure, s.verificationFigure, s.runsFigure}
+	builders := []func() (*figure, error){s.latencyFigure, s.changeFigure, s.ratioFigure, s.verificationFigure, s.runsFigure, s.sensitivityFigure}
 	for _, build := range builders {
 		f, err := build()
 		if err != nil {
@@ -425,6 +426,63 @@ func (s *Summary) latencyFigure() (*figure, error) {
 		f.p.Y.Label.Text = "p50 latency (ms, log scale)"
 	} else {
 		f.p.Y.Min = 0
+	}
+	return f, nil
+}
+
+// sensitivityFigure draws each route's p50 against the RTT with its
+// least-squares fit (solid) and the round trips' prediction from the
+// fit's intercept (dashed).
+func (s *Summary) sensitivityFigure() (*figure, error) {
+	if len(s.Sensitivity) == 0 {
+		return nil, nil
+	}
+	f := newFigure(PlotSensitivity, "Sensitivity: p50 against RTT, fitted and predicted",
+		"Median of the run p50s at each setting (points, 95% CI bars), the least-squares fit over the settings (solid) and intercept + round trips × RTT (dashed, same colour).",
+		"configured RTT (ms)", "p50 latency (ms)")
+	f.p.X.Tick.Marker = settingTicks(s.settings())
+	f.p.Y.Min = 0
+	anyPred := false
+	for i, fit := range s.Sensitivity {
+		var pts plotter.XYs
+		var ci []Interval
+		for _, c := range s.Cells {
+			if c.App == fit.App && c.Route == fit.Route && c.NRuns > 0 {
+				pts = append(pts, plotter.XY{X: c.RTTms, Y: c.P50})
+				ci = append(ci, c.CI)
+			}
+		}
+		x0, x1 := fit.Settings[0], fit.Settings[0]
+		for _, x := range fit.Settings {
+			x0, x1 = math.Min(x0, x), math.Max(x1, x)
+		}
+		lines := []struct {
+			b      float64
+			dashed bool
+		}{{fit.Slope, false}}
+		if fit.HasPredicted {
+			lines = append(lines, struct {
+				b      float64
+				dashed bool
+			}{fit.PredictedSlope, true})
+			anyPred = true
+		}
+		for _, ln := range lines {
+			l, err := plotter.NewLine(plotter.XYs{{X: x0, Y: fit.Intercept + ln.b*x0}, {X: x1, Y: fit.Intercept + ln.b*x1}})
+			if err != nil {
+				return nil, fmt.Errorf("plot %s: %w", f.name, err)
+			}
+			l.LineStyle = lineStyle(seriesColor(i), ln.dashed)
+			f.p.Add(l)
+		}
+		th, err := addSeries(f.p, pts, ci, i)
+		if err != nil {
+			return nil, fmt.Errorf("plot %s: %w", f.name, err)
+		}
+		f.legend.Add(fmt.Sprintf("%s %s (slope %.2f)", fit.App, fit.Route, fit.Slope), th...)
+	}
+	if anyPred {
+		f.legend.Add("dashed: round trips × RTT", legendLine{lineStyle(grey, true)})
 	}
 	return f, nil
 }

@@ -96,7 +96,12 @@ func TestStripSetting(t *testing.T) {
 	half := 0.5
 	plots, err := Analyze(d, Options{StripRTTms: &half}).Plots()
 	mustNoErr(t, err)
-	runs := plots[len(plots)-1]
+	var runs PlotFile
+	for _, p := range plots {
+		if p.Name == PlotRuns {
+			runs = p
+		}
+	}
 	if runs.Name != PlotRuns || !strings.Contains(runs.Title, "at 0.5 ms") || !bytes.Contains(runs.SVG, []byte(">go /feed-naive</text>")) {
 		t.Errorf("runs plot: %s %q", runs.Name, runs.Title)
 	}
