@@ -399,9 +399,9 @@ func ExpandDBInit(paths []string) ([]InitFile, error) {
 const maxInitFile = 1 << 30
 
 func initKind(p string) (string, error) {
-	f, err := os.Open(p)
+	f, err := capped.Open(p, "--db-init")
 	if err != nil {
-		return "", fmt.Errorf("--db-init %s: %w", p, err)
+		return "", err
 	}
 	defer f.Close()
 	head := make([]byte, len(pgdumpMagic))

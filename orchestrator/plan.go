@@ -407,16 +407,11 @@ func (p *Plan) Validate() error {
 		return planfile.At("apps", "apps is empty: name at least one app")
 	}
 	names := map[string]bool{}
-	tasks := 0
 	for i, a := range p.Apps {
 		if err := a.validate(i, names); err != nil {
 			return err
 		}
 		names[a.Name] = true
-		tasks += p.AppTasks(a)
-	}
-	if tasks > maxTasks {
-		return planfile.At("apps", "the plan makes %d tasks, over the limit of %d: fewer runs, settings or routes", tasks, maxTasks)
 	}
 	for _, f := range []struct {
 		name string
@@ -425,6 +420,19 @@ func (p *Plan) Validate() error {
 		if err := positive(f.name, f.name, f.v, 100000); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// CheckTasks refuses a plan of more than maxTasks tasks. It is checked
+// once flags have changed the plan, since they may cut it down.
+func (p *Plan) CheckTasks() error {
+	tasks := 0
+	for _, a := range p.Apps {
+		tasks += p.AppTasks(a)
+	}
+	if tasks > maxTasks {
+		return planfile.At("apps", "the plan makes %d tasks, over the limit of %d: fewer runs, settings or routes (--runs, --delays, --apps)", tasks, maxTasks)
 	}
 	return nil
 }

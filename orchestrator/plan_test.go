@@ -108,7 +108,6 @@ func TestPlanErrors(t *testing.T) {
 		"per-app runs 0":     {strings.Replace(planYAML, "runs: 2", "runs: 0", 1), "mine.yaml:12: app node: runs 0 runs nothing: leave it out to use the plan's runs (4)"},
 		"per-app requests 0": {strings.Replace(planYAML, "runs: 2", "requests: 0", 1), "mine.yaml:12: app node: requests 0 runs nothing"},
 		"per-app negative":   {strings.Replace(planYAML, "runs: 2", "warmup: -1", 1), "mine.yaml:12: app node: warmup -1 is negative"},
-		"too many tasks":     {strings.Replace(strings.Replace(strings.Replace(planYAML, "runs: 4", "runs: 10000", 1), "runs: 2", "runs: 10000", 1), "[0, 0.5, 1]", "[0, 0.25, 0.5, 1]", 1), "mine.yaml:7: the plan makes 120000 tasks, over the limit of 100000"},
 		"unknown field":      {planYAML + "colour: red\n", `mine.yaml:13: unknown field "colour" (known: name, seed, delays_ms, runs, requests, warmup, shaper,`},
 		"unknown app field":  {strings.Replace(planYAML, "runs: 2", "runz: 2", 1), `mine.yaml:12: unknown field "runz" in an app entry (known: name, routes, mix, runs, requests, warmup, budgets, image, port, health, db_init, env, env_file, statements, compose, app_service, db_service, request_mix)`},
 		"apps not a list":    {"delays_ms: [0]\napps: go\n", `mine.yaml:2: "go" is not a list of apps`},
@@ -269,6 +268,23 @@ func TestPlanCountDefaults(t *testing.T) {
 	}
 	if p.Runs != 3 || p.Requests != study.Requests || p.Warmup != 0 {
 		t.Fatalf("runs %d requests %d warmup %d, want 3 %d 0", p.Runs, p.Requests, p.Warmup, study.Requests)
+	}
+}
+
+// A plan of too many tasks is refused once flags have had their say (they
+// may cut it down), with the line of its apps.
+func TestPlanTaskCap(t *testing.T) {
+	yml := strings.Replace(strings.Replace(strings.Replace(planYAML, "runs: 4", "runs: 10000", 1), "runs: 2", "runs: 10000", 1), "[0, 0.5, 1]", "[0, 0.25, 0.5, 1]", 1)
+	p, err := ParsePlan("mine.yaml", []byte(yml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Place(p.CheckTasks()); err == nil || !strings.HasPrefix(err.Error(), "mine.yaml:7: the plan makes 120000 tasks, over the limit of 100000") {
+		t.Errorf("err = %v", err)
+	}
+	p.Runs, p.Apps[1].Runs = 10, 0
+	if err := p.CheckTasks(); err != nil {
+		t.Errorf("cut down: %v", err)
 	}
 }
 

@@ -37,8 +37,10 @@ func (s *Summary) Digest(summaryPath, reportPath string) string {
 			last[k] = c
 		}
 	}
-	// Room for the rows: the header lines above and below take 9.
-	room := DigestMaxLines - 9
+	// Room for the rows: the lines above and below them take at most 10
+	// (the plan, the rows' header, the no-claim line, the verdict and its
+	// three lines, the warnings, the summary and the report).
+	room := DigestMaxLines - 10
 	if len(order) > 0 {
 		add("change of the median latency at the largest setting, 95%% CI over runs:")
 	}

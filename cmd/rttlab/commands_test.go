@@ -621,6 +621,9 @@ func TestReportP50Target(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(fresh, "summary.md")); err == nil {
 		t.Error("a refused target still wrote the report")
 	}
+	if r, ms, err := parseTarget("/items?page=2=5"); err != nil || r != "/items?page=2" || ms != 5 {
+		t.Errorf("a route with '=' in its query: %q %v %v", r, ms, err)
+	}
 	code, _, errs = execLine(context.Background(), "report", fresh, "--p50-target", "/feed=fast")
 	if code != 2 || !strings.Contains(errs, `write ROUTE=MS, e.g. /feed=5`) {
 		t.Fatalf("exit %d, stderr %q", code, errs)

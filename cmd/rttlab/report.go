@@ -53,6 +53,9 @@ Examples:
 			if err := resultsFolder(dir); err != nil {
 				return err
 			}
+			if len(targets) > 0 && (orchestrator.IsPlacementFolder(dir) || isWorkersFolder(dir)) {
+				return usagef("--p50-target fits the RTT study's routes: %s is a placement or workers folder", dir)
+			}
 			if m, err := readWorkersManifest(dir); err == nil {
 				plan, err := workersFolderPlan(dir, m)
 				if err != nil {
@@ -119,7 +122,13 @@ Examples:
 
 // parseTarget reads ROUTE=MS.
 func parseTarget(s string) (string, float64, error) {
-	route, v, ok := strings.Cut(s, "=")
+	// The last '=': a route may hold one in its query (/items?page=2=5).
+	i := strings.LastIndexByte(s, '=')
+	ok := i >= 0
+	route, v := s, ""
+	if ok {
+		route, v = s[:i], s[i+1:]
+	}
 	ms, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
 	if !ok || route == "" || err != nil || !(ms > 0) || math.IsInf(ms, 0) {
 		return "", 0, usagef("--p50-target %q: write ROUTE=MS, e.g. /feed=5 (a p50 in milliseconds)", s)
@@ -163,4 +172,9 @@ func resultsFolder(dir string) error {
 		return usagef("%s is not a results folder (it has no %s): give a folder that rttlab run, place or workers wrote", dir, results.ManifestFile)
 	}
 	return nil
+}
+
+func isWorkersFolder(dir string) bool {
+	_, err := readWorkersManifest(dir)
+	return err == nil
 }

@@ -196,6 +196,9 @@ Examples:
 			if err := p.Validate(); err != nil {
 				return usageError{p.Place(err)}
 			}
+			if err := p.CheckTasks(); err != nil {
+				return usageError{p.Place(err)}
+			}
 			// Image entries (with the routes the flags gave them)
 			// resolve like the tree's apps.
 			if err := orchestrator.AddOwnApps(p, all); err != nil {

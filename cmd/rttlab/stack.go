@@ -308,8 +308,9 @@ func verifyOne(ctx context.Context, rt *orchestrator.Runtime, t apps.Target, o *
 	return len(bad), nil
 }
 
-// runIDRE is the form of a run id: lower-case letters and digits.
-var runIDRE = regexp.MustCompile(`^[a-z0-9]{1,64}$`)
+// runIDRE is the form of a run id: lower-case letters and digits (and
+// '-', as in the ids of one-off helpers).
+var runIDRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}$`)
 
 type cleanOptions struct {
 	run    string
@@ -368,9 +369,11 @@ progress) is kept and named, unless --force.`,
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "removed %s\n", c)
 			for run, pid := range live {
-				fmt.Fprintf(cmd.ErrOrStderr(), "kept run %s: in progress (rttlab pid %d); --force removes it too\n", run, pid)
+				if o.run == "" {
+					fmt.Fprintf(cmd.ErrOrStderr(), "kept run %s: in progress (rttlab pid %d); --force removes it too\n", run, pid)
+				}
 			}
-			if len(live) > 0 && o.images {
+			if len(live) > 0 && o.images && o.run == "" {
 				fmt.Fprintln(cmd.ErrOrStderr(), "kept the images: a run in progress uses them")
 			}
 			return err

@@ -38,9 +38,8 @@ func ReadFile(path, what string, max int64) ([]byte, error) {
 }
 
 // Open opens a regular file a user named for reading in lines (with a
-// Lines reader): what names it in errors, max is only for the message of
-// a refusal ("give a regular file of at most ...", 0 for none). A missing
-// file's error wraps os.ErrNotExist.
+// Lines reader); what names it in errors. A missing file's error wraps
+// os.ErrNotExist.
 func Open(path, what string) (*os.File, error) {
 	f, _, err := open(path, what, 0)
 	return f, err
@@ -136,7 +135,7 @@ func NewLines(r io.Reader, max int) *Lines {
 
 // Next returns the next line with its '\n' (a last line without one as
 // it is) and io.EOF after the last. A line longer than max returns
-// ErrLineTooLong after reading no more than max+1 bytes of it.
+// ErrLineTooLong after reading at most max plus one buffer (64 KiB) of it.
 func (l *Lines) Next() ([]byte, error) {
 	var out []byte
 	for {

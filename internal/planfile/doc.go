@@ -25,8 +25,7 @@ type Doc struct {
 
 // Parse reads the node tree of a plan document. A syntax error, an empty
 // document or a top level that is not a mapping is one line naming the
-// file and line; what is the plan's kind in that message ("plan",
-// "placement plan") and known its top-level fields.
+// file and line; known lists the top-level fields for that message.
 func Parse(file string, data []byte, known []string) (*Doc, error) {
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
@@ -336,15 +335,19 @@ func wrongKind(tag, value, goType string, s Schema) string {
 	}
 	if value != "" {
 		got = fmt.Sprintf("%q", value)
+	} else if tag == "str" {
+		got = "an empty value"
 	}
 	bare := strings.TrimLeft(goType, "*")
-	if (tag == "int" || tag == "float") && bigNumberRE.MatchString(value) && isInteger(bare) {
+	digits := strings.TrimSuffix(strings.TrimPrefix(value, "-"), "...")
+	if (tag == "int" || tag == "float") && bigNumberRE.MatchString(value) && isInteger(bare) &&
+		(strings.HasSuffix(value, "...") || len(digits) > maxDigits(bare)) {
 		return fmt.Sprintf("%s is too large: give a whole number of at most %d digits", got, maxDigits(bare))
 	}
 	return fmt.Sprintf("%s is not %s", got, kindWords(bare, s))
 }
 
-var bigNumberRE = regexp.MustCompile(`^[0-9]+(\.\.\.)?$`)
+var bigNumberRE = regexp.MustCompile(`^-?[0-9]+(\.\.\.)?$`)
 
 // maxDigits is how many decimal digits always fit an integer type.
 func maxDigits(goType string) int {

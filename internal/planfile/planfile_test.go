@@ -52,6 +52,7 @@ func TestDecodeErrors(t *testing.T) {
 		"too large":        {"runs: 99999999999999999999999\n", `is too large: give a whole number of at most 18 digits`},
 		"negative seed":    {"seed: -1\n", `p.yaml:1: "-1" is not a non-negative whole number`},
 		"bool":             {"runs: true\n", `p.yaml:1: "true" is not a whole number`},
+		"empty value":      {"runs: \"\"\n", `p.yaml:1: an empty value is not a whole number`},
 		"unclosed [":       {"name: x\ndelays_ms: [0, 0.5\nruns: 2\n", "p.yaml:2: a list opened with [ is not closed"},
 		"unclosed [ late":  {"name: x\nruns: 2\ndelays_ms: [0, 0.5\n", "p.yaml:3: a list opened with [ is not closed"},
 		"unclosed {":       {"name: x\napps:\n  - {name: go\n", "p.yaml:3: a mapping opened with { is not closed"},
