@@ -80,6 +80,9 @@ Examples:
 				}
 				return nil
 			}
+			// One load serves the checks before anything is written: an
+			// empty sample set, what the reader tolerated, the targets.
+			var fits []results.Sensitivity
 			if d, err := results.Load(dir); err == nil {
 				if len(d.Samples) == 0 {
 					// Nothing is rewritten from nothing: the plots of an
@@ -92,17 +95,11 @@ Examples:
 				for _, n := range d.Notes {
 					fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", n)
 				}
-			}
-			// The targets' routes are checked before anything is written.
-			var fits []results.Sensitivity
-			if len(targets) > 0 {
-				d, err := results.Load(dir)
-				if err != nil {
-					return err
-				}
-				fits = results.Analyze(d, results.Options{}).Sensitivity
-				if err := printTargets(io.Discard, fits, targets); err != nil {
-					return err
+				if len(targets) > 0 {
+					fits = results.Analyze(d, results.Options{}).Sensitivity
+					if err := printTargets(io.Discard, fits, targets); err != nil {
+						return err
+					}
 				}
 			}
 			files, err := results.RenderFiles(dir, results.Options{})
