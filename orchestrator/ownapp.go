@@ -324,7 +324,7 @@ func ParseEnvFile(path string, data []byte) (map[string]string, error) {
 		k, v, ok := strings.Cut(line, "=")
 		k = strings.TrimSpace(k)
 		if !ok || !envKeyRE.MatchString(k) {
-			return nil, fmt.Errorf("%s:%d: %q is not NAME=VALUE", path, n, clip(line, 60))
+			return nil, fmt.Errorf("%s:%d: %q is not NAME=VALUE", path, n, truncate(line, 60))
 		}
 		if len(v) >= 2 && (v[0] == '"' || v[0] == '\'') && v[len(v)-1] == v[0] {
 			v = v[1 : len(v)-1]
@@ -335,14 +335,6 @@ func ParseEnvFile(path string, data []byte) (map[string]string, error) {
 		return nil, fmt.Errorf("%s:%d: cannot read the line: %v", path, n, err)
 	}
 	return out, nil
-}
-
-// clip cuts s to at most n runes, marking the cut with "...".
-func clip(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	return string([]rune(s)[:n]) + "..."
 }
 
 // InitFile is one file applied to the database of an own app.

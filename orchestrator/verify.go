@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/results"
@@ -549,11 +550,12 @@ func checkJSONWith(ctx context.Context, hc *http.Client, base, path string, want
 	return c
 }
 
+// truncate cuts s to at most n runes, marking the cut with "...".
 func truncate(s string, n int) string {
-	if len(s) > n {
-		return s[:n] + "..."
+	if utf8.RuneCountInString(s) <= n {
+		return s
 	}
-	return s
+	return string([]rune(s)[:n]) + "..."
 }
 
 // Failed returns the failed checks.
