@@ -4,10 +4,13 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -57,13 +60,14 @@ apps:
 `
 
 // startRun starts `rttlab run` on the drill plan and waits until its
-// results folder has a done task; it returns the process and the folder.
-func startRun(t *testing.T, bin, root, plan, out string) (*exec.Cmd, string) {
+// results folder has a done task; it returns the process, the folder and
+// what the process writes to its standard error (for failure messages).
+func startRun(t *testing.T, bin, root, plan, out string) (*exec.Cmd, string, *syncBuffer) {
 	t.Helper()
 	cmd := exec.Command(bin, "run", "--plan", plan, "--out", out)
 	cmd.Dir = root
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -71,14 +75,33 @@ func startRun(t *testing.T, bin, root, plan, out string) (*exec.Cmd, string) {
 	for time.Now().Before(deadline) {
 		dirs, _ := filepath.Glob(filepath.Join(out, "*-drill"))
 		if len(dirs) == 1 && doneTasks(dirs[0]) >= 1 {
-			return cmd, dirs[0]
+			return cmd, dirs[0], stderr
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
 	t.Fatalf("no task done within 4 minutes; stderr:\n%s", stderr.String())
-	return nil, ""
+	return nil, "", nil
+}
+
+// syncBuffer is a strings.Builder a process writes to while the test
+// reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 func doneTasks(dir string) int {
@@ -114,7 +137,21 @@ func labelled(t *testing.T, rt *orchestrator.Runtime) []string {
 		t.Fatal(err)
 	}
 	for _, n := range ns {
-		out = append(out, "network "+n.Name)
+		out = append(out, fmt.Sprintf("network %s (owner %s)", n.Name, n.Labels[orchestrator.LabelOwner]))
+	}
+	return out
+}
+
+// labelledSince is what labelled lists now that it did not list before:
+// objects of other runs on a developer's engine, or left by an earlier
+// test (which reports them itself), are not the drill's.
+func labelledSince(t *testing.T, rt *orchestrator.Runtime, before []string) []string {
+	t.Helper()
+	var out []string
+	for _, l := range labelled(t, rt) {
+		if !slices.Contains(before, l) {
+			out = append(out, l)
+		}
 	}
 	return out
 }
@@ -171,17 +208,25 @@ func TestIntegrationDrillSignals(t *testing.T) {
 	}
 
 	t.Run("SIGINT", func(t *testing.T) {
-		cmd, dir := startRun(t, bin, root, plan, t.TempDir())
+		before := labelled(t, rt)
+		if len(before) > 0 {
+			t.Logf("labelled before the drill (not its to judge): %v", before)
+		}
+		cmd, dir, stderr := startRun(t, bin, root, plan, t.TempDir())
+		pid := cmd.Process.Pid
+		sent := time.Now()
 		if err := cmd.Process.Signal(os.Interrupt); err != nil {
 			t.Fatal(err)
 		}
 		err := cmd.Wait()
+		exited := time.Since(sent)
 		var ee *exec.ExitError
 		if !errors.As(err, &ee) || ee.ExitCode() != 130 {
-			t.Fatalf("after SIGINT: %v, want exit status 130", err)
+			t.Fatalf("after SIGINT: %v, want exit status 130; stderr:\n%s", err, stderr)
 		}
-		if left := labelled(t, rt); len(left) > 0 {
-			t.Fatalf("left after SIGINT: %v", left)
+		if left := labelledSince(t, rt, before); len(left) > 0 {
+			t.Fatalf("left after SIGINT (the run's pid %d, exited %v after the signal): %v; stderr:\n%s",
+				pid, exited.Round(time.Millisecond), left, stderr)
 		}
 		if _, err := results.Load(dir); err != nil {
 			t.Fatalf("folder inconsistent after SIGINT: %v", err)
@@ -199,7 +244,8 @@ func TestIntegrationDrillSignals(t *testing.T) {
 		if err := rt.StartContainer(ctx, foreign); err != nil {
 			t.Fatal(err)
 		}
-		cmd, dir := startRun(t, bin, root, plan, t.TempDir())
+		before := labelled(t, rt)
+		cmd, dir, _ := startRun(t, bin, root, plan, t.TempDir())
 		// While the study runs, clean keeps it: its rttlab process lives.
 		cs, err := rt.ListContainers(ctx, map[string]string{orchestrator.LabelRun: ""})
 		if err != nil || len(cs) == 0 {
@@ -239,7 +285,7 @@ func TestIntegrationDrillSignals(t *testing.T) {
 				t.Fatalf("clean --run %s: %v\n%s", id, err, out)
 			}
 		}
-		if left := labelled(t, rt); len(left) > 0 {
+		if left := labelledSince(t, rt, before); len(left) > 0 {
 			t.Fatalf("left after clean: %v", left)
 		}
 		// The killed run's wire shaper outlived rttlab with its rules in
