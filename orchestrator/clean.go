@@ -172,7 +172,7 @@ func containerName(ct container.Summary) string {
 	if len(ct.Names) > 0 {
 		return strings.TrimPrefix(ct.Names[0], "/")
 	}
-	return short(ct.ID)
+	return ShortID(ct.ID)
 }
 
 // CleanupError reports what the removal of a run's objects left behind.

@@ -1,5 +1,7 @@
-// Package orchestrator owns plans, the Docker runtime wrapper, stack
-// lifecycle, the study runner, resume and cleanup.
+// Package orchestrator owns the Docker runtime wrapper, images, stack
+// lifecycle, the shaping agents, verify, doctor and cleanup, and the RTT
+// study's plan, runner and resume. The placement and worker studies build
+// on it from their own packages; it imports neither.
 //
 // The Docker wrapper follows the role-interface style: each consumer asks
 // for the narrow interface it uses (ImageStore, Containers, Networks,
@@ -367,7 +369,7 @@ func (r *Runtime) StartContainer(ctx context.Context, id string) error {
 	ctx, cancel := context.WithTimeout(ctx, shortCall)
 	defer cancel()
 	if err := r.cli.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
-		return fmt.Errorf("start %s: %w", short(id), err)
+		return fmt.Errorf("start %s: %w", ShortID(id), err)
 	}
 	return nil
 }
@@ -381,7 +383,7 @@ func (r *Runtime) InspectContainer(ctx context.Context, id string) (container.In
 		if cerrdefs.IsNotFound(err) {
 			return c, fmt.Errorf("container %s: %w", id, ErrNotFound)
 		}
-		return c, fmt.Errorf("inspect %s: %w", short(id), err)
+		return c, fmt.Errorf("inspect %s: %w", ShortID(id), err)
 	}
 	return c, nil
 }
@@ -392,7 +394,7 @@ func (r *Runtime) StopContainer(ctx context.Context, id string, grace time.Durat
 	defer cancel()
 	secs := int(grace / time.Second)
 	if err := r.cli.ContainerStop(ctx, id, container.StopOptions{Timeout: &secs}); err != nil && !cerrdefs.IsNotFound(err) {
-		return fmt.Errorf("stop %s: %w", short(id), err)
+		return fmt.Errorf("stop %s: %w", ShortID(id), err)
 	}
 	return nil
 }
@@ -402,7 +404,7 @@ func (r *Runtime) KillContainer(ctx context.Context, id, signal string) error {
 	ctx, cancel := context.WithTimeout(ctx, shortCall)
 	defer cancel()
 	if err := r.cli.ContainerKill(ctx, id, signal); err != nil {
-		return fmt.Errorf("kill %s: %w", short(id), err)
+		return fmt.Errorf("kill %s: %w", ShortID(id), err)
 	}
 	return nil
 }
@@ -413,7 +415,7 @@ func (r *Runtime) RemoveContainer(ctx context.Context, id string) error {
 	defer cancel()
 	err := r.cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
 	if err != nil && !cerrdefs.IsNotFound(err) {
-		return fmt.Errorf("remove %s: %w", short(id), err)
+		return fmt.Errorf("remove %s: %w", ShortID(id), err)
 	}
 	return nil
 }
@@ -459,11 +461,11 @@ func (r *Runtime) Exec(ctx context.Context, id string, s ExecSpec) (int, error) 
 		AttachStderr: true,
 	})
 	if err != nil {
-		return -1, fmt.Errorf("exec %s in %s: %w", s.Cmd[0], short(id), err)
+		return -1, fmt.Errorf("exec %s in %s: %w", s.Cmd[0], ShortID(id), err)
 	}
 	att, err := r.cli.ContainerExecAttach(ctx, created.ID, container.ExecAttachOptions{})
 	if err != nil {
-		return -1, fmt.Errorf("attach exec %s in %s: %w", s.Cmd[0], short(id), err)
+		return -1, fmt.Errorf("attach exec %s in %s: %w", s.Cmd[0], ShortID(id), err)
 	}
 	defer att.Close()
 	if s.Stdin != nil {
@@ -489,14 +491,14 @@ func (r *Runtime) Exec(ctx context.Context, id string, s ExecSpec) (int, error) 
 	case <-ctx.Done():
 		att.Close()
 		<-done
-		return -1, fmt.Errorf("exec %s in %s: %w", s.Cmd[0], short(id), ctx.Err())
+		return -1, fmt.Errorf("exec %s in %s: %w", s.Cmd[0], ShortID(id), ctx.Err())
 	}
 	if err != nil {
-		return -1, fmt.Errorf("exec %s in %s: read output: %w", s.Cmd[0], short(id), err)
+		return -1, fmt.Errorf("exec %s in %s: read output: %w", s.Cmd[0], ShortID(id), err)
 	}
 	ins, err := r.cli.ContainerExecInspect(ctx, created.ID)
 	if err != nil {
-		return -1, fmt.Errorf("exec %s in %s: inspect: %w", s.Cmd[0], short(id), err)
+		return -1, fmt.Errorf("exec %s in %s: inspect: %w", s.Cmd[0], ShortID(id), err)
 	}
 	return ins.ExitCode, nil
 }
@@ -506,7 +508,7 @@ func (r *Runtime) CopyToContainer(ctx context.Context, id, dir string, tarball i
 	ctx, cancel := context.WithTimeout(ctx, longCall)
 	defer cancel()
 	if err := r.cli.CopyToContainer(ctx, id, dir, tarball, container.CopyToContainerOptions{}); err != nil {
-		return fmt.Errorf("copy into %s:%s: %w", short(id), dir, err)
+		return fmt.Errorf("copy into %s:%s: %w", ShortID(id), dir, err)
 	}
 	return nil
 }
@@ -527,7 +529,7 @@ func (r *Runtime) RemoveNetwork(ctx context.Context, id string) error {
 	ctx, cancel := context.WithTimeout(ctx, shortCall)
 	defer cancel()
 	if err := r.cli.NetworkRemove(ctx, id); err != nil && !cerrdefs.IsNotFound(err) {
-		return fmt.Errorf("remove network %s: %w", short(id), err)
+		return fmt.Errorf("remove network %s: %w", ShortID(id), err)
 	}
 	return nil
 }
@@ -638,7 +640,9 @@ func (e *StreamError) Error() string {
 	return e.Msg + "\n  last output:\n    " + strings.Join(e.Tail, "\n    ")
 }
 
-func short(id string) string {
+// ShortID is the form of a container or image id people read: its first 12
+// hex digits (a name is kept whole).
+func ShortID(id string) string {
 	if len(id) > 12 && !strings.ContainsAny(id, "-_") {
 		return id[:12]
 	}
@@ -675,12 +679,12 @@ func (r *Runtime) Logs(ctx context.Context, id string, tail int) (string, error)
 	defer cancel()
 	rc, err := r.cli.ContainerLogs(ctx, id, container.LogsOptions{ShowStdout: true, ShowStderr: true, Tail: fmt.Sprint(tail)})
 	if err != nil {
-		return "", fmt.Errorf("logs %s: %w", short(id), err)
+		return "", fmt.Errorf("logs %s: %w", ShortID(id), err)
 	}
 	defer rc.Close()
 	var buf bytes.Buffer
 	if _, err := stdcopy.StdCopy(&buf, &buf, rc); err != nil {
-		return buf.String(), fmt.Errorf("logs %s: %w", short(id), err)
+		return buf.String(), fmt.Errorf("logs %s: %w", ShortID(id), err)
 	}
 	return buf.String(), nil
 }

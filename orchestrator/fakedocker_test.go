@@ -542,7 +542,7 @@ func (f *fakeDocker) StartContainer(ctx context.Context, id string) error {
 	f.record("StartContainer", id)
 	c := f.lookupLocked(id)
 	if c == nil {
-		return fmt.Errorf("start %s: No such container", short(id))
+		return fmt.Errorf("start %s: No such container", ShortID(id))
 	}
 	if err := f.faultLocked("StartContainer", c.Spec.Name, id); err != nil {
 		return err
@@ -550,7 +550,7 @@ func (f *fakeDocker) StartContainer(ctx context.Context, id string) error {
 	if target, ok := strings.CutPrefix(c.Spec.NetworkMode, "container:"); ok {
 		t := f.lookupLocked(target)
 		if t == nil || t.State != container.StateRunning {
-			return fmt.Errorf("start %s: cannot join network namespace of a non running container", short(id))
+			return fmt.Errorf("start %s: cannot join network namespace of a non running container", ShortID(id))
 		}
 	}
 	c.State = container.StateRunning
@@ -634,13 +634,13 @@ func (f *fakeDocker) KillContainer(ctx context.Context, id, signal string) error
 	f.record("KillContainer", id+" "+signal)
 	c := f.lookupLocked(id)
 	if c == nil {
-		return fmt.Errorf("kill %s: No such container", short(id))
+		return fmt.Errorf("kill %s: No such container", ShortID(id))
 	}
 	if err := f.faultLocked("KillContainer", c.Spec.Name, id); err != nil {
 		return err
 	}
 	if c.State != container.StateRunning {
-		return fmt.Errorf("kill %s: container is not running", short(id))
+		return fmt.Errorf("kill %s: container is not running", ShortID(id))
 	}
 	c.State, c.ExitCode = container.StateExited, 137
 	return nil
@@ -686,11 +686,11 @@ func (f *fakeDocker) Exec(ctx context.Context, id string, s ExecSpec) (int, erro
 	c := f.lookupLocked(id)
 	if c == nil {
 		f.mu.Unlock()
-		return -1, fmt.Errorf("exec %s in %s: No such container: %s", s.Cmd[0], short(id), id)
+		return -1, fmt.Errorf("exec %s in %s: No such container: %s", s.Cmd[0], ShortID(id), id)
 	}
 	if err := ctx.Err(); err != nil {
 		f.mu.Unlock()
-		return -1, fmt.Errorf("exec %s in %s: %w", s.Cmd[0], short(id), err)
+		return -1, fmt.Errorf("exec %s in %s: %w", s.Cmd[0], ShortID(id), err)
 	}
 	if err := f.faultMatchLocked("Exec", func(match string) bool {
 		return matchAny(match, []string{c.Spec.Name, c.ID}) || strings.Contains(key, match)
@@ -700,7 +700,7 @@ func (f *fakeDocker) Exec(ctx context.Context, id string, s ExecSpec) (int, erro
 	}
 	if c.State != container.StateRunning {
 		f.mu.Unlock()
-		return -1, fmt.Errorf("exec %s in %s: container %s is not running", s.Cmd[0], short(id), id)
+		return -1, fmt.Errorf("exec %s in %s: container %s is not running", s.Cmd[0], ShortID(id), id)
 	}
 	f.execs = append(f.execs, fakeExec{Container: c.Spec.Name, Cmd: append([]string(nil), s.Cmd...)})
 	h := f.handlerLocked(key)
@@ -736,7 +736,7 @@ func (f *fakeDocker) Exec(ctx context.Context, id string, s ExecSpec) (int, erro
 	}
 	code, err := h(ctx, x)
 	if err == nil && ctx.Err() != nil {
-		return -1, fmt.Errorf("exec %s in %s: %w", s.Cmd[0], short(id), ctx.Err())
+		return -1, fmt.Errorf("exec %s in %s: %w", s.Cmd[0], ShortID(id), ctx.Err())
 	}
 	return code, err
 }
@@ -747,7 +747,7 @@ func (f *fakeDocker) CopyToContainer(ctx context.Context, id, dir string, tarbal
 	f.record("CopyToContainer", dir)
 	c := f.lookupLocked(id)
 	if c == nil {
-		return fmt.Errorf("copy into %s: No such container: %s", short(id), id)
+		return fmt.Errorf("copy into %s: No such container: %s", ShortID(id), id)
 	}
 	if err := f.faultLocked("CopyToContainer", c.Spec.Name, c.ID); err != nil {
 		return err
@@ -759,7 +759,7 @@ func (f *fakeDocker) CopyToContainer(ctx context.Context, id, dir string, tarbal
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("copy into %s: %w", short(id), err)
+			return fmt.Errorf("copy into %s: %w", ShortID(id), err)
 		}
 		b, err := io.ReadAll(tr)
 		if err != nil {
@@ -801,7 +801,7 @@ func (f *fakeDocker) Logs(ctx context.Context, id string, tail int) (string, err
 	f.record("Logs", id)
 	c := f.lookupLocked(id)
 	if c == nil {
-		return "", fmt.Errorf("logs %s: No such container", short(id))
+		return "", fmt.Errorf("logs %s: No such container", ShortID(id))
 	}
 	ls := strings.Split(strings.TrimRight(c.Logs, "\n"), "\n")
 	if len(ls) > tail {
@@ -840,7 +840,7 @@ func (f *fakeDocker) RemoveNetwork(ctx context.Context, id string) error {
 	}
 	for _, c := range f.containers {
 		if c.Spec.Network == n.Name || c.Spec.Network == n.ID {
-			return fmt.Errorf("remove network %s: error while removing network: network %s id %s has active endpoints", short(n.ID), n.Name, n.ID)
+			return fmt.Errorf("remove network %s: error while removing network: network %s id %s has active endpoints", ShortID(n.ID), n.Name, n.ID)
 		}
 	}
 	delete(f.networks, n.ID)
@@ -976,8 +976,8 @@ func TestFakeDockerBehavesLikeAnEngine(t *testing.T) {
 	if n := f.exit("a", 2, "FATAL: out of memory\n"); n != 1 {
 		t.Fatalf("exit hit %d containers", n)
 	}
-	if err := checkRunning(ctx, f, &Member{ID: a, Name: "a"}); !errors.Is(err, ErrContainerExited) || !strings.Contains(err.Error(), "out of memory") || !strings.Contains(err.Error(), "exit code 2") {
-		t.Fatalf("checkRunning after exit: %v", err)
+	if err := CheckRunning(ctx, f, &Member{ID: a, Name: "a"}); !errors.Is(err, ErrContainerExited) || !strings.Contains(err.Error(), "out of memory") || !strings.Contains(err.Error(), "exit code 2") {
+		t.Fatalf("CheckRunning after exit: %v", err)
 	}
 
 	// Labels filter like the engine's: key only, or key=value.

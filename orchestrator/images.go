@@ -176,7 +176,7 @@ func EnsureBase(ctx context.Context, d ImageStore, o BaseOptions) (BasePath, str
 	err = cmd.Run()
 	stop()
 	if err != nil {
-		return "", "", fmt.Errorf("debootstrap %s: %w\n%s", o.Suite, err, lastLines(out.String(), 10))
+		return "", "", fmt.Errorf("debootstrap %s: %w\n%s", o.Suite, err, LastLines(out.String(), 10))
 	}
 	// Keep the image small: downloaded packages and lists are not needed.
 	for _, g := range []string{"var/cache/apt/archives/*.deb", "var/lib/apt/lists/*_*"} {
@@ -520,7 +520,7 @@ func (b *Builder) crossBuild(ctx context.Context, g apps.GoBuild) ([]byte, error
 	}
 	msg, err := cmd.CombinedOutput()
 	if err != nil {
-		return nil, fmt.Errorf("go build %s (%s source) for %s/%s: %w\n%s", g.Package, kind, b.GOOS, b.GOARCH, err, lastLines(string(msg), 15))
+		return nil, fmt.Errorf("go build %s (%s source) for %s/%s: %w\n%s", g.Package, kind, b.GOOS, b.GOARCH, err, LastLines(string(msg), 15))
 	}
 	return os.ReadFile(out)
 }
@@ -579,7 +579,7 @@ func goDirective(goMod string) (string, error) {
 	return need, nil
 }
 
-func lastLines(s string, n int) string {
+func LastLines(s string, n int) string {
 	ls := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	if len(ls) > n {
 		ls = ls[len(ls)-n:]

@@ -8,9 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -97,7 +99,7 @@ func ValidateOwnApp(a PlanApp) error {
 	if a.Health != "" && !strings.HasPrefix(a.Health, "/") {
 		return bad("health", "health %q must be a path starting with /", a.Health)
 	}
-	for _, k := range sortedKeys(a.Env) {
+	for _, k := range slices.Sorted(maps.Keys(a.Env)) {
 		if !envKeyRE.MatchString(k) {
 			return bad("env", "env %q is not a variable name", k)
 		}
@@ -120,7 +122,7 @@ func ValidateOwnApp(a PlanApp) error {
 		path, _, _ := strings.Cut(r, "?")
 		rs[path], rs[r] = true, true
 	}
-	for _, k := range sortedKeys(a.Statements) {
+	for _, k := range slices.Sorted(maps.Keys(a.Statements)) {
 		if !rs[k] {
 			return bad("statements", "statements for %s: not one of its routes", k)
 		}

@@ -15,9 +15,9 @@ import (
 // pulled from under its runner.
 const LabelOwner = "io.rttlab.owner"
 
-// networkLabels are the labels of a run's network: the run's, the extra
+// NetworkLabels are the labels of a run's network: the run's, the extra
 // ones, and this process as its owner.
-func networkLabels(runID string, extra map[string]string) map[string]string {
+func NetworkLabels(runID string, extra map[string]string) map[string]string {
 	l := RunLabels(runID, extra)
 	if o := processOwner(os.Getpid()); o != "" {
 		l[LabelOwner] = o

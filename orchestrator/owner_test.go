@@ -47,7 +47,7 @@ func TestLiveRunsAndCleanAllBut(t *testing.T) {
 	if c.Networks != 4 || len(ns) != 1 || ns[0].Labels[LabelRun] != "live1" {
 		t.Fatalf("removed %v; left %v, want only live1's network", c, ns)
 	}
-	if l := networkLabels("r1", nil); l[LabelOwner] != processOwner(os.Getpid()) || l[LabelRun] != "r1" {
+	if l := NetworkLabels("r1", nil); l[LabelOwner] != processOwner(os.Getpid()) || l[LabelRun] != "r1" {
 		t.Errorf("network labels %v", l)
 	}
 }

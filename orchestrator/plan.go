@@ -184,7 +184,7 @@ const (
 const (
 	maxDelayMs  = 1000
 	maxRuns     = 10000
-	maxRequests = 1000000
+	MaxRequests = 1000000
 	// maxTasks bounds the tasks of one plan: the full study makes 1080.
 	maxTasks = 100000
 )
@@ -394,11 +394,11 @@ func (p *Plan) Validate() error {
 	if err := positive("runs", "runs", p.Runs, maxRuns); err != nil {
 		return err
 	}
-	if err := positive("requests", "requests", p.Requests, maxRequests); err != nil {
+	if err := positive("requests", "requests", p.Requests, MaxRequests); err != nil {
 		return err
 	}
-	if p.Warmup < 0 || p.Warmup > maxRequests {
-		return planfile.At("warmup", "warmup %d: use 0..%d", p.Warmup, maxRequests)
+	if p.Warmup < 0 || p.Warmup > MaxRequests {
+		return planfile.At("warmup", "warmup %d: use 0..%d", p.Warmup, MaxRequests)
 	}
 	if err := p.validateModes(); err != nil {
 		return err
@@ -455,11 +455,11 @@ func (p *Plan) validateModes() error {
 	default:
 		return planfile.At("shaper", "shaper %q: use auto, kernel or userspace", p.Shaper)
 	}
-	if err := validHook(p.Hook); err != nil {
+	if err := ValidHook(p.Hook); err != nil {
 		return planfile.At("hook", "%v", err)
 	}
-	if f := p.FloorMs; f != nil && !(*f >= 0 && *f <= maxFloorMs) {
-		return planfile.At("floor_ms", "floor_ms %g: use 0 (none) to %g ms, above the userspace shaper's pass (about 0.2 ms a packet)", *f, maxFloorMs)
+	if f := p.FloorMs; f != nil && !(*f >= 0 && *f <= MaxFloorMs) {
+		return planfile.At("floor_ms", "floor_ms %g: use 0 (none) to %g ms, above the userspace shaper's pass (about 0.2 ms a packet)", *f, MaxFloorMs)
 	}
 	switch p.Calibrate {
 	case "", "auto", "on", "off":
@@ -507,7 +507,7 @@ func (a PlanApp) validate(i int, names map[string]bool) error {
 		name string
 		v    int
 		max  int
-	}{{"runs", a.Runs, maxRuns}, {"requests", a.Requests, maxRequests}, {"warmup", a.Warmup, maxRequests}} {
+	}{{"runs", a.Runs, maxRuns}, {"requests", a.Requests, MaxRequests}, {"warmup", a.Warmup, MaxRequests}} {
 		if f.v < 0 {
 			return planfile.At(at(f.name), "app %s: %s %d is negative: use 1..%d, or leave it out to use the plan's", a.Name, f.name, f.v, f.max)
 		}

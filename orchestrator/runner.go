@@ -153,7 +153,7 @@ func Run(ctx context.Context, d Docker, all map[string]*apps.Meta, o RunOptions)
 			Version: o.Version, GitCommit: o.Commit,
 			EngineVersion: info.Version, EngineAPIVersion: info.APIVersion, Kernel: info.Kernel,
 			Scope: p.Scope, Images: o.Images, Skipped: o.Skipped,
-			HostCPUModel: cpuModel(), HostCPUs: runtime.NumCPU(), HostMemoryBytes: uint64(info.MemBytes),
+			HostCPUModel: CPUModel(), HostCPUs: runtime.NumCPU(), HostMemoryBytes: uint64(info.MemBytes),
 			Start: o.Now().UTC(),
 		}
 		for _, t := range p.Tasks() {
@@ -547,14 +547,14 @@ func runTask(ctx context.Context, d Docker, s *appSession, p *Plan, f *results.F
 	rs, derr := workloads.DecodeResults(&out)
 	if code != 0 || derr != nil {
 		for _, mem := range s.st.Members {
-			if cerr := checkRunning(ctx, d, mem); cerr != nil {
+			if cerr := CheckRunning(ctx, d, mem); cerr != nil {
 				return cerr
 			}
 		}
 		if derr != nil {
 			return fmt.Errorf("load client output: %w", derr)
 		}
-		return fmt.Errorf("load client exit %d: %s", code, lastLines(errb.String(), 3))
+		return fmt.Errorf("load client exit %d: %s", code, LastLines(errb.String(), 3))
 	}
 	if len(rs) != requests+warmup {
 		return fmt.Errorf("load client returned %d results, want %d", len(rs), requests+warmup)
@@ -601,7 +601,7 @@ func (s *appSession) agentError(ctx context.Context, d Docker, err error) error 
 // longer running, or nil.
 func (s *appSession) dead(ctx context.Context, d Docker) error {
 	for _, m := range s.st.Members {
-		if err := checkRunning(ctx, d, m); err != nil {
+		if err := CheckRunning(ctx, d, m); err != nil {
 			return err
 		}
 	}
@@ -637,7 +637,7 @@ func msDuration(v float64) time.Duration { return time.Duration(v*1e3+0.5) * tim
 
 func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
 
-func cpuModel() string {
+func CPUModel() string {
 	f, err := os.Open("/proc/cpuinfo")
 	if err != nil {
 		return ""

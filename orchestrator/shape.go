@@ -80,7 +80,7 @@ type Shaping struct {
 // bridge in the host's namespace, for which the agent also gets
 // CAP_SYS_ADMIN and the host's namespace file), ingress or egress.
 func StartAgents(ctx context.Context, d Docker, st *Stack, backend, scope, hook string) (*Shaping, error) {
-	if err := validHook(hook); err != nil {
+	if err := ValidHook(hook); err != nil {
 		return nil, err
 	}
 	if hook == "" {
@@ -117,17 +117,17 @@ func StartAgents(ctx context.Context, d Docker, st *Stack, backend, scope, hook 
 		var err error
 		deadline := time.Now().Add(30 * time.Second)
 		for {
-			rep, err = sh.ctl(ctx, d, a, "show")
+			rep, err = sh.Control(ctx, d, a, "show")
 			if err == nil {
 				break
 			}
-			if err := checkRunning(ctx, d, a.ctl()); err != nil {
+			if err := CheckRunning(ctx, d, a.ctl()); err != nil {
 				return sh, fmt.Errorf("agent for %s: %w", role, err)
 			}
 			if time.Now().After(deadline) {
 				return sh, fmt.Errorf("agent %s did not answer: %w", a.Name, err)
 			}
-			if err := sleepCtx(ctx, 200*time.Millisecond); err != nil {
+			if err := SleepCtx(ctx, 200*time.Millisecond); err != nil {
 				return sh, fmt.Errorf("agent %s: %w", a.Name, err)
 			}
 		}
@@ -155,16 +155,16 @@ func agentCmd(backend, hook string) []string {
 	return cmd
 }
 
-// floorArgs are the agent ctl flags of a floor (none for 0).
-func floorArgs(floor time.Duration) []string {
+// FloorArgs are the agent ctl flags of a floor (none for 0).
+func FloorArgs(floor time.Duration) []string {
 	if floor <= 0 {
 		return nil
 	}
 	return []string{"--floor", fmt.Sprintf("%dns", floor.Nanoseconds())}
 }
 
-// ctl runs `rttlab agent ctl` in an agent and decodes the JSON reply.
-func (sh *Shaping) ctl(ctx context.Context, d Containers, a *Agent, op string, args ...string) (netem.Reply, error) {
+// Control runs `rttlab agent ctl` in an agent and decodes the JSON reply.
+func (sh *Shaping) Control(ctx context.Context, d Containers, a *Agent, op string, args ...string) (netem.Reply, error) {
 	var out, errb bytes.Buffer
 	cmd := append([]string{"/usr/local/bin/rttlab", "agent", "ctl", op}, args...)
 	code, err := d.Exec(ctx, a.ctl().ID, ExecSpec{Cmd: cmd, Stdout: &out, Stderr: &errb, Timeout: 30 * time.Second})
@@ -194,8 +194,8 @@ func (sh *Shaping) ctl(ctx context.Context, d Containers, a *Agent, op string, a
 // floor + delay and a change against 0 ms is the delay alone.
 const DefaultFloorMs = 0.3
 
-// maxFloorMs bounds a floor: it is for the shaper's pass, not a delay.
-const maxFloorMs = 10.0
+// MaxFloorMs bounds a floor: it is for the shaper's pass, not a delay.
+const MaxFloorMs = 10.0
 
 // DefaultFloor is the floor a backend gets by default: DefaultFloorMs for
 // the userspace shaper, none for kernel netem.
@@ -229,11 +229,11 @@ func (sh *Shaping) SetRTT(ctx context.Context, d Containers, rtt time.Duration) 
 		if a == nil {
 			return fmt.Errorf("no agent for %s", s.role)
 		}
-		args := append([]string{"--delay", fmt.Sprintf("%dns", s.delay.Nanoseconds())}, floorArgs(sh.Floor)...)
+		args := append([]string{"--delay", fmt.Sprintf("%dns", s.delay.Nanoseconds())}, FloorArgs(sh.Floor)...)
 		if sh.Scope == "path" {
 			args = append(args, "--peer", s.peer.IP)
 		}
-		if _, err := sh.ctl(ctx, d, a, "set", args...); err != nil {
+		if _, err := sh.Control(ctx, d, a, "set", args...); err != nil {
 			return fmt.Errorf("set %s delay %s: %w", s.role, s.delay, err)
 		}
 	}
@@ -258,7 +258,7 @@ func (sh *Shaping) DefaultFloor(ctx context.Context, d Containers) error {
 func (sh *Shaping) Show(ctx context.Context, d Containers) (map[string]netem.Reply, error) {
 	out := map[string]netem.Reply{}
 	for role, a := range sh.Agents {
-		rep, err := sh.ctl(ctx, d, a, "show")
+		rep, err := sh.Control(ctx, d, a, "show")
 		if err != nil {
 			return out, err
 		}
@@ -270,7 +270,7 @@ func (sh *Shaping) Show(ctx context.Context, d Containers) (map[string]netem.Rep
 // Clear removes the delay on both sides.
 func (sh *Shaping) Clear(ctx context.Context, d Containers) error {
 	for role, a := range sh.Agents {
-		if _, err := sh.ctl(ctx, d, a, "clear"); err != nil {
+		if _, err := sh.Control(ctx, d, a, "clear"); err != nil {
 			return fmt.Errorf("clear %s: %w", role, err)
 		}
 	}
@@ -280,11 +280,11 @@ func (sh *Shaping) Clear(ctx context.Context, d Containers) error {
 // Ping sends ICMP echoes from the app's network namespace (inside its
 // agent) to the database.
 func (sh *Shaping) Ping(ctx context.Context, d Containers, count int, interval time.Duration) (workloads.PingResult, error) {
-	return agentPing(ctx, d, sh.Agents["app"], sh.Stack.Role("db").IP, count, interval)
+	return AgentPing(ctx, d, sh.Agents["app"], sh.Stack.Role("db").IP, count, interval)
 }
 
-// agentPing runs `rttlab agent ping` in agent a towards the address to.
-func agentPing(ctx context.Context, d Containers, a *Agent, to string, count int, interval time.Duration) (workloads.PingResult, error) {
+// AgentPing runs `rttlab agent ping` in agent a towards the address to.
+func AgentPing(ctx context.Context, d Containers, a *Agent, to string, count int, interval time.Duration) (workloads.PingResult, error) {
 	var res workloads.PingResult
 	var out, errb bytes.Buffer
 	code, err := d.Exec(ctx, a.ID, ExecSpec{
@@ -305,12 +305,12 @@ func agentPing(ctx context.Context, d Containers, a *Agent, to string, count int
 
 // SelectOne runs the SELECT 1 probe from the app's network namespace.
 func (sh *Shaping) SelectOne(ctx context.Context, d Containers, runs, calls int) ([]workloads.ProbeRun, error) {
-	return agentSelectOne(ctx, d, sh.Agents["app"], sh.Stack.Role("db").IP, sh.Stack.DB, runs, calls)
+	return AgentSelectOne(ctx, d, sh.Agents["app"], sh.Stack.Role("db").IP, sh.Stack.DB, runs, calls)
 }
 
-// agentSelectOne runs `rttlab agent sqlprobe` in agent a against the
+// AgentSelectOne runs `rttlab agent sqlprobe` in agent a against the
 // database at dbIP.
-func agentSelectOne(ctx context.Context, d Containers, a *Agent, dbIP string, db DBCredentials, runs, calls int) ([]workloads.ProbeRun, error) {
+func AgentSelectOne(ctx context.Context, d Containers, a *Agent, dbIP string, db DBCredentials, runs, calls int) ([]workloads.ProbeRun, error) {
 	var out, errb bytes.Buffer
 	code, err := d.Exec(ctx, a.ID, ExecSpec{
 		Cmd:    []string{"/usr/local/bin/rttlab", "agent", "sqlprobe", "--runs", fmt.Sprint(runs), "--calls", fmt.Sprint(calls)},
@@ -407,7 +407,7 @@ func (sh *Shaping) CheckAgents(ctx context.Context, d Docker) error {
 			continue
 		}
 		for _, c := range a.Containers() {
-			if err := checkRunning(ctx, d, c); err != nil {
+			if err := CheckRunning(ctx, d, c); err != nil {
 				if errors.Is(err, ErrContainerExited) {
 					return fmt.Errorf("shaping agent for %s died: %w", role, err)
 				}
@@ -429,7 +429,7 @@ func (sh *Shaping) Snapshot(ctx context.Context, d Containers) (ShaperSnapshot, 
 	s := ShaperSnapshot{At: time.Now(), Replies: map[string]netem.Reply{}}
 	for _, role := range slices.Sorted(maps.Keys(sh.Agents)) {
 		a := sh.Agents[role]
-		rep, err := sh.ctl(ctx, d, a, "show")
+		rep, err := sh.Control(ctx, d, a, "show")
 		if err != nil {
 			return s, err
 		}

@@ -168,7 +168,7 @@ func StartStack(ctx context.Context, d Docker, o StackOptions) (st *Stack, err e
 	if o.ReadyTimeout == 0 {
 		o.ReadyTimeout = 3 * time.Minute
 	}
-	st = &Stack{RunID: o.RunID, Target: o.Target, DB: rttlabDB(NewPassword())}
+	st = &Stack{RunID: o.RunID, Target: o.Target, DB: RttlabDB(NewPassword())}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, st.Remove(context.WithoutCancel(ctx), d))
@@ -183,7 +183,7 @@ func StartStack(ctx context.Context, d Docker, o StackOptions) (st *Stack, err e
 		extra[LabelStack] = "up"
 	}
 	st.Network = "rttlab-" + o.RunID
-	st.NetworkID, err = d.CreateNetwork(ctx, st.Network, networkLabels(o.RunID, extra))
+	st.NetworkID, err = d.CreateNetwork(ctx, st.Network, NetworkLabels(o.RunID, extra))
 	if err != nil {
 		return st, err
 	}
@@ -231,7 +231,7 @@ func StartStack(ctx context.Context, d Docker, o StackOptions) (st *Stack, err e
 		}
 		switch meta.Role {
 		case "db":
-			if err := waitDB(ctx, d, m, o.ReadyTimeout); err != nil {
+			if err := WaitDB(ctx, d, m, o.ReadyTimeout); err != nil {
 				return st, err
 			}
 			if o.Target.Meta.Compose != nil {
@@ -353,10 +353,10 @@ func envList(m types.MappingWithEquals) []string {
 	return out
 }
 
-// feedServiceEnv is one service's environment from the feed stack file
+// FeedServiceEnv is one service's environment from the feed stack file
 // for st (its password), with the target's environment added to the app's,
 // sorted: the placement and worker studies start their containers from it.
-func feedServiceEnv(ctx context.Context, st *Stack, service string) ([]string, error) {
+func FeedServiceEnv(ctx context.Context, st *Stack, service string) ([]string, error) {
 	proj, err := stackProject(ctx, st, st.Target)
 	if err != nil {
 		return nil, err
@@ -446,22 +446,22 @@ func serviceOrder(p *types.Project) ([]types.ServiceConfig, error) {
 	return out, nil
 }
 
-// waitDB polls pg_isready inside the database container; the image's
+// WaitDB polls pg_isready inside the database container; the image's
 // readiness means the schema and seed are loaded.
-func waitDB(ctx context.Context, d Docker, m *Member, timeout time.Duration) error {
+func WaitDB(ctx context.Context, d Docker, m *Member, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		code, err := d.Exec(ctx, m.ID, ExecSpec{Cmd: []string{"pg_isready", "-q", "-h", "127.0.0.1", "-d", "rttlab"}, User: "postgres", Timeout: 10 * time.Second})
 		if err == nil && code == 0 {
 			return nil
 		}
-		if err := checkRunning(ctx, d, m); err != nil {
+		if err := CheckRunning(ctx, d, m); err != nil {
 			return err
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("database %s not ready after %s", m.Name, timeout)
 		}
-		if err := sleepCtx(ctx, 300*time.Millisecond); err != nil {
+		if err := SleepCtx(ctx, 300*time.Millisecond); err != nil {
 			return err
 		}
 	}
@@ -482,8 +482,8 @@ func waitApp(ctx context.Context, d Docker, st *Stack, m *Member, timeout time.D
 	})
 }
 
-// waitHTTP polls url from the host until it answers 200.
-func waitHTTP(ctx context.Context, d Docker, m *Member, url string, timeout time.Duration) error {
+// WaitHTTP polls url from the host until it answers 200.
+func WaitHTTP(ctx context.Context, d Docker, m *Member, url string, timeout time.Duration) error {
 	return pollHTTP(ctx, d, m, url, timeout, func(last string) error {
 		return fmt.Errorf("%s did not answer %s with 200 within %s (last: %s)", m.Name, url, timeout, last)
 	})
@@ -512,13 +512,13 @@ func pollHTTP(ctx context.Context, d Docker, m *Member, url string, timeout time
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if err := checkRunning(ctx, d, m); err != nil {
+		if err := CheckRunning(ctx, d, m); err != nil {
 			return err
 		}
 		if time.Now().After(deadline) {
 			return late(last)
 		}
-		if err := sleepCtx(ctx, 300*time.Millisecond); err != nil {
+		if err := SleepCtx(ctx, 300*time.Millisecond); err != nil {
 			return err
 		}
 	}
@@ -534,8 +534,8 @@ func lastErrText(err error) string {
 	return s
 }
 
-// sleepCtx waits for d, or returns ctx's error as soon as ctx ends.
-func sleepCtx(ctx context.Context, d time.Duration) error {
+// SleepCtx waits for d, or returns ctx's error as soon as ctx ends.
+func SleepCtx(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -549,7 +549,7 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // ErrContainerExited reports a stack member that stopped.
 var ErrContainerExited = errors.New("container exited")
 
-func checkRunning(ctx context.Context, d Docker, m *Member) error {
+func CheckRunning(ctx context.Context, d Docker, m *Member) error {
 	ins, err := d.InspectContainer(ctx, m.ID)
 	if err != nil {
 		return err

@@ -319,7 +319,7 @@ func TestWaitsHonourContext(t *testing.T) {
 		}
 	}
 	within("waitApp", func(ctx context.Context) error { return waitApp(ctx, d, st, m, time.Minute) })
-	within("waitDB", func(ctx context.Context) error { return waitDB(ctx, d, m, time.Minute) })
+	within("WaitDB", func(ctx context.Context) error { return WaitDB(ctx, d, m, time.Minute) })
 	within("checkJSON", func(ctx context.Context) error {
 		c := checkJSON(ctx, &http.Client{Timeout: 30 * time.Second}, srv.URL, "/feed", 200, nil)
 		if c.OK {

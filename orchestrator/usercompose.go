@@ -165,8 +165,8 @@ type DBCredentials struct {
 	User, Password, Database, Super string
 }
 
-// rttlabDB are the credentials of rttlab's own PostgreSQL image.
-func rttlabDB(password string) DBCredentials {
+// RttlabDB are the credentials of rttlab's own PostgreSQL image.
+func RttlabDB(password string) DBCredentials {
 	return DBCredentials{User: "rttlab", Password: password, Database: "rttlab", Super: "postgres"}
 }
 
@@ -176,7 +176,7 @@ func rttlabDB(password string) DBCredentials {
 // and POSTGRES_DB (default: the user).
 func composeDBCredentials(env map[string]string) (DBCredentials, error) {
 	if pw, ok := env["RTTLAB_DB_PASSWORD"]; ok {
-		return rttlabDB(pw), nil
+		return RttlabDB(pw), nil
 	}
 	c := DBCredentials{User: env["POSTGRES_USER"], Password: env["POSTGRES_PASSWORD"], Database: env["POSTGRES_DB"]}
 	if c.User == "" {
@@ -269,14 +269,14 @@ func waitDependencies(ctx context.Context, d Docker, svc types.ServiceConfig, st
 				break
 			}
 			if dep.Condition == types.ServiceConditionHealthy {
-				if err := checkRunning(ctx, d, m); err != nil {
+				if err := CheckRunning(ctx, d, m); err != nil {
 					return err
 				}
 			}
 			if time.Now().After(deadline) {
 				return fmt.Errorf("service %s waited %s for %s to be %s", svc.Name, timeout, name, strings.TrimPrefix(dep.Condition, "service_"))
 			}
-			if err := sleepCtx(ctx, 300*time.Millisecond); err != nil {
+			if err := SleepCtx(ctx, 300*time.Millisecond); err != nil {
 				return err
 			}
 		}

@@ -104,7 +104,7 @@ func TestComposeDBCredentials(t *testing.T) {
 	}{
 		{map[string]string{"POSTGRES_PASSWORD": "pw"}, DBCredentials{User: "postgres", Password: "pw", Database: "postgres", Super: "postgres"}, ""},
 		{map[string]string{"POSTGRES_USER": "shop", "POSTGRES_PASSWORD": "pw", "POSTGRES_DB": "shopdb"}, DBCredentials{User: "shop", Password: "pw", Database: "shopdb", Super: "shop"}, ""},
-		{map[string]string{"RTTLAB_DB_PASSWORD": "pw"}, rttlabDB("pw"), ""},
+		{map[string]string{"RTTLAB_DB_PASSWORD": "pw"}, RttlabDB("pw"), ""},
 		{map[string]string{"POSTGRES_USER": "shop"}, DBCredentials{}, "neither POSTGRES_PASSWORD nor RTTLAB_DB_PASSWORD"},
 	} {
 		got, err := composeDBCredentials(c.env)
@@ -259,7 +259,7 @@ func TestFakeComposeOneShotService(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, mem := range st.Members {
-			if err := checkRunning(ctx, l, mem); err != nil {
+			if err := CheckRunning(ctx, l, mem); err != nil {
 				t.Errorf("%s: %v", mem.Service, err)
 			}
 		}

@@ -240,10 +240,10 @@ func wireRules(ctx context.Context, d Docker, runID string, list bool) ([]string
 	return rules, nil
 }
 
-func lastLine(s string) string { return strings.TrimSpace(lastLines(strings.TrimSpace(s), 1)) }
+func lastLine(s string) string { return strings.TrimSpace(LastLines(strings.TrimSpace(s), 1)) }
 
-// validHook checks a userspace shaper hook name ("" is the default, wire).
-func validHook(hook string) error {
+// ValidHook checks a userspace shaper hook name ("" is the default, wire).
+func ValidHook(hook string) error {
 	switch hook {
 	case "", netem.HookWire, netem.HookIngress, netem.HookEgress:
 		return nil

@@ -113,11 +113,11 @@ func TestFakeKernelAgentsNoWire(t *testing.T) {
 
 func TestValidHookAndBridge(t *testing.T) {
 	for _, h := range []string{"", "wire", "ingress", "egress"} {
-		if err := validHook(h); err != nil {
+		if err := ValidHook(h); err != nil {
 			t.Errorf("%q: %v", h, err)
 		}
 	}
-	if err := validHook("prerouting"); err == nil || !strings.Contains(err.Error(), "use wire (the default), ingress or egress") {
+	if err := ValidHook("prerouting"); err == nil || !strings.Contains(err.Error(), "use wire (the default), ingress or egress") {
 		t.Errorf("bad hook: %v", err)
 	}
 	if b := bridgeOf("0123456789abcdef0123"); b != "br-0123456789ab" {

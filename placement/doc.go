@@ -3,9 +3,12 @@
 // ("Placing Compute Along the Database Request Path"), their predicted
 // crossovers, the measured crossover of a serial-call sweep, the routing
 // policies, the routing reverse proxy with its decision log, and the
-// summaries of the routed comparison. It starts no containers; the
-// orchestrator measures the calibration, runs the proxy in the client node
-// (Serve) and feeds samples back to the summaries.
+// summaries of the routed comparison; and the study's plan (plan.go), its
+// runner (runner.go, session.go: the nodes on the orchestrator's stacks,
+// link calibration, the proxy served in the client node, the sweep and the
+// concurrency phase), its report, markdown and plots. The models, policies
+// and proxy start no containers; only the runner uses the engine, through
+// the orchestrator, which imports nothing of this package.
 //
 // # Models
 //

@@ -5,9 +5,11 @@
 // of any worker accept the next connection, so two concurrent requests can
 // share one worker's GVL while another worker idles, that this costs
 // "around 20%" against ideal scheduling, and that the cost fades near
-// saturation. The package holds the plan, the front proxy of the
-// "ideal scheduling" policies, the analysis and the summary; it starts no
-// containers.
+// saturation. The package holds the plan, the runner (runner.go: the
+// stacks on the orchestrator, the open-loop load, the decision logs), the
+// front proxy of the "ideal scheduling" policies, the analysis, the summary
+// and the plots. Only the runner uses the engine, through the orchestrator,
+// which imports nothing of this package.
 //
 // # Policies
 //

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/rttlab/rttlab/orchestrator"
+	"github.com/rttlab/rttlab/placement"
 	"github.com/rttlab/rttlab/results"
 )
 
@@ -32,11 +32,11 @@ Folders with different RTT settings are refused with the reason.`,
 			if sameFolder(args[0], args[1]) {
 				return usagef("%s and %s are the same folder: compare two runs", args[0], args[1])
 			}
-			if pa, pb := orchestrator.IsPlacementFolder(args[0]), orchestrator.IsPlacementFolder(args[1]); pa || pb {
+			if pa, pb := placement.IsPlacementFolder(args[0]), placement.IsPlacementFolder(args[1]); pa || pb {
 				if pa != pb {
 					return fmt.Errorf("%s is a placement study's folder and %s is not: compare two of a kind", map[bool]string{true: args[0], false: args[1]}[pa], map[bool]string{true: args[1], false: args[0]}[pa])
 				}
-				md, err := orchestrator.ComparePlacement(args[0], args[1])
+				md, err := placement.ComparePlacement(args[0], args[1])
 				if err != nil {
 					return err
 				}

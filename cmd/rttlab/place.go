@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rttlab/rttlab/apps"
-	"github.com/rttlab/rttlab/orchestrator"
+	"github.com/rttlab/rttlab/placement"
 )
 
 type placeOptions struct {
@@ -22,7 +22,7 @@ type placeOptions struct {
 
 func newPlaceCmd() *cobra.Command {
 	o := &placeOptions{}
-	var plan *orchestrator.PlacePlan
+	var plan *placement.PlacePlan
 	var target apps.Target
 	cmd := &cobra.Command{
 		Use:   "place [--plan placement|placement-smoke|FILE]",
@@ -57,7 +57,7 @@ from placement's values; see the README for its fields.`,
 		Args: cobra.NoArgs,
 		PreRunE: func(cmd *cobra.Command, args []string) error {
 			var err error
-			if plan, err = orchestrator.LoadPlacePlan(o.plan); err != nil {
+			if plan, err = placement.LoadPlacePlan(o.plan); err != nil {
 				return usageError{err}
 			}
 			if cmd.Flags().Changed("repeat") {
@@ -99,7 +99,7 @@ from placement's values; see the README for its fields.`,
 			}
 			start := time.Now()
 			say := func(s string) { fmt.Fprintf(w, "[%s] %s\n", time.Since(start).Round(time.Second), s) }
-			ps, err := orchestrator.StartPlacement(ctx, rt, plan, target, 0)
+			ps, err := placement.StartPlacement(ctx, rt, plan, target, 0)
 			if ps != nil && ps.Stack != nil {
 				defer removeStack(ctx, rt, ps.Stack, &err)
 			}
@@ -109,7 +109,7 @@ from placement's values; see the README for its fields.`,
 			ps.Progress = say
 			dir := filepath.Join(o.out, fmt.Sprintf("%s-%s-%s", time.Now().Format("20060102-150405"), plan.Name, ps.Stack.RunID))
 			say(fmt.Sprintf("results in %s", dir))
-			r := &orchestrator.PlaceRunner{D: rt, S: ps, Dir: dir, Version: versionString()}
+			r := &placement.PlaceRunner{D: rt, S: ps, Dir: dir, Version: versionString()}
 			res, rerr := r.Run(ctx)
 			if rerr != nil {
 				if res != nil {

@@ -12,8 +12,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/rttlab/rttlab/orchestrator"
+	"github.com/rttlab/rttlab/placement"
 	"github.com/rttlab/rttlab/results"
+	"github.com/rttlab/rttlab/workers"
 )
 
 func newReportCmd() *cobra.Command {
@@ -53,7 +54,7 @@ Examples:
 			if err := resultsFolder(dir); err != nil {
 				return err
 			}
-			if len(targets) > 0 && (orchestrator.IsPlacementFolder(dir) || isWorkersFolder(dir)) {
+			if len(targets) > 0 && (placement.IsPlacementFolder(dir) || isWorkersFolder(dir)) {
 				return usagef("--p50-target fits the RTT study's routes: %s is a placement or workers folder", dir)
 			}
 			if m, err := readWorkersManifest(dir); err == nil {
@@ -61,7 +62,7 @@ Examples:
 				if err != nil {
 					return err
 				}
-				files, err := orchestrator.ReportWorkers(dir, plan)
+				files, err := workers.ReportWorkers(dir, plan)
 				if err != nil {
 					return err
 				}
@@ -70,8 +71,8 @@ Examples:
 				}
 				return nil
 			}
-			if orchestrator.IsPlacementFolder(dir) {
-				files, err := orchestrator.ReportPlacement(dir)
+			if placement.IsPlacementFolder(dir) {
+				files, err := placement.ReportPlacement(dir)
 				if err != nil {
 					return err
 				}

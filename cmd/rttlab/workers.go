@@ -13,7 +13,6 @@ import (
 
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/internal/capped"
-	"github.com/rttlab/rttlab/orchestrator"
 	"github.com/rttlab/rttlab/results"
 	"github.com/rttlab/rttlab/workers"
 )
@@ -102,7 +101,7 @@ summary.md and plots/. --resume DIR continues an interrupted folder.`,
 			}
 			start := time.Now()
 			say := func(s string) { fmt.Fprintf(w, "[%s] %s\n", time.Since(start).Round(time.Second), s) }
-			ws, err := orchestrator.StartWorkers(ctx, rt, target, plan.Shaper)
+			ws, err := workers.StartWorkers(ctx, rt, target, plan.Shaper)
 			if ws != nil && ws.Stack != nil {
 				defer removeStack(ctx, rt, ws.Stack, &err)
 			}
@@ -124,7 +123,7 @@ summary.md and plots/. --resume DIR continues an interrupted folder.`,
 						return err
 					}
 				}
-				m := orchestrator.WorkersManifest{Kind: "workers", Plan: plan, PlanFile: planFile, Seed: plan.Seed, Version: versionString(),
+				m := workers.WorkersManifest{Kind: "workers", Plan: plan, PlanFile: planFile, Seed: plan.Seed, Version: versionString(),
 					Started: time.Now().UTC(), Backend: plan.Shaper, App: target.Name}
 				b, _ := json.MarshalIndent(m, "", "  ")
 				if err := os.WriteFile(filepath.Join(dir, "manifest.json"), append(b, '\n'), 0o644); err != nil {
@@ -138,7 +137,7 @@ summary.md and plots/. --resume DIR continues an interrupted folder.`,
 			}
 			say(fmt.Sprintf("results in %s (%d tasks)", dir, len(plan.Tasks())))
 			ws.DecisionsPath = filepath.Join(dir, "decisions.jsonl")
-			r := &orchestrator.WorkersRunner{WS: ws, Plan: plan, Dir: dir, Version: versionString()}
+			r := &workers.WorkersRunner{WS: ws, Plan: plan, Dir: dir, Version: versionString()}
 			s, rerr := r.Run(ctx)
 			if rerr != nil {
 				fmt.Fprintf(w, "continue with: rttlab workers --resume %s\n", dir)
@@ -159,7 +158,7 @@ summary.md and plots/. --resume DIR continues an interrupted folder.`,
 // workersFolderPlan is a workers folder's own plan: a built-in one by
 // name, else the copy the folder keeps as plan.yaml (whatever folder the
 // command runs from).
-func workersFolderPlan(dir string, m *orchestrator.WorkersManifest) (*workers.Plan, error) {
+func workersFolderPlan(dir string, m *workers.WorkersManifest) (*workers.Plan, error) {
 	lim := workers.DefaultLimits(runtime.NumCPU())
 	file := m.PlanFile
 	if _, ok := workers.BuiltinPlan(file, lim); !ok {
@@ -174,12 +173,12 @@ func workersFolderPlan(dir string, m *orchestrator.WorkersManifest) (*workers.Pl
 	return plan, nil
 }
 
-func readWorkersManifest(dir string) (*orchestrator.WorkersManifest, error) {
+func readWorkersManifest(dir string) (*workers.WorkersManifest, error) {
 	b, err := capped.ReadFile(filepath.Join(dir, "manifest.json"), "manifest", 16<<20)
 	if err != nil {
 		return nil, fmt.Errorf("%s is not a workers results folder: %w", dir, err)
 	}
-	var m orchestrator.WorkersManifest
+	var m workers.WorkersManifest
 	if err := json.Unmarshal(b, &m); err != nil || m.Kind != "workers" {
 		return nil, fmt.Errorf("%s/manifest.json is not a workers study's manifest", dir)
 	}

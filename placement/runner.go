@@ -1,4 +1,4 @@
-package orchestrator
+package placement
 
 import (
 	"bufio"
@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/rttlab/rttlab/netem"
-	"github.com/rttlab/rttlab/placement"
+	"github.com/rttlab/rttlab/orchestrator"
 	"github.com/rttlab/rttlab/results"
 	"github.com/rttlab/rttlab/workloads"
 )
@@ -63,13 +63,13 @@ type Select1Check struct {
 // PlaceRep is one repetition's calibration, held-out test and routed
 // comparison.
 type PlaceRep struct {
-	Rep         int                     `json:"rep"`
-	Calibration placement.Calibration   `json:"calibration"`
-	HeldOutCal  placement.Calibration   `json:"held_out_calibration"`
-	Estimates   []placement.Estimate    `json:"estimates"`
-	Predicted   []PredictedRow          `json:"predicted_crossovers"`
-	HeldOut     []placement.HeldOutRow  `json:"held_out"`
-	Routed      placement.RoutedSummary `json:"routed"`
+	Rep         int            `json:"rep"`
+	Calibration Calibration    `json:"calibration"`
+	HeldOutCal  Calibration    `json:"held_out_calibration"`
+	Estimates   []Estimate     `json:"estimates"`
+	Predicted   []PredictedRow `json:"predicted_crossovers"`
+	HeldOut     []HeldOutRow   `json:"held_out"`
+	Routed      RoutedSummary  `json:"routed"`
 	// ProxyOverheadP50Ms is the median of (client latency − the proxy's
 	// upstream time) over routed requests: what the proxy adds.
 	ProxyOverheadP50Ms float64 `json:"proxy_overhead_p50_ms"`
@@ -79,28 +79,28 @@ type PlaceRep struct {
 
 // PredictedRow is one model's predicted crossover in N between A and B.
 type PredictedRow struct {
-	Route     string              `json:"route"`
-	Model     placement.Model     `json:"model"`
-	Crossover placement.Crossover `json:"crossover"`
+	Route     string    `json:"route"`
+	Model     Model     `json:"model"`
+	Crossover Crossover `json:"crossover"`
 }
 
 // PlaceResult is the study's summary (summary.json).
 type PlaceResult struct {
-	Kind            string                       `json:"kind"` // "placement"
-	Plan            *PlacePlan                   `json:"plan"`
-	RunID           string                       `json:"run_id"`
-	Backend         string                       `json:"backend"`
-	KeepAlive       bool                         `json:"keep_alive"`
-	Started         time.Time                    `json:"started"`
-	Finished        time.Time                    `json:"finished"`
-	Links           []LinkCheck                  `json:"links"`
-	Select1         []Select1Check               `json:"select1"`
-	Reps            []PlaceRep                   `json:"reps"`
-	Sweep           []placement.SweepPoint       `json:"sweep"`
-	Measured        *placement.MeasuredCrossover `json:"measured_crossover,omitempty"`
-	SweepPredicted  []PredictedRow               `json:"sweep_predicted"`
-	Capacity        []HostCapacity               `json:"capacity,omitempty"`
-	ConcurrencyConn string                       `json:"concurrency_conn,omitempty"`
+	Kind            string             `json:"kind"` // "placement"
+	Plan            *PlacePlan         `json:"plan"`
+	RunID           string             `json:"run_id"`
+	Backend         string             `json:"backend"`
+	KeepAlive       bool               `json:"keep_alive"`
+	Started         time.Time          `json:"started"`
+	Finished        time.Time          `json:"finished"`
+	Links           []LinkCheck        `json:"links"`
+	Select1         []Select1Check     `json:"select1"`
+	Reps            []PlaceRep         `json:"reps"`
+	Sweep           []SweepPoint       `json:"sweep"`
+	Measured        *MeasuredCrossover `json:"measured_crossover,omitempty"`
+	SweepPredicted  []PredictedRow     `json:"sweep_predicted"`
+	Capacity        []HostCapacity     `json:"capacity,omitempty"`
+	ConcurrencyConn string             `json:"concurrency_conn,omitempty"`
 	// LinkCalibration: per phase, the ICMP-driven corrections of the
 	// one-way delays (unless the plan says calibrate: off).
 	LinkCalibration []LinkCalibration `json:"link_calibration,omitempty"`
@@ -124,7 +124,7 @@ type PlaceShaperRound struct {
 
 // PlaceRunner runs the phases and writes the results folder.
 type PlaceRunner struct {
-	D       Docker
+	D       orchestrator.Docker
 	S       *PlaceSession
 	Dir     string
 	Version string
@@ -161,7 +161,7 @@ func (r *PlaceRunner) Run(ctx context.Context) (*PlaceResult, error) {
 	}
 	// The images pin the app's, PostgreSQL's and the agent's versions.
 	images := map[string]string{}
-	for name, ref := range map[string]string{p.App: ImageRef(r.S.Stack.Target.Meta.Name), "postgres": ImageRef("postgres"), "agent": AgentImage} {
+	for name, ref := range map[string]string{p.App: orchestrator.ImageRef(r.S.Stack.Target.Meta.Name), "postgres": orchestrator.ImageRef("postgres"), "agent": orchestrator.AgentImage} {
 		if id, err := r.D.ImageID(ctx, ref); err == nil {
 			images[name] = id
 		}
@@ -169,7 +169,7 @@ func (r *PlaceRunner) Run(ctx context.Context) (*PlaceResult, error) {
 	if err := r.writeJSON("manifest.json", map[string]any{"kind": "placement", "plan": p, "run_id": r.S.Stack.RunID, "seed": p.Seed,
 		"version": r.Version, "started": r.res.Started, "backend": r.res.Backend, "hook": r.S.Shaping.Agents[NodeA].Info.Direction,
 		"floor_ms": p.FloorMs, "engine_version": info.Version, "engine_api_version": info.APIVersion, "kernel": info.Kernel,
-		"host_cpu_model": cpuModel(), "host_cpus": runtime.NumCPU(), "images": images,
+		"host_cpu_model": orchestrator.CPUModel(), "host_cpus": runtime.NumCPU(), "images": images,
 		"nodes": r.nodeIPs(), "links_configured": p.Links, "held_out": p.HeldOut}); err != nil {
 		return nil, err
 	}
@@ -332,22 +332,22 @@ func (r *PlaceRunner) measure(ctx context.Context, rep int, phase, host, path st
 
 // calPaths are the routes measured in calibration: the plan's, plus the
 // per-N route at n=0 when there is a sweep.
-func (r *PlaceRunner) calRoutes() []placement.RouteCalibration {
+func (r *PlaceRunner) calRoutes() []RouteCalibration {
 	p, t := r.S.Plan, r.S.Stack.Target
-	var out []placement.RouteCalibration
+	var out []RouteCalibration
 	for _, path := range p.Routes {
 		rm, _ := routeMeta(t.Meta, path)
-		out = append(out, placement.RouteCalibration{Path: path, NSerial: rm.Statements, P50Ms: map[string]float64{}})
+		out = append(out, RouteCalibration{Path: path, NSerial: rm.Statements, P50Ms: map[string]float64{}})
 	}
 	if rm, ok := perNRoute(t.Meta); ok && len(p.SweepN) > 0 && !slices.Contains(p.Routes, rm.Path) {
-		out = append(out, placement.RouteCalibration{Path: rm.Path, PerN: true, NSerial: 0, P50Ms: map[string]float64{}})
+		out = append(out, RouteCalibration{Path: rm.Path, PerN: true, NSerial: 0, P50Ms: map[string]float64{}})
 	}
 	return out
 }
 
-func requestPath(rc placement.RouteCalibration, n int) string {
+func requestPath(rc RouteCalibration, n int) string {
 	if rc.PerN {
-		return fmt.Sprintf("%s?%s=%d", rc.Path, placement.NParam, n)
+		return fmt.Sprintf("%s?%s=%d", rc.Path, NParam, n)
 	}
 	return rc.Path
 }
@@ -378,7 +378,7 @@ func (r *PlaceRunner) measureRound(ctx context.Context, rep int, phase string, p
 	if err != nil {
 		return err
 	}
-	deltas, err := ShaperDeltas(before, after)
+	deltas, err := orchestrator.ShaperDeltas(before, after)
 	if err != nil {
 		return err
 	}
@@ -489,10 +489,10 @@ func (r *PlaceRunner) measurePhases(ctx context.Context, rep int, paths []string
 
 // hostCalibrations turns a phase's samples into its host and route
 // calibration (medians over every round).
-func hostCalibrations(s *phaseSamples, health string, routes []placement.RouteCalibration) map[string]*placement.HostCalibration {
-	hosts := map[string]*placement.HostCalibration{}
+func hostCalibrations(s *phaseSamples, health string, routes []RouteCalibration) map[string]*HostCalibration {
+	hosts := map[string]*HostCalibration{}
 	for _, h := range []string{NodeA, NodeB} {
-		hc := &placement.HostCalibration{Name: h, ConnectP50Ms: results.Median(s.connect[h]), HealthP50Ms: results.Median(s.http[phaseBlock{h, health}])}
+		hc := &HostCalibration{Name: h, ConnectP50Ms: results.Median(s.connect[h]), HealthP50Ms: results.Median(s.http[phaseBlock{h, health}])}
 		if v := s.select1[h]; len(v) > 0 {
 			hc.Select1P50Ms = results.Median(v)
 		}
@@ -536,12 +536,12 @@ func (r *PlaceRunner) rep(ctx context.Context, rep int, zeroSel map[string][]flo
 			r.res.Select1 = append(r.res.Select1, Select1Check{Host: h, ConfiguredMs: p.LinkRTTMs(h, NodeDB), ZeroP50Ms: z, SettingP50Ms: hosts[h].Select1P50Ms, AddedMs: hosts[h].Select1P50Ms - z})
 		}
 	}
-	cal := placement.Calibration{Hosts: []placement.HostCalibration{*hosts[NodeA], *hosts[NodeB]}, Routes: routes}
+	cal := Calibration{Hosts: []HostCalibration{*hosts[NodeA], *hosts[NodeB]}, Routes: routes}
 	if err := cal.Validate(); err != nil {
 		return out, fmt.Errorf("calibration: %w", err)
 	}
 	out.Calibration = cal
-	hoRoutes := make([]placement.RouteCalibration, len(routes))
+	hoRoutes := make([]RouteCalibration, len(routes))
 	for i, rc := range routes {
 		hoRoutes[i] = rc
 		hoRoutes[i].P50Ms = map[string]float64{}
@@ -569,9 +569,9 @@ func (r *PlaceRunner) rep(ctx context.Context, rep int, zeroSel map[string][]flo
 			return out, err
 		}
 		out.Estimates = append(out.Estimates, est...)
-		out.HeldOut = append(out.HeldOut, placement.HeldOut(est, hoRoutes[i].P50Ms)...)
-		for _, m := range placement.Models {
-			if c, err := placement.PredictedCrossover(est[0], est[1], m); err == nil {
+		out.HeldOut = append(out.HeldOut, HeldOut(est, hoRoutes[i].P50Ms)...)
+		for _, m := range Models {
+			if c, err := PredictedCrossover(est[0], est[1], m); err == nil {
 				out.Predicted = append(out.Predicted, PredictedRow{Route: rc.Path, Model: m, Crossover: c})
 			}
 		}
@@ -584,10 +584,10 @@ func (r *PlaceRunner) rep(ctx context.Context, rep int, zeroSel map[string][]flo
 		conn = "a new upstream connection per request"
 	}
 	r.S.say("rep %d/%d: routed comparison through the proxy (%s): %d policies × %d routes, %d+%d requests each, interleaved", rep, p.Repeat, conn, len(p.Policies), len(p.Routes), p.RoutedWarmup, p.RoutedRequests)
-	cfg := placement.Config{
-		Upstreams:         []placement.Upstream{{Name: NodeA, URL: r.S.hostURL(NodeA)}, {Name: NodeB, URL: r.S.hostURL(NodeB)}},
+	cfg := Config{
+		Upstreams:         []Upstream{{Name: NodeA, URL: r.S.hostURL(NodeA)}, {Name: NodeB, URL: r.S.hostURL(NodeB)}},
 		Calibration:       ho,
-		DefaultPolicy:     placement.PolicyUserFirst,
+		DefaultPolicy:     PolicyUserFirst,
 		DisableKeepAlives: !keep,
 	}
 	if err := r.S.StartProxy(ctx, r.D, cfg); err != nil {
@@ -603,7 +603,7 @@ func (r *PlaceRunner) rep(ctx context.Context, rep int, zeroSel map[string][]flo
 	order := append(shuffled(cells, p.RoutedWarmup, r.rng), shuffled(cells, p.RoutedRequests, r.rng)...)
 	routed := make([]string, len(order))
 	for i, c := range order {
-		routed[i] = c.route + "?" + placement.QueryPolicy + "=" + c.policy
+		routed[i] = c.route + "?" + QueryPolicy + "=" + c.policy
 	}
 	rs, lerr := r.S.Load(ctx, r.D, fmt.Sprintf("http://127.0.0.1:%d", proxyPort), routed, p.RoutedWarmup*len(cells), false)
 	recs, derr := r.S.StopProxy(ctx, r.D)
@@ -617,12 +617,12 @@ func (r *PlaceRunner) rep(ctx context.Context, rep int, zeroSel map[string][]flo
 		return out, err
 	}
 	out.Decisions = len(recs)
-	var samples []placement.Sample
+	var samples []Sample
 	var overhead []float64
 	enc := json.NewEncoder(r.sw)
 	for i, x := range rs {
 		c := order[i]
-		s := placement.Sample{Policy: placement.Policy(c.policy), Route: c.route, LatencyMs: float64(x.LatencyNS) / 1e6, Failed: x.Failed(), Warmup: x.Warmup}
+		s := Sample{Policy: Policy(c.policy), Route: c.route, LatencyMs: float64(x.LatencyNS) / 1e6, Failed: x.Failed(), Warmup: x.Warmup}
 		ps := PlaceSample{Rep: rep, Phase: "routed", Kind: "http", Route: c.route, Policy: c.policy, Seq: x.Seq, Warmup: x.Warmup, LatencyMs: s.LatencyMs, Status: x.Status, Error: x.Error}
 		// Closed loop on one connection: the proxy's i-th decision is
 		// the client's i-th request; check that before joining.
@@ -638,7 +638,7 @@ func (r *PlaceRunner) rep(ctx context.Context, rep int, zeroSel map[string][]flo
 		enc.Encode(ps)
 	}
 	r.sw.Flush()
-	out.Routed = placement.SummarizeRouted(samples, p.Seed^uint64(rep), 0)
+	out.Routed = SummarizeRouted(samples, p.Seed^uint64(rep), 0)
 	if len(overhead) > 0 {
 		out.ProxyOverheadP50Ms = results.Median(overhead)
 	}
@@ -689,7 +689,7 @@ func heldOutText(p *PlacePlan) string {
 	return strings.Join(parts, ", ")
 }
 
-func (r *PlaceRunner) appendDecisions(rep int, recs []placement.DecisionRecord) error {
+func (r *PlaceRunner) appendDecisions(rep int, recs []DecisionRecord) error {
 	f, err := os.OpenFile(filepath.Join(r.Dir, "decisions.jsonl"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
@@ -698,7 +698,7 @@ func (r *PlaceRunner) appendDecisions(rep int, recs []placement.DecisionRecord) 
 	for _, d := range recs {
 		if err := enc.Encode(struct {
 			Rep int `json:"rep"`
-			placement.DecisionRecord
+			DecisionRecord
 		}{rep, d}); err != nil {
 			f.Close()
 			return err
@@ -725,7 +725,7 @@ func (r *PlaceRunner) sweep(ctx context.Context) error {
 	a, b := map[int][]float64{}, map[int][]float64{}
 	for i, bl := range blocks {
 		r.S.say("  sweep %d/%d: n=%d on %s", i+1, len(blocks), bl.n, bl.host)
-		ms, _, err := r.measure(ctx, 0, "sweep", bl.host, fmt.Sprintf("%s?%s=%d", rm.Path, placement.NParam, bl.n), p.SweepWarmup, p.SweepRequests)
+		ms, _, err := r.measure(ctx, 0, "sweep", bl.host, fmt.Sprintf("%s?%s=%d", rm.Path, NParam, bl.n), p.SweepWarmup, p.SweepRequests)
 		if err != nil {
 			return err
 		}
@@ -735,8 +735,8 @@ func (r *PlaceRunner) sweep(ctx context.Context) error {
 			b[bl.n] = ms
 		}
 	}
-	r.res.Sweep = placement.Sweep(a, b, p.Seed, 0)
-	if mc, err := placement.MeasureCrossover(r.res.Sweep); err == nil {
+	r.res.Sweep = Sweep(a, b, p.Seed, 0)
+	if mc, err := MeasureCrossover(r.res.Sweep); err == nil {
 		r.res.Measured = &mc
 	}
 	r.res.SweepPredicted = sweepPredicted(r.res)
@@ -764,8 +764,8 @@ func sweepPredicted(res *PlaceResult) []PredictedRow {
 		return nil
 	}
 	var out []PredictedRow
-	for _, m := range placement.Models {
-		if c, err := placement.PredictedCrossover(est[0], est[1], m); err == nil {
+	for _, m := range Models {
+		if c, err := PredictedCrossover(est[0], est[1], m); err == nil {
 			out = append(out, PredictedRow{Route: path, Model: m, Crossover: c})
 		}
 	}

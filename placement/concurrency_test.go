@@ -1,4 +1,4 @@
-package orchestrator
+package placement
 
 import (
 	"encoding/json"
@@ -9,14 +9,13 @@ import (
 	"time"
 
 	"github.com/rttlab/rttlab/netem"
-	"github.com/rttlab/rttlab/placement"
 	"github.com/rttlab/rttlab/workloads"
 )
 
 func TestConcurrencyRows(t *testing.T) {
 	mk := func(path, host string, ms float64, status int, warm bool) workloads.OpenResult {
 		return workloads.OpenResult{Result: workloads.Result{Path: path, LatencyNS: int64(ms * 1e6), Status: status, Warmup: warm},
-			Tags: map[string]string{placement.HeaderHost: host}}
+			Tags: map[string]string{HeaderHost: host}}
 	}
 	rs := []workloads.OpenResult{
 		mk("/feed?rttlab_policy=profiled", "a", 100, 200, true), // warmup: left out
@@ -75,8 +74,8 @@ func TestPlaceMarkdownAndWarnings(t *testing.T) {
 		t.Errorf("a SELECT 1 within 0.05 ms warned:\n%s", w)
 	}
 	res.Reps = []PlaceRep{
-		{Rep: 1, Predicted: []PredictedRow{{Route: "/feed", Model: placement.ModelProfiled, Crossover: placement.Crossover{N: 3.55, Below: "a", Above: "b"}}}},
-		{Rep: 2, Predicted: []PredictedRow{{Route: "/feed", Model: placement.ModelProfiled, Crossover: placement.Crossover{N: 1.25, Below: "a", Above: "b"}}}},
+		{Rep: 1, Predicted: []PredictedRow{{Route: "/feed", Model: ModelProfiled, Crossover: Crossover{N: 3.55, Below: "a", Above: "b"}}}},
+		{Rep: 2, Predicted: []PredictedRow{{Route: "/feed", Model: ModelProfiled, Crossover: Crossover{N: 1.25, Below: "a", Above: "b"}}}},
 	}
 	md := PlaceMarkdown(res)
 	if !strings.Contains(md, "| /feed | profiled | 3.55 (a below, b above); 1.25 (a below, b above) | 2.30 (1.25–3.55) |") {
@@ -92,15 +91,15 @@ func TestPlaceMarkdownAndWarnings(t *testing.T) {
 
 func TestWritePlacePlots(t *testing.T) {
 	p, _ := BuiltinPlacePlan("placement-smoke")
-	cal := placement.Calibration{
-		Hosts:  []placement.HostCalibration{{Name: "a", HealthP50Ms: 1, Select1P50Ms: 0.6}, {Name: "b", HealthP50Ms: 1.2, Select1P50Ms: 0.45}},
-		Routes: []placement.RouteCalibration{{Path: "/serial", PerN: true, P50Ms: map[string]float64{"a": 1.1, "b": 1.3}}},
+	cal := Calibration{
+		Hosts:  []HostCalibration{{Name: "a", HealthP50Ms: 1, Select1P50Ms: 0.6}, {Name: "b", HealthP50Ms: 1.2, Select1P50Ms: 0.45}},
+		Routes: []RouteCalibration{{Path: "/serial", PerN: true, P50Ms: map[string]float64{"a": 1.1, "b": 1.3}}},
 	}
 	res := &PlaceResult{Plan: p,
-		Reps: []PlaceRep{{Rep: 1, HeldOutCal: cal, Routed: placement.RoutedSummary{Cells: []placement.PolicyRoute{
-			{Policy: placement.PolicyUserFirst, Route: "/feed", P50Ms: 9, P50CI: placement.CI{Low: 8.5, High: 9.5}},
-			{Policy: placement.PolicyProfiled, Route: "/feed", P50Ms: 8, P50CI: placement.CI{Low: 7.5, High: 8.5}}}}}},
-		Sweep:       []placement.SweepPoint{{N: 0, AP50Ms: 1.1, BP50Ms: 1.3}, {N: 12, AP50Ms: 9, BP50Ms: 7}},
+		Reps: []PlaceRep{{Rep: 1, HeldOutCal: cal, Routed: RoutedSummary{Cells: []PolicyRoute{
+			{Policy: PolicyUserFirst, Route: "/feed", P50Ms: 9, P50CI: CI{Low: 8.5, High: 9.5}},
+			{Policy: PolicyProfiled, Route: "/feed", P50Ms: 8, P50CI: CI{Low: 7.5, High: 8.5}}}}}},
+		Sweep:       []SweepPoint{{N: 0, AP50Ms: 1.1, BP50Ms: 1.3}, {N: 12, AP50Ms: 9, BP50Ms: 7}},
 		Concurrency: []ConcurrencyRow{{Fraction: 0.3, Policy: "user-first", Route: "all", P50Ms: 10, P99Ms: 50}, {Fraction: 0.7, Policy: "user-first", Route: "all", P50Ms: 20, P99Ms: 200}},
 	}
 	dir := t.TempDir()

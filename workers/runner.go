@@ -1,4 +1,4 @@
-package orchestrator
+package workers
 
 import (
 	"bytes"
@@ -19,7 +19,7 @@ import (
 
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/internal/capped"
-	"github.com/rttlab/rttlab/workers"
+	"github.com/rttlab/rttlab/orchestrator"
 	"github.com/rttlab/rttlab/workloads"
 )
 
@@ -28,16 +28,16 @@ import (
 // one app stack at a time (a Puma cluster, or W single-mode Pumas behind
 // the front proxy), each app container with its agent.
 type WorkersSession struct {
-	D        Docker
-	Stack    *Stack // RunID, network, password; Members: db, client, current apps
+	D        orchestrator.Docker
+	Stack    *orchestrator.Stack // RunID, network, password; Members: db, client, current apps
 	Target   apps.Target
 	Backend  string
-	db       *Member
-	dbSh     *Shaping
+	db       *orchestrator.Member
+	dbSh     *orchestrator.Shaping
 	client   string
 	current  string // the running app stack ("2x2 puma:wflbw=0")
-	apps     []*Member
-	appSh    *Shaping
+	apps     []*orchestrator.Member
+	appSh    *orchestrator.Shaping
 	front    string // the front proxy's container, for proxy stacks
 	frontURL string
 	Progress func(string)
@@ -56,9 +56,9 @@ func (ws *WorkersSession) say(format string, a ...any) {
 }
 
 // StartWorkers starts the network, PostgreSQL with its agent and the client.
-func StartWorkers(ctx context.Context, d Docker, t apps.Target, backend string) (ws *WorkersSession, err error) {
-	runID := NewRunID()
-	st := &Stack{RunID: runID, Target: t, DB: rttlabDB(NewPassword())}
+func StartWorkers(ctx context.Context, d orchestrator.Docker, t apps.Target, backend string) (ws *WorkersSession, err error) {
+	runID := orchestrator.NewRunID()
+	st := &orchestrator.Stack{RunID: runID, Target: t, DB: orchestrator.RttlabDB(orchestrator.NewPassword())}
 	ws = &WorkersSession{D: d, Stack: st, Target: t, Backend: backend}
 	defer func() {
 		if err != nil {
@@ -66,21 +66,21 @@ func StartWorkers(ctx context.Context, d Docker, t apps.Target, backend string) 
 		}
 	}()
 	st.Network = "rttlab-" + runID
-	if st.NetworkID, err = d.CreateNetwork(ctx, st.Network, networkLabels(runID, map[string]string{LabelStack: "workers"})); err != nil {
+	if st.NetworkID, err = d.CreateNetwork(ctx, st.Network, orchestrator.NetworkLabels(runID, map[string]string{orchestrator.LabelStack: "workers"})); err != nil {
 		return ws, err
 	}
-	ws.db, err = ws.startMember(ctx, "db", ImageRef("postgres"), nil, []string{"RTTLAB_DB_PASSWORD=" + st.DB.Password})
+	ws.db, err = ws.startMember(ctx, "db", orchestrator.ImageRef("postgres"), nil, []string{"RTTLAB_DB_PASSWORD=" + st.DB.Password})
 	if err != nil {
 		return ws, err
 	}
-	if err := waitDB(ctx, d, ws.db, 3*time.Minute); err != nil {
+	if err := orchestrator.WaitDB(ctx, d, ws.db, 3*time.Minute); err != nil {
 		return ws, err
 	}
-	ws.dbSh, err = StartAgents(ctx, d, &Stack{RunID: runID, NetworkID: st.NetworkID, Members: []*Member{ws.db}}, backend, "path", "")
+	ws.dbSh, err = orchestrator.StartAgents(ctx, d, &orchestrator.Stack{RunID: runID, NetworkID: st.NetworkID, Members: []*orchestrator.Member{ws.db}}, backend, "path", "")
 	if err != nil {
 		return ws, err
 	}
-	c, err := ws.startMember(ctx, "client", AgentImage, []string{"agent", "idle"}, nil)
+	c, err := ws.startMember(ctx, "client", orchestrator.AgentImage, []string{"agent", "idle"}, nil)
 	if err != nil {
 		return ws, err
 	}
@@ -89,13 +89,13 @@ func StartWorkers(ctx context.Context, d Docker, t apps.Target, backend string) 
 	return ws, nil
 }
 
-func (ws *WorkersSession) startMember(ctx context.Context, name, image string, cmd, env []string) (*Member, error) {
+func (ws *WorkersSession) startMember(ctx context.Context, name, image string, cmd, env []string) (*orchestrator.Member, error) {
 	st := ws.Stack
-	labels := RunLabels(st.RunID, map[string]string{LabelRole: name, LabelService: name})
-	spec := ContainerSpec{Name: fmt.Sprintf("rttlab-%s-%s", st.RunID, name), Image: image, Cmd: cmd, Env: env,
+	labels := orchestrator.RunLabels(st.RunID, map[string]string{orchestrator.LabelRole: name, orchestrator.LabelService: name})
+	spec := orchestrator.ContainerSpec{Name: fmt.Sprintf("rttlab-%s-%s", st.RunID, name), Image: image, Cmd: cmd, Env: env,
 		Labels: labels, Network: st.Network, Aliases: []string{name}}
 	id, err := ws.D.CreateContainer(ctx, spec)
-	m := &Member{Service: name, Role: name, Shaped: true, ID: id, Name: spec.Name}
+	m := &orchestrator.Member{Service: name, Role: name, Shaped: true, ID: id, Name: spec.Name}
 	if id != "" {
 		st.Members = append(st.Members, m)
 	}
@@ -118,7 +118,7 @@ func (ws *WorkersSession) startMember(ctx context.Context, name, image string, c
 // appEnv is the app container's environment: the stack file's, the
 // target's and Puma's layout.
 func (ws *WorkersSession) appEnv(ctx context.Context, pumaWorkers, threads int, wflbw string) ([]string, error) {
-	env, err := feedServiceEnv(ctx, ws.Stack, "app")
+	env, err := orchestrator.FeedServiceEnv(ctx, ws.Stack, "app")
 	if err != nil {
 		return nil, err
 	}
@@ -152,11 +152,11 @@ func (ws *WorkersSession) stopApps(ctx context.Context) error {
 		ids = append(ids, m.ID)
 	}
 	for _, id := range ids {
-		if err := ws.D.RemoveContainer(ctx, id); err != nil && !errors.Is(err, ErrNotFound) {
+		if err := ws.D.RemoveContainer(ctx, id); err != nil && !errors.Is(err, orchestrator.ErrNotFound) {
 			errs = append(errs, err)
 		}
 	}
-	var keep []*Member
+	var keep []*orchestrator.Member
 	for _, m := range ws.Stack.Members {
 		if !slices.Contains(ids, m.ID) {
 			keep = append(keep, m)
@@ -171,14 +171,14 @@ func (ws *WorkersSession) stopApps(ctx context.Context) error {
 // line tagged with the stack, to DecisionsPath.
 func (ws *WorkersSession) saveDecisions(ctx context.Context) error {
 	var out, errb bytes.Buffer
-	code, err := ws.D.Exec(ctx, ws.front, ExecSpec{Cmd: []string{"cat", workersDecisionLog}, Stdout: &out, Stderr: &errb, Timeout: time.Minute})
+	code, err := ws.D.Exec(ctx, ws.front, orchestrator.ExecSpec{Cmd: []string{"cat", workersDecisionLog}, Stdout: &out, Stderr: &errb, Timeout: time.Minute})
 	if err != nil {
 		return fmt.Errorf("front proxy decision log: %w", err)
 	}
 	if code != 0 {
 		return fmt.Errorf("front proxy decision log: %s", strings.TrimSpace(errb.String()))
 	}
-	decs, err := workers.ReadDecisions(&out)
+	decs, err := ReadDecisions(&out)
 	if err != nil {
 		return fmt.Errorf("front proxy decision log: %w", err)
 	}
@@ -186,8 +186,8 @@ func (ws *WorkersSession) saveDecisions(ctx context.Context) error {
 		if err := appendJSONLine(ws.DecisionsPath, struct {
 			Stack string `json:"stack"`
 			Proxy string `json:"proxy"` // the front proxy's container: its event order is its own
-			workers.Decision
-		}{ws.current, short(ws.front), d}); err != nil {
+			Decision
+		}{ws.current, orchestrator.ShortID(ws.front), d}); err != nil {
 			return err
 		}
 	}
@@ -198,7 +198,7 @@ func (ws *WorkersSession) saveDecisions(ctx context.Context) error {
 func (ws *WorkersSession) Close(ctx context.Context) error { return ws.stopApps(ctx) }
 
 // ensureStack makes the task's app stack the running one.
-func (ws *WorkersSession) ensureStack(ctx context.Context, t workers.Task) error {
+func (ws *WorkersSession) ensureStack(ctx context.Context, t Task) error {
 	if ws.current == t.Stack {
 		return nil
 	}
@@ -210,7 +210,7 @@ func (ws *WorkersSession) ensureStack(ctx context.Context, t workers.Task) error
 	port := ws.Target.Meta.Port
 	var names []string
 	switch t.Policy.Kind {
-	case workers.KindPuma:
+	case KindPuma:
 		wflbw := "default"
 		if !t.Policy.WaitDefault {
 			wflbw = strconv.FormatFloat(t.Policy.WaitS, 'f', -1, 64)
@@ -219,7 +219,7 @@ func (ws *WorkersSession) ensureStack(ctx context.Context, t workers.Task) error
 		if err != nil {
 			return err
 		}
-		m, err := ws.startMember(ctx, "app", ImageRef(ws.Target.Meta.Name), nil, env)
+		m, err := ws.startMember(ctx, "app", orchestrator.ImageRef(ws.Target.Meta.Name), nil, env)
 		if err != nil {
 			return err
 		}
@@ -232,7 +232,7 @@ func (ws *WorkersSession) ensureStack(ctx context.Context, t workers.Task) error
 		}
 		for i := 0; i < l.Workers; i++ {
 			name := fmt.Sprintf("w%d", i)
-			m, err := ws.startMember(ctx, name, ImageRef(ws.Target.Meta.Name), nil, env)
+			m, err := ws.startMember(ctx, name, orchestrator.ImageRef(ws.Target.Meta.Name), nil, env)
 			if err != nil {
 				return err
 			}
@@ -241,16 +241,16 @@ func (ws *WorkersSession) ensureStack(ctx context.Context, t workers.Task) error
 		}
 	}
 	for _, m := range ws.apps {
-		if err := waitHTTP(ctx, ws.D, m, "http://"+net.JoinHostPort(m.IP, fmt.Sprint(port))+ws.Target.Meta.Health, 3*time.Minute); err != nil {
+		if err := orchestrator.WaitHTTP(ctx, ws.D, m, "http://"+net.JoinHostPort(m.IP, fmt.Sprint(port))+ws.Target.Meta.Health, 3*time.Minute); err != nil {
 			return err
 		}
 	}
 	var err error
-	ws.appSh, err = StartAgents(ctx, ws.D, &Stack{RunID: ws.Stack.RunID, NetworkID: ws.Stack.NetworkID, Members: ws.apps}, ws.Backend, "path", "")
+	ws.appSh, err = orchestrator.StartAgents(ctx, ws.D, &orchestrator.Stack{RunID: ws.Stack.RunID, NetworkID: ws.Stack.NetworkID, Members: ws.apps}, ws.Backend, "path", "")
 	if err != nil {
 		return err
 	}
-	if t.Policy.Kind == workers.KindPuma {
+	if t.Policy.Kind == KindPuma {
 		// Every worker of the cluster must have booted before load.
 		if _, err := ws.workerPIDs(ctx, "http://"+net.JoinHostPort(ws.apps[0].IP, fmt.Sprint(port)), l.Workers, 2*time.Minute); err != nil {
 			return err
@@ -261,19 +261,19 @@ func (ws *WorkersSession) ensureStack(ctx context.Context, t workers.Task) error
 		// connection's next request before requests waiting on its other
 		// connections (seconds at 90% load here), which would charge the
 		// policy with Puma's connection handling.
-		cfg := workers.ProxyConfig{Listen: ":8080", Threads: l.Threads, Rule: workers.RuleJSQ, LogPath: workersDecisionLog, DisableKeepAlives: true}
+		cfg := ProxyConfig{Listen: ":8080", Threads: l.Threads, Rule: RuleJSQ, LogPath: workersDecisionLog, DisableKeepAlives: true}
 		for i, n := range names {
-			cfg.Upstreams = append(cfg.Upstreams, workers.Upstream{Name: n, URL: "http://" + net.JoinHostPort(ws.apps[i].IP, fmt.Sprint(port))})
+			cfg.Upstreams = append(cfg.Upstreams, Upstream{Name: n, URL: "http://" + net.JoinHostPort(ws.apps[i].IP, fmt.Sprint(port))})
 		}
 		b, _ := json.Marshal(cfg)
-		fm, err := ws.startMember(ctx, "front", AgentImage, []string{"agent", "workers-proxy", "--config-json", string(b)}, nil)
+		fm, err := ws.startMember(ctx, "front", orchestrator.AgentImage, []string{"agent", "workers-proxy", "--config-json", string(b)}, nil)
 		if err != nil {
 			return err
 		}
 		fm.Shaped = false
 		ws.front = fm.ID
 		ws.frontURL = "http://" + net.JoinHostPort(fm.IP, "8080")
-		if err := waitHTTP(ctx, ws.D, fm, ws.frontURL+ws.Target.Meta.Health, time.Minute); err != nil {
+		if err := orchestrator.WaitHTTP(ctx, ws.D, fm, ws.frontURL+ws.Target.Meta.Health, time.Minute); err != nil {
 			return err
 		}
 	}
@@ -291,9 +291,9 @@ func (ws *WorkersSession) workerPIDs(ctx context.Context, base string, n int, ti
 		if time.Now().After(deadline) {
 			return nil, fmt.Errorf("only %d of %d Puma workers answered within %s", len(seen), n, timeout)
 		}
-		if pid, err := getHeader(ctx, tr, base+"/work?queries=0", workers.HeaderPID); err == nil && pid != "" {
+		if pid, err := getHeader(ctx, tr, base+"/work?queries=0", HeaderPID); err == nil && pid != "" {
 			seen[pid] = true
-		} else if err := sleepCtx(ctx, 100*time.Millisecond); err != nil {
+		} else if err := orchestrator.SleepCtx(ctx, 100*time.Millisecond); err != nil {
 			return nil, err
 		}
 	}
@@ -310,16 +310,16 @@ func (ws *WorkersSession) workerPIDs(ctx context.Context, base string, n int, ti
 // same at every setting, so a change against 0 ms is the RTT alone).
 func (ws *WorkersSession) setRTT(ctx context.Context, rttMs float64) error {
 	half := time.Duration(rttMs / 2 * float64(time.Millisecond))
-	floor := floorArgs(DefaultFloor(ws.dbSh.Backend))
+	floor := orchestrator.FloorArgs(orchestrator.DefaultFloor(ws.dbSh.Backend))
 	dbArgs := slices.Clone(floor)
 	for _, m := range ws.apps {
 		dbArgs = append(dbArgs, "--peer-delay", fmt.Sprintf("%s=%dns", m.IP, half.Nanoseconds()))
 		appArgs := append(slices.Clone(floor), "--peer-delay", fmt.Sprintf("%s=%dns", ws.db.IP, half.Nanoseconds()))
-		if _, err := ws.appSh.ctl(ctx, ws.D, ws.appSh.Agents[m.Role], "set", appArgs...); err != nil {
+		if _, err := ws.appSh.Control(ctx, ws.D, ws.appSh.Agents[m.Role], "set", appArgs...); err != nil {
 			return fmt.Errorf("set %s delay: %w", m.Role, err)
 		}
 	}
-	if _, err := ws.dbSh.ctl(ctx, ws.D, ws.dbSh.Agents["db"], "set", dbArgs...); err != nil {
+	if _, err := ws.dbSh.Control(ctx, ws.D, ws.dbSh.Agents["db"], "set", dbArgs...); err != nil {
 		return fmt.Errorf("set db delay: %w", err)
 	}
 	return nil
@@ -365,17 +365,17 @@ func (ws *WorkersSession) openLoop(ctx context.Context, o workloads.OpenLoopOpti
 	var out, errb bytes.Buffer
 	var tot workloads.OpenTotals
 	budget := time.Duration(float64(o.Count)/o.Rate*float64(time.Second)) + 2*time.Minute
-	code, err := ws.D.Exec(ctx, ws.client, ExecSpec{Cmd: openLoopArgs(o), Stdout: &out, Stderr: &errb, Timeout: budget})
+	code, err := ws.D.Exec(ctx, ws.client, orchestrator.ExecSpec{Cmd: openLoopArgs(o), Stdout: &out, Stderr: &errb, Timeout: budget})
 	if err != nil {
 		return nil, tot, err
 	}
 	for _, m := range ws.Stack.Members {
-		if cerr := checkRunning(ctx, ws.D, m); cerr != nil {
+		if cerr := orchestrator.CheckRunning(ctx, ws.D, m); cerr != nil {
 			return nil, tot, cerr
 		}
 	}
 	if code != 0 {
-		return nil, tot, fmt.Errorf("open-loop client exit %d: %s", code, lastLines(errb.String(), 3))
+		return nil, tot, fmt.Errorf("open-loop client exit %d: %s", code, orchestrator.LastLines(errb.String(), 3))
 	}
 	lines := strings.Split(strings.TrimSpace(errb.String()), "\n")
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &tot); err != nil {
@@ -392,33 +392,33 @@ func (ws *WorkersSession) openLoop(ctx context.Context, o workloads.OpenLoopOpti
 // one: each finished task is a line of runs.jsonl.
 type WorkersRunner struct {
 	WS      *WorkersSession
-	Plan    *workers.Plan
+	Plan    *Plan
 	Dir     string
 	Version string
 }
 
 // WorkersManifest is a workers folder's manifest.json.
 type WorkersManifest struct {
-	Kind     string        `json:"kind"` // "workers"
-	Plan     *workers.Plan `json:"plan"`
-	PlanFile string        `json:"plan_file"`
-	Seed     uint64        `json:"seed"`
-	Version  string        `json:"version"`
-	Started  time.Time     `json:"started"`
-	Backend  string        `json:"backend"`
-	App      string        `json:"app"`
+	Kind     string    `json:"kind"` // "workers"
+	Plan     *Plan     `json:"plan"`
+	PlanFile string    `json:"plan_file"`
+	Seed     uint64    `json:"seed"`
+	Version  string    `json:"version"`
+	Started  time.Time `json:"started"`
+	Backend  string    `json:"backend"`
+	App      string    `json:"app"`
 }
 
 // WorkersCapacity is one capacity search's result (capacity.jsonl).
 type WorkersCapacity struct {
-	Key      workers.CapacityKey `json:"key"`
-	Capacity workloads.Capacity  `json:"capacity"`
+	Key      CapacityKey        `json:"key"`
+	Capacity workloads.Capacity `json:"capacity"`
 }
 
 // WorkersRunLine is one finished task (runs.jsonl).
 type WorkersRunLine struct {
-	Task   workers.Task         `json:"task"`
-	Run    workers.Run          `json:"run"`
+	Task   Task                 `json:"task"`
+	Run    Run                  `json:"run"`
 	Totals workloads.OpenTotals `json:"totals"`
 }
 
@@ -473,7 +473,7 @@ func readJSONLines(path string, fn func([]byte) error) error {
 
 // Run measures the capacities not yet in the folder, then every task not
 // yet done, then writes the summary.
-func (r *WorkersRunner) Run(ctx context.Context) (*workers.Summary, error) {
+func (r *WorkersRunner) Run(ctx context.Context) (*Summary, error) {
 	p := r.Plan
 	f, err := readWorkersFolder(r.Dir)
 	if err != nil {
@@ -486,7 +486,7 @@ func (r *WorkersRunner) Run(ctx context.Context) (*workers.Summary, error) {
 		if _, ok := caps[ct.Key]; ok {
 			continue
 		}
-		t := workers.Task{Stack: ct.Stack, Policy: ct.Policy, Layout: ct.Layout, Mix: ct.Mix, RTTMs: ct.RTTMs, Seed: ct.Seed}
+		t := Task{Stack: ct.Stack, Policy: ct.Policy, Layout: ct.Layout, Mix: ct.Mix, RTTMs: ct.RTTMs, Seed: ct.Seed}
 		if err := ws.ensureStack(ctx, t); err != nil {
 			return nil, err
 		}
@@ -537,10 +537,10 @@ func (r *WorkersRunner) Run(ctx context.Context) (*workers.Summary, error) {
 		if err != nil {
 			return nil, err
 		}
-		run := workers.Run{Cell: t.Cell(), Run: t.Run, Rate: rate}
+		run := Run{Cell: t.Cell(), Run: t.Run, Rate: rate}
 		workerSet := map[string]bool{}
 		for _, x := range rs {
-			rec := workers.RecordFromOpen(x)
+			rec := RecordFromOpen(x)
 			run.Records = append(run.Records, rec)
 			if rec.Worker != "" {
 				workerSet[rec.Worker] = true
@@ -564,14 +564,14 @@ func (r *WorkersRunner) Run(ctx context.Context) (*workers.Summary, error) {
 // workersFolder is what a workers results folder holds so far: the
 // capacities searched and the runs done (the first line of a task wins).
 type workersFolder struct {
-	caps    map[workers.CapacityKey]float64
+	caps    map[CapacityKey]float64
 	capRows []WorkersCapacity
 	done    map[int]bool
-	runs    []workers.Run
+	runs    []Run
 }
 
 func readWorkersFolder(dir string) (*workersFolder, error) {
-	f := &workersFolder{caps: map[workers.CapacityKey]float64{}, done: map[int]bool{}}
+	f := &workersFolder{caps: map[CapacityKey]float64{}, done: map[int]bool{}}
 	if err := readJSONLines(filepath.Join(dir, "capacity.jsonl"), func(b []byte) error {
 		var c WorkersCapacity
 		if err := json.Unmarshal(b, &c); err != nil {
@@ -603,7 +603,7 @@ func readWorkersFolder(dir string) (*workersFolder, error) {
 // summary.md and plots from its raw files (capacity.jsonl, runs.jsonl),
 // under plan (the folder's own); it returns the files written. A folder
 // without a run done is refused and nothing is written.
-func ReportWorkers(dir string, plan *workers.Plan) ([]string, error) {
+func ReportWorkers(dir string, plan *Plan) ([]string, error) {
 	f, err := readWorkersFolder(dir)
 	if err != nil {
 		return nil, err
@@ -621,10 +621,10 @@ func ReportWorkers(dir string, plan *workers.Plan) ([]string, error) {
 	return append(files, plots...), nil
 }
 
-func (r *WorkersRunner) summarize(runs []workers.Run, caps []WorkersCapacity) (*workers.Summary, error) {
-	s := workers.Analyze(runs, workers.Options{Seed: r.Plan.Seed})
+func (r *WorkersRunner) summarize(runs []Run, caps []WorkersCapacity) (*Summary, error) {
+	s := Analyze(runs, Options{Seed: r.Plan.Seed})
 	for _, c := range caps {
-		s.Capacities = append(s.Capacities, workers.CapacityResult{Key: c.Key, Rate: c.Capacity.Rate, Ceiling: c.Capacity.Ceiling, Converged: c.Capacity.Converged, Trials: len(c.Capacity.Trials), Warning: c.Capacity.Warning})
+		s.Capacities = append(s.Capacities, CapacityResult{Key: c.Key, Rate: c.Capacity.Rate, Ceiling: c.Capacity.Ceiling, Converged: c.Capacity.Converged, Trials: len(c.Capacity.Trials), Warning: c.Capacity.Warning})
 	}
 	b, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {

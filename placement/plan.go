@@ -1,4 +1,4 @@
-package orchestrator
+package placement
 
 import (
 	"errors"
@@ -13,7 +13,7 @@ import (
 
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/internal/planfile"
-	"github.com/rttlab/rttlab/placement"
+	"github.com/rttlab/rttlab/orchestrator"
 )
 
 // The placement study's nodes: the client (load client and routing proxy),
@@ -135,11 +135,11 @@ func (p *PlacePlan) Pools() bool { return p.KeepAlive == nil || *p.KeepAlive }
 // DefaultPlaceFloorMs is the built-in plans' floor: above the userspace
 // shaper's pass on a busy 2-vCPU host (about 0.2 ms a packet, read lag
 // p50 about 0.1 ms).
-const DefaultPlaceFloorMs = DefaultFloorMs
+const DefaultPlaceFloorMs = orchestrator.DefaultFloorMs
 
 // maxPlaceFloorMs bounds floor_ms: a floor is for the shaper's pass, not
 // a delay.
-const maxPlaceFloorMs = maxFloorMs
+const maxPlaceFloorMs = orchestrator.MaxFloorMs
 
 // defaultPlacePlan is the placement write-up's geometry: the client next
 // to A, B nearer the database than A, and 0.25 ms one-way added on
@@ -320,8 +320,8 @@ func (p *PlacePlan) Validate() error {
 		if f.v < 1 {
 			return p.lineErr(0, "%s %d: zero requests measure nothing; give at least 1", f.name, f.v)
 		}
-		if f.v > maxRequests {
-			return p.lineErr(0, "%s %d exceeds %d", f.name, f.v, maxRequests)
+		if f.v > orchestrator.MaxRequests {
+			return p.lineErr(0, "%s %d exceeds %d", f.name, f.v, orchestrator.MaxRequests)
 		}
 	}
 	if p.Rounds < 1 || p.Rounds > min(p.Requests, p.Select1Calls) {
@@ -334,8 +334,8 @@ func (p *PlacePlan) Validate() error {
 		name string
 		v    int
 	}{{"warmup", p.Warmup}, {"select1_warmup", p.Select1Warmup}, {"routed_warmup", p.RoutedWarmup}, {"sweep_warmup", p.SweepWarmup}} {
-		if f.v < 0 || f.v > maxRequests {
-			return p.lineErr(0, "%s %d: use 0..%d", f.name, f.v, maxRequests)
+		if f.v < 0 || f.v > orchestrator.MaxRequests {
+			return p.lineErr(0, "%s %d: use 0..%d", f.name, f.v, orchestrator.MaxRequests)
 		}
 	}
 	if len(p.Routes) == 0 {
@@ -350,13 +350,13 @@ func (p *PlacePlan) Validate() error {
 		return p.lineErr(0, "policies is empty: use some of %s", strings.Join(policyNames(), ", "))
 	}
 	for _, s := range p.Policies {
-		if _, err := placement.ParsePolicy(s); err != nil {
+		if _, err := ParsePolicy(s); err != nil {
 			return p.lineErr(0, "policies: %v", err)
 		}
 	}
 	for _, n := range p.SweepN {
-		if n < 0 || n > placement.MaxSerial {
-			return p.lineErr(0, "sweep_n %d: use 0..%d serial calls", n, placement.MaxSerial)
+		if n < 0 || n > MaxSerial {
+			return p.lineErr(0, "sweep_n %d: use 0..%d serial calls", n, MaxSerial)
 		}
 	}
 	for _, r := range p.ConcurrencyRates {
@@ -369,7 +369,7 @@ func (p *PlacePlan) Validate() error {
 	default:
 		return p.lineErr(0, "shaper %q: use auto, kernel or userspace", p.Shaper)
 	}
-	if err := validHook(p.Hook); err != nil {
+	if err := orchestrator.ValidHook(p.Hook); err != nil {
 		return p.lineErr(0, "%v", err)
 	}
 	switch p.Calibrate {
@@ -389,8 +389,8 @@ func (p *PlacePlan) Validate() error {
 }
 
 func policyNames() []string {
-	out := make([]string, len(placement.Policies))
-	for i, p := range placement.Policies {
+	out := make([]string, len(Policies))
+	for i, p := range Policies {
 		out[i] = string(p)
 	}
 	return out

@@ -1,4 +1,4 @@
-package orchestrator
+package workers
 
 import (
 	"os"

@@ -1,12 +1,10 @@
-package orchestrator
+package placement
 
 import (
 	"fmt"
 	"math"
 	"sort"
 	"strings"
-
-	"github.com/rttlab/rttlab/placement"
 )
 
 // PlaceMarkdown renders the placement study's summary: links as configured
@@ -104,10 +102,10 @@ func PlaceMarkdown(r *PlaceResult) string {
 		b.WriteString("\n## How far the predicted crossover moves across repetitions\n\n| route | model | per repetition | spread |\n|---|---|---|---|\n")
 		type key struct {
 			route string
-			model placement.Model
+			model Model
 		}
 		var keys []key
-		vals := map[key][]placement.Crossover{}
+		vals := map[key][]Crossover{}
 		for _, rep := range r.Reps {
 			for _, pc := range rep.Predicted {
 				k := key{pc.Route, pc.Model}
@@ -176,14 +174,14 @@ func PlaceMarkdown(r *PlaceResult) string {
 	return b.String()
 }
 
-func num(n placement.Num) string {
+func num(n Num) string {
 	if math.IsNaN(float64(n)) {
 		return "–"
 	}
 	return fmt.Sprintf("%.3f", float64(n))
 }
 
-func ci(c placement.CI) string {
+func ci(c CI) string {
 	if math.IsNaN(float64(c.Low)) || math.IsNaN(float64(c.High)) {
 		return "–"
 	}

@@ -1,4 +1,4 @@
-package orchestrator
+package placement
 
 import (
 	"bufio"
@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/rttlab/rttlab/internal/capped"
-	"github.com/rttlab/rttlab/placement"
 	"github.com/rttlab/rttlab/results"
 )
 
@@ -131,7 +130,7 @@ func recomputePlace(res *PlaceResult, samples []PlaceSample) error {
 	p := res.Plan
 	for i := range res.Reps {
 		rep := &res.Reps[i]
-		rebuild := func(c *placement.Calibration, phase string, heldOut bool) error {
+		rebuild := func(c *Calibration, phase string, heldOut bool) error {
 			for j := range c.Hosts {
 				h := &c.Hosts[j]
 				var err error
@@ -191,21 +190,21 @@ func recomputePlace(res *PlaceResult, samples []PlaceSample) error {
 					hoP50[h.Name] = v
 				}
 			}
-			rep.HeldOut = append(rep.HeldOut, placement.HeldOut(est, hoP50)...)
-			for _, m := range placement.Models {
-				if c, err := placement.PredictedCrossover(est[0], est[1], m); err == nil {
+			rep.HeldOut = append(rep.HeldOut, HeldOut(est, hoP50)...)
+			for _, m := range Models {
+				if c, err := PredictedCrossover(est[0], est[1], m); err == nil {
 					rep.Predicted = append(rep.Predicted, PredictedRow{Route: rc.Path, Model: m, Crossover: c})
 				}
 			}
 		}
-		var routed []placement.Sample
+		var routed []Sample
 		for _, s := range samples {
 			if s.Rep == rep.Rep && s.Phase == "routed" {
-				routed = append(routed, placement.Sample{Policy: placement.Policy(s.Policy), Route: s.Route, Host: s.Host, LatencyMs: s.LatencyMs,
+				routed = append(routed, Sample{Policy: Policy(s.Policy), Route: s.Route, Host: s.Host, LatencyMs: s.LatencyMs,
 					Failed: s.Error != "" || s.Status != 200, Warmup: s.Warmup})
 			}
 		}
-		rep.Routed = placement.SummarizeRouted(routed, p.Seed^uint64(rep.Rep), 0)
+		rep.Routed = SummarizeRouted(routed, p.Seed^uint64(rep.Rep), 0)
 	}
 	if len(res.Sweep) > 0 {
 		a, b := map[int][]float64{}, map[int][]float64{}
@@ -223,9 +222,9 @@ func recomputePlace(res *PlaceResult, samples []PlaceSample) error {
 				b[n] = v
 			}
 		}
-		res.Sweep = placement.Sweep(a, b, p.Seed, 0)
+		res.Sweep = Sweep(a, b, p.Seed, 0)
 		res.Measured = nil
-		if mc, err := placement.MeasureCrossover(res.Sweep); err == nil {
+		if mc, err := MeasureCrossover(res.Sweep); err == nil {
 			res.Measured = &mc
 		}
 	}
@@ -237,7 +236,7 @@ func recomputePlace(res *PlaceResult, samples []PlaceSample) error {
 
 // healthPath is the app's health path as sampled: the one http route of
 // the phase that is neither a calibrated route nor the per-N route.
-func healthPath(samples []PlaceSample, rep int, phase, host string, c *placement.Calibration) string {
+func healthPath(samples []PlaceSample, rep int, phase, host string, c *Calibration) string {
 	for _, s := range samples {
 		if s.Rep != rep || s.Phase != phase || s.Kind != "http" || s.Host != host {
 			continue

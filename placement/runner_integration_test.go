@@ -1,4 +1,4 @@
-package orchestrator
+package placement
 
 import (
 	"context"
@@ -10,7 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rttlab/rttlab/placement"
+	"github.com/rttlab/rttlab/orchestrator"
+	"github.com/rttlab/rttlab/orchestrator/enginetest"
 )
 
 // TestIntegrationPlacementSmoke runs placement-smoke's code for real:
@@ -18,8 +19,8 @@ import (
 // compute host with the shorter database link must show the lower SELECT 1
 // median, and network-only routing must send the 12-call route there.
 func TestIntegrationPlacementSmoke(t *testing.T) {
-	rt := engineForTest(t)
-	all := builtApps(t, rt, "postgres", "agent", "rails")
+	rt := enginetest.Engine(t)
+	all := enginetest.BuiltApps(t, rt, "postgres", "agent", "rails")
 	// placement-smoke's counts, with a–db 1 ms against b–db 0.1 ms.
 	plan, err := LoadPlacePlan("testdata/placement-ci.yaml")
 	if err != nil {
@@ -36,7 +37,7 @@ func TestIntegrationPlacementSmoke(t *testing.T) {
 			if err := ps.Stack.Remove(context.Background(), rt); err != nil {
 				t.Error(err)
 			}
-			if cs, _ := rt.ListContainers(context.Background(), map[string]string{LabelRun: ps.Stack.RunID}); len(cs) != 0 {
+			if cs, _ := rt.ListContainers(context.Background(), map[string]string{orchestrator.LabelRun: ps.Stack.RunID}); len(cs) != 0 {
 				t.Errorf("%d containers of run %s remain after cleanup", len(cs), ps.Stack.RunID)
 			}
 		})
@@ -65,7 +66,7 @@ func TestIntegrationPlacementSmoke(t *testing.T) {
 	var found bool
 	for _, c := range res.Reps[0].Routed.Cells {
 		t.Logf("%s %s: p50 %v n %d failed %d hosts %+v", c.Policy, c.Route, c.P50Ms, c.N, c.Failures, c.Hosts)
-		if c.Policy == placement.PolicyNetworkOnly && c.Route == "/feed-naive" {
+		if c.Policy == PolicyNetworkOnly && c.Route == "/feed-naive" {
 			found = true
 			if len(c.Hosts) != 1 || c.Hosts[0].Host != "b" {
 				t.Errorf("network-only sent the 12-call route to %+v, want b (the database-near host) every time", c.Hosts)

@@ -1,4 +1,4 @@
-package orchestrator
+package placement
 
 import (
 	"bytes"
@@ -14,7 +14,6 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgsvg"
 
-	"github.com/rttlab/rttlab/placement"
 	"github.com/rttlab/rttlab/results"
 )
 
@@ -74,7 +73,7 @@ func WritePlacePlots(r *PlaceResult, dir string) ([]string, error) {
 			if rm, ok := perNRouteOf(ho); ok {
 				rt, _ := ho.RouteN(rm, 0)
 				if est, err := ho.Estimates(rt); err == nil {
-					for mi, m := range placement.Models {
+					for mi, m := range Models {
 						for hi, e := range est {
 							ic, sl, err := e.Line(m)
 							if err != nil {
@@ -115,7 +114,7 @@ func WritePlacePlots(r *PlaceResult, dir string) ([]string, error) {
 			if err != nil {
 				return out, err
 			}
-			sp.Color = results.SeriesColor(slices.Index(placement.Policies, c.Policy))
+			sp.Color = results.SeriesColor(slices.Index(Policies, c.Policy))
 			p.Add(sp)
 			if !math.IsNaN(float64(c.P50CI.Low)) {
 				eb, err := plotter.NewYErrorBars(ciBar{x: float64(i), y: float64(c.P50Ms), lo: float64(c.P50Ms - c.P50CI.Low), hi: float64(c.P50CI.High - c.P50Ms)})
@@ -136,7 +135,7 @@ func WritePlacePlots(r *PlaceResult, dir string) ([]string, error) {
 		p.X.Label.Text = "load (fraction of a's capacity)"
 		p.Y.Label.Text = "ms (solid p50, dashed p99)"
 		p.Add(plotter.NewGrid())
-		for i, pol := range placement.Policies {
+		for i, pol := range Policies {
 			var p50, p99 plotter.XYs
 			for _, c := range r.Concurrency {
 				if c.Route == "all" && c.Policy == string(pol) && !math.IsNaN(float64(c.P50Ms)) {
@@ -179,7 +178,7 @@ func (c ciBar) XY(int) (float64, float64)     { return c.x, c.y }
 func (c ciBar) YError(int) (float64, float64) { return c.lo, c.hi }
 
 // perNRouteOf is the calibration's per-N route.
-func perNRouteOf(c placement.Calibration) (string, bool) {
+func perNRouteOf(c Calibration) (string, bool) {
 	for _, rc := range c.Routes {
 		if rc.PerN {
 			return rc.Path, true

@@ -1,4 +1,4 @@
-package orchestrator
+package workers
 
 import (
 	"bytes"
@@ -11,7 +11,8 @@ import (
 	"time"
 
 	"github.com/rttlab/rttlab/apps"
-	"github.com/rttlab/rttlab/workers"
+	"github.com/rttlab/rttlab/orchestrator"
+	"github.com/rttlab/rttlab/orchestrator/enginetest"
 )
 
 // TestIntegrationWorkersSmoke runs workers-smoke for real: a Puma cluster
@@ -19,13 +20,13 @@ import (
 // never sends a request to a busy worker while another is idle (by its
 // decision log; the workers' intervals are logged).
 func TestIntegrationWorkersSmoke(t *testing.T) {
-	rt := engineForTest(t)
-	all := builtApps(t, rt, "postgres", "agent", "rails")
+	rt := enginetest.Engine(t)
+	all := enginetest.BuiltApps(t, rt, "postgres", "agent", "rails")
 	target, err := apps.Resolve(all, "rails")
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, ok := workers.BuiltinPlan(workers.PlanWorkersSmoke, workers.DefaultLimits(runtime.NumCPU()))
+	plan, ok := BuiltinPlan(PlanWorkersSmoke, DefaultLimits(runtime.NumCPU()))
 	if !ok {
 		t.Fatal("no workers-smoke plan")
 	}
@@ -36,7 +37,7 @@ func TestIntegrationWorkersSmoke(t *testing.T) {
 			if err := ws.Stack.Remove(context.Background(), rt); err != nil {
 				t.Error(err)
 			}
-			if cs, _ := rt.ListContainers(context.Background(), map[string]string{LabelRun: ws.Stack.RunID}); len(cs) != 0 {
+			if cs, _ := rt.ListContainers(context.Background(), map[string]string{orchestrator.LabelRun: ws.Stack.RunID}); len(cs) != 0 {
 				t.Errorf("%d containers of run %s remain after cleanup", len(cs), ws.Stack.RunID)
 			}
 		})
@@ -69,7 +70,7 @@ func TestIntegrationWorkersSmoke(t *testing.T) {
 		t.Fatalf("%d runs recorded for %d tasks", len(lines), len(plan.Tasks()))
 	}
 	for _, l := range lines {
-		if l.Task.Policy.Kind != workers.KindPuma {
+		if l.Task.Policy.Kind != KindPuma {
 			continue
 		}
 		pids := map[string]bool{}
@@ -91,11 +92,11 @@ func TestIntegrationWorkersSmoke(t *testing.T) {
 	}
 	var jsq, busy int
 	for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
-		var d workers.Decision
+		var d Decision
 		if err := json.Unmarshal(line, &d); err != nil {
 			t.Fatal(err)
 		}
-		if d.Policy != workers.ProxyJSQ.String() {
+		if d.Policy != ProxyJSQ.String() {
 			continue
 		}
 		jsq++
@@ -109,11 +110,11 @@ func TestIntegrationWorkersSmoke(t *testing.T) {
 	// The same from the proxy's recorded intervals: every request's hold
 	// on its worker, from assignment to release in its proxy's event
 	// order, rebuilt independently of the logged in-flight counts.
-	byProxy := map[string][]workers.Decision{}
+	byProxy := map[string][]Decision{}
 	for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
 		var d struct {
 			Proxy string `json:"proxy"`
-			workers.Decision
+			Decision
 		}
 		if err := json.Unmarshal(line, &d); err != nil {
 			t.Fatal(err)
@@ -122,7 +123,7 @@ func TestIntegrationWorkersSmoke(t *testing.T) {
 	}
 	checked, held := 0, 0
 	for _, decs := range byProxy {
-		c, v := workers.HeldWhileIdle(decs, workers.ProxyJSQ.String(), 2)
+		c, v := HeldWhileIdle(decs, ProxyJSQ.String(), 2)
 		checked, held = checked+c, held+v
 	}
 	if checked != jsq || held != 0 {
@@ -137,10 +138,10 @@ func TestIntegrationWorkersSmoke(t *testing.T) {
 	// ended more than 5 ms earlier; the rates are logged (and reported),
 	// not asserted to be zero.
 	for _, l := range lines {
-		if l.Task.Policy != workers.ProxyJSQ {
+		if l.Task.Policy != ProxyJSQ {
 			continue
 		}
-		cs := workers.Collisions(l.Run.Records, l.Run.Workers, 5*time.Millisecond)
+		cs := Collisions(l.Run.Records, l.Run.Workers, 5*time.Millisecond)
 		t.Logf("task %d %s: %d collisions of %d by the intervals (slack 5 ms; busy starts %d)", l.Task.ID, l.Task.Cell(), cs.Collisions, cs.Requests, cs.BusyStarts)
 		if cs.Requests == 0 || cs.Untimed != 0 {
 			t.Errorf("task %d (%s): %d timed JSQ requests, %d without worker stamps", l.Task.ID, l.Task.Cell(), cs.Requests, cs.Untimed)

@@ -1,4 +1,4 @@
-package orchestrator
+package placement
 
 import (
 	"bytes"
@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rttlab/rttlab/placement"
+	"github.com/rttlab/rttlab/orchestrator"
 	"github.com/rttlab/rttlab/results"
 	"github.com/rttlab/rttlab/workloads"
 )
@@ -19,14 +19,14 @@ import (
 // phase: open-loop Poisson arrivals through the proxy, latency measured
 // from each request's scheduled send time.
 type ConcurrencyRow struct {
-	Fraction float64       `json:"fraction"` // of host a's capacity
-	Rate     float64       `json:"rate"`     // arrivals per second
-	Policy   string        `json:"policy"`
-	Route    string        `json:"route"` // "all" for every route together
-	N        int           `json:"n"`
-	Failures int           `json:"failures"`
-	P50Ms    placement.Num `json:"p50_ms"`
-	P99Ms    placement.Num `json:"p99_ms"`
+	Fraction float64 `json:"fraction"` // of host a's capacity
+	Rate     float64 `json:"rate"`     // arrivals per second
+	Policy   string  `json:"policy"`
+	Route    string  `json:"route"` // "all" for every route together
+	N        int     `json:"n"`
+	Failures int     `json:"failures"`
+	P50Ms    Num     `json:"p50_ms"`
+	P99Ms    Num     `json:"p99_ms"`
 	// Hosts: chosen-host shares (from the proxy's response header).
 	Hosts map[string]float64 `json:"hosts"`
 	// The generator's own record of the run ("all" rows only).
@@ -50,16 +50,16 @@ func (r *PlaceRunner) routeMix(n int, policy string) []string {
 	var out []string
 	for _, rt := range shuffled(r.S.Plan.Routes, n, r.rng) {
 		if policy != "" {
-			rt += "?" + placement.QueryPolicy + "=" + policy
+			rt += "?" + QueryPolicy + "=" + policy
 		}
 		out = append(out, rt)
 	}
 	return out
 }
 
-func (ps *PlaceSession) clientExec(ctx context.Context, d Docker, cmd []string, timeout time.Duration) ([]byte, string, error) {
+func (ps *PlaceSession) clientExec(ctx context.Context, d orchestrator.Docker, cmd []string, timeout time.Duration) ([]byte, string, error) {
 	var out, errb bytes.Buffer
-	code, err := d.Exec(ctx, ps.Nodes[NodeClient].ID, ExecSpec{Cmd: cmd, Stdout: &out, Stderr: &errb, Timeout: timeout})
+	code, err := d.Exec(ctx, ps.Nodes[NodeClient].ID, orchestrator.ExecSpec{Cmd: cmd, Stdout: &out, Stderr: &errb, Timeout: timeout})
 	if err != nil {
 		return nil, "", err
 	}
@@ -67,7 +67,7 @@ func (ps *PlaceSession) clientExec(ctx context.Context, d Docker, cmd []string, 
 		return nil, "", derr
 	}
 	if code != 0 {
-		return nil, errb.String(), fmt.Errorf("%s exit %d: %s", strings.Join(cmd[1:3], " "), code, lastLines(errb.String(), 3))
+		return nil, errb.String(), fmt.Errorf("%s exit %d: %s", strings.Join(cmd[1:3], " "), code, orchestrator.LastLines(errb.String(), 3))
 	}
 	return out.Bytes(), errb.String(), nil
 }
@@ -136,9 +136,9 @@ func (r *PlaceRunner) concurrency(ctx context.Context) error {
 		ho.Hosts[i].ServiceTimeMs = 1000 / c.Rate
 		r.S.say("  %s sustains %.0f requests/s (%d trials)", h, c.Rate, len(c.Trials))
 	}
-	cfg := placement.Config{
-		Upstreams:   []placement.Upstream{{Name: NodeA, URL: r.S.hostURL(NodeA)}, {Name: NodeB, URL: r.S.hostURL(NodeB)}},
-		Calibration: ho, DefaultPolicy: placement.PolicyUserFirst, DisableKeepAlives: true,
+	cfg := Config{
+		Upstreams:   []Upstream{{Name: NodeA, URL: r.S.hostURL(NodeA)}, {Name: NodeB, URL: r.S.hostURL(NodeB)}},
+		Calibration: ho, DefaultPolicy: PolicyUserFirst, DisableKeepAlives: true,
 	}
 	r.res.ConcurrencyConn = ConcurrencyConnNote
 	if err := r.S.StartProxy(ctx, r.D, cfg); err != nil {
@@ -156,7 +156,7 @@ func (r *PlaceRunner) concurrency(ctx context.Context) error {
 			paths := r.routeMix((warm+p.ConcurrencyRequests)/len(p.Routes)+1, pol)[:warm+p.ConcurrencyRequests]
 			cmd := append([]string{"/usr/local/bin/rttlab", "agent", "openloop", "--url", fmt.Sprintf("http://127.0.0.1:%d", proxyPort),
 				"--rate", fmt.Sprintf("%g", rate), "--count", fmt.Sprint(len(paths)), "--warmup", fmt.Sprint(warm),
-				"--seed", fmt.Sprint(p.Seed), "--copy-header", placement.HeaderHost}, pathArgs(paths)...)
+				"--seed", fmt.Sprint(p.Seed), "--copy-header", HeaderHost}, pathArgs(paths)...)
 			out, stderr, err := r.S.clientExec(ctx, r.D, cmd, 20*time.Minute)
 			if err != nil {
 				runErr = err
@@ -175,7 +175,7 @@ func (r *PlaceRunner) concurrency(ctx context.Context) error {
 			enc := json.NewEncoder(r.sw)
 			for _, x := range rs {
 				route, _, _ := strings.Cut(x.Path, "?")
-				enc.Encode(PlaceSample{Phase: "concurrency", Kind: "http", Host: x.Tags[placement.HeaderHost], Route: route, Policy: pol,
+				enc.Encode(PlaceSample{Phase: "concurrency", Kind: "http", Host: x.Tags[HeaderHost], Route: route, Policy: pol,
 					Seq: x.Seq, Warmup: x.Warmup, LatencyMs: float64(x.LatencyNS) / 1e6, Status: x.Status, Error: x.Error})
 			}
 			r.sw.Flush()
@@ -217,7 +217,7 @@ func concurrencyRows(f, rate float64, pol string, rs []workloads.OpenResult, tot
 		for _, k := range []string{"all", route} {
 			a := get(k)
 			a.n++
-			if h := x.Tags[placement.HeaderHost]; h != "" {
+			if h := x.Tags[HeaderHost]; h != "" {
 				a.hosts[h]++
 			}
 			if x.Failed() {
@@ -235,11 +235,11 @@ func concurrencyRows(f, rate float64, pol string, rs []workloads.OpenResult, tot
 	slices.Sort(keys)
 	for _, k := range keys {
 		a := by[k]
-		row := ConcurrencyRow{Fraction: f, Rate: rate, Policy: pol, Route: k, N: len(a.ms), Failures: a.fails, Hosts: map[string]float64{}, P50Ms: placement.Num(math.NaN()), P99Ms: placement.Num(math.NaN())}
+		row := ConcurrencyRow{Fraction: f, Rate: rate, Policy: pol, Route: k, N: len(a.ms), Failures: a.fails, Hosts: map[string]float64{}, P50Ms: Num(math.NaN()), P99Ms: Num(math.NaN())}
 		if len(a.ms) > 0 {
 			s := slices.Clone(a.ms)
 			slices.Sort(s)
-			row.P50Ms, row.P99Ms = placement.Num(results.Percentile(s, 0.5)), placement.Num(results.Percentile(s, 0.99))
+			row.P50Ms, row.P99Ms = Num(results.Percentile(s, 0.5)), Num(results.Percentile(s, 0.99))
 		}
 		for h, c := range a.hosts {
 			row.Hosts[h] = float64(c) / float64(a.n)

@@ -1,4 +1,4 @@
-package orchestrator
+package placement
 
 import (
 	"bytes"
@@ -13,15 +13,15 @@ import (
 
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/netem"
-	"github.com/rttlab/rttlab/placement"
+	"github.com/rttlab/rttlab/orchestrator"
 	"github.com/rttlab/rttlab/workloads"
 )
 
 // PlaceSession is the placement study's four nodes with their agents.
 type PlaceSession struct {
-	Stack   *Stack
-	Shaping *Shaping
-	Nodes   map[string]*Member // client, a, b, db
+	Stack   *orchestrator.Stack
+	Shaping *orchestrator.Shaping
+	Nodes   map[string]*orchestrator.Member // client, a, b, db
 	Port    int
 	Proxy   string // the proxy container's ID while it runs
 	Plan    *PlacePlan
@@ -44,39 +44,39 @@ const proxyLog = "/tmp/rttlab-decisions.jsonl"
 // StartPlacement starts the database, the app on two compute hosts, the
 // client node and one agent per node on one private network. On failure
 // everything started is removed.
-func StartPlacement(ctx context.Context, d Docker, plan *PlacePlan, t apps.Target, readyTimeout time.Duration) (ps *PlaceSession, err error) {
+func StartPlacement(ctx context.Context, d orchestrator.Docker, plan *PlacePlan, t apps.Target, readyTimeout time.Duration) (ps *PlaceSession, err error) {
 	if readyTimeout == 0 {
 		readyTimeout = 3 * time.Minute
 	}
-	runID := NewRunID()
-	st := &Stack{RunID: runID, Target: t, DB: rttlabDB(NewPassword())}
-	ps = &PlaceSession{Stack: st, Nodes: map[string]*Member{}, Port: t.Meta.Port, Plan: plan}
+	runID := orchestrator.NewRunID()
+	st := &orchestrator.Stack{RunID: runID, Target: t, DB: orchestrator.RttlabDB(orchestrator.NewPassword())}
+	ps = &PlaceSession{Stack: st, Nodes: map[string]*orchestrator.Member{}, Port: t.Meta.Port, Plan: plan}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, st.Remove(context.WithoutCancel(ctx), d))
 		}
 	}()
-	dbEnv, err := feedServiceEnv(ctx, st, "db")
+	dbEnv, err := orchestrator.FeedServiceEnv(ctx, st, "db")
 	if err != nil {
 		return ps, err
 	}
-	appVars, err := feedServiceEnv(ctx, st, "app")
+	appVars, err := orchestrator.FeedServiceEnv(ctx, st, "app")
 	if err != nil {
 		return ps, err
 	}
 	st.Network = "rttlab-" + runID
-	if st.NetworkID, err = d.CreateNetwork(ctx, st.Network, networkLabels(runID, map[string]string{LabelStack: "placement"})); err != nil {
+	if st.NetworkID, err = d.CreateNetwork(ctx, st.Network, orchestrator.NetworkLabels(runID, map[string]string{orchestrator.LabelStack: "placement"})); err != nil {
 		return ps, err
 	}
-	start := func(node, image string, cmd, env []string) (*Member, error) {
-		labels := RunLabels(runID, map[string]string{LabelRole: node, LabelService: node})
+	start := func(node, image string, cmd, env []string) (*orchestrator.Member, error) {
+		labels := orchestrator.RunLabels(runID, map[string]string{orchestrator.LabelRole: node, orchestrator.LabelService: node})
 		if node == NodeA || node == NodeB {
-			labels[LabelApp] = t.Name
+			labels[orchestrator.LabelApp] = t.Name
 		}
-		spec := ContainerSpec{Name: fmt.Sprintf("rttlab-%s-%s", runID, node), Image: image, Cmd: cmd, Env: env,
+		spec := orchestrator.ContainerSpec{Name: fmt.Sprintf("rttlab-%s-%s", runID, node), Image: image, Cmd: cmd, Env: env,
 			Labels: labels, Network: st.Network, Aliases: []string{node}}
 		id, err := d.CreateContainer(ctx, spec)
-		m := &Member{Service: node, Role: node, Shaped: true, ID: id, Name: spec.Name}
+		m := &orchestrator.Member{Service: node, Role: node, Shaped: true, ID: id, Name: spec.Name}
 		if id != "" {
 			st.Members = append(st.Members, m)
 			ps.Nodes[node] = m
@@ -97,27 +97,27 @@ func StartPlacement(ctx context.Context, d Docker, plan *PlacePlan, t apps.Targe
 		return m, nil
 	}
 	ps.say("starting PostgreSQL, %s on compute hosts a and b, the client node and four agents", t.Name)
-	db, err := start(NodeDB, ImageRef("postgres"), nil, dbEnv)
+	db, err := start(NodeDB, orchestrator.ImageRef("postgres"), nil, dbEnv)
 	if err != nil {
 		return ps, err
 	}
-	if err := waitDB(ctx, d, db, readyTimeout); err != nil {
+	if err := orchestrator.WaitDB(ctx, d, db, readyTimeout); err != nil {
 		return ps, err
 	}
 	for _, n := range []string{NodeA, NodeB} {
-		m, err := start(n, ImageRef(t.Meta.Name), nil, appVars)
+		m, err := start(n, orchestrator.ImageRef(t.Meta.Name), nil, appVars)
 		if err != nil {
 			return ps, err
 		}
-		if err := waitHTTP(ctx, d, m, "http://"+net.JoinHostPort(m.IP, fmt.Sprint(t.Meta.Port))+t.Meta.Health, readyTimeout); err != nil {
+		if err := orchestrator.WaitHTTP(ctx, d, m, "http://"+net.JoinHostPort(m.IP, fmt.Sprint(t.Meta.Port))+t.Meta.Health, readyTimeout); err != nil {
 			return ps, err
 		}
 	}
-	if _, err := start(NodeClient, AgentImage, []string{"agent", "idle"}, nil); err != nil {
+	if _, err := start(NodeClient, orchestrator.AgentImage, []string{"agent", "idle"}, nil); err != nil {
 		return ps, err
 	}
 	st.AppAddr = net.JoinHostPort(ps.Nodes[NodeA].IP, fmt.Sprint(t.Meta.Port))
-	ps.Shaping, err = StartAgents(ctx, d, st, plan.Shaper, "path", plan.Hook)
+	ps.Shaping, err = orchestrator.StartAgents(ctx, d, st, plan.Shaper, "path", plan.Hook)
 	if err != nil {
 		return ps, err
 	}
@@ -129,7 +129,7 @@ func StartPlacement(ctx context.Context, d Docker, plan *PlacePlan, t apps.Targe
 // which direction depending on its shaper (ingress: arriving from the
 // peer; egress: sent to it). Zero still routes packets through the
 // shaper, so every phase pays the same shaper cost.
-func (ps *PlaceSession) SetLinks(ctx context.Context, d Containers, oneWay map[[2]string]float64) error {
+func (ps *PlaceSession) SetLinks(ctx context.Context, d orchestrator.Containers, oneWay map[[2]string]float64) error {
 	for _, self := range PlaceNodes {
 		a := ps.Shaping.Agents[self]
 		if a == nil {
@@ -147,8 +147,8 @@ func (ps *PlaceSession) SetLinks(ctx context.Context, d Containers, oneWay map[[
 			}
 			args = append(args, "--peer-delay", fmt.Sprintf("%s=%dns", ps.Nodes[peer].IP, ns(ms)))
 		}
-		args = append(args, floorArgs(time.Duration(ns(ps.Plan.FloorMs)))...)
-		if _, err := ps.Shaping.ctl(ctx, d, a, "set", args...); err != nil {
+		args = append(args, orchestrator.FloorArgs(time.Duration(ns(ps.Plan.FloorMs)))...)
+		if _, err := ps.Shaping.Control(ctx, d, a, "set", args...); err != nil {
 			return fmt.Errorf("set delays on %s: %w", self, err)
 		}
 	}
@@ -163,7 +163,7 @@ func (ps *PlaceSession) hostURL(node string) string {
 // Load runs the closed-loop load client in the client node against base
 // with the given paths (warmup first), over one kept-alive connection or,
 // with newConn, a new connection per request.
-func (ps *PlaceSession) Load(ctx context.Context, d Docker, base string, paths []string, warmup int, newConn bool) ([]workloads.Result, error) {
+func (ps *PlaceSession) Load(ctx context.Context, d orchestrator.Docker, base string, paths []string, warmup int, newConn bool) ([]workloads.Result, error) {
 	cmd := []string{"/usr/local/bin/rttlab", "agent", "load", "--url", base, "--warmup", fmt.Sprint(warmup)}
 	if newConn {
 		cmd = append(cmd, "--new-conn")
@@ -172,7 +172,7 @@ func (ps *PlaceSession) Load(ctx context.Context, d Docker, base string, paths [
 		cmd = append(cmd, "--path", p)
 	}
 	var out, errb bytes.Buffer
-	code, err := d.Exec(ctx, ps.Nodes[NodeClient].ID, ExecSpec{Cmd: cmd, Stdout: &out, Stderr: &errb, Timeout: time.Duration(len(paths))*30*time.Second + time.Minute})
+	code, err := d.Exec(ctx, ps.Nodes[NodeClient].ID, orchestrator.ExecSpec{Cmd: cmd, Stdout: &out, Stderr: &errb, Timeout: time.Duration(len(paths))*30*time.Second + time.Minute})
 	if err != nil {
 		return nil, err
 	}
@@ -184,7 +184,7 @@ func (ps *PlaceSession) Load(ctx context.Context, d Docker, base string, paths [
 		if derr != nil {
 			return nil, fmt.Errorf("load client output: %w", derr)
 		}
-		return nil, fmt.Errorf("load client exit %d: %s", code, lastLines(errb.String(), 3))
+		return nil, fmt.Errorf("load client exit %d: %s", code, orchestrator.LastLines(errb.String(), 3))
 	}
 	if len(rs) != len(paths) {
 		return nil, fmt.Errorf("load client returned %d results, want %d", len(rs), len(paths))
@@ -193,16 +193,16 @@ func (ps *PlaceSession) Load(ctx context.Context, d Docker, base string, paths [
 }
 
 // dead reports a node or agent that stopped.
-func (ps *PlaceSession) dead(ctx context.Context, d Docker) error {
+func (ps *PlaceSession) dead(ctx context.Context, d orchestrator.Docker) error {
 	for _, m := range ps.Stack.Members {
-		if err := checkRunning(ctx, d, m); err != nil {
+		if err := orchestrator.CheckRunning(ctx, d, m); err != nil {
 			return err
 		}
 	}
 	if ps.Shaping != nil {
 		for _, a := range ps.Shaping.Agents {
 			for _, c := range a.Containers() {
-				if err := checkRunning(ctx, d, c); err != nil {
+				if err := orchestrator.CheckRunning(ctx, d, c); err != nil {
 					return fmt.Errorf("shaping agent died: %w", err)
 				}
 			}
@@ -212,10 +212,10 @@ func (ps *PlaceSession) dead(ctx context.Context, d Docker) error {
 }
 
 // Connect times TCP connects from the client node to a host.
-func (ps *PlaceSession) Connect(ctx context.Context, d Docker, node string, warmup, count int) ([]float64, error) {
+func (ps *PlaceSession) Connect(ctx context.Context, d orchestrator.Docker, node string, warmup, count int) ([]float64, error) {
 	var out, errb bytes.Buffer
 	to := net.JoinHostPort(ps.Nodes[node].IP, fmt.Sprint(ps.Port))
-	code, err := d.Exec(ctx, ps.Nodes[NodeClient].ID, ExecSpec{
+	code, err := d.Exec(ctx, ps.Nodes[NodeClient].ID, orchestrator.ExecSpec{
 		Cmd:    []string{"/usr/local/bin/rttlab", "agent", "connect", "--to", to, "--warmup", fmt.Sprint(warmup), "--count", fmt.Sprint(count)},
 		Stdout: &out, Stderr: &errb, Timeout: time.Duration(warmup+count)*10*time.Second + time.Minute})
 	if err != nil {
@@ -235,8 +235,8 @@ func (ps *PlaceSession) Connect(ctx context.Context, d Docker, node string, warm
 
 // Select1 runs warmup+calls SELECT 1 from a node's namespace and returns
 // the measured calls' latencies in ms.
-func (ps *PlaceSession) Select1(ctx context.Context, d Containers, node string, warmup, calls int) ([]float64, error) {
-	runs, err := agentSelectOne(ctx, d, ps.Shaping.Agents[node], ps.Nodes[NodeDB].IP, ps.Stack.DB, 1, warmup+calls)
+func (ps *PlaceSession) Select1(ctx context.Context, d orchestrator.Containers, node string, warmup, calls int) ([]float64, error) {
+	runs, err := orchestrator.AgentSelectOne(ctx, d, ps.Shaping.Agents[node], ps.Nodes[NodeDB].IP, ps.Stack.DB, 1, warmup+calls)
 	if err != nil {
 		return nil, err
 	}
@@ -256,8 +256,8 @@ func (ps *PlaceSession) Select1(ctx context.Context, d Containers, node string, 
 
 // Ping sends ICMP echoes from one node to another and returns the mean
 // RTT in ms and the echoes lost.
-func (ps *PlaceSession) Ping(ctx context.Context, d Containers, from, to string, count int) (float64, int, error) {
-	res, err := agentPing(ctx, d, ps.Shaping.Agents[from], ps.Nodes[to].IP, count, 2*time.Millisecond)
+func (ps *PlaceSession) Ping(ctx context.Context, d orchestrator.Containers, from, to string, count int) (float64, int, error) {
+	res, err := orchestrator.AgentPing(ctx, d, ps.Shaping.Agents[from], ps.Nodes[to].IP, count, 2*time.Millisecond)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -270,16 +270,16 @@ func (ps *PlaceSession) Ping(ctx context.Context, d Containers, from, to string,
 // StartProxy starts the routing proxy in the client node's network
 // namespace with cfg (Listen and LogPath are set here) and waits until it
 // answers.
-func (ps *PlaceSession) StartProxy(ctx context.Context, d Docker, cfg placement.Config) error {
+func (ps *PlaceSession) StartProxy(ctx context.Context, d orchestrator.Docker, cfg Config) error {
 	cfg.Listen = fmt.Sprintf("127.0.0.1:%d", proxyPort)
 	cfg.LogPath = proxyLog
 	b, err := json.Marshal(cfg)
 	if err != nil {
 		return err
 	}
-	labels := RunLabels(ps.Stack.RunID, map[string]string{LabelRole: "proxy"})
+	labels := orchestrator.RunLabels(ps.Stack.RunID, map[string]string{orchestrator.LabelRole: "proxy"})
 	name := fmt.Sprintf("rttlab-%s-proxy", ps.Stack.RunID)
-	id, err := d.CreateContainer(ctx, ContainerSpec{Name: name, Image: AgentImage, Cmd: []string{"agent", "proxy", "--config-json", string(b)},
+	id, err := d.CreateContainer(ctx, orchestrator.ContainerSpec{Name: name, Image: orchestrator.AgentImage, Cmd: []string{"agent", "proxy", "--config-json", string(b)},
 		Labels: labels, NetworkMode: "container:" + ps.Nodes[NodeClient].ID, CapDrop: []string{"ALL"}})
 	if err != nil {
 		return err
@@ -292,35 +292,35 @@ func (ps *PlaceSession) StartProxy(ctx context.Context, d Docker, cfg placement.
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		var out bytes.Buffer
-		code, err := d.Exec(ctx, ps.Nodes[NodeClient].ID, ExecSpec{Cmd: []string{"/usr/local/bin/rttlab", "agent", "connect", "--to", cfg.Listen, "--warmup", "0", "--count", "1"}, Stdout: &out, Timeout: 10 * time.Second})
+		code, err := d.Exec(ctx, ps.Nodes[NodeClient].ID, orchestrator.ExecSpec{Cmd: []string{"/usr/local/bin/rttlab", "agent", "connect", "--to", cfg.Listen, "--warmup", "0", "--count", "1"}, Stdout: &out, Timeout: 10 * time.Second})
 		if err == nil && code == 0 && strings.Contains(out.String(), `"samples_ns":[`) {
 			return nil
 		}
-		if err := checkRunning(ctx, d, &Member{ID: id, Name: name}); err != nil {
+		if err := orchestrator.CheckRunning(ctx, d, &orchestrator.Member{ID: id, Name: name}); err != nil {
 			return fmt.Errorf("routing proxy: %w", err)
 		}
 		if time.Now().After(deadline) {
 			return errors.New("routing proxy did not listen within 30 s")
 		}
-		if err := sleepCtx(ctx, 200*time.Millisecond); err != nil {
+		if err := orchestrator.SleepCtx(ctx, 200*time.Millisecond); err != nil {
 			return err
 		}
 	}
 }
 
 // StopProxy stops the proxy after reading its decision log.
-func (ps *PlaceSession) StopProxy(ctx context.Context, d Docker) ([]placement.DecisionRecord, error) {
+func (ps *PlaceSession) StopProxy(ctx context.Context, d orchestrator.Docker) ([]DecisionRecord, error) {
 	if ps.Proxy == "" {
 		return nil, nil
 	}
 	// The log is flushed whenever the proxy has no decision queued.
-	var recs []placement.DecisionRecord
+	var recs []DecisionRecord
 	var rerr error
 	for i := 0; i < 5; i++ {
 		var out, errb bytes.Buffer
-		code, err := d.Exec(ctx, ps.Proxy, ExecSpec{Cmd: []string{"cat", proxyLog}, Stdout: &out, Stderr: &errb, Timeout: 30 * time.Second})
+		code, err := d.Exec(ctx, ps.Proxy, orchestrator.ExecSpec{Cmd: []string{"cat", proxyLog}, Stdout: &out, Stderr: &errb, Timeout: 30 * time.Second})
 		if err == nil && code == 0 {
-			recs, rerr = placement.ReadDecisions(&out)
+			recs, rerr = ReadDecisions(&out)
 			if rerr == nil {
 				break
 			}
@@ -329,7 +329,7 @@ func (ps *PlaceSession) StopProxy(ctx context.Context, d Docker) ([]placement.De
 		} else {
 			rerr = fmt.Errorf("read the decision log: %s", strings.TrimSpace(errb.String()))
 		}
-		sleepCtx(ctx, 200*time.Millisecond)
+		orchestrator.SleepCtx(ctx, 200*time.Millisecond)
 	}
 	rmErr := d.RemoveContainer(ctx, ps.Proxy)
 	ps.Proxy = ""
