@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rttlab/rttlab/netem"
+	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/results"
 )
 
@@ -48,7 +49,7 @@ func (o CalibrateOptions) withDefaults() CalibrateOptions {
 // sh.Offsets (SetRTT applies them) and returned for the manifest.
 // Calibration only uses ICMP: SELECT 1 through PostgreSQL stays an
 // independent check of the result.
-func Calibrate(ctx context.Context, d Containers, sh *Shaping, app string, settingsMs []float64, o CalibrateOptions) ([]results.CalibrationPoint, error) {
+func Calibrate(ctx context.Context, d engine.Containers, sh *Shaping, app string, settingsMs []float64, o CalibrateOptions) ([]results.CalibrationPoint, error) {
 	o = o.withDefaults()
 	sh.Offsets = map[int64][2]time.Duration{}
 	var out []results.CalibrationPoint

@@ -14,6 +14,7 @@ import (
 	"github.com/docker/docker/api/types/container"
 
 	"github.com/rttlab/rttlab/netem"
+	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/results"
 	"github.com/rttlab/rttlab/workloads"
 )
@@ -27,8 +28,10 @@ type simShaper struct {
 	sets         int
 }
 
-func (s *simShaper) CreateContainer(context.Context, ContainerSpec) (string, error) { return "", nil }
-func (s *simShaper) StartContainer(context.Context, string) error                   { return nil }
+func (s *simShaper) CreateContainer(context.Context, engine.ContainerSpec) (string, error) {
+	return "", nil
+}
+func (s *simShaper) StartContainer(context.Context, string) error { return nil }
 func (s *simShaper) InspectContainer(context.Context, string) (container.InspectResponse, error) {
 	return container.InspectResponse{}, nil
 }
@@ -41,7 +44,7 @@ func (s *simShaper) ListContainers(context.Context, map[string]string) ([]contai
 func (s *simShaper) Logs(context.Context, string, int) (string, error)                { return "", nil }
 func (s *simShaper) CopyToContainer(context.Context, string, string, io.Reader) error { return nil }
 
-func (s *simShaper) Exec(_ context.Context, id string, spec ExecSpec) (int, error) {
+func (s *simShaper) Exec(_ context.Context, id string, spec engine.ExecSpec) (int, error) {
 	cmd := strings.Join(spec.Cmd, " ")
 	var reply any
 	switch {

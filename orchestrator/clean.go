@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/docker/docker/api/types/container"
+	"github.com/rttlab/rttlab/orchestrator/engine"
 )
 
 // ErrCleanup marks a run whose containers, networks or volumes could not
@@ -38,24 +39,24 @@ func (c Cleaned) String() string {
 // run id. Agents remove their own rules and qdiscs on SIGTERM; force
 // removal of a container takes its network namespace (and everything in
 // it) with it.
-func CleanRun(ctx context.Context, d Docker, runID string) (Cleaned, error) {
+func CleanRun(ctx context.Context, d engine.Docker, runID string) (Cleaned, error) {
 	if runID == "" {
 		return Cleaned{}, errors.New("clean: empty run id")
 	}
-	return clean(ctx, d, map[string]string{LabelRun: runID})
+	return clean(ctx, d, map[string]string{engine.LabelRun: runID})
 }
 
 // CleanAll removes everything labelled by rttlab, of every run, and every
 // wire shaper rule left in the host's tables. With images, the images
 // rttlab built are removed too.
-func CleanAll(ctx context.Context, d Docker, images bool) (Cleaned, error) {
-	c, err := clean(ctx, d, map[string]string{LabelRun: ""})
+func CleanAll(ctx context.Context, d engine.Docker, images bool) (Cleaned, error) {
+	c, err := clean(ctx, d, map[string]string{engine.LabelRun: ""})
 	n, serr := SweepWireRules(ctx, d, "")
 	c.Rules += n
 	if err = errors.Join(err, serr); err != nil || !images {
 		return c, err
 	}
-	ids, err := d.RemoveImages(ctx, map[string]string{LabelApp: ""})
+	ids, err := d.RemoveImages(ctx, map[string]string{engine.LabelApp: ""})
 	c.Images = len(ids)
 	return c, err
 }
@@ -63,24 +64,24 @@ func CleanAll(ctx context.Context, d Docker, images bool) (Cleaned, error) {
 // CleanAllBut is CleanAll for every run except those in keep (runs in
 // progress): each other run is cleaned by its id, rules included. The
 // images stay while a kept run may use them.
-func CleanAllBut(ctx context.Context, d Docker, images bool, keep map[string]int) (Cleaned, error) {
+func CleanAllBut(ctx context.Context, d engine.Docker, images bool, keep map[string]int) (Cleaned, error) {
 	if len(keep) == 0 {
 		return CleanAll(ctx, d, images)
 	}
 	runs := map[string]bool{}
-	cs, err := d.ListContainers(ctx, map[string]string{LabelRun: ""})
+	cs, err := d.ListContainers(ctx, map[string]string{engine.LabelRun: ""})
 	if err != nil {
 		return Cleaned{}, err
 	}
 	for _, ct := range cs {
-		runs[ct.Labels[LabelRun]] = true
+		runs[ct.Labels[engine.LabelRun]] = true
 	}
-	ns, err := d.ListNetworks(ctx, map[string]string{LabelRun: ""})
+	ns, err := d.ListNetworks(ctx, map[string]string{engine.LabelRun: ""})
 	if err != nil {
 		return Cleaned{}, err
 	}
 	for _, n := range ns {
-		runs[n.Labels[LabelRun]] = true
+		runs[n.Labels[engine.LabelRun]] = true
 	}
 	var total Cleaned
 	var errs []error
@@ -105,7 +106,7 @@ func (c *Cleaned) add(o Cleaned) {
 	c.Images += o.Images
 }
 
-func clean(ctx context.Context, d Docker, filter map[string]string) (Cleaned, error) {
+func clean(ctx context.Context, d engine.Docker, filter map[string]string) (Cleaned, error) {
 	var c Cleaned
 	var errs []error
 	cs, err := d.ListContainers(ctx, filter)
@@ -117,13 +118,13 @@ func clean(ctx context.Context, d Docker, filter map[string]string) (Cleaned, er
 	// not running (killed) left its rules in the host's tables: sweep them.
 	sweep := map[string]bool{}
 	for _, ct := range cs {
-		if ct.Labels[LabelRole] == roleShaper && ct.State != "running" {
-			sweep[ct.Labels[LabelRun]] = true
+		if ct.Labels[engine.LabelRole] == roleShaper && ct.State != "running" {
+			sweep[ct.Labels[engine.LabelRun]] = true
 		}
 	}
 	for pass := 0; pass < 2; pass++ {
 		for _, ct := range cs {
-			role := ct.Labels[LabelRole]
+			role := ct.Labels[engine.LabelRole]
 			isHelper := role == "agent" || role == roleShaper || role == "client"
 			if (pass == 0) != isHelper {
 				continue
@@ -172,7 +173,7 @@ func containerName(ct container.Summary) string {
 	if len(ct.Names) > 0 {
 		return strings.TrimPrefix(ct.Names[0], "/")
 	}
-	return ShortID(ct.ID)
+	return engine.ShortID(ct.ID)
 }
 
 // CleanupError reports what the removal of a run's objects left behind.
@@ -187,25 +188,3 @@ func (e *CleanupError) Error() string {
 }
 
 func (e *CleanupError) Unwrap() error { return e.Err }
-
-// BuiltByRttlab tells an image rttlab built (tagged <prefix><app>:latest
-// for the app its io.rttlab.app label names, or untagged) from a user's
-// image that inherited the label by building FROM one of rttlab's.
-func BuiltByRttlab(tags []string, labels map[string]string) bool {
-	app := labels[LabelApp]
-	if app == "" {
-		return false
-	}
-	for _, t := range tags {
-		if t == "<none>:<none>" {
-			continue
-		}
-		if !strings.HasSuffix(t, app+":latest") {
-			return false
-		}
-		if rest := strings.TrimSuffix(t, app+":latest"); rest != "" && !strings.HasSuffix(rest, "/") && !strings.HasSuffix(rest, "-") {
-			return false
-		}
-	}
-	return true
-}

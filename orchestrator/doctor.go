@@ -15,6 +15,7 @@ import (
 	"github.com/vishvananda/netns"
 
 	"github.com/rttlab/rttlab/netem"
+	"github.com/rttlab/rttlab/orchestrator/engine"
 	"golang.org/x/sys/unix"
 )
 
@@ -45,7 +46,7 @@ func (c DoctorCheck) String() string {
 // DoctorEnv is what the checks look at; the functions are replaceable in
 // unit tests.
 type DoctorEnv struct {
-	Engine       func(ctx context.Context) (EngineInfo, error)
+	Engine       func(ctx context.Context) (engine.EngineInfo, error)
 	ImageID      func(ctx context.Context, ref string) (string, error)
 	Euid         func() int
 	CapEff       func() (uint64, error)
@@ -60,7 +61,7 @@ type DoctorEnv struct {
 
 // HostDoctorEnv returns the real environment; d may be nil when no engine
 // answers (the engine check then fails with connErr).
-func HostDoctorEnv(d Docker, connErr error) DoctorEnv {
+func HostDoctorEnv(d engine.Docker, connErr error) DoctorEnv {
 	env := DoctorEnv{
 		Euid:         os.Geteuid,
 		CapEff:       capEff,
@@ -76,7 +77,7 @@ func HostDoctorEnv(d Docker, connErr error) DoctorEnv {
 		env.Engine = d.EngineInfo
 		env.ImageID = d.ImageID
 	} else {
-		env.Engine = func(context.Context) (EngineInfo, error) { return EngineInfo{}, connErr }
+		env.Engine = func(context.Context) (engine.EngineInfo, error) { return engine.EngineInfo{}, connErr }
 		env.ImageID = func(context.Context, string) (string, error) { return "", connErr }
 	}
 	return env
@@ -96,7 +97,7 @@ func Doctor(ctx context.Context, e DoctorEnv) []DoctorCheck {
 			e.DockerRoot = info.Root
 		}
 	} else {
-		out = append(out, DoctorCheck{Name: "docker engine", Required: true, Detail: firstLine(err.Error()),
+		out = append(out, DoctorCheck{Name: "docker engine", Required: true, Detail: engine.FirstLine(err.Error()),
 			Fix: "start dockerd, or set DOCKER_HOST to a running engine"})
 	}
 	priv := DoctorCheck{Name: "privileges", Required: true}
@@ -148,10 +149,10 @@ func Doctor(ctx context.Context, e DoctorEnv) []DoctorCheck {
 	bi := DoctorCheck{Name: "base image"}
 	if !engineOK {
 		bi.Detail = "unknown (no engine)"
-	} else if id, err := e.ImageID(ctx, BaseImage); err == nil {
-		bi.OK, bi.Detail = true, BaseImage+" "+strings.TrimPrefix(id, "sha256:")[:12]
+	} else if id, err := e.ImageID(ctx, engine.BaseImage); err == nil {
+		bi.OK, bi.Detail = true, engine.BaseImage+" "+strings.TrimPrefix(id, "sha256:")[:12]
 	} else {
-		bi.Detail = BaseImage + " missing"
+		bi.Detail = engine.BaseImage + " missing"
 		bi.Fix = "rttlab images base"
 	}
 	out = append(out, bi)

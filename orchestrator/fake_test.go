@@ -7,18 +7,19 @@ import (
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/network"
+	"github.com/rttlab/rttlab/orchestrator/engine"
 )
 
 // stubEngine is an engine for unit tests: the methods a test needs are
 // funcs; calling any other method panics (the embedded Docker is nil).
 type stubEngine struct {
-	Docker
+	engine.Docker
 	containers []container.Summary
 	networks   []network.Summary
 	removeErr  map[string]error // RemoveContainer fails for these ids
 	removed    []string
-	create     func(ContainerSpec) (string, error)
-	exec       func(ctx context.Context, id string, spec ExecSpec) (int, error)
+	create     func(engine.ContainerSpec) (string, error)
+	exec       func(ctx context.Context, id string, spec engine.ExecSpec) (int, error)
 	running    bool
 }
 
@@ -49,7 +50,7 @@ func (f *stubEngine) RemoveNetwork(_ context.Context, id string) error {
 	return nil
 }
 
-func (f *stubEngine) CreateContainer(_ context.Context, spec ContainerSpec) (string, error) {
+func (f *stubEngine) CreateContainer(_ context.Context, spec engine.ContainerSpec) (string, error) {
 	if f.create != nil {
 		return f.create(spec)
 	}
@@ -58,7 +59,7 @@ func (f *stubEngine) CreateContainer(_ context.Context, spec ContainerSpec) (str
 
 func (f *stubEngine) StartContainer(context.Context, string) error { return nil }
 
-func (f *stubEngine) Exec(ctx context.Context, id string, spec ExecSpec) (int, error) {
+func (f *stubEngine) Exec(ctx context.Context, id string, spec engine.ExecSpec) (int, error) {
 	if f.exec != nil {
 		return f.exec(ctx, id, spec)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/go-connections/nat"
+	"github.com/rttlab/rttlab/orchestrator/engine"
 )
 
 // fakeDocker is an in-memory Docker engine for unit tests. It keeps
@@ -39,7 +40,7 @@ import (
 type fakeDocker struct {
 	mu sync.Mutex
 
-	info       EngineInfo
+	info       engine.EngineInfo
 	seq        int
 	containers map[string]*fakeContainer // by ID
 	networks   map[string]*fakeNetwork   // by ID
@@ -59,8 +60,8 @@ type fakeDocker struct {
 	// others get 10.89.0.N in creation order.
 	ipByService map[string]string
 
-	created   []ContainerSpec // every CreateContainer that succeeded
-	calls     []string        // "Op subject" of every call, in order
+	created   []engine.ContainerSpec // every CreateContainer that succeeded
+	calls     []string               // "Op subject" of every call, in order
 	execs     []fakeExec
 	unhandled []string
 	builds    []fakeBuild
@@ -71,7 +72,7 @@ type fakeDocker struct {
 
 type fakeContainer struct {
 	ID       string
-	Spec     ContainerSpec
+	Spec     engine.ContainerSpec
 	seq      int
 	State    string // created, running, exited
 	ExitCode int
@@ -98,7 +99,7 @@ type fakeExec struct {
 
 // fakeBuild is one BuildImage: its options and the context's file names.
 type fakeBuild struct {
-	Opts  BuildOptions
+	Opts  engine.BuildOptions
 	Files []string
 }
 
@@ -150,17 +151,17 @@ func (x *execCall) Flags(name string) []string {
 
 // Service is the compose service the container belongs to (an agent
 // carries its target's).
-func (x *execCall) Service() string { return x.Container.Spec.Labels[LabelService] }
+func (x *execCall) Service() string { return x.Container.Spec.Labels[engine.LabelService] }
 
 // execHandler answers an Exec: what it writes to Stdout and Stderr, its
 // exit code, and an error for a failure of the exec itself.
 type execHandler func(ctx context.Context, x *execCall) (int, error)
 
-var _ Docker = (*fakeDocker)(nil)
+var _ engine.Docker = (*fakeDocker)(nil)
 
 func newFakeDocker() *fakeDocker {
 	return &fakeDocker{
-		info: EngineInfo{Version: "20.10.24+fake", APIVersion: "1.41", OS: "linux", Arch: "amd64",
+		info: engine.EngineInfo{Version: "20.10.24+fake", APIVersion: "1.41", OS: "linux", Arch: "amd64",
 			Kernel: "6.1.0-fake", CPUs: 2, MemBytes: 4 << 30, Root: "/var/lib/docker"},
 		containers:  map[string]*fakeContainer{},
 		networks:    map[string]*fakeNetwork{},
@@ -309,12 +310,12 @@ func (f *fakeDocker) countCalls(op string) int {
 // Created returns the specs of the containers created so far, without
 // the short-lived ones that only answer one question (the kernel netem
 // probe, a rule sweep).
-func (f *fakeDocker) Created() []ContainerSpec {
+func (f *fakeDocker) Created() []engine.ContainerSpec {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var out []ContainerSpec
+	var out []engine.ContainerSpec
 	for _, c := range f.created {
-		if c.Labels[LabelRole] != roleOnce {
+		if c.Labels[engine.LabelRole] != roleOnce {
 			out = append(out, c)
 		}
 	}
@@ -405,12 +406,12 @@ func copyLabels(m map[string]string) map[string]string {
 
 // Engine
 
-func (f *fakeDocker) EngineInfo(ctx context.Context) (EngineInfo, error) {
+func (f *fakeDocker) EngineInfo(ctx context.Context) (engine.EngineInfo, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.record("EngineInfo", "")
 	if err := f.faultLocked("EngineInfo"); err != nil {
-		return EngineInfo{}, err
+		return engine.EngineInfo{}, err
 	}
 	return f.info, nil
 }
@@ -426,7 +427,7 @@ func (f *fakeDocker) ImageID(ctx context.Context, ref string) (string, error) {
 	}
 	img, ok := f.images[ref]
 	if !ok {
-		return "", fmt.Errorf("image %s: %w", ref, ErrNotFound)
+		return "", fmt.Errorf("image %s: %w", ref, engine.ErrNotFound)
 	}
 	return img.ID, nil
 }
@@ -459,7 +460,7 @@ func (f *fakeDocker) ImportImage(ctx context.Context, tarball io.Reader, ref str
 	return nil
 }
 
-func (f *fakeDocker) BuildImage(ctx context.Context, tarCtx io.Reader, o BuildOptions) (BuildResult, error) {
+func (f *fakeDocker) BuildImage(ctx context.Context, tarCtx io.Reader, o engine.BuildOptions) (engine.BuildResult, error) {
 	var files []string
 	tr := tar.NewReader(tarCtx)
 	for {
@@ -468,7 +469,7 @@ func (f *fakeDocker) BuildImage(ctx context.Context, tarCtx io.Reader, o BuildOp
 			break
 		}
 		if err != nil {
-			return BuildResult{}, fmt.Errorf("build %s: context is not a tar stream: %w", o.Tag, err)
+			return engine.BuildResult{}, fmt.Errorf("build %s: context is not a tar stream: %w", o.Tag, err)
 		}
 		files = append(files, h.Name)
 	}
@@ -477,13 +478,13 @@ func (f *fakeDocker) BuildImage(ctx context.Context, tarCtx io.Reader, o BuildOp
 	f.record("BuildImage", o.Tag)
 	f.builds = append(f.builds, fakeBuild{Opts: o, Files: files})
 	if err := f.faultLocked("BuildImage", o.Tag); err != nil {
-		return BuildResult{}, fmt.Errorf("build %s: %w", o.Tag, err)
+		return engine.BuildResult{}, fmt.Errorf("build %s: %w", o.Tag, err)
 	}
 	if o.Log != nil {
-		fmt.Fprintf(o.Log, "Step 1/1 : FROM %s\nSuccessfully tagged %s\n", BaseImage, o.Tag)
+		fmt.Fprintf(o.Log, "Step 1/1 : FROM %s\nSuccessfully tagged %s\n", engine.BaseImage, o.Tag)
 	}
 	id := f.addImageLocked(o.Tag, copyLabels(o.Labels))
-	return BuildResult{ID: id, Duration: time.Millisecond}, nil
+	return engine.BuildResult{ID: id, Duration: time.Millisecond}, nil
 }
 
 func (f *fakeDocker) RemoveImages(ctx context.Context, labelFilter map[string]string) ([]string, error) {
@@ -492,7 +493,7 @@ func (f *fakeDocker) RemoveImages(ctx context.Context, labelFilter map[string]st
 	f.record("RemoveImages", "")
 	var refs []string
 	for ref, img := range f.images {
-		if labelsMatch(img.Labels, labelFilter) && BuiltByRttlab([]string{ref}, img.Labels) {
+		if labelsMatch(img.Labels, labelFilter) && engine.BuiltByRttlab([]string{ref}, img.Labels) {
 			refs = append(refs, ref)
 		}
 	}
@@ -510,7 +511,7 @@ func (f *fakeDocker) RemoveImages(ctx context.Context, labelFilter map[string]st
 
 // Containers
 
-func (f *fakeDocker) CreateContainer(ctx context.Context, s ContainerSpec) (string, error) {
+func (f *fakeDocker) CreateContainer(ctx context.Context, s engine.ContainerSpec) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.record("CreateContainer", s.Name)
@@ -542,7 +543,7 @@ func (f *fakeDocker) StartContainer(ctx context.Context, id string) error {
 	f.record("StartContainer", id)
 	c := f.lookupLocked(id)
 	if c == nil {
-		return fmt.Errorf("start %s: No such container", ShortID(id))
+		return fmt.Errorf("start %s: No such container", engine.ShortID(id))
 	}
 	if err := f.faultLocked("StartContainer", c.Spec.Name, id); err != nil {
 		return err
@@ -550,12 +551,12 @@ func (f *fakeDocker) StartContainer(ctx context.Context, id string) error {
 	if target, ok := strings.CutPrefix(c.Spec.NetworkMode, "container:"); ok {
 		t := f.lookupLocked(target)
 		if t == nil || t.State != container.StateRunning {
-			return fmt.Errorf("start %s: cannot join network namespace of a non running container", ShortID(id))
+			return fmt.Errorf("start %s: cannot join network namespace of a non running container", engine.ShortID(id))
 		}
 	}
 	c.State = container.StateRunning
 	if c.Spec.Network != "" && c.IP == "" {
-		c.IP = f.ipByService[c.Spec.Labels[LabelService]]
+		c.IP = f.ipByService[c.Spec.Labels[engine.LabelService]]
 		if c.IP == "" {
 			c.IP = netip.AddrFrom4([4]byte{10, 89, 0, byte(1 + c.seq%250)}).String()
 		}
@@ -579,7 +580,7 @@ func (f *fakeDocker) InspectContainer(ctx context.Context, id string) (container
 	f.record("InspectContainer", id)
 	c := f.lookupLocked(id)
 	if c == nil {
-		return container.InspectResponse{}, fmt.Errorf("container %s: %w", id, ErrNotFound)
+		return container.InspectResponse{}, fmt.Errorf("container %s: %w", id, engine.ErrNotFound)
 	}
 	if err := f.faultLocked("InspectContainer", c.Spec.Name, id); err != nil {
 		return container.InspectResponse{}, err
@@ -634,13 +635,13 @@ func (f *fakeDocker) KillContainer(ctx context.Context, id, signal string) error
 	f.record("KillContainer", id+" "+signal)
 	c := f.lookupLocked(id)
 	if c == nil {
-		return fmt.Errorf("kill %s: No such container", ShortID(id))
+		return fmt.Errorf("kill %s: No such container", engine.ShortID(id))
 	}
 	if err := f.faultLocked("KillContainer", c.Spec.Name, id); err != nil {
 		return err
 	}
 	if c.State != container.StateRunning {
-		return fmt.Errorf("kill %s: container is not running", ShortID(id))
+		return fmt.Errorf("kill %s: container is not running", engine.ShortID(id))
 	}
 	c.State, c.ExitCode = container.StateExited, 137
 	return nil
@@ -679,18 +680,18 @@ func (f *fakeDocker) ListContainers(ctx context.Context, labelFilter map[string]
 	return out, nil
 }
 
-func (f *fakeDocker) Exec(ctx context.Context, id string, s ExecSpec) (int, error) {
+func (f *fakeDocker) Exec(ctx context.Context, id string, s engine.ExecSpec) (int, error) {
 	key := execKey(s.Cmd)
 	f.mu.Lock()
 	f.record("Exec", key)
 	c := f.lookupLocked(id)
 	if c == nil {
 		f.mu.Unlock()
-		return -1, fmt.Errorf("exec %s in %s: No such container: %s", s.Cmd[0], ShortID(id), id)
+		return -1, fmt.Errorf("exec %s in %s: No such container: %s", s.Cmd[0], engine.ShortID(id), id)
 	}
 	if err := ctx.Err(); err != nil {
 		f.mu.Unlock()
-		return -1, fmt.Errorf("exec %s in %s: %w", s.Cmd[0], ShortID(id), err)
+		return -1, fmt.Errorf("exec %s in %s: %w", s.Cmd[0], engine.ShortID(id), err)
 	}
 	if err := f.faultMatchLocked("Exec", func(match string) bool {
 		return matchAny(match, []string{c.Spec.Name, c.ID}) || strings.Contains(key, match)
@@ -700,7 +701,7 @@ func (f *fakeDocker) Exec(ctx context.Context, id string, s ExecSpec) (int, erro
 	}
 	if c.State != container.StateRunning {
 		f.mu.Unlock()
-		return -1, fmt.Errorf("exec %s in %s: container %s is not running", s.Cmd[0], ShortID(id), id)
+		return -1, fmt.Errorf("exec %s in %s: container %s is not running", s.Cmd[0], engine.ShortID(id), id)
 	}
 	f.execs = append(f.execs, fakeExec{Container: c.Spec.Name, Cmd: append([]string(nil), s.Cmd...)})
 	h := f.handlerLocked(key)
@@ -736,7 +737,7 @@ func (f *fakeDocker) Exec(ctx context.Context, id string, s ExecSpec) (int, erro
 	}
 	code, err := h(ctx, x)
 	if err == nil && ctx.Err() != nil {
-		return -1, fmt.Errorf("exec %s in %s: %w", s.Cmd[0], ShortID(id), ctx.Err())
+		return -1, fmt.Errorf("exec %s in %s: %w", s.Cmd[0], engine.ShortID(id), ctx.Err())
 	}
 	return code, err
 }
@@ -747,7 +748,7 @@ func (f *fakeDocker) CopyToContainer(ctx context.Context, id, dir string, tarbal
 	f.record("CopyToContainer", dir)
 	c := f.lookupLocked(id)
 	if c == nil {
-		return fmt.Errorf("copy into %s: No such container: %s", ShortID(id), id)
+		return fmt.Errorf("copy into %s: No such container: %s", engine.ShortID(id), id)
 	}
 	if err := f.faultLocked("CopyToContainer", c.Spec.Name, c.ID); err != nil {
 		return err
@@ -759,7 +760,7 @@ func (f *fakeDocker) CopyToContainer(ctx context.Context, id, dir string, tarbal
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("copy into %s: %w", ShortID(id), err)
+			return fmt.Errorf("copy into %s: %w", engine.ShortID(id), err)
 		}
 		b, err := io.ReadAll(tr)
 		if err != nil {
@@ -801,7 +802,7 @@ func (f *fakeDocker) Logs(ctx context.Context, id string, tail int) (string, err
 	f.record("Logs", id)
 	c := f.lookupLocked(id)
 	if c == nil {
-		return "", fmt.Errorf("logs %s: No such container", ShortID(id))
+		return "", fmt.Errorf("logs %s: No such container", engine.ShortID(id))
 	}
 	ls := strings.Split(strings.TrimRight(c.Logs, "\n"), "\n")
 	if len(ls) > tail {
@@ -840,7 +841,7 @@ func (f *fakeDocker) RemoveNetwork(ctx context.Context, id string) error {
 	}
 	for _, c := range f.containers {
 		if c.Spec.Network == n.Name || c.Spec.Network == n.ID {
-			return fmt.Errorf("remove network %s: error while removing network: network %s id %s has active endpoints", ShortID(n.ID), n.Name, n.ID)
+			return fmt.Errorf("remove network %s: error while removing network: network %s id %s has active endpoints", engine.ShortID(n.ID), n.Name, n.ID)
 		}
 	}
 	delete(f.networks, n.ID)
@@ -902,30 +903,30 @@ func TestFakeDockerBehavesLikeAnEngine(t *testing.T) {
 	f := newFakeDocker()
 	f.addImage("img:1", nil)
 
-	if _, err := f.CreateContainer(ctx, ContainerSpec{Name: "a", Image: "missing:1"}); err == nil || !strings.Contains(err.Error(), "is missing") {
+	if _, err := f.CreateContainer(ctx, engine.ContainerSpec{Name: "a", Image: "missing:1"}); err == nil || !strings.Contains(err.Error(), "is missing") {
 		t.Fatalf("missing image: %v", err)
 	}
-	if _, err := f.CreateContainer(ctx, ContainerSpec{Name: "a", Image: "img:1", Network: "nonet"}); err == nil {
+	if _, err := f.CreateContainer(ctx, engine.ContainerSpec{Name: "a", Image: "img:1", Network: "nonet"}); err == nil {
 		t.Fatal("a missing network must be refused")
 	}
-	nid, err := f.CreateNetwork(ctx, "net", map[string]string{LabelRun: "r1"})
+	nid, err := f.CreateNetwork(ctx, "net", map[string]string{engine.LabelRun: "r1"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := f.CreateNetwork(ctx, "net", nil); err == nil {
 		t.Fatal("duplicate network name accepted")
 	}
-	a, err := f.CreateContainer(ctx, ContainerSpec{Name: "a", Image: "img:1", Network: "net", Labels: map[string]string{LabelRun: "r1", LabelService: "db"}})
+	a, err := f.CreateContainer(ctx, engine.ContainerSpec{Name: "a", Image: "img:1", Network: "net", Labels: map[string]string{engine.LabelRun: "r1", engine.LabelService: "db"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.CreateContainer(ctx, ContainerSpec{Name: "a", Image: "img:1"}); err == nil || !strings.Contains(err.Error(), "already in use") {
+	if _, err := f.CreateContainer(ctx, engine.ContainerSpec{Name: "a", Image: "img:1"}); err == nil || !strings.Contains(err.Error(), "already in use") {
 		t.Fatalf("duplicate name: %v", err)
 	}
-	if _, err := f.Exec(ctx, a, ExecSpec{Cmd: []string{"true"}}); err == nil || !strings.Contains(err.Error(), "not running") {
+	if _, err := f.Exec(ctx, a, engine.ExecSpec{Cmd: []string{"true"}}); err == nil || !strings.Contains(err.Error(), "not running") {
 		t.Fatalf("exec in a created container: %v", err)
 	}
-	side, err := f.CreateContainer(ctx, ContainerSpec{Name: "side", Image: "img:1", NetworkMode: "container:" + a})
+	side, err := f.CreateContainer(ctx, engine.ContainerSpec{Name: "side", Image: "img:1", NetworkMode: "container:" + a})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -947,30 +948,30 @@ func TestFakeDockerBehavesLikeAnEngine(t *testing.T) {
 		return 0, nil
 	})
 	var out bytes.Buffer
-	code, err := f.Exec(ctx, a, ExecSpec{Cmd: []string{"/usr/local/bin/rttlab", "agent", "ctl", "set", "--delay", "5ns"}, Stdin: strings.NewReader("in"), Stdout: &out})
+	code, err := f.Exec(ctx, a, engine.ExecSpec{Cmd: []string{"/usr/local/bin/rttlab", "agent", "ctl", "set", "--delay", "5ns"}, Stdin: strings.NewReader("in"), Stdout: &out})
 	if err != nil || code != 0 || out.String() != "5ns|in|db" {
 		t.Fatalf("ctl exec: %d %v %q", code, err, out.String())
 	}
-	if code, _ := f.Exec(ctx, a, ExecSpec{Cmd: []string{"/usr/local/bin/rttlab", "agent", "ping"}}); code != 3 {
+	if code, _ := f.Exec(ctx, a, engine.ExecSpec{Cmd: []string{"/usr/local/bin/rttlab", "agent", "ping"}}); code != 3 {
 		t.Fatalf("prefix handler: code %d", code)
 	}
 	var errb bytes.Buffer
-	if code, _ := f.Exec(ctx, a, ExecSpec{Cmd: []string{"nope"}, Stderr: &errb}); code != 127 || len(f.unhandled) != 1 {
+	if code, _ := f.Exec(ctx, a, engine.ExecSpec{Cmd: []string{"nope"}, Stderr: &errb}); code != 127 || len(f.unhandled) != 1 {
 		t.Fatalf("unknown command: %d %q", code, errb.String())
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	if _, err := f.Exec(cctx, a, ExecSpec{Cmd: []string{"rttlab", "agent"}}); !errors.Is(err, context.Canceled) {
+	if _, err := f.Exec(cctx, a, engine.ExecSpec{Cmd: []string{"rttlab", "agent"}}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("exec with a cancelled context: %v", err)
 	}
 
 	// Faults are used up; crashes stop containers; logs are kept.
 	boom := errors.New("boom")
 	ft := f.failOn("Exec", "agent ping", 1, boom)
-	if _, err := f.Exec(ctx, a, ExecSpec{Cmd: []string{"rttlab", "agent", "ping"}}); !errors.Is(err, boom) {
+	if _, err := f.Exec(ctx, a, engine.ExecSpec{Cmd: []string{"rttlab", "agent", "ping"}}); !errors.Is(err, boom) {
 		t.Fatalf("fault: %v", err)
 	}
-	if _, err := f.Exec(ctx, a, ExecSpec{Cmd: []string{"rttlab", "agent", "ping"}}); err != nil || ft.hits != 1 {
+	if _, err := f.Exec(ctx, a, engine.ExecSpec{Cmd: []string{"rttlab", "agent", "ping"}}); err != nil || ft.hits != 1 {
 		t.Fatalf("fault used once: %v, hits %d", err, ft.hits)
 	}
 	if n := f.exit("a", 2, "FATAL: out of memory\n"); n != 1 {
@@ -981,10 +982,10 @@ func TestFakeDockerBehavesLikeAnEngine(t *testing.T) {
 	}
 
 	// Labels filter like the engine's: key only, or key=value.
-	if cs, _ := f.ListContainers(ctx, map[string]string{LabelRun: ""}); len(cs) != 1 || cs[0].Names[0] != "/a" || cs[0].State != "exited" {
+	if cs, _ := f.ListContainers(ctx, map[string]string{engine.LabelRun: ""}); len(cs) != 1 || cs[0].Names[0] != "/a" || cs[0].State != "exited" {
 		t.Fatalf("list by key: %+v", cs)
 	}
-	if cs, _ := f.ListContainers(ctx, map[string]string{LabelRun: "r2"}); len(cs) != 0 {
+	if cs, _ := f.ListContainers(ctx, map[string]string{engine.LabelRun: "r2"}); len(cs) != 0 {
 		t.Fatalf("list by value: %+v", cs)
 	}
 	// A network with a container attached stays.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/netem"
+	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/workloads"
 )
 
@@ -111,9 +112,9 @@ func newFakeLab(t testing.TB) *fakeLab {
 		l.all[n] = &c
 	}
 	for _, n := range []string{"postgres", "agent", "go", "node", "rails", "redmine"} {
-		l.addImage(ImageRef(n), map[string]string{LabelApp: n})
+		l.addImage(engine.ImageRef(n), map[string]string{engine.LabelApp: n})
 	}
-	l.addImage("rttlab/postgres:latest", map[string]string{LabelApp: "postgres"})
+	l.addImage("rttlab/postgres:latest", map[string]string{engine.LabelApp: "postgres"})
 
 	l.handle("pg_isready", func(ctx context.Context, x *execCall) (int, error) { return 0, nil })
 	l.handle("psql", l.psql)

@@ -11,19 +11,20 @@ import (
 	"time"
 
 	"github.com/rttlab/rttlab/apps"
+	"github.com/rttlab/rttlab/orchestrator/engine"
 )
 
 // engineForTest connects to the engine. Under `make test`
 // (RTTLAB_INTEGRATION=1) a missing engine fails the test; in a plain
 // `go test` without an engine the integration tests skip.
-func engineForTest(t *testing.T) *Runtime {
+func engineForTest(t *testing.T) *engine.Runtime {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("integration test: skipped with -short")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	rt, err := NewRuntime(ctx)
+	rt, err := engine.NewRuntime(ctx)
 	if err != nil {
 		if os.Getenv("RTTLAB_INTEGRATION") != "" {
 			t.Fatalf("integration test needs an engine: %v", err)
@@ -35,9 +36,9 @@ func engineForTest(t *testing.T) *Runtime {
 }
 
 // testBuilder returns a Builder over the checkout's apps/ folder.
-func testBuilder(t *testing.T, rt *Runtime) *Builder {
+func testBuilder(t *testing.T, rt *engine.Runtime) *engine.Builder {
 	t.Helper()
-	src, err := FindSource()
+	src, err := engine.FindSource()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,9 +47,9 @@ func testBuilder(t *testing.T, rt *Runtime) *Builder {
 
 // testBuilderAt returns a Builder over src/apps, cross-building Go
 // programs in the module at src.
-func testBuilderAt(t *testing.T, rt *Runtime, src string) *Builder {
+func testBuilderAt(t *testing.T, rt *engine.Runtime, src string) *engine.Builder {
 	t.Helper()
-	if _, _, err := EnsureBase(context.Background(), rt, BaseOptions{}); err != nil {
+	if _, _, err := engine.EnsureBase(context.Background(), rt, engine.BaseOptions{}); err != nil {
 		t.Fatalf("base image: %v", err)
 	}
 	fsys := apps.FS(src)
@@ -56,16 +57,16 @@ func testBuilderAt(t *testing.T, rt *Runtime, src string) *Builder {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Builder{Images: rt, Apps: all, FS: fsys, GOOS: "linux", GOARCH: runtime.GOARCH, SrcDir: src, Version: "test (with spaces)", Commit: "abc", Log: &bytes.Buffer{}}
+	return &engine.Builder{Images: rt, Apps: all, FS: fsys, GOOS: "linux", GOARCH: runtime.GOARCH, SrcDir: src, Version: "test (with spaces)", Commit: "abc", Log: &bytes.Buffer{}}
 }
 
 // builtApps builds the named image folders (cache makes repeats cheap).
-func builtApps(t *testing.T, rt *Runtime, names ...string) map[string]*apps.Meta {
+func builtApps(t *testing.T, rt *engine.Runtime, names ...string) map[string]*apps.Meta {
 	t.Helper()
 	return buildWith(t, testBuilder(t, rt), names...)
 }
 
-func buildWith(t *testing.T, b *Builder, names ...string) map[string]*apps.Meta {
+func buildWith(t *testing.T, b *engine.Builder, names ...string) map[string]*apps.Meta {
 	t.Helper()
 	built, err := b.Build(context.Background(), names)
 	if err != nil {
@@ -80,7 +81,7 @@ func buildWith(t *testing.T, b *Builder, names ...string) map[string]*apps.Meta 
 func TestIntegrationBaseImageEnsured(t *testing.T) {
 	rt := engineForTest(t)
 	ctx := context.Background()
-	path, id, err := EnsureBase(ctx, rt, BaseOptions{})
+	path, id, err := engine.EnsureBase(ctx, rt, engine.BaseOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,8 +90,8 @@ func TestIntegrationBaseImageEnsured(t *testing.T) {
 	}
 	t.Logf("base image path: %s", path)
 	// A second call finds it present.
-	path, _, err = EnsureBase(ctx, rt, BaseOptions{})
-	if err != nil || path != BasePresent {
+	path, _, err = engine.EnsureBase(ctx, rt, engine.BaseOptions{})
+	if err != nil || path != engine.BasePresent {
 		t.Fatalf("second EnsureBase: path %s err %v, want present", path, err)
 	}
 }
@@ -107,20 +108,20 @@ func TestIntegrationDebootstrapImport(t *testing.T) {
 	ref := "rttlab-test/debootstrap:" + NewRunID()
 	t.Cleanup(func() {
 		if id, err := rt.ImageID(ctx, ref); err == nil {
-			rt.cli.ImageRemove(ctx, id, imageRemoveForce)
+			_ = rt.RemoveImage(ctx, id)
 		}
 	})
-	path, id, err := EnsureBase(ctx, rt, BaseOptions{Ref: ref, SkipPull: true})
+	path, id, err := engine.EnsureBase(ctx, rt, engine.BaseOptions{Ref: ref, SkipPull: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if path != BaseDebootstrapd || id == "" {
+	if path != engine.BaseDebootstrapd || id == "" {
 		t.Fatalf("path %s id %q, want debootstrap", path, id)
 	}
 	// The imported tree runs and is Debian trixie.
 	runID := NewRunID()
 	t.Cleanup(func() { CleanRun(ctx, rt, runID) })
-	cid, err := rt.CreateContainer(ctx, ContainerSpec{Name: "rttlab-" + runID + "-base", Image: ref, Cmd: []string{"sleep", "60"}, Labels: RunLabels(runID, nil)})
+	cid, err := rt.CreateContainer(ctx, engine.ContainerSpec{Name: "rttlab-" + runID + "-base", Image: ref, Cmd: []string{"sleep", "60"}, Labels: RunLabels(runID, nil)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +129,7 @@ func TestIntegrationDebootstrapImport(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	code, err := rt.Exec(ctx, cid, ExecSpec{Cmd: []string{"cat", "/etc/os-release"}, Stdout: &out})
+	code, err := rt.Exec(ctx, cid, engine.ExecSpec{Cmd: []string{"cat", "/etc/os-release"}, Stdout: &out})
 	if err != nil || code != 0 {
 		t.Fatalf("exec: code %d err %v", code, err)
 	}
@@ -192,7 +193,7 @@ func TestIntegrationCleanLeavesForeignContainers(t *testing.T) {
 	ctx := context.Background()
 	runID := NewRunID()
 	foreignName := "foreign-" + runID
-	foreign, err := rt.CreateContainer(ctx, ContainerSpec{Name: foreignName, Image: BaseImage, Cmd: []string{"sleep", "300"}})
+	foreign, err := rt.CreateContainer(ctx, engine.ContainerSpec{Name: foreignName, Image: engine.BaseImage, Cmd: []string{"sleep", "300"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,8 +202,8 @@ func TestIntegrationCleanLeavesForeignContainers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	labelled, err := rt.CreateContainer(ctx, ContainerSpec{Name: "rttlab-" + runID + "-x", Image: BaseImage, Cmd: []string{"sleep", "300"},
-		Labels: RunLabels(runID, map[string]string{LabelRole: "app"}), Network: "rttlab-" + runID})
+	labelled, err := rt.CreateContainer(ctx, engine.ContainerSpec{Name: "rttlab-" + runID + "-x", Image: engine.BaseImage, Cmd: []string{"sleep", "300"},
+		Labels: RunLabels(runID, map[string]string{engine.LabelRole: "app"}), Network: "rttlab-" + runID})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +220,7 @@ func TestIntegrationCleanLeavesForeignContainers(t *testing.T) {
 	if _, err := rt.InspectContainer(ctx, labelled); err == nil {
 		t.Fatal("labelled container still exists")
 	}
-	if nets, _ := rt.ListNetworks(ctx, map[string]string{LabelRun: runID}); len(nets) != 0 {
+	if nets, _ := rt.ListNetworks(ctx, map[string]string{engine.LabelRun: runID}); len(nets) != 0 {
 		t.Fatalf("network %s still exists", netID)
 	}
 	if _, err := rt.InspectContainer(ctx, foreign); err != nil {
@@ -231,7 +232,7 @@ func TestIntegrationCleanLeavesForeignContainers(t *testing.T) {
 // scaffolded folder builds and passes verify as it stands.
 func TestIntegrationScaffoldedAppVerifies(t *testing.T) {
 	rt := engineForTest(t)
-	src, err := FindSource()
+	src, err := engine.FindSource()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,8 +244,8 @@ func TestIntegrationScaffoldedAppVerifies(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if id, err := rt.ImageID(context.Background(), ImageRef(name)); err == nil {
-			rt.cli.ImageRemove(context.Background(), id, imageRemoveForce)
+		if id, err := rt.ImageID(context.Background(), engine.ImageRef(name)); err == nil {
+			_ = rt.RemoveImage(context.Background(), id)
 		}
 	})
 	all := buildWith(t, testBuilderAt(t, rt, mod), "postgres", name)
@@ -271,7 +272,7 @@ func TestIntegrationScaffoldedAppVerifies(t *testing.T) {
 // and runs the full verify (contract, statement counts, wire checks).
 func TestIntegrationVerifyEveryFramework(t *testing.T) {
 	rt := engineForTest(t)
-	src, _ := FindSource()
+	src, _ := engine.FindSource()
 	all0, err := apps.Load(apps.FS(src))
 	if err != nil {
 		t.Fatal(err)

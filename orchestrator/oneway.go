@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/workloads"
 )
 
@@ -73,7 +74,7 @@ type oneWayCapture struct {
 
 // startOneWay starts `rttlab agent capture` in both agents concurrently
 // and returns once both capture (or the first error, both stopped).
-func (sh *Shaping) startOneWay(ctx context.Context, d Containers, iface string, maxPackets int) (*oneWayCapture, error) {
+func (sh *Shaping) startOneWay(ctx context.Context, d engine.Containers, iface string, maxPackets int) (*oneWayCapture, error) {
 	app, db := sh.Stack.Role("app"), sh.Stack.Role("db")
 	aa, da := sh.Agents["app"], sh.Agents["db"]
 	if app == nil || db == nil || aa == nil || da == nil {
@@ -133,7 +134,7 @@ type captureRun struct {
 	err    error
 }
 
-func startCapture(ctx context.Context, d Containers, a *Agent, iface, local, peer string, maxPackets int) *captureRun {
+func startCapture(ctx context.Context, d engine.Containers, a *Agent, iface, local, peer string, maxPackets int) *captureRun {
 	ctx, cancel := context.WithCancel(ctx)
 	pr, pw := io.Pipe()
 	c := &captureRun{agent: a, stdin: pw, cancel: cancel, out: cappedBuffer{max: captureOutputMax},
@@ -142,7 +143,7 @@ func startCapture(ctx context.Context, d Containers, a *Agent, iface, local, pee
 		"--for", captureFor.String(), "--max-packets", fmt.Sprint(maxPackets), "--stop-on-eof"}
 	go func() {
 		defer close(c.done)
-		c.code, c.err = d.Exec(ctx, a.ID, ExecSpec{Cmd: cmd, Stdin: pr, Stdout: &c.out, Stderr: c.errb, Timeout: captureFor + time.Minute})
+		c.code, c.err = d.Exec(ctx, a.ID, engine.ExecSpec{Cmd: cmd, Stdin: pr, Stdout: &c.out, Stderr: c.errb, Timeout: captureFor + time.Minute})
 		pr.Close() // ends the copy of stdin into the exec
 	}()
 	return c

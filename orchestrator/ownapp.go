@@ -22,6 +22,7 @@ import (
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/internal/capped"
 	"github.com/rttlab/rttlab/internal/planfile"
+	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/workloads"
 )
 
@@ -281,7 +282,7 @@ func TargetImage(t apps.Target) string {
 	if t.Image != "" {
 		return t.Image
 	}
-	return ImageRef(t.Meta.Name)
+	return engine.ImageRef(t.Meta.Name)
 }
 
 // ParseEnvFlag parses one K=V of --env.
@@ -430,7 +431,7 @@ func firstErrorLine(s string) string {
 			return strings.TrimSpace(l)
 		}
 	}
-	return firstLine(strings.TrimSpace(s))
+	return engine.FirstLine(strings.TrimSpace(s))
 }
 
 // initDir receives the init files inside the database container.
@@ -441,7 +442,7 @@ const initDir = "/tmp/rttlab-init"
 // they create): psql -v ON_ERROR_STOP=1 for SQL, pg_restore for a
 // custom-format dump. A failure is one line naming the host file, the
 // line and PostgreSQL's error.
-func ApplyDBInit(ctx context.Context, d Containers, st *Stack, files []InitFile) error {
+func ApplyDBInit(ctx context.Context, d engine.Containers, st *Stack, files []InitFile) error {
 	db := st.Role("db")
 	if db == nil {
 		return fmt.Errorf("stack %s has no database", st.RunID)
@@ -484,7 +485,7 @@ func ApplyDBInit(ctx context.Context, d Containers, st *Stack, files []InitFile)
 			cmd = append(append([]string{"psql", "-X", "-q", "-v", "ON_ERROR_STOP=1"}, conn...), "-f", inside[i])
 		}
 		var errb bytes.Buffer
-		code, err := d.Exec(ctx, db.ID, ExecSpec{Cmd: cmd, User: "postgres", Env: []string{"PGPASSWORD=" + st.DB.Password},
+		code, err := d.Exec(ctx, db.ID, engine.ExecSpec{Cmd: cmd, User: "postgres", Env: []string{"PGPASSWORD=" + st.DB.Password},
 			Stderr: &errb, Timeout: 10 * time.Minute})
 		if err != nil {
 			return fmt.Errorf("--db-init %s: %w", f.Path, err)
@@ -508,9 +509,9 @@ func OwnImageMissing(ref string) error {
 
 // CheckOwnImage returns the ID of a user's image, or OwnImageMissing when
 // the engine does not have it. rttlab never builds or pulls it.
-func CheckOwnImage(ctx context.Context, d ImageStore, ref string) (string, error) {
+func CheckOwnImage(ctx context.Context, d engine.ImageStore, ref string) (string, error) {
 	id, err := d.ImageID(ctx, ref)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, engine.ErrNotFound) {
 		return "", OwnImageMissing(ref)
 	}
 	return id, err

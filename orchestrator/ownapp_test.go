@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rttlab/rttlab/apps"
+	"github.com/rttlab/rttlab/orchestrator/engine"
 )
 
 func writeFile(t *testing.T, path, content string) string {
@@ -151,7 +152,7 @@ func TestPlanOwnAppFields(t *testing.T) {
 	if err := AddOwnApps(p, tree); err == nil || !strings.Contains(err.Error(), "rttlab's own app") {
 		t.Errorf("err = %v", err)
 	}
-	if TargetImage(apps.Target{Meta: &apps.Meta{Name: "go"}}) != ImageRef("go") {
+	if TargetImage(apps.Target{Meta: &apps.Meta{Name: "go"}}) != engine.ImageRef("go") {
 		t.Error("a tree app runs the image rttlab builds")
 	}
 }
@@ -235,7 +236,7 @@ func TestFakeOwnAppStackAndVerify(t *testing.T) {
 		t.Errorf("copied %q", got)
 	}
 	for _, c := range l.Created() {
-		if c.Labels[LabelRole] != "app" {
+		if c.Labels[engine.LabelRole] != "app" {
 			continue
 		}
 		if c.Image != "example/shop:1.4" {
@@ -291,15 +292,15 @@ func TestFakeDBInitFailure(t *testing.T) {
 // inherited rttlab's labels (FROM rttlab/go:latest).
 func TestCleanImagesKeepsOwnImage(t *testing.T) {
 	f := newFakeDocker()
-	f.addImage(ImageRef("go"), map[string]string{LabelApp: "go"})
-	own := f.addImage("example/shop:1.4", map[string]string{LabelApp: "go"})
+	f.addImage(engine.ImageRef("go"), map[string]string{engine.LabelApp: "go"})
+	own := f.addImage("example/shop:1.4", map[string]string{engine.LabelApp: "go"})
 	if _, err := CleanAll(context.Background(), f, true); err != nil {
 		t.Fatal(err)
 	}
 	if id, err := f.ImageID(context.Background(), "example/shop:1.4"); err != nil || id != own {
 		t.Errorf("the user's image was removed: %v", err)
 	}
-	if _, err := f.ImageID(context.Background(), ImageRef("go")); err == nil {
+	if _, err := f.ImageID(context.Background(), engine.ImageRef("go")); err == nil {
 		t.Error("rttlab's image was kept")
 	}
 	for tags, want := range map[string]bool{"rttlab/go:latest": true, "rttlab-ci-go:latest": true, "": true, "<none>:<none>": true,
@@ -308,7 +309,7 @@ func TestCleanImagesKeepsOwnImage(t *testing.T) {
 		if tags != "" {
 			ts = strings.Split(tags, ",")
 		}
-		if got := BuiltByRttlab(ts, map[string]string{LabelApp: "go"}); got != want {
+		if got := engine.BuiltByRttlab(ts, map[string]string{engine.LabelApp: "go"}); got != want {
 			t.Errorf("%q: %v, want %v", tags, got, want)
 		}
 	}

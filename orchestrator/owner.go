@@ -6,6 +6,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/rttlab/rttlab/orchestrator/engine"
 )
 
 // LabelOwner names, on a run's network, the process that started the run
@@ -59,15 +61,15 @@ func ownerAlive(label string) (int, bool) {
 }
 
 // LiveRuns maps each run whose owning process still lives to its pid.
-func LiveRuns(ctx context.Context, d Docker) (map[string]int, error) {
-	ns, err := d.ListNetworks(ctx, map[string]string{LabelRun: ""})
+func LiveRuns(ctx context.Context, d engine.Docker) (map[string]int, error) {
+	ns, err := d.ListNetworks(ctx, map[string]string{engine.LabelRun: ""})
 	if err != nil {
 		return nil, err
 	}
 	out := map[string]int{}
 	for _, n := range ns {
 		if pid, ok := ownerAlive(n.Labels[LabelOwner]); ok && pid != os.Getpid() {
-			out[n.Labels[LabelRun]] = pid
+			out[n.Labels[engine.LabelRun]] = pid
 		}
 	}
 	return out, nil

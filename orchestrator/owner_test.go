@@ -5,6 +5,8 @@ import (
 	"os"
 	"strconv"
 	"testing"
+
+	"github.com/rttlab/rttlab/orchestrator/engine"
 )
 
 // A run whose owning process lives is in progress; one whose owner is
@@ -43,11 +45,11 @@ func TestLiveRunsAndCleanAllBut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ns, _ := f.ListNetworks(ctx, map[string]string{LabelRun: ""})
-	if c.Networks != 4 || len(ns) != 1 || ns[0].Labels[LabelRun] != "live1" {
+	ns, _ := f.ListNetworks(ctx, map[string]string{engine.LabelRun: ""})
+	if c.Networks != 4 || len(ns) != 1 || ns[0].Labels[engine.LabelRun] != "live1" {
 		t.Fatalf("removed %v; left %v, want only live1's network", c, ns)
 	}
-	if l := NetworkLabels("r1", nil); l[LabelOwner] != processOwner(os.Getpid()) || l[LabelRun] != "r1" {
+	if l := NetworkLabels("r1", nil); l[LabelOwner] != processOwner(os.Getpid()) || l[engine.LabelRun] != "r1" {
 		t.Errorf("network labels %v", l)
 	}
 }

@@ -1,10 +1,11 @@
 package orchestrator
 
 import (
-	"github.com/rttlab/rttlab/apps"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/rttlab/rttlab/apps"
 )
 
 const planYAML = `name: mine

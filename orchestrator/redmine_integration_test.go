@@ -11,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docker/go-connections/nat"
 	"github.com/rttlab/rttlab/apps"
+	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/results"
 	"github.com/rttlab/rttlab/workloads"
 )
@@ -73,7 +75,7 @@ func TestIntegrationRedmine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, b := range ins.NetworkSettings.Ports[natPort("8080/tcp")] {
+	for _, b := range ins.NetworkSettings.Ports[nat.Port("8080/tcp")] {
 		st.AppURL = "http://" + b.HostIP + ":" + b.HostPort
 	}
 	if err := waitApp(ctx, rt, st, app, 10*time.Minute); err != nil {
@@ -105,7 +107,7 @@ func TestIntegrationRedmine(t *testing.T) {
 	var out, errb bytes.Buffer
 	cmd := []string{"/usr/local/bin/rttlab", "agent", "load", "--url", "http://app:8080", "--mix", "redmine", "--seed", "7",
 		"--warmup", "5", "--requests", "60", "--header", hdr[0]}
-	code, err := rt.Exec(ctx, client, ExecSpec{Cmd: cmd, Stdout: &out, Stderr: &errb, Timeout: 10 * time.Minute})
+	code, err := rt.Exec(ctx, client, engine.ExecSpec{Cmd: cmd, Stdout: &out, Stderr: &errb, Timeout: 10 * time.Minute})
 	if err != nil || code != 0 {
 		t.Fatalf("load: %d %v %s", code, err, errb.String())
 	}
@@ -161,7 +163,7 @@ func TestIntegrationAimeosSkippedWithoutPackagist(t *testing.T) {
 	if err == nil {
 		t.Skip("Packagist is reachable from this host: the Aimeos image built, so there is no skip path to test")
 	}
-	reason, ok := SkipReason(err)
+	reason, ok := engine.SkipReason(err)
 	if !ok || !strings.Contains(reason, "aimeos: needs network access to Packagist") {
 		t.Fatalf("build error does not carry the clear line: %v", err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/internal/planfile"
+	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/results"
 	"github.com/rttlab/rttlab/workloads"
 )
@@ -100,7 +101,7 @@ func statementsPerRequest(m *apps.Meta, route string) float64 {
 }
 
 // Run runs (or resumes) a plan and returns the results folder.
-func Run(ctx context.Context, d Docker, all map[string]*apps.Meta, o RunOptions) (string, error) {
+func Run(ctx context.Context, d engine.Docker, all map[string]*apps.Meta, o RunOptions) (string, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -254,7 +255,7 @@ type appSession struct {
 	header []string
 }
 
-func startSession(ctx context.Context, d Docker, target apps.Target, p *Plan, runID string) (*appSession, error) {
+func startSession(ctx context.Context, d engine.Docker, target apps.Target, p *Plan, runID string) (*appSession, error) {
 	st, err := StartStack(ctx, d, StackOptions{RunID: runID, Target: target})
 	if err != nil {
 		return nil, err
@@ -265,8 +266,8 @@ func startSession(ctx context.Context, d Docker, target apps.Target, p *Plan, ru
 		return nil, errors.Join(err, st.Remove(context.WithoutCancel(ctx), d))
 	}
 	s.sh.Floor = p.Floor(s.sh.Backend)
-	labels := RunLabels(runID, map[string]string{LabelRole: "client"})
-	s.client, err = d.CreateContainer(ctx, ContainerSpec{
+	labels := RunLabels(runID, map[string]string{engine.LabelRole: "client"})
+	s.client, err = d.CreateContainer(ctx, engine.ContainerSpec{
 		Name: fmt.Sprintf("rttlab-%s-client", runID), Image: AgentImage,
 		Cmd: []string{"agent", "idle"}, Labels: labels, Network: st.Network, Aliases: []string{"client"},
 		CapDrop: []string{"ALL"},
@@ -284,7 +285,7 @@ func startSession(ctx context.Context, d Docker, target apps.Target, p *Plan, ru
 	return s, nil
 }
 
-func runApp(ctx context.Context, d Docker, all map[string]*apps.Meta, p *Plan, f *results.Folder, state *results.Data,
+func runApp(ctx context.Context, d engine.Docker, all map[string]*apps.Meta, p *Plan, f *results.Folder, state *results.Data,
 	m *results.Manifest, runID, app string, tasks []results.Task, probes bool, o RunOptions, done, total int) (n int, err error) {
 	target, err := apps.Resolve(all, app)
 	if err != nil {
@@ -347,7 +348,7 @@ func runApp(ctx context.Context, d Docker, all map[string]*apps.Meta, p *Plan, f
 			}
 			_ = f.MarkFailed(t.ID, attempt, lastErr.Error())
 			slog.Warn("task failed", "task", t.ID, "desc", desc, "attempt", attempt, "err", lastErr)
-			note(fmt.Sprintf("task %d (%s) failed: %v", t.ID, desc, firstLine(lastErr.Error())))
+			note(fmt.Sprintf("task %d (%s) failed: %v", t.ID, desc, engine.FirstLine(lastErr.Error())))
 			// A crashed container (a stack member or a shaping agent, even
 			// when the error came from a call it broke before it was seen
 			// to exit): start a fresh stack before the retry.
@@ -378,7 +379,7 @@ func runApp(ctx context.Context, d Docker, all map[string]*apps.Meta, p *Plan, f
 // calibrateSession applies the app's calibration from the manifest, or
 // measures it (and records it there) when the plan calibrates this
 // shaper and the run has none yet.
-func calibrateSession(ctx context.Context, d Docker, s *appSession, p *Plan, f *results.Folder, m *results.Manifest, app string, note func(string)) error {
+func calibrateSession(ctx context.Context, d engine.Docker, s *appSession, p *Plan, f *results.Folder, m *results.Manifest, app string, note func(string)) error {
 	if !p.Calibrates(s.sh.Backend) {
 		return nil
 	}
@@ -414,7 +415,7 @@ func coversSettings(off map[int64][2]time.Duration, settingsMs []float64) bool {
 	return true
 }
 
-func traceForRun(ctx context.Context, d Docker, s *appSession, p *Plan, f *results.Folder, target apps.Target) error {
+func traceForRun(ctx context.Context, d engine.Docker, s *appSession, p *Plan, f *results.Folder, target apps.Target) error {
 	mix, err := MixFor(target.Meta)
 	if err != nil {
 		return err
@@ -430,7 +431,7 @@ func traceForRun(ctx context.Context, d Docker, s *appSession, p *Plan, f *resul
 	return results.WriteTrace(f.Dir(), rows)
 }
 
-func runProbes(ctx context.Context, d Docker, s *appSession, p *Plan, f *results.Folder, app string) error {
+func runProbes(ctx context.Context, d engine.Docker, s *appSession, p *Plan, f *results.Folder, app string) error {
 	for _, rtt := range p.Settings(app) {
 		if err := s.sh.SetRTT(ctx, d, msDuration(rtt)); err != nil {
 			return err
@@ -456,7 +457,7 @@ func runProbes(ctx context.Context, d Docker, s *appSession, p *Plan, f *results
 	return nil
 }
 
-func runTask(ctx context.Context, d Docker, s *appSession, p *Plan, f *results.Folder, t results.Task, attempt, requests, warmup int) error {
+func runTask(ctx context.Context, d engine.Docker, s *appSession, p *Plan, f *results.Folder, t results.Task, attempt, requests, warmup int) error {
 	if err := s.sh.SetRTT(ctx, d, msDuration(t.RTTms)); err != nil {
 		return s.agentError(ctx, d, err)
 	}
@@ -514,7 +515,7 @@ func runTask(ctx context.Context, d Docker, s *appSession, p *Plan, f *results.F
 		}
 	}()
 	var out, errb bytes.Buffer
-	code, err := d.Exec(loadCtx, s.client, ExecSpec{Cmd: cmd, Stdout: &out, Stderr: &errb, Timeout: time.Duration(requests+warmup)*30*time.Second + time.Minute})
+	code, err := d.Exec(loadCtx, s.client, engine.ExecSpec{Cmd: cmd, Stdout: &out, Stderr: &errb, Timeout: time.Duration(requests+warmup)*30*time.Second + time.Minute})
 	stopLoad()
 	select {
 	case aerr := <-agentDied:
@@ -554,7 +555,7 @@ func runTask(ctx context.Context, d Docker, s *appSession, p *Plan, f *results.F
 		if derr != nil {
 			return fmt.Errorf("load client output: %w", derr)
 		}
-		return fmt.Errorf("load client exit %d: %s", code, LastLines(errb.String(), 3))
+		return fmt.Errorf("load client exit %d: %s", code, engine.LastLines(errb.String(), 3))
 	}
 	if len(rs) != requests+warmup {
 		return fmt.Errorf("load client returned %d results, want %d", len(rs), requests+warmup)
@@ -590,7 +591,7 @@ var agentWatchInterval = time.Second
 
 // agentError returns err, or, when an agent has died, an error naming it
 // (wrapping ErrContainerExited so the task is retried on a fresh stack).
-func (s *appSession) agentError(ctx context.Context, d Docker, err error) error {
+func (s *appSession) agentError(ctx context.Context, d engine.Docker, err error) error {
 	if cerr := s.sh.CheckAgents(ctx, d); cerr != nil && errors.Is(cerr, ErrContainerExited) {
 		return cerr
 	}
@@ -599,7 +600,7 @@ func (s *appSession) agentError(ctx context.Context, d Docker, err error) error 
 
 // dead returns an error naming a container of the session that is no
 // longer running, or nil.
-func (s *appSession) dead(ctx context.Context, d Docker) error {
+func (s *appSession) dead(ctx context.Context, d engine.Docker) error {
 	for _, m := range s.st.Members {
 		if err := CheckRunning(ctx, d, m); err != nil {
 			return err

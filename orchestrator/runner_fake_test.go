@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/results"
 )
 
@@ -200,14 +201,14 @@ func TestRunFakeRunsShuffledPlan(t *testing.T) {
 	if len(created) != 5 {
 		t.Fatalf("created %d containers", len(created))
 	}
-	run := created[0].Labels[LabelRun]
+	run := created[0].Labels[engine.LabelRun]
 	roles := map[string]int{}
 	for _, c := range created {
-		roles[c.Labels[LabelRole]]++
-		if c.Labels[LabelRun] != run {
-			t.Errorf("%s has run %q, want %q", c.Name, c.Labels[LabelRun], run)
+		roles[c.Labels[engine.LabelRole]]++
+		if c.Labels[engine.LabelRun] != run {
+			t.Errorf("%s has run %q, want %q", c.Name, c.Labels[engine.LabelRun], run)
 		}
-		if c.Labels[LabelRole] == "agent" {
+		if c.Labels[engine.LabelRole] == "agent" {
 			if !strings.HasPrefix(c.NetworkMode, "container:") || !slices.Equal(c.CapAdd, []string{"NET_ADMIN", "NET_RAW"}) || !slices.Equal(c.CapDrop, []string{"ALL"}) {
 				t.Errorf("agent %s: mode %s caps +%v -%v", c.Name, c.NetworkMode, c.CapAdd, c.CapDrop)
 			}
@@ -515,7 +516,7 @@ func TestRunFakeRefusesBeforeStart(t *testing.T) {
 		{"unknown route", func(o *RunOptions, l *fakeLab) { o.Plan.Apps[0].Routes = []string{"/nope"} }, "route /nope is unknown"},
 		{"unknown mix", func(o *RunOptions, l *fakeLab) { o.Plan.Apps[0] = PlanApp{Name: "redmine", Mix: "shop"} }, `mix "shop" is unknown`},
 		{"no routes", func(o *RunOptions, l *fakeLab) { o.Plan.Apps[0].Routes = nil }, "no routes"},
-		{"no engine", func(o *RunOptions, l *fakeLab) { l.failOn("EngineInfo", "", 1, ErrNoEngine) }, "no Docker engine"},
+		{"no engine", func(o *RunOptions, l *fakeLab) { l.failOn("EngineInfo", "", 1, engine.ErrNoEngine) }, "no Docker engine"},
 		{"resume of another plan", func(o *RunOptions, l *fakeLab) { o.Resume, o.Plan.Seed = existing, 99 }, "seed 7, not \"unit\" seed 99"},
 		{"resume of no folder", func(o *RunOptions, l *fakeLab) { o.Resume = filepath.Join(existing, "nope") }, "manifest"},
 	}

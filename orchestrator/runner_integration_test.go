@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rttlab/rttlab/apps"
+	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/results"
 )
 
@@ -27,17 +28,17 @@ func (c *cancelAfter) Task(done, total int, desc string) {
 	}
 }
 
-func noneLabelled(t *testing.T, rt *Runtime) {
+func noneLabelled(t *testing.T, rt *engine.Runtime) {
 	t.Helper()
 	ctx := context.Background()
 	// Only this test's objects: other runs may exist on a developer's engine.
-	cs, err := rt.ListContainers(ctx, map[string]string{LabelRun: ""})
+	cs, err := rt.ListContainers(ctx, map[string]string{engine.LabelRun: ""})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range cs {
-		if c.Labels[LabelStack] == "" {
-			t.Errorf("container %s (%s) of run %s remains after the run", c.Names, c.State, c.Labels[LabelRun])
+		if c.Labels[engine.LabelStack] == "" {
+			t.Errorf("container %s (%s) of run %s remains after the run", c.Names, c.State, c.Labels[engine.LabelRun])
 		}
 	}
 }
@@ -166,7 +167,7 @@ func TestIntegrationInterruptAndResume(t *testing.T) {
 
 func TestIntegrationRunRefusesBadInputBeforeStarting(t *testing.T) {
 	rt := engineForTest(t)
-	src, _ := FindSource()
+	src, _ := engine.FindSource()
 	all, err := apps.Load(apps.FS(src))
 	if err != nil {
 		t.Fatal(err)
@@ -186,7 +187,7 @@ func TestIntegrationRunRefusesBadInputBeforeStarting(t *testing.T) {
 // once, a moment after the
 // first task is done (so during the second task).
 type killAgentOnce struct {
-	rt     *Runtime
+	rt     *engine.Runtime
 	after  time.Duration
 	suffix string
 	killed chan string
@@ -203,7 +204,7 @@ func (k *killAgentOnce) Task(done, total int, desc string) {
 		time.Sleep(k.after)
 		ctx := context.Background()
 		suffix := k.suffix
-		cs, err := k.rt.ListContainers(ctx, map[string]string{LabelRun: ""})
+		cs, err := k.rt.ListContainers(ctx, map[string]string{engine.LabelRun: ""})
 		if err != nil {
 			k.killed <- ""
 			return

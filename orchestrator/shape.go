@@ -14,11 +14,12 @@ import (
 	"github.com/docker/docker/api/types/container"
 
 	"github.com/rttlab/rttlab/netem"
+	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/workloads"
 )
 
 // AgentImage is the image of agents and load clients.
-var AgentImage = ImageRef("agent")
+var AgentImage = engine.ImageRef("agent")
 
 // ErrAgentStopped is returned when a stack's shaping agent has stopped.
 var ErrAgentStopped = errors.New("shaping agent is not running")
@@ -79,7 +80,7 @@ type Shaping struct {
 // hook is the userspace shaper's: wire ("", the default: on the stack's
 // bridge in the host's namespace, for which the agent also gets
 // CAP_SYS_ADMIN and the host's namespace file), ingress or egress.
-func StartAgents(ctx context.Context, d Docker, st *Stack, backend, scope, hook string) (*Shaping, error) {
+func StartAgents(ctx context.Context, d engine.Docker, st *Stack, backend, scope, hook string) (*Shaping, error) {
 	if err := ValidHook(hook); err != nil {
 		return nil, err
 	}
@@ -164,10 +165,10 @@ func FloorArgs(floor time.Duration) []string {
 }
 
 // Control runs `rttlab agent ctl` in an agent and decodes the JSON reply.
-func (sh *Shaping) Control(ctx context.Context, d Containers, a *Agent, op string, args ...string) (netem.Reply, error) {
+func (sh *Shaping) Control(ctx context.Context, d engine.Containers, a *Agent, op string, args ...string) (netem.Reply, error) {
 	var out, errb bytes.Buffer
 	cmd := append([]string{"/usr/local/bin/rttlab", "agent", "ctl", op}, args...)
-	code, err := d.Exec(ctx, a.ctl().ID, ExecSpec{Cmd: cmd, Stdout: &out, Stderr: &errb, Timeout: 30 * time.Second})
+	code, err := d.Exec(ctx, a.ctl().ID, engine.ExecSpec{Cmd: cmd, Stdout: &out, Stderr: &errb, Timeout: 30 * time.Second})
 	if err != nil {
 		return netem.Reply{}, err
 	}
@@ -211,7 +212,7 @@ func DefaultFloor(backend string) time.Duration {
 // holds which depends on the shaper's hook), plus the calibration offset
 // of that setting when there is one. In path scope only packets between
 // the two are delayed. 0 still routes packets through the shaper.
-func (sh *Shaping) SetRTT(ctx context.Context, d Containers, rtt time.Duration) error {
+func (sh *Shaping) SetRTT(ctx context.Context, d engine.Containers, rtt time.Duration) error {
 	if err := netem.ValidateDelay(rtt); err != nil {
 		return err
 	}
@@ -242,7 +243,7 @@ func (sh *Shaping) SetRTT(ctx context.Context, d Containers, rtt time.Duration) 
 
 // DefaultFloor sets the floor the running shapers' backend gets by
 // default (DefaultFloor), asking the agents which backend they run.
-func (sh *Shaping) DefaultFloor(ctx context.Context, d Containers) error {
+func (sh *Shaping) DefaultFloor(ctx context.Context, d engine.Containers) error {
 	reps, err := sh.Show(ctx, d)
 	if err != nil {
 		return err
@@ -255,7 +256,7 @@ func (sh *Shaping) DefaultFloor(ctx context.Context, d Containers) error {
 }
 
 // Show returns each agent's current setting.
-func (sh *Shaping) Show(ctx context.Context, d Containers) (map[string]netem.Reply, error) {
+func (sh *Shaping) Show(ctx context.Context, d engine.Containers) (map[string]netem.Reply, error) {
 	out := map[string]netem.Reply{}
 	for role, a := range sh.Agents {
 		rep, err := sh.Control(ctx, d, a, "show")
@@ -268,7 +269,7 @@ func (sh *Shaping) Show(ctx context.Context, d Containers) (map[string]netem.Rep
 }
 
 // Clear removes the delay on both sides.
-func (sh *Shaping) Clear(ctx context.Context, d Containers) error {
+func (sh *Shaping) Clear(ctx context.Context, d engine.Containers) error {
 	for role, a := range sh.Agents {
 		if _, err := sh.Control(ctx, d, a, "clear"); err != nil {
 			return fmt.Errorf("clear %s: %w", role, err)
@@ -279,15 +280,15 @@ func (sh *Shaping) Clear(ctx context.Context, d Containers) error {
 
 // Ping sends ICMP echoes from the app's network namespace (inside its
 // agent) to the database.
-func (sh *Shaping) Ping(ctx context.Context, d Containers, count int, interval time.Duration) (workloads.PingResult, error) {
+func (sh *Shaping) Ping(ctx context.Context, d engine.Containers, count int, interval time.Duration) (workloads.PingResult, error) {
 	return AgentPing(ctx, d, sh.Agents["app"], sh.Stack.Role("db").IP, count, interval)
 }
 
 // AgentPing runs `rttlab agent ping` in agent a towards the address to.
-func AgentPing(ctx context.Context, d Containers, a *Agent, to string, count int, interval time.Duration) (workloads.PingResult, error) {
+func AgentPing(ctx context.Context, d engine.Containers, a *Agent, to string, count int, interval time.Duration) (workloads.PingResult, error) {
 	var res workloads.PingResult
 	var out, errb bytes.Buffer
-	code, err := d.Exec(ctx, a.ID, ExecSpec{
+	code, err := d.Exec(ctx, a.ID, engine.ExecSpec{
 		Cmd:    []string{"/usr/local/bin/rttlab", "agent", "ping", "--to", to, "--count", fmt.Sprint(count), "--interval", interval.String()},
 		Stdout: &out, Stderr: &errb, Timeout: time.Duration(count)*(interval+workloads.EchoTimeout) + 30*time.Second,
 	})
@@ -304,15 +305,15 @@ func AgentPing(ctx context.Context, d Containers, a *Agent, to string, count int
 }
 
 // SelectOne runs the SELECT 1 probe from the app's network namespace.
-func (sh *Shaping) SelectOne(ctx context.Context, d Containers, runs, calls int) ([]workloads.ProbeRun, error) {
+func (sh *Shaping) SelectOne(ctx context.Context, d engine.Containers, runs, calls int) ([]workloads.ProbeRun, error) {
 	return AgentSelectOne(ctx, d, sh.Agents["app"], sh.Stack.Role("db").IP, sh.Stack.DB, runs, calls)
 }
 
 // AgentSelectOne runs `rttlab agent sqlprobe` in agent a against the
 // database at dbIP.
-func AgentSelectOne(ctx context.Context, d Containers, a *Agent, dbIP string, db DBCredentials, runs, calls int) ([]workloads.ProbeRun, error) {
+func AgentSelectOne(ctx context.Context, d engine.Containers, a *Agent, dbIP string, db DBCredentials, runs, calls int) ([]workloads.ProbeRun, error) {
 	var out, errb bytes.Buffer
-	code, err := d.Exec(ctx, a.ID, ExecSpec{
+	code, err := d.Exec(ctx, a.ID, engine.ExecSpec{
 		Cmd:    []string{"/usr/local/bin/rttlab", "agent", "sqlprobe", "--runs", fmt.Sprint(runs), "--calls", fmt.Sprint(calls)},
 		Env:    []string{"PGHOST=" + dbIP, "PGPORT=5432", "PGUSER=" + db.User, "PGDATABASE=" + db.Database, "PGPASSWORD=" + db.Password, "PGSSLMODE=disable"},
 		Stdout: &out, Stderr: &errb, Timeout: 10 * time.Minute,
@@ -332,8 +333,8 @@ func AgentSelectOne(ctx context.Context, d Containers, a *Agent, dbIP string, db
 
 // FindShaping rebuilds the Shaping of a stack started by `rttlab up` from
 // its labels (for `rttlab shape ...`).
-func FindShaping(ctx context.Context, d Docker, runID string) (*Shaping, error) {
-	cs, err := d.ListContainers(ctx, map[string]string{LabelRun: runID})
+func FindShaping(ctx context.Context, d engine.Docker, runID string) (*Shaping, error) {
+	cs, err := d.ListContainers(ctx, map[string]string{engine.LabelRun: runID})
 	if err != nil {
 		return nil, err
 	}
@@ -341,9 +342,9 @@ func FindShaping(ctx context.Context, d Docker, runID string) (*Shaping, error) 
 	sh := &Shaping{Stack: st, Agents: map[string]*Agent{}, Scope: "path"}
 	byID := map[string]*Member{}
 	for _, c := range cs {
-		role := c.Labels[LabelRole]
+		role := c.Labels[engine.LabelRole]
 		if role == "db" || role == "app" {
-			m := &Member{Service: c.Labels[LabelService], Role: role, Shaped: true, ID: c.ID, Name: strings.TrimPrefix(c.Names[0], "/")}
+			m := &Member{Service: c.Labels[engine.LabelService], Role: role, Shaped: true, ID: c.ID, Name: strings.TrimPrefix(c.Names[0], "/")}
 			ins, err := d.InspectContainer(ctx, c.ID)
 			if err != nil {
 				return nil, err
@@ -367,11 +368,11 @@ func FindShaping(ctx context.Context, d Docker, runID string) (*Shaping, error) 
 	}
 	shapers := map[string]container.Summary{} // wire shapers by target
 	for _, c := range cs {
-		role := c.Labels[LabelRole]
+		role := c.Labels[engine.LabelRole]
 		if role != "agent" && role != roleShaper {
 			continue
 		}
-		m := byID[c.Labels[LabelTarget]]
+		m := byID[c.Labels[engine.LabelTarget]]
 		if m == nil {
 			continue
 		}
@@ -400,7 +401,7 @@ func FindShaping(ctx context.Context, d Docker, runID string) (*Shaping, error) 
 
 // CheckAgents returns an error naming the first agent that is no longer
 // running (wrapping ErrContainerExited), or nil.
-func (sh *Shaping) CheckAgents(ctx context.Context, d Docker) error {
+func (sh *Shaping) CheckAgents(ctx context.Context, d engine.Docker) error {
 	for _, role := range []string{"app", "db"} {
 		a := sh.Agents[role]
 		if a == nil {
@@ -425,7 +426,7 @@ type ShaperSnapshot struct {
 }
 
 // Snapshot reads every agent's statistics (ctl show).
-func (sh *Shaping) Snapshot(ctx context.Context, d Containers) (ShaperSnapshot, error) {
+func (sh *Shaping) Snapshot(ctx context.Context, d engine.Containers) (ShaperSnapshot, error) {
 	s := ShaperSnapshot{At: time.Now(), Replies: map[string]netem.Reply{}}
 	for _, role := range slices.Sorted(maps.Keys(sh.Agents)) {
 		a := sh.Agents[role]

@@ -11,12 +11,13 @@ import (
 	"time"
 
 	"github.com/rttlab/rttlab/apps"
+	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/results"
 	"github.com/rttlab/rttlab/workloads"
 )
 
 // shapedStack starts postgres + go with userspace agents.
-func shapedStack(t *testing.T, rt *Runtime, scope string) *Shaping {
+func shapedStack(t *testing.T, rt *engine.Runtime, scope string) *Shaping {
 	t.Helper()
 	all := builtApps(t, rt, "postgres", "go", "agent")
 	target, err := apps.Resolve(all, "go")
@@ -30,7 +31,7 @@ func shapedStack(t *testing.T, rt *Runtime, scope string) *Shaping {
 	}
 	t.Cleanup(func() {
 		CleanRun(context.Background(), rt, st.RunID)
-		if cs, _ := rt.ListContainers(context.Background(), map[string]string{LabelRun: st.RunID}); len(cs) != 0 {
+		if cs, _ := rt.ListContainers(context.Background(), map[string]string{engine.LabelRun: st.RunID}); len(cs) != 0 {
 			t.Errorf("%d containers of run %s remain after cleanup", len(cs), st.RunID)
 		}
 	})
@@ -46,12 +47,12 @@ func shapedStack(t *testing.T, rt *Runtime, scope string) *Shaping {
 
 // prober starts a helper container with CAP_NET_RAW (and NET_ADMIN to read
 // rules) in the given network mode, to ping from outside the agents.
-func prober(t *testing.T, rt *Runtime, sh *Shaping, name, networkMode, network string) string {
+func prober(t *testing.T, rt *engine.Runtime, sh *Shaping, name, networkMode, network string) string {
 	t.Helper()
 	ctx := context.Background()
-	id, err := rt.CreateContainer(ctx, ContainerSpec{
+	id, err := rt.CreateContainer(ctx, engine.ContainerSpec{
 		Name: "rttlab-" + sh.Stack.RunID + "-" + name, Image: AgentImage, Cmd: []string{"agent", "idle"},
-		Labels: RunLabels(sh.Stack.RunID, map[string]string{LabelRole: "client"}), NetworkMode: networkMode, Network: network,
+		Labels: RunLabels(sh.Stack.RunID, map[string]string{engine.LabelRole: "client"}), NetworkMode: networkMode, Network: network,
 		CapDrop: []string{"ALL"}, CapAdd: []string{"NET_RAW", "NET_ADMIN"},
 	})
 	if err != nil {
@@ -63,10 +64,10 @@ func prober(t *testing.T, rt *Runtime, sh *Shaping, name, networkMode, network s
 	return id
 }
 
-func pingFrom(t *testing.T, rt *Runtime, id, dst string, count int) workloads.PingResult {
+func pingFrom(t *testing.T, rt *engine.Runtime, id, dst string, count int) workloads.PingResult {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code, err := rt.Exec(context.Background(), id, ExecSpec{Cmd: []string{"/usr/local/bin/rttlab", "agent", "ping", "--to", dst, "--count", strconv.Itoa(count), "--interval", "10ms"},
+	code, err := rt.Exec(context.Background(), id, engine.ExecSpec{Cmd: []string{"/usr/local/bin/rttlab", "agent", "ping", "--to", dst, "--count", strconv.Itoa(count), "--interval", "10ms"},
 		Stdout: &out, Stderr: &errb, Timeout: 2 * time.Minute})
 	if err != nil {
 		t.Fatal(err)
@@ -201,7 +202,7 @@ func TestIntegrationAgentStopRemovesRules(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("clean: %s", c)
-	if cs, _ := rt.ListContainers(ctx, map[string]string{LabelRun: sh.Stack.RunID, LabelRole: "agent"}); len(cs) != 0 {
+	if cs, _ := rt.ListContainers(ctx, map[string]string{engine.LabelRun: sh.Stack.RunID, engine.LabelRole: "agent"}); len(cs) != 0 {
 		t.Fatalf("%d agents remain", len(cs))
 	}
 }
@@ -212,8 +213,8 @@ func TestIntegrationAgentRefusesWithoutNetAdmin(t *testing.T) {
 	ctx := context.Background()
 	runID := NewRunID()
 	t.Cleanup(func() { CleanRun(context.Background(), rt, runID) })
-	id, err := rt.CreateContainer(ctx, ContainerSpec{Name: "rttlab-" + runID + "-agent", Image: AgentImage,
-		Cmd: []string{"agent", "serve", "--shaper", "userspace"}, Labels: RunLabels(runID, map[string]string{LabelRole: "agent"}),
+	id, err := rt.CreateContainer(ctx, engine.ContainerSpec{Name: "rttlab-" + runID + "-agent", Image: AgentImage,
+		Cmd: []string{"agent", "serve", "--shaper", "userspace"}, Labels: RunLabels(runID, map[string]string{engine.LabelRole: "agent"}),
 		CapDrop: []string{"ALL"}, CapAdd: []string{"NET_RAW"}})
 	if err != nil {
 		t.Fatal(err)

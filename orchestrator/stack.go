@@ -15,9 +15,11 @@ import (
 
 	"github.com/compose-spec/compose-go/v2/loader"
 	"github.com/compose-spec/compose-go/v2/types"
+	"github.com/docker/go-connections/nat"
 
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/compose"
+	"github.com/rttlab/rttlab/orchestrator/engine"
 )
 
 // NewRunID returns a fresh run id: 10 hex digits.
@@ -151,7 +153,7 @@ func (s *Stack) Role(role string) *Member {
 
 // RunLabels returns the labels every object of the run carries.
 func RunLabels(runID string, extra map[string]string) map[string]string {
-	l := map[string]string{LabelRun: runID}
+	l := map[string]string{engine.LabelRun: runID}
 	for k, v := range extra {
 		l[k] = v
 	}
@@ -161,7 +163,7 @@ func RunLabels(runID string, extra map[string]string) map[string]string {
 // StartStack creates the private network and the stack's containers in
 // dependency order, and waits until the database and the app are ready.
 // On any failure it removes everything it created.
-func StartStack(ctx context.Context, d Docker, o StackOptions) (st *Stack, err error) {
+func StartStack(ctx context.Context, d engine.Docker, o StackOptions) (st *Stack, err error) {
 	if o.RunID == "" {
 		o.RunID = NewRunID()
 	}
@@ -180,7 +182,7 @@ func StartStack(ctx context.Context, d Docker, o StackOptions) (st *Stack, err e
 	}
 	extra := map[string]string{}
 	if o.Up {
-		extra[LabelStack] = "up"
+		extra[engine.LabelStack] = "up"
 	}
 	st.Network = "rttlab-" + o.RunID
 	st.NetworkID, err = d.CreateNetwork(ctx, st.Network, NetworkLabels(o.RunID, extra))
@@ -204,10 +206,10 @@ func StartStack(ctx context.Context, d Docker, o StackOptions) (st *Stack, err e
 		}
 		spec.Name = fmt.Sprintf("rttlab-%s-%s", o.RunID, svc.Name)
 		spec.Labels = RunLabels(o.RunID, extra)
-		spec.Labels[LabelRole] = meta.Role
-		spec.Labels[LabelService] = svc.Name
+		spec.Labels[engine.LabelRole] = meta.Role
+		spec.Labels[engine.LabelService] = svc.Name
 		if meta.Role == "app" {
-			spec.Labels[LabelApp] = o.Target.Name
+			spec.Labels[engine.LabelApp] = o.Target.Name
 		}
 		spec.Network, spec.Aliases = st.Network, []string{svc.Name}
 		id, err := d.CreateContainer(ctx, spec)
@@ -249,7 +251,7 @@ func StartStack(ctx context.Context, d Docker, o StackOptions) (st *Stack, err e
 		case "app":
 			st.AppAddr = net.JoinHostPort(m.IP, fmt.Sprint(o.Target.Meta.Port))
 			if o.Publish {
-				for _, b := range ins.NetworkSettings.Ports[natPort(fmt.Sprintf("%d/tcp", o.Target.Meta.Port))] {
+				for _, b := range ins.NetworkSettings.Ports[nat.Port(fmt.Sprintf("%d/tcp", o.Target.Meta.Port))] {
 					st.AppURL = "http://" + net.JoinHostPort(b.HostIP, b.HostPort)
 				}
 			}
@@ -270,7 +272,7 @@ func stackProject(ctx context.Context, st *Stack, t apps.Target) (*types.Project
 		return LoadStackFile(ctx, "feed.yaml", map[string]string{
 			"RTTLAB_DB_PASSWORD": st.DB.Password,
 			"RTTLAB_APP_IMAGE":   TargetImage(t),
-			"RTTLAB_DB_IMAGE":    ImageRef("postgres"),
+			"RTTLAB_DB_IMAGE":    engine.ImageRef("postgres"),
 		})
 	}
 	proj, err := CheckComposeRef(ctx, *ref)
@@ -291,8 +293,8 @@ func stackProject(ctx context.Context, st *Stack, t apps.Target) (*types.Project
 // (name, labels and network are the caller's) and its role: rttlab's
 // feed stack says it in x-rttlab; in a user's file the app and database
 // services are the shaped pair and any other service runs beside them.
-func stackServiceSpec(proj *types.Project, svc types.ServiceConfig, st *Stack, o StackOptions) (ContainerSpec, ServiceMeta, error) {
-	var spec ContainerSpec
+func stackServiceSpec(proj *types.Project, svc types.ServiceConfig, st *Stack, o StackOptions) (engine.ContainerSpec, ServiceMeta, error) {
+	var spec engine.ContainerSpec
 	var meta ServiceMeta
 	var env []string
 	var err error
@@ -448,10 +450,10 @@ func serviceOrder(p *types.Project) ([]types.ServiceConfig, error) {
 
 // WaitDB polls pg_isready inside the database container; the image's
 // readiness means the schema and seed are loaded.
-func WaitDB(ctx context.Context, d Docker, m *Member, timeout time.Duration) error {
+func WaitDB(ctx context.Context, d engine.Docker, m *Member, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
-		code, err := d.Exec(ctx, m.ID, ExecSpec{Cmd: []string{"pg_isready", "-q", "-h", "127.0.0.1", "-d", "rttlab"}, User: "postgres", Timeout: 10 * time.Second})
+		code, err := d.Exec(ctx, m.ID, engine.ExecSpec{Cmd: []string{"pg_isready", "-q", "-h", "127.0.0.1", "-d", "rttlab"}, User: "postgres", Timeout: 10 * time.Second})
 		if err == nil && code == 0 {
 			return nil
 		}
@@ -470,7 +472,7 @@ func WaitDB(ctx context.Context, d Docker, m *Member, timeout time.Duration) err
 // waitApp polls the app's readiness path: from the host when published,
 // else from inside the database container's network (the app is on the
 // private network only).
-func waitApp(ctx context.Context, d Docker, st *Stack, m *Member, timeout time.Duration) error {
+func waitApp(ctx context.Context, d engine.Docker, st *Stack, m *Member, timeout time.Duration) error {
 	health := st.Target.Meta.Health
 	return pollHTTP(ctx, d, m, st.BaseURL()+health, timeout, func(last string) error {
 		// A user's app that never becomes ready: what it last answered and
@@ -483,7 +485,7 @@ func waitApp(ctx context.Context, d Docker, st *Stack, m *Member, timeout time.D
 }
 
 // WaitHTTP polls url from the host until it answers 200.
-func WaitHTTP(ctx context.Context, d Docker, m *Member, url string, timeout time.Duration) error {
+func WaitHTTP(ctx context.Context, d engine.Docker, m *Member, url string, timeout time.Duration) error {
 	return pollHTTP(ctx, d, m, url, timeout, func(last string) error {
 		return fmt.Errorf("%s did not answer %s with 200 within %s (last: %s)", m.Name, url, timeout, last)
 	})
@@ -491,7 +493,7 @@ func WaitHTTP(ctx context.Context, d Docker, m *Member, url string, timeout time
 
 // pollHTTP GETs url every 300 ms until it answers 200, failing at once
 // when m stops and with late(what the last attempt got) after timeout.
-func pollHTTP(ctx context.Context, d Docker, m *Member, url string, timeout time.Duration, late func(last string) error) error {
+func pollHTTP(ctx context.Context, d engine.Docker, m *Member, url string, timeout time.Duration, late func(last string) error) error {
 	deadline := time.Now().Add(timeout)
 	hc := &http.Client{Timeout: 2 * time.Second}
 	last := "no attempt"
@@ -549,7 +551,7 @@ func SleepCtx(ctx context.Context, d time.Duration) error {
 // ErrContainerExited reports a stack member that stopped.
 var ErrContainerExited = errors.New("container exited")
 
-func CheckRunning(ctx context.Context, d Docker, m *Member) error {
+func CheckRunning(ctx context.Context, d engine.Docker, m *Member) error {
 	ins, err := d.InspectContainer(ctx, m.ID)
 	if err != nil {
 		return err
@@ -576,7 +578,7 @@ func indent(s string) string {
 // other container carrying the run label, such as agents and clients).
 // When something could not be removed it returns a *CleanupError that
 // names it.
-func (s *Stack) Remove(ctx context.Context, d Docker) error {
+func (s *Stack) Remove(ctx context.Context, d engine.Docker) error {
 	if _, err := CleanRun(ctx, d, s.RunID); err != nil {
 		return &CleanupError{RunID: s.RunID, Err: err}
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rttlab/rttlab/apps"
+	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/results"
 )
 
@@ -53,13 +54,13 @@ func TestFakeUpStackShapeAndDown(t *testing.T) {
 		t.Errorf("backend %q (%q)", sh.Backend, sh.Why)
 	}
 	for _, c := range l.Created() {
-		if c.Labels[LabelStack] != "up" && c.Labels[LabelRole] != "agent" {
+		if c.Labels[engine.LabelStack] != "up" && c.Labels[engine.LabelRole] != "agent" {
 			t.Errorf("%s lacks the up label: %v", c.Name, c.Labels)
 		}
-		if c.Labels[LabelRole] == "app" && (!slices.Equal(c.PublishLocal, []string{"8080/tcp"}) || c.Labels[LabelApp] != "go") {
+		if c.Labels[engine.LabelRole] == "app" && (!slices.Equal(c.PublishLocal, []string{"8080/tcp"}) || c.Labels[engine.LabelApp] != "go") {
 			t.Errorf("app spec %+v", c)
 		}
-		if c.Labels[LabelRole] == "app" && !slices.Contains(c.Env, "PGPASSWORD="+st.DB.Password) {
+		if c.Labels[engine.LabelRole] == "app" && !slices.Contains(c.Env, "PGPASSWORD="+st.DB.Password) {
 			t.Errorf("app env %v lacks the stack's password", c.Env)
 		}
 	}
@@ -113,7 +114,7 @@ func TestFakeUpStackShapeAndDown(t *testing.T) {
 		t.Errorf("stopped agent: %v", err)
 	}
 	for _, c := range l.Created() {
-		if c.Labels[LabelRole] == "agent" {
+		if c.Labels[engine.LabelRole] == "agent" {
 			l.RemoveContainer(ctx, c.Name)
 		}
 	}
@@ -122,8 +123,8 @@ func TestFakeUpStackShapeAndDown(t *testing.T) {
 	}
 
 	// down: everything of the run goes, and only that.
-	l.addVolume("other", map[string]string{LabelRun: "other"})
-	l.addVolume("mine", map[string]string{LabelRun: st.RunID})
+	l.addVolume("other", map[string]string{engine.LabelRun: "other"})
+	l.addVolume("mine", map[string]string{engine.LabelRun: st.RunID})
 	c, err := CleanRun(ctx, l, st.RunID)
 	if err != nil {
 		t.Fatal(err)
@@ -368,11 +369,11 @@ func TestFakeVerifyMixAndVariant(t *testing.T) {
 		t.Fatalf("redmine checks %v", checks)
 	}
 
-	l.addImage(ImageRef("axum"), nil)
+	l.addImage(engine.ImageRef("axum"), nil)
 	raw := l.target("axum-raw")
 	st, sh := startFake(t, l, StackOptions{Target: raw}, "path")
 	for _, c := range l.Created() {
-		if c.Labels[LabelRun] == st.RunID && c.Labels[LabelRole] == "app" && !slices.Contains(c.Env, "RTTLAB_AXUM_MODE=raw") {
+		if c.Labels[engine.LabelRun] == st.RunID && c.Labels[engine.LabelRole] == "app" && !slices.Contains(c.Env, "RTTLAB_AXUM_MODE=raw") {
 			t.Errorf("variant not passed: %v", c.Env)
 		}
 	}
@@ -395,10 +396,10 @@ func TestFakeCleanAll(t *testing.T) {
 	startFake(t, l, StackOptions{Target: l.target("node")}, "interface")
 	// Someone else's container on the same engine is never touched.
 	l.addImage("postgres:17", nil)
-	if _, err := l.CreateContainer(ctx, ContainerSpec{Name: "their-db", Image: "postgres:17"}); err != nil {
+	if _, err := l.CreateContainer(ctx, engine.ContainerSpec{Name: "their-db", Image: "postgres:17"}); err != nil {
 		t.Fatal(err)
 	}
-	l.addVolume("rttlab-vol", map[string]string{LabelRun: st1.RunID})
+	l.addVolume("rttlab-vol", map[string]string{engine.LabelRun: st1.RunID})
 
 	// A container that cannot be removed: the others go, the error says
 	// which, and its network stays.
@@ -421,7 +422,7 @@ func TestFakeCleanAll(t *testing.T) {
 	l.mu.Lock()
 	ours := 0
 	for _, img := range l.images {
-		if _, ok := img.Labels[LabelApp]; ok {
+		if _, ok := img.Labels[engine.LabelApp]; ok {
 			ours++
 		}
 	}
@@ -459,16 +460,16 @@ func TestFakeEnsureBaseAndBuild(t *testing.T) {
 	ctx := context.Background()
 	f := newFakeDocker()
 	// Present: nothing to do. Pullable: pulled.
-	id := f.addImage(BaseImage, nil)
-	if path, got, err := EnsureBase(ctx, f, BaseOptions{}); err != nil || path != BasePresent || got != id {
+	id := f.addImage(engine.BaseImage, nil)
+	if path, got, err := engine.EnsureBase(ctx, f, engine.BaseOptions{}); err != nil || path != engine.BasePresent || got != id {
 		t.Fatalf("present: %s %s %v", path, got, err)
 	}
 	f.pullable["debian:forky-slim"] = true
-	if path, got, err := EnsureBase(ctx, f, BaseOptions{Ref: "debian:forky-slim"}); err != nil || path != BasePulled || got == "" {
+	if path, got, err := engine.EnsureBase(ctx, f, engine.BaseOptions{Ref: "debian:forky-slim"}); err != nil || path != engine.BasePulled || got == "" {
 		t.Fatalf("pull: %s %s %v", path, got, err)
 	}
 	f.failOn("ImageID", "broken:1", 1, errors.New("inspect: engine error"))
-	if _, _, err := EnsureBase(ctx, f, BaseOptions{Ref: "broken:1"}); err == nil || !strings.Contains(err.Error(), "engine error") {
+	if _, _, err := engine.EnsureBase(ctx, f, engine.BaseOptions{Ref: "broken:1"}); err == nil || !strings.Contains(err.Error(), "engine error") {
 		t.Fatalf("inspect error: %v", err)
 	}
 
@@ -477,27 +478,27 @@ func TestFakeEnsureBaseAndBuild(t *testing.T) {
 		t.Fatal(err)
 	}
 	var log strings.Builder
-	b := &Builder{Images: f, Apps: all, FS: apps.FS(""), GOOS: "linux", GOARCH: "amd64", Log: &log}
+	b := &engine.Builder{Images: f, Apps: all, FS: apps.FS(""), GOOS: "linux", GOARCH: "amd64", Log: &log}
 	built, err := b.Build(ctx, []string{"postgres"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(built) != 1 || built[0].Tag != ImageRef("postgres") || built[0].ID == "" {
+	if len(built) != 1 || built[0].Tag != engine.ImageRef("postgres") || built[0].ID == "" {
 		t.Fatalf("built %+v", built)
 	}
 	fb := f.builds[0]
-	if fb.Opts.Labels[LabelApp] != "postgres" || !slices.Contains(fb.Files, "Dockerfile") || !slices.Contains(fb.Files, "schema.sql") || !strings.Contains(log.String(), "Successfully tagged") {
+	if fb.Opts.Labels[engine.LabelApp] != "postgres" || !slices.Contains(fb.Files, "Dockerfile") || !slices.Contains(fb.Files, "schema.sql") || !strings.Contains(log.String(), "Successfully tagged") {
 		t.Errorf("build %+v files %v", fb.Opts, fb.Files)
 	}
 	if _, err := b.Build(ctx, []string{"cobol"}); err == nil || !strings.Contains(err.Error(), "known: ") {
 		t.Errorf("unknown app: %v", err)
 	}
-	f.failOn("BuildImage", ImageRef("postgres"), 1, &StreamError{Msg: "returned a non-zero code: 100", Tail: []string{"E: Unable to locate package postgresql-17"}})
+	f.failOn("BuildImage", engine.ImageRef("postgres"), 1, &engine.StreamError{Msg: "returned a non-zero code: 100", Tail: []string{"E: Unable to locate package postgresql-17"}})
 	_, err = b.Build(ctx, []string{"postgres"})
 	if err == nil || !strings.HasPrefix(err.Error(), "apps/postgres: ") || !strings.Contains(err.Error(), "postgresql-17") {
 		t.Fatalf("build failure: %v", err)
 	}
-	if _, skip := SkipReason(err); skip {
+	if _, skip := engine.SkipReason(err); skip {
 		t.Error("a failing package install is not a reason to skip an app")
 	}
 }
@@ -552,11 +553,11 @@ func TestLoadPlanAndHostEnv(t *testing.T) {
 	}
 
 	ctx := context.Background()
-	e := HostDoctorEnv(nil, ErrNoEngine)
-	if _, err := e.Engine(ctx); !errors.Is(err, ErrNoEngine) {
+	e := HostDoctorEnv(nil, engine.ErrNoEngine)
+	if _, err := e.Engine(ctx); !errors.Is(err, engine.ErrNoEngine) {
 		t.Errorf("engine: %v", err)
 	}
-	if _, err := e.ImageID(ctx, BaseImage); !errors.Is(err, ErrNoEngine) {
+	if _, err := e.ImageID(ctx, engine.BaseImage); !errors.Is(err, engine.ErrNoEngine) {
 		t.Errorf("image: %v", err)
 	}
 	fd := newFakeDocker()
@@ -579,10 +580,10 @@ func TestLoadPlanAndHostEnv(t *testing.T) {
 
 // RTTLAB_IMAGE_PREFIX names the database's image too, not only the app's.
 func TestFakeStackUsesTheImagePrefixForEveryMember(t *testing.T) {
-	saved, savedAgent := ImagePrefix, AgentImage
-	ImagePrefix = "alt/"
-	AgentImage = ImageRef("agent")
-	t.Cleanup(func() { ImagePrefix, AgentImage = saved, savedAgent })
+	saved, savedAgent := engine.ImagePrefix, AgentImage
+	engine.ImagePrefix = "alt/"
+	AgentImage = engine.ImageRef("agent")
+	t.Cleanup(func() { engine.ImagePrefix, AgentImage = saved, savedAgent })
 	l := newFakeLab(t)
 	st, _ := startFake(t, l, StackOptions{Target: l.target("go")}, "path")
 	for _, m := range st.Members {

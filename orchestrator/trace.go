@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rttlab/rttlab/apps"
+	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/results"
 	"github.com/rttlab/rttlab/workloads"
 )
@@ -53,7 +54,7 @@ type TraceOptions struct {
 // counts, per request, the database round trips on the wire, the
 // statements and Parse messages in the protocol stream, and (per type)
 // the pg_stat_statements executions.
-func TraceApp(ctx context.Context, d Containers, sh *Shaping, o TraceOptions) ([]results.TraceRow, error) {
+func TraceApp(ctx context.Context, d engine.Containers, sh *Shaping, o TraceOptions) ([]results.TraceRow, error) {
 	st := sh.Stack
 	a := sh.Agents["app"]
 	db := st.Role("db")
@@ -122,9 +123,9 @@ func TraceApp(ctx context.Context, d Containers, sh *Shaping, o TraceOptions) ([
 	return out, nil
 }
 
-func runTrace(ctx context.Context, d Containers, a *Agent, cmd []string, stdin *bytes.Buffer) ([]workloads.TraceResult, error) {
+func runTrace(ctx context.Context, d engine.Containers, a *Agent, cmd []string, stdin *bytes.Buffer) ([]workloads.TraceResult, error) {
 	var out, errb bytes.Buffer
-	code, err := d.Exec(ctx, a.ID, ExecSpec{Cmd: cmd, Stdin: stdin, Stdout: &out, Stderr: &errb, Timeout: 20 * time.Minute})
+	code, err := d.Exec(ctx, a.ID, engine.ExecSpec{Cmd: cmd, Stdin: stdin, Stdout: &out, Stderr: &errb, Timeout: 20 * time.Minute})
 	if err != nil {
 		return nil, err
 	}
@@ -145,14 +146,14 @@ func runTrace(ctx context.Context, d Containers, a *Agent, cmd []string, stdin *
 
 // AuthHeaders reads the app's auth header value (apps.Meta.Auth) from its
 // container; none when the app has no auth.
-func AuthHeaders(ctx context.Context, d Containers, st *Stack) ([]string, error) {
+func AuthHeaders(ctx context.Context, d engine.Containers, st *Stack) ([]string, error) {
 	au := st.Target.Meta.Auth
 	if au == nil {
 		return nil, nil
 	}
 	app := st.Role("app")
 	var out, errb bytes.Buffer
-	code, err := d.Exec(ctx, app.ID, ExecSpec{Cmd: []string{"cat", au.File}, Stdout: &out, Stderr: &errb})
+	code, err := d.Exec(ctx, app.ID, engine.ExecSpec{Cmd: []string{"cat", au.File}, Stdout: &out, Stderr: &errb})
 	if err != nil {
 		return nil, err
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/internal/capped"
+	"github.com/rttlab/rttlab/orchestrator/engine"
 )
 
 // A user's compose file runs as the file says, with these differences:
@@ -135,7 +136,7 @@ func ComposeAppPort(s types.ServiceConfig) int {
 
 // CheckComposeImages returns one line naming the first service whose
 // image the engine lacks; rttlab never builds or pulls a user's images.
-func CheckComposeImages(ctx context.Context, d ImageStore, ref apps.ComposeRef) error {
+func CheckComposeImages(ctx context.Context, d engine.ImageStore, ref apps.ComposeRef) error {
 	p, err := LoadUserCompose(ctx, ref.File)
 	if err != nil {
 		return err
@@ -145,7 +146,7 @@ func CheckComposeImages(ctx context.Context, d ImageStore, ref apps.ComposeRef) 
 	for _, n := range names {
 		s := p.Services[n]
 		img := ServiceImage(p, s)
-		if _, err := d.ImageID(ctx, img); errors.Is(err, ErrNotFound) {
+		if _, err := d.ImageID(ctx, img); errors.Is(err, engine.ErrNotFound) {
 			fix := "build or pull it first"
 			if s.Build != nil {
 				fix = fmt.Sprintf("build it first: docker compose -f %s build %s", ref.File, n)
@@ -193,8 +194,8 @@ func composeDBCredentials(env map[string]string) (DBCredentials, error) {
 }
 
 // composeServiceSpec is the container of one service of a user's file.
-func composeServiceSpec(s types.ServiceConfig, image string) (ContainerSpec, error) {
-	spec := ContainerSpec{Image: image, Cmd: s.Command, Entrypoint: s.Entrypoint, User: s.User,
+func composeServiceSpec(s types.ServiceConfig, image string) (engine.ContainerSpec, error) {
+	spec := engine.ContainerSpec{Image: image, Cmd: s.Command, Entrypoint: s.Entrypoint, User: s.User,
 		WorkingDir: s.WorkingDir, Init: s.Init != nil && *s.Init, CapAdd: s.CapAdd, CapDrop: s.CapDrop}
 	for _, v := range s.Volumes {
 		switch v.Type {
@@ -236,7 +237,7 @@ func composeServiceSpec(s types.ServiceConfig, image string) (ContainerSpec, err
 // conditions ask of services already started: a one-shot service (a
 // migration) to exit 0, a service with a health check to report healthy.
 // The database is ready already (StartStack waits for it).
-func waitDependencies(ctx context.Context, d Docker, svc types.ServiceConfig, started map[string]*Member, timeout time.Duration) error {
+func waitDependencies(ctx context.Context, d engine.Docker, svc types.ServiceConfig, started map[string]*Member, timeout time.Duration) error {
 	for name, dep := range svc.DependsOn {
 		m := started[name]
 		if m == nil || dep.Condition == types.ServiceConditionStarted {

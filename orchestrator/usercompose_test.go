@@ -11,6 +11,7 @@ import (
 
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/internal/planfile"
+	"github.com/rttlab/rttlab/orchestrator/engine"
 )
 
 // shopCompose is a user's compose file: an app (built by compose, no
@@ -146,14 +147,14 @@ func TestFakeComposeStack(t *testing.T) {
 		}
 		roles := map[string]string{}
 		for _, c := range l.Created() {
-			if c.Labels[LabelRun] != st.RunID {
+			if c.Labels[engine.LabelRun] != st.RunID {
 				t.Errorf("%s lacks the run label", c.Name)
 			}
-			svc := c.Labels[LabelService]
-			if c.Labels[LabelRole] == "agent" {
+			svc := c.Labels[engine.LabelService]
+			if c.Labels[engine.LabelRole] == "agent" {
 				continue
 			}
-			roles[svc] = c.Labels[LabelRole]
+			roles[svc] = c.Labels[engine.LabelRole]
 			if c.Network != st.Network || !slices.Equal(c.Aliases, []string{svc}) {
 				t.Errorf("%s: network %s aliases %v", svc, c.Network, c.Aliases)
 			}

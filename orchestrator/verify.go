@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -14,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/rttlab/rttlab/apps"
+	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/results"
 	"github.com/rttlab/rttlab/workloads"
 )
@@ -57,13 +59,13 @@ type VerifyOptions struct {
 
 // SQL runs admin SQL in the stack's database container as the postgres
 // superuser and returns the output rows (psql -At).
-func (s *Stack) SQL(ctx context.Context, d Containers, query string) ([]string, error) {
+func (s *Stack) SQL(ctx context.Context, d engine.Containers, query string) ([]string, error) {
 	db := s.Role("db")
 	if db == nil {
 		return nil, fmt.Errorf("stack %s has no database", s.RunID)
 	}
 	var out, errb bytes.Buffer
-	code, err := d.Exec(ctx, db.ID, ExecSpec{
+	code, err := d.Exec(ctx, db.ID, engine.ExecSpec{
 		Cmd:    []string{"psql", "-X", "-q", "-At", "-U", s.DB.Super, "-v", "ON_ERROR_STOP=1", "-d", s.DB.Database, "-c", query},
 		User:   "postgres",
 		Stdout: &out,
@@ -99,19 +101,19 @@ func sqlLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''")
 // statementsUnavailable makes pg_stat_statements available in a user's
 // database where it can (CREATE EXTENSION) and returns why it is not, or
 // "" when it is.
-func statementsUnavailable(ctx context.Context, d Containers, s *Stack) string {
+func statementsUnavailable(ctx context.Context, d engine.Containers, s *Stack) string {
 	if _, err := s.SQL(ctx, d, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements"); err != nil {
-		return fmt.Sprintf("pg_stat_statements cannot be created in database %s (%s)", s.DB.Database, firstLine(err.Error()))
+		return fmt.Sprintf("pg_stat_statements cannot be created in database %s (%s)", s.DB.Database, engine.FirstLine(err.Error()))
 	}
 	if _, err := s.SQL(ctx, d, "SELECT count(*) FROM pg_stat_statements"); err != nil {
-		return fmt.Sprintf("pg_stat_statements is not loaded: start the database service with `postgres -c shared_preload_libraries=pg_stat_statements` to count statements (%s)", firstLine(err.Error()))
+		return fmt.Sprintf("pg_stat_statements is not loaded: start the database service with `postgres -c shared_preload_libraries=pg_stat_statements` to count statements (%s)", engine.FirstLine(err.Error()))
 	}
 	return ""
 }
 
 // ResetStatements clears pg_stat_statements (nothing to clear where the
 // database cannot count statements).
-func (s *Stack) ResetStatements(ctx context.Context, d Containers) error {
+func (s *Stack) ResetStatements(ctx context.Context, d engine.Containers) error {
 	if s.NoStatements != "" {
 		return nil
 	}
@@ -121,7 +123,7 @@ func (s *Stack) ResetStatements(ctx context.Context, d Containers) error {
 
 // CountStatements returns the app role's executed statements since the last
 // reset, or -1 where the database cannot count them (s.NoStatements).
-func (s *Stack) CountStatements(ctx context.Context, d Containers) (int64, error) {
+func (s *Stack) CountStatements(ctx context.Context, d engine.Containers) (int64, error) {
 	if s.NoStatements != "" {
 		return -1, nil
 	}
@@ -139,7 +141,7 @@ func (s *Stack) CountStatements(ctx context.Context, d Containers) (int64, error
 // (status, content type, JSON shape, the 400 on a bad n) and that the
 // database work is real: the statements per request counted with
 // pg_stat_statements equal the metadata's figure.
-func VerifyStack(ctx context.Context, d Containers, st *Stack, o VerifyOptions) ([]Check, error) {
+func VerifyStack(ctx context.Context, d engine.Containers, st *Stack, o VerifyOptions) ([]Check, error) {
 	if o.Requests <= 0 {
 		o.Requests = 10
 	}
@@ -225,7 +227,7 @@ func VerifyStack(ctx context.Context, d Containers, st *Stack, o VerifyOptions) 
 
 // wireChecks traces each route and compares round trips and Parse
 // messages per request with what the metadata declares per statement.
-func wireChecks(ctx context.Context, d Containers, sh *Shaping, o VerifyOptions) ([]Check, error) {
+func wireChecks(ctx context.Context, d engine.Containers, sh *Shaping, o VerifyOptions) ([]Check, error) {
 	st := sh.Stack
 	mix, err := MixFor(st.Target.Meta) // an own app's request_mix, else nil
 	if err != nil {
@@ -283,7 +285,7 @@ func wireRange(what string, r results.TraceRow) string {
 	return fmt.Sprintf("%d-%d", x.Min, x.Max)
 }
 
-func countCheck(ctx context.Context, d Containers, hc *http.Client, st *Stack, base string, r apps.Route, o VerifyOptions) (Check, error) {
+func countCheck(ctx context.Context, d engine.Containers, hc *http.Client, st *Stack, base string, r apps.Route, o VerifyOptions) (Check, error) {
 	path := r.Path
 	want := int64(r.Statements)
 	if r.StatementsPerN {
@@ -301,7 +303,7 @@ func countCheck(ctx context.Context, d Containers, hc *http.Client, st *Stack, b
 // countStatements sends a request 3 times to warm up, then requests
 // times, and compares the statements the app role ran with want per request
 // (reported, not asserted, when undeclared).
-func countStatements(ctx context.Context, d Containers, st *Stack, c Check, send func(context.Context) error, want int64, undeclared bool, requests int) (Check, error) {
+func countStatements(ctx context.Context, d engine.Containers, st *Stack, c Check, send func(context.Context) error, want int64, undeclared bool, requests int) (Check, error) {
 	// Warm up: first requests may load schema or prepare statements.
 	for i := 0; i < 3; i++ {
 		if err := send(ctx); err != nil {
@@ -572,7 +574,7 @@ func Failed(cs []Check) []Check {
 // verifyRequestMix checks each request type of an own app's request_mix:
 // it answers 2xx to its method, headers and body; its statements per
 // request are reported, not asserted (VerifyStack adds the wire counts).
-func verifyRequestMix(ctx context.Context, d Containers, hc *http.Client, st *Stack, o VerifyOptions, add func(Check)) error {
+func verifyRequestMix(ctx context.Context, d engine.Containers, hc *http.Client, st *Stack, o VerifyOptions, add func(Check)) error {
 	mix, err := MixFor(st.Target.Meta)
 	if err != nil {
 		return err
@@ -641,4 +643,16 @@ func describeRequest(q workloads.Request) string {
 		m = http.MethodGet
 	}
 	return m + " " + q.Path
+}
+
+// lines splits command output into trimmed non-empty lines.
+func lines(b []byte) []string {
+	var out []string
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		if l := strings.TrimSpace(sc.Text()); l != "" {
+			out = append(out, l)
+		}
+	}
+	return out
 }

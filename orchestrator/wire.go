@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rttlab/rttlab/netem"
+	"github.com/rttlab/rttlab/orchestrator/engine"
 )
 
 // LabelHook, on agents, is the userspace shaper's hook they were started
@@ -45,13 +46,13 @@ const (
 // namespace that serves its shaper, or with wire (the userspace shaper's
 // wire hook) a sidecar for probes and a shaper container on the host's
 // network that holds m's packets on the stack's bridge.
-func startAgent(ctx context.Context, d Docker, st *Stack, m *Member, backend, hook string, wire bool) (*Agent, error) {
+func startAgent(ctx context.Context, d engine.Docker, st *Stack, m *Member, backend, hook string, wire bool) (*Agent, error) {
 	labels := RunLabels(st.RunID, nil)
-	labels[LabelRole] = "agent"
-	labels[LabelTarget] = m.ID
-	labels[LabelService] = m.Service
+	labels[engine.LabelRole] = "agent"
+	labels[engine.LabelTarget] = m.ID
+	labels[engine.LabelService] = m.Service
 	labels[LabelHook] = hook
-	spec := ContainerSpec{
+	spec := engine.ContainerSpec{
 		Name:        m.Name + "-agent",
 		Image:       AgentImage,
 		Cmd:         agentCmd(backend, hook),
@@ -81,7 +82,7 @@ func startAgent(ctx context.Context, d Docker, st *Stack, m *Member, backend, ho
 	return a, err
 }
 
-func startContainer(ctx context.Context, d Docker, spec ContainerSpec) (string, error) {
+func startContainer(ctx context.Context, d engine.Docker, spec engine.ContainerSpec) (string, error) {
 	id, err := d.CreateContainer(ctx, spec)
 	if err != nil {
 		return "", err
@@ -92,16 +93,16 @@ func startContainer(ctx context.Context, d Docker, spec ContainerSpec) (string, 
 // wireShaperSpec is the container of m's wire shaper: on the host's
 // network with CAP_NET_ADMIN and CAP_NET_RAW, holding what m sends on the
 // stack's bridge.
-func wireShaperSpec(st *Stack, m *Member, agentLabels map[string]string) (ContainerSpec, error) {
+func wireShaperSpec(st *Stack, m *Member, agentLabels map[string]string) (engine.ContainerSpec, error) {
 	if st.NetworkID == "" {
-		return ContainerSpec{}, fmt.Errorf("wire shaping of %s: the stack has no network", m.Name)
+		return engine.ContainerSpec{}, fmt.Errorf("wire shaping of %s: the stack has no network", m.Name)
 	}
 	if m.IP == "" {
-		return ContainerSpec{}, fmt.Errorf("wire shaping of %s: it has no address on the run's network", m.Name)
+		return engine.ContainerSpec{}, fmt.Errorf("wire shaping of %s: it has no address on the run's network", m.Name)
 	}
 	labels := maps.Clone(agentLabels)
-	labels[LabelRole] = roleShaper
-	return ContainerSpec{
+	labels[engine.LabelRole] = roleShaper
+	return engine.ContainerSpec{
 		Name:  m.Name + "-wire",
 		Image: AgentImage,
 		Cmd: []string{"agent", "serve", "--shaper", netem.BackendUserspace, "--hook", netem.HookWire,
@@ -116,13 +117,13 @@ func wireShaperSpec(st *Stack, m *Member, agentLabels map[string]string) (Contai
 // backendCache holds the backend "auto" resolved to, per engine client.
 var backendCache struct {
 	sync.Mutex
-	by map[Docker]string
+	by map[engine.Docker]string
 }
 
 // resolveBackend turns "auto" into the backend an agent gets on this
 // engine's host: kernel where a container can add a netem qdisc, else
 // userspace. It asks a short-lived agent container once per process.
-func resolveBackend(ctx context.Context, d Docker, backend string) (string, error) {
+func resolveBackend(ctx context.Context, d engine.Docker, backend string) (string, error) {
 	if backend != netem.BackendAuto && backend != "" {
 		return backend, nil
 	}
@@ -147,7 +148,7 @@ func resolveBackend(ctx context.Context, d Docker, backend string) (string, erro
 		b = netem.BackendKernel
 	}
 	if backendCache.by == nil {
-		backendCache.by = map[Docker]string{}
+		backendCache.by = map[engine.Docker]string{}
 	}
 	backendCache.by[d] = b
 	return b, nil
@@ -157,13 +158,13 @@ func resolveBackend(ctx context.Context, d Docker, backend string) (string, erro
 // container (labelled with runID, or a fresh one) with the given network
 // mode and extra capabilities besides NET_ADMIN and NET_RAW, and returns
 // its standard output and exit code.
-func runAgentOnce(ctx context.Context, d Docker, runID string, args []string, netMode string, stderr *bytes.Buffer) ([]byte, int, error) {
+func runAgentOnce(ctx context.Context, d engine.Docker, runID string, args []string, netMode string, stderr *bytes.Buffer) ([]byte, int, error) {
 	if runID == "" {
 		runID = "once-" + NewRunID()
 	}
 	labels := RunLabels(runID, nil)
-	labels[LabelRole] = roleOnce
-	id, err := startContainer(ctx, d, ContainerSpec{
+	labels[engine.LabelRole] = roleOnce
+	id, err := startContainer(ctx, d, engine.ContainerSpec{
 		Name:        "rttlab-" + args[0] + "-" + NewRunID(),
 		Image:       AgentImage,
 		Cmd:         []string{"agent", "idle"},
@@ -182,7 +183,7 @@ func runAgentOnce(ctx context.Context, d Docker, runID string, args []string, ne
 		stderr = &bytes.Buffer{}
 	}
 	var out bytes.Buffer
-	code, err := d.Exec(ctx, id, ExecSpec{
+	code, err := d.Exec(ctx, id, engine.ExecSpec{
 		Cmd:    append([]string{"/usr/local/bin/rttlab", "agent"}, args...),
 		Stdout: &out, Stderr: stderr, Timeout: 30 * time.Second,
 	})
@@ -194,19 +195,19 @@ func runAgentOnce(ctx context.Context, d Docker, runID string, args []string, ne
 // agent container on the host's network: the rules a shaper killed with
 // SIGKILL left behind. It returns how many it removed. Without the agent
 // image there is nothing any agent could have added.
-func SweepWireRules(ctx context.Context, d Docker, runID string) (int, error) {
+func SweepWireRules(ctx context.Context, d engine.Docker, runID string) (int, error) {
 	rules, err := wireRules(ctx, d, runID, false)
 	return len(rules), err
 }
 
 // ListWireRules lists the wire shaper rules of a run (every run's when
 // runID is empty) in the engine host's tables, removing nothing.
-func ListWireRules(ctx context.Context, d Docker, runID string) ([]string, error) {
+func ListWireRules(ctx context.Context, d engine.Docker, runID string) ([]string, error) {
 	return wireRules(ctx, d, runID, true)
 }
 
-func wireRules(ctx context.Context, d Docker, runID string, list bool) ([]string, error) {
-	if _, err := d.ImageID(ctx, AgentImage); errors.Is(err, ErrNotFound) {
+func wireRules(ctx context.Context, d engine.Docker, runID string, list bool) ([]string, error) {
+	if _, err := d.ImageID(ctx, AgentImage); errors.Is(err, engine.ErrNotFound) {
 		return nil, nil
 	} else if err != nil {
 		return nil, err
@@ -240,7 +241,7 @@ func wireRules(ctx context.Context, d Docker, runID string, list bool) ([]string
 	return rules, nil
 }
 
-func lastLine(s string) string { return strings.TrimSpace(LastLines(strings.TrimSpace(s), 1)) }
+func lastLine(s string) string { return strings.TrimSpace(engine.LastLines(strings.TrimSpace(s), 1)) }
 
 // ValidHook checks a userspace shaper hook name ("" is the default, wire).
 func ValidHook(hook string) error {

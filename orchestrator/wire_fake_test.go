@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rttlab/rttlab/orchestrator/engine"
 )
 
 // Where the kernel lacks netem, "auto" gets the userspace shaper on the
@@ -28,7 +30,7 @@ func TestFakeWireAgents(t *testing.T) {
 		if a.CtlID == "" || a.CtlID == a.ID {
 			t.Fatalf("%s: no shaper container of its own: %+v", role, a)
 		}
-		var side, shaper ContainerSpec
+		var side, shaper engine.ContainerSpec
 		for _, c := range l.Created() {
 			switch c.Name {
 			case a.Name:
@@ -47,7 +49,7 @@ func TestFakeWireAgents(t *testing.T) {
 		if slices.Contains(shaper.CapAdd, "SYS_ADMIN") || !slices.Equal(shaper.CapDrop, []string{"ALL"}) {
 			t.Errorf("%s shaper caps add %v drop %v", role, shaper.CapAdd, shaper.CapDrop)
 		}
-		if shaper.Labels[LabelRun] != st.RunID || shaper.Labels[LabelRole] != roleShaper || shaper.Labels[LabelTarget] != a.Target.ID {
+		if shaper.Labels[engine.LabelRun] != st.RunID || shaper.Labels[engine.LabelRole] != roleShaper || shaper.Labels[engine.LabelTarget] != a.Target.ID {
 			t.Errorf("%s shaper labels %v", role, shaper.Labels)
 		}
 	}
@@ -99,7 +101,7 @@ func TestFakeKernelAgentsNoWire(t *testing.T) {
 	}
 	// The kernel agent is given no wire hook, whose flags it would need.
 	for _, c := range l.Created() {
-		if c.Labels[LabelRole] == "agent" && slices.Contains(c.Cmd, "--hook") {
+		if c.Labels[engine.LabelRole] == "agent" && slices.Contains(c.Cmd, "--hook") {
 			t.Errorf("%s: kernel agent started with %v", c.Name, c.Cmd)
 		}
 	}

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rttlab/rttlab/orchestrator"
+	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/results"
 	"github.com/rttlab/rttlab/workloads"
 )
@@ -57,9 +57,9 @@ func (r *PlaceRunner) routeMix(n int, policy string) []string {
 	return out
 }
 
-func (ps *PlaceSession) clientExec(ctx context.Context, d orchestrator.Docker, cmd []string, timeout time.Duration) ([]byte, string, error) {
+func (ps *PlaceSession) clientExec(ctx context.Context, d engine.Docker, cmd []string, timeout time.Duration) ([]byte, string, error) {
 	var out, errb bytes.Buffer
-	code, err := d.Exec(ctx, ps.Nodes[NodeClient].ID, orchestrator.ExecSpec{Cmd: cmd, Stdout: &out, Stderr: &errb, Timeout: timeout})
+	code, err := d.Exec(ctx, ps.Nodes[NodeClient].ID, engine.ExecSpec{Cmd: cmd, Stdout: &out, Stderr: &errb, Timeout: timeout})
 	if err != nil {
 		return nil, "", err
 	}
@@ -67,7 +67,7 @@ func (ps *PlaceSession) clientExec(ctx context.Context, d orchestrator.Docker, c
 		return nil, "", derr
 	}
 	if code != 0 {
-		return nil, errb.String(), fmt.Errorf("%s exit %d: %s", strings.Join(cmd[1:3], " "), code, orchestrator.LastLines(errb.String(), 3))
+		return nil, errb.String(), fmt.Errorf("%s exit %d: %s", strings.Join(cmd[1:3], " "), code, engine.LastLines(errb.String(), 3))
 	}
 	return out.Bytes(), errb.String(), nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/rttlab/rttlab/netem"
 	"github.com/rttlab/rttlab/orchestrator"
+	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/results"
 	"github.com/rttlab/rttlab/workloads"
 )
@@ -124,7 +125,7 @@ type PlaceShaperRound struct {
 
 // PlaceRunner runs the phases and writes the results folder.
 type PlaceRunner struct {
-	D       orchestrator.Docker
+	D       engine.Docker
 	S       *PlaceSession
 	Dir     string
 	Version string
@@ -161,7 +162,7 @@ func (r *PlaceRunner) Run(ctx context.Context) (*PlaceResult, error) {
 	}
 	// The images pin the app's, PostgreSQL's and the agent's versions.
 	images := map[string]string{}
-	for name, ref := range map[string]string{p.App: orchestrator.ImageRef(r.S.Stack.Target.Meta.Name), "postgres": orchestrator.ImageRef("postgres"), "agent": orchestrator.AgentImage} {
+	for name, ref := range map[string]string{p.App: engine.ImageRef(r.S.Stack.Target.Meta.Name), "postgres": engine.ImageRef("postgres"), "agent": orchestrator.AgentImage} {
 		if id, err := r.D.ImageID(ctx, ref); err == nil {
 			images[name] = id
 		}

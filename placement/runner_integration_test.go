@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rttlab/rttlab/orchestrator"
+	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/enginetest"
 )
 
@@ -37,7 +37,7 @@ func TestIntegrationPlacementSmoke(t *testing.T) {
 			if err := ps.Stack.Remove(context.Background(), rt); err != nil {
 				t.Error(err)
 			}
-			if cs, _ := rt.ListContainers(context.Background(), map[string]string{orchestrator.LabelRun: ps.Stack.RunID}); len(cs) != 0 {
+			if cs, _ := rt.ListContainers(context.Background(), map[string]string{engine.LabelRun: ps.Stack.RunID}); len(cs) != 0 {
 				t.Errorf("%d containers of run %s remain after cleanup", len(cs), ps.Stack.RunID)
 			}
 		})

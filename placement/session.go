@@ -14,6 +14,7 @@ import (
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/netem"
 	"github.com/rttlab/rttlab/orchestrator"
+	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/workloads"
 )
 
@@ -44,7 +45,7 @@ const proxyLog = "/tmp/rttlab-decisions.jsonl"
 // StartPlacement starts the database, the app on two compute hosts, the
 // client node and one agent per node on one private network. On failure
 // everything started is removed.
-func StartPlacement(ctx context.Context, d orchestrator.Docker, plan *PlacePlan, t apps.Target, readyTimeout time.Duration) (ps *PlaceSession, err error) {
+func StartPlacement(ctx context.Context, d engine.Docker, plan *PlacePlan, t apps.Target, readyTimeout time.Duration) (ps *PlaceSession, err error) {
 	if readyTimeout == 0 {
 		readyTimeout = 3 * time.Minute
 	}
@@ -65,15 +66,15 @@ func StartPlacement(ctx context.Context, d orchestrator.Docker, plan *PlacePlan,
 		return ps, err
 	}
 	st.Network = "rttlab-" + runID
-	if st.NetworkID, err = d.CreateNetwork(ctx, st.Network, orchestrator.NetworkLabels(runID, map[string]string{orchestrator.LabelStack: "placement"})); err != nil {
+	if st.NetworkID, err = d.CreateNetwork(ctx, st.Network, orchestrator.NetworkLabels(runID, map[string]string{engine.LabelStack: "placement"})); err != nil {
 		return ps, err
 	}
 	start := func(node, image string, cmd, env []string) (*orchestrator.Member, error) {
-		labels := orchestrator.RunLabels(runID, map[string]string{orchestrator.LabelRole: node, orchestrator.LabelService: node})
+		labels := orchestrator.RunLabels(runID, map[string]string{engine.LabelRole: node, engine.LabelService: node})
 		if node == NodeA || node == NodeB {
-			labels[orchestrator.LabelApp] = t.Name
+			labels[engine.LabelApp] = t.Name
 		}
-		spec := orchestrator.ContainerSpec{Name: fmt.Sprintf("rttlab-%s-%s", runID, node), Image: image, Cmd: cmd, Env: env,
+		spec := engine.ContainerSpec{Name: fmt.Sprintf("rttlab-%s-%s", runID, node), Image: image, Cmd: cmd, Env: env,
 			Labels: labels, Network: st.Network, Aliases: []string{node}}
 		id, err := d.CreateContainer(ctx, spec)
 		m := &orchestrator.Member{Service: node, Role: node, Shaped: true, ID: id, Name: spec.Name}
@@ -97,7 +98,7 @@ func StartPlacement(ctx context.Context, d orchestrator.Docker, plan *PlacePlan,
 		return m, nil
 	}
 	ps.say("starting PostgreSQL, %s on compute hosts a and b, the client node and four agents", t.Name)
-	db, err := start(NodeDB, orchestrator.ImageRef("postgres"), nil, dbEnv)
+	db, err := start(NodeDB, engine.ImageRef("postgres"), nil, dbEnv)
 	if err != nil {
 		return ps, err
 	}
@@ -105,7 +106,7 @@ func StartPlacement(ctx context.Context, d orchestrator.Docker, plan *PlacePlan,
 		return ps, err
 	}
 	for _, n := range []string{NodeA, NodeB} {
-		m, err := start(n, orchestrator.ImageRef(t.Meta.Name), nil, appVars)
+		m, err := start(n, engine.ImageRef(t.Meta.Name), nil, appVars)
 		if err != nil {
 			return ps, err
 		}
@@ -129,7 +130,7 @@ func StartPlacement(ctx context.Context, d orchestrator.Docker, plan *PlacePlan,
 // which direction depending on its shaper (ingress: arriving from the
 // peer; egress: sent to it). Zero still routes packets through the
 // shaper, so every phase pays the same shaper cost.
-func (ps *PlaceSession) SetLinks(ctx context.Context, d orchestrator.Containers, oneWay map[[2]string]float64) error {
+func (ps *PlaceSession) SetLinks(ctx context.Context, d engine.Containers, oneWay map[[2]string]float64) error {
 	for _, self := range PlaceNodes {
 		a := ps.Shaping.Agents[self]
 		if a == nil {
@@ -163,7 +164,7 @@ func (ps *PlaceSession) hostURL(node string) string {
 // Load runs the closed-loop load client in the client node against base
 // with the given paths (warmup first), over one kept-alive connection or,
 // with newConn, a new connection per request.
-func (ps *PlaceSession) Load(ctx context.Context, d orchestrator.Docker, base string, paths []string, warmup int, newConn bool) ([]workloads.Result, error) {
+func (ps *PlaceSession) Load(ctx context.Context, d engine.Docker, base string, paths []string, warmup int, newConn bool) ([]workloads.Result, error) {
 	cmd := []string{"/usr/local/bin/rttlab", "agent", "load", "--url", base, "--warmup", fmt.Sprint(warmup)}
 	if newConn {
 		cmd = append(cmd, "--new-conn")
@@ -172,7 +173,7 @@ func (ps *PlaceSession) Load(ctx context.Context, d orchestrator.Docker, base st
 		cmd = append(cmd, "--path", p)
 	}
 	var out, errb bytes.Buffer
-	code, err := d.Exec(ctx, ps.Nodes[NodeClient].ID, orchestrator.ExecSpec{Cmd: cmd, Stdout: &out, Stderr: &errb, Timeout: time.Duration(len(paths))*30*time.Second + time.Minute})
+	code, err := d.Exec(ctx, ps.Nodes[NodeClient].ID, engine.ExecSpec{Cmd: cmd, Stdout: &out, Stderr: &errb, Timeout: time.Duration(len(paths))*30*time.Second + time.Minute})
 	if err != nil {
 		return nil, err
 	}
@@ -184,7 +185,7 @@ func (ps *PlaceSession) Load(ctx context.Context, d orchestrator.Docker, base st
 		if derr != nil {
 			return nil, fmt.Errorf("load client output: %w", derr)
 		}
-		return nil, fmt.Errorf("load client exit %d: %s", code, orchestrator.LastLines(errb.String(), 3))
+		return nil, fmt.Errorf("load client exit %d: %s", code, engine.LastLines(errb.String(), 3))
 	}
 	if len(rs) != len(paths) {
 		return nil, fmt.Errorf("load client returned %d results, want %d", len(rs), len(paths))
@@ -193,7 +194,7 @@ func (ps *PlaceSession) Load(ctx context.Context, d orchestrator.Docker, base st
 }
 
 // dead reports a node or agent that stopped.
-func (ps *PlaceSession) dead(ctx context.Context, d orchestrator.Docker) error {
+func (ps *PlaceSession) dead(ctx context.Context, d engine.Docker) error {
 	for _, m := range ps.Stack.Members {
 		if err := orchestrator.CheckRunning(ctx, d, m); err != nil {
 			return err
@@ -212,10 +213,10 @@ func (ps *PlaceSession) dead(ctx context.Context, d orchestrator.Docker) error {
 }
 
 // Connect times TCP connects from the client node to a host.
-func (ps *PlaceSession) Connect(ctx context.Context, d orchestrator.Docker, node string, warmup, count int) ([]float64, error) {
+func (ps *PlaceSession) Connect(ctx context.Context, d engine.Docker, node string, warmup, count int) ([]float64, error) {
 	var out, errb bytes.Buffer
 	to := net.JoinHostPort(ps.Nodes[node].IP, fmt.Sprint(ps.Port))
-	code, err := d.Exec(ctx, ps.Nodes[NodeClient].ID, orchestrator.ExecSpec{
+	code, err := d.Exec(ctx, ps.Nodes[NodeClient].ID, engine.ExecSpec{
 		Cmd:    []string{"/usr/local/bin/rttlab", "agent", "connect", "--to", to, "--warmup", fmt.Sprint(warmup), "--count", fmt.Sprint(count)},
 		Stdout: &out, Stderr: &errb, Timeout: time.Duration(warmup+count)*10*time.Second + time.Minute})
 	if err != nil {
@@ -235,7 +236,7 @@ func (ps *PlaceSession) Connect(ctx context.Context, d orchestrator.Docker, node
 
 // Select1 runs warmup+calls SELECT 1 from a node's namespace and returns
 // the measured calls' latencies in ms.
-func (ps *PlaceSession) Select1(ctx context.Context, d orchestrator.Containers, node string, warmup, calls int) ([]float64, error) {
+func (ps *PlaceSession) Select1(ctx context.Context, d engine.Containers, node string, warmup, calls int) ([]float64, error) {
 	runs, err := orchestrator.AgentSelectOne(ctx, d, ps.Shaping.Agents[node], ps.Nodes[NodeDB].IP, ps.Stack.DB, 1, warmup+calls)
 	if err != nil {
 		return nil, err
@@ -256,7 +257,7 @@ func (ps *PlaceSession) Select1(ctx context.Context, d orchestrator.Containers, 
 
 // Ping sends ICMP echoes from one node to another and returns the mean
 // RTT in ms and the echoes lost.
-func (ps *PlaceSession) Ping(ctx context.Context, d orchestrator.Containers, from, to string, count int) (float64, int, error) {
+func (ps *PlaceSession) Ping(ctx context.Context, d engine.Containers, from, to string, count int) (float64, int, error) {
 	res, err := orchestrator.AgentPing(ctx, d, ps.Shaping.Agents[from], ps.Nodes[to].IP, count, 2*time.Millisecond)
 	if err != nil {
 		return 0, 0, err
@@ -270,16 +271,16 @@ func (ps *PlaceSession) Ping(ctx context.Context, d orchestrator.Containers, fro
 // StartProxy starts the routing proxy in the client node's network
 // namespace with cfg (Listen and LogPath are set here) and waits until it
 // answers.
-func (ps *PlaceSession) StartProxy(ctx context.Context, d orchestrator.Docker, cfg Config) error {
+func (ps *PlaceSession) StartProxy(ctx context.Context, d engine.Docker, cfg Config) error {
 	cfg.Listen = fmt.Sprintf("127.0.0.1:%d", proxyPort)
 	cfg.LogPath = proxyLog
 	b, err := json.Marshal(cfg)
 	if err != nil {
 		return err
 	}
-	labels := orchestrator.RunLabels(ps.Stack.RunID, map[string]string{orchestrator.LabelRole: "proxy"})
+	labels := orchestrator.RunLabels(ps.Stack.RunID, map[string]string{engine.LabelRole: "proxy"})
 	name := fmt.Sprintf("rttlab-%s-proxy", ps.Stack.RunID)
-	id, err := d.CreateContainer(ctx, orchestrator.ContainerSpec{Name: name, Image: orchestrator.AgentImage, Cmd: []string{"agent", "proxy", "--config-json", string(b)},
+	id, err := d.CreateContainer(ctx, engine.ContainerSpec{Name: name, Image: orchestrator.AgentImage, Cmd: []string{"agent", "proxy", "--config-json", string(b)},
 		Labels: labels, NetworkMode: "container:" + ps.Nodes[NodeClient].ID, CapDrop: []string{"ALL"}})
 	if err != nil {
 		return err
@@ -292,7 +293,7 @@ func (ps *PlaceSession) StartProxy(ctx context.Context, d orchestrator.Docker, c
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		var out bytes.Buffer
-		code, err := d.Exec(ctx, ps.Nodes[NodeClient].ID, orchestrator.ExecSpec{Cmd: []string{"/usr/local/bin/rttlab", "agent", "connect", "--to", cfg.Listen, "--warmup", "0", "--count", "1"}, Stdout: &out, Timeout: 10 * time.Second})
+		code, err := d.Exec(ctx, ps.Nodes[NodeClient].ID, engine.ExecSpec{Cmd: []string{"/usr/local/bin/rttlab", "agent", "connect", "--to", cfg.Listen, "--warmup", "0", "--count", "1"}, Stdout: &out, Timeout: 10 * time.Second})
 		if err == nil && code == 0 && strings.Contains(out.String(), `"samples_ns":[`) {
 			return nil
 		}
@@ -309,7 +310,7 @@ func (ps *PlaceSession) StartProxy(ctx context.Context, d orchestrator.Docker, c
 }
 
 // StopProxy stops the proxy after reading its decision log.
-func (ps *PlaceSession) StopProxy(ctx context.Context, d orchestrator.Docker) ([]DecisionRecord, error) {
+func (ps *PlaceSession) StopProxy(ctx context.Context, d engine.Docker) ([]DecisionRecord, error) {
 	if ps.Proxy == "" {
 		return nil, nil
 	}
@@ -318,7 +319,7 @@ func (ps *PlaceSession) StopProxy(ctx context.Context, d orchestrator.Docker) ([
 	var rerr error
 	for i := 0; i < 5; i++ {
 		var out, errb bytes.Buffer
-		code, err := d.Exec(ctx, ps.Proxy, orchestrator.ExecSpec{Cmd: []string{"cat", proxyLog}, Stdout: &out, Stderr: &errb, Timeout: 30 * time.Second})
+		code, err := d.Exec(ctx, ps.Proxy, engine.ExecSpec{Cmd: []string{"cat", proxyLog}, Stdout: &out, Stderr: &errb, Timeout: 30 * time.Second})
 		if err == nil && code == 0 {
 			recs, rerr = ReadDecisions(&out)
 			if rerr == nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/internal/capped"
 	"github.com/rttlab/rttlab/orchestrator"
+	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/workloads"
 )
 
@@ -28,7 +29,7 @@ import (
 // one app stack at a time (a Puma cluster, or W single-mode Pumas behind
 // the front proxy), each app container with its agent.
 type WorkersSession struct {
-	D        orchestrator.Docker
+	D        engine.Docker
 	Stack    *orchestrator.Stack // RunID, network, password; Members: db, client, current apps
 	Target   apps.Target
 	Backend  string
@@ -56,7 +57,7 @@ func (ws *WorkersSession) say(format string, a ...any) {
 }
 
 // StartWorkers starts the network, PostgreSQL with its agent and the client.
-func StartWorkers(ctx context.Context, d orchestrator.Docker, t apps.Target, backend string) (ws *WorkersSession, err error) {
+func StartWorkers(ctx context.Context, d engine.Docker, t apps.Target, backend string) (ws *WorkersSession, err error) {
 	runID := orchestrator.NewRunID()
 	st := &orchestrator.Stack{RunID: runID, Target: t, DB: orchestrator.RttlabDB(orchestrator.NewPassword())}
 	ws = &WorkersSession{D: d, Stack: st, Target: t, Backend: backend}
@@ -66,10 +67,10 @@ func StartWorkers(ctx context.Context, d orchestrator.Docker, t apps.Target, bac
 		}
 	}()
 	st.Network = "rttlab-" + runID
-	if st.NetworkID, err = d.CreateNetwork(ctx, st.Network, orchestrator.NetworkLabels(runID, map[string]string{orchestrator.LabelStack: "workers"})); err != nil {
+	if st.NetworkID, err = d.CreateNetwork(ctx, st.Network, orchestrator.NetworkLabels(runID, map[string]string{engine.LabelStack: "workers"})); err != nil {
 		return ws, err
 	}
-	ws.db, err = ws.startMember(ctx, "db", orchestrator.ImageRef("postgres"), nil, []string{"RTTLAB_DB_PASSWORD=" + st.DB.Password})
+	ws.db, err = ws.startMember(ctx, "db", engine.ImageRef("postgres"), nil, []string{"RTTLAB_DB_PASSWORD=" + st.DB.Password})
 	if err != nil {
 		return ws, err
 	}
@@ -91,8 +92,8 @@ func StartWorkers(ctx context.Context, d orchestrator.Docker, t apps.Target, bac
 
 func (ws *WorkersSession) startMember(ctx context.Context, name, image string, cmd, env []string) (*orchestrator.Member, error) {
 	st := ws.Stack
-	labels := orchestrator.RunLabels(st.RunID, map[string]string{orchestrator.LabelRole: name, orchestrator.LabelService: name})
-	spec := orchestrator.ContainerSpec{Name: fmt.Sprintf("rttlab-%s-%s", st.RunID, name), Image: image, Cmd: cmd, Env: env,
+	labels := orchestrator.RunLabels(st.RunID, map[string]string{engine.LabelRole: name, engine.LabelService: name})
+	spec := engine.ContainerSpec{Name: fmt.Sprintf("rttlab-%s-%s", st.RunID, name), Image: image, Cmd: cmd, Env: env,
 		Labels: labels, Network: st.Network, Aliases: []string{name}}
 	id, err := ws.D.CreateContainer(ctx, spec)
 	m := &orchestrator.Member{Service: name, Role: name, Shaped: true, ID: id, Name: spec.Name}
@@ -152,7 +153,7 @@ func (ws *WorkersSession) stopApps(ctx context.Context) error {
 		ids = append(ids, m.ID)
 	}
 	for _, id := range ids {
-		if err := ws.D.RemoveContainer(ctx, id); err != nil && !errors.Is(err, orchestrator.ErrNotFound) {
+		if err := ws.D.RemoveContainer(ctx, id); err != nil && !errors.Is(err, engine.ErrNotFound) {
 			errs = append(errs, err)
 		}
 	}
@@ -171,7 +172,7 @@ func (ws *WorkersSession) stopApps(ctx context.Context) error {
 // line tagged with the stack, to DecisionsPath.
 func (ws *WorkersSession) saveDecisions(ctx context.Context) error {
 	var out, errb bytes.Buffer
-	code, err := ws.D.Exec(ctx, ws.front, orchestrator.ExecSpec{Cmd: []string{"cat", workersDecisionLog}, Stdout: &out, Stderr: &errb, Timeout: time.Minute})
+	code, err := ws.D.Exec(ctx, ws.front, engine.ExecSpec{Cmd: []string{"cat", workersDecisionLog}, Stdout: &out, Stderr: &errb, Timeout: time.Minute})
 	if err != nil {
 		return fmt.Errorf("front proxy decision log: %w", err)
 	}
@@ -187,7 +188,7 @@ func (ws *WorkersSession) saveDecisions(ctx context.Context) error {
 			Stack string `json:"stack"`
 			Proxy string `json:"proxy"` // the front proxy's container: its event order is its own
 			Decision
-		}{ws.current, orchestrator.ShortID(ws.front), d}); err != nil {
+		}{ws.current, engine.ShortID(ws.front), d}); err != nil {
 			return err
 		}
 	}
@@ -219,7 +220,7 @@ func (ws *WorkersSession) ensureStack(ctx context.Context, t Task) error {
 		if err != nil {
 			return err
 		}
-		m, err := ws.startMember(ctx, "app", orchestrator.ImageRef(ws.Target.Meta.Name), nil, env)
+		m, err := ws.startMember(ctx, "app", engine.ImageRef(ws.Target.Meta.Name), nil, env)
 		if err != nil {
 			return err
 		}
@@ -232,7 +233,7 @@ func (ws *WorkersSession) ensureStack(ctx context.Context, t Task) error {
 		}
 		for i := 0; i < l.Workers; i++ {
 			name := fmt.Sprintf("w%d", i)
-			m, err := ws.startMember(ctx, name, orchestrator.ImageRef(ws.Target.Meta.Name), nil, env)
+			m, err := ws.startMember(ctx, name, engine.ImageRef(ws.Target.Meta.Name), nil, env)
 			if err != nil {
 				return err
 			}
@@ -365,7 +366,7 @@ func (ws *WorkersSession) openLoop(ctx context.Context, o workloads.OpenLoopOpti
 	var out, errb bytes.Buffer
 	var tot workloads.OpenTotals
 	budget := time.Duration(float64(o.Count)/o.Rate*float64(time.Second)) + 2*time.Minute
-	code, err := ws.D.Exec(ctx, ws.client, orchestrator.ExecSpec{Cmd: openLoopArgs(o), Stdout: &out, Stderr: &errb, Timeout: budget})
+	code, err := ws.D.Exec(ctx, ws.client, engine.ExecSpec{Cmd: openLoopArgs(o), Stdout: &out, Stderr: &errb, Timeout: budget})
 	if err != nil {
 		return nil, tot, err
 	}
@@ -375,7 +376,7 @@ func (ws *WorkersSession) openLoop(ctx context.Context, o workloads.OpenLoopOpti
 		}
 	}
 	if code != 0 {
-		return nil, tot, fmt.Errorf("open-loop client exit %d: %s", code, orchestrator.LastLines(errb.String(), 3))
+		return nil, tot, fmt.Errorf("open-loop client exit %d: %s", code, engine.LastLines(errb.String(), 3))
 	}
 	lines := strings.Split(strings.TrimSpace(errb.String()), "\n")
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &tot); err != nil {

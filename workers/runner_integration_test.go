@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/rttlab/rttlab/apps"
-	"github.com/rttlab/rttlab/orchestrator"
+	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/enginetest"
 )
 
@@ -37,7 +37,7 @@ func TestIntegrationWorkersSmoke(t *testing.T) {
 			if err := ws.Stack.Remove(context.Background(), rt); err != nil {
 				t.Error(err)
 			}
-			if cs, _ := rt.ListContainers(context.Background(), map[string]string{orchestrator.LabelRun: ws.Stack.RunID}); len(cs) != 0 {
+			if cs, _ := rt.ListContainers(context.Background(), map[string]string{engine.LabelRun: ws.Stack.RunID}); len(cs) != 0 {
 				t.Errorf("%d containers of run %s remain after cleanup", len(cs), ws.Stack.RunID)
 			}
 		})

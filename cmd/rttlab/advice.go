@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/rttlab/rttlab/orchestrator"
+	"github.com/rttlab/rttlab/orchestrator/engine"
 )
 
 // advice says what a user of this command line can do about err, or ""
@@ -13,15 +14,15 @@ func advice(err error) string {
 	switch {
 	case err == nil:
 		return ""
-	case errors.Is(err, orchestrator.ErrEngineDenied):
+	case errors.Is(err, engine.ErrEngineDenied):
 		return "run as root (sudo rttlab ...), or as a user the Docker socket admits"
-	case errors.Is(err, orchestrator.ErrNoEngine):
+	case errors.Is(err, engine.ErrNoEngine):
 		return "start dockerd (in a checkout, `make run` installs and starts it), or point DOCKER_HOST at a running engine"
-	case errors.Is(err, orchestrator.ErrImageMissing):
+	case errors.Is(err, engine.ErrImageMissing):
 		return "build the images first: rttlab images build"
-	case errors.Is(err, orchestrator.ErrNoDebootstrap):
+	case errors.Is(err, engine.ErrNoDebootstrap):
 		return "install debootstrap (apt-get install -y debootstrap), or make the image elsewhere and load it"
-	case errors.Is(err, orchestrator.ErrNeedRoot):
+	case errors.Is(err, engine.ErrNeedRoot):
 		return "run as root: sudo rttlab images base"
 	case errors.Is(err, orchestrator.ErrAgentStopped):
 		return "restart the stack: rttlab down, then rttlab up APP"

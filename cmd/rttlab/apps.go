@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rttlab/rttlab/apps"
-	"github.com/rttlab/rttlab/orchestrator"
+	"github.com/rttlab/rttlab/orchestrator/engine"
 )
 
 func newAppsCmd() *cobra.Command {
@@ -31,7 +31,7 @@ func newAppsListCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var rt *orchestrator.Runtime
+			var rt *engine.Runtime
 			if r, err := connect(cmd.Context()); err == nil {
 				rt = r
 				defer rt.Close()
@@ -62,8 +62,8 @@ func newAppsListCmd() *cobra.Command {
 	}
 }
 
-func imageState(ctx context.Context, rt *orchestrator.Runtime, name string) string {
-	id, err := rt.ImageID(ctx, orchestrator.ImageRef(name))
+func imageState(ctx context.Context, rt *engine.Runtime, name string) string {
+	id, err := rt.ImageID(ctx, engine.ImageRef(name))
 	if err != nil {
 		return "not built"
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rttlab/rttlab/apps"
-	"github.com/rttlab/rttlab/orchestrator"
+	"github.com/rttlab/rttlab/orchestrator/engine"
 )
 
 type appsNewOptions struct {
@@ -71,7 +71,7 @@ A Go template becomes a new main package of this module (./apps/NAME).`,
 // in (or RTTLAB_SRC's): never, silently, that of a checkout the binary
 // happens to sit in.
 func checkoutApps() (string, error) {
-	src, err := orchestrator.FindSource()
+	src, err := engine.FindSource()
 	if err != nil {
 		return "", usagef("apps new writes into a checkout's apps/ folder: %v (or pass --dir)", err)
 	}

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rttlab/rttlab/orchestrator"
+	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/results"
 )
 
@@ -65,7 +65,7 @@ func readJUnit(t *testing.T, file string) (results.JUnitSuite, map[string]result
 func TestIntegrationBudgetGate(t *testing.T) {
 	bin, root := drillBinary(t)
 	ctx := context.Background()
-	rt, err := orchestrator.NewRuntime(ctx)
+	rt, err := engine.NewRuntime(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +130,7 @@ func TestIntegrationBudgetGate(t *testing.T) {
 // verdict on stdout.
 func TestIntegrationCISmoke(t *testing.T) {
 	bin, root := drillBinary(t)
-	rt, err := orchestrator.NewRuntime(context.Background())
+	rt, err := engine.NewRuntime(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

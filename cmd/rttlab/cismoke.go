@@ -13,6 +13,7 @@ import (
 
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/orchestrator"
+	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/results"
 )
 
@@ -222,7 +223,7 @@ func runCISmoke(cmd *cobra.Command, o *ciSmokeOptions) *ciVerdict {
 
 // verifyCounted runs verify on a stack of its own and returns the failed
 // and total checks.
-func verifyCounted(cmd *cobra.Command, rt *orchestrator.Runtime, t apps.Target, n int, w io.Writer) (failed, total int, err error) {
+func verifyCounted(cmd *cobra.Command, rt *engine.Runtime, t apps.Target, n int, w io.Writer) (failed, total int, err error) {
 	counter := &lineCounter{w: w}
 	failed, err = verifyOne(cmd.Context(), rt, t, &verifyOptions{requests: n, serialN: 5}, counter)
 	return failed, counter.checks, err

@@ -21,6 +21,7 @@ import (
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/netem"
 	"github.com/rttlab/rttlab/orchestrator"
+	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/workloads"
 )
 
@@ -30,7 +31,7 @@ import (
 var errNoEngineHere = errors.New("unit tests do not connect to an engine")
 
 func TestMain(m *testing.M) {
-	connect = func(context.Context) (*orchestrator.Runtime, error) { return nil, errNoEngineHere }
+	connect = func(context.Context) (*engine.Runtime, error) { return nil, errNoEngineHere }
 	os.Exit(m.Run())
 }
 
@@ -120,14 +121,14 @@ func TestExitCodes(t *testing.T) {
 func TestExitCodeInterrupted(t *testing.T) {
 	saved := connect
 	defer func() { connect = saved }()
-	connect = func(ctx context.Context) (*orchestrator.Runtime, error) { return nil, ctx.Err() }
+	connect = func(ctx context.Context) (*engine.Runtime, error) { return nil, ctx.Err() }
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	code, _, errs := execLine(ctx, "shape", "show")
 	if code != 130 || errs != "rttlab: interrupted; everything this command started was removed\n" {
 		t.Errorf("exit %d, %q", code, errs)
 	}
-	connect = func(ctx context.Context) (*orchestrator.Runtime, error) {
+	connect = func(ctx context.Context) (*engine.Runtime, error) {
 		return nil, errors.Join(context.Canceled, fmt.Errorf("%w: remove rttlab-x-db: busy", orchestrator.ErrCleanup))
 	}
 	code, _, errs = execLine(context.Background(), "clean")

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rttlab/rttlab/orchestrator"
+	"github.com/rttlab/rttlab/orchestrator/engine"
 )
 
 func newDoctorCmd() *cobra.Command {
@@ -22,8 +23,8 @@ working shaper, enough disk).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			rt, err := orchestrator.NewRuntime(ctx)
-			var d orchestrator.Docker
+			rt, err := engine.NewRuntime(ctx)
+			var d engine.Docker
 			if err == nil {
 				defer rt.Close()
 				d = rt

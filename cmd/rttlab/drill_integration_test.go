@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/rttlab/rttlab/orchestrator"
+	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/results"
 )
 
@@ -62,27 +63,43 @@ apps:
 // startRun starts `rttlab run` on the drill plan and waits until its
 // results folder has a done task; it returns the process, the folder and
 // what the process writes to its standard error (for failure messages).
-func startRun(t *testing.T, bin, root, plan, out string) (*exec.Cmd, string, *syncBuffer) {
+// A run that ends before that fails the test at once, with its stderr.
+// The returned process has a waiter: call wait, not cmd.Wait.
+func startRun(t *testing.T, bin, root, plan, out string) (cmd *exec.Cmd, dir string, stderr *syncBuffer, wait func() error) {
 	t.Helper()
-	cmd := exec.Command(bin, "run", "--plan", plan, "--out", out)
+	cmd = exec.Command(bin, "run", "--plan", plan, "--out", out)
 	cmd.Dir = root
-	stderr := &syncBuffer{}
+	stderr = &syncBuffer{}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(4 * time.Minute)
-	for time.Now().Before(deadline) {
-		dirs, _ := filepath.Glob(filepath.Join(out, "*-drill"))
-		if len(dirs) == 1 && doneTasks(dirs[0]) >= 1 {
-			return cmd, dirs[0], stderr
-		}
-		time.Sleep(100 * time.Millisecond)
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	var once sync.Once
+	var werr error
+	wait = func() error {
+		once.Do(func() { werr = <-exited })
+		return werr
 	}
-	_ = cmd.Process.Kill()
-	_ = cmd.Wait()
-	t.Fatalf("no task done within 4 minutes; stderr:\n%s", stderr.String())
-	return nil, "", nil
+	deadline := time.After(4 * time.Minute)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-exited:
+			t.Fatalf("rttlab run ended (%v) before a task was done; stderr:\n%s", err, stderr)
+		case <-deadline:
+			_ = cmd.Process.Kill()
+			_ = wait()
+			t.Fatalf("no task done within 4 minutes; stderr:\n%s", stderr)
+		case <-tick.C:
+			dirs, _ := filepath.Glob(filepath.Join(out, "*-drill"))
+			if len(dirs) == 1 && doneTasks(dirs[0]) >= 1 {
+				return cmd, dirs[0], stderr, wait
+			}
+		}
+	}
 }
 
 // syncBuffer is a strings.Builder a process writes to while the test
@@ -121,18 +138,18 @@ func doneTasks(dir string) int {
 }
 
 // labelled lists the containers and networks of rttlab runs.
-func labelled(t *testing.T, rt *orchestrator.Runtime) []string {
+func labelled(t *testing.T, rt *engine.Runtime) []string {
 	t.Helper()
 	ctx := context.Background()
 	var out []string
-	cs, err := rt.ListContainers(ctx, map[string]string{orchestrator.LabelRun: ""})
+	cs, err := rt.ListContainers(ctx, map[string]string{engine.LabelRun: ""})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range cs {
 		out = append(out, "container "+strings.Join(c.Names, ","))
 	}
-	ns, err := rt.ListNetworks(ctx, map[string]string{orchestrator.LabelRun: ""})
+	ns, err := rt.ListNetworks(ctx, map[string]string{engine.LabelRun: ""})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +162,7 @@ func labelled(t *testing.T, rt *orchestrator.Runtime) []string {
 // labelledSince is what labelled lists now that it did not list before:
 // objects of other runs on a developer's engine, or left by an earlier
 // test (which reports them itself), are not the drill's.
-func labelledSince(t *testing.T, rt *orchestrator.Runtime, before []string) []string {
+func labelledSince(t *testing.T, rt *engine.Runtime, before []string) []string {
 	t.Helper()
 	var out []string
 	for _, l := range labelled(t, rt) {
@@ -197,7 +214,7 @@ func resumeAndCheck(t *testing.T, bin, root, dir string) {
 func TestIntegrationDrillSignals(t *testing.T) {
 	bin, root := drillBinary(t)
 	ctx := context.Background()
-	rt, err := orchestrator.NewRuntime(ctx)
+	rt, err := engine.NewRuntime(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,13 +229,13 @@ func TestIntegrationDrillSignals(t *testing.T) {
 		if len(before) > 0 {
 			t.Logf("labelled before the drill (not its to judge): %v", before)
 		}
-		cmd, dir, stderr := startRun(t, bin, root, plan, t.TempDir())
+		cmd, dir, stderr, wait := startRun(t, bin, root, plan, t.TempDir())
 		pid := cmd.Process.Pid
 		sent := time.Now()
 		if err := cmd.Process.Signal(os.Interrupt); err != nil {
 			t.Fatal(err)
 		}
-		err := cmd.Wait()
+		err := wait()
 		exited := time.Since(sent)
 		var ee *exec.ExitError
 		if !errors.As(err, &ee) || ee.ExitCode() != 130 {
@@ -235,7 +252,7 @@ func TestIntegrationDrillSignals(t *testing.T) {
 	})
 
 	t.Run("SIGKILL", func(t *testing.T) {
-		foreign, err := rt.CreateContainer(ctx, orchestrator.ContainerSpec{Name: "rttlab-drill-foreign", Image: orchestrator.BaseImage,
+		foreign, err := rt.CreateContainer(ctx, engine.ContainerSpec{Name: "rttlab-drill-foreign", Image: engine.BaseImage,
 			Cmd: []string{"sleep", "600"}})
 		if err != nil {
 			t.Fatal(err)
@@ -245,27 +262,27 @@ func TestIntegrationDrillSignals(t *testing.T) {
 			t.Fatal(err)
 		}
 		before := labelled(t, rt)
-		cmd, dir, _ := startRun(t, bin, root, plan, t.TempDir())
+		cmd, dir, _, wait := startRun(t, bin, root, plan, t.TempDir())
 		// While the study runs, clean keeps it: its rttlab process lives.
-		cs, err := rt.ListContainers(ctx, map[string]string{orchestrator.LabelRun: ""})
+		cs, err := rt.ListContainers(ctx, map[string]string{engine.LabelRun: ""})
 		if err != nil || len(cs) == 0 {
 			t.Fatalf("no container of the running study: %v", err)
 		}
-		busy := exec.Command(bin, "clean", "--run", cs[0].Labels[orchestrator.LabelRun])
+		busy := exec.Command(bin, "clean", "--run", cs[0].Labels[engine.LabelRun])
 		if out, err := busy.CombinedOutput(); busy.ProcessState.ExitCode() != 2 || !strings.Contains(string(out), "is in progress") {
 			t.Fatalf("clean --run of a study in progress: %v\n%s", err, out)
 		}
 		_ = cmd.Process.Signal(syscall.SIGKILL)
-		_ = cmd.Wait()
+		_ = wait()
 		// Clean the killed run by its id (other runs on a developer's
 		// engine are not this test's to remove).
-		cs, err = rt.ListContainers(ctx, map[string]string{orchestrator.LabelRun: ""})
+		cs, err = rt.ListContainers(ctx, map[string]string{engine.LabelRun: ""})
 		if err != nil {
 			t.Fatal(err)
 		}
 		runs := map[string]bool{}
 		for _, c := range cs {
-			runs[c.Labels[orchestrator.LabelRun]] = true
+			runs[c.Labels[engine.LabelRun]] = true
 		}
 		if len(runs) == 0 {
 			t.Fatal("SIGKILL left nothing to clean: the drill did not kill a running study")

@@ -12,11 +12,12 @@ import (
 
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/orchestrator"
+	"github.com/rttlab/rttlab/orchestrator/engine"
 )
 
 // appsTree returns the apps metadata and the tree they were read from.
 func appsTree() (map[string]*apps.Meta, fs.FS, string, error) {
-	src, _ := orchestrator.FindSource()
+	src, _ := engine.FindSource()
 	fsys := apps.FS(src)
 	all, err := apps.Load(fsys)
 	if err != nil {
@@ -27,9 +28,9 @@ func appsTree() (map[string]*apps.Meta, fs.FS, string, error) {
 
 // connect reaches the engine; unit tests replace it so that no test can
 // touch an engine of the machine they run on.
-var connect = orchestrator.NewRuntime
+var connect = engine.NewRuntime
 
-func newBuilder(ctx context.Context, rt *orchestrator.Runtime, noCache bool, log io.Writer) (*orchestrator.Builder, error) {
+func newBuilder(ctx context.Context, rt *engine.Runtime, noCache bool, log io.Writer) (*engine.Builder, error) {
 	all, fsys, src, err := appsTree()
 	if err != nil {
 		return nil, err
@@ -38,7 +39,7 @@ func newBuilder(ctx context.Context, rt *orchestrator.Runtime, noCache bool, log
 	if err != nil {
 		return nil, err
 	}
-	return &orchestrator.Builder{
+	return &engine.Builder{
 		Images:  rt,
 		Apps:    all,
 		FS:      fsys,
@@ -81,7 +82,7 @@ func imagesFor(targets []apps.Target, agent bool) []string {
 
 // ownImages checks that the users' images of the targets are on the
 // engine and returns their IDs by app name.
-func ownImages(ctx context.Context, d orchestrator.ImageStore, targets []apps.Target) (map[string]string, error) {
+func ownImages(ctx context.Context, d engine.ImageStore, targets []apps.Target) (map[string]string, error) {
 	out := map[string]string{}
 	for _, t := range targets {
 		if t.Image == "" {
@@ -124,23 +125,23 @@ func resolveTargets(all map[string]*apps.Meta, names []string) ([]apps.Target, e
 }
 
 // ensureImages makes the base image and the images the targets need.
-func ensureImages(ctx context.Context, rt *orchestrator.Runtime, targets []apps.Target, agent bool, w io.Writer) error {
-	path, _, err := orchestrator.EnsureBase(ctx, rt, orchestrator.BaseOptions{Progress: w})
+func ensureImages(ctx context.Context, rt *engine.Runtime, targets []apps.Target, agent bool, w io.Writer) error {
+	path, _, err := engine.EnsureBase(ctx, rt, engine.BaseOptions{Progress: w})
 	if err != nil {
 		return err
 	}
 	if _, err := ownImages(ctx, rt, targets); err != nil {
 		return err
 	}
-	if path != orchestrator.BasePresent {
-		fmt.Fprintf(w, "base image %s: %s\n", orchestrator.BaseImage, path)
+	if path != engine.BasePresent {
+		fmt.Fprintf(w, "base image %s: %s\n", engine.BaseImage, path)
 	}
 	b, err := newBuilder(ctx, rt, false, nil)
 	if err != nil {
 		return err
 	}
 	var failed error
-	b.BuildEach(ctx, imagesFor(targets, agent), 0, func(n string, r orchestrator.Built, err error) bool {
+	b.BuildEach(ctx, imagesFor(targets, agent), 0, func(n string, r engine.Built, err error) bool {
 		if err != nil {
 			if failed == nil {
 				failed = err
@@ -188,7 +189,7 @@ func loadTarget(name string) (apps.Target, error) {
 // startShaped starts PostgreSQL + the app with an agent per shaped
 // container. The caller removes the stack (removeStack) when done; on
 // failure nothing is left behind.
-func startShaped(ctx context.Context, rt *orchestrator.Runtime, so orchestrator.StackOptions, shaper, scope, hook string) (*orchestrator.Stack, *orchestrator.Shaping, error) {
+func startShaped(ctx context.Context, rt *engine.Runtime, so orchestrator.StackOptions, shaper, scope, hook string) (*orchestrator.Stack, *orchestrator.Shaping, error) {
 	st, err := orchestrator.StartStack(ctx, rt, so)
 	if err != nil {
 		return nil, nil, err
@@ -203,7 +204,7 @@ func startShaped(ctx context.Context, rt *orchestrator.Runtime, so orchestrator.
 
 // removeStack removes a stack a command started and adds to *errp what
 // could not be removed, so that the command does not report success.
-func removeStack(ctx context.Context, rt *orchestrator.Runtime, st *orchestrator.Stack, errp *error) {
+func removeStack(ctx context.Context, rt *engine.Runtime, st *orchestrator.Stack, errp *error) {
 	// Joined only when something is left: a Join of one error hides its
 	// type from the exit status (the budget gate's 3).
 	if rerr := st.Remove(context.WithoutCancel(ctx), rt); rerr != nil {

@@ -5,9 +5,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/spf13/cobra"
-
-	"github.com/rttlab/rttlab/orchestrator"
 )
 
 func newImagesCmd() *cobra.Command {
@@ -46,14 +45,14 @@ It prints which path was taken.`,
 				return err
 			}
 			defer rt.Close()
-			bo := orchestrator.BaseOptions{Ref: o.ref, SkipPull: o.skipPull, Mirror: o.mirror}
+			bo := engine.BaseOptions{Ref: o.ref, SkipPull: o.skipPull, Mirror: o.mirror}
 			if o.verbose {
 				bo.Log = os.Stderr
 			} else {
 				bo.Progress = cmd.ErrOrStderr()
 			}
 			start := time.Now()
-			path, id, err := orchestrator.EnsureBase(ctx, rt, bo)
+			path, id, err := engine.EnsureBase(ctx, rt, bo)
 			if err != nil {
 				return err
 			}
@@ -61,7 +60,7 @@ It prints which path was taken.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&o.ref, "tag", orchestrator.BaseImage, "image reference to ensure")
+	cmd.Flags().StringVar(&o.ref, "tag", engine.BaseImage, "image reference to ensure")
 	cmd.Flags().BoolVar(&o.skipPull, "skip-pull", false, "do not try a registry; build with debootstrap when absent")
 	cmd.Flags().StringVar(&o.mirror, "mirror", "http://deb.debian.org/debian", "Debian mirror for debootstrap")
 	cmd.Flags().BoolVarP(&o.verbose, "verbose", "v", false, "show debootstrap output")
@@ -112,11 +111,11 @@ Examples:
 			}
 			defer rt.Close()
 			out := cmd.OutOrStdout()
-			path, _, err := orchestrator.EnsureBase(ctx, rt, orchestrator.BaseOptions{Progress: cmd.ErrOrStderr()})
+			path, _, err := engine.EnsureBase(ctx, rt, engine.BaseOptions{Progress: cmd.ErrOrStderr()})
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(out, "base image %s: %s\n", orchestrator.BaseImage, path)
+			fmt.Fprintf(out, "base image %s: %s\n", engine.BaseImage, path)
 			var log = os.Stderr
 			b, err := newBuilder(ctx, rt, o.noCache, nil)
 			if err != nil {
@@ -141,7 +140,7 @@ Examples:
 				names[i] = t[0].Meta.Name
 			}
 			var failed error
-			b.BuildEach(ctx, names, o.parallel, func(n string, r orchestrator.Built, err error) bool {
+			b.BuildEach(ctx, names, o.parallel, func(n string, r engine.Built, err error) bool {
 				if err != nil {
 					if failed == nil {
 						failed = err
@@ -156,6 +155,6 @@ Examples:
 	}
 	cmd.Flags().BoolVar(&o.noCache, "no-cache", false, "do not use the build cache")
 	cmd.Flags().BoolVarP(&o.verbose, "verbose", "v", false, "show build output")
-	cmd.Flags().IntVarP(&o.parallel, "parallel", "j", orchestrator.DefaultBuildParallel, "images built at once")
+	cmd.Flags().IntVarP(&o.parallel, "parallel", "j", engine.DefaultBuildParallel, "images built at once")
 	return cmd
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rttlab/rttlab/orchestrator"
+	"github.com/rttlab/rttlab/orchestrator/engine"
 )
 
 func run(t *testing.T, args ...string) (string, error) {
@@ -212,14 +213,14 @@ func TestRunAppNotInPlan(t *testing.T) {
 // The command line adds its own advice to the library's factual errors,
 // once.
 func TestExitReportAdvice(t *testing.T) {
-	noEngine := fmt.Errorf("%w (unix:///var/run/docker.sock: connection refused)", orchestrator.ErrNoEngine)
+	noEngine := fmt.Errorf("%w (unix:///var/run/docker.sock: connection refused)", engine.ErrNoEngine)
 	var b bytes.Buffer
 	exitReport(&b, noEngine)
 	if out := b.String(); strings.Count(out, "DOCKER_HOST") != 1 || strings.Count(out, "make run") != 1 || strings.Contains(out, "make test") {
 		t.Errorf("no engine:\n%s", out)
 	}
 	b.Reset()
-	exitReport(&b, fmt.Errorf("%w: %w on unix:///var/run/docker.sock", orchestrator.ErrNoEngine, orchestrator.ErrEngineDenied))
+	exitReport(&b, fmt.Errorf("%w: %w on unix:///var/run/docker.sock", engine.ErrNoEngine, engine.ErrEngineDenied))
 	if out := b.String(); !strings.Contains(out, "run as root") || strings.Contains(out, "make run") {
 		t.Errorf("permission denied:\n%s", out)
 	}

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rttlab/rttlab/orchestrator"
+	"github.com/rttlab/rttlab/orchestrator/engine"
 )
 
 // A user's own image, built here from a Dockerfile in a temp folder (not
@@ -67,7 +67,7 @@ apps:
 	if code == 0 || !strings.Contains(errOut, filepath.Join(dir, "bad.sql")+`:2: ERROR: syntax error at or near "CREAT"`) {
 		t.Errorf("bad schema: exit %d\n%s", code, errOut)
 	}
-	cs, _ := rt.ListContainers(ctx, map[string]string{orchestrator.LabelRun: ""})
+	cs, _ := rt.ListContainers(ctx, map[string]string{engine.LabelRun: ""})
 	if len(cs) != 0 {
 		t.Errorf("%d containers left", len(cs))
 	}
@@ -80,21 +80,21 @@ apps:
 // buildOwnImage builds the user's image as a user would, never through
 // rttlab: rttlab's go app as a base (no network needed), from a
 // Dockerfile in a temp folder.
-func buildOwnImage(t *testing.T) (*orchestrator.Runtime, string) {
+func buildOwnImage(t *testing.T) (*engine.Runtime, string) {
 	t.Helper()
 	ctx := context.Background()
-	rt, err := orchestrator.NewRuntime(ctx)
+	rt, err := engine.NewRuntime(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	const image = "rttlab-it-own/shop:test"
 	var tb bytes.Buffer
 	tw := tar.NewWriter(&tb)
-	df := []byte("FROM " + orchestrator.ImageRef("go") + "\nENV SHOP_FLAVOUR=integration\n")
+	df := []byte("FROM " + engine.ImageRef("go") + "\nENV SHOP_FLAVOUR=integration\n")
 	tw.WriteHeader(&tar.Header{Name: "Dockerfile", Mode: 0o644, Size: int64(len(df))})
 	tw.Write(df)
 	tw.Close()
-	if _, err := rt.BuildImage(ctx, &tb, orchestrator.BuildOptions{Tag: image}); err != nil {
+	if _, err := rt.BuildImage(ctx, &tb, engine.BuildOptions{Tag: image}); err != nil {
 		t.Fatal(err)
 	}
 	return rt, image
@@ -149,7 +149,7 @@ func TestIntegrationOwnCompose(t *testing.T) {
     ports: ["8080"]
     depends_on: [database]
   database:
-    image: `+orchestrator.ImageRef("postgres")+`
+    image: `+engine.ImageRef("postgres")+`
     environment:
       RTTLAB_DB_PASSWORD: ${SHOP_DB_PASSWORD:-from-the-compose-file}
 `), 0o644)
@@ -165,7 +165,7 @@ func TestIntegrationOwnCompose(t *testing.T) {
 	if code != 2 || !strings.Contains(errOut, `has no service "api"`) {
 		t.Errorf("unknown service: exit %d\n%s", code, errOut)
 	}
-	cs, _ := rt.ListContainers(ctx, map[string]string{orchestrator.LabelRun: ""})
+	cs, _ := rt.ListContainers(ctx, map[string]string{engine.LabelRun: ""})
 	if len(cs) != 0 {
 		t.Errorf("%d containers left", len(cs))
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/orchestrator"
+	"github.com/rttlab/rttlab/orchestrator/engine"
 )
 
 func TestRunAppImageFlags(t *testing.T) {
@@ -129,7 +130,7 @@ func TestOwnAppTarget(t *testing.T) {
 
 // stubImages answers ImageID from a map; anything else is a test failure.
 type stubImages struct {
-	orchestrator.ImageStore
+	engine.ImageStore
 	have  map[string]string
 	asked []string
 }
@@ -139,5 +140,5 @@ func (s *stubImages) ImageID(_ context.Context, ref string) (string, error) {
 	if id, ok := s.have[ref]; ok {
 		return id, nil
 	}
-	return "", fmt.Errorf("image %s: %w", ref, orchestrator.ErrNotFound)
+	return "", fmt.Errorf("image %s: %w", ref, engine.ErrNotFound)
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/orchestrator"
+	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/results"
 )
 
@@ -325,7 +326,7 @@ func count(n int, thing string) string {
 // buildForRun makes the images; an app whose image cannot be built for a
 // reason of this host (no network for its package registry) is skipped
 // with that reason, any other failure stops the run.
-func buildForRun(cmd *cobra.Command, rt *orchestrator.Runtime, targets []apps.Target) (map[string]string, map[string]string, error) {
+func buildForRun(cmd *cobra.Command, rt *engine.Runtime, targets []apps.Target) (map[string]string, map[string]string, error) {
 	ctx := cmd.Context()
 	w := cmd.ErrOrStderr()
 	// A user's image is checked first: it is never built or pulled.
@@ -333,7 +334,7 @@ func buildForRun(cmd *cobra.Command, rt *orchestrator.Runtime, targets []apps.Ta
 	if err != nil {
 		return nil, nil, err
 	}
-	if _, _, err := orchestrator.EnsureBase(ctx, rt, orchestrator.BaseOptions{Progress: w}); err != nil {
+	if _, _, err := engine.EnsureBase(ctx, rt, engine.BaseOptions{Progress: w}); err != nil {
 		return nil, nil, err
 	}
 	b, err := newBuilder(ctx, rt, false, nil)
@@ -343,9 +344,9 @@ func buildForRun(cmd *cobra.Command, rt *orchestrator.Runtime, targets []apps.Ta
 	images := own
 	skipped := map[string]string{}
 	var failed error
-	b.BuildEach(ctx, imagesFor(targets, true), 0, func(n string, r orchestrator.Built, err error) bool {
+	b.BuildEach(ctx, imagesFor(targets, true), 0, func(n string, r engine.Built, err error) bool {
 		if err != nil {
-			if reason, ok := orchestrator.SkipReason(err); ok {
+			if reason, ok := engine.SkipReason(err); ok {
 				fmt.Fprintf(w, "image %s: skipped: %s\n", n, reason)
 				for _, t := range targets {
 					if t.Meta.Name == n {

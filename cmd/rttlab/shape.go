@@ -14,6 +14,7 @@ import (
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/netem"
 	"github.com/rttlab/rttlab/orchestrator"
+	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/results"
 )
 
@@ -46,7 +47,7 @@ func validScope(s string) error {
 }
 
 // findUp finds the one stack started with `up` (or the named one).
-func findUp(ctx context.Context, rt *orchestrator.Runtime, run string) (*orchestrator.Shaping, error) {
+func findUp(ctx context.Context, rt *engine.Runtime, run string) (*orchestrator.Shaping, error) {
 	runs, err := upRuns(ctx, rt, run)
 	if err != nil {
 		return nil, err
@@ -127,7 +128,7 @@ Example:
 	return cmd
 }
 
-func printShow(ctx context.Context, w io.Writer, rt *orchestrator.Runtime, sh *orchestrator.Shaping) error {
+func printShow(ctx context.Context, w io.Writer, rt *engine.Runtime, sh *orchestrator.Shaping) error {
 	reps, err := sh.Show(ctx, rt)
 	if err != nil {
 		return err
@@ -158,14 +159,14 @@ func newShapeShowCmd() *cobra.Command {
 
 func newShapeClearCmd() *cobra.Command {
 	return upShapeCmd("clear", "Remove the delay (and every rule and qdisc) from a stack started with 'rttlab up'",
-		func(ctx context.Context, rt *orchestrator.Runtime, sh *orchestrator.Shaping) error {
+		func(ctx context.Context, rt *engine.Runtime, sh *orchestrator.Shaping) error {
 			return sh.Clear(ctx, rt)
 		})
 }
 
 // upShapeCmd acts on the stack started with `up` (act may be nil), then
 // shows its setting.
-func upShapeCmd(use, short string, act func(context.Context, *orchestrator.Runtime, *orchestrator.Shaping) error) *cobra.Command {
+func upShapeCmd(use, short string, act func(context.Context, *engine.Runtime, *orchestrator.Shaping) error) *cobra.Command {
 	var run string
 	cmd := &cobra.Command{
 		Use:   use,

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/orchestrator"
+	"github.com/rttlab/rttlab/orchestrator/engine"
 )
 
 type upOptions struct {
@@ -162,10 +163,10 @@ func newDownCmd() *cobra.Command {
 
 // upRuns lists the run ids of stacks started by `up` (only id when set;
 // refused when id is not such a stack).
-func upRuns(ctx context.Context, d orchestrator.Docker, id string) ([]string, error) {
-	filter := map[string]string{orchestrator.LabelStack: "up"}
+func upRuns(ctx context.Context, d engine.Docker, id string) ([]string, error) {
+	filter := map[string]string{engine.LabelStack: "up"}
 	if id != "" {
-		filter[orchestrator.LabelRun] = id
+		filter[engine.LabelRun] = id
 	}
 	cs, err := d.ListContainers(ctx, filter)
 	if err != nil {
@@ -174,14 +175,14 @@ func upRuns(ctx context.Context, d orchestrator.Docker, id string) ([]string, er
 	seen := map[string]bool{}
 	var out []string
 	for _, c := range cs {
-		r := c.Labels[orchestrator.LabelRun]
+		r := c.Labels[engine.LabelRun]
 		if !seen[r] {
 			seen[r] = true
 			out = append(out, r)
 		}
 	}
 	if id != "" && len(out) == 0 {
-		return nil, usagef("no stack started with 'rttlab up' has run id %q (see 'docker ps --filter label=%s=up')", id, orchestrator.LabelStack)
+		return nil, usagef("no stack started with 'rttlab up' has run id %q (see 'docker ps --filter label=%s=up')", id, engine.LabelStack)
 	}
 	return out, nil
 }
@@ -283,7 +284,7 @@ func verifyTargets(o *verifyOptions, args []string) ([]apps.Target, error) {
 	return resolveTargets(all, args)
 }
 
-func verifyOne(ctx context.Context, rt *orchestrator.Runtime, t apps.Target, o *verifyOptions, out interface{ Write([]byte) (int, error) }) (_ int, err error) {
+func verifyOne(ctx context.Context, rt *engine.Runtime, t apps.Target, o *verifyOptions, out interface{ Write([]byte) (int, error) }) (_ int, err error) {
 	st, sh, err := startShaped(ctx, rt, orchestrator.StackOptions{Target: t, Publish: true}, "auto", "path", "")
 	if err != nil {
 		return 0, fmt.Errorf("verify %s: %w", t.Name, err)

@@ -13,20 +13,20 @@ import (
 	"time"
 
 	"github.com/rttlab/rttlab/apps"
-	"github.com/rttlab/rttlab/orchestrator"
+	"github.com/rttlab/rttlab/orchestrator/engine"
 )
 
 // Engine connects to the engine. Under `make test` (RTTLAB_INTEGRATION=1)
 // a missing engine fails the test; in a plain `go test` without an engine
 // the test skips, and with -short it always skips.
-func Engine(t *testing.T) *orchestrator.Runtime {
+func Engine(t *testing.T) *engine.Runtime {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("integration test: skipped with -short")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	rt, err := orchestrator.NewRuntime(ctx)
+	rt, err := engine.NewRuntime(ctx)
 	if err != nil {
 		if os.Getenv("RTTLAB_INTEGRATION") != "" {
 			t.Fatalf("integration test needs an engine: %v", err)
@@ -39,13 +39,13 @@ func Engine(t *testing.T) *orchestrator.Runtime {
 
 // BuiltApps builds the named images from the checkout (the base image
 // first, when missing) and returns every app's metadata.
-func BuiltApps(t *testing.T, rt *orchestrator.Runtime, names ...string) map[string]*apps.Meta {
+func BuiltApps(t *testing.T, rt *engine.Runtime, names ...string) map[string]*apps.Meta {
 	t.Helper()
-	src, err := orchestrator.FindSource()
+	src, err := engine.FindSource()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := orchestrator.EnsureBase(context.Background(), rt, orchestrator.BaseOptions{}); err != nil {
+	if _, _, err := engine.EnsureBase(context.Background(), rt, engine.BaseOptions{}); err != nil {
 		t.Fatalf("base image: %v", err)
 	}
 	fsys := apps.FS(src)
@@ -53,7 +53,7 @@ func BuiltApps(t *testing.T, rt *orchestrator.Runtime, names ...string) map[stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &orchestrator.Builder{Images: rt, Apps: all, FS: fsys, GOOS: "linux", GOARCH: runtime.GOARCH, SrcDir: src,
+	b := &engine.Builder{Images: rt, Apps: all, FS: fsys, GOOS: "linux", GOARCH: runtime.GOARCH, SrcDir: src,
 		Version: "test", Log: &bytes.Buffer{}}
 	built, err := b.Build(context.Background(), names)
 	if err != nil {

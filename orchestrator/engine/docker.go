@@ -1,17 +1,15 @@
-// Package orchestrator owns the Docker runtime wrapper, images, stack
-// lifecycle, the shaping agents, verify, doctor and cleanup, and the RTT
-// study's plan, runner and resume. The placement and worker studies build
-// on it from their own packages; it imports neither.
+// Package engine is rttlab's side of the Docker Engine API: the runtime
+// wrapper, images (base image, builds of every app, labels), the Go
+// toolchain the builds use and the module embedded in the binary.
 //
 // The Docker wrapper follows the role-interface style: each consumer asks
 // for the narrow interface it uses (ImageStore, Containers, Networks,
 // Engine), and *Runtime implements all of them over the Engine API client
 // with API version negotiation, so it works with Debian's engine 20.10
 // (API 1.41) and with current engines.
-package orchestrator
+package engine
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -147,7 +145,7 @@ func NewRuntime(ctx context.Context) (*Runtime, error) {
 		if strings.Contains(err.Error(), "permission denied") {
 			return nil, fmt.Errorf("%w: %w on %s", ErrNoEngine, ErrEngineDenied, cli.DaemonHost())
 		}
-		return nil, fmt.Errorf("%w (%s: %v)", ErrNoEngine, cli.DaemonHost(), firstLine(err.Error()))
+		return nil, fmt.Errorf("%w (%s: %v)", ErrNoEngine, cli.DaemonHost(), FirstLine(err.Error()))
 	}
 	cli.NegotiateAPIVersion(pctx)
 	return &Runtime{cli: cli}, nil
@@ -239,6 +237,17 @@ func (r *Runtime) ImportImage(ctx context.Context, tarball io.Reader, ref string
 	return nil
 }
 
+// RemoveImage removes one image (by id or reference) and its untagged
+// parents; a missing image is not an error.
+func (r *Runtime) RemoveImage(ctx context.Context, ref string) error {
+	ctx, cancel := context.WithTimeout(ctx, shortCall)
+	defer cancel()
+	if _, err := r.cli.ImageRemove(ctx, ref, imageRemoveForce); err != nil && !cerrdefs.IsNotFound(err) {
+		return fmt.Errorf("remove image %s: %w", ShortID(ref), err)
+	}
+	return nil
+}
+
 // RemoveImages removes every image carrying the labels.
 func (r *Runtime) RemoveImages(ctx context.Context, labelFilter map[string]string) ([]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, shortCall)
@@ -254,7 +263,7 @@ func (r *Runtime) RemoveImages(ctx context.Context, labelFilter map[string]strin
 		if !BuiltByRttlab(img.RepoTags, img.Labels) {
 			continue
 		}
-		if _, err := r.cli.ImageRemove(ctx, img.ID, image.RemoveOptions{Force: true, PruneChildren: true}); err != nil && !cerrdefs.IsNotFound(err) {
+		if _, err := r.cli.ImageRemove(ctx, img.ID, imageRemoveForce); err != nil && !cerrdefs.IsNotFound(err) {
 			return removed, fmt.Errorf("remove image %s: %w", img.ID, err)
 		}
 		removed = append(removed, img.ID)
@@ -649,23 +658,12 @@ func ShortID(id string) string {
 	return id
 }
 
-func firstLine(s string) string {
+// FirstLine is s up to its first newline.
+func FirstLine(s string) string {
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
 		return s[:i]
 	}
 	return s
-}
-
-// lines splits command output into trimmed non-empty lines.
-func lines(b []byte) []string {
-	var out []string
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		if l := strings.TrimSpace(sc.Text()); l != "" {
-			out = append(out, l)
-		}
-	}
-	return out
 }
 
 type (

@@ -1,4 +1,4 @@
-package orchestrator
+package engine
 
 import (
 	"archive/tar"
@@ -150,7 +150,7 @@ func EnsureBase(ctx context.Context, d ImageStore, o BaseOptions) (BasePath, str
 			id, err := d.ImageID(ctx, o.Ref)
 			return BasePulled, id, err
 		}
-		slog.Info("base image not pullable, building it with debootstrap", "ref", o.Ref, "pull_error", firstLine(pullErr.Error()))
+		slog.Info("base image not pullable, building it with debootstrap", "ref", o.Ref, "pull_error", FirstLine(pullErr.Error()))
 	}
 	if _, err := exec.LookPath("debootstrap"); err != nil {
 		return "", "", fmt.Errorf("base image %s is missing, cannot be pulled (%v) and %w", o.Ref, pullErr, ErrNoDebootstrap)
@@ -654,4 +654,26 @@ func debootstrapStage(out string) string {
 		}
 	}
 	return strings.ToLower(last[:1]) + last[1:]
+}
+
+// BuiltByRttlab tells an image rttlab built (tagged <prefix><app>:latest
+// for the app its io.rttlab.app label names, or untagged) from a user's
+// image that inherited the label by building FROM one of rttlab's.
+func BuiltByRttlab(tags []string, labels map[string]string) bool {
+	app := labels[LabelApp]
+	if app == "" {
+		return false
+	}
+	for _, t := range tags {
+		if t == "<none>:<none>" {
+			continue
+		}
+		if !strings.HasSuffix(t, app+":latest") {
+			return false
+		}
+		if rest := strings.TrimSuffix(t, app+":latest"); rest != "" && !strings.HasSuffix(rest, "/") && !strings.HasSuffix(rest, "-") {
+			return false
+		}
+	}
+	return true
 }

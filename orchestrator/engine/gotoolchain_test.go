@@ -1,4 +1,4 @@
-package orchestrator
+package engine
 
 import (
 	"archive/zip"
@@ -318,7 +318,7 @@ func TestCrossBuildSource(t *testing.T) {
 	if kind, src, _ := b.goSource(apps.GoBuild{Package: "./apps/go"}); kind != fromCheckout || src != "/given" {
 		t.Errorf("SrcDir: %q %q", kind, src)
 	}
-	if need, err := goDirective("../go.mod"); err != nil || !strings.HasPrefix(need, "1.") {
+	if need, err := goDirective("../../go.mod"); err != nil || !strings.HasPrefix(need, "1.") {
 		t.Errorf("go directive of the checkout: %q %v", need, err)
 	}
 }
