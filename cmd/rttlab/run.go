@@ -11,6 +11,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
 	"github.com/rttlab/rttlab/apps"
@@ -80,198 +81,9 @@ Examples:
   rttlab run --plan smoke
   rttlab run --plan study --apps go --delays 0,0.5,1
   rttlab run --resume rttlab-results/20261130T010203Z-study`,
-		Args: cobra.NoArgs,
-		PreRunE: func(cmd *cobra.Command, args []string) error {
-			if o.resume != "" {
-				for _, f := range append([]string{"plan", "apps", "routes", "delays", "runs", "requests", "warmup", "seed", "shaper", "scope", "app-image", "compose"}, ownAppFlags...) {
-					if cmd.Flags().Changed(f) {
-						return usagef("--resume continues the folder's own plan: drop --%s", f)
-					}
-				}
-				// The folder is checked before anything connects or starts.
-				p, err := orchestrator.FolderPlan(o.resume)
-				if err != nil {
-					return usagef("--resume %s: not a results folder of rttlab run: %v", o.resume, strings.Join(strings.Fields(err.Error()), " "))
-				}
-				o.p = p
-				return nil
-			}
-			p, err := orchestrator.LoadPlan(o.plan)
-			if err != nil {
-				return usageError{err}
-			}
-			all, _, _, err := appsTree()
-			if err != nil {
-				return err
-			}
-			fl := cmd.Flags()
-			own, err := o.own.given(fl)
-			if err != nil {
-				return err
-			}
-			if own {
-				if fl.Changed("apps") {
-					return usagef("--app-image and --compose run one app: drop --apps")
-				}
-				a, err := o.own.entry(fl.Changed)
-				if err != nil {
-					return err
-				}
-				p.Apps = []orchestrator.PlanApp{a}
-			}
-			if fl.Changed("apps") {
-				var list []orchestrator.PlanApp
-				for _, a := range o.apps {
-					found := false
-					for _, pa := range p.Apps {
-						if pa.Name == a {
-							list, found = append(list, pa), true
-						}
-					}
-					if found {
-						continue
-					}
-					if _, err := apps.Resolve(all, a); err != nil {
-						return usageError{err}
-					}
-					// An app the plan does not list has no routes to
-					// take: they must be named.
-					if !fl.Changed("routes") {
-						var names []string
-						for _, pa := range p.Apps {
-							names = append(names, pa.Name)
-						}
-						return usagef("app %s is not in plan %s (its apps: %s): name its routes with --routes, or use a plan file that lists it", a, p.Name, strings.Join(names, ", "))
-					}
-					list = append(list, orchestrator.PlanApp{Name: a})
-				}
-				p.Apps = list
-			}
-			if fl.Changed("routes") {
-				for i := range p.Apps {
-					p.Apps[i].Routes = o.own.routes
-					p.Apps[i].Mix, p.Apps[i].RequestMix = "", nil
-				}
-			}
-			if fl.Changed("delays") {
-				d, err := orchestrator.ParseDelaysMs(o.delays)
-				if err != nil {
-					return usagef("--delays: %v", err)
-				}
-				p.DelaysMs = d
-			}
-			if fl.Changed("runs") {
-				p.Runs = o.runs
-				for i := range p.Apps {
-					p.Apps[i].Runs = 0
-				}
-			}
-			if fl.Changed("requests") {
-				p.Requests = o.requests
-				for i := range p.Apps {
-					p.Apps[i].Requests = 0
-				}
-			}
-			if fl.Changed("warmup") {
-				p.Warmup = o.warmup
-				for i := range p.Apps {
-					p.Apps[i].Warmup = 0
-				}
-			}
-			if fl.Changed("seed") {
-				p.Seed = o.seed
-			}
-			if fl.Changed("shaper") {
-				p.Shaper = o.shaper
-			}
-			if fl.Changed("scope") {
-				p.Scope = o.scope
-			}
-			for _, f := range []string{"apps", "routes", "delays", "runs", "requests", "warmup", "seed", "shaper", "scope"} {
-				if own || fl.Changed(f) {
-					// Errors name the plan, not lines of a file the flags
-					// overrode.
-					p.Overridden()
-				}
-			}
-			if err := p.Validate(); err != nil {
-				return usageError{p.Place(err)}
-			}
-			if err := p.CheckTasks(); err != nil {
-				return usageError{p.Place(err)}
-			}
-			// Image entries (with the routes the flags gave them)
-			// resolve like the tree's apps.
-			if err := orchestrator.AddOwnApps(p, all); err != nil {
-				return usageError{p.Place(err)}
-			}
-			if err := orchestrator.ValidatePlanApps(p, all); err != nil {
-				return usageError{err}
-			}
-			if err := orchestrator.ValidatePlanBudgets(p, all); err != nil {
-				return usageError{err}
-			}
-			o.p = p
-			return o.confirm(cmd, all)
-		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			out := cmd.OutOrStdout()
-			all, _, _, err := appsTree()
-			if err != nil {
-				return err
-			}
-			rt, err := connect(ctx)
-			if err != nil {
-				return err
-			}
-			defer rt.Close()
-			p := o.p
-			if err := orchestrator.AddOwnApps(p, all); err != nil {
-				return err
-			}
-			var targets []apps.Target
-			for _, a := range p.Apps {
-				t, err := apps.Resolve(all, a.Name)
-				if err != nil {
-					return err
-				}
-				targets = append(targets, t)
-			}
-			images, skipped, err := buildForRun(cmd, rt, targets)
-			if err != nil {
-				return err
-			}
-			ro := orchestrator.RunOptions{Plan: o.p, OutDir: o.out, Resume: o.resume, Version: version, Commit: commit,
-				Skipped: skipped, Images: images, Progress: newProgress(cmd.ErrOrStderr())}
-			start := time.Now()
-			dir, err := orchestrator.Run(ctx, rt, all, ro)
-			if dir != "" {
-				rp := filepath.Join(dir, "report.html")
-				if !fileExists(rp) {
-					rp = ""
-				}
-				// A digest of at most 25 lines; the whole summary stays in
-				// summary.md.
-				digested := false
-				if d, lerr := results.Load(dir); lerr == nil && err == nil {
-					fmt.Fprintf(out, "\n%s", results.Analyze(d, results.Options{}).Digest(filepath.Join(dir, "summary.md"), rp))
-					digested = true
-				}
-				fmt.Fprintf(out, "results: %s (%.0fs)\n", dir, time.Since(start).Seconds())
-				if rp != "" && !digested {
-					fmt.Fprintf(out, "report:  %s\n", rp)
-				}
-			}
-			if err != nil && dir != "" {
-				return hintError{err, "the results folder is consistent; continue with: rttlab run --resume " + dir}
-			}
-			if err != nil {
-				return err
-			}
-			// Round-trip budgets (app.yaml's, the plan's) gate on the run's trace.
-			return gateRun(out, dir, p, all, skipped)
-		},
+		Args:    cobra.NoArgs,
+		PreRunE: func(cmd *cobra.Command, args []string) error { return o.prepare(cmd) },
+		RunE:    func(cmd *cobra.Command, args []string) error { return o.run(cmd) },
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.plan, "plan", "study", "built-in plan (study, smoke) or a YAML plan file")
@@ -288,6 +100,234 @@ Examples:
 	f.BoolVarP(&o.yes, "yes", "y", false, "start a run estimated over 10 minutes without asking")
 	o.own.addFlags(f, "routes for every app (comma list)")
 	return cmd
+}
+
+// prepare checks the command line and settles the plan before anything
+// connects or starts: a resumed folder's own plan, or the plan with the
+// flags applied, validated, then the estimate (and, for a long run on a
+// terminal, the question).
+func (o *runOptions) prepare(cmd *cobra.Command) error {
+	fl := cmd.Flags()
+	if o.resume != "" {
+		return o.resumePlan(fl)
+	}
+	p, err := orchestrator.LoadPlan(o.plan)
+	if err != nil {
+		return usageError{err}
+	}
+	all, _, _, err := appsTree()
+	if err != nil {
+		return err
+	}
+	if err := o.applyFlags(p, fl, all); err != nil {
+		return err
+	}
+	if err := p.Validate(); err != nil {
+		return usageError{p.Place(err)}
+	}
+	if err := p.CheckTasks(); err != nil {
+		return usageError{p.Place(err)}
+	}
+	// Image entries (with the routes the flags gave them) resolve like the
+	// tree's apps.
+	if err := orchestrator.AddOwnApps(p, all); err != nil {
+		return usageError{p.Place(err)}
+	}
+	if err := orchestrator.ValidatePlanApps(p, all); err != nil {
+		return usageError{err}
+	}
+	if err := orchestrator.ValidatePlanBudgets(p, all); err != nil {
+		return usageError{err}
+	}
+	o.p = p
+	return o.confirm(cmd, all)
+}
+
+// resumePlan takes the plan of the folder --resume names; no flag may
+// change it.
+func (o *runOptions) resumePlan(fl *pflag.FlagSet) error {
+	for _, f := range append([]string{"plan", "apps", "routes", "delays", "runs", "requests", "warmup", "seed", "shaper", "scope", "app-image", "compose"}, ownAppFlags...) {
+		if fl.Changed(f) {
+			return usagef("--resume continues the folder's own plan: drop --%s", f)
+		}
+	}
+	p, err := orchestrator.FolderPlan(o.resume)
+	if err != nil {
+		return usagef("--resume %s: not a results folder of rttlab run: %v", o.resume, strings.Join(strings.Fields(err.Error()), " "))
+	}
+	o.p = p
+	return nil
+}
+
+// applyFlags overrides the plan's fields with the flags given: a user's
+// own app, --apps, --routes, --delays, --runs, --requests, --warmup,
+// --seed, --shaper and --scope. A count given on the command line
+// replaces every app's own.
+func (o *runOptions) applyFlags(p *orchestrator.Plan, fl *pflag.FlagSet, all map[string]*apps.Meta) error {
+	own, err := o.own.given(fl)
+	if err != nil {
+		return err
+	}
+	if own {
+		if fl.Changed("apps") {
+			return usagef("--app-image and --compose run one app: drop --apps")
+		}
+		a, err := o.own.entry(fl.Changed)
+		if err != nil {
+			return err
+		}
+		p.Apps = []orchestrator.PlanApp{a}
+	}
+	if fl.Changed("apps") {
+		if p.Apps, err = o.selectApps(p, fl, all); err != nil {
+			return err
+		}
+	}
+	if fl.Changed("routes") {
+		for i := range p.Apps {
+			p.Apps[i].Routes = o.own.routes
+			p.Apps[i].Mix, p.Apps[i].RequestMix = "", nil
+		}
+	}
+	if fl.Changed("delays") {
+		d, err := orchestrator.ParseDelaysMs(o.delays)
+		if err != nil {
+			return usagef("--delays: %v", err)
+		}
+		p.DelaysMs = d
+	}
+	counts := []struct {
+		flag  string
+		value int
+		plan  *int
+		app   func(*orchestrator.PlanApp) *int
+	}{
+		{"runs", o.runs, &p.Runs, func(a *orchestrator.PlanApp) *int { return &a.Runs }},
+		{"requests", o.requests, &p.Requests, func(a *orchestrator.PlanApp) *int { return &a.Requests }},
+		{"warmup", o.warmup, &p.Warmup, func(a *orchestrator.PlanApp) *int { return &a.Warmup }},
+	}
+	for _, c := range counts {
+		if !fl.Changed(c.flag) {
+			continue
+		}
+		*c.plan = c.value
+		for i := range p.Apps {
+			*c.app(&p.Apps[i]) = 0
+		}
+	}
+	if fl.Changed("seed") {
+		p.Seed = o.seed
+	}
+	if fl.Changed("shaper") {
+		p.Shaper = o.shaper
+	}
+	if fl.Changed("scope") {
+		p.Scope = o.scope
+	}
+	for _, f := range []string{"apps", "routes", "delays", "runs", "requests", "warmup", "seed", "shaper", "scope"} {
+		if own || fl.Changed(f) {
+			// Errors name the plan, not lines of a file the flags overrode.
+			p.Overridden()
+		}
+	}
+	return nil
+}
+
+// selectApps is the plan's apps that --apps names, in its order; an app
+// the plan does not list runs with the routes --routes gives.
+func (o *runOptions) selectApps(p *orchestrator.Plan, fl *pflag.FlagSet, all map[string]*apps.Meta) ([]orchestrator.PlanApp, error) {
+	var list []orchestrator.PlanApp
+	for _, a := range o.apps {
+		found := false
+		for _, pa := range p.Apps {
+			if pa.Name == a {
+				list, found = append(list, pa), true
+			}
+		}
+		if found {
+			continue
+		}
+		if _, err := apps.Resolve(all, a); err != nil {
+			return nil, usageError{err}
+		}
+		// An app the plan does not list has no routes to take: they must
+		// be named.
+		if !fl.Changed("routes") {
+			var names []string
+			for _, pa := range p.Apps {
+				names = append(names, pa.Name)
+			}
+			return nil, usagef("app %s is not in plan %s (its apps: %s): name its routes with --routes, or use a plan file that lists it", a, p.Name, strings.Join(names, ", "))
+		}
+		list = append(list, orchestrator.PlanApp{Name: a})
+	}
+	return list, nil
+}
+
+// run builds what the plan needs, runs it (or resumes it), prints the
+// digest and gates the round-trip budgets.
+func (o *runOptions) run(cmd *cobra.Command) error {
+	ctx := cmd.Context()
+	out := cmd.OutOrStdout()
+	all, _, _, err := appsTree()
+	if err != nil {
+		return err
+	}
+	rt, err := connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+	p := o.p
+	if err := orchestrator.AddOwnApps(p, all); err != nil {
+		return err
+	}
+	var targets []apps.Target
+	for _, a := range p.Apps {
+		t, err := apps.Resolve(all, a.Name)
+		if err != nil {
+			return err
+		}
+		targets = append(targets, t)
+	}
+	images, skipped, err := buildForRun(cmd, rt, targets)
+	if err != nil {
+		return err
+	}
+	ro := orchestrator.RunOptions{Plan: o.p, OutDir: o.out, Resume: o.resume, Version: version, Commit: commit,
+		Skipped: skipped, Images: images, Progress: newProgress(cmd.ErrOrStderr())}
+	start := time.Now()
+	dir, err := orchestrator.Run(ctx, rt, all, ro)
+	if dir != "" {
+		printRunEnd(out, dir, start, err == nil)
+	}
+	if err != nil && dir != "" {
+		return hintError{err, "the results folder is consistent; continue with: rttlab run --resume " + dir}
+	}
+	if err != nil {
+		return err
+	}
+	// Round-trip budgets (app.yaml's, the plan's) gate on the run's trace.
+	return gateRun(out, dir, p, all, skipped)
+}
+
+// printRunEnd prints where a run's results are: after a run that ended
+// well, a digest of at most 25 lines (the whole summary stays in
+// summary.md); otherwise the folder and the report.
+func printRunEnd(out io.Writer, dir string, start time.Time, ok bool) {
+	rp := filepath.Join(dir, "report.html")
+	if !fileExists(rp) {
+		rp = ""
+	}
+	digested := false
+	if d, lerr := results.Load(dir); lerr == nil && ok {
+		fmt.Fprintf(out, "\n%s", results.Analyze(d, results.Options{}).Digest(filepath.Join(dir, "summary.md"), rp))
+		digested = true
+	}
+	fmt.Fprintf(out, "results: %s (%.0fs)\n", dir, time.Since(start).Seconds())
+	if rp != "" && !digested {
+		fmt.Fprintf(out, "report:  %s\n", rp)
+	}
 }
 
 // confirmLonger is the estimate over which a run started on a terminal
