@@ -534,9 +534,32 @@ func Analyze(d *Data, o Options) *Summary {
 	o = o.withDefaults()
 	m := &d.Manifest
 	sum := &Summary{Plan: m.PlanName, Seed: m.Seed, Options: o, Manifest: *m, Trace: d.Trace}
+	sum.Runs = doneRuns(d)
+	sum.taskWarnings(d)
+	cells, index := groupCells(sum.Runs)
+	for _, c := range cells {
+		c.analyze(index, d, o)
+	}
+	slices.SortFunc(cells, func(a, b *Cell) int { return cmpCell(a.App, a.Route, a.RTTms, b.App, b.Route, b.RTTms) })
+	for _, c := range cells {
+		sum.Cells = append(sum.Cells, *c)
+		for _, w := range c.Warnings {
+			sum.Warnings = append(sum.Warnings, fmt.Sprintf("%s %s at %s ms: %s", c.App, c.Route, fmtSetting(c.RTTms), w))
+		}
+	}
+	sum.verify(d, o)
+	for _, app := range sortedKeys(m.Skipped) {
+		sum.Warnings = append(sum.Warnings, fmt.Sprintf("app %s skipped: %s", app, m.Skipped[app]))
+	}
+	sum.Sensitivity = sensitivities(sum.Cells, o, m.Seed)
+	return sum
+}
 
+// doneRuns is the statistics of every run of a done attempt, sorted; a
+// done task without any sample is a run with no successful requests.
+func doneRuns(d *Data) []RunStat {
+	m := &d.Manifest
 	runs := RunStats(d.Samples)
-	// A done task without any sample is a run with no successful requests.
 	seen := map[int]bool{}
 	for _, r := range runs {
 		seen[r.Task] = true
@@ -548,8 +571,14 @@ func Analyze(d *Data, o Options) *Summary {
 		}
 	}
 	sortRuns(runs)
-	sum.Runs = runs
+	return runs
+}
 
+// taskWarnings counts the tasks planned and done and warns of an
+// incomplete study, ignored samples, the loader's notes and every failed
+// attempt.
+func (sum *Summary) taskWarnings(d *Data) {
+	m := &d.Manifest
 	sum.TasksPlanned = len(m.Tasks)
 	for _, t := range m.Tasks {
 		if d.IsDone(t.ID) {
@@ -578,8 +607,11 @@ func Analyze(d *Data, o Options) *Summary {
 		}
 		sum.Warnings = append(sum.Warnings, fmt.Sprintf("%s attempt %d failed: %s (%s)", tasks[r.Task], r.Attempt, r.Error, outcome))
 	}
+}
 
-	// Group runs into cells.
+// groupCells gathers runs into (app, route, setting) cells, in the order
+// the runs come, with an index by CellKey.
+func groupCells(runs []RunStat) ([]*Cell, map[string]*Cell) {
 	var cells []*Cell
 	index := map[string]*Cell{}
 	for _, r := range runs {
@@ -600,81 +632,93 @@ func Analyze(d *Data, o Options) *Summary {
 		c.P50s = append(c.P50s, r.P50)
 		c.NRequests += r.N
 	}
-	for _, c := range cells {
-		slices.Sort(c.P50s)
-		c.NRuns = len(c.P50s)
-		c.P50 = Percentile(c.P50s, 0.5)
-		c.CI = BootstrapMedianCI(c.P50s, o.Resamples, NewRNG(m.Seed, CellKey(c.App, c.Route, c.RTTms)))
-		c.BaselineP50, c.Change, c.Ratio, c.Predicted, c.Percent = math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN()
-		c.ChangeCI, c.PercentCI = noInterval(), noInterval()
-		c.LowN = c.NRuns < o.MinRuns
-		c.TooManyFailures = failedFraction(c.Failures, c.NRequests) > o.MaxFailedFraction
-		if trips, ok := tracedRoundTrips(d.Trace, c.App, c.Route); ok {
-			// What the wire carried beats what the app declares: a driver
-			// may pipeline statements, and a mix has no declared count.
-			c.HasStatements, c.Statements, c.FromTrace = true, trips, true
-			c.Predicted = trips * c.RTTms
-		} else if st, ok := m.StatementsFor(c.App, c.Route); ok {
-			c.HasStatements, c.Statements = true, st
-			c.Predicted = st * c.RTTms
-		}
-		if c.RTTms > 0 {
-			base := index[CellKey(c.App, c.Route, 0)]
-			if base != nil && base.NRuns > 0 && c.NRuns > 0 {
-				c.HasBaseline = true
-				c.BaselineP50 = base.P50
-				c.BaselineRuns = base.NRuns
-				c.Change = c.P50 - base.P50
-				c.ChangeCI, c.PercentCI = BootstrapChangeCIs(base.P50s, c.P50s, o.Resamples, NewRNG(m.Seed, ChangeKey(c.App, c.Route, c.RTTms)))
-				c.Percent = 100 * (c.P50/base.P50 - 1)
-				c.Ratio = c.Change / c.RTTms
-				c.LowN = c.LowN || base.NRuns < o.MinRuns
-				c.BaselineFailures, c.BaselineRequests = base.Failures, base.NRequests
-				c.TooManyFailures = c.TooManyFailures || failedFraction(base.Failures, base.NRequests) > o.MaxFailedFraction
-			} else if c.NRuns > 0 {
-				c.Warnings = append(c.Warnings, "no 0 ms baseline with runs: no change is computed")
-			}
-		}
-		if c.NRuns < o.MinRuns {
-			c.Warnings = append(c.Warnings, fmt.Sprintf("%d runs (fewer than %d): numbers shown, no claim", c.NRuns, o.MinRuns))
-		} else if c.HasBaseline && c.BaselineRuns < o.MinRuns {
-			c.Warnings = append(c.Warnings, fmt.Sprintf("0 ms baseline has %d runs (fewer than %d): change shown, no claim", c.BaselineRuns, o.MinRuns))
-		}
-		if c.Failures > 0 {
-			w := fmt.Sprintf("%d of %d measured requests failed (status not 200 or transport error); they are left out of the percentiles",
-				c.Failures, c.Failures+c.NRequests)
-			if failedFraction(c.Failures, c.NRequests) > o.MaxFailedFraction {
-				w += fmt.Sprintf("; more than %s: numbers shown, no claim", o.maxFailedPercent())
-			}
-			c.Warnings = append(c.Warnings, w)
-		}
-		if c.HasBaseline && failedFraction(c.BaselineFailures, c.BaselineRequests) > o.MaxFailedFraction {
-			c.Warnings = append(c.Warnings, fmt.Sprintf("0 ms baseline: %d of %d measured requests failed (more than %s): change shown, no claim",
-				c.BaselineFailures, c.BaselineFailures+c.BaselineRequests, o.maxFailedPercent()))
-		}
-		if c.Retried > 0 {
-			c.Warnings = append(c.Warnings, fmt.Sprintf("%d measured requests were re-sent by the HTTP client after a kept-alive connection closed; their latency includes the first try",
-				c.Retried))
-		}
-		if c.WarmupFailures > 0 {
-			c.Warnings = append(c.Warnings, fmt.Sprintf("failed warmup requests: %d (not timed in any case)", c.WarmupFailures))
-		}
-	}
-	slices.SortFunc(cells, func(a, b *Cell) int { return cmpCell(a.App, a.Route, a.RTTms, b.App, b.Route, b.RTTms) })
-	for _, c := range cells {
-		sum.Cells = append(sum.Cells, *c)
-		for _, w := range c.Warnings {
-			sum.Warnings = append(sum.Warnings, fmt.Sprintf("%s %s at %s ms: %s", c.App, c.Route, fmtSetting(c.RTTms), w))
-		}
-	}
+	return cells, index
+}
 
-	sum.Probes = analyzeProbes(d.Probes, m.Seed, o)
+// analyze computes a cell's median with its interval, the statements per
+// request (traced or declared) and the prediction, the change against its
+// 0 ms baseline in index, and its warnings.
+func (c *Cell) analyze(index map[string]*Cell, d *Data, o Options) {
+	m := &d.Manifest
+	slices.Sort(c.P50s)
+	c.NRuns = len(c.P50s)
+	c.P50 = Percentile(c.P50s, 0.5)
+	c.CI = BootstrapMedianCI(c.P50s, o.Resamples, NewRNG(m.Seed, CellKey(c.App, c.Route, c.RTTms)))
+	c.BaselineP50, c.Change, c.Ratio, c.Predicted, c.Percent = math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN()
+	c.ChangeCI, c.PercentCI = noInterval(), noInterval()
+	c.LowN = c.NRuns < o.MinRuns
+	c.TooManyFailures = failedFraction(c.Failures, c.NRequests) > o.MaxFailedFraction
+	if trips, ok := tracedRoundTrips(d.Trace, c.App, c.Route); ok {
+		// What the wire carried beats what the app declares: a driver may
+		// pipeline statements, and a mix has no declared count.
+		c.HasStatements, c.Statements, c.FromTrace = true, trips, true
+		c.Predicted = trips * c.RTTms
+	} else if st, ok := m.StatementsFor(c.App, c.Route); ok {
+		c.HasStatements, c.Statements = true, st
+		c.Predicted = st * c.RTTms
+	}
+	if c.RTTms > 0 {
+		base := index[CellKey(c.App, c.Route, 0)]
+		if base != nil && base.NRuns > 0 && c.NRuns > 0 {
+			c.HasBaseline = true
+			c.BaselineP50 = base.P50
+			c.BaselineRuns = base.NRuns
+			c.Change = c.P50 - base.P50
+			c.ChangeCI, c.PercentCI = BootstrapChangeCIs(base.P50s, c.P50s, o.Resamples, NewRNG(m.Seed, ChangeKey(c.App, c.Route, c.RTTms)))
+			c.Percent = 100 * (c.P50/base.P50 - 1)
+			c.Ratio = c.Change / c.RTTms
+			c.LowN = c.LowN || base.NRuns < o.MinRuns
+			c.BaselineFailures, c.BaselineRequests = base.Failures, base.NRequests
+			c.TooManyFailures = c.TooManyFailures || failedFraction(base.Failures, base.NRequests) > o.MaxFailedFraction
+		} else if c.NRuns > 0 {
+			c.Warnings = append(c.Warnings, "no 0 ms baseline with runs: no change is computed")
+		}
+	}
+	c.warn(o)
+}
+
+// warn adds a cell's warnings: low n, failed requests (its own and its
+// baseline's), re-sent requests and failed warmups.
+func (c *Cell) warn(o Options) {
+	if c.NRuns < o.MinRuns {
+		c.Warnings = append(c.Warnings, fmt.Sprintf("%d runs (fewer than %d): numbers shown, no claim", c.NRuns, o.MinRuns))
+	} else if c.HasBaseline && c.BaselineRuns < o.MinRuns {
+		c.Warnings = append(c.Warnings, fmt.Sprintf("0 ms baseline has %d runs (fewer than %d): change shown, no claim", c.BaselineRuns, o.MinRuns))
+	}
+	if c.Failures > 0 {
+		w := fmt.Sprintf("%d of %d measured requests failed (status not 200 or transport error); they are left out of the percentiles",
+			c.Failures, c.Failures+c.NRequests)
+		if failedFraction(c.Failures, c.NRequests) > o.MaxFailedFraction {
+			w += fmt.Sprintf("; more than %s: numbers shown, no claim", o.maxFailedPercent())
+		}
+		c.Warnings = append(c.Warnings, w)
+	}
+	if c.HasBaseline && failedFraction(c.BaselineFailures, c.BaselineRequests) > o.MaxFailedFraction {
+		c.Warnings = append(c.Warnings, fmt.Sprintf("0 ms baseline: %d of %d measured requests failed (more than %s): change shown, no claim",
+			c.BaselineFailures, c.BaselineFailures+c.BaselineRequests, o.maxFailedPercent()))
+	}
+	if c.Retried > 0 {
+		c.Warnings = append(c.Warnings, fmt.Sprintf("%d measured requests were re-sent by the HTTP client after a kept-alive connection closed; their latency includes the first try",
+			c.Retried))
+	}
+	if c.WarmupFailures > 0 {
+		c.Warnings = append(c.Warnings, fmt.Sprintf("failed warmup requests: %d (not timed in any case)", c.WarmupFailures))
+	}
+}
+
+// verify adds the probes and the shaper's own record to the summary, warns
+// of probes out of tolerance and of shaper drops, hold errors and CPU, and
+// gives each cell its SELECT 1 verified delay and what left its setting
+// unverified.
+func (sum *Summary) verify(d *Data, o Options) {
+	m := &d.Manifest
 	type setting struct {
 		app string
 		rtt float64
 	}
 	unverified := map[setting][]string{}
 	verified := map[setting]float64{}
+	sum.Probes = analyzeProbes(d.Probes, m.Seed, o)
 	for _, p := range sum.Probes {
 		k := setting{p.App, p.RTTms}
 		if p.Kind == ProbeSelect1 && p.HasBaseline {
@@ -719,11 +763,6 @@ func Analyze(d *Data, o Options) *Summary {
 		}
 		c.Unverified = unverified[k]
 	}
-	for _, app := range sortedKeys(m.Skipped) {
-		sum.Warnings = append(sum.Warnings, fmt.Sprintf("app %s skipped: %s", app, m.Skipped[app]))
-	}
-	sum.Sensitivity = sensitivities(sum.Cells, o, m.Seed)
-	return sum
 }
 
 func analyzeProbes(probes []Probe, seed uint64, o Options) []ProbeStat {
