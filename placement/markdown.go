@@ -23,81 +23,103 @@ func PlaceMarkdown(r *PlaceResult) string {
 		}
 		b.WriteString("\n")
 	}
+	writeLinks(&b, r)
+	for _, rep := range r.Reps {
+		writeRep(&b, rep)
+	}
+	writeCrossoverSpread(&b, r)
+	writeSweep(&b, r)
+	writeConcurrency(&b, r)
+	return b.String()
+}
+
+// writeLinks writes the links as configured and verified (ICMP, link
+// calibration rounds, SELECT 1) and the shapers' record.
+func writeLinks(b *strings.Builder, r *PlaceResult) {
+	p := r.Plan
 	b.WriteString("## Links: configured and verified\n\nAdded RTT per node pair: ICMP at the phase's links minus ICMP with every link at zero, measured right before it, both through the shaper.\n\n| phase | pair | configured ms | ICMP at 0 | ICMP at setting | added | lost |\n|---|---|---|---|---|---|---|\n")
 	for _, l := range r.Links {
-		fmt.Fprintf(&b, "| %s | %s–%s | %.3f | %.3f | %.3f | %.3f | %d |\n", l.Phase, l.A, l.B, l.ConfiguredMs, l.ZeroMs, l.SettingMs, l.AddedMs, l.Lost)
+		fmt.Fprintf(b, "| %s | %s–%s | %.3f | %.3f | %.3f | %.3f | %d |\n", l.Phase, l.A, l.B, l.ConfiguredMs, l.ZeroMs, l.SettingMs, l.AddedMs, l.Lost)
 	}
 	for _, lc := range r.LinkCalibration {
-		fmt.Fprintf(&b, "\nLink calibration (%s), ICMP residual (configured − added, ms) per round:", lc.Phase)
+		fmt.Fprintf(b, "\nLink calibration (%s), ICMP residual (configured − added, ms) per round:", lc.Phase)
 		for i, rd := range lc.Rounds {
-			fmt.Fprintf(&b, " round %d:", i+1)
+			fmt.Fprintf(b, " round %d:", i+1)
 			for _, k := range sortedKeys(rd) {
-				fmt.Fprintf(&b, " %s %+.3f", k, rd[k])
+				fmt.Fprintf(b, " %s %+.3f", k, rd[k])
 			}
 			b.WriteString(";")
 		}
-		fmt.Fprintf(&b, " kept round %d, one-way delays applied:", lc.Kept+1)
+		fmt.Fprintf(b, " kept round %d, one-way delays applied:", lc.Kept+1)
 		for _, k := range sortedKeys(lc.OneWay) {
 			if lc.OneWay[k] > 0 {
-				fmt.Fprintf(&b, " %s %.3f ms", k, lc.OneWay[k])
+				fmt.Fprintf(b, " %s %.3f ms", k, lc.OneWay[k])
 			}
 		}
 		b.WriteString(".\n")
 	}
 	b.WriteString("\n| host | db link configured ms | SELECT 1 p50 at 0 | at setting | added |\n|---|---|---|---|---|\n")
 	for _, s := range r.Select1 {
-		fmt.Fprintf(&b, "| %s | %.3f | %.3f | %.3f | %.3f |\n", s.Host, s.ConfiguredMs, s.ZeroP50Ms, s.SettingP50Ms, s.AddedMs)
+		fmt.Fprintf(b, "| %s | %.3f | %.3f | %.3f | %.3f |\n", s.Host, s.ConfiguredMs, s.ZeroP50Ms, s.SettingP50Ms, s.AddedMs)
 	}
 	if ph := ShaperPhases(r.Shaper); len(ph) > 0 {
-		fmt.Fprintf(&b, "\nThe shapers during the direct measurements (all rounds of each phase; floor %.3f ms added to every one-way delay). Read lag: kernel receive stamp to the shaper's read, its own pass; a pass above the floor absorbs that much of a delay.\n\n| phase | node | hook | rounds | packets | hold p50 µs | read lag p50 µs | read lag p99 µs | late p99 µs | drops | overtook |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n", p.FloorMs)
+		fmt.Fprintf(b, "\nThe shapers during the direct measurements (all rounds of each phase; floor %.3f ms added to every one-way delay). Read lag: kernel receive stamp to the shaper's read, its own pass; a pass above the floor absorbs that much of a delay.\n\n| phase | node | hook | rounds | packets | hold p50 µs | read lag p50 µs | read lag p99 µs | late p99 µs | drops | overtook |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n", p.FloorMs)
 		for _, s := range ph {
-			fmt.Fprintf(&b, "| %s | %s | %s | %d | %d | %.0f | %.0f | %.0f | %.0f | %d | %d |\n", s.Phase, s.Node, s.Direction, s.Rounds, s.Packets, s.HoldP50Us, s.ReadLagP50Us, s.ReadLagP99Us, s.LateP99Us, s.Drops, s.Overtook)
+			fmt.Fprintf(b, "| %s | %s | %s | %d | %d | %.0f | %.0f | %.0f | %.0f | %d | %d |\n", s.Phase, s.Node, s.Direction, s.Rounds, s.Packets, s.HoldP50Us, s.ReadLagP50Us, s.ReadLagP99Us, s.LateP99Us, s.Drops, s.Overtook)
 		}
 	}
-	for _, rep := range r.Reps {
-		fmt.Fprintf(&b, "\n## Repetition %d\n\n### Calibration (no held-out change)\n\n| host | connect p50 | /health p50 | SELECT 1 p50 |", rep.Rep)
-		routes := rep.Calibration.Routes
+}
+
+// writeRep writes one repetition: calibration, held-out test, predicted
+// crossovers and the routed comparison.
+func writeRep(b *strings.Builder, rep PlaceRep) {
+	fmt.Fprintf(b, "\n## Repetition %d\n\n### Calibration (no held-out change)\n\n| host | connect p50 | /health p50 | SELECT 1 p50 |", rep.Rep)
+	routes := rep.Calibration.Routes
+	for _, rc := range routes {
+		fmt.Fprintf(b, " %s p50 (N=%d) | residual |", requestPath(rc, 0), rc.NSerial)
+	}
+	b.WriteString("\n|---|---|---|---|" + strings.Repeat("---|---|", len(routes)) + "\n")
+	for _, h := range rep.Calibration.Hosts {
+		fmt.Fprintf(b, "| %s | %.3f | %.3f | %.3f |", h.Name, h.ConnectP50Ms, h.HealthP50Ms, h.Select1P50Ms)
 		for _, rc := range routes {
-			fmt.Fprintf(&b, " %s p50 (N=%d) | residual |", requestPath(rc, 0), rc.NSerial)
+			res, _ := rep.Calibration.Residual(h.Name, rc.Path)
+			fmt.Fprintf(b, " %.3f | %.3f |", rc.P50Ms[h.Name], res)
 		}
-		b.WriteString("\n|---|---|---|---|" + strings.Repeat("---|---|", len(routes)) + "\n")
-		for _, h := range rep.Calibration.Hosts {
-			fmt.Fprintf(&b, "| %s | %.3f | %.3f | %.3f |", h.Name, h.ConnectP50Ms, h.HealthP50Ms, h.Select1P50Ms)
-			for _, rc := range routes {
-				res, _ := rep.Calibration.Residual(h.Name, rc.Path)
-				fmt.Fprintf(&b, " %.3f | %.3f |", rc.P50Ms[h.Name], res)
-			}
-			b.WriteString("\n")
-		}
-		b.WriteString("\nAfter the held-out change the client paths (/health p50) are:")
-		for _, h := range rep.HeldOutCal.Hosts {
-			fmt.Fprintf(&b, " %s %.3f ms;", h.Name, h.ClientPathMs)
-		}
-		b.WriteString("\n\n### Held-out test: estimate vs measured p50 (ms)\n\n| route | host | model | estimate | held-out p50 | error |\n|---|---|---|---|---|---|\n")
-		for _, h := range rep.HeldOut {
-			fmt.Fprintf(&b, "| %s | %s | %s | %.3f | %.3f | %+.3f |\n", h.Route, h.Host, h.Model, h.EstimateMs, h.HeldOutP50Ms, h.ErrorMs)
-		}
-		if len(rep.Predicted) > 0 {
-			b.WriteString("\nPredicted crossover in N (A vs B, each route's residual):")
-			for _, pc := range rep.Predicted {
-				fmt.Fprintf(&b, " %s %s: %s;", pc.Route, pc.Model, pc.Crossover)
-			}
-			b.WriteString("\n")
-		}
-		fmt.Fprintf(&b, "\n### Routed comparison through the proxy\n\n%s\n\n| route | policy | n | failed | p50 ms | 95%% CI | p99 ms | chosen hosts |\n|---|---|---|---|---|---|---|---|\n", rep.Routed.Method)
-		for _, c := range rep.Routed.Cells {
-			var hs []string
-			for _, h := range c.Hosts {
-				hs = append(hs, fmt.Sprintf("%s %.0f%%", h.Host, 100*h.Share))
-			}
-			fmt.Fprintf(&b, "| %s | %s | %d | %d | %s | %s | %s | %s |\n", c.Route, c.Policy, c.N, c.Failures, num(c.P50Ms), ci(c.P50CI), num(c.P99Ms), strings.Join(hs, ", "))
-		}
-		b.WriteString("\n| route | policy | against | p50 change ms | 95% CI | verdict |\n|---|---|---|---|---|---|\n")
-		for _, d := range rep.Routed.Diffs {
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", d.Route, d.Policy, d.Base, num(d.DiffMs), ci(d.CI), d.Verdict)
-		}
-		fmt.Fprintf(&b, "\nThe proxy's own added latency (client latency − its upstream time), median: %.3f ms over the routed requests; %d decisions logged.\n", rep.ProxyOverheadP50Ms, rep.Decisions)
+		b.WriteString("\n")
 	}
+	b.WriteString("\nAfter the held-out change the client paths (/health p50) are:")
+	for _, h := range rep.HeldOutCal.Hosts {
+		fmt.Fprintf(b, " %s %.3f ms;", h.Name, h.ClientPathMs)
+	}
+	b.WriteString("\n\n### Held-out test: estimate vs measured p50 (ms)\n\n| route | host | model | estimate | held-out p50 | error |\n|---|---|---|---|---|---|\n")
+	for _, h := range rep.HeldOut {
+		fmt.Fprintf(b, "| %s | %s | %s | %.3f | %.3f | %+.3f |\n", h.Route, h.Host, h.Model, h.EstimateMs, h.HeldOutP50Ms, h.ErrorMs)
+	}
+	if len(rep.Predicted) > 0 {
+		b.WriteString("\nPredicted crossover in N (A vs B, each route's residual):")
+		for _, pc := range rep.Predicted {
+			fmt.Fprintf(b, " %s %s: %s;", pc.Route, pc.Model, pc.Crossover)
+		}
+		b.WriteString("\n")
+	}
+	fmt.Fprintf(b, "\n### Routed comparison through the proxy\n\n%s\n\n| route | policy | n | failed | p50 ms | 95%% CI | p99 ms | chosen hosts |\n|---|---|---|---|---|---|---|---|\n", rep.Routed.Method)
+	for _, c := range rep.Routed.Cells {
+		var hs []string
+		for _, h := range c.Hosts {
+			hs = append(hs, fmt.Sprintf("%s %.0f%%", h.Host, 100*h.Share))
+		}
+		fmt.Fprintf(b, "| %s | %s | %d | %d | %s | %s | %s | %s |\n", c.Route, c.Policy, c.N, c.Failures, num(c.P50Ms), ci(c.P50CI), num(c.P99Ms), strings.Join(hs, ", "))
+	}
+	b.WriteString("\n| route | policy | against | p50 change ms | 95% CI | verdict |\n|---|---|---|---|---|---|\n")
+	for _, d := range rep.Routed.Diffs {
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s |\n", d.Route, d.Policy, d.Base, num(d.DiffMs), ci(d.CI), d.Verdict)
+	}
+	fmt.Fprintf(b, "\nThe proxy's own added latency (client latency − its upstream time), median: %.3f ms over the routed requests; %d decisions logged.\n", rep.ProxyOverheadP50Ms, rep.Decisions)
+}
+
+// writeCrossoverSpread writes how far the predicted crossover moves across
+// repetitions (only with more than one).
+func writeCrossoverSpread(b *strings.Builder, r *PlaceResult) {
 	if len(r.Reps) > 1 {
 		b.WriteString("\n## How far the predicted crossover moves across repetitions\n\n| route | model | per repetition | spread |\n|---|---|---|---|\n")
 		type key struct {
@@ -135,26 +157,36 @@ func PlaceMarkdown(r *PlaceResult) string {
 			default:
 				spread = fmt.Sprintf("%.2f (%.2f–%.2f)", hi-lo, lo, hi)
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", k.route, k.model, strings.Join(parts, "; "), spread)
+			fmt.Fprintf(b, "| %s | %s | %s | %s |\n", k.route, k.model, strings.Join(parts, "; "), spread)
 		}
 	}
+}
+
+// writeSweep writes the serial sweep with the measured and predicted
+// crossovers.
+func writeSweep(b *strings.Builder, r *PlaceResult) {
 	if len(r.Sweep) > 0 {
 		b.WriteString("\n## Serial sweep (direct, held-out change in place)\n\n| N | a p50 ms | b p50 ms | a − b | 95% CI | n a/b |\n|---|---|---|---|---|---|\n")
 		for _, s := range r.Sweep {
-			fmt.Fprintf(&b, "| %d | %.3f | %.3f | %+.3f | %s | %d/%d |\n", s.N, s.AP50Ms, s.BP50Ms, s.DiffMs, ci(s.DiffCI), s.NA, s.NB)
+			fmt.Fprintf(b, "| %d | %.3f | %.3f | %+.3f | %s | %d/%d |\n", s.N, s.AP50Ms, s.BP50Ms, s.DiffMs, ci(s.DiffCI), s.NA, s.NB)
 		}
 		if r.Measured != nil {
-			fmt.Fprintf(&b, "\nMeasured crossover: %s\n", r.Measured.String("a", "b"))
+			fmt.Fprintf(b, "\nMeasured crossover: %s\n", r.Measured.String("a", "b"))
 		}
 		for _, pc := range r.SweepPredicted {
-			fmt.Fprintf(&b, "\nPredicted by %s: %s", pc.Model, pc.Crossover)
+			fmt.Fprintf(b, "\nPredicted by %s: %s", pc.Model, pc.Crossover)
 		}
 		b.WriteString("\n")
 	}
+}
+
+// writeConcurrency writes the open-loop phase: capacity and the rows per
+// load, policy and route.
+func writeConcurrency(b *strings.Builder, r *PlaceResult) {
 	if len(r.Concurrency) > 0 {
-		fmt.Fprintf(&b, "\n## Concurrency: open-loop Poisson arrivals through the proxy\n\nLatency from each request's scheduled send time (no coordinated omission); %s. Capacity for the routed mix:", r.ConcurrencyConn)
+		fmt.Fprintf(b, "\n## Concurrency: open-loop Poisson arrivals through the proxy\n\nLatency from each request's scheduled send time (no coordinated omission); %s. Capacity for the routed mix:", r.ConcurrencyConn)
 		for _, c := range r.Capacity {
-			fmt.Fprintf(&b, " %s %.0f/s (service time %.2f ms);", c.Host, c.Capacity.Rate, c.ServiceMs)
+			fmt.Fprintf(b, " %s %.0f/s (service time %.2f ms);", c.Host, c.Capacity.Rate, c.ServiceMs)
 		}
 		b.WriteString("\n\n| load | rate /s | policy | route | n | failed | p50 ms | p99 ms | chosen hosts | generator lag p99 ms | max in flight |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, c := range r.Concurrency {
@@ -168,10 +200,9 @@ func PlaceMarkdown(r *PlaceResult) string {
 			if c.Route == "all" {
 				lag, inflight = fmt.Sprintf("%.3f", c.LagP99Ms), fmt.Sprint(c.MaxInFlight)
 			}
-			fmt.Fprintf(&b, "| %.0f%% | %.0f | %s | %s | %d | %d | %s | %s | %s | %s | %s |\n", 100*c.Fraction, c.Rate, c.Policy, c.Route, c.N, c.Failures, num(c.P50Ms), num(c.P99Ms), strings.Join(hs, ", "), lag, inflight)
+			fmt.Fprintf(b, "| %.0f%% | %.0f | %s | %s | %d | %d | %s | %s | %s | %s | %s |\n", 100*c.Fraction, c.Rate, c.Policy, c.Route, c.N, c.Failures, num(c.P50Ms), num(c.P99Ms), strings.Join(hs, ", "), lag, inflight)
 		}
 	}
-	return b.String()
 }
 
 func num(n Num) string {
