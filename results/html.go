@@ -95,9 +95,27 @@ type htmlReport struct {
 // same bytes.
 func (s *Summary) HTML(plots []PlotFile) ([]byte, error) {
 	o := s.Options.withDefaults()
-	m := &s.Manifest
 	r := htmlReport{Plan: s.Plan, Sections: reportSections}
+	r.header(s, o)
+	r.cells(s, o)
+	for _, p := range plots {
+		r.Plots = append(r.Plots, htmlPlot{ID: "plot-" + p.Name, Name: p.Name, Title: p.Title, Description: p.Description,
+			SVG: template.HTML(inlineSVG(p.SVG))})
+	}
 
+	r.probes(s, o)
+	r.manifest(s)
+	var out bytes.Buffer
+	if err := reportTemplate.Execute(&out, &r); err != nil {
+		return nil, fmt.Errorf("write %s: %w", ReportFile, err)
+	}
+	return out.Bytes(), nil
+}
+
+// header fills the report's header: n, the CI method, the seed, the
+// shaper and scope, the method line.
+func (r *htmlReport) header(s *Summary, o Options) {
+	m := &s.Manifest
 	var runsPerCell, reqPerRun []int
 	for _, c := range s.Cells {
 		if c.NRuns > 0 {
@@ -124,6 +142,11 @@ func (s *Summary) HTML(plots []PlotFile) ([]byte, error) {
 	r.Method = methodLine(o)
 	r.MaxFailed = o.maxFailedPercent()
 
+}
+
+// cells fills the study lines, low-n and failure lists and the per-app
+// tables from the summary's cells.
+func (r *htmlReport) cells(s *Summary, o Options) {
 	for _, c := range s.Cells {
 		if c.RTTms != 0 {
 			r.Lines = append(r.Lines, strings.ReplaceAll(studyLine(&c, o), "**", ""))
@@ -160,11 +183,10 @@ func (s *Summary) HTML(plots []PlotFile) ([]byte, error) {
 		a.Rows = append(a.Rows, row)
 	}
 
-	for _, p := range plots {
-		r.Plots = append(r.Plots, htmlPlot{ID: "plot-" + p.Name, Name: p.Name, Title: p.Title, Description: p.Description,
-			SVG: template.HTML(inlineSVG(p.SVG))})
-	}
+}
 
+// probes fills the verification probes' table and its note.
+func (r *htmlReport) probes(s *Summary, o Options) {
 	r.ProbeNote = fmt.Sprintf("icmp: ICMP median RTT of the setting's check; icmp-task: median of the medians of the quick checks before each task; select1: median of the run medians of SELECT 1. Added = value − value at 0 ms (select1: 95%% CI by percentile bootstrap over the run medians). Tolerance: |added − setting| ≤ %s ms.",
 		fmtSetting(o.ToleranceMs))
 	for _, p := range s.Probes {
@@ -180,6 +202,13 @@ func (s *Summary) HTML(plots []PlotFile) ([]byte, error) {
 		r.Probes = append(r.Probes, hp)
 	}
 
+}
+
+// manifest fills what the report tells of the run itself: skipped apps,
+// warnings, the manifest's facts, images, statements, notes, the tasks and
+// the plan.
+func (r *htmlReport) manifest(s *Summary) {
+	m := &s.Manifest
 	for _, app := range sortedKeys(m.Skipped) {
 		r.Skipped = append(r.Skipped, htmlKV{app, m.Skipped[app]})
 	}
@@ -242,12 +271,6 @@ func (s *Summary) HTML(plots []PlotFile) ([]byte, error) {
 			r.PlanJSON = string(m.Plan)
 		}
 	}
-
-	var out bytes.Buffer
-	if err := reportTemplate.Execute(&out, &r); err != nil {
-		return nil, fmt.Errorf("write %s: %w", ReportFile, err)
-	}
-	return out.Bytes(), nil
 }
 
 // doneAttempt returns the attempt of task that counts, from the runs.
