@@ -116,17 +116,7 @@ func (s *Summary) HTML(plots []PlotFile) ([]byte, error) {
 // shaper and scope, the method line.
 func (r *htmlReport) header(s *Summary, o Options) {
 	m := &s.Manifest
-	var runsPerCell, reqPerRun []int
-	for _, c := range s.Cells {
-		if c.NRuns > 0 {
-			runsPerCell = append(runsPerCell, c.NRuns)
-		}
-	}
-	for _, x := range s.Runs {
-		if x.N > 0 {
-			reqPerRun = append(reqPerRun, x.N)
-		}
-	}
+	runsPerCell, reqPerRun := s.sizes()
 	r.Header = fmt.Sprintf("n: %s runs per cell, %s measured requests per run (%d of %d tasks done). 95%% CI: %s; change CIs resample the 0 ms and target runs independently. Seed: %d.",
 		intRange(runsPerCell), intRange(reqPerRun), s.TasksDone, s.TasksPlanned, o.CIMethod(), s.Seed)
 	if m.Shaper != "" {

@@ -325,8 +325,24 @@ func (s *Summary) Markdown() []byte {
 	o := s.Options.withDefaults()
 	var b strings.Builder
 	fmt.Fprintf(&b, "# rttlab summary: plan %s\n\n", s.Plan)
+	runsPerCell, reqPerRun := s.sizes()
+	fmt.Fprintf(&b, "n: %s runs per cell, %s measured requests per run (%d of %d tasks done). 95%% CI: %s; change CIs resample the 0 ms and target runs independently. Seed: %d.\n\n",
+		intRange(runsPerCell), intRange(reqPerRun), s.TasksDone, s.TasksPlanned, o.CIMethod(), s.Seed)
+	s.contextMarkdown(&b)
+	fmt.Fprintf(&b, "%s\n\n", methodLine(o))
+	s.resultsMarkdown(&b, o)
+	s.tablesMarkdown(&b, o)
+	s.shaperMarkdown(&b, o)
+	s.traceMarkdown(&b)
+	s.probesMarkdown(&b, o)
+	b.WriteString(sensitivityMarkdown(s.Sensitivity))
+	s.warningsMarkdown(&b)
+	return []byte(b.String())
+}
 
-	var runsPerCell, reqPerRun []int
+// sizes are the runs of each cell with data and the measured requests of
+// each run with data.
+func (s *Summary) sizes() (runsPerCell, reqPerRun []int) {
 	for _, c := range s.Cells {
 		if c.NRuns > 0 {
 			runsPerCell = append(runsPerCell, c.NRuns)
@@ -337,8 +353,12 @@ func (s *Summary) Markdown() []byte {
 			reqPerRun = append(reqPerRun, r.N)
 		}
 	}
-	fmt.Fprintf(&b, "n: %s runs per cell, %s measured requests per run (%d of %d tasks done). 95%% CI: %s; change CIs resample the 0 ms and target runs independently. Seed: %d.\n\n",
-		intRange(runsPerCell), intRange(reqPerRun), s.TasksDone, s.TasksPlanned, o.CIMethod(), s.Seed)
+	return runsPerCell, reqPerRun
+}
+
+// contextMarkdown writes the shaper, scope, kernel and version in one
+// line.
+func (s *Summary) contextMarkdown(b *strings.Builder) {
 	var ctx []string
 	m := &s.Manifest
 	if m.Shaper != "" {
@@ -364,8 +384,10 @@ func (s *Summary) Markdown() []byte {
 	if len(ctx) > 0 {
 		b.WriteString(strings.Join(ctx, " ") + "\n\n")
 	}
-	fmt.Fprintf(&b, "%s\n\n", methodLine(o))
+}
 
+// resultsMarkdown writes one study line per cell with a non-zero setting.
+func (s *Summary) resultsMarkdown(b *strings.Builder, o Options) {
 	b.WriteString("## Results\n\n")
 	lines := 0
 	for _, c := range s.Cells {
@@ -379,6 +401,11 @@ func (s *Summary) Markdown() []byte {
 		b.WriteString("No cell with a non-zero setting has data.\n\n")
 	}
 
+}
+
+// tablesMarkdown writes each app's table of cells and the legend of the
+// unverified mark.
+func (s *Summary) tablesMarkdown(b *strings.Builder, o Options) {
 	var apps []string
 	for _, c := range s.Cells {
 		if len(apps) == 0 || apps[len(apps)-1] != c.App {
@@ -386,7 +413,7 @@ func (s *Summary) Markdown() []byte {
 		}
 	}
 	for _, app := range apps {
-		fmt.Fprintf(&b, "## %s\n\n", app)
+		fmt.Fprintf(b, "## %s\n\n", app)
 		b.WriteString("| route | setting | runs | p50 (ms) | 95% CI | change (ms) | change CI | change % [CI] | ratio | verified RTT (ms) | ratio (verified) | predicted (ms) | failures |\n")
 		b.WriteString("| --- | ---: | ---: | ---: | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 		for _, c := range s.Cells {
@@ -415,25 +442,26 @@ func (s *Summary) Markdown() []byte {
 			if len(c.Unverified) > 0 {
 				setting += " " + unverifiedMark
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+			fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
 				mdEscape(c.Route), setting, runs, fmtFixed(c.P50, 3), fmtIv(c.CI, 3), change, fmtIv(c.ChangeCI, 3), pct,
 				ratio, ver, ratioVer, pred, failuresCell(&c, o))
 		}
 		b.WriteString("\n")
 	}
 	if len(s.unverifiedCells()) > 0 {
-		fmt.Fprintf(&b, "%s: the setting's delay was not verified: a probe is out of tolerance (±%s ms), the shaper's hold was off its target (±%s µs) or it dropped packets. Ratio (verified) divides the change by the SELECT 1 change measured at that setting instead of the configured RTT.\n\n",
+		fmt.Fprintf(b, "%s: the setting's delay was not verified: a probe is out of tolerance (±%s ms), the shaper's hold was off its target (±%s µs) or it dropped packets. Ratio (verified) divides the change by the SELECT 1 change measured at that setting instead of the configured RTT.\n\n",
 			unverifiedMark, fmtSetting(o.ToleranceMs), fmtSetting(o.ShaperToleranceUs))
 	}
 
-	s.shaperMarkdown(&b, o)
-	s.traceMarkdown(&b)
+}
 
+// probesMarkdown writes the verification probes' table.
+func (s *Summary) probesMarkdown(b *strings.Builder, o Options) {
 	b.WriteString("## Verification probes\n\n")
 	if len(s.Probes) == 0 {
 		b.WriteString("No probes recorded.\n\n")
 	} else {
-		fmt.Fprintf(&b, "icmp: ICMP median RTT of the setting's check; icmp-task: median of the medians of the quick checks before each task; select1: median of the run medians of SELECT 1. Added = value - value at 0 ms (select1: 95%% CI by percentile bootstrap over the run medians). Tolerance: |added - setting| <= %s ms.\n\n",
+		fmt.Fprintf(b, "icmp: ICMP median RTT of the setting's check; icmp-task: median of the medians of the quick checks before each task; select1: median of the run medians of SELECT 1. Added = value - value at 0 ms (select1: 95%% CI by percentile bootstrap over the run medians). Tolerance: |added - setting| <= %s ms.\n\n",
 			fmtSetting(o.ToleranceMs))
 		b.WriteString("| app | probe | setting | rows | n | lost/failed | value (ms) | added (ms) | 95% CI | check |\n")
 		b.WriteString("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |\n")
@@ -446,13 +474,17 @@ func (s *Summary) Markdown() []byte {
 					check = "**out of tolerance**"
 				}
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s ms | %d | %d | %d | %s | %s | %s | %s |\n",
+			fmt.Fprintf(b, "| %s | %s | %s ms | %d | %d | %d | %s | %s | %s | %s |\n",
 				mdEscape(p.App), p.Kind, fmtSetting(p.RTTms), p.Rows, p.N, p.Failures, fmtFixed(p.Value, 3), added, fmtIv(p.CI, 3), check)
 		}
 		b.WriteString("\n")
 	}
 
-	b.WriteString(sensitivityMarkdown(s.Sensitivity))
+}
+
+// warningsMarkdown writes the warnings and the manifest's notes.
+func (s *Summary) warningsMarkdown(b *strings.Builder) {
+	m := &s.Manifest
 	b.WriteString("## Warnings\n\n")
 	if len(s.Warnings) == 0 {
 		b.WriteString("None.\n")
@@ -466,7 +498,6 @@ func (s *Summary) Markdown() []byte {
 			b.WriteString("- " + n + "\n")
 		}
 	}
-	return []byte(b.String())
 }
 
 // fmtPercent writes a relative change and its interval: +32% [29, 35].
