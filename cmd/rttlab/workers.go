@@ -21,12 +21,13 @@ type workersOptions struct {
 	plan   string
 	out    string
 	resume string
+
+	p      *workers.Plan // settled by prepare
+	target apps.Target
 }
 
 func newWorkersCmd() *cobra.Command {
 	o := &workersOptions{}
-	var plan *workers.Plan
-	var target apps.Target
 	cmd := &cobra.Command{
 		Use:   "workers [--plan workers|workers-smoke|FILE] [--resume DIR]",
 		Short: "The worker-scheduling study: Puma's accept race against least-busy assignment, under open-loop load",
@@ -48,111 +49,131 @@ cell (policy, W×T, mix, database RTT, load fraction) runs in a seeded
 shuffled order, in rounds. Results go to a folder under --out:
 manifest.json, capacity.jsonl, runs.jsonl (every request), summary.json,
 summary.md and plots/. --resume DIR continues an interrupted folder.`,
-		Args: cobra.NoArgs,
-		PreRunE: func(cmd *cobra.Command, args []string) error {
-			lim := workers.DefaultLimits(runtime.NumCPU())
-			if o.resume != "" {
-				if cmd.Flags().Changed("plan") {
-					return usagef("--resume continues the folder's own plan: leave out --plan")
-				}
-				m, err := readWorkersManifest(o.resume)
-				if err != nil {
-					return usageError{err}
-				}
-				if plan, err = workersFolderPlan(o.resume, m); err != nil {
-					return usageError{err}
-				}
-			} else {
-				var err error
-				if plan, err = workers.LoadPlan(o.plan, lim); err != nil {
-					return usageError{err}
-				}
-			}
-			all, _, _, err := appsTree()
-			if err != nil {
-				return err
-			}
-			if target, err = apps.Resolve(all, "rails"); err != nil {
-				return err
-			}
-			if _, ok := target.Meta.Route("/work"); !ok {
-				return errors.New("the rails app has no /work route: rebuild rttlab from a checkout that has it")
-			}
-			return nil
-		},
-		RunE: func(cmd *cobra.Command, args []string) (err error) {
-			ctx := cmd.Context()
-			w := cmd.ErrOrStderr()
-			dir := o.resume
-			if dir != "" {
-				unlock, err := results.LockDir(dir)
-				if err != nil {
-					return err
-				}
-				defer unlock()
-			}
-			rt, err := connect(ctx)
-			if err != nil {
-				return err
-			}
-			defer rt.Close()
-			if err := ensureImages(ctx, rt, []apps.Target{target}, true, w); err != nil {
-				return err
-			}
-			start := time.Now()
-			say := func(s string) { fmt.Fprintf(w, "[%s] %s\n", time.Since(start).Round(time.Second), s) }
-			ws, err := workers.StartWorkers(ctx, rt, target, plan.Shaper)
-			if ws != nil && ws.Stack != nil {
-				defer removeStack(ctx, rt, ws.Stack, &err)
-			}
-			if err != nil {
-				return err
-			}
-			ws.Progress = say
-			if dir == "" {
-				dir = filepath.Join(o.out, fmt.Sprintf("%s-%s", time.Now().Format("20060102T150405"), plan.Name))
-				if err := os.MkdirAll(dir, 0o755); err != nil {
-					return err
-				}
-				planFile := plan.File()
-				if _, ok := workers.BuiltinPlan(plan.Name, workers.DefaultLimits(runtime.NumCPU())); ok {
-					planFile = plan.Name
-				} else if b, err := os.ReadFile(planFile); err == nil {
-					planFile = filepath.Join(dir, "plan.yaml")
-					if err := os.WriteFile(planFile, b, 0o644); err != nil {
-						return err
-					}
-				}
-				m := workers.WorkersManifest{Kind: "workers", Plan: plan, PlanFile: planFile, Seed: plan.Seed, Version: versionString(),
-					Started: time.Now().UTC(), Backend: plan.Shaper, App: target.Name}
-				b, _ := json.MarshalIndent(m, "", "  ")
-				if err := os.WriteFile(filepath.Join(dir, "manifest.json"), append(b, '\n'), 0o644); err != nil {
-					return err
-				}
-				unlock, err := results.LockDir(dir)
-				if err != nil {
-					return err
-				}
-				defer unlock()
-			}
-			say(fmt.Sprintf("results in %s (%d tasks)", dir, len(plan.Tasks())))
-			ws.DecisionsPath = filepath.Join(dir, "decisions.jsonl")
-			r := &workers.WorkersRunner{WS: ws, Plan: plan, Dir: dir, Version: versionString()}
-			s, rerr := r.Run(ctx)
-			if rerr != nil {
-				fmt.Fprintf(w, "continue with: rttlab workers --resume %s\n", dir)
-				return rerr
-			}
-			fmt.Fprint(cmd.OutOrStdout(), s.Markdown("Worker scheduling: "+plan.Name))
-			fmt.Fprintf(cmd.OutOrStdout(), "\nwrote %s (%s)\n", dir, time.Since(start).Round(time.Second))
-			return nil
-		},
+		Args:    cobra.NoArgs,
+		PreRunE: func(cmd *cobra.Command, args []string) error { return o.prepare(cmd) },
+		RunE:    func(cmd *cobra.Command, args []string) error { return o.run(cmd) },
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.plan, "plan", "workers", "built-in plan (workers, workers-smoke) or a YAML plan file")
 	f.StringVar(&o.out, "out", "rttlab-results", "folder that receives the results folder")
 	f.StringVar(&o.resume, "resume", "", "continue an interrupted workers results folder")
 	return cmd
+}
+
+// prepare settles the plan (a resumed folder's own, or --plan) and the
+// rails app with its /work route before anything connects.
+func (o *workersOptions) prepare(cmd *cobra.Command) error {
+	lim := workers.DefaultLimits(runtime.NumCPU())
+	if o.resume != "" {
+		if cmd.Flags().Changed("plan") {
+			return usagef("--resume continues the folder's own plan: leave out --plan")
+		}
+		m, err := readWorkersManifest(o.resume)
+		if err != nil {
+			return usageError{err}
+		}
+		if o.p, err = workersFolderPlan(o.resume, m); err != nil {
+			return usageError{err}
+		}
+	} else {
+		var err error
+		if o.p, err = workers.LoadPlan(o.plan, lim); err != nil {
+			return usageError{err}
+		}
+	}
+	all, _, _, err := appsTree()
+	if err != nil {
+		return err
+	}
+	if o.target, err = apps.Resolve(all, "rails"); err != nil {
+		return err
+	}
+	if _, ok := o.target.Meta.Route("/work"); !ok {
+		return errors.New("the rails app has no /work route: rebuild rttlab from a checkout that has it")
+	}
+	return nil
+}
+
+// run starts the workers stack, runs (or resumes) the study and prints its
+// summary.
+func (o *workersOptions) run(cmd *cobra.Command) (err error) {
+	plan, target := o.p, o.target
+	ctx := cmd.Context()
+	w := cmd.ErrOrStderr()
+	dir := o.resume
+	if dir != "" {
+		unlock, err := results.LockDir(dir)
+		if err != nil {
+			return err
+		}
+		defer unlock()
+	}
+	rt, err := connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+	if err := ensureImages(ctx, rt, []apps.Target{target}, true, w); err != nil {
+		return err
+	}
+	start := time.Now()
+	say := func(s string) { fmt.Fprintf(w, "[%s] %s\n", time.Since(start).Round(time.Second), s) }
+	ws, err := workers.StartWorkers(ctx, rt, target, plan.Shaper)
+	if ws != nil && ws.Stack != nil {
+		defer removeStack(ctx, rt, ws.Stack, &err)
+	}
+	if err != nil {
+		return err
+	}
+	ws.Progress = say
+	if dir == "" {
+		var unlock func() error
+		if dir, unlock, err = o.newFolder(); err != nil {
+			return err
+		}
+		defer unlock()
+	}
+	say(fmt.Sprintf("results in %s (%d tasks)", dir, len(plan.Tasks())))
+	ws.DecisionsPath = filepath.Join(dir, "decisions.jsonl")
+	r := &workers.WorkersRunner{WS: ws, Plan: plan, Dir: dir, Version: versionString()}
+	s, rerr := r.Run(ctx)
+	if rerr != nil {
+		fmt.Fprintf(w, "continue with: rttlab workers --resume %s\n", dir)
+		return rerr
+	}
+	fmt.Fprint(cmd.OutOrStdout(), s.Markdown("Worker scheduling: "+plan.Name))
+	fmt.Fprintf(cmd.OutOrStdout(), "\nwrote %s (%s)\n", dir, time.Since(start).Round(time.Second))
+	return nil
+}
+
+// newFolder creates the results folder of a new study: its plan (by name
+// when built in, else a copy), the manifest, and the folder's lock.
+func (o *workersOptions) newFolder() (dir string, unlock func() error, err error) {
+	plan, target := o.p, o.target
+	dir = filepath.Join(o.out, fmt.Sprintf("%s-%s", time.Now().Format("20060102T150405"), plan.Name))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", nil, err
+	}
+	planFile := plan.File()
+	if _, ok := workers.BuiltinPlan(plan.Name, workers.DefaultLimits(runtime.NumCPU())); ok {
+		planFile = plan.Name
+	} else if b, err := os.ReadFile(planFile); err == nil {
+		planFile = filepath.Join(dir, "plan.yaml")
+		if err := os.WriteFile(planFile, b, 0o644); err != nil {
+			return "", nil, err
+		}
+	}
+	m := workers.WorkersManifest{Kind: "workers", Plan: plan, PlanFile: planFile, Seed: plan.Seed, Version: versionString(),
+		Started: time.Now().UTC(), Backend: plan.Shaper, App: target.Name}
+	b, _ := json.MarshalIndent(m, "", "  ")
+	if err := os.WriteFile(filepath.Join(dir, "manifest.json"), append(b, '\n'), 0o644); err != nil {
+		return "", nil, err
+	}
+	unlock, err = results.LockDir(dir)
+	if err != nil {
+		return "", nil, err
+	}
+	return dir, unlock, nil
 }
 
 // workersFolderPlan is a workers folder's own plan: a built-in one by
