@@ -18,12 +18,13 @@ type placeOptions struct {
 	repeat    int
 	seed      uint64
 	keepAlive string
+
+	p      *placement.PlacePlan // settled by prepare
+	target apps.Target
 }
 
 func newPlaceCmd() *cobra.Command {
 	o := &placeOptions{}
-	var plan *placement.PlacePlan
-	var target apps.Target
 	cmd := &cobra.Command{
 		Use:   "place [--plan placement|placement-smoke|FILE]",
 		Short: "The placement study: route each request to the compute host that answers it fastest",
@@ -54,77 +55,9 @@ decisions.jsonl (every proxy decision), summary.json and summary.md.
 The built-in plans: placement (the write-up's geometry and counts) and
 placement-smoke (the same at reduced counts, for CI). A plan file starts
 from placement's values; see the README for its fields.`,
-		Args: cobra.NoArgs,
-		PreRunE: func(cmd *cobra.Command, args []string) error {
-			var err error
-			if plan, err = placement.LoadPlacePlan(o.plan); err != nil {
-				return usageError{err}
-			}
-			if cmd.Flags().Changed("repeat") {
-				if o.repeat < 1 || o.repeat > 100 {
-					return usagef("--repeat %d: use 1..100", o.repeat)
-				}
-				plan.Repeat = o.repeat
-			}
-			if cmd.Flags().Changed("seed") {
-				plan.Seed = o.seed
-			}
-			switch o.keepAlive {
-			case "":
-			case "on", "off":
-				v := o.keepAlive == "on"
-				plan.KeepAlive = &v
-			default:
-				return usagef("--keep-alive %q: use on or off", o.keepAlive)
-			}
-			all, _, _, err := appsTree()
-			if err != nil {
-				return err
-			}
-			if target, err = plan.ValidateApp(all); err != nil {
-				return usageError{err}
-			}
-			return nil
-		},
-		RunE: func(cmd *cobra.Command, args []string) (err error) {
-			ctx := cmd.Context()
-			w := cmd.ErrOrStderr()
-			rt, err := connect(ctx)
-			if err != nil {
-				return err
-			}
-			defer rt.Close()
-			if err := ensureImages(ctx, rt, []apps.Target{target}, true, w); err != nil {
-				return err
-			}
-			start := time.Now()
-			say := func(s string) { fmt.Fprintf(w, "[%s] %s\n", time.Since(start).Round(time.Second), s) }
-			ps, err := placement.StartPlacement(ctx, rt, plan, target, 0)
-			if ps != nil && ps.Stack != nil {
-				defer removeStack(ctx, rt, ps.Stack, &err)
-			}
-			if err != nil {
-				return err
-			}
-			ps.Progress = say
-			dir := filepath.Join(o.out, fmt.Sprintf("%s-%s-%s", time.Now().Format("20060102-150405"), plan.Name, ps.Stack.RunID))
-			say(fmt.Sprintf("results in %s", dir))
-			r := &placement.PlaceRunner{D: rt, S: ps, Dir: dir, Version: versionString()}
-			res, rerr := r.Run(ctx)
-			if rerr != nil {
-				if res != nil {
-					fmt.Fprintf(w, "the samples measured so far are in %s\n", dir)
-				}
-				if ctx.Err() != nil {
-					return rerr
-				}
-				return fmt.Errorf("placement study: %w", rerr)
-			}
-			md, _ := os.ReadFile(filepath.Join(dir, "summary.md"))
-			fmt.Fprint(cmd.OutOrStdout(), string(md))
-			fmt.Fprintf(cmd.OutOrStdout(), "\nwrote %s (%s)\n", dir, time.Since(start).Round(time.Second))
-			return nil
-		},
+		Args:    cobra.NoArgs,
+		PreRunE: func(cmd *cobra.Command, args []string) error { return o.prepare(cmd) },
+		RunE:    func(cmd *cobra.Command, args []string) error { return o.run(cmd) },
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.plan, "plan", "placement", "built-in plan (placement, placement-smoke) or a YAML plan file")
@@ -133,4 +66,83 @@ from placement's values; see the README for its fields.`,
 	f.Uint64Var(&o.seed, "seed", 1, "seed of the measurement order and resampling")
 	f.StringVar(&o.keepAlive, "keep-alive", "", "proxy upstream connections: on (pools, default) or off (new per request)")
 	return cmd
+}
+
+// prepare loads the plan, applies --repeat, --seed and --keep-alive and
+// resolves the plan's app, before anything connects.
+func (o *placeOptions) prepare(cmd *cobra.Command) error {
+	var plan *placement.PlacePlan
+	var target apps.Target
+	var err error
+	if plan, err = placement.LoadPlacePlan(o.plan); err != nil {
+		return usageError{err}
+	}
+	if cmd.Flags().Changed("repeat") {
+		if o.repeat < 1 || o.repeat > 100 {
+			return usagef("--repeat %d: use 1..100", o.repeat)
+		}
+		plan.Repeat = o.repeat
+	}
+	if cmd.Flags().Changed("seed") {
+		plan.Seed = o.seed
+	}
+	switch o.keepAlive {
+	case "":
+	case "on", "off":
+		v := o.keepAlive == "on"
+		plan.KeepAlive = &v
+	default:
+		return usagef("--keep-alive %q: use on or off", o.keepAlive)
+	}
+	all, _, _, err := appsTree()
+	if err != nil {
+		return err
+	}
+	if target, err = plan.ValidateApp(all); err != nil {
+		return usageError{err}
+	}
+	o.p, o.target = plan, target
+	return nil
+}
+
+// run starts the four nodes, runs the study and prints its summary.
+func (o *placeOptions) run(cmd *cobra.Command) (err error) {
+	plan, target := o.p, o.target
+	ctx := cmd.Context()
+	w := cmd.ErrOrStderr()
+	rt, err := connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+	if err := ensureImages(ctx, rt, []apps.Target{target}, true, w); err != nil {
+		return err
+	}
+	start := time.Now()
+	say := func(s string) { fmt.Fprintf(w, "[%s] %s\n", time.Since(start).Round(time.Second), s) }
+	ps, err := placement.StartPlacement(ctx, rt, plan, target, 0)
+	if ps != nil && ps.Stack != nil {
+		defer removeStack(ctx, rt, ps.Stack, &err)
+	}
+	if err != nil {
+		return err
+	}
+	ps.Progress = say
+	dir := filepath.Join(o.out, fmt.Sprintf("%s-%s-%s", time.Now().Format("20060102-150405"), plan.Name, ps.Stack.RunID))
+	say(fmt.Sprintf("results in %s", dir))
+	r := &placement.PlaceRunner{D: rt, S: ps, Dir: dir, Version: versionString()}
+	res, rerr := r.Run(ctx)
+	if rerr != nil {
+		if res != nil {
+			fmt.Fprintf(w, "the samples measured so far are in %s\n", dir)
+		}
+		if ctx.Err() != nil {
+			return rerr
+		}
+		return fmt.Errorf("placement study: %w", rerr)
+	}
+	md, _ := os.ReadFile(filepath.Join(dir, "summary.md"))
+	fmt.Fprint(cmd.OutOrStdout(), string(md))
+	fmt.Fprintf(cmd.OutOrStdout(), "\nwrote %s (%s)\n", dir, time.Since(start).Round(time.Second))
+	return nil
 }
