@@ -245,87 +245,9 @@ the receiver's kernel saw it, apart from process wake-ups and from the
 shaper's own statistics: p50 added against the 0 ms setting, p99, and the
 share of packets paired. A delay held after the receiver's kernel stamped
 the packet does not show there.`,
-		Args: cobra.ExactArgs(1),
-		PreRunE: func(cmd *cobra.Command, args []string) error {
-			d, err := orchestrator.ParseDelaysMs(o.delays)
-			if err != nil {
-				return usagef("--delays: %v", err)
-			}
-			p := &orchestrator.Plan{DelaysMs: d, Runs: 1, Requests: 1, Shaper: o.shaper, Scope: o.scope, Calibrate: o.calibrate, Hook: o.hook, FloorMs: o.floor(), Apps: []orchestrator.PlanApp{{Name: args[0]}}}
-			p.Defaults()
-			if err := p.Validate(); err != nil {
-				return usageError{err}
-			}
-			if o.tolerance < 0 || o.icmp < 1 || o.selectRuns < 1 || o.selectCalls < 1 {
-				return usagef("--tolerance must not be negative; --icmp, --select-runs, --select-calls must be positive")
-			}
-			o.delaysMs = d
-			return nil
-		},
-		RunE: func(cmd *cobra.Command, args []string) (err error) {
-			ctx := cmd.Context()
-			t, err := loadTarget(args[0])
-			if err != nil {
-				return err
-			}
-			rt, err := connect(ctx)
-			if err != nil {
-				return err
-			}
-			defer rt.Close()
-			out := cmd.OutOrStdout()
-			table := out
-			if o.json {
-				// The table becomes the progress on stderr; stdout
-				// carries only the JSON document.
-				table = cmd.ErrOrStderr()
-			}
-			if err := ensureImages(ctx, rt, []apps.Target{t}, true, cmd.ErrOrStderr()); err != nil {
-				return err
-			}
-			st, sh, err := startShaped(ctx, rt, orchestrator.StackOptions{Target: t}, o.shaper, o.scope, o.hook)
-			if err != nil {
-				return err
-			}
-			defer removeStack(ctx, rt, st, &err)
-			plan := orchestrator.Plan{Calibrate: o.calibrate, Hook: o.hook, FloorMs: o.floor()}
-			sh.Floor = plan.Floor(sh.Backend)
-			fmt.Fprintf(table, "shaper: %s (%s); floor %v; scope %s; ICMP %d echoes, SELECT 1 %d runs x %d calls; tolerance %.3f ms\n",
-				sh.Backend, sh.Why, sh.Floor, o.scope, o.icmp, o.selectRuns, o.selectCalls, o.tolerance)
-			var cal []results.CalibrationPoint
-			if plan.Calibrates(sh.Backend) {
-				fmt.Fprintln(table, "calibrating per setting with ICMP (SELECT 1 below is not used by it): offset per side (µs), ICMP residual per round (µs)")
-				cal, err = orchestrator.Calibrate(ctx, rt, sh, args[0], o.delaysMs, orchestrator.CalibrateOptions{
-					Row: func(p results.CalibrationPoint) {
-						var rs []string
-						for _, r := range p.BeforeUs {
-							rs = append(rs, fmt.Sprintf("%+.0f", r))
-						}
-						fmt.Fprintf(table, "  %5g ms: offset %+6.1f µs; residuals %s\n", p.RTTms, p.AppOffsetUs, strings.Join(rs, " → "))
-					},
-				})
-				if err != nil {
-					return err
-				}
-			}
-			fmt.Fprintln(table, verifyLine("RTT (ms)", "ICMP mean", "ICMP median", "added", "SELECT 1", "change", "95% CI", "hold p50 app/db (µs)", "check"))
-			flagged := 0
-			rows, err := orchestrator.VerifyShaping(ctx, rt, sh, orchestrator.ShapeVerifyOptions{
-				DelaysMs: o.delaysMs, ICMPCount: o.icmp, SelectRuns: o.selectRuns, SelectCalls: o.selectCalls,
-				ToleranceMs: o.tolerance, Seed: o.seed, OneWay: o.oneWay,
-				Row: printVerifyRow(table, &flagged),
-			})
-			if err != nil {
-				return err
-			}
-			if flagged > 0 {
-				fmt.Fprintf(table, "%d setting(s) out of tolerance\n", flagged)
-			}
-			if o.json {
-				return writeVerifyJSON(out, sh, o, rows, cal)
-			}
-			return nil
-		},
+		Args:    cobra.ExactArgs(1),
+		PreRunE: func(cmd *cobra.Command, args []string) error { return o.prepare(cmd, args) },
+		RunE:    func(cmd *cobra.Command, args []string) error { return o.run(cmd, args) },
 	}
 	cmd.Flags().StringVar(&o.delays, "delays", "0,0.05,0.1,0.2,0.3,0.4,0.5,0.75,1", "RTT settings in milliseconds")
 	cmd.Flags().StringVar(&o.shaper, "shaper", "auto", "auto, kernel or userspace")
@@ -341,6 +263,92 @@ the packet does not show there.`,
 	cmd.Flags().IntVar(&o.selectCalls, "select-calls", 200, "SELECT 1 calls per run")
 	cmd.Flags().Uint64Var(&o.seed, "seed", 1, "seed of the bootstrap")
 	return cmd
+}
+
+// prepare checks the delays, shaper, scope, hook, floor and counts as a
+// plan would, before anything connects.
+func (o *shapeVerifyOptions) prepare(cmd *cobra.Command, args []string) error {
+	d, err := orchestrator.ParseDelaysMs(o.delays)
+	if err != nil {
+		return usagef("--delays: %v", err)
+	}
+	p := &orchestrator.Plan{DelaysMs: d, Runs: 1, Requests: 1, Shaper: o.shaper, Scope: o.scope, Calibrate: o.calibrate, Hook: o.hook, FloorMs: o.floor(), Apps: []orchestrator.PlanApp{{Name: args[0]}}}
+	p.Defaults()
+	if err := p.Validate(); err != nil {
+		return usageError{err}
+	}
+	if o.tolerance < 0 || o.icmp < 1 || o.selectRuns < 1 || o.selectCalls < 1 {
+		return usagef("--tolerance must not be negative; --icmp, --select-runs, --select-calls must be positive")
+	}
+	o.delaysMs = d
+	return nil
+}
+
+// run starts the app's stack, measures every setting (ICMP, SELECT 1, the
+// shaper's hold, one-way captures) and prints the table or the JSON.
+func (o *shapeVerifyOptions) run(cmd *cobra.Command, args []string) (err error) {
+	ctx := cmd.Context()
+	t, err := loadTarget(args[0])
+	if err != nil {
+		return err
+	}
+	rt, err := connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+	out := cmd.OutOrStdout()
+	table := out
+	if o.json {
+		// The table becomes the progress on stderr; stdout
+		// carries only the JSON document.
+		table = cmd.ErrOrStderr()
+	}
+	if err := ensureImages(ctx, rt, []apps.Target{t}, true, cmd.ErrOrStderr()); err != nil {
+		return err
+	}
+	st, sh, err := startShaped(ctx, rt, orchestrator.StackOptions{Target: t}, o.shaper, o.scope, o.hook)
+	if err != nil {
+		return err
+	}
+	defer removeStack(ctx, rt, st, &err)
+	plan := orchestrator.Plan{Calibrate: o.calibrate, Hook: o.hook, FloorMs: o.floor()}
+	sh.Floor = plan.Floor(sh.Backend)
+	fmt.Fprintf(table, "shaper: %s (%s); floor %v; scope %s; ICMP %d echoes, SELECT 1 %d runs x %d calls; tolerance %.3f ms\n",
+		sh.Backend, sh.Why, sh.Floor, o.scope, o.icmp, o.selectRuns, o.selectCalls, o.tolerance)
+	var cal []results.CalibrationPoint
+	if plan.Calibrates(sh.Backend) {
+		fmt.Fprintln(table, "calibrating per setting with ICMP (SELECT 1 below is not used by it): offset per side (µs), ICMP residual per round (µs)")
+		cal, err = orchestrator.Calibrate(ctx, rt, sh, args[0], o.delaysMs, orchestrator.CalibrateOptions{
+			Row: func(p results.CalibrationPoint) {
+				var rs []string
+				for _, r := range p.BeforeUs {
+					rs = append(rs, fmt.Sprintf("%+.0f", r))
+				}
+				fmt.Fprintf(table, "  %5g ms: offset %+6.1f µs; residuals %s\n", p.RTTms, p.AppOffsetUs, strings.Join(rs, " → "))
+			},
+		})
+		if err != nil {
+			return err
+		}
+	}
+	fmt.Fprintln(table, verifyLine("RTT (ms)", "ICMP mean", "ICMP median", "added", "SELECT 1", "change", "95% CI", "hold p50 app/db (µs)", "check"))
+	flagged := 0
+	rows, err := orchestrator.VerifyShaping(ctx, rt, sh, orchestrator.ShapeVerifyOptions{
+		DelaysMs: o.delaysMs, ICMPCount: o.icmp, SelectRuns: o.selectRuns, SelectCalls: o.selectCalls,
+		ToleranceMs: o.tolerance, Seed: o.seed, OneWay: o.oneWay,
+		Row: printVerifyRow(table, &flagged),
+	})
+	if err != nil {
+		return err
+	}
+	if flagged > 0 {
+		fmt.Fprintf(table, "%d setting(s) out of tolerance\n", flagged)
+	}
+	if o.json {
+		return writeVerifyJSON(out, sh, o, rows, cal)
+	}
+	return nil
 }
 
 // printVerifyRow prints each row as it is measured (with the one-way

@@ -69,61 +69,9 @@ Examples:
   rttlab trace go --budget /feed=3,/feed-naive=12 --junit budgets.xml
   rttlab trace --app-image my-app:ci --routes /api/items,/api/items/1 \
     --db-init db/schema.sql --budget /api/items=2,/api/items/1=1 --junit budgets.xml`,
-		Args: o.own.args(false),
-		PreRunE: func(cmd *cobra.Command, args []string) (err error) {
-			if o.requests < 1 || o.requests > 100000 || o.warmup < 0 {
-				return usagef("--requests must be 1..100000 and --warmup not negative")
-			}
-			// The app and its budgets are checked before anything connects.
-			if o.target, err = o.own.resolveApp(cmd.Flags(), args); err != nil {
-				return err
-			}
-			if _, err := orchestrator.MixFor(o.target.Meta); err != nil {
-				return err
-			}
-			if o.out != "" {
-				// --results names a results folder the trace is added to:
-				// checked before the trace runs, not after.
-				if err := resultsFolder(o.out); err != nil {
-					return err
-				}
-				if _, err := results.Load(o.out); err != nil {
-					return usagef("--results %s is not a readable results folder: %v", o.out, err)
-				}
-			}
-			return o.budget.resolve(o.target)
-		},
-		RunE: func(cmd *cobra.Command, args []string) (err error) {
-			ctx := cmd.Context()
-			t := o.target
-			mix, err := orchestrator.MixFor(t.Meta)
-			if err != nil {
-				return err
-			}
-			rt, err := connect(ctx)
-			if err != nil {
-				return err
-			}
-			defer rt.Close()
-			if err := ensureImages(ctx, rt, []apps.Target{t}, true, cmd.ErrOrStderr()); err != nil {
-				return err
-			}
-			st, sh, err := startShaped(ctx, rt, orchestrator.StackOptions{Target: t}, "auto", "path", "")
-			if err != nil {
-				return err
-			}
-			defer removeStack(ctx, rt, st, &err)
-			hdr, err := orchestrator.AuthHeaders(ctx, rt, st)
-			if err != nil {
-				return err
-			}
-			types, err := orchestrator.TraceApp(ctx, rt, sh, orchestrator.TraceOptions{
-				Requests: orchestrator.TraceRequests(t, mix, o.requests, 5, o.seed), Warmup: o.warmup, Header: hdr, Weights: orchestrator.MixWeights(mix)})
-			if err != nil {
-				return err
-			}
-			return o.report(cmd.OutOrStdout(), cmd.ErrOrStderr(), t.Name, types)
-		},
+		Args:    o.own.args(false),
+		PreRunE: func(cmd *cobra.Command, args []string) error { return o.prepare(cmd, args) },
+		RunE:    func(cmd *cobra.Command, args []string) error { return o.run(cmd) },
 	}
 	cmd.Flags().IntVar(&o.requests, "requests", 100, "requests per request type")
 	cmd.Flags().IntVar(&o.warmup, "warmup", 5, "warmup requests per type (not counted)")
@@ -136,6 +84,66 @@ Examples:
 	o.budget.addFlags(cmd, true)
 	o.own.addFlags(cmd.Flags(), "")
 	return cmd
+}
+
+// prepare checks the counts, resolves the app (built-in or the user's),
+// its mix, the --results folder and the budgets, before anything connects.
+func (o *traceOptions) prepare(cmd *cobra.Command, args []string) (err error) {
+	if o.requests < 1 || o.requests > 100000 || o.warmup < 0 {
+		return usagef("--requests must be 1..100000 and --warmup not negative")
+	}
+	// The app and its budgets are checked before anything connects.
+	if o.target, err = o.own.resolveApp(cmd.Flags(), args); err != nil {
+		return err
+	}
+	if _, err := orchestrator.MixFor(o.target.Meta); err != nil {
+		return err
+	}
+	if o.out != "" {
+		// --results names a results folder the trace is added to:
+		// checked before the trace runs, not after.
+		if err := resultsFolder(o.out); err != nil {
+			return err
+		}
+		if _, err := results.Load(o.out); err != nil {
+			return usagef("--results %s is not a readable results folder: %v", o.out, err)
+		}
+	}
+	return o.budget.resolve(o.target)
+}
+
+// run starts the app's stack, traces every request type on the wire and
+// reports (and gates) the round trips.
+func (o *traceOptions) run(cmd *cobra.Command) (err error) {
+	ctx := cmd.Context()
+	t := o.target
+	mix, err := orchestrator.MixFor(t.Meta)
+	if err != nil {
+		return err
+	}
+	rt, err := connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+	if err := ensureImages(ctx, rt, []apps.Target{t}, true, cmd.ErrOrStderr()); err != nil {
+		return err
+	}
+	st, sh, err := startShaped(ctx, rt, orchestrator.StackOptions{Target: t}, "auto", "path", "")
+	if err != nil {
+		return err
+	}
+	defer removeStack(ctx, rt, st, &err)
+	hdr, err := orchestrator.AuthHeaders(ctx, rt, st)
+	if err != nil {
+		return err
+	}
+	types, err := orchestrator.TraceApp(ctx, rt, sh, orchestrator.TraceOptions{
+		Requests: orchestrator.TraceRequests(t, mix, o.requests, 5, o.seed), Warmup: o.warmup, Header: hdr, Weights: orchestrator.MixWeights(mix)})
+	if err != nil {
+		return err
+	}
+	return o.report(cmd.OutOrStdout(), cmd.ErrOrStderr(), t.Name, types)
 }
 
 // printTraceTable prints the trace's table: a row per request type.
