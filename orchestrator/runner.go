@@ -117,14 +117,9 @@ func Run(ctx context.Context, d engine.Docker, all map[string]*apps.Meta, o RunO
 		// Closing releases the folder's lock, on every return.
 		defer f.Close()
 		m = &f.State().Manifest
-		old, err := manifestPlan(o.Resume, m)
-		if err != nil {
+		if p, err = resumedPlan(o.Resume, m, p); err != nil {
 			return "", err
 		}
-		if p != nil && (p.Name != old.Name || p.Seed != old.Seed) {
-			return "", fmt.Errorf("resume %s: the folder holds plan %q seed %d, not %q seed %d", o.Resume, old.Name, old.Seed, p.Name, p.Seed)
-		}
-		p = old
 	} else {
 		if err := p.Validate(); err != nil {
 			return "", err
@@ -148,29 +143,7 @@ func Run(ctx context.Context, d engine.Docker, all map[string]*apps.Meta, o RunO
 			return "", err
 		}
 		defer f.Close()
-		planJSON, _ := json.Marshal(p)
-		m = &results.Manifest{
-			PlanName: p.Name, Plan: planJSON, Seed: p.Seed,
-			Version: o.Version, GitCommit: o.Commit,
-			EngineVersion: info.Version, EngineAPIVersion: info.APIVersion, Kernel: info.Kernel,
-			Scope: p.Scope, Images: o.Images, Skipped: o.Skipped,
-			HostCPUModel: CPUModel(), HostCPUs: runtime.NumCPU(), HostMemoryBytes: uint64(info.MemBytes),
-			Start: o.Now().UTC(),
-		}
-		for _, t := range p.Tasks() {
-			if _, skip := o.Skipped[t.App]; skip {
-				continue
-			}
-			m.Tasks = append(m.Tasks, results.Task{ID: t.ID, App: t.App, Route: t.Route, RTTms: t.RTTms, Run: t.Run})
-		}
-		for _, a := range p.Apps {
-			t, _ := apps.Resolve(all, a.Name)
-			for _, r := range a.Routes {
-				if n := statementsPerRequest(t.Meta, r); n >= 0 {
-					m.Statements = append(m.Statements, results.RouteStatements{App: a.Name, Route: r, PerRequest: n})
-				}
-			}
-		}
+		m = newManifest(p, all, o, info)
 		// The task order is on disk before the first task runs.
 		if err := f.WriteManifest(m); err != nil {
 			return "", err
@@ -227,6 +200,49 @@ func Run(ctx context.Context, d engine.Docker, all map[string]*apps.Meta, o RunO
 		runErr = err
 	}
 	return dir, runErr
+}
+
+// resumedPlan is the plan a resumed folder holds; a plan given as well
+// must be the same (name and seed).
+func resumedPlan(dir string, m *results.Manifest, given *Plan) (*Plan, error) {
+	old, err := manifestPlan(dir, m)
+	if err != nil {
+		return nil, err
+	}
+	if given != nil && (given.Name != old.Name || given.Seed != old.Seed) {
+		return nil, fmt.Errorf("resume %s: the folder holds plan %q seed %d, not %q seed %d", dir, old.Name, old.Seed, given.Name, given.Seed)
+	}
+	return old, nil
+}
+
+// newManifest is a new run's manifest: the plan, versions, the engine and
+// host, the shuffled tasks (less those of skipped apps) and the
+// statements per request each app declares.
+func newManifest(p *Plan, all map[string]*apps.Meta, o RunOptions, info engine.EngineInfo) *results.Manifest {
+	planJSON, _ := json.Marshal(p)
+	m := &results.Manifest{
+		PlanName: p.Name, Plan: planJSON, Seed: p.Seed,
+		Version: o.Version, GitCommit: o.Commit,
+		EngineVersion: info.Version, EngineAPIVersion: info.APIVersion, Kernel: info.Kernel,
+		Scope: p.Scope, Images: o.Images, Skipped: o.Skipped,
+		HostCPUModel: CPUModel(), HostCPUs: runtime.NumCPU(), HostMemoryBytes: uint64(info.MemBytes),
+		Start: o.Now().UTC(),
+	}
+	for _, t := range p.Tasks() {
+		if _, skip := o.Skipped[t.App]; skip {
+			continue
+		}
+		m.Tasks = append(m.Tasks, results.Task{ID: t.ID, App: t.App, Route: t.Route, RTTms: t.RTTms, Run: t.Run})
+	}
+	for _, a := range p.Apps {
+		t, _ := apps.Resolve(all, a.Name)
+		for _, r := range a.Routes {
+			if n := statementsPerRequest(t.Meta, r); n >= 0 {
+				m.Statements = append(m.Statements, results.RouteStatements{App: a.Name, Route: r, PerRequest: n})
+			}
+		}
+	}
+	return m
 }
 
 // FolderPlan returns the plan a results folder was run with.
