@@ -5,81 +5,16 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/orchestrator/engine"
+	"github.com/rttlab/rttlab/orchestrator/enginetest"
 )
 
-// engineForTest connects to the engine. Under `make test`
-// (RTTLAB_INTEGRATION=1) a missing engine fails the test; in a plain
-// `go test` without an engine the integration tests skip.
-func engineForTest(t *testing.T) *engine.Runtime {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("integration test: skipped with -short")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	rt, err := engine.NewRuntime(ctx)
-	if err != nil {
-		if os.Getenv("RTTLAB_INTEGRATION") != "" {
-			t.Fatalf("integration test needs an engine: %v", err)
-		}
-		t.Skipf("no engine (run `make test` for integration tests): %v", err)
-	}
-	t.Cleanup(func() { rt.Close() })
-	return rt
-}
-
-// testBuilder returns a Builder over the checkout's apps/ folder.
-func testBuilder(t *testing.T, rt *engine.Runtime) *engine.Builder {
-	t.Helper()
-	src, err := engine.FindSource()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return testBuilderAt(t, rt, src)
-}
-
-// testBuilderAt returns a Builder over src/apps, cross-building Go
-// programs in the module at src.
-func testBuilderAt(t *testing.T, rt *engine.Runtime, src string) *engine.Builder {
-	t.Helper()
-	if _, _, err := engine.EnsureBase(context.Background(), rt, engine.BaseOptions{}); err != nil {
-		t.Fatalf("base image: %v", err)
-	}
-	fsys := apps.FS(src)
-	all, err := apps.Load(fsys)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &engine.Builder{Images: rt, Apps: all, FS: fsys, GOOS: "linux", GOARCH: runtime.GOARCH, SrcDir: src, Version: "test (with spaces)", Commit: "abc", Log: &bytes.Buffer{}}
-}
-
-// builtApps builds the named image folders (cache makes repeats cheap).
-func builtApps(t *testing.T, rt *engine.Runtime, names ...string) map[string]*apps.Meta {
-	t.Helper()
-	return buildWith(t, testBuilder(t, rt), names...)
-}
-
-func buildWith(t *testing.T, b *engine.Builder, names ...string) map[string]*apps.Meta {
-	t.Helper()
-	built, err := b.Build(context.Background(), names)
-	if err != nil {
-		t.Fatalf("build %v: %v", names, err)
-	}
-	for _, r := range built {
-		t.Logf("built %s %s in %s", r.Tag, r.ID[:19], r.Duration.Round(time.Millisecond))
-	}
-	return b.Apps
-}
-
 func TestIntegrationBaseImageEnsured(t *testing.T) {
-	rt := engineForTest(t)
+	rt := enginetest.Engine(t)
 	ctx := context.Background()
 	path, id, err := engine.EnsureBase(ctx, rt, engine.BaseOptions{})
 	if err != nil {
@@ -100,7 +35,7 @@ func TestIntegrationBaseImageEnsured(t *testing.T) {
 // tag with debootstrap and imports it, proving the path a machine without
 // a registry takes.
 func TestIntegrationDebootstrapImport(t *testing.T) {
-	rt := engineForTest(t)
+	rt := enginetest.Engine(t)
 	if os.Geteuid() != 0 {
 		t.Skip("debootstrap needs root")
 	}
@@ -139,8 +74,8 @@ func TestIntegrationDebootstrapImport(t *testing.T) {
 }
 
 func TestIntegrationVerifyGo(t *testing.T) {
-	rt := engineForTest(t)
-	all := builtApps(t, rt, "postgres", "go")
+	rt := enginetest.Engine(t)
+	all := enginetest.BuiltApps(t, rt, "postgres", "go")
 	ctx := context.Background()
 	target, err := apps.Resolve(all, "go")
 	if err != nil {
@@ -189,7 +124,7 @@ func TestIntegrationVerifyGo(t *testing.T) {
 }
 
 func TestIntegrationCleanLeavesForeignContainers(t *testing.T) {
-	rt := engineForTest(t)
+	rt := enginetest.Engine(t)
 	ctx := context.Background()
 	runID := NewRunID()
 	foreignName := "foreign-" + runID
@@ -231,7 +166,7 @@ func TestIntegrationCleanLeavesForeignContainers(t *testing.T) {
 // TestIntegrationScaffoldedAppVerifies exercises `rttlab apps new`: the
 // scaffolded folder builds and passes verify as it stands.
 func TestIntegrationScaffoldedAppVerifies(t *testing.T) {
-	rt := engineForTest(t)
+	rt := enginetest.Engine(t)
 	src, err := engine.FindSource()
 	if err != nil {
 		t.Fatal(err)
@@ -248,7 +183,7 @@ func TestIntegrationScaffoldedAppVerifies(t *testing.T) {
 			_ = rt.RemoveImage(context.Background(), id)
 		}
 	})
-	all := buildWith(t, testBuilderAt(t, rt, mod), "postgres", name)
+	all := enginetest.Build(t, enginetest.Builder(t, rt, mod), "postgres", name)
 	target, err := apps.Resolve(all, name)
 	if err != nil {
 		t.Fatal(err)
@@ -271,7 +206,7 @@ func TestIntegrationScaffoldedAppVerifies(t *testing.T) {
 // TestIntegrationVerifyEveryFramework builds every framework app's image
 // and runs the full verify (contract, statement counts, wire checks).
 func TestIntegrationVerifyEveryFramework(t *testing.T) {
-	rt := engineForTest(t)
+	rt := enginetest.Engine(t)
 	src, _ := engine.FindSource()
 	all0, err := apps.Load(apps.FS(src))
 	if err != nil {
@@ -282,7 +217,7 @@ func TestIntegrationVerifyEveryFramework(t *testing.T) {
 			continue // mix apps have their own tests; go is verified above
 		}
 		t.Run(tg.Name, func(t *testing.T) {
-			all := builtApps(t, rt, "postgres", "agent", tg.Meta.Name)
+			all := enginetest.BuiltApps(t, rt, "postgres", "agent", tg.Meta.Name)
 			target, err := apps.Resolve(all, tg.Name)
 			if err != nil {
 				t.Fatal(err)

@@ -3,6 +3,8 @@ package orchestrator
 import (
 	"context"
 	"testing"
+
+	"github.com/rttlab/rttlab/orchestrator/enginetest"
 )
 
 // The one-way check on a real stack: the captures in the app's and the
@@ -13,7 +15,7 @@ import (
 // asserted; what must hold is the pairing, and that no packet arrives
 // before it left (both stamps come from one clock).
 func TestIntegrationShapeVerifyOneWay(t *testing.T) {
-	rt := engineForTest(t)
+	rt := enginetest.Engine(t)
 	sh := shapedStack(t, rt, "path")
 	const echoes = 20
 	rows, err := VerifyShaping(context.Background(), rt, sh, ShapeVerifyOptions{DelaysMs: []float64{1}, ICMPCount: echoes,

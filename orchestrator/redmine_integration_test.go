@@ -14,6 +14,7 @@ import (
 	"github.com/docker/go-connections/nat"
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/orchestrator/engine"
+	"github.com/rttlab/rttlab/orchestrator/enginetest"
 	"github.com/rttlab/rttlab/results"
 	"github.com/rttlab/rttlab/workloads"
 )
@@ -41,8 +42,8 @@ func redmineCount(t *testing.T, st *Stack, hdr []string, path string) int {
 }
 
 func TestIntegrationRedmine(t *testing.T) {
-	rt := engineForTest(t)
-	all := builtApps(t, rt, "postgres", "agent", "redmine")
+	rt := enginetest.Engine(t)
+	all := enginetest.BuiltApps(t, rt, "postgres", "agent", "redmine")
 	target, err := apps.Resolve(all, "redmine")
 	if err != nil {
 		t.Fatal(err)
@@ -155,8 +156,8 @@ func TestIntegrationRedmine(t *testing.T) {
 // fails fast with one clear line, and a plan that includes Aimeos reports
 // it skipped with that reason instead of dropping it.
 func TestIntegrationAimeosSkippedWithoutPackagist(t *testing.T) {
-	rt := engineForTest(t)
-	b := testBuilder(t, rt)
+	rt := enginetest.Engine(t)
+	b := enginetest.Builder(t, rt, "")
 	ctx := context.Background()
 	start := time.Now()
 	_, err := b.Build(ctx, []string{"aimeos"})

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/orchestrator/engine"
+	"github.com/rttlab/rttlab/orchestrator/enginetest"
 	"github.com/rttlab/rttlab/results"
 )
 
@@ -44,8 +45,8 @@ func noneLabelled(t *testing.T, rt *engine.Runtime) {
 }
 
 func TestIntegrationSmokePlanGo(t *testing.T) {
-	rt := engineForTest(t)
-	all := builtApps(t, rt, "postgres", "go", "agent")
+	rt := enginetest.Engine(t)
+	all := enginetest.BuiltApps(t, rt, "postgres", "go", "agent")
 	p, _ := BuiltinPlan("smoke")
 	p.Apps = []PlanApp{{Name: "go", Routes: []string{"/feed", "/feed-naive"}}}
 	out := t.TempDir()
@@ -104,8 +105,8 @@ func TestIntegrationSmokePlanGo(t *testing.T) {
 }
 
 func TestIntegrationInterruptAndResume(t *testing.T) {
-	rt := engineForTest(t)
-	all := builtApps(t, rt, "postgres", "go", "agent")
+	rt := enginetest.Engine(t)
+	all := enginetest.BuiltApps(t, rt, "postgres", "go", "agent")
 	p := &Plan{Name: "resume-test", Seed: 99, DelaysMs: []float64{0, 1}, Runs: 2, Requests: 10, Warmup: 2,
 		Apps: []PlanApp{{Name: "go", Routes: []string{"/feed"}}}, ICMPCount: 5, SelectRuns: 1, SelectCalls: 10, TaskICMPCount: 2}
 	p.Defaults()
@@ -166,7 +167,7 @@ func TestIntegrationInterruptAndResume(t *testing.T) {
 }
 
 func TestIntegrationRunRefusesBadInputBeforeStarting(t *testing.T) {
-	rt := engineForTest(t)
+	rt := enginetest.Engine(t)
 	src, _ := engine.FindSource()
 	all, err := apps.Load(apps.FS(src))
 	if err != nil {
@@ -273,8 +274,8 @@ func TestIntegrationAppKilledDuringTask(t *testing.T) {
 // of that attempt counted as data; it returns the folder and the failure.
 func runKillingOnce(t *testing.T, name string, seed uint64, suffix string) (*results.Data, results.TaskRecord) {
 	t.Helper()
-	rt := engineForTest(t)
-	all := builtApps(t, rt, "postgres", "go", "agent")
+	rt := enginetest.Engine(t)
+	all := enginetest.BuiltApps(t, rt, "postgres", "go", "agent")
 	p := &Plan{Name: name, Seed: seed, DelaysMs: []float64{0, 1}, Runs: 1, Requests: 2000, Warmup: 2,
 		Apps: []PlanApp{{Name: "go", Routes: []string{"/feed"}}}, ICMPCount: 5, SelectRuns: 1, SelectCalls: 10, TaskICMPCount: 2,
 		Calibrate: "off"}

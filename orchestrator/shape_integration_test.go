@@ -12,6 +12,7 @@ import (
 
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/orchestrator/engine"
+	"github.com/rttlab/rttlab/orchestrator/enginetest"
 	"github.com/rttlab/rttlab/results"
 	"github.com/rttlab/rttlab/workloads"
 )
@@ -19,7 +20,7 @@ import (
 // shapedStack starts postgres + go with userspace agents.
 func shapedStack(t *testing.T, rt *engine.Runtime, scope string) *Shaping {
 	t.Helper()
-	all := builtApps(t, rt, "postgres", "go", "agent")
+	all := enginetest.BuiltApps(t, rt, "postgres", "go", "agent")
 	target, err := apps.Resolve(all, "go")
 	if err != nil {
 		t.Fatal(err)
@@ -98,7 +99,7 @@ func parsePing(code int, stdout, stderr []byte) (workloads.PingResult, error) {
 }
 
 func TestIntegrationUserspaceShapingICMP(t *testing.T) {
-	rt := engineForTest(t)
+	rt := enginetest.Engine(t)
 	sh := shapedStack(t, rt, "path")
 	ctx := context.Background()
 	if err := sh.SetRTT(ctx, rt, 0); err != nil {
@@ -144,7 +145,7 @@ func TestIntegrationUserspaceShapingICMP(t *testing.T) {
 }
 
 func TestIntegrationShaperDeathStopsTraffic(t *testing.T) {
-	rt := engineForTest(t)
+	rt := enginetest.Engine(t)
 	sh := shapedStack(t, rt, "path")
 	ctx := context.Background()
 	if err := sh.SetRTT(ctx, rt, 200*time.Microsecond); err != nil {
@@ -174,7 +175,7 @@ func TestIntegrationShaperDeathStopsTraffic(t *testing.T) {
 }
 
 func TestIntegrationAgentStopRemovesRules(t *testing.T) {
-	rt := engineForTest(t)
+	rt := enginetest.Engine(t)
 	sh := shapedStack(t, rt, "interface")
 	ctx := context.Background()
 	if err := sh.SetRTT(ctx, rt, time.Millisecond); err != nil {
@@ -208,8 +209,8 @@ func TestIntegrationAgentStopRemovesRules(t *testing.T) {
 }
 
 func TestIntegrationAgentRefusesWithoutNetAdmin(t *testing.T) {
-	rt := engineForTest(t)
-	builtApps(t, rt, "agent")
+	rt := enginetest.Engine(t)
+	enginetest.BuiltApps(t, rt, "agent")
 	ctx := context.Background()
 	runID := NewRunID()
 	t.Cleanup(func() { CleanRun(context.Background(), rt, runID) })
@@ -242,7 +243,7 @@ func TestIntegrationAgentRefusesWithoutNetAdmin(t *testing.T) {
 }
 
 func TestIntegrationTraceKnownAnswer(t *testing.T) {
-	rt := engineForTest(t)
+	rt := enginetest.Engine(t)
 	sh := shapedStack(t, rt, "path")
 	ctx := context.Background()
 	reqs := TraceRequests(sh.Stack.Target, nil, 20, 5, 1)

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rttlab/rttlab/orchestrator/enginetest"
 )
 
 // Where the delay is held decides what every observer sees. On the wire
@@ -19,7 +21,7 @@ import (
 // the host's tables, where they stop traffic rather than let it pass
 // unshaped; the run's cleanup removes them.
 func TestIntegrationWireObservers(t *testing.T) {
-	rt := engineForTest(t)
+	rt := enginetest.Engine(t)
 	sh := shapedStack(t, rt, "path")
 	ctx := context.Background()
 	if sh.Agents["app"].CtlID == "" {
@@ -93,7 +95,7 @@ func TestIntegrationWireObservers(t *testing.T) {
 // one is not seen in the other, and cleaning one leaves the other's rules
 // and delay in place.
 func TestIntegrationWireTwoRuns(t *testing.T) {
-	rt := engineForTest(t)
+	rt := enginetest.Engine(t)
 	a := shapedStack(t, rt, "path")
 	b := shapedStack(t, rt, "path")
 	ctx := context.Background()

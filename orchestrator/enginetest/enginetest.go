@@ -1,7 +1,6 @@
-// Package enginetest gives the integration tests of the studies built on
-// the orchestrator (placement, workers) what the orchestrator's own
-// integration tests use: a connection to the engine and the checkout's
-// images, built.
+// Package enginetest gives every integration test (the orchestrator's and
+// those of the studies built on it) a connection to the engine and the
+// checkout's images, built.
 package enginetest
 
 import (
@@ -37,13 +36,17 @@ func Engine(t *testing.T) *engine.Runtime {
 	return rt
 }
 
-// BuiltApps builds the named images from the checkout (the base image
-// first, when missing) and returns every app's metadata.
-func BuiltApps(t *testing.T, rt *engine.Runtime, names ...string) map[string]*apps.Meta {
+// Builder returns a Builder over src/apps (src: a module holding rttlab's
+// apps, the checkout when empty) that cross-builds Go programs in that
+// module, the base image ensured first. Its version holds spaces, as a
+// user's may.
+func Builder(t *testing.T, rt *engine.Runtime, src string) *engine.Builder {
 	t.Helper()
-	src, err := engine.FindSource()
-	if err != nil {
-		t.Fatal(err)
+	if src == "" {
+		var err error
+		if src, err = engine.FindSource(); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if _, _, err := engine.EnsureBase(context.Background(), rt, engine.BaseOptions{}); err != nil {
 		t.Fatalf("base image: %v", err)
@@ -53,8 +56,13 @@ func BuiltApps(t *testing.T, rt *engine.Runtime, names ...string) map[string]*ap
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &engine.Builder{Images: rt, Apps: all, FS: fsys, GOOS: "linux", GOARCH: runtime.GOARCH, SrcDir: src,
-		Version: "test", Log: &bytes.Buffer{}}
+	return &engine.Builder{Images: rt, Apps: all, FS: fsys, GOOS: "linux", GOARCH: runtime.GOARCH, SrcDir: src,
+		Version: "test (with spaces)", Commit: "abc", Log: &bytes.Buffer{}}
+}
+
+// Build builds the named images with b and returns every app's metadata.
+func Build(t *testing.T, b *engine.Builder, names ...string) map[string]*apps.Meta {
+	t.Helper()
 	built, err := b.Build(context.Background(), names)
 	if err != nil {
 		t.Fatalf("build %v: %v", names, err)
@@ -63,4 +71,11 @@ func BuiltApps(t *testing.T, rt *engine.Runtime, names ...string) map[string]*ap
 		t.Logf("built %s %s in %s", r.Tag, r.ID[:19], r.Duration.Round(time.Millisecond))
 	}
 	return b.Apps
+}
+
+// BuiltApps builds the named images from the checkout and returns every
+// app's metadata.
+func BuiltApps(t *testing.T, rt *engine.Runtime, names ...string) map[string]*apps.Meta {
+	t.Helper()
+	return Build(t, Builder(t, rt, ""), names...)
 }
