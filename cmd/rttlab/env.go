@@ -124,6 +124,21 @@ func resolveTargets(all map[string]*apps.Meta, names []string) ([]apps.Target, e
 	return out, nil
 }
 
+// connectFor connects to the engine and makes sure the base image, the
+// agent and the images of targets are there (built when missing); the
+// caller closes the runtime.
+func connectFor(ctx context.Context, targets []apps.Target, w io.Writer) (*engine.Runtime, error) {
+	rt, err := connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := ensureImages(ctx, rt, targets, true, w); err != nil {
+		rt.Close()
+		return nil, err
+	}
+	return rt, nil
+}
+
 // ensureImages makes the base image and the images the targets need.
 func ensureImages(ctx context.Context, rt *engine.Runtime, targets []apps.Target, agent bool, w io.Writer) error {
 	path, _, err := engine.EnsureBase(ctx, rt, engine.BaseOptions{Progress: w})

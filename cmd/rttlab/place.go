@@ -110,14 +110,11 @@ func (o *placeOptions) run(cmd *cobra.Command) (err error) {
 	plan, target := o.p, o.target
 	ctx := cmd.Context()
 	w := cmd.ErrOrStderr()
-	rt, err := connect(ctx)
+	rt, err := connectFor(ctx, []apps.Target{target}, w)
 	if err != nil {
 		return err
 	}
 	defer rt.Close()
-	if err := ensureImages(ctx, rt, []apps.Target{target}, true, w); err != nil {
-		return err
-	}
 	start := time.Now()
 	say := func(s string) { fmt.Fprintf(w, "[%s] %s\n", time.Since(start).Round(time.Second), s) }
 	ps, err := placement.StartPlacement(ctx, rt, plan, target, 0)

@@ -292,7 +292,7 @@ func (o *shapeVerifyOptions) run(cmd *cobra.Command, args []string) (err error) 
 	if err != nil {
 		return err
 	}
-	rt, err := connect(ctx)
+	rt, err := connectFor(ctx, []apps.Target{t}, cmd.ErrOrStderr())
 	if err != nil {
 		return err
 	}
@@ -300,12 +300,9 @@ func (o *shapeVerifyOptions) run(cmd *cobra.Command, args []string) (err error) 
 	out := cmd.OutOrStdout()
 	table := out
 	if o.json {
-		// The table becomes the progress on stderr; stdout
-		// carries only the JSON document.
+		// The table becomes the progress on stderr; stdout carries only
+		// the JSON document.
 		table = cmd.ErrOrStderr()
-	}
-	if err := ensureImages(ctx, rt, []apps.Target{t}, true, cmd.ErrOrStderr()); err != nil {
-		return err
 	}
 	st, sh, err := startShaped(ctx, rt, orchestrator.StackOptions{Target: t}, o.shaper, o.scope, o.hook)
 	if err != nil {

@@ -62,15 +62,12 @@ Examples:
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			targets := []apps.Target{o.target}
-			rt, err := connect(ctx)
+			out := cmd.OutOrStdout()
+			rt, err := connectFor(ctx, targets, out)
 			if err != nil {
 				return err
 			}
 			defer rt.Close()
-			out := cmd.OutOrStdout()
-			if err := ensureImages(ctx, rt, targets, true, out); err != nil {
-				return err
-			}
 			st, sh, err := startShaped(ctx, rt, orchestrator.StackOptions{Target: targets[0], Up: true, Publish: true}, o.shaper, o.scope, "")
 			if err != nil {
 				return err
@@ -240,15 +237,12 @@ Examples:
 			if err != nil {
 				return err
 			}
-			rt, err := connect(ctx)
+			out := cmd.OutOrStdout()
+			rt, err := connectFor(ctx, targets, out)
 			if err != nil {
 				return err
 			}
 			defer rt.Close()
-			out := cmd.OutOrStdout()
-			if err := ensureImages(ctx, rt, targets, true, out); err != nil {
-				return err
-			}
 			var failed []string
 			for _, t := range targets {
 				n, err := verifyOne(ctx, rt, t, o, out)

@@ -121,14 +121,11 @@ func (o *traceOptions) run(cmd *cobra.Command) (err error) {
 	if err != nil {
 		return err
 	}
-	rt, err := connect(ctx)
+	rt, err := connectFor(ctx, []apps.Target{t}, cmd.ErrOrStderr())
 	if err != nil {
 		return err
 	}
 	defer rt.Close()
-	if err := ensureImages(ctx, rt, []apps.Target{t}, true, cmd.ErrOrStderr()); err != nil {
-		return err
-	}
 	st, sh, err := startShaped(ctx, rt, orchestrator.StackOptions{Target: t}, "auto", "path", "")
 	if err != nil {
 		return err

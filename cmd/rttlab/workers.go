@@ -108,14 +108,11 @@ func (o *workersOptions) run(cmd *cobra.Command) (err error) {
 		}
 		defer unlock()
 	}
-	rt, err := connect(ctx)
+	rt, err := connectFor(ctx, []apps.Target{target}, w)
 	if err != nil {
 		return err
 	}
 	defer rt.Close()
-	if err := ensureImages(ctx, rt, []apps.Target{target}, true, w); err != nil {
-		return err
-	}
 	start := time.Now()
 	say := func(s string) { fmt.Fprintf(w, "[%s] %s\n", time.Since(start).Round(time.Second), s) }
 	ws, err := workers.StartWorkers(ctx, rt, target, plan.Shaper)
