@@ -265,6 +265,37 @@ func BootstrapChangeCIs(base, target []float64, resamples int, rng *rand.Rand) (
 	return tails(d), tails(rel)
 }
 
+// BootstrapMediansCI is the general form of the intervals above, for a
+// statistic of several independent sets' medians: each resample draws
+// every set anew (len(set) indices with rng.IntN, set after set), f maps
+// the sets' medians to the statistic, and the 95% percentile interval of
+// f's values is returned; resamples where f is not finite (a ratio over a
+// zero median) are left out. NaN interval when a set is empty or no
+// resample is finite.
+func BootstrapMediansCI(sets [][]float64, resamples int, rng *rand.Rand, f func(meds []float64) float64) Interval {
+	rs := make([]*medianResampler, len(sets))
+	for i, s := range sets {
+		if len(s) == 0 {
+			return noInterval()
+		}
+		rs[i] = newMedianResampler(s)
+	}
+	meds := make([]float64, len(sets))
+	var v []float64
+	for range resamples {
+		for i, r := range rs {
+			meds[i] = r.draw(rng)
+		}
+		if x := f(meds); !math.IsNaN(x) && !math.IsInf(x, 0) {
+			v = append(v, x)
+		}
+	}
+	if len(v) == 0 {
+		return noInterval()
+	}
+	return tails(v)
+}
+
 func tails(v []float64) Interval {
 	slices.Sort(v)
 	a := (1 - Confidence) / 2

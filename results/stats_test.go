@@ -247,3 +247,23 @@ func TestTracedRoundTrips(t *testing.T) {
 		}
 	}
 }
+
+// The general interval over several sets' medians is the change interval
+// when its statistic is the change: same draws, same order, same tails;
+// a statistic that is never finite gives no interval.
+func TestBootstrapMediansCIIsTheChangeCI(t *testing.T) {
+	base := []float64{1.1, 1.3, 0.9, 1.2, 1.0, 1.4}
+	target := []float64{2.0, 2.4, 1.9, 2.2, 2.1}
+	want := BootstrapChangeCI(base, target, 2000, NewRNG(7, "c"))
+	got := BootstrapMediansCI([][]float64{base, target}, 2000, NewRNG(7, "c"), func(m []float64) float64 { return m[1] - m[0] })
+	if got != want {
+		t.Errorf("medians CI %v, change CI %v", got, want)
+	}
+	none := BootstrapMediansCI([][]float64{{0}, {1}}, 100, NewRNG(7, "c"), func(m []float64) float64 { return m[1] / m[0] })
+	if !math.IsNaN(none.Low) || !math.IsNaN(none.High) {
+		t.Errorf("a statistic never finite gave %v", none)
+	}
+	if iv := BootstrapMediansCI([][]float64{base, nil}, 100, NewRNG(7, "c"), func(m []float64) float64 { return m[0] }); !math.IsNaN(iv.Low) {
+		t.Errorf("an empty set gave %v", iv)
+	}
+}

@@ -481,37 +481,6 @@ func tails(v []float64) results.Interval {
 	return results.Interval{Low: results.Percentile(v, a), High: results.Percentile(v, 1-a)}
 }
 
-// bootstrapMedians resamples each set independently (len(set) draws with
-// rng.IntN, set after set, resample after resample), applies f to the
-// sets' medians, and returns the 95% percentile interval of f; resamples
-// where f is not finite are dropped.
-func bootstrapMedians(sets [][]float64, resamples int, rng *rand.Rand, f func(meds []float64) float64) results.Interval {
-	for _, s := range sets {
-		if len(s) == 0 {
-			return results.Interval{Low: math.NaN(), High: math.NaN()}
-		}
-	}
-	meds := make([]float64, len(sets))
-	bufs := make([][]float64, len(sets))
-	for i, s := range sets {
-		bufs[i] = make([]float64, len(s))
-	}
-	var v []float64
-	for range resamples {
-		for i, s := range sets {
-			for j := range bufs[i] {
-				bufs[i][j] = s[rng.IntN(len(s))]
-			}
-			slices.Sort(bufs[i])
-			meds[i] = results.Percentile(bufs[i], 0.5)
-		}
-		if x := f(meds); finite(x) {
-			v = append(v, x)
-		}
-	}
-	return tails(v)
-}
-
 func change(base, c *CellStat, q int, o Options) Change {
 	b, t := finiteOnly(base.runValues(q)), finiteOnly(c.runValues(q))
 	ch := Change{DiffMs: Num(math.NaN()), Rel: Num(math.NaN()), Verdict: "no data"}
@@ -525,7 +494,7 @@ func change(base, c *CellStat, q int, o Options) Change {
 	ch.Rel = Num(mt/mb - 1)
 	name := Quantiles[q].Name
 	ch.CI = ciOf(results.BootstrapChangeCI(b, t, o.Resamples, results.NewRNG(o.Seed, cellRNGKey(c.CellKey, "change-"+name+"\x00"+base.Policy))))
-	ch.RelCI = ciOf(bootstrapMedians([][]float64{b, t}, o.Resamples, results.NewRNG(o.Seed, cellRNGKey(c.CellKey, "rel-"+name+"\x00"+base.Policy)),
+	ch.RelCI = ciOf(results.BootstrapMediansCI([][]float64{b, t}, o.Resamples, results.NewRNG(o.Seed, cellRNGKey(c.CellKey, "rel-"+name+"\x00"+base.Policy)),
 		func(m []float64) float64 { return m[1]/m[0] - 1 }))
 	switch {
 	case base.NoClaim || c.NoClaim:

@@ -230,7 +230,7 @@ func penaltyPoint(slow, fast *CellStat, o Options) PenaltyPoint {
 	p.SlowMs, p.FastMs, p.DiffMs, p.Rel = Num(ms), Num(mf), Num(ms-mf), Num(ms/mf-1)
 	key := cellRNGKey(slow.CellKey, "penalty\x00"+fast.Policy)
 	p.DiffCI = ciOf(results.BootstrapChangeCI(p.fast, p.slow, o.Resamples, results.NewRNG(o.Seed, key)))
-	p.RelCI = ciOf(bootstrapMedians([][]float64{p.fast, p.slow}, o.Resamples, results.NewRNG(o.Seed, key+"\x00rel"),
+	p.RelCI = ciOf(results.BootstrapMediansCI([][]float64{p.fast, p.slow}, o.Resamples, results.NewRNG(o.Seed, key+"\x00rel"),
 		func(m []float64) float64 { return m[1]/m[0] - 1 }))
 	p.Significant = !p.NoClaim && p.DiffCI.Excludes0() > 0
 	return p
@@ -239,7 +239,7 @@ func penaltyPoint(slow, fast *CellStat, o Options) PenaltyPoint {
 func trend(from, to PenaltyPoint, o Options, what string) Trend {
 	t := Trend{From: from, To: to, Diff: Num(float64(to.Rel) - float64(from.Rel))}
 	key := strings.Join([]string{"workers-trend", what, from.key.Policy, cellRNGKey(from.key, ""), cellRNGKey(to.key, "")}, "\x00")
-	t.CI = ciOf(bootstrapMedians([][]float64{from.fast, from.slow, to.fast, to.slow}, o.Resamples, results.NewRNG(o.Seed, key),
+	t.CI = ciOf(results.BootstrapMediansCI([][]float64{from.fast, from.slow, to.fast, to.slow}, o.Resamples, results.NewRNG(o.Seed, key),
 		func(m []float64) float64 { return (m[3]/m[2] - 1) - (m[1]/m[0] - 1) }))
 	switch t.CI.Excludes0() {
 	case -1:
