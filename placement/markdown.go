@@ -2,8 +2,9 @@ package placement
 
 import (
 	"fmt"
+	"maps"
 	"math"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -45,13 +46,13 @@ func writeLinks(b *strings.Builder, r *PlaceResult) {
 		fmt.Fprintf(b, "\nLink calibration (%s), ICMP residual (configured − added, ms) per round:", lc.Phase)
 		for i, rd := range lc.Rounds {
 			fmt.Fprintf(b, " round %d:", i+1)
-			for _, k := range sortedKeys(rd) {
+			for _, k := range slices.Sorted(maps.Keys(rd)) {
 				fmt.Fprintf(b, " %s %+.3f", k, rd[k])
 			}
 			b.WriteString(";")
 		}
 		fmt.Fprintf(b, " kept round %d, one-way delays applied:", lc.Kept+1)
-		for _, k := range sortedKeys(lc.OneWay) {
+		for _, k := range slices.Sorted(maps.Keys(lc.OneWay)) {
 			if lc.OneWay[k] > 0 {
 				fmt.Fprintf(b, " %s %.3f ms", k, lc.OneWay[k])
 			}
@@ -217,13 +218,4 @@ func ci(c CI) string {
 		return "–"
 	}
 	return fmt.Sprintf("[%.3f, %.3f]", float64(c.Low), float64(c.High))
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

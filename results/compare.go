@@ -2,6 +2,7 @@ package results
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -209,7 +210,7 @@ func manifestDiffs(a, b *Manifest) []ManifestDiff {
 	for k := range b.Images {
 		apps[k] = true
 	}
-	for _, app := range sortedKeys(apps) {
+	for _, app := range slices.Sorted(maps.Keys(apps)) {
 		add("image "+app, a.Images[app], b.Images[app])
 	}
 	return out

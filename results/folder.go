@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -404,7 +405,7 @@ func Load(dir string) (*Data, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, id := range sortedKeys(doneAttempts) {
+	for _, id := range slices.Sorted(maps.Keys(doneAttempts)) {
 		if a := doneAttempts[id]; len(a) > 1 {
 			d.Notes = append(d.Notes, fmt.Sprintf("%s marked done %d times (attempts %s); only attempt %d counts",
 				tasks[id], len(a), joinInts(a), d.Done[id]))
@@ -782,15 +783,6 @@ func syncDir(dir string) error {
 		return fmt.Errorf("fsync folder %s: %w", dir, err)
 	}
 	return f.Close()
-}
-
-func sortedKeys[K int | string | float64, V any](m map[K]V) []K {
-	k := make([]K, 0, len(m))
-	for x := range m {
-		k = append(k, x)
-	}
-	slices.Sort(k)
-	return k
 }
 
 func joinInts(a []int) string {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"html/template"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -199,7 +201,7 @@ func (r *htmlReport) probes(s *Summary, o Options) {
 // the plan.
 func (r *htmlReport) manifest(s *Summary) {
 	m := &s.Manifest
-	for _, app := range sortedKeys(m.Skipped) {
+	for _, app := range slices.Sorted(maps.Keys(m.Skipped)) {
 		r.Skipped = append(r.Skipped, htmlKV{app, m.Skipped[app]})
 	}
 	r.Warnings = s.Warnings
@@ -236,7 +238,7 @@ func (r *htmlReport) manifest(s *Summary) {
 		kv("end", "not recorded (the study did not finish, or is still running)")
 	}
 	kv("tasks", fmt.Sprintf("%d planned, %d done", s.TasksPlanned, s.TasksDone))
-	for _, app := range sortedKeys(m.Images) {
+	for _, app := range slices.Sorted(maps.Keys(m.Images)) {
 		r.Images = append(r.Images, htmlKV{app, m.Images[app]})
 	}
 	for _, st := range m.Statements {

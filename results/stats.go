@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -579,7 +580,7 @@ func Analyze(d *Data, o Options) *Summary {
 		}
 	}
 	sum.verify(d, o)
-	for _, app := range sortedKeys(m.Skipped) {
+	for _, app := range slices.Sorted(maps.Keys(m.Skipped)) {
 		sum.Warnings = append(sum.Warnings, fmt.Sprintf("app %s skipped: %s", app, m.Skipped[app]))
 	}
 	sum.Sensitivity = sensitivities(sum.Cells, o, m.Seed)

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -394,7 +396,7 @@ func (r Request) key() string {
 	}
 	var b strings.Builder
 	b.WriteString(r.Method + " " + r.Path + "\x00" + r.Body)
-	for _, k := range sortedKeys(r.Headers) {
+	for _, k := range slices.Sorted(maps.Keys(r.Headers)) {
 		b.WriteString("\x00" + k + ": " + r.Headers[k])
 	}
 	return b.String()

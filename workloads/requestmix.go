@@ -52,7 +52,7 @@ func (q MixRequest) Check() (field string, err error) {
 	case q.Body != "" && (m == http.MethodGet || m == http.MethodHead):
 		return "body", fmt.Errorf("a %s request has no body: use POST, PUT, PATCH or DELETE to send one", m)
 	}
-	for _, k := range sortedKeys(q.Headers) {
+	for _, k := range slices.Sorted(maps.Keys(q.Headers)) {
 		if !httpguts.ValidHeaderFieldName(k) {
 			return "headers", fmt.Errorf("header name %q is not a valid HTTP header name", k)
 		}
@@ -104,8 +104,4 @@ func RequestMix(name string, reqs []MixRequest) (Mix, error) {
 			Method: method, Headers: q.Headers, Body: q.Body}
 	}
 	return m, nil
-}
-
-func sortedKeys(m map[string]string) []string {
-	return slices.Sorted(maps.Keys(m))
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -538,7 +539,7 @@ func TestHelpers(t *testing.T) {
 	if shortID("sha256:0123456789abcdef") != "0123456789ab" || shortID("abc") != "abc" {
 		t.Error("shortID")
 	}
-	if got := sortedKeys(map[string]int{"b": 1, "a": 2}); !slices.Equal(got, []string{"a", "b"}) {
+	if got := slices.Sorted(maps.Keys(map[string]int{"b": 1, "a": 2})); !slices.Equal(got, []string{"a", "b"}) {
 		t.Errorf("sortedKeys %v", got)
 	}
 	if dash("") != "-" || dash("x") != "x" || dirOf("/run/rttlab/agent.sock") != "/run/rttlab" || dirOf("sock") != "." {

@@ -7,7 +7,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"sort"
 	"strings"
 
 	"github.com/rttlab/rttlab/apps"
@@ -175,15 +174,6 @@ func shortID(id string) string {
 		return id[:12]
 	}
 	return id
-}
-
-func sortedKeys[M ~map[string]V, V any](m M) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 var stderr io.Writer = os.Stderr

@@ -2,7 +2,9 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/rttlab/rttlab/orchestrator/engine"
@@ -126,7 +128,7 @@ Examples:
 			}
 			names := args
 			if len(names) == 0 {
-				names = sortedKeys(b.Apps)
+				names = slices.Sorted(maps.Keys(b.Apps))
 			}
 			for i, n := range names {
 				if t, ok := b.Apps[n]; ok {
