@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -224,11 +225,9 @@ func (o *runOptions) applyFlags(p *orchestrator.Plan, fl *pflag.FlagSet, all map
 	if fl.Changed("scope") {
 		p.Scope = o.scope
 	}
-	for _, f := range []string{"apps", "routes", "delays", "runs", "requests", "warmup", "seed", "shaper", "scope"} {
-		if own || fl.Changed(f) {
-			// Errors name the plan, not lines of a file the flags overrode.
-			p.Overridden()
-		}
+	if own || slices.ContainsFunc([]string{"apps", "routes", "delays", "runs", "requests", "warmup", "seed", "shaper", "scope"}, fl.Changed) {
+		// Errors name the plan, not lines of a file the flags overrode.
+		p.Overridden()
 	}
 	return nil
 }
