@@ -50,7 +50,7 @@ A Go template becomes a new main package of this module (./apps/NAME).`,
 			}
 			files, err := apps.Scaffold(dir, args[0], o.from)
 			if err != nil {
-				return usageError{err}
+				return usageError{Err: err}
 			}
 			if abs, err := filepath.Abs(dir); err == nil {
 				dir = abs

@@ -70,7 +70,7 @@ func (b *budgetOptions) resolve(t apps.Target) error {
 	}
 	flags, err := apps.ParseBudgets(b.specs)
 	if err != nil {
-		return usageError{err}
+		return usageError{Err: err}
 	}
 	if err := orchestrator.CheckBudgets(t, t.Meta.Budgets); err != nil {
 		return usagef("apps/%s/app.yaml: %v", t.Meta.Name, err)

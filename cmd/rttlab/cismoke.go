@@ -88,10 +88,10 @@ Examples:
 				return err
 			}
 			if err := orchestrator.AddOwnApps(o.plan, all); err != nil {
-				return usageError{err}
+				return usageError{Err: err}
 			}
 			if err := orchestrator.ValidatePlanApps(o.plan, all); err != nil {
-				return usageError{err}
+				return usageError{Err: err}
 			}
 			return nil
 		},
@@ -129,7 +129,7 @@ func ciSmokePlan(o *ciSmokeOptions) (*orchestrator.Plan, error) {
 	}
 	flags, err := apps.ParseBudgets(o.budget.specs)
 	if err != nil {
-		return nil, usageError{err}
+		return nil, usageError{Err: err}
 	}
 	p := &orchestrator.Plan{
 		Name: "ci-smoke", Seed: o.seed, DelaysMs: delays, Runs: o.runs, Requests: o.requests, Warmup: o.warmup,

@@ -542,14 +542,11 @@ func TestHelpers(t *testing.T) {
 	if got := slices.Sorted(maps.Keys(map[string]int{"b": 1, "a": 2})); !slices.Equal(got, []string{"a", "b"}) {
 		t.Errorf("sortedKeys %v", got)
 	}
-	if dash("") != "-" || dash("x") != "x" || dirOf("/run/rttlab/agent.sock") != "/run/rttlab" || dirOf("sock") != "." {
-		t.Error("dash/dirOf")
+	if dash("") != "-" || dash("x") != "x" {
+		t.Error("dash")
 	}
 	if ms(1500*time.Microsecond) != 1.5 {
 		t.Error("ms")
-	}
-	if h, err := parseHeaders([]string{"A: 1", " B :2 "}); err != nil || h["A"] != "1" || h["B"] != "2" {
-		t.Errorf("headers %v %v", h, err)
 	}
 	if !fileExists("testdata") || fileExists("testdata/nope") {
 		t.Error("fileExists")

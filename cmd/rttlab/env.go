@@ -115,7 +115,7 @@ func resolveTargets(all map[string]*apps.Meta, names []string) ([]apps.Target, e
 			}
 			t, err := apps.Resolve(all, part)
 			if err != nil {
-				return nil, usageError{err}
+				return nil, usageError{Err: err}
 			}
 			out = append(out, t)
 		}

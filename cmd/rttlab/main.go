@@ -13,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/rttlab/rttlab/internal/cli"
 	"github.com/rttlab/rttlab/orchestrator"
 )
 
@@ -39,7 +40,7 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cmd.SetErr(stderr)
 	err := cmd.ExecuteContext(ctx)
 	if err != nil && strings.HasPrefix(err.Error(), "unknown command ") {
-		err = usageError{err}
+		err = usageError{Err: err}
 	}
 	return exitReport(stderr, err)
 }
@@ -102,10 +103,10 @@ type hintError struct {
 func (e hintError) Error() string { return e.err.Error() + "\n  " + e.hint }
 func (e hintError) Unwrap() error { return e.err }
 
-// usageError marks bad input (exit status 2).
-type usageError struct{ error }
+// usageError marks bad input (exit status 2); the agent's commands share it.
+type usageError = cli.UsageError
 
-func usagef(format string, a ...any) error { return usageError{fmt.Errorf(format, a...)} }
+func usagef(format string, a ...any) error { return cli.Usagef(format, a...) }
 
 func setupLogging(level string) error {
 	var l slog.Level

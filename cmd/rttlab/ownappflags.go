@@ -133,7 +133,7 @@ func (o *ownAppOptions) entry(changed func(string) bool) (orchestrator.PlanApp, 
 		return a, err
 	}
 	if err := orchestrator.ValidateOwnApp(a); err != nil {
-		return a, usageError{err}
+		return a, usageError{Err: err}
 	}
 	return a, nil
 }
@@ -179,7 +179,7 @@ func (o *ownAppOptions) setEnv(a *orchestrator.PlanApp) error {
 	for _, kv := range o.env {
 		k, v, err := orchestrator.ParseEnvFlag(kv)
 		if err != nil {
-			return usageError{err}
+			return usageError{Err: err}
 		}
 		if a.Env == nil {
 			a.Env = map[string]string{}
@@ -203,7 +203,7 @@ func (o *ownAppOptions) setDBInit(a *orchestrator.PlanApp) error {
 	// ExpandDBInit refuses a missing path as given, and what a file or
 	// folder holds.
 	if _, err := orchestrator.ExpandDBInit(o.dbInit); err != nil {
-		return usageError{err}
+		return usageError{Err: err}
 	}
 	for _, p := range o.dbInit {
 		abs, err := filepath.Abs(p)
@@ -223,11 +223,11 @@ func ownTarget(a orchestrator.PlanApp) (apps.Target, error) {
 		return apps.Target{}, err
 	}
 	if err := orchestrator.AddOwnApps(&orchestrator.Plan{Apps: []orchestrator.PlanApp{a}}, all); err != nil {
-		return apps.Target{}, usageError{err}
+		return apps.Target{}, usageError{Err: err}
 	}
 	t, err := apps.Resolve(all, a.Name)
 	if err != nil {
-		return apps.Target{}, usageError{err}
+		return apps.Target{}, usageError{Err: err}
 	}
 	return t, nil
 }

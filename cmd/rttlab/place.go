@@ -75,7 +75,7 @@ func (o *placeOptions) prepare(cmd *cobra.Command) error {
 	var target apps.Target
 	var err error
 	if plan, err = placement.LoadPlacePlan(o.plan); err != nil {
-		return usageError{err}
+		return usageError{Err: err}
 	}
 	if cmd.Flags().Changed("repeat") {
 		if o.repeat < 1 || o.repeat > 100 {
@@ -99,7 +99,7 @@ func (o *placeOptions) prepare(cmd *cobra.Command) error {
 		return err
 	}
 	if target, err = plan.ValidateApp(all); err != nil {
-		return usageError{err}
+		return usageError{Err: err}
 	}
 	o.p, o.target = plan, target
 	return nil

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/rttlab/rttlab/agent"
 	"github.com/spf13/cobra"
 )
 
@@ -35,7 +36,7 @@ Start with:
 		},
 	}
 	cmd.PersistentFlags().StringVar(&o.logLevel, "log-level", "warn", "log level: debug, info, warn or error")
-	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{flagError(err)} })
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{Err: flagError(err)} })
 	cmd.AddCommand(
 		newDoctorCmd(),
 		newImagesCmd(),
@@ -44,7 +45,7 @@ Start with:
 		newVerifyCmd(),
 		newCleanCmd(),
 		newAppsCmd(),
-		newAgentCmd(),
+		agent.NewCmd(),
 		newRunCmd(),
 		newShapeCmd(),
 		newReportCmd(),

@@ -114,7 +114,7 @@ func (o *runOptions) prepare(cmd *cobra.Command) error {
 	}
 	p, err := orchestrator.LoadPlan(o.plan)
 	if err != nil {
-		return usageError{err}
+		return usageError{Err: err}
 	}
 	all, _, _, err := appsTree()
 	if err != nil {
@@ -124,21 +124,21 @@ func (o *runOptions) prepare(cmd *cobra.Command) error {
 		return err
 	}
 	if err := p.Validate(); err != nil {
-		return usageError{p.Place(err)}
+		return usageError{Err: p.Place(err)}
 	}
 	if err := p.CheckTasks(); err != nil {
-		return usageError{p.Place(err)}
+		return usageError{Err: p.Place(err)}
 	}
 	// Image entries (with the routes the flags gave them) resolve like the
 	// tree's apps.
 	if err := orchestrator.AddOwnApps(p, all); err != nil {
-		return usageError{p.Place(err)}
+		return usageError{Err: p.Place(err)}
 	}
 	if err := orchestrator.ValidatePlanApps(p, all); err != nil {
-		return usageError{err}
+		return usageError{Err: err}
 	}
 	if err := orchestrator.ValidatePlanBudgets(p, all); err != nil {
-		return usageError{err}
+		return usageError{Err: err}
 	}
 	o.p = p
 	return o.confirm(cmd, all)
@@ -247,7 +247,7 @@ func (o *runOptions) selectApps(p *orchestrator.Plan, fl *pflag.FlagSet, all map
 			continue
 		}
 		if _, err := apps.Resolve(all, a); err != nil {
-			return nil, usageError{err}
+			return nil, usageError{Err: err}
 		}
 		// An app the plan does not list has no routes to take: they must
 		// be named.

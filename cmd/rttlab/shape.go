@@ -275,7 +275,7 @@ func (o *shapeVerifyOptions) prepare(cmd *cobra.Command, args []string) error {
 	p := &orchestrator.Plan{DelaysMs: d, Runs: 1, Requests: 1, Shaper: o.shaper, Scope: o.scope, Calibrate: o.calibrate, Hook: o.hook, FloorMs: o.floor(), Apps: []orchestrator.PlanApp{{Name: args[0]}}}
 	p.Defaults()
 	if err := p.Validate(); err != nil {
-		return usageError{err}
+		return usageError{Err: err}
 	}
 	if o.tolerance < 0 || o.icmp < 1 || o.selectRuns < 1 || o.selectCalls < 1 {
 		return usagef("--tolerance must not be negative; --icmp, --select-runs, --select-calls must be positive")

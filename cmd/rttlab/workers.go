@@ -70,15 +70,15 @@ func (o *workersOptions) prepare(cmd *cobra.Command) error {
 		}
 		m, err := readWorkersManifest(o.resume)
 		if err != nil {
-			return usageError{err}
+			return usageError{Err: err}
 		}
 		if o.p, err = workersFolderPlan(o.resume, m); err != nil {
-			return usageError{err}
+			return usageError{Err: err}
 		}
 	} else {
 		var err error
 		if o.p, err = workers.LoadPlan(o.plan, lim); err != nil {
-			return usageError{err}
+			return usageError{Err: err}
 		}
 	}
 	all, _, _, err := appsTree()

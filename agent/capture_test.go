@@ -1,4 +1,4 @@
-package main
+package agent
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rttlab/rttlab/internal/cli"
 	"github.com/rttlab/rttlab/workloads"
 )
 
@@ -26,8 +27,8 @@ func TestAgentCaptureInput(t *testing.T) {
 		{[]string{"--peer", "10.0.0.2", "--for", "2h"}, "--for"},
 		{[]string{"--peer", "10.0.0.2", "--for", "1s", "--max-packets", "0"}, "--max-packets"},
 	} {
-		_, err := run(t, append([]string{"agent", "capture"}, c.args...)...)
-		var ue usageError
+		_, err := run(t, append([]string{"capture"}, c.args...)...)
+		var ue cli.UsageError
 		if err == nil || !errors.As(err, &ue) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: %v, want a usage error about %s", c.args, err, c.want)
 		}

@@ -1,4 +1,4 @@
-package main
+package agent
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/rttlab/rttlab/internal/cli"
 	"github.com/rttlab/rttlab/workers"
 	"github.com/rttlab/rttlab/workloads"
 )
@@ -32,16 +33,16 @@ type agentOpenOptions struct {
 
 func (o *agentOpenOptions) check(capacity bool) error {
 	if o.url == "" {
-		return usagef("--url is required")
+		return cli.Usagef("--url is required")
 	}
 	if len(o.paths) == 0 {
-		return usagef("give at least one --path")
+		return cli.Usagef("give at least one --path")
 	}
 	if o.count < 1 || o.warmup < 0 || o.warmup >= o.count {
-		return usagef("--count must be positive and --warmup below it")
+		return cli.Usagef("--count must be positive and --warmup below it")
 	}
 	if capacity && o.maxP99 <= 0 {
-		return usagef("--max-p99 must be positive (the latency a sustained rate keeps its p99 under)")
+		return cli.Usagef("--max-p99 must be positive (the latency a sustained rate keeps its p99 under)")
 	}
 	hdr, err := parseHeaders(o.headers)
 	if err != nil {
@@ -52,7 +53,7 @@ func (o *agentOpenOptions) check(capacity bool) error {
 		return nil
 	}
 	if !(o.rate > 0) {
-		return usagef("--rate must be positive")
+		return cli.Usagef("--rate must be positive")
 	}
 	return nil
 }
@@ -149,7 +150,7 @@ rerouted.`,
 		Args: cobra.NoArgs,
 		PreRunE: func(cmd *cobra.Command, args []string) error {
 			if js == "" {
-				return usagef("--config-json is required")
+				return cli.Usagef("--config-json is required")
 			}
 			return nil
 		},

@@ -1,4 +1,10 @@
-package main
+// Package agent is the program that runs inside the containers rttlab
+// starts, or beside them: the shaper's control server ('serve', 'ctl'), the
+// load drivers ('load', 'openloop', 'capacity', 'connect'), the probes
+// ('ping', 'sqlprobe', 'capture', 'sweep', 'netem-probe'), wire traces
+// ('trace') and the two studies' proxies ('proxy', 'workers-proxy'). The
+// rttlab binary mounts it as `rttlab agent`; every command prints JSON.
+package agent
 
 import (
 	"context"
@@ -13,6 +19,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/rttlab/rttlab/internal/cli"
 	"github.com/rttlab/rttlab/netem"
 	"github.com/rttlab/rttlab/workloads"
 )
@@ -20,7 +27,8 @@ import (
 // AgentSocket is where `agent serve` listens inside the agent container.
 const AgentSocket = "/run/rttlab/agent.sock"
 
-func newAgentCmd() *cobra.Command {
+// NewCmd returns the `agent` command tree.
+func NewCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "agent",
 		Short: "Commands that run inside rttlab's agent and client containers",
@@ -64,27 +72,27 @@ Needs CAP_NET_ADMIN.`,
 			switch o.opts.Backend {
 			case "auto", "kernel", "userspace":
 			default:
-				return usagef("--shaper %q: use auto, kernel or userspace", o.opts.Backend)
+				return cli.Usagef("--shaper %q: use auto, kernel or userspace", o.opts.Backend)
 			}
 			if o.queue > 65535 {
-				return usagef("--queue %d: use 0..65535", o.queue)
+				return cli.Usagef("--queue %d: use 0..65535", o.queue)
 			}
 			switch o.opts.Hook {
 			case netem.HookIngress, netem.HookEgress:
 			case netem.HookWire:
 				if o.opts.Bridge == "" || o.src == "" || o.opts.Label == "" {
-					return usagef("--hook wire needs --bridge, --src and --label")
+					return cli.Usagef("--hook wire needs --bridge, --src and --label")
 				}
 				a, err := netip.ParseAddr(o.src)
 				if err != nil {
-					return usagef("--src %q: give the shaped container's IP address", o.src)
+					return cli.Usagef("--src %q: give the shaped container's IP address", o.src)
 				}
 				o.opts.Src = a
 			default:
-				return usagef("--hook %q: use wire, ingress or egress", o.opts.Hook)
+				return cli.Usagef("--hook %q: use wire, ingress or egress", o.opts.Hook)
 			}
 			if o.opts.Hot < 0 || o.opts.Hot > time.Second {
-				return usagef("--hot %v: use 0 (sleep between packets) up to 1s", o.opts.Hot)
+				return cli.Usagef("--hot %v: use 0 (sleep between packets) up to 1s", o.opts.Hot)
 			}
 			o.opts.QueueNum = uint16(o.queue)
 			return nil
@@ -148,11 +156,11 @@ ping                          is the agent alive`,
 			switch args[0] {
 			case "set":
 				if (o.delay == "") == (len(o.peerDelays) == 0) {
-					return usagef("ctl set needs --delay (e.g. --delay 250us) or --peer-delay IP=D, not both")
+					return cli.Usagef("ctl set needs --delay (e.g. --delay 250us) or --peer-delay IP=D, not both")
 				}
 			case "clear", "show", "ping":
 			default:
-				return usagef("ctl %q: use set, clear, show or ping", args[0])
+				return cli.Usagef("ctl %q: use set, clear, show or ping", args[0])
 			}
 			return nil
 		},
@@ -161,28 +169,28 @@ ping                          is the agent alive`,
 			if args[0] == "set" && o.delay != "" {
 				d, err := netem.ParseDelay(o.delay)
 				if err != nil {
-					return usageError{err}
+					return cli.UsageError{Err: err}
 				}
 				req.DelayNs = d.Nanoseconds()
 			}
 			if args[0] == "set" && o.floor != "" {
 				f, err := netem.ParseDelay(o.floor)
 				if err != nil {
-					return usageError{fmt.Errorf("--floor: %w", err)}
+					return cli.UsageError{Err: fmt.Errorf("--floor: %w", err)}
 				}
 				req.FloorNs = f.Nanoseconds()
 			}
 			for _, pd := range o.peerDelays {
 				ip, ds, ok := strings.Cut(pd, "=")
 				if !ok {
-					return usagef("--peer-delay %q: use IP=DELAY, e.g. 172.18.0.3=125us", pd)
+					return cli.Usagef("--peer-delay %q: use IP=DELAY, e.g. 172.18.0.3=125us", pd)
 				}
 				if _, err := netip.ParseAddr(ip); err != nil {
-					return usagef("--peer-delay %q: %q is not an IP address", pd, ip)
+					return cli.Usagef("--peer-delay %q: %q is not an IP address", pd, ip)
 				}
 				d, err := netem.ParseDelay(ds)
 				if err != nil {
-					return usageError{fmt.Errorf("--peer-delay %q: %w", pd, err)}
+					return cli.UsageError{Err: fmt.Errorf("--peer-delay %q: %w", pd, err)}
 				}
 				req.PeerDelays = append(req.PeerDelays, netem.PeerDelayJSON{Peer: ip, DelayNs: d.Nanoseconds()})
 			}
@@ -214,17 +222,17 @@ func newAgentPingCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 		PreRunE: func(cmd *cobra.Command, args []string) error {
 			if o.count < 1 || o.count > 100000 {
-				return usagef("--count %d: use 1..100000", o.count)
+				return cli.Usagef("--count %d: use 1..100000", o.count)
 			}
 			if o.interval < 0 {
-				return usagef("--interval must not be negative")
+				return cli.Usagef("--interval must not be negative")
 			}
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dst, err := netip.ParseAddr(o.to)
 			if err != nil {
-				return usagef("--to %q: not an IP address", o.to)
+				return cli.Usagef("--to %q: not an IP address", o.to)
 			}
 			res, err := workloads.Ping(cmd.Context(), dst, o.count, o.interval)
 			if err != nil {
@@ -257,7 +265,7 @@ the PG* environment variables.`,
 		Args: cobra.NoArgs,
 		PreRunE: func(cmd *cobra.Command, args []string) error {
 			if o.runs < 1 || o.runs > 1000 || o.calls < 1 || o.calls > 1000000 {
-				return usagef("--runs 1..1000 and --calls 1..1000000")
+				return cli.Usagef("--runs 1..1000 and --calls 1..1000000")
 			}
 			return nil
 		},
@@ -299,20 +307,20 @@ line on stderr is a JSON object with the totals.`,
 		Args: cobra.NoArgs,
 		PreRunE: func(cmd *cobra.Command, args []string) error {
 			if o.opts.BaseURL == "" {
-				return usagef("--url is required")
+				return cli.Usagef("--url is required")
 			}
 			if n := btoi(o.opts.Route != "") + btoi(o.mix != "") + btoi(o.mixJSON != "") + btoi(len(o.paths) > 0); n != 1 {
-				return usagef("give one of --route, --mix, --mix-json or --path")
+				return cli.Usagef("give one of --route, --mix, --mix-json or --path")
 			}
 			if len(o.paths) > 0 {
 				o.opts.Requests = o.paths
 				o.opts.Measured = len(o.paths) - o.opts.Warmup
 				if o.opts.Measured < 1 {
-					return usagef("%d --path requests leave none to measure after --warmup %d", len(o.paths), o.opts.Warmup)
+					return cli.Usagef("%d --path requests leave none to measure after --warmup %d", len(o.paths), o.opts.Warmup)
 				}
 			}
 			if o.opts.Measured < 1 || o.opts.Warmup < 0 {
-				return usagef("--requests must be positive and --warmup not negative")
+				return cli.Usagef("--requests must be positive and --warmup not negative")
 			}
 			hdr, err := parseHeaders(o.headers)
 			if err != nil {
@@ -367,11 +375,11 @@ func (o *agentLoadOptions) loadMix() (workloads.Mix, error) {
 		dec.DisallowUnknownFields()
 		var reqs []workloads.MixRequest
 		if err := dec.Decode(&reqs); err != nil {
-			return workloads.Mix{}, usagef("--mix-json: %v", err)
+			return workloads.Mix{}, cli.Usagef("--mix-json: %v", err)
 		}
 		m, err := workloads.RequestMix("request_mix", reqs)
 		if err != nil {
-			return workloads.Mix{}, usagef("--mix-json: %v", err)
+			return workloads.Mix{}, cli.Usagef("--mix-json: %v", err)
 		}
 		return m, nil
 	case o.mix == "redmine":
@@ -379,7 +387,7 @@ func (o *agentLoadOptions) loadMix() (workloads.Mix, error) {
 	case o.mix == "aimeos":
 		return workloads.AimeosMix(workloads.AimeosOptions{})
 	}
-	return workloads.Mix{}, usagef("--mix %q: use redmine or aimeos", o.mix)
+	return workloads.Mix{}, cli.Usagef("--mix %q: use redmine or aimeos", o.mix)
 }
 
 func newAgentIdleCmd() *cobra.Command {
@@ -416,7 +424,7 @@ Parse messages as a JSON line.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			db, err := netip.ParseAddrPort(o.db)
 			if err != nil {
-				return usagef("--db %q: use IP:PORT", o.db)
+				return cli.Usagef("--db %q: use IP:PORT", o.db)
 			}
 			hdr, err := parseHeaders(o.header)
 			if err != nil {
@@ -462,7 +470,7 @@ func parseHeaders(hs []string) (map[string]string, error) {
 	for _, h := range hs {
 		k, v, ok := strings.Cut(h, ":")
 		if !ok || strings.TrimSpace(k) == "" {
-			return nil, usagef("--header %q: use 'Name: value'", h)
+			return nil, cli.Usagef("--header %q: use 'Name: value'", h)
 		}
 		out[strings.TrimSpace(k)] = strings.TrimSpace(v)
 	}

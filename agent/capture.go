@@ -1,4 +1,4 @@
-package main
+package agent
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/rttlab/rttlab/internal/cli"
 	"github.com/rttlab/rttlab/workloads"
 )
 
@@ -60,16 +61,16 @@ one-way delays.`,
 
 func (o *agentCaptureOptions) validate() error {
 	if a, err := netip.ParseAddr(o.peer); err != nil || !a.Unmap().Is4() {
-		return usagef("--peer %q: give the other side's IPv4 address", o.peer)
+		return cli.Usagef("--peer %q: give the other side's IPv4 address", o.peer)
 	}
 	if a, err := netip.ParseAddr(o.local); o.local != "" && (err != nil || !a.Unmap().Is4()) {
-		return usagef("--local %q: not an IPv4 address", o.local)
+		return cli.Usagef("--local %q: not an IPv4 address", o.local)
 	}
 	if o.dur <= 0 || o.dur > captureMaxFor {
-		return usagef("--for %v: give a duration up to %v, e.g. 30s", o.dur, captureMaxFor)
+		return cli.Usagef("--for %v: give a duration up to %v, e.g. 30s", o.dur, captureMaxFor)
 	}
 	if o.maxPackets < 1 || o.maxPackets > captureMaxPackets {
-		return usagef("--max-packets %d: use 1..%d", o.maxPackets, captureMaxPackets)
+		return cli.Usagef("--max-packets %d: use 1..%d", o.maxPackets, captureMaxPackets)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package main
+package agent
 
 import (
 	"encoding/json"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/rttlab/rttlab/internal/cli"
 	"github.com/rttlab/rttlab/placement"
 )
 
@@ -36,7 +37,7 @@ fails the request (502, logged); the proxy never reroutes.`,
 		Args: cobra.NoArgs,
 		PreRunE: func(cmd *cobra.Command, args []string) error {
 			if (o.config == "") == (o.json == "") {
-				return usagef("give --config FILE or --config-json JSON")
+				return cli.Usagef("give --config FILE or --config-json JSON")
 			}
 			return nil
 		},
@@ -83,13 +84,13 @@ func newAgentConnectCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 		PreRunE: func(cmd *cobra.Command, args []string) error {
 			if o.to == "" {
-				return usagef("--to HOST:PORT is required")
+				return cli.Usagef("--to HOST:PORT is required")
 			}
 			if _, _, err := net.SplitHostPort(o.to); err != nil {
-				return usagef("--to %q: %v", o.to, err)
+				return cli.Usagef("--to %q: %v", o.to, err)
 			}
 			if o.count < 1 || o.count > 100000 || o.warmup < 0 {
-				return usagef("--count must be 1..100000 and --warmup not negative")
+				return cli.Usagef("--count must be 1..100000 and --warmup not negative")
 			}
 			return nil
 		},
