@@ -18,17 +18,18 @@ import (
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/netem"
 	"github.com/rttlab/rttlab/orchestrator/engine"
+	"github.com/rttlab/rttlab/orchestrator/engine/enginefake"
 	"github.com/rttlab/rttlab/workloads"
 )
 
-// fakeLab is a fakeDocker scripted as a healthy rttlab stack: PostgreSQL
+// fakeLab is a enginefake.Engine scripted as a healthy rttlab stack: PostgreSQL
 // answers pg_isready and psql (with a pg_stat_statements counter), the
 // agents hold a delay per side and answer ctl, ping and sqlprobe from it,
 // the load client prints one JSON line per request, and the app itself is
 // an HTTP server on 127.0.0.1 that does the route contract's work. Tests
-// replace any handler with fd.handle to script a failure.
+// replace any handler with l.Handle to script a failure.
 type fakeLab struct {
-	*fakeDocker
+	*enginefake.Engine
 	t   testing.TB
 	app *httptest.Server
 	// all is the apps metadata with every app's port moved to the fake
@@ -89,15 +90,15 @@ const (
 
 func newFakeLab(t testing.TB) *fakeLab {
 	t.Helper()
-	l := &fakeLab{fakeDocker: newFakeDocker(), t: t,
+	l := &fakeLab{Engine: enginefake.New(), t: t,
 		delay: map[string]time.Duration{}, active: map[string]bool{}, peers: map[string][]string{}, dbRole: "rttlab"}
 	l.healthy.Store(true)
 	l.app = httptest.NewServer(http.HandlerFunc(l.serveApp))
 	t.Cleanup(l.app.Close)
 	_, portStr, _ := net.SplitHostPort(l.app.Listener.Addr().String())
 	port, _ := strconv.Atoi(portStr)
-	l.hostPort = portStr
-	l.ipByService["app"] = "127.0.0.1"
+	l.HostPort = portStr
+	l.IPByService["app"] = "127.0.0.1"
 
 	all, err := apps.Load(apps.FS(""))
 	if err != nil {
@@ -112,13 +113,13 @@ func newFakeLab(t testing.TB) *fakeLab {
 		l.all[n] = &c
 	}
 	for _, n := range []string{"postgres", "agent", "go", "node", "rails", "redmine"} {
-		l.addImage(engine.ImageRef(n), map[string]string{engine.LabelApp: n})
+		l.AddImage(engine.ImageRef(n), map[string]string{engine.LabelApp: n})
 	}
-	l.addImage("rttlab/postgres:latest", map[string]string{engine.LabelApp: "postgres"})
+	l.AddImage("rttlab/postgres:latest", map[string]string{engine.LabelApp: "postgres"})
 
-	l.handle("pg_isready", func(ctx context.Context, x *execCall) (int, error) { return 0, nil })
-	l.handle("psql", l.psql)
-	l.handle("cat", func(ctx context.Context, x *execCall) (int, error) {
+	l.Handle("pg_isready", func(ctx context.Context, x *enginefake.Call) (int, error) { return 0, nil })
+	l.Handle("psql", l.psql)
+	l.Handle("cat", func(ctx context.Context, x *enginefake.Call) (int, error) {
 		if x.Cmd[1] == "/run/rttlab/redmine-api-key" {
 			fmt.Fprintln(x.Stdout, fakeAPIKey)
 			return 0, nil
@@ -126,14 +127,14 @@ func newFakeLab(t testing.TB) *fakeLab {
 		fmt.Fprintf(x.Stderr, "cat: %s: No such file or directory\n", x.Cmd[1])
 		return 1, nil
 	})
-	l.handle("rttlab agent ctl", l.ctl)
-	l.handle("rttlab agent netem-probe", l.netemProbe)
-	l.handle("rttlab agent sweep", l.sweep)
-	l.handle("rttlab agent ping", l.ping)
-	l.handle("rttlab agent sqlprobe", l.sqlprobe)
-	l.handle("rttlab agent load", l.load)
-	l.handle("rttlab agent trace", l.trace)
-	l.handleStream("rttlab agent capture", l.capture)
+	l.Handle("rttlab agent ctl", l.ctl)
+	l.Handle("rttlab agent netem-probe", l.netemProbe)
+	l.Handle("rttlab agent sweep", l.sweep)
+	l.Handle("rttlab agent ping", l.ping)
+	l.Handle("rttlab agent sqlprobe", l.sqlprobe)
+	l.Handle("rttlab agent load", l.load)
+	l.Handle("rttlab agent trace", l.trace)
+	l.HandleStream("rttlab agent capture", l.capture)
 	return l
 }
 
@@ -256,7 +257,7 @@ func (l *fakeLab) serveItems(w http.ResponseWriter, r *http.Request, count func(
 	}
 }
 
-func (l *fakeLab) psql(ctx context.Context, x *execCall) (int, error) {
+func (l *fakeLab) psql(ctx context.Context, x *enginefake.Call) (int, error) {
 	q := x.Flag("-c")
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -281,7 +282,7 @@ func (l *fakeLab) psql(ctx context.Context, x *execCall) (int, error) {
 	return 0, nil
 }
 
-func (l *fakeLab) ctl(ctx context.Context, x *execCall) (int, error) {
+func (l *fakeLab) ctl(ctx context.Context, x *enginefake.Call) (int, error) {
 	side := x.Service()
 	op := x.Cmd[3]
 	l.mu.Lock()
@@ -314,7 +315,7 @@ func (l *fakeLab) ctl(ctx context.Context, x *execCall) (int, error) {
 	return 0, nil
 }
 
-func (l *fakeLab) netemProbe(ctx context.Context, x *execCall) (int, error) {
+func (l *fakeLab) netemProbe(ctx context.Context, x *enginefake.Call) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.noNetem {
@@ -325,7 +326,7 @@ func (l *fakeLab) netemProbe(ctx context.Context, x *execCall) (int, error) {
 	return 0, nil
 }
 
-func (l *fakeLab) sweep(ctx context.Context, x *execCall) (int, error) {
+func (l *fakeLab) sweep(ctx context.Context, x *enginefake.Call) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.sweeps = append(l.sweeps, x.Flag("--label-prefix"))
@@ -340,7 +341,7 @@ func (l *fakeLab) Sweeps() []string {
 	return append([]string(nil), l.sweeps...)
 }
 
-func (l *fakeLab) ping(ctx context.Context, x *execCall) (int, error) {
+func (l *fakeLab) ping(ctx context.Context, x *enginefake.Call) (int, error) {
 	n, _ := strconv.Atoi(x.Flag("--count"))
 	d := fakeBaseRTT + l.rtt()
 	res := workloads.PingResult{Dst: x.Flag("--to"), Sent: n, Received: n, Median: d, Mean: d, Min: d, Max: d}
@@ -350,7 +351,7 @@ func (l *fakeLab) ping(ctx context.Context, x *execCall) (int, error) {
 	return 0, json.NewEncoder(x.Stdout).Encode(res)
 }
 
-func (l *fakeLab) sqlprobe(ctx context.Context, x *execCall) (int, error) {
+func (l *fakeLab) sqlprobe(ctx context.Context, x *enginefake.Call) (int, error) {
 	runs, _ := strconv.Atoi(x.Flag("--runs"))
 	calls, _ := strconv.Atoi(x.Flag("--calls"))
 	d := fakeBaseSelect + l.rtt()
@@ -363,7 +364,7 @@ func (l *fakeLab) sqlprobe(ctx context.Context, x *execCall) (int, error) {
 }
 
 // load prints what `rttlab agent load` prints: one JSON line per request.
-func (l *fakeLab) load(ctx context.Context, x *execCall) (int, error) {
+func (l *fakeLab) load(ctx context.Context, x *enginefake.Call) (int, error) {
 	requests, _ := strconv.Atoi(x.Flag("--requests"))
 	warmup, _ := strconv.Atoi(x.Flag("--warmup"))
 	ld := fakeLoad{Client: x.Container.Spec.Name, Route: x.Flag("--route"), RTT: l.rtt(), Requests: requests, Warmup: warmup, Headers: x.Flags("--header")}
@@ -412,7 +413,7 @@ func (l *fakeLab) load(ctx context.Context, x *execCall) (int, error) {
 
 // trace answers `rttlab agent trace`: per request on stdin, one round
 // trip and one statement per statement of the route, no Parse.
-func (l *fakeLab) trace(ctx context.Context, x *execCall) (int, error) {
+func (l *fakeLab) trace(ctx context.Context, x *enginefake.Call) (int, error) {
 	dec := json.NewDecoder(strings.NewReader(string(x.Stdin)))
 	enc := json.NewEncoder(x.Stdout)
 	for dec.More() {

@@ -39,5 +39,5 @@ func TestRunFakeResumeRefusedWhileFolderHeld(t *testing.T) {
 	if _, err := Run(context.Background(), l, l.all, RunOptions{Resume: dir, Now: fakeNow}); err != nil {
 		t.Fatalf("resume after the holder closed: %v", err)
 	}
-	l.requireEmpty(t)
+	l.RequireEmpty(t)
 }

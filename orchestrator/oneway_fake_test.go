@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rttlab/rttlab/orchestrator/engine/enginefake"
 	"github.com/rttlab/rttlab/workloads"
 )
 
@@ -26,7 +27,7 @@ const (
 // capture answers `rttlab agent capture`: it says it captures, waits for
 // its stdin to close, then prints what its side saw of the fake wire at
 // the agents' current settings.
-func (l *fakeLab) capture(ctx context.Context, x *execCall) (int, error) {
+func (l *fakeLab) capture(ctx context.Context, x *enginefake.Call) (int, error) {
 	local, errL := netip.ParseAddr(x.Flag("--local"))
 	peer, errP := netip.ParseAddr(x.Flag("--peer"))
 	if errL != nil || errP != nil || x.Flag("--iface") == "" || x.Flag("--for") == "" || !slices.Contains(x.Cmd, "--stop-on-eof") {
@@ -114,8 +115,8 @@ func checkCaptureExecs(t *testing.T, l *fakeLab, sh *Shaping, rows int) {
 	var seen []string
 	pending := 0
 	for _, e := range l.Execs() {
-		x := &execCall{Cmd: e.Cmd}
-		key := execKey(e.Cmd)
+		x := &enginefake.Call{Cmd: e.Cmd}
+		key := enginefake.CommandKey(e.Cmd)
 		switch {
 		case strings.HasPrefix(key, "rttlab agent capture "):
 			if got := x.Flag("--local") + ">" + x.Flag("--peer"); got != want[e.Container] || x.Flag("--iface") != "eth0" {
@@ -144,7 +145,7 @@ func TestFakeVerifyShapingOneWayFailures(t *testing.T) {
 	l := newFakeLab(t)
 	_, sh := startFake(t, l, StackOptions{Target: l.target("go")}, "path")
 	o := ShapeVerifyOptions{DelaysMs: []float64{1}, ICMPCount: 2, SelectRuns: 1, SelectCalls: 2, OneWay: true}
-	l.handleStream("rttlab agent capture", func(ctx context.Context, x *execCall) (int, error) {
+	l.HandleStream("rttlab agent capture", func(ctx context.Context, x *enginefake.Call) (int, error) {
 		if x.Service() == "db" {
 			fmt.Fprintln(x.Stderr, "rttlab: capture: packet socket: operation not permitted (needs CAP_NET_RAW)")
 			return 1, nil
@@ -155,7 +156,7 @@ func TestFakeVerifyShapingOneWayFailures(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "one-way capture in "+sh.Agents["db"].Name) || !strings.Contains(err.Error(), "CAP_NET_RAW") || strings.Contains(err.Error(), "rttlab: ") {
 		t.Errorf("capture without CAP_NET_RAW: %v", err)
 	}
-	l.handleStream("rttlab agent capture", func(ctx context.Context, x *execCall) (int, error) {
+	l.HandleStream("rttlab agent capture", func(ctx context.Context, x *enginefake.Call) (int, error) {
 		fmt.Fprintf(x.Stderr, "%s eth0\n", workloads.CaptureReady)
 		_, _ = io.Copy(io.Discard, x.StdinR)
 		fmt.Fprintln(x.Stdout, `{"packets": [{"t": "soon"}]}`)
@@ -165,7 +166,7 @@ func TestFakeVerifyShapingOneWayFailures(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "is not a capture") || strings.Contains(err.Error(), "json") || strings.Contains(err.Error(), "unmarshal") {
 		t.Errorf("garbled capture: %v", err)
 	}
-	l.failOn("Exec", "agent capture", 1, fmt.Errorf("exec: broken pipe"))
+	l.FailOn("Exec", "agent capture", 1, fmt.Errorf("exec: broken pipe"))
 	if _, err = VerifyShaping(ctx, l, sh, o); err == nil || !strings.Contains(err.Error(), "broken pipe") {
 		t.Errorf("exec failure: %v", err)
 	}

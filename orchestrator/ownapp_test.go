@@ -12,6 +12,7 @@ import (
 
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/orchestrator/engine"
+	"github.com/rttlab/rttlab/orchestrator/engine/enginefake"
 )
 
 func writeFile(t *testing.T, path, content string) string {
@@ -184,16 +185,16 @@ func TestPlanOwnAppErrors(t *testing.T) {
 
 // A user's image is checked, never built: the line says what to do.
 func TestCheckOwnImage(t *testing.T) {
-	f := newFakeDocker()
+	f := enginefake.New()
 	ctx := context.Background()
 	if _, err := CheckOwnImage(ctx, f, "example/shop:1.4"); err == nil || err.Error() != "image example/shop:1.4 is not present locally: build or pull it first" {
 		t.Errorf("err = %v", err)
 	}
-	want := f.addImage("example/shop:1.4", nil)
+	want := f.AddImage("example/shop:1.4", nil)
 	if id, err := CheckOwnImage(ctx, f, "example/shop:1.4"); err != nil || id != want {
 		t.Errorf("id %q err %v", id, err)
 	}
-	if n := f.countCalls("BuildImage") + f.countCalls("PullImage"); n != 0 {
+	if n := f.CountCalls("BuildImage") + f.CountCalls("PullImage"); n != 0 {
 		t.Errorf("%d builds or pulls", n)
 	}
 }
@@ -214,16 +215,16 @@ func TestFakeOwnAppStackAndVerify(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l.addImage("example/shop:1.4", nil)
+	l.AddImage("example/shop:1.4", nil)
 	var applied []string
-	l.handle("psql -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -U rttlab", func(ctx context.Context, x *execCall) (int, error) {
+	l.Handle("psql -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -U rttlab", func(ctx context.Context, x *enginefake.Call) (int, error) {
 		applied = append(applied, x.Flag("-f"))
 		if len(x.Env) != 1 || x.Env[0] == "PGPASSWORD=" || !strings.HasPrefix(x.Env[0], "PGPASSWORD=") || x.User != "postgres" {
 			t.Errorf("env %v", x.Env)
 		}
 		return 0, nil
 	})
-	l.handle("pg_restore", func(ctx context.Context, x *execCall) (int, error) {
+	l.Handle("pg_restore", func(ctx context.Context, x *enginefake.Call) (int, error) {
 		applied = append(applied, x.Cmd[len(x.Cmd)-1])
 		return 0, nil
 	})
@@ -232,7 +233,7 @@ func TestFakeOwnAppStackAndVerify(t *testing.T) {
 	if !slices.Equal(applied, []string{initDir + "/001-schema.sql", initDir + "/002-data.dump"}) {
 		t.Errorf("applied %v", applied)
 	}
-	if got := l.copied[st.Role("db").Name][initDir+"/001-schema.sql"]; string(got) != "CREATE TABLE items (id int);" {
+	if got := l.Copied[st.Role("db").Name][initDir+"/001-schema.sql"]; string(got) != "CREATE TABLE items (id int);" {
 		t.Errorf("copied %q", got)
 	}
 	for _, c := range l.Created() {
@@ -272,12 +273,12 @@ func TestFakeDBInitFailure(t *testing.T) {
 	l := newFakeLab(t)
 	dir := t.TempDir()
 	schema := writeFile(t, filepath.Join(dir, "schema.sql"), "CREAT TABLE items (id int);")
-	l.handle("psql -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -U rttlab", func(ctx context.Context, x *execCall) (int, error) {
+	l.Handle("psql -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -U rttlab", func(ctx context.Context, x *enginefake.Call) (int, error) {
 		fmt.Fprintf(x.Stderr, "psql:%s:1: ERROR:  syntax error at or near \"CREAT\"\nLINE 1: CREAT TABLE items (id int);\n", x.Flag("-f"))
 		return 3, nil
 	})
 	m, _ := OwnAppMeta(PlanApp{Name: "shop", Image: "example/shop:1.4", Routes: []string{"/feed"}, DBInit: []string{schema}})
-	l.addImage("example/shop:1.4", nil)
+	l.AddImage("example/shop:1.4", nil)
 	_, err := StartStack(context.Background(), l, StackOptions{Target: apps.Target{Name: "shop", Meta: m, Image: m.Image}})
 	want := "--db-init " + schema + `:1: ERROR: syntax error at or near "CREAT"`
 	if err == nil || strings.Split(err.Error(), "\n")[0] != want {
@@ -291,9 +292,9 @@ func TestFakeDBInitFailure(t *testing.T) {
 // clean --images removes what rttlab built, never a user's image that
 // inherited rttlab's labels (FROM rttlab/go:latest).
 func TestCleanImagesKeepsOwnImage(t *testing.T) {
-	f := newFakeDocker()
-	f.addImage(engine.ImageRef("go"), map[string]string{engine.LabelApp: "go"})
-	own := f.addImage("example/shop:1.4", map[string]string{engine.LabelApp: "go"})
+	f := enginefake.New()
+	f.AddImage(engine.ImageRef("go"), map[string]string{engine.LabelApp: "go"})
+	own := f.AddImage("example/shop:1.4", map[string]string{engine.LabelApp: "go"})
 	if _, err := CleanAll(context.Background(), f, true); err != nil {
 		t.Fatal(err)
 	}
@@ -325,7 +326,7 @@ func TestFakeOwnAppNeverReady(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l.addImage("example/shop:1.4", nil)
+	l.AddImage("example/shop:1.4", nil)
 	_, err = StartStack(context.Background(), l, StackOptions{Target: apps.Target{Name: "shop", Meta: m, Image: m.Image}, ReadyTimeout: 700 * time.Millisecond})
 	want := fmt.Sprintf("app shop (rttlab-%s-app) did not answer /health on port %d with 200 within 700ms (last: 503 Service Unavailable); last log lines:", "", m.Port)
 	if err == nil {

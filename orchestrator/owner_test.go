@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/rttlab/rttlab/orchestrator/engine"
+	"github.com/rttlab/rttlab/orchestrator/engine/enginefake"
 )
 
 // A run whose owning process lives is in progress; one whose owner is
@@ -14,7 +15,7 @@ import (
 // the first and removes the others.
 func TestLiveRunsAndCleanAllBut(t *testing.T) {
 	ctx := context.Background()
-	f := newFakeDocker()
+	f := enginefake.New()
 	parent := processOwner(os.Getppid())
 	if parent == "" {
 		t.Skip("no /proc here")

@@ -125,7 +125,7 @@ func shopMixApp(l *fakeLab) PlanApp {
 func TestFakeOwnAppRequestMixVerifyTrace(t *testing.T) {
 	ctx := context.Background()
 	l := newFakeLab(t)
-	l.addImage("example/shop:1.4", nil)
+	l.AddImage("example/shop:1.4", nil)
 	m, err := OwnAppMeta(shopMixApp(l))
 	if err != nil {
 		t.Fatal(err)
@@ -181,7 +181,7 @@ func TestFakeOwnAppRequestMixVerifyTrace(t *testing.T) {
 // drawing its seeded sequence from the mix the orchestrator hands over.
 func TestRunFakeOwnAppRequestMix(t *testing.T) {
 	lab := newFakeLab(t)
-	lab.addImage("example/shop:1.4", nil)
+	lab.AddImage("example/shop:1.4", nil)
 	p := fakePlan()
 	p.Apps = []PlanApp{shopMixApp(lab)}
 	p.Apps[0].Runs, p.Apps[0].Requests = 2, 20
@@ -216,5 +216,5 @@ func TestRunFakeOwnAppRequestMix(t *testing.T) {
 	if len(d.Trace) != 2 || !types["list"] || !types["create"] {
 		t.Errorf("trace %+v", d.Trace)
 	}
-	lab.requireEmpty(t)
+	lab.RequireEmpty(t)
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rttlab/rttlab/orchestrator/engine"
+	"github.com/rttlab/rttlab/orchestrator/engine/enginefake"
 	"github.com/rttlab/rttlab/results"
 )
 
@@ -179,7 +180,7 @@ func TestRunFakeRunsShuffledPlan(t *testing.T) {
 			t.Errorf("trace %s: round trips %v, pgss %v, expected %v", r.Type, r.RoundTrips.Median, r.PGSS, r.Expected)
 		}
 	}
-	if m.Shaper != "kernel" || m.EngineVersion != lab.info.Version || m.Kernel != lab.info.Kernel || m.End.IsZero() || m.Version != "test" {
+	if m.Shaper != "kernel" || m.EngineVersion != lab.Info.Version || m.Kernel != lab.Info.Kernel || m.End.IsZero() || m.Version != "test" {
 		t.Errorf("manifest %+v", m)
 	}
 	if n, ok := m.StatementsFor("go", "/serial?n=3"); !ok || n != 3 {
@@ -217,9 +218,9 @@ func TestRunFakeRunsShuffledPlan(t *testing.T) {
 	if roles["db"] != 1 || roles["app"] != 1 || roles["agent"] != 2 || roles["client"] != 1 {
 		t.Errorf("roles %v", roles)
 	}
-	lab.requireEmpty(t)
-	if len(lab.unhandled) > 0 {
-		t.Errorf("commands nobody answered: %v", lab.unhandled)
+	lab.RequireEmpty(t)
+	if len(lab.Unhandled) > 0 {
+		t.Errorf("commands nobody answered: %v", lab.Unhandled)
 	}
 	// Path scope: each side's delay applies to the other side only.
 	for _, e := range lab.Execs() {
@@ -263,7 +264,7 @@ func TestRunFakeMixAppWithAuth(t *testing.T) {
 	if len(d.Trace) != 3 || sum < 0.999 || sum > 1.001 {
 		t.Fatalf("trace %+v", d.Trace)
 	}
-	lab.requireEmpty(t)
+	lab.RequireEmpty(t)
 }
 
 // A task that fails once is retried at once, recorded as failed and then
@@ -271,7 +272,7 @@ func TestRunFakeMixAppWithAuth(t *testing.T) {
 func TestRunFakeRetriesFailedTask(t *testing.T) {
 	lab := newFakeLab(t)
 	var n int
-	lab.handle("rttlab agent load", func(ctx context.Context, x *execCall) (int, error) {
+	lab.Handle("rttlab agent load", func(ctx context.Context, x *enginefake.Call) (int, error) {
 		n++
 		if n == 3 {
 			fmt.Fprintln(x.Stderr, "rttlab: GET http://app:8080/feed: connection reset by peer")
@@ -309,7 +310,7 @@ func TestRunFakeRetriesFailedTask(t *testing.T) {
 	if c := len(lab.Created()); c != 5 {
 		t.Errorf("created %d containers, want one stack", c)
 	}
-	lab.requireEmpty(t)
+	lab.RequireEmpty(t)
 }
 
 // Load output that is not the result format fails the attempt with the
@@ -317,7 +318,7 @@ func TestRunFakeRetriesFailedTask(t *testing.T) {
 func TestRunFakeRejectsBadLoadOutput(t *testing.T) {
 	lab := newFakeLab(t)
 	var n int
-	lab.handle("rttlab agent load", func(ctx context.Context, x *execCall) (int, error) {
+	lab.Handle("rttlab agent load", func(ctx context.Context, x *enginefake.Call) (int, error) {
 		n++
 		switch n {
 		case 1:
@@ -340,7 +341,7 @@ func TestRunFakeRejectsBadLoadOutput(t *testing.T) {
 	if len(d.Done) != 0 || d.Manifest.End.IsZero() {
 		t.Fatalf("done %v end %v", d.Done, d.Manifest.End)
 	}
-	lab.requireEmpty(t)
+	lab.RequireEmpty(t)
 }
 
 // A stack member that crashed is replaced by a fresh stack before the
@@ -348,10 +349,10 @@ func TestRunFakeRejectsBadLoadOutput(t *testing.T) {
 func TestRunFakeRestartsCrashedStack(t *testing.T) {
 	lab := newFakeLab(t)
 	var n int
-	lab.handle("rttlab agent load", func(ctx context.Context, x *execCall) (int, error) {
+	lab.Handle("rttlab agent load", func(ctx context.Context, x *enginefake.Call) (int, error) {
 		n++
 		if n == 2 {
-			lab.exit("-app", 137, "fatal error: runtime: out of memory\n")
+			lab.Exit("-app", 137, "fatal error: runtime: out of memory\n")
 			fmt.Fprintln(x.Stderr, "rttlab: EOF")
 			return 1, nil
 		}
@@ -375,16 +376,16 @@ func TestRunFakeRestartsCrashedStack(t *testing.T) {
 	if len(d.Done) != 12 {
 		t.Fatalf("done %d", len(d.Done))
 	}
-	lab.requireEmpty(t)
+	lab.RequireEmpty(t)
 }
 
 // When the fresh stack after a crash cannot start, the run stops with
 // that error and leaves nothing behind.
 func TestRunFakeRestartFails(t *testing.T) {
 	lab := newFakeLab(t)
-	lab.handle("rttlab agent load", func(ctx context.Context, x *execCall) (int, error) {
-		lab.exit("-db", 1, "PANIC: could not write to file \"pg_wal/xlogtemp.1\": No space left on device\n")
-		lab.failOn("CreateNetwork", "", 1, errors.New("create network: could not find an available, non-overlapping IPv4 address pool"))
+	lab.Handle("rttlab agent load", func(ctx context.Context, x *enginefake.Call) (int, error) {
+		lab.Exit("-db", 1, "PANIC: could not write to file \"pg_wal/xlogtemp.1\": No space left on device\n")
+		lab.FailOn("CreateNetwork", "", 1, errors.New("create network: could not find an available, non-overlapping IPv4 address pool"))
 		return 1, nil
 	})
 	dir, err := Run(context.Background(), lab, lab.all, RunOptions{Plan: fakePlan(), OutDir: t.TempDir(), Now: fakeNow})
@@ -395,20 +396,20 @@ func TestRunFakeRestartFails(t *testing.T) {
 	if got := records(d, d.Manifest.Tasks[0].ID); !slices.Equal(got, []string{"failed/1"}) {
 		t.Fatalf("records %v", got)
 	}
-	lab.requireEmpty(t)
+	lab.RequireEmpty(t)
 }
 
 // A task that fails twice stops the run; the folder stays consistent and
 // the run can be resumed.
 func TestRunFakeFailsTwiceThenResumes(t *testing.T) {
 	lab := newFakeLab(t)
-	lab.failOn("Exec", "agent load", 2, errors.New("exec rttlab in client: connection refused"))
+	lab.FailOn("Exec", "agent load", 2, errors.New("exec rttlab in client: connection refused"))
 	out := t.TempDir()
 	dir, err := Run(context.Background(), lab, lab.all, RunOptions{Plan: fakePlan(), OutDir: out, Now: fakeNow})
 	if err == nil || !strings.Contains(err.Error(), "failed twice") || !strings.HasPrefix(err.Error(), "go: ") {
 		t.Fatalf("err = %v", err)
 	}
-	lab.requireEmpty(t)
+	lab.RequireEmpty(t)
 	d := loadFolder(t, dir)
 	first := d.Manifest.Tasks[0].ID
 	if got := records(d, first); !slices.Equal(got, []string{"failed/1", "failed/2"}) || d.Manifest.End.IsZero() {
@@ -433,7 +434,7 @@ func TestRunFakeFailsTwiceThenResumes(t *testing.T) {
 	if kinds[results.ProbeSelect1] != 6 {
 		t.Errorf("probes repeated on resume: %v", kinds)
 	}
-	lab.requireEmpty(t)
+	lab.RequireEmpty(t)
 }
 
 // Ctrl-C between tasks or during one removes every container and network
@@ -447,7 +448,7 @@ func TestRunFakeCancelCleansUpAndResumes(t *testing.T) {
 			prog := &recProgress{}
 			if during {
 				var n int
-				lab.handle("rttlab agent load", func(lctx context.Context, x *execCall) (int, error) {
+				lab.Handle("rttlab agent load", func(lctx context.Context, x *enginefake.Call) (int, error) {
 					n++
 					if n == 4 {
 						cancel()
@@ -466,7 +467,7 @@ func TestRunFakeCancelCleansUpAndResumes(t *testing.T) {
 			if !errors.Is(err, context.Canceled) {
 				t.Fatalf("err = %v", err)
 			}
-			lab.requireEmpty(t)
+			lab.RequireEmpty(t)
 			d := loadFolder(t, dir)
 			if len(d.Done) != 3 {
 				t.Fatalf("done %v", d.Done)
@@ -480,7 +481,7 @@ func TestRunFakeCancelCleansUpAndResumes(t *testing.T) {
 			tasks := d.Manifest.Tasks
 			before := len(lab.Loads())
 
-			lab.handle("rttlab agent load", lab.load)
+			lab.Handle("rttlab agent load", lab.load)
 			prog2 := &recProgress{}
 			if _, err := Run(context.Background(), lab, lab.all, RunOptions{Resume: dir, Progress: prog2, Now: fakeNow}); err != nil {
 				t.Fatal(err)
@@ -493,7 +494,7 @@ func TestRunFakeCancelCleansUpAndResumes(t *testing.T) {
 			if prog2.start[0] != 12 || prog2.start[1] != 3 || prog2.done[0] != 4 {
 				t.Errorf("resume progress %v %v", prog2.start, prog2.done)
 			}
-			lab.requireEmpty(t)
+			lab.RequireEmpty(t)
 		})
 	}
 }
@@ -516,7 +517,7 @@ func TestRunFakeRefusesBeforeStart(t *testing.T) {
 		{"unknown route", func(o *RunOptions, l *fakeLab) { o.Plan.Apps[0].Routes = []string{"/nope"} }, "route /nope is unknown"},
 		{"unknown mix", func(o *RunOptions, l *fakeLab) { o.Plan.Apps[0] = PlanApp{Name: "redmine", Mix: "shop"} }, `mix "shop" is unknown`},
 		{"no routes", func(o *RunOptions, l *fakeLab) { o.Plan.Apps[0].Routes = nil }, "no routes"},
-		{"no engine", func(o *RunOptions, l *fakeLab) { l.failOn("EngineInfo", "", 1, engine.ErrNoEngine) }, "no Docker engine"},
+		{"no engine", func(o *RunOptions, l *fakeLab) { l.FailOn("EngineInfo", "", 1, engine.ErrNoEngine) }, "no Docker engine"},
 		{"resume of another plan", func(o *RunOptions, l *fakeLab) { o.Resume, o.Plan.Seed = existing, 99 }, "seed 7, not \"unit\" seed 99"},
 		{"resume of no folder", func(o *RunOptions, l *fakeLab) { o.Resume = filepath.Join(existing, "nope") }, "manifest"},
 	}
@@ -552,33 +553,31 @@ func TestRunFakeStartFailuresCleanUp(t *testing.T) {
 		setup func(l *fakeLab)
 		want  string
 	}{
-		{"client not created", func(l *fakeLab) { l.failOn("CreateContainer", "-client", 1, errors.New("no space left on device")) }, "no space left"},
+		{"client not created", func(l *fakeLab) { l.FailOn("CreateContainer", "-client", 1, errors.New("no space left on device")) }, "no space left"},
 		{"app crashes at start", func(l *fakeLab) {
 			l.healthy.Store(false)
-			l.crashOnStart("-app", 1, 1, "panic: connect to db: password authentication failed\n")
+			l.CrashOnStart("-app", 1, 1, "panic: connect to db: password authentication failed\n")
 		}, "password authentication failed"},
 		{"database crashes at start", func(l *fakeLab) {
-			l.crashOnStart("-db", 1, 1, "initdb: error: could not create directory\n")
+			l.CrashOnStart("-db", 1, 1, "initdb: error: could not create directory\n")
 		}, "could not create directory"},
 		{"agent crashes at start", func(l *fakeLab) {
-			l.crashOnStart("-agent", 1, 2, "rttlab: --shaper kernel: sch_netem is not available\n")
+			l.CrashOnStart("-agent", 1, 2, "rttlab: --shaper kernel: sch_netem is not available\n")
 		}, "agent for"},
 		{"agent image missing", func(l *fakeLab) {
-			l.mu.Lock()
-			delete(l.images, AgentImage)
-			l.mu.Unlock()
+			l.DropImage(AgentImage)
 		}, "rttlab images build"},
 		{"no auth key", func(l *fakeLab) {
-			l.handle("cat", func(ctx context.Context, x *execCall) (int, error) { return 1, nil })
+			l.Handle("cat", func(ctx context.Context, x *enginefake.Call) (int, error) { return 1, nil })
 		}, "did not finish its set-up"},
 		{"trace fails", func(l *fakeLab) {
-			l.handle("rttlab agent trace", func(ctx context.Context, x *execCall) (int, error) {
+			l.Handle("rttlab agent trace", func(ctx context.Context, x *enginefake.Call) (int, error) {
 				fmt.Fprintln(x.Stderr, "rttlab: open packet socket: operation not permitted")
 				return 1, nil
 			})
 		}, "operation not permitted"},
 		{"probe fails", func(l *fakeLab) {
-			l.handle("rttlab agent sqlprobe", func(ctx context.Context, x *execCall) (int, error) {
+			l.Handle("rttlab agent sqlprobe", func(ctx context.Context, x *enginefake.Call) (int, error) {
 				fmt.Fprintln(x.Stderr, "rttlab: connect: connection refused")
 				return 1, nil
 			})
@@ -596,7 +595,7 @@ func TestRunFakeStartFailuresCleanUp(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("err = %v, want %q", err, c.want)
 			}
-			l.requireEmpty(t)
+			l.RequireEmpty(t)
 		})
 	}
 }
@@ -605,7 +604,7 @@ func TestRunFakeStartFailuresCleanUp(t *testing.T) {
 // to remove what is left.
 func TestRunFakeSurfacesCleanupFailure(t *testing.T) {
 	lab := newFakeLab(t)
-	lab.failOn("RemoveContainer", "-db", -1, errors.New("remove: device or resource busy"))
+	lab.FailOn("RemoveContainer", "-db", -1, errors.New("remove: device or resource busy"))
 	_, err := Run(context.Background(), lab, lab.all, RunOptions{Plan: fakePlan(), OutDir: t.TempDir(), Now: fakeNow})
 	if err == nil || !strings.Contains(err.Error(), "device or resource busy") || !strings.Contains(err.Error(), "rttlab clean --run") {
 		t.Fatalf("err = %v", err)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rttlab/rttlab/netem"
+	"github.com/rttlab/rttlab/orchestrator/engine/enginefake"
 	"github.com/rttlab/rttlab/results"
 )
 
@@ -26,7 +27,7 @@ type statsShaper struct {
 
 func newStatsShaper(lab *fakeLab) *statsShaper {
 	s := &statsShaper{lab: lab, stats: map[string]*netem.Stats{}}
-	lab.handle("rttlab agent ctl", s.ctl)
+	lab.Handle("rttlab agent ctl", s.ctl)
 	return s
 }
 
@@ -45,7 +46,7 @@ func (s *statsShaper) side(side string) *netem.Stats {
 	return st
 }
 
-func (s *statsShaper) ctl(ctx context.Context, x *execCall) (int, error) {
+func (s *statsShaper) ctl(ctx context.Context, x *enginefake.Call) (int, error) {
 	var out bytes.Buffer
 	inner := *x
 	inner.Stdout = &out
@@ -85,7 +86,7 @@ func TestRunFakeFailsTaskOnShaperDrops(t *testing.T) {
 	lab := newFakeLab(t)
 	sh := newStatsShaper(lab)
 	var n int
-	lab.handle("rttlab agent load", func(ctx context.Context, x *execCall) (int, error) {
+	lab.Handle("rttlab agent load", func(ctx context.Context, x *enginefake.Call) (int, error) {
 		n++
 		if n == 2 {
 			sh.drop("db", 4)
@@ -125,7 +126,7 @@ func TestRunFakeFailsTaskOnShaperDrops(t *testing.T) {
 			t.Errorf("summary counts drops of a failed attempt: %+v", st)
 		}
 	}
-	lab.requireEmpty(t)
+	lab.RequireEmpty(t)
 }
 
 // A shaping agent that dies while the load runs stops the load at once:
@@ -139,10 +140,10 @@ func TestRunFakeAgentDiesDuringLoad(t *testing.T) {
 	newStatsShaper(lab)
 	var n int
 	stopped := false
-	lab.handle("rttlab agent load", func(ctx context.Context, x *execCall) (int, error) {
+	lab.Handle("rttlab agent load", func(ctx context.Context, x *enginefake.Call) (int, error) {
 		n++
 		if n == 2 {
-			lab.exit("-db-agent", 137, "")
+			lab.Exit("-db-agent", 137, "")
 			// With its agent gone the database side passes no packet: the
 			// client would wait for its timeouts.
 			select {
@@ -170,7 +171,7 @@ func TestRunFakeAgentDiesDuringLoad(t *testing.T) {
 	if c := len(lab.Created()); c != 10 {
 		t.Fatalf("created %d containers, want two stacks", c)
 	}
-	lab.requireEmpty(t)
+	lab.RequireEmpty(t)
 }
 
 // secondTaskRetried checks that the plan's second task failed on its
@@ -204,7 +205,7 @@ func TestRunFakeCalibratePerRun(t *testing.T) {
 		lab := newFakeLab(t)
 		newStatsShaper(lab)
 		calPings := 0
-		lab.handle("rttlab agent ping", func(ctx context.Context, x *execCall) (int, error) {
+		lab.Handle("rttlab agent ping", func(ctx context.Context, x *enginefake.Call) (int, error) {
 			if x.Flag("--count") == "200" { // Calibrate's echoes per measurement
 				calPings++
 			}
@@ -243,6 +244,6 @@ func TestRunFakeCalibratePerRun(t *testing.T) {
 		if probes := len(d.Probes); probes == 0 {
 			t.Errorf("per %s: no verification probes", per)
 		}
-		lab.requireEmpty(t)
+		lab.RequireEmpty(t)
 	}
 }

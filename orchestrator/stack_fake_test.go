@@ -14,6 +14,7 @@ import (
 
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/orchestrator/engine"
+	"github.com/rttlab/rttlab/orchestrator/engine/enginefake"
 	"github.com/rttlab/rttlab/results"
 )
 
@@ -47,7 +48,7 @@ func TestFakeUpStackShapeAndDown(t *testing.T) {
 	all, _ := apps.Load(apps.FS(""))
 	tg, _ := apps.Resolve(all, "go")
 	st, sh := startFake(t, l, StackOptions{Target: tg, Up: true, Publish: true}, "path")
-	if st.AppURL != "http://127.0.0.1:"+l.hostPort || st.BaseURL() != st.AppURL || !strings.HasSuffix(st.AppAddr, ":8080") {
+	if st.AppURL != "http://127.0.0.1:"+l.HostPort || st.BaseURL() != st.AppURL || !strings.HasSuffix(st.AppAddr, ":8080") {
 		t.Fatalf("app URL %q, addr %q", st.AppURL, st.AppAddr)
 	}
 	if sh.Backend != "kernel" || sh.Why == "" {
@@ -109,7 +110,7 @@ func TestFakeUpStackShapeAndDown(t *testing.T) {
 	if _, err := FindShaping(ctx, l, "0000000000"); err == nil || !strings.Contains(err.Error(), "not a stack rttlab started") {
 		t.Errorf("unknown run: %v", err)
 	}
-	l.exit("-app-agent", 137, "")
+	l.Exit("-app-agent", 137, "")
 	if _, err := FindShaping(ctx, l, st.RunID); err == nil || !strings.Contains(err.Error(), "is not running") || !strings.Contains(err.Error(), "(exited)") {
 		t.Errorf("stopped agent: %v", err)
 	}
@@ -123,8 +124,8 @@ func TestFakeUpStackShapeAndDown(t *testing.T) {
 	}
 
 	// down: everything of the run goes, and only that.
-	l.addVolume("other", map[string]string{engine.LabelRun: "other"})
-	l.addVolume("mine", map[string]string{engine.LabelRun: st.RunID})
+	l.AddVolume("other", map[string]string{engine.LabelRun: "other"})
+	l.AddVolume("mine", map[string]string{engine.LabelRun: st.RunID})
 	c, err := CleanRun(ctx, l, st.RunID)
 	if err != nil {
 		t.Fatal(err)
@@ -132,7 +133,7 @@ func TestFakeUpStackShapeAndDown(t *testing.T) {
 	if c.Containers != 2 || c.Networks != 1 || c.Volumes != 1 || c.String() != "2 container(s), 1 network(s), 1 volume(s)" {
 		t.Errorf("cleaned %s", c)
 	}
-	l.requireEmpty(t)
+	l.RequireEmpty(t)
 	if vs, _ := l.ListVolumes(ctx, nil); !slices.Equal(vs, []string{"other"}) {
 		t.Errorf("volumes left %v", vs)
 	}
@@ -145,7 +146,7 @@ func TestFakeAgentReplies(t *testing.T) {
 	l := newFakeLab(t)
 	_, sh := startFake(t, l, StackOptions{Target: l.target("go")}, "path")
 
-	l.handle("rttlab agent ctl set", func(ctx context.Context, x *execCall) (int, error) {
+	l.Handle("rttlab agent ctl set", func(ctx context.Context, x *enginefake.Call) (int, error) {
 		fmt.Fprintln(x.Stdout, `{"ok":false,"error":"qdisc add: operation not permitted"}`)
 		fmt.Fprintln(x.Stderr, "rttlab: exit 1")
 		return 1, nil
@@ -153,43 +154,43 @@ func TestFakeAgentReplies(t *testing.T) {
 	if err := sh.SetRTT(ctx, l, time.Millisecond); err == nil || !strings.Contains(err.Error(), "set app delay 500µs") || !strings.Contains(err.Error(), "operation not permitted") {
 		t.Errorf("shaper error: %v", err)
 	}
-	l.handle("rttlab agent ctl set", func(ctx context.Context, x *execCall) (int, error) {
+	l.Handle("rttlab agent ctl set", func(ctx context.Context, x *enginefake.Call) (int, error) {
 		fmt.Fprintln(x.Stdout, "Segmentation fault")
 		return 0, nil
 	})
 	if err := sh.SetRTT(ctx, l, time.Millisecond); err == nil || !strings.Contains(err.Error(), "bad reply") {
 		t.Errorf("garbage reply: %v", err)
 	}
-	l.handle("rttlab agent ctl clear", func(ctx context.Context, x *execCall) (int, error) {
+	l.Handle("rttlab agent ctl clear", func(ctx context.Context, x *enginefake.Call) (int, error) {
 		fmt.Fprintln(x.Stderr, "rttlab: dial unix /run/rttlab/agent.sock: connect: no such file or directory")
 		return 1, nil
 	})
 	if err := sh.Clear(ctx, l); err == nil || !strings.Contains(err.Error(), "agent.sock") {
 		t.Errorf("clear: %v", err)
 	}
-	l.failOn("Exec", "agent ctl show", 1, errors.New("exec: connection reset"))
+	l.FailOn("Exec", "agent ctl show", 1, errors.New("exec: connection reset"))
 	if _, err := sh.Show(ctx, l); err == nil {
 		t.Error("show error lost")
 	}
-	l.handle("rttlab agent ping", func(ctx context.Context, x *execCall) (int, error) {
+	l.Handle("rttlab agent ping", func(ctx context.Context, x *enginefake.Call) (int, error) {
 		fmt.Fprintln(x.Stderr, "rttlab: raw socket: operation not permitted")
 		return 1, nil
 	})
 	if _, err := sh.Ping(ctx, l, 3, time.Millisecond); err == nil || !strings.Contains(err.Error(), "operation not permitted") {
 		t.Errorf("ping: %v", err)
 	}
-	l.handle("rttlab agent ping", func(ctx context.Context, x *execCall) (int, error) { return 0, nil })
+	l.Handle("rttlab agent ping", func(ctx context.Context, x *enginefake.Call) (int, error) { return 0, nil })
 	if _, err := sh.Ping(ctx, l, 3, time.Millisecond); err == nil {
 		t.Error("empty ping output accepted")
 	}
-	l.handle("rttlab agent sqlprobe", func(ctx context.Context, x *execCall) (int, error) {
+	l.Handle("rttlab agent sqlprobe", func(ctx context.Context, x *enginefake.Call) (int, error) {
 		fmt.Fprintln(x.Stdout, "[{")
 		return 0, nil
 	})
 	if _, err := sh.SelectOne(ctx, l, 1, 1); err == nil || !strings.Contains(err.Error(), "SELECT 1 probe") {
 		t.Errorf("sqlprobe: %v", err)
 	}
-	l.handle("rttlab agent ctl set", l.ctl)
+	l.Handle("rttlab agent ctl set", l.ctl)
 	delete(sh.Agents, "db")
 	if err := sh.SetRTT(ctx, l, time.Millisecond); err == nil || !strings.Contains(err.Error(), "no agent for db") {
 		t.Errorf("missing agent: %v", err)
@@ -224,7 +225,7 @@ func TestFakeVerifyShaping(t *testing.T) {
 		}
 	}
 	// A shaper that delays one side only is out of tolerance.
-	l.handle("rttlab agent ctl set", func(ctx context.Context, x *execCall) (int, error) {
+	l.Handle("rttlab agent ctl set", func(ctx context.Context, x *enginefake.Call) (int, error) {
 		if x.Service() == "db" {
 			x.Cmd = slices.Clone(x.Cmd)
 			x.Cmd[5] = "0ns"
@@ -238,7 +239,7 @@ func TestFakeVerifyShaping(t *testing.T) {
 	if last := rows[len(rows)-1]; !last.Flag || abs(last.AddedMs-0.5) > 1e-9 {
 		t.Errorf("half a delay not flagged: %+v", last)
 	}
-	l.failOn("Exec", "agent sqlprobe", 1, errors.New("exec: broken pipe"))
+	l.FailOn("Exec", "agent sqlprobe", 1, errors.New("exec: broken pipe"))
 	if _, err := VerifyShaping(ctx, l, sh, o); err == nil {
 		t.Error("probe failure lost")
 	}
@@ -293,7 +294,7 @@ func TestFakeVerifyStack(t *testing.T) {
 	}
 
 	// psql failing is an error, not a failed check.
-	l.handle("psql", func(ctx context.Context, x *execCall) (int, error) {
+	l.Handle("psql", func(ctx context.Context, x *enginefake.Call) (int, error) {
 		fmt.Fprintln(x.Stderr, `psql: error: connection to server on socket "/run/postgresql/.s.PGSQL.5432" failed`)
 		return 2, nil
 	})
@@ -369,7 +370,7 @@ func TestFakeVerifyMixAndVariant(t *testing.T) {
 		t.Fatalf("redmine checks %v", checks)
 	}
 
-	l.addImage(engine.ImageRef("axum"), nil)
+	l.AddImage(engine.ImageRef("axum"), nil)
 	raw := l.target("axum-raw")
 	st, sh := startFake(t, l, StackOptions{Target: raw}, "path")
 	for _, c := range l.Created() {
@@ -395,15 +396,15 @@ func TestFakeCleanAll(t *testing.T) {
 	st1, _ := startFake(t, l, StackOptions{Target: l.target("go")}, "path")
 	startFake(t, l, StackOptions{Target: l.target("node")}, "interface")
 	// Someone else's container on the same engine is never touched.
-	l.addImage("postgres:17", nil)
+	l.AddImage("postgres:17", nil)
 	if _, err := l.CreateContainer(ctx, engine.ContainerSpec{Name: "their-db", Image: "postgres:17"}); err != nil {
 		t.Fatal(err)
 	}
-	l.addVolume("rttlab-vol", map[string]string{engine.LabelRun: st1.RunID})
+	l.AddVolume("rttlab-vol", map[string]string{engine.LabelRun: st1.RunID})
 
 	// A container that cannot be removed: the others go, the error says
 	// which, and its network stays.
-	l.failOn("RemoveContainer", "-db", 1, errors.New("remove: device or resource busy"))
+	l.FailOn("RemoveContainer", "-db", 1, errors.New("remove: device or resource busy"))
 	c, err := CleanAll(ctx, l, false)
 	if err == nil || !strings.Contains(err.Error(), "device or resource busy") || !strings.Contains(err.Error(), "active endpoints") {
 		t.Fatalf("err = %v", err)
@@ -419,14 +420,12 @@ func TestFakeCleanAll(t *testing.T) {
 	if firstStop < 0 || firstStop > firstRemove {
 		t.Errorf("no stop before the first removal: %v", calls)
 	}
-	l.mu.Lock()
 	ours := 0
-	for _, img := range l.images {
+	for _, img := range l.Images() {
 		if _, ok := img.Labels[engine.LabelApp]; ok {
 			ours++
 		}
 	}
-	l.mu.Unlock()
 	c, err = CleanAll(ctx, l, true)
 	if err != nil {
 		t.Fatal(err)
@@ -445,12 +444,12 @@ func TestFakeCleanAll(t *testing.T) {
 	if _, err := CleanRun(ctx, l, ""); err == nil {
 		t.Error("CleanRun without a run id")
 	}
-	l.failOn("ListContainers", "", 1, errors.New("engine gone"))
+	l.FailOn("ListContainers", "", 1, errors.New("engine gone"))
 	if _, err := CleanRun(ctx, l, "x"); err == nil {
 		t.Error("list failure lost")
 	}
-	l.failOn("ListNetworks", "", 1, errors.New("engine gone"))
-	l.failOn("ListVolumes", "", 1, errors.New("engine gone"))
+	l.FailOn("ListNetworks", "", 1, errors.New("engine gone"))
+	l.FailOn("ListVolumes", "", 1, errors.New("engine gone"))
 	if _, err := CleanRun(ctx, l, "x"); err == nil || strings.Count(err.Error(), "engine gone") != 2 {
 		t.Errorf("list failures: %v", err)
 	}
@@ -458,17 +457,17 @@ func TestFakeCleanAll(t *testing.T) {
 
 func TestFakeEnsureBaseAndBuild(t *testing.T) {
 	ctx := context.Background()
-	f := newFakeDocker()
+	f := enginefake.New()
 	// Present: nothing to do. Pullable: pulled.
-	id := f.addImage(engine.BaseImage, nil)
+	id := f.AddImage(engine.BaseImage, nil)
 	if path, got, err := engine.EnsureBase(ctx, f, engine.BaseOptions{}); err != nil || path != engine.BasePresent || got != id {
 		t.Fatalf("present: %s %s %v", path, got, err)
 	}
-	f.pullable["debian:forky-slim"] = true
+	f.Pullable["debian:forky-slim"] = true
 	if path, got, err := engine.EnsureBase(ctx, f, engine.BaseOptions{Ref: "debian:forky-slim"}); err != nil || path != engine.BasePulled || got == "" {
 		t.Fatalf("pull: %s %s %v", path, got, err)
 	}
-	f.failOn("ImageID", "broken:1", 1, errors.New("inspect: engine error"))
+	f.FailOn("ImageID", "broken:1", 1, errors.New("inspect: engine error"))
 	if _, _, err := engine.EnsureBase(ctx, f, engine.BaseOptions{Ref: "broken:1"}); err == nil || !strings.Contains(err.Error(), "engine error") {
 		t.Fatalf("inspect error: %v", err)
 	}
@@ -486,14 +485,14 @@ func TestFakeEnsureBaseAndBuild(t *testing.T) {
 	if len(built) != 1 || built[0].Tag != engine.ImageRef("postgres") || built[0].ID == "" {
 		t.Fatalf("built %+v", built)
 	}
-	fb := f.builds[0]
+	fb := f.Builds[0]
 	if fb.Opts.Labels[engine.LabelApp] != "postgres" || !slices.Contains(fb.Files, "Dockerfile") || !slices.Contains(fb.Files, "schema.sql") || !strings.Contains(log.String(), "Successfully tagged") {
 		t.Errorf("build %+v files %v", fb.Opts, fb.Files)
 	}
 	if _, err := b.Build(ctx, []string{"cobol"}); err == nil || !strings.Contains(err.Error(), "known: ") {
 		t.Errorf("unknown app: %v", err)
 	}
-	f.failOn("BuildImage", engine.ImageRef("postgres"), 1, &engine.StreamError{Msg: "returned a non-zero code: 100", Tail: []string{"E: Unable to locate package postgresql-17"}})
+	f.FailOn("BuildImage", engine.ImageRef("postgres"), 1, &engine.StreamError{Msg: "returned a non-zero code: 100", Tail: []string{"E: Unable to locate package postgresql-17"}})
 	_, err = b.Build(ctx, []string{"postgres"})
 	if err == nil || !strings.HasPrefix(err.Error(), "apps/postgres: ") || !strings.Contains(err.Error(), "postgresql-17") {
 		t.Fatalf("build failure: %v", err)
@@ -560,9 +559,9 @@ func TestLoadPlanAndHostEnv(t *testing.T) {
 	if _, err := e.ImageID(ctx, engine.BaseImage); !errors.Is(err, engine.ErrNoEngine) {
 		t.Errorf("image: %v", err)
 	}
-	fd := newFakeDocker()
+	fd := enginefake.New()
 	e = HostDoctorEnv(fd, nil)
-	if info, err := e.Engine(ctx); err != nil || info.Version != fd.info.Version {
+	if info, err := e.Engine(ctx); err != nil || info.Version != fd.Info.Version {
 		t.Errorf("engine: %+v %v", info, err)
 	}
 	if free, err := e.FreeBytes("/nonexistent/deeper"); err != nil || free == 0 {

@@ -12,6 +12,7 @@ import (
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/internal/planfile"
 	"github.com/rttlab/rttlab/orchestrator/engine"
+	"github.com/rttlab/rttlab/orchestrator/engine/enginefake"
 )
 
 // shopCompose is a user's compose file: an app (built by compose, no
@@ -131,15 +132,15 @@ func TestFakeComposeStack(t *testing.T) {
 		ctx := context.Background()
 		l := newFakeLab(t)
 		l.dbRole, l.noPGSS = "shop", noPGSS
-		l.ipByService["web"] = "127.0.0.1"
-		file := writeCompose(t, strings.Replace(shopCompose, `expose: ["9000"]`, `expose: ["`+l.hostPort+`"]`, 1))
+		l.IPByService["web"] = "127.0.0.1"
+		file := writeCompose(t, strings.Replace(shopCompose, `expose: ["9000"]`, `expose: ["`+l.HostPort+`"]`, 1))
 		m, err := OwnAppMeta(PlanApp{Name: "web", Compose: file, AppService: "web", DBService: "pg", Routes: []string{"/feed"}, Health: "/health",
 			Env: map[string]string{"WORKERS": "4"}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, img := range []string{"shop_app-web", "example/postgres:17", "example/cache:7"} {
-			l.addImage(img, nil)
+			l.AddImage(img, nil)
 		}
 		st, _ := startFake(t, l, StackOptions{Target: apps.Target{Name: "web", Meta: m, Env: m.Env, Image: m.Image}}, "path")
 		if st.DB != (DBCredentials{User: "shop", Password: "s3cret", Database: "shopdb", Super: "shop"}) {
@@ -215,9 +216,9 @@ func TestFakeComposeStack(t *testing.T) {
 // An image the engine lacks is one line naming the service and the fix.
 func TestComposeImageMissing(t *testing.T) {
 	file := writeCompose(t, shopCompose)
-	f := newFakeDocker()
-	f.addImage("example/postgres:17", nil)
-	f.addImage("example/cache:7", nil)
+	f := enginefake.New()
+	f.AddImage("example/postgres:17", nil)
+	f.AddImage("example/cache:7", nil)
 	err := CheckComposeImages(context.Background(), f, apps.ComposeRef{File: file, AppService: "web", DBService: "pg"})
 	want := "service web's image shop_app-web is not present locally: build it first: docker compose -f " + file + " build web"
 	if err == nil || !strings.Contains(err.Error(), want) {
@@ -233,8 +234,8 @@ func TestFakeComposeOneShotService(t *testing.T) {
 	for _, code := range []int{0, 3} {
 		ctx := context.Background()
 		l := newFakeLab(t)
-		l.ipByService["web"] = "127.0.0.1"
-		body := strings.Replace(shopCompose, `expose: ["9000"]`, `expose: ["`+l.hostPort+`"]`, 1)
+		l.IPByService["web"] = "127.0.0.1"
+		body := strings.Replace(shopCompose, `expose: ["9000"]`, `expose: ["`+l.HostPort+`"]`, 1)
 		body = strings.Replace(body, "    depends_on: [pg, cache]\n", "    depends_on:\n      pg: {condition: service_started}\n      cache: {condition: service_started}\n      migrate: {condition: service_completed_successfully}\n", 1)
 		body = strings.Replace(body, "  cache:\n", "  migrate:\n    image: example/migrate:1\n    depends_on: [pg]\n  cache:\n", 1)
 		file := writeCompose(t, body)
@@ -243,9 +244,9 @@ func TestFakeComposeOneShotService(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, img := range []string{"shop_app-web", "example/postgres:17", "example/cache:7", "example/migrate:1"} {
-			l.addImage(img, nil)
+			l.AddImage(img, nil)
 		}
-		l.crashOnStart("-migrate", 1, code, "migrated 12 tables\n")
+		l.CrashOnStart("-migrate", 1, code, "migrated 12 tables\n")
 		st, err := StartStack(ctx, l, StackOptions{Target: apps.Target{Name: "web", Meta: m, Image: m.Image}, ReadyTimeout: 5 * time.Second})
 		if code != 0 {
 			if err == nil || !strings.Contains(err.Error(), "service migrate, which web waits for, exited 3") || !strings.Contains(err.Error(), "migrated 12 tables") {

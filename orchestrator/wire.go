@@ -34,13 +34,9 @@ func wireLabel(runID, name string) string { return wireRunPrefix(runID) + name }
 
 func wireRunPrefix(runID string) string { return runID + "/" }
 
-// Roles of the containers of the wire hook: a wire shaper, and a
-// short-lived agent that answers one question (the kernel netem probe, a
-// rule sweep).
-const (
-	roleShaper = "shaper"
-	roleOnce   = "once"
-)
+// roleShaper is the role of a wire shaper's container; a short-lived
+// agent that answers one question has engine.RoleOnce.
+const roleShaper = "shaper"
 
 // startAgent starts the agent of member m: a sidecar in its network
 // namespace that serves its shaper, or with wire (the userspace shaper's
@@ -163,7 +159,7 @@ func runAgentOnce(ctx context.Context, d engine.Docker, runID string, args []str
 		runID = "once-" + NewRunID()
 	}
 	labels := RunLabels(runID, nil)
-	labels[engine.LabelRole] = roleOnce
+	labels[engine.LabelRole] = engine.RoleOnce
 	id, err := startContainer(ctx, d, engine.ContainerSpec{
 		Name:        "rttlab-" + args[0] + "-" + NewRunID(),
 		Image:       AgentImage,

@@ -73,7 +73,7 @@ func TestFakeWireAgents(t *testing.T) {
 	}
 	// A shaper killed (SIGKILL: it could not remove its rules) is a dead
 	// agent, and the run's cleanup sweeps its rules from the host.
-	if n := l.exit("-db-wire", 137, ""); n != 1 {
+	if n := l.Exit("-db-wire", 137, ""); n != 1 {
 		t.Fatalf("killed %d shapers", n)
 	}
 	if err := sh.CheckAgents(ctx, l); err == nil || !strings.Contains(err.Error(), "-db-wire") {
@@ -85,7 +85,7 @@ func TestFakeWireAgents(t *testing.T) {
 	if got := l.Sweeps(); !slices.Equal(got, []string{st.RunID + "/"}) {
 		t.Errorf("sweeps %q, want the run's", got)
 	}
-	l.requireEmpty(t)
+	l.RequireEmpty(t)
 }
 
 // With kernel netem, the agents shape in their members' namespaces as

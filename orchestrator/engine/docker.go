@@ -41,6 +41,10 @@ const (
 	LabelTarget  = "io.rttlab.target"  // on agents: the container they shape
 )
 
+// RoleOnce is the LabelRole of a short-lived container that answers one
+// question (the kernel netem probe, a rule sweep) and is gone after it.
+const RoleOnce = "once"
+
 // Default timeouts for engine calls. Every call gets a context with one.
 const (
 	shortCall = 30 * time.Second

@@ -1,8 +1,11 @@
-package orchestrator
+// Package enginefake is an in-memory Docker engine (engine.Docker) for the
+// unit tests of every package that starts containers: the RTT study's
+// orchestrator, the placement and the worker studies. Tests script what
+// the programs inside the containers print (see Engine.Handle).
+package enginefake
 
 import (
 	"archive/tar"
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -23,7 +26,7 @@ import (
 	"github.com/rttlab/rttlab/orchestrator/engine"
 )
 
-// fakeDocker is an in-memory Docker engine for unit tests. It keeps
+// Engine is an in-memory Docker engine for unit tests. It keeps
 // containers (labels, state, IPs, logs), networks, volumes and images the
 // way the engine does where the orchestrator relies on it:
 //
@@ -33,44 +36,44 @@ import (
 //   - a container needs an existing image and, when it joins one, network;
 //   - Exec needs a running container and honours a cancelled context.
 //
-// Exec is answered by handlers registered per command prefix (see handle),
+// Exec is answered by handlers registered per command prefix (see Handle),
 // so a test scripts what `rttlab agent ctl`, `agent ping`, `agent load`,
-// psql and the rest print and return. Faults: failOn makes calls fail,
-// exit and crashOnStart make containers stop.
-type fakeDocker struct {
+// psql and the rest print and return. Faults: FailOn makes calls fail,
+// Exit and CrashOnStart make containers stop.
+type Engine struct {
 	mu sync.Mutex
 
-	info       engine.EngineInfo
+	Info       engine.EngineInfo
 	seq        int
-	containers map[string]*fakeContainer // by ID
-	networks   map[string]*fakeNetwork   // by ID
+	containers map[string]*Container // by ID
+	networks   map[string]*Network   // by ID
 	volumes    map[string]map[string]string
-	images     map[string]*fakeImage // by reference
-	pullable   map[string]bool
-	handlers   map[string]execHandler
+	images     map[string]*Image // by reference
+	Pullable   map[string]bool
+	handlers   map[string]Handler
 	// streams: command prefixes whose handlers read stdin as it comes
-	// (execCall.StdinR) instead of after it closed (execCall.Stdin).
+	// (Call.StdinR) instead of after it closed (Call.Stdin).
 	streams map[string]bool
-	faults  []*fakeFault
-	crashes []*fakeFault
+	faults  []*Fault
+	crashes []*Fault
 	// hostPort answers every published port (PublishLocal) with this host
 	// port on 127.0.0.1.
-	hostPort string
+	HostPort string
 	// ipByService fixes the IP of containers by compose service name; the
 	// others get 10.89.0.N in creation order.
-	ipByService map[string]string
+	IPByService map[string]string
 
 	created   []engine.ContainerSpec // every CreateContainer that succeeded
 	calls     []string               // "Op subject" of every call, in order
-	execs     []fakeExec
-	unhandled []string
-	builds    []fakeBuild
+	execs     []ExecRecord
+	Unhandled []string
+	Builds    []Build
 	// copied holds, per container name, the files CopyToContainer
 	// extracted (path inside the container -> content).
-	copied map[string]map[string][]byte
+	Copied map[string]map[string][]byte
 }
 
-type fakeContainer struct {
+type Container struct {
 	ID       string
 	Spec     engine.ContainerSpec
 	seq      int
@@ -80,56 +83,56 @@ type fakeContainer struct {
 	IP       string
 }
 
-type fakeNetwork struct {
+type Network struct {
 	ID     string
 	Name   string
 	Labels map[string]string
 }
 
-type fakeImage struct {
+type Image struct {
 	ID     string
 	Labels map[string]string
 }
 
-// fakeExec is one Exec the fake answered.
-type fakeExec struct {
+// ExecRecord is one Exec the fake answered.
+type ExecRecord struct {
 	Container string // name
 	Cmd       []string
 }
 
-// fakeBuild is one BuildImage: its options and the context's file names.
-type fakeBuild struct {
+// Build is one BuildImage: its options and the context's file names.
+type Build struct {
 	Opts  engine.BuildOptions
 	Files []string
 }
 
-// fakeFault makes matching calls fail (or, as a crash, makes matching
+// Fault makes matching calls fail (or, as a crash, makes matching
 // containers exit when started).
-type fakeFault struct {
+type Fault struct {
 	op    string
-	match string // the end of a subject (see failOn); "" any
+	match string // the end of a subject (see FailOn); "" any
 	times int    // left; negative: forever
 	err   error
 	code  int    // crashes: exit code
 	logs  string // crashes: what the container printed
-	hits  int
+	Hits  int
 }
 
-// execCall is what an exec handler sees.
-type execCall struct {
-	Container fakeContainer // a copy, as it was when the exec started
+// Call is what an exec handler sees.
+type Call struct {
+	Container Container // a copy, as it was when the exec started
 	Cmd       []string
 	Env       []string
 	User      string
 	Stdin     []byte
-	// StdinR is stdin unread, for handlers registered with handleStream.
+	// StdinR is stdin unread, for handlers registered with HandleStream.
 	StdinR io.Reader
 	Stdout io.Writer
 	Stderr io.Writer
 }
 
 // Flag returns the value following name in the command line, or "".
-func (x *execCall) Flag(name string) string {
+func (x *Call) Flag(name string) string {
 	for i := 0; i+1 < len(x.Cmd); i++ {
 		if x.Cmd[i] == name {
 			return x.Cmd[i+1]
@@ -139,7 +142,7 @@ func (x *execCall) Flag(name string) string {
 }
 
 // Flags returns every value following name in the command line.
-func (x *execCall) Flags(name string) []string {
+func (x *Call) Flags(name string) []string {
 	var out []string
 	for i := 0; i+1 < len(x.Cmd); i++ {
 		if x.Cmd[i] == name {
@@ -151,77 +154,77 @@ func (x *execCall) Flags(name string) []string {
 
 // Service is the compose service the container belongs to (an agent
 // carries its target's).
-func (x *execCall) Service() string { return x.Container.Spec.Labels[engine.LabelService] }
+func (x *Call) Service() string { return x.Container.Spec.Labels[engine.LabelService] }
 
-// execHandler answers an Exec: what it writes to Stdout and Stderr, its
+// Handler answers an Exec: what it writes to Stdout and Stderr, its
 // exit code, and an error for a failure of the exec itself.
-type execHandler func(ctx context.Context, x *execCall) (int, error)
+type Handler func(ctx context.Context, x *Call) (int, error)
 
-var _ engine.Docker = (*fakeDocker)(nil)
+var _ engine.Docker = (*Engine)(nil)
 
-func newFakeDocker() *fakeDocker {
-	return &fakeDocker{
-		info: engine.EngineInfo{Version: "20.10.24+fake", APIVersion: "1.41", OS: "linux", Arch: "amd64",
+func New() *Engine {
+	return &Engine{
+		Info: engine.EngineInfo{Version: "20.10.24+fake", APIVersion: "1.41", OS: "linux", Arch: "amd64",
 			Kernel: "6.1.0-fake", CPUs: 2, MemBytes: 4 << 30, Root: "/var/lib/docker"},
-		containers:  map[string]*fakeContainer{},
-		networks:    map[string]*fakeNetwork{},
+		containers:  map[string]*Container{},
+		networks:    map[string]*Network{},
 		volumes:     map[string]map[string]string{},
-		images:      map[string]*fakeImage{},
-		pullable:    map[string]bool{},
-		handlers:    map[string]execHandler{},
+		images:      map[string]*Image{},
+		Pullable:    map[string]bool{},
+		handlers:    map[string]Handler{},
 		streams:     map[string]bool{},
-		ipByService: map[string]string{},
+		IPByService: map[string]string{},
 	}
 }
 
-func (f *fakeDocker) newID(kind, name string) string {
+func (f *Engine) newID(kind, name string) string {
 	f.seq++
 	h := sha256.Sum256([]byte(fmt.Sprintf("%s/%s/%d", kind, name, f.seq)))
 	return hex.EncodeToString(h[:])
 }
 
-// handle registers h for commands starting with prefix (words separated
+// Handle registers h for commands starting with prefix (words separated
 // by spaces; /usr/local/bin/rttlab is written rttlab). The longest
 // matching prefix answers; a later registration replaces an earlier one.
-func (f *fakeDocker) handle(prefix string, h execHandler) {
+func (f *Engine) Handle(prefix string, h Handler) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.handlers[prefix] = h
 	delete(f.streams, prefix)
 }
 
-// handleStream is handle for a command that reads stdin while it runs
+// HandleStream is Handle for a command that reads stdin while it runs
 // (x.StdinR), such as a capture stopped by closing its stdin.
-func (f *fakeDocker) handleStream(prefix string, h execHandler) {
-	f.handle(prefix, h)
+func (f *Engine) HandleStream(prefix string, h Handler) {
+	f.Handle(prefix, h)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.streams[prefix] = true
 }
 
-// failOn makes the next times calls of op whose subject ends with match
+// FailOn makes the next times calls of op whose subject ends with match
 // fail with err (times < 0: every call; match "" any call). Subjects: the
 // container's name and ID, the network's name and ID, the image
 // reference, the volume name; Exec also matches when its command line
 // contains match.
-func (f *fakeDocker) failOn(op, match string, times int, err error) *fakeFault {
+func (f *Engine) FailOn(op, match string, times int, err error) *Fault {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	ft := &fakeFault{op: op, match: match, times: times, err: err}
+	ft := &Fault{op: op, match: match, times: times, err: err}
 	f.faults = append(f.faults, ft)
 	return ft
 }
 
-// crashOnStart makes the next times containers whose name ends with match
+// CrashOnStart makes the next times containers whose name ends with match
 // exit with code right after they start, having printed logs.
-func (f *fakeDocker) crashOnStart(match string, times, code int, logs string) {
+func (f *Engine) CrashOnStart(match string, times, code int, logs string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.crashes = append(f.crashes, &fakeFault{match: match, times: times, code: code, logs: logs})
+	f.crashes = append(f.crashes, &Fault{match: match, times: times, code: code, logs: logs})
 }
 
-// exit makes every running container whose name ends with match exit.
-func (f *fakeDocker) exit(match string, code int, logs string) int {
+// Exit makes every running container whose name ends with match exit.
+func (f *Engine) Exit(match string, code int, logs string) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	n := 0
@@ -234,19 +237,38 @@ func (f *fakeDocker) exit(match string, code int, logs string) int {
 	return n
 }
 
-func (f *fakeDocker) addImage(ref string, labels map[string]string) string {
+// DropImage removes the image ref, as if it was never built.
+func (f *Engine) DropImage(ref string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.images, ref)
+}
+
+// Images returns a copy of every image the fake holds.
+func (f *Engine) Images() []Image {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]Image, 0, len(f.images))
+	for _, img := range f.images {
+		out = append(out, Image{ID: img.ID, Labels: copyLabels(img.Labels)})
+	}
+	return out
+}
+
+// AddImage adds the image ref with labels and returns its ID.
+func (f *Engine) AddImage(ref string, labels map[string]string) string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.addImageLocked(ref, labels)
 }
 
-func (f *fakeDocker) addImageLocked(ref string, labels map[string]string) string {
+func (f *Engine) addImageLocked(ref string, labels map[string]string) string {
 	id := "sha256:" + f.newID("image", ref)
-	f.images[ref] = &fakeImage{ID: id, Labels: labels}
+	f.images[ref] = &Image{ID: id, Labels: labels}
 	return id
 }
 
-func (f *fakeDocker) addVolume(name string, labels map[string]string) {
+func (f *Engine) AddVolume(name string, labels map[string]string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.volumes[name] = labels
@@ -254,11 +276,11 @@ func (f *fakeDocker) addVolume(name string, labels map[string]string) {
 
 // faultLocked returns the error of the first armed fault of op matching a
 // subject, and uses it up.
-func (f *fakeDocker) faultLocked(op string, subjects ...string) error {
+func (f *Engine) faultLocked(op string, subjects ...string) error {
 	return f.faultMatchLocked(op, func(match string) bool { return matchAny(match, subjects) })
 }
 
-func (f *fakeDocker) faultMatchLocked(op string, matches func(match string) bool) error {
+func (f *Engine) faultMatchLocked(op string, matches func(match string) bool) error {
 	for _, ft := range f.faults {
 		if ft.op != op || ft.times == 0 || !matches(ft.match) {
 			continue
@@ -266,7 +288,7 @@ func (f *fakeDocker) faultMatchLocked(op string, matches func(match string) bool
 		if ft.times > 0 {
 			ft.times--
 		}
-		ft.hits++
+		ft.Hits++
 		return ft.err
 	}
 	return nil
@@ -284,19 +306,19 @@ func matchAny(match string, subjects []string) bool {
 	return false
 }
 
-func (f *fakeDocker) record(op, subject string) {
+func (f *Engine) record(op, subject string) {
 	f.calls = append(f.calls, op+" "+subject)
 }
 
 // Calls returns "Op subject" for every call so far.
-func (f *fakeDocker) Calls() []string {
+func (f *Engine) Calls() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]string(nil), f.calls...)
 }
 
-// countCalls counts the calls of op.
-func (f *fakeDocker) countCalls(op string) int {
+// CountCalls counts the calls of op.
+func (f *Engine) CountCalls(op string) int {
 	n := 0
 	for _, c := range f.Calls() {
 		if strings.HasPrefix(c, op+" ") {
@@ -306,16 +328,15 @@ func (f *fakeDocker) countCalls(op string) int {
 	return n
 }
 
-// Created returns the spec of every container created so far.
 // Created returns the specs of the containers created so far, without
 // the short-lived ones that only answer one question (the kernel netem
 // probe, a rule sweep).
-func (f *fakeDocker) Created() []engine.ContainerSpec {
+func (f *Engine) Created() []engine.ContainerSpec {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var out []engine.ContainerSpec
 	for _, c := range f.created {
-		if c.Labels[engine.LabelRole] != roleOnce {
+		if c.Labels[engine.LabelRole] != engine.RoleOnce {
 			out = append(out, c)
 		}
 	}
@@ -323,14 +344,14 @@ func (f *fakeDocker) Created() []engine.ContainerSpec {
 }
 
 // Execs returns every exec answered so far.
-func (f *fakeDocker) Execs() []fakeExec {
+func (f *Engine) Execs() []ExecRecord {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]fakeExec(nil), f.execs...)
+	return append([]ExecRecord(nil), f.execs...)
 }
 
 // Live returns the names of the containers and networks that exist.
-func (f *fakeDocker) Live() (containers, networks []string) {
+func (f *Engine) Live() (containers, networks []string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, c := range f.sortedContainersLocked() {
@@ -343,8 +364,8 @@ func (f *fakeDocker) Live() (containers, networks []string) {
 	return containers, networks
 }
 
-// requireEmpty fails the test when any container or network is left.
-func (f *fakeDocker) requireEmpty(t testing.TB) {
+// RequireEmpty fails the test when any container or network is left.
+func (f *Engine) RequireEmpty(t testing.TB) {
 	t.Helper()
 	cs, ns := f.Live()
 	if len(cs) > 0 || len(ns) > 0 {
@@ -352,8 +373,8 @@ func (f *fakeDocker) requireEmpty(t testing.TB) {
 	}
 }
 
-func (f *fakeDocker) sortedContainersLocked() []*fakeContainer {
-	out := make([]*fakeContainer, 0, len(f.containers))
+func (f *Engine) sortedContainersLocked() []*Container {
+	out := make([]*Container, 0, len(f.containers))
 	for _, c := range f.containers {
 		out = append(out, c)
 	}
@@ -362,7 +383,7 @@ func (f *fakeDocker) sortedContainersLocked() []*fakeContainer {
 }
 
 // lookupLocked finds a container by ID or name.
-func (f *fakeDocker) lookupLocked(idOrName string) *fakeContainer {
+func (f *Engine) lookupLocked(idOrName string) *Container {
 	if c, ok := f.containers[idOrName]; ok {
 		return c
 	}
@@ -374,7 +395,7 @@ func (f *fakeDocker) lookupLocked(idOrName string) *fakeContainer {
 	return nil
 }
 
-func (f *fakeDocker) networkLocked(idOrName string) *fakeNetwork {
+func (f *Engine) networkLocked(idOrName string) *Network {
 	if n, ok := f.networks[idOrName]; ok {
 		return n
 	}
@@ -406,19 +427,19 @@ func copyLabels(m map[string]string) map[string]string {
 
 // Engine
 
-func (f *fakeDocker) EngineInfo(ctx context.Context) (engine.EngineInfo, error) {
+func (f *Engine) EngineInfo(ctx context.Context) (engine.EngineInfo, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.record("EngineInfo", "")
 	if err := f.faultLocked("EngineInfo"); err != nil {
 		return engine.EngineInfo{}, err
 	}
-	return f.info, nil
+	return f.Info, nil
 }
 
 // ImageStore
 
-func (f *fakeDocker) ImageID(ctx context.Context, ref string) (string, error) {
+func (f *Engine) ImageID(ctx context.Context, ref string) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.record("ImageID", ref)
@@ -432,21 +453,21 @@ func (f *fakeDocker) ImageID(ctx context.Context, ref string) (string, error) {
 	return img.ID, nil
 }
 
-func (f *fakeDocker) PullImage(ctx context.Context, ref string) error {
+func (f *Engine) PullImage(ctx context.Context, ref string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.record("PullImage", ref)
 	if err := f.faultLocked("PullImage", ref); err != nil {
 		return err
 	}
-	if !f.pullable[ref] {
+	if !f.Pullable[ref] {
 		return fmt.Errorf("pull %s: Error response from daemon: Get \"https://registry-1.docker.io/v2/\": dial tcp: lookup registry-1.docker.io: no such host", ref)
 	}
 	f.addImageLocked(ref, nil)
 	return nil
 }
 
-func (f *fakeDocker) ImportImage(ctx context.Context, tarball io.Reader, ref string) error {
+func (f *Engine) ImportImage(ctx context.Context, tarball io.Reader, ref string) error {
 	if _, err := io.Copy(io.Discard, tarball); err != nil {
 		return fmt.Errorf("import %s: %w", ref, err)
 	}
@@ -460,7 +481,7 @@ func (f *fakeDocker) ImportImage(ctx context.Context, tarball io.Reader, ref str
 	return nil
 }
 
-func (f *fakeDocker) BuildImage(ctx context.Context, tarCtx io.Reader, o engine.BuildOptions) (engine.BuildResult, error) {
+func (f *Engine) BuildImage(ctx context.Context, tarCtx io.Reader, o engine.BuildOptions) (engine.BuildResult, error) {
 	var files []string
 	tr := tar.NewReader(tarCtx)
 	for {
@@ -476,7 +497,7 @@ func (f *fakeDocker) BuildImage(ctx context.Context, tarCtx io.Reader, o engine.
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.record("BuildImage", o.Tag)
-	f.builds = append(f.builds, fakeBuild{Opts: o, Files: files})
+	f.Builds = append(f.Builds, Build{Opts: o, Files: files})
 	if err := f.faultLocked("BuildImage", o.Tag); err != nil {
 		return engine.BuildResult{}, fmt.Errorf("build %s: %w", o.Tag, err)
 	}
@@ -487,7 +508,7 @@ func (f *fakeDocker) BuildImage(ctx context.Context, tarCtx io.Reader, o engine.
 	return engine.BuildResult{ID: id, Duration: time.Millisecond}, nil
 }
 
-func (f *fakeDocker) RemoveImages(ctx context.Context, labelFilter map[string]string) ([]string, error) {
+func (f *Engine) RemoveImages(ctx context.Context, labelFilter map[string]string) ([]string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.record("RemoveImages", "")
@@ -511,7 +532,7 @@ func (f *fakeDocker) RemoveImages(ctx context.Context, labelFilter map[string]st
 
 // Containers
 
-func (f *fakeDocker) CreateContainer(ctx context.Context, s engine.ContainerSpec) (string, error) {
+func (f *Engine) CreateContainer(ctx context.Context, s engine.ContainerSpec) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.record("CreateContainer", s.Name)
@@ -532,12 +553,12 @@ func (f *fakeDocker) CreateContainer(ctx context.Context, s engine.ContainerSpec
 	}
 	id := f.newID("container", s.Name)
 	s.Labels = copyLabels(s.Labels)
-	f.containers[id] = &fakeContainer{ID: id, Spec: s, seq: f.seq, State: container.StateCreated}
+	f.containers[id] = &Container{ID: id, Spec: s, seq: f.seq, State: container.StateCreated}
 	f.created = append(f.created, s)
 	return id, nil
 }
 
-func (f *fakeDocker) StartContainer(ctx context.Context, id string) error {
+func (f *Engine) StartContainer(ctx context.Context, id string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.record("StartContainer", id)
@@ -556,7 +577,7 @@ func (f *fakeDocker) StartContainer(ctx context.Context, id string) error {
 	}
 	c.State = container.StateRunning
 	if c.Spec.Network != "" && c.IP == "" {
-		c.IP = f.ipByService[c.Spec.Labels[engine.LabelService]]
+		c.IP = f.IPByService[c.Spec.Labels[engine.LabelService]]
 		if c.IP == "" {
 			c.IP = netip.AddrFrom4([4]byte{10, 89, 0, byte(1 + c.seq%250)}).String()
 		}
@@ -566,7 +587,7 @@ func (f *fakeDocker) StartContainer(ctx context.Context, id string) error {
 			if cr.times > 0 {
 				cr.times--
 			}
-			cr.hits++
+			cr.Hits++
 			c.State, c.ExitCode, c.Logs = container.StateExited, cr.code, c.Logs+cr.logs
 			break
 		}
@@ -574,7 +595,7 @@ func (f *fakeDocker) StartContainer(ctx context.Context, id string) error {
 	return nil
 }
 
-func (f *fakeDocker) InspectContainer(ctx context.Context, id string) (container.InspectResponse, error) {
+func (f *Engine) InspectContainer(ctx context.Context, id string) (container.InspectResponse, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.record("InspectContainer", id)
@@ -596,7 +617,7 @@ func (f *fakeDocker) InspectContainer(ctx context.Context, id string) (container
 		if len(c.Spec.PublishLocal) > 0 && c.State == container.StateRunning {
 			ns.Ports = nat.PortMap{}
 			for _, p := range c.Spec.PublishLocal {
-				ns.Ports[nat.Port(p)] = []nat.PortBinding{{HostIP: "127.0.0.1", HostPort: f.hostPort}}
+				ns.Ports[nat.Port(p)] = []nat.PortBinding{{HostIP: "127.0.0.1", HostPort: f.HostPort}}
 			}
 		}
 	}
@@ -612,7 +633,7 @@ func (f *fakeDocker) InspectContainer(ctx context.Context, id string) (container
 	}, nil
 }
 
-func (f *fakeDocker) StopContainer(ctx context.Context, id string, grace time.Duration) error {
+func (f *Engine) StopContainer(ctx context.Context, id string, grace time.Duration) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.record("StopContainer", id)
@@ -629,7 +650,7 @@ func (f *fakeDocker) StopContainer(ctx context.Context, id string, grace time.Du
 	return nil
 }
 
-func (f *fakeDocker) KillContainer(ctx context.Context, id, signal string) error {
+func (f *Engine) KillContainer(ctx context.Context, id, signal string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.record("KillContainer", id+" "+signal)
@@ -647,7 +668,7 @@ func (f *fakeDocker) KillContainer(ctx context.Context, id, signal string) error
 	return nil
 }
 
-func (f *fakeDocker) RemoveContainer(ctx context.Context, id string) error {
+func (f *Engine) RemoveContainer(ctx context.Context, id string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.record("RemoveContainer", id)
@@ -662,7 +683,7 @@ func (f *fakeDocker) RemoveContainer(ctx context.Context, id string) error {
 	return nil
 }
 
-func (f *fakeDocker) ListContainers(ctx context.Context, labelFilter map[string]string) ([]container.Summary, error) {
+func (f *Engine) ListContainers(ctx context.Context, labelFilter map[string]string) ([]container.Summary, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.record("ListContainers", "")
@@ -680,8 +701,8 @@ func (f *fakeDocker) ListContainers(ctx context.Context, labelFilter map[string]
 	return out, nil
 }
 
-func (f *fakeDocker) Exec(ctx context.Context, id string, s engine.ExecSpec) (int, error) {
-	key := execKey(s.Cmd)
+func (f *Engine) Exec(ctx context.Context, id string, s engine.ExecSpec) (int, error) {
+	key := CommandKey(s.Cmd)
 	f.mu.Lock()
 	f.record("Exec", key)
 	c := f.lookupLocked(id)
@@ -703,16 +724,16 @@ func (f *fakeDocker) Exec(ctx context.Context, id string, s engine.ExecSpec) (in
 		f.mu.Unlock()
 		return -1, fmt.Errorf("exec %s in %s: container %s is not running", s.Cmd[0], engine.ShortID(id), id)
 	}
-	f.execs = append(f.execs, fakeExec{Container: c.Spec.Name, Cmd: append([]string(nil), s.Cmd...)})
+	f.execs = append(f.execs, ExecRecord{Container: c.Spec.Name, Cmd: append([]string(nil), s.Cmd...)})
 	h := f.handlerLocked(key)
 	stream := false
 	for p := range f.streams {
 		stream = stream || key == p || strings.HasPrefix(key, p+" ")
 	}
 	if h == nil {
-		f.unhandled = append(f.unhandled, key)
+		f.Unhandled = append(f.Unhandled, key)
 	}
-	x := &execCall{Container: *c, Cmd: s.Cmd, Env: s.Env, User: s.User, Stdout: s.Stdout, Stderr: s.Stderr}
+	x := &Call{Container: *c, Cmd: s.Cmd, Env: s.Env, User: s.User, Stdout: s.Stdout, Stderr: s.Stderr}
 	x.Container.Spec.Labels = copyLabels(c.Spec.Labels)
 	f.mu.Unlock()
 
@@ -742,7 +763,7 @@ func (f *fakeDocker) Exec(ctx context.Context, id string, s engine.ExecSpec) (in
 	return code, err
 }
 
-func (f *fakeDocker) CopyToContainer(ctx context.Context, id, dir string, tarball io.Reader) error {
+func (f *Engine) CopyToContainer(ctx context.Context, id, dir string, tarball io.Reader) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.record("CopyToContainer", dir)
@@ -766,18 +787,19 @@ func (f *fakeDocker) CopyToContainer(ctx context.Context, id, dir string, tarbal
 		if err != nil {
 			return err
 		}
-		if f.copied == nil {
-			f.copied = map[string]map[string][]byte{}
+		if f.Copied == nil {
+			f.Copied = map[string]map[string][]byte{}
 		}
-		if f.copied[c.Spec.Name] == nil {
-			f.copied[c.Spec.Name] = map[string][]byte{}
+		if f.Copied[c.Spec.Name] == nil {
+			f.Copied[c.Spec.Name] = map[string][]byte{}
 		}
-		f.copied[c.Spec.Name][path.Join(dir, h.Name)] = b
+		f.Copied[c.Spec.Name][path.Join(dir, h.Name)] = b
 	}
 }
 
-// execKey is the command line handlers are matched against.
-func execKey(cmd []string) string {
+// CommandKey is how handlers see a command line: its words joined by
+// spaces, /usr/local/bin/rttlab written rttlab.
+func CommandKey(cmd []string) string {
 	parts := append([]string(nil), cmd...)
 	if len(parts) > 0 && parts[0] == "/usr/local/bin/rttlab" {
 		parts[0] = "rttlab"
@@ -785,9 +807,9 @@ func execKey(cmd []string) string {
 	return strings.Join(parts, " ")
 }
 
-func (f *fakeDocker) handlerLocked(key string) execHandler {
+func (f *Engine) handlerLocked(key string) Handler {
 	best := ""
-	var h execHandler
+	var h Handler
 	for p, ph := range f.handlers {
 		if (key == p || strings.HasPrefix(key, p+" ")) && len(p) >= len(best) {
 			best, h = p, ph
@@ -796,7 +818,7 @@ func (f *fakeDocker) handlerLocked(key string) execHandler {
 	return h
 }
 
-func (f *fakeDocker) Logs(ctx context.Context, id string, tail int) (string, error) {
+func (f *Engine) Logs(ctx context.Context, id string, tail int) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.record("Logs", id)
@@ -813,7 +835,7 @@ func (f *fakeDocker) Logs(ctx context.Context, id string, tail int) (string, err
 
 // Networks
 
-func (f *fakeDocker) CreateNetwork(ctx context.Context, name string, labels map[string]string) (string, error) {
+func (f *Engine) CreateNetwork(ctx context.Context, name string, labels map[string]string) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.record("CreateNetwork", name)
@@ -824,11 +846,11 @@ func (f *fakeDocker) CreateNetwork(ctx context.Context, name string, labels map[
 		return "", fmt.Errorf("create network %s: network with name %s already exists", name, name)
 	}
 	id := f.newID("network", name)
-	f.networks[id] = &fakeNetwork{ID: id, Name: name, Labels: copyLabels(labels)}
+	f.networks[id] = &Network{ID: id, Name: name, Labels: copyLabels(labels)}
 	return id, nil
 }
 
-func (f *fakeDocker) RemoveNetwork(ctx context.Context, id string) error {
+func (f *Engine) RemoveNetwork(ctx context.Context, id string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.record("RemoveNetwork", id)
@@ -848,7 +870,7 @@ func (f *fakeDocker) RemoveNetwork(ctx context.Context, id string) error {
 	return nil
 }
 
-func (f *fakeDocker) ListNetworks(ctx context.Context, labelFilter map[string]string) ([]network.Summary, error) {
+func (f *Engine) ListNetworks(ctx context.Context, labelFilter map[string]string) ([]network.Summary, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.record("ListNetworks", "")
@@ -867,7 +889,7 @@ func (f *fakeDocker) ListNetworks(ctx context.Context, labelFilter map[string]st
 
 // Volumes
 
-func (f *fakeDocker) ListVolumes(ctx context.Context, labelFilter map[string]string) ([]string, error) {
+func (f *Engine) ListVolumes(ctx context.Context, labelFilter map[string]string) ([]string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.record("ListVolumes", "")
@@ -884,7 +906,7 @@ func (f *fakeDocker) ListVolumes(ctx context.Context, labelFilter map[string]str
 	return out, nil
 }
 
-func (f *fakeDocker) RemoveVolume(ctx context.Context, name string) error {
+func (f *Engine) RemoveVolume(ctx context.Context, name string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.record("RemoveVolume", name)
@@ -893,112 +915,4 @@ func (f *fakeDocker) RemoveVolume(ctx context.Context, name string) error {
 	}
 	delete(f.volumes, name)
 	return nil
-}
-
-// The fake itself behaves like the engine where the orchestrator relies
-// on it; these tests pin that down so a test passing on the fake means
-// something.
-func TestFakeDockerBehavesLikeAnEngine(t *testing.T) {
-	ctx := context.Background()
-	f := newFakeDocker()
-	f.addImage("img:1", nil)
-
-	if _, err := f.CreateContainer(ctx, engine.ContainerSpec{Name: "a", Image: "missing:1"}); err == nil || !strings.Contains(err.Error(), "is missing") {
-		t.Fatalf("missing image: %v", err)
-	}
-	if _, err := f.CreateContainer(ctx, engine.ContainerSpec{Name: "a", Image: "img:1", Network: "nonet"}); err == nil {
-		t.Fatal("a missing network must be refused")
-	}
-	nid, err := f.CreateNetwork(ctx, "net", map[string]string{engine.LabelRun: "r1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.CreateNetwork(ctx, "net", nil); err == nil {
-		t.Fatal("duplicate network name accepted")
-	}
-	a, err := f.CreateContainer(ctx, engine.ContainerSpec{Name: "a", Image: "img:1", Network: "net", Labels: map[string]string{engine.LabelRun: "r1", engine.LabelService: "db"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.CreateContainer(ctx, engine.ContainerSpec{Name: "a", Image: "img:1"}); err == nil || !strings.Contains(err.Error(), "already in use") {
-		t.Fatalf("duplicate name: %v", err)
-	}
-	if _, err := f.Exec(ctx, a, engine.ExecSpec{Cmd: []string{"true"}}); err == nil || !strings.Contains(err.Error(), "not running") {
-		t.Fatalf("exec in a created container: %v", err)
-	}
-	side, err := f.CreateContainer(ctx, engine.ContainerSpec{Name: "side", Image: "img:1", NetworkMode: "container:" + a})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.StartContainer(ctx, side); err == nil {
-		t.Fatal("joining the namespace of a stopped container must fail")
-	}
-	if err := f.StartContainer(ctx, a); err != nil {
-		t.Fatal(err)
-	}
-	ins, err := f.InspectContainer(ctx, a)
-	if err != nil || !ins.State.Running || ins.NetworkSettings.Networks["net"].IPAddress == "" {
-		t.Fatalf("inspect %+v %v", ins.State, err)
-	}
-
-	// Exec: handlers by longest prefix, stdin passed, unknown commands 127.
-	f.handle("rttlab agent", func(ctx context.Context, x *execCall) (int, error) { return 3, nil })
-	f.handle("rttlab agent ctl", func(ctx context.Context, x *execCall) (int, error) {
-		fmt.Fprintf(x.Stdout, "%s|%s|%s", x.Flag("--delay"), x.Stdin, x.Service())
-		return 0, nil
-	})
-	var out bytes.Buffer
-	code, err := f.Exec(ctx, a, engine.ExecSpec{Cmd: []string{"/usr/local/bin/rttlab", "agent", "ctl", "set", "--delay", "5ns"}, Stdin: strings.NewReader("in"), Stdout: &out})
-	if err != nil || code != 0 || out.String() != "5ns|in|db" {
-		t.Fatalf("ctl exec: %d %v %q", code, err, out.String())
-	}
-	if code, _ := f.Exec(ctx, a, engine.ExecSpec{Cmd: []string{"/usr/local/bin/rttlab", "agent", "ping"}}); code != 3 {
-		t.Fatalf("prefix handler: code %d", code)
-	}
-	var errb bytes.Buffer
-	if code, _ := f.Exec(ctx, a, engine.ExecSpec{Cmd: []string{"nope"}, Stderr: &errb}); code != 127 || len(f.unhandled) != 1 {
-		t.Fatalf("unknown command: %d %q", code, errb.String())
-	}
-	cctx, cancel := context.WithCancel(ctx)
-	cancel()
-	if _, err := f.Exec(cctx, a, engine.ExecSpec{Cmd: []string{"rttlab", "agent"}}); !errors.Is(err, context.Canceled) {
-		t.Fatalf("exec with a cancelled context: %v", err)
-	}
-
-	// Faults are used up; crashes stop containers; logs are kept.
-	boom := errors.New("boom")
-	ft := f.failOn("Exec", "agent ping", 1, boom)
-	if _, err := f.Exec(ctx, a, engine.ExecSpec{Cmd: []string{"rttlab", "agent", "ping"}}); !errors.Is(err, boom) {
-		t.Fatalf("fault: %v", err)
-	}
-	if _, err := f.Exec(ctx, a, engine.ExecSpec{Cmd: []string{"rttlab", "agent", "ping"}}); err != nil || ft.hits != 1 {
-		t.Fatalf("fault used once: %v, hits %d", err, ft.hits)
-	}
-	if n := f.exit("a", 2, "FATAL: out of memory\n"); n != 1 {
-		t.Fatalf("exit hit %d containers", n)
-	}
-	if err := CheckRunning(ctx, f, &Member{ID: a, Name: "a"}); !errors.Is(err, ErrContainerExited) || !strings.Contains(err.Error(), "out of memory") || !strings.Contains(err.Error(), "exit code 2") {
-		t.Fatalf("CheckRunning after exit: %v", err)
-	}
-
-	// Labels filter like the engine's: key only, or key=value.
-	if cs, _ := f.ListContainers(ctx, map[string]string{engine.LabelRun: ""}); len(cs) != 1 || cs[0].Names[0] != "/a" || cs[0].State != "exited" {
-		t.Fatalf("list by key: %+v", cs)
-	}
-	if cs, _ := f.ListContainers(ctx, map[string]string{engine.LabelRun: "r2"}); len(cs) != 0 {
-		t.Fatalf("list by value: %+v", cs)
-	}
-	// A network with a container attached stays.
-	if err := f.RemoveNetwork(ctx, nid); err == nil || !strings.Contains(err.Error(), "active endpoints") {
-		t.Fatalf("remove busy network: %v", err)
-	}
-	for _, id := range []string{a, side} {
-		if err := f.RemoveContainer(ctx, id); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := f.RemoveNetwork(ctx, nid); err != nil {
-		t.Fatal(err)
-	}
-	f.requireEmpty(t)
 }
