@@ -1,0 +1,212 @@
+package placement
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rttlab/rttlab/orchestrator/engine/enginefake"
+)
+
+// smallPlan is placement-smoke for app with fewer requests: every phase
+// runs, in a second.
+func smallPlan(t *testing.T, app string) *PlacePlan {
+	t.Helper()
+	p, _ := BuiltinPlacePlan("placement-smoke")
+	p.App = app
+	p.Warmup, p.Requests, p.Rounds = 2, 8, 2
+	p.Select1Warmup, p.Select1Calls = 2, 10
+	p.RoutedWarmup, p.RoutedRequests = 2, 6
+	p.SweepN, p.SweepWarmup, p.SweepRequests = []int{0, 1, 6}, 2, 6
+	p.ConcurrencyRates, p.ConcurrencyRequests = []float64{0.5}, 20
+	p.ICMPCount = 5
+	if err := p.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// startLab starts the placement session of p on a fresh lab and tells the
+// lab the nodes' addresses; the stack is removed when the test ends, and
+// the test fails if anything is left.
+func startLab(t *testing.T, p *PlacePlan) (*placeLab, *PlaceSession) {
+	t.Helper()
+	l := newPlaceLab(t, p.App)
+	ps, err := StartPlacement(context.Background(), l, p, l.target(t, p), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := ps.Stack.Remove(context.Background(), l); err != nil {
+			t.Error(err)
+		}
+		l.RequireEmpty(t)
+	})
+	l.mu.Lock()
+	for n, m := range ps.Nodes {
+		l.ips[n] = m.IP
+	}
+	l.mu.Unlock()
+	return l, ps
+}
+
+func within(a, b, tol float64) bool { return math.Abs(a-b) <= tol }
+
+// The whole study on the model network: the links, SELECT 1 and the
+// held-out test measure what the plan configured, the proxy's decisions
+// join the client's requests one to one, the sweep finds the crossover
+// the geometry puts between N=1 and N=6, and the folder holds every file
+// a report needs and re-renders.
+func TestPlacementRunOnAFakeEngine(t *testing.T) {
+	p := smallPlan(t, "go")
+	l, ps := startLab(t, p)
+	var progress []string
+	ps.Progress = func(s string) { progress = append(progress, s) }
+	dir := filepath.Join(t.TempDir(), "run")
+	r := &PlaceRunner{D: l, S: ps, Dir: dir, Version: "test"}
+	res, err := r.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Unhandled) > 0 {
+		t.Errorf("commands nobody answered: %v", l.Unhandled)
+	}
+
+	// ICMP adds the configured RTT on every pair, in both phases.
+	if len(res.Links) != 2*len(pairs()) {
+		t.Errorf("%d link checks, want %d", len(res.Links), 2*len(pairs()))
+	}
+	for _, c := range res.Links {
+		if !within(c.AddedMs, c.ConfiguredMs, 0.001) || c.Lost != 0 {
+			t.Errorf("link %s %s–%s: added %.4f, configured %.4f, lost %d", c.Phase, c.A, c.B, c.AddedMs, c.ConfiguredMs, c.Lost)
+		}
+	}
+	for _, s := range res.Select1 {
+		if !within(s.AddedMs, s.ConfiguredMs, 0.005) {
+			t.Errorf("SELECT 1 from %s: added %.4f, configured %.4f", s.Host, s.AddedMs, s.ConfiguredMs)
+		}
+	}
+
+	if len(res.Reps) != 1 {
+		t.Fatalf("%d repetitions", len(res.Reps))
+	}
+	rep := res.Reps[0]
+	// The profiled model predicts the held-out p50s exactly: the lab's
+	// latencies are a client path, a residual and N round trips.
+	if len(rep.HeldOut) != 2*2*len(p.Routes) {
+		t.Errorf("%d held-out rows", len(rep.HeldOut))
+	}
+	for _, h := range rep.HeldOut {
+		if h.Model == ModelProfiled && math.Abs(h.ErrorMs) > 0.001 {
+			t.Errorf("held-out %s on %s: %s error %.4f ms", h.Route, h.Host, h.Model, h.ErrorMs)
+		}
+	}
+	wantRouted := (p.RoutedWarmup + p.RoutedRequests) * len(p.Policies) * len(p.Routes)
+	if rep.Decisions != wantRouted || rep.Unmatched != 0 {
+		t.Errorf("routed: %d decisions (want %d), %d unmatched", rep.Decisions, wantRouted, rep.Unmatched)
+	}
+	if len(rep.Routed.Cells) == 0 {
+		t.Error("no routed cells")
+	}
+	if rep.ProxyOverheadP50Ms <= 0 {
+		t.Errorf("proxy overhead %v", rep.ProxyOverheadP50Ms)
+	}
+
+	// a is next to the client, b next to the database and, held out, one
+	// 0.25 ms one-way further from the client: b wins from N = 2 on.
+	if res.Measured == nil || len(res.Measured.Crossings) != 1 || res.Measured.Crossings[0].Low != 1 || res.Measured.Crossings[0].High != 6 {
+		t.Errorf("measured crossover %+v, want one crossing between N=1 and N=6", res.Measured)
+	}
+	if len(res.SweepPredicted) == 0 || len(res.Capacity) != 2 || len(res.Concurrency) == 0 || res.ConcurrencyConn == "" {
+		t.Errorf("sweep predicted %d, capacity %d, concurrency %d rows", len(res.SweepPredicted), len(res.Capacity), len(res.Concurrency))
+	}
+	for _, c := range res.Concurrency {
+		if c.Policy == "" || c.N == 0 {
+			t.Errorf("concurrency row %+v", c)
+		}
+	}
+
+	for _, f := range []string{"manifest.json", "samples.jsonl", "decisions.jsonl", "summary.json", "summary.md"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Error(err)
+		}
+	}
+	svgs, _ := filepath.Glob(filepath.Join(dir, "plots", "*.svg"))
+	if len(svgs) == 0 {
+		t.Error("no plots")
+	}
+	var man map[string]any
+	if b, err := os.ReadFile(filepath.Join(dir, "manifest.json")); err != nil || json.Unmarshal(b, &man) != nil || man["kind"] != "placement" || man["backend"] != "userspace" {
+		t.Errorf("manifest %v: %v", man, err)
+	}
+	if !strings.Contains(strings.Join(progress, "\n"), "routed comparison through the proxy") {
+		t.Errorf("progress:\n%s", strings.Join(progress, "\n"))
+	}
+
+	// The folder re-renders from its raw files to the same figures.
+	before, _ := os.ReadFile(filepath.Join(dir, "summary.md"))
+	if !IsPlacementFolder(dir) {
+		t.Fatal("not a placement folder")
+	}
+	if _, err := ReportPlacement(dir); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := os.ReadFile(filepath.Join(dir, "summary.md"))
+	if len(after) == 0 || !strings.Contains(string(after), "crossover") {
+		t.Errorf("re-rendered summary:\n%s", after)
+	}
+	if string(before) != string(after) {
+		t.Errorf("the summary re-rendered from the raw files differs from the run's:\n%s\n---\n%s", before, after)
+	}
+	if md, err := ComparePlacement(dir, dir); err != nil || md == "" {
+		t.Errorf("compare with itself: %v", err)
+	}
+}
+
+// A failure mid-study ends the run with an error that names it; what was
+// measured so far stays in the folder, and the session's stack still
+// comes down whole (startLab's cleanup checks).
+func TestPlacementRunFailures(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		break_ func(l *placeLab)
+		want   string
+	}{
+		{"compute host dies", func(l *placeLab) { l.Exit("-b", 137, "Killed\n") }, "container exited"},
+		{"load client fails", func(l *placeLab) {
+			l.Handle("rttlab agent load", func(ctx context.Context, x *enginefake.Call) (int, error) {
+				fmt.Fprintln(x.Stderr, "rttlab: dial tcp: connection refused")
+				return 1, nil
+			})
+		}, "connection refused"},
+		{"SELECT 1 probe fails", func(l *placeLab) { l.FailOn("Exec", "agent sqlprobe", -1, errors.New("exec boom")) }, "exec boom"},
+		{"proxy log unreadable", func(l *placeLab) {
+			l.Handle("cat "+proxyLog, func(ctx context.Context, x *enginefake.Call) (int, error) {
+				fmt.Fprintln(x.Stderr, "cat: permission denied")
+				return 1, nil
+			})
+		}, "read the decision log"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := smallPlan(t, "go")
+			p.SweepN, p.ConcurrencyRates = nil, nil
+			l, ps := startLab(t, p)
+			c.break_(l)
+			dir := filepath.Join(t.TempDir(), "run")
+			_, err := (&PlaceRunner{D: l, S: ps, Dir: dir, Version: "test"}).Run(context.Background())
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err %v, want one about %q", err, c.want)
+			}
+			if _, err := os.Stat(filepath.Join(dir, "manifest.json")); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
