@@ -65,7 +65,7 @@ It prints which path was taken.`,
 	cmd.Flags().StringVar(&o.ref, "tag", engine.BaseImage, "image reference to ensure")
 	cmd.Flags().BoolVar(&o.skipPull, "skip-pull", false, "do not try a registry; build with debootstrap when absent")
 	cmd.Flags().StringVar(&o.mirror, "mirror", "http://deb.debian.org/debian", "Debian mirror for debootstrap")
-	cmd.Flags().BoolVarP(&o.verbose, "verbose", "v", false, "show debootstrap output")
+	cmd.Flags().BoolVar(&o.verbose, "verbose", false, "show debootstrap output")
 	return cmd
 }
 
@@ -156,7 +156,7 @@ Examples:
 		},
 	}
 	cmd.Flags().BoolVar(&o.noCache, "no-cache", false, "do not use the build cache")
-	cmd.Flags().BoolVarP(&o.verbose, "verbose", "v", false, "show build output")
+	cmd.Flags().BoolVar(&o.verbose, "verbose", false, "show build output")
 	cmd.Flags().IntVarP(&o.parallel, "parallel", "j", engine.DefaultBuildParallel, "images built at once")
 	return cmd
 }
