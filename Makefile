@@ -38,13 +38,15 @@ cross:
 unit:
 	$(ENGINE) $(GO) test -race -count=1 -short ./...
 
-# All tests: the unit tests under the race detector, then everything,
-# integration included, against a real engine, real PostgreSQL and real
-# shaping (set-up of packages and dockerd first), and the kernel netem
-# backend in a qemu VM that boots Debian's stock kernel (.ci/vm.sh
-# installs qemu and caches the kernel package), verbose so that the log
-# shows the VM's kernel and what netem read back.
+# All tests: the host set-up's decisions on hosts unlike this one (with
+# stand-ins for docker, apt-get and dpkg-query), the unit tests under the
+# race detector, then everything, integration included, against a real
+# engine, real PostgreSQL and real shaping (set-up of packages and dockerd
+# first), and the kernel netem backend in a qemu VM that boots Debian's
+# stock kernel (.ci/vm.sh installs qemu and caches the kernel package),
+# verbose so that the log shows the VM's kernel and what netem read back.
 test: build vet cross
+	bash .ci/engine_test.sh
 	$(ENGINE) $(GO) test -race -count=1 -short ./...
 	RTTLAB_INTEGRATION=1 $(ENGINE) .ci/vm.sh sh -c '$(GO) test -count=1 -timeout 80m -p 1 $$($(GO) list ./... | grep -v /netem/vmtest) && $(GO) test -count=1 -timeout 10m -v ./netem/vmtest'
 

@@ -11,8 +11,38 @@ set -euo pipefail
 
 log() { printf '[setup] %s\n' "$*" >&2; }
 
+sock=/var/run/docker.sock
+engine_up() {
+  if [ -n "${DOCKER_HOST:-}" ]; then
+    command -v docker >/dev/null && docker info >/dev/null 2>&1
+  else
+    [ -S "$sock" ] && curl -fsS --max-time 3 --unix-socket "$sock" http://localhost/_ping >/dev/null 2>&1
+  fi
+}
+
+if [ -n "${DOCKER_HOST:-}" ] && ! engine_up; then
+  if ! command -v docker >/dev/null; then
+    echo "rttlab set-up: DOCKER_HOST=$DOCKER_HOST is set but the docker CLI that checks it is missing: install docker-ce-cli or docker.io, or unset DOCKER_HOST" >&2
+  else
+    echo "rttlab set-up: DOCKER_HOST=$DOCKER_HOST does not answer; unset it to let this script start a local dockerd" >&2
+  fi
+  exit 1
+fi
+
+# An engine that answers is used as it is (Docker CE, Docker Desktop, a
+# remote DOCKER_HOST): docker.io is installed only where no engine answers
+# and none is installed, and never over Docker CE or Moby.
+installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
 need_pkgs=()
-command -v dockerd >/dev/null 2>&1 || need_pkgs+=(docker.io)
+if ! engine_up && ! command -v dockerd >/dev/null 2>&1; then
+  for p in docker-ce moby-engine; do
+    if installed "$p"; then
+      echo "rttlab set-up: $p is installed but dockerd is not on PATH and no engine answers; start the engine (systemctl start docker) or put dockerd on PATH" >&2
+      exit 1
+    fi
+  done
+  need_pkgs+=(docker.io)
+fi
 command -v debootstrap >/dev/null 2>&1 || need_pkgs+=(debootstrap)
 command -v iptables >/dev/null 2>&1 || need_pkgs+=(iptables)
 command -v ip >/dev/null 2>&1 || need_pkgs+=(iproute2)
@@ -25,6 +55,9 @@ command -v gcc >/dev/null 2>&1 || need_pkgs+=(gcc libc6-dev)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then
     echo "rttlab set-up: missing ${need_pkgs[*]}; run as root (sudo make ...) so they can be installed" >&2
+    case " ${need_pkgs[*]} " in
+    *" docker.io "*) echo "  no Docker engine answers: on Debian and Ubuntu the package is docker.io (apt-get install docker.io); Docker CE (docker-ce, from download.docker.com) works too" >&2 ;;
+    esac
     exit 1
   fi
   log "installing ${need_pkgs[*]}"
@@ -38,21 +71,8 @@ if [ ${#need_pkgs[@]} -gt 0 ]; then
   fi
 fi
 
-sock=/var/run/docker.sock
-engine_up() {
-  if [ -n "${DOCKER_HOST:-}" ]; then
-    command -v docker >/dev/null && docker info >/dev/null 2>&1
-  else
-    [ -S "$sock" ] && curl -fsS --max-time 3 --unix-socket "$sock" http://localhost/_ping >/dev/null 2>&1
-  fi
-}
-
 started=""
 if ! engine_up; then
-  if [ -n "${DOCKER_HOST:-}" ]; then
-    echo "rttlab set-up: DOCKER_HOST=$DOCKER_HOST does not answer; unset it to let this script start a local dockerd" >&2
-    exit 1
-  fi
   log "starting dockerd"
   logf=${TMPDIR:-/tmp}/rttlab-dockerd.log
   dockerd >"$logf" 2>&1 &
