@@ -17,8 +17,12 @@ import (
 	"github.com/rttlab/rttlab/workers"
 )
 
+type reportOptions struct {
+	targets []string // --p50-target ROUTE=MS, as given
+}
+
 func newReportCmd() *cobra.Command {
-	var targets []string
+	o := &reportOptions{}
 	cmd := &cobra.Command{
 		Use:   "report DIR",
 		Short: "Regenerate summaries, plots and report.html from a results folder's raw files",
@@ -40,82 +44,94 @@ Examples:
   rttlab report rttlab-results/20261130T010203Z-study
   rttlab report rttlab-results/20261130T010203Z-study --p50-target /feed=5
   rttlab report rttlab-results/20261130T010203-workers`,
-		Args: cobra.ExactArgs(1),
-		PreRunE: func(cmd *cobra.Command, args []string) error {
-			for _, t := range targets {
-				if _, _, err := parseTarget(t); err != nil {
-					return err
-				}
-			}
-			return nil
-		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			dir := args[0]
-			if err := resultsFolder(dir); err != nil {
-				return err
-			}
-			if len(targets) > 0 && (placement.IsPlacementFolder(dir) || isWorkersFolder(dir)) {
-				return usagef("--p50-target fits the RTT study's routes: %s is a placement or workers folder", dir)
-			}
-			if m, err := readWorkersManifest(dir); err == nil {
-				plan, err := workersFolderPlan(dir, m)
-				if err != nil {
-					return err
-				}
-				files, err := workers.ReportWorkers(dir, plan)
-				if err != nil {
-					return err
-				}
-				for _, f := range files {
-					fmt.Fprintf(cmd.OutOrStdout(), "wrote %s\n", f)
-				}
-				return nil
-			}
-			if placement.IsPlacementFolder(dir) {
-				files, err := placement.ReportPlacement(dir)
-				if err != nil {
-					return err
-				}
-				for _, f := range files {
-					fmt.Fprintf(cmd.OutOrStdout(), "wrote %s\n", f)
-				}
-				return nil
-			}
-			// One load serves the checks before anything is written: an
-			// empty sample set, what the reader tolerated, the targets.
-			var fits []results.Sensitivity
-			if d, err := results.Load(dir); err == nil {
-				if len(d.Samples) == 0 {
-					// Nothing is rewritten from nothing: the plots of an
-					// earlier report stay.
-					return fmt.Errorf("%s holds no sample of a done task (%d of %d tasks done): nothing to report, nothing written",
-						filepath.Join(dir, results.SamplesFile), len(d.Done), len(d.Manifest.Tasks))
-				}
-				// What the reader tolerated (a line cut by a crash) is said
-				// here as well as in the summary's warnings.
-				for _, n := range d.Notes {
-					fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", n)
-				}
-				if len(targets) > 0 {
-					fits = results.Analyze(d, results.Options{}).Sensitivity
-					if err := printTargets(io.Discard, fits, targets); err != nil {
-						return err
-					}
-				}
-			}
-			files, err := results.RenderFiles(dir, results.Options{})
-			if err != nil {
-				return err
-			}
-			for _, f := range files {
-				fmt.Fprintf(cmd.OutOrStdout(), "wrote %s\n", f)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "report: %s\n", filepath.Join(dir, results.ReportFile))
-			return printTargets(cmd.OutOrStdout(), fits, targets)
-		},
+		Args:    cobra.ExactArgs(1),
+		PreRunE: func(cmd *cobra.Command, args []string) error { return o.prepare() },
+		RunE:    func(cmd *cobra.Command, args []string) error { return o.run(cmd, args[0]) },
 	}
-	cmd.Flags().StringArrayVar(&targets, "p50-target", nil, "ROUTE=MS: the RTT up to which ROUTE's fitted p50 stays under MS (repeatable)")
+	cmd.Flags().StringArrayVar(&o.targets, "p50-target", nil, "ROUTE=MS: the RTT up to which ROUTE's fitted p50 stays under MS (repeatable)")
 	return cmd
+}
+
+// prepare checks every --p50-target before the folder is read.
+func (o *reportOptions) prepare() error {
+	for _, t := range o.targets {
+		if _, _, err := parseTarget(t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// run regenerates the folder's report: a worker study's, a placement
+// study's, or the RTT study's with its --p50-target answers.
+func (o *reportOptions) run(cmd *cobra.Command, dir string) error {
+	if err := resultsFolder(dir); err != nil {
+		return err
+	}
+	if len(o.targets) > 0 && (placement.IsPlacementFolder(dir) || isWorkersFolder(dir)) {
+		return usagef("--p50-target fits the RTT study's routes: %s is a placement or workers folder", dir)
+	}
+	if m, err := readWorkersManifest(dir); err == nil {
+		plan, err := workersFolderPlan(dir, m)
+		if err != nil {
+			return err
+		}
+		files, err := workers.ReportWorkers(dir, plan)
+		if err != nil {
+			return err
+		}
+		printWrote(cmd.OutOrStdout(), files)
+		return nil
+	}
+	if placement.IsPlacementFolder(dir) {
+		files, err := placement.ReportPlacement(dir)
+		if err != nil {
+			return err
+		}
+		printWrote(cmd.OutOrStdout(), files)
+		return nil
+	}
+	return o.reportStudy(cmd, dir)
+}
+
+// reportStudy regenerates an RTT study's folder. One load serves the
+// checks before anything is written: an empty sample set, what the reader
+// tolerated, the targets.
+func (o *reportOptions) reportStudy(cmd *cobra.Command, dir string) error {
+	var fits []results.Sensitivity
+	if d, err := results.Load(dir); err == nil {
+		if len(d.Samples) == 0 {
+			// Nothing is rewritten from nothing: the plots of an
+			// earlier report stay.
+			return fmt.Errorf("%s holds no sample of a done task (%d of %d tasks done): nothing to report, nothing written",
+				filepath.Join(dir, results.SamplesFile), len(d.Done), len(d.Manifest.Tasks))
+		}
+		// What the reader tolerated (a line cut by a crash) is said
+		// here as well as in the summary's warnings.
+		for _, n := range d.Notes {
+			fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", n)
+		}
+		if len(o.targets) > 0 {
+			fits = results.Analyze(d, results.Options{}).Sensitivity
+			if err := printTargets(io.Discard, fits, o.targets); err != nil {
+				return err
+			}
+		}
+	}
+	files, err := results.RenderFiles(dir, results.Options{})
+	if err != nil {
+		return err
+	}
+	printWrote(cmd.OutOrStdout(), files)
+	fmt.Fprintf(cmd.OutOrStdout(), "report: %s\n", filepath.Join(dir, results.ReportFile))
+	return printTargets(cmd.OutOrStdout(), fits, o.targets)
+}
+
+// printWrote prints a "wrote FILE" line per file.
+func printWrote(w io.Writer, files []string) {
+	for _, f := range files {
+		fmt.Fprintf(w, "wrote %s\n", f)
+	}
 }
 
 // parseTarget reads ROUTE=MS.
