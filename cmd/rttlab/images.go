@@ -90,73 +90,90 @@ cache. Prints each image's tag, ID and build time.
 Examples:
   rttlab images build              # postgres, agent and every app
   rttlab images build postgres go  # just these`,
-		PreRunE: func(cmd *cobra.Command, args []string) error {
-			// Names are checked before the engine is touched.
-			all, _, _, err := appsTree()
-			if err != nil {
-				return err
-			}
-			for _, n := range args {
-				if _, ok := all[n]; !ok {
-					if _, err := resolveTargets(all, []string{n}); err != nil {
-						return err
-					}
-				}
-			}
-			return nil
-		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			rt, err := connect(ctx)
-			if err != nil {
-				return err
-			}
-			defer rt.Close()
-			out := cmd.OutOrStdout()
-			path, _, err := engine.EnsureBase(ctx, rt, engine.BaseOptions{Progress: cmd.ErrOrStderr()})
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(out, "base image %s: %s\n", engine.BaseImage, path)
-			var log = os.Stderr
-			b, err := newBuilder(ctx, rt, o.noCache, nil)
-			if err != nil {
-				return err
-			}
-			if o.verbose {
-				b.Log = log
-			}
-			names := args
-			if len(names) == 0 {
-				names = slices.Sorted(maps.Keys(b.Apps))
-			}
-			for i, n := range names {
-				if t, ok := b.Apps[n]; ok {
-					names[i] = t.Name
-					continue
-				}
-				t, err := resolveTargets(b.Apps, []string{n})
-				if err != nil {
-					return err
-				}
-				names[i] = t[0].Meta.Name
-			}
-			var failed error
-			b.BuildEach(ctx, names, o.parallel, func(n string, r engine.Built, err error) bool {
-				if err != nil {
-					if failed == nil {
-						failed = err
-					}
-					return false
-				}
-				fmt.Fprintf(out, "%-26s %s  %6.1fs\n", r.Tag, shortID(r.ID), r.Duration.Seconds())
-				return true
-			})
-			return failed
-		},
+		PreRunE: func(cmd *cobra.Command, args []string) error { return o.prepare(args) },
+		RunE:    func(cmd *cobra.Command, args []string) error { return o.run(cmd, args) },
 	}
 	cmd.Flags().BoolVar(&o.noCache, "no-cache", false, "do not use the build cache")
 	cmd.Flags().BoolVar(&o.verbose, "verbose", false, "show build output")
 	cmd.Flags().IntVarP(&o.parallel, "parallel", "j", engine.DefaultBuildParallel, "images built at once")
 	return cmd
+}
+
+// prepare checks the names of the images to build before the engine is
+// touched.
+func (o *imagesBuildOptions) prepare(args []string) error {
+	all, _, _, err := appsTree()
+	if err != nil {
+		return err
+	}
+	for _, n := range args {
+		if _, ok := all[n]; !ok {
+			if _, err := resolveTargets(all, []string{n}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// run makes sure of the base image, then builds the images named (every
+// one when none is) and prints a line per image built.
+func (o *imagesBuildOptions) run(cmd *cobra.Command, args []string) error {
+	ctx := cmd.Context()
+	rt, err := connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+	out := cmd.OutOrStdout()
+	path, _, err := engine.EnsureBase(ctx, rt, engine.BaseOptions{Progress: cmd.ErrOrStderr()})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "base image %s: %s\n", engine.BaseImage, path)
+	var log = os.Stderr
+	b, err := newBuilder(ctx, rt, o.noCache, nil)
+	if err != nil {
+		return err
+	}
+	if o.verbose {
+		b.Log = log
+	}
+	names, err := imageNames(b, args)
+	if err != nil {
+		return err
+	}
+	var failed error
+	b.BuildEach(ctx, names, o.parallel, func(n string, r engine.Built, err error) bool {
+		if err != nil {
+			if failed == nil {
+				failed = err
+			}
+			return false
+		}
+		fmt.Fprintf(out, "%-26s %s  %6.1fs\n", r.Tag, shortID(r.ID), r.Duration.Seconds())
+		return true
+	})
+	return failed
+}
+
+// imageNames is the images the names given stand for (an app's variant,
+// <app>-<variant>, is its app's image), every one of the builder's when
+// none is given. The names are replaced in place.
+func imageNames(b *engine.Builder, names []string) ([]string, error) {
+	if len(names) == 0 {
+		names = slices.Sorted(maps.Keys(b.Apps))
+	}
+	for i, n := range names {
+		if t, ok := b.Apps[n]; ok {
+			names[i] = t.Name
+			continue
+		}
+		t, err := resolveTargets(b.Apps, []string{n})
+		if err != nil {
+			return nil, err
+		}
+		names[i] = t[0].Meta.Name
+	}
+	return names, nil
 }
