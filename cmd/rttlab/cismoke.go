@@ -66,40 +66,9 @@ its routes; its statements per request are reported, not asserted.
 Examples:
   rttlab ci-smoke go --budget /feed=3,/feed-naive=12 --junit budgets.xml
   rttlab ci-smoke --app-image my-app:ci --routes /api/items,/api/items/1 --db-init db/schema.sql`,
-		Args: o.own.args(false),
-		PreRunE: func(cmd *cobra.Command, args []string) (err error) {
-			if o.target, err = o.own.resolveApp(cmd.Flags(), args); err != nil {
-				return err
-			}
-			if _, err := orchestrator.MixFor(o.target.Meta); err != nil {
-				return err
-			}
-			if err := o.budget.resolve(o.target); err != nil {
-				return err
-			}
-			if o.verifyN < 1 || o.verifyN > 10000 {
-				return usagef("--verify-requests %d: use 1..10000", o.verifyN)
-			}
-			if o.plan, err = ciSmokePlan(o); err != nil {
-				return err
-			}
-			all, _, _, err := appsTree()
-			if err != nil {
-				return err
-			}
-			if err := orchestrator.AddOwnApps(o.plan, all); err != nil {
-				return usageError{Err: err}
-			}
-			if err := orchestrator.ValidatePlanApps(o.plan, all); err != nil {
-				return usageError{Err: err}
-			}
-			return nil
-		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			v := runCISmoke(cmd, o)
-			v.write(cmd.OutOrStdout())
-			return v.result()
-		},
+		Args:    o.own.args(false),
+		PreRunE: func(cmd *cobra.Command, args []string) error { return o.prepare(cmd, args) },
+		RunE:    func(cmd *cobra.Command, args []string) error { return o.run(cmd) },
 	}
 	f := cmd.Flags()
 	o.own.addFlags(f, "routes to run (comma list; default every route, a per-N route at ?n=5; required with --app-image or --compose)")
@@ -114,6 +83,44 @@ Examples:
 	f.StringVar(&o.out, "out", "rttlab-results", "folder that receives the results folder")
 	o.budget.addFlags(cmd, false)
 	return cmd
+}
+
+// prepare resolves the app, checks its mix, the budgets and the counts,
+// and settles the plan, all before anything starts.
+func (o *ciSmokeOptions) prepare(cmd *cobra.Command, args []string) (err error) {
+	if o.target, err = o.own.resolveApp(cmd.Flags(), args); err != nil {
+		return err
+	}
+	if _, err := orchestrator.MixFor(o.target.Meta); err != nil {
+		return err
+	}
+	if err := o.budget.resolve(o.target); err != nil {
+		return err
+	}
+	if o.verifyN < 1 || o.verifyN > 10000 {
+		return usagef("--verify-requests %d: use 1..10000", o.verifyN)
+	}
+	if o.plan, err = ciSmokePlan(o); err != nil {
+		return err
+	}
+	all, _, _, err := appsTree()
+	if err != nil {
+		return err
+	}
+	if err := orchestrator.AddOwnApps(o.plan, all); err != nil {
+		return usageError{Err: err}
+	}
+	if err := orchestrator.ValidatePlanApps(o.plan, all); err != nil {
+		return usageError{Err: err}
+	}
+	return nil
+}
+
+// run runs the steps, prints the verdict and returns its exit status.
+func (o *ciSmokeOptions) run(cmd *cobra.Command) error {
+	v := runCISmoke(cmd, o)
+	v.write(cmd.OutOrStdout())
+	return v.result()
 }
 
 // ciSmokePlan is the plan of a ci-smoke run: one app, its routes (or its
@@ -284,74 +291,92 @@ func (v *ciVerdict) runComplete() bool {
 // write prints the one-screen verdict.
 func (v *ciVerdict) write(w io.Writer) {
 	fmt.Fprintf(w, "ci-smoke %s: %s\n", v.App, v.verdict())
-	row := func(step, state, detail string) {
-		line := fmt.Sprintf("  %-8s %-5s %s", step, state, detail)
-		fmt.Fprintln(w, strings.TrimRight(line, " "))
-	}
-	switch {
-	case !v.VerifyRan:
-		row("verify", "-", "not run")
-	case v.VerifyFailed > 0:
-		row("verify", "FAIL", fmt.Sprintf("%d of %d checks failed (the FAIL lines above); nothing else ran", v.VerifyFailed, v.VerifyChecks))
-	case v.Err != nil && !v.RunRan:
-		row("verify", "-", "did not complete")
-	default:
-		row("verify", "PASS", fmt.Sprintf("%d checks", v.VerifyChecks))
-	}
+	v.writeVerify(w)
 	if v.Gate != nil {
-		var types []string
-		for _, t := range v.Gate.Types {
-			if t.N > 0 {
-				types = append(types, fmt.Sprintf("%s %g [%d-%d]", t.Type, t.RoundTrips.Median, t.RoundTrips.Min, t.RoundTrips.Max))
-			}
-		}
-		if len(types) > 0 {
-			row("trace", "", strings.Join(types, ", ")+" round trips per request, median [min-max]")
-		}
-		switch v.Gate.Verdict {
-		case results.BudgetNone:
-			row("budgets", "-", "none given (--budget ROUTE=N, or budgets: in app.yaml)")
-		case results.BudgetPass:
-			row("budgets", "PASS", fmt.Sprintf("%d of %d budgeted request types within budget (%s)", v.Gate.Gated(), v.Gate.Gated(), apps.Budgets(v.Gate.Budgets)))
-		default:
-			row("budgets", "FAIL", fmt.Sprintf("%d of %d budgeted request types", len(v.Gate.Failing()), v.Gate.Gated()))
-			for _, l := range v.Gate.FailLines() {
-				fmt.Fprintf(w, "           %s\n", l)
-			}
-		}
+		v.writeGate(w)
 	} else if v.RunRan {
-		row("budgets", "-", "not checked: the run traced nothing")
+		ciRow(w, "budgets", "-", "not checked: the run traced nothing")
 	}
 	if v.RunRan {
-		state, detail := "PASS", ""
-		if s := v.Summary; s != nil {
-			detail = fmt.Sprintf("%d of %d tasks at %s ms (%s)", s.TasksDone, s.TasksPlanned, msList(v.Plan.DelaysMs), v.counts())
-		}
-		if !v.runComplete() || v.Err != nil {
-			state = "FAIL"
-		}
-		if v.Err != nil {
-			if detail != "" {
-				detail += "; "
-			}
-			detail += firstLineOf(v.Err)
-		}
-		row("run", state, detail)
-		for _, c := range v.cells() {
-			fmt.Fprintf(w, "           %s\n", c)
-		}
-		if s := v.Summary; s != nil && len(s.Warnings) > 0 {
-			row("notes", "", fmt.Sprintf("%d warnings in summary.md (a smoke run has too few runs for a claim)", len(s.Warnings)))
-		}
+		v.writeRun(w)
 	}
 	if v.Err != nil && !v.RunRan && v.VerifyFailed == 0 {
-		row("error", "", firstLineOf(v.Err))
+		ciRow(w, "error", "", firstLineOf(v.Err))
 	}
 	if v.Dir != "" {
-		row("results", "", v.Dir)
+		ciRow(w, "results", "", v.Dir)
 	}
 	if v.JUnit != "" && v.Gate != nil {
-		row("junit", "", v.JUnit)
+		ciRow(w, "junit", "", v.JUnit)
+	}
+}
+
+// ciRow prints a row of the verdict: the step, its state and what it found.
+func ciRow(w io.Writer, step, state, detail string) {
+	line := fmt.Sprintf("  %-8s %-5s %s", step, state, detail)
+	fmt.Fprintln(w, strings.TrimRight(line, " "))
+}
+
+// writeVerify prints the verify step's row.
+func (v *ciVerdict) writeVerify(w io.Writer) {
+	switch {
+	case !v.VerifyRan:
+		ciRow(w, "verify", "-", "not run")
+	case v.VerifyFailed > 0:
+		ciRow(w, "verify", "FAIL", fmt.Sprintf("%d of %d checks failed (the FAIL lines above); nothing else ran", v.VerifyFailed, v.VerifyChecks))
+	case v.Err != nil && !v.RunRan:
+		ciRow(w, "verify", "-", "did not complete")
+	default:
+		ciRow(w, "verify", "PASS", fmt.Sprintf("%d checks", v.VerifyChecks))
+	}
+}
+
+// writeGate prints the trace's round trips and the budget gate's rows.
+func (v *ciVerdict) writeGate(w io.Writer) {
+	var types []string
+	for _, t := range v.Gate.Types {
+		if t.N > 0 {
+			types = append(types, fmt.Sprintf("%s %g [%d-%d]", t.Type, t.RoundTrips.Median, t.RoundTrips.Min, t.RoundTrips.Max))
+		}
+	}
+	if len(types) > 0 {
+		ciRow(w, "trace", "", strings.Join(types, ", ")+" round trips per request, median [min-max]")
+	}
+	switch v.Gate.Verdict {
+	case results.BudgetNone:
+		ciRow(w, "budgets", "-", "none given (--budget ROUTE=N, or budgets: in app.yaml)")
+	case results.BudgetPass:
+		ciRow(w, "budgets", "PASS", fmt.Sprintf("%d of %d budgeted request types within budget (%s)", v.Gate.Gated(), v.Gate.Gated(), apps.Budgets(v.Gate.Budgets)))
+	default:
+		ciRow(w, "budgets", "FAIL", fmt.Sprintf("%d of %d budgeted request types", len(v.Gate.Failing()), v.Gate.Gated()))
+		for _, l := range v.Gate.FailLines() {
+			fmt.Fprintf(w, "           %s\n", l)
+		}
+	}
+}
+
+// writeRun prints the run step's row, its changes against 0 ms and the
+// count of the summary's warnings.
+func (v *ciVerdict) writeRun(w io.Writer) {
+	state, detail := "PASS", ""
+	if s := v.Summary; s != nil {
+		detail = fmt.Sprintf("%d of %d tasks at %s ms (%s)", s.TasksDone, s.TasksPlanned, msList(v.Plan.DelaysMs), v.counts())
+	}
+	if !v.runComplete() || v.Err != nil {
+		state = "FAIL"
+	}
+	if v.Err != nil {
+		if detail != "" {
+			detail += "; "
+		}
+		detail += firstLineOf(v.Err)
+	}
+	ciRow(w, "run", state, detail)
+	for _, c := range v.cells() {
+		fmt.Fprintf(w, "           %s\n", c)
+	}
+	if s := v.Summary; s != nil && len(s.Warnings) > 0 {
+		ciRow(w, "notes", "", fmt.Sprintf("%d warnings in summary.md (a smoke run has too few runs for a claim)", len(s.Warnings)))
 	}
 }
 
