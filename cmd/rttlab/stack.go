@@ -41,60 +41,68 @@ Examples:
   curl -s http://127.0.0.1:PORT/feed
   rttlab down
   rttlab up --app-image my-app:dev --routes /api/items --port 3000 --db-init db/schema.sql`,
-		Args: o.own.args(false),
-		PreRunE: func(cmd *cobra.Command, args []string) (err error) {
-			if o.rtt != "" {
-				if _, err := parseRTT(o.rtt); err != nil {
-					return err
-				}
-			}
-			switch o.shaper {
-			case "auto", "kernel", "userspace":
-			default:
-				return usagef("--shaper %q: use auto, kernel or userspace", o.shaper)
-			}
-			if err := validScope(o.scope); err != nil {
-				return err
-			}
-			o.target, err = o.own.resolveApp(cmd.Flags(), args)
-			return err
-		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			targets := []apps.Target{o.target}
-			out := cmd.OutOrStdout()
-			rt, err := connectFor(ctx, targets, out)
-			if err != nil {
-				return err
-			}
-			defer rt.Close()
-			st, sh, err := startShaped(ctx, rt, orchestrator.StackOptions{Target: targets[0], Up: true, Publish: true}, o.shaper, o.scope, "")
-			if err != nil {
-				return err
-			}
-			if o.rtt != "" {
-				d, _ := parseRTT(o.rtt)
-				sh.Floor = orchestrator.DefaultFloor(sh.Backend)
-				if err := sh.SetRTT(ctx, rt, d); err != nil {
-					removeStack(ctx, rt, st, &err)
-					return err
-				}
-			}
-			printStack(out, st)
-			fmt.Fprintf(out, "  shaping:   %s backend (%s)\n", sh.Backend, sh.Why)
-			if o.rtt != "" {
-				fmt.Fprintf(out, "  RTT %s applied (%s scope, floor %v): change it with 'rttlab shape set --rtt D'\n", o.rtt, o.scope, sh.Floor)
-			} else {
-				fmt.Fprintln(out, "  no delay set: 'rttlab shape set --rtt 0.5ms' adds one")
-			}
-			return nil
-		},
+		Args:    o.own.args(false),
+		PreRunE: func(cmd *cobra.Command, args []string) error { return o.prepare(cmd, args) },
+		RunE:    func(cmd *cobra.Command, args []string) error { return o.run(cmd) },
 	}
 	cmd.Flags().StringVar(&o.rtt, "rtt", "", "start with this app<->database RTT applied (0.5ms, or 0.5 in milliseconds)")
 	cmd.Flags().StringVar(&o.shaper, "shaper", "auto", "auto, kernel or userspace")
 	cmd.Flags().StringVar(&o.scope, "scope", "path", "path or interface")
 	o.own.addFlags(cmd.Flags(), "")
 	return cmd
+}
+
+// prepare checks --rtt, --shaper and --scope and resolves the app before
+// anything connects.
+func (o *upOptions) prepare(cmd *cobra.Command, args []string) (err error) {
+	if o.rtt != "" {
+		if _, err := parseRTT(o.rtt); err != nil {
+			return err
+		}
+	}
+	switch o.shaper {
+	case "auto", "kernel", "userspace":
+	default:
+		return usagef("--shaper %q: use auto, kernel or userspace", o.shaper)
+	}
+	if err := validScope(o.scope); err != nil {
+		return err
+	}
+	o.target, err = o.own.resolveApp(cmd.Flags(), args)
+	return err
+}
+
+// run starts the stack with its shaping (and --rtt applied), which stays
+// up, and prints how to reach it.
+func (o *upOptions) run(cmd *cobra.Command) error {
+	ctx := cmd.Context()
+	targets := []apps.Target{o.target}
+	out := cmd.OutOrStdout()
+	rt, err := connectFor(ctx, targets, out)
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+	st, sh, err := startShaped(ctx, rt, orchestrator.StackOptions{Target: targets[0], Up: true, Publish: true}, o.shaper, o.scope, "")
+	if err != nil {
+		return err
+	}
+	if o.rtt != "" {
+		d, _ := parseRTT(o.rtt)
+		sh.Floor = orchestrator.DefaultFloor(sh.Backend)
+		if err := sh.SetRTT(ctx, rt, d); err != nil {
+			removeStack(ctx, rt, st, &err)
+			return err
+		}
+	}
+	printStack(out, st)
+	fmt.Fprintf(out, "  shaping:   %s backend (%s)\n", sh.Backend, sh.Why)
+	if o.rtt != "" {
+		fmt.Fprintf(out, "  RTT %s applied (%s scope, floor %v): change it with 'rttlab shape set --rtt D'\n", o.rtt, o.scope, sh.Floor)
+	} else {
+		fmt.Fprintln(out, "  no delay set: 'rttlab shape set --rtt 0.5ms' adds one")
+	}
+	return nil
 }
 
 func printStack(out interface{ Write([]byte) (int, error) }, st *orchestrator.Stack) {
@@ -217,52 +225,60 @@ not asserted.
 Examples:
   rttlab verify go node
   rttlab verify --app-image my-app:ci --routes /api/items,/api/items/1 --db-init db/schema.sql`,
-		Args: o.own.args(true),
-		PreRunE: func(cmd *cobra.Command, args []string) (err error) {
-			if o.requests < 1 || o.requests > 10000 {
-				return usagef("--requests %d: use 1..10000", o.requests)
-			}
-			if o.serialN < 1 || o.serialN > 1000 {
-				return usagef("--serial-n %d: use 1..1000", o.serialN)
-			}
-			if own, err := o.own.given(cmd.Flags()); err != nil || !own {
-				return err
-			}
-			o.target, err = o.own.resolveApp(cmd.Flags(), args)
-			return err
-		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			targets, err := verifyTargets(o, args)
-			if err != nil {
-				return err
-			}
-			out := cmd.OutOrStdout()
-			rt, err := connectFor(ctx, targets, out)
-			if err != nil {
-				return err
-			}
-			defer rt.Close()
-			var failed []string
-			for _, t := range targets {
-				n, err := verifyOne(ctx, rt, t, o, out)
-				if err != nil {
-					return err
-				}
-				if n > 0 {
-					failed = append(failed, fmt.Sprintf("%s (%d)", t.Name, n))
-				}
-			}
-			if len(failed) > 0 {
-				return fmt.Errorf("verify failed: %s; see the FAIL lines above", strings.Join(failed, ", "))
-			}
-			return nil
-		},
+		Args:    o.own.args(true),
+		PreRunE: func(cmd *cobra.Command, args []string) error { return o.prepare(cmd, args) },
+		RunE:    func(cmd *cobra.Command, args []string) error { return o.run(cmd, args) },
 	}
 	cmd.Flags().IntVar(&o.requests, "requests", 10, "requests per route for the statement count")
 	cmd.Flags().IntVar(&o.serialN, "serial-n", 5, "n for /serial?n=N")
 	o.own.addFlags(cmd.Flags(), "")
 	return cmd
+}
+
+// prepare checks the counts and resolves an own app before anything
+// connects.
+func (o *verifyOptions) prepare(cmd *cobra.Command, args []string) (err error) {
+	if o.requests < 1 || o.requests > 10000 {
+		return usagef("--requests %d: use 1..10000", o.requests)
+	}
+	if o.serialN < 1 || o.serialN > 1000 {
+		return usagef("--serial-n %d: use 1..1000", o.serialN)
+	}
+	if own, err := o.own.given(cmd.Flags()); err != nil || !own {
+		return err
+	}
+	o.target, err = o.own.resolveApp(cmd.Flags(), args)
+	return err
+}
+
+// run verifies each app on a stack of its own and fails naming the apps
+// with failed checks.
+func (o *verifyOptions) run(cmd *cobra.Command, args []string) error {
+	ctx := cmd.Context()
+	targets, err := verifyTargets(o, args)
+	if err != nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	rt, err := connectFor(ctx, targets, out)
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+	var failed []string
+	for _, t := range targets {
+		n, err := verifyOne(ctx, rt, t, o, out)
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			failed = append(failed, fmt.Sprintf("%s (%d)", t.Name, n))
+		}
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("verify failed: %s; see the FAIL lines above", strings.Join(failed, ", "))
+	}
+	return nil
 }
 
 // verifyTargets are the apps verify checks: the own app, or the named
@@ -330,52 +346,59 @@ progress) is kept and named, unless --force.`,
 		Example: `  rttlab clean                 remove every run's containers, networks and rules
   rttlab clean --run 3f9c0a1b2d  remove one run's (its id is in the containers' names)
   rttlab clean --images        also remove the images rttlab built`,
-		Args: cobra.NoArgs,
-		PreRunE: func(cmd *cobra.Command, args []string) error {
-			if cmd.Flags().Changed("run") && !runIDRE.MatchString(o.run) {
-				return usagef("--run %q is not a run id: give the id in a container's name (rttlab-ID-app), or leave --run out to clean every run", o.run)
-			}
-			return nil
-		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := context.WithoutCancel(cmd.Context())
-			rt, err := connect(ctx)
-			if err != nil {
-				return err
-			}
-			defer rt.Close()
-			live := map[string]int{}
-			if !o.force {
-				if live, err = orchestrator.LiveRuns(ctx, rt); err != nil {
-					return err
-				}
-			}
-			var c orchestrator.Cleaned
-			if o.run != "" {
-				if pid, ok := live[o.run]; ok {
-					return usagef("run %s is in progress (rttlab pid %d runs it): stop that run (Ctrl-C removes what it started), or pass --force", o.run, pid)
-				}
-				c, err = orchestrator.CleanRun(ctx, rt, o.run)
-				n, serr := orchestrator.SweepWireRules(ctx, rt, o.run)
-				c.Rules += n
-				err = errors.Join(err, serr)
-			} else {
-				c, err = orchestrator.CleanAllBut(ctx, rt, o.images, live)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "removed %s\n", c)
-			for run, pid := range live {
-				if o.run == "" {
-					fmt.Fprintf(cmd.ErrOrStderr(), "kept run %s: in progress (rttlab pid %d); --force removes it too\n", run, pid)
-				}
-			}
-			if len(live) > 0 && o.images && o.run == "" {
-				fmt.Fprintln(cmd.ErrOrStderr(), "kept the images: a run in progress uses them")
-			}
-			return err
-		},
+		Args:    cobra.NoArgs,
+		PreRunE: func(cmd *cobra.Command, args []string) error { return o.prepare(cmd) },
+		RunE:    func(cmd *cobra.Command, args []string) error { return o.clean(cmd) },
 	}
 	cmd.Flags().StringVar(&o.run, "run", "", "remove only this run's objects")
 	cmd.Flags().BoolVar(&o.images, "images", false, "also remove the images rttlab built")
 	cmd.Flags().BoolVar(&o.force, "force", false, "also remove runs in progress (their rttlab process still lives)")
 	return cmd
+}
+
+// prepare checks the form of --run.
+func (o *cleanOptions) prepare(cmd *cobra.Command) error {
+	if cmd.Flags().Changed("run") && !runIDRE.MatchString(o.run) {
+		return usagef("--run %q is not a run id: give the id in a container's name (rttlab-ID-app), or leave --run out to clean every run", o.run)
+	}
+	return nil
+}
+
+// clean removes what rttlab labelled (one run's, or every run's but those
+// in progress unless --force) and says what it removed and kept.
+func (o *cleanOptions) clean(cmd *cobra.Command) error {
+	ctx := context.WithoutCancel(cmd.Context())
+	rt, err := connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+	live := map[string]int{}
+	if !o.force {
+		if live, err = orchestrator.LiveRuns(ctx, rt); err != nil {
+			return err
+		}
+	}
+	var c orchestrator.Cleaned
+	if o.run != "" {
+		if pid, ok := live[o.run]; ok {
+			return usagef("run %s is in progress (rttlab pid %d runs it): stop that run (Ctrl-C removes what it started), or pass --force", o.run, pid)
+		}
+		c, err = orchestrator.CleanRun(ctx, rt, o.run)
+		n, serr := orchestrator.SweepWireRules(ctx, rt, o.run)
+		c.Rules += n
+		err = errors.Join(err, serr)
+	} else {
+		c, err = orchestrator.CleanAllBut(ctx, rt, o.images, live)
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "removed %s\n", c)
+	for run, pid := range live {
+		if o.run == "" {
+			fmt.Fprintf(cmd.ErrOrStderr(), "kept run %s: in progress (rttlab pid %d); --force removes it too\n", run, pid)
+		}
+	}
+	if len(live) > 0 && o.images && o.run == "" {
+		fmt.Fprintln(cmd.ErrOrStderr(), "kept the images: a run in progress uses them")
+	}
+	return err
 }
