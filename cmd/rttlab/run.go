@@ -40,12 +40,8 @@ type runOptions struct {
 	p *orchestrator.Plan
 }
 
-func newRunCmd() *cobra.Command {
-	o := &runOptions{}
-	cmd := &cobra.Command{
-		Use:   "run [--plan study|smoke|FILE]",
-		Short: "Run a study plan: shaped stacks, shuffled tasks, raw samples, statistics, report",
-		Long: `Runs a plan (default: the built-in 'study', the seed study's design: RTT
+// runLong is the help text of rttlab run.
+const runLong = `Runs a plan (default: the built-in 'study', the seed study's design: RTT
 settings 0, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.75, 1 ms, 20 runs × 100
 measured requests after 20 warmup requests). 'smoke' is the same code path
 at reduced counts. A FILE is a YAML plan (see README.md). --apps, --routes,
@@ -81,7 +77,14 @@ Examples:
   rttlab run --plan smoke --compose compose.yaml --app-service web --db-service db --routes /api/items
   rttlab run --plan smoke
   rttlab run --plan study --apps go --delays 0,0.5,1
-  rttlab run --resume rttlab-results/20261130T010203Z-study`,
+  rttlab run --resume rttlab-results/20261130T010203Z-study`
+
+func newRunCmd() *cobra.Command {
+	o := &runOptions{}
+	cmd := &cobra.Command{
+		Use:     "run [--plan study|smoke|FILE]",
+		Short:   "Run a study plan: shaped stacks, shuffled tasks, raw samples, statistics, report",
+		Long:    runLong,
 		Args:    cobra.NoArgs,
 		PreRunE: func(cmd *cobra.Command, args []string) error { return o.prepare(cmd) },
 		RunE:    func(cmd *cobra.Command, args []string) error { return o.run(cmd) },
@@ -197,6 +200,26 @@ func (o *runOptions) applyFlags(p *orchestrator.Plan, fl *pflag.FlagSet, all map
 		}
 		p.DelaysMs = d
 	}
+	o.applyCounts(p, fl)
+	if fl.Changed("seed") {
+		p.Seed = o.seed
+	}
+	if fl.Changed("shaper") {
+		p.Shaper = o.shaper
+	}
+	if fl.Changed("scope") {
+		p.Scope = o.scope
+	}
+	if own || slices.ContainsFunc([]string{"apps", "routes", "delays", "runs", "requests", "warmup", "seed", "shaper", "scope"}, fl.Changed) {
+		// Errors name the plan, not lines of a file the flags overrode.
+		p.Overridden()
+	}
+	return nil
+}
+
+// applyCounts sets the plan's --runs, --requests and --warmup when given;
+// a count given replaces every app's own.
+func (o *runOptions) applyCounts(p *orchestrator.Plan, fl *pflag.FlagSet) {
 	counts := []struct {
 		flag  string
 		value int
@@ -216,20 +239,6 @@ func (o *runOptions) applyFlags(p *orchestrator.Plan, fl *pflag.FlagSet, all map
 			*c.app(&p.Apps[i]) = 0
 		}
 	}
-	if fl.Changed("seed") {
-		p.Seed = o.seed
-	}
-	if fl.Changed("shaper") {
-		p.Shaper = o.shaper
-	}
-	if fl.Changed("scope") {
-		p.Scope = o.scope
-	}
-	if own || slices.ContainsFunc([]string{"apps", "routes", "delays", "runs", "requests", "warmup", "seed", "shaper", "scope"}, fl.Changed) {
-		// Errors name the plan, not lines of a file the flags overrode.
-		p.Overridden()
-	}
-	return nil
 }
 
 // selectApps is the plan's apps that --apps names, in its order; an app
