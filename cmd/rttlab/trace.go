@@ -24,12 +24,8 @@ type traceOptions struct {
 	target apps.Target
 }
 
-func newTraceCmd() *cobra.Command {
-	o := &traceOptions{}
-	cmd := &cobra.Command{
-		Use:   "trace APP|--app-image IMAGE|--compose FILE",
-		Short: "Count SQL statements and database round trips per request, per request type",
-		Long: `Starts PostgreSQL + APP with its agents and, for each request type (the
+// traceLong is the help text of rttlab trace.
+const traceLong = `Starts PostgreSQL + APP with its agents and, for each request type (the
 app's routes, or its mix's types), sends --requests requests one at a time
 from inside the app's network namespace while the agent watches the
 app<->database TCP traffic. Per request it counts:
@@ -68,7 +64,14 @@ its routes: budgets name them (--budget /api/items=2).
 Examples:
   rttlab trace go --budget /feed=3,/feed-naive=12 --junit budgets.xml
   rttlab trace --app-image my-app:ci --routes /api/items,/api/items/1 \
-    --db-init db/schema.sql --budget /api/items=2,/api/items/1=1 --junit budgets.xml`,
+    --db-init db/schema.sql --budget /api/items=2,/api/items/1=1 --junit budgets.xml`
+
+func newTraceCmd() *cobra.Command {
+	o := &traceOptions{}
+	cmd := &cobra.Command{
+		Use:     "trace APP|--app-image IMAGE|--compose FILE",
+		Short:   "Count SQL statements and database round trips per request, per request type",
+		Long:    traceLong,
 		Args:    o.own.args(false),
 		PreRunE: func(cmd *cobra.Command, args []string) error { return o.prepare(cmd, args) },
 		RunE:    func(cmd *cobra.Command, args []string) error { return o.run(cmd) },
