@@ -315,17 +315,7 @@ func (o *shapeVerifyOptions) run(cmd *cobra.Command, args []string) (err error) 
 		sh.Backend, sh.Why, sh.Floor, o.scope, o.icmp, o.selectRuns, o.selectCalls, o.tolerance)
 	var cal []results.CalibrationPoint
 	if plan.Calibrates(sh.Backend) {
-		fmt.Fprintln(table, "calibrating per setting with ICMP (SELECT 1 below is not used by it): offset per side (µs), ICMP residual per round (µs)")
-		cal, err = orchestrator.Calibrate(ctx, rt, sh, args[0], o.delaysMs, orchestrator.CalibrateOptions{
-			Row: func(p results.CalibrationPoint) {
-				var rs []string
-				for _, r := range p.BeforeUs {
-					rs = append(rs, fmt.Sprintf("%+.0f", r))
-				}
-				fmt.Fprintf(table, "  %5g ms: offset %+6.1f µs; residuals %s\n", p.RTTms, p.AppOffsetUs, strings.Join(rs, " → "))
-			},
-		})
-		if err != nil {
+		if cal, err = calibrateShaping(ctx, rt, sh, args[0], o.delaysMs, table); err != nil {
 			return err
 		}
 	}
@@ -346,6 +336,21 @@ func (o *shapeVerifyOptions) run(cmd *cobra.Command, args []string) (err error) 
 		return writeVerifyJSON(out, sh, o, rows, cal)
 	}
 	return nil
+}
+
+// calibrateShaping calibrates every setting with ICMP, printing each
+// setting's offset and residuals to table as it is calibrated.
+func calibrateShaping(ctx context.Context, rt *engine.Runtime, sh *orchestrator.Shaping, app string, delaysMs []float64, table io.Writer) ([]results.CalibrationPoint, error) {
+	fmt.Fprintln(table, "calibrating per setting with ICMP (SELECT 1 below is not used by it): offset per side (µs), ICMP residual per round (µs)")
+	return orchestrator.Calibrate(ctx, rt, sh, app, delaysMs, orchestrator.CalibrateOptions{
+		Row: func(p results.CalibrationPoint) {
+			var rs []string
+			for _, r := range p.BeforeUs {
+				rs = append(rs, fmt.Sprintf("%+.0f", r))
+			}
+			fmt.Fprintf(table, "  %5g ms: offset %+6.1f µs; residuals %s\n", p.RTTms, p.AppOffsetUs, strings.Join(rs, " → "))
+		},
+	})
 }
 
 // printVerifyRow prints each row as it is measured (with the one-way
