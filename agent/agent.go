@@ -67,46 +67,9 @@ func newAgentServeCmd() *cobra.Command {
 userspace NFQUEUE shaper) and serves JSON requests on a unix socket. On
 SIGTERM or Ctrl-C it removes every qdisc, filter and queue rule it added.
 Needs CAP_NET_ADMIN.`,
-		Args: cobra.NoArgs,
-		PreRunE: func(cmd *cobra.Command, args []string) error {
-			switch o.opts.Backend {
-			case "auto", "kernel", "userspace":
-			default:
-				return cli.Usagef("--shaper %q: use auto, kernel or userspace", o.opts.Backend)
-			}
-			if o.queue > 65535 {
-				return cli.Usagef("--queue %d: use 0..65535", o.queue)
-			}
-			switch o.opts.Hook {
-			case netem.HookIngress, netem.HookEgress:
-			case netem.HookWire:
-				if o.opts.Bridge == "" || o.src == "" || o.opts.Label == "" {
-					return cli.Usagef("--hook wire needs --bridge, --src and --label")
-				}
-				a, err := netip.ParseAddr(o.src)
-				if err != nil {
-					return cli.Usagef("--src %q: give the shaped container's IP address", o.src)
-				}
-				o.opts.Src = a
-			default:
-				return cli.Usagef("--hook %q: use wire, ingress or egress", o.opts.Hook)
-			}
-			if o.opts.Hot < 0 || o.opts.Hot > time.Second {
-				return cli.Usagef("--hot %v: use 0 (sleep between packets) up to 1s", o.opts.Hot)
-			}
-			o.opts.QueueNum = uint16(o.queue)
-			return nil
-		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := os.MkdirAll(dirOf(o.socket), 0o700); err != nil {
-				return err
-			}
-			err := netem.Serve(cmd.Context(), o.socket, o.opts)
-			if errors.Is(err, context.Canceled) {
-				return nil
-			}
-			return err
-		},
+		Args:    cobra.NoArgs,
+		PreRunE: func(cmd *cobra.Command, args []string) error { return o.prepare() },
+		RunE:    func(cmd *cobra.Command, args []string) error { return o.run(cmd) },
 	}
 	cmd.Flags().StringVar(&o.socket, "socket", AgentSocket, "unix socket to serve on")
 	cmd.Flags().StringVar(&o.opts.Backend, "shaper", "auto", "auto, kernel or userspace")
@@ -118,6 +81,50 @@ Needs CAP_NET_ADMIN.`,
 	cmd.Flags().StringVar(&o.opts.Label, "label", "", "wire hook: a name for the shaper's rules, unique on the host")
 	cmd.Flags().DurationVar(&o.opts.Hot, "hot", defaultHot, "userspace shaper: keep reading without sleeping this long after each packet (0: sleep)")
 	return cmd
+}
+
+// prepare checks the shaper, queue, hook and --hot, and settles the
+// shaper's options.
+func (o *agentServeOptions) prepare() error {
+	switch o.opts.Backend {
+	case "auto", "kernel", "userspace":
+	default:
+		return cli.Usagef("--shaper %q: use auto, kernel or userspace", o.opts.Backend)
+	}
+	if o.queue > 65535 {
+		return cli.Usagef("--queue %d: use 0..65535", o.queue)
+	}
+	switch o.opts.Hook {
+	case netem.HookIngress, netem.HookEgress:
+	case netem.HookWire:
+		if o.opts.Bridge == "" || o.src == "" || o.opts.Label == "" {
+			return cli.Usagef("--hook wire needs --bridge, --src and --label")
+		}
+		a, err := netip.ParseAddr(o.src)
+		if err != nil {
+			return cli.Usagef("--src %q: give the shaped container's IP address", o.src)
+		}
+		o.opts.Src = a
+	default:
+		return cli.Usagef("--hook %q: use wire, ingress or egress", o.opts.Hook)
+	}
+	if o.opts.Hot < 0 || o.opts.Hot > time.Second {
+		return cli.Usagef("--hot %v: use 0 (sleep between packets) up to 1s", o.opts.Hot)
+	}
+	o.opts.QueueNum = uint16(o.queue)
+	return nil
+}
+
+// run serves the shaper on the socket until the command's context ends.
+func (o *agentServeOptions) run(cmd *cobra.Command) error {
+	if err := os.MkdirAll(dirOf(o.socket), 0o700); err != nil {
+		return err
+	}
+	err := netem.Serve(cmd.Context(), o.socket, o.opts)
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
 }
 
 func dirOf(p string) string {
@@ -151,54 +158,9 @@ set ... --floor F             add F to every shaped packet's delay, zero
 clear                         remove the delay and everything the shaper added
 show                          the current setting, backend and why
 ping                          is the agent alive`,
-		Args: cobra.ExactArgs(1),
-		PreRunE: func(cmd *cobra.Command, args []string) error {
-			switch args[0] {
-			case "set":
-				if (o.delay == "") == (len(o.peerDelays) == 0) {
-					return cli.Usagef("ctl set needs --delay (e.g. --delay 250us) or --peer-delay IP=D, not both")
-				}
-			case "clear", "show", "ping":
-			default:
-				return cli.Usagef("ctl %q: use set, clear, show or ping", args[0])
-			}
-			return nil
-		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			req := netem.Request{Op: args[0], Peers: o.peers}
-			if args[0] == "set" && o.delay != "" {
-				d, err := netem.ParseDelay(o.delay)
-				if err != nil {
-					return cli.UsageError{Err: err}
-				}
-				req.DelayNs = d.Nanoseconds()
-			}
-			if args[0] == "set" && o.floor != "" {
-				f, err := netem.ParseDelay(o.floor)
-				if err != nil {
-					return cli.UsageError{Err: fmt.Errorf("--floor: %w", err)}
-				}
-				req.FloorNs = f.Nanoseconds()
-			}
-			for _, pd := range o.peerDelays {
-				ip, ds, ok := strings.Cut(pd, "=")
-				if !ok {
-					return cli.Usagef("--peer-delay %q: use IP=DELAY, e.g. 172.18.0.3=125us", pd)
-				}
-				if _, err := netip.ParseAddr(ip); err != nil {
-					return cli.Usagef("--peer-delay %q: %q is not an IP address", pd, ip)
-				}
-				d, err := netem.ParseDelay(ds)
-				if err != nil {
-					return cli.UsageError{Err: fmt.Errorf("--peer-delay %q: %w", pd, err)}
-				}
-				req.PeerDelays = append(req.PeerDelays, netem.PeerDelayJSON{Peer: ip, DelayNs: d.Nanoseconds()})
-			}
-			rep, err := netem.Ctl(cmd.Context(), o.socket, req)
-			b, _ := json.Marshal(rep)
-			fmt.Fprintln(cmd.OutOrStdout(), string(b))
-			return err
-		},
+		Args:    cobra.ExactArgs(1),
+		PreRunE: func(cmd *cobra.Command, args []string) error { return o.prepare(args[0]) },
+		RunE:    func(cmd *cobra.Command, args []string) error { return o.run(cmd, args[0]) },
 	}
 	cmd.Flags().StringVar(&o.socket, "socket", AgentSocket, "the agent's unix socket")
 	cmd.Flags().StringVar(&o.delay, "delay", "", "one-way delay with a unit (set)")
@@ -206,6 +168,66 @@ ping                          is the agent alive`,
 	cmd.Flags().StringArrayVar(&o.peerDelays, "peer-delay", nil, "IP=DELAY (repeatable): a delay of its own per peer")
 	cmd.Flags().StringVar(&o.floor, "floor", "", "added to every shaped packet's delay, zero included (set)")
 	return cmd
+}
+
+// prepare checks the operation and that set has one kind of delay.
+func (o *agentCtlOptions) prepare(op string) error {
+	switch op {
+	case "set":
+		if (o.delay == "") == (len(o.peerDelays) == 0) {
+			return cli.Usagef("ctl set needs --delay (e.g. --delay 250us) or --peer-delay IP=D, not both")
+		}
+	case "clear", "show", "ping":
+	default:
+		return cli.Usagef("ctl %q: use set, clear, show or ping", op)
+	}
+	return nil
+}
+
+// run sends the request to the agent and prints its reply as JSON.
+func (o *agentCtlOptions) run(cmd *cobra.Command, op string) error {
+	req, err := o.request(op)
+	if err != nil {
+		return err
+	}
+	rep, err := netem.Ctl(cmd.Context(), o.socket, req)
+	b, _ := json.Marshal(rep)
+	fmt.Fprintln(cmd.OutOrStdout(), string(b))
+	return err
+}
+
+// request is the request of op with the delays the flags give.
+func (o *agentCtlOptions) request(op string) (netem.Request, error) {
+	req := netem.Request{Op: op, Peers: o.peers}
+	if op == "set" && o.delay != "" {
+		d, err := netem.ParseDelay(o.delay)
+		if err != nil {
+			return req, cli.UsageError{Err: err}
+		}
+		req.DelayNs = d.Nanoseconds()
+	}
+	if op == "set" && o.floor != "" {
+		f, err := netem.ParseDelay(o.floor)
+		if err != nil {
+			return req, cli.UsageError{Err: fmt.Errorf("--floor: %w", err)}
+		}
+		req.FloorNs = f.Nanoseconds()
+	}
+	for _, pd := range o.peerDelays {
+		ip, ds, ok := strings.Cut(pd, "=")
+		if !ok {
+			return req, cli.Usagef("--peer-delay %q: use IP=DELAY, e.g. 172.18.0.3=125us", pd)
+		}
+		if _, err := netip.ParseAddr(ip); err != nil {
+			return req, cli.Usagef("--peer-delay %q: %q is not an IP address", pd, ip)
+		}
+		d, err := netem.ParseDelay(ds)
+		if err != nil {
+			return req, cli.UsageError{Err: fmt.Errorf("--peer-delay %q: %w", pd, err)}
+		}
+		req.PeerDelays = append(req.PeerDelays, netem.PeerDelayJSON{Peer: ip, DelayNs: d.Nanoseconds()})
+	}
+	return req, nil
 }
 
 type agentPingOptions struct {
@@ -304,54 +326,9 @@ REQUESTS measured requests. Each request's latency comes from the
 monotonic clock in nanoseconds. Non-2xx answers and transport errors are
 failures: counted and printed, never dropped or retried silently. The last
 line on stderr is a JSON object with the totals.`,
-		Args: cobra.NoArgs,
-		PreRunE: func(cmd *cobra.Command, args []string) error {
-			if o.opts.BaseURL == "" {
-				return cli.Usagef("--url is required")
-			}
-			if n := btoi(o.opts.Route != "") + btoi(o.mix != "") + btoi(o.mixJSON != "") + btoi(len(o.paths) > 0); n != 1 {
-				return cli.Usagef("give one of --route, --mix, --mix-json or --path")
-			}
-			if len(o.paths) > 0 {
-				o.opts.Requests = o.paths
-				o.opts.Measured = len(o.paths) - o.opts.Warmup
-				if o.opts.Measured < 1 {
-					return cli.Usagef("%d --path requests leave none to measure after --warmup %d", len(o.paths), o.opts.Warmup)
-				}
-			}
-			if o.opts.Measured < 1 || o.opts.Warmup < 0 {
-				return cli.Usagef("--requests must be positive and --warmup not negative")
-			}
-			hdr, err := parseHeaders(o.headers)
-			if err != nil {
-				return err
-			}
-			o.opts.Header = hdr
-			o.opts.Timeout = o.timeout
-			return nil
-		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if o.mix != "" || o.mixJSON != "" {
-				m, err := o.loadMix()
-				if err != nil {
-					return err
-				}
-				seq, err := workloads.Sequence(m, o.seed, o.opts.Warmup+o.opts.Measured)
-				if err != nil {
-					return err
-				}
-				o.opts.Requests = workloads.Paths(seq)
-				if o.mixJSON != "" {
-					o.opts.Calls = seq
-				}
-				o.opts.Route = ""
-			}
-			w := workloads.NewResultWriter(cmd.OutOrStdout())
-			tot, err := workloads.RunLoad(cmd.Context(), o.opts, w.Write)
-			b, _ := json.Marshal(tot)
-			fmt.Fprintln(cmd.ErrOrStderr(), string(b))
-			return err
-		},
+		Args:    cobra.NoArgs,
+		PreRunE: func(cmd *cobra.Command, args []string) error { return o.prepare() },
+		RunE:    func(cmd *cobra.Command, args []string) error { return o.run(cmd) },
 	}
 	cmd.Flags().StringVar(&o.opts.BaseURL, "url", "", "base URL of the app, e.g. http://app:8080")
 	cmd.Flags().StringVar(&o.opts.Route, "route", "", "path to request")
@@ -365,6 +342,59 @@ line on stderr is a JSON object with the totals.`,
 	cmd.Flags().DurationVar(&o.timeout, "timeout", workloads.DefaultRequestTimeout, "per-request timeout")
 	cmd.Flags().BoolVar(&o.opts.NewConnPerRequest, "new-conn", false, "a new connection per request (no keep-alive): each latency includes the TCP connect")
 	return cmd
+}
+
+// prepare checks the URL, the one source of requests and the counts, and
+// settles the load's options.
+func (o *agentLoadOptions) prepare() error {
+	if o.opts.BaseURL == "" {
+		return cli.Usagef("--url is required")
+	}
+	if n := btoi(o.opts.Route != "") + btoi(o.mix != "") + btoi(o.mixJSON != "") + btoi(len(o.paths) > 0); n != 1 {
+		return cli.Usagef("give one of --route, --mix, --mix-json or --path")
+	}
+	if len(o.paths) > 0 {
+		o.opts.Requests = o.paths
+		o.opts.Measured = len(o.paths) - o.opts.Warmup
+		if o.opts.Measured < 1 {
+			return cli.Usagef("%d --path requests leave none to measure after --warmup %d", len(o.paths), o.opts.Warmup)
+		}
+	}
+	if o.opts.Measured < 1 || o.opts.Warmup < 0 {
+		return cli.Usagef("--requests must be positive and --warmup not negative")
+	}
+	hdr, err := parseHeaders(o.headers)
+	if err != nil {
+		return err
+	}
+	o.opts.Header = hdr
+	o.opts.Timeout = o.timeout
+	return nil
+}
+
+// run sends the requests (a mix's seeded sequence, when a mix is given),
+// a JSON line per request on stdout and the totals on stderr.
+func (o *agentLoadOptions) run(cmd *cobra.Command) error {
+	if o.mix != "" || o.mixJSON != "" {
+		m, err := o.loadMix()
+		if err != nil {
+			return err
+		}
+		seq, err := workloads.Sequence(m, o.seed, o.opts.Warmup+o.opts.Measured)
+		if err != nil {
+			return err
+		}
+		o.opts.Requests = workloads.Paths(seq)
+		if o.mixJSON != "" {
+			o.opts.Calls = seq
+		}
+		o.opts.Route = ""
+	}
+	w := workloads.NewResultWriter(cmd.OutOrStdout())
+	tot, err := workloads.RunLoad(cmd.Context(), o.opts, w.Write)
+	b, _ := json.Marshal(tot)
+	fmt.Fprintln(cmd.ErrOrStderr(), string(b))
+	return err
 }
 
 // loadMix returns the mix --mix names or --mix-json defines.
