@@ -155,6 +155,15 @@ func Run(ctx context.Context, d engine.Docker, all map[string]*apps.Meta, o RunO
 	if err != nil {
 		return dir, err
 	}
+	runID, runErr := runPending(ctx, d, all, p, f, state, m, o)
+	return dir, finishRun(ctx, d, f, m, o, runID, runErr)
+}
+
+// runPending runs the folder's pending tasks, an app's tasks on a stack
+// of their own, until an app fails; it returns the run's id (the label of
+// everything it started) and the first app's error.
+func runPending(ctx context.Context, d engine.Docker, all map[string]*apps.Meta, p *Plan, f *results.Folder, state *results.Data,
+	m *results.Manifest, o RunOptions) (string, error) {
 	pending := state.Pending()
 	total := len(m.Tasks)
 	if o.Progress != nil {
@@ -182,6 +191,14 @@ func Run(ctx context.Context, d engine.Docker, all map[string]*apps.Meta, o RunO
 			runErr = fmt.Errorf("%s: %w", app, err)
 		}
 	}
+	return runID, runErr
+}
+
+// finishRun ends a run, whatever happened in it: what is left of it is
+// removed, the end is recorded and the summaries are regenerated. It
+// returns runErr, joined with a failed removal; a failure to record or
+// render is returned when runErr is nil.
+func finishRun(ctx context.Context, d engine.Docker, f *results.Folder, m *results.Manifest, o RunOptions, runID string, runErr error) error {
 	// Nothing of the run outlives it: what a failed removal left behind is
 	// tried once more, and what still stays is reported, not swallowed.
 	if _, err := CleanRun(context.WithoutCancel(ctx), d, runID); err != nil {
@@ -196,10 +213,10 @@ func Run(ctx context.Context, d engine.Docker, all map[string]*apps.Meta, o RunO
 	if o.Progress != nil {
 		o.Progress.Finish()
 	}
-	if err := results.Render(dir); err != nil && runErr == nil {
+	if err := results.Render(f.Dir()); err != nil && runErr == nil {
 		runErr = err
 	}
-	return dir, runErr
+	return runErr
 }
 
 // resumedPlan is the plan a resumed folder holds; a plan given as well
@@ -301,6 +318,22 @@ func startSession(ctx context.Context, d engine.Docker, target apps.Target, p *P
 	return s, nil
 }
 
+// appRun is what one app's tasks share: the run's plan, folder and
+// manifest, the app's counts, and the session they run on (replaced when
+// a crashed one is restarted).
+type appRun struct {
+	d                engine.Docker
+	p                *Plan
+	f                *results.Folder
+	state            *results.Data
+	m                *results.Manifest
+	runID, app       string
+	target           apps.Target
+	requests, warmup int
+	note             func(string)
+	s                *appSession
+}
+
 func runApp(ctx context.Context, d engine.Docker, all map[string]*apps.Meta, p *Plan, f *results.Folder, state *results.Data,
 	m *results.Manifest, runID, app string, tasks []results.Task, probes bool, o RunOptions, done, total int) (n int, err error) {
 	target, err := apps.Resolve(all, app)
@@ -313,76 +346,30 @@ func runApp(ctx context.Context, d engine.Docker, all map[string]*apps.Meta, p *
 			pa = a
 		}
 	}
-	_, requests, warmup := p.AppRuns(pa)
-	note := func(s string) {
+	r := &appRun{d: d, p: p, f: f, state: state, m: m, runID: runID, app: app, target: target}
+	_, r.requests, r.warmup = p.AppRuns(pa)
+	r.note = func(s string) {
 		if o.Progress != nil {
 			o.Progress.Note(s)
 		}
 	}
-	note(fmt.Sprintf("%s: starting PostgreSQL, the app, two agents and the client", app))
-	s, err := startSession(ctx, d, target, p, runID)
+	r.note(fmt.Sprintf("%s: starting PostgreSQL, the app, two agents and the client", app))
+	r.s, err = startSession(ctx, d, target, p, runID)
 	if err != nil {
 		return 0, err
 	}
 	defer func() {
-		if s != nil { // nil after a failed restart, which removed its own stack
-			err = errors.Join(err, s.st.Remove(context.WithoutCancel(ctx), d))
+		if r.s != nil { // nil after a failed restart, which removed its own stack
+			err = errors.Join(err, r.s.st.Remove(context.WithoutCancel(ctx), d))
 		}
 	}()
-	if m.Shaper == "" {
-		m.Shaper, m.ShaperReason = s.sh.Backend, s.sh.Why
-		if err := f.WriteManifest(m); err != nil {
-			return 0, err
-		}
-	}
-	if err := calibrateSession(ctx, d, s, p, f, m, app, note); err != nil {
+	if err := r.prepare(ctx, probes); err != nil {
 		return 0, err
-	}
-	if !state.HasTrace(app) {
-		note(fmt.Sprintf("%s: tracing %d requests per request type (round trips on the wire)", app, p.TraceRequests))
-		if err := traceForRun(ctx, d, s, p, f, target); err != nil {
-			return 0, err
-		}
-	}
-	if probes {
-		note(fmt.Sprintf("%s: verification probes (ICMP %d, SELECT 1 %d×%d per setting)", app, p.ICMPCount, p.SelectRuns, p.SelectCalls))
-		if err := runProbes(ctx, d, s, p, f, app); err != nil {
-			return 0, err
-		}
 	}
 	for _, t := range tasks {
 		desc := fmt.Sprintf("%s %s at %g ms, run %d", t.App, t.Route, t.RTTms, t.Run)
-		var lastErr error
-		for try := 0; try < 2; try++ {
-			attempt := state.NextAttempt(t.ID) + try
-			lastErr = runTask(ctx, d, s, p, f, t, attempt, requests, warmup)
-			if lastErr == nil {
-				break
-			}
-			if ctx.Err() != nil {
-				return n, ctx.Err()
-			}
-			_ = f.MarkFailed(t.ID, attempt, lastErr.Error())
-			slog.Warn("task failed", "task", t.ID, "desc", desc, "attempt", attempt, "err", lastErr)
-			note(fmt.Sprintf("task %d (%s) failed: %v", t.ID, desc, engine.FirstLine(lastErr.Error())))
-			// A crashed container (a stack member or a shaping agent, even
-			// when the error came from a call it broke before it was seen
-			// to exit): start a fresh stack before the retry.
-			if try == 0 && (errors.Is(lastErr, ErrContainerExited) || s.dead(ctx, d) != nil) {
-				if rerr := s.st.Remove(context.WithoutCancel(ctx), d); rerr != nil {
-					slog.Warn("removing the crashed stack", "err", rerr) // the deferred removal tries again
-				}
-				s, err = startSession(ctx, d, target, p, runID)
-				if err != nil {
-					return n, err
-				}
-				if err := calibrateSession(ctx, d, s, p, f, m, app, note); err != nil {
-					return n, err
-				}
-			}
-		}
-		if lastErr != nil {
-			return n, fmt.Errorf("task %d (%s) failed twice: %w", t.ID, desc, lastErr)
+		if err := r.runWithRetry(ctx, t, desc); err != nil {
+			return n, err
 		}
 		n++
 		if o.Progress != nil {
@@ -390,6 +377,81 @@ func runApp(ctx context.Context, d engine.Docker, all map[string]*apps.Meta, p *
 		}
 	}
 	return n, nil
+}
+
+// prepare readies the session for the app's tasks: the shaper recorded in
+// the manifest, the calibration, the trace and (when asked) the probes.
+func (r *appRun) prepare(ctx context.Context, probes bool) error {
+	d, p, s, app := r.d, r.p, r.s, r.app
+	if r.m.Shaper == "" {
+		r.m.Shaper, r.m.ShaperReason = s.sh.Backend, s.sh.Why
+		if err := r.f.WriteManifest(r.m); err != nil {
+			return err
+		}
+	}
+	if err := calibrateSession(ctx, d, s, p, r.f, r.m, app, r.note); err != nil {
+		return err
+	}
+	if !r.state.HasTrace(app) {
+		r.note(fmt.Sprintf("%s: tracing %d requests per request type (round trips on the wire)", app, p.TraceRequests))
+		if err := traceForRun(ctx, d, s, p, r.f, r.target); err != nil {
+			return err
+		}
+	}
+	if probes {
+		r.note(fmt.Sprintf("%s: verification probes (ICMP %d, SELECT 1 %d×%d per setting)", app, p.ICMPCount, p.SelectRuns, p.SelectCalls))
+		if err := runProbes(ctx, d, s, p, r.f, app); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// runWithRetry runs a task, and once more after a failure (on a fresh
+// session when a container crashed); a task that fails twice stops the
+// app.
+func (r *appRun) runWithRetry(ctx context.Context, t results.Task, desc string) error {
+	var lastErr error
+	for try := 0; try < 2; try++ {
+		attempt := r.state.NextAttempt(t.ID) + try
+		lastErr = runTask(ctx, r.d, r.s, r.p, r.f, t, attempt, r.requests, r.warmup)
+		if lastErr == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		_ = r.f.MarkFailed(t.ID, attempt, lastErr.Error())
+		slog.Warn("task failed", "task", t.ID, "desc", desc, "attempt", attempt, "err", lastErr)
+		r.note(fmt.Sprintf("task %d (%s) failed: %v", t.ID, desc, engine.FirstLine(lastErr.Error())))
+		// A crashed container (a stack member or a shaping agent, even
+		// when the error came from a call it broke before it was seen
+		// to exit): start a fresh stack before the retry.
+		if try == 0 && (errors.Is(lastErr, ErrContainerExited) || r.s.dead(ctx, r.d) != nil) {
+			if err := r.restart(ctx); err != nil {
+				return err
+			}
+		}
+	}
+	if lastErr != nil {
+		return fmt.Errorf("task %d (%s) failed twice: %w", t.ID, desc, lastErr)
+	}
+	return nil
+}
+
+// restart replaces the crashed session with a fresh, calibrated one; the
+// session is nil when a fresh one could not start (it removed its own
+// stack).
+func (r *appRun) restart(ctx context.Context) error {
+	if rerr := r.s.st.Remove(context.WithoutCancel(ctx), r.d); rerr != nil {
+		slog.Warn("removing the crashed stack", "err", rerr) // the deferred removal tries again
+	}
+	var err error
+	r.s, err = startSession(ctx, r.d, r.target, r.p, r.runID)
+	if err != nil {
+		return err
+	}
+	return calibrateSession(ctx, r.d, r.s, r.p, r.f, r.m, r.app, r.note)
 }
 
 // calibrateSession applies the app's calibration from the manifest, or
@@ -474,6 +536,49 @@ func runProbes(ctx context.Context, d engine.Docker, s *appSession, p *Plan, f *
 }
 
 func runTask(ctx context.Context, d engine.Docker, s *appSession, p *Plan, f *results.Folder, t results.Task, attempt, requests, warmup int) error {
+	if err := s.checkDelay(ctx, d, p, f, t); err != nil {
+		return err
+	}
+	cmd := []string{"/usr/local/bin/rttlab", "agent", "load", "--url", s.base, "--warmup", fmt.Sprint(warmup), "--requests", fmt.Sprint(requests)}
+	args, err := loadRouteArgs(s.st.Target.Meta, t, p.Seed)
+	if err != nil {
+		return err
+	}
+	cmd = append(cmd, args...)
+	for _, h := range s.header {
+		cmd = append(cmd, "--header", h)
+	}
+	before, err := s.sh.Snapshot(ctx, d)
+	if err != nil {
+		return s.agentError(ctx, d, err)
+	}
+	var out, errb bytes.Buffer
+	code, err := s.watchedLoad(ctx, d, engine.ExecSpec{Cmd: cmd, Stdout: &out, Stderr: &errb, Timeout: time.Duration(requests+warmup)*30*time.Second + time.Minute})
+	if err != nil {
+		return err
+	}
+	// A member that died during the load (the app killed mid-run) makes
+	// the remaining requests fail fast while the client exits normally:
+	// the attempt is not data, whatever the client says.
+	if derr := s.dead(ctx, d); derr != nil {
+		return derr
+	}
+	if err := s.recordShaper(ctx, d, f, t, attempt, before); err != nil {
+		return err
+	}
+	rs, err := s.loadResults(ctx, d, code, &out, &errb, requests+warmup)
+	if err != nil {
+		return err
+	}
+	if err := f.AppendSamples(t.ID, attempt, taskSamples(t, attempt, rs)); err != nil {
+		return err
+	}
+	return f.MarkDone(t.ID, attempt)
+}
+
+// checkDelay sets the task's delay and checks with a few ICMP echoes
+// (recorded as the task's probe) that the shaper passes traffic.
+func (s *appSession) checkDelay(ctx context.Context, d engine.Docker, p *Plan, f *results.Folder, t results.Task) error {
 	if err := s.sh.SetRTT(ctx, d, msDuration(t.RTTms)); err != nil {
 		return s.agentError(ctx, d, err)
 	}
@@ -495,19 +600,13 @@ func runTask(ctx context.Context, d engine.Docker, s *appSession, p *Plan, f *re
 	if pr.Received == 0 {
 		return fmt.Errorf("no ICMP echo came back at %g ms: the shaper is not passing traffic", t.RTTms)
 	}
-	cmd := []string{"/usr/local/bin/rttlab", "agent", "load", "--url", s.base, "--warmup", fmt.Sprint(warmup), "--requests", fmt.Sprint(requests)}
-	args, err := loadRouteArgs(s.st.Target.Meta, t, p.Seed)
-	if err != nil {
-		return err
-	}
-	cmd = append(cmd, args...)
-	for _, h := range s.header {
-		cmd = append(cmd, "--header", h)
-	}
-	before, err := s.sh.Snapshot(ctx, d)
-	if err != nil {
-		return s.agentError(ctx, d, err)
-	}
+	return nil
+}
+
+// watchedLoad runs the load client while watching the session's
+// containers: a container that exits stops the load at once, and its
+// error is returned instead of the client's.
+func (s *appSession) watchedLoad(ctx context.Context, d engine.Docker, spec engine.ExecSpec) (int, error) {
 	// A shaping agent that dies mid-task stops traffic on its side, a
 	// dead app or database leaves the client waiting on timeouts: watch
 	// the session's containers and stop the load at once.
@@ -530,23 +629,20 @@ func runTask(ctx context.Context, d engine.Docker, s *appSession, p *Plan, f *re
 			}
 		}
 	}()
-	var out, errb bytes.Buffer
-	code, err := d.Exec(loadCtx, s.client, engine.ExecSpec{Cmd: cmd, Stdout: &out, Stderr: &errb, Timeout: time.Duration(requests+warmup)*30*time.Second + time.Minute})
+	code, err := d.Exec(loadCtx, s.client, spec)
 	stopLoad()
 	select {
 	case aerr := <-agentDied:
-		return aerr
+		return code, aerr
 	default:
 	}
-	if err != nil {
-		return err
-	}
-	// A member that died during the load (the app killed mid-run) makes
-	// the remaining requests fail fast while the client exits normally:
-	// the attempt is not data, whatever the client says.
-	if derr := s.dead(ctx, d); derr != nil {
-		return derr
-	}
+	return code, err
+}
+
+// recordShaper records what the shapers did during the load (the change
+// of their figures since before) and fails the attempt on dropped
+// packets.
+func (s *appSession) recordShaper(ctx context.Context, d engine.Docker, f *results.Folder, t results.Task, attempt int, before ShaperSnapshot) error {
 	after, serr := s.sh.Snapshot(ctx, d)
 	if serr != nil {
 		return s.agentError(ctx, d, serr)
@@ -558,28 +654,28 @@ func runTask(ctx context.Context, d engine.Docker, s *appSession, p *Plan, f *re
 	if err := f.AppendShaper(shaperRows(t, attempt, deltas, after.At.Sub(before.At))); err != nil {
 		return err
 	}
-	if err := DropError(deltas); err != nil {
-		return err
-	}
-	rs, derr := workloads.DecodeResults(&out)
+	return DropError(deltas)
+}
+
+// loadResults decodes the load client's results; a client that failed is
+// blamed on a stack member that is no longer running when there is one.
+func (s *appSession) loadResults(ctx context.Context, d engine.Docker, code int, out, errb *bytes.Buffer, want int) ([]workloads.Result, error) {
+	rs, derr := workloads.DecodeResults(out)
 	if code != 0 || derr != nil {
 		for _, mem := range s.st.Members {
 			if cerr := CheckRunning(ctx, d, mem); cerr != nil {
-				return cerr
+				return nil, cerr
 			}
 		}
 		if derr != nil {
-			return fmt.Errorf("load client output: %w", derr)
+			return nil, fmt.Errorf("load client output: %w", derr)
 		}
-		return fmt.Errorf("load client exit %d: %s", code, engine.LastLines(errb.String(), 3))
+		return nil, fmt.Errorf("load client exit %d: %s", code, engine.LastLines(errb.String(), 3))
 	}
-	if len(rs) != requests+warmup {
-		return fmt.Errorf("load client returned %d results, want %d", len(rs), requests+warmup)
+	if len(rs) != want {
+		return nil, fmt.Errorf("load client returned %d results, want %d", len(rs), want)
 	}
-	if err := f.AppendSamples(t.ID, attempt, taskSamples(t, attempt, rs)); err != nil {
-		return err
-	}
-	return f.MarkDone(t.ID, attempt)
+	return rs, nil
 }
 
 // loadRouteArgs are the load client's flags for a task's route: --route,
