@@ -193,74 +193,104 @@ func StartStack(ctx context.Context, d engine.Docker, o StackOptions) (st *Stack
 	if err != nil {
 		return st, err
 	}
-	started := map[string]*Member{}
+	ss := &stackStart{d: d, st: st, o: o, proj: proj, extra: extra, started: map[string]*Member{}}
 	for _, svc := range order {
-		spec, meta, err := stackServiceSpec(proj, svc, st, o)
-		if err != nil {
+		if err := ss.startMember(ctx, svc); err != nil {
 			return st, err
-		}
-		if o.Target.Meta.Compose != nil {
-			if err := waitDependencies(ctx, d, svc, started, o.ReadyTimeout); err != nil {
-				return st, err
-			}
-		}
-		spec.Name = fmt.Sprintf("rttlab-%s-%s", o.RunID, svc.Name)
-		spec.Labels = RunLabels(o.RunID, extra)
-		spec.Labels[engine.LabelRole] = meta.Role
-		spec.Labels[engine.LabelService] = svc.Name
-		if meta.Role == "app" {
-			spec.Labels[engine.LabelApp] = o.Target.Name
-		}
-		spec.Network, spec.Aliases = st.Network, []string{svc.Name}
-		id, err := d.CreateContainer(ctx, spec)
-		m := &Member{Service: svc.Name, Role: meta.Role, Shaped: meta.Shaped, ID: id, Name: spec.Name}
-		if id != "" {
-			st.Members = append(st.Members, m)
-			started[svc.Name] = m
-		}
-		if err != nil {
-			return st, err
-		}
-		if err := d.StartContainer(ctx, id); err != nil {
-			return st, err
-		}
-		ins, err := d.InspectContainer(ctx, id)
-		if err != nil {
-			return st, err
-		}
-		if ep, ok := ins.NetworkSettings.Networks[st.Network]; ok {
-			m.IP = ep.IPAddress
-		}
-		switch meta.Role {
-		case "db":
-			if err := WaitDB(ctx, d, m, o.ReadyTimeout); err != nil {
-				return st, err
-			}
-			if o.Target.Meta.Compose != nil {
-				st.NoStatements = statementsUnavailable(ctx, d, st)
-			}
-			if len(o.Target.Meta.DBInit) > 0 {
-				files, err := ExpandDBInit(o.Target.Meta.DBInit)
-				if err != nil {
-					return st, err
-				}
-				if err := ApplyDBInit(ctx, d, st, files); err != nil {
-					return st, err
-				}
-			}
-		case "app":
-			st.AppAddr = net.JoinHostPort(m.IP, fmt.Sprint(o.Target.Meta.Port))
-			if o.Publish {
-				for _, b := range ins.NetworkSettings.Ports[nat.Port(fmt.Sprintf("%d/tcp", o.Target.Meta.Port))] {
-					st.AppURL = "http://" + net.JoinHostPort(b.HostIP, b.HostPort)
-				}
-			}
-			if err := waitApp(ctx, d, st, m, o.ReadyTimeout); err != nil {
-				return st, err
-			}
 		}
 	}
 	return st, nil
+}
+
+// stackStart is what starting a stack's members shares: the stack so far,
+// its options and project, the labels of every member, and the members
+// started by service.
+type stackStart struct {
+	d       engine.Docker
+	st      *Stack
+	o       StackOptions
+	proj    *types.Project
+	extra   map[string]string
+	started map[string]*Member
+}
+
+// startMember creates and starts the container of one service (once the
+// services it depends on are ready, in a user's compose file), adds it to
+// the stack and waits until it is ready.
+func (ss *stackStart) startMember(ctx context.Context, svc types.ServiceConfig) error {
+	d, st, o := ss.d, ss.st, ss.o
+	spec, meta, err := stackServiceSpec(ss.proj, svc, st, o)
+	if err != nil {
+		return err
+	}
+	if o.Target.Meta.Compose != nil {
+		if err := waitDependencies(ctx, d, svc, ss.started, o.ReadyTimeout); err != nil {
+			return err
+		}
+	}
+	spec.Name = fmt.Sprintf("rttlab-%s-%s", o.RunID, svc.Name)
+	spec.Labels = RunLabels(o.RunID, ss.extra)
+	spec.Labels[engine.LabelRole] = meta.Role
+	spec.Labels[engine.LabelService] = svc.Name
+	if meta.Role == "app" {
+		spec.Labels[engine.LabelApp] = o.Target.Name
+	}
+	spec.Network, spec.Aliases = st.Network, []string{svc.Name}
+	id, err := d.CreateContainer(ctx, spec)
+	m := &Member{Service: svc.Name, Role: meta.Role, Shaped: meta.Shaped, ID: id, Name: spec.Name}
+	if id != "" {
+		st.Members = append(st.Members, m)
+		ss.started[svc.Name] = m
+	}
+	if err != nil {
+		return err
+	}
+	if err := d.StartContainer(ctx, id); err != nil {
+		return err
+	}
+	ins, err := d.InspectContainer(ctx, id)
+	if err != nil {
+		return err
+	}
+	if ep, ok := ins.NetworkSettings.Networks[st.Network]; ok {
+		m.IP = ep.IPAddress
+	}
+	switch meta.Role {
+	case "db":
+		return ss.dbReady(ctx, m)
+	case "app":
+		st.AppAddr = net.JoinHostPort(m.IP, fmt.Sprint(o.Target.Meta.Port))
+		if o.Publish {
+			for _, b := range ins.NetworkSettings.Ports[nat.Port(fmt.Sprintf("%d/tcp", o.Target.Meta.Port))] {
+				st.AppURL = "http://" + net.JoinHostPort(b.HostIP, b.HostPort)
+			}
+		}
+		return waitApp(ctx, d, st, m, o.ReadyTimeout)
+	}
+	return nil
+}
+
+// dbReady waits until the database answers, notes whether it can count
+// statements (a user's compose database) and applies the app's
+// database initialisation.
+func (ss *stackStart) dbReady(ctx context.Context, m *Member) error {
+	d, st, o := ss.d, ss.st, ss.o
+	if err := WaitDB(ctx, d, m, o.ReadyTimeout); err != nil {
+		return err
+	}
+	if o.Target.Meta.Compose != nil {
+		st.NoStatements = statementsUnavailable(ctx, d, st)
+	}
+	if len(o.Target.Meta.DBInit) > 0 {
+		files, err := ExpandDBInit(o.Target.Meta.DBInit)
+		if err != nil {
+			return err
+		}
+		if err := ApplyDBInit(ctx, d, st, files); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // stackProject is the compose project a stack runs: rttlab's feed stack
