@@ -90,16 +90,32 @@ func Doctor(ctx context.Context, e DoctorEnv) []DoctorCheck {
 	var out []DoctorCheck
 	info, err := e.Engine(ctx)
 	engineOK := err == nil
-	if engineOK {
-		out = append(out, DoctorCheck{Name: "docker engine", OK: true, Required: true,
-			Detail: fmt.Sprintf("engine %s, API %s, %s/%s, kernel %s", info.Version, info.APIVersion, info.OS, info.Arch, info.Kernel)})
-		if info.Root != "" {
-			e.DockerRoot = info.Root
-		}
-	} else {
-		out = append(out, DoctorCheck{Name: "docker engine", Required: true, Detail: engine.FirstLine(err.Error()),
-			Fix: "start dockerd, or set DOCKER_HOST to a running engine"})
+	out = append(out, engineCheck(info, err))
+	if engineOK && info.Root != "" {
+		e.DockerRoot = info.Root
 	}
+	out = append(out, e.privilegesCheck())
+	kn, nq, bn := e.shaperChecks()
+	out = append(out, kn, nq, bn, backendCheck(kn, nq, bn))
+	out = append(out, e.debootstrapCheck())
+	out = append(out, e.baseImageCheck(ctx, engineOK))
+	out = append(out, e.diskCheck())
+	return out
+}
+
+// engineCheck says whether the engine answered, and what it is.
+func engineCheck(info engine.EngineInfo, err error) DoctorCheck {
+	if err == nil {
+		return DoctorCheck{Name: "docker engine", OK: true, Required: true,
+			Detail: fmt.Sprintf("engine %s, API %s, %s/%s, kernel %s", info.Version, info.APIVersion, info.OS, info.Arch, info.Kernel)}
+	}
+	return DoctorCheck{Name: "docker engine", Required: true, Detail: engine.FirstLine(err.Error()),
+		Fix: "start dockerd, or set DOCKER_HOST to a running engine"}
+}
+
+// privilegesCheck says whether rttlab runs as root or holds
+// CAP_NET_ADMIN.
+func (e DoctorEnv) privilegesCheck() DoctorCheck {
 	priv := DoctorCheck{Name: "privileges", Required: true}
 	if e.Euid() == 0 {
 		priv.OK, priv.Detail = true, "running as root"
@@ -109,35 +125,43 @@ func Doctor(ctx context.Context, e DoctorEnv) []DoctorCheck {
 		priv.Detail = "not root and no CAP_NET_ADMIN"
 		priv.Fix = "run as root (sudo rttlab ...)"
 	}
-	out = append(out, priv)
-	kn := DoctorCheck{Name: "kernel netem"}
+	return priv
+}
+
+// shaperChecks tries kernel netem, NFQUEUE and bridge netfilter, in that
+// order. One of the two shapers is required: kernel netem, or the
+// userspace shaper on the wire (NFQUEUE and bridge netfilter).
+func (e DoctorEnv) shaperChecks() (kn, nq, bn DoctorCheck) {
+	kn = DoctorCheck{Name: "kernel netem"}
 	if err := e.KernelNetem(); err == nil {
 		kn.OK, kn.Detail = true, "sch_netem works (tested in a throwaway netns)"
 	} else {
 		kn.Detail = "unusable: " + err.Error()
 		kn.Fix = "none needed: the userspace NFQUEUE shaper is used (--shaper auto)"
 	}
-	out = append(out, kn)
-	nq := DoctorCheck{Name: "NFQUEUE"}
+	nq = DoctorCheck{Name: "NFQUEUE"}
 	if err := e.NFQueue(); err == nil {
 		nq.OK, nq.Detail = true, "iptables NFQUEUE target accepted (throwaway netns)"
 	} else {
 		nq.Detail = "unusable: " + err.Error()
 		nq.Fix = "install iptables (apt-get install -y iptables) and load xt_NFQUEUE / nfnetlink_queue"
 	}
-	bn := DoctorCheck{Name: "bridge netfilter"}
+	bn = DoctorCheck{Name: "bridge netfilter"}
 	if err := e.BridgeNF(); err == nil {
 		bn.OK, bn.Detail = true, "bridged packets pass iptables: the userspace shaper can hold them on a run's bridge"
 	} else {
 		bn.Detail = "unusable: " + err.Error()
 		bn.Fix = "modprobe br_netfilter && sysctl -w net.bridge.bridge-nf-call-iptables=1 (needed only without kernel netem)"
 	}
-	// One of the two shapers is required: kernel netem, or the userspace
-	// shaper on the wire (NFQUEUE and bridge netfilter).
 	if !kn.OK {
 		nq.Required, bn.Required = true, true
 	}
-	out = append(out, nq, bn, backendCheck(kn, nq, bn))
+	return kn, nq, bn
+}
+
+// debootstrapCheck says whether debootstrap, which builds the base image,
+// is installed.
+func (e DoctorEnv) debootstrapCheck() DoctorCheck {
 	db := DoctorCheck{Name: "debootstrap"}
 	if p, err := e.LookPath("debootstrap"); err == nil {
 		db.OK, db.Detail = true, p
@@ -145,7 +169,11 @@ func Doctor(ctx context.Context, e DoctorEnv) []DoctorCheck {
 		db.Detail = "not installed (needed only to build the base image)"
 		db.Fix = "apt-get install -y debootstrap"
 	}
-	out = append(out, db)
+	return db
+}
+
+// baseImageCheck says whether the engine holds the base image.
+func (e DoctorEnv) baseImageCheck(ctx context.Context, engineOK bool) DoctorCheck {
 	bi := DoctorCheck{Name: "base image"}
 	if !engineOK {
 		bi.Detail = "unknown (no engine)"
@@ -155,7 +183,11 @@ func Doctor(ctx context.Context, e DoctorEnv) []DoctorCheck {
 		bi.Detail = engine.BaseImage + " missing"
 		bi.Fix = "rttlab images base"
 	}
-	out = append(out, bi)
+	return bi
+}
+
+// diskCheck says whether the engine's root has MinFreeBytes free.
+func (e DoctorEnv) diskCheck() DoctorCheck {
 	disk := DoctorCheck{Name: "free disk", Required: true}
 	if free, err := e.FreeBytes(e.DockerRoot); err != nil {
 		disk.Detail = err.Error()
@@ -168,8 +200,7 @@ func Doctor(ctx context.Context, e DoctorEnv) []DoctorCheck {
 			disk.Fix = fmt.Sprintf("free at least %.0f GiB (images and build cache need it; `rttlab clean --images` removes rttlab's)", float64(e.MinFreeBytes)/(1<<30))
 		}
 	}
-	out = append(out, disk)
-	return out
+	return disk
 }
 
 // backendCheck says which shaper --shaper auto gets on this host.
