@@ -50,73 +50,107 @@ var envKeyRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // (and that an entry without one sets none of them). Paths of db_init are
 // checked for existence here, before anything starts.
 func ValidateOwnApp(a PlanApp) error {
-	bad := func(field, format string, args ...any) error {
-		return ownAppFieldError(a.Name, field, fmt.Sprintf(format, args...))
-	}
 	if !a.Own() {
-		for _, f := range []struct {
-			name string
-			set  bool
-		}{{"port", a.Port != 0}, {"health", a.Health != ""}, {"db_init", len(a.DBInit) > 0}, {"env", len(a.Env) > 0}, {"env_file", a.EnvFile != ""},
-			{"statements", len(a.Statements) > 0}, {"app_service", a.AppService != ""}, {"db_service", a.DBService != ""},
-			{"request_mix", a.RequestMix != nil}} {
-			if f.set {
-				return bad(f.name, "%s applies to an app given by image: or compose: (rttlab builds its own apps from apps/)", f.name)
-			}
-		}
-		return nil
+		return validateNotOwn(a)
 	}
+	if err := validateOwnSource(a); err != nil {
+		return err
+	}
+	if !apps.ValidName(a.Name) {
+		return a.badField("name", "name %q is invalid: use lower-case letters, digits and '-'", a.Name)
+	}
+	if a.Mix != "" {
+		return a.badField("mix", "a mix drives rttlab's own redmine and aimeos apps; give routes or a request_mix for an image")
+	}
+	if err := validateRequestMix(a); err != nil {
+		return err
+	}
+	if err := validateOwnContainer(a); err != nil {
+		return err
+	}
+	return validateOwnStatements(a)
+}
+
+// badField is an error of the entry's field, its message formatted from
+// format and args.
+func (a PlanApp) badField(field, format string, args ...any) error {
+	return ownAppFieldError(a.Name, field, fmt.Sprintf(format, args...))
+}
+
+// validateNotOwn checks that an entry rttlab builds from apps/ sets none
+// of the fields of an app given by image: or compose:.
+func validateNotOwn(a PlanApp) error {
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{{"port", a.Port != 0}, {"health", a.Health != ""}, {"db_init", len(a.DBInit) > 0}, {"env", len(a.Env) > 0}, {"env_file", a.EnvFile != ""},
+		{"statements", len(a.Statements) > 0}, {"app_service", a.AppService != ""}, {"db_service", a.DBService != ""},
+		{"request_mix", a.RequestMix != nil}} {
+		if f.set {
+			return a.badField(f.name, "%s applies to an app given by image: or compose: (rttlab builds its own apps from apps/)", f.name)
+		}
+	}
+	return nil
+}
+
+// validateOwnSource checks where an own app comes from: an image
+// reference, or a compose file that loads and has the services named.
+func validateOwnSource(a PlanApp) error {
 	if a.Image != "" && a.Compose != "" {
-		return bad("compose", "give image: or compose:, not both (a compose entry runs its app service's image)")
+		return a.badField("compose", "give image: or compose:, not both (a compose entry runs its app service's image)")
 	}
 	if a.Compose != "" {
 		// A file that does not load is the compose: line's error; only then
 		// are the services checked against it.
 		p, err := LoadUserCompose(context.Background(), a.Compose)
 		if err != nil {
-			return bad("compose", "%v", err)
+			return a.badField("compose", "%v", err)
 		}
 		if field, err := checkComposeServices(p, a.composeRef()); err != nil {
-			return bad(field, "%v", err)
+			return a.badField(field, "%v", err)
 		}
 	} else if a.AppService != "" || a.DBService != "" {
-		return bad("app_service", "app_service and db_service name services of a compose: file; an image: entry has none")
+		return a.badField("app_service", "app_service and db_service name services of a compose: file; an image: entry has none")
 	}
 	if strings.ContainsAny(a.Image, " \t\n") {
-		return bad("image", "image %q is not an image reference", a.Image)
+		return a.badField("image", "image %q is not an image reference", a.Image)
 	}
-	if !apps.ValidName(a.Name) {
-		return bad("name", "name %q is invalid: use lower-case letters, digits and '-'", a.Name)
-	}
-	if a.Mix != "" {
-		return bad("mix", "a mix drives rttlab's own redmine and aimeos apps; give routes or a request_mix for an image")
-	}
-	if err := validateRequestMix(a); err != nil {
-		return err
-	}
+	return nil
+}
+
+// validateOwnContainer checks how an own app's container runs: its port,
+// health path, environment, env file and the db_init paths (which must
+// exist).
+func validateOwnContainer(a PlanApp) error {
 	if a.Port < 0 || a.Port > 65535 {
-		return bad("port", "port %d is out of range 1-65535", a.Port)
+		return a.badField("port", "port %d is out of range 1-65535", a.Port)
 	}
 	if a.Health != "" && !strings.HasPrefix(a.Health, "/") {
-		return bad("health", "health %q must be a path starting with /", a.Health)
+		return a.badField("health", "health %q must be a path starting with /", a.Health)
 	}
 	for _, k := range slices.Sorted(maps.Keys(a.Env)) {
 		if !envKeyRE.MatchString(k) {
-			return bad("env", "env %q is not a variable name", k)
+			return a.badField("env", "env %q is not a variable name", k)
 		}
 	}
 	if a.EnvFile != "" {
 		if _, err := ReadEnvFile(a.EnvFile); err != nil {
-			return bad("env_file", "%v", err)
+			return a.badField("env_file", "%v", err)
 		}
 	}
 	for _, p := range a.DBInit {
 		if _, err := os.Stat(p); err != nil {
-			return bad("db_init", "db_init %s: no such file or folder", p)
+			return a.badField("db_init", "db_init %s: no such file or folder", p)
 		}
 	}
+	return nil
+}
+
+// validateOwnStatements checks the statements an own app declares: for
+// its routes only (not with a request_mix), none negative.
+func validateOwnStatements(a PlanApp) error {
 	if a.RequestMix != nil && len(a.Statements) > 0 {
-		return bad("statements", "statements declare counts of routes; a request_mix's counts are reported, not asserted")
+		return a.badField("statements", "statements declare counts of routes; a request_mix's counts are reported, not asserted")
 	}
 	rs := map[string]bool{}
 	for _, r := range a.Routes {
@@ -125,10 +159,10 @@ func ValidateOwnApp(a PlanApp) error {
 	}
 	for _, k := range slices.Sorted(maps.Keys(a.Statements)) {
 		if !rs[k] {
-			return bad("statements", "statements for %s: not one of its routes", k)
+			return a.badField("statements", "statements for %s: not one of its routes", k)
 		}
 		if a.Statements[k] < 0 {
-			return bad("statements", "statements for %s: %d is negative", k, a.Statements[k])
+			return a.badField("statements", "statements for %s: %d is negative", k, a.Statements[k])
 		}
 	}
 	return nil
