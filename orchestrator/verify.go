@@ -160,20 +160,8 @@ func VerifyStack(ctx context.Context, d engine.Containers, st *Stack, o VerifyOp
 	}
 	meta := st.Target.Meta
 	if meta.Mix != "" {
-		// An application driven by a request mix: its routes answer 200
-		// JSON with its auth header, and not without it; its statement
-		// counts are not declared but traced.
-		hdr, err := AuthHeaders(ctx, d, st)
-		if err != nil {
-			return checks, err
-		}
-		for _, r := range meta.Routes {
-			add(checkJSONWith(ctx, hc, base, r.Path, http.StatusOK, nil, hdr))
-			if len(hdr) > 0 {
-				add(checkStatus(ctx, hc, base, r.Path, http.StatusUnauthorized, []string{strings.SplitN(hdr[0], ":", 2)[0] + ": wrong-key"}))
-			}
-		}
-		return checks, nil
+		err := mixAppChecks(ctx, d, hc, st, base, add)
+		return checks, err
 	}
 	if meta.Image != "" {
 		// A user's own app: its health path answers 200 and its routes
@@ -189,40 +177,72 @@ func VerifyStack(ctx context.Context, d engine.Containers, st *Stack, o VerifyOp
 			}
 		}
 	} else {
-		add(checkJSON(ctx, hc, base, meta.Health, http.StatusOK, nil))
-		for _, r := range meta.Routes {
-			path := r.Path
-			if r.StatementsPerN {
-				path = fmt.Sprintf("%s?n=%d", r.Path, o.SerialN)
-			}
-			add(checkJSON(ctx, hc, base, path, http.StatusOK, shapeFor(r.Path, o.SerialN)))
-			if r.StatementsPerN {
-				for _, bad := range []string{"?n=-1", "?n=1001", "?n=abc", ""} {
-					add(checkJSON(ctx, hc, base, r.Path+bad, http.StatusBadRequest, hasError))
-				}
-			}
-		}
+		contractChecks(ctx, hc, base, meta, o.SerialN, add)
 	}
 	if err := ctx.Err(); err != nil {
 		return checks, err
 	}
+	err := workChecks(ctx, d, hc, st, base, o, add)
+	return checks, err
+}
+
+// mixAppChecks checks an application driven by a request mix: its routes
+// answer 200 JSON with its auth header, and not without it; its statement
+// counts are not declared but traced.
+func mixAppChecks(ctx context.Context, d engine.Containers, hc *http.Client, st *Stack, base string, add func(Check)) error {
+	hdr, err := AuthHeaders(ctx, d, st)
+	if err != nil {
+		return err
+	}
+	for _, r := range st.Target.Meta.Routes {
+		add(checkJSONWith(ctx, hc, base, r.Path, http.StatusOK, nil, hdr))
+		if len(hdr) > 0 {
+			add(checkStatus(ctx, hc, base, r.Path, http.StatusUnauthorized, []string{strings.SplitN(hdr[0], ":", 2)[0] + ": wrong-key"}))
+		}
+	}
+	return nil
+}
+
+// contractChecks checks the route contract of one of rttlab's apps: the
+// health path and every route answer 200 JSON of the route's shape, and a
+// per-N route answers 400 to a bad n.
+func contractChecks(ctx context.Context, hc *http.Client, base string, meta *apps.Meta, serialN int, add func(Check)) {
+	add(checkJSON(ctx, hc, base, meta.Health, http.StatusOK, nil))
 	for _, r := range meta.Routes {
+		path := r.Path
+		if r.StatementsPerN {
+			path = fmt.Sprintf("%s?n=%d", r.Path, serialN)
+		}
+		add(checkJSON(ctx, hc, base, path, http.StatusOK, shapeFor(r.Path, serialN)))
+		if r.StatementsPerN {
+			for _, bad := range []string{"?n=-1", "?n=1001", "?n=abc", ""} {
+				add(checkJSON(ctx, hc, base, r.Path+bad, http.StatusBadRequest, hasError))
+			}
+		}
+	}
+}
+
+// workChecks checks the database work of every route: the statements per
+// request, then (with a shaping) the round trips and Parse messages on
+// the wire.
+func workChecks(ctx context.Context, d engine.Containers, hc *http.Client, st *Stack, base string, o VerifyOptions, add func(Check)) error {
+	for _, r := range st.Target.Meta.Routes {
 		c, err := countCheck(ctx, d, hc, st, base, r, o)
 		if err != nil {
-			return checks, err
+			return err
 		}
 		add(c)
 	}
 	if o.Shaping != nil {
 		wc, err := wireChecks(ctx, d, o.Shaping, o)
 		if err != nil {
-			return checks, err
+			return err
 		}
 		for _, c := range wc {
 			add(c)
 		}
 	}
-	return checks, nil
+	return nil
 }
 
 // wireChecks traces each route and compares round trips and Parse
