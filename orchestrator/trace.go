@@ -56,8 +56,6 @@ type TraceOptions struct {
 // the pg_stat_statements executions.
 func TraceApp(ctx context.Context, d engine.Containers, sh *Shaping, o TraceOptions) ([]results.TraceRow, error) {
 	st := sh.Stack
-	a := sh.Agents["app"]
-	db := st.Role("db")
 	types := make([]string, 0, len(o.Requests))
 	for k := range o.Requests {
 		types = append(types, k)
@@ -65,62 +63,80 @@ func TraceApp(ctx context.Context, d engine.Containers, sh *Shaping, o TraceOpti
 	slices.Sort(types)
 	var out []results.TraceRow
 	for _, typ := range types {
-		reqs := o.Requests[typ]
-		// The warmup runs alone; the statement counters are reset before
-		// the measured requests.
-		cmd := []string{"/usr/local/bin/rttlab", "agent", "trace", "--db", db.IP + ":5432",
-			"--url", fmt.Sprintf("http://127.0.0.1:%d", st.Target.Meta.Port)}
-		for _, h := range o.Header {
-			cmd = append(cmd, "--header", h)
-		}
-		if o.Warmup > 0 {
-			var win bytes.Buffer
-			wenc := json.NewEncoder(&win)
-			for i := 0; i < o.Warmup; i++ {
-				w := reqs[i%len(reqs)]
-				w.Type = "warmup"
-				wenc.Encode(w)
-			}
-			if _, err := runTrace(ctx, d, a, cmd, &win); err != nil {
-				return out, err
-			}
-		}
-		if err := st.ResetStatements(ctx, d); err != nil {
-			return out, err
-		}
-		var mreq bytes.Buffer
-		menc := json.NewEncoder(&mreq)
-		for _, r := range reqs {
-			menc.Encode(r)
-		}
-		res, err := runTrace(ctx, d, a, cmd, &mreq)
+		res, pgss, err := traceType(ctx, d, sh, o, o.Requests[typ])
 		if err != nil {
 			return out, err
 		}
-		pgss, err := st.CountStatements(ctx, d)
-		if err != nil {
-			return out, err
-		}
-		tt := results.TraceRow{App: st.Target.Name, Type: typ, N: len(res), Expected: statementsPerRequest(st.Target.Meta, typ), Weight: o.Weights[typ]}
-		var trips, stmts, parses []int
-		for _, r := range res {
-			if r.Error != "" {
-				tt.Failures++
-			}
-			trips = append(trips, r.RoundTrips)
-			stmts = append(stmts, r.Statements)
-			parses = append(parses, r.Parses)
-		}
-		tt.RoundTrips, tt.Statements, tt.Parses = results.RangeOf(trips), results.RangeOf(stmts), results.RangeOf(parses)
-		switch {
-		case pgss < 0:
-			tt.PGSS = -1 // the database cannot count statements
-		case len(res) > 0:
-			tt.PGSS = float64(pgss) / float64(len(res))
-		}
-		out = append(out, tt)
+		out = append(out, traceRow(st, typ, res, pgss, o.Weights[typ]))
 	}
 	return out, nil
+}
+
+// traceType sends one type's requests through the app's agent: the
+// warmup alone, then, after the statement counters are reset, the
+// measured requests. It returns their traces and the statements counted.
+func traceType(ctx context.Context, d engine.Containers, sh *Shaping, o TraceOptions, reqs []workloads.Request) ([]workloads.TraceResult, int64, error) {
+	st := sh.Stack
+	a := sh.Agents["app"]
+	db := st.Role("db")
+	cmd := []string{"/usr/local/bin/rttlab", "agent", "trace", "--db", db.IP + ":5432",
+		"--url", fmt.Sprintf("http://127.0.0.1:%d", st.Target.Meta.Port)}
+	for _, h := range o.Header {
+		cmd = append(cmd, "--header", h)
+	}
+	if o.Warmup > 0 {
+		var win bytes.Buffer
+		wenc := json.NewEncoder(&win)
+		for i := 0; i < o.Warmup; i++ {
+			w := reqs[i%len(reqs)]
+			w.Type = "warmup"
+			wenc.Encode(w)
+		}
+		if _, err := runTrace(ctx, d, a, cmd, &win); err != nil {
+			return nil, 0, err
+		}
+	}
+	if err := st.ResetStatements(ctx, d); err != nil {
+		return nil, 0, err
+	}
+	var mreq bytes.Buffer
+	menc := json.NewEncoder(&mreq)
+	for _, r := range reqs {
+		menc.Encode(r)
+	}
+	res, err := runTrace(ctx, d, a, cmd, &mreq)
+	if err != nil {
+		return nil, 0, err
+	}
+	pgss, err := st.CountStatements(ctx, d)
+	if err != nil {
+		return nil, 0, err
+	}
+	return res, pgss, nil
+}
+
+// traceRow sums up one type's traces: the range of round trips,
+// statements and Parse messages per request, the failures, and the
+// pg_stat_statements executions per request.
+func traceRow(st *Stack, typ string, res []workloads.TraceResult, pgss int64, weight float64) results.TraceRow {
+	tt := results.TraceRow{App: st.Target.Name, Type: typ, N: len(res), Expected: statementsPerRequest(st.Target.Meta, typ), Weight: weight}
+	var trips, stmts, parses []int
+	for _, r := range res {
+		if r.Error != "" {
+			tt.Failures++
+		}
+		trips = append(trips, r.RoundTrips)
+		stmts = append(stmts, r.Statements)
+		parses = append(parses, r.Parses)
+	}
+	tt.RoundTrips, tt.Statements, tt.Parses = results.RangeOf(trips), results.RangeOf(stmts), results.RangeOf(parses)
+	switch {
+	case pgss < 0:
+		tt.PGSS = -1 // the database cannot count statements
+	case len(res) > 0:
+		tt.PGSS = float64(pgss) / float64(len(res))
+	}
+	return tt
 }
 
 func runTrace(ctx context.Context, d engine.Containers, a *Agent, cmd []string, stdin *bytes.Buffer) ([]workloads.TraceResult, error) {
