@@ -114,25 +114,9 @@ func StartAgents(ctx context.Context, d engine.Docker, st *Stack, backend, scope
 		}
 	}
 	for role, a := range sh.Agents {
-		var rep netem.Reply
-		var err error
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			rep, err = sh.Control(ctx, d, a, "show")
-			if err == nil {
-				break
-			}
-			if err := CheckRunning(ctx, d, a.ctl()); err != nil {
-				return sh, fmt.Errorf("agent for %s: %w", role, err)
-			}
-			if time.Now().After(deadline) {
-				return sh, fmt.Errorf("agent %s did not answer: %w", a.Name, err)
-			}
-			if err := SleepCtx(ctx, 200*time.Millisecond); err != nil {
-				return sh, fmt.Errorf("agent %s: %w", a.Name, err)
-			}
+		if err := sh.waitAgent(ctx, d, role, a); err != nil {
+			return sh, err
 		}
-		a.Info = rep
 	}
 	// Backend and Why: the app's agent's, else any agent's (a stack of
 	// the database alone).
@@ -143,6 +127,31 @@ func StartAgents(ctx context.Context, d engine.Docker, st *Stack, backend, scope
 		}
 	}
 	return sh, nil
+}
+
+// waitAgent waits, up to 30 s, until the agent's shaper answers, and
+// keeps its first reply (backend and why) in a.Info.
+func (sh *Shaping) waitAgent(ctx context.Context, d engine.Docker, role string, a *Agent) error {
+	var rep netem.Reply
+	var err error
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		rep, err = sh.Control(ctx, d, a, "show")
+		if err == nil {
+			break
+		}
+		if err := CheckRunning(ctx, d, a.ctl()); err != nil {
+			return fmt.Errorf("agent for %s: %w", role, err)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("agent %s did not answer: %w", a.Name, err)
+		}
+		if err := SleepCtx(ctx, 200*time.Millisecond); err != nil {
+			return fmt.Errorf("agent %s: %w", a.Name, err)
+		}
+	}
+	a.Info = rep
+	return nil
 }
 
 // agentCmd serves the shaper in a member's namespace. The wire hook is
@@ -344,23 +353,9 @@ func FindShaping(ctx context.Context, d engine.Docker, runID string) (*Shaping, 
 	for _, c := range cs {
 		role := c.Labels[engine.LabelRole]
 		if role == "db" || role == "app" {
-			m := &Member{Service: c.Labels[engine.LabelService], Role: role, Shaped: true, ID: c.ID, Name: strings.TrimPrefix(c.Names[0], "/")}
-			ins, err := d.InspectContainer(ctx, c.ID)
+			m, err := labelledMember(ctx, d, st, c)
 			if err != nil {
 				return nil, err
-			}
-			for _, ep := range ins.NetworkSettings.Networks {
-				m.IP = ep.IPAddress
-			}
-			if role == "db" {
-				env := map[string]string{}
-				for _, e := range ins.Config.Env {
-					k, v, _ := strings.Cut(e, "=")
-					env[k] = v
-				}
-				if st.DB, err = composeDBCredentials(env); err != nil {
-					return nil, fmt.Errorf("database %s: %w", m.Name, err)
-				}
 			}
 			st.Members = append(st.Members, m)
 			byID[c.ID] = m
@@ -397,6 +392,32 @@ func FindShaping(ctx context.Context, d engine.Docker, runID string) (*Shaping, 
 		return nil, fmt.Errorf("run %s has no shaping agents", runID)
 	}
 	return sh, nil
+}
+
+// labelledMember is the stack member of the app or database container c,
+// with its address; the database's credentials (from its environment)
+// become st.DB.
+func labelledMember(ctx context.Context, d engine.Docker, st *Stack, c container.Summary) (*Member, error) {
+	role := c.Labels[engine.LabelRole]
+	m := &Member{Service: c.Labels[engine.LabelService], Role: role, Shaped: true, ID: c.ID, Name: strings.TrimPrefix(c.Names[0], "/")}
+	ins, err := d.InspectContainer(ctx, c.ID)
+	if err != nil {
+		return nil, err
+	}
+	for _, ep := range ins.NetworkSettings.Networks {
+		m.IP = ep.IPAddress
+	}
+	if role == "db" {
+		env := map[string]string{}
+		for _, e := range ins.Config.Env {
+			k, v, _ := strings.Cut(e, "=")
+			env[k] = v
+		}
+		if st.DB, err = composeDBCredentials(env); err != nil {
+			return nil, fmt.Errorf("database %s: %w", m.Name, err)
+		}
+	}
+	return m, nil
 }
 
 // CheckAgents returns an error naming the first agent that is no longer
