@@ -122,23 +122,7 @@ func clean(ctx context.Context, d engine.Docker, filter map[string]string) (Clea
 			sweep[ct.Labels[engine.LabelRun]] = true
 		}
 	}
-	for pass := 0; pass < 2; pass++ {
-		for _, ct := range cs {
-			role := ct.Labels[engine.LabelRole]
-			isHelper := role == "agent" || role == roleShaper || role == "client"
-			if (pass == 0) != isHelper {
-				continue
-			}
-			if pass == 0 && ct.State == "running" {
-				_ = d.StopContainer(ctx, ct.ID, 3*time.Second)
-			}
-			if err := d.RemoveContainer(ctx, ct.ID); err != nil {
-				errs = append(errs, fmt.Errorf("container %s: %w", containerName(ct), err))
-				continue
-			}
-			c.Containers++
-		}
-	}
+	c.Containers, errs = removeContainers(ctx, d, cs)
 	for run := range sweep {
 		if _, err := SweepWireRules(ctx, d, run); err != nil {
 			errs = append(errs, fmt.Errorf("run %s: %w", run, err))
@@ -167,6 +151,32 @@ func clean(ctx context.Context, d engine.Docker, filter map[string]string) (Clea
 		c.Volumes++
 	}
 	return c, errors.Join(errs...)
+}
+
+// removeContainers removes the containers cs, the helpers (agents, wire
+// shapers, clients) first, stopped so that they remove their rules; it
+// returns how many it removed and an error per container it could not.
+func removeContainers(ctx context.Context, d engine.Docker, cs []container.Summary) (int, []error) {
+	removed := 0
+	var errs []error
+	for pass := 0; pass < 2; pass++ {
+		for _, ct := range cs {
+			role := ct.Labels[engine.LabelRole]
+			isHelper := role == "agent" || role == roleShaper || role == "client"
+			if (pass == 0) != isHelper {
+				continue
+			}
+			if pass == 0 && ct.State == "running" {
+				_ = d.StopContainer(ctx, ct.ID, 3*time.Second)
+			}
+			if err := d.RemoveContainer(ctx, ct.ID); err != nil {
+				errs = append(errs, fmt.Errorf("container %s: %w", containerName(ct), err))
+				continue
+			}
+			removed++
+		}
+	}
+	return removed, errs
 }
 
 func containerName(ct container.Summary) string {
