@@ -53,62 +53,76 @@ func Calibrate(ctx context.Context, d engine.Containers, sh *Shaping, app string
 	o = o.withDefaults()
 	sh.Offsets = map[int64][2]time.Duration{}
 	var out []results.CalibrationPoint
-	median := func(rtt time.Duration) (float64, error) {
-		if err := sh.SetRTT(ctx, d, rtt); err != nil {
-			return 0, err
-		}
-		pr, err := sh.Ping(ctx, d, o.Echoes, o.Interval)
-		if err != nil {
-			return 0, err
-		}
-		if pr.Received < o.Echoes/2 {
-			return 0, fmt.Errorf("calibration at %v: %d of %d echoes came back", rtt, pr.Received, o.Echoes)
-		}
-		return float64(pr.Median.Nanoseconds()) / 1e3, nil
-	}
 	for _, s := range settingsMs {
 		if s <= 0 {
 			continue
 		}
-		rtt := msDuration(s)
-		pt := results.CalibrationPoint{App: app, RTTms: s, Probe: fmt.Sprintf("icmp %d echoes per measurement", o.Echoes)}
-		var off time.Duration // per side, applied to both
-		best, bestResid := time.Duration(0), math.Inf(1)
-		for round := 1; round <= o.MaxRounds; round++ {
-			sh.Offsets[rtt.Microseconds()] = [2]time.Duration{off, off}
-			base, err := median(0)
-			if err != nil {
-				return out, err
-			}
-			at, err := median(rtt)
-			if err != nil {
-				return out, err
-			}
-			resid := (at - base) - float64(rtt.Nanoseconds())/1e3
-			pt.Rounds = round
-			pt.BeforeUs = append(pt.BeforeUs, resid)
-			if math.Abs(resid) < math.Abs(bestResid) {
-				best, bestResid = off, resid
-			}
-			if math.Abs(resid) <= o.ToleranceUs || round == o.MaxRounds {
-				break
-			}
-			off -= time.Duration(resid / 2 * 1e3)
-			// A side can be held for no less than 0.
-			appD, dbD := netem.SplitRTT(rtt)
-			off = max(off, -min(appD, dbD))
+		pt, err := calibrateSetting(ctx, d, sh, app, s, o)
+		if err != nil {
+			return out, err
 		}
-		// Keep the round that came closest (a side held for 0 changes
-		// the shaper's cost, so the correction is not always linear).
-		off, pt.ResidualUs = best, bestResid
-		sh.Offsets[rtt.Microseconds()] = [2]time.Duration{off, off}
-		pt.AppOffsetUs, pt.DBOffsetUs = float64(off.Nanoseconds())/1e3, float64(off.Nanoseconds())/1e3
 		out = append(out, pt)
 		if o.Row != nil {
 			o.Row(pt)
 		}
 	}
 	return out, nil
+}
+
+// calibrateSetting calibrates setting s (ms) in at most o.MaxRounds
+// rounds, keeps the offset of the round that came closest in sh.Offsets
+// and returns the setting's calibration point.
+func calibrateSetting(ctx context.Context, d engine.Containers, sh *Shaping, app string, s float64, o CalibrateOptions) (results.CalibrationPoint, error) {
+	rtt := msDuration(s)
+	pt := results.CalibrationPoint{App: app, RTTms: s, Probe: fmt.Sprintf("icmp %d echoes per measurement", o.Echoes)}
+	var off time.Duration // per side, applied to both
+	best, bestResid := time.Duration(0), math.Inf(1)
+	for round := 1; round <= o.MaxRounds; round++ {
+		sh.Offsets[rtt.Microseconds()] = [2]time.Duration{off, off}
+		base, err := icmpMedianUs(ctx, d, sh, o, 0)
+		if err != nil {
+			return pt, err
+		}
+		at, err := icmpMedianUs(ctx, d, sh, o, rtt)
+		if err != nil {
+			return pt, err
+		}
+		resid := (at - base) - float64(rtt.Nanoseconds())/1e3
+		pt.Rounds = round
+		pt.BeforeUs = append(pt.BeforeUs, resid)
+		if math.Abs(resid) < math.Abs(bestResid) {
+			best, bestResid = off, resid
+		}
+		if math.Abs(resid) <= o.ToleranceUs || round == o.MaxRounds {
+			break
+		}
+		off -= time.Duration(resid / 2 * 1e3)
+		// A side can be held for no less than 0.
+		appD, dbD := netem.SplitRTT(rtt)
+		off = max(off, -min(appD, dbD))
+	}
+	// Keep the round that came closest (a side held for 0 changes
+	// the shaper's cost, so the correction is not always linear).
+	off, pt.ResidualUs = best, bestResid
+	sh.Offsets[rtt.Microseconds()] = [2]time.Duration{off, off}
+	pt.AppOffsetUs, pt.DBOffsetUs = float64(off.Nanoseconds())/1e3, float64(off.Nanoseconds())/1e3
+	return pt, nil
+}
+
+// icmpMedianUs sets rtt and returns the median of o.Echoes ICMP echoes'
+// RTT in µs; fewer than half of them coming back is an error.
+func icmpMedianUs(ctx context.Context, d engine.Containers, sh *Shaping, o CalibrateOptions, rtt time.Duration) (float64, error) {
+	if err := sh.SetRTT(ctx, d, rtt); err != nil {
+		return 0, err
+	}
+	pr, err := sh.Ping(ctx, d, o.Echoes, o.Interval)
+	if err != nil {
+		return 0, err
+	}
+	if pr.Received < o.Echoes/2 {
+		return 0, fmt.Errorf("calibration at %v: %d of %d echoes came back", rtt, pr.Received, o.Echoes)
+	}
+	return float64(pr.Median.Nanoseconds()) / 1e3, nil
 }
 
 // OffsetsFrom turns a manifest's calibration of app back into SetRTT's
