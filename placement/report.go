@@ -118,119 +118,142 @@ func groupSamples(samples []PlaceSample) map[sampleKey][]float64 {
 	return out
 }
 
+// recomputePlace rebuilds every repetition's calibrations, model rows and
+// routed summary, and the sweep, from the samples, then the warnings.
 func recomputePlace(res *PlaceResult, samples []PlaceSample) error {
-	g := groupSamples(samples)
-	med := func(k sampleKey) (float64, error) {
-		v := g[k]
-		if len(v) == 0 {
-			return 0, fmt.Errorf("no samples for %+v", k)
-		}
-		return results.Median(v), nil
-	}
-	p := res.Plan
+	rc := &recomputer{samples: samples, g: groupSamples(samples)}
 	for i := range res.Reps {
-		rep := &res.Reps[i]
-		rebuild := func(c *Calibration, phase string, heldOut bool) error {
-			for j := range c.Hosts {
-				h := &c.Hosts[j]
-				var err error
-				if h.ConnectP50Ms, err = med(sampleKey{rep.Rep, phase, "connect", h.Name, "", ""}); err != nil {
-					return err
-				}
-				hp, err := med(sampleKey{rep.Rep, phase, "http", h.Name, healthPath(samples, rep.Rep, phase, h.Name, c), ""})
-				if err != nil {
-					return err
-				}
-				if heldOut {
-					h.ClientPathMs = hp
-				} else {
-					h.HealthP50Ms = hp
-					if h.Select1P50Ms, err = med(sampleKey{rep.Rep, "calibration", "select1", h.Name, "", ""}); err != nil {
-						return err
-					}
-				}
-			}
-			if !heldOut {
-				for j := range c.Routes {
-					rc := &c.Routes[j]
-					for _, h := range c.Hosts {
-						v, err := med(sampleKey{rep.Rep, phase, "http", h.Name, requestPath(*rc, 0), ""})
-						if err != nil {
-							return err
-						}
-						rc.P50Ms[h.Name] = v
-					}
-				}
-			}
-			return nil
-		}
-		if err := rebuild(&rep.Calibration, "calibration", false); err != nil {
+		if err := rc.rep(&res.Reps[i], res.Plan.Seed); err != nil {
 			return err
 		}
-		ho := rep.Calibration
-		ho.Hosts = slices.Clone(rep.Calibration.Hosts)
-		if err := rebuild(&ho, "held-out", true); err != nil {
-			return err
-		}
-		rep.HeldOutCal = ho
-		rep.Estimates, rep.HeldOut, rep.Predicted = nil, nil, nil
-		for _, rc := range ho.Routes {
-			if rc.PerN {
-				continue
-			}
-			rt, _ := ho.RouteN(rc.Path, 0)
-			est, err := ho.Estimates(rt)
-			if err != nil {
-				return err
-			}
-			rep.Estimates = append(rep.Estimates, est...)
-			hoP50 := map[string]float64{}
-			for _, h := range ho.Hosts {
-				if v, err := med(sampleKey{rep.Rep, "held-out", "http", h.Name, rc.Path, ""}); err == nil {
-					hoP50[h.Name] = v
-				}
-			}
-			rep.HeldOut = append(rep.HeldOut, HeldOut(est, hoP50)...)
-			for _, m := range Models {
-				if c, err := PredictedCrossover(est[0], est[1], m); err == nil {
-					rep.Predicted = append(rep.Predicted, PredictedRow{Route: rc.Path, Model: m, Crossover: c})
-				}
-			}
-		}
-		var routed []Sample
-		for _, s := range samples {
-			if s.Rep == rep.Rep && s.Phase == "routed" {
-				routed = append(routed, Sample{Policy: Policy(s.Policy), Route: s.Route, Host: s.Host, LatencyMs: s.LatencyMs,
-					Failed: s.Error != "" || s.Status != 200, Warmup: s.Warmup})
-			}
-		}
-		rep.Routed = SummarizeRouted(routed, p.Seed^uint64(rep.Rep), 0)
 	}
 	if len(res.Sweep) > 0 {
-		a, b := map[int][]float64{}, map[int][]float64{}
-		for k, v := range g {
-			if k.phase != "sweep" {
-				continue
-			}
-			var n int
-			if _, err := fmt.Sscanf(k.route[strings.IndexByte(k.route, '=')+1:], "%d", &n); err != nil {
-				return fmt.Errorf("sweep sample route %q: no n", k.route)
-			}
-			if k.host == NodeA {
-				a[n] = v
-			} else {
-				b[n] = v
-			}
-		}
-		res.Sweep = Sweep(a, b, p.Seed, 0)
-		res.Measured = nil
-		if mc, err := MeasureCrossover(res.Sweep); err == nil {
-			res.Measured = &mc
+		if err := rc.sweep(res); err != nil {
+			return err
 		}
 	}
 	res.SweepPredicted = sweepPredicted(res)
 	res.Warnings = nil
 	(&PlaceRunner{res: res}).warn()
+	return nil
+}
+
+// recomputer is a placement folder's samples, also grouped by key, as
+// recomputePlace reads them.
+type recomputer struct {
+	samples []PlaceSample
+	g       map[sampleKey][]float64
+}
+
+// med is the median of a key's samples, an error when it has none.
+func (rc *recomputer) med(k sampleKey) (float64, error) {
+	v := rc.g[k]
+	if len(v) == 0 {
+		return 0, fmt.Errorf("no samples for %+v", k)
+	}
+	return results.Median(v), nil
+}
+
+// rep recomputes one repetition: its calibration, held-out calibration,
+// estimates, held-out rows, predicted crossovers and routed summary.
+func (rc *recomputer) rep(rep *PlaceRep, seed uint64) error {
+	if err := rc.rebuild(rep.Rep, &rep.Calibration, "calibration", false); err != nil {
+		return err
+	}
+	ho := rep.Calibration
+	ho.Hosts = slices.Clone(rep.Calibration.Hosts)
+	if err := rc.rebuild(rep.Rep, &ho, "held-out", true); err != nil {
+		return err
+	}
+	rep.HeldOutCal = ho
+	rep.Estimates, rep.HeldOut, rep.Predicted = nil, nil, nil
+	for _, route := range ho.Routes {
+		if route.PerN {
+			continue
+		}
+		hoP50 := map[string]float64{}
+		for _, h := range ho.Hosts {
+			if v, err := rc.med(sampleKey{rep.Rep, "held-out", "http", h.Name, route.Path, ""}); err == nil {
+				hoP50[h.Name] = v
+			}
+		}
+		if err := rep.addRouteModels(ho, route.Path, hoP50); err != nil {
+			return err
+		}
+	}
+	var routed []Sample
+	for _, s := range rc.samples {
+		if s.Rep == rep.Rep && s.Phase == "routed" {
+			routed = append(routed, Sample{Policy: Policy(s.Policy), Route: s.Route, Host: s.Host, LatencyMs: s.LatencyMs,
+				Failed: s.Error != "" || s.Status != 200, Warmup: s.Warmup})
+		}
+	}
+	rep.Routed = SummarizeRouted(routed, seed^uint64(rep.Rep), 0)
+	return nil
+}
+
+// rebuild sets a phase's host medians (connect and /health, as the client
+// path when heldOut; SELECT 1 from the calibration otherwise) and, for the
+// calibration, every route's p50 per host.
+func (rc *recomputer) rebuild(rep int, c *Calibration, phase string, heldOut bool) error {
+	for j := range c.Hosts {
+		h := &c.Hosts[j]
+		var err error
+		if h.ConnectP50Ms, err = rc.med(sampleKey{rep, phase, "connect", h.Name, "", ""}); err != nil {
+			return err
+		}
+		hp, err := rc.med(sampleKey{rep, phase, "http", h.Name, healthPath(rc.samples, rep, phase, h.Name, c), ""})
+		if err != nil {
+			return err
+		}
+		if heldOut {
+			h.ClientPathMs = hp
+		} else {
+			h.HealthP50Ms = hp
+			if h.Select1P50Ms, err = rc.med(sampleKey{rep, "calibration", "select1", h.Name, "", ""}); err != nil {
+				return err
+			}
+		}
+	}
+	if heldOut {
+		return nil
+	}
+	for j := range c.Routes {
+		route := &c.Routes[j]
+		for _, h := range c.Hosts {
+			v, err := rc.med(sampleKey{rep, phase, "http", h.Name, requestPath(*route, 0), ""})
+			if err != nil {
+				return err
+			}
+			route.P50Ms[h.Name] = v
+		}
+	}
+	return nil
+}
+
+// sweep rebuilds the sweep points and the measured crossover from the
+// sweep samples per N and host.
+func (rc *recomputer) sweep(res *PlaceResult) error {
+	a, b := map[int][]float64{}, map[int][]float64{}
+	for k, v := range rc.g {
+		if k.phase != "sweep" {
+			continue
+		}
+		var n int
+		if _, err := fmt.Sscanf(k.route[strings.IndexByte(k.route, '=')+1:], "%d", &n); err != nil {
+			return fmt.Errorf("sweep sample route %q: no n", k.route)
+		}
+		if k.host == NodeA {
+			a[n] = v
+		} else {
+			b[n] = v
+		}
+	}
+	res.Sweep = Sweep(a, b, res.Plan.Seed, 0)
+	res.Measured = nil
+	if mc, err := MeasureCrossover(res.Sweep); err == nil {
+		res.Measured = &mc
+	}
 	return nil
 }
 

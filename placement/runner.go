@@ -85,6 +85,25 @@ type PredictedRow struct {
 	Crossover Crossover `json:"crossover"`
 }
 
+// addRouteModels appends one route's estimates (from the held-out
+// calibration ho), its held-out rows against hoP50 (per host) and each
+// model's predicted crossover.
+func (rep *PlaceRep) addRouteModels(ho Calibration, path string, hoP50 map[string]float64) error {
+	rt, _ := ho.RouteN(path, 0)
+	est, err := ho.Estimates(rt)
+	if err != nil {
+		return err
+	}
+	rep.Estimates = append(rep.Estimates, est...)
+	rep.HeldOut = append(rep.HeldOut, HeldOut(est, hoP50)...)
+	for _, m := range Models {
+		if c, err := PredictedCrossover(est[0], est[1], m); err == nil {
+			rep.Predicted = append(rep.Predicted, PredictedRow{Route: path, Model: m, Crossover: c})
+		}
+	}
+	return nil
+}
+
 // PlaceResult is the study's summary (summary.json).
 type PlaceResult struct {
 	Kind            string             `json:"kind"` // "placement"
