@@ -276,6 +276,17 @@ func (p *PlacePlan) Validate() error {
 	if p.file == "" {
 		p.file = "plan " + p.Name
 	}
+	for _, check := range []func() error{p.validateLinks, p.validateHeldOut, p.validateCounts, p.validateLists, p.validateShaping} {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validateLinks checks each link's nodes and RTT, and that no pair is
+// listed twice.
+func (p *PlacePlan) validateLinks() error {
 	seen := map[[2]string]bool{}
 	for _, l := range p.Links {
 		for _, n := range []string{l.A, l.B} {
@@ -295,6 +306,12 @@ func (p *PlacePlan) Validate() error {
 		}
 		seen[k] = true
 	}
+	return nil
+}
+
+// validateHeldOut checks each held-out delay's nodes and ms, and that no
+// direction is listed twice.
+func (p *PlacePlan) validateHeldOut() error {
 	seenOW := map[[2]string]bool{}
 	for _, o := range p.HeldOut {
 		for _, n := range []string{o.From, o.To} {
@@ -313,6 +330,12 @@ func (p *PlacePlan) Validate() error {
 		}
 		seenOW[[2]string{o.From, o.To}] = true
 	}
+	return nil
+}
+
+// validateCounts checks the request, call and warmup counts and the
+// rounds they are split over.
+func (p *PlacePlan) validateCounts() error {
 	for _, f := range []struct {
 		name string
 		v    int
@@ -338,6 +361,12 @@ func (p *PlacePlan) Validate() error {
 			return p.lineErr(0, "%s %d: use 0..%d", f.name, f.v, orchestrator.MaxRequests)
 		}
 	}
+	return nil
+}
+
+// validateLists checks the routes, policies, sweep Ns and concurrency
+// rates.
+func (p *PlacePlan) validateLists() error {
 	if len(p.Routes) == 0 {
 		return p.lineErr(0, "routes is empty: name at least one route of the app")
 	}
@@ -364,6 +393,12 @@ func (p *PlacePlan) Validate() error {
 			return p.lineErr(0, "concurrency_rates %v: use fractions of capacity in (0, 1]", r)
 		}
 	}
+	return nil
+}
+
+// validateShaping checks the shaper, hook, calibrate and floor settings,
+// and that no one-way delay plus the floor exceeds 1 s.
+func (p *PlacePlan) validateShaping() error {
 	switch p.Shaper {
 	case "auto", "kernel", "userspace":
 	default:
