@@ -104,27 +104,44 @@ func SummarizeRouted(samples []Sample, seed uint64, resamples int) RoutedSummary
 		Cells:  []PolicyRoute{},
 		Diffs:  []PolicyDiff{},
 	}
-	type key struct {
-		p Policy
-		r string
+	cells, keys, routes := groupRouted(samples)
+	for _, k := range keys {
+		sum.Cells = append(sum.Cells, cells[k].summary(k, seed, resamples))
 	}
-	type acc struct {
-		lat   []float64
-		fail  int
-		hosts map[string]int
-		total int
-	}
-	cells := map[key]*acc{}
-	var keys []key
+	sum.Diffs = append(sum.Diffs, routedDiffs(cells, routes, seed, resamples)...)
+	return sum
+}
+
+// routedKey is one (policy, route) cell of the routed comparison.
+type routedKey struct {
+	p Policy
+	r string
+}
+
+// routedCell gathers one cell's measured samples: successful latencies,
+// failures and chosen hosts.
+type routedCell struct {
+	lat   []float64
+	fail  int
+	hosts map[string]int
+	total int
+}
+
+// groupRouted gathers the measured samples per cell; keys come in the
+// order of Policies (unknown policies after, by name), then by route, and
+// routes holds every route seen.
+func groupRouted(samples []Sample) (map[routedKey]*routedCell, []routedKey, map[string]bool) {
+	cells := map[routedKey]*routedCell{}
+	var keys []routedKey
 	routes := map[string]bool{}
 	for _, s := range samples {
 		if s.Warmup {
 			continue
 		}
-		k := key{s.Policy, s.Route}
+		k := routedKey{s.Policy, s.Route}
 		a := cells[k]
 		if a == nil {
-			a = &acc{hosts: map[string]int{}}
+			a = &routedCell{hosts: map[string]int{}}
 			cells[k] = a
 			keys = append(keys, k)
 		}
@@ -145,7 +162,7 @@ func SummarizeRouted(samples []Sample, seed uint64, resamples int) RoutedSummary
 		}
 		return len(Policies)
 	}
-	slices.SortFunc(keys, func(x, y key) int {
+	slices.SortFunc(keys, func(x, y routedKey) int {
 		if d := rank(x.p) - rank(y.p); d != 0 {
 			return d
 		}
@@ -154,27 +171,38 @@ func SummarizeRouted(samples []Sample, seed uint64, resamples int) RoutedSummary
 		}
 		return cmp.Compare(x.r, y.r)
 	})
-	for _, k := range keys {
-		a := cells[k]
-		slices.Sort(a.lat)
-		c := PolicyRoute{Policy: k.p, Route: k.r, N: len(a.lat), Failures: a.fail,
-			P50Ms: Num(results.Percentile(a.lat, 0.5)), P99Ms: Num(results.Percentile(a.lat, 0.99)),
-			P50CI: ciOf(results.BootstrapMedianCI(a.lat, resamples, results.NewRNG(seed, PolicyCellKey(k.p, k.r)))),
-			Hosts: []HostShare{}}
-		for _, h := range sortedNames(a.hosts) {
-			c.Hosts = append(c.Hosts, HostShare{Host: h, Count: a.hosts[h], Share: float64(a.hosts[h]) / float64(a.total)})
-		}
-		sum.Cells = append(sum.Cells, c)
+	return cells, keys, routes
+}
+
+// summary is the cell's p50, p99, p50 interval, failures and host shares;
+// it sorts the cell's latencies.
+func (a *routedCell) summary(k routedKey, seed uint64, resamples int) PolicyRoute {
+	slices.Sort(a.lat)
+	c := PolicyRoute{Policy: k.p, Route: k.r, N: len(a.lat), Failures: a.fail,
+		P50Ms: Num(results.Percentile(a.lat, 0.5)), P99Ms: Num(results.Percentile(a.lat, 0.99)),
+		P50CI: ciOf(results.BootstrapMedianCI(a.lat, resamples, results.NewRNG(seed, PolicyCellKey(k.p, k.r)))),
+		Hosts: []HostShare{}}
+	for _, h := range sortedNames(a.hosts) {
+		c.Hosts = append(c.Hosts, HostShare{Host: h, Count: a.hosts[h], Share: float64(a.hosts[h]) / float64(a.total)})
 	}
+	return c
+}
+
+// routedDiffs compares, per route (by name), network-only, profiled and
+// queue-aware against user-first and profiled against network-only, for
+// the policies the samples hold. It runs after the cells' summaries, which
+// sort the latencies the resamples draw from.
+func routedDiffs(cells map[routedKey]*routedCell, routes map[string]bool, seed uint64, resamples int) []PolicyDiff {
 	pairs := [][2]Policy{
 		{PolicyNetworkOnly, PolicyUserFirst},
 		{PolicyProfiled, PolicyUserFirst},
 		{PolicyQueueAware, PolicyUserFirst},
 		{PolicyProfiled, PolicyNetworkOnly},
 	}
+	var out []PolicyDiff
 	for _, r := range sortedNames(routes) {
 		for _, pr := range pairs {
-			t, b := cells[key{pr[0], r}], cells[key{pr[1], r}]
+			t, b := cells[routedKey{pr[0], r}], cells[routedKey{pr[1], r}]
 			if t == nil || b == nil {
 				continue // a policy the run did not use
 			}
@@ -191,10 +219,10 @@ func SummarizeRouted(samples []Sample, seed uint64, resamples int) RoutedSummary
 			default:
 				d.Verdict = "no measurable difference"
 			}
-			sum.Diffs = append(sum.Diffs, d)
+			out = append(out, d)
 		}
 	}
-	return sum
+	return out
 }
 
 func sortedNames[V any](m map[string]V) []string {
