@@ -240,6 +240,23 @@ func MeasureCrossover(points []SweepPoint) (MeasuredCrossover, error) {
 		}
 	}
 	mc := MeasuredCrossover{Points: p, Crossings: []MeasuredCrossing{}, Supported: []CIBracket{}}
+	mc.findCrossings()
+	mc.findSupported()
+	if len(mc.Crossings) == 0 {
+		for _, q := range p {
+			if s := sign(q.DiffMs); s != 0 {
+				mc.Sign = s
+				break
+			}
+		}
+	}
+	return mc, nil
+}
+
+// findCrossings adds the sign changes of the sorted points' differences
+// to Crossings and the zeros without a sign change across them to Ties.
+func (mc *MeasuredCrossover) findCrossings() {
+	p := mc.Points
 	for i := 0; i < len(p); {
 		if s := sign(p[i].DiffMs); s != 0 {
 			if i+1 < len(p) {
@@ -272,6 +289,12 @@ func MeasureCrossover(points []SweepPoint) (MeasuredCrossover, error) {
 		}
 		i = j + 1
 	}
+}
+
+// findSupported adds to Supported each change of sign from one point whose
+// interval excludes 0 to the next such point.
+func (mc *MeasuredCrossover) findSupported() {
+	p := mc.Points
 	last := -1 // index of the last point whose interval excludes 0
 	for i := range p {
 		s := p[i].DiffCI.Excludes0()
@@ -283,15 +306,6 @@ func MeasureCrossover(points []SweepPoint) (MeasuredCrossover, error) {
 		}
 		last = i
 	}
-	if len(mc.Crossings) == 0 {
-		for _, q := range p {
-			if s := sign(q.DiffMs); s != 0 {
-				mc.Sign = s
-				break
-			}
-		}
-	}
-	return mc, nil
 }
 
 // String summarises the measured crossover in one line, naming hosts a
