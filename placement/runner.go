@@ -524,15 +524,49 @@ func hostCalibrations(s *phaseSamples, health string, routes []RouteCalibration)
 	return hosts
 }
 
+// rep runs one repetition: calibration and held-out test in interleaved
+// rounds, the models' rows, and the routed comparison through the proxy.
 func (r *PlaceRunner) rep(ctx context.Context, rep int, zeroSel map[string][]float64) (PlaceRep, error) {
-	p := r.S.Plan
-	out := PlaceRep{Rep: rep}
+	pr := &placeRep{r: r, n: rep, out: PlaceRep{Rep: rep}}
+	err := pr.run(ctx, zeroSel)
+	return pr.out, err
+}
 
+// placeRep is one repetition in progress: its runner, its number and the
+// PlaceRep its phases fill.
+type placeRep struct {
+	r   *PlaceRunner
+	n   int
+	out PlaceRep
+}
+
+// run runs the repetition's phases in order, stopping at the first error.
+func (pr *placeRep) run(ctx context.Context, zeroSel map[string][]float64) error {
 	// 1-3. Calibration without the held-out change and the held-out
 	// test, measured in interleaved rounds.
+	routes := pr.r.calRoutes()
+	calS, hoS, err := pr.measurePhases(ctx, routes)
+	if err != nil {
+		return err
+	}
+	if err := pr.calibrate(calS, routes, zeroSel); err != nil {
+		return err
+	}
+	ho, err := pr.heldOut(ctx, hoS, routes)
+	if err != nil {
+		return err
+	}
+	// 4. The routed comparison through the proxy.
+	return pr.routed(ctx, ho)
+}
+
+// measurePhases measures the calibration and the held-out phase over the
+// health path and the routes; the first repetition checks each phase's
+// links by ICMP when they are first applied.
+func (pr *placeRep) measurePhases(ctx context.Context, routes []RouteCalibration) (cal, ho *phaseSamples, err error) {
+	r, p, rep := pr.r, pr.r.S.Plan, pr.n
 	r.S.say("rep %d/%d: calibration (links as configured) and held-out test (%s) in %d interleaved rounds: connect, %s and %d routes on a and b, %d+%d requests each in all",
 		rep, p.Repeat, heldOutText(p), p.Rounds, r.S.Stack.Target.Meta.Health, len(p.Routes), p.Warmup, p.Requests)
-	routes := r.calRoutes()
 	paths := []string{r.S.Stack.Target.Meta.Health}
 	for _, rc := range routes {
 		paths = append(paths, requestPath(rc, 0))
@@ -545,12 +579,16 @@ func (r *PlaceRunner) rep(ctx context.Context, rep int, zeroSel map[string][]flo
 			return r.checkLinks(ctx, phaseName(heldOut), heldOut)
 		}
 	}
-	calS, hoS, err := r.measurePhases(ctx, rep, paths, check)
-	if err != nil {
-		return out, err
-	}
+	return r.measurePhases(ctx, rep, paths, check)
+}
+
+// calibrate sets the repetition's calibration from the calibration
+// phase's samples (filling routes' p50s) and validates it; the first
+// repetition also records the SELECT 1 checks against zeroSel.
+func (pr *placeRep) calibrate(calS *phaseSamples, routes []RouteCalibration, zeroSel map[string][]float64) error {
+	r, p := pr.r, pr.r.S.Plan
 	hosts := hostCalibrations(calS, r.S.Stack.Target.Meta.Health, routes)
-	if rep == 1 {
+	if pr.n == 1 {
 		for _, h := range []string{NodeA, NodeB} {
 			z := results.Median(zeroSel[h])
 			r.res.Select1 = append(r.res.Select1, Select1Check{Host: h, ConfiguredMs: p.LinkRTTMs(h, NodeDB), ZeroP50Ms: z, SettingP50Ms: hosts[h].Select1P50Ms, AddedMs: hosts[h].Select1P50Ms - z})
@@ -558,9 +596,18 @@ func (r *PlaceRunner) rep(ctx context.Context, rep int, zeroSel map[string][]flo
 	}
 	cal := Calibration{Hosts: []HostCalibration{*hosts[NodeA], *hosts[NodeB]}, Routes: routes}
 	if err := cal.Validate(); err != nil {
-		return out, fmt.Errorf("calibration: %w", err)
+		return fmt.Errorf("calibration: %w", err)
 	}
-	out.Calibration = cal
+	pr.out.Calibration = cal
+	return nil
+}
+
+// heldOut applies the held-out links (the routed comparison and what
+// follows run with them), builds the held-out calibration (the
+// calibration with the held-out connect and client path) and adds each
+// route's estimates, held-out rows and predicted crossovers.
+func (pr *placeRep) heldOut(ctx context.Context, hoS *phaseSamples, routes []RouteCalibration) (Calibration, error) {
+	r, cal := pr.r, pr.out.Calibration
 	hoRoutes := make([]RouteCalibration, len(routes))
 	for i, rc := range routes {
 		hoRoutes[i] = rc
@@ -569,7 +616,7 @@ func (r *PlaceRunner) rep(ctx context.Context, rep int, zeroSel map[string][]flo
 	hoHosts := hostCalibrations(hoS, r.S.Stack.Target.Meta.Health, hoRoutes)
 	// The routed comparison and what follows run with the held-out change.
 	if err := r.S.SetLinks(ctx, r.D, r.links[true]); err != nil {
-		return out, err
+		return Calibration{}, err
 	}
 	ho := cal
 	ho.Hosts = slices.Clone(cal.Hosts)
@@ -578,26 +625,27 @@ func (r *PlaceRunner) rep(ctx context.Context, rep int, zeroSel map[string][]flo
 		ho.Hosts[i].ConnectP50Ms = h.ConnectP50Ms
 		ho.Hosts[i].ClientPathMs = h.HealthP50Ms
 	}
-	out.HeldOutCal = ho
+	pr.out.HeldOutCal = ho
 	for i, rc := range routes {
 		if rc.PerN {
 			continue
 		}
-		rt, _ := ho.RouteN(rc.Path, 0)
-		est, err := ho.Estimates(rt)
-		if err != nil {
-			return out, err
-		}
-		out.Estimates = append(out.Estimates, est...)
-		out.HeldOut = append(out.HeldOut, HeldOut(est, hoRoutes[i].P50Ms)...)
-		for _, m := range Models {
-			if c, err := PredictedCrossover(est[0], est[1], m); err == nil {
-				out.Predicted = append(out.Predicted, PredictedRow{Route: rc.Path, Model: m, Crossover: c})
-			}
+		if err := pr.out.addRouteModels(ho, rc.Path, hoRoutes[i].P50Ms); err != nil {
+			return Calibration{}, err
 		}
 	}
+	return ho, nil
+}
 
-	// 4. The routed comparison through the proxy.
+// routedReq is one request of the routed comparison: its policy and route.
+type routedReq struct{ policy, route string }
+
+// routed runs the routed comparison through a proxy calibrated with ho:
+// every (policy, route) cell's warmup and measured requests, each group in
+// a seeded random order, on one client connection; then it appends the
+// proxy's decisions and records the samples.
+func (pr *placeRep) routed(ctx context.Context, ho Calibration) error {
+	r, p, rep := pr.r, pr.r.S.Plan, pr.n
 	keep := p.Pools()
 	conn := "keep-alive pools per upstream"
 	if !keep {
@@ -611,13 +659,12 @@ func (r *PlaceRunner) rep(ctx context.Context, rep int, zeroSel map[string][]flo
 		DisableKeepAlives: !keep,
 	}
 	if err := r.S.StartProxy(ctx, r.D, cfg); err != nil {
-		return out, err
+		return err
 	}
-	type cell struct{ policy, route string }
-	var cells []cell
+	var cells []routedReq
 	for _, pol := range p.Policies {
 		for _, rt := range p.Routes {
-			cells = append(cells, cell{pol, rt})
+			cells = append(cells, routedReq{pol, rt})
 		}
 	}
 	order := append(shuffled(cells, p.RoutedWarmup, r.rng), shuffled(cells, p.RoutedRequests, r.rng)...)
@@ -628,15 +675,24 @@ func (r *PlaceRunner) rep(ctx context.Context, rep int, zeroSel map[string][]flo
 	rs, lerr := r.S.Load(ctx, r.D, fmt.Sprintf("http://127.0.0.1:%d", proxyPort), routed, p.RoutedWarmup*len(cells), false)
 	recs, derr := r.S.StopProxy(ctx, r.D)
 	if lerr != nil {
-		return out, lerr
+		return lerr
 	}
 	if derr != nil {
-		return out, derr
+		return derr
 	}
 	if err := r.appendDecisions(rep, recs); err != nil {
-		return out, err
+		return err
 	}
-	out.Decisions = len(recs)
+	pr.out.Decisions = len(recs)
+	pr.recordRouted(order, rs, recs)
+	return nil
+}
+
+// recordRouted joins the client's results with the proxy's decisions,
+// writes them as samples and sets the routed summary and the proxy's
+// overhead.
+func (pr *placeRep) recordRouted(order []routedReq, rs []workloads.Result, recs []DecisionRecord) {
+	r, p, rep := pr.r, pr.r.S.Plan, pr.n
 	var samples []Sample
 	var overhead []float64
 	enc := json.NewEncoder(r.sw)
@@ -652,17 +708,16 @@ func (r *PlaceRunner) rep(ctx context.Context, rep int, zeroSel map[string][]flo
 				overhead = append(overhead, s.LatencyMs-recs[i].UpstreamMs)
 			}
 		} else {
-			out.Unmatched++
+			pr.out.Unmatched++
 		}
 		samples = append(samples, s)
 		enc.Encode(ps)
 	}
 	r.sw.Flush()
-	out.Routed = SummarizeRouted(samples, p.Seed^uint64(rep), 0)
+	pr.out.Routed = SummarizeRouted(samples, p.Seed^uint64(rep), 0)
 	if len(overhead) > 0 {
-		out.ProxyOverheadP50Ms = results.Median(overhead)
+		pr.out.ProxyOverheadP50Ms = results.Median(overhead)
 	}
-	return out, nil
 }
 
 // setPhaseLinks applies the plan's links (with the held-out additions when
