@@ -175,39 +175,13 @@ func (r *PlaceRunner) Run(ctx context.Context) (*PlaceResult, error) {
 	if a := r.S.Shaping.Agents[NodeA]; a != nil {
 		r.res.Backend = a.Info.Backend
 	}
-	info, err := r.D.EngineInfo(ctx)
+	if err := r.writeManifest(ctx); err != nil {
+		return nil, err
+	}
+	zeroSel, err := r.baseline(ctx)
 	if err != nil {
 		return nil, err
 	}
-	// The images pin the app's, PostgreSQL's and the agent's versions.
-	images := map[string]string{}
-	for name, ref := range map[string]string{p.App: engine.ImageRef(r.S.Stack.Target.Meta.Name), "postgres": engine.ImageRef("postgres"), "agent": orchestrator.AgentImage} {
-		if id, err := r.D.ImageID(ctx, ref); err == nil {
-			images[name] = id
-		}
-	}
-	if err := r.writeJSON("manifest.json", map[string]any{"kind": "placement", "plan": p, "run_id": r.S.Stack.RunID, "seed": p.Seed,
-		"version": r.Version, "started": r.res.Started, "backend": r.res.Backend, "hook": r.S.Shaping.Agents[NodeA].Info.Direction,
-		"floor_ms": p.FloorMs, "engine_version": info.Version, "engine_api_version": info.APIVersion, "kernel": info.Kernel,
-		"host_cpu_model": orchestrator.CPUModel(), "host_cpus": runtime.NumCPU(), "images": images,
-		"nodes": r.nodeIPs(), "links_configured": p.Links, "held_out": p.HeldOut}); err != nil {
-		return nil, err
-	}
-
-	// Baseline: SELECT 1 at zero (through the shaper); the ICMP link
-	// checks measure their zero right before each check.
-	r.S.say("baseline: SELECT 1 from a and b at zero added delay")
-	if err := r.S.SetLinks(ctx, r.D, nil); err != nil {
-		return nil, err
-	}
-	zeroSel := map[string][]float64{}
-	for _, h := range []string{NodeA, NodeB} {
-		if zeroSel[h], err = r.S.Select1(ctx, r.D, h, p.Select1Warmup, p.Select1Calls); err != nil {
-			return nil, err
-		}
-		r.emit(0, "baseline", "select1", h, "", "", zeroSel[h], nil)
-	}
-
 	for rep := 1; rep <= p.Repeat; rep++ {
 		pr, err := r.rep(ctx, rep, zeroSel)
 		if err != nil {
@@ -226,16 +200,66 @@ func (r *PlaceRunner) Run(ctx context.Context) (*PlaceResult, error) {
 			return r.res, err
 		}
 	}
+	err = r.finish()
+	return r.res, err
+}
+
+// writeManifest writes manifest.json: the plan, the engine, the host, the
+// images and the nodes' addresses.
+func (r *PlaceRunner) writeManifest(ctx context.Context) error {
+	p := r.S.Plan
+	info, err := r.D.EngineInfo(ctx)
+	if err != nil {
+		return err
+	}
+	// The images pin the app's, PostgreSQL's and the agent's versions.
+	images := map[string]string{}
+	for name, ref := range map[string]string{p.App: engine.ImageRef(r.S.Stack.Target.Meta.Name), "postgres": engine.ImageRef("postgres"), "agent": orchestrator.AgentImage} {
+		if id, err := r.D.ImageID(ctx, ref); err == nil {
+			images[name] = id
+		}
+	}
+	return r.writeJSON("manifest.json", map[string]any{"kind": "placement", "plan": p, "run_id": r.S.Stack.RunID, "seed": p.Seed,
+		"version": r.Version, "started": r.res.Started, "backend": r.res.Backend, "hook": r.S.Shaping.Agents[NodeA].Info.Direction,
+		"floor_ms": p.FloorMs, "engine_version": info.Version, "engine_api_version": info.APIVersion, "kernel": info.Kernel,
+		"host_cpu_model": orchestrator.CPUModel(), "host_cpus": runtime.NumCPU(), "images": images,
+		"nodes": r.nodeIPs(), "links_configured": p.Links, "held_out": p.HeldOut})
+}
+
+// baseline measures SELECT 1 from a and b at zero added delay (through
+// the shaper) and writes the samples.
+func (r *PlaceRunner) baseline(ctx context.Context) (map[string][]float64, error) {
+	p := r.S.Plan
+	// Baseline: SELECT 1 at zero (through the shaper); the ICMP link
+	// checks measure their zero right before each check.
+	r.S.say("baseline: SELECT 1 from a and b at zero added delay")
+	if err := r.S.SetLinks(ctx, r.D, nil); err != nil {
+		return nil, err
+	}
+	zeroSel := map[string][]float64{}
+	var err error
+	for _, h := range []string{NodeA, NodeB} {
+		if zeroSel[h], err = r.S.Select1(ctx, r.D, h, p.Select1Warmup, p.Select1Calls); err != nil {
+			return nil, err
+		}
+		r.emit(0, "baseline", "select1", h, "", "", zeroSel[h], nil)
+	}
+	return zeroSel, nil
+}
+
+// finish stamps the end, adds the warnings and writes summary.json,
+// summary.md and the plots.
+func (r *PlaceRunner) finish() error {
 	r.res.Finished = time.Now().UTC()
 	r.warn()
 	if err := r.writeJSON("summary.json", r.res); err != nil {
-		return r.res, err
+		return err
 	}
 	if err := os.WriteFile(filepath.Join(r.Dir, "summary.md"), []byte(PlaceMarkdown(r.res)), 0o644); err != nil {
-		return r.res, err
+		return err
 	}
-	_, err = WritePlacePlots(r.res, filepath.Join(r.Dir, "plots"))
-	return r.res, err
+	_, err := WritePlacePlots(r.res, filepath.Join(r.Dir, "plots"))
+	return err
 }
 
 func (r *PlaceRunner) nodeIPs() map[string]string {
