@@ -35,14 +35,7 @@ func (r *PlaceRunner) calibrateLinks(ctx context.Context, phase string, want, fi
 	for k, v := range fixed {
 		adj[k] = v
 	}
-	var delayed [][2]string
-	for _, pr := range pairs() {
-		_, fw := fixed[pr]
-		_, bw := fixed[[2]string{pr[1], pr[0]}]
-		if want[pr]+want[[2]string{pr[1], pr[0]}] > 0 && !fw && !bw {
-			delayed = append(delayed, pr)
-		}
-	}
+	delayed := delayedPairs(want, fixed)
 	if len(delayed) == 0 {
 		return adj, r.S.SetLinks(ctx, r.D, adj)
 	}
@@ -52,44 +45,9 @@ func (r *PlaceRunner) calibrateLinks(ctx context.Context, phase string, want, fi
 		zeroLinks[k] = v // the fixed links stay as they are while the others are measured at zero
 	}
 	for round := 0; round < linkCalRounds; round++ {
-		if err := r.S.SetLinks(ctx, r.D, zeroLinks); err != nil {
+		res, total, next, err := r.linkCalRound(ctx, delayed, want, adj, zeroLinks)
+		if err != nil {
 			return nil, err
-		}
-		zero := map[[2]string]float64{}
-		for _, pr := range delayed {
-			m, _, err := r.S.Ping(ctx, r.D, pr[0], pr[1], r.S.Plan.ICMPCount)
-			if err != nil {
-				return nil, err
-			}
-			zero[pr] = m
-		}
-		if err := r.S.SetLinks(ctx, r.D, adj); err != nil {
-			return nil, err
-		}
-		res := map[string]float64{}
-		total := 0.0
-		next := map[[2]string]float64{}
-		for k, v := range adj {
-			next[k] = v
-		}
-		for _, pr := range delayed {
-			m, _, err := r.S.Ping(ctx, r.D, pr[0], pr[1], r.S.Plan.ICMPCount)
-			if err != nil {
-				return nil, err
-			}
-			back := [2]string{pr[1], pr[0]}
-			resid := want[pr] + want[back] - (m - zero[pr])
-			res[pr[0]+"–"+pr[1]] = resid
-			total += math.Abs(resid)
-			// Split the residual as the configuration splits the link: half
-			// each way for a symmetric one, all on the delayed direction of
-			// a one-way addition (the held-out change stays one-way).
-			fwd := 0.5
-			if tot := want[pr] + want[back]; tot > 0 && (want[pr] == 0 || want[back] == 0) {
-				fwd = want[pr] / tot
-			}
-			next[pr] = math.Max(adj[pr]+resid*fwd, 0)
-			next[back] = math.Max(adj[back]+resid*(1-fwd), 0)
 		}
 		lc.Rounds = append(lc.Rounds, res)
 		if total < bestErr {
@@ -107,4 +65,65 @@ func (r *PlaceRunner) calibrateLinks(ctx context.Context, phase string, want, fi
 	}
 	r.res.LinkCalibration = append(r.res.LinkCalibration, lc)
 	return best, r.S.SetLinks(ctx, r.D, best)
+}
+
+// delayedPairs lists the node pairs to calibrate: those with a delay in
+// want and neither direction in fixed.
+func delayedPairs(want, fixed map[[2]string]float64) [][2]string {
+	var delayed [][2]string
+	for _, pr := range pairs() {
+		_, fw := fixed[pr]
+		_, bw := fixed[[2]string{pr[1], pr[0]}]
+		if want[pr]+want[[2]string{pr[1], pr[0]}] > 0 && !fw && !bw {
+			delayed = append(delayed, pr)
+		}
+	}
+	return delayed
+}
+
+// linkCalRound is one calibration round: each delayed pair's ICMP RTT with
+// only the fixed links applied (zeroLinks), then at adj; it returns each
+// pair's residual (configured − added, by "a–b"), their total |residual|
+// and the delays for the next round.
+func (r *PlaceRunner) linkCalRound(ctx context.Context, delayed [][2]string, want, adj, zeroLinks map[[2]string]float64) (map[string]float64, float64, map[[2]string]float64, error) {
+	if err := r.S.SetLinks(ctx, r.D, zeroLinks); err != nil {
+		return nil, 0, nil, err
+	}
+	zero := map[[2]string]float64{}
+	for _, pr := range delayed {
+		m, _, err := r.S.Ping(ctx, r.D, pr[0], pr[1], r.S.Plan.ICMPCount)
+		if err != nil {
+			return nil, 0, nil, err
+		}
+		zero[pr] = m
+	}
+	if err := r.S.SetLinks(ctx, r.D, adj); err != nil {
+		return nil, 0, nil, err
+	}
+	res := map[string]float64{}
+	total := 0.0
+	next := map[[2]string]float64{}
+	for k, v := range adj {
+		next[k] = v
+	}
+	for _, pr := range delayed {
+		m, _, err := r.S.Ping(ctx, r.D, pr[0], pr[1], r.S.Plan.ICMPCount)
+		if err != nil {
+			return nil, 0, nil, err
+		}
+		back := [2]string{pr[1], pr[0]}
+		resid := want[pr] + want[back] - (m - zero[pr])
+		res[pr[0]+"–"+pr[1]] = resid
+		total += math.Abs(resid)
+		// Split the residual as the configuration splits the link: half
+		// each way for a symmetric one, all on the delayed direction of
+		// a one-way addition (the held-out change stays one-way).
+		fwd := 0.5
+		if tot := want[pr] + want[back]; tot > 0 && (want[pr] == 0 || want[back] == 0) {
+			fwd = want[pr] / tot
+		}
+		next[pr] = math.Max(adj[pr]+resid*fwd, 0)
+		next[back] = math.Max(adj[back]+resid*(1-fwd), 0)
+	}
+	return res, total, next, nil
 }
