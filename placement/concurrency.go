@@ -112,10 +112,36 @@ func (r *PlaceRunner) capacity(ctx context.Context, host string, maxP99 time.Dur
 // each plan fraction of host a's capacity, one policy at a time in a
 // seeded random order.
 func (r *PlaceRunner) concurrency(ctx context.Context) error {
-	p := r.S.Plan
 	if len(r.res.Reps) == 0 {
 		return nil
 	}
+	ho, err := r.capacities(ctx)
+	if err != nil {
+		return err
+	}
+	cfg := Config{
+		Upstreams:   []Upstream{{Name: NodeA, URL: r.S.hostURL(NodeA)}, {Name: NodeB, URL: r.S.hostURL(NodeB)}},
+		Calibration: ho, DefaultPolicy: PolicyUserFirst, DisableKeepAlives: true,
+	}
+	r.res.ConcurrencyConn = ConcurrencyConnNote
+	if err := r.S.StartProxy(ctx, r.D, cfg); err != nil {
+		return err
+	}
+	runErr := r.openLoopRuns(ctx)
+	recs, derr := r.S.StopProxy(ctx, r.D)
+	if runErr != nil {
+		return runErr
+	}
+	if derr != nil {
+		return derr
+	}
+	return r.appendDecisions(0, recs)
+}
+
+// capacities measures a's and b's open-loop capacity for the routed mix
+// and returns the last repetition's held-out calibration with each host's
+// service time (1000 / capacity) set.
+func (r *PlaceRunner) capacities(ctx context.Context) (Calibration, error) {
 	ho := r.res.Reps[len(r.res.Reps)-1].HeldOutCal
 	ho.Hosts = slices.Clone(ho.Hosts) // service times go into this copy only
 	// A sustained rate keeps p99 under 10× the slowest route's p50 on a.
@@ -130,68 +156,66 @@ func (r *PlaceRunner) concurrency(ctx context.Context) error {
 	for i, h := range []string{NodeA, NodeB} {
 		c, err := r.capacity(ctx, h, maxP99)
 		if err != nil {
-			return err
+			return Calibration{}, err
 		}
 		r.res.Capacity = append(r.res.Capacity, HostCapacity{Host: h, Capacity: c, ServiceMs: 1000 / c.Rate})
 		ho.Hosts[i].ServiceTimeMs = 1000 / c.Rate
 		r.S.say("  %s sustains %.0f requests/s (%d trials)", h, c.Rate, len(c.Trials))
 	}
-	cfg := Config{
-		Upstreams:   []Upstream{{Name: NodeA, URL: r.S.hostURL(NodeA)}, {Name: NodeB, URL: r.S.hostURL(NodeB)}},
-		Calibration: ho, DefaultPolicy: PolicyUserFirst, DisableKeepAlives: true,
-	}
-	r.res.ConcurrencyConn = ConcurrencyConnNote
-	if err := r.S.StartProxy(ctx, r.D, cfg); err != nil {
-		return err
-	}
+	return ho, nil
+}
+
+// openLoopRuns runs every plan fraction of a's capacity, the policies of
+// each in a seeded random order, through the running proxy; it stops at
+// the first error.
+func (r *PlaceRunner) openLoopRuns(ctx context.Context) error {
+	p := r.S.Plan
 	capA := r.res.Capacity[0].Capacity.Rate
 	warm := max(p.RoutedWarmup, 5)
-	var runErr error
 	for _, f := range p.ConcurrencyRates {
 		rate := f * capA
 		pols := slices.Clone(p.Policies)
 		r.rng.Shuffle(len(pols), func(i, j int) { pols[i], pols[j] = pols[j], pols[i] })
 		for _, pol := range pols {
-			r.S.say("  %.0f%% of a's capacity (%.0f/s), %s: %d+%d arrivals", 100*f, rate, pol, warm, p.ConcurrencyRequests)
-			paths := r.routeMix((warm+p.ConcurrencyRequests)/len(p.Routes)+1, pol)[:warm+p.ConcurrencyRequests]
-			cmd := append([]string{"/usr/local/bin/rttlab", "agent", "openloop", "--url", fmt.Sprintf("http://127.0.0.1:%d", proxyPort),
-				"--rate", fmt.Sprintf("%g", rate), "--count", fmt.Sprint(len(paths)), "--warmup", fmt.Sprint(warm),
-				"--seed", fmt.Sprint(p.Seed), "--copy-header", HeaderHost}, pathArgs(paths)...)
-			out, stderr, err := r.S.clientExec(ctx, r.D, cmd, 20*time.Minute)
-			if err != nil {
-				runErr = err
-				break
+			if err := r.openLoopRun(ctx, f, rate, pol, warm); err != nil {
+				return err
 			}
-			rs, err := workloads.DecodeOpenResults(bytes.NewReader(out))
-			if err != nil {
-				runErr = fmt.Errorf("open-loop output: %w", err)
-				break
-			}
-			var tot workloads.OpenTotals
-			if lines := strings.Split(strings.TrimSpace(stderr), "\n"); len(lines) > 0 {
-				json.Unmarshal([]byte(lines[len(lines)-1]), &tot)
-			}
-			r.res.Concurrency = append(r.res.Concurrency, concurrencyRows(f, rate, pol, rs, tot)...)
-			enc := json.NewEncoder(r.sw)
-			for _, x := range rs {
-				route, _, _ := strings.Cut(x.Path, "?")
-				enc.Encode(PlaceSample{Phase: "concurrency", Kind: "http", Host: x.Tags[HeaderHost], Route: route, Policy: pol,
-					Seq: x.Seq, Warmup: x.Warmup, LatencyMs: float64(x.LatencyNS) / 1e6, Status: x.Status, Error: x.Error})
-			}
-			r.sw.Flush()
-		}
-		if runErr != nil {
-			break
 		}
 	}
-	recs, derr := r.S.StopProxy(ctx, r.D)
-	if runErr != nil {
-		return runErr
+	return nil
+}
+
+// openLoopRun sends warm+ConcurrencyRequests open-loop arrivals of the
+// route mix with one policy at rate through the proxy, and records the
+// rows and samples.
+func (r *PlaceRunner) openLoopRun(ctx context.Context, f, rate float64, pol string, warm int) error {
+	p := r.S.Plan
+	r.S.say("  %.0f%% of a's capacity (%.0f/s), %s: %d+%d arrivals", 100*f, rate, pol, warm, p.ConcurrencyRequests)
+	paths := r.routeMix((warm+p.ConcurrencyRequests)/len(p.Routes)+1, pol)[:warm+p.ConcurrencyRequests]
+	cmd := append([]string{"/usr/local/bin/rttlab", "agent", "openloop", "--url", fmt.Sprintf("http://127.0.0.1:%d", proxyPort),
+		"--rate", fmt.Sprintf("%g", rate), "--count", fmt.Sprint(len(paths)), "--warmup", fmt.Sprint(warm),
+		"--seed", fmt.Sprint(p.Seed), "--copy-header", HeaderHost}, pathArgs(paths)...)
+	out, stderr, err := r.S.clientExec(ctx, r.D, cmd, 20*time.Minute)
+	if err != nil {
+		return err
 	}
-	if derr != nil {
-		return derr
+	rs, err := workloads.DecodeOpenResults(bytes.NewReader(out))
+	if err != nil {
+		return fmt.Errorf("open-loop output: %w", err)
 	}
-	return r.appendDecisions(0, recs)
+	var tot workloads.OpenTotals
+	if lines := strings.Split(strings.TrimSpace(stderr), "\n"); len(lines) > 0 {
+		json.Unmarshal([]byte(lines[len(lines)-1]), &tot)
+	}
+	r.res.Concurrency = append(r.res.Concurrency, concurrencyRows(f, rate, pol, rs, tot)...)
+	enc := json.NewEncoder(r.sw)
+	for _, x := range rs {
+		route, _, _ := strings.Cut(x.Path, "?")
+		enc.Encode(PlaceSample{Phase: "concurrency", Kind: "http", Host: x.Tags[HeaderHost], Route: route, Policy: pol,
+			Seq: x.Seq, Warmup: x.Warmup, LatencyMs: float64(x.LatencyNS) / 1e6, Status: x.Status, Error: x.Error})
+	}
+	r.sw.Flush()
+	return nil
 }
 
 // concurrencyRows summarises one open-loop run per route and overall.
