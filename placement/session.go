@@ -69,52 +69,7 @@ func StartPlacement(ctx context.Context, d engine.Docker, plan *PlacePlan, t app
 	if st.NetworkID, err = d.CreateNetwork(ctx, st.Network, orchestrator.NetworkLabels(runID, map[string]string{engine.LabelStack: "placement"})); err != nil {
 		return ps, err
 	}
-	start := func(node, image string, cmd, env []string) (*orchestrator.Member, error) {
-		labels := orchestrator.RunLabels(runID, map[string]string{engine.LabelRole: node, engine.LabelService: node})
-		if node == NodeA || node == NodeB {
-			labels[engine.LabelApp] = t.Name
-		}
-		spec := engine.ContainerSpec{Name: fmt.Sprintf("rttlab-%s-%s", runID, node), Image: image, Cmd: cmd, Env: env,
-			Labels: labels, Network: st.Network, Aliases: []string{node}}
-		id, err := d.CreateContainer(ctx, spec)
-		m := &orchestrator.Member{Service: node, Role: node, Shaped: true, ID: id, Name: spec.Name}
-		if id != "" {
-			st.Members = append(st.Members, m)
-			ps.Nodes[node] = m
-		}
-		if err != nil {
-			return m, err
-		}
-		if err := d.StartContainer(ctx, id); err != nil {
-			return m, err
-		}
-		ins, err := d.InspectContainer(ctx, id)
-		if err != nil {
-			return m, err
-		}
-		if ep, ok := ins.NetworkSettings.Networks[st.Network]; ok {
-			m.IP = ep.IPAddress
-		}
-		return m, nil
-	}
-	ps.say("starting PostgreSQL, %s on compute hosts a and b, the client node and four agents", t.Name)
-	db, err := start(NodeDB, engine.ImageRef("postgres"), nil, dbEnv)
-	if err != nil {
-		return ps, err
-	}
-	if err := orchestrator.WaitDB(ctx, d, db, readyTimeout); err != nil {
-		return ps, err
-	}
-	for _, n := range []string{NodeA, NodeB} {
-		m, err := start(n, engine.ImageRef(t.Meta.Name), nil, appVars)
-		if err != nil {
-			return ps, err
-		}
-		if err := orchestrator.WaitHTTP(ctx, d, m, "http://"+net.JoinHostPort(m.IP, fmt.Sprint(t.Meta.Port))+t.Meta.Health, readyTimeout); err != nil {
-			return ps, err
-		}
-	}
-	if _, err := start(NodeClient, orchestrator.AgentImage, []string{"agent", "idle"}, nil); err != nil {
+	if err := ps.startNodes(ctx, d, dbEnv, appVars, readyTimeout); err != nil {
 		return ps, err
 	}
 	st.AppAddr = net.JoinHostPort(ps.Nodes[NodeA].IP, fmt.Sprint(t.Meta.Port))
@@ -123,6 +78,66 @@ func StartPlacement(ctx context.Context, d engine.Docker, plan *PlacePlan, t app
 		return ps, err
 	}
 	return ps, nil
+}
+
+// startNodes starts the database, the app on a and b and the client
+// node, each waited for (the database and the apps until they answer).
+func (ps *PlaceSession) startNodes(ctx context.Context, d engine.Docker, dbEnv, appVars []string, readyTimeout time.Duration) error {
+	st := ps.Stack
+	ps.say("starting PostgreSQL, %s on compute hosts a and b, the client node and four agents", st.Target.Name)
+	db, err := ps.startNode(ctx, d, NodeDB, engine.ImageRef("postgres"), nil, dbEnv)
+	if err != nil {
+		return err
+	}
+	if err := orchestrator.WaitDB(ctx, d, db, readyTimeout); err != nil {
+		return err
+	}
+	for _, n := range []string{NodeA, NodeB} {
+		m, err := ps.startNode(ctx, d, n, engine.ImageRef(st.Target.Meta.Name), nil, appVars)
+		if err != nil {
+			return err
+		}
+		if err := orchestrator.WaitHTTP(ctx, d, m, "http://"+net.JoinHostPort(m.IP, fmt.Sprint(st.Target.Meta.Port))+st.Target.Meta.Health, readyTimeout); err != nil {
+			return err
+		}
+	}
+	if _, err := ps.startNode(ctx, d, NodeClient, orchestrator.AgentImage, []string{"agent", "idle"}, nil); err != nil {
+		return err
+	}
+	return nil
+}
+
+// startNode creates and starts one node's container on the stack's
+// network, adds it to the stack (once it has an ID) and to the nodes, and
+// reads its address.
+func (ps *PlaceSession) startNode(ctx context.Context, d engine.Docker, node, image string, cmd, env []string) (*orchestrator.Member, error) {
+	st := ps.Stack
+	labels := orchestrator.RunLabels(st.RunID, map[string]string{engine.LabelRole: node, engine.LabelService: node})
+	if node == NodeA || node == NodeB {
+		labels[engine.LabelApp] = st.Target.Name
+	}
+	spec := engine.ContainerSpec{Name: fmt.Sprintf("rttlab-%s-%s", st.RunID, node), Image: image, Cmd: cmd, Env: env,
+		Labels: labels, Network: st.Network, Aliases: []string{node}}
+	id, err := d.CreateContainer(ctx, spec)
+	m := &orchestrator.Member{Service: node, Role: node, Shaped: true, ID: id, Name: spec.Name}
+	if id != "" {
+		st.Members = append(st.Members, m)
+		ps.Nodes[node] = m
+	}
+	if err != nil {
+		return m, err
+	}
+	if err := d.StartContainer(ctx, id); err != nil {
+		return m, err
+	}
+	ins, err := d.InspectContainer(ctx, id)
+	if err != nil {
+		return m, err
+	}
+	if ep, ok := ins.NetworkSettings.Networks[st.Network]; ok {
+		m.IP = ep.IPAddress
+	}
+	return m, nil
 }
 
 // SetLinks applies every directed pair's one-way delay (zero when zero
