@@ -308,12 +308,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "rttlab proxy: "+err.Error(), status)
 		p.log.Write(rec)
 	}
-	queryPolicy := ""
-	if q := r.URL.Query(); q.Has(QueryPolicy) {
-		queryPolicy = q.Get(QueryPolicy)
-		q.Del(QueryPolicy)
-		r.URL.RawQuery = q.Encode()
-	}
+	queryPolicy := takeQueryPolicy(r.URL)
 	route, err := p.cal.ParseRoute(r.URL)
 	if err != nil {
 		status := http.StatusBadRequest
@@ -354,6 +349,19 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rec.Status, rec.Error = o.Status, o.Error
 		p.log.Write(rec)
 	})
+}
+
+// takeQueryPolicy removes the policy query parameter from u and returns
+// its value ("" when u has none).
+func takeQueryPolicy(u *url.URL) string {
+	q := u.Query()
+	if !q.Has(QueryPolicy) {
+		return ""
+	}
+	v := q.Get(QueryPolicy)
+	q.Del(QueryPolicy)
+	u.RawQuery = q.Encode()
+	return v
 }
 
 func ms(d time.Duration) float64 { return proxyserve.Ms(d) }
