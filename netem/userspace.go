@@ -498,130 +498,188 @@ func (u *userspace) loop() error {
 	if err := unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("set timer slack: %w", err)
 	}
-	hot := int64(u.opts.Hot)
+	l := newPacketLoop(u)
 	detail := fmt.Sprintf("one OS-locked loop thread, timer slack 1ns, adaptive spin window from %v", initialSpin)
-	if hot > 0 {
+	if l.hot > 0 {
 		detail += fmt.Sprintf(", reads without sleeping for %v after each packet", u.opts.Hot)
 	}
 	u.ready <- detail
-	q := newLanes()
-	var (
-		realOff int64 // CLOCK_REALTIME - mono(), refreshed before each read
-		lastPkt int64
-		pend    = newAccounting() // counts gathered between two publications
-	)
-	onPacket := func(p pktInfo) {
-		lastPkt = mono()
-		key, delay := u.table.Load().laneFor(p, u.opts.Hook)
-		q.push(key, pend.arrive(p, lastPkt, realOff, delay))
-	}
-	onError := func(e nlError) {
-		switch {
-		case e.errno == unix.ENOBUFS:
-			pend.Overruns++
-			if pend.Overruns == 1 {
-				slog.Warn("NFQUEUE socket overflowed: the kernel dropped packets", "queue", u.opts.QueueNum)
-			}
-		case e.errno != 0:
-			pend.VerdictErrors++
-			if pend.VerdictErrors == 1 {
-				slog.Warn("kernel refused a verdict", "queue", u.opts.QueueNum, "err", e.errno)
-			}
-		}
-	}
-	drain := func() (int, error) {
-		t := time.Now()
-		realOff = t.UnixNano() - int64(t.Sub(monoBase))
-		return u.sock.drain(onPacket, onError)
-	}
-	publish := func() {
-		u.statsMu.Lock()
-		u.stats.add(&pend.loopStats)
-		u.statsMu.Unlock()
-		pend.reset()
-	}
-	var now int64
-	fds := []unix.PollFd{
-		{Fd: int32(u.sock.fd), Events: unix.POLLIN},
-		{Fd: int32(u.wake), Events: unix.POLLIN},
-	}
-	lateness := newLateness()
-	var ts unix.Timespec
 	for {
 		if u.stop.Load() {
-			publish()
-			if id, n := q.popAll(); n > 0 {
+			l.publish()
+			if id, n := l.q.popAll(); n > 0 {
 				return u.sock.verdictBatch(id, nfAccept)
 			}
 			return nil
 		}
-		now = mono()
-		if out, id, overtook := q.popDue(now); len(out) > 0 {
-			for _, h := range out {
-				pend.release(h, now)
-			}
-			var err error
-			if overtook == 0 {
-				err = u.sock.verdictBatch(id, nfAccept)
-			} else {
-				pend.Overtook += uint64(overtook)
-				err = u.sock.verdictEach(out, nfAccept)
-			}
-			if err != nil {
-				return err
-			}
-			pend.Verdict.Record(mono() - now)
-			pend.Batches++
-			publish()
+		now := mono()
+		if err := l.releaseDue(now); err != nil {
+			return err
 		}
 		tsp := (*unix.Timespec)(nil)
-		if due, ok := q.peek(); ok {
-			wait := due - now - lateness.window()
+		if due, ok := l.q.peek(); ok {
+			wait := due - now - l.lateness.window()
 			if wait <= 0 {
-				for mono() < due && !u.stop.Load() {
-					n, err := drain()
-					if err != nil {
-						return err
-					}
-					// A packet read while spinning may be due
-					// earlier (another peer's shorter delay).
-					if d, ok := q.peek(); n > 0 && ok {
-						due = min(due, d)
-					}
+				if err := l.spin(due); err != nil {
+					return err
 				}
 				continue
 			}
-			ts = unix.NsecToTimespec(wait)
-			tsp = &ts
-		} else if hot > 0 && now-lastPkt < hot {
-			n, err := drain()
-			if err != nil {
+			l.ts = unix.NsecToTimespec(wait)
+			tsp = &l.ts
+		} else if l.hot > 0 && now-l.lastPkt < l.hot {
+			if err := l.readHot(); err != nil {
 				return err
-			}
-			if n == 0 {
-				_, _, _ = unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
 			}
 			continue
 		}
-		fds[0].Revents, fds[1].Revents = 0, 0
-		n, err := unix.Ppoll(fds, tsp, nil)
-		if err != nil && !errors.Is(err, unix.EINTR) {
-			return fmt.Errorf("wait on NFQUEUE %d: %w", u.opts.QueueNum, err)
-		}
-		if n == 0 && err == nil && tsp != nil {
-			// Timed out: learn how late the timer woke us.
-			lateness.observe(mono() - (now + ts.Nano()))
-		}
-		if fds[0].Revents != 0 {
-			if _, err := drain(); err != nil {
-				return err
-			}
-		}
-		if fds[1].Revents != 0 {
-			var b [8]byte
-			_, _ = unix.Read(u.wake, b[:])
+		if err := l.wait(now, tsp); err != nil {
+			return err
 		}
 	}
+}
+
+// packetLoop is the packet loop's state: the lanes of held packets, the
+// counts gathered since the last publication, and the socket's reading.
+type packetLoop struct {
+	u        *userspace
+	q        *lanes
+	pend     *accounting // counts gathered between two publications
+	lateness *lateness
+	hot      int64
+	realOff  int64 // CLOCK_REALTIME - mono(), refreshed before each read
+	lastPkt  int64
+	fds      []unix.PollFd
+	ts       unix.Timespec
+	// onPacket and onError are made once, so reading the socket
+	// allocates no closure.
+	onPacket func(pktInfo)
+	onError  func(nlError)
+}
+
+func newPacketLoop(u *userspace) *packetLoop {
+	l := &packetLoop{u: u, q: newLanes(), pend: newAccounting(), lateness: newLateness(), hot: int64(u.opts.Hot),
+		fds: []unix.PollFd{
+			{Fd: int32(u.sock.fd), Events: unix.POLLIN},
+			{Fd: int32(u.wake), Events: unix.POLLIN},
+		}}
+	l.onPacket, l.onError = l.packet, l.sockError
+	return l
+}
+
+// packet holds one packet read from the queue in its lane.
+func (l *packetLoop) packet(p pktInfo) {
+	l.lastPkt = mono()
+	key, delay := l.u.table.Load().laneFor(p, l.u.opts.Hook)
+	l.q.push(key, l.pend.arrive(p, l.lastPkt, l.realOff, delay))
+}
+
+// sockError counts what the kernel said went wrong, warning once per kind.
+func (l *packetLoop) sockError(e nlError) {
+	switch {
+	case e.errno == unix.ENOBUFS:
+		l.pend.Overruns++
+		if l.pend.Overruns == 1 {
+			slog.Warn("NFQUEUE socket overflowed: the kernel dropped packets", "queue", l.u.opts.QueueNum)
+		}
+	case e.errno != 0:
+		l.pend.VerdictErrors++
+		if l.pend.VerdictErrors == 1 {
+			slog.Warn("kernel refused a verdict", "queue", l.u.opts.QueueNum, "err", e.errno)
+		}
+	}
+}
+
+// drain reads every packet the socket holds and returns how many.
+func (l *packetLoop) drain() (int, error) {
+	t := time.Now()
+	l.realOff = t.UnixNano() - int64(t.Sub(monoBase))
+	return l.u.sock.drain(l.onPacket, l.onError)
+}
+
+// publish adds the gathered counts to the statistics the agent reports.
+func (l *packetLoop) publish() {
+	l.u.statsMu.Lock()
+	l.u.stats.add(&l.pend.loopStats)
+	l.u.statsMu.Unlock()
+	l.pend.reset()
+}
+
+// releaseDue accepts every packet due at now: one batch verdict, or one
+// verdict each when a packet overtook an earlier one of another peer.
+func (l *packetLoop) releaseDue(now int64) error {
+	out, id, overtook := l.q.popDue(now)
+	if len(out) == 0 {
+		return nil
+	}
+	for _, h := range out {
+		l.pend.release(h, now)
+	}
+	var err error
+	if overtook == 0 {
+		err = l.u.sock.verdictBatch(id, nfAccept)
+	} else {
+		l.pend.Overtook += uint64(overtook)
+		err = l.u.sock.verdictEach(out, nfAccept)
+	}
+	if err != nil {
+		return err
+	}
+	l.pend.Verdict.Record(mono() - now)
+	l.pend.Batches++
+	l.publish()
+	return nil
+}
+
+// spin reads the socket until due (or stop): a packet read while spinning
+// may be due earlier (another peer's shorter delay).
+func (l *packetLoop) spin(due int64) error {
+	for mono() < due && !l.u.stop.Load() {
+		n, err := l.drain()
+		if err != nil {
+			return err
+		}
+		if d, ok := l.q.peek(); n > 0 && ok {
+			due = min(due, d)
+		}
+	}
+	return nil
+}
+
+// readHot reads without sleeping, yielding the CPU when nothing came.
+func (l *packetLoop) readHot() error {
+	n, err := l.drain()
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		_, _, _ = unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+	}
+	return nil
+}
+
+// wait sleeps in ppoll on the socket and the wake eventfd until one is
+// readable or tsp (nil: no timeout) passes, then reads what came; a
+// timeout teaches the lateness estimate how late the timer woke.
+func (l *packetLoop) wait(now int64, tsp *unix.Timespec) error {
+	l.fds[0].Revents, l.fds[1].Revents = 0, 0
+	n, err := unix.Ppoll(l.fds, tsp, nil)
+	if err != nil && !errors.Is(err, unix.EINTR) {
+		return fmt.Errorf("wait on NFQUEUE %d: %w", l.u.opts.QueueNum, err)
+	}
+	if n == 0 && err == nil && tsp != nil {
+		l.lateness.observe(mono() - (now + tsp.Nano()))
+	}
+	if l.fds[0].Revents != 0 {
+		if _, err := l.drain(); err != nil {
+			return err
+		}
+	}
+	if l.fds[1].Revents != 0 {
+		var b [8]byte
+		_, _ = unix.Read(l.u.wake, b[:])
+	}
+	return nil
 }
 
 // delayTable is the setting the loop applies: one delay, or one per peer.
