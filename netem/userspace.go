@@ -88,21 +88,9 @@ func newUserspace(ctx context.Context, opts Options) (*userspace, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	switch opts.Hook {
-	case "":
-		opts.Hook = HookIngress
-	case HookIngress, HookEgress:
-	case HookWire:
-		if err := checkWire(opts); err != nil {
-			return nil, fmt.Errorf("userspace shaper: %w", err)
-		}
-	default:
-		return nil, fmt.Errorf("userspace shaper: hook %q: use wire, ingress or egress", opts.Hook)
-	}
-	for _, bin := range []string{"iptables", "ip6tables"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			return nil, fmt.Errorf("userspace shaper: %s not found in PATH: install the iptables package", bin)
-		}
+	opts, err := userspaceOptions(opts)
+	if err != nil {
+		return nil, err
 	}
 	u := &userspace{opts: opts, done: make(chan struct{}), tsFD: -1}
 	u.table.Store(&delayTable{})
@@ -112,7 +100,7 @@ func newUserspace(ctx context.Context, opts Options) (*userspace, error) {
 	if err := u.sweep(); err != nil {
 		return nil, err
 	}
-	err := inNetNS(u.ns(), func() error {
+	err = inNetNS(u.ns(), func() error {
 		s, q, err := bindQueue(opts)
 		u.sock, u.opts.QueueNum = s, q
 		return err
@@ -125,21 +113,7 @@ func newUserspace(ctx context.Context, opts Options) (*userspace, error) {
 		u.sock.Close()
 		return nil, fmt.Errorf("userspace shaper: eventfd: %w", err)
 	}
-	// The kernel stamps received packets (skb->tstamp, which NFQUEUE
-	// passes on as NFQA_TIMESTAMP for packets queued up to FORWARD) only
-	// while some socket on the host asks for receive timestamps. This one
-	// does, for as long as the shaper lives; it never receives anything.
-	stampNote := "kernel receive stamps requested"
-	if fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0); err == nil {
-		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1); err != nil {
-			unix.Close(fd)
-			stampNote = fmt.Sprintf("no kernel receive stamps (SO_TIMESTAMPNS: %v): holds count from the read", err)
-		} else {
-			u.tsFD = fd
-		}
-	} else {
-		stampNote = fmt.Sprintf("no kernel receive stamps (socket: %v): holds count from the read", err)
-	}
+	stampNote := u.requestStamps()
 	u.ready = make(chan string, 1)
 	go u.run()
 	select {
@@ -161,6 +135,46 @@ func newUserspace(ctx context.Context, opts Options) (*userspace, error) {
 		return nil, fmt.Errorf("userspace shaper: %w", err)
 	}
 	return u, nil
+}
+
+// userspaceOptions checks the hook (ingress when none is given) and that
+// iptables is there to queue packets.
+func userspaceOptions(opts Options) (Options, error) {
+	switch opts.Hook {
+	case "":
+		opts.Hook = HookIngress
+	case HookIngress, HookEgress:
+	case HookWire:
+		if err := checkWire(opts); err != nil {
+			return opts, fmt.Errorf("userspace shaper: %w", err)
+		}
+	default:
+		return opts, fmt.Errorf("userspace shaper: hook %q: use wire, ingress or egress", opts.Hook)
+	}
+	for _, bin := range []string{"iptables", "ip6tables"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			return opts, fmt.Errorf("userspace shaper: %s not found in PATH: install the iptables package", bin)
+		}
+	}
+	return opts, nil
+}
+
+// requestStamps asks the kernel for receive stamps and says how holds are
+// counted. The kernel stamps received packets (skb->tstamp, which NFQUEUE
+// passes on as NFQA_TIMESTAMP for packets queued up to FORWARD) only while
+// some socket on the host asks for receive timestamps. This one does, for
+// as long as the shaper lives; it never receives anything.
+func (u *userspace) requestStamps() string {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Sprintf("no kernel receive stamps (socket: %v): holds count from the read", err)
+	}
+	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1); err != nil {
+		unix.Close(fd)
+		return fmt.Sprintf("no kernel receive stamps (SO_TIMESTAMPNS: %v): holds count from the read", err)
+	}
+	u.tsFD = fd
+	return "kernel receive stamps requested"
 }
 
 func (u *userspace) Backend() string { return BackendUserspace }
