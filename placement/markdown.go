@@ -1,10 +1,12 @@
 package placement
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -115,7 +117,82 @@ func writeRep(b *strings.Builder, rep PlaceRep) {
 	for _, d := range rep.Routed.Diffs {
 		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s |\n", d.Route, d.Policy, d.Base, num(d.DiffMs), ci(d.CI), d.Verdict)
 	}
+	writeByCallCount(b, rep.Routed)
 	fmt.Fprintf(b, "\nThe proxy's own added latency (client latency − its upstream time), median: %.3f ms over the routed requests; %d decisions logged.\n", rep.ProxyOverheadP50Ms, rep.Decisions)
+}
+
+// writeByCallCount writes the routed comparison of the per-N route as one
+// row per call count: each policy's p50, and each difference with its
+// interval (every policy against user-first, profiled against
+// network-only), as in the routed tables above.
+func writeByCallCount(b *strings.Builder, rs RoutedSummary) {
+	var routes []string
+	var pols []Policy
+	p50 := map[string]map[Policy]Num{}
+	for _, c := range rs.Cells {
+		if _, n, ok := strings.Cut(c.Route, "?"+NParam+"="); !ok || n == "" {
+			continue
+		}
+		if p50[c.Route] == nil {
+			routes = append(routes, c.Route)
+			p50[c.Route] = map[Policy]Num{}
+		}
+		if !slices.Contains(pols, c.Policy) {
+			pols = append(pols, c.Policy)
+		}
+		p50[c.Route][c.Policy] = c.P50Ms
+	}
+	if len(routes) == 0 {
+		return
+	}
+	callCount := func(rt string) int {
+		_, n, _ := strings.Cut(rt, "?"+NParam+"=")
+		v, _ := strconv.Atoi(n)
+		return v
+	}
+	slices.SortStableFunc(routes, func(x, y string) int { return cmp.Compare(callCount(x), callCount(y)) })
+	diffs := map[string]map[[2]Policy]PolicyDiff{}
+	var pairs [][2]Policy
+	for _, d := range rs.Diffs {
+		if p50[d.Route] == nil {
+			continue
+		}
+		k := [2]Policy{d.Policy, d.Base}
+		if diffs[d.Route] == nil {
+			diffs[d.Route] = map[[2]Policy]PolicyDiff{}
+		}
+		diffs[d.Route][k] = d
+		if !slices.Contains(pairs, k) {
+			pairs = append(pairs, k)
+		}
+	}
+	path, _, _ := strings.Cut(routes[0], "?")
+	fmt.Fprintf(b, "\n### Routed by call count (%s?%s=N)\n\np50 ms per policy; differences in ms with their 95%% CI (negative: the first policy is faster).\n\n| N |", path, NParam)
+	for _, pol := range pols {
+		fmt.Fprintf(b, " %s |", pol)
+	}
+	for _, k := range pairs {
+		fmt.Fprintf(b, " %s − %s |", k[0], k[1])
+	}
+	b.WriteString("\n|---|" + strings.Repeat("---|", len(pols)+len(pairs)) + "\n")
+	for _, rt := range routes {
+		fmt.Fprintf(b, "| %d |", callCount(rt))
+		for _, pol := range pols {
+			v, ok := p50[rt][pol]
+			if !ok {
+				v = Num(math.NaN())
+			}
+			fmt.Fprintf(b, " %s |", num(v))
+		}
+		for _, k := range pairs {
+			if d, ok := diffs[rt][k]; ok {
+				fmt.Fprintf(b, " %s %s |", num(d.DiffMs), ci(d.CI))
+			} else {
+				b.WriteString(" – |")
+			}
+		}
+		b.WriteString("\n")
+	}
 }
 
 // writeCrossoverSpread writes how far the predicted crossover moves across

@@ -88,6 +88,10 @@ type PlacePlan struct {
 	// KeepAlive: the proxy keeps a connection pool per upstream (true) or
 	// opens a new upstream connection per request (false).
 	KeepAlive *bool `yaml:"keep_alive" json:"keep_alive"`
+	// RoutedN: the routed comparison routes the app's per-N route at
+	// each of these serial call counts too, under every policy (empty:
+	// only routes).
+	RoutedN []int `yaml:"routed_n" json:"routed_n,omitempty"`
 	// Serial sweep on both hosts directly.
 	SweepN        []int `yaml:"sweep_n" json:"sweep_n"`
 	SweepWarmup   int   `yaml:"sweep_warmup" json:"sweep_warmup"`
@@ -124,6 +128,7 @@ type PlacePlan struct {
 	FloorMs float64 `yaml:"floor_ms" json:"floor_ms"`
 
 	file string
+	doc  *planfile.Doc // the file's document, for the lines of errors
 }
 
 func boolPtr(b bool) *bool { return &b }
@@ -157,7 +162,7 @@ func defaultPlacePlan() PlacePlan {
 		Warmup:  20, Requests: 500,
 		Select1Warmup: 20, Select1Calls: 500,
 		Policies:     []string{"user-first", "network-only", "profiled", "queue-aware"},
-		RoutedWarmup: 15, RoutedRequests: 500,
+		RoutedWarmup: 15, RoutedRequests: 500, RoutedN: []int{1, 3, 12},
 		KeepAlive: boolPtr(true),
 		SweepN:    []int{0, 1, 2, 3, 6, 12, 24, 48}, SweepWarmup: 20, SweepRequests: 500,
 		ConcurrencyRates: []float64{0.3, 0.7}, ConcurrencyRequests: 500,
@@ -218,7 +223,7 @@ func ParsePlacePlan(file string, data []byte) (*PlacePlan, error) {
 	if doc.Has("held_out") {
 		p.HeldOut = nil
 	}
-	p.Routes, p.Policies, p.SweepN, p.ConcurrencyRates = nil, nil, nil, nil
+	p.Routes, p.Policies, p.SweepN, p.ConcurrencyRates, p.RoutedN = nil, nil, nil, nil, nil
 	def := defaultPlacePlan()
 	if err := doc.Decode(&p, planfile.Schema{}); err != nil {
 		return nil, err
@@ -232,13 +237,16 @@ func ParsePlacePlan(file string, data []byte) (*PlacePlan, error) {
 	if p.SweepN == nil {
 		p.SweepN = def.SweepN
 	}
+	if p.RoutedN == nil && !doc.Has("routed_n") {
+		p.RoutedN = def.RoutedN
+	}
 	if p.ConcurrencyRates == nil {
 		p.ConcurrencyRates = def.ConcurrencyRates
 	}
 	if p.Name == "" {
 		p.Name = planfile.Name(file)
 	}
-	p.file = file
+	p.file, p.doc = file, doc
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
@@ -251,6 +259,12 @@ func (p *PlacePlan) lineErr(line int, format string, a ...any) error {
 		return fmt.Errorf("%s:%d: %s", p.file, line, fmt.Sprintf(format, a...))
 	}
 	return fmt.Errorf("%s: %s", p.file, fmt.Sprintf(format, a...))
+}
+
+// errAt names the plan file and the line of the field at path (see
+// planfile.Doc.Line), when the plan came from a file that has it.
+func (p *PlacePlan) errAt(path, format string, a ...any) error {
+	return p.lineErr(p.doc.Line(path), format, a...)
 }
 
 // maxPlaceDelayMs bounds link delays (1 s, as for run's delays).
@@ -341,24 +355,24 @@ func (p *PlacePlan) validateCounts() error {
 		v    int
 	}{{"requests", p.Requests}, {"select1_calls", p.Select1Calls}, {"routed_requests", p.RoutedRequests}, {"sweep_requests", p.SweepRequests}, {"repeat", p.Repeat}, {"icmp_count", p.ICMPCount}} {
 		if f.v < 1 {
-			return p.lineErr(0, "%s %d: zero requests measure nothing; give at least 1", f.name, f.v)
+			return p.errAt(f.name, "%s %d: zero requests measure nothing; give at least 1", f.name, f.v)
 		}
 		if f.v > orchestrator.MaxRequests {
-			return p.lineErr(0, "%s %d exceeds %d", f.name, f.v, orchestrator.MaxRequests)
+			return p.errAt(f.name, "%s %d exceeds %d", f.name, f.v, orchestrator.MaxRequests)
 		}
 	}
 	if p.Rounds < 1 || p.Rounds > min(p.Requests, p.Select1Calls) {
-		return p.lineErr(0, "rounds %d: use 1 to %d (each round measures at least one request and one SELECT 1 per host)", p.Rounds, min(p.Requests, p.Select1Calls))
+		return p.errAt("rounds", "rounds %d: use 1 to %d (each round measures at least one request and one SELECT 1 per host)", p.Rounds, min(p.Requests, p.Select1Calls))
 	}
 	if len(p.ConcurrencyRates) > 0 && p.ConcurrencyRequests < 1 {
-		return p.lineErr(0, "concurrency_requests %d: zero requests measure nothing; give at least 1", p.ConcurrencyRequests)
+		return p.errAt("concurrency_requests", "concurrency_requests %d: zero requests measure nothing; give at least 1", p.ConcurrencyRequests)
 	}
 	for _, f := range []struct {
 		name string
 		v    int
 	}{{"warmup", p.Warmup}, {"select1_warmup", p.Select1Warmup}, {"routed_warmup", p.RoutedWarmup}, {"sweep_warmup", p.SweepWarmup}} {
 		if f.v < 0 || f.v > orchestrator.MaxRequests {
-			return p.lineErr(0, "%s %d: use 0..%d", f.name, f.v, orchestrator.MaxRequests)
+			return p.errAt(f.name, "%s %d: use 0..%d", f.name, f.v, orchestrator.MaxRequests)
 		}
 	}
 	return nil
@@ -368,29 +382,39 @@ func (p *PlacePlan) validateCounts() error {
 // rates.
 func (p *PlacePlan) validateLists() error {
 	if len(p.Routes) == 0 {
-		return p.lineErr(0, "routes is empty: name at least one route of the app")
+		return p.errAt("routes", "routes is empty: name at least one route of the app")
 	}
-	for _, r := range p.Routes {
+	for i, r := range p.Routes {
 		if !strings.HasPrefix(r, "/") {
-			return p.lineErr(0, "route %q must start with /", r)
+			return p.errAt(fmt.Sprintf("routes[%d]", i), "route %q must start with /", r)
 		}
 	}
 	if len(p.Policies) == 0 {
-		return p.lineErr(0, "policies is empty: use some of %s", strings.Join(policyNames(), ", "))
+		return p.errAt("policies", "policies is empty: use some of %s", strings.Join(policyNames(), ", "))
 	}
-	for _, s := range p.Policies {
+	for i, s := range p.Policies {
 		if _, err := ParsePolicy(s); err != nil {
-			return p.lineErr(0, "policies: %v", err)
+			return p.errAt(fmt.Sprintf("policies[%d]", i), "policies: %v", err)
 		}
 	}
-	for _, n := range p.SweepN {
+	for i, n := range p.SweepN {
 		if n < 0 || n > MaxSerial {
-			return p.lineErr(0, "sweep_n %d: use 0..%d serial calls", n, MaxSerial)
+			return p.errAt(fmt.Sprintf("sweep_n[%d]", i), "sweep_n %d: use 0..%d serial calls", n, MaxSerial)
 		}
 	}
-	for _, r := range p.ConcurrencyRates {
+	seen := map[int]bool{}
+	for i, n := range p.RoutedN {
+		if n < 1 || n > MaxSerial {
+			return p.errAt(fmt.Sprintf("routed_n[%d]", i), "routed_n %d: use 1..%d serial calls", n, MaxSerial)
+		}
+		if seen[n] {
+			return p.errAt(fmt.Sprintf("routed_n[%d]", i), "routed_n %d is listed twice", n)
+		}
+		seen[n] = true
+	}
+	for i, r := range p.ConcurrencyRates {
 		if !(r > 0 && r <= 1) {
-			return p.lineErr(0, "concurrency_rates %v: use fractions of capacity in (0, 1]", r)
+			return p.errAt(fmt.Sprintf("concurrency_rates[%d]", i), "concurrency_rates %v: use fractions of capacity in (0, 1]", r)
 		}
 	}
 	return nil
@@ -402,22 +426,22 @@ func (p *PlacePlan) validateShaping() error {
 	switch p.Shaper {
 	case "auto", "kernel", "userspace":
 	default:
-		return p.lineErr(0, "shaper %q: use auto, kernel or userspace", p.Shaper)
+		return p.errAt("shaper", "shaper %q: use auto, kernel or userspace", p.Shaper)
 	}
 	if err := orchestrator.ValidHook(p.Hook); err != nil {
-		return p.lineErr(0, "%v", err)
+		return p.errAt("hook", "%v", err)
 	}
 	switch p.Calibrate {
 	case "on", "off":
 	default:
-		return p.lineErr(0, "calibrate %q: use on or off", p.Calibrate)
+		return p.errAt("calibrate", "calibrate %q: use on or off", p.Calibrate)
 	}
 	if !(p.FloorMs >= 0 && p.FloorMs <= maxPlaceFloorMs) {
-		return p.lineErr(0, "floor_ms %v: use 0 (none) to %v ms, above the shaper's pass (about 0.2 ms a packet)", p.FloorMs, maxPlaceFloorMs)
+		return p.errAt("floor_ms", "floor_ms %v: use 0 (none) to %v ms, above the shaper's pass (about 0.2 ms a packet)", p.FloorMs, maxPlaceFloorMs)
 	}
 	for pair, ms := range p.OneWayMs(true) {
 		if ms+p.FloorMs > maxPlaceDelayMs {
-			return p.lineErr(0, "%s→%s: %v ms one-way plus floor_ms %v exceeds 1 s", pair[0], pair[1], ms, p.FloorMs)
+			return p.errAt("floor_ms", "%s→%s: %v ms one-way plus floor_ms %v exceeds 1 s", pair[0], pair[1], ms, p.FloorMs)
 		}
 	}
 	return nil
@@ -436,19 +460,22 @@ func policyNames() []string {
 func (p *PlacePlan) ValidateApp(all map[string]*apps.Meta) (apps.Target, error) {
 	t, err := apps.Resolve(all, p.App)
 	if err != nil {
-		return apps.Target{}, p.lineErr(0, "app: %v", err)
+		return apps.Target{}, p.errAt("app", "app: %v", err)
 	}
 	if len(t.Meta.Routes) == 0 {
-		return t, p.lineErr(0, "app %s has no route contract (statements per route): the placement study needs one", p.App)
+		return t, p.errAt("app", "app %s has no route contract (statements per route): the placement study needs one", p.App)
 	}
-	for _, r := range p.Routes {
+	for i, r := range p.Routes {
 		if _, ok := routeMeta(t.Meta, r); !ok {
-			return t, p.lineErr(0, "route %s: unknown to app %s (its routes: %s)", r, p.App, strings.Join(routePaths(t.Meta), ", "))
+			return t, p.errAt(fmt.Sprintf("routes[%d]", i), "route %s: unknown to app %s (its routes: %s)", r, p.App, strings.Join(routePaths(t.Meta), ", "))
 		}
 	}
-	if len(p.SweepN) > 0 {
-		if _, ok := perNRoute(t.Meta); !ok {
-			return t, p.lineErr(0, "app %s has no per-N route (statements_per_n) for sweep_n: give sweep_n: []", p.App)
+	if _, ok := perNRoute(t.Meta); !ok {
+		if len(p.SweepN) > 0 {
+			return t, p.errAt("sweep_n", "app %s has no per-N route (statements_per_n) for sweep_n: give sweep_n: []", p.App)
+		}
+		if len(p.RoutedN) > 0 {
+			return t, p.errAt("routed_n", "app %s has no per-N route (statements_per_n) for routed_n: give routed_n: []", p.App)
 		}
 	}
 	return t, nil

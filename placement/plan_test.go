@@ -66,17 +66,22 @@ func TestPlacePlanBadInput(t *testing.T) {
 		{"held_out:\n  - {from: b, to: client, ms: -0.5}\n", "p.yaml:2: held_out b→client: ms -0.5 ms is negative"},
 		{"links:\n  - {a: a, b: db, rtt: 1}\n", `p.yaml:2: unknown field "rtt" (known: a, b, rtt_ms)`},
 		{"colour: red\n", `p.yaml:1: unknown field "colour"`},
-		{"sweep_n: [0, -1]\n", "p.yaml: sweep_n -1: use 0..1000"},
-		{"sweep_n: [1001]\n", "p.yaml: sweep_n 1001: use 0..1000"},
-		{"requests: 0\n", "p.yaml: requests 0: zero requests measure nothing"},
-		{"routed_requests: 0\n", "p.yaml: routed_requests 0: zero requests"},
-		{"rounds: 0\n", "p.yaml: rounds 0: use 1 to 500"},
-		{"requests: 3\nrounds: 4\n", "p.yaml: rounds 4: use 1 to 3"},
-		{"policies: [nearest]\n", "p.yaml: policies: "},
-		{"concurrency_rates: [1.5]\n", "p.yaml: concurrency_rates 1.5: use fractions of capacity in (0, 1]"},
-		{"floor_ms: -0.1\n", "p.yaml: floor_ms -0.1: use 0 (none) to 10 ms"},
-		{"floor_ms: 11\n", "p.yaml: floor_ms 11: use 0 (none) to 10 ms"},
+		{"sweep_n: [0, -1]\n", "p.yaml:1: sweep_n -1: use 0..1000"},
+		{"sweep_n: [1001]\n", "p.yaml:1: sweep_n 1001: use 0..1000"},
+		{"requests: 0\n", "p.yaml:1: requests 0: zero requests measure nothing"},
+		{"routed_requests: 0\n", "p.yaml:1: routed_requests 0: zero requests"},
+		{"rounds: 0\n", "p.yaml:1: rounds 0: use 1 to 500"},
+		{"requests: 3\nrounds: 4\n", "p.yaml:2: rounds 4: use 1 to 3"},
+		{"policies: [nearest]\n", "p.yaml:1: policies: "},
+		{"concurrency_rates: [1.5]\n", "p.yaml:1: concurrency_rates 1.5: use fractions of capacity in (0, 1]"},
+		{"floor_ms: -0.1\n", "p.yaml:1: floor_ms -0.1: use 0 (none) to 10 ms"},
+		{"floor_ms: 11\n", "p.yaml:1: floor_ms 11: use 0 (none) to 10 ms"},
 		{"held_out:\n  - {from: b, to: client, ms: 999.9}\n", "p.yaml: b→client: 999.9 ms one-way plus floor_ms 0.3 exceeds 1 s"},
+		{"sweep_n:\n  - 3\n  - 1001\n", "p.yaml:3: sweep_n 1001: use 0..1000"},
+		{"routed_n: [1, 0]\n", "p.yaml:1: routed_n 0: use 1..1000 serial calls"},
+		{"routed_n:\n  - -3\n", "p.yaml:2: routed_n -3: use 1..1000"},
+		{"routed_n: [3, 3]\n", "p.yaml:1: routed_n 3 is listed twice"},
+		{"policies:\n  - user-first\n  - nearest\n", "p.yaml:3: policies: "},
 		{"", "p.yaml: the plan is empty"},
 	} {
 		_, err := ParsePlacePlan("p.yaml", []byte(tc.yaml))
@@ -88,11 +93,11 @@ func TestPlacePlanBadInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.ValidateApp(all); err == nil || !strings.HasPrefix(err.Error(), "p.yaml: route /nope: unknown to app rails (its routes: /feed, /feed-naive, /serial, /work)") {
+	if _, err := p.ValidateApp(all); err == nil || !strings.HasPrefix(err.Error(), "p.yaml:1: route /nope: unknown to app rails (its routes: /feed, /feed-naive, /serial, /work)") {
 		t.Errorf("unknown route: %v", err)
 	}
 	p, _ = ParsePlacePlan("p.yaml", []byte("app: nosuch\n"))
-	if _, err := p.ValidateApp(all); err == nil || !strings.HasPrefix(err.Error(), "p.yaml: app: ") {
+	if _, err := p.ValidateApp(all); err == nil || !strings.HasPrefix(err.Error(), "p.yaml:1: app: ") {
 		t.Errorf("unknown app: %v", err)
 	}
 	if _, err := LoadPlacePlan("/nonexistent/plan.yaml"); err == nil || !strings.Contains(err.Error(), "neither a built-in placement plan") {

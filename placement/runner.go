@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/netem"
 	"github.com/rttlab/rttlab/orchestrator"
 	"github.com/rttlab/rttlab/orchestrator/engine"
@@ -383,7 +384,7 @@ func (r *PlaceRunner) calRoutes() []RouteCalibration {
 		rm, _ := routeMeta(t.Meta, path)
 		out = append(out, RouteCalibration{Path: path, NSerial: rm.Statements, P50Ms: map[string]float64{}})
 	}
-	if rm, ok := perNRoute(t.Meta); ok && len(p.SweepN) > 0 && !slices.Contains(p.Routes, rm.Path) {
+	if rm, ok := perNRoute(t.Meta); ok && (len(p.SweepN) > 0 || len(p.RoutedN) > 0) && !slices.Contains(p.Routes, rm.Path) {
 		out = append(out, RouteCalibration{Path: rm.Path, PerN: true, NSerial: 0, P50Ms: map[string]float64{}})
 	}
 	return out
@@ -664,6 +665,25 @@ func (pr *placeRep) heldOut(ctx context.Context, hoS *phaseSamples, routes []Rou
 // routedReq is one request of the routed comparison: its policy and route.
 type routedReq struct{ policy, route string }
 
+// routedCells are the routed comparison's (policy, route) cells: every
+// plan route, then the per-N route at each routed_n, under each policy.
+func routedCells(p *PlacePlan, m *apps.Meta) []routedReq {
+	var routes []string
+	routes = append(routes, p.Routes...)
+	if rm, ok := perNRoute(m); ok {
+		for _, n := range p.RoutedN {
+			routes = append(routes, Route{Path: rm.Path, N: n, PerN: true}.String())
+		}
+	}
+	var cells []routedReq
+	for _, pol := range p.Policies {
+		for _, rt := range routes {
+			cells = append(cells, routedReq{pol, rt})
+		}
+	}
+	return cells
+}
+
 // routed runs the routed comparison through a proxy calibrated with ho:
 // every (policy, route) cell's warmup and measured requests, each group in
 // a seeded random order, on one client connection; then it appends the
@@ -675,7 +695,8 @@ func (pr *placeRep) routed(ctx context.Context, ho Calibration) error {
 	if !keep {
 		conn = "a new upstream connection per request"
 	}
-	r.S.say("rep %d/%d: routed comparison through the proxy (%s): %d policies × %d routes, %d+%d requests each, interleaved", rep, p.Repeat, conn, len(p.Policies), len(p.Routes), p.RoutedWarmup, p.RoutedRequests)
+	cells := routedCells(p, r.S.Stack.Target.Meta)
+	r.S.say("rep %d/%d: routed comparison through the proxy (%s): %d policies × %d routes, %d+%d requests each, interleaved", rep, p.Repeat, conn, len(p.Policies), len(cells)/len(p.Policies), p.RoutedWarmup, p.RoutedRequests)
 	cfg := Config{
 		Upstreams:         []Upstream{{Name: NodeA, URL: r.S.hostURL(NodeA)}, {Name: NodeB, URL: r.S.hostURL(NodeB)}},
 		Calibration:       ho,
@@ -685,16 +706,14 @@ func (pr *placeRep) routed(ctx context.Context, ho Calibration) error {
 	if err := r.S.StartProxy(ctx, r.D, cfg); err != nil {
 		return err
 	}
-	var cells []routedReq
-	for _, pol := range p.Policies {
-		for _, rt := range p.Routes {
-			cells = append(cells, routedReq{pol, rt})
-		}
-	}
 	order := append(shuffled(cells, p.RoutedWarmup, r.rng), shuffled(cells, p.RoutedRequests, r.rng)...)
 	routed := make([]string, len(order))
 	for i, c := range order {
-		routed[i] = c.route + "?" + QueryPolicy + "=" + c.policy
+		sep := "?"
+		if strings.Contains(c.route, "?") {
+			sep = "&"
+		}
+		routed[i] = c.route + sep + QueryPolicy + "=" + c.policy
 	}
 	rs, lerr := r.S.Load(ctx, r.D, fmt.Sprintf("http://127.0.0.1:%d", proxyPort), routed, p.RoutedWarmup*len(cells), false)
 	recs, derr := r.S.StopProxy(ctx, r.D)

@@ -108,12 +108,30 @@ func TestPlacementRunOnAFakeEngine(t *testing.T) {
 			t.Errorf("held-out %s on %s: %s error %.4f ms", h.Route, h.Host, h.Model, h.ErrorMs)
 		}
 	}
-	wantRouted := (p.RoutedWarmup + p.RoutedRequests) * len(p.Policies) * len(p.Routes)
+	wantRouted := (p.RoutedWarmup + p.RoutedRequests) * len(p.Policies) * (len(p.Routes) + len(p.RoutedN))
 	if rep.Decisions != wantRouted || rep.Unmatched != 0 {
 		t.Errorf("routed: %d decisions (want %d), %d unmatched", rep.Decisions, wantRouted, rep.Unmatched)
 	}
 	if len(rep.Routed.Cells) == 0 {
 		t.Error("no routed cells")
+	}
+	// By call count: at N=1 every policy keeps a (the client's side); at
+	// N=12 profiled moves to b, 12 × 0.125 ms of database RTT nearer, and
+	// beats user-first by about 1.25 ms.
+	for _, d := range rep.Routed.Diffs {
+		if d.Policy != PolicyProfiled || d.Base != PolicyUserFirst {
+			continue
+		}
+		switch d.Route {
+		case "/serial?n=1":
+			if math.Abs(float64(d.DiffMs)) > 0.01 {
+				t.Errorf("N=1: profiled − user-first %v ms, want 0", d.DiffMs)
+			}
+		case "/serial?n=12":
+			if d.DiffMs > -1 || d.CI.High >= 0 || d.Verdict != "lower" {
+				t.Errorf("N=12: profiled − user-first %v ms %v %s, want about −1.25, lower", d.DiffMs, d.CI, d.Verdict)
+			}
+		}
 	}
 	if rep.ProxyOverheadP50Ms <= 0 {
 		t.Errorf("proxy overhead %v", rep.ProxyOverheadP50Ms)
@@ -148,6 +166,11 @@ func TestPlacementRunOnAFakeEngine(t *testing.T) {
 	}
 	if !strings.Contains(strings.Join(progress, "\n"), "routed comparison through the proxy") {
 		t.Errorf("progress:\n%s", strings.Join(progress, "\n"))
+	}
+
+	md, _ := os.ReadFile(filepath.Join(dir, "summary.md"))
+	if !strings.Contains(string(md), "### Routed by call count (/serial?n=N)") || !strings.Contains(string(md), "| 12 |") {
+		t.Errorf("no table by call count in summary.md:\n%s", md)
 	}
 
 	// The folder re-renders from its raw files to the same figures.
