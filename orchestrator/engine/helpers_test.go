@@ -107,7 +107,11 @@ func TestGoDirective(t *testing.T) {
 		err       bool
 	}{
 		{"module m\n\ngo 1.22\n", "1.22", false},
+		// A newer toolchain line wins (ParseLax alone drops it, as a
+		// main module's directive).
+		{"module m\n\ngo 1.22\n\ntoolchain go1.23.4\n", "1.23.4", false},
 		{"module m\n\ngo 1.24.2\n\ntoolchain go1.23.4\n", "1.24.2", false},
+		{"module m\n\ngo 1.22\n\ntoolchain default\n", "1.22", false},
 		{"module m\n", "1.16", false},
 		{"module m\n\ngo 1.22 (\n", "", true},
 	} {

@@ -571,9 +571,13 @@ func goDirective(goMod string) (string, error) {
 		return "1.16", nil // the go command's default for a go.mod without one
 	}
 	need := f.Go.Version
-	if f.Toolchain != nil {
-		if tc := strings.TrimPrefix(f.Toolchain.Name, "go"); version.Compare("go"+tc, "go"+need) > 0 {
-			need = tc
+	// ParseLax leaves f.Toolchain nil (toolchain is a main module's
+	// directive): read the line from the syntax.
+	for _, st := range f.Syntax.Stmt {
+		if l, ok := st.(*modfile.Line); ok && len(l.Token) == 2 && l.Token[0] == "toolchain" {
+			if tc := strings.TrimPrefix(l.Token[1], "go"); version.Compare("go"+tc, "go"+need) > 0 {
+				need = tc
+			}
 		}
 	}
 	return need, nil
