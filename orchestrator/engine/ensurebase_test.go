@@ -139,6 +139,7 @@ fi
 mkdir -p "$dir/etc" "$dir/bin" "$dir/var/cache/apt/archives" "$dir/var/lib/apt/lists"
 echo "$suite $mirror" > "$dir/etc/debootstrap-args"
 printf '#!/bin/sh\n' > "$dir/bin/bash"
+[ -n "$FAKE_DEBOOTSTRAP_BIG" ] && head -c 1048576 /dev/zero > "$dir/bin/big"
 chmod 755 "$dir/bin/bash"
 echo deb > "$dir/var/cache/apt/archives/bash_5.2.37-2_amd64.deb"
 echo index > "$dir/var/lib/apt/lists/deb.debian.org_debian_dists_trixie_InRelease"
@@ -151,6 +152,7 @@ echo "I: Base system installed successfully."
 	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
 	t.Setenv("FAKE_DEBOOTSTRAP_WAIT", "")
 	t.Setenv("FAKE_DEBOOTSTRAP_FAIL", "")
+	t.Setenv("FAKE_DEBOOTSTRAP_BIG", "")
 }
 
 // importing keeps the tarball EnsureBase imports.
@@ -291,4 +293,30 @@ func TestEnsureBaseDebootstrapFailures(t *testing.T) {
 			t.Errorf("err %v", err)
 		}
 	})
+}
+
+// refusing fails every import at once, reading nothing (as the client does
+// for a reference it cannot parse).
+type refusing struct{ *enginefake.Engine }
+
+func (refusing) ImportImage(context.Context, io.Reader, string) error {
+	return errors.New("import: invalid reference format")
+}
+
+// An import that fails before reading the tree must not leave EnsureBase
+// waiting for tar, blocked on a pipe nobody reads (a real tree is far
+// bigger than a pipe's buffer).
+func TestEnsureBaseImportRefusedEarly(t *testing.T) {
+	fakeDebootstrap(t)
+	t.Setenv("FAKE_DEBOOTSTRAP_BIG", "1")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	_, _, err := engine.EnsureBase(ctx, refusing{enginefake.New()}, engine.BaseOptions{SkipPull: true})
+	if err == nil || err.Error() != "import: invalid reference format" {
+		t.Errorf("err %v, want the import's", err)
+	}
+	if el := time.Since(start); el > 5*time.Second {
+		t.Errorf("EnsureBase returned after %v: it waited for tar until the context ended", el.Round(time.Second))
+	}
 }

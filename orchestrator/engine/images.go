@@ -196,6 +196,9 @@ func EnsureBase(ctx context.Context, d ImageStore, o BaseOptions) (BasePath, str
 		return "", "", fmt.Errorf("tar rootfs: %w", err)
 	}
 	impErr := d.ImportImage(ctx, stdout, o.Ref)
+	// An import that stopped reading early leaves tar blocked on the full
+	// pipe: closing it ends tar, so Wait returns.
+	stdout.Close()
 	waitErr := tarCmd.Wait()
 	if impErr != nil {
 		return "", "", impErr
