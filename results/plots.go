@@ -559,19 +559,17 @@ func (l legendLine) Thumbnail(c *draw.Canvas) {
 	c.StrokeLine2(l.LineStyle, c.Min.X, y, c.Max.X, y)
 }
 
+// ratioWidth is the share of a ratio category the points spread over.
+const ratioWidth = 0.7
+
+// ratioPredStyle draws the predicted ratio (statements per request).
+var ratioPredStyle = draw.LineStyle{Color: color.Black, Width: vg.Points(1.2)}
+
 func (s *Summary) ratioFigure() (*figure, error) {
 	f := newFigure(PlotRatio, "Amplification ratio (change ÷ RTT)",
 		"Change against 0 ms divided by the configured RTT, per app and route and setting (95% CI bars); the black bar marks the statements per request, the ratio the prediction expects.",
 		"", "change ÷ RTT")
-	var cats []routeKey
-	for _, k := range s.routes() {
-		for _, c := range s.Cells {
-			if c.App == k.app && c.Route == k.route && c.HasBaseline {
-				cats = append(cats, k)
-				break
-			}
-		}
-	}
+	cats := s.ratioCategories()
 	if len(cats) == 0 {
 		return nil, nil
 	}
@@ -581,76 +579,121 @@ func (s *Summary) ratioFigure() (*figure, error) {
 			st = append(st, v)
 		}
 	}
-	width := 0.7 // share of a category the points spread over
-	// Predicted ratio: statements per request, one bar across the category.
+	hasPred, err := s.addPredictedRatios(f, cats)
+	if err != nil {
+		return nil, err
+	}
+	for si, v := range st {
+		pts, ci := s.ratioPoints(cats, st, si)
+		if len(pts) == 0 {
+			continue
+		}
+		// One colour per setting here; the x axis names the routes.
+		if err := f.addRatioSeries(pts, ci, si, fmtSetting(v)+" ms"); err != nil {
+			return nil, err
+		}
+	}
+	if hasPred {
+		f.legend.Add("predicted (statements)", legendLine{ratioPredStyle})
+	}
+	f.ratioAxes(cats)
+	return f, nil
+}
+
+// ratioCategories returns the app/route pairs with a change, in the order
+// of routes.
+func (s *Summary) ratioCategories() []routeKey {
+	var cats []routeKey
+	for _, k := range s.routes() {
+		for _, c := range s.Cells {
+			if c.App == k.app && c.Route == k.route && c.HasBaseline {
+				cats = append(cats, k)
+				break
+			}
+		}
+	}
+	return cats
+}
+
+// addPredictedRatios draws, per category with statements, its predicted
+// ratio as one bar across the category, and reports whether it drew any.
+func (s *Summary) addPredictedRatios(f *figure, cats []routeKey) (bool, error) {
 	hasPred := false
-	predStyle := draw.LineStyle{Color: color.Black, Width: vg.Points(1.2)}
 	for ci0, k := range cats {
 		st, ok := s.Manifest.StatementsFor(k.app, k.route)
 		if !ok {
 			continue
 		}
 		x := float64(ci0)
-		l, err := plotter.NewLine(plotter.XYs{{X: x - width/2 - 0.1, Y: st}, {X: x + width/2 + 0.1, Y: st}})
+		l, err := plotter.NewLine(plotter.XYs{{X: x - ratioWidth/2 - 0.1, Y: st}, {X: x + ratioWidth/2 + 0.1, Y: st}})
 		if err != nil {
-			return nil, fmt.Errorf("plot %s: %w", f.name, err)
+			return false, fmt.Errorf("plot %s: %w", f.name, err)
 		}
-		l.LineStyle = predStyle
+		l.LineStyle = ratioPredStyle
 		f.p.Add(l)
 		hasPred = true
 	}
-	for si, v := range st {
-		var pts plotter.XYs
-		var ci []Interval
-		for ci0, k := range cats {
-			for _, c := range s.Cells {
-				if c.App != k.app || c.Route != k.route || c.RTTms != v || !c.HasBaseline {
-					continue
-				}
-				x := float64(ci0)
-				if len(st) > 1 {
-					x += -width/2 + width*float64(si)/float64(len(st)-1)
-				}
-				pts = append(pts, plotter.XY{X: x, Y: c.Ratio})
-				iv := noInterval()
-				if c.ChangeCI.Valid() {
-					iv = Interval{c.ChangeCI.Low / c.RTTms, c.ChangeCI.High / c.RTTms}
-				}
-				ci = append(ci, iv)
+	return hasPred, nil
+}
+
+// ratioPoints returns the ratios at setting st[si], one per category that
+// has it, spread across the category by setting, with their intervals.
+func (s *Summary) ratioPoints(cats []routeKey, st []float64, si int) (plotter.XYs, []Interval) {
+	v := st[si]
+	var pts plotter.XYs
+	var ci []Interval
+	for ci0, k := range cats {
+		for _, c := range s.Cells {
+			if c.App != k.app || c.Route != k.route || c.RTTms != v || !c.HasBaseline {
+				continue
 			}
-		}
-		if len(pts) == 0 {
-			continue
-		}
-		// One colour per setting here; the x axis names the routes.
-		idx := si
-		var eb xyErr
-		for i, pt := range pts {
-			if ci[i].Valid() {
-				eb.XYs = append(eb.XYs, pt)
-				eb.YErrors = append(eb.YErrors, struct{ Low, High float64 }{pt.Y - ci[i].Low, ci[i].High - pt.Y})
+			x := float64(ci0)
+			if len(st) > 1 {
+				x += -ratioWidth/2 + ratioWidth*float64(si)/float64(len(st)-1)
 			}
-		}
-		if len(eb.XYs) > 0 {
-			e, err := plotter.NewYErrorBars(eb)
-			if err != nil {
-				return nil, fmt.Errorf("plot %s: %w", f.name, err)
+			pts = append(pts, plotter.XY{X: x, Y: c.Ratio})
+			iv := noInterval()
+			if c.ChangeCI.Valid() {
+				iv = Interval{c.ChangeCI.Low / c.RTTms, c.ChangeCI.High / c.RTTms}
 			}
-			e.LineStyle = draw.LineStyle{Color: seriesColor(idx), Width: vg.Points(1)}
-			e.CapWidth = vg.Points(5)
-			f.p.Add(e)
+			ci = append(ci, iv)
 		}
-		sc, err := plotter.NewScatter(pts)
+	}
+	return pts, ci
+}
+
+// addRatioSeries draws one setting's ratios in series colour idx: the
+// error bars of the valid intervals, then the points, with a legend entry.
+func (f *figure) addRatioSeries(pts plotter.XYs, ci []Interval, idx int, label string) error {
+	var eb xyErr
+	for i, pt := range pts {
+		if ci[i].Valid() {
+			eb.XYs = append(eb.XYs, pt)
+			eb.YErrors = append(eb.YErrors, struct{ Low, High float64 }{pt.Y - ci[i].Low, ci[i].High - pt.Y})
+		}
+	}
+	if len(eb.XYs) > 0 {
+		e, err := plotter.NewYErrorBars(eb)
 		if err != nil {
-			return nil, fmt.Errorf("plot %s: %w", f.name, err)
+			return fmt.Errorf("plot %s: %w", f.name, err)
 		}
-		sc.GlyphStyle = draw.GlyphStyle{Color: seriesColor(idx), Radius: vg.Points(3.5), Shape: seriesGlyph(idx)}
-		f.p.Add(sc)
-		f.legend.Add(fmtSetting(v)+" ms", sc)
+		e.LineStyle = draw.LineStyle{Color: seriesColor(idx), Width: vg.Points(1)}
+		e.CapWidth = vg.Points(5)
+		f.p.Add(e)
 	}
-	if hasPred {
-		f.legend.Add("predicted (statements)", legendLine{predStyle})
+	sc, err := plotter.NewScatter(pts)
+	if err != nil {
+		return fmt.Errorf("plot %s: %w", f.name, err)
 	}
+	sc.GlyphStyle = draw.GlyphStyle{Color: seriesColor(idx), Radius: vg.Points(3.5), Shape: seriesGlyph(idx)}
+	f.p.Add(sc)
+	f.legend.Add(label, sc)
+	return nil
+}
+
+// ratioAxes names the categories on the x axis, tilting the names when
+// there are many, and starts the y axis at 0 with some headroom.
+func (f *figure) ratioAxes(cats []routeKey) {
 	names := make([]string, len(cats))
 	for i, k := range cats {
 		names[i] = k.label()
@@ -664,7 +707,6 @@ func (s *Summary) ratioFigure() (*figure, error) {
 		f.p.X.Tick.Label.XAlign = draw.XRight
 		f.p.X.Tick.Label.YAlign = draw.YCenter
 	}
-	return f, nil
 }
 
 // probeLabel names a probe kind in the verification plot.
