@@ -518,13 +518,9 @@ func (s *Summary) changeFigure() (*figure, error) {
 		pts = append(plotter.XYs{{X: 0, Y: 0}}, pts...)
 		ci = append([]Interval{noInterval()}, ci...)
 		if hasSt {
-			pred := plotter.XYs{{X: 0, Y: 0}, {X: pts[len(pts)-1].X, Y: st * pts[len(pts)-1].X}}
-			l, err := plotter.NewLine(pred)
-			if err != nil {
-				return nil, fmt.Errorf("plot %s: %w", f.name, err)
+			if err := f.addPredictedChange(pts[len(pts)-1].X, st, i); err != nil {
+				return nil, err
 			}
-			l.LineStyle = lineStyle(seriesColor(i), true)
-			f.p.Add(l)
 			anyPred = true
 		}
 		th, err := addSeries(f.p, pts, ci, i)
@@ -548,6 +544,18 @@ func (s *Summary) changeFigure() (*figure, error) {
 		return nil, fmt.Errorf("plot %s: %w", f.name, err)
 	}
 	return f, nil
+}
+
+// addPredictedChange draws the prediction statements × RTT from 0 to
+// maxX, dashed in series colour idx.
+func (f *figure) addPredictedChange(maxX, statements float64, idx int) error {
+	l, err := plotter.NewLine(plotter.XYs{{X: 0, Y: 0}, {X: maxX, Y: statements * maxX}})
+	if err != nil {
+		return fmt.Errorf("plot %s: %w", f.name, err)
+	}
+	l.LineStyle = lineStyle(seriesColor(idx), true)
+	f.p.Add(l)
+	return nil
 }
 
 // legendLine is a legend thumbnail of a line style that is not drawn in
@@ -722,38 +730,22 @@ func probeLabel(kind string) string {
 	return kind
 }
 
+// probeKey names one app's probe kind in the verification plot.
+type probeKey struct{ app, kind string }
+
 func (s *Summary) verificationFigure() (*figure, error) {
 	tol := s.Options.withDefaults().ToleranceMs
 	f := newFigure(PlotVerification, "Verification of the injected delay",
 		fmt.Sprintf("ICMP added RTT and SELECT 1 change against 0 ms (95%% CI bars) at each configured RTT; the dashed identity line y = x is a perfect shaper, the grey band ± %s ms the tolerance.", fmtSetting(tol)),
 		"configured RTT (ms)", "measured added RTT (ms)")
-	type key struct{ app, kind string }
-	var keys []key
-	maxRTT := 0.0
-	for _, p := range s.Probes {
-		if !p.HasBaseline {
-			continue
-		}
-		k := key{p.App, p.Kind}
-		if !slices.Contains(keys, k) {
-			keys = append(keys, k)
-		}
-		maxRTT = math.Max(maxRTT, p.RTTms)
-	}
+	keys, maxRTT := s.probeKeys()
 	if len(keys) == 0 {
 		return nil, nil
 	}
-	band, err := plotter.NewPolygon(plotter.XYs{{X: 0, Y: -tol}, {X: maxRTT, Y: maxRTT - tol}, {X: maxRTT, Y: maxRTT + tol}, {X: 0, Y: tol}})
+	band, id, err := f.toleranceGuides(tol, maxRTT)
 	if err != nil {
-		return nil, fmt.Errorf("plot %s: %w", f.name, err)
+		return nil, err
 	}
-	band.Color, band.LineStyle.Width = bandGrey, 0
-	f.p.Add(band)
-	id, err := plotter.NewLine(plotter.XYs{{X: 0, Y: 0}, {X: maxRTT, Y: maxRTT}})
-	if err != nil {
-		return nil, fmt.Errorf("plot %s: %w", f.name, err)
-	}
-	id.LineStyle = draw.LineStyle{Color: color.Black, Width: vg.Points(1), Dashes: dashes}
 	f.p.X.Tick.Marker = settingTicks(s.settings())
 	multiApp := false
 	for _, k := range keys {
@@ -761,17 +753,8 @@ func (s *Summary) verificationFigure() (*figure, error) {
 	}
 	var flagged plotter.XYs
 	for i, k := range keys {
-		pts := plotter.XYs{{X: 0, Y: 0}}
-		ci := []Interval{noInterval()}
-		for _, p := range s.Probes {
-			if p.App == k.app && p.Kind == k.kind && p.HasBaseline {
-				pts = append(pts, plotter.XY{X: p.RTTms, Y: p.Added})
-				ci = append(ci, p.CI)
-				if p.OutOfTolerance {
-					flagged = append(flagged, plotter.XY{X: p.RTTms, Y: p.Added})
-				}
-			}
-		}
+		pts, ci, out := s.probeSeries(k)
+		flagged = append(flagged, out...)
 		th, err := addSeries(f.p, pts, ci, i)
 		if err != nil {
 			return nil, fmt.Errorf("plot %s: %w", f.name, err)
@@ -792,6 +775,66 @@ func (s *Summary) verificationFigure() (*figure, error) {
 	return f, nil
 }
 
+// probeKeys returns the (app, kind) pairs of the probes with a baseline,
+// in probe order, and the largest setting among them.
+func (s *Summary) probeKeys() ([]probeKey, float64) {
+	var keys []probeKey
+	maxRTT := 0.0
+	for _, p := range s.Probes {
+		if !p.HasBaseline {
+			continue
+		}
+		k := probeKey{p.App, p.Kind}
+		if !slices.Contains(keys, k) {
+			keys = append(keys, k)
+		}
+		maxRTT = math.Max(maxRTT, p.RTTms)
+	}
+	return keys, maxRTT
+}
+
+// toleranceGuides adds the grey tolerance band around y = x up to maxRTT
+// and returns it with the dashed identity line, which the caller adds last.
+func (f *figure) toleranceGuides(tol, maxRTT float64) (*plotter.Polygon, *plotter.Line, error) {
+	band, err := plotter.NewPolygon(plotter.XYs{{X: 0, Y: -tol}, {X: maxRTT, Y: maxRTT - tol}, {X: maxRTT, Y: maxRTT + tol}, {X: 0, Y: tol}})
+	if err != nil {
+		return nil, nil, fmt.Errorf("plot %s: %w", f.name, err)
+	}
+	band.Color, band.LineStyle.Width = bandGrey, 0
+	f.p.Add(band)
+	id, err := plotter.NewLine(plotter.XYs{{X: 0, Y: 0}, {X: maxRTT, Y: maxRTT}})
+	if err != nil {
+		return nil, nil, fmt.Errorf("plot %s: %w", f.name, err)
+	}
+	id.LineStyle = draw.LineStyle{Color: color.Black, Width: vg.Points(1), Dashes: dashes}
+	return band, id, nil
+}
+
+// probeSeries returns one probe key's added RTT per setting, anchored at
+// (0, 0), with the intervals, and the points out of tolerance.
+func (s *Summary) probeSeries(k probeKey) (pts plotter.XYs, ci []Interval, flagged plotter.XYs) {
+	pts = plotter.XYs{{X: 0, Y: 0}}
+	ci = []Interval{noInterval()}
+	for _, p := range s.Probes {
+		if p.App == k.app && p.Kind == k.kind && p.HasBaseline {
+			pts = append(pts, plotter.XY{X: p.RTTms, Y: p.Added})
+			ci = append(ci, p.CI)
+			if p.OutOfTolerance {
+				flagged = append(flagged, plotter.XY{X: p.RTTms, Y: p.Added})
+			}
+		}
+	}
+	return pts, ci, flagged
+}
+
+// runsPanel is one app and route's panel of the per-run plot: the route's
+// series index and its cell at the plotted setting.
+type runsPanel struct {
+	idx  int
+	k    routeKey
+	cell Cell
+}
+
 func (s *Summary) runsFigure() (*figure, error) {
 	setting, err := s.stripSetting()
 	if err != nil {
@@ -800,20 +843,7 @@ func (s *Summary) runsFigure() (*figure, error) {
 		}
 		return nil, nil
 	}
-	type panel struct {
-		idx  int
-		k    routeKey
-		cell Cell
-	}
-	var panels []panel
-	for i, k := range s.routes() {
-		for _, c := range s.Cells {
-			if c.App == k.app && c.Route == k.route && c.RTTms == setting && c.NRuns > 0 {
-				panels = append(panels, panel{i, k, c})
-				break
-			}
-		}
-	}
+	panels := s.runsPanels(setting)
 	if len(panels) == 0 {
 		return nil, nil
 	}
@@ -829,51 +859,83 @@ func (s *Summary) runsFigure() (*figure, error) {
 		f.panels[r] = make([]*plot.Plot, cols)
 	}
 	for pi, pn := range panels {
-		p := plot.New()
-		p.Title.Text = pn.k.label()
-		styleFonts(p, 11)
-		p.Title.Padding = vg.Points(4)
-		p.X.Label.Text = "run"
-		p.Y.Label.Text = "run p50 (ms)"
-		p.Add(newGrid())
-		var runs []RunStat
-		for _, r := range s.Runs {
-			if r.App == pn.k.app && r.Route == pn.k.route && r.RTTms == setting && r.N > 0 {
-				runs = append(runs, r)
-			}
-		}
-		slices.SortStableFunc(runs, func(a, b RunStat) int { return a.Run - b.Run })
-		pts := make(plotter.XYs, len(runs))
-		for i, r := range runs {
-			pts[i] = plotter.XY{X: float64(r.Run), Y: r.P50}
-		}
-		lo, hi := pts[0].X-0.5, pts[len(pts)-1].X+0.5
-		c := pn.cell
-		if c.CI.Valid() {
-			band, err := plotter.NewPolygon(plotter.XYs{{X: lo, Y: c.CI.Low}, {X: hi, Y: c.CI.Low}, {X: hi, Y: c.CI.High}, {X: lo, Y: c.CI.High}})
-			if err != nil {
-				return nil, fmt.Errorf("plot %s: %w", f.name, err)
-			}
-			band.Color, band.LineStyle.Width = bandGrey, 0
-			p.Add(band)
-		}
-		med, err := plotter.NewLine(plotter.XYs{{X: lo, Y: c.P50}, {X: hi, Y: c.P50}})
+		p, err := s.runsPanelPlot(pn, setting)
 		if err != nil {
 			return nil, fmt.Errorf("plot %s: %w", f.name, err)
 		}
-		med.LineStyle = draw.LineStyle{Color: color.Black, Width: vg.Points(1.2)}
-		p.Add(med)
-		sc, err := plotter.NewScatter(pts)
-		if err != nil {
-			return nil, fmt.Errorf("plot %s: %w", f.name, err)
-		}
-		sc.GlyphStyle = draw.GlyphStyle{Color: seriesColor(pn.idx), Radius: vg.Points(2.8), Shape: draw.CircleGlyph{}}
-		p.Add(sc)
-		p.X.Min, p.X.Max = lo, hi
-		p.X.Tick.Marker = runTicks(runs)
 		f.panels[pi/cols][pi%cols] = p
 	}
 	return f, nil
+}
+
+// runsPanels returns a panel per app and route with runs at setting, in
+// the order of routes.
+func (s *Summary) runsPanels(setting float64) []runsPanel {
+	var panels []runsPanel
+	for i, k := range s.routes() {
+		for _, c := range s.Cells {
+			if c.App == k.app && c.Route == k.route && c.RTTms == setting && c.NRuns > 0 {
+				panels = append(panels, runsPanel{i, k, c})
+				break
+			}
+		}
+	}
+	return panels
+}
+
+// runsAt returns the runs of one app and route at setting that have
+// requests, in run-number order.
+func (s *Summary) runsAt(k routeKey, setting float64) []RunStat {
+	var runs []RunStat
+	for _, r := range s.Runs {
+		if r.App == k.app && r.Route == k.route && r.RTTms == setting && r.N > 0 {
+			runs = append(runs, r)
+		}
+	}
+	slices.SortStableFunc(runs, func(a, b RunStat) int { return a.Run - b.Run })
+	return runs
+}
+
+// runsPanelPlot draws one panel: the run p50s over the cell's median line
+// and its CI band.
+func (s *Summary) runsPanelPlot(pn runsPanel, setting float64) (*plot.Plot, error) {
+	p := plot.New()
+	p.Title.Text = pn.k.label()
+	styleFonts(p, 11)
+	p.Title.Padding = vg.Points(4)
+	p.X.Label.Text = "run"
+	p.Y.Label.Text = "run p50 (ms)"
+	p.Add(newGrid())
+	runs := s.runsAt(pn.k, setting)
+	pts := make(plotter.XYs, len(runs))
+	for i, r := range runs {
+		pts[i] = plotter.XY{X: float64(r.Run), Y: r.P50}
+	}
+	lo, hi := pts[0].X-0.5, pts[len(pts)-1].X+0.5
+	c := pn.cell
+	if c.CI.Valid() {
+		band, err := plotter.NewPolygon(plotter.XYs{{X: lo, Y: c.CI.Low}, {X: hi, Y: c.CI.Low}, {X: hi, Y: c.CI.High}, {X: lo, Y: c.CI.High}})
+		if err != nil {
+			return nil, err
+		}
+		band.Color, band.LineStyle.Width = bandGrey, 0
+		p.Add(band)
+	}
+	med, err := plotter.NewLine(plotter.XYs{{X: lo, Y: c.P50}, {X: hi, Y: c.P50}})
+	if err != nil {
+		return nil, err
+	}
+	med.LineStyle = draw.LineStyle{Color: color.Black, Width: vg.Points(1.2)}
+	p.Add(med)
+	sc, err := plotter.NewScatter(pts)
+	if err != nil {
+		return nil, err
+	}
+	sc.GlyphStyle = draw.GlyphStyle{Color: seriesColor(pn.idx), Radius: vg.Points(2.8), Shape: draw.CircleGlyph{}}
+	p.Add(sc)
+	p.X.Min, p.X.Max = lo, hi
+	p.X.Tick.Marker = runTicks(runs)
+	return p, nil
 }
 
 // runTicks labels every run up to 10 runs, else about every fifth.
