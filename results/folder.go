@@ -361,7 +361,33 @@ func Load(dir string) (*Data, error) {
 		maxAttempt: map[int]int{},
 		complete:   map[string]int64{},
 	}
-	mpath := filepath.Join(dir, ManifestFile)
+	tasks, err := d.readManifest()
+	if err != nil {
+		return nil, err
+	}
+	// tasks.jsonl first: which attempts are done.
+	if err := d.readTaskRecords(tasks); err != nil {
+		return nil, err
+	}
+	if err := d.readSamples(tasks); err != nil {
+		return nil, err
+	}
+	if err := d.readProbes(filepath.Join(dir, ProbesFile)); err != nil {
+		return nil, err
+	}
+	if d.Shaper, err = LoadShaper(dir); err != nil {
+		return nil, err
+	}
+	if d.Trace, err = ReadTrace(dir); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// readManifest reads and checks manifest.json into d.Manifest and returns
+// its tasks by ID.
+func (d *Data) readManifest() (map[int]Task, error) {
+	mpath := filepath.Join(d.Dir, ManifestFile)
 	mb, err := capped.ReadFile(mpath, "manifest", maxManifest)
 	if err != nil {
 		return nil, err
@@ -376,11 +402,15 @@ func Load(dir string) (*Data, error) {
 	for _, t := range d.Manifest.Tasks {
 		tasks[t.ID] = t
 	}
+	return tasks, nil
+}
 
-	// tasks.jsonl first: which attempts are done.
-	tpath := filepath.Join(dir, TasksFile)
+// readTaskRecords reads tasks.jsonl into d.Records, d.Done and the highest
+// attempts, and notes each task marked done more than once.
+func (d *Data) readTaskRecords(tasks map[int]Task) error {
+	tpath := filepath.Join(d.Dir, TasksFile)
 	doneAttempts := map[int][]int{}
-	err = d.readLines(tpath, TasksFile, func(line int, b []byte) error {
+	err := d.readLines(tpath, TasksFile, func(line int, b []byte) error {
 		var r TaskRecord
 		if err := json.Unmarshal(b, &r); err != nil {
 			return err
@@ -403,7 +433,7 @@ func Load(dir string) (*Data, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	for _, id := range slices.Sorted(maps.Keys(doneAttempts)) {
 		if a := doneAttempts[id]; len(a) > 1 {
@@ -411,11 +441,17 @@ func Load(dir string) (*Data, error) {
 				tasks[id], len(a), joinInts(a), d.Done[id]))
 		}
 	}
+	return nil
+}
 
-	spath := filepath.Join(dir, SamplesFile)
+// readSamples reads samples.jsonl, keeping the samples of done attempts
+// in d.Samples and counting the others in d.Ignored; a request twice or a
+// sample that disagrees with the manifest is an error.
+func (d *Data) readSamples(tasks map[int]Task) error {
+	spath := filepath.Join(d.Dir, SamplesFile)
 	type reqKey struct{ task, attempt, seq int }
 	firstLine := map[reqKey]int{}
-	err = d.readLines(spath, SamplesFile, func(line int, b []byte) error {
+	return d.readLines(spath, SamplesFile, func(line int, b []byte) error {
 		var s Sample
 		if err := json.Unmarshal(b, &s); err != nil {
 			return jsonWords(err)
@@ -444,20 +480,6 @@ func Load(dir string) (*Data, error) {
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, err
-	}
-
-	if err := d.readProbes(filepath.Join(dir, ProbesFile)); err != nil {
-		return nil, err
-	}
-	if d.Shaper, err = LoadShaper(dir); err != nil {
-		return nil, err
-	}
-	if d.Trace, err = ReadTrace(dir); err != nil {
-		return nil, err
-	}
-	return d, nil
 }
 
 // Limits on what a results folder's reader takes: a file read whole, the
