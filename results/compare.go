@@ -225,41 +225,12 @@ func (c *Comparison) Markdown() []byte {
 	o := c.Options.withDefaults()
 	var b strings.Builder
 	b.WriteString("# rttlab compare\n\n")
-	side := func(name, dir string, s *Summary) {
-		fmt.Fprintf(&b, "- **%s**: %s (plan %s, seed %d, %d of %d tasks done", name, dir, s.Plan, s.Seed, s.TasksDone, s.TasksPlanned)
-		if s.Manifest.Shaper != "" {
-			fmt.Fprintf(&b, ", shaper %s", s.Manifest.Shaper)
-		}
-		b.WriteString(")\n")
-	}
-	side("A", c.DirA, c.A)
-	side("B", c.DirB, c.B)
+	compareSide(&b, "A", c.DirA, c.A)
+	compareSide(&b, "B", c.DirB, c.B)
 	fmt.Fprintf(&b, "\nSettings: %s ms. B − A is the difference of the changes against 0 ms; its 95%% CI is a percentile bootstrap (%d resamples) that resamples A's and B's baseline and target runs independently. \"~\": the interval includes 0: no measurable difference at these counts, which does not show that there is none. Fewer than %d runs, or more than %s failed measured requests, on either side: numbers shown, no claim.\n\n",
 		joinSettings(c.Settings), o.Resamples, o.MinRuns, o.maxFailedPercent())
-
-	if len(c.Manifest) > 0 {
-		b.WriteString("## What differs\n\n| field | A | B |\n| --- | --- | --- |\n")
-		for _, d := range c.Manifest {
-			fmt.Fprintf(&b, "| %s | %s | %s |\n", d.Field, mdEscape(orDash(d.A)), mdEscape(orDash(d.B)))
-		}
-		b.WriteString("\n")
-	}
-
-	b.WriteString("## Differences\n\n")
-	lines := 0
-	for _, r := range c.Rows {
-		if !r.HasDiff {
-			continue
-		}
-		fmt.Fprintf(&b, "%s %s at %s ms: change %s ms in A, %s ms in B; B − A = %s ms %s%s.\n\n",
-			r.App, r.Route, fmtSetting(r.RTTms), fmtSigned(r.A.Change, 2), fmtSigned(r.B.Change, 2),
-			fmtSigned(r.DiffChange, 2), fmtIv(r.DiffCI, 2), verdict(r))
-		lines++
-	}
-	if lines == 0 {
-		b.WriteString("No common cell has a change against 0 ms on both sides.\n\n")
-	}
-
+	c.manifestMarkdown(&b)
+	c.differencesMarkdown(&b)
 	var apps []string
 	for _, r := range c.Rows {
 		if len(apps) == 0 || apps[len(apps)-1] != r.App {
@@ -267,41 +238,92 @@ func (c *Comparison) Markdown() []byte {
 		}
 	}
 	for _, app := range apps {
-		fmt.Fprintf(&b, "## %s\n\n", app)
-		b.WriteString("| route | setting | runs A/B | p50 A (ms) | p50 B (ms) | change A (ms) | change A CI | change B (ms) | change B CI | B − A (ms) | B − A CI | note |\n")
-		b.WriteString("| --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | --- | ---: | --- | --- |\n")
-		for _, r := range c.Rows {
-			if r.App != app {
-				continue
-			}
-			chA, chB, diff := dash, dash, dash
-			if r.A.HasBaseline {
-				chA = fmtSigned(r.A.Change, 3)
-			}
-			if r.B.HasBaseline {
-				chB = fmtSigned(r.B.Change, 3)
-			}
-			if r.HasDiff {
-				diff = fmtSigned(r.DiffChange, 3)
-			}
-			fmt.Fprintf(&b, "| %s | %s ms | %d/%d | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
-				mdEscape(r.Route), fmtSetting(r.RTTms), r.A.NRuns, r.B.NRuns, fmtFixed(r.A.P50, 3), fmtFixed(r.B.P50, 3),
-				chA, fmtIv(r.A.ChangeCI, 3), chB, fmtIv(r.B.ChangeCI, 3), diff, fmtIv(r.DiffCI, 3), strings.TrimPrefix(verdict(r), " "))
-		}
-		b.WriteString("\n")
+		c.appMarkdown(&b, app)
 	}
-
-	if len(c.OnlyA)+len(c.OnlyB) > 0 {
-		b.WriteString("## Cells in one folder only\n\n")
-		for _, n := range c.OnlyA {
-			b.WriteString("- only in A: " + n + "\n")
-		}
-		for _, n := range c.OnlyB {
-			b.WriteString("- only in B: " + n + "\n")
-		}
-		b.WriteString("\n")
-	}
+	c.onlyMarkdown(&b)
 	return []byte(b.String())
+}
+
+// compareSide writes the line naming one side: its folder, plan, seed,
+// tasks done and shaper.
+func compareSide(b *strings.Builder, name, dir string, s *Summary) {
+	fmt.Fprintf(b, "- **%s**: %s (plan %s, seed %d, %d of %d tasks done", name, dir, s.Plan, s.Seed, s.TasksDone, s.TasksPlanned)
+	if s.Manifest.Shaper != "" {
+		fmt.Fprintf(b, ", shaper %s", s.Manifest.Shaper)
+	}
+	b.WriteString(")\n")
+}
+
+// manifestMarkdown writes the table of manifest fields that differ, if any.
+func (c *Comparison) manifestMarkdown(b *strings.Builder) {
+	if len(c.Manifest) == 0 {
+		return
+	}
+	b.WriteString("## What differs\n\n| field | A | B |\n| --- | --- | --- |\n")
+	for _, d := range c.Manifest {
+		fmt.Fprintf(b, "| %s | %s | %s |\n", d.Field, mdEscape(orDash(d.A)), mdEscape(orDash(d.B)))
+	}
+	b.WriteString("\n")
+}
+
+// differencesMarkdown writes one sentence per common cell with a change
+// on both sides.
+func (c *Comparison) differencesMarkdown(b *strings.Builder) {
+	b.WriteString("## Differences\n\n")
+	lines := 0
+	for _, r := range c.Rows {
+		if !r.HasDiff {
+			continue
+		}
+		fmt.Fprintf(b, "%s %s at %s ms: change %s ms in A, %s ms in B; B − A = %s ms %s%s.\n\n",
+			r.App, r.Route, fmtSetting(r.RTTms), fmtSigned(r.A.Change, 2), fmtSigned(r.B.Change, 2),
+			fmtSigned(r.DiffChange, 2), fmtIv(r.DiffCI, 2), verdict(r))
+		lines++
+	}
+	if lines == 0 {
+		b.WriteString("No common cell has a change against 0 ms on both sides.\n\n")
+	}
+}
+
+// appMarkdown writes one app's table, a row per common cell.
+func (c *Comparison) appMarkdown(b *strings.Builder, app string) {
+	fmt.Fprintf(b, "## %s\n\n", app)
+	b.WriteString("| route | setting | runs A/B | p50 A (ms) | p50 B (ms) | change A (ms) | change A CI | change B (ms) | change B CI | B − A (ms) | B − A CI | note |\n")
+	b.WriteString("| --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | --- | ---: | --- | --- |\n")
+	for _, r := range c.Rows {
+		if r.App != app {
+			continue
+		}
+		chA, chB, diff := dash, dash, dash
+		if r.A.HasBaseline {
+			chA = fmtSigned(r.A.Change, 3)
+		}
+		if r.B.HasBaseline {
+			chB = fmtSigned(r.B.Change, 3)
+		}
+		if r.HasDiff {
+			diff = fmtSigned(r.DiffChange, 3)
+		}
+		fmt.Fprintf(b, "| %s | %s ms | %d/%d | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+			mdEscape(r.Route), fmtSetting(r.RTTms), r.A.NRuns, r.B.NRuns, fmtFixed(r.A.P50, 3), fmtFixed(r.B.P50, 3),
+			chA, fmtIv(r.A.ChangeCI, 3), chB, fmtIv(r.B.ChangeCI, 3), diff, fmtIv(r.DiffCI, 3), strings.TrimPrefix(verdict(r), " "))
+	}
+	b.WriteString("\n")
+}
+
+// onlyMarkdown lists the cells present in one folder only, if any.
+func (c *Comparison) onlyMarkdown(b *strings.Builder) {
+	if len(c.OnlyA)+len(c.OnlyB) == 0 {
+		return
+	}
+	b.WriteString("## Cells in one folder only\n\n")
+	for _, n := range c.OnlyA {
+		b.WriteString("- only in A: " + n + "\n")
+	}
+	for _, n := range c.OnlyB {
+		b.WriteString("- only in B: " + n + "\n")
+	}
+	b.WriteString("\n")
 }
 
 // verdict is the note of a row: no claim (low n, failed requests), or "~"
