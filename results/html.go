@@ -205,7 +205,29 @@ func (r *htmlReport) manifest(s *Summary) {
 		r.Skipped = append(r.Skipped, htmlKV{app, m.Skipped[app]})
 	}
 	r.Warnings = s.Warnings
+	r.manifestFacts(s)
+	for _, app := range slices.Sorted(maps.Keys(m.Images)) {
+		r.Images = append(r.Images, htmlKV{app, m.Images[app]})
+	}
+	for _, st := range m.Statements {
+		r.Stmts = append(r.Stmts, htmlKV{st.App + " " + st.Route, strconv.FormatFloat(st.PerRequest, 'f', -1, 64)})
+	}
+	r.Notes = m.Notes
+	r.taskList(s)
+	if len(m.Plan) > 0 {
+		var b bytes.Buffer
+		if err := json.Indent(&b, m.Plan, "", "  "); err == nil {
+			r.PlanJSON = b.String()
+		} else {
+			r.PlanJSON = string(m.Plan)
+		}
+	}
+}
 
+// manifestFacts fills the table of the manifest's facts (plan, versions,
+// host, times, tasks), leaving out the ones not recorded.
+func (r *htmlReport) manifestFacts(s *Summary) {
+	m := &s.Manifest
 	kv := func(k, v string) {
 		if v != "" {
 			r.Manifest = append(r.Manifest, htmlKV{k, v})
@@ -238,14 +260,12 @@ func (r *htmlReport) manifest(s *Summary) {
 		kv("end", "not recorded (the study did not finish, or is still running)")
 	}
 	kv("tasks", fmt.Sprintf("%d planned, %d done", s.TasksPlanned, s.TasksDone))
-	for _, app := range slices.Sorted(maps.Keys(m.Images)) {
-		r.Images = append(r.Images, htmlKV{app, m.Images[app]})
-	}
-	for _, st := range m.Statements {
-		r.Stmts = append(r.Stmts, htmlKV{st.App + " " + st.Route, strconv.FormatFloat(st.PerRequest, 'f', -1, 64)})
-	}
-	r.Notes = m.Notes
-	for _, t := range m.Tasks {
+}
+
+// taskList fills the task order: every task of the manifest as run, with
+// its status and the attempt that counts.
+func (r *htmlReport) taskList(s *Summary) {
+	for _, t := range s.Manifest.Tasks {
 		ht := htmlTask{ID: t.ID, Run: t.Run, App: t.App, Route: t.Route, Setting: fmtSetting(t.RTTms) + " ms", Status: "not done"}
 		if a, ok := s.doneAttempt(t.ID); ok {
 			ht.Done, ht.Status = true, "done"
@@ -254,14 +274,6 @@ func (r *htmlReport) manifest(s *Summary) {
 			}
 		}
 		r.Tasks = append(r.Tasks, ht)
-	}
-	if len(m.Plan) > 0 {
-		var b bytes.Buffer
-		if err := json.Indent(&b, m.Plan, "", "  "); err == nil {
-			r.PlanJSON = b.String()
-		} else {
-			r.PlanJSON = string(m.Plan)
-		}
 	}
 }
 
