@@ -260,16 +260,7 @@ func (s *Summary) JSON() ([]byte, error) {
 		Skipped: map[string]string{}, Warnings: []string{}, Sensitivity: []jsonSensitivity{},
 	}
 	for _, f := range s.Sensitivity {
-		jf := jsonSensitivity{App: f.App, Route: f.Route, Slope: num(f.Slope), SlopeCI: jsonIv(f.SlopeCI), Intercept: num(f.Intercept),
-			PredictedSlope: num(math.NaN()), Settings: []num{}, Residuals: []num{}}
-		if f.HasPredicted {
-			jf.PredictedSlope = num(f.PredictedSlope)
-		}
-		for i := range f.Settings {
-			jf.Settings = append(jf.Settings, num(f.Settings[i]))
-			jf.Residuals = append(jf.Residuals, num(f.Residuals[i]))
-		}
-		js.Sensitivity = append(js.Sensitivity, jf)
+		js.Sensitivity = append(js.Sensitivity, jsonSensitivityOf(f))
 	}
 	for _, st := range s.Shaper {
 		js.Shaper = append(js.Shaper, jsonShaper{App: st.App, RTTms: num(st.RTTms), Side: st.Side, Direction: st.Direction, Tasks: st.Tasks,
@@ -281,25 +272,7 @@ func (s *Summary) JSON() ([]byte, error) {
 	}
 	js.Warnings = append(js.Warnings, s.Warnings...)
 	for _, c := range s.Cells {
-		jc := jsonCell{
-			App: c.App, Route: c.Route, RTTms: num(c.RTTms), NRuns: c.NRuns, NRequests: c.NRequests,
-			Failures: c.Failures, WarmupFailures: c.WarmupFailures, Retried: c.Retried,
-			P50: num(c.P50), CI: jsonIv(c.CI), RunP50s: []num{},
-			Change: num(c.Change), ChangeCI: jsonIv(c.ChangeCI), ChangePercent: num(c.Percent), ChangePercentCI: jsonIv(c.PercentCI), Ratio: num(c.Ratio),
-			Verified: num(math.NaN()), RatioVerified: num(c.RatioVerified), Unverified: append([]string{}, c.Unverified...),
-			Statements: num(math.NaN()), Predicted: num(c.Predicted), LowN: c.LowN, TooManyFailures: c.TooManyFailures, Warnings: []string{},
-		}
-		if c.HasStatements {
-			jc.Statements = num(c.Statements)
-		}
-		if c.HasVerified {
-			jc.Verified = num(c.Verified)
-		}
-		for _, v := range c.P50s {
-			jc.RunP50s = append(jc.RunP50s, num(v))
-		}
-		jc.Warnings = append(jc.Warnings, c.Warnings...)
-		js.Cells = append(js.Cells, jc)
+		js.Cells = append(js.Cells, jsonCellOf(c))
 	}
 	for _, p := range s.Probes {
 		js.Probes = append(js.Probes, jsonProbe{
@@ -312,6 +285,45 @@ func (s *Summary) JSON() ([]byte, error) {
 		return nil, fmt.Errorf("write %s: %w", SummaryJSONFile, err)
 	}
 	return append(b, '\n'), nil
+}
+
+// jsonSensitivityOf is one sensitivity as summary.json writes it; the
+// predicted slope is null without statements.
+func jsonSensitivityOf(f Sensitivity) jsonSensitivity {
+	jf := jsonSensitivity{App: f.App, Route: f.Route, Slope: num(f.Slope), SlopeCI: jsonIv(f.SlopeCI), Intercept: num(f.Intercept),
+		PredictedSlope: num(math.NaN()), Settings: []num{}, Residuals: []num{}}
+	if f.HasPredicted {
+		jf.PredictedSlope = num(f.PredictedSlope)
+	}
+	for i := range f.Settings {
+		jf.Settings = append(jf.Settings, num(f.Settings[i]))
+		jf.Residuals = append(jf.Residuals, num(f.Residuals[i]))
+	}
+	return jf
+}
+
+// jsonCellOf is one cell as summary.json writes it; statements and the
+// verified RTT are null when unknown.
+func jsonCellOf(c Cell) jsonCell {
+	jc := jsonCell{
+		App: c.App, Route: c.Route, RTTms: num(c.RTTms), NRuns: c.NRuns, NRequests: c.NRequests,
+		Failures: c.Failures, WarmupFailures: c.WarmupFailures, Retried: c.Retried,
+		P50: num(c.P50), CI: jsonIv(c.CI), RunP50s: []num{},
+		Change: num(c.Change), ChangeCI: jsonIv(c.ChangeCI), ChangePercent: num(c.Percent), ChangePercentCI: jsonIv(c.PercentCI), Ratio: num(c.Ratio),
+		Verified: num(math.NaN()), RatioVerified: num(c.RatioVerified), Unverified: append([]string{}, c.Unverified...),
+		Statements: num(math.NaN()), Predicted: num(c.Predicted), LowN: c.LowN, TooManyFailures: c.TooManyFailures, Warnings: []string{},
+	}
+	if c.HasStatements {
+		jc.Statements = num(c.Statements)
+	}
+	if c.HasVerified {
+		jc.Verified = num(c.Verified)
+	}
+	for _, v := range c.P50s {
+		jc.RunP50s = append(jc.RunP50s, num(v))
+	}
+	jc.Warnings = append(jc.Warnings, c.Warnings...)
+	return jc
 }
 
 // Markdown returns summary.md: a header naming n, the CI method and the
