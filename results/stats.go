@@ -797,37 +797,15 @@ func (sum *Summary) verify(d *Data, o Options) {
 	}
 }
 
+// probeGroup gathers the probe rows of one app, kind and setting: their
+// summary and the medians of the rows with a successful probe.
+type probeGroup struct {
+	st   ProbeStat
+	vals []float64
+}
+
 func analyzeProbes(probes []Probe, seed uint64, o Options) []ProbeStat {
-	type group struct {
-		st   ProbeStat
-		vals []float64
-	}
-	groups := map[string]*group{}
-	var order []*group
-	for _, p := range probes {
-		k := ProbeKey(p.App, p.Kind, p.RTTms)
-		g := groups[k]
-		if g == nil {
-			g = &group{st: ProbeStat{App: p.App, Kind: p.Kind, RTTms: p.RTTms}}
-			groups[k] = g
-			order = append(order, g)
-		}
-		g.st.Rows++
-		g.st.N += p.N
-		g.st.Failures += p.Failures
-		if p.N-p.Failures <= 0 {
-			continue // no successful probe in this row: no value
-		}
-		// Medians throughout: one late echo or call must not move the
-		// verification figure (the mean is kept in probes.csv).
-		g.vals = append(g.vals, p.MedianMs)
-	}
-	for _, g := range order {
-		slices.Sort(g.vals)
-		g.st.Value = Percentile(g.vals, 0.5)
-		g.st.Added = math.NaN()
-		g.st.CI = noInterval()
-	}
+	groups, order := groupProbes(probes)
 	for _, g := range order {
 		if g.st.RTTms == 0 {
 			continue
@@ -849,6 +827,46 @@ func analyzeProbes(probes []Probe, seed uint64, o Options) []ProbeStat {
 	for i, g := range order {
 		out[i] = g.st
 	}
+	sortProbeStats(out)
+	return out
+}
+
+// groupProbes groups the probe rows by app, kind and setting, in order of
+// first appearance, and sets each group's value to the median of its rows'
+// medians (no added RTT or interval yet).
+func groupProbes(probes []Probe) (map[string]*probeGroup, []*probeGroup) {
+	groups := map[string]*probeGroup{}
+	var order []*probeGroup
+	for _, p := range probes {
+		k := ProbeKey(p.App, p.Kind, p.RTTms)
+		g := groups[k]
+		if g == nil {
+			g = &probeGroup{st: ProbeStat{App: p.App, Kind: p.Kind, RTTms: p.RTTms}}
+			groups[k] = g
+			order = append(order, g)
+		}
+		g.st.Rows++
+		g.st.N += p.N
+		g.st.Failures += p.Failures
+		if p.N-p.Failures <= 0 {
+			continue // no successful probe in this row: no value
+		}
+		// Medians throughout: one late echo or call must not move the
+		// verification figure (the mean is kept in probes.csv).
+		g.vals = append(g.vals, p.MedianMs)
+	}
+	for _, g := range order {
+		slices.Sort(g.vals)
+		g.st.Value = Percentile(g.vals, 0.5)
+		g.st.Added = math.NaN()
+		g.st.CI = noInterval()
+	}
+	return groups, order
+}
+
+// sortProbeStats orders probe summaries by app, then kind (ICMP, the
+// per-task ICMP check, SELECT 1), then setting.
+func sortProbeStats(out []ProbeStat) {
 	kindRank := map[string]int{ProbeICMP: 0, ProbeICMPTask: 1, ProbeSelect1: 2}
 	slices.SortFunc(out, func(a, b ProbeStat) int {
 		if a.App != b.App {
@@ -859,7 +877,6 @@ func analyzeProbes(probes []Probe, seed uint64, o Options) []ProbeStat {
 		}
 		return cmpCell("", "", a.RTTms, "", "", b.RTTms)
 	})
-	return out
 }
 
 // fmtSetting formats an RTT setting in ms with as few digits as needed
