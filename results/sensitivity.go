@@ -53,47 +53,62 @@ func sensitivities(cells []Cell, o Options, seed uint64) []Sensitivity {
 		if len(cs) < 2 {
 			continue
 		}
-		s := Sensitivity{App: k.app, Route: k.route}
-		xs := make([]float64, len(cs))
-		ys := make([]float64, len(cs))
-		for i, c := range cs {
-			xs[i], ys[i] = c.RTTms, c.P50
-			s.Settings = append(s.Settings, c.RTTms)
-			if c.HasStatements && !s.HasPredicted {
-				s.HasPredicted, s.PredictedSlope = true, c.Statements
-			}
+		if s, ok := fitSensitivity(k.app, k.route, cs, o, seed); ok {
+			out = append(out, s)
 		}
-		a, b, ok := leastSquares(xs, ys)
-		if !ok {
-			continue
-		}
-		s.Intercept, s.Slope = a, b
-		for i := range xs {
-			s.Residuals = append(s.Residuals, ys[i]-(a+b*xs[i]))
-		}
-		rng := NewRNG(seed, SensitivityKey(k.app, k.route))
-		rs := make([]*medianResampler, len(cs))
-		for i, c := range cs {
-			rs[i] = newMedianResampler(c.P50s)
-		}
-		slopes := make([]float64, 0, o.Resamples)
-		draws := make([]float64, len(cs))
-		for range o.Resamples {
-			for i := range cs {
-				draws[i] = rs[i].draw(rng)
-			}
-			if a, b, ok := leastSquares(xs, draws); ok {
-				slopes = append(slopes, b)
-				s.fits = append(s.fits, [2]float64{a, b})
-			}
-		}
-		s.SlopeCI = noInterval()
-		if len(slopes) > 0 {
-			s.SlopeCI = tails(slopes)
-		}
-		out = append(out, s)
 	}
 	return out
+}
+
+// fitSensitivity fits one route's cells: the line through their p50s, the
+// residuals and the slope's interval; ok is false when the settings do not
+// vary.
+func fitSensitivity(app, route string, cs []*Cell, o Options, seed uint64) (Sensitivity, bool) {
+	s := Sensitivity{App: app, Route: route}
+	xs := make([]float64, len(cs))
+	ys := make([]float64, len(cs))
+	for i, c := range cs {
+		xs[i], ys[i] = c.RTTms, c.P50
+		s.Settings = append(s.Settings, c.RTTms)
+		if c.HasStatements && !s.HasPredicted {
+			s.HasPredicted, s.PredictedSlope = true, c.Statements
+		}
+	}
+	a, b, ok := leastSquares(xs, ys)
+	if !ok {
+		return Sensitivity{}, false
+	}
+	s.Intercept, s.Slope = a, b
+	for i := range xs {
+		s.Residuals = append(s.Residuals, ys[i]-(a+b*xs[i]))
+	}
+	s.bootstrapSlope(cs, xs, o.Resamples, seed)
+	return s, true
+}
+
+// bootstrapSlope refits the line to each cell's resampled median, keeps
+// the fits for TargetRTT, and sets SlopeCI from the slopes.
+func (s *Sensitivity) bootstrapSlope(cs []*Cell, xs []float64, resamples int, seed uint64) {
+	rng := NewRNG(seed, SensitivityKey(s.App, s.Route))
+	rs := make([]*medianResampler, len(cs))
+	for i, c := range cs {
+		rs[i] = newMedianResampler(c.P50s)
+	}
+	slopes := make([]float64, 0, resamples)
+	draws := make([]float64, len(cs))
+	for range resamples {
+		for i := range cs {
+			draws[i] = rs[i].draw(rng)
+		}
+		if a, b, ok := leastSquares(xs, draws); ok {
+			slopes = append(slopes, b)
+			s.fits = append(s.fits, [2]float64{a, b})
+		}
+	}
+	s.SlopeCI = noInterval()
+	if len(slopes) > 0 {
+		s.SlopeCI = tails(slopes)
+	}
 }
 
 // leastSquares fits y = a + b·x; ok is false when x does not vary.
