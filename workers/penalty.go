@@ -87,7 +87,26 @@ type Penalty struct {
 // cell, not adjusted for the choice.
 func PenaltyStatement(cells []CellStat, slow, fast string, o Options) Penalty {
 	o = o.withDefaults()
-	pen := Penalty{Slow: slow, Fast: fast, Quantile: "p50", Points: []PenaltyPoint{}}
+	pen := Penalty{Slow: slow, Fast: fast, Quantile: "p50", Points: pairedPoints(cells, slow, fast, o)}
+	var s strings.Builder
+	fmt.Fprintf(&s, "%s against %s (%s, median of run p50s): ", slow, fast, pen.Quantile)
+	claim, sig, bestAny := pen.findPeak()
+	noClaim := len(pen.Points) - claim
+	if pen.Peak == nil {
+		pen.noPeakStatement(&s, claim, noClaim, bestAny)
+		pen.Statement = s.String()
+		return pen
+	}
+	pen.peakStatement(&s, sig, claim, noClaim)
+	pen.fadeStatement(&s, o)
+	pen.rttStatement(&s, o)
+	pen.Statement = s.String()
+	return pen
+}
+
+// pairedPoints returns a penalty point per (configuration, mix, RTT, load)
+// that ran both policies, in cell order.
+func pairedPoints(cells []CellStat, slow, fast string, o Options) []PenaltyPoint {
 	type pair struct{ slow, fast *CellStat }
 	groups := map[CellKey]*pair{}
 	var order []CellKey
@@ -108,18 +127,21 @@ func PenaltyStatement(cells []CellStat, slow, fast string, o Options) Penalty {
 		}
 	}
 	slices.SortFunc(order, func(a, b CellKey) int { return compareCells(a, b, "") })
+	points := []PenaltyPoint{}
 	for _, g := range order {
 		pr := groups[g]
 		if pr.slow == nil || pr.fast == nil {
 			continue
 		}
-		pen.Points = append(pen.Points, penaltyPoint(pr.slow, pr.fast, o))
+		points = append(points, penaltyPoint(pr.slow, pr.fast, o))
 	}
+	return points
+}
 
-	var s strings.Builder
-	fmt.Fprintf(&s, "%s against %s (%s, median of run p50s): ", slow, fast, pen.Quantile)
-	claim, sig := 0, 0
-	var bestAny *PenaltyPoint
+// findPeak sets Peak to the significant point with the largest penalty
+// and returns the points that make a claim, the significant ones, and the
+// claiming point with the largest estimate.
+func (pen *Penalty) findPeak() (claim, sig int, bestAny *PenaltyPoint) {
 	for i := range pen.Points {
 		p := &pen.Points[i]
 		if p.NoClaim {
@@ -136,32 +158,36 @@ func PenaltyStatement(cells []CellStat, slow, fast string, o Options) Penalty {
 			}
 		}
 	}
-	noClaim := len(pen.Points) - claim
+	return claim, sig, bestAny
+}
+
+// noPeakStatement says why there is no peak: no paired cell, none that
+// makes a claim, or no significant penalty (then the largest estimate).
+func (pen *Penalty) noPeakStatement(s *strings.Builder, claim, noClaim int, bestAny *PenaltyPoint) {
 	switch {
 	case len(pen.Points) == 0:
-		fmt.Fprintf(&s, "no (configuration, mix, RTT, load) ran both policies, so the penalty cannot be assessed.")
-		pen.Statement = s.String()
-		return pen
+		fmt.Fprintf(s, "no (configuration, mix, RTT, load) ran both policies, so the penalty cannot be assessed.")
 	case claim == 0:
-		fmt.Fprintf(&s, "none of the %d paired cells makes a claim (too few runs or too many failures), so the penalty cannot be assessed.", len(pen.Points))
-		pen.Statement = s.String()
-		return pen
-	case pen.Peak == nil:
-		fmt.Fprintf(&s, "%s is nowhere slower with an interval excluding 0 (%d paired cells", slow, claim)
+		fmt.Fprintf(s, "none of the %d paired cells makes a claim (too few runs or too many failures), so the penalty cannot be assessed.", len(pen.Points))
+	default:
+		fmt.Fprintf(s, "%s is nowhere slower with an interval excluding 0 (%d paired cells", pen.Slow, claim)
 		if noClaim > 0 {
-			fmt.Fprintf(&s, "; %d more make no claim", noClaim)
+			fmt.Fprintf(s, "; %d more make no claim", noClaim)
 		}
-		fmt.Fprintf(&s, "); the largest point estimate is %s %s at %s. The seed's \"about 20%%\" penalty does not appear here.",
+		fmt.Fprintf(s, "); the largest point estimate is %s %s at %s. The seed's \"about 20%%\" penalty does not appear here.",
 			fmtRel(bestAny.Rel), fmtRelCI(bestAny.RelCI), bestAny.where())
-		pen.Statement = s.String()
-		return pen
 	}
+}
+
+// peakStatement tells where the penalty is significant and how large the
+// peak is, and sets About20 from the peak's interval against 20%.
+func (pen *Penalty) peakStatement(s *strings.Builder, sig, claim, noClaim int) {
 	p := pen.Peak
-	fmt.Fprintf(&s, "%s is slower with an interval excluding 0 in %d of %d paired cells", slow, sig, claim)
+	fmt.Fprintf(s, "%s is slower with an interval excluding 0 in %d of %d paired cells", pen.Slow, sig, claim)
 	if noClaim > 0 {
-		fmt.Fprintf(&s, " (%d more make no claim)", noClaim)
+		fmt.Fprintf(s, " (%d more make no claim)", noClaim)
 	}
-	fmt.Fprintf(&s, ". The largest penalty is %s %s at %s (%s ms against %s ms)", fmtRel(p.Rel), fmtRelCI(p.RelCI), p.where(), fmtMs(p.SlowMs), fmtMs(p.FastMs))
+	fmt.Fprintf(s, ". The largest penalty is %s %s at %s (%s ms against %s ms)", fmtRel(p.Rel), fmtRelCI(p.RelCI), p.where(), fmtMs(p.SlowMs), fmtMs(p.FastMs))
 	switch {
 	case float64(p.RelCI.High) < SeedPenalty:
 		pen.About20 = "smaller"
@@ -174,8 +200,12 @@ func PenaltyStatement(cells []CellStat, slow, fast string, o Options) Penalty {
 		s.WriteString(": consistent with the seed's \"about 20%\" (the interval holds 20%)")
 	}
 	s.WriteString("; being the largest of several estimates, it is biased upward.")
+}
 
-	// Fade toward the highest load of the same configuration, mix, RTT.
+// fadeStatement compares the peak with the highest load of the same
+// configuration, mix and RTT, setting PeakAtTop or Fade.
+func (pen *Penalty) fadeStatement(s *strings.Builder, o Options) {
+	p := pen.Peak
 	var top *PenaltyPoint
 	for i := range pen.Points {
 		q := &pen.Points[i]
@@ -186,21 +216,26 @@ func PenaltyStatement(cells []CellStat, slow, fast string, o Options) Penalty {
 	if top == p {
 		pen.PeakAtTop = true
 		s.WriteString(" It is largest at the highest load run, so it does not fade toward saturation here.")
-	} else {
-		tr := trend(*p, *top, o, "fade")
-		pen.Fade = &tr
-		fmt.Fprintf(&s, " At the highest load (%s) of the same configuration, mix and RTT it is %s %s, %s %s points from the peak: ",
-			fmtPct(top.Fraction), fmtRel(top.Rel), fmtRelCI(top.RelCI), fmtPoints(tr.Diff), fmtPointsCI(tr.CI))
-		switch tr.Verdict {
-		case "smaller":
-			s.WriteString("it fades toward saturation, as the seed expects.")
-		case "larger":
-			s.WriteString("it grows toward saturation, against the seed's expectation.")
-		default:
-			s.WriteString("no measurable change, so a fade toward saturation is not shown.")
-		}
+		return
 	}
-	// The RTT's effect at the peak's configuration, mix and load.
+	tr := trend(*p, *top, o, "fade")
+	pen.Fade = &tr
+	fmt.Fprintf(s, " At the highest load (%s) of the same configuration, mix and RTT it is %s %s, %s %s points from the peak: ",
+		fmtPct(top.Fraction), fmtRel(top.Rel), fmtRelCI(top.RelCI), fmtPoints(tr.Diff), fmtPointsCI(tr.CI))
+	switch tr.Verdict {
+	case "smaller":
+		s.WriteString("it fades toward saturation, as the seed expects.")
+	case "larger":
+		s.WriteString("it grows toward saturation, against the seed's expectation.")
+	default:
+		s.WriteString("no measurable change, so a fade toward saturation is not shown.")
+	}
+}
+
+// rttStatement compares the peak with each other RTT of its configuration,
+// mix and load, adding each to RTT.
+func (pen *Penalty) rttStatement(s *strings.Builder, o Options) {
+	p := pen.Peak
 	for i := range pen.Points {
 		q := &pen.Points[i]
 		if q == p || q.NoClaim || q.Layout != p.Layout || q.Mix != p.Mix || q.Fraction != p.Fraction {
@@ -208,11 +243,9 @@ func PenaltyStatement(cells []CellStat, slow, fast string, o Options) Penalty {
 		}
 		tr := trend(*p, *q, o, "rtt")
 		pen.RTT = append(pen.RTT, tr)
-		fmt.Fprintf(&s, " With %s ms RTT it is %s %s, %s %s points from the peak's %s ms: %s.",
+		fmt.Fprintf(s, " With %s ms RTT it is %s %s, %s %s points from the peak's %s ms: %s.",
 			fmtNum(q.RTTMs), fmtRel(q.Rel), fmtRelCI(q.RelCI), fmtPoints(tr.Diff), fmtPointsCI(tr.CI), fmtNum(p.RTTMs), tr.Verdict)
 	}
-	pen.Statement = s.String()
-	return pen
 }
 
 func penaltyPoint(slow, fast *CellStat, o Options) PenaltyPoint {
