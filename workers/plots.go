@@ -67,110 +67,22 @@ func (s *Summary) Plots() ([]results.PlotFile, error) {
 	if len(s.Cells) == 0 {
 		return nil, nil
 	}
-	var layouts []string
-	type row struct {
-		mix string
-		rtt float64
-	}
-	var rows []row
-	var policies []string
-	for _, c := range s.Cells {
-		if !slices.Contains(layouts, c.Layout) {
-			layouts = append(layouts, c.Layout)
-		}
-		if r := (row{c.Mix, c.RTTMs}); !slices.Contains(rows, r) {
-			rows = append(rows, r)
-		}
-		if !slices.Contains(policies, c.Policy) {
-			policies = append(policies, c.Policy)
-		}
-	}
-	slices.SortFunc(layouts, compareLayouts)
-	slices.SortFunc(rows, func(a, b row) int {
-		return cmp.Or(cmp.Compare(a.mix, b.mix), cmp.Compare(a.rtt, b.rtt))
-	})
-	slices.SortStableFunc(policies, func(a, b string) int {
-		return compareCells(CellKey{Policy: a}, CellKey{Policy: b}, s.Options.Baseline)
-	})
-
-	grid := func(title string) [][]*plot.Plot {
-		g := make([][]*plot.Plot, len(rows))
-		for i, r := range rows {
-			g[i] = make([]*plot.Plot, len(layouts))
-			for j, l := range layouts {
-				p := plot.New()
-				p.Title.Text = fmt.Sprintf("%s · %s · %s ms RTT", l, r.mix, fmtNum(r.rtt))
-				p.X.Label.Text = "load (fraction of capacity)"
-				p.Y.Label.Text = title
-				styleFonts(p)
-				p.Add(newGrid())
-				g[i][j] = p
-			}
-		}
-		return g
-	}
-	at := func(c CellStat) (int, int) {
-		return slices.Index(rows, row{c.Mix, c.RTTMs}), slices.Index(layouts, c.Layout)
-	}
-
-	lat := grid("latency (ms, log scale)")
-	col := grid("collision rate (%)")
+	a := s.axes()
+	lat := a.grid("latency (ms, log scale)")
+	col := a.grid("collision rate (%)")
 	legend := plot.NewLegend()
 	legend.TextStyle.Font = font.From(plotFont, 10)
 	legend.ThumbnailWidth = vg.Points(24)
-	for pi, pol := range policies {
-		var thumbs []plot.Thumbnailer
-		for i := range rows {
-			for j := range layouts {
-				var p50, p99, cr plotter.XYs
-				var ci50, ci99, cic []results.Interval
-				for _, c := range s.Cells {
-					if r, k := at(c); c.Policy != pol || r != i || k != j {
-						continue
-					}
-					if v := float64(c.P50.Ms); finite(v) && v > 0 {
-						p50 = append(p50, plotter.XY{X: c.Fraction, Y: v})
-						ci50 = append(ci50, positive(c.P50.CI))
-					}
-					if v := float64(c.P99.Ms); finite(v) && v > 0 {
-						p99 = append(p99, plotter.XY{X: c.Fraction, Y: v})
-						ci99 = append(ci99, positive(c.P99.CI))
-					}
-					if v := float64(c.CollisionRate); finite(v) {
-						cr = append(cr, plotter.XY{X: c.Fraction, Y: 100 * v})
-						cic = append(cic, results.Interval{Low: 100 * float64(c.CollisionCI.Low), High: 100 * float64(c.CollisionCI.High)})
-					}
-				}
-				th, err := addSeries(lat[i][j], p50, ci50, pi, false)
-				if err != nil {
-					return nil, err
-				}
-				if len(thumbs) == 0 {
-					thumbs = th
-				}
-				if _, err := addSeries(lat[i][j], p99, ci99, pi, true); err != nil {
-					return nil, err
-				}
-				if _, err := addSeries(col[i][j], cr, cic, pi, false); err != nil {
-					return nil, err
-				}
-			}
+	for pi, pol := range a.policies {
+		thumbs, err := s.drawPolicy(a, pi, lat, col)
+		if err != nil {
+			return nil, err
 		}
 		if len(thumbs) > 0 {
 			legend.Add(pol, thumbs...)
 		}
 	}
-	for i := range rows {
-		for j := range layouts {
-			lat[i][j].Y.Scale = plot.LogScale{}
-			lat[i][j].Y.Tick.Marker = plot.TickerFunc(logTicks)
-			col[i][j].Y.Min = 0
-			col[i][j].Y.Max = max(col[i][j].Y.Max, 1)
-			for _, p := range []*plot.Plot{lat[i][j], col[i][j]} {
-				p.X.Min, p.X.Max = 0, 1
-			}
-		}
-	}
+	a.finishAxes(lat, col)
 	var out []results.PlotFile
 	for _, f := range []struct {
 		name, title, desc string
@@ -188,6 +100,142 @@ func (s *Summary) Plots() ([]results.PlotFile, error) {
 		out = append(out, pf)
 	}
 	return out, nil
+}
+
+// panelRow is one row of panels: a mix at an RTT.
+type panelRow struct {
+	mix string
+	rtt float64
+}
+
+// plotAxes are what the figures are laid out by: a column per
+// configuration, a row per (mix, RTT) and a series per policy, each in
+// drawing order.
+type plotAxes struct {
+	layouts  []string
+	rows     []panelRow
+	policies []string
+}
+
+// axes collects the configurations, rows and policies of the cells,
+// sorted as the summary orders cells.
+func (s *Summary) axes() plotAxes {
+	var a plotAxes
+	for _, c := range s.Cells {
+		if !slices.Contains(a.layouts, c.Layout) {
+			a.layouts = append(a.layouts, c.Layout)
+		}
+		if r := (panelRow{c.Mix, c.RTTMs}); !slices.Contains(a.rows, r) {
+			a.rows = append(a.rows, r)
+		}
+		if !slices.Contains(a.policies, c.Policy) {
+			a.policies = append(a.policies, c.Policy)
+		}
+	}
+	slices.SortFunc(a.layouts, compareLayouts)
+	slices.SortFunc(a.rows, func(a, b panelRow) int {
+		return cmp.Or(cmp.Compare(a.mix, b.mix), cmp.Compare(a.rtt, b.rtt))
+	})
+	slices.SortStableFunc(a.policies, func(x, y string) int {
+		return compareCells(CellKey{Policy: x}, CellKey{Policy: y}, s.Options.Baseline)
+	})
+	return a
+}
+
+// grid returns an empty titled panel per row and configuration, with
+// title on the y axis.
+func (a plotAxes) grid(title string) [][]*plot.Plot {
+	g := make([][]*plot.Plot, len(a.rows))
+	for i, r := range a.rows {
+		g[i] = make([]*plot.Plot, len(a.layouts))
+		for j, l := range a.layouts {
+			p := plot.New()
+			p.Title.Text = fmt.Sprintf("%s · %s · %s ms RTT", l, r.mix, fmtNum(r.rtt))
+			p.X.Label.Text = "load (fraction of capacity)"
+			p.Y.Label.Text = title
+			styleFonts(p)
+			p.Add(newGrid())
+			g[i][j] = p
+		}
+	}
+	return g
+}
+
+// at returns the row and column of a cell's panel.
+func (a plotAxes) at(c CellStat) (int, int) {
+	return slices.Index(a.rows, panelRow{c.Mix, c.RTTMs}), slices.Index(a.layouts, c.Layout)
+}
+
+// panelSeries are one policy's points in one panel, with their intervals:
+// p50 and p99 latency and the collision rate in percent.
+type panelSeries struct {
+	p50, p99, cr    plotter.XYs
+	ci50, ci99, cic []results.Interval
+}
+
+// seriesIn collects policy pol's points in the panel at row i, column
+// j, leaving out latencies that are not positive and rates not finite.
+func (s *Summary) seriesIn(a plotAxes, pol string, i, j int) panelSeries {
+	var ps panelSeries
+	for _, c := range s.Cells {
+		if r, k := a.at(c); c.Policy != pol || r != i || k != j {
+			continue
+		}
+		if v := float64(c.P50.Ms); finite(v) && v > 0 {
+			ps.p50 = append(ps.p50, plotter.XY{X: c.Fraction, Y: v})
+			ps.ci50 = append(ps.ci50, positive(c.P50.CI))
+		}
+		if v := float64(c.P99.Ms); finite(v) && v > 0 {
+			ps.p99 = append(ps.p99, plotter.XY{X: c.Fraction, Y: v})
+			ps.ci99 = append(ps.ci99, positive(c.P99.CI))
+		}
+		if v := float64(c.CollisionRate); finite(v) {
+			ps.cr = append(ps.cr, plotter.XY{X: c.Fraction, Y: 100 * v})
+			ps.cic = append(ps.cic, results.Interval{Low: 100 * float64(c.CollisionCI.Low), High: 100 * float64(c.CollisionCI.High)})
+		}
+	}
+	return ps
+}
+
+// drawPolicy draws policy pi's series in every panel of both figures and
+// returns the legend thumbnails of its first p50 series drawn.
+func (s *Summary) drawPolicy(a plotAxes, pi int, lat, col [][]*plot.Plot) ([]plot.Thumbnailer, error) {
+	var thumbs []plot.Thumbnailer
+	for i := range a.rows {
+		for j := range a.layouts {
+			ps := s.seriesIn(a, a.policies[pi], i, j)
+			th, err := addSeries(lat[i][j], ps.p50, ps.ci50, pi, false)
+			if err != nil {
+				return nil, err
+			}
+			if len(thumbs) == 0 {
+				thumbs = th
+			}
+			if _, err := addSeries(lat[i][j], ps.p99, ps.ci99, pi, true); err != nil {
+				return nil, err
+			}
+			if _, err := addSeries(col[i][j], ps.cr, ps.cic, pi, false); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return thumbs, nil
+}
+
+// finishAxes sets the panels' scales: a log latency axis, a collision
+// axis from 0 to at least 1%, and loads from 0 to 1.
+func (a plotAxes) finishAxes(lat, col [][]*plot.Plot) {
+	for i := range a.rows {
+		for j := range a.layouts {
+			lat[i][j].Y.Scale = plot.LogScale{}
+			lat[i][j].Y.Tick.Marker = plot.TickerFunc(logTicks)
+			col[i][j].Y.Min = 0
+			col[i][j].Y.Max = max(col[i][j].Y.Max, 1)
+			for _, p := range []*plot.Plot{lat[i][j], col[i][j]} {
+				p.X.Min, p.X.Max = 0, 1
+			}
+		}
+	}
 }
 
 // WritePlots writes every figure of Plots as NAME.svg and NAME.png in dir
