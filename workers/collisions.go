@@ -107,13 +107,47 @@ func (c CollisionStats) Add(o CollisionStats) CollisionStats {
 // that one that served nothing still counts as idle; workers seen in recs
 // are added to it, and nil means just those.
 func Collisions(recs []Record, workers []string, slack time.Duration) CollisionStats {
-	type iv struct {
-		start, end int64
-		idx        int
+	all, by, st := timedByWorker(recs, workers)
+	wt := newWorkerTimes(by)
+	slackNS := int64(slack)
+	for w, ivs := range by {
+		for pos, x := range ivs {
+			if recs[x.idx].Warmup {
+				continue
+			}
+			st.Requests++
+			if !wt.busyBefore(w, pos, x.start) {
+				continue
+			}
+			st.BusyStarts++
+			for _, v := range all {
+				if v == w {
+					continue
+				}
+				if len(by[v]) == 0 || !wt.busyBefore(v, wt.upTo(v, x.start), x.start-slackNS) {
+					st.Collisions++
+					break
+				}
+			}
+		}
 	}
+	return st
+}
+
+// workerIv is one timed request on its worker: in progress from start up
+// to, not including, end; idx is its index in the records.
+type workerIv struct {
+	start, end int64
+	idx        int
+}
+
+// timedByWorker returns every worker (workers, then those first seen in
+// recs), the timed records per worker in record order, and the stats with
+// the untimed measured requests counted.
+func timedByWorker(recs []Record, workers []string) ([]string, map[string][]workerIv, CollisionStats) {
 	var all []string
 	all = append(all, workers...)
-	by := map[string][]iv{}
+	by := map[string][]workerIv{}
 	var st CollisionStats
 	for i, r := range recs {
 		if !r.Timed() {
@@ -125,14 +159,25 @@ func Collisions(recs []Record, workers []string, slack time.Duration) CollisionS
 		if _, ok := by[r.Worker]; !ok && !slices.Contains(all, r.Worker) {
 			all = append(all, r.Worker)
 		}
-		by[r.Worker] = append(by[r.Worker], iv{r.StartNS, r.EndNS, i})
+		by[r.Worker] = append(by[r.Worker], workerIv{r.StartNS, r.EndNS, i})
 	}
-	// Per worker: intervals in (start, index) order and the running
-	// maximum of their ends, so "is anything on w in progress after t
-	// among those starting up to s" is one binary search.
+	return all, by, st
+}
+
+// workerTimes holds per worker its intervals in (start, index) order and
+// the running maximum of their ends, so "is anything on w in progress
+// after t among those starting up to s" is one binary search.
+type workerTimes struct {
+	by      map[string][]workerIv
+	prefMax map[string][]int64
+}
+
+// newWorkerTimes sorts each worker's intervals in by, in place, and
+// computes the running maxima of their ends.
+func newWorkerTimes(by map[string][]workerIv) *workerTimes {
 	prefMax := map[string][]int64{}
 	for w, ivs := range by {
-		slices.SortFunc(ivs, func(a, b iv) int { return cmp.Or(cmp.Compare(a.start, b.start), cmp.Compare(a.idx, b.idx)) })
+		slices.SortFunc(ivs, func(a, b workerIv) int { return cmp.Or(cmp.Compare(a.start, b.start), cmp.Compare(a.idx, b.idx)) })
 		pm := make([]int64, len(ivs))
 		for i, x := range ivs {
 			pm[i] = x.end
@@ -142,44 +187,24 @@ func Collisions(recs []Record, workers []string, slack time.Duration) CollisionS
 		}
 		prefMax[w] = pm
 	}
-	// busyAfter reports whether some interval on w that comes before
-	// position pos in w's order ends after t.
-	busyBefore := func(w string, pos int, t int64) bool {
-		return pos > 0 && prefMax[w][pos-1] > t
-	}
-	upTo := func(w string, s int64) int { // how many intervals on w start at or before s
-		ivs := by[w]
-		n, _ := slices.BinarySearchFunc(ivs, s, func(x iv, s int64) int {
-			if x.start <= s {
-				return -1
-			}
-			return 1
-		})
-		return n
-	}
-	slackNS := int64(slack)
-	for w, ivs := range by {
-		for pos, x := range ivs {
-			if recs[x.idx].Warmup {
-				continue
-			}
-			st.Requests++
-			if !busyBefore(w, pos, x.start) {
-				continue
-			}
-			st.BusyStarts++
-			for _, v := range all {
-				if v == w {
-					continue
-				}
-				if len(by[v]) == 0 || !busyBefore(v, upTo(v, x.start), x.start-slackNS) {
-					st.Collisions++
-					break
-				}
-			}
+	return &workerTimes{by: by, prefMax: prefMax}
+}
+
+// busyBefore reports whether some interval on w that comes before
+// position pos in w's order ends after t.
+func (wt *workerTimes) busyBefore(w string, pos int, t int64) bool {
+	return pos > 0 && wt.prefMax[w][pos-1] > t
+}
+
+// upTo returns how many intervals on w start at or before s.
+func (wt *workerTimes) upTo(w string, s int64) int {
+	n, _ := slices.BinarySearchFunc(wt.by[w], s, func(x workerIv, s int64) int {
+		if x.start <= s {
+			return -1
 		}
-	}
-	return st
+		return 1
+	})
+	return n
 }
 
 // WorkerShare is one worker's part of a run's measured requests.
