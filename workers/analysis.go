@@ -370,12 +370,23 @@ func cellStat(k CellKey, rs []RunStat, o Options) CellStat {
 	if tot := c.N + c.Failures; tot > 0 {
 		c.FailedFraction = float64(c.Failures) / float64(tot)
 	}
+	c.setEstimates(o)
+	c.CollisionRate = Num(c.Collision.Rate())
+	c.CollisionCI = ciOf(collisionCI(coll, o.Resamples, results.NewRNG(o.Seed, cellRNGKey(k, "collision"))))
+	c.Shares = meanRanked(shares)
+	c.judge(o, lowRuns)
+	return c
+}
+
+// setEstimates sets P50, P90 and P99 to the median of the runs' finite
+// values with its bootstrap interval (NaN when there is none).
+func (c *CellStat) setEstimates(o Options) {
 	for q := range Quantiles {
 		vals := finiteOnly(c.runValues(q))
 		est := Estimate{Ms: Num(math.NaN()), CI: ciOf(results.Interval{Low: math.NaN(), High: math.NaN()})}
 		if len(vals) > 0 {
 			est.Ms = Num(results.Median(vals))
-			est.CI = ciOf(results.BootstrapMedianCI(vals, o.Resamples, results.NewRNG(o.Seed, cellRNGKey(k, Quantiles[q].Name))))
+			est.CI = ciOf(results.BootstrapMedianCI(vals, o.Resamples, results.NewRNG(o.Seed, cellRNGKey(c.CellKey, Quantiles[q].Name))))
 		}
 		switch q {
 		case 0:
@@ -386,10 +397,12 @@ func cellStat(k CellKey, rs []RunStat, o Options) CellStat {
 			c.P99 = est
 		}
 	}
-	c.CollisionRate = Num(c.Collision.Rate())
-	c.CollisionCI = ciOf(collisionCI(coll, o.Resamples, results.NewRNG(o.Seed, cellRNGKey(k, "collision"))))
-	c.Shares = meanRanked(shares)
+}
 
+// judge withholds the cell's claim when it has too few runs, too many
+// failures or no successful request, and adds a warning for each of
+// those, for the lowRuns runs with too few requests, and for untimed ones.
+func (c *CellStat) judge(o Options, lowRuns int) {
 	if c.Runs < o.MinRuns {
 		c.NoClaim = true
 		c.Warnings = append(c.Warnings, fmt.Sprintf("only %d runs (fewer than %d): no claim", c.Runs, o.MinRuns))
@@ -408,7 +421,6 @@ func cellStat(k CellKey, rs []RunStat, o Options) CellStat {
 	if c.Collision.Untimed > 0 {
 		c.Warnings = append(c.Warnings, fmt.Sprintf("%d measured requests carry no worker times and are left out of the collision rate", c.Collision.Untimed))
 	}
-	return c
 }
 
 func finiteOnly(x []float64) []float64 {
