@@ -361,6 +361,22 @@ func (p *Plan) validate() error {
 	if p.Name == "" {
 		return p.errAt("name", "name is empty")
 	}
+	for _, check := range []func() error{p.validateMixes, p.validateRTTs, p.validateLoads, p.validateCounts} {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	switch p.Shaper {
+	case "auto", "kernel", "userspace":
+	default:
+		return p.errAt("shaper", "shaper %q: use auto, kernel or userspace", p.Shaper)
+	}
+	return p.validateCapacity()
+}
+
+// validateMixes checks that there is a mix and that each has a valid,
+// unique name and CPU time and queries in range.
+func (p *Plan) validateMixes() error {
 	if len(p.Mixes) == 0 {
 		return p.errAt("mixes", "mixes is empty: give at least one {name, cpu_ms, queries}")
 	}
@@ -383,6 +399,12 @@ func (p *Plan) validate() error {
 		}
 		names[m.Name] = true
 	}
+	return nil
+}
+
+// validateRTTs checks that there is an RTT and that each is in range and
+// listed once.
+func (p *Plan) validateRTTs() error {
 	if len(p.DBRTTMs) == 0 {
 		return p.errAt("db_rtt_ms", "db_rtt_ms is empty: give at least 0")
 	}
@@ -395,6 +417,12 @@ func (p *Plan) validate() error {
 			return p.errAt(key, "db_rtt_ms %v is listed twice", v)
 		}
 	}
+	return nil
+}
+
+// validateLoads checks the load fractions (each in (0, 1] and listed
+// once) and the load basis.
+func (p *Plan) validateLoads() error {
 	if len(p.LoadFractions) == 0 {
 		return p.errAt("load_fractions", "load_fractions is empty: give fractions of capacity in (0, 1]")
 	}
@@ -412,6 +440,11 @@ func (p *Plan) validate() error {
 	default:
 		return p.errAt("load_basis", "load_basis %q: use %s or %s", p.LoadBasis, LoadBasisBaseline, LoadBasisOwn)
 	}
+	return nil
+}
+
+// validateCounts checks the runs, requests, warmup and timeout ranges.
+func (p *Plan) validateCounts() error {
 	for _, f := range []struct {
 		key    string
 		v, max int
@@ -429,12 +462,7 @@ func (p *Plan) validate() error {
 	if p.TimeoutMs < 1 || p.TimeoutMs > 600_000 {
 		return p.errAt("timeout_ms", "timeout_ms %d: use 1..600000", p.TimeoutMs)
 	}
-	switch p.Shaper {
-	case "auto", "kernel", "userspace":
-	default:
-		return p.errAt("shaper", "shaper %q: use auto, kernel or userspace", p.Shaper)
-	}
-	return p.validateCapacity()
+	return nil
 }
 
 func (p *Plan) validateCapacity() error {
