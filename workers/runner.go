@@ -209,44 +209,15 @@ func (ws *WorkersSession) ensureStack(ctx context.Context, t Task) error {
 	ws.say("starting %s", t.Stack)
 	l := t.Layout
 	port := ws.Target.Meta.Port
-	var names []string
-	switch t.Policy.Kind {
-	case KindPuma:
-		wflbw := "default"
-		if !t.Policy.WaitDefault {
-			wflbw = strconv.FormatFloat(t.Policy.WaitS, 'f', -1, 64)
-		}
-		env, err := ws.appEnv(ctx, l.Workers, l.Threads, wflbw)
-		if err != nil {
-			return err
-		}
-		m, err := ws.startMember(ctx, "app", engine.ImageRef(ws.Target.Meta.Name), nil, env)
-		if err != nil {
-			return err
-		}
-		ws.apps = append(ws.apps, m)
-		names = append(names, "app")
-	default:
-		env, err := ws.appEnv(ctx, 0, l.Threads, "default")
-		if err != nil {
-			return err
-		}
-		for i := 0; i < l.Workers; i++ {
-			name := fmt.Sprintf("w%d", i)
-			m, err := ws.startMember(ctx, name, engine.ImageRef(ws.Target.Meta.Name), nil, env)
-			if err != nil {
-				return err
-			}
-			ws.apps = append(ws.apps, m)
-			names = append(names, name)
-		}
+	names, err := ws.startApps(ctx, t)
+	if err != nil {
+		return err
 	}
 	for _, m := range ws.apps {
 		if err := orchestrator.WaitHTTP(ctx, ws.D, m, "http://"+net.JoinHostPort(m.IP, fmt.Sprint(port))+ws.Target.Meta.Health, 3*time.Minute); err != nil {
 			return err
 		}
 	}
-	var err error
 	ws.appSh, err = orchestrator.StartAgents(ctx, ws.D, &orchestrator.Stack{RunID: ws.Stack.RunID, NetworkID: ws.Stack.NetworkID, Members: ws.apps}, ws.Backend, "path", "")
 	if err != nil {
 		return err
@@ -256,30 +227,76 @@ func (ws *WorkersSession) ensureStack(ctx context.Context, t Task) error {
 		if _, err := ws.workerPIDs(ctx, "http://"+net.JoinHostPort(ws.apps[0].IP, fmt.Sprint(port)), l.Workers, 2*time.Minute); err != nil {
 			return err
 		}
-	} else {
-		// A new upstream connection per request, as nginx's default
-		// upstream does: a single-mode Puma serves a kept-alive
-		// connection's next request before requests waiting on its other
-		// connections (seconds at 90% load here), which would charge the
-		// policy with Puma's connection handling.
-		cfg := ProxyConfig{Listen: ":8080", Threads: l.Threads, Rule: RuleJSQ, LogPath: workersDecisionLog, DisableKeepAlives: true}
-		for i, n := range names {
-			cfg.Upstreams = append(cfg.Upstreams, Upstream{Name: n, URL: "http://" + net.JoinHostPort(ws.apps[i].IP, fmt.Sprint(port))})
-		}
-		b, _ := json.Marshal(cfg)
-		fm, err := ws.startMember(ctx, "front", orchestrator.AgentImage, []string{"agent", "workers-proxy", "--config-json", string(b)}, nil)
-		if err != nil {
-			return err
-		}
-		fm.Shaped = false
-		ws.front = fm.ID
-		ws.frontURL = "http://" + net.JoinHostPort(fm.IP, "8080")
-		if err := orchestrator.WaitHTTP(ctx, ws.D, fm, ws.frontURL+ws.Target.Meta.Health, time.Minute); err != nil {
-			return err
-		}
+	} else if err := ws.startFront(ctx, l, names); err != nil {
+		return err
 	}
 	ws.current = t.Stack
 	return nil
+}
+
+// startApps starts the task's app members, adding them to ws.apps, and
+// returns their names: one Puma in cluster mode ("app") for a Puma
+// policy, else one single-mode Puma per worker ("w0", "w1", …) for the
+// proxy.
+func (ws *WorkersSession) startApps(ctx context.Context, t Task) ([]string, error) {
+	l := t.Layout
+	var names []string
+	switch t.Policy.Kind {
+	case KindPuma:
+		wflbw := "default"
+		if !t.Policy.WaitDefault {
+			wflbw = strconv.FormatFloat(t.Policy.WaitS, 'f', -1, 64)
+		}
+		env, err := ws.appEnv(ctx, l.Workers, l.Threads, wflbw)
+		if err != nil {
+			return nil, err
+		}
+		m, err := ws.startMember(ctx, "app", engine.ImageRef(ws.Target.Meta.Name), nil, env)
+		if err != nil {
+			return nil, err
+		}
+		ws.apps = append(ws.apps, m)
+		names = append(names, "app")
+	default:
+		env, err := ws.appEnv(ctx, 0, l.Threads, "default")
+		if err != nil {
+			return nil, err
+		}
+		for i := 0; i < l.Workers; i++ {
+			name := fmt.Sprintf("w%d", i)
+			m, err := ws.startMember(ctx, name, engine.ImageRef(ws.Target.Meta.Name), nil, env)
+			if err != nil {
+				return nil, err
+			}
+			ws.apps = append(ws.apps, m)
+			names = append(names, name)
+		}
+	}
+	return names, nil
+}
+
+// startFront starts the proxy in front of the single-mode apps names and
+// waits until it answers.
+func (ws *WorkersSession) startFront(ctx context.Context, l Layout, names []string) error {
+	port := ws.Target.Meta.Port
+	// A new upstream connection per request, as nginx's default
+	// upstream does: a single-mode Puma serves a kept-alive
+	// connection's next request before requests waiting on its other
+	// connections (seconds at 90% load here), which would charge the
+	// policy with Puma's connection handling.
+	cfg := ProxyConfig{Listen: ":8080", Threads: l.Threads, Rule: RuleJSQ, LogPath: workersDecisionLog, DisableKeepAlives: true}
+	for i, n := range names {
+		cfg.Upstreams = append(cfg.Upstreams, Upstream{Name: n, URL: "http://" + net.JoinHostPort(ws.apps[i].IP, fmt.Sprint(port))})
+	}
+	b, _ := json.Marshal(cfg)
+	fm, err := ws.startMember(ctx, "front", orchestrator.AgentImage, []string{"agent", "workers-proxy", "--config-json", string(b)}, nil)
+	if err != nil {
+		return err
+	}
+	fm.Shaped = false
+	ws.front = fm.ID
+	ws.frontURL = "http://" + net.JoinHostPort(fm.IP, "8080")
+	return orchestrator.WaitHTTP(ctx, ws.D, fm, ws.frontURL+ws.Target.Meta.Health, time.Minute)
 }
 
 // workerPIDs asks the cluster's /work (no CPU, no queries: the route that
@@ -475,24 +492,38 @@ func readJSONLines(path string, fn func([]byte) error) error {
 // Run measures the capacities not yet in the folder, then every task not
 // yet done, then writes the summary.
 func (r *WorkersRunner) Run(ctx context.Context) (*Summary, error) {
-	p := r.Plan
 	f, err := readWorkersFolder(r.Dir)
 	if err != nil {
 		return nil, err
 	}
-	caps, capRows, done, runs := f.caps, f.capRows, f.done, f.runs
+	if err := r.searchCapacities(ctx, f); err != nil {
+		return nil, err
+	}
+	if err := r.runTasks(ctx, f); err != nil {
+		return nil, err
+	}
+	if err := r.WS.Close(ctx); err != nil {
+		return nil, err
+	}
+	return r.summarize(f.runs, f.capRows)
+}
+
+// searchCapacities measures each capacity target not yet in f, appending
+// it to capacity.jsonl and to f.
+func (r *WorkersRunner) searchCapacities(ctx context.Context, f *workersFolder) error {
+	p := r.Plan
 	ws := r.WS
 	targets := p.CapacityTargets()
 	for i, ct := range targets {
-		if _, ok := caps[ct.Key]; ok {
+		if _, ok := f.caps[ct.Key]; ok {
 			continue
 		}
 		t := Task{Stack: ct.Stack, Policy: ct.Policy, Layout: ct.Layout, Mix: ct.Mix, RTTMs: ct.RTTMs, Seed: ct.Seed}
 		if err := ws.ensureStack(ctx, t); err != nil {
-			return nil, err
+			return err
 		}
 		if err := ws.setRTT(ctx, ct.RTTMs); err != nil {
-			return nil, err
+			return err
 		}
 		ws.say("capacity %d/%d: %s %s %s at %g ms", i+1, len(targets), ct.Policy, ct.Layout, ct.Mix.Name, ct.RTTMs)
 		opts := p.Capacity.Options()
@@ -504,62 +535,74 @@ func (r *WorkersRunner) Run(ctx context.Context) (*Summary, error) {
 			return tot, err
 		})
 		if err != nil {
-			return nil, err
+			return err
 		}
 		ws.say("  sustains %.0f requests/s (%d trials)%s", c.Rate, len(c.Trials), map[bool]string{true: "", false: "; " + c.Warning}[c.Warning == ""])
 		row := WorkersCapacity{Key: ct.Key, Capacity: c}
 		if err := appendJSONLine(filepath.Join(r.Dir, "capacity.jsonl"), row); err != nil {
-			return nil, err
+			return err
 		}
-		caps[ct.Key] = c.Rate
-		capRows = append(capRows, row)
+		f.caps[ct.Key] = c.Rate
+		f.capRows = append(f.capRows, row)
 	}
+	return nil
+}
+
+// runTasks runs every task not yet done in f, in plan order, appending
+// each run to runs.jsonl and to f.
+func (r *WorkersRunner) runTasks(ctx context.Context, f *workersFolder) error {
+	p := r.Plan
+	ws := r.WS
 	tasks := p.Tasks()
 	start := time.Now()
 	for _, t := range tasks {
-		if done[t.ID] {
+		if f.done[t.ID] {
 			continue
 		}
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return err
 		}
-		rate, err := p.Rate(t, caps)
+		rate, err := p.Rate(t, f.caps)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if err := ws.ensureStack(ctx, t); err != nil {
-			return nil, err
+			return err
 		}
 		if err := ws.setRTT(ctx, t.RTTMs); err != nil {
-			return nil, err
+			return err
 		}
 		ws.say("[%d/%d] %s %s %s %g ms at %.0f%% (%.0f/s), run %d (elapsed %s)", t.ID, len(tasks), t.Policy, t.Layout, t.Mix.Name, t.RTTMs, 100*t.Fraction, rate, t.Run, time.Since(start).Round(time.Second))
 		rs, tot, err := ws.openLoop(ctx, p.OpenLoopOptions(t, ws.baseURL(), rate))
 		if err != nil {
-			return nil, err
+			return err
 		}
-		run := Run{Cell: t.Cell(), Run: t.Run, Rate: rate}
-		workerSet := map[string]bool{}
-		for _, x := range rs {
-			rec := RecordFromOpen(x)
-			run.Records = append(run.Records, rec)
-			if rec.Worker != "" {
-				workerSet[rec.Worker] = true
-			}
-		}
-		for w := range workerSet {
-			run.Workers = append(run.Workers, w)
-		}
-		sort.Strings(run.Workers)
+		run := runFromOpen(t, rate, rs)
 		if err := appendJSONLine(filepath.Join(r.Dir, "runs.jsonl"), WorkersRunLine{Task: t, Run: run, Totals: tot}); err != nil {
-			return nil, err
+			return err
 		}
-		runs = append(runs, run)
+		f.runs = append(f.runs, run)
 	}
-	if err := ws.Close(ctx); err != nil {
-		return nil, err
+	return nil
+}
+
+// runFromOpen is the run of task t at rate from the open-loop results:
+// a record per request and the workers that served any, sorted.
+func runFromOpen(t Task, rate float64, rs []workloads.OpenResult) Run {
+	run := Run{Cell: t.Cell(), Run: t.Run, Rate: rate}
+	workerSet := map[string]bool{}
+	for _, x := range rs {
+		rec := RecordFromOpen(x)
+		run.Records = append(run.Records, rec)
+		if rec.Worker != "" {
+			workerSet[rec.Worker] = true
+		}
 	}
-	return r.summarize(runs, capRows)
+	for w := range workerSet {
+		run.Workers = append(run.Workers, w)
+	}
+	sort.Strings(run.Workers)
+	return run
 }
 
 // workersFolder is what a workers results folder holds so far: the
