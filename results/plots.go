@@ -493,7 +493,7 @@ func (s *Summary) changeFigure() (*figure, error) {
 		"configured RTT (ms)", "change of p50 against 0 ms (ms)")
 	f.p.X.Tick.Marker = settingTicks(s.settings())
 	var low plotter.XYs
-	n, maxRTT, anyPred := 0, 0.0, false
+	n, anyPred := 0, false
 	for i, k := range s.routes() {
 		pts := plotter.XYs{}
 		ci := []Interval{}
@@ -505,7 +505,6 @@ func (s *Summary) changeFigure() (*figure, error) {
 			}
 			pts = append(pts, plotter.XY{X: c.RTTms, Y: c.Change})
 			ci = append(ci, c.ChangeCI)
-			maxRTT = math.Max(maxRTT, c.RTTms)
 			st, hasSt = c.Statements, c.HasStatements
 			if c.NoClaim() {
 				low = append(low, plotter.XY{X: c.RTTms, Y: c.Change})

@@ -51,13 +51,6 @@ const (
 	pngDPI = 150
 )
 
-// panelKey is one panel: a configuration (column) and a mix at an RTT
-// (row).
-type panelKey struct {
-	layout, mix string
-	rtt         float64
-}
-
 // Plots draws the latency-against-load figure (p50 solid and p99 dashed
 // per policy, with their 95% intervals) and the collision-rate figure,
 // each a grid with a column per configuration and a row per (mix, RTT).
