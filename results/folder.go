@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -323,6 +324,7 @@ type Data struct {
 
 	maxAttempt map[int]int
 	complete   map[string]int64
+	cut        map[string][]byte // an incomplete last line, by file
 }
 
 // NextAttempt returns the attempt number to use for a (re)run of task: one
@@ -360,6 +362,7 @@ func Load(dir string) (*Data, error) {
 		Done:       map[int]int{},
 		maxAttempt: map[int]int{},
 		complete:   map[string]int64{},
+		cut:        map[string][]byte{},
 	}
 	tasks, err := d.readManifest()
 	if err != nil {
@@ -372,6 +375,7 @@ func Load(dir string) (*Data, error) {
 	if err := d.readSamples(tasks); err != nil {
 		return nil, err
 	}
+	d.undoCutAttempt()
 	if err := d.readProbes(filepath.Join(dir, ProbesFile)); err != nil {
 		return nil, err
 	}
@@ -482,6 +486,39 @@ func (d *Data) readSamples(tasks map[int]Task) error {
 	})
 }
 
+// cutSampleRE reads the task and attempt at the start of a sample line
+// that a crash cut short.
+var cutSampleRE = regexp.MustCompile(`^\{"task":(\d+),"attempt":(\d+),`)
+
+// undoCutAttempt handles a samples.jsonl whose last line was cut although
+// tasks.jsonl marks that line's attempt done (the file was cut after the
+// task finished, by a full disk or a copy): the attempt lost a request, so
+// it counts as not done, its samples are left out, and a resume runs the
+// task again.
+func (d *Data) undoCutAttempt() {
+	m := cutSampleRE.FindSubmatch(d.cut[SamplesFile])
+	if m == nil {
+		return
+	}
+	task, _ := strconv.Atoi(string(m[1]))
+	attempt, _ := strconv.Atoi(string(m[2]))
+	if a, ok := d.Done[task]; !ok || a != attempt {
+		return
+	}
+	delete(d.Done, task)
+	kept := d.Samples[:0]
+	for _, s := range d.Samples {
+		if s.Task == task && s.Attempt == attempt {
+			d.Ignored++
+			continue
+		}
+		kept = append(kept, s)
+	}
+	d.Samples = kept
+	d.Notes = append(d.Notes, fmt.Sprintf("%s: the cut last line is task %d attempt %d, which %s marks done: that attempt lost a request, so it counts as not done and its samples are left out (a resume runs the task again)",
+		SamplesFile, task, attempt, TasksFile))
+}
+
 // Limits on what a results folder's reader takes: a file read whole, the
 // manifest, one line of a JSON-lines file. The full study writes 30 MB of
 // samples in lines under 1 KiB.
@@ -519,6 +556,7 @@ func (d *Data) readLines(path, name string, fn func(line int, b []byte) error) e
 				return fmt.Errorf("%s:%d: %w", path, line, err)
 			}
 		} else if len(b) > 0 {
+			d.cut[name] = append([]byte(nil), b...)
 			d.Notes = append(d.Notes, fmt.Sprintf("%s:%d: incomplete last line (%d bytes) ignored: a crash mid-write; its attempt is not done",
 				name, line+1, len(b)))
 		}

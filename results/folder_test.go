@@ -313,3 +313,48 @@ func TestIncompleteTaskAndProbeLines(t *testing.T) {
 		t.Errorf("after Open and appends: notes %q, probes %d, done %v", d.Notes, len(d.Probes), d.Done)
 	}
 }
+
+// A samples file cut after its attempt was marked done (a full disk, a
+// copy cut short) loses that attempt: it counts as not done, its samples
+// are left out and named in a note, and a resume runs the task again.
+func TestCutSamplesOfADoneAttempt(t *testing.T) {
+	f, m := newTestFolder(t)
+	mustNoErr(t, f.AppendSamples(3, 1, taskSamples(m.Tasks[2], 9, 5, 6)))
+	mustNoErr(t, f.MarkDone(3, 1))
+	mustNoErr(t, f.Close())
+	sp := filepath.Join(f.Dir(), SamplesFile)
+	raw, err := os.ReadFile(sp)
+	mustNoErr(t, err)
+	mustNoErr(t, os.WriteFile(sp, raw[:len(raw)-20], 0o644))
+
+	d, err := Load(f.Dir())
+	mustNoErr(t, err)
+	if d.IsDone(3) || !d.IsDone(1) || len(d.Done) != 1 {
+		t.Errorf("Done = %v, want task 1 only (task 3 lost a request)", d.Done)
+	}
+	for _, s := range d.Samples {
+		if s.Task == 3 {
+			t.Errorf("a sample of the cut attempt was kept: %+v", s)
+		}
+	}
+	if d.Ignored != 3+2 {
+		t.Errorf("Ignored = %d, want 5 (task 2's three, task 3's two complete lines)", d.Ignored)
+	}
+	if len(d.Notes) != 2 || !strings.Contains(d.Notes[1], "task 3 attempt 1, which tasks.jsonl marks done") {
+		t.Errorf("Notes = %q", d.Notes)
+	}
+	if p := d.Pending(); len(p) != 2 || p[1].ID != 3 || d.NextAttempt(3) != 2 {
+		t.Errorf("Pending %v, next attempt %d: want tasks 2 and 3, attempt 2", p, d.NextAttempt(3))
+	}
+	// The resumed attempt counts; the cut one stays out.
+	g, err := Open(f.Dir())
+	mustNoErr(t, err)
+	mustNoErr(t, g.AppendSamples(3, 2, taskSamples(m.Tasks[2], 9, 7, 8)))
+	mustNoErr(t, g.MarkDone(3, 2))
+	mustNoErr(t, g.Close())
+	d, err = Load(f.Dir())
+	mustNoErr(t, err)
+	if d.Done[3] != 2 {
+		t.Errorf("after the resume Done[3] = %d, want 2", d.Done[3])
+	}
+}
