@@ -300,37 +300,10 @@ type openPlan struct {
 	idle      int
 }
 
+// plan validates o and prepares its schedule and per-arrival requests.
 func (o OpenLoopOptions) plan() (*openPlan, error) {
-	if err := checkBaseURL(o.BaseURL); err != nil {
+	if err := o.check(); err != nil {
 		return nil, err
-	}
-	if o.Warmup < 0 {
-		return nil, fmt.Errorf("warmup %d must not be negative", o.Warmup)
-	}
-	if o.Timeout < 0 {
-		return nil, fmt.Errorf("timeout %s must not be negative", o.Timeout)
-	}
-	if o.Drain < 0 {
-		return nil, fmt.Errorf("drain %s must not be negative", o.Drain)
-	}
-	if o.IdleConnsPerHost < 0 {
-		return nil, fmt.Errorf("idle connections per host %d must not be negative", o.IdleConnsPerHost)
-	}
-	for _, h := range o.CopyHeaders {
-		if strings.TrimSpace(h) == "" {
-			return nil, errors.New("copy headers: empty header name")
-		}
-	}
-	switch {
-	case o.Mix != nil && len(o.Requests) > 0:
-		return nil, errors.New("requests and mix both set; give one")
-	case o.Mix == nil && len(o.Requests) == 0:
-		return nil, errors.New("no requests and no mix")
-	}
-	for i, r := range o.Requests {
-		if !strings.HasPrefix(r.Path, "/") {
-			return nil, fmt.Errorf("request %d: path %q must start with /", i, r.Path)
-		}
 	}
 	sched, err := PoissonSchedule(o.Seed, o.Rate, o.Count, o.Duration)
 	if err != nil {
@@ -369,9 +342,57 @@ func (o OpenLoopOptions) plan() (*openPlan, error) {
 	for i := range p.reqs {
 		p.reqs[i] = list[i%len(list)]
 	}
+	perEntry, err := o.templates(list)
+	if err != nil {
+		return nil, err
+	}
+	p.templates = make([]*http.Request, len(sched))
+	for i := range p.templates {
+		p.templates[i] = perEntry[i%len(list)]
+	}
+	return p, nil
+}
 
-	// One template per distinct request of the list; arrivals share them
-	// and only derive a per-request context on the hot path.
+// check validates the options that need no schedule, first error first.
+func (o OpenLoopOptions) check() error {
+	if err := checkBaseURL(o.BaseURL); err != nil {
+		return err
+	}
+	if o.Warmup < 0 {
+		return fmt.Errorf("warmup %d must not be negative", o.Warmup)
+	}
+	if o.Timeout < 0 {
+		return fmt.Errorf("timeout %s must not be negative", o.Timeout)
+	}
+	if o.Drain < 0 {
+		return fmt.Errorf("drain %s must not be negative", o.Drain)
+	}
+	if o.IdleConnsPerHost < 0 {
+		return fmt.Errorf("idle connections per host %d must not be negative", o.IdleConnsPerHost)
+	}
+	for _, h := range o.CopyHeaders {
+		if strings.TrimSpace(h) == "" {
+			return errors.New("copy headers: empty header name")
+		}
+	}
+	switch {
+	case o.Mix != nil && len(o.Requests) > 0:
+		return errors.New("requests and mix both set; give one")
+	case o.Mix == nil && len(o.Requests) == 0:
+		return errors.New("no requests and no mix")
+	}
+	for i, r := range o.Requests {
+		if !strings.HasPrefix(r.Path, "/") {
+			return fmt.Errorf("request %d: path %q must start with /", i, r.Path)
+		}
+	}
+	return nil
+}
+
+// templates returns one request template per entry of list. Entries
+// without headers of their own share one template per path; arrivals only
+// derive a per-request context from them on the hot path.
+func (o OpenLoopOptions) templates(list []OpenRequest) ([]*http.Request, error) {
 	base := strings.TrimRight(o.BaseURL, "/")
 	header, host := requestHeader(o.Header)
 	byPath := make(map[string]*http.Request)
@@ -402,11 +423,7 @@ func (o OpenLoopOptions) plan() (*openPlan, error) {
 		}
 		perEntry[i] = t
 	}
-	p.templates = make([]*http.Request, len(sched))
-	for i := range p.templates {
-		p.templates[i] = perEntry[i%len(list)]
-	}
-	return p, nil
+	return perEntry, nil
 }
 
 // newOpenTransport returns a transport that never caps connections per
