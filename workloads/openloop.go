@@ -518,25 +518,7 @@ func RunOpenLoop(ctx context.Context, opts OpenLoopOptions, emit func(OpenResult
 	run.tot.Scheduled = n
 
 	maxInFlight := run.schedule(runCtx)
-
-	// Wait for the requests in flight; if the run was stopped, give them
-	// the drain time (none after an emit error), then cancel them.
-	done := make(chan struct{})
-	go func() { run.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-runCtx.Done():
-		if opts.Drain > 0 && ctx.Err() != nil {
-			t := time.NewTimer(opts.Drain)
-			select {
-			case <-done:
-			case <-t.C:
-			}
-			t.Stop()
-		}
-		cancelReqs()
-		<-done
-	}
+	run.wait(ctx, runCtx, cancelReqs)
 
 	tot := run.totals(maxInFlight)
 	switch {
@@ -548,6 +530,28 @@ func RunOpenLoop(ctx context.Context, opts OpenLoopOptions, emit func(OpenResult
 		return tot, fmt.Errorf("open-loop run stopped with %d requests in flight: %w", tot.Canceled, ctx.Err())
 	}
 	return tot, nil
+}
+
+// wait waits for the requests in flight; if runCtx ended, it gives them
+// the drain time (none after an emit error, when ctx itself has not
+// ended), then cancels them with cancelReqs and waits for them to end.
+func (run *openRun) wait(ctx, runCtx context.Context, cancelReqs context.CancelFunc) {
+	done := make(chan struct{})
+	go func() { run.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-runCtx.Done():
+		if run.opts.Drain > 0 && ctx.Err() != nil {
+			t := time.NewTimer(run.opts.Drain)
+			select {
+			case <-done:
+			case <-t.C:
+			}
+			t.Stop()
+		}
+		cancelReqs()
+		<-done
+	}
 }
 
 // schedule sends every arrival at its time until the schedule ends or ctx
