@@ -642,60 +642,83 @@ func (run *openRun) send(i int) {
 		return
 	}
 
-	sched := p.sched[i]
-	warm := i <= run.lastWarmup
-	res := OpenResult{
+	res := run.timedResult(i, sent, done)
+	res.Status, res.Bytes, res.Retried, res.NewConn = status, nbytes, gotConns > 1, newConn
+	res.classify(rctx, err, p.timeout)
+	res.Tags = run.resultTags(i, respHeader)
+	run.record(&res, done)
+}
+
+// timedResult returns arrival i's result with its place in the run and
+// its timings, from its send time sent and completion time done (both
+// from the run's start).
+func (run *openRun) timedResult(i int, sent, done time.Duration) OpenResult {
+	sched := run.plan.sched[i]
+	return OpenResult{
 		Result: Result{
 			Seq:       i,
-			Warmup:    warm,
-			Path:      p.reqs[i].Path,
+			Warmup:    i <= run.lastWarmup,
+			Path:      run.plan.reqs[i].Path,
 			LatencyNS: int64(done - sched),
-			Status:    status,
-			Bytes:     nbytes,
-			Retried:   gotConns > 1,
 		},
 		ScheduledNS: int64(sched),
 		SentNS:      int64(sent),
 		LagNS:       int64(sent - sched),
 		ServiceNS:   int64(done - sent),
-		NewConn:     newConn,
 	}
+}
+
+// classify sets r's error, and TimedOut, from its request's error err,
+// its context rctx and its status.
+func (r *OpenResult) classify(rctx context.Context, err error, timeout time.Duration) {
 	switch {
 	case err != nil && errors.Is(rctx.Err(), context.DeadlineExceeded):
-		res.TimedOut = true
-		res.Error = "timed out after " + p.timeout.String() + ": " + err.Error()
+		r.TimedOut = true
+		r.Error = "timed out after " + timeout.String() + ": " + err.Error()
 	case err != nil:
-		res.Error = err.Error()
-	case status/100 != 2:
-		res.Error = "unexpected status " + strconv.Itoa(status)
+		r.Error = err.Error()
+	case r.Status/100 != 2:
+		r.Error = "unexpected status " + strconv.Itoa(r.Status)
 	}
-	if tags := p.reqs[i].Tags; len(tags) > 0 || len(run.opts.CopyHeaders) > 0 {
-		res.Tags = make(map[string]string, len(tags)+len(run.opts.CopyHeaders))
-		for k, v := range tags {
-			res.Tags[k] = v
-		}
-		for _, h := range run.opts.CopyHeaders {
-			if vs := respHeader.Values(h); len(vs) > 0 {
-				res.Tags[h] = strings.Join(vs, ",")
-			}
-		}
-		if len(res.Tags) == 0 {
-			res.Tags = nil
-		}
-	}
+}
 
+// resultTags returns arrival i's tags plus the copied response headers,
+// or nil when there are none.
+func (run *openRun) resultTags(i int, respHeader http.Header) map[string]string {
+	tags := run.plan.reqs[i].Tags
+	if len(tags) == 0 && len(run.opts.CopyHeaders) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(tags)+len(run.opts.CopyHeaders))
+	for k, v := range tags {
+		out[k] = v
+	}
+	for _, h := range run.opts.CopyHeaders {
+		if vs := respHeader.Values(h); len(vs) > 0 {
+			out[h] = strings.Join(vs, ",")
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// record adds res, which completed at done from the run's start, to the
+// totals and emits it; the first emit error stops the run.
+func (run *openRun) record(res *OpenResult, done time.Duration) {
 	run.mu.Lock()
 	defer run.mu.Unlock()
 	t := &run.tot
 	t.Recorded++
-	t.Bytes += nbytes
-	if newConn {
+	t.Bytes += res.Bytes
+	if res.NewConn {
 		t.NewConns++
 	}
 	if res.Retried {
 		t.Retries++
 	}
-	if warm {
+	if res.Warmup {
 		t.Warmup++
 		if res.Failed() {
 			t.WarmupFailures++
@@ -714,8 +737,8 @@ func (run *openRun) send(i int) {
 		}
 	}
 	if run.emit != nil && run.emitErr == nil {
-		if err := run.emit(res); err != nil {
-			run.emitErr = fmt.Errorf("emit result %d: %w", i, err)
+		if err := run.emit(*res); err != nil {
+			run.emitErr = fmt.Errorf("emit result %d: %w", res.Seq, err)
 			run.stopRun(run.emitErr)
 		}
 	}
