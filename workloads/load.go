@@ -216,19 +216,15 @@ func newLoadTransport(timeout time.Duration) *http.Transport {
 // an emit error stops the run. When ctx ends, the run stops; a request cut
 // short by ctx is not emitted and the context's error is returned.
 func RunLoad(ctx context.Context, opts LoadOptions, emit func(Result) error) (tot Totals, err error) {
-	base, paths, warmup, timeout, err := opts.plan()
-	if err != nil {
-		return Totals{}, fmt.Errorf("load options: %w", err)
-	}
-
-	templates, err := loadTemplates(base, paths, opts.Calls, opts.Header)
+	plan, err := opts.prepare()
 	if err != nil {
 		return Totals{}, err
 	}
 
-	tr := newLoadTransport(timeout)
+	tr := newLoadTransport(plan.timeout)
 	tr.DisableKeepAlives = opts.NewConnPerRequest
 	defer tr.CloseIdleConnections()
+	run := &loadRun{ctx: ctx, tr: tr, plan: plan}
 
 	var gotConns, newConns int
 	trace := &httptrace.ClientTrace{
@@ -247,11 +243,11 @@ func RunLoad(ctx context.Context, opts LoadOptions, emit func(Result) error) (to
 		tot.ElapsedNS = int64(time.Since(began))
 	}()
 
-	for i, tmpl := range templates {
+	for i, tmpl := range plan.templates {
 		if err := ctx.Err(); err != nil {
-			return tot, fmt.Errorf("load stopped before request %d of %d: %w", i, len(templates), err)
+			return run.tot, fmt.Errorf("load stopped before request %d of %d: %w", i, len(plan.templates), err)
 		}
-		rctx, cancel := context.WithTimeout(traceCtx, timeout)
+		rctx, cancel := context.WithTimeout(traceCtx, plan.timeout)
 		req := tmpl.WithContext(rctx)
 		if tmpl.GetBody != nil {
 			// Only a request with a body needs a fresh reader of it.
@@ -273,54 +269,100 @@ func RunLoad(ctx context.Context, opts LoadOptions, emit func(Result) error) (to
 		lat := time.Since(start)
 		cancel()
 
-		if rtErr != nil {
-			if ctx.Err() != nil {
-				return tot, fmt.Errorf("load stopped during request %d of %d: %w", i, len(templates), ctx.Err())
-			}
-			// Drop whatever is left of the broken connection so the next
-			// request dials a fresh one.
-			tr.CloseIdleConnections()
-		}
-
-		res := Result{
-			Seq:       i,
-			Warmup:    i < warmup,
-			Path:      paths[i],
-			LatencyNS: int64(lat),
-			Status:    status,
-			Bytes:     n,
-			Retried:   gotConns > 1,
-		}
-		if rtErr != nil {
-			res.Error = rtErr.Error()
-		} else if status/100 != 2 {
-			res.Error = "unexpected status " + strconv.Itoa(status)
-		}
-
-		tot.Requests++
-		if res.Warmup {
-			tot.Warmup++
-		} else {
-			tot.Measured++
-		}
-		if res.Failed() {
-			tot.Failures++
-			if !res.Warmup {
-				tot.MeasuredFailures++
-			}
-		}
-		if res.Retried {
-			tot.Retries++
-		}
-		tot.Bytes += n
-
-		if emit != nil {
-			if err := emit(res); err != nil {
-				return tot, fmt.Errorf("emit result %d: %w", i, err)
-			}
+		if err := run.finish(emit, i, lat, status, n, gotConns > 1, rtErr); err != nil {
+			return run.tot, err
 		}
 	}
-	return tot, nil
+	return run.tot, nil
+}
+
+// loadPlan is a validated closed-loop run: its request list (warmup
+// first) with one prepared request each, and the request timeout.
+type loadPlan struct {
+	paths     []string
+	templates []*http.Request
+	warmup    int
+	timeout   time.Duration
+}
+
+// prepare validates the options and prepares the requests.
+func (o LoadOptions) prepare() (loadPlan, error) {
+	base, paths, warmup, timeout, err := o.plan()
+	if err != nil {
+		return loadPlan{}, fmt.Errorf("load options: %w", err)
+	}
+	templates, err := loadTemplates(base, paths, o.Calls, o.Header)
+	if err != nil {
+		return loadPlan{}, err
+	}
+	return loadPlan{paths: paths, templates: templates, warmup: warmup, timeout: timeout}, nil
+}
+
+// loadRun is what a closed-loop run needs after each request's latency
+// is taken: its context, transport and plan, and the totals so far.
+type loadRun struct {
+	ctx  context.Context
+	tr   *http.Transport
+	plan loadPlan
+	tot  Totals
+}
+
+// finish handles request i once its latency lat is taken: after a
+// transport error it ends the run if ctx has ended, else drops the broken
+// connection; then it counts the result and passes it to emit, if not
+// nil. It returns the error that ends the run.
+func (run *loadRun) finish(emit func(Result) error, i int, lat time.Duration, status int, n int64, retried bool, rtErr error) error {
+	if rtErr != nil {
+		if run.ctx.Err() != nil {
+			return fmt.Errorf("load stopped during request %d of %d: %w", i, len(run.plan.templates), run.ctx.Err())
+		}
+		// Drop whatever is left of the broken connection so the next
+		// request dials a fresh one.
+		run.tr.CloseIdleConnections()
+	}
+
+	res := Result{
+		Seq:       i,
+		Warmup:    i < run.plan.warmup,
+		Path:      run.plan.paths[i],
+		LatencyNS: int64(lat),
+		Status:    status,
+		Bytes:     n,
+		Retried:   retried,
+	}
+	if rtErr != nil {
+		res.Error = rtErr.Error()
+	} else if status/100 != 2 {
+		res.Error = "unexpected status " + strconv.Itoa(status)
+	}
+
+	run.tot.add(res)
+	if emit != nil {
+		if err := emit(res); err != nil {
+			return fmt.Errorf("emit result %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// add counts res in t.
+func (t *Totals) add(res Result) {
+	t.Requests++
+	if res.Warmup {
+		t.Warmup++
+	} else {
+		t.Measured++
+	}
+	if res.Failed() {
+		t.Failures++
+		if !res.Warmup {
+			t.MeasuredFailures++
+		}
+	}
+	if res.Retried {
+		t.Retries++
+	}
+	t.Bytes += res.Bytes
 }
 
 // loadTemplates builds one request template per distinct request, before
