@@ -41,11 +41,8 @@ type PingResult struct {
 // lost. The socket lives in the network namespace of the calling thread.
 func Ping(ctx context.Context, dst netip.Addr, count int, interval time.Duration) (PingResult, error) {
 	res := PingResult{Dst: dst.String()}
-	if count <= 0 {
-		return res, fmt.Errorf("ping %s: count %d must be positive", dst, count)
-	}
-	if interval < 0 {
-		return res, fmt.Errorf("ping %s: interval %v must not be negative", dst, interval)
+	if err := checkPing(dst, count, interval); err != nil {
+		return res, err
 	}
 	dst = dst.Unmap()
 	network, laddr, proto := "ip4:icmp", "0.0.0.0", 1
@@ -68,16 +65,7 @@ func Ping(ctx context.Context, dst netip.Addr, count int, interval time.Duration
 	payload := make([]byte, 56)
 	next := time.Now()
 	for seq := range count {
-		if wait := time.Until(next); wait > 0 {
-			t := time.NewTimer(wait)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return res.finish(), fmt.Errorf("ping %s: %w", dst, ctx.Err())
-			case <-t.C:
-			}
-		}
-		if err := ctx.Err(); err != nil {
+		if err := sleepUntil(ctx, next); err != nil {
 			return res.finish(), fmt.Errorf("ping %s: %w", dst, err)
 		}
 		next = time.Now().Add(interval)
@@ -107,14 +95,44 @@ func Ping(ctx context.Context, dst netip.Addr, count int, interval time.Duration
 		if ctx.Err() != nil {
 			return res.finish(), fmt.Errorf("ping %s: %w", dst, ctx.Err())
 		}
-		if !ok {
-			res.Lost++
-			continue
-		}
-		res.Received++
-		res.Samples = append(res.Samples, rtt)
+		res.add(rtt, ok)
 	}
 	return res.finish(), nil
+}
+
+// checkPing checks Ping's count and interval for an echo to dst.
+func checkPing(dst netip.Addr, count int, interval time.Duration) error {
+	if count <= 0 {
+		return fmt.Errorf("ping %s: count %d must be positive", dst, count)
+	}
+	if interval < 0 {
+		return fmt.Errorf("ping %s: interval %v must not be negative", dst, interval)
+	}
+	return nil
+}
+
+// sleepUntil waits until t, or until ctx ends, and returns ctx's error.
+func sleepUntil(ctx context.Context, t time.Time) error {
+	if wait := time.Until(t); wait > 0 {
+		timer := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+		case <-timer.C:
+		}
+	}
+	return ctx.Err()
+}
+
+// add counts one echo sent: a reply with round trip rtt when ok, else a
+// loss.
+func (r *PingResult) add(rtt time.Duration, ok bool) {
+	if !ok {
+		r.Lost++
+		return
+	}
+	r.Received++
+	r.Samples = append(r.Samples, rtt)
 }
 
 // awaitReply reads until the reply to (id, seq) from dst arrives or the read
