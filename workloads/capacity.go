@@ -129,27 +129,9 @@ type TrialFunc func(ctx context.Context, rate float64) (OpenTotals, error)
 // the very first trial fails, the bisection starts from zero. A trial
 // error stops the search and is returned with the trials so far.
 func SearchCapacity(ctx context.Context, opts CapacityOptions, trial TrialFunc) (Capacity, error) {
-	crit := opts.CapacityCriteria.withDefaults()
-	prec := opts.Precision
-	if prec == 0 {
-		prec = DefaultPrecision
-	}
-	switch {
-	case trial == nil:
-		return Capacity{}, errors.New("capacity search: no trial function")
-	case math.IsNaN(opts.StartRate) || math.IsInf(opts.StartRate, 0) || opts.StartRate <= 0:
-		return Capacity{}, fmt.Errorf("capacity search: start rate %v must be positive and finite", opts.StartRate)
-	case math.IsNaN(opts.MaxRate) || math.IsInf(opts.MaxRate, 0) || opts.MaxRate < 0:
-		return Capacity{}, fmt.Errorf("capacity search: maximum rate %v must not be negative", opts.MaxRate)
-	case opts.MaxRate > 0 && opts.MaxRate < opts.StartRate:
-		return Capacity{}, fmt.Errorf("capacity search: maximum rate %v below start rate %v", opts.MaxRate, opts.StartRate)
-	case opts.MaxTrials < 1:
-		return Capacity{}, fmt.Errorf("capacity search: maximum trials %d must be at least 1", opts.MaxTrials)
-	case math.IsNaN(prec) || prec < 0 || prec >= 1:
-		return Capacity{}, fmt.Errorf("capacity search: precision %v must lie in (0, 1)", prec)
-	}
-	if err := crit.validate(); err != nil {
-		return Capacity{}, fmt.Errorf("capacity search: %w", err)
+	crit, prec, err := opts.settings(trial)
+	if err != nil {
+		return Capacity{}, err
 	}
 
 	var c Capacity
@@ -193,4 +175,32 @@ func SearchCapacity(ctx context.Context, opts CapacityOptions, trial TrialFunc) 
 	}
 	c.Warning = strings.Join(warnings, "\n")
 	return c, nil
+}
+
+// settings validates o, and trial, and returns the criteria and precision
+// with their defaults filled in.
+func (o CapacityOptions) settings(trial TrialFunc) (CapacityCriteria, float64, error) {
+	crit := o.CapacityCriteria.withDefaults()
+	prec := o.Precision
+	if prec == 0 {
+		prec = DefaultPrecision
+	}
+	switch {
+	case trial == nil:
+		return CapacityCriteria{}, 0, errors.New("capacity search: no trial function")
+	case math.IsNaN(o.StartRate) || math.IsInf(o.StartRate, 0) || o.StartRate <= 0:
+		return CapacityCriteria{}, 0, fmt.Errorf("capacity search: start rate %v must be positive and finite", o.StartRate)
+	case math.IsNaN(o.MaxRate) || math.IsInf(o.MaxRate, 0) || o.MaxRate < 0:
+		return CapacityCriteria{}, 0, fmt.Errorf("capacity search: maximum rate %v must not be negative", o.MaxRate)
+	case o.MaxRate > 0 && o.MaxRate < o.StartRate:
+		return CapacityCriteria{}, 0, fmt.Errorf("capacity search: maximum rate %v below start rate %v", o.MaxRate, o.StartRate)
+	case o.MaxTrials < 1:
+		return CapacityCriteria{}, 0, fmt.Errorf("capacity search: maximum trials %d must be at least 1", o.MaxTrials)
+	case math.IsNaN(prec) || prec < 0 || prec >= 1:
+		return CapacityCriteria{}, 0, fmt.Errorf("capacity search: precision %v must lie in (0, 1)", prec)
+	}
+	if err := crit.validate(); err != nil {
+		return CapacityCriteria{}, 0, fmt.Errorf("capacity search: %w", err)
+	}
+	return crit, prec, nil
 }
