@@ -42,14 +42,7 @@ func SelectOne(ctx context.Context, dsn string, runs, calls int) ([]ProbeRun, er
 	if err != nil {
 		return nil, fmt.Errorf("select 1 probe: parse connection settings: %w", err)
 	}
-	connect := func() (*pgx.Conn, error) {
-		c, err := pgx.ConnectConfig(ctx, cfg)
-		if err != nil {
-			return nil, fmt.Errorf("select 1 probe: connect to %s:%d: %w", cfg.Host, cfg.Port, err)
-		}
-		return c, nil
-	}
-	conn, err := connect()
+	conn, err := probeConnect(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -82,7 +75,7 @@ func SelectOne(ctx context.Context, dsn string, runs, calls int) ([]ProbeRun, er
 				pr.Failures++
 				pr.LastError = err.Error()
 				if conn.IsClosed() {
-					c, cerr := connect()
+					c, cerr := probeConnect(ctx, cfg)
 					if cerr != nil {
 						return append(out, pr.finish()), fmt.Errorf("select 1 probe: run %d: reconnect after %v: %w", run, err, cerr)
 					}
@@ -95,6 +88,15 @@ func SelectOne(ctx context.Context, dsn string, runs, calls int) ([]ProbeRun, er
 		out = append(out, pr.finish())
 	}
 	return out, nil
+}
+
+// probeConnect opens the probe's connection with cfg.
+func probeConnect(ctx context.Context, cfg *pgx.ConnConfig) (*pgx.Conn, error) {
+	c, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("select 1 probe: connect to %s:%d: %w", cfg.Host, cfg.Port, err)
+	}
+	return c, nil
 }
 
 // finish fills in the statistics from the samples.
