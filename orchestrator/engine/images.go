@@ -125,18 +125,7 @@ var (
 // EnsureBase makes sure the base image exists: present → nothing; pullable
 // → pull; otherwise debootstrap a minbase tree and import it.
 func EnsureBase(ctx context.Context, d ImageStore, o BaseOptions) (BasePath, string, error) {
-	if o.Ref == "" {
-		o.Ref = BaseImage
-	}
-	if o.Suite == "" {
-		o.Suite = "trixie"
-	}
-	if o.Mirror == "" {
-		o.Mirror = "http://deb.debian.org/debian"
-	}
-	if o.Log == nil {
-		o.Log = io.Discard
-	}
+	o = o.withDefaults()
 	id, err := d.ImageID(ctx, o.Ref)
 	if err == nil {
 		return BasePresent, id, nil
@@ -163,6 +152,36 @@ func EnsureBase(ctx context.Context, d ImageStore, o BaseOptions) (BasePath, str
 		return "", "", err
 	}
 	defer os.RemoveAll(dir)
+	if err := debootstrap(ctx, dir, o); err != nil {
+		return "", "", err
+	}
+	if err := importRootfs(ctx, d, dir, o.Ref); err != nil {
+		return "", "", err
+	}
+	id, err = d.ImageID(ctx, o.Ref)
+	return BaseDebootstrapd, id, err
+}
+
+// withDefaults fills in the image, suite, mirror and log left empty.
+func (o BaseOptions) withDefaults() BaseOptions {
+	if o.Ref == "" {
+		o.Ref = BaseImage
+	}
+	if o.Suite == "" {
+		o.Suite = "trixie"
+	}
+	if o.Mirror == "" {
+		o.Mirror = "http://deb.debian.org/debian"
+	}
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	return o
+}
+
+// debootstrap builds a minbase tree of o.Suite in dir, reporting progress
+// to o.Progress, and removes the downloaded packages and lists from it.
+func debootstrap(ctx context.Context, dir string, o BaseOptions) error {
 	var out lockedBuffer
 	cmd := exec.CommandContext(ctx, "debootstrap", "--variant=minbase", o.Suite, dir, o.Mirror)
 	cmd.Stdout = io.MultiWriter(&out, o.Log)
@@ -173,10 +192,10 @@ func EnsureBase(ctx context.Context, d ImageStore, o BaseOptions) (BasePath, str
 	stop := tickProgress(o.Progress, func(el time.Duration) string {
 		return fmt.Sprintf("  debootstrap %s: %d s so far, %s", o.Suite, int(el.Seconds()), debootstrapStage(out.String()))
 	})
-	err = cmd.Run()
+	err := cmd.Run()
 	stop()
 	if err != nil {
-		return "", "", fmt.Errorf("debootstrap %s: %w\n%s", o.Suite, err, LastLines(out.String(), 10))
+		return fmt.Errorf("debootstrap %s: %w\n%s", o.Suite, err, LastLines(out.String(), 10))
 	}
 	// Keep the image small: downloaded packages and lists are not needed.
 	for _, g := range []string{"var/cache/apt/archives/*.deb", "var/lib/apt/lists/*_*"} {
@@ -185,29 +204,34 @@ func EnsureBase(ctx context.Context, d ImageStore, o BaseOptions) (BasePath, str
 			os.Remove(m)
 		}
 	}
+	return nil
+}
+
+// importRootfs imports the tree in dir as the image ref, streaming it
+// through tar.
+func importRootfs(ctx context.Context, d ImageStore, dir, ref string) error {
 	tarCmd := exec.CommandContext(ctx, "tar", "--numeric-owner", "-C", dir, "-c", ".")
 	stdout, err := tarCmd.StdoutPipe()
 	if err != nil {
-		return "", "", err
+		return err
 	}
 	var tarErr bytes.Buffer
 	tarCmd.Stderr = &tarErr
 	if err := tarCmd.Start(); err != nil {
-		return "", "", fmt.Errorf("tar rootfs: %w", err)
+		return fmt.Errorf("tar rootfs: %w", err)
 	}
-	impErr := d.ImportImage(ctx, stdout, o.Ref)
+	impErr := d.ImportImage(ctx, stdout, ref)
 	// An import that stopped reading early leaves tar blocked on the full
 	// pipe: closing it ends tar, so Wait returns.
 	stdout.Close()
 	waitErr := tarCmd.Wait()
 	if impErr != nil {
-		return "", "", impErr
+		return impErr
 	}
 	if waitErr != nil {
-		return "", "", fmt.Errorf("tar rootfs: %w: %s", waitErr, tarErr.String())
+		return fmt.Errorf("tar rootfs: %w: %s", waitErr, tarErr.String())
 	}
-	id, err = d.ImageID(ctx, o.Ref)
-	return BaseDebootstrapd, id, err
+	return nil
 }
 
 // Builder builds app images from the embedded contexts.
