@@ -525,31 +525,46 @@ func (b *Builder) crossBuild(ctx context.Context, g apps.GoBuild) ([]byte, error
 	}
 	out := filepath.Join(tmp, g.Output)
 	args := []string{"build", "-trimpath", "-buildvcs=false", "-o", out}
-	// Only rttlab itself carries its version: app binaries stay
-	// byte-identical across rttlab versions, so their images stay cached.
-	if b.Version != "" && g.Package == "./cmd/rttlab" {
-		ld := "-X main.version=" + strings.ReplaceAll(b.Version, " ", "_")
-		if b.Commit != "" {
-			ld += " -X main.commit=" + strings.ReplaceAll(b.Commit, " ", "_")
-		}
-		args = append(args, "-ldflags", ld)
-	}
+	args = append(args, b.versionFlags(g)...)
 	args = append(args, pkg)
 	cmd := exec.CommandContext(ctx, tool.Path, args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+b.GOOS, "GOARCH="+b.GOARCH)
-	cmd.Env = append(cmd.Env, tool.Env...)
-	flags = append(flags, tool.Flags...)
-	if kind == fromEmbedded {
-		cmd.Env = append(cmd.Env, "GOWORK=off", "GOFLAGS="+strings.Join(flags, " "))
-	} else if len(flags) > 0 {
-		cmd.Env = append(cmd.Env, "GOFLAGS="+strings.TrimSpace(os.Getenv("GOFLAGS")+" "+strings.Join(flags, " ")))
-	}
+	cmd.Env = b.goBuildEnv(kind, tool, flags)
 	msg, err := cmd.CombinedOutput()
 	if err != nil {
 		return nil, fmt.Errorf("go build %s (%s source) for %s/%s: %w\n%s", g.Package, kind, b.GOOS, b.GOARCH, err, LastLines(string(msg), 15))
 	}
 	return os.ReadFile(out)
+}
+
+// versionFlags returns the -ldflags that stamp rttlab's version and commit
+// into g, or none. Only rttlab itself carries its version: app binaries
+// stay byte-identical across rttlab versions, so their images stay cached.
+func (b *Builder) versionFlags(g apps.GoBuild) []string {
+	if b.Version == "" || g.Package != "./cmd/rttlab" {
+		return nil
+	}
+	ld := "-X main.version=" + strings.ReplaceAll(b.Version, " ", "_")
+	if b.Commit != "" {
+		ld += " -X main.commit=" + strings.ReplaceAll(b.Commit, " ", "_")
+	}
+	return []string{"-ldflags", ld}
+}
+
+// goBuildEnv returns the environment of a go build of a kind source with
+// tool: cross-compiling without cgo, with the tool's settings, and flags
+// plus the tool's in GOFLAGS (alone, and outside any workspace, for the
+// embedded source).
+func (b *Builder) goBuildEnv(kind string, tool goTool, flags []string) []string {
+	env := append(os.Environ(), "CGO_ENABLED=0", "GOOS="+b.GOOS, "GOARCH="+b.GOARCH)
+	env = append(env, tool.Env...)
+	flags = append(flags, tool.Flags...)
+	if kind == fromEmbedded {
+		env = append(env, "GOWORK=off", "GOFLAGS="+strings.Join(flags, " "))
+	} else if len(flags) > 0 {
+		env = append(env, "GOFLAGS="+strings.TrimSpace(os.Getenv("GOFLAGS")+" "+strings.Join(flags, " ")))
+	}
+	return env
 }
 
 // writeEmbedded writes the embedded apps/<name> package as its own module.
