@@ -348,47 +348,9 @@ func labelStages(df []byte, key, value string) []byte {
 // cache.
 func TarContext(w io.Writer, fsys fs.FS, extra map[string][]byte) error {
 	tw := tar.NewWriter(w)
-	type entry struct {
-		name string
-		dir  bool
-		data []byte
-		mode int64
-	}
-	var entries []entry
-	err := fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if p == "." {
-			return nil
-		}
-		if d.IsDir() {
-			entries = append(entries, entry{name: p + "/", dir: true, mode: 0o755})
-			return nil
-		}
-		if _, ok := extra[p]; ok {
-			return nil // replaced
-		}
-		if strings.HasSuffix(p, ".go") && path.Dir(p) == "." {
-			// Go sources of a host-built program are not needed in the image.
-			return nil
-		}
-		data, err := fs.ReadFile(fsys, p)
-		if err != nil {
-			return err
-		}
-		mode := int64(0o644)
-		if strings.HasSuffix(p, ".sh") || strings.HasPrefix(string(data), "#!") {
-			mode = 0o755
-		}
-		entries = append(entries, entry{name: p, data: data, mode: mode})
-		return nil
-	})
+	entries, err := contextEntries(fsys, extra)
 	if err != nil {
 		return err
-	}
-	for name, data := range extra {
-		entries = append(entries, entry{name: name, data: data, mode: 0o755})
 	}
 	sort.Slice(entries, func(i, j int) bool { return entries[i].name < entries[j].name })
 	for _, e := range entries {
@@ -409,6 +371,57 @@ func TarContext(w io.Writer, fsys fs.FS, extra map[string][]byte) error {
 		}
 	}
 	return tw.Close()
+}
+
+// tarEntry is one folder or file of a build context.
+type tarEntry struct {
+	name string
+	dir  bool
+	data []byte
+	mode int64
+}
+
+// contextEntries returns the entries of a build context, unsorted: the
+// folders and files of fsys, but for those extra replaces and the Go
+// sources at its top, then the extra files.
+func contextEntries(fsys fs.FS, extra map[string][]byte) ([]tarEntry, error) {
+	var entries []tarEntry
+	err := fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if p == "." {
+			return nil
+		}
+		if d.IsDir() {
+			entries = append(entries, tarEntry{name: p + "/", dir: true, mode: 0o755})
+			return nil
+		}
+		if _, ok := extra[p]; ok {
+			return nil // replaced
+		}
+		if strings.HasSuffix(p, ".go") && path.Dir(p) == "." {
+			// Go sources of a host-built program are not needed in the image.
+			return nil
+		}
+		data, err := fs.ReadFile(fsys, p)
+		if err != nil {
+			return err
+		}
+		mode := int64(0o644)
+		if strings.HasSuffix(p, ".sh") || strings.HasPrefix(string(data), "#!") {
+			mode = 0o755
+		}
+		entries = append(entries, tarEntry{name: p, data: data, mode: mode})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for name, data := range extra {
+		entries = append(entries, tarEntry{name: name, data: data, mode: 0o755})
+	}
+	return entries, nil
 }
 
 // ModulePath is this module's import path, used to find the source tree.
