@@ -39,21 +39,7 @@ func (b *Builder) BuildEach(ctx context.Context, names []string, parallel int, d
 	tick.Add(1)
 	go func() {
 		defer tick.Done()
-		t := time.NewTicker(progressEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-stopTick:
-				return
-			case now := <-t.C:
-				mu.Lock()
-				line := runningLine(running, now)
-				mu.Unlock()
-				if line != "" {
-					fmt.Fprintf(b.progress(), "  still building: %s\n", line)
-				}
-			}
-		}
+		b.reportRunning(&mu, running, stopTick)
 	}()
 
 	sem := make(chan struct{}, parallel)
@@ -92,6 +78,26 @@ func (b *Builder) BuildEach(ctx context.Context, names []string, parallel int, d
 	wg.Wait()
 	close(stopTick)
 	tick.Wait()
+}
+
+// reportRunning writes to Progress every progressEvery the builds still
+// running, read under mu, until stop is closed.
+func (b *Builder) reportRunning(mu *sync.Mutex, running map[string]time.Time, stop <-chan struct{}) {
+	t := time.NewTicker(progressEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case now := <-t.C:
+			mu.Lock()
+			line := runningLine(running, now)
+			mu.Unlock()
+			if line != "" {
+				fmt.Fprintf(b.progress(), "  still building: %s\n", line)
+			}
+		}
+	}
 }
 
 // progressEvery is how often BuildEach says what is still building.
