@@ -310,6 +310,20 @@ type ContainerSpec struct {
 func (r *Runtime) CreateContainer(ctx context.Context, s ContainerSpec) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, shortCall)
 	defer cancel()
+	cfg, hc, nc := s.configs()
+	resp, err := r.cli.ContainerCreate(ctx, cfg, hc, nc, nil, s.Name)
+	if err != nil {
+		if cerrdefs.IsNotFound(err) {
+			return "", fmt.Errorf("create %s: %w: %s", s.Name, ErrImageMissing, s.Image)
+		}
+		return "", fmt.Errorf("create %s: %w", s.Name, err)
+	}
+	return resp.ID, nil
+}
+
+// configs returns the engine's container, host and networking
+// configurations of s; the last is nil without a network to join.
+func (s ContainerSpec) configs() (*container.Config, *container.HostConfig, *network.NetworkingConfig) {
 	cfg := &container.Config{
 		Image:       s.Image,
 		Cmd:         s.Cmd,
@@ -343,23 +357,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, s ContainerSpec) (string,
 		t := true
 		hc.Init = &t
 	}
-	exposed := map[string]struct{}{}
-	for _, p := range s.ExposedPorts {
-		exposed[p] = struct{}{}
-	}
-	if len(s.PublishLocal) > 0 {
-		hc.PortBindings = map[natPort][]natBinding{}
-		for _, p := range s.PublishLocal {
-			exposed[p] = struct{}{}
-			hc.PortBindings[natPort(p)] = []natBinding{{HostIP: "127.0.0.1", HostPort: ""}}
-		}
-	}
-	if len(exposed) > 0 {
-		cfg.ExposedPorts = map[natPort]struct{}{}
-		for p := range exposed {
-			cfg.ExposedPorts[natPort(p)] = struct{}{}
-		}
-	}
+	cfg.ExposedPorts, hc.PortBindings = s.ports()
 	var nc *network.NetworkingConfig
 	if s.Network != "" {
 		hc.NetworkMode = container.NetworkMode(s.Network)
@@ -367,14 +365,33 @@ func (r *Runtime) CreateContainer(ctx context.Context, s ContainerSpec) (string,
 			s.Network: {Aliases: s.Aliases},
 		}}
 	}
-	resp, err := r.cli.ContainerCreate(ctx, cfg, hc, nc, nil, s.Name)
-	if err != nil {
-		if cerrdefs.IsNotFound(err) {
-			return "", fmt.Errorf("create %s: %w: %s", s.Name, ErrImageMissing, s.Image)
-		}
-		return "", fmt.Errorf("create %s: %w", s.Name, err)
+	return cfg, hc, nc
+}
+
+// ports returns the exposed ports of s (the published ones included) and
+// the bindings of the published ones to ephemeral ports on 127.0.0.1; each
+// is nil when empty.
+func (s ContainerSpec) ports() (map[natPort]struct{}, map[natPort][]natBinding) {
+	exposed := map[string]struct{}{}
+	for _, p := range s.ExposedPorts {
+		exposed[p] = struct{}{}
 	}
-	return resp.ID, nil
+	var bindings map[natPort][]natBinding
+	if len(s.PublishLocal) > 0 {
+		bindings = map[natPort][]natBinding{}
+		for _, p := range s.PublishLocal {
+			exposed[p] = struct{}{}
+			bindings[natPort(p)] = []natBinding{{HostIP: "127.0.0.1", HostPort: ""}}
+		}
+	}
+	var ports map[natPort]struct{}
+	if len(exposed) > 0 {
+		ports = map[natPort]struct{}{}
+		for p := range exposed {
+			ports[natPort(p)] = struct{}{}
+		}
+	}
+	return ports, bindings
 }
 
 // StartContainer starts a created container.
