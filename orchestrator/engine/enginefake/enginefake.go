@@ -737,20 +737,8 @@ func (f *Engine) Exec(ctx context.Context, id string, s engine.ExecSpec) (int, e
 	x.Container.Spec.Labels = copyLabels(c.Spec.Labels)
 	f.mu.Unlock()
 
-	if x.Stdout == nil {
-		x.Stdout = io.Discard
-	}
-	if x.Stderr == nil {
-		x.Stderr = io.Discard
-	}
-	if s.Stdin != nil && stream {
-		x.StdinR = s.Stdin
-	} else if s.Stdin != nil {
-		b, err := io.ReadAll(s.Stdin)
-		if err != nil {
-			return -1, err
-		}
-		x.Stdin = b
+	if err := x.fillIO(s.Stdin, stream); err != nil {
+		return -1, err
 	}
 	if h == nil {
 		fmt.Fprintf(x.Stderr, "OCI runtime exec failed: exec: %q: executable file not found in $PATH\n", s.Cmd[0])
@@ -761,6 +749,27 @@ func (f *Engine) Exec(ctx context.Context, id string, s engine.ExecSpec) (int, e
 		return -1, fmt.Errorf("exec %s in %s: %w", s.Cmd[0], engine.ShortID(id), ctx.Err())
 	}
 	return code, err
+}
+
+// fillIO sends output without a writer to io.Discard and hands over
+// stdin, if any: unread for a streaming command, else read in full.
+func (x *Call) fillIO(stdin io.Reader, stream bool) error {
+	if x.Stdout == nil {
+		x.Stdout = io.Discard
+	}
+	if x.Stderr == nil {
+		x.Stderr = io.Discard
+	}
+	if stdin != nil && stream {
+		x.StdinR = stdin
+	} else if stdin != nil {
+		b, err := io.ReadAll(stdin)
+		if err != nil {
+			return err
+		}
+		x.Stdin = b
+	}
+	return nil
 }
 
 func (f *Engine) CopyToContainer(ctx context.Context, id, dir string, tarball io.Reader) error {
