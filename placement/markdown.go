@@ -121,71 +121,85 @@ func writeRep(b *strings.Builder, rep PlaceRep) {
 	fmt.Fprintf(b, "\nThe proxy's own added latency (client latency − its upstream time), median: %.3f ms over the routed requests; %d decisions logged.\n", rep.ProxyOverheadP50Ms, rep.Decisions)
 }
 
+// callCountTable is the routed comparison of the per-N route by call
+// count: the routes in order of N, the policies and the differences.
+type callCountTable struct {
+	routes []string
+	pols   []Policy
+	pairs  [][2]Policy
+	p50    map[string]map[Policy]Num
+	diffs  map[string]map[[2]Policy]PolicyDiff
+}
+
+// callCount is the N of a per-N route's request ("/serial?n=3": 3).
+func callCount(rt string) int {
+	_, n, _ := strings.Cut(rt, "?"+NParam+"=")
+	v, _ := strconv.Atoi(n)
+	return v
+}
+
+// newCallCountTable gathers the per-N cells and differences of rs.
+func newCallCountTable(rs RoutedSummary) callCountTable {
+	t := callCountTable{p50: map[string]map[Policy]Num{}, diffs: map[string]map[[2]Policy]PolicyDiff{}}
+	for _, c := range rs.Cells {
+		if _, n, ok := strings.Cut(c.Route, "?"+NParam+"="); !ok || n == "" {
+			continue
+		}
+		if t.p50[c.Route] == nil {
+			t.routes = append(t.routes, c.Route)
+			t.p50[c.Route] = map[Policy]Num{}
+		}
+		if !slices.Contains(t.pols, c.Policy) {
+			t.pols = append(t.pols, c.Policy)
+		}
+		t.p50[c.Route][c.Policy] = c.P50Ms
+	}
+	slices.SortStableFunc(t.routes, func(x, y string) int { return cmp.Compare(callCount(x), callCount(y)) })
+	for _, d := range rs.Diffs {
+		if t.p50[d.Route] == nil {
+			continue
+		}
+		k := [2]Policy{d.Policy, d.Base}
+		if t.diffs[d.Route] == nil {
+			t.diffs[d.Route] = map[[2]Policy]PolicyDiff{}
+		}
+		t.diffs[d.Route][k] = d
+		if !slices.Contains(t.pairs, k) {
+			t.pairs = append(t.pairs, k)
+		}
+	}
+	return t
+}
+
 // writeByCallCount writes the routed comparison of the per-N route as one
 // row per call count: each policy's p50, and each difference with its
 // interval (every policy against user-first, profiled against
 // network-only), as in the routed tables above.
 func writeByCallCount(b *strings.Builder, rs RoutedSummary) {
-	var routes []string
-	var pols []Policy
-	p50 := map[string]map[Policy]Num{}
-	for _, c := range rs.Cells {
-		if _, n, ok := strings.Cut(c.Route, "?"+NParam+"="); !ok || n == "" {
-			continue
-		}
-		if p50[c.Route] == nil {
-			routes = append(routes, c.Route)
-			p50[c.Route] = map[Policy]Num{}
-		}
-		if !slices.Contains(pols, c.Policy) {
-			pols = append(pols, c.Policy)
-		}
-		p50[c.Route][c.Policy] = c.P50Ms
-	}
-	if len(routes) == 0 {
+	t := newCallCountTable(rs)
+	if len(t.routes) == 0 {
 		return
 	}
-	callCount := func(rt string) int {
-		_, n, _ := strings.Cut(rt, "?"+NParam+"=")
-		v, _ := strconv.Atoi(n)
-		return v
-	}
-	slices.SortStableFunc(routes, func(x, y string) int { return cmp.Compare(callCount(x), callCount(y)) })
-	diffs := map[string]map[[2]Policy]PolicyDiff{}
-	var pairs [][2]Policy
-	for _, d := range rs.Diffs {
-		if p50[d.Route] == nil {
-			continue
-		}
-		k := [2]Policy{d.Policy, d.Base}
-		if diffs[d.Route] == nil {
-			diffs[d.Route] = map[[2]Policy]PolicyDiff{}
-		}
-		diffs[d.Route][k] = d
-		if !slices.Contains(pairs, k) {
-			pairs = append(pairs, k)
-		}
-	}
-	path, _, _ := strings.Cut(routes[0], "?")
+	path, _, _ := strings.Cut(t.routes[0], "?")
 	fmt.Fprintf(b, "\n### Routed by call count (%s?%s=N)\n\np50 ms per policy; differences in ms with their 95%% CI (negative: the first policy is faster).\n\n| N |", path, NParam)
-	for _, pol := range pols {
+	for _, pol := range t.pols {
 		fmt.Fprintf(b, " %s |", pol)
 	}
-	for _, k := range pairs {
+	for _, k := range t.pairs {
 		fmt.Fprintf(b, " %s − %s |", k[0], k[1])
 	}
-	b.WriteString("\n|---|" + strings.Repeat("---|", len(pols)+len(pairs)) + "\n")
-	for _, rt := range routes {
+	b.WriteString("\n|---|" + strings.Repeat("---|", len(t.pols)+len(t.pairs)) + "\n")
+	for _, rt := range t.routes {
 		fmt.Fprintf(b, "| %d |", callCount(rt))
-		for _, pol := range pols {
-			v, ok := p50[rt][pol]
+		for _, pol := range t.pols {
+			v, ok := t.p50[rt][pol]
 			if !ok {
 				v = Num(math.NaN())
 			}
 			fmt.Fprintf(b, " %s |", num(v))
 		}
-		for _, k := range pairs {
-			if d, ok := diffs[rt][k]; ok {
+		for _, k := range t.pairs {
+			if d, ok := t.diffs[rt][k]; ok {
 				fmt.Fprintf(b, " %s %s |", num(d.DiffMs), ci(d.CI))
 			} else {
 				b.WriteString(" – |")
