@@ -17,8 +17,8 @@ func PlaceMarkdown(r *PlaceResult) string {
 	var b strings.Builder
 	p := r.Plan
 	fmt.Fprintf(&b, "# Placement study: %s\n\n", p.Name)
-	fmt.Fprintf(&b, "App **%s** on compute hosts a and b; PostgreSQL on db; load client and routing proxy on client. Run %s, seed %d, shaper %s, proxy upstream connections: %s. %s → %s.\n\n",
-		p.App, r.RunID, p.Seed, r.Backend, map[bool]string{true: "keep-alive pools", false: "new per request"}[r.KeepAlive], r.Started.Format("2006-01-02 15:04:05"), r.Finished.Format("15:04:05"))
+	fmt.Fprintf(&b, "App **%s** on compute hosts a and b%s; PostgreSQL on db; load client and routing proxy on client. Run %s, seed %d, shaper %s, proxy upstream connections: %s. %s → %s.\n\n",
+		p.App, cpuLimits(p), r.RunID, p.Seed, r.Backend, map[bool]string{true: "keep-alive pools", false: "new per request"}[r.KeepAlive], r.Started.Format("2006-01-02 15:04:05"), r.Finished.Format("15:04:05"))
 	if len(r.Warnings) > 0 {
 		b.WriteString("## ⚠ Warnings\n\n")
 		for _, w := range r.Warnings {
@@ -34,6 +34,18 @@ func PlaceMarkdown(r *PlaceResult) string {
 	writeSweep(&b, r)
 	writeConcurrency(&b, r)
 	return b.String()
+}
+
+// cpuLimits says which compute hosts run on a CPU quota ("" for none).
+func cpuLimits(p *PlacePlan) string {
+	var parts []string
+	for _, n := range slices.Sorted(maps.Keys(p.CPUs)) {
+		parts = append(parts, fmt.Sprintf("%s on %g CPU", n, p.CPUs[n]))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
 }
 
 // writeLinks writes the links as configured and verified (ICMP, link

@@ -3,9 +3,11 @@ package placement
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 
@@ -120,6 +122,10 @@ type PlacePlan struct {
 	Shaper    string `yaml:"shaper" json:"shaper"`
 	Hook      string `yaml:"hook" json:"hook"`
 	ICMPCount int    `yaml:"icmp_count" json:"icmp_count"`
+	// CPUs limits a compute host (a, b) to this many CPUs (its
+	// container's CPU quota, as docker run --cpus); a host not named is
+	// not limited. placement-asym makes b the slower host this way.
+	CPUs map[string]float64 `yaml:"cpus" json:"cpus,omitempty"`
 	// FloorMs is added to every shaped packet's one-way delay on every
 	// node, zero links included (netem.Config.Floor), so that the
 	// userspace shaper's own pass does not absorb the links' sub-0.3 ms
@@ -171,11 +177,17 @@ func defaultPlacePlan() PlacePlan {
 	}
 }
 
-// BuiltinPlacePlan returns placement or placement-smoke.
+// BuiltinPlacePlan returns placement, placement-asym or placement-smoke.
 func BuiltinPlacePlan(name string) (*PlacePlan, bool) {
 	p := defaultPlacePlan()
 	switch name {
 	case "placement":
+	case "placement-asym":
+		// b, near the database, on half a CPU: the network-only model
+		// still sends the routes with many serial calls to b, where the
+		// profiled one sees b's slower compute in its residual.
+		p.Name = name
+		p.CPUs = map[string]float64{NodeB: 0.5}
 	case "placement-smoke":
 		p.Name = name
 		p.Warmup, p.Requests, p.Rounds = 5, 40, 2
@@ -200,7 +212,7 @@ func LoadPlacePlan(nameOrFile string) (*PlacePlan, error) {
 	data, err := planfile.Read(nameOrFile)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("plan %q is neither a built-in placement plan (placement, placement-smoke) nor a file", nameOrFile)
+			return nil, fmt.Errorf("plan %q is neither a built-in placement plan (placement, placement-asym, placement-smoke) nor a file", nameOrFile)
 		}
 		return nil, err
 	}
@@ -290,7 +302,7 @@ func (p *PlacePlan) Validate() error {
 	if p.file == "" {
 		p.file = "plan " + p.Name
 	}
-	for _, check := range []func() error{p.validateLinks, p.validateHeldOut, p.validateCounts, p.validateLists, p.validateShaping} {
+	for _, check := range []func() error{p.validateLinks, p.validateHeldOut, p.validateCounts, p.validateLists, p.validateCPUs, p.validateShaping} {
 		if err := check(); err != nil {
 			return err
 		}
@@ -418,6 +430,29 @@ func (p *PlacePlan) validateLists() error {
 		}
 	}
 	return nil
+}
+
+// validateCPUs checks the compute hosts' CPU limits: a and b only, more
+// than 0 and at most this host's CPU count.
+func (p *PlacePlan) validateCPUs() error {
+	host := runtime.NumCPU()
+	for _, n := range slices.Sorted(maps.Keys(p.CPUs)) {
+		v := p.CPUs[n]
+		switch {
+		case n != NodeA && n != NodeB:
+			return p.errAt("cpus."+n, "cpus: %q is not a compute host: limit a or b", n)
+		case !(v > 0):
+			return p.errAt("cpus."+n, "cpus %s: %v: give a number of CPUs above 0, such as 0.5", n, v)
+		case v > float64(host):
+			return p.errAt("cpus."+n, "cpus %s: %v is more than this host's %d CPUs", n, v, host)
+		}
+	}
+	return nil
+}
+
+// nanoCPUs is node's CPU quota in billionths of a CPU; 0 without a limit.
+func (p *PlacePlan) nanoCPUs(node string) int64 {
+	return int64(math.Round(p.CPUs[node] * 1e9))
 }
 
 // validateShaping checks the shaper, hook, calibrate and floor settings,

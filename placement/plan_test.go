@@ -82,6 +82,10 @@ func TestPlacePlanBadInput(t *testing.T) {
 		{"routed_n:\n  - -3\n", "p.yaml:2: routed_n -3: use 1..1000"},
 		{"routed_n: [3, 3]\n", "p.yaml:1: routed_n 3 is listed twice"},
 		{"policies:\n  - user-first\n  - nearest\n", "p.yaml:3: policies: "},
+		{"cpus: {a: 0}\n", "p.yaml:1: cpus a: 0: give a number of CPUs above 0"},
+		{"cpus:\n  b: -1\n", "p.yaml:2: cpus b: -1: give a number of CPUs above 0"},
+		{"cpus:\n  db: 1\n", `p.yaml:2: cpus: "db" is not a compute host: limit a or b`},
+		{"cpus: {b: 100000}\n", "p.yaml:1: cpus b: 100000 is more than this host's"},
 		{"", "p.yaml: the plan is empty"},
 	} {
 		_, err := ParsePlacePlan("p.yaml", []byte(tc.yaml))

@@ -233,3 +233,27 @@ func TestPlacementRunFailures(t *testing.T) {
 		})
 	}
 }
+
+// placement-asym is placement with b on half a CPU; the quota reaches b's
+// container only, and the summary says so.
+func TestPlacementCPUsLimitAHost(t *testing.T) {
+	asym, ok := BuiltinPlacePlan("placement-asym")
+	if !ok || asym.CPUs[NodeB] != 0.5 || len(asym.CPUs) != 1 || asym.Validate() != nil {
+		t.Fatalf("placement-asym: %+v", asym)
+	}
+	p := smallPlan(t, "go")
+	p.CPUs = map[string]float64{NodeB: 0.5}
+	l, ps := startLab(t, p)
+	for _, s := range l.Created() {
+		want := int64(0)
+		if s.Name == ps.Nodes[NodeB].Name {
+			want = 500_000_000
+		}
+		if s.NanoCPUs != want {
+			t.Errorf("%s: CPU quota %d, want %d", s.Name, s.NanoCPUs, want)
+		}
+	}
+	if md := PlaceMarkdown(&PlaceResult{Plan: p}); !strings.Contains(md, "compute hosts a and b (b on 0.5 CPU);") {
+		t.Errorf("summary header: %s", strings.SplitN(md, "\n", 4)[2])
+	}
+}

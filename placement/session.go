@@ -117,7 +117,7 @@ func (ps *PlaceSession) startNode(ctx context.Context, d engine.Docker, node, im
 		labels[engine.LabelApp] = st.Target.Name
 	}
 	spec := engine.ContainerSpec{Name: fmt.Sprintf("rttlab-%s-%s", st.RunID, node), Image: image, Cmd: cmd, Env: env,
-		Labels: labels, Network: st.Network, Aliases: []string{node}}
+		Labels: labels, Network: st.Network, Aliases: []string{node}, NanoCPUs: ps.Plan.nanoCPUs(node)}
 	id, err := d.CreateContainer(ctx, spec)
 	m := &orchestrator.Member{Service: node, Role: node, Shaped: true, ID: id, Name: spec.Name}
 	if id != "" {

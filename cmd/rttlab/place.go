@@ -26,10 +26,11 @@ type placeOptions struct {
 func newPlaceCmd() *cobra.Command {
 	o := &placeOptions{}
 	cmd := &cobra.Command{
-		Use:   "place [--plan placement|placement-smoke|FILE]",
+		Use:   "place [--plan placement|placement-asym|placement-smoke|FILE]",
 		Short: "The placement study: route each request to the compute host that answers it fastest",
 		Example: `  rttlab place --plan placement-smoke   the whole study at small counts (minutes)
   rttlab place                          the placement study at the write-up's counts
+  rttlab place --plan placement-asym    the same with b on half a CPU
   rttlab place --plan my-links.yaml     your own links, routes and policies`,
 		Long: `Starts four nodes on one private network, each with its shaping agent: the
 client (load client and routing proxy), compute hosts a and b (the same
@@ -43,7 +44,8 @@ applied only between that pair. Then, in one command:
   3. held-out test: the held-out one-way delay is added, new requests per
      route and host are compared with both models' estimates;
   4. routed comparison through the proxy in the client node: user-first,
-     network-only, profiled and queue-aware, interleaved at random;
+     network-only, profiled and queue-aware, interleaved at random, on
+     each route and on /serial?n=N at the plan's routed_n call counts;
   5. serial sweep: /serial?n=N on both hosts, the measured crossover with
      bootstrap intervals beside the predicted ones.
 
@@ -52,15 +54,17 @@ host, against the same path at zero. Results go to a folder under --out:
 manifest.json, samples.jsonl (every request and probe call),
 decisions.jsonl (every proxy decision), summary.json and summary.md.
 
-The built-in plans: placement (the write-up's geometry and counts) and
-placement-smoke (the same at reduced counts, for CI). A plan file starts
+The built-in plans: placement (the write-up's geometry and counts),
+placement-asym (the same with compute host b on half a CPU, so the hosts
+differ in compute as well as links) and placement-smoke (reduced counts,
+for CI). A plan file starts
 from placement's values; see the README for its fields.`,
 		Args:    cobra.NoArgs,
 		PreRunE: func(cmd *cobra.Command, args []string) error { return o.prepare(cmd) },
 		RunE:    func(cmd *cobra.Command, args []string) error { return o.run(cmd) },
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.plan, "plan", "placement", "built-in plan (placement, placement-smoke) or a YAML plan file")
+	f.StringVar(&o.plan, "plan", "placement", "built-in plan (placement, placement-asym, placement-smoke) or a YAML plan file")
 	f.StringVar(&o.out, "out", "rttlab-results", "folder that receives the results folder")
 	f.IntVar(&o.repeat, "repeat", 1, "repeat calibration and the routed comparison K times with fresh calibrations")
 	f.Uint64Var(&o.seed, "seed", 1, "seed of the measurement order and resampling")

@@ -304,6 +304,9 @@ type ContainerSpec struct {
 	Tmpfs   []string
 	// Healthcheck, when set, is the container's health check.
 	Healthcheck *container.HealthConfig
+	// NanoCPUs is the container's CPU quota in billionths of a CPU
+	// (docker run --cpus × 1e9); 0 leaves it unlimited.
+	NanoCPUs int64
 }
 
 // CreateContainer creates (does not start) a container.
@@ -339,6 +342,7 @@ func (s ContainerSpec) configs() (*container.Config, *container.HostConfig, *net
 		CapDrop:     s.CapDrop,
 		NetworkMode: container.NetworkMode(s.NetworkMode),
 		Binds:       s.Binds,
+		Resources:   container.Resources{NanoCPUs: s.NanoCPUs},
 	}
 	if len(s.Volumes) > 0 {
 		cfg.Volumes = map[string]struct{}{}

@@ -47,6 +47,7 @@ func TestCreateContainerRequest(t *testing.T) {
 		Volumes:      []string{"/var/lib/postgresql/data"},
 		Tmpfs:        []string{"/run:size=64m", "/tmp"},
 		Healthcheck:  hc,
+		NanoCPUs:     500_000_000,
 	}
 	id, err := r.CreateContainer(context.Background(), spec)
 	if err != nil {
@@ -96,6 +97,9 @@ func TestCreateContainerRequest(t *testing.T) {
 	if !reflect.DeepEqual(host.Tmpfs, map[string]string{"/run": "size=64m", "/tmp": ""}) {
 		t.Errorf("tmpfs %v", host.Tmpfs)
 	}
+	if host.NanoCPUs != 500_000_000 {
+		t.Errorf("CPU quota %d, want half a CPU", host.NanoCPUs)
+	}
 	if host.Init == nil || !*host.Init {
 		t.Errorf("init %v", host.Init)
 	}
@@ -126,7 +130,7 @@ func TestCreateContainerInAnotherNamespace(t *testing.T) {
 	if body.NetworkingConfig != nil && len(body.NetworkingConfig.EndpointsConfig) != 0 {
 		t.Errorf("endpoints %+v for a container in another's namespace", body.NetworkingConfig.EndpointsConfig)
 	}
-	if body.HostConfig.Init != nil || body.HostConfig.PortBindings != nil || body.HostConfig.Tmpfs != nil ||
+	if body.HostConfig.Init != nil || body.HostConfig.PortBindings != nil || body.HostConfig.Tmpfs != nil || body.HostConfig.NanoCPUs != 0 ||
 		body.Config.ExposedPorts != nil || body.Config.Volumes != nil || body.Config.Healthcheck != nil {
 		t.Errorf("optional settings sent: %s", d.only("POST", "/containers/create").Body)
 	}
