@@ -16,14 +16,8 @@ import (
 
 // IsPlacementFolder reports whether dir holds a placement study's results.
 func IsPlacementFolder(dir string) bool {
-	b, err := capped.ReadFile(filepath.Join(dir, "manifest.json"), "manifest", 16<<20)
-	if err != nil {
-		return false
-	}
-	var m struct {
-		Kind string `json:"kind"`
-	}
-	return json.Unmarshal(b, &m) == nil && m.Kind == "placement"
+	k, err := results.FolderKind(dir)
+	return err == nil && k == results.KindPlacement
 }
 
 // ReadPlaceSamples reads a placement folder's samples.jsonl.

@@ -64,12 +64,23 @@ func TestExitCodes(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(noSamples, "samples.jsonl"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	kindFolder := func(manifest string) string {
+		d := t.TempDir()
+		if err := os.WriteFile(filepath.Join(d, "manifest.json"), []byte(manifest), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	place, workersA, workersB := kindFolder(`{"kind":"placement"}`), kindFolder(`{"kind":"workers"}`), kindFolder(`{"kind":"workers"}`)
 	cases := []struct {
 		args []string
 		code int
 		want string // in stderr
 	}{
 		{[]string{"--version"}, 0, ""},
+		{[]string{"compare", folder, place}, 2, "was written by rttlab run and " + place + " by rttlab place: compare two of a kind"},
+		{[]string{"compare", workersA, workersB}, 2, "are worker studies' folders: compare takes two folders of rttlab run or of rttlab place"},
+		{[]string{"report", place, "--p50-target", "/feed=5"}, 2, "was written by rttlab place"},
 		{[]string{"nosuch"}, 2, `unknown command "nosuch"`},
 		{[]string{"report"}, 2, "accepts 1 arg(s), received 0"},
 		{[]string{"compare", "a"}, 2, "accepts 2 arg(s)"},

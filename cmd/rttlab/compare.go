@@ -32,10 +32,21 @@ Folders with different RTT settings are refused with the reason.`,
 			if sameFolder(args[0], args[1]) {
 				return usagef("%s and %s are the same folder: compare two runs", args[0], args[1])
 			}
-			if pa, pb := placement.IsPlacementFolder(args[0]), placement.IsPlacementFolder(args[1]); pa || pb {
-				if pa != pb {
-					return fmt.Errorf("%s is a placement study's folder and %s is not: compare two of a kind", map[bool]string{true: args[0], false: args[1]}[pa], map[bool]string{true: args[1], false: args[0]}[pa])
-				}
+			ka, err := results.FolderKind(args[0])
+			if err != nil {
+				return err
+			}
+			kb, err := results.FolderKind(args[1])
+			if err != nil {
+				return err
+			}
+			if ka != kb {
+				return usagef("%s was written by %s and %s by %s: compare two of a kind", args[0], writerOf[ka], args[1], writerOf[kb])
+			}
+			if ka == results.KindWorkers {
+				return usagef("%s and %s are worker studies' folders: compare takes two folders of rttlab run or of rttlab place; read each worker study's summary.md", args[0], args[1])
+			}
+			if ka == results.KindPlacement {
 				md, err := placement.ComparePlacement(args[0], args[1])
 				if err != nil {
 					return err
@@ -52,6 +63,9 @@ Folders with different RTT settings are refused with the reason.`,
 		},
 	}
 }
+
+// writerOf names the command that writes each kind of results folder.
+var writerOf = map[string]string{results.KindStudy: "rttlab run", results.KindPlacement: "rttlab place", results.KindWorkers: "rttlab workers"}
 
 // sameFolder reports whether a and b name one folder (by path or link).
 func sameFolder(a, b string) bool {

@@ -68,10 +68,19 @@ func (o *reportOptions) run(cmd *cobra.Command, dir string) error {
 	if err := resultsFolder(dir); err != nil {
 		return err
 	}
-	if len(o.targets) > 0 && (placement.IsPlacementFolder(dir) || isWorkersFolder(dir)) {
-		return usagef("--p50-target fits the RTT study's routes: %s is a placement or workers folder", dir)
+	kind, err := results.FolderKind(dir)
+	if err != nil {
+		return err
 	}
-	if m, err := readWorkersManifest(dir); err == nil {
+	if len(o.targets) > 0 && kind != results.KindStudy {
+		return usagef("--p50-target fits the RTT study's routes: %s was written by %s", dir, writerOf[kind])
+	}
+	switch kind {
+	case results.KindWorkers:
+		m, err := readWorkersManifest(dir)
+		if err != nil {
+			return err
+		}
 		plan, err := workersFolderPlan(dir, m)
 		if err != nil {
 			return err
@@ -82,8 +91,7 @@ func (o *reportOptions) run(cmd *cobra.Command, dir string) error {
 		}
 		printWrote(cmd.OutOrStdout(), files)
 		return nil
-	}
-	if placement.IsPlacementFolder(dir) {
+	case results.KindPlacement:
 		files, err := placement.ReportPlacement(dir)
 		if err != nil {
 			return err
@@ -186,9 +194,4 @@ func resultsFolder(dir string) error {
 		return usagef("%s is not a results folder (it has no %s): give a folder that rttlab run, place or workers wrote", dir, results.ManifestFile)
 	}
 	return nil
-}
-
-func isWorkersFolder(dir string) bool {
-	_, err := readWorkersManifest(dir)
-	return err == nil
 }
