@@ -324,39 +324,8 @@ func lineStyle(c color.Color, dashed bool) draw.LineStyle {
 // valid intervals, error bars; it returns the legend thumbnails.
 func addSeries(p *plot.Plot, pts plotter.XYs, ci []Interval, idx int) ([]plot.Thumbnailer, error) {
 	col := seriesColor(idx)
-	var thumbs []plot.Thumbnailer
-	if len(pts) > 1 {
-		l, err := plotter.NewLine(pts)
-		if err != nil {
-			return nil, err
-		}
-		l.LineStyle = lineStyle(col, false)
-		p.Add(l)
-		thumbs = append(thumbs, l)
-	}
-	var eb xyErr
-	for i, pt := range pts {
-		if ci != nil && ci[i].Valid() {
-			eb.XYs = append(eb.XYs, pt)
-			eb.YErrors = append(eb.YErrors, struct{ Low, High float64 }{pt.Y - ci[i].Low, ci[i].High - pt.Y})
-		}
-	}
-	if len(eb.XYs) > 0 {
-		e, err := plotter.NewYErrorBars(eb)
-		if err != nil {
-			return nil, err
-		}
-		e.LineStyle = draw.LineStyle{Color: col, Width: vg.Points(1)}
-		e.CapWidth = vg.Points(6)
-		p.Add(e)
-	}
-	sc, err := plotter.NewScatter(pts)
-	if err != nil {
-		return nil, err
-	}
-	sc.GlyphStyle = draw.GlyphStyle{Color: col, Radius: vg.Points(3.2), Shape: seriesGlyph(idx)}
-	p.Add(sc)
-	return append(thumbs, sc), nil
+	return PlotSeries(p, pts, ci, SeriesStyle{Color: col, Line: lineStyle(col, false), ErrWidth: vg.Points(1), CapWidth: vg.Points(6),
+		Radius: vg.Points(3.2), Glyph: seriesGlyph(idx)})
 }
 
 func (s *Summary) lowNNote() string {

@@ -28,21 +28,12 @@ const (
 	PlotCollisions = "workers-collisions"
 )
 
-// The look of results' plots: Liberation Sans (shipped with gonum/plot)
-// and the Okabe–Ito palette, a policy keeping its colour in every panel.
+// The look of the worker study's plots: Liberation Sans (shipped with
+// gonum/plot), and results' series colours and glyphs, a policy keeping
+// its colour in every panel.
 var (
 	plotFont = font.Font{Typeface: "Liberation", Variant: "Sans"}
-	palette  = []color.RGBA{
-		{0x00, 0x72, 0xB2, 0xff}, {0xD5, 0x5E, 0x00, 0xff}, {0x00, 0x9E, 0x73, 0xff},
-		{0xCC, 0x79, 0xA7, 0xff}, {0xE6, 0x9F, 0x00, 0xff}, {0x56, 0xB4, 0xE9, 0xff},
-		{0x00, 0x00, 0x00, 0xff}, {0x9A, 0x86, 0x00, 0xff},
-	}
-	glyphs = []draw.GlyphDrawer{
-		draw.CircleGlyph{}, draw.BoxGlyph{}, draw.TriangleGlyph{}, draw.PyramidGlyph{},
-		draw.RingGlyph{}, draw.SquareGlyph{}, draw.CrossGlyph{}, draw.PlusGlyph{},
-	}
 	gridGrey = color.RGBA{0xe8, 0xe8, 0xe8, 0xff}
-	dashes   = []vg.Length{vg.Points(6), vg.Points(4)}
 )
 
 const (
@@ -282,55 +273,16 @@ func newGrid() *plotter.Grid {
 	return g
 }
 
-// xyErr is a series with asymmetric y errors.
-type xyErr struct {
-	plotter.XYs
-	plotter.YErrors
-}
-
 // addSeries draws a line through pts with glyphs and, where ci is valid,
 // error bars; it returns the legend thumbnails.
 func addSeries(p *plot.Plot, pts plotter.XYs, ci []results.Interval, idx int, dashed bool) ([]plot.Thumbnailer, error) {
-	if len(pts) == 0 {
-		return nil, nil
+	c := results.SeriesColor(idx)
+	line := draw.LineStyle{Color: c, Width: vg.Points(1.4)}
+	if dashed {
+		line.Dashes = results.Dashes
 	}
-	c := palette[idx%len(palette)]
-	var thumbs []plot.Thumbnailer
-	if len(pts) > 1 {
-		l, err := plotter.NewLine(pts)
-		if err != nil {
-			return nil, err
-		}
-		l.LineStyle = draw.LineStyle{Color: c, Width: vg.Points(1.4)}
-		if dashed {
-			l.LineStyle.Dashes = dashes
-		}
-		p.Add(l)
-		thumbs = append(thumbs, l)
-	}
-	var eb xyErr
-	for i, pt := range pts {
-		if i < len(ci) && ci[i].Valid() {
-			eb.XYs = append(eb.XYs, pt)
-			eb.YErrors = append(eb.YErrors, struct{ Low, High float64 }{math.Max(pt.Y-ci[i].Low, 0), math.Max(ci[i].High-pt.Y, 0)})
-		}
-	}
-	if len(eb.XYs) > 0 {
-		e, err := plotter.NewYErrorBars(eb)
-		if err != nil {
-			return nil, err
-		}
-		e.LineStyle = draw.LineStyle{Color: c, Width: vg.Points(0.8)}
-		e.CapWidth = vg.Points(4)
-		p.Add(e)
-	}
-	sc, err := plotter.NewScatter(pts)
-	if err != nil {
-		return nil, err
-	}
-	sc.GlyphStyle = draw.GlyphStyle{Color: c, Radius: vg.Points(2.6), Shape: glyphs[idx%len(glyphs)]}
-	p.Add(sc)
-	return append(thumbs, sc), nil
+	return results.PlotSeries(p, pts, ci, results.SeriesStyle{Color: c, Line: line, ErrWidth: vg.Points(0.8), CapWidth: vg.Points(4),
+		Radius: vg.Points(2.6), Glyph: results.SeriesGlyph(idx), ClampErrors: true})
 }
 
 // logTicks is results.LogTicks, falling back to plain ticks when a narrow
