@@ -16,6 +16,8 @@ func newAppsCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "apps",
 		Short: "List the applications rttlab can run",
+		Example: `  rttlab apps list
+  rttlab apps new myfw --from go`,
 	}
 	cmd.AddCommand(newAppsListCmd(), newAppsNewCmd())
 	return cmd
@@ -23,9 +25,10 @@ func newAppsCmd() *cobra.Command {
 
 func newAppsListCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:   "list",
-		Short: "Show every app with its routes, statements per request, variants and image state",
-		Args:  cobra.NoArgs,
+		Use:     "list",
+		Short:   "Show every app with its routes, statements per request, variants and image state",
+		Example: "  rttlab apps list",
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			all, _, _, err := appsTree()
 			if err != nil {

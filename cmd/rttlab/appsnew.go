@@ -33,6 +33,8 @@ Fill in your framework, then:
 
 Inside a checkout the new folder is picked up without rebuilding rttlab.
 A Go template becomes a new main package of this module (./apps/NAME).`,
+		Example: `  rttlab apps new myfw --from rails
+  rttlab apps new myfw --from go --dir ./apps`,
 		Args: cobra.ExactArgs(1),
 		PreRunE: func(cmd *cobra.Command, args []string) error {
 			if !slices.Contains(apps.Templates, o.from) {

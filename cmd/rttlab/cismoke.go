@@ -61,10 +61,8 @@ anything starts, budgets included).
 Your own app instead of APP: --app-image IMAGE (or --compose FILE with
 --app-service and --db-service) with --routes, and --port, --health,
 --db-init, --env, --env-file as for 'rttlab run'. Its request types are
-its routes; its statements per request are reported, not asserted.
-
-Examples:
-  rttlab ci-smoke go --budget /feed=3,/feed-naive=12 --junit budgets.xml
+its routes; its statements per request are reported, not asserted.`,
+		Example: `  rttlab ci-smoke go --budget /feed=3,/feed-naive=12 --junit budgets.xml
   rttlab ci-smoke --app-image my-app:ci --routes /api/items,/api/items/1 --db-init db/schema.sql`,
 		Args:    o.own.args(false),
 		PreRunE: func(cmd *cobra.Command, args []string) error { return o.prepare(cmd, args) },

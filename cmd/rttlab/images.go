@@ -15,6 +15,8 @@ func newImagesCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "images",
 		Short: "Make the base image and build the app images",
+		Example: `  rttlab images base
+  rttlab images build go node`,
 	}
 	cmd.AddCommand(newImagesBaseCmd(), newImagesBuildCmd())
 	return cmd
@@ -85,10 +87,8 @@ Engine API (the contexts are embedded in rttlab; inside a checkout the
 checkout's apps/ folder is used, so a new folder needs no rebuild of
 rttlab). Go programs an image needs are cross-built on this host for the
 engine's OS and architecture first. Unchanged contexts reuse the build
-cache. Prints each image's tag, ID and build time.
-
-Examples:
-  rttlab images build              # postgres, agent and every app
+cache. Prints each image's tag, ID and build time.`,
+		Example: `  rttlab images build              # postgres, agent and every app
   rttlab images build postgres go  # just these`,
 		PreRunE: func(cmd *cobra.Command, args []string) error { return o.prepare(args) },
 		RunE:    func(cmd *cobra.Command, args []string) error { return o.run(cmd, args) },

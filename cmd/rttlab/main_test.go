@@ -33,8 +33,13 @@ func TestEveryCommandHasHelp(t *testing.T) {
 		if c.Short == "" {
 			t.Errorf("%q has no short help", c.CommandPath())
 		}
+		// Every command a user types shows an example; the agent's run
+		// inside the containers.
+		if c.Example == "" {
+			t.Errorf("%q has no example in its help", c.CommandPath())
+		}
 		for _, sub := range c.Commands() {
-			if sub.Name() == "help" || sub.Name() == "completion" {
+			if sub.Name() == "help" || sub.Name() == "completion" || sub.Name() == "agent" {
 				continue
 			}
 			walk(sub)

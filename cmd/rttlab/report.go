@@ -38,10 +38,8 @@ summary.json, summary.md and plots/ from capacity.jsonl and runs.jsonl.
 to stay under MS": from the fit of the route's p50 against the RTT over
 every setting (summary.md's "Sensitivity to the RTT"), the RTT at which
 the fitted p50 reaches MS, with its bootstrap interval, and whether that
-lies within the measured settings.
-
-Examples:
-  rttlab report rttlab-results/20261130T010203Z-study
+lies within the measured settings.`,
+		Example: `  rttlab report rttlab-results/20261130T010203Z-study
   rttlab report rttlab-results/20261130T010203Z-study --p50-target /feed=5
   rttlab report rttlab-results/20261130T010203-workers`,
 		Args:    cobra.ExactArgs(1),

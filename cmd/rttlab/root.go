@@ -28,6 +28,10 @@ Start with:
   rttlab images build    build the base image and every app image
   rttlab verify go       prove the Go app does the database work it claims
   rttlab up go           start PostgreSQL + the Go app for manual poking`,
+		Example: `  rttlab doctor                     is this host ready?
+  rttlab images build && rttlab run --plan smoke   the smoke study (minutes)
+  rttlab run --plan smoke --apps go --delays 0,0.5,1
+  rttlab report rttlab-results/20261203T075832Z-smoke`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       versionString(),

@@ -69,10 +69,10 @@ asserted (a plan's image: entry may declare them with statements:).
 --compose FILE --app-service NAME --db-service NAME runs every service of
 a compose file as the file says instead (images never built) and shapes
 between those two services; the database service must be PostgreSQL
-(credentials from its POSTGRES_USER, POSTGRES_PASSWORD, POSTGRES_DB).
+(credentials from its POSTGRES_USER, POSTGRES_PASSWORD, POSTGRES_DB).`
 
-Examples:
-  rttlab run --plan smoke --app-image example/shop:1.4 --routes /api/items,/api/items/1 \
+// runExample is run's help examples.
+const runExample = `  rttlab run --plan smoke --app-image example/shop:1.4 --routes /api/items,/api/items/1 \
     --port 3000 --health /healthz --db-init schema.sql --env LOG_LEVEL=warn
   rttlab run --plan smoke --compose compose.yaml --app-service web --db-service db --routes /api/items
   rttlab run --plan smoke
@@ -85,6 +85,7 @@ func newRunCmd() *cobra.Command {
 		Use:     "run [--plan study|smoke|FILE]",
 		Short:   "Run a study plan: shaped stacks, shuffled tasks, raw samples, statistics, report",
 		Long:    runLong,
+		Example: runExample,
 		Args:    cobra.NoArgs,
 		PreRunE: func(cmd *cobra.Command, args []string) error { return o.prepare(cmd) },
 		RunE:    func(cmd *cobra.Command, args []string) error { return o.run(cmd) },

@@ -22,6 +22,10 @@ func newShapeCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "shape",
 		Short: "Set, show, clear and verify the app<->database delay",
+		Example: `  rttlab up go && rttlab shape set --rtt 0.5
+  rttlab shape show
+  rttlab shape clear
+  rttlab shape verify go --delays 0,0.5,1`,
 		Long: `Acts on a stack started with 'rttlab up' (set, show, clear), or starts its
 own stack to measure the shaper (verify). An RTT of D delays each
 direction by D/2: the app's packets to the database and the database's
@@ -74,15 +78,14 @@ func newShapeSetCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "set --rtt D",
 		Short: "Apply a split delay to a stack started with 'rttlab up'",
-		Long: `Sets RTT D (with a unit: 0.5ms, 250us; 0 to 1s) between the app and the
-database of a stack started with 'rttlab up': D/2 on each direction, held
-after the sender sent a packet and before the receiver sees it (kernel
-netem on the sender's link, or the userspace shaper on the stack's bridge).
+		Long: `Sets RTT D (0.5 or 0.5ms, 250us: a bare number is milliseconds, as in
+run's --delays; 0 to 1s) between the app and the database of a stack
+started with 'rttlab up': D/2 on each direction, held after the sender
+sent a packet and before the receiver sees it (kernel netem on the
+sender's link, or the userspace shaper on the stack's bridge).
 --scope path (default) delays only app<->database packets; interface
-delays all egress of both containers (the seed study's method).
-
-Example:
-  rttlab up go
+delays all egress of both containers (the seed study's method).`,
+		Example: `  rttlab up go
   rttlab shape set --rtt 0.5ms
   curl -s http://127.0.0.1:PORT/feed    # now pays 3 × 0.5 ms more`,
 		Args: cobra.NoArgs,
@@ -154,14 +157,18 @@ func dash(s string) string {
 }
 
 func newShapeShowCmd() *cobra.Command {
-	return upShapeCmd("show", "Show the delay of a stack started with 'rttlab up'", nil)
+	c := upShapeCmd("show", "Show the delay of a stack started with 'rttlab up'", nil)
+	c.Example = "  rttlab shape show"
+	return c
 }
 
 func newShapeClearCmd() *cobra.Command {
-	return upShapeCmd("clear", "Remove the delay (and every rule and qdisc) from a stack started with 'rttlab up'",
+	c := upShapeCmd("clear", "Remove the delay (and every rule and qdisc) from a stack started with 'rttlab up'",
 		func(ctx context.Context, rt *engine.Runtime, sh *orchestrator.Shaping) error {
 			return sh.Clear(ctx, rt)
 		})
+	c.Example = "  rttlab shape clear"
+	return c
 }
 
 // upShapeCmd acts on the stack started with `up` (act may be nil), then

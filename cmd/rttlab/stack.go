@@ -34,10 +34,8 @@ on 127.0.0.1 only. The stack stays up until 'rttlab down'.
 
 Your own app instead of APP: --app-image IMAGE (or --compose FILE with
 --app-service and --db-service) with --routes, and --port, --health,
---db-init, --env, --env-file as for 'rttlab run'.
-
-Examples:
-  rttlab up go
+--db-init, --env, --env-file as for 'rttlab run'.`,
+		Example: `  rttlab up go
   curl -s http://127.0.0.1:PORT/feed
   rttlab down
   rttlab up --app-image my-app:dev --routes /api/items --port 3000 --db-init db/schema.sql`,
@@ -220,10 +218,8 @@ Your own app instead of APPs: --app-image IMAGE (or --compose FILE with
 --app-service and --db-service) with --routes, and --port, --health,
 --db-init, --env, --env-file as for 'rttlab run'. Its health path must
 answer 200 and its routes 2xx; its statements per request are reported,
-not asserted.
-
-Examples:
-  rttlab verify go node
+not asserted.`,
+		Example: `  rttlab verify go node
   rttlab verify --app-image my-app:ci --routes /api/items,/api/items/1 --db-init db/schema.sql`,
 		Args:    o.own.args(true),
 		PreRunE: func(cmd *cobra.Command, args []string) error { return o.prepare(cmd, args) },

@@ -59,10 +59,10 @@ its routes: budgets name them (--budget /api/items=2).
                    "types": [{trace row..., "budget": N|null,
                    "verdict": pass|over|failed|untraced|unbudgeted}]}
   --junit FILE    JUnit XML: suite rttlab-trace-budgets, a test case per
-                  type (failure when over budget, skipped without one)
+                  type (failure when over budget, skipped without one)`
 
-Examples:
-  rttlab trace go --budget /feed=3,/feed-naive=12 --junit budgets.xml
+// traceExample is trace's help examples.
+const traceExample = `  rttlab trace go --budget /feed=3,/feed-naive=12 --junit budgets.xml
   rttlab trace --app-image my-app:ci --routes /api/items,/api/items/1 \
     --db-init db/schema.sql --budget /api/items=2,/api/items/1=1 --junit budgets.xml`
 
@@ -72,6 +72,7 @@ func newTraceCmd() *cobra.Command {
 		Use:     "trace APP|--app-image IMAGE|--compose FILE",
 		Short:   "Count SQL statements and database round trips per request, per request type",
 		Long:    traceLong,
+		Example: traceExample,
 		Args:    o.own.args(false),
 		PreRunE: func(cmd *cobra.Command, args []string) error { return o.prepare(cmd, args) },
 		RunE:    func(cmd *cobra.Command, args []string) error { return o.run(cmd) },
