@@ -42,6 +42,9 @@ type RunOptions struct {
 	Images   map[string]string
 	Progress Progress
 	Now      func() time.Time
+	// Rendered, when set, gets the summary the run's end rendered (not
+	// called when rendering failed).
+	Rendered func(*results.Summary)
 }
 
 // ValidatePlanApps checks the plan's apps and routes against the apps'
@@ -213,8 +216,12 @@ func finishRun(ctx context.Context, d engine.Docker, f *results.Folder, m *resul
 	if o.Progress != nil {
 		o.Progress.Finish()
 	}
-	if err := results.Render(f.Dir()); err != nil && runErr == nil {
+	s, _, err := results.RenderSummary(f.Dir(), results.Options{})
+	if err != nil && runErr == nil {
 		runErr = err
+	}
+	if err == nil && o.Rendered != nil {
+		o.Rendered(s)
 	}
 	return runErr
 }

@@ -109,10 +109,16 @@ func TestRunFakeRunsShuffledPlan(t *testing.T) {
 	lab := newFakeLab(t)
 	p := fakePlan()
 	prog := &recProgress{}
+	var rendered *results.Summary
 	dir, err := Run(context.Background(), lab, lab.all, RunOptions{Plan: p, OutDir: t.TempDir(), Version: "test", Commit: "abc",
-		Images: map[string]string{"go": "sha256:1"}, Progress: prog, Now: fakeNow})
+		Images: map[string]string{"go": "sha256:1"}, Progress: prog, Now: fakeNow, Rendered: func(s *results.Summary) { rendered = s }})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The summary the run's end rendered is handed back, so the digest
+	// needs no second analysis.
+	if rendered == nil || len(rendered.Cells) == 0 {
+		t.Errorf("rendered summary %+v", rendered)
 	}
 	if filepath.Base(dir) != "20261201T100000Z-unit" {
 		t.Errorf("folder %s", dir)

@@ -35,26 +35,34 @@ func RenderWith(dir string, o Options) error {
 // RenderFiles is RenderWith that also returns the paths it wrote, the
 // report last.
 func RenderFiles(dir string, o Options) ([]string, error) {
+	_, files, err := RenderSummary(dir, o)
+	return files, err
+}
+
+// RenderSummary is RenderFiles that also returns the summary it rendered,
+// so that a caller that prints from it (the end of a run) need not
+// analyze the folder again.
+func RenderSummary(dir string, o Options) (*Summary, []string, error) {
 	d, err := Load(dir)
 	if err != nil {
-		return nil, fmt.Errorf("render %s: %w", dir, err)
+		return nil, nil, fmt.Errorf("render %s: %w", dir, err)
 	}
 	s := Analyze(d, o)
 	runs, err := s.RunsCSV()
 	if err != nil {
-		return nil, fmt.Errorf("render %s: %w", dir, err)
+		return nil, nil, fmt.Errorf("render %s: %w", dir, err)
 	}
 	js, err := s.JSON()
 	if err != nil {
-		return nil, fmt.Errorf("render %s: %w", dir, err)
+		return nil, nil, fmt.Errorf("render %s: %w", dir, err)
 	}
 	plots, err := s.Plots()
 	if err != nil {
-		return nil, fmt.Errorf("render %s: %w", dir, err)
+		return nil, nil, fmt.Errorf("render %s: %w", dir, err)
 	}
 	html, err := s.HTML(plots)
 	if err != nil {
-		return nil, fmt.Errorf("render %s: %w", dir, err)
+		return nil, nil, fmt.Errorf("render %s: %w", dir, err)
 	}
 	type file struct {
 		dir, name string
@@ -69,14 +77,14 @@ func RenderFiles(dir string, o Options) ([]string, error) {
 	}
 	files = append(files, file{dir, ReportFile, html})
 	if err := os.MkdirAll(pdir, 0o755); err != nil {
-		return nil, fmt.Errorf("render %s: %w", dir, err)
+		return nil, nil, fmt.Errorf("render %s: %w", dir, err)
 	}
 	// A plot that no longer has data must not linger from an earlier render.
 	for _, n := range plotNames {
 		if !keep[n] {
 			for _, ext := range []string{".svg", ".png"} {
 				if err := os.Remove(filepath.Join(pdir, n+ext)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-					return nil, fmt.Errorf("render %s: remove stale plot: %w", dir, err)
+					return nil, nil, fmt.Errorf("render %s: remove stale plot: %w", dir, err)
 				}
 			}
 		}
@@ -84,11 +92,11 @@ func RenderFiles(dir string, o Options) ([]string, error) {
 	var written []string
 	for _, f := range files {
 		if err := writeAtomic(f.dir, f.name, f.b); err != nil {
-			return written, fmt.Errorf("render %s: %w", dir, err)
+			return s, written, fmt.Errorf("render %s: %w", dir, err)
 		}
 		written = append(written, filepath.Join(f.dir, f.name))
 	}
-	return written, nil
+	return s, written, nil
 }
 
 // runsHeader is the header row of runs.csv.

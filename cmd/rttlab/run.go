@@ -303,12 +303,14 @@ func (o *runOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
+	var sum *results.Summary
 	ro := orchestrator.RunOptions{Plan: o.p, OutDir: o.out, Resume: o.resume, Version: version, Commit: commit,
-		Skipped: skipped, Images: images, Progress: newProgress(cmd.ErrOrStderr())}
+		Skipped: skipped, Images: images, Progress: newProgress(cmd.ErrOrStderr()),
+		Rendered: func(s *results.Summary) { sum = s }}
 	start := time.Now()
 	dir, err := orchestrator.Run(ctx, rt, all, ro)
 	if dir != "" {
-		printRunEnd(out, dir, start, err == nil)
+		printRunEnd(out, dir, start, sum, err == nil)
 	}
 	if err != nil && dir != "" {
 		return hintError{err, "the results folder is consistent; continue with: rttlab run --resume " + dir}
@@ -321,16 +323,17 @@ func (o *runOptions) run(cmd *cobra.Command) error {
 }
 
 // printRunEnd prints where a run's results are: after a run that ended
-// well, a digest of at most 25 lines (the whole summary stays in
-// summary.md); otherwise the folder and the report.
-func printRunEnd(out io.Writer, dir string, start time.Time, ok bool) {
+// well, a digest of at most 25 lines from the summary the run rendered
+// (the whole summary stays in summary.md); otherwise the folder and the
+// report.
+func printRunEnd(out io.Writer, dir string, start time.Time, sum *results.Summary, ok bool) {
 	rp := filepath.Join(dir, "report.html")
 	if !fileExists(rp) {
 		rp = ""
 	}
 	digested := false
-	if d, lerr := results.Load(dir); lerr == nil && ok {
-		fmt.Fprintf(out, "\n%s", results.Analyze(d, results.Options{}).Digest(filepath.Join(dir, "summary.md"), rp))
+	if sum != nil && ok {
+		fmt.Fprintf(out, "\n%s", sum.Digest(filepath.Join(dir, "summary.md"), rp))
 		digested = true
 	}
 	fmt.Fprintf(out, "results: %s (%.0fs)\n", dir, time.Since(start).Seconds())
