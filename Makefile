@@ -42,8 +42,9 @@ unit:
 # stand-ins for docker, apt-get and dpkg-query), the unit tests under the
 # race detector, then everything, integration included, against a real
 # engine, real PostgreSQL and real shaping (set-up of packages and dockerd
-# first), and the kernel netem backend in a qemu VM that boots Debian's
-# stock kernel (.ci/vm.sh installs qemu and caches the kernel package),
+# first), and the kernel netem backend in qemu VMs that boot Debian's
+# stock kernel for amd64 and arm64 (.ci/vm.sh installs qemu and caches the
+# kernel packages),
 # verbose so that the log shows the VM's kernel and what netem read back.
 test: build vet cross
 	bash .ci/engine_test.sh

@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
-# The VM test's set-up (netem/vmtest): qemu-system-x86 from Debian's
-# archive, and Debian's stock kernel package unpacked (dpkg-deb -x, not
-# installed) into a cache folder that later runs reuse.
+# The VM test's set-up (netem/vmtest): qemu-system-x86 and qemu-system-arm
+# from Debian's archive, and Debian's stock kernel packages for amd64 and
+# arm64 (the same ABI) unpacked (dpkg-deb -x, not installed) into a cache
+# folder that later runs reuse.
 #
-#   .ci/vm.sh                  prepare; print the unpacked kernel's folder
-#   .ci/vm.sh COMMAND [ARGS]   prepare, then run COMMAND with
-#                              RTTLAB_VM_KERNEL_DIR=<that folder>, or with
-#                              RTTLAB_VM_ERROR=<why not> when set-up failed
-#                              (the VM test then fails with that reason;
-#                              the other tests still run)
+#   .ci/vm.sh                  prepare amd64; print its unpacked kernel's folder
+#   .ci/vm.sh --print ARCH     the same for ARCH (amd64 or arm64)
+#   .ci/vm.sh COMMAND [ARGS]   prepare both, then run COMMAND with
+#                              RTTLAB_VM_KERNEL_DIR=<amd64 folder> and
+#                              RTTLAB_VM_KERNEL_DIR_ARM64=<arm64 folder>,
+#                              or RTTLAB_VM_ERROR[_ARM64]=<why not> when a
+#                              set-up failed (that VM test then fails with
+#                              the reason; the other tests still run)
 #
-# The folder holds boot/vmlinuz-<version> and lib/modules/<version>/.
+# A folder holds boot/vmlinuz-<version> and lib/modules/<version>/.
 # RTTLAB_VM_CACHE overrides the cache (default ~/.cache/rttlab/vm).
 set -uo pipefail
 
@@ -31,16 +34,36 @@ kernel_pkg() {
   apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/ {print $2; exit}'
 }
 
-# prepare prints the kernel folder on stdout.
-prepare() {
-  if ! command -v qemu-system-x86_64 >/dev/null 2>&1; then
-    [ "$(id -u)" = 0 ] || { fail "qemu-system-x86_64 is missing; run as root so that qemu-system-x86 can be installed"; return 1; }
-    log "installing qemu-system-x86"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq >&2 || true
-    apt-get install -y -qq --no-install-recommends qemu-system-x86 >&2 ||
-      { fail "apt-get install qemu-system-x86 failed"; return 1; }
-  fi
+# need_qemu BINARY PACKAGE installs PACKAGE when BINARY is missing.
+need_qemu() {
+  command -v "$1" >/dev/null 2>&1 && return 0
+  [ "$(id -u)" = 0 ] || { fail "$1 is missing; run as root so that $2 can be installed"; return 1; }
+  log "installing $2"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq >&2 || true
+  apt-get install -y -qq --no-install-recommends "$2" >&2 || { fail "apt-get install $2 failed"; return 1; }
+}
+
+# unpack PKG DEB moves DEB's files into the cache as PKG and prints the
+# folder.
+unpack() {
+  local tmp=$1 pkg=$2 deb=$3
+  mkdir -p "$tmp/x" && dpkg-deb -x "$deb" "$tmp/x" || return 1
+  mkdir -p "$cache"
+  rm -rf "${cache:?}/$pkg"
+  mv "$tmp/x" "$cache/$pkg" && touch "$cache/$pkg/.complete" && echo "$cache/$pkg"
+}
+
+# cached PATTERN prints the newest complete cached kernel matching PATTERN.
+cached() {
+  local done
+  done=$(ls -d "$cache"/$1/.complete 2>/dev/null | sort -V | tail -n 1)
+  [ -n "$done" ] && echo "${done%/.complete}"
+}
+
+# prepare_amd64 prints the amd64 kernel folder on stdout.
+prepare_amd64() {
+  need_qemu qemu-system-x86_64 qemu-system-x86 || return 1
   # The current kernel package's exact name (linux-image-6.1.0-N-amd64),
   # from the archive's metapackage.
   local pkg
@@ -57,39 +80,90 @@ prepare() {
     log "downloading $pkg into $cache"
     local tmp
     tmp=$(mktemp -d "${TMPDIR:-/tmp}/rttlab-vm.XXXXXX") || { fail "mktemp failed"; return 1; }
-    if (cd "$tmp" && apt-get download -o APT::Sandbox::User=root "$pkg" >&2) &&
-      mkdir -p "$tmp/x" && dpkg-deb -x "$tmp"/"$pkg"_*.deb "$tmp/x"; then
-      mkdir -p "$cache"
-      rm -rf "${cache:?}/$pkg"
-      mv "$tmp/x" "$cache/$pkg" && touch "$cache/$pkg/.complete"
+    if (cd "$tmp" && apt-get download -o APT::Sandbox::User=root "$pkg" >&2) && unpack "$tmp" "$pkg" "$tmp"/"$pkg"_*.deb; then
       rm -rf "$tmp"
-      echo "$cache/$pkg"
       return 0
     fi
     rm -rf "$tmp"
   fi
   # The archive is out of reach (or moved on): an older unpacked kernel
   # in the cache does as well.
-  local done
-  done=$(ls -d "$cache"/linux-image-*/.complete 2>/dev/null | sort -V | tail -n 1)
-  if [ -n "$done" ]; then
-    log "using ${done%/.complete} (could not get ${pkg:-the kernel of linux-image-amd64})"
-    echo "${done%/.complete}"
+  local old
+  if old=$(cached 'linux-image-*-amd64'); then
+    log "using $old (could not get ${pkg:-the kernel of linux-image-amd64})"
+    echo "$old"
     return 0
   fi
   fail "could not download ${pkg:-the kernel of linux-image-amd64} from Debian's archive, and $cache holds none"
 }
 
+# prepare_arm64 prints the arm64 kernel folder on stdout: the arm64 build
+# of the amd64 kernel's ABI (linux-image-6.1.0-N-arm64), found in the
+# archive's arm64 package indexes of this release and its security
+# updates (apt is not told of a second architecture).
+prepare_arm64() {
+  need_qemu qemu-system-aarch64 qemu-system-arm || return 1
+  local amd pkg
+  amd=$(kernel_pkg)
+  pkg=${amd%-amd64}-arm64
+  if [ -n "$amd" ] && [ -f "$cache/$pkg/.complete" ]; then
+    echo "$cache/$pkg"
+    return 0
+  fi
+  local codename tmp
+  codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-bookworm}")
+  tmp=$(mktemp -d "${TMPDIR:-/tmp}/rttlab-vm.XXXXXX") || { fail "mktemp failed"; return 1; }
+  if [ -n "$amd" ]; then
+    local base suite file
+    for bs in "http://deb.debian.org/debian-security $codename-security" "http://deb.debian.org/debian $codename"; do
+      base=${bs% *} suite=${bs#* }
+      file=$(curl -fsS --max-time 60 "$base/dists/$suite/main/binary-arm64/Packages.xz" 2>/dev/null | xz -dc 2>/dev/null |
+        awk -v p="$pkg" '$1 == "Package:" {hit = ($2 == p)} hit && $1 == "Filename:" {print $2; exit}')
+      [ -n "$file" ] && break
+    done
+    if [ -n "$file" ]; then
+      log "downloading $pkg into $cache"
+      if curl -fsS --max-time 600 -o "$tmp/k.deb" "$base/$file" && unpack "$tmp" "$pkg" "$tmp/k.deb"; then
+        rm -rf "$tmp"
+        return 0
+      fi
+    fi
+  fi
+  rm -rf "$tmp"
+  local old
+  if old=$(cached 'linux-image-*-arm64'); then
+    log "using $old (could not get ${pkg})"
+    echo "$old"
+    return 0
+  fi
+  fail "could not download $pkg from Debian's archive (arm64 package indexes of $codename and $codename-security), and $cache holds none"
+}
+
 if [ $# -eq 0 ]; then
-  prepare
+  prepare_amd64
+  exit
+fi
+if [ "$1" = --print ]; then
+  case "${2:-}" in
+  amd64) prepare_amd64 ;;
+  arm64) prepare_arm64 ;;
+  *) echo "usage: .ci/vm.sh --print amd64|arm64" >&2; exit 2 ;;
+  esac
   exit
 fi
 
-if dir=$(prepare); then
+if dir=$(prepare_amd64); then
   export RTTLAB_VM_KERNEL_DIR=$dir
 else
   RTTLAB_VM_ERROR=$(cat "$reason")
   export RTTLAB_VM_ERROR=${RTTLAB_VM_ERROR:-VM set-up failed}
+fi
+: >"$reason"
+if dir=$(prepare_arm64); then
+  export RTTLAB_VM_KERNEL_DIR_ARM64=$dir
+else
+  RTTLAB_VM_ERROR_ARM64=$(cat "$reason")
+  export RTTLAB_VM_ERROR_ARM64=${RTTLAB_VM_ERROR_ARM64:-arm64 VM set-up failed}
 fi
 rm -f "$reason"
 trap - EXIT

@@ -23,7 +23,15 @@ const vmTimeout = guestDeadline + 20*time.Second
 // shaper, each through set, read-back, in-place change, per-peer delays,
 // floor, refusals and clear, seen by kernel-stamped pings, TCP
 // request/response and numbered UDP streams.
-func TestNetemInVM(t *testing.T) {
+func TestNetemInVM(t *testing.T) { runVMTest(t, archAMD64) }
+
+// TestNetemInVMArm64 is TestNetemInVM on Debian's arm64 kernel under
+// qemu-system-aarch64 (a DGX's Grace, an arm64 CI runner), for the kernel
+// backend: the userspace shaper's checks need iptables of the guest's
+// architecture, which this host does not have.
+func TestNetemInVMArm64(t *testing.T) { runVMTest(t, archARM64) }
+
+func runVMTest(t *testing.T, arch vmArch) {
 	if testing.Short() {
 		t.Skip("boots a VM: skipped with -short")
 	}
@@ -31,20 +39,22 @@ func TestNetemInVM(t *testing.T) {
 		t.Skip("boots Debian's kernel under qemu: runs under make test (RTTLAB_INTEGRATION=1)")
 	}
 	start := time.Now()
-	kdir := vmKernelDir(t)
-	if _, err := exec.LookPath("qemu-system-x86_64"); err != nil {
-		t.Fatalf("qemu-system-x86_64 not found (.ci/vm.sh installs qemu-system-x86): %v", err)
+	kdir := vmKernelDir(t, arch)
+	if _, err := exec.LookPath(arch.qemu); err != nil {
+		t.Fatalf("%s not found (.ci/vm.sh installs %s): %v", arch.qemu, arch.pkg, err)
 	}
 	vmlinuz, modDir := kernelFiles(t, kdir)
 	tmp := t.TempDir()
-	initBin := buildGuest(t, filepath.Join(tmp, "init"))
+	initBin := buildGuest(t, filepath.Join(tmp, "init"), arch.goarch)
 	mods, err := moduleOrder(modDir, guestModules)
 	if err != nil {
 		t.Fatalf("kernel modules: %v", err)
 	}
-	files, err := iptablesFiles()
-	if err != nil {
-		t.Fatalf("iptables for the userspace shaper: %v", err)
+	var files []hostFile
+	if arch.iptables {
+		if files, err = iptablesFiles(); err != nil {
+			t.Fatalf("iptables for the userspace shaper: %v", err)
+		}
 	}
 	initrd := filepath.Join(tmp, "initrd.gz")
 	if err := writeInitramfs(initrd, initBin, mods, files); err != nil {
@@ -65,7 +75,7 @@ func TestNetemInVM(t *testing.T) {
 	var qerr error
 	done := make(chan struct{})
 	go func() {
-		took, qerr = runQEMU(ctx, vmlinuz, initrd, pw)
+		took, qerr = runQEMU(ctx, arch, vmlinuz, initrd, pw)
 		pw.Close()
 		close(done)
 	}()
@@ -102,17 +112,17 @@ func TestNetemInVM(t *testing.T) {
 	}
 }
 
-// vmKernelDir is the unpacked kernel package: from .ci/vm.sh, which make
-// test runs the tests under, or else run here.
-func vmKernelDir(t *testing.T) string {
-	if msg := os.Getenv("RTTLAB_VM_ERROR"); msg != "" {
+// vmKernelDir is arch's unpacked kernel package: from .ci/vm.sh, which
+// make test runs the tests under, or else run here.
+func vmKernelDir(t *testing.T, arch vmArch) string {
+	if msg := os.Getenv(arch.errEnv); msg != "" {
 		t.Fatalf("VM set-up (.ci/vm.sh): %s", msg)
 	}
-	if d := os.Getenv("RTTLAB_VM_KERNEL_DIR"); d != "" {
+	if d := os.Getenv(arch.dirEnv); d != "" {
 		return d
 	}
 	var stdout, stderr bytes.Buffer
-	cmd := exec.Command(filepath.Join("..", "..", ".ci", "vm.sh"))
+	cmd := exec.Command(filepath.Join("..", "..", ".ci", "vm.sh"), "--print", arch.name)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
 		lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
@@ -135,15 +145,15 @@ func kernelFiles(t *testing.T, dir string) (vmlinuz, modDir string) {
 	return m[0], modDir
 }
 
-// buildGuest builds this package's test binary, static (CGO_ENABLED=0),
-// to run as the VM's /init, and returns it.
-func buildGuest(t *testing.T, out string) []byte {
+// buildGuest builds this package's test binary for goarch, static
+// (CGO_ENABLED=0), to run as the VM's /init, and returns it.
+func buildGuest(t *testing.T, out, goarch string) []byte {
 	goBin, err := exec.LookPath("go")
 	if err != nil {
 		t.Fatalf("go not found to build the VM's /init: %v", err)
 	}
 	cmd := exec.Command(goBin, "test", "-c", "-o", out, ".")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+goarch)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("build the VM's /init: %v: %s", err, b)
 	}
