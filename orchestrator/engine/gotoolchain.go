@@ -53,7 +53,7 @@ func releaseVersion(v string) (string, error) {
 }
 
 // toolchainModVersion is the module version of a release for one host:
-// v0.0.1-go1.26.8.linux-amd64.
+// v0.0.1-go1.26.8.GOOS-GOARCH.
 func toolchainModVersion(release, goos, goarch string) string {
 	return "v0.0.1-" + release + "." + goos + "-" + goarch
 }

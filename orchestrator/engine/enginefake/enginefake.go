@@ -14,6 +14,7 @@ import (
 	"io"
 	"net/netip"
 	"path"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -164,7 +165,7 @@ var _ engine.Docker = (*Engine)(nil)
 
 func New() *Engine {
 	return &Engine{
-		Info: engine.EngineInfo{Version: "20.10.24+fake", APIVersion: "1.41", OS: "linux", Arch: "amd64",
+		Info: engine.EngineInfo{Version: "20.10.24+fake", APIVersion: "1.41", OS: "linux", Arch: runtime.GOARCH,
 			Kernel: "6.1.0-fake", CPUs: 2, MemBytes: 4 << 30, Root: "/var/lib/docker"},
 		containers:  map[string]*Container{},
 		networks:    map[string]*Network{},
