@@ -256,10 +256,15 @@ func ToolchainDir() (string, error) {
 // installToolchain downloads, checks and unpacks a release for this host
 // into dir, printing a line before and after (the zip is ~70 MB).
 func installToolchain(ctx context.Context, src toolchainSource, dir, release string, progress io.Writer) (string, error) {
+	return installToolchainFor(ctx, src, dir, release, runtime.GOOS, runtime.GOARCH, progress)
+}
+
+// installToolchainFor is installToolchain for the host goos/goarch.
+func installToolchainFor(ctx context.Context, src toolchainSource, dir, release, goos, goarch string, progress io.Writer) (string, error) {
 	if final := filepath.Join(dir, release); usable(final) {
 		return final, nil
 	}
-	mv := toolchainModVersion(release, runtime.GOOS, runtime.GOARCH)
+	mv := toolchainModVersion(release, goos, goarch)
 	client := src.Client
 	if client == nil {
 		client = http.DefaultClient
@@ -268,7 +273,7 @@ func installToolchain(ctx context.Context, src toolchainSource, dir, release str
 		return "", err
 	}
 	start := time.Now()
-	fmt.Fprintf(progress, "downloading Go toolchain %s for %s/%s (about 70 MB, once) into %s\n", release, runtime.GOOS, runtime.GOARCH, dir)
+	fmt.Fprintf(progress, "downloading Go toolchain %s for %s/%s (about 70 MB, once) into %s\n", release, goos, goarch, dir)
 	want := ""
 	if src.SumDB != "" {
 		var err error

@@ -385,3 +385,43 @@ func duSize(dir string) string {
 	})
 	return fmt.Sprintf("%.0f MB", float64(n)/1e6)
 }
+
+// The toolchain download for linux/arm64 (a DGX's Grace, an arm64 CI
+// runner) from the real module proxy, checked against the real checksum
+// database as for this host's: the release this binary was built with,
+// whose bin/go must be an arm64 ELF. About 70 MB, so it runs with the
+// integration tests only.
+func TestIntegrationToolchainDownloadArm64(t *testing.T) {
+	if testing.Short() || os.Getenv("RTTLAB_INTEGRATION") == "" {
+		t.Skip("downloads about 70 MB from the module proxy: runs under make test (RTTLAB_INTEGRATION=1)")
+	}
+	release, err := releaseVersion(runtime.Version())
+	if err != nil {
+		t.Skipf("not a release build of Go (%s): %v", runtime.Version(), err)
+	}
+	src, err := sourceFromEnv(os.Getenv, release)
+	if err != nil {
+		t.Skipf("toolchain downloads are off here: %v", err)
+	}
+	if src.SumDB == "" {
+		t.Skip("GOSUMDB is off: nothing to check the download against")
+	}
+	dir := t.TempDir()
+	var progress bytes.Buffer
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	root, err := installToolchainFor(ctx, src, dir, release, "linux", "arm64", &progress)
+	if err != nil {
+		t.Fatalf("download %s for linux/arm64: %v", release, err)
+	}
+	t.Logf("%s(%v in all)", progress.String(), time.Since(start).Round(time.Millisecond))
+	f, err := elf.Open(filepath.Join(root, "bin", "go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if f.Machine != elf.EM_AARCH64 {
+		t.Errorf("bin/go is for %v, want EM_AARCH64", f.Machine)
+	}
+}
