@@ -86,7 +86,7 @@ its routes; its statements per request are reported, not asserted.`,
 // prepare resolves the app, checks its mix, the budgets and the counts,
 // and settles the plan, all before anything starts.
 func (o *ciSmokeOptions) prepare(cmd *cobra.Command, args []string) (err error) {
-	if o.target, err = o.own.resolveApp(cmd.Flags(), args); err != nil {
+	if o.target, err = o.own.resolveApp(cmd.ErrOrStderr(), cmd.Flags(), args); err != nil {
 		return err
 	}
 	if _, err := orchestrator.MixFor(o.target.Meta); err != nil {

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -27,6 +29,10 @@ type ownAppOptions struct {
 	dbInit     []string
 	env        []string
 	envFile    string
+	name       string
+	// renamed says how the own app was named when its derived name was
+	// one of rttlab's apps ("" otherwise); the command prints it.
+	renamed string
 
 	// routesShared: --routes is also a flag of the command's own apps
 	// (run, ci-smoke), not only of --app-image/--compose.
@@ -37,7 +43,7 @@ type ownAppOptions struct {
 
 // ownAppFlags are the flags that describe an app given by --app-image or
 // --compose; any of them without one is refused.
-var ownAppFlags = []string{"port", "health", "db-init", "env", "env-file", "app-service", "db-service"}
+var ownAppFlags = []string{"port", "health", "db-init", "env", "env-file", "app-service", "db-service", "name"}
 
 // addFlags adds the own-app flags. routesUsage is the help of a --routes
 // the command also uses for its own apps; "" makes --routes an own-app
@@ -57,6 +63,7 @@ func (o *ownAppOptions) addFlags(f *pflag.FlagSet, routesUsage string) {
 	f.StringSliceVar(&o.dbInit, "db-init", nil, "SQL file, folder of .sql files (name order) or pg_dump (plain or custom) that initialises the database; repeatable")
 	f.StringArrayVar(&o.env, "env", nil, "NAME=VALUE added to the own app's environment; repeatable")
 	f.StringVar(&o.envFile, "env-file", "", "file of NAME=VALUE lines added to the own app's environment")
+	f.StringVar(&o.name, "name", "", "the own app's name in results and messages (default: the image's or the app service's last name, with -image or -compose added when that is one of rttlab's apps)")
 }
 
 // given says whether the command runs an own app; it refuses the flags
@@ -104,6 +111,9 @@ func (o *ownAppOptions) args(many bool) cobra.PositionalArgs {
 func (o *ownAppOptions) entry(changed func(string) bool) (orchestrator.PlanApp, error) {
 	a, what, err := o.source(changed)
 	if err != nil {
+		return a, err
+	}
+	if err := o.nameApp(&a, what, changed); err != nil {
 		return a, err
 	}
 	a.Routes, a.Health, a.EnvFile = o.routes, o.health, o.envFile
@@ -215,6 +225,45 @@ func (o *ownAppOptions) setDBInit(a *orchestrator.PlanApp) error {
 	return nil
 }
 
+// nameApp names the own app: --name when given (refused when it is one of
+// rttlab's apps), else the name derived from the image or the app
+// service, with -image or -compose added when that one is rttlab's; the
+// rename is kept in o.renamed for the command to say.
+func (o *ownAppOptions) nameApp(a *orchestrator.PlanApp, what string, changed func(string) bool) error {
+	all, _, _, err := appsTree()
+	if err != nil {
+		return err
+	}
+	taken := func(name string) bool {
+		if m, ok := all[name]; ok {
+			return m.Image == ""
+		}
+		_, err := apps.Resolve(all, name)
+		return err == nil
+	}
+	if changed("name") {
+		if !apps.ValidName(o.name) {
+			return usagef("--name %q: use lower-case letters, digits and -, starting with a letter, at most 31 characters", o.name)
+		}
+		if taken(o.name) {
+			return usagef("--name %s is one of rttlab's apps: give another", o.name)
+		}
+		a.Name = o.name
+		return nil
+	}
+	if !taken(a.Name) {
+		return nil
+	}
+	suffix := "-image"
+	if a.Compose != "" {
+		suffix = "-compose"
+	}
+	name := strings.TrimRight(a.Name[:min(len(a.Name), 31-len(suffix))], "-") + suffix
+	o.renamed = fmt.Sprintf("%s: named %s here, since %s is one of rttlab's apps (--name sets another)", what, name, a.Name)
+	a.Name = name
+	return nil
+}
+
 // ownTarget resolves an own app's entry the way run does: added to the
 // tree's apps (a name of rttlab's own apps is refused), then by name.
 func ownTarget(a orchestrator.PlanApp) (apps.Target, error) {
@@ -235,7 +284,7 @@ func ownTarget(a orchestrator.PlanApp) (apps.Target, error) {
 // resolveApp returns the app a command runs: the own app of the flags
 // (its plan entry kept in o.app), else the tree's app args[0]. It is the
 // PreRunE step of trace, ci-smoke and up, and of verify with an own app.
-func (o *ownAppOptions) resolveApp(fl *pflag.FlagSet, args []string) (apps.Target, error) {
+func (o *ownAppOptions) resolveApp(w io.Writer, fl *pflag.FlagSet, args []string) (apps.Target, error) {
 	own, err := o.given(fl)
 	if err != nil {
 		return apps.Target{}, err
@@ -246,6 +295,9 @@ func (o *ownAppOptions) resolveApp(fl *pflag.FlagSet, args []string) (apps.Targe
 	a, err := o.entry(fl.Changed)
 	if err != nil {
 		return apps.Target{}, err
+	}
+	if o.renamed != "" {
+		fmt.Fprintln(w, o.renamed)
 	}
 	o.app = &a
 	return ownTarget(a)

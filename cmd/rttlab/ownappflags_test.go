@@ -61,7 +61,9 @@ func TestOwnAppFlagsOfEveryCommand(t *testing.T) {
 		{append(slices.Clone(image), "--port", "0"), "--port 0 is out of range 1-65535"},
 		{append(slices.Clone(image), "--env", "A"), `--env "A": use NAME=VALUE`},
 		{append(slices.Clone(image), "--db-init", filepath.Join(dir, "nope.sql")), "no such file or folder"},
-		{[]string{"--app-image", "example/go:1", "--routes", "/a"}, "app go: the name is rttlab's own app"},
+		{[]string{"--app-image", "example/go:1", "--routes", "/a", "--name", "go"}, "--name go is one of rttlab's apps: give another"},
+		{[]string{"--app-image", "example/go:1", "--routes", "/a", "--name", "My App"}, `--name "My App": use lower-case letters, digits and -`},
+		{[]string{"go", "--name", "shop"}, "--name describes an app given by --app-image or --compose"},
 		{[]string{"--compose", compose, "--routes", "/a"}, "--compose " + compose + ": name the app's service with --app-service and its PostgreSQL's with --db-service"},
 		{[]string{"--compose", compose, "--app-service", "web", "--routes", "/a"}, "--db-service"},
 		{[]string{"--compose", compose, "--app-service", "web", "--db-service", "web", "--routes", "/a"}, `--app-service and --db-service both name "web"`},
@@ -81,6 +83,21 @@ func TestOwnAppFlagsOfEveryCommand(t *testing.T) {
 		ok = append(ok, "--port", "3000", "--health", "/healthz", "--db-init", schema, "--env", "A=1")
 		if _, err := run(t, ok...); !errors.Is(err, errNoEngineHere) {
 			t.Errorf("%v: %v, want to reach the engine", ok, err)
+		}
+		// An image named like one of rttlab's apps gets a name of its
+		// own, said in one line; --name gives another.
+		for _, c := range []struct {
+			args []string
+			say  string
+		}{
+			{[]string{"--app-image", "rttlab/go:latest", "--routes", "/feed"}, "--app-image rttlab/go:latest: named go-image here, since go is one of rttlab's apps (--name sets another)\n"},
+			{[]string{"--app-image", "myco/rails:prod", "--routes", "/feed", "--name", "shop"}, ""},
+		} {
+			args := append([]string{name}, c.args...)
+			out, err := run(t, args...)
+			if !errors.Is(err, errNoEngineHere) || !strings.HasPrefix(out, c.say) || (c.say == "" && strings.Contains(out, "named")) {
+				t.Errorf("%v: %v, %q; want to reach the engine after %q", args, err, out, c.say)
+			}
 		}
 	}
 	// run refuses the same combinations.

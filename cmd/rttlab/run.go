@@ -127,6 +127,9 @@ func (o *runOptions) prepare(cmd *cobra.Command) error {
 	if err := o.applyFlags(p, fl, all); err != nil {
 		return err
 	}
+	if o.own.renamed != "" {
+		fmt.Fprintln(cmd.ErrOrStderr(), o.own.renamed)
+	}
 	if err := p.Validate(); err != nil {
 		return usageError{Err: p.Place(err)}
 	}

@@ -66,7 +66,7 @@ func (o *upOptions) prepare(cmd *cobra.Command, args []string) (err error) {
 	if err := validScope(o.scope); err != nil {
 		return err
 	}
-	o.target, err = o.own.resolveApp(cmd.Flags(), args)
+	o.target, err = o.own.resolveApp(cmd.ErrOrStderr(), cmd.Flags(), args)
 	return err
 }
 
@@ -243,7 +243,7 @@ func (o *verifyOptions) prepare(cmd *cobra.Command, args []string) (err error) {
 	if own, err := o.own.given(cmd.Flags()); err != nil || !own {
 		return err
 	}
-	o.target, err = o.own.resolveApp(cmd.Flags(), args)
+	o.target, err = o.own.resolveApp(cmd.ErrOrStderr(), cmd.Flags(), args)
 	return err
 }
 

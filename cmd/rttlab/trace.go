@@ -97,7 +97,7 @@ func (o *traceOptions) prepare(cmd *cobra.Command, args []string) (err error) {
 		return usagef("--requests must be 1..100000 and --warmup not negative")
 	}
 	// The app and its budgets are checked before anything connects.
-	if o.target, err = o.own.resolveApp(cmd.Flags(), args); err != nil {
+	if o.target, err = o.own.resolveApp(cmd.ErrOrStderr(), cmd.Flags(), args); err != nil {
 		return err
 	}
 	if _, err := orchestrator.MixFor(o.target.Meta); err != nil {
