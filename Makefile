@@ -44,8 +44,8 @@ unit:
 # engine, real PostgreSQL and real shaping (set-up of packages and dockerd
 # first), and the kernel netem backend in qemu VMs that boot Debian's
 # stock kernel for amd64 and arm64 (.ci/vm.sh installs qemu and caches the
-# kernel packages),
-# verbose so that the log shows the VM's kernel and what netem read back.
+# kernel packages), verbose so that the log shows the VMs' kernels and
+# what netem read back.
 test: build vet cross
 	bash .ci/engine_test.sh
 	$(ENGINE) $(GO) test -race -count=1 -short ./...
