@@ -24,13 +24,40 @@ var (
 )
 
 func main() {
-	// A closed terminal (SIGHUP) or a reader that went away (SIGPIPE, as
-	// in `rttlab run | head`) ends a command as Ctrl-C does: whatever it
-	// started is removed, instead of the default death that leaves it.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE)
-	code := execute(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	// A closed terminal (SIGHUP, unless started under nohup) ends a
+	// command as Ctrl-C does: whatever it started is removed, instead of
+	// the default death that leaves it.
+	sigs := []os.Signal{os.Interrupt, syscall.SIGTERM}
+	if !signal.Ignored(syscall.SIGHUP) {
+		sigs = append(sigs, syscall.SIGHUP)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), sigs...)
+	// So does a reader of the output that went away (rttlab run | head):
+	// with SIGPIPE ignored a write to it fails with EPIPE instead of
+	// killing rttlab, and the output's writer then cancels the command.
+	// (Asking for SIGPIPE instead would deliver it for every socket's
+	// EPIPE, the load client's and the proxy's included.)
+	signal.Ignore(syscall.SIGPIPE)
+	ctx, cancel := context.WithCancel(ctx)
+	code := execute(ctx, os.Args[1:], cancelOnEPIPE{os.Stdout, cancel}, cancelOnEPIPE{os.Stderr, cancel})
+	cancel()
 	stop()
 	os.Exit(code)
+}
+
+// cancelOnEPIPE is an output whose reader may go away: a write that fails
+// with EPIPE cancels the command, as an interrupt does.
+type cancelOnEPIPE struct {
+	w      io.Writer
+	cancel context.CancelFunc
+}
+
+func (c cancelOnEPIPE) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	if errors.Is(err, syscall.EPIPE) {
+		c.cancel()
+	}
+	return n, err
 }
 
 // execute runs one command line and returns its exit status: 0, 1 for a
