@@ -132,6 +132,16 @@ func Open(dir string) (f *Folder, err error) {
 	if err := f.openAppend(); err != nil {
 		return nil, err
 	}
+	// The trim removed the cut line that un-did an attempt marked done:
+	// a failed record keeps it undone for every later reader.
+	if t := d.undone; t[0] != 0 {
+		if err := f.MarkFailed(t[0], t[1], "its last sample line was cut: the attempt runs again"); err != nil {
+			f.samples.Close()
+			f.tasks.Close()
+			f.probes.Close()
+			return nil, err
+		}
+	}
 	return f, nil
 }
 
@@ -325,6 +335,9 @@ type Data struct {
 	maxAttempt map[int]int
 	complete   map[string]int64
 	cut        map[string][]byte // an incomplete last line, by file
+	// undone is the task and attempt undoCutAttempt un-did (0, 0: none);
+	// Open records it as failed so that it stays undone after the trim.
+	undone [2]int
 }
 
 // NextAttempt returns the attempt number to use for a (re)run of task: one
@@ -414,6 +427,9 @@ func (d *Data) readManifest() (map[int]Task, error) {
 func (d *Data) readTaskRecords(tasks map[int]Task) error {
 	tpath := filepath.Join(d.Dir, TasksFile)
 	doneAttempts := map[int][]int{}
+	// A failed record after a done one of the same attempt takes the done
+	// back (Open writes one for an attempt whose samples were cut).
+	undone := map[[2]int]bool{}
 	err := d.readLines(tpath, TasksFile, func(line int, b []byte) error {
 		var r TaskRecord
 		if err := json.Unmarshal(b, &r); err != nil {
@@ -430,14 +446,23 @@ func (d *Data) readTaskRecords(tasks map[int]Task) error {
 		}
 		d.Records = append(d.Records, r)
 		d.maxAttempt[r.Task] = max(d.maxAttempt[r.Task], r.Attempt)
-		if r.Status == StatusDone {
+		switch {
+		case r.Status == StatusDone:
 			doneAttempts[r.Task] = append(doneAttempts[r.Task], r.Attempt)
-			d.Done[r.Task] = max(d.Done[r.Task], r.Attempt)
+		case slices.Contains(doneAttempts[r.Task], r.Attempt):
+			undone[[2]int{r.Task, r.Attempt}] = true
 		}
 		return nil
 	})
 	if err != nil {
 		return err
+	}
+	for id, as := range doneAttempts {
+		for _, a := range as {
+			if !undone[[2]int{id, a}] {
+				d.Done[id] = max(d.Done[id], a)
+			}
+		}
 	}
 	for _, id := range slices.Sorted(maps.Keys(doneAttempts)) {
 		if a := doneAttempts[id]; len(a) > 1 {
@@ -486,9 +511,9 @@ func (d *Data) readSamples(tasks map[int]Task) error {
 	})
 }
 
-// cutSampleRE reads the task and attempt at the start of a sample line
-// that a crash cut short.
-var cutSampleRE = regexp.MustCompile(`^\{"task":(\d+),"attempt":(\d+),`)
+// cutSampleRE reads the task and, when the cut left it whole, the attempt
+// at the start of a sample line that a crash cut short.
+var cutSampleRE = regexp.MustCompile(`^\{"task":(\d+),(?:"attempt":(\d+),)?`)
 
 // undoCutAttempt handles a samples.jsonl whose last line was cut although
 // tasks.jsonl marks that line's attempt done (the file was cut after the
@@ -501,11 +526,17 @@ func (d *Data) undoCutAttempt() {
 		return
 	}
 	task, _ := strconv.Atoi(string(m[1]))
-	attempt, _ := strconv.Atoi(string(m[2]))
+	// Cut inside its attempt number, the line is the task's latest
+	// attempt's: samples are written in order.
+	attempt := d.maxAttempt[task]
+	if len(m[2]) > 0 {
+		attempt, _ = strconv.Atoi(string(m[2]))
+	}
 	if a, ok := d.Done[task]; !ok || a != attempt {
 		return
 	}
 	delete(d.Done, task)
+	d.undone = [2]int{task, attempt}
 	kept := d.Samples[:0]
 	for _, s := range d.Samples {
 		if s.Task == task && s.Attempt == attempt {

@@ -346,8 +346,16 @@ func TestCutSamplesOfADoneAttempt(t *testing.T) {
 	if p := d.Pending(); len(p) != 2 || p[1].ID != 3 || d.NextAttempt(3) != 2 {
 		t.Errorf("Pending %v, next attempt %d: want tasks 2 and 3, attempt 2", p, d.NextAttempt(3))
 	}
-	// The resumed attempt counts; the cut one stays out.
+	// A resume that stops before it reaches task 3 (Open trims the cut
+	// line) leaves the attempt undone for the next reader too.
 	g, err := Open(f.Dir())
+	mustNoErr(t, err)
+	mustNoErr(t, g.Close())
+	if d, err = Load(f.Dir()); err != nil || d.IsDone(3) || d.NextAttempt(3) != 2 {
+		t.Fatalf("after a resume that did not reach it: done %v, next attempt %d, %v", d.IsDone(3), d.NextAttempt(3), err)
+	}
+	// The resumed attempt counts; the cut one stays out.
+	g, err = Open(f.Dir())
 	mustNoErr(t, err)
 	mustNoErr(t, g.AppendSamples(3, 2, taskSamples(m.Tasks[2], 9, 7, 8)))
 	mustNoErr(t, g.MarkDone(3, 2))
@@ -356,5 +364,22 @@ func TestCutSamplesOfADoneAttempt(t *testing.T) {
 	mustNoErr(t, err)
 	if d.Done[3] != 2 {
 		t.Errorf("after the resume Done[3] = %d, want 2", d.Done[3])
+	}
+}
+
+// A line cut inside its attempt number is the task's latest attempt's.
+func TestCutInsideTheAttemptNumber(t *testing.T) {
+	f, m := newTestFolder(t)
+	mustNoErr(t, f.AppendSamples(3, 1, taskSamples(m.Tasks[2], 9, 5)))
+	mustNoErr(t, f.MarkDone(3, 1))
+	mustNoErr(t, f.Close())
+	sp := filepath.Join(f.Dir(), SamplesFile)
+	raw, err := os.ReadFile(sp)
+	mustNoErr(t, err)
+	mustNoErr(t, os.WriteFile(sp, append(raw, []byte(`{"task":3,"attempt":1`)...), 0o644))
+	d, err := Load(f.Dir())
+	mustNoErr(t, err)
+	if d.IsDone(3) {
+		t.Errorf("task 3 still done after a line of its attempt was cut")
 	}
 }
