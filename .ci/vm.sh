@@ -105,7 +105,12 @@ prepare_arm64() {
   need_qemu qemu-system-aarch64 qemu-system-arm || return 1
   local amd pkg
   amd=$(kernel_pkg)
+  if [ -z "$amd" ]; then
+    apt-get update -qq >&2 || true
+    amd=$(kernel_pkg)
+  fi
   pkg=${amd%-amd64}-arm64
+  [ -n "$amd" ] || pkg="the arm64 kernel (apt knows no linux-image-amd64 to take its ABI from)"
   if [ -n "$amd" ] && [ -f "$cache/$pkg/.complete" ]; then
     echo "$cache/$pkg"
     return 0

@@ -441,8 +441,8 @@ func (p *PlacePlan) validateCPUs() error {
 		switch {
 		case n != NodeA && n != NodeB:
 			return p.errAt("cpus."+n, "cpus: %q is not a compute host: limit a or b", n)
-		case !(v > 0):
-			return p.errAt("cpus."+n, "cpus %s: %v: give a number of CPUs above 0, such as 0.5", n, v)
+		case !(v >= 0.01):
+			return p.errAt("cpus."+n, "cpus %s: %v: give a number of CPUs of at least 0.01 (the engine's smallest quota), such as 0.5", n, v)
 		case v > float64(host):
 			return p.errAt("cpus."+n, "cpus %s: %v is more than this host's %d CPUs", n, v, host)
 		}
