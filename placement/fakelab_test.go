@@ -45,12 +45,11 @@ type placeLab struct {
 	meta *apps.Meta // the app, its port moved to the fake hosts'
 	port int
 
-	mu     sync.Mutex
-	delay  map[string]map[string]time.Duration // node -> peer IP -> one-way delay
-	ips    map[string]string                   // node -> IP, as the stack reports them
-	proxy  *Proxy                              // the routing proxy, while its container runs
-	log    *bytes.Buffer                       // the proxy's decision log
-	routed int                                 // requests sent through the proxy
+	mu    sync.Mutex
+	delay map[string]map[string]time.Duration // node -> peer IP -> one-way delay
+	ips   map[string]string                   // node -> IP, as the stack reports them
+	proxy *Proxy                              // the routing proxy, while its container runs
+	log   *bytes.Buffer                       // the proxy's decision log
 }
 
 const (
@@ -229,7 +228,6 @@ func (l *placeLab) latency(host, path string, newConn bool, i int) time.Duration
 func (l *placeLab) viaProxy(path string) (string, int) {
 	l.mu.Lock()
 	p := l.proxy
-	l.routed++
 	l.mu.Unlock()
 	if p == nil {
 		l.t.Errorf("request %s through the proxy while none runs", path)
