@@ -263,10 +263,7 @@ func AddOwnApps(p *Plan, all map[string]*apps.Meta) error {
 		if !a.Own() {
 			continue
 		}
-		if old, ok := all[a.Name]; ok && old.Image == "" {
-			return fmt.Errorf("app %s: the name is rttlab's own app: name the image's entry differently", a.Name)
-		}
-		if _, err := apps.Resolve(all, a.Name); err == nil && all[a.Name] == nil {
+		if IsTreeApp(all, a.Name) {
 			return fmt.Errorf("app %s: the name is rttlab's own app: name the image's entry differently", a.Name)
 		}
 		m, err := OwnAppMeta(a)
@@ -276,6 +273,16 @@ func AddOwnApps(p *Plan, all map[string]*apps.Meta) error {
 		all[a.Name] = m
 	}
 	return nil
+}
+
+// IsTreeApp reports whether name is one of rttlab's own apps in all (an
+// app of the tree or a variant of one), which an own app may not take.
+func IsTreeApp(all map[string]*apps.Meta, name string) bool {
+	if m, ok := all[name]; ok {
+		return m.Image == ""
+	}
+	_, err := apps.Resolve(all, name)
+	return err == nil
 }
 
 // OwnAppName derives an app name from an image reference:

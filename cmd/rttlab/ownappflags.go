@@ -234,13 +234,7 @@ func (o *ownAppOptions) nameApp(a *orchestrator.PlanApp, what string, changed fu
 	if err != nil {
 		return err
 	}
-	taken := func(name string) bool {
-		if m, ok := all[name]; ok {
-			return m.Image == ""
-		}
-		_, err := apps.Resolve(all, name)
-		return err == nil
-	}
+	taken := func(name string) bool { return orchestrator.IsTreeApp(all, name) }
 	if changed("name") {
 		if !apps.ValidName(o.name) {
 			return usagef("--name %q: use lower-case letters, digits and -, starting with a letter, at most 31 characters", o.name)
