@@ -17,6 +17,10 @@ import (
 	"github.com/rttlab/rttlab/workloads"
 )
 
+// FeedArticles is the number of articles the database's seed
+// (postgres/schema.sql) gives the reader: what /feed returns.
+const FeedArticles = 10
+
 // Meta is the content of apps/<name>/app.yaml.
 type Meta struct {
 	Name        string  `yaml:"name"`

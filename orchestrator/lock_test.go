@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rttlab/rttlab/orchestrator/fakelab"
 	"github.com/rttlab/rttlab/results"
 )
 
@@ -13,8 +14,8 @@ import (
 // a resume is refused before it touches the engine, and it goes through
 // once the holder closes.
 func TestRunFakeResumeRefusedWhileFolderHeld(t *testing.T) {
-	lab := newFakeLab(t)
-	dir, err := Run(context.Background(), lab, lab.all, RunOptions{Plan: fakePlan(), OutDir: t.TempDir(), Now: fakeNow})
+	lab := fakelab.New(t)
+	dir, err := Run(context.Background(), lab, lab.Apps, RunOptions{Plan: fakePlan(), OutDir: t.TempDir(), Now: fakeNow})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -22,8 +23,8 @@ func TestRunFakeResumeRefusedWhileFolderHeld(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := newFakeLab(t)
-	got, err := Run(context.Background(), l, l.all, RunOptions{Resume: dir, Now: fakeNow})
+	l := fakelab.New(t)
+	got, err := Run(context.Background(), l, l.Apps, RunOptions{Resume: dir, Now: fakeNow})
 	if !errors.Is(err, results.ErrLocked) || !strings.Contains(err.Error(), dir) {
 		t.Fatalf("resume of a held folder: err = %v, want ErrLocked naming %s", err, dir)
 	}
@@ -36,7 +37,7 @@ func TestRunFakeResumeRefusedWhileFolderHeld(t *testing.T) {
 	if err := held.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Run(context.Background(), l, l.all, RunOptions{Resume: dir, Now: fakeNow}); err != nil {
+	if _, err := Run(context.Background(), l, l.Apps, RunOptions{Resume: dir, Now: fakeNow}); err != nil {
 		t.Fatalf("resume after the holder closed: %v", err)
 	}
 	l.RequireEmpty(t)

@@ -2,71 +2,17 @@ package orchestrator
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"net/netip"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/rttlab/rttlab/orchestrator/engine/enginefake"
+	"github.com/rttlab/rttlab/orchestrator/fakelab"
 	"github.com/rttlab/rttlab/workloads"
 )
-
-// The fake wire: fakeCapturePackets echoes each way per capture; a packet
-// takes fakeBaseOneWay plus the delay of the side that holds its
-// direction (the app's agent app->db, the database's db->app).
-const (
-	fakeCapturePackets = 8
-	fakeBaseOneWay     = 20 * time.Microsecond
-	fakeEpoch          = int64(1_700_000_000_000_000_000)
-)
-
-// capture answers `rttlab agent capture`: it says it captures, waits for
-// its stdin to close, then prints what its side saw of the fake wire at
-// the agents' current settings.
-func (l *fakeLab) capture(ctx context.Context, x *enginefake.Call) (int, error) {
-	local, errL := netip.ParseAddr(x.Flag("--local"))
-	peer, errP := netip.ParseAddr(x.Flag("--peer"))
-	if errL != nil || errP != nil || x.Flag("--iface") == "" || x.Flag("--for") == "" || !slices.Contains(x.Cmd, "--stop-on-eof") {
-		fmt.Fprintf(x.Stderr, "rttlab: bad capture command %q\n", x.Cmd)
-		return 2, nil
-	}
-	fmt.Fprintf(x.Stderr, "%s %s: %s <-> %s\n", workloads.CaptureReady, x.Flag("--iface"), local, peer)
-	if x.StdinR != nil {
-		_, _ = io.Copy(io.Discard, x.StdinR)
-	}
-	l.mu.Lock()
-	oneWay := map[string]int64{}
-	for _, side := range []string{"app", "db"} {
-		oneWay[side] = fakeBaseOneWay.Nanoseconds()
-		if l.active[side] {
-			oneWay[side] += l.delay[side].Nanoseconds()
-		}
-	}
-	l.mu.Unlock()
-	side := x.Service()
-	app, db := local, peer
-	if side == "db" {
-		app, db = peer, local
-	}
-	c := workloads.Capture{Iface: x.Flag("--iface"), Local: local, Peer: peer, StartNs: fakeEpoch, EndNs: fakeEpoch + 1e9}
-	for i := range fakeCapturePackets {
-		at := fakeEpoch + int64(i+1)*1e6
-		toDB := workloads.NewPacketKey(app, db, 1, uint16(i), 0x4000, []byte{8, 0, 0, 0, 0, 7, 0, byte(i)})
-		toApp := workloads.NewPacketKey(db, app, 1, uint16(i), 0x4000, []byte{0, 0, 0, 0, 0, 7, 0, byte(i)})
-		if side == "app" {
-			c.Packets = append(c.Packets, workloads.CapturedPacket{T: at, Out: true, Key: toDB},
-				workloads.CapturedPacket{T: at + 500e3 + oneWay["db"], Key: toApp})
-		} else {
-			c.Packets = append(c.Packets, workloads.CapturedPacket{T: at + oneWay["app"], Key: toDB},
-				workloads.CapturedPacket{T: at + 500e3, Out: true, Key: toApp})
-		}
-	}
-	return 0, json.NewEncoder(x.Stdout).Encode(c)
-}
 
 // Per setting, both agents capture while the probes run; the captures
 // are paired per direction into the row, and the added one-way delay is
@@ -74,8 +20,8 @@ func (l *fakeLab) capture(ctx context.Context, x *enginefake.Call) (int, error) 
 // at 1 ms (so a swap of the directions shows).
 func TestFakeVerifyShapingOneWay(t *testing.T) {
 	ctx := context.Background()
-	l := newFakeLab(t)
-	_, sh := startFake(t, l, StackOptions{Target: l.target("go")}, "path")
+	l := fakelab.New(t)
+	_, sh := startFake(t, l, StackOptions{Target: l.Target("go")}, "path")
 	sh.Offsets = map[int64][2]time.Duration{1000: {100 * time.Microsecond, 0}}
 	rows, err := VerifyShaping(ctx, l, sh, ShapeVerifyOptions{DelaysMs: []float64{0.5, 1}, ICMPCount: 5, SelectRuns: 3, SelectCalls: 10,
 		ToleranceMs: 0.05, Seed: 1, OneWay: true})
@@ -90,14 +36,14 @@ func TestFakeVerifyShapingOneWay(t *testing.T) {
 			t.Fatalf("row %g: one-way %+v", r.RTTms, r.OneWay)
 		}
 		for _, ow := range r.OneWay {
-			if ow.Sent != fakeCapturePackets || ow.Matched != fakeCapturePackets || ow.Share != 1 || ow.Lost != 0 || ow.Ambiguous != 0 {
+			if ow.Sent != fakelab.CapturePackets || ow.Matched != fakelab.CapturePackets || ow.Share != 1 || ow.Lost != 0 || ow.Ambiguous != 0 {
 				t.Errorf("row %g %s: %+v", r.RTTms, ow.Direction, ow.OneWay)
 			}
 			added := r.RTTms / 2
 			if r.RTTms == 1 && ow.Direction == DirAppToDB {
 				added += 0.1
 			}
-			want := ms(fakeBaseOneWay) + added
+			want := ms(fakelab.BaseOneWay) + added
 			if abs(ow.P50Ms-want) > 1e-9 || ow.HaveAdded == r.NoShaper || abs(ow.AddedP50Ms-added) > 1e-9 {
 				t.Errorf("row %g %s: p50 %g (want %g), added %g (want %g, %v)", r.RTTms, ow.Direction, ow.P50Ms, want, ow.AddedP50Ms, added, ow.HaveAdded)
 			}
@@ -108,7 +54,7 @@ func TestFakeVerifyShapingOneWay(t *testing.T) {
 
 // checkCaptureExecs: each row started one capture in each agent, on eth0,
 // from its own address to the other side's, before that row's ping.
-func checkCaptureExecs(t *testing.T, l *fakeLab, sh *Shaping, rows int) {
+func checkCaptureExecs(t *testing.T, l *fakelab.Lab, sh *Shaping, rows int) {
 	t.Helper()
 	app, db := sh.Stack.Role("app").IP, sh.Stack.Role("db").IP
 	want := map[string]string{sh.Agents["app"].Name: app + ">" + db, sh.Agents["db"].Name: db + ">" + app}
@@ -142,15 +88,15 @@ func checkCaptureExecs(t *testing.T, l *fakeLab, sh *Shaping, rows int) {
 // other capture is stopped.
 func TestFakeVerifyShapingOneWayFailures(t *testing.T) {
 	ctx := context.Background()
-	l := newFakeLab(t)
-	_, sh := startFake(t, l, StackOptions{Target: l.target("go")}, "path")
+	l := fakelab.New(t)
+	_, sh := startFake(t, l, StackOptions{Target: l.Target("go")}, "path")
 	o := ShapeVerifyOptions{DelaysMs: []float64{1}, ICMPCount: 2, SelectRuns: 1, SelectCalls: 2, OneWay: true}
 	l.HandleStream("rttlab agent capture", func(ctx context.Context, x *enginefake.Call) (int, error) {
 		if x.Service() == "db" {
 			fmt.Fprintln(x.Stderr, "rttlab: capture: packet socket: operation not permitted (needs CAP_NET_RAW)")
 			return 1, nil
 		}
-		return l.capture(ctx, x)
+		return l.Capture(ctx, x)
 	})
 	_, err := VerifyShaping(ctx, l, sh, o)
 	if err == nil || !strings.Contains(err.Error(), "one-way capture in "+sh.Agents["db"].Name) || !strings.Contains(err.Error(), "CAP_NET_RAW") || strings.Contains(err.Error(), "rttlab: ") {

@@ -13,6 +13,7 @@ import (
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/engine/enginefake"
+	"github.com/rttlab/rttlab/orchestrator/fakelab"
 )
 
 func writeFile(t *testing.T, path, content string) string {
@@ -204,11 +205,11 @@ func TestCheckOwnImage(t *testing.T) {
 // reports undeclared statement counts without asserting them.
 func TestFakeOwnAppStackAndVerify(t *testing.T) {
 	ctx := context.Background()
-	l := newFakeLab(t)
+	l := fakelab.New(t)
 	dir := t.TempDir()
 	schema := writeFile(t, filepath.Join(dir, "schema.sql"), "CREATE TABLE items (id int);")
 	custom := writeFile(t, filepath.Join(dir, "data.dump"), "PGDMP-archive")
-	port := l.all["go"].Port
+	port := l.Apps["go"].Port
 	m, err := OwnAppMeta(PlanApp{Name: "shop", Image: "example/shop:1.4", Routes: []string{"/feed", "/serial?n=3"},
 		Port: port, Health: "/health", DBInit: []string{schema, custom}, Env: map[string]string{"LOG_LEVEL": "warn", "PGPORT": "5432"},
 		Statements: map[string]int{"/feed": 3}})
@@ -270,7 +271,7 @@ func TestFakeOwnAppStackAndVerify(t *testing.T) {
 
 // psql's error line becomes one line naming the user's file and line.
 func TestFakeDBInitFailure(t *testing.T) {
-	l := newFakeLab(t)
+	l := fakelab.New(t)
 	dir := t.TempDir()
 	schema := writeFile(t, filepath.Join(dir, "schema.sql"), "CREAT TABLE items (id int);")
 	l.Handle("psql -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -U rttlab", func(ctx context.Context, x *enginefake.Call) (int, error) {
@@ -320,9 +321,9 @@ func TestCleanImagesKeepsOwnImage(t *testing.T) {
 // waited, on which path and port, what the app last answered, and ends
 // with its last log lines; nothing is left behind.
 func TestFakeOwnAppNeverReady(t *testing.T) {
-	l := newFakeLab(t)
-	l.healthy.Store(false)
-	m, err := OwnAppMeta(PlanApp{Name: "shop", Image: "example/shop:1.4", Routes: []string{"/feed"}, Health: "/health", Port: l.all["go"].Port})
+	l := fakelab.New(t)
+	l.Healthy.Store(false)
+	m, err := OwnAppMeta(PlanApp{Name: "shop", Image: "example/shop:1.4", Routes: []string{"/feed"}, Health: "/health", Port: l.Apps["go"].Port})
 	if err != nil {
 		t.Fatal(err)
 	}

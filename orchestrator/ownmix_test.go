@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/rttlab/rttlab/apps"
+	"github.com/rttlab/rttlab/orchestrator/fakelab"
 	"github.com/rttlab/rttlab/workloads"
 )
 
@@ -110,8 +111,8 @@ func TestPlanRequestMixErrors(t *testing.T) {
 }
 
 // shopMixApp is the plan entry of ownMixYAML on the fake lab's app.
-func shopMixApp(l *fakeLab) PlanApp {
-	return PlanApp{Name: "shop", Image: "example/shop:1.4", Port: l.all["go"].Port, Health: "/health",
+func shopMixApp(l *fakelab.Lab) PlanApp {
+	return PlanApp{Name: "shop", Image: "example/shop:1.4", Port: l.Apps["go"].Port, Health: "/health",
 		RequestMix: []workloads.MixRequest{
 			{Name: "list", Path: "/api/items", Weight: 6},
 			{Name: "create", Method: "POST", Path: "/api/items", Weight: 1,
@@ -124,7 +125,7 @@ func shopMixApp(l *fakeLab) PlanApp {
 // the trace agent gets each type's requests whole.
 func TestFakeOwnAppRequestMixVerifyTrace(t *testing.T) {
 	ctx := context.Background()
-	l := newFakeLab(t)
+	l := fakelab.New(t)
 	l.AddImage("example/shop:1.4", nil)
 	m, err := OwnAppMeta(shopMixApp(l))
 	if err != nil {
@@ -150,42 +151,42 @@ func TestFakeOwnAppRequestMixVerifyTrace(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("checks\n%q\nwant\n%q", got, want)
 	}
-	if !slices.Contains(l.items, `POST /api/items Bearer t0ken {"name": "widget"}`) || !slices.Contains(l.items, "GET /api/items  ") {
-		t.Errorf("the app saw %q", l.items)
+	if !slices.Contains(l.Items, `POST /api/items Bearer t0ken {"name": "widget"}`) || !slices.Contains(l.Items, "GET /api/items  ") {
+		t.Errorf("the app saw %q", l.Items)
 	}
 
 	mix, err := MixFor(m)
 	if err != nil || mix == nil {
 		t.Fatalf("mix %v %v", mix, err)
 	}
-	l.traced = nil
+	l.Traced = nil
 	rows, err := TraceApp(ctx, l, sh, TraceOptions{Requests: TraceRequests(tg, mix, 3, 5, 1), Warmup: 2, Weights: MixWeights(mix)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(rows) != 2 || rows[0].Type != "create" || rows[1].Type != "list" || rows[0].N != 3 || rows[0].Expected != -1 ||
-		rows[0].Weight != 1.0/7 || rows[1].Weight != 6.0/7 || rows[1].RoundTrips.Median != fakeItemStmts {
+		rows[0].Weight != 1.0/7 || rows[1].Weight != 6.0/7 || rows[1].RoundTrips.Median != fakelab.ItemStmts {
 		t.Errorf("trace rows %+v", rows)
 	}
-	for _, r := range l.traced {
+	for _, r := range l.Traced {
 		if r.Path == "/api/items" && r.Method == "POST" && (r.Body != `{"name": "widget"}` || r.Headers["Authorization"] != "Bearer t0ken") {
 			t.Errorf("traced %+v", r)
 		}
 	}
-	if n := len(l.traced); n != 2*(2+3) || l.traced[0].Type != "warmup" || l.traced[0].Method != "POST" {
-		t.Errorf("traced %d requests, first %+v", n, l.traced[0])
+	if n := len(l.Traced); n != 2*(2+3) || l.Traced[0].Type != "warmup" || l.Traced[0].Method != "POST" {
+		t.Errorf("traced %d requests, first %+v", n, l.Traced[0])
 	}
 }
 
 // A run of an own app with a request_mix: mix:<app> tasks, each load
 // drawing its seeded sequence from the mix the orchestrator hands over.
 func TestRunFakeOwnAppRequestMix(t *testing.T) {
-	lab := newFakeLab(t)
+	lab := fakelab.New(t)
 	lab.AddImage("example/shop:1.4", nil)
 	p := fakePlan()
 	p.Apps = []PlanApp{shopMixApp(lab)}
 	p.Apps[0].Runs, p.Apps[0].Requests = 2, 20
-	all := copyMetas(lab.all)
+	all := copyMetas(lab.Apps)
 	if err := AddOwnApps(p, all); err != nil {
 		t.Fatal(err)
 	}

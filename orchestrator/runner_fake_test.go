@@ -14,6 +14,7 @@ import (
 
 	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/engine/enginefake"
+	"github.com/rttlab/rttlab/orchestrator/fakelab"
 	"github.com/rttlab/rttlab/results"
 )
 
@@ -92,7 +93,7 @@ func records(d *results.Data, task int) []string {
 
 // checkLoadsFollow checks that the load client ran the given tasks, in
 // order, each with its route and its RTT in place.
-func checkLoadsFollow(t *testing.T, loads []fakeLoad, tasks []results.Task) {
+func checkLoadsFollow(t *testing.T, loads []fakelab.LoadCall, tasks []results.Task) {
 	t.Helper()
 	if len(loads) != len(tasks) {
 		t.Fatalf("%d loads for %d tasks", len(loads), len(tasks))
@@ -106,11 +107,11 @@ func checkLoadsFollow(t *testing.T, loads []fakeLoad, tasks []results.Task) {
 }
 
 func TestRunFakeRunsShuffledPlan(t *testing.T) {
-	lab := newFakeLab(t)
+	lab := fakelab.New(t)
 	p := fakePlan()
 	prog := &recProgress{}
 	var rendered *results.Summary
-	dir, err := Run(context.Background(), lab, lab.all, RunOptions{Plan: p, OutDir: t.TempDir(), Version: "test", Commit: "abc",
+	dir, err := Run(context.Background(), lab, lab.Apps, RunOptions{Plan: p, OutDir: t.TempDir(), Version: "test", Commit: "abc",
 		Images: map[string]string{"go": "sha256:1"}, Progress: prog, Now: fakeNow, Rendered: func(s *results.Summary) { rendered = s }})
 	if err != nil {
 		t.Fatal(err)
@@ -174,7 +175,7 @@ func TestRunFakeRunsShuffledPlan(t *testing.T) {
 	}
 	// The 1 ms setting's probe saw the fake shaper's 1 ms.
 	for _, pr := range d.Probes {
-		if pr.Kind == results.ProbeICMP && pr.RTTms == 1 && pr.MedianMs != ms(fakeBaseRTT+time.Millisecond) {
+		if pr.Kind == results.ProbeICMP && pr.RTTms == 1 && pr.MedianMs != ms(fakelab.BaseRTT+time.Millisecond) {
 			t.Errorf("ICMP probe at 1 ms: median %g ms", pr.MedianMs)
 		}
 	}
@@ -240,11 +241,11 @@ func TestRunFakeRunsShuffledPlan(t *testing.T) {
 }
 
 func TestRunFakeMixAppWithAuth(t *testing.T) {
-	lab := newFakeLab(t)
+	lab := fakelab.New(t)
 	p := fakePlan()
 	p.Apps = []PlanApp{{Name: "redmine", Mix: "redmine", Runs: 1, Requests: 3}}
 	p.DelaysMs = []float64{0, 0.25}
-	dir, err := Run(context.Background(), lab, lab.all, RunOptions{Plan: p, OutDir: t.TempDir(), Now: fakeNow})
+	dir, err := Run(context.Background(), lab, lab.Apps, RunOptions{Plan: p, OutDir: t.TempDir(), Now: fakeNow})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,7 +256,7 @@ func TestRunFakeMixAppWithAuth(t *testing.T) {
 	loads := lab.Loads()
 	checkLoadsFollow(t, loads, d.Manifest.Tasks)
 	for _, ld := range loads {
-		if !slices.Equal(ld.Headers, []string{"X-Redmine-API-Key: " + fakeAPIKey}) || ld.Requests != 3 {
+		if !slices.Equal(ld.Headers, []string{"X-Redmine-API-Key: " + fakelab.APIKey}) || ld.Requests != 3 {
 			t.Fatalf("load %+v", ld)
 		}
 	}
@@ -276,7 +277,7 @@ func TestRunFakeMixAppWithAuth(t *testing.T) {
 // A task that fails once is retried at once, recorded as failed and then
 // done, and counted once.
 func TestRunFakeRetriesFailedTask(t *testing.T) {
-	lab := newFakeLab(t)
+	lab := fakelab.New(t)
 	var n int
 	lab.Handle("rttlab agent load", func(ctx context.Context, x *enginefake.Call) (int, error) {
 		n++
@@ -284,10 +285,10 @@ func TestRunFakeRetriesFailedTask(t *testing.T) {
 			fmt.Fprintln(x.Stderr, "rttlab: GET http://app:8080/feed: connection reset by peer")
 			return 1, nil
 		}
-		return lab.load(ctx, x)
+		return lab.Load(ctx, x)
 	})
 	prog := &recProgress{}
-	dir, err := Run(context.Background(), lab, lab.all, RunOptions{Plan: fakePlan(), OutDir: t.TempDir(), Progress: prog, Now: fakeNow})
+	dir, err := Run(context.Background(), lab, lab.Apps, RunOptions{Plan: fakePlan(), OutDir: t.TempDir(), Progress: prog, Now: fakeNow})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,7 +323,7 @@ func TestRunFakeRetriesFailedTask(t *testing.T) {
 // Load output that is not the result format fails the attempt with the
 // line that was wrong, and too few results fail it too.
 func TestRunFakeRejectsBadLoadOutput(t *testing.T) {
-	lab := newFakeLab(t)
+	lab := fakelab.New(t)
 	var n int
 	lab.Handle("rttlab agent load", func(ctx context.Context, x *enginefake.Call) (int, error) {
 		n++
@@ -334,9 +335,9 @@ func TestRunFakeRejectsBadLoadOutput(t *testing.T) {
 			fmt.Fprintln(x.Stdout, `{"seq":0,"warmup":true,"path":"/feed","latency_ns":1,"status":200,"bytes":1,"error":""}`)
 			return 0, nil
 		}
-		return lab.load(ctx, x)
+		return lab.Load(ctx, x)
 	})
-	dir, err := Run(context.Background(), lab, lab.all, RunOptions{Plan: fakePlan(), OutDir: t.TempDir(), Now: fakeNow})
+	dir, err := Run(context.Background(), lab, lab.Apps, RunOptions{Plan: fakePlan(), OutDir: t.TempDir(), Now: fakeNow})
 	if err == nil || !strings.Contains(err.Error(), "failed twice") || !strings.Contains(err.Error(), "returned 1 results, want 5") {
 		t.Fatalf("err = %v", err)
 	}
@@ -353,7 +354,7 @@ func TestRunFakeRejectsBadLoadOutput(t *testing.T) {
 // A stack member that crashed is replaced by a fresh stack before the
 // retry; the old one is removed first.
 func TestRunFakeRestartsCrashedStack(t *testing.T) {
-	lab := newFakeLab(t)
+	lab := fakelab.New(t)
 	var n int
 	lab.Handle("rttlab agent load", func(ctx context.Context, x *enginefake.Call) (int, error) {
 		n++
@@ -362,9 +363,9 @@ func TestRunFakeRestartsCrashedStack(t *testing.T) {
 			fmt.Fprintln(x.Stderr, "rttlab: EOF")
 			return 1, nil
 		}
-		return lab.load(ctx, x)
+		return lab.Load(ctx, x)
 	})
-	dir, err := Run(context.Background(), lab, lab.all, RunOptions{Plan: fakePlan(), OutDir: t.TempDir(), Now: fakeNow})
+	dir, err := Run(context.Background(), lab, lab.Apps, RunOptions{Plan: fakePlan(), OutDir: t.TempDir(), Now: fakeNow})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -388,13 +389,13 @@ func TestRunFakeRestartsCrashedStack(t *testing.T) {
 // When the fresh stack after a crash cannot start, the run stops with
 // that error and leaves nothing behind.
 func TestRunFakeRestartFails(t *testing.T) {
-	lab := newFakeLab(t)
+	lab := fakelab.New(t)
 	lab.Handle("rttlab agent load", func(ctx context.Context, x *enginefake.Call) (int, error) {
 		lab.Exit("-db", 1, "PANIC: could not write to file \"pg_wal/xlogtemp.1\": No space left on device\n")
 		lab.FailOn("CreateNetwork", "", 1, errors.New("create network: could not find an available, non-overlapping IPv4 address pool"))
 		return 1, nil
 	})
-	dir, err := Run(context.Background(), lab, lab.all, RunOptions{Plan: fakePlan(), OutDir: t.TempDir(), Now: fakeNow})
+	dir, err := Run(context.Background(), lab, lab.Apps, RunOptions{Plan: fakePlan(), OutDir: t.TempDir(), Now: fakeNow})
 	if err == nil || !strings.Contains(err.Error(), "non-overlapping") {
 		t.Fatalf("err = %v", err)
 	}
@@ -408,10 +409,10 @@ func TestRunFakeRestartFails(t *testing.T) {
 // A task that fails twice stops the run; the folder stays consistent and
 // the run can be resumed.
 func TestRunFakeFailsTwiceThenResumes(t *testing.T) {
-	lab := newFakeLab(t)
+	lab := fakelab.New(t)
 	lab.FailOn("Exec", "agent load", 2, errors.New("exec rttlab in client: connection refused"))
 	out := t.TempDir()
-	dir, err := Run(context.Background(), lab, lab.all, RunOptions{Plan: fakePlan(), OutDir: out, Now: fakeNow})
+	dir, err := Run(context.Background(), lab, lab.Apps, RunOptions{Plan: fakePlan(), OutDir: out, Now: fakeNow})
 	if err == nil || !strings.Contains(err.Error(), "failed twice") || !strings.HasPrefix(err.Error(), "go: ") {
 		t.Fatalf("err = %v", err)
 	}
@@ -426,7 +427,7 @@ func TestRunFakeFailsTwiceThenResumes(t *testing.T) {
 	}
 	// Resume: the failed task gets attempt 3, probes and trace are not
 	// repeated for an app that has them.
-	if _, err := Run(context.Background(), lab, lab.all, RunOptions{Resume: dir, Now: fakeNow}); err != nil {
+	if _, err := Run(context.Background(), lab, lab.Apps, RunOptions{Resume: dir, Now: fakeNow}); err != nil {
 		t.Fatal(err)
 	}
 	d = loadFolder(t, dir)
@@ -448,7 +449,7 @@ func TestRunFakeFailsTwiceThenResumes(t *testing.T) {
 func TestRunFakeCancelCleansUpAndResumes(t *testing.T) {
 	for _, during := range []bool{false, true} {
 		t.Run(fmt.Sprintf("during-load=%v", during), func(t *testing.T) {
-			lab := newFakeLab(t)
+			lab := fakelab.New(t)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			prog := &recProgress{}
@@ -460,7 +461,7 @@ func TestRunFakeCancelCleansUpAndResumes(t *testing.T) {
 						cancel()
 						return -1, lctx.Err()
 					}
-					return lab.load(lctx, x)
+					return lab.Load(lctx, x)
 				})
 			} else {
 				prog.onTask = func(done int) {
@@ -469,7 +470,7 @@ func TestRunFakeCancelCleansUpAndResumes(t *testing.T) {
 					}
 				}
 			}
-			dir, err := Run(ctx, lab, lab.all, RunOptions{Plan: fakePlan(), OutDir: t.TempDir(), Progress: prog, Now: fakeNow})
+			dir, err := Run(ctx, lab, lab.Apps, RunOptions{Plan: fakePlan(), OutDir: t.TempDir(), Progress: prog, Now: fakeNow})
 			if !errors.Is(err, context.Canceled) {
 				t.Fatalf("err = %v", err)
 			}
@@ -487,9 +488,9 @@ func TestRunFakeCancelCleansUpAndResumes(t *testing.T) {
 			tasks := d.Manifest.Tasks
 			before := len(lab.Loads())
 
-			lab.Handle("rttlab agent load", lab.load)
+			lab.Handle("rttlab agent load", lab.Load)
 			prog2 := &recProgress{}
-			if _, err := Run(context.Background(), lab, lab.all, RunOptions{Resume: dir, Progress: prog2, Now: fakeNow}); err != nil {
+			if _, err := Run(context.Background(), lab, lab.Apps, RunOptions{Resume: dir, Progress: prog2, Now: fakeNow}); err != nil {
 				t.Fatal(err)
 			}
 			checkLoadsFollow(t, lab.Loads()[before:], tasks[3:])
@@ -508,32 +509,32 @@ func TestRunFakeCancelCleansUpAndResumes(t *testing.T) {
 // Bad input is refused before anything is created: no container, no
 // network, no results folder.
 func TestRunFakeRefusesBeforeStart(t *testing.T) {
-	lab := newFakeLab(t)
-	existing, err := Run(context.Background(), lab, lab.all, RunOptions{Plan: fakePlan(), OutDir: t.TempDir(), Now: fakeNow})
+	lab := fakelab.New(t)
+	existing, err := Run(context.Background(), lab, lab.Apps, RunOptions{Plan: fakePlan(), OutDir: t.TempDir(), Now: fakeNow})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cases := []struct {
 		name string
-		mod  func(o *RunOptions, l *fakeLab)
+		mod  func(o *RunOptions, l *fakelab.Lab)
 		want string
 	}{
-		{"no delays", func(o *RunOptions, l *fakeLab) { o.Plan.DelaysMs = nil }, "delays_ms is empty"},
-		{"unknown app", func(o *RunOptions, l *fakeLab) { o.Plan.Apps[0].Name = "cobol" }, `unknown app "cobol"`},
-		{"unknown route", func(o *RunOptions, l *fakeLab) { o.Plan.Apps[0].Routes = []string{"/nope"} }, "route /nope is unknown"},
-		{"unknown mix", func(o *RunOptions, l *fakeLab) { o.Plan.Apps[0] = PlanApp{Name: "redmine", Mix: "shop"} }, `mix "shop" is unknown`},
-		{"no routes", func(o *RunOptions, l *fakeLab) { o.Plan.Apps[0].Routes = nil }, "no routes"},
-		{"no engine", func(o *RunOptions, l *fakeLab) { l.FailOn("EngineInfo", "", 1, engine.ErrNoEngine) }, "no Docker engine"},
-		{"resume of another plan", func(o *RunOptions, l *fakeLab) { o.Resume, o.Plan.Seed = existing, 99 }, "seed 7, not \"unit\" seed 99"},
-		{"resume of no folder", func(o *RunOptions, l *fakeLab) { o.Resume = filepath.Join(existing, "nope") }, "manifest"},
+		{"no delays", func(o *RunOptions, l *fakelab.Lab) { o.Plan.DelaysMs = nil }, "delays_ms is empty"},
+		{"unknown app", func(o *RunOptions, l *fakelab.Lab) { o.Plan.Apps[0].Name = "cobol" }, `unknown app "cobol"`},
+		{"unknown route", func(o *RunOptions, l *fakelab.Lab) { o.Plan.Apps[0].Routes = []string{"/nope"} }, "route /nope is unknown"},
+		{"unknown mix", func(o *RunOptions, l *fakelab.Lab) { o.Plan.Apps[0] = PlanApp{Name: "redmine", Mix: "shop"} }, `mix "shop" is unknown`},
+		{"no routes", func(o *RunOptions, l *fakelab.Lab) { o.Plan.Apps[0].Routes = nil }, "no routes"},
+		{"no engine", func(o *RunOptions, l *fakelab.Lab) { l.FailOn("EngineInfo", "", 1, engine.ErrNoEngine) }, "no Docker engine"},
+		{"resume of another plan", func(o *RunOptions, l *fakelab.Lab) { o.Resume, o.Plan.Seed = existing, 99 }, "seed 7, not \"unit\" seed 99"},
+		{"resume of no folder", func(o *RunOptions, l *fakelab.Lab) { o.Resume = filepath.Join(existing, "nope") }, "manifest"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			l := newFakeLab(t)
+			l := fakelab.New(t)
 			out := t.TempDir()
 			o := RunOptions{Plan: fakePlan(), OutDir: out, Now: fakeNow}
 			c.mod(&o, l)
-			dir, err := Run(context.Background(), l, l.all, o)
+			dir, err := Run(context.Background(), l, l.Apps, o)
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("err = %v, want %q", err, c.want)
 			}
@@ -556,33 +557,33 @@ func TestRunFakeRefusesBeforeStart(t *testing.T) {
 func TestRunFakeStartFailuresCleanUp(t *testing.T) {
 	cases := []struct {
 		name  string
-		setup func(l *fakeLab)
+		setup func(l *fakelab.Lab)
 		want  string
 	}{
-		{"client not created", func(l *fakeLab) { l.FailOn("CreateContainer", "-client", 1, errors.New("no space left on device")) }, "no space left"},
-		{"app crashes at start", func(l *fakeLab) {
-			l.healthy.Store(false)
+		{"client not created", func(l *fakelab.Lab) { l.FailOn("CreateContainer", "-client", 1, errors.New("no space left on device")) }, "no space left"},
+		{"app crashes at start", func(l *fakelab.Lab) {
+			l.Healthy.Store(false)
 			l.CrashOnStart("-app", 1, 1, "panic: connect to db: password authentication failed\n")
 		}, "password authentication failed"},
-		{"database crashes at start", func(l *fakeLab) {
+		{"database crashes at start", func(l *fakelab.Lab) {
 			l.CrashOnStart("-db", 1, 1, "initdb: error: could not create directory\n")
 		}, "could not create directory"},
-		{"agent crashes at start", func(l *fakeLab) {
+		{"agent crashes at start", func(l *fakelab.Lab) {
 			l.CrashOnStart("-agent", 1, 2, "rttlab: --shaper kernel: sch_netem is not available\n")
 		}, "agent for"},
-		{"agent image missing", func(l *fakeLab) {
+		{"agent image missing", func(l *fakelab.Lab) {
 			l.DropImage(AgentImage)
 		}, "rttlab images build"},
-		{"no auth key", func(l *fakeLab) {
+		{"no auth key", func(l *fakelab.Lab) {
 			l.Handle("cat", func(ctx context.Context, x *enginefake.Call) (int, error) { return 1, nil })
 		}, "did not finish its set-up"},
-		{"trace fails", func(l *fakeLab) {
+		{"trace fails", func(l *fakelab.Lab) {
 			l.Handle("rttlab agent trace", func(ctx context.Context, x *enginefake.Call) (int, error) {
 				fmt.Fprintln(x.Stderr, "rttlab: open packet socket: operation not permitted")
 				return 1, nil
 			})
 		}, "operation not permitted"},
-		{"probe fails", func(l *fakeLab) {
+		{"probe fails", func(l *fakelab.Lab) {
 			l.Handle("rttlab agent sqlprobe", func(ctx context.Context, x *enginefake.Call) (int, error) {
 				fmt.Fprintln(x.Stderr, "rttlab: connect: connection refused")
 				return 1, nil
@@ -591,13 +592,13 @@ func TestRunFakeStartFailuresCleanUp(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			l := newFakeLab(t)
+			l := fakelab.New(t)
 			c.setup(l)
 			p := fakePlan()
 			if c.name == "no auth key" {
 				p.Apps = []PlanApp{{Name: "redmine", Mix: "redmine"}}
 			}
-			_, err := Run(context.Background(), l, l.all, RunOptions{Plan: p, OutDir: t.TempDir(), Now: fakeNow})
+			_, err := Run(context.Background(), l, l.Apps, RunOptions{Plan: p, OutDir: t.TempDir(), Now: fakeNow})
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("err = %v, want %q", err, c.want)
 			}
@@ -609,9 +610,9 @@ func TestRunFakeStartFailuresCleanUp(t *testing.T) {
 // A removal that fails is not swallowed: the run reports it, and says how
 // to remove what is left.
 func TestRunFakeSurfacesCleanupFailure(t *testing.T) {
-	lab := newFakeLab(t)
+	lab := fakelab.New(t)
 	lab.FailOn("RemoveContainer", "-db", -1, errors.New("remove: device or resource busy"))
-	_, err := Run(context.Background(), lab, lab.all, RunOptions{Plan: fakePlan(), OutDir: t.TempDir(), Now: fakeNow})
+	_, err := Run(context.Background(), lab, lab.Apps, RunOptions{Plan: fakePlan(), OutDir: t.TempDir(), Now: fakeNow})
 	if err == nil || !strings.Contains(err.Error(), "device or resource busy") || !strings.Contains(err.Error(), "rttlab clean --run") {
 		t.Fatalf("err = %v", err)
 	}

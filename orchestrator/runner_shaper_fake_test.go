@@ -13,6 +13,7 @@ import (
 
 	"github.com/rttlab/rttlab/netem"
 	"github.com/rttlab/rttlab/orchestrator/engine/enginefake"
+	"github.com/rttlab/rttlab/orchestrator/fakelab"
 	"github.com/rttlab/rttlab/results"
 )
 
@@ -20,12 +21,12 @@ import (
 // like the userspace shaper: every `ctl show` adds 50 packets held for
 // their target (+3 µs) to the side's counters; drop adds lost packets.
 type statsShaper struct {
-	lab   *fakeLab
+	lab   *fakelab.Lab
 	mu    sync.Mutex
 	stats map[string]*netem.Stats // by side
 }
 
-func newStatsShaper(lab *fakeLab) *statsShaper {
+func newStatsShaper(lab *fakelab.Lab) *statsShaper {
 	s := &statsShaper{lab: lab, stats: map[string]*netem.Stats{}}
 	lab.Handle("rttlab agent ctl", s.ctl)
 	return s
@@ -50,7 +51,7 @@ func (s *statsShaper) ctl(ctx context.Context, x *enginefake.Call) (int, error) 
 	var out bytes.Buffer
 	inner := *x
 	inner.Stdout = &out
-	code, err := s.lab.ctl(ctx, &inner)
+	code, err := s.lab.Ctl(ctx, &inner)
 	if err != nil || code != 0 {
 		return code, err
 	}
@@ -83,7 +84,7 @@ func (s *statsShaper) ctl(ctx context.Context, x *enginefake.Call) (int, error) 
 // not data) and retried; every attempt's shaper figures are in
 // shaper.csv, and the summary counts only the done ones.
 func TestRunFakeFailsTaskOnShaperDrops(t *testing.T) {
-	lab := newFakeLab(t)
+	lab := fakelab.New(t)
 	sh := newStatsShaper(lab)
 	var n int
 	lab.Handle("rttlab agent load", func(ctx context.Context, x *enginefake.Call) (int, error) {
@@ -91,11 +92,11 @@ func TestRunFakeFailsTaskOnShaperDrops(t *testing.T) {
 		if n == 2 {
 			sh.drop("db", 4)
 		}
-		return lab.load(ctx, x)
+		return lab.Load(ctx, x)
 	})
 	p := fakePlan()
 	p.Hook = netem.HookIngress // the fake shaper's hook, which "auto" calibrates
-	dir, err := Run(context.Background(), lab, lab.all, RunOptions{Plan: p, OutDir: t.TempDir(), Now: fakeNow})
+	dir, err := Run(context.Background(), lab, lab.Apps, RunOptions{Plan: p, OutDir: t.TempDir(), Now: fakeNow})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +137,7 @@ func TestRunFakeAgentDiesDuringLoad(t *testing.T) {
 	prev := agentWatchInterval
 	agentWatchInterval = 5 * time.Millisecond
 	t.Cleanup(func() { agentWatchInterval = prev })
-	lab := newFakeLab(t)
+	lab := fakelab.New(t)
 	newStatsShaper(lab)
 	var n int
 	stopped := false
@@ -154,9 +155,9 @@ func TestRunFakeAgentDiesDuringLoad(t *testing.T) {
 				return 1, fmt.Errorf("the load was not stopped when the agent died")
 			}
 		}
-		return lab.load(ctx, x)
+		return lab.Load(ctx, x)
 	})
-	dir, err := Run(context.Background(), lab, lab.all, RunOptions{Plan: fakePlan(), OutDir: t.TempDir(), Now: fakeNow})
+	dir, err := Run(context.Background(), lab, lab.Apps, RunOptions{Plan: fakePlan(), OutDir: t.TempDir(), Now: fakeNow})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,21 +203,21 @@ func secondTaskRetried(t *testing.T, d *results.Data) (int, string) {
 // their verification probes. calibrate_per: app calibrates each.
 func TestRunFakeCalibratePerRun(t *testing.T) {
 	for _, per := range []string{"run", "app"} {
-		lab := newFakeLab(t)
+		lab := fakelab.New(t)
 		newStatsShaper(lab)
 		calPings := 0
 		lab.Handle("rttlab agent ping", func(ctx context.Context, x *enginefake.Call) (int, error) {
 			if x.Flag("--count") == "200" { // Calibrate's echoes per measurement
 				calPings++
 			}
-			return lab.ping(ctx, x)
+			return lab.Ping(ctx, x)
 		})
 		p := fakePlan()
 		p.Apps = append(p.Apps, PlanApp{Name: "node", Routes: []string{"/feed"}})
 		p.CalibratePer = per
 		p.Hook = netem.HookIngress
 		prog := &recProgress{}
-		dir, err := Run(context.Background(), lab, lab.all, RunOptions{Plan: p, OutDir: t.TempDir(), Now: fakeNow, Progress: prog})
+		dir, err := Run(context.Background(), lab, lab.Apps, RunOptions{Plan: p, OutDir: t.TempDir(), Now: fakeNow, Progress: prog})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/engine/enginefake"
+	"github.com/rttlab/rttlab/orchestrator/fakelab"
 	"github.com/rttlab/rttlab/results"
 )
 
@@ -23,7 +24,7 @@ import (
 
 // startFake starts a shaped stack of app on the lab and removes it when
 // the test ends.
-func startFake(t *testing.T, l *fakeLab, o StackOptions, scope string) (*Stack, *Shaping) {
+func startFake(t *testing.T, l *fakelab.Lab, o StackOptions, scope string) (*Stack, *Shaping) {
 	t.Helper()
 	ctx := context.Background()
 	st, err := StartStack(ctx, l, o)
@@ -42,7 +43,7 @@ func startFake(t *testing.T, l *fakeLab, o StackOptions, scope string) (*Stack, 
 // id for `rttlab shape`, with the delay split over both sides.
 func TestFakeUpStackShapeAndDown(t *testing.T) {
 	ctx := context.Background()
-	l := newFakeLab(t)
+	l := fakelab.New(t)
 	// The app's real port (8080) is published; the fake engine maps it to
 	// the fake app's port on 127.0.0.1.
 	all, _ := apps.Load(apps.FS(""))
@@ -99,8 +100,8 @@ func TestFakeUpStackShapeAndDown(t *testing.T) {
 	if err := found.Clear(ctx, l); err != nil {
 		t.Fatal(err)
 	}
-	if l.rtt() != 0 {
-		t.Errorf("delay after clear: %s", l.rtt())
+	if l.RTT() != 0 {
+		t.Errorf("delay after clear: %s", l.RTT())
 	}
 	if err := found.SetRTT(ctx, l, -time.Millisecond); err == nil {
 		t.Error("a negative delay was applied")
@@ -143,8 +144,8 @@ func TestFakeUpStackShapeAndDown(t *testing.T) {
 // words, a reply that is not JSON is refused, and so are bad scopes.
 func TestFakeAgentReplies(t *testing.T) {
 	ctx := context.Background()
-	l := newFakeLab(t)
-	_, sh := startFake(t, l, StackOptions{Target: l.target("go")}, "path")
+	l := fakelab.New(t)
+	_, sh := startFake(t, l, StackOptions{Target: l.Target("go")}, "path")
 
 	l.Handle("rttlab agent ctl set", func(ctx context.Context, x *enginefake.Call) (int, error) {
 		fmt.Fprintln(x.Stdout, `{"ok":false,"error":"qdisc add: operation not permitted"}`)
@@ -190,7 +191,7 @@ func TestFakeAgentReplies(t *testing.T) {
 	if _, err := sh.SelectOne(ctx, l, 1, 1); err == nil || !strings.Contains(err.Error(), "SELECT 1 probe") {
 		t.Errorf("sqlprobe: %v", err)
 	}
-	l.Handle("rttlab agent ctl set", l.ctl)
+	l.Handle("rttlab agent ctl set", l.Ctl)
 	delete(sh.Agents, "db")
 	if err := sh.SetRTT(ctx, l, time.Millisecond); err == nil || !strings.Contains(err.Error(), "no agent for db") {
 		t.Errorf("missing agent: %v", err)
@@ -204,8 +205,8 @@ func TestFakeAgentReplies(t *testing.T) {
 // when it misses the configured value.
 func TestFakeVerifyShaping(t *testing.T) {
 	ctx := context.Background()
-	l := newFakeLab(t)
-	_, sh := startFake(t, l, StackOptions{Target: l.target("go")}, "path")
+	l := fakelab.New(t)
+	_, sh := startFake(t, l, StackOptions{Target: l.Target("go")}, "path")
 	var seen []ShapeRow
 	o := ShapeVerifyOptions{DelaysMs: []float64{0.5, 0, 1}, ICMPCount: 5, SelectRuns: 3, SelectCalls: 10, ToleranceMs: 0.05, Seed: 1,
 		Row: func(r ShapeRow) { seen = append(seen, r) }}
@@ -230,7 +231,7 @@ func TestFakeVerifyShaping(t *testing.T) {
 			x.Cmd = slices.Clone(x.Cmd)
 			x.Cmd[5] = "0ns"
 		}
-		return l.ctl(ctx, x)
+		return l.Ctl(ctx, x)
 	})
 	rows, err = VerifyShaping(ctx, l, sh, ShapeVerifyOptions{DelaysMs: []float64{1}, ICMPCount: 5, SelectRuns: 3, SelectCalls: 10, ToleranceMs: 0.05})
 	if err != nil {
@@ -256,8 +257,8 @@ func abs(v float64) float64 {
 // (which does exactly the contract's work unless told otherwise).
 func TestFakeVerifyStack(t *testing.T) {
 	ctx := context.Background()
-	l := newFakeLab(t)
-	st, sh := startFake(t, l, StackOptions{Target: l.target("go")}, "path")
+	l := fakelab.New(t)
+	st, sh := startFake(t, l, StackOptions{Target: l.Target("go")}, "path")
 	var progress int
 	checks, err := VerifyStack(ctx, l, st, VerifyOptions{Requests: 4, SerialN: 5, Shaping: sh, Progress: func(Check) { progress++ }})
 	if err != nil {
@@ -278,9 +279,9 @@ func TestFakeVerifyStack(t *testing.T) {
 
 	// One statement too many per request fails every count, with the
 	// statements the database saw.
-	l.mu.Lock()
-	l.extra = 1
-	l.mu.Unlock()
+	l.Mu.Lock()
+	l.Extra = 1
+	l.Mu.Unlock()
 	checks, err = VerifyStack(ctx, l, st, VerifyOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -308,9 +309,9 @@ func TestFakeVerifyStack(t *testing.T) {
 
 // A broken app: wrong status, wrong content type, wrong shape.
 func TestFakeVerifyStackCatchesContractBreaks(t *testing.T) {
-	l := newFakeLab(t)
-	st, _ := startFake(t, l, StackOptions{Target: l.target("go")}, "path")
-	hc := l.app.Client()
+	l := fakelab.New(t)
+	st, _ := startFake(t, l, StackOptions{Target: l.Target("go")}, "path")
+	hc := l.App.Client()
 	base := st.BaseURL()
 	if c := checkJSON(context.Background(), hc, base, "/nope", 200, nil); c.OK || c.Observed != "404 application/json" || !strings.Contains(c.Detail, "not found") {
 		t.Errorf("404: %+v", c)
@@ -343,7 +344,7 @@ func TestFakeVerifyStackCatchesContractBreaks(t *testing.T) {
 			t.Errorf("feedShape(%v) = %v, want %q", tc.v, err, tc.want)
 		}
 	}
-	arts := make([]any, FeedArticles)
+	arts := make([]any, apps.FeedArticles)
 	for i := range arts {
 		arts[i] = map[string]any{"id": 1.0, "title": "t"}
 	}
@@ -360,8 +361,8 @@ func TestFakeVerifyStackCatchesContractBreaks(t *testing.T) {
 // checked against what the wire shows.
 func TestFakeVerifyMixAndVariant(t *testing.T) {
 	ctx := context.Background()
-	l := newFakeLab(t)
-	st, _ := startFake(t, l, StackOptions{Target: l.target("redmine")}, "path")
+	l := fakelab.New(t)
+	st, _ := startFake(t, l, StackOptions{Target: l.Target("redmine")}, "path")
 	checks, err := VerifyStack(ctx, l, st, VerifyOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -371,7 +372,7 @@ func TestFakeVerifyMixAndVariant(t *testing.T) {
 	}
 
 	l.AddImage(engine.ImageRef("axum"), nil)
-	raw := l.target("axum-raw")
+	raw := l.Target("axum-raw")
 	st, sh := startFake(t, l, StackOptions{Target: raw}, "path")
 	for _, c := range l.Created() {
 		if c.Labels[engine.LabelRun] == st.RunID && c.Labels[engine.LabelRole] == "app" && !slices.Contains(c.Env, "RTTLAB_AXUM_MODE=raw") {
@@ -392,9 +393,9 @@ func TestFakeVerifyMixAndVariant(t *testing.T) {
 
 func TestFakeCleanAll(t *testing.T) {
 	ctx := context.Background()
-	l := newFakeLab(t)
-	st1, _ := startFake(t, l, StackOptions{Target: l.target("go")}, "path")
-	startFake(t, l, StackOptions{Target: l.target("node")}, "interface")
+	l := fakelab.New(t)
+	st1, _ := startFake(t, l, StackOptions{Target: l.Target("go")}, "path")
+	startFake(t, l, StackOptions{Target: l.Target("node")}, "interface")
 	// Someone else's container on the same engine is never touched.
 	l.AddImage("postgres:17", nil)
 	if _, err := l.CreateContainer(ctx, engine.ContainerSpec{Name: "their-db", Image: "postgres:17"}); err != nil {
@@ -505,9 +506,9 @@ func TestFakeEnsureBaseAndBuild(t *testing.T) {
 // The results folder knows its plan; a folder whose manifest holds no
 // plan is refused by name.
 func TestFakeFolderPlan(t *testing.T) {
-	l := newFakeLab(t)
+	l := fakelab.New(t)
 	p := fakePlan()
-	dir, err := Run(context.Background(), l, l.all, RunOptions{Plan: p, OutDir: t.TempDir(), Now: fakeNow})
+	dir, err := Run(context.Background(), l, l.Apps, RunOptions{Plan: p, OutDir: t.TempDir(), Now: fakeNow})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -583,8 +584,8 @@ func TestFakeStackUsesTheImagePrefixForEveryMember(t *testing.T) {
 	engine.ImagePrefix = "alt/"
 	AgentImage = engine.ImageRef("agent")
 	t.Cleanup(func() { engine.ImagePrefix, AgentImage = saved, savedAgent })
-	l := newFakeLab(t)
-	st, _ := startFake(t, l, StackOptions{Target: l.target("go")}, "path")
+	l := fakelab.New(t)
+	st, _ := startFake(t, l, StackOptions{Target: l.Target("go")}, "path")
 	for _, m := range st.Members {
 		ins, err := l.InspectContainer(context.Background(), m.ID)
 		if err != nil {

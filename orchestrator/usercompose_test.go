@@ -13,6 +13,7 @@ import (
 	"github.com/rttlab/rttlab/internal/planfile"
 	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/engine/enginefake"
+	"github.com/rttlab/rttlab/orchestrator/fakelab"
 )
 
 // shopCompose is a user's compose file: an app (built by compose, no
@@ -130,8 +131,8 @@ func TestComposeDBCredentials(t *testing.T) {
 func TestFakeComposeStack(t *testing.T) {
 	for _, noPGSS := range []bool{false, true} {
 		ctx := context.Background()
-		l := newFakeLab(t)
-		l.dbRole, l.noPGSS = "shop", noPGSS
+		l := fakelab.New(t)
+		l.DBRole, l.NoPGSS = "shop", noPGSS
 		l.IPByService["web"] = "127.0.0.1"
 		file := writeCompose(t, strings.Replace(shopCompose, `expose: ["9000"]`, `expose: ["`+l.HostPort+`"]`, 1))
 		m, err := OwnAppMeta(PlanApp{Name: "web", Compose: file, AppService: "web", DBService: "pg", Routes: []string{"/feed"}, Health: "/health",
@@ -233,7 +234,7 @@ func TestComposeImageMissing(t *testing.T) {
 func TestFakeComposeOneShotService(t *testing.T) {
 	for _, code := range []int{0, 3} {
 		ctx := context.Background()
-		l := newFakeLab(t)
+		l := fakelab.New(t)
 		l.IPByService["web"] = "127.0.0.1"
 		body := strings.Replace(shopCompose, `expose: ["9000"]`, `expose: ["`+l.HostPort+`"]`, 1)
 		body = strings.Replace(body, "    depends_on: [pg, cache]\n", "    depends_on:\n      pg: {condition: service_started}\n      cache: {condition: service_started}\n      migrate: {condition: service_completed_successfully}\n", 1)

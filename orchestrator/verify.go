@@ -438,9 +438,6 @@ func shapeFor(route string, n int) shapeCheck {
 	return nil
 }
 
-// FeedArticles is the number of articles the seed gives the reader.
-const FeedArticles = 10
-
 func feedShape(v any) error {
 	m, ok := v.(map[string]any)
 	if !ok {
@@ -457,8 +454,8 @@ func feedShape(v any) error {
 	if !ok {
 		return fmt.Errorf(`"articles" array missing`)
 	}
-	if len(arts) != FeedArticles {
-		return fmt.Errorf("%d articles, want %d", len(arts), FeedArticles)
+	if len(arts) != apps.FeedArticles {
+		return fmt.Errorf("%d articles, want %d", len(arts), apps.FeedArticles)
 	}
 	for i, a := range arts {
 		am, ok := a.(map[string]any)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rttlab/rttlab/orchestrator/engine"
+	"github.com/rttlab/rttlab/orchestrator/fakelab"
 )
 
 // Where the kernel lacks netem, "auto" gets the userspace shaper on the
@@ -18,9 +19,9 @@ import (
 // again; a killed shaper's rules are swept by the run's cleanup.
 func TestFakeWireAgents(t *testing.T) {
 	ctx := context.Background()
-	l := newFakeLab(t)
-	l.noNetem = true
-	tg := l.target("go")
+	l := fakelab.New(t)
+	l.NoNetem = true
+	tg := l.Target("go")
 	st, sh := startFake(t, l, StackOptions{Target: tg}, "path")
 	if len(sh.Agents) != 2 {
 		t.Fatalf("agents %v", sh.Agents)
@@ -91,8 +92,8 @@ func TestFakeWireAgents(t *testing.T) {
 // With kernel netem, the agents shape in their members' namespaces as
 // before, whatever the hook, and no sweep runs at cleanup.
 func TestFakeKernelAgentsNoWire(t *testing.T) {
-	l := newFakeLab(t)
-	tg := l.target("go")
+	l := fakelab.New(t)
+	tg := l.Target("go")
 	st, sh := startFake(t, l, StackOptions{Target: tg}, "path")
 	for role, a := range sh.Agents {
 		if a.CtlID != "" {

@@ -1,4 +1,7 @@
-package orchestrator
+// Package fakelab scripts the in-memory engine as a healthy rttlab stack
+// for the unit tests of the stack, shaping and RTT study packages:
+// PostgreSQL, the agents, the load client and an HTTP app on 127.0.0.1.
+package fakelab
 
 import (
 	"context"
@@ -8,6 +11,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,49 +27,49 @@ import (
 	"github.com/rttlab/rttlab/workloads"
 )
 
-// fakeLab is a enginefake.Engine scripted as a healthy rttlab stack: PostgreSQL
+// Lab is a enginefake.Engine scripted as a healthy rttlab stack: PostgreSQL
 // answers pg_isready and psql (with a pg_stat_statements counter), the
 // agents hold a delay per side and answer ctl, ping and sqlprobe from it,
 // the load client prints one JSON line per request, and the app itself is
 // an HTTP server on 127.0.0.1 that does the route contract's work. Tests
 // replace any handler with l.Handle to script a failure.
-type fakeLab struct {
+type Lab struct {
 	*enginefake.Engine
 	t   testing.TB
-	app *httptest.Server
-	// all is the apps metadata with every app's port moved to the fake
+	App *httptest.Server
+	// Apps is the apps metadata with every app's port moved to the fake
 	// app's, so the stack's private address reaches it.
-	all map[string]*apps.Meta
+	Apps map[string]*apps.Meta
 
-	healthy atomic.Bool // /health answers 200
+	Healthy atomic.Bool // /health answers 200
 
-	mu sync.Mutex
+	Mu sync.Mutex
 	// One-way delay and peers per shaped side ("app", "db"), as the
 	// agents were last told.
-	delay      map[string]time.Duration
-	active     map[string]bool
+	Delay      map[string]time.Duration
+	Active     map[string]bool
 	peers      map[string][]string
 	statements int64 // pg_stat_statements calls since the last reset
-	extra      int64 // statements the app does beyond its contract, per request
-	// dbRole is the app's database role the statement counts filter on;
-	// noPGSS makes pg_stat_statements unloaded (a user's PostgreSQL).
-	dbRole string
-	noPGSS bool
-	// noNetem makes the kernel lack netem, so "auto" resolves to the
+	Extra      int64 // statements the app does beyond its contract, per request
+	// DBRole is the app's database role the statement counts filter on;
+	// NoPGSS makes pg_stat_statements unloaded (a user's PostgreSQL).
+	DBRole string
+	NoPGSS bool
+	// NoNetem makes the kernel lack netem, so "auto" resolves to the
 	// userspace shaper (the wire hook by default); sweeps counts the
 	// wire-rule sweeps run and their label prefixes.
-	noNetem bool
+	NoNetem bool
 	sweeps  []string
 	sql     []string // every psql -c query, in order
-	loads   []fakeLoad
-	// items is what the fake app's /api/items saw: "METHOD path
-	// Authorization body" per request; traced what the trace agent read.
-	items  []string
-	traced []workloads.Request
+	loads   []LoadCall
+	// Items is what the fake app's /api/items saw: "METHOD path
+	// Authorization body" per request; Traced what the trace agent read.
+	Items  []string
+	Traced []workloads.Request
 }
 
-// fakeLoad is one `agent load` the client ran.
-type fakeLoad struct {
+// LoadCall is one `agent load` the client ran.
+type LoadCall struct {
 	Client   string
 	Route    string // the route, or mix:NAME
 	RTT      time.Duration
@@ -80,22 +85,22 @@ type fakeLoad struct {
 // The fake shaper: ICMP takes the base plus the configured RTT; a
 // statement costs one RTT.
 const (
-	fakeBaseRTT    = 40 * time.Microsecond
-	fakeBaseSelect = 100 * time.Microsecond
-	fakeBaseReq    = 500 * time.Microsecond
-	fakeAPIKey     = "fake-api-key"
-	fakeMixStmts   = 10
-	fakeItemStmts  = 2
+	BaseRTT    = 40 * time.Microsecond
+	BaseSelect = 100 * time.Microsecond
+	BaseReq    = 500 * time.Microsecond
+	APIKey     = "fake-api-key"
+	MixStmts   = 10
+	ItemStmts  = 2
 )
 
-func newFakeLab(t testing.TB) *fakeLab {
+func New(t testing.TB) *Lab {
 	t.Helper()
-	l := &fakeLab{Engine: enginefake.New(), t: t,
-		delay: map[string]time.Duration{}, active: map[string]bool{}, peers: map[string][]string{}, dbRole: "rttlab"}
-	l.healthy.Store(true)
-	l.app = httptest.NewServer(http.HandlerFunc(l.serveApp))
-	t.Cleanup(l.app.Close)
-	_, portStr, _ := net.SplitHostPort(l.app.Listener.Addr().String())
+	l := &Lab{Engine: enginefake.New(), t: t,
+		Delay: map[string]time.Duration{}, Active: map[string]bool{}, peers: map[string][]string{}, DBRole: "rttlab"}
+	l.Healthy.Store(true)
+	l.App = httptest.NewServer(http.HandlerFunc(l.serveApp))
+	t.Cleanup(l.App.Close)
+	_, portStr, _ := net.SplitHostPort(l.App.Listener.Addr().String())
 	port, _ := strconv.Atoi(portStr)
 	l.HostPort = portStr
 	l.IPByService["app"] = "127.0.0.1"
@@ -104,13 +109,13 @@ func newFakeLab(t testing.TB) *fakeLab {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l.all = map[string]*apps.Meta{}
+	l.Apps = map[string]*apps.Meta{}
 	for n, m := range all {
 		c := *m
 		if c.Kind == "app" {
 			c.Port = port
 		}
-		l.all[n] = &c
+		l.Apps[n] = &c
 	}
 	for _, n := range []string{"postgres", "agent", "go", "node", "rails", "redmine"} {
 		l.AddImage(engine.ImageRef(n), map[string]string{engine.LabelApp: n})
@@ -121,59 +126,59 @@ func newFakeLab(t testing.TB) *fakeLab {
 	l.Handle("psql", l.psql)
 	l.Handle("cat", func(ctx context.Context, x *enginefake.Call) (int, error) {
 		if x.Cmd[1] == "/run/rttlab/redmine-api-key" {
-			fmt.Fprintln(x.Stdout, fakeAPIKey)
+			fmt.Fprintln(x.Stdout, APIKey)
 			return 0, nil
 		}
 		fmt.Fprintf(x.Stderr, "cat: %s: No such file or directory\n", x.Cmd[1])
 		return 1, nil
 	})
-	l.Handle("rttlab agent ctl", l.ctl)
+	l.Handle("rttlab agent ctl", l.Ctl)
 	l.Handle("rttlab agent netem-probe", l.netemProbe)
 	l.Handle("rttlab agent sweep", l.sweep)
-	l.Handle("rttlab agent ping", l.ping)
+	l.Handle("rttlab agent ping", l.Ping)
 	l.Handle("rttlab agent sqlprobe", l.sqlprobe)
-	l.Handle("rttlab agent load", l.load)
+	l.Handle("rttlab agent load", l.Load)
 	l.Handle("rttlab agent trace", l.trace)
-	l.HandleStream("rttlab agent capture", l.capture)
+	l.HandleStream("rttlab agent capture", l.Capture)
 	return l
 }
 
-// target resolves an app of the lab's metadata.
-func (l *fakeLab) target(name string) apps.Target {
+// Target resolves an app of the lab's metadata.
+func (l *Lab) Target(name string) apps.Target {
 	l.t.Helper()
-	tg, err := apps.Resolve(l.all, name)
+	tg, err := apps.Resolve(l.Apps, name)
 	if err != nil {
 		l.t.Fatal(err)
 	}
 	return tg
 }
 
-// rtt is the round trip the two agents' settings add up to.
-func (l *fakeLab) rtt() time.Duration {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+// RTT is the round trip the two agents' settings add up to.
+func (l *Lab) RTT() time.Duration {
+	l.Mu.Lock()
+	defer l.Mu.Unlock()
 	return l.rttLocked()
 }
 
-func (l *fakeLab) rttLocked() time.Duration {
+func (l *Lab) rttLocked() time.Duration {
 	var d time.Duration
-	for side, on := range l.active {
+	for side, on := range l.Active {
 		if on {
-			d += l.delay[side]
+			d += l.Delay[side]
 		}
 	}
 	return d
 }
 
 // Loads returns every load the client ran, in order.
-func (l *fakeLab) Loads() []fakeLoad {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]fakeLoad(nil), l.loads...)
+func (l *Lab) Loads() []LoadCall {
+	l.Mu.Lock()
+	defer l.Mu.Unlock()
+	return append([]LoadCall(nil), l.loads...)
 }
 
 // stmtsFor is the database work of one request to path.
-func (l *fakeLab) stmtsFor(path string) int64 {
+func (l *Lab) stmtsFor(path string) int64 {
 	p, q, _ := strings.Cut(path, "?")
 	switch p {
 	case "/feed":
@@ -184,32 +189,32 @@ func (l *fakeLab) stmtsFor(path string) int64 {
 		n, _ := strconv.Atoi(strings.TrimPrefix(q, "n="))
 		return int64(n)
 	case "/api/items":
-		return fakeItemStmts
+		return ItemStmts
 	}
-	return fakeMixStmts
+	return MixStmts
 }
 
-func (l *fakeLab) serveApp(w http.ResponseWriter, r *http.Request) {
+func (l *Lab) serveApp(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	reply := func(code int, v any) {
 		w.WriteHeader(code)
 		json.NewEncoder(w).Encode(v)
 	}
 	count := func(n int64) {
-		l.mu.Lock()
-		l.statements += n + l.extra
-		l.mu.Unlock()
+		l.Mu.Lock()
+		l.statements += n + l.Extra
+		l.Mu.Unlock()
 	}
 	switch p := r.URL.Path; {
 	case p == "/health":
-		if !l.healthy.Load() {
+		if !l.Healthy.Load() {
 			reply(http.StatusServiceUnavailable, map[string]string{"error": "starting"})
 			return
 		}
 		reply(http.StatusOK, map[string]string{"status": "ok"})
 	case p == "/feed" || p == "/feed-naive":
 		var arts []map[string]any
-		for i := 1; i <= FeedArticles; i++ {
+		for i := 1; i <= apps.FeedArticles; i++ {
 			arts = append(arts, map[string]any{"id": i, "title": fmt.Sprintf("article %d", i), "feedback": 2})
 		}
 		count(l.stmtsFor(p))
@@ -225,11 +230,11 @@ func (l *fakeLab) serveApp(w http.ResponseWriter, r *http.Request) {
 	case p == "/api/items":
 		l.serveItems(w, r, count)
 	case strings.HasPrefix(p, "/issues") || p == "/projects.json":
-		if r.Header.Get("X-Redmine-API-Key") != fakeAPIKey {
+		if r.Header.Get("X-Redmine-API-Key") != APIKey {
 			reply(http.StatusUnauthorized, map[string]string{"error": "unauthorized"})
 			return
 		}
-		count(fakeMixStmts)
+		count(MixStmts)
 		reply(http.StatusOK, map[string]any{"total_count": 1})
 	default:
 		reply(http.StatusNotFound, map[string]string{"error": "not found"})
@@ -238,32 +243,32 @@ func (l *fakeLab) serveApp(w http.ResponseWriter, r *http.Request) {
 
 // serveItems is a user's API: GET lists, POST creates from a JSON body
 // with a bearer token (201), other methods are refused.
-func (l *fakeLab) serveItems(w http.ResponseWriter, r *http.Request, count func(int64)) {
+func (l *Lab) serveItems(w http.ResponseWriter, r *http.Request, count func(int64)) {
 	body, _ := io.ReadAll(r.Body)
-	l.mu.Lock()
-	l.items = append(l.items, r.Method+" "+r.URL.Path+" "+r.Header.Get("Authorization")+" "+string(body))
-	l.mu.Unlock()
+	l.Mu.Lock()
+	l.Items = append(l.Items, r.Method+" "+r.URL.Path+" "+r.Header.Get("Authorization")+" "+string(body))
+	l.Mu.Unlock()
 	switch {
 	case r.Method == http.MethodGet:
-		count(fakeItemStmts)
+		count(ItemStmts)
 		w.WriteHeader(http.StatusOK)
 	case r.Method != http.MethodPost:
 		w.WriteHeader(http.StatusMethodNotAllowed)
 	case r.Header.Get("Authorization") != "Bearer t0ken" || r.Header.Get("Content-Type") != "application/json" || !json.Valid(body):
 		w.WriteHeader(http.StatusBadRequest)
 	default:
-		count(fakeItemStmts)
+		count(ItemStmts)
 		w.WriteHeader(http.StatusCreated)
 	}
 }
 
-func (l *fakeLab) psql(ctx context.Context, x *enginefake.Call) (int, error) {
+func (l *Lab) psql(ctx context.Context, x *enginefake.Call) (int, error) {
 	q := x.Flag("-c")
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.Mu.Lock()
+	defer l.Mu.Unlock()
 	l.sql = append(l.sql, q)
 	switch {
-	case l.noPGSS && strings.Contains(q, "pg_stat_statements") && !strings.HasPrefix(q, "CREATE EXTENSION"):
+	case l.NoPGSS && strings.Contains(q, "pg_stat_statements") && !strings.HasPrefix(q, "CREATE EXTENSION"):
 		fmt.Fprintln(x.Stderr, `ERROR:  pg_stat_statements must be loaded via "shared_preload_libraries"`)
 		return 1, nil
 	case strings.HasPrefix(q, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements"), q == "SELECT count(*) FROM pg_stat_statements":
@@ -271,9 +276,9 @@ func (l *fakeLab) psql(ctx context.Context, x *enginefake.Call) (int, error) {
 	case strings.Contains(q, "pg_stat_statements_reset"):
 		l.statements = 0
 		fmt.Fprintln(x.Stdout)
-	case q == appStatementsSQL(l.dbRole):
+	case strings.HasPrefix(q, "SELECT coalesce(sum(s.calls),0) FROM pg_stat_statements") && l.appQuery(q):
 		fmt.Fprintln(x.Stdout, l.statements)
-	case q == appStatementsDetailSQL(l.dbRole):
+	case strings.HasPrefix(q, "SELECT s.calls || ' x ' || ") && l.appQuery(q):
 		fmt.Fprintf(x.Stdout, "%d x SELECT id, title FROM articles WHERE account_id = $1\n", l.statements)
 	default:
 		fmt.Fprintf(x.Stderr, "ERROR:  unexpected query %q\n", q)
@@ -282,11 +287,20 @@ func (l *fakeLab) psql(ctx context.Context, x *enginefake.Call) (int, error) {
 	return 0, nil
 }
 
-func (l *fakeLab) ctl(ctx context.Context, x *enginefake.Call) (int, error) {
+// appQuery tells whether a pg_stat_statements query counts the app's
+// role alone, leaving out rttlab's own calls, as the stack's are.
+func (l *Lab) appQuery(q string) bool {
+	return strings.Contains(q, "JOIN pg_roles r ON r.oid = s.userid WHERE r.rolname = '"+l.DBRole+"' AND") &&
+		strings.Contains(q, "s.query NOT LIKE '%pg_stat_statements%'")
+}
+
+// Ctl answers `rttlab agent ctl` as a side's shaping agent: it holds the
+// delay and peers it is told and reports them back.
+func (l *Lab) Ctl(ctx context.Context, x *enginefake.Call) (int, error) {
 	side := x.Service()
 	op := x.Cmd[3]
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.Mu.Lock()
+	defer l.Mu.Unlock()
 	switch op {
 	case "set":
 		d, err := netem.ParseDelay(x.Flag("--delay"))
@@ -294,16 +308,16 @@ func (l *fakeLab) ctl(ctx context.Context, x *enginefake.Call) (int, error) {
 			fmt.Fprintf(x.Stderr, "rttlab: %v\n", err)
 			return 2, nil
 		}
-		l.delay[side], l.active[side], l.peers[side] = d, true, x.Flags("--peer")
+		l.Delay[side], l.Active[side], l.peers[side] = d, true, x.Flags("--peer")
 	case "clear":
-		l.delay[side], l.active[side], l.peers[side] = 0, false, nil
+		l.Delay[side], l.Active[side], l.peers[side] = 0, false, nil
 	case "show", "ping":
 	default:
 		fmt.Fprintf(x.Stderr, "rttlab: ctl %q: use set, clear, show or ping\n", op)
 		return 2, nil
 	}
 	rep := netem.Reply{OK: true, Backend: "kernel", Why: "sch_netem works in this namespace", Link: "eth0",
-		Active: l.active[side], DelayNs: l.delay[side].Nanoseconds(), Peers: l.peers[side]}
+		Active: l.Active[side], DelayNs: l.Delay[side].Nanoseconds(), Peers: l.peers[side]}
 	if rep.Active {
 		rep.Scope = "interface"
 		if len(rep.Peers) > 0 {
@@ -315,10 +329,10 @@ func (l *fakeLab) ctl(ctx context.Context, x *enginefake.Call) (int, error) {
 	return 0, nil
 }
 
-func (l *fakeLab) netemProbe(ctx context.Context, x *enginefake.Call) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.noNetem {
+func (l *Lab) netemProbe(ctx context.Context, x *enginefake.Call) (int, error) {
+	l.Mu.Lock()
+	defer l.Mu.Unlock()
+	if l.NoNetem {
 		fmt.Fprintln(x.Stdout, `{"kernel":false,"why":"tc qdisc add dev lo root netem: no such file or directory: Specified qdisc kind is unknown."}`)
 		return 0, nil
 	}
@@ -326,24 +340,26 @@ func (l *fakeLab) netemProbe(ctx context.Context, x *enginefake.Call) (int, erro
 	return 0, nil
 }
 
-func (l *fakeLab) sweep(ctx context.Context, x *enginefake.Call) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+func (l *Lab) sweep(ctx context.Context, x *enginefake.Call) (int, error) {
+	l.Mu.Lock()
+	defer l.Mu.Unlock()
 	l.sweeps = append(l.sweeps, x.Flag("--label-prefix"))
 	fmt.Fprintln(x.Stdout, `{"removed":[]}`)
 	return 0, nil
 }
 
 // Sweeps returns the label prefixes of the wire-rule sweeps run so far.
-func (l *fakeLab) Sweeps() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+func (l *Lab) Sweeps() []string {
+	l.Mu.Lock()
+	defer l.Mu.Unlock()
 	return append([]string(nil), l.sweeps...)
 }
 
-func (l *fakeLab) ping(ctx context.Context, x *enginefake.Call) (int, error) {
+// Ping answers `rttlab agent ping` from the base RTT plus both sides'
+// delays.
+func (l *Lab) Ping(ctx context.Context, x *enginefake.Call) (int, error) {
 	n, _ := strconv.Atoi(x.Flag("--count"))
-	d := fakeBaseRTT + l.rtt()
+	d := BaseRTT + l.RTT()
 	res := workloads.PingResult{Dst: x.Flag("--to"), Sent: n, Received: n, Median: d, Mean: d, Min: d, Max: d}
 	for i := 0; i < n; i++ {
 		res.Samples = append(res.Samples, d)
@@ -351,10 +367,10 @@ func (l *fakeLab) ping(ctx context.Context, x *enginefake.Call) (int, error) {
 	return 0, json.NewEncoder(x.Stdout).Encode(res)
 }
 
-func (l *fakeLab) sqlprobe(ctx context.Context, x *enginefake.Call) (int, error) {
+func (l *Lab) sqlprobe(ctx context.Context, x *enginefake.Call) (int, error) {
 	runs, _ := strconv.Atoi(x.Flag("--runs"))
 	calls, _ := strconv.Atoi(x.Flag("--calls"))
-	d := fakeBaseSelect + l.rtt()
+	d := BaseSelect + l.RTT()
 	var out []workloads.ProbeRun
 	for i := 1; i <= runs; i++ {
 		m := d + time.Duration(i)*time.Microsecond
@@ -363,11 +379,11 @@ func (l *fakeLab) sqlprobe(ctx context.Context, x *enginefake.Call) (int, error)
 	return 0, json.NewEncoder(x.Stdout).Encode(out)
 }
 
-// load prints what `rttlab agent load` prints: one JSON line per request.
-func (l *fakeLab) load(ctx context.Context, x *enginefake.Call) (int, error) {
+// Load prints what `rttlab agent load` prints: one JSON line per request.
+func (l *Lab) Load(ctx context.Context, x *enginefake.Call) (int, error) {
 	requests, _ := strconv.Atoi(x.Flag("--requests"))
 	warmup, _ := strconv.Atoi(x.Flag("--warmup"))
-	ld := fakeLoad{Client: x.Container.Spec.Name, Route: x.Flag("--route"), RTT: l.rtt(), Requests: requests, Warmup: warmup, Headers: x.Flags("--header")}
+	ld := LoadCall{Client: x.Container.Spec.Name, Route: x.Flag("--route"), RTT: l.RTT(), Requests: requests, Warmup: warmup, Headers: x.Flags("--header")}
 	paths := make([]string, warmup+requests)
 	if js := x.Flag("--mix-json"); js != "" {
 		ld.Route, ld.MixJSON = "mix:json", js
@@ -397,12 +413,12 @@ func (l *fakeLab) load(ctx context.Context, x *enginefake.Call) (int, error) {
 			paths[i] = ld.Route
 		}
 	}
-	l.mu.Lock()
+	l.Mu.Lock()
 	l.loads = append(l.loads, ld)
-	l.mu.Unlock()
+	l.Mu.Unlock()
 	w := workloads.NewResultWriter(x.Stdout)
 	for i, p := range paths {
-		lat := fakeBaseReq + time.Duration(l.stmtsFor(p))*ld.RTT + time.Duration(i%5)*10*time.Microsecond
+		lat := BaseReq + time.Duration(l.stmtsFor(p))*ld.RTT + time.Duration(i%5)*10*time.Microsecond
 		if err := w.Write(workloads.Result{Seq: i, Warmup: i < warmup, Path: p, LatencyNS: lat.Nanoseconds(), Status: 200, Bytes: 1234}); err != nil {
 			return 1, err
 		}
@@ -413,7 +429,7 @@ func (l *fakeLab) load(ctx context.Context, x *enginefake.Call) (int, error) {
 
 // trace answers `rttlab agent trace`: per request on stdin, one round
 // trip and one statement per statement of the route, no Parse.
-func (l *fakeLab) trace(ctx context.Context, x *enginefake.Call) (int, error) {
+func (l *Lab) trace(ctx context.Context, x *enginefake.Call) (int, error) {
 	dec := json.NewDecoder(strings.NewReader(string(x.Stdin)))
 	enc := json.NewEncoder(x.Stdout)
 	for dec.More() {
@@ -423,10 +439,10 @@ func (l *fakeLab) trace(ctx context.Context, x *enginefake.Call) (int, error) {
 			return 1, nil
 		}
 		n := l.stmtsFor(r.Path)
-		l.mu.Lock()
-		l.statements += n + l.extra
-		l.traced = append(l.traced, r)
-		l.mu.Unlock()
+		l.Mu.Lock()
+		l.statements += n + l.Extra
+		l.Traced = append(l.Traced, r)
+		l.Mu.Unlock()
 		res := workloads.TraceResult{Type: r.Type, Path: r.Path, Status: 200, LatencyNS: 1e6,
 			WireCounts: workloads.WireCounts{RoundTrips: int(n), Statements: int(n), ClientPackets: int(n), ServerPackets: int(n)}}
 		if err := enc.Encode(res); err != nil {
@@ -434,4 +450,57 @@ func (l *fakeLab) trace(ctx context.Context, x *enginefake.Call) (int, error) {
 		}
 	}
 	return 0, nil
+}
+
+// The fake wire: CapturePackets echoes each way per capture; a packet
+// takes BaseOneWay plus the delay of the side that holds its
+// direction (the app's agent app->db, the database's db->app).
+const (
+	CapturePackets = 8
+	BaseOneWay     = 20 * time.Microsecond
+	Epoch          = int64(1_700_000_000_000_000_000)
+)
+
+// Capture answers `rttlab agent capture`: it says it captures, waits for
+// its stdin to close, then prints what its side saw of the fake wire at
+// the agents' current settings.
+func (l *Lab) Capture(ctx context.Context, x *enginefake.Call) (int, error) {
+	local, errL := netip.ParseAddr(x.Flag("--local"))
+	peer, errP := netip.ParseAddr(x.Flag("--peer"))
+	if errL != nil || errP != nil || x.Flag("--iface") == "" || x.Flag("--for") == "" || !slices.Contains(x.Cmd, "--stop-on-eof") {
+		fmt.Fprintf(x.Stderr, "rttlab: bad capture command %q\n", x.Cmd)
+		return 2, nil
+	}
+	fmt.Fprintf(x.Stderr, "%s %s: %s <-> %s\n", workloads.CaptureReady, x.Flag("--iface"), local, peer)
+	if x.StdinR != nil {
+		_, _ = io.Copy(io.Discard, x.StdinR)
+	}
+	l.Mu.Lock()
+	oneWay := map[string]int64{}
+	for _, side := range []string{"app", "db"} {
+		oneWay[side] = BaseOneWay.Nanoseconds()
+		if l.Active[side] {
+			oneWay[side] += l.Delay[side].Nanoseconds()
+		}
+	}
+	l.Mu.Unlock()
+	side := x.Service()
+	app, db := local, peer
+	if side == "db" {
+		app, db = peer, local
+	}
+	c := workloads.Capture{Iface: x.Flag("--iface"), Local: local, Peer: peer, StartNs: Epoch, EndNs: Epoch + 1e9}
+	for i := range CapturePackets {
+		at := Epoch + int64(i+1)*1e6
+		toDB := workloads.NewPacketKey(app, db, 1, uint16(i), 0x4000, []byte{8, 0, 0, 0, 0, 7, 0, byte(i)})
+		toApp := workloads.NewPacketKey(db, app, 1, uint16(i), 0x4000, []byte{0, 0, 0, 0, 0, 7, 0, byte(i)})
+		if side == "app" {
+			c.Packets = append(c.Packets, workloads.CapturedPacket{T: at, Out: true, Key: toDB},
+				workloads.CapturedPacket{T: at + 500e3 + oneWay["db"], Key: toApp})
+		} else {
+			c.Packets = append(c.Packets, workloads.CapturedPacket{T: at + oneWay["app"], Key: toDB},
+				workloads.CapturedPacket{T: at + 500e3, Out: true, Key: toApp})
+		}
+	}
+	return 0, json.NewEncoder(x.Stdout).Encode(c)
 }
