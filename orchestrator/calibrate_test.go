@@ -15,6 +15,7 @@ import (
 
 	"github.com/rttlab/rttlab/netem"
 	"github.com/rttlab/rttlab/orchestrator/engine"
+	"github.com/rttlab/rttlab/orchestrator/stack"
 	"github.com/rttlab/rttlab/results"
 	"github.com/rttlab/rttlab/workloads"
 )
@@ -73,7 +74,7 @@ func (s *simShaper) Exec(_ context.Context, id string, spec engine.ExecSpec) (in
 }
 
 func simShaping(sim *simShaper) *Shaping {
-	st := &Stack{Members: []*Member{{Role: "app", IP: "10.0.0.2", Shaped: true}, {Role: "db", IP: "10.0.0.3", Shaped: true}}}
+	st := &stack.Stack{Members: []*stack.Member{{Role: "app", IP: "10.0.0.2", Shaped: true}, {Role: "db", IP: "10.0.0.3", Shaped: true}}}
 	return &Shaping{Stack: st, Scope: "path", Backend: "userspace", Agents: map[string]*Agent{
 		"app": {ID: "app-agent", Name: "app-agent"}, "db": {ID: "db-agent", Name: "db-agent"}}}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/enginetest"
+	"github.com/rttlab/rttlab/orchestrator/stack"
 )
 
 func TestIntegrationBaseImageEnsured(t *testing.T) {
@@ -40,7 +41,7 @@ func TestIntegrationDebootstrapImport(t *testing.T) {
 		t.Skip("debootstrap needs root")
 	}
 	ctx := context.Background()
-	ref := "rttlab-test/debootstrap:" + NewRunID()
+	ref := "rttlab-test/debootstrap:" + stack.NewRunID()
 	t.Cleanup(func() {
 		if id, err := rt.ImageID(ctx, ref); err == nil {
 			_ = rt.RemoveImage(ctx, id)
@@ -54,9 +55,9 @@ func TestIntegrationDebootstrapImport(t *testing.T) {
 		t.Fatalf("path %s id %q, want debootstrap", path, id)
 	}
 	// The imported tree runs and is Debian trixie.
-	runID := NewRunID()
-	t.Cleanup(func() { CleanRun(ctx, rt, runID) })
-	cid, err := rt.CreateContainer(ctx, engine.ContainerSpec{Name: "rttlab-" + runID + "-base", Image: ref, Cmd: []string{"sleep", "60"}, Labels: RunLabels(runID, nil)})
+	runID := stack.NewRunID()
+	t.Cleanup(func() { stack.CleanRun(ctx, rt, runID) })
+	cid, err := rt.CreateContainer(ctx, engine.ContainerSpec{Name: "rttlab-" + runID + "-base", Image: ref, Cmd: []string{"sleep", "60"}, Labels: stack.RunLabels(runID, nil)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +82,7 @@ func TestIntegrationVerifyGo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := StartStack(ctx, rt, StackOptions{Target: target, Publish: true})
+	st, err := stack.StartStack(ctx, rt, stack.StackOptions{Target: target, Publish: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,26 +127,26 @@ func TestIntegrationVerifyGo(t *testing.T) {
 func TestIntegrationCleanLeavesForeignContainers(t *testing.T) {
 	rt := enginetest.Engine(t)
 	ctx := context.Background()
-	runID := NewRunID()
+	runID := stack.NewRunID()
 	foreignName := "foreign-" + runID
 	foreign, err := rt.CreateContainer(ctx, engine.ContainerSpec{Name: foreignName, Image: engine.BaseImage, Cmd: []string{"sleep", "300"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { rt.RemoveContainer(context.Background(), foreign) })
-	netID, err := rt.CreateNetwork(ctx, "rttlab-"+runID, RunLabels(runID, nil))
+	netID, err := rt.CreateNetwork(ctx, "rttlab-"+runID, stack.RunLabels(runID, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
 	labelled, err := rt.CreateContainer(ctx, engine.ContainerSpec{Name: "rttlab-" + runID + "-x", Image: engine.BaseImage, Cmd: []string{"sleep", "300"},
-		Labels: RunLabels(runID, map[string]string{engine.LabelRole: "app"}), Network: "rttlab-" + runID})
+		Labels: stack.RunLabels(runID, map[string]string{engine.LabelRole: "app"}), Network: "rttlab-" + runID})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := rt.StartContainer(ctx, labelled); err != nil {
 		t.Fatal(err)
 	}
-	c, err := CleanRun(ctx, rt, runID)
+	c, err := stack.CleanRun(ctx, rt, runID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +175,7 @@ func TestIntegrationScaffoldedAppVerifies(t *testing.T) {
 	// The app is scaffolded into a throwaway copy of the module, never
 	// into the checkout's apps/ folder.
 	mod := scaffoldModule(t, src, "postgres", "go")
-	name := "scaffold-" + NewRunID()[:6]
+	name := "scaffold-" + stack.NewRunID()[:6]
 	if _, err := apps.Scaffold(filepath.Join(mod, "apps"), name, "go"); err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +190,7 @@ func TestIntegrationScaffoldedAppVerifies(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	st, err := StartStack(ctx, rt, StackOptions{Target: target, Publish: true})
+	st, err := stack.StartStack(ctx, rt, stack.StackOptions{Target: target, Publish: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +224,7 @@ func TestIntegrationVerifyEveryFramework(t *testing.T) {
 				t.Fatal(err)
 			}
 			ctx := context.Background()
-			st, err := StartStack(ctx, rt, StackOptions{Target: target, Publish: true})
+			st, err := stack.StartStack(ctx, rt, stack.StackOptions{Target: target, Publish: true})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rttlab/rttlab/orchestrator/engine/enginefake"
 	"github.com/rttlab/rttlab/orchestrator/fakelab"
+	"github.com/rttlab/rttlab/orchestrator/stack"
 	"github.com/rttlab/rttlab/workloads"
 )
 
@@ -21,7 +22,7 @@ import (
 func TestFakeVerifyShapingOneWay(t *testing.T) {
 	ctx := context.Background()
 	l := fakelab.New(t)
-	_, sh := startFake(t, l, StackOptions{Target: l.Target("go")}, "path")
+	_, sh := startFake(t, l, stack.StackOptions{Target: l.Target("go")}, "path")
 	sh.Offsets = map[int64][2]time.Duration{1000: {100 * time.Microsecond, 0}}
 	rows, err := VerifyShaping(ctx, l, sh, ShapeVerifyOptions{DelaysMs: []float64{0.5, 1}, ICMPCount: 5, SelectRuns: 3, SelectCalls: 10,
 		ToleranceMs: 0.05, Seed: 1, OneWay: true})
@@ -89,7 +90,7 @@ func checkCaptureExecs(t *testing.T, l *fakelab.Lab, sh *Shaping, rows int) {
 func TestFakeVerifyShapingOneWayFailures(t *testing.T) {
 	ctx := context.Background()
 	l := fakelab.New(t)
-	_, sh := startFake(t, l, StackOptions{Target: l.Target("go")}, "path")
+	_, sh := startFake(t, l, stack.StackOptions{Target: l.Target("go")}, "path")
 	o := ShapeVerifyOptions{DelaysMs: []float64{1}, ICMPCount: 2, SelectRuns: 1, SelectCalls: 2, OneWay: true}
 	l.HandleStream("rttlab agent capture", func(ctx context.Context, x *enginefake.Call) (int, error) {
 		if x.Service() == "db" {

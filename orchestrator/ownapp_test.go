@@ -3,7 +3,6 @@ package orchestrator
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -14,92 +13,8 @@ import (
 	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/engine/enginefake"
 	"github.com/rttlab/rttlab/orchestrator/fakelab"
+	"github.com/rttlab/rttlab/orchestrator/stack"
 )
-
-func writeFile(t *testing.T, path, content string) string {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
-func TestExpandDBInitKinds(t *testing.T) {
-	dir := t.TempDir()
-	schema := writeFile(t, filepath.Join(dir, "schema.sql"), "CREATE TABLE items (id int);\n")
-	plain := writeFile(t, filepath.Join(dir, "plain.dump"), "--\n-- PostgreSQL database dump\n--\nCREATE TABLE t (x int);\n")
-	custom := writeFile(t, filepath.Join(dir, "db.dump"), "PGDMP\x01\x10\x00binary")
-	seed := filepath.Join(dir, "seed")
-	writeFile(t, filepath.Join(seed, "20-rows.sql"), "INSERT INTO items VALUES (2);")
-	writeFile(t, filepath.Join(seed, "10-rows.sql"), "INSERT INTO items VALUES (1);")
-	writeFile(t, filepath.Join(seed, "README"), "not applied")
-
-	got, err := ExpandDBInit([]string{schema, seed, plain, custom})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []InitFile{{schema, "sql"}, {filepath.Join(seed, "10-rows.sql"), "sql"}, {filepath.Join(seed, "20-rows.sql"), "sql"}, {plain, "sql"}, {custom, "custom"}}
-	if !slices.Equal(got, want) {
-		t.Fatalf("got %v\nwant %v", got, want)
-	}
-
-	empty := filepath.Join(dir, "empty")
-	os.Mkdir(empty, 0o755)
-	for in, msg := range map[string]string{
-		filepath.Join(dir, "nope.sql"): "nope.sql: no such file or folder",
-		empty:                          "the folder holds no .sql file",
-	} {
-		if _, err := ExpandDBInit([]string{in}); err == nil || !strings.Contains(err.Error(), msg) || strings.Contains(err.Error(), "\n") {
-			t.Errorf("%s: err = %v, want one line with %q", in, err, msg)
-		}
-	}
-}
-
-func TestParsePsqlError(t *testing.T) {
-	stderr := "psql:/tmp/rttlab-init/001-schema.sql:1: NOTICE:  table \"x\" does not exist, skipping\n" +
-		"psql:/tmp/rttlab-init/001-schema.sql:7: ERROR:  syntax error at or near \"CREAT\"\nLINE 1: CREAT TABLE items (id int);\n        ^\n"
-	file, line, msg, ok := ParsePsqlError(stderr)
-	if !ok || file != "/tmp/rttlab-init/001-schema.sql" || line != 7 || msg != `ERROR: syntax error at or near "CREAT"` {
-		t.Fatalf("got %q %d %q %v", file, line, msg, ok)
-	}
-	if _, _, _, ok := ParsePsqlError("psql: error: connection to server failed\n"); ok {
-		t.Error("a connection error has no file and line")
-	}
-}
-
-func TestEnvParsing(t *testing.T) {
-	if k, v, err := ParseEnvFlag("A_1=x=y"); err != nil || k != "A_1" || v != "x=y" {
-		t.Errorf("got %q %q %v", k, v, err)
-	}
-	for _, bad := range []string{"A", "=x", "1A=x", "A-B=x"} {
-		if _, _, err := ParseEnvFlag(bad); err == nil || !strings.Contains(err.Error(), "NAME=VALUE") {
-			t.Errorf("%q: err = %v", bad, err)
-		}
-	}
-	env, err := ParseEnvFile("app.env", []byte("# comment\n\nexport A=1\nB=\"two words\"\nC='3'\nD=\n"))
-	if err != nil || env["A"] != "1" || env["B"] != "two words" || env["C"] != "3" || env["D"] != "" || len(env) != 4 {
-		t.Fatalf("got %v %v", env, err)
-	}
-	if _, err := ParseEnvFile("app.env", []byte("A=1\nnot a pair\n")); err == nil || err.Error() != `app.env:2: "not a pair" is not NAME=VALUE` {
-		t.Errorf("err = %v", err)
-	}
-}
-
-func TestOwnAppName(t *testing.T) {
-	for in, want := range map[string]string{
-		"example/shop:1.4":                       "shop",
-		"registry.example:5000/team/Shop_API:v2": "shop-api",
-		"shop@sha256:abcd":                       "shop",
-		"1app":                                   "app-1app",
-	} {
-		if got := OwnAppName(in); got != want || !apps.ValidName(got) {
-			t.Errorf("OwnAppName(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
 
 const ownPlanYAML = `delays_ms: [0, 1]
 apps:
@@ -115,7 +30,7 @@ apps:
 
 func TestPlanOwnAppFields(t *testing.T) {
 	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "schema.sql"), "CREATE TABLE items (id int);")
+	fakelab.WriteFile(t, filepath.Join(dir, "schema.sql"), "CREATE TABLE items (id int);")
 	file := filepath.Join(dir, "mine.yaml")
 	p, err := ParsePlan(file, []byte(ownPlanYAML))
 	if err != nil {
@@ -134,7 +49,7 @@ func TestPlanOwnAppFields(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tg.Image != "example/shop:1.4" || TargetImage(tg) != "example/shop:1.4" || tg.Meta.Port != 3000 || tg.Env["LOG_LEVEL"] != "warn" {
+	if tg.Image != "example/shop:1.4" || stack.TargetImage(tg) != "example/shop:1.4" || tg.Meta.Port != 3000 || tg.Env["LOG_LEVEL"] != "warn" {
 		t.Fatalf("target %+v", tg)
 	}
 	r0, _ := tg.Meta.Route("/api/items")
@@ -154,14 +69,14 @@ func TestPlanOwnAppFields(t *testing.T) {
 	if err := AddOwnApps(p, tree); err == nil || !strings.Contains(err.Error(), "rttlab's own app") {
 		t.Errorf("err = %v", err)
 	}
-	if TargetImage(apps.Target{Meta: &apps.Meta{Name: "go"}}) != engine.ImageRef("go") {
+	if stack.TargetImage(apps.Target{Meta: &apps.Meta{Name: "go"}}) != engine.ImageRef("go") {
 		t.Error("a tree app runs the image rttlab builds")
 	}
 }
 
 func TestPlanOwnAppErrors(t *testing.T) {
 	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "schema.sql"), "")
+	fakelab.WriteFile(t, filepath.Join(dir, "schema.sql"), "")
 	file := filepath.Join(dir, "mine.yaml")
 	for name, c := range map[string]struct{ from, to, want string }{
 		"port range":   {"port: 3000", "port: 70000", ":6: app shop: port 70000 is out of range 1-65535"},
@@ -184,22 +99,6 @@ func TestPlanOwnAppErrors(t *testing.T) {
 	}
 }
 
-// A user's image is checked, never built: the line says what to do.
-func TestCheckOwnImage(t *testing.T) {
-	f := enginefake.New()
-	ctx := context.Background()
-	if _, err := CheckOwnImage(ctx, f, "example/shop:1.4"); err == nil || err.Error() != "image example/shop:1.4 is not present locally: build or pull it first" {
-		t.Errorf("err = %v", err)
-	}
-	want := f.AddImage("example/shop:1.4", nil)
-	if id, err := CheckOwnImage(ctx, f, "example/shop:1.4"); err != nil || id != want {
-		t.Errorf("id %q err %v", id, err)
-	}
-	if n := f.CountCalls("BuildImage") + f.CountCalls("PullImage"); n != 0 {
-		t.Errorf("%d builds or pulls", n)
-	}
-}
-
 // An own app's stack: its image, port, environment (PG*, DATABASE_URL,
 // its own), its init files applied as the app's role, and verify that
 // reports undeclared statement counts without asserting them.
@@ -207,8 +106,8 @@ func TestFakeOwnAppStackAndVerify(t *testing.T) {
 	ctx := context.Background()
 	l := fakelab.New(t)
 	dir := t.TempDir()
-	schema := writeFile(t, filepath.Join(dir, "schema.sql"), "CREATE TABLE items (id int);")
-	custom := writeFile(t, filepath.Join(dir, "data.dump"), "PGDMP-archive")
+	schema := fakelab.WriteFile(t, filepath.Join(dir, "schema.sql"), "CREATE TABLE items (id int);")
+	custom := fakelab.WriteFile(t, filepath.Join(dir, "data.dump"), "PGDMP-archive")
 	port := l.Apps["go"].Port
 	m, err := OwnAppMeta(PlanApp{Name: "shop", Image: "example/shop:1.4", Routes: []string{"/feed", "/serial?n=3"},
 		Port: port, Health: "/health", DBInit: []string{schema, custom}, Env: map[string]string{"LOG_LEVEL": "warn", "PGPORT": "5432"},
@@ -230,11 +129,11 @@ func TestFakeOwnAppStackAndVerify(t *testing.T) {
 		return 0, nil
 	})
 	tg := apps.Target{Name: "shop", Meta: m, Env: m.Env, Image: m.Image}
-	st, _ := startFake(t, l, StackOptions{Target: tg}, "path")
-	if !slices.Equal(applied, []string{initDir + "/001-schema.sql", initDir + "/002-data.dump"}) {
+	st, _ := startFake(t, l, stack.StackOptions{Target: tg}, "path")
+	if !slices.Equal(applied, []string{stack.InitDir + "/001-schema.sql", stack.InitDir + "/002-data.dump"}) {
 		t.Errorf("applied %v", applied)
 	}
-	if got := l.Copied[st.Role("db").Name][initDir+"/001-schema.sql"]; string(got) != "CREATE TABLE items (id int);" {
+	if got := l.Copied[st.Role("db").Name][stack.InitDir+"/001-schema.sql"]; string(got) != "CREATE TABLE items (id int);" {
 		t.Errorf("copied %q", got)
 	}
 	for _, c := range l.Created() {
@@ -273,14 +172,14 @@ func TestFakeOwnAppStackAndVerify(t *testing.T) {
 func TestFakeDBInitFailure(t *testing.T) {
 	l := fakelab.New(t)
 	dir := t.TempDir()
-	schema := writeFile(t, filepath.Join(dir, "schema.sql"), "CREAT TABLE items (id int);")
+	schema := fakelab.WriteFile(t, filepath.Join(dir, "schema.sql"), "CREAT TABLE items (id int);")
 	l.Handle("psql -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -U rttlab", func(ctx context.Context, x *enginefake.Call) (int, error) {
 		fmt.Fprintf(x.Stderr, "psql:%s:1: ERROR:  syntax error at or near \"CREAT\"\nLINE 1: CREAT TABLE items (id int);\n", x.Flag("-f"))
 		return 3, nil
 	})
 	m, _ := OwnAppMeta(PlanApp{Name: "shop", Image: "example/shop:1.4", Routes: []string{"/feed"}, DBInit: []string{schema}})
 	l.AddImage("example/shop:1.4", nil)
-	_, err := StartStack(context.Background(), l, StackOptions{Target: apps.Target{Name: "shop", Meta: m, Image: m.Image}})
+	_, err := stack.StartStack(context.Background(), l, stack.StackOptions{Target: apps.Target{Name: "shop", Meta: m, Image: m.Image}})
 	want := "--db-init " + schema + `:1: ERROR: syntax error at or near "CREAT"`
 	if err == nil || strings.Split(err.Error(), "\n")[0] != want {
 		t.Fatalf("err = %v, want %q", err, want)
@@ -296,7 +195,7 @@ func TestCleanImagesKeepsOwnImage(t *testing.T) {
 	f := enginefake.New()
 	f.AddImage(engine.ImageRef("go"), map[string]string{engine.LabelApp: "go"})
 	own := f.AddImage("example/shop:1.4", map[string]string{engine.LabelApp: "go"})
-	if _, err := CleanAll(context.Background(), f, true); err != nil {
+	if _, err := stack.CleanAll(context.Background(), f, true); err != nil {
 		t.Fatal(err)
 	}
 	if id, err := f.ImageID(context.Background(), "example/shop:1.4"); err != nil || id != own {
@@ -328,7 +227,7 @@ func TestFakeOwnAppNeverReady(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.AddImage("example/shop:1.4", nil)
-	_, err = StartStack(context.Background(), l, StackOptions{Target: apps.Target{Name: "shop", Meta: m, Image: m.Image}, ReadyTimeout: 700 * time.Millisecond})
+	_, err = stack.StartStack(context.Background(), l, stack.StackOptions{Target: apps.Target{Name: "shop", Meta: m, Image: m.Image}, ReadyTimeout: 700 * time.Millisecond})
 	want := fmt.Sprintf("app shop (rttlab-%s-app) did not answer /health on port %d with 200 within 700ms (last: 503 Service Unavailable); last log lines:", "", m.Port)
 	if err == nil {
 		t.Fatal("no error")

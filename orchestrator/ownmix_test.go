@@ -12,6 +12,7 @@ import (
 
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/orchestrator/fakelab"
+	"github.com/rttlab/rttlab/orchestrator/stack"
 	"github.com/rttlab/rttlab/workloads"
 )
 
@@ -132,7 +133,7 @@ func TestFakeOwnAppRequestMixVerifyTrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	tg := apps.Target{Name: "shop", Meta: m, Env: m.Env, Image: m.Image}
-	st, sh := startFake(t, l, StackOptions{Target: tg}, "path")
+	st, sh := startFake(t, l, stack.StackOptions{Target: tg}, "path")
 	checks, err := VerifyStack(ctx, l, st, VerifyOptions{Requests: 4, Shaping: sh})
 	if err != nil {
 		t.Fatal(err)

@@ -15,11 +15,12 @@ import (
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/enginetest"
+	"github.com/rttlab/rttlab/orchestrator/stack"
 	"github.com/rttlab/rttlab/results"
 	"github.com/rttlab/rttlab/workloads"
 )
 
-func redmineCount(t *testing.T, st *Stack, hdr []string, path string) int {
+func redmineCount(t *testing.T, st *stack.Stack, hdr []string, path string) int {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, st.AppURL+path, nil)
 	k, v, _ := strings.Cut(hdr[0], ":")
@@ -49,7 +50,7 @@ func TestIntegrationRedmine(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	st, err := StartStack(ctx, rt, StackOptions{Target: target, Publish: true, ReadyTimeout: 10 * time.Minute})
+	st, err := stack.StartStack(ctx, rt, stack.StackOptions{Target: target, Publish: true, ReadyTimeout: 10 * time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +80,7 @@ func TestIntegrationRedmine(t *testing.T) {
 	for _, b := range ins.NetworkSettings.Ports[nat.Port("8080/tcp")] {
 		st.AppURL = "http://" + b.HostIP + ":" + b.HostPort
 	}
-	if err := waitApp(ctx, rt, st, app, 10*time.Minute); err != nil {
+	if err := stack.WaitApp(ctx, rt, st, app, 10*time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	if hdr, err = AuthHeaders(ctx, rt, st); err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/internal/planfile"
 	"github.com/rttlab/rttlab/orchestrator/engine"
+	"github.com/rttlab/rttlab/orchestrator/stack"
 	"github.com/rttlab/rttlab/results"
 	"github.com/rttlab/rttlab/workloads"
 )
@@ -179,7 +180,7 @@ func runPending(ctx context.Context, d engine.Docker, all map[string]*apps.Meta,
 			probed[pr.App] = true
 		}
 	}
-	runID := NewRunID()
+	runID := stack.NewRunID()
 	var runErr error
 	for len(pending) > 0 && runErr == nil {
 		app := pending[0].App
@@ -204,8 +205,8 @@ func runPending(ctx context.Context, d engine.Docker, all map[string]*apps.Meta,
 func finishRun(ctx context.Context, d engine.Docker, f *results.Folder, m *results.Manifest, o RunOptions, runID string, runErr error) error {
 	// Nothing of the run outlives it: what a failed removal left behind is
 	// tried once more, and what still stays is reported, not swallowed.
-	if _, err := CleanRun(context.WithoutCancel(ctx), d, runID); err != nil {
-		runErr = errors.Join(runErr, fmt.Errorf("%w: %w; remove what is left with rttlab clean --run %s", ErrCleanup, err, runID))
+	if _, err := stack.CleanRun(context.WithoutCancel(ctx), d, runID); err != nil {
+		runErr = errors.Join(runErr, fmt.Errorf("%w: %w; remove what is left with rttlab clean --run %s", stack.ErrCleanup, err, runID))
 	}
 	// Whatever happened, the results folder stays consistent: record the
 	// end and regenerate the summaries from the raw files.
@@ -288,7 +289,7 @@ func manifestPlan(dir string, m *results.Manifest) (*Plan, error) {
 
 // appSession is one app's stack, agents and client.
 type appSession struct {
-	st     *Stack
+	st     *stack.Stack
 	sh     *Shaping
 	client string
 	base   string
@@ -296,7 +297,7 @@ type appSession struct {
 }
 
 func startSession(ctx context.Context, d engine.Docker, target apps.Target, p *Plan, runID string) (*appSession, error) {
-	st, err := StartStack(ctx, d, StackOptions{RunID: runID, Target: target})
+	st, err := stack.StartStack(ctx, d, stack.StackOptions{RunID: runID, Target: target})
 	if err != nil {
 		return nil, err
 	}
@@ -306,9 +307,9 @@ func startSession(ctx context.Context, d engine.Docker, target apps.Target, p *P
 		return nil, errors.Join(err, st.Remove(context.WithoutCancel(ctx), d))
 	}
 	s.sh.Floor = p.Floor(s.sh.Backend)
-	labels := RunLabels(runID, map[string]string{engine.LabelRole: "client"})
+	labels := stack.RunLabels(runID, map[string]string{engine.LabelRole: "client"})
 	s.client, err = d.CreateContainer(ctx, engine.ContainerSpec{
-		Name: fmt.Sprintf("rttlab-%s-client", runID), Image: AgentImage,
+		Name: fmt.Sprintf("rttlab-%s-client", runID), Image: stack.AgentImage,
 		Cmd: []string{"agent", "idle"}, Labels: labels, Network: st.Network, Aliases: []string{"client"},
 		CapDrop: []string{"ALL"},
 	})
@@ -434,7 +435,7 @@ func (r *appRun) runWithRetry(ctx context.Context, t results.Task, desc string) 
 		// A crashed container (a stack member or a shaping agent, even
 		// when the error came from a call it broke before it was seen
 		// to exit): start a fresh stack before the retry.
-		if try == 0 && (errors.Is(lastErr, ErrContainerExited) || r.s.dead(ctx, r.d) != nil) {
+		if try == 0 && (errors.Is(lastErr, stack.ErrContainerExited) || r.s.dead(ctx, r.d) != nil) {
 			if err := r.restart(ctx); err != nil {
 				return err
 			}
@@ -628,7 +629,7 @@ func (s *appSession) watchedLoad(ctx context.Context, d engine.Docker, spec engi
 			case <-loadCtx.Done():
 				return
 			case <-tick.C:
-				if err := s.dead(loadCtx, d); err != nil && loadCtx.Err() == nil && errors.Is(err, ErrContainerExited) {
+				if err := s.dead(loadCtx, d); err != nil && loadCtx.Err() == nil && errors.Is(err, stack.ErrContainerExited) {
 					agentDied <- err
 					stopLoad()
 					return
@@ -670,7 +671,7 @@ func (s *appSession) loadResults(ctx context.Context, d engine.Docker, code int,
 	rs, derr := workloads.DecodeResults(out)
 	if code != 0 || derr != nil {
 		for _, mem := range s.st.Members {
-			if cerr := CheckRunning(ctx, d, mem); cerr != nil {
+			if cerr := stack.CheckRunning(ctx, d, mem); cerr != nil {
 				return nil, cerr
 			}
 		}
@@ -709,9 +710,9 @@ func loadRouteArgs(m *apps.Meta, t results.Task, planSeed uint64) ([]string, err
 var agentWatchInterval = time.Second
 
 // agentError returns err, or, when an agent has died, an error naming it
-// (wrapping ErrContainerExited so the task is retried on a fresh stack).
+// (wrapping stack.ErrContainerExited so the task is retried on a fresh stack).
 func (s *appSession) agentError(ctx context.Context, d engine.Docker, err error) error {
-	if cerr := s.sh.CheckAgents(ctx, d); cerr != nil && errors.Is(cerr, ErrContainerExited) {
+	if cerr := s.sh.CheckAgents(ctx, d); cerr != nil && errors.Is(cerr, stack.ErrContainerExited) {
 		return cerr
 	}
 	return err
@@ -721,7 +722,7 @@ func (s *appSession) agentError(ctx context.Context, d engine.Docker, err error)
 // longer running, or nil.
 func (s *appSession) dead(ctx context.Context, d engine.Docker) error {
 	for _, m := range s.st.Members {
-		if err := CheckRunning(ctx, d, m); err != nil {
+		if err := stack.CheckRunning(ctx, d, m); err != nil {
 			return err
 		}
 	}

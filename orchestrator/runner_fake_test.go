@@ -15,6 +15,7 @@ import (
 	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/engine/enginefake"
 	"github.com/rttlab/rttlab/orchestrator/fakelab"
+	"github.com/rttlab/rttlab/orchestrator/stack"
 	"github.com/rttlab/rttlab/results"
 )
 
@@ -572,7 +573,7 @@ func TestRunFakeStartFailuresCleanUp(t *testing.T) {
 			l.CrashOnStart("-agent", 1, 2, "rttlab: --shaper kernel: sch_netem is not available\n")
 		}, "agent for"},
 		{"agent image missing", func(l *fakelab.Lab) {
-			l.DropImage(AgentImage)
+			l.DropImage(stack.AgentImage)
 		}, "rttlab images build"},
 		{"no auth key", func(l *fakelab.Lab) {
 			l.Handle("cat", func(ctx context.Context, x *enginefake.Call) (int, error) { return 1, nil })
@@ -616,8 +617,8 @@ func TestRunFakeSurfacesCleanupFailure(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "device or resource busy") || !strings.Contains(err.Error(), "rttlab clean --run") {
 		t.Fatalf("err = %v", err)
 	}
-	if !errors.Is(err, ErrCleanup) {
-		t.Errorf("%v is not ErrCleanup", err)
+	if !errors.Is(err, stack.ErrCleanup) {
+		t.Errorf("%v is not stack.ErrCleanup", err)
 	}
 	cs, ns := lab.Live()
 	if len(cs) != 1 || !strings.HasSuffix(cs[0], "-db") || len(ns) != 1 {

@@ -15,11 +15,9 @@ import (
 
 	"github.com/rttlab/rttlab/netem"
 	"github.com/rttlab/rttlab/orchestrator/engine"
+	"github.com/rttlab/rttlab/orchestrator/stack"
 	"github.com/rttlab/rttlab/workloads"
 )
-
-// AgentImage is the image of agents and load clients.
-var AgentImage = engine.ImageRef("agent")
 
 // ErrAgentStopped is returned when a stack's shaping agent has stopped.
 var ErrAgentStopped = errors.New("shaping agent is not running")
@@ -29,7 +27,7 @@ var ErrAgentStopped = errors.New("shaping agent is not running")
 // wire hook, whose shaper runs in a container of its own on the host's
 // network (CtlID), holding the member's packets on the stack's bridge.
 type Agent struct {
-	Target  *Member
+	Target  *stack.Member
 	ID      string
 	Name    string
 	CtlID   string      // the container serving the shaper; "" = the sidecar
@@ -38,17 +36,17 @@ type Agent struct {
 }
 
 // ctl is the container that serves the agent's shaper.
-func (a *Agent) ctl() *Member {
+func (a *Agent) ctl() *stack.Member {
 	if a.CtlID != "" {
-		return &Member{ID: a.CtlID, Name: a.CtlName}
+		return &stack.Member{ID: a.CtlID, Name: a.CtlName}
 	}
-	return &Member{ID: a.ID, Name: a.Name}
+	return &stack.Member{ID: a.ID, Name: a.Name}
 }
 
 // Containers lists the agent's containers: the sidecar, and the wire
 // shaper's when there is one.
-func (a *Agent) Containers() []*Member {
-	out := []*Member{{ID: a.ID, Name: a.Name}}
+func (a *Agent) Containers() []*stack.Member {
+	out := []*stack.Member{{ID: a.ID, Name: a.Name}}
 	if a.CtlID != "" {
 		out = append(out, a.ctl())
 	}
@@ -57,7 +55,7 @@ func (a *Agent) Containers() []*Member {
 
 // Shaping is the set of agents of one stack.
 type Shaping struct {
-	Stack  *Stack
+	Stack  *stack.Stack
 	Agents map[string]*Agent // by role: app, db
 	Scope  string
 	// Backend and Why say which shaper runs (the app agent's).
@@ -80,7 +78,7 @@ type Shaping struct {
 // hook is the userspace shaper's: wire ("", the default: on the stack's
 // bridge in the host's namespace, for which the agent also gets
 // CAP_SYS_ADMIN and the host's namespace file), ingress or egress.
-func StartAgents(ctx context.Context, d engine.Docker, st *Stack, backend, scope, hook string) (*Shaping, error) {
+func StartAgents(ctx context.Context, d engine.Docker, st *stack.Stack, backend, scope, hook string) (*Shaping, error) {
 	if err := ValidHook(hook); err != nil {
 		return nil, err
 	}
@@ -140,13 +138,13 @@ func (sh *Shaping) waitAgent(ctx context.Context, d engine.Docker, role string, 
 		if err == nil {
 			break
 		}
-		if err := CheckRunning(ctx, d, a.ctl()); err != nil {
+		if err := stack.CheckRunning(ctx, d, a.ctl()); err != nil {
 			return fmt.Errorf("agent for %s: %w", role, err)
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("agent %s did not answer: %w", a.Name, err)
 		}
-		if err := SleepCtx(ctx, 200*time.Millisecond); err != nil {
+		if err := stack.SleepCtx(ctx, 200*time.Millisecond); err != nil {
 			return fmt.Errorf("agent %s: %w", a.Name, err)
 		}
 	}
@@ -233,7 +231,7 @@ func (sh *Shaping) SetRTT(ctx context.Context, d engine.Containers, rtt time.Dur
 	for _, s := range []struct {
 		role  string
 		delay time.Duration
-		peer  *Member
+		peer  *stack.Member
 	}{{"app", appD, db}, {"db", dbD, app}} {
 		a := sh.Agents[s.role]
 		if a == nil {
@@ -320,7 +318,7 @@ func (sh *Shaping) SelectOne(ctx context.Context, d engine.Containers, runs, cal
 
 // AgentSelectOne runs `rttlab agent sqlprobe` in agent a against the
 // database at dbIP.
-func AgentSelectOne(ctx context.Context, d engine.Containers, a *Agent, dbIP string, db DBCredentials, runs, calls int) ([]workloads.ProbeRun, error) {
+func AgentSelectOne(ctx context.Context, d engine.Containers, a *Agent, dbIP string, db stack.DBCredentials, runs, calls int) ([]workloads.ProbeRun, error) {
 	var out, errb bytes.Buffer
 	code, err := d.Exec(ctx, a.ID, engine.ExecSpec{
 		Cmd:    []string{"/usr/local/bin/rttlab", "agent", "sqlprobe", "--runs", fmt.Sprint(runs), "--calls", fmt.Sprint(calls)},
@@ -347,9 +345,9 @@ func FindShaping(ctx context.Context, d engine.Docker, runID string) (*Shaping, 
 	if err != nil {
 		return nil, err
 	}
-	st := &Stack{RunID: runID}
+	st := &stack.Stack{RunID: runID}
 	sh := &Shaping{Stack: st, Agents: map[string]*Agent{}, Scope: "path"}
-	byID := map[string]*Member{}
+	byID := map[string]*stack.Member{}
 	for _, c := range cs {
 		role := c.Labels[engine.LabelRole]
 		if role == "db" || role == "app" {
@@ -364,7 +362,7 @@ func FindShaping(ctx context.Context, d engine.Docker, runID string) (*Shaping, 
 	shapers := map[string]container.Summary{} // wire shapers by target
 	for _, c := range cs {
 		role := c.Labels[engine.LabelRole]
-		if role != "agent" && role != roleShaper {
+		if role != "agent" && role != stack.RoleShaper {
 			continue
 		}
 		m := byID[c.Labels[engine.LabelTarget]]
@@ -374,7 +372,7 @@ func FindShaping(ctx context.Context, d engine.Docker, runID string) (*Shaping, 
 		if c.State != "running" {
 			return nil, fmt.Errorf("%w: %s (%s)", ErrAgentStopped, strings.TrimPrefix(c.Names[0], "/"), c.State)
 		}
-		if role == roleShaper {
+		if role == stack.RoleShaper {
 			shapers[m.ID] = c
 			continue
 		}
@@ -397,9 +395,9 @@ func FindShaping(ctx context.Context, d engine.Docker, runID string) (*Shaping, 
 // labelledMember is the stack member of the app or database container c,
 // with its address; the database's credentials (from its environment)
 // become st.DB.
-func labelledMember(ctx context.Context, d engine.Docker, st *Stack, c container.Summary) (*Member, error) {
+func labelledMember(ctx context.Context, d engine.Docker, st *stack.Stack, c container.Summary) (*stack.Member, error) {
 	role := c.Labels[engine.LabelRole]
-	m := &Member{Service: c.Labels[engine.LabelService], Role: role, Shaped: true, ID: c.ID, Name: strings.TrimPrefix(c.Names[0], "/")}
+	m := &stack.Member{Service: c.Labels[engine.LabelService], Role: role, Shaped: true, ID: c.ID, Name: strings.TrimPrefix(c.Names[0], "/")}
 	ins, err := d.InspectContainer(ctx, c.ID)
 	if err != nil {
 		return nil, err
@@ -413,7 +411,7 @@ func labelledMember(ctx context.Context, d engine.Docker, st *Stack, c container
 			k, v, _ := strings.Cut(e, "=")
 			env[k] = v
 		}
-		if st.DB, err = composeDBCredentials(env); err != nil {
+		if st.DB, err = stack.ComposeDBCredentials(env); err != nil {
 			return nil, fmt.Errorf("database %s: %w", m.Name, err)
 		}
 	}
@@ -421,7 +419,7 @@ func labelledMember(ctx context.Context, d engine.Docker, st *Stack, c container
 }
 
 // CheckAgents returns an error naming the first agent that is no longer
-// running (wrapping ErrContainerExited), or nil.
+// running (wrapping stack.ErrContainerExited), or nil.
 func (sh *Shaping) CheckAgents(ctx context.Context, d engine.Docker) error {
 	for _, role := range []string{"app", "db"} {
 		a := sh.Agents[role]
@@ -429,8 +427,8 @@ func (sh *Shaping) CheckAgents(ctx context.Context, d engine.Docker) error {
 			continue
 		}
 		for _, c := range a.Containers() {
-			if err := CheckRunning(ctx, d, c); err != nil {
-				if errors.Is(err, ErrContainerExited) {
+			if err := stack.CheckRunning(ctx, d, c); err != nil {
+				if errors.Is(err, stack.ErrContainerExited) {
 					return fmt.Errorf("shaping agent for %s died: %w", role, err)
 				}
 				return err

@@ -13,6 +13,7 @@ import (
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/enginetest"
+	"github.com/rttlab/rttlab/orchestrator/stack"
 	"github.com/rttlab/rttlab/results"
 	"github.com/rttlab/rttlab/workloads"
 )
@@ -26,12 +27,12 @@ func shapedStack(t *testing.T, rt *engine.Runtime, scope string) *Shaping {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	st, err := StartStack(ctx, rt, StackOptions{Target: target})
+	st, err := stack.StartStack(ctx, rt, stack.StackOptions{Target: target})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		CleanRun(context.Background(), rt, st.RunID)
+		stack.CleanRun(context.Background(), rt, st.RunID)
 		if cs, _ := rt.ListContainers(context.Background(), map[string]string{engine.LabelRun: st.RunID}); len(cs) != 0 {
 			t.Errorf("%d containers of run %s remain after cleanup", len(cs), st.RunID)
 		}
@@ -52,8 +53,8 @@ func prober(t *testing.T, rt *engine.Runtime, sh *Shaping, name, networkMode, ne
 	t.Helper()
 	ctx := context.Background()
 	id, err := rt.CreateContainer(ctx, engine.ContainerSpec{
-		Name: "rttlab-" + sh.Stack.RunID + "-" + name, Image: AgentImage, Cmd: []string{"agent", "idle"},
-		Labels: RunLabels(sh.Stack.RunID, map[string]string{engine.LabelRole: "client"}), NetworkMode: networkMode, Network: network,
+		Name: "rttlab-" + sh.Stack.RunID + "-" + name, Image: stack.AgentImage, Cmd: []string{"agent", "idle"},
+		Labels: stack.RunLabels(sh.Stack.RunID, map[string]string{engine.LabelRole: "client"}), NetworkMode: networkMode, Network: network,
 		CapDrop: []string{"ALL"}, CapAdd: []string{"NET_RAW", "NET_ADMIN"},
 	})
 	if err != nil {
@@ -182,7 +183,7 @@ func TestIntegrationAgentStopRemovesRules(t *testing.T) {
 		t.Fatal(err)
 	}
 	rules := func() string {
-		rs, err := ListWireRules(ctx, rt, sh.Stack.RunID)
+		rs, err := stack.ListWireRules(ctx, rt, sh.Stack.RunID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -198,7 +199,7 @@ func TestIntegrationAgentStopRemovesRules(t *testing.T) {
 	if r := rules(); strings.Contains(r, "-s "+sh.Agents["db"].Target.IP+"/32") {
 		t.Fatalf("the database's rule is left after its shaper stopped:\n%s", r)
 	}
-	c, err := CleanRun(ctx, rt, sh.Stack.RunID)
+	c, err := stack.CleanRun(ctx, rt, sh.Stack.RunID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,10 +213,10 @@ func TestIntegrationAgentRefusesWithoutNetAdmin(t *testing.T) {
 	rt := enginetest.Engine(t)
 	enginetest.BuiltApps(t, rt, "agent")
 	ctx := context.Background()
-	runID := NewRunID()
-	t.Cleanup(func() { CleanRun(context.Background(), rt, runID) })
-	id, err := rt.CreateContainer(ctx, engine.ContainerSpec{Name: "rttlab-" + runID + "-agent", Image: AgentImage,
-		Cmd: []string{"agent", "serve", "--shaper", "userspace"}, Labels: RunLabels(runID, map[string]string{engine.LabelRole: "agent"}),
+	runID := stack.NewRunID()
+	t.Cleanup(func() { stack.CleanRun(context.Background(), rt, runID) })
+	id, err := rt.CreateContainer(ctx, engine.ContainerSpec{Name: "rttlab-" + runID + "-agent", Image: stack.AgentImage,
+		Cmd: []string{"agent", "serve", "--shaper", "userspace"}, Labels: stack.RunLabels(runID, map[string]string{engine.LabelRole: "agent"}),
 		CapDrop: []string{"ALL"}, CapAdd: []string{"NET_RAW"}})
 	if err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/engine/enginefake"
 	"github.com/rttlab/rttlab/orchestrator/fakelab"
+	"github.com/rttlab/rttlab/orchestrator/stack"
 	"github.com/rttlab/rttlab/results"
 )
 
@@ -24,10 +25,10 @@ import (
 
 // startFake starts a shaped stack of app on the lab and removes it when
 // the test ends.
-func startFake(t *testing.T, l *fakelab.Lab, o StackOptions, scope string) (*Stack, *Shaping) {
+func startFake(t *testing.T, l *fakelab.Lab, o stack.StackOptions, scope string) (*stack.Stack, *Shaping) {
 	t.Helper()
 	ctx := context.Background()
-	st, err := StartStack(ctx, l, o)
+	st, err := stack.StartStack(ctx, l, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +49,7 @@ func TestFakeUpStackShapeAndDown(t *testing.T) {
 	// the fake app's port on 127.0.0.1.
 	all, _ := apps.Load(apps.FS(""))
 	tg, _ := apps.Resolve(all, "go")
-	st, sh := startFake(t, l, StackOptions{Target: tg, Up: true, Publish: true}, "path")
+	st, sh := startFake(t, l, stack.StackOptions{Target: tg, Up: true, Publish: true}, "path")
 	if st.AppURL != "http://127.0.0.1:"+l.HostPort || st.BaseURL() != st.AppURL || !strings.HasSuffix(st.AppAddr, ":8080") {
 		t.Fatalf("app URL %q, addr %q", st.AppURL, st.AppAddr)
 	}
@@ -127,7 +128,7 @@ func TestFakeUpStackShapeAndDown(t *testing.T) {
 	// down: everything of the run goes, and only that.
 	l.AddVolume("other", map[string]string{engine.LabelRun: "other"})
 	l.AddVolume("mine", map[string]string{engine.LabelRun: st.RunID})
-	c, err := CleanRun(ctx, l, st.RunID)
+	c, err := stack.CleanRun(ctx, l, st.RunID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +146,7 @@ func TestFakeUpStackShapeAndDown(t *testing.T) {
 func TestFakeAgentReplies(t *testing.T) {
 	ctx := context.Background()
 	l := fakelab.New(t)
-	_, sh := startFake(t, l, StackOptions{Target: l.Target("go")}, "path")
+	_, sh := startFake(t, l, stack.StackOptions{Target: l.Target("go")}, "path")
 
 	l.Handle("rttlab agent ctl set", func(ctx context.Context, x *enginefake.Call) (int, error) {
 		fmt.Fprintln(x.Stdout, `{"ok":false,"error":"qdisc add: operation not permitted"}`)
@@ -206,7 +207,7 @@ func TestFakeAgentReplies(t *testing.T) {
 func TestFakeVerifyShaping(t *testing.T) {
 	ctx := context.Background()
 	l := fakelab.New(t)
-	_, sh := startFake(t, l, StackOptions{Target: l.Target("go")}, "path")
+	_, sh := startFake(t, l, stack.StackOptions{Target: l.Target("go")}, "path")
 	var seen []ShapeRow
 	o := ShapeVerifyOptions{DelaysMs: []float64{0.5, 0, 1}, ICMPCount: 5, SelectRuns: 3, SelectCalls: 10, ToleranceMs: 0.05, Seed: 1,
 		Row: func(r ShapeRow) { seen = append(seen, r) }}
@@ -258,7 +259,7 @@ func abs(v float64) float64 {
 func TestFakeVerifyStack(t *testing.T) {
 	ctx := context.Background()
 	l := fakelab.New(t)
-	st, sh := startFake(t, l, StackOptions{Target: l.Target("go")}, "path")
+	st, sh := startFake(t, l, stack.StackOptions{Target: l.Target("go")}, "path")
 	var progress int
 	checks, err := VerifyStack(ctx, l, st, VerifyOptions{Requests: 4, SerialN: 5, Shaping: sh, Progress: func(Check) { progress++ }})
 	if err != nil {
@@ -302,7 +303,7 @@ func TestFakeVerifyStack(t *testing.T) {
 	if _, err := VerifyStack(ctx, l, st, VerifyOptions{}); err == nil || !strings.Contains(err.Error(), "psql: exit 2") {
 		t.Errorf("psql failure: %v", err)
 	}
-	if _, err := (&Stack{RunID: "x"}).SQL(ctx, l, "SELECT 1"); err == nil {
+	if _, err := (&stack.Stack{RunID: "x"}).SQL(ctx, l, "SELECT 1"); err == nil {
 		t.Error("SQL without a database")
 	}
 }
@@ -310,7 +311,7 @@ func TestFakeVerifyStack(t *testing.T) {
 // A broken app: wrong status, wrong content type, wrong shape.
 func TestFakeVerifyStackCatchesContractBreaks(t *testing.T) {
 	l := fakelab.New(t)
-	st, _ := startFake(t, l, StackOptions{Target: l.Target("go")}, "path")
+	st, _ := startFake(t, l, stack.StackOptions{Target: l.Target("go")}, "path")
 	hc := l.App.Client()
 	base := st.BaseURL()
 	if c := checkJSON(context.Background(), hc, base, "/nope", 200, nil); c.OK || c.Observed != "404 application/json" || !strings.Contains(c.Detail, "not found") {
@@ -351,7 +352,7 @@ func TestFakeVerifyStackCatchesContractBreaks(t *testing.T) {
 	if err := feedShape(map[string]any{"account": map[string]any{"name": "reader"}, "articles": arts}); err == nil || !strings.Contains(err.Error(), "feedback") {
 		t.Errorf("feedback: %v", err)
 	}
-	if got := truncate("abcdef", 3); got != "abc..." {
+	if got := engine.Truncate("abcdef", 3); got != "abc..." {
 		t.Errorf("truncate %q", got)
 	}
 }
@@ -362,7 +363,7 @@ func TestFakeVerifyStackCatchesContractBreaks(t *testing.T) {
 func TestFakeVerifyMixAndVariant(t *testing.T) {
 	ctx := context.Background()
 	l := fakelab.New(t)
-	st, _ := startFake(t, l, StackOptions{Target: l.Target("redmine")}, "path")
+	st, _ := startFake(t, l, stack.StackOptions{Target: l.Target("redmine")}, "path")
 	checks, err := VerifyStack(ctx, l, st, VerifyOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -373,7 +374,7 @@ func TestFakeVerifyMixAndVariant(t *testing.T) {
 
 	l.AddImage(engine.ImageRef("axum"), nil)
 	raw := l.Target("axum-raw")
-	st, sh := startFake(t, l, StackOptions{Target: raw}, "path")
+	st, sh := startFake(t, l, stack.StackOptions{Target: raw}, "path")
 	for _, c := range l.Created() {
 		if c.Labels[engine.LabelRun] == st.RunID && c.Labels[engine.LabelRole] == "app" && !slices.Contains(c.Env, "RTTLAB_AXUM_MODE=raw") {
 			t.Errorf("variant not passed: %v", c.Env)
@@ -394,8 +395,8 @@ func TestFakeVerifyMixAndVariant(t *testing.T) {
 func TestFakeCleanAll(t *testing.T) {
 	ctx := context.Background()
 	l := fakelab.New(t)
-	st1, _ := startFake(t, l, StackOptions{Target: l.Target("go")}, "path")
-	startFake(t, l, StackOptions{Target: l.Target("node")}, "interface")
+	st1, _ := startFake(t, l, stack.StackOptions{Target: l.Target("go")}, "path")
+	startFake(t, l, stack.StackOptions{Target: l.Target("node")}, "interface")
 	// Someone else's container on the same engine is never touched.
 	l.AddImage("postgres:17", nil)
 	if _, err := l.CreateContainer(ctx, engine.ContainerSpec{Name: "their-db", Image: "postgres:17"}); err != nil {
@@ -406,7 +407,7 @@ func TestFakeCleanAll(t *testing.T) {
 	// A container that cannot be removed: the others go, the error says
 	// which, and its network stays.
 	l.FailOn("RemoveContainer", "-db", 1, errors.New("remove: device or resource busy"))
-	c, err := CleanAll(ctx, l, false)
+	c, err := stack.CleanAll(ctx, l, false)
 	if err == nil || !strings.Contains(err.Error(), "device or resource busy") || !strings.Contains(err.Error(), "active endpoints") {
 		t.Fatalf("err = %v", err)
 	}
@@ -427,7 +428,7 @@ func TestFakeCleanAll(t *testing.T) {
 			ours++
 		}
 	}
-	c, err = CleanAll(ctx, l, true)
+	c, err = stack.CleanAll(ctx, l, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -442,16 +443,16 @@ func TestFakeCleanAll(t *testing.T) {
 		t.Errorf("an image rttlab did not build was removed: %v", err)
 	}
 
-	if _, err := CleanRun(ctx, l, ""); err == nil {
+	if _, err := stack.CleanRun(ctx, l, ""); err == nil {
 		t.Error("CleanRun without a run id")
 	}
 	l.FailOn("ListContainers", "", 1, errors.New("engine gone"))
-	if _, err := CleanRun(ctx, l, "x"); err == nil {
+	if _, err := stack.CleanRun(ctx, l, "x"); err == nil {
 		t.Error("list failure lost")
 	}
 	l.FailOn("ListNetworks", "", 1, errors.New("engine gone"))
 	l.FailOn("ListVolumes", "", 1, errors.New("engine gone"))
-	if _, err := CleanRun(ctx, l, "x"); err == nil || strings.Count(err.Error(), "engine gone") != 2 {
+	if _, err := stack.CleanRun(ctx, l, "x"); err == nil || strings.Count(err.Error(), "engine gone") != 2 {
 		t.Errorf("list failures: %v", err)
 	}
 }
@@ -580,12 +581,12 @@ func TestLoadPlanAndHostEnv(t *testing.T) {
 
 // RTTLAB_IMAGE_PREFIX names the database's image too, not only the app's.
 func TestFakeStackUsesTheImagePrefixForEveryMember(t *testing.T) {
-	saved, savedAgent := engine.ImagePrefix, AgentImage
+	saved, savedAgent := engine.ImagePrefix, stack.AgentImage
 	engine.ImagePrefix = "alt/"
-	AgentImage = engine.ImageRef("agent")
-	t.Cleanup(func() { engine.ImagePrefix, AgentImage = saved, savedAgent })
+	stack.AgentImage = engine.ImageRef("agent")
+	t.Cleanup(func() { engine.ImagePrefix, stack.AgentImage = saved, savedAgent })
 	l := fakelab.New(t)
-	st, _ := startFake(t, l, StackOptions{Target: l.Target("go")}, "path")
+	st, _ := startFake(t, l, stack.StackOptions{Target: l.Target("go")}, "path")
 	for _, m := range st.Members {
 		ins, err := l.InspectContainer(context.Background(), m.ID)
 		if err != nil {

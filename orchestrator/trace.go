@@ -12,6 +12,7 @@ import (
 
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/orchestrator/engine"
+	"github.com/rttlab/rttlab/orchestrator/stack"
 	"github.com/rttlab/rttlab/results"
 	"github.com/rttlab/rttlab/workloads"
 )
@@ -118,7 +119,7 @@ func traceType(ctx context.Context, d engine.Containers, sh *Shaping, o TraceOpt
 // traceRow sums up one type's traces: the range of round trips,
 // statements and Parse messages per request, the failures, and the
 // pg_stat_statements executions per request.
-func traceRow(st *Stack, typ string, res []workloads.TraceResult, pgss int64, weight float64) results.TraceRow {
+func traceRow(st *stack.Stack, typ string, res []workloads.TraceResult, pgss int64, weight float64) results.TraceRow {
 	tt := results.TraceRow{App: st.Target.Name, Type: typ, N: len(res), Expected: statementsPerRequest(st.Target.Meta, typ), Weight: weight}
 	var trips, stmts, parses []int
 	for _, r := range res {
@@ -162,7 +163,7 @@ func runTrace(ctx context.Context, d engine.Containers, a *Agent, cmd []string, 
 
 // AuthHeaders reads the app's auth header value (apps.Meta.Auth) from its
 // container; none when the app has no auth.
-func AuthHeaders(ctx context.Context, d engine.Containers, st *Stack) ([]string, error) {
+func AuthHeaders(ctx context.Context, d engine.Containers, st *stack.Stack) ([]string, error) {
 	au := st.Target.Meta.Auth
 	if au == nil {
 		return nil, nil

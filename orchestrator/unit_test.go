@@ -5,17 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/api/types/network"
-
-	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/orchestrator/engine"
+	"github.com/rttlab/rttlab/orchestrator/fakelab"
+	"github.com/rttlab/rttlab/orchestrator/stack"
 	"github.com/rttlab/rttlab/results"
 	"github.com/rttlab/rttlab/workloads"
 )
@@ -121,121 +118,6 @@ func TestDoctorChecks(t *testing.T) {
 	}
 }
 
-func TestServiceOrderAndMeta(t *testing.T) {
-	p, err := LoadStackFile(context.Background(), "feed.yaml", map[string]string{"RTTLAB_DB_PASSWORD": "pw", "RTTLAB_APP_IMAGE": "rttlab/go:latest"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	order, err := serviceOrder(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(order) != 2 || order[0].Name != "db" || order[1].Name != "app" {
-		t.Fatalf("order %v", order)
-	}
-	m, err := serviceMeta(order[1])
-	if err != nil || m.Role != "app" || !m.Shaped {
-		t.Fatalf("app meta %+v %v", m, err)
-	}
-	if v := order[1].Environment["PGPASSWORD"]; v == nil || *v != "pw" {
-		t.Fatalf("password not interpolated: %v", v)
-	}
-	if order[1].Image != "rttlab/go:latest" {
-		t.Fatalf("image %s", order[1].Image)
-	}
-	// Without a password the file refuses to load.
-	if _, err := LoadStackFile(context.Background(), "feed.yaml", nil); err == nil || !strings.Contains(err.Error(), "RTTLAB_DB_PASSWORD") {
-		t.Fatalf("missing password: %v", err)
-	}
-}
-
-func TestNewPasswordFresh(t *testing.T) {
-	a, b := NewPassword(), NewPassword()
-	if a == b || len(a) < 32 {
-		t.Fatalf("passwords %q %q", a, b)
-	}
-}
-
-// What a stack's removal cannot remove is reported, by name, in one line.
-func TestStackRemoveReportsWhatIsLeft(t *testing.T) {
-	d := &stubEngine{
-		containers: []container.Summary{
-			{ID: "c1", Names: []string{"/rttlab-r1-app"}, Labels: map[string]string{engine.LabelRole: "app"}},
-			{ID: "c2", Names: []string{"/rttlab-r1-db"}, Labels: map[string]string{engine.LabelRole: "db"}},
-		},
-		networks:  []network.Summary{{ID: "n1", Name: "rttlab-r1"}},
-		removeErr: map[string]error{"c2": errors.New("remove c2: device or resource busy")},
-	}
-	st := &Stack{RunID: "r1"}
-	err := st.Remove(context.Background(), d)
-	var ce *CleanupError
-	if !errors.As(err, &ce) || ce.RunID != "r1" {
-		t.Fatalf("err = %v, want a CleanupError of run r1", err)
-	}
-	if msg := err.Error(); !strings.Contains(msg, "rttlab-r1-db") || strings.Contains(msg, "rttlab-r1-app") || strings.Contains(msg, "\n") {
-		t.Fatalf("message %q should name only what is left, on one line", msg)
-	}
-	if len(d.removed) != 2 {
-		t.Fatalf("removed %v, want the app container and the network", d.removed)
-	}
-	d.removeErr = nil
-	if err := st.Remove(context.Background(), d); err != nil {
-		t.Fatalf("clean removal: %v", err)
-	}
-}
-
-// The readiness waits end as soon as the context does, even while a
-// request to the app hangs.
-func TestWaitsHonourContext(t *testing.T) {
-	hang := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-r.Context().Done():
-		case <-hang:
-		}
-	}))
-	defer srv.Close()
-	defer close(hang)
-	d := &stubEngine{running: true}
-	m := &Member{ID: "app1", Name: "rttlab-x-app"}
-	st := &Stack{AppURL: srv.URL, Target: apps.Target{Name: "go", Meta: &apps.Meta{Health: "/health"}}}
-
-	within := func(name string, f func(ctx context.Context) error) {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-		defer cancel()
-		done := make(chan error, 1)
-		start := time.Now()
-		go func() { done <- f(ctx) }()
-		select {
-		case err := <-done:
-			if !errors.Is(err, context.DeadlineExceeded) {
-				t.Errorf("%s: err = %v, want the context's", name, err)
-			}
-			if el := time.Since(start); el > time.Second {
-				t.Errorf("%s returned %s after the context ended", name, el)
-			}
-		case <-time.After(5 * time.Second):
-			t.Errorf("%s still waiting 5 s after its context ended", name)
-		}
-	}
-	within("waitApp", func(ctx context.Context) error { return waitApp(ctx, d, st, m, time.Minute) })
-	within("WaitDB", func(ctx context.Context) error { return WaitDB(ctx, d, m, time.Minute) })
-	within("checkJSON", func(ctx context.Context) error {
-		c := checkJSON(ctx, &http.Client{Timeout: 30 * time.Second}, srv.URL, "/feed", 200, nil)
-		if c.OK {
-			return nil
-		}
-		return ctx.Err()
-	})
-	// An agent that never answers: StartAgents polls until its context ends.
-	shaped := &Stack{RunID: "r1", NetworkID: "n1", Members: []*Member{{Role: "app", Shaped: true, ID: "app1", Name: "rttlab-x-app", IP: "172.30.0.3"}}}
-	within("StartAgents", func(ctx context.Context) error {
-		_, err := StartAgents(ctx, d, shaped, "userspace", "path", "")
-		return err
-	})
-}
-
 // Library errors say what happened; what to run about it (make targets,
 // rttlab commands, flags) is the command line's to add.
 func TestLibraryErrorsAreFactual(t *testing.T) {
@@ -311,9 +193,22 @@ func TestParsePing(t *testing.T) {
 	}
 }
 
-func TestRunLabels(t *testing.T) {
-	l := RunLabels("r1", map[string]string{engine.LabelRole: "db"})
-	if l[engine.LabelRun] != "r1" || l[engine.LabelRole] != "db" {
-		t.Fatalf("RunLabels %v", l)
-	}
+// The checks and the agents' start end as soon as the context does,
+// even while a request to the app or an agent hangs.
+func TestProbesHonourContext(t *testing.T) {
+	srv := fakelab.HangingServer(t)
+	d := &fakelab.Stub{Running: true}
+	fakelab.EndsWithContext(t, "checkJSON", func(ctx context.Context) error {
+		c := checkJSON(ctx, &http.Client{Timeout: 30 * time.Second}, srv.URL, "/feed", 200, nil)
+		if c.OK {
+			return nil
+		}
+		return ctx.Err()
+	})
+	// An agent that never answers: StartAgents polls until its context ends.
+	shaped := &stack.Stack{RunID: "r1", NetworkID: "n1", Members: []*stack.Member{{Role: "app", Shaped: true, ID: "app1", Name: "rttlab-x-app", IP: "172.30.0.3"}}}
+	fakelab.EndsWithContext(t, "StartAgents", func(ctx context.Context) error {
+		_, err := StartAgents(ctx, d, shaped, "userspace", "path", "")
+		return err
+	})
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/engine/enginefake"
 	"github.com/rttlab/rttlab/orchestrator/fakelab"
+	"github.com/rttlab/rttlab/orchestrator/stack"
 )
 
 // shopCompose is a user's compose file: an app (built by compose, no
@@ -47,7 +48,7 @@ volumes:
 func writeCompose(t *testing.T, body string) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "Shop_App")
-	return writeFile(t, filepath.Join(dir, "compose.yaml"), body)
+	return fakelab.WriteFile(t, filepath.Join(dir, "compose.yaml"), body)
 }
 
 func TestComposeEntryErrors(t *testing.T) {
@@ -102,15 +103,15 @@ func TestComposeMeta(t *testing.T) {
 func TestComposeDBCredentials(t *testing.T) {
 	for _, c := range []struct {
 		env  map[string]string
-		want DBCredentials
+		want stack.DBCredentials
 		err  string
 	}{
-		{map[string]string{"POSTGRES_PASSWORD": "pw"}, DBCredentials{User: "postgres", Password: "pw", Database: "postgres", Super: "postgres"}, ""},
-		{map[string]string{"POSTGRES_USER": "shop", "POSTGRES_PASSWORD": "pw", "POSTGRES_DB": "shopdb"}, DBCredentials{User: "shop", Password: "pw", Database: "shopdb", Super: "shop"}, ""},
-		{map[string]string{"RTTLAB_DB_PASSWORD": "pw"}, RttlabDB("pw"), ""},
-		{map[string]string{"POSTGRES_USER": "shop"}, DBCredentials{}, "neither POSTGRES_PASSWORD nor RTTLAB_DB_PASSWORD"},
+		{map[string]string{"POSTGRES_PASSWORD": "pw"}, stack.DBCredentials{User: "postgres", Password: "pw", Database: "postgres", Super: "postgres"}, ""},
+		{map[string]string{"POSTGRES_USER": "shop", "POSTGRES_PASSWORD": "pw", "POSTGRES_DB": "shopdb"}, stack.DBCredentials{User: "shop", Password: "pw", Database: "shopdb", Super: "shop"}, ""},
+		{map[string]string{"RTTLAB_DB_PASSWORD": "pw"}, stack.RttlabDB("pw"), ""},
+		{map[string]string{"POSTGRES_USER": "shop"}, stack.DBCredentials{}, "neither POSTGRES_PASSWORD nor RTTLAB_DB_PASSWORD"},
 	} {
-		got, err := composeDBCredentials(c.env)
+		got, err := stack.ComposeDBCredentials(c.env)
 		if c.err != "" {
 			if err == nil || !strings.Contains(err.Error(), c.err) {
 				t.Errorf("%v: err %v", c.env, err)
@@ -143,8 +144,8 @@ func TestFakeComposeStack(t *testing.T) {
 		for _, img := range []string{"shop_app-web", "example/postgres:17", "example/cache:7"} {
 			l.AddImage(img, nil)
 		}
-		st, _ := startFake(t, l, StackOptions{Target: apps.Target{Name: "web", Meta: m, Env: m.Env, Image: m.Image}}, "path")
-		if st.DB != (DBCredentials{User: "shop", Password: "s3cret", Database: "shopdb", Super: "shop"}) {
+		st, _ := startFake(t, l, stack.StackOptions{Target: apps.Target{Name: "web", Meta: m, Env: m.Env, Image: m.Image}}, "path")
+		if st.DB != (stack.DBCredentials{User: "shop", Password: "s3cret", Database: "shopdb", Super: "shop"}) {
 			t.Errorf("credentials %+v", st.DB)
 		}
 		roles := map[string]string{}
@@ -220,7 +221,7 @@ func TestComposeImageMissing(t *testing.T) {
 	f := enginefake.New()
 	f.AddImage("example/postgres:17", nil)
 	f.AddImage("example/cache:7", nil)
-	err := CheckComposeImages(context.Background(), f, apps.ComposeRef{File: file, AppService: "web", DBService: "pg"})
+	err := stack.CheckComposeImages(context.Background(), f, apps.ComposeRef{File: file, AppService: "web", DBService: "pg"})
 	want := "service web's image shop_app-web is not present locally: build it first: docker compose -f " + file + " build web"
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("err = %v, want %q", err, want)
@@ -248,7 +249,7 @@ func TestFakeComposeOneShotService(t *testing.T) {
 			l.AddImage(img, nil)
 		}
 		l.CrashOnStart("-migrate", 1, code, "migrated 12 tables\n")
-		st, err := StartStack(ctx, l, StackOptions{Target: apps.Target{Name: "web", Meta: m, Image: m.Image}, ReadyTimeout: 5 * time.Second})
+		st, err := stack.StartStack(ctx, l, stack.StackOptions{Target: apps.Target{Name: "web", Meta: m, Image: m.Image}, ReadyTimeout: 5 * time.Second})
 		if code != 0 {
 			if err == nil || !strings.Contains(err.Error(), "service migrate, which web waits for, exited 3") || !strings.Contains(err.Error(), "migrated 12 tables") {
 				t.Errorf("failed migration: %v", err)
@@ -262,7 +263,7 @@ func TestFakeComposeOneShotService(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, mem := range st.Members {
-			if err := CheckRunning(ctx, l, mem); err != nil {
+			if err := stack.CheckRunning(ctx, l, mem); err != nil {
 				t.Errorf("%s: %v", mem.Service, err)
 			}
 		}

@@ -1,8 +1,6 @@
 package orchestrator
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -12,10 +10,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/orchestrator/engine"
+	"github.com/rttlab/rttlab/orchestrator/stack"
 	"github.com/rttlab/rttlab/results"
 	"github.com/rttlab/rttlab/workloads"
 )
@@ -57,91 +55,11 @@ type VerifyOptions struct {
 	Shaping *Shaping
 }
 
-// SQL runs admin SQL in the stack's database container as the postgres
-// superuser and returns the output rows (psql -At).
-func (s *Stack) SQL(ctx context.Context, d engine.Containers, query string) ([]string, error) {
-	db := s.Role("db")
-	if db == nil {
-		return nil, fmt.Errorf("stack %s has no database", s.RunID)
-	}
-	var out, errb bytes.Buffer
-	code, err := d.Exec(ctx, db.ID, engine.ExecSpec{
-		Cmd:    []string{"psql", "-X", "-q", "-At", "-U", s.DB.Super, "-v", "ON_ERROR_STOP=1", "-d", s.DB.Database, "-c", query},
-		User:   "postgres",
-		Stdout: &out,
-		Stderr: &errb,
-	})
-	if err != nil {
-		return nil, err
-	}
-	if code != 0 {
-		return nil, fmt.Errorf("psql: exit %d: %s", code, strings.TrimSpace(errb.String()))
-	}
-	return lines(out.Bytes()), nil
-}
-
-// appStatementsSQL counts the app role's executed statements.
-// rttlab's own calls (the reset, these counts) are left out: where the app
-// connects as the superuser (a user's official PostgreSQL image), they
-// run as the app's role too.
-func appStatementsSQL(role string) string {
-	return `SELECT coalesce(sum(s.calls),0) FROM pg_stat_statements s JOIN pg_roles r ON r.oid = s.userid WHERE r.rolname = ` + sqlLiteral(role) + notOwnCalls
-}
-
-func appStatementsDetailSQL(role string) string {
-	return `SELECT s.calls || ' x ' || regexp_replace(left(s.query, 90), '\s+', ' ', 'g') FROM pg_stat_statements s JOIN pg_roles r ON r.oid = s.userid WHERE r.rolname = ` +
-		sqlLiteral(role) + notOwnCalls + ` ORDER BY s.calls DESC, s.query LIMIT 8`
-}
-
-const notOwnCalls = ` AND s.query NOT LIKE '%pg_stat_statements%'`
-
-// sqlLiteral quotes s as an SQL string literal.
-func sqlLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
-
-// statementsUnavailable makes pg_stat_statements available in a user's
-// database where it can (CREATE EXTENSION) and returns why it is not, or
-// "" when it is.
-func statementsUnavailable(ctx context.Context, d engine.Containers, s *Stack) string {
-	if _, err := s.SQL(ctx, d, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements"); err != nil {
-		return fmt.Sprintf("pg_stat_statements cannot be created in database %s (%s)", s.DB.Database, engine.FirstLine(err.Error()))
-	}
-	if _, err := s.SQL(ctx, d, "SELECT count(*) FROM pg_stat_statements"); err != nil {
-		return fmt.Sprintf("pg_stat_statements is not loaded: start the database service with `postgres -c shared_preload_libraries=pg_stat_statements` to count statements (%s)", engine.FirstLine(err.Error()))
-	}
-	return ""
-}
-
-// ResetStatements clears pg_stat_statements (nothing to clear where the
-// database cannot count statements).
-func (s *Stack) ResetStatements(ctx context.Context, d engine.Containers) error {
-	if s.NoStatements != "" {
-		return nil
-	}
-	_, err := s.SQL(ctx, d, "SELECT pg_stat_statements_reset()")
-	return err
-}
-
-// CountStatements returns the app role's executed statements since the last
-// reset, or -1 where the database cannot count them (s.NoStatements).
-func (s *Stack) CountStatements(ctx context.Context, d engine.Containers) (int64, error) {
-	if s.NoStatements != "" {
-		return -1, nil
-	}
-	rows, err := s.SQL(ctx, d, appStatementsSQL(s.DB.User))
-	if err != nil {
-		return 0, err
-	}
-	if len(rows) != 1 {
-		return 0, fmt.Errorf("count statements: unexpected output %q", rows)
-	}
-	return strconv.ParseInt(rows[0], 10, 64)
-}
-
 // VerifyStack checks every route of the route contract on a running stack
 // (status, content type, JSON shape, the 400 on a bad n) and that the
 // database work is real: the statements per request counted with
 // pg_stat_statements equal the metadata's figure.
-func VerifyStack(ctx context.Context, d engine.Containers, st *Stack, o VerifyOptions) ([]Check, error) {
+func VerifyStack(ctx context.Context, d engine.Containers, st *stack.Stack, o VerifyOptions) ([]Check, error) {
 	if o.Requests <= 0 {
 		o.Requests = 10
 	}
@@ -189,7 +107,7 @@ func VerifyStack(ctx context.Context, d engine.Containers, st *Stack, o VerifyOp
 // mixAppChecks checks an application driven by a request mix: its routes
 // answer 200 JSON with its auth header, and not without it; its statement
 // counts are not declared but traced.
-func mixAppChecks(ctx context.Context, d engine.Containers, hc *http.Client, st *Stack, base string, add func(Check)) error {
+func mixAppChecks(ctx context.Context, d engine.Containers, hc *http.Client, st *stack.Stack, base string, add func(Check)) error {
 	hdr, err := AuthHeaders(ctx, d, st)
 	if err != nil {
 		return err
@@ -225,7 +143,7 @@ func contractChecks(ctx context.Context, hc *http.Client, base string, meta *app
 // workChecks checks the database work of every route: the statements per
 // request, then (with a shaping) the round trips and Parse messages on
 // the wire.
-func workChecks(ctx context.Context, d engine.Containers, hc *http.Client, st *Stack, base string, o VerifyOptions, add func(Check)) error {
+func workChecks(ctx context.Context, d engine.Containers, hc *http.Client, st *stack.Stack, base string, o VerifyOptions, add func(Check)) error {
 	for _, r := range st.Target.Meta.Routes {
 		c, err := countCheck(ctx, d, hc, st, base, r, o)
 		if err != nil {
@@ -305,7 +223,7 @@ func wireRange(what string, r results.TraceRow) string {
 	return fmt.Sprintf("%d-%d", x.Min, x.Max)
 }
 
-func countCheck(ctx context.Context, d engine.Containers, hc *http.Client, st *Stack, base string, r apps.Route, o VerifyOptions) (Check, error) {
+func countCheck(ctx context.Context, d engine.Containers, hc *http.Client, st *stack.Stack, base string, r apps.Route, o VerifyOptions) (Check, error) {
 	path := r.Path
 	want := int64(r.Statements)
 	if r.StatementsPerN {
@@ -323,7 +241,7 @@ func countCheck(ctx context.Context, d engine.Containers, hc *http.Client, st *S
 // countStatements sends a request 3 times to warm up, then requests
 // times, and compares the statements the app role ran with want per request
 // (reported, not asserted, when undeclared).
-func countStatements(ctx context.Context, d engine.Containers, st *Stack, c Check, send func(context.Context) error, want int64, undeclared bool, requests int) (Check, error) {
+func countStatements(ctx context.Context, d engine.Containers, st *stack.Stack, c Check, send func(context.Context) error, want int64, undeclared bool, requests int) (Check, error) {
 	// Warm up: first requests may load schema or prepare statements.
 	for i := 0; i < 3; i++ {
 		if err := send(ctx); err != nil {
@@ -366,7 +284,7 @@ func countStatements(ctx context.Context, d engine.Containers, st *Stack, c Chec
 		return c, nil
 	}
 	if !c.OK {
-		rows, _ := st.SQL(ctx, d, appStatementsDetailSQL(st.DB.User))
+		rows, _ := st.StatementsByQuery(ctx, d)
 		c.Detail = fmt.Sprintf("%d statements over %d requests; by statement:\n%s\nfix: make apps/%s do exactly the route contract's work (apps/README.md) or correct its app.yaml",
 			n, requests, strings.Join(rows, "\n"), st.Target.Meta.Name)
 	}
@@ -551,12 +469,12 @@ func checkJSONWith(ctx context.Context, hc *http.Client, base, path string, want
 	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	c.Observed = fmt.Sprintf("%d %s", resp.StatusCode, ct)
 	if resp.StatusCode != wantStatus || ct != "application/json" {
-		c.Detail = "body: " + truncate(string(body), 200)
+		c.Detail = "body: " + engine.Truncate(string(body), 200)
 		return c
 	}
 	var v any
 	if err := json.Unmarshal(body, &v); err != nil {
-		c.Detail = "body is not JSON: " + truncate(string(body), 200)
+		c.Detail = "body is not JSON: " + engine.Truncate(string(body), 200)
 		return c
 	}
 	if shape != nil {
@@ -567,14 +485,6 @@ func checkJSONWith(ctx context.Context, hc *http.Client, base, path string, want
 	}
 	c.OK = true
 	return c
-}
-
-// truncate cuts s to at most n runes, marking the cut with "...".
-func truncate(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	return string([]rune(s)[:n]) + "..."
 }
 
 // Failed returns the failed checks.
@@ -591,7 +501,7 @@ func Failed(cs []Check) []Check {
 // verifyRequestMix checks each request type of an own app's request_mix:
 // it answers 2xx to its method, headers and body; its statements per
 // request are reported, not asserted (VerifyStack adds the wire counts).
-func verifyRequestMix(ctx context.Context, d engine.Containers, hc *http.Client, st *Stack, o VerifyOptions, add func(Check)) error {
+func verifyRequestMix(ctx context.Context, d engine.Containers, hc *http.Client, st *stack.Stack, o VerifyOptions, add func(Check)) error {
 	mix, err := MixFor(st.Target.Meta)
 	if err != nil {
 		return err
@@ -660,16 +570,4 @@ func describeRequest(q workloads.Request) string {
 		m = http.MethodGet
 	}
 	return m + " " + q.Path
-}
-
-// lines splits command output into trimmed non-empty lines.
-func lines(b []byte) []string {
-	var out []string
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		if l := strings.TrimSpace(sc.Text()); l != "" {
-			out = append(out, l)
-		}
-	}
-	return out
 }

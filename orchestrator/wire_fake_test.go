@@ -10,6 +10,7 @@ import (
 
 	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/fakelab"
+	"github.com/rttlab/rttlab/orchestrator/stack"
 )
 
 // Where the kernel lacks netem, "auto" gets the userspace shaper on the
@@ -22,7 +23,7 @@ func TestFakeWireAgents(t *testing.T) {
 	l := fakelab.New(t)
 	l.NoNetem = true
 	tg := l.Target("go")
-	st, sh := startFake(t, l, StackOptions{Target: tg}, "path")
+	st, sh := startFake(t, l, stack.StackOptions{Target: tg}, "path")
 	if len(sh.Agents) != 2 {
 		t.Fatalf("agents %v", sh.Agents)
 	}
@@ -50,7 +51,7 @@ func TestFakeWireAgents(t *testing.T) {
 		if slices.Contains(shaper.CapAdd, "SYS_ADMIN") || !slices.Equal(shaper.CapDrop, []string{"ALL"}) {
 			t.Errorf("%s shaper caps add %v drop %v", role, shaper.CapAdd, shaper.CapDrop)
 		}
-		if shaper.Labels[engine.LabelRun] != st.RunID || shaper.Labels[engine.LabelRole] != roleShaper || shaper.Labels[engine.LabelTarget] != a.Target.ID {
+		if shaper.Labels[engine.LabelRun] != st.RunID || shaper.Labels[engine.LabelRole] != stack.RoleShaper || shaper.Labels[engine.LabelTarget] != a.Target.ID {
 			t.Errorf("%s shaper labels %v", role, shaper.Labels)
 		}
 	}
@@ -94,7 +95,7 @@ func TestFakeWireAgents(t *testing.T) {
 func TestFakeKernelAgentsNoWire(t *testing.T) {
 	l := fakelab.New(t)
 	tg := l.Target("go")
-	st, sh := startFake(t, l, StackOptions{Target: tg}, "path")
+	st, sh := startFake(t, l, stack.StackOptions{Target: tg}, "path")
 	for role, a := range sh.Agents {
 		if a.CtlID != "" {
 			t.Errorf("%s: a wire shaper with kernel netem", role)

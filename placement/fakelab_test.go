@@ -18,9 +18,9 @@ import (
 
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/netem"
-	"github.com/rttlab/rttlab/orchestrator"
 	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/engine/enginefake"
+	"github.com/rttlab/rttlab/orchestrator/stack"
 	"github.com/rttlab/rttlab/workloads"
 )
 
@@ -93,7 +93,7 @@ func newPlaceLab(t *testing.T, app string) *placeLab {
 	for _, n := range []string{app, "postgres"} {
 		l.AddImage(engine.ImageRef(n), map[string]string{engine.LabelApp: n})
 	}
-	l.AddImage(orchestrator.AgentImage, map[string]string{engine.LabelApp: "agent"})
+	l.AddImage(stack.AgentImage, map[string]string{engine.LabelApp: "agent"})
 
 	l.Handle("pg_isready", func(ctx context.Context, x *enginefake.Call) (int, error) { return 0, nil })
 	l.Handle("rttlab agent ctl", l.ctl)

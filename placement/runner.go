@@ -17,6 +17,7 @@ import (
 	"github.com/rttlab/rttlab/netem"
 	"github.com/rttlab/rttlab/orchestrator"
 	"github.com/rttlab/rttlab/orchestrator/engine"
+	"github.com/rttlab/rttlab/orchestrator/stack"
 	"github.com/rttlab/rttlab/results"
 	"github.com/rttlab/rttlab/workloads"
 )
@@ -215,7 +216,7 @@ func (r *PlaceRunner) writeManifest(ctx context.Context) error {
 	}
 	// The images pin the app's, PostgreSQL's and the agent's versions.
 	images := map[string]string{}
-	for name, ref := range map[string]string{p.App: engine.ImageRef(r.S.Stack.Target.Meta.Name), "postgres": engine.ImageRef("postgres"), "agent": orchestrator.AgentImage} {
+	for name, ref := range map[string]string{p.App: engine.ImageRef(r.S.Stack.Target.Meta.Name), "postgres": engine.ImageRef("postgres"), "agent": stack.AgentImage} {
 		if id, err := r.D.ImageID(ctx, ref); err == nil {
 			images[name] = id
 		}

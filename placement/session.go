@@ -15,14 +15,15 @@ import (
 	"github.com/rttlab/rttlab/netem"
 	"github.com/rttlab/rttlab/orchestrator"
 	"github.com/rttlab/rttlab/orchestrator/engine"
+	"github.com/rttlab/rttlab/orchestrator/stack"
 	"github.com/rttlab/rttlab/workloads"
 )
 
 // PlaceSession is the placement study's four nodes with their agents.
 type PlaceSession struct {
-	Stack   *orchestrator.Stack
+	Stack   *stack.Stack
 	Shaping *orchestrator.Shaping
-	Nodes   map[string]*orchestrator.Member // client, a, b, db
+	Nodes   map[string]*stack.Member // client, a, b, db
 	Port    int
 	Proxy   string // the proxy container's ID while it runs
 	Plan    *PlacePlan
@@ -49,24 +50,24 @@ func StartPlacement(ctx context.Context, d engine.Docker, plan *PlacePlan, t app
 	if readyTimeout == 0 {
 		readyTimeout = 3 * time.Minute
 	}
-	runID := orchestrator.NewRunID()
-	st := &orchestrator.Stack{RunID: runID, Target: t, DB: orchestrator.RttlabDB(orchestrator.NewPassword())}
-	ps = &PlaceSession{Stack: st, Nodes: map[string]*orchestrator.Member{}, Port: t.Meta.Port, Plan: plan}
+	runID := stack.NewRunID()
+	st := &stack.Stack{RunID: runID, Target: t, DB: stack.RttlabDB(stack.NewPassword())}
+	ps = &PlaceSession{Stack: st, Nodes: map[string]*stack.Member{}, Port: t.Meta.Port, Plan: plan}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, st.Remove(context.WithoutCancel(ctx), d))
 		}
 	}()
-	dbEnv, err := orchestrator.FeedServiceEnv(ctx, st, "db")
+	dbEnv, err := stack.FeedServiceEnv(ctx, st, "db")
 	if err != nil {
 		return ps, err
 	}
-	appVars, err := orchestrator.FeedServiceEnv(ctx, st, "app")
+	appVars, err := stack.FeedServiceEnv(ctx, st, "app")
 	if err != nil {
 		return ps, err
 	}
 	st.Network = "rttlab-" + runID
-	if st.NetworkID, err = d.CreateNetwork(ctx, st.Network, orchestrator.NetworkLabels(runID, map[string]string{engine.LabelStack: "placement"})); err != nil {
+	if st.NetworkID, err = d.CreateNetwork(ctx, st.Network, stack.NetworkLabels(runID, map[string]string{engine.LabelStack: "placement"})); err != nil {
 		return ps, err
 	}
 	if err := ps.startNodes(ctx, d, dbEnv, appVars, readyTimeout); err != nil {
@@ -89,7 +90,7 @@ func (ps *PlaceSession) startNodes(ctx context.Context, d engine.Docker, dbEnv, 
 	if err != nil {
 		return err
 	}
-	if err := orchestrator.WaitDB(ctx, d, db, readyTimeout); err != nil {
+	if err := stack.WaitDB(ctx, d, db, readyTimeout); err != nil {
 		return err
 	}
 	for _, n := range []string{NodeA, NodeB} {
@@ -97,11 +98,11 @@ func (ps *PlaceSession) startNodes(ctx context.Context, d engine.Docker, dbEnv, 
 		if err != nil {
 			return err
 		}
-		if err := orchestrator.WaitHTTP(ctx, d, m, "http://"+net.JoinHostPort(m.IP, fmt.Sprint(st.Target.Meta.Port))+st.Target.Meta.Health, readyTimeout); err != nil {
+		if err := stack.WaitHTTP(ctx, d, m, "http://"+net.JoinHostPort(m.IP, fmt.Sprint(st.Target.Meta.Port))+st.Target.Meta.Health, readyTimeout); err != nil {
 			return err
 		}
 	}
-	if _, err := ps.startNode(ctx, d, NodeClient, orchestrator.AgentImage, []string{"agent", "idle"}, nil); err != nil {
+	if _, err := ps.startNode(ctx, d, NodeClient, stack.AgentImage, []string{"agent", "idle"}, nil); err != nil {
 		return err
 	}
 	return nil
@@ -110,16 +111,16 @@ func (ps *PlaceSession) startNodes(ctx context.Context, d engine.Docker, dbEnv, 
 // startNode creates and starts one node's container on the stack's
 // network, adds it to the stack (once it has an ID) and to the nodes, and
 // reads its address.
-func (ps *PlaceSession) startNode(ctx context.Context, d engine.Docker, node, image string, cmd, env []string) (*orchestrator.Member, error) {
+func (ps *PlaceSession) startNode(ctx context.Context, d engine.Docker, node, image string, cmd, env []string) (*stack.Member, error) {
 	st := ps.Stack
-	labels := orchestrator.RunLabels(st.RunID, map[string]string{engine.LabelRole: node, engine.LabelService: node})
+	labels := stack.RunLabels(st.RunID, map[string]string{engine.LabelRole: node, engine.LabelService: node})
 	if node == NodeA || node == NodeB {
 		labels[engine.LabelApp] = st.Target.Name
 	}
 	spec := engine.ContainerSpec{Name: fmt.Sprintf("rttlab-%s-%s", st.RunID, node), Image: image, Cmd: cmd, Env: env,
 		Labels: labels, Network: st.Network, Aliases: []string{node}, NanoCPUs: ps.Plan.nanoCPUs(node)}
 	id, err := d.CreateContainer(ctx, spec)
-	m := &orchestrator.Member{Service: node, Role: node, Shaped: true, ID: id, Name: spec.Name}
+	m := &stack.Member{Service: node, Role: node, Shaped: true, ID: id, Name: spec.Name}
 	if id != "" {
 		st.Members = append(st.Members, m)
 		ps.Nodes[node] = m
@@ -211,14 +212,14 @@ func (ps *PlaceSession) Load(ctx context.Context, d engine.Docker, base string, 
 // dead reports a node or agent that stopped.
 func (ps *PlaceSession) dead(ctx context.Context, d engine.Docker) error {
 	for _, m := range ps.Stack.Members {
-		if err := orchestrator.CheckRunning(ctx, d, m); err != nil {
+		if err := stack.CheckRunning(ctx, d, m); err != nil {
 			return err
 		}
 	}
 	if ps.Shaping != nil {
 		for _, a := range ps.Shaping.Agents {
 			for _, c := range a.Containers() {
-				if err := orchestrator.CheckRunning(ctx, d, c); err != nil {
+				if err := stack.CheckRunning(ctx, d, c); err != nil {
 					return fmt.Errorf("shaping agent died: %w", err)
 				}
 			}
@@ -293,9 +294,9 @@ func (ps *PlaceSession) StartProxy(ctx context.Context, d engine.Docker, cfg Con
 	if err != nil {
 		return err
 	}
-	labels := orchestrator.RunLabels(ps.Stack.RunID, map[string]string{engine.LabelRole: "proxy"})
+	labels := stack.RunLabels(ps.Stack.RunID, map[string]string{engine.LabelRole: "proxy"})
 	name := fmt.Sprintf("rttlab-%s-proxy", ps.Stack.RunID)
-	id, err := d.CreateContainer(ctx, engine.ContainerSpec{Name: name, Image: orchestrator.AgentImage, Cmd: []string{"agent", "proxy", "--config-json", string(b)},
+	id, err := d.CreateContainer(ctx, engine.ContainerSpec{Name: name, Image: stack.AgentImage, Cmd: []string{"agent", "proxy", "--config-json", string(b)},
 		Labels: labels, NetworkMode: "container:" + ps.Nodes[NodeClient].ID, CapDrop: []string{"ALL"}})
 	if err != nil {
 		return err
@@ -312,13 +313,13 @@ func (ps *PlaceSession) StartProxy(ctx context.Context, d engine.Docker, cfg Con
 		if err == nil && code == 0 && strings.Contains(out.String(), `"samples_ns":[`) {
 			return nil
 		}
-		if err := orchestrator.CheckRunning(ctx, d, &orchestrator.Member{ID: id, Name: name}); err != nil {
+		if err := stack.CheckRunning(ctx, d, &stack.Member{ID: id, Name: name}); err != nil {
 			return fmt.Errorf("routing proxy: %w", err)
 		}
 		if time.Now().After(deadline) {
 			return errors.New("routing proxy did not listen within 30 s")
 		}
-		if err := orchestrator.SleepCtx(ctx, 200*time.Millisecond); err != nil {
+		if err := stack.SleepCtx(ctx, 200*time.Millisecond); err != nil {
 			return err
 		}
 	}
@@ -345,7 +346,7 @@ func (ps *PlaceSession) StopProxy(ctx context.Context, d engine.Docker) ([]Decis
 		} else {
 			rerr = fmt.Errorf("read the decision log: %s", strings.TrimSpace(errb.String()))
 		}
-		orchestrator.SleepCtx(ctx, 200*time.Millisecond)
+		stack.SleepCtx(ctx, 200*time.Millisecond)
 	}
 	rmErr := d.RemoveContainer(ctx, ps.Proxy)
 	ps.Proxy = ""

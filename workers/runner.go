@@ -21,6 +21,7 @@ import (
 	"github.com/rttlab/rttlab/internal/capped"
 	"github.com/rttlab/rttlab/orchestrator"
 	"github.com/rttlab/rttlab/orchestrator/engine"
+	"github.com/rttlab/rttlab/orchestrator/stack"
 	"github.com/rttlab/rttlab/workloads"
 )
 
@@ -30,14 +31,14 @@ import (
 // the front proxy), each app container with its agent.
 type WorkersSession struct {
 	D        engine.Docker
-	Stack    *orchestrator.Stack // RunID, network, password; Members: db, client, current apps
+	Stack    *stack.Stack // RunID, network, password; Members: db, client, current apps
 	Target   apps.Target
 	Backend  string
-	db       *orchestrator.Member
+	db       *stack.Member
 	dbSh     *orchestrator.Shaping
 	client   string
 	current  string // the running app stack ("2x2 puma:wflbw=0")
-	apps     []*orchestrator.Member
+	apps     []*stack.Member
 	appSh    *orchestrator.Shaping
 	front    string // the front proxy's container, for proxy stacks
 	frontURL string
@@ -58,8 +59,8 @@ func (ws *WorkersSession) say(format string, a ...any) {
 
 // StartWorkers starts the network, PostgreSQL with its agent and the client.
 func StartWorkers(ctx context.Context, d engine.Docker, t apps.Target, backend string) (ws *WorkersSession, err error) {
-	runID := orchestrator.NewRunID()
-	st := &orchestrator.Stack{RunID: runID, Target: t, DB: orchestrator.RttlabDB(orchestrator.NewPassword())}
+	runID := stack.NewRunID()
+	st := &stack.Stack{RunID: runID, Target: t, DB: stack.RttlabDB(stack.NewPassword())}
 	ws = &WorkersSession{D: d, Stack: st, Target: t, Backend: backend}
 	defer func() {
 		if err != nil {
@@ -67,21 +68,21 @@ func StartWorkers(ctx context.Context, d engine.Docker, t apps.Target, backend s
 		}
 	}()
 	st.Network = "rttlab-" + runID
-	if st.NetworkID, err = d.CreateNetwork(ctx, st.Network, orchestrator.NetworkLabels(runID, map[string]string{engine.LabelStack: "workers"})); err != nil {
+	if st.NetworkID, err = d.CreateNetwork(ctx, st.Network, stack.NetworkLabels(runID, map[string]string{engine.LabelStack: "workers"})); err != nil {
 		return ws, err
 	}
 	ws.db, err = ws.startMember(ctx, "db", engine.ImageRef("postgres"), nil, []string{"RTTLAB_DB_PASSWORD=" + st.DB.Password})
 	if err != nil {
 		return ws, err
 	}
-	if err := orchestrator.WaitDB(ctx, d, ws.db, 3*time.Minute); err != nil {
+	if err := stack.WaitDB(ctx, d, ws.db, 3*time.Minute); err != nil {
 		return ws, err
 	}
-	ws.dbSh, err = orchestrator.StartAgents(ctx, d, &orchestrator.Stack{RunID: runID, NetworkID: st.NetworkID, Members: []*orchestrator.Member{ws.db}}, backend, "path", "")
+	ws.dbSh, err = orchestrator.StartAgents(ctx, d, &stack.Stack{RunID: runID, NetworkID: st.NetworkID, Members: []*stack.Member{ws.db}}, backend, "path", "")
 	if err != nil {
 		return ws, err
 	}
-	c, err := ws.startMember(ctx, "client", orchestrator.AgentImage, []string{"agent", "idle"}, nil)
+	c, err := ws.startMember(ctx, "client", stack.AgentImage, []string{"agent", "idle"}, nil)
 	if err != nil {
 		return ws, err
 	}
@@ -90,13 +91,13 @@ func StartWorkers(ctx context.Context, d engine.Docker, t apps.Target, backend s
 	return ws, nil
 }
 
-func (ws *WorkersSession) startMember(ctx context.Context, name, image string, cmd, env []string) (*orchestrator.Member, error) {
+func (ws *WorkersSession) startMember(ctx context.Context, name, image string, cmd, env []string) (*stack.Member, error) {
 	st := ws.Stack
-	labels := orchestrator.RunLabels(st.RunID, map[string]string{engine.LabelRole: name, engine.LabelService: name})
+	labels := stack.RunLabels(st.RunID, map[string]string{engine.LabelRole: name, engine.LabelService: name})
 	spec := engine.ContainerSpec{Name: fmt.Sprintf("rttlab-%s-%s", st.RunID, name), Image: image, Cmd: cmd, Env: env,
 		Labels: labels, Network: st.Network, Aliases: []string{name}}
 	id, err := ws.D.CreateContainer(ctx, spec)
-	m := &orchestrator.Member{Service: name, Role: name, Shaped: true, ID: id, Name: spec.Name}
+	m := &stack.Member{Service: name, Role: name, Shaped: true, ID: id, Name: spec.Name}
 	if id != "" {
 		st.Members = append(st.Members, m)
 	}
@@ -119,7 +120,7 @@ func (ws *WorkersSession) startMember(ctx context.Context, name, image string, c
 // appEnv is the app container's environment: the stack file's, the
 // target's and Puma's layout.
 func (ws *WorkersSession) appEnv(ctx context.Context, pumaWorkers, threads int, wflbw string) ([]string, error) {
-	env, err := orchestrator.FeedServiceEnv(ctx, ws.Stack, "app")
+	env, err := stack.FeedServiceEnv(ctx, ws.Stack, "app")
 	if err != nil {
 		return nil, err
 	}
@@ -157,7 +158,7 @@ func (ws *WorkersSession) stopApps(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
-	var keep []*orchestrator.Member
+	var keep []*stack.Member
 	for _, m := range ws.Stack.Members {
 		if !slices.Contains(ids, m.ID) {
 			keep = append(keep, m)
@@ -214,11 +215,11 @@ func (ws *WorkersSession) ensureStack(ctx context.Context, t Task) error {
 		return err
 	}
 	for _, m := range ws.apps {
-		if err := orchestrator.WaitHTTP(ctx, ws.D, m, "http://"+net.JoinHostPort(m.IP, fmt.Sprint(port))+ws.Target.Meta.Health, 3*time.Minute); err != nil {
+		if err := stack.WaitHTTP(ctx, ws.D, m, "http://"+net.JoinHostPort(m.IP, fmt.Sprint(port))+ws.Target.Meta.Health, 3*time.Minute); err != nil {
 			return err
 		}
 	}
-	ws.appSh, err = orchestrator.StartAgents(ctx, ws.D, &orchestrator.Stack{RunID: ws.Stack.RunID, NetworkID: ws.Stack.NetworkID, Members: ws.apps}, ws.Backend, "path", "")
+	ws.appSh, err = orchestrator.StartAgents(ctx, ws.D, &stack.Stack{RunID: ws.Stack.RunID, NetworkID: ws.Stack.NetworkID, Members: ws.apps}, ws.Backend, "path", "")
 	if err != nil {
 		return err
 	}
@@ -289,14 +290,14 @@ func (ws *WorkersSession) startFront(ctx context.Context, l Layout, names []stri
 		cfg.Upstreams = append(cfg.Upstreams, Upstream{Name: n, URL: "http://" + net.JoinHostPort(ws.apps[i].IP, fmt.Sprint(port))})
 	}
 	b, _ := json.Marshal(cfg)
-	fm, err := ws.startMember(ctx, "front", orchestrator.AgentImage, []string{"agent", "workers-proxy", "--config-json", string(b)}, nil)
+	fm, err := ws.startMember(ctx, "front", stack.AgentImage, []string{"agent", "workers-proxy", "--config-json", string(b)}, nil)
 	if err != nil {
 		return err
 	}
 	fm.Shaped = false
 	ws.front = fm.ID
 	ws.frontURL = "http://" + net.JoinHostPort(fm.IP, "8080")
-	return orchestrator.WaitHTTP(ctx, ws.D, fm, ws.frontURL+ws.Target.Meta.Health, time.Minute)
+	return stack.WaitHTTP(ctx, ws.D, fm, ws.frontURL+ws.Target.Meta.Health, time.Minute)
 }
 
 // workerPIDs asks the cluster's /work (no CPU, no queries: the route that
@@ -311,7 +312,7 @@ func (ws *WorkersSession) workerPIDs(ctx context.Context, base string, n int, ti
 		}
 		if pid, err := getHeader(ctx, tr, base+"/work?queries=0", HeaderPID); err == nil && pid != "" {
 			seen[pid] = true
-		} else if err := orchestrator.SleepCtx(ctx, 100*time.Millisecond); err != nil {
+		} else if err := stack.SleepCtx(ctx, 100*time.Millisecond); err != nil {
 			return nil, err
 		}
 	}
@@ -388,7 +389,7 @@ func (ws *WorkersSession) openLoop(ctx context.Context, o workloads.OpenLoopOpti
 		return nil, tot, err
 	}
 	for _, m := range ws.Stack.Members {
-		if cerr := orchestrator.CheckRunning(ctx, ws.D, m); cerr != nil {
+		if cerr := stack.CheckRunning(ctx, ws.D, m); cerr != nil {
 			return nil, tot, cerr
 		}
 	}

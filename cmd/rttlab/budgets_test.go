@@ -14,6 +14,7 @@ import (
 
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/orchestrator"
+	"github.com/rttlab/rttlab/orchestrator/stack"
 	"github.com/rttlab/rttlab/results"
 )
 
@@ -69,7 +70,7 @@ func TestExitOverBudget(t *testing.T) {
 		t.Errorf("exit %d, %q", code, b.String())
 	}
 	b.Reset()
-	left := &orchestrator.CleanupError{RunID: "r1", Err: errors.New("busy")}
+	left := &stack.CleanupError{RunID: "r1", Err: errors.New("busy")}
 	if code := exitReport(&b, errors.Join(err, left)); code != 1 || !strings.Contains(b.String(), "rttlab clean --run r1") {
 		t.Errorf("exit %d, %q", code, b.String())
 	}

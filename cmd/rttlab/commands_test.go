@@ -21,8 +21,8 @@ import (
 
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/netem"
-	"github.com/rttlab/rttlab/orchestrator"
 	"github.com/rttlab/rttlab/orchestrator/engine"
+	"github.com/rttlab/rttlab/orchestrator/stack"
 	"github.com/rttlab/rttlab/workloads"
 )
 
@@ -141,7 +141,7 @@ func TestExitCodeInterrupted(t *testing.T) {
 		t.Errorf("exit %d, %q", code, errs)
 	}
 	connect = func(ctx context.Context) (*engine.Runtime, error) {
-		return nil, errors.Join(context.Canceled, fmt.Errorf("%w: remove rttlab-x-db: busy", orchestrator.ErrCleanup))
+		return nil, errors.Join(context.Canceled, fmt.Errorf("%w: remove rttlab-x-db: busy", stack.ErrCleanup))
 	}
 	code, _, errs = execLine(context.Background(), "clean")
 	if code != 130 || !strings.Contains(errs, "interrupted: ") || !strings.Contains(errs, "busy") || strings.Contains(errs, "everything") {
@@ -515,8 +515,8 @@ func TestPrintStack(t *testing.T) {
 		t.Fatal(err)
 	}
 	tg, _ := apps.Resolve(all, "go")
-	st := &orchestrator.Stack{RunID: "abc", Target: tg, Network: "rttlab-abc", DB: orchestrator.DBCredentials{User: "rttlab", Database: "rttlab", Password: "pw", Super: "postgres"}, AppURL: "http://127.0.0.1:3456", AppAddr: "10.0.0.3:8080",
-		Members: []*orchestrator.Member{{Role: "db", Name: "rttlab-abc-db", IP: "10.0.0.2"}, {Role: "app", Name: "rttlab-abc-app", IP: "10.0.0.3"}}}
+	st := &stack.Stack{RunID: "abc", Target: tg, Network: "rttlab-abc", DB: stack.DBCredentials{User: "rttlab", Database: "rttlab", Password: "pw", Super: "postgres"}, AppURL: "http://127.0.0.1:3456", AppAddr: "10.0.0.3:8080",
+		Members: []*stack.Member{{Role: "db", Name: "rttlab-abc-db", IP: "10.0.0.2"}, {Role: "app", Name: "rttlab-abc-app", IP: "10.0.0.3"}}}
 	var b bytes.Buffer
 	printStack(&b, st)
 	for _, want := range []string{"stack abc is up (network rttlab-abc)", "curl -s http://127.0.0.1:3456/serial?n=5", "password pw", "docker logs rttlab-abc-app", "rttlab down --run abc"} {

@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rttlab/rttlab/orchestrator"
 	"github.com/rttlab/rttlab/orchestrator/engine"
+	"github.com/rttlab/rttlab/orchestrator/stack"
 	"github.com/rttlab/rttlab/results"
 )
 
@@ -154,7 +154,7 @@ func labelled(t *testing.T, rt *engine.Runtime) []string {
 		t.Fatal(err)
 	}
 	for _, n := range ns {
-		out = append(out, fmt.Sprintf("network %s (owner %s)", n.Name, n.Labels[orchestrator.LabelOwner]))
+		out = append(out, fmt.Sprintf("network %s (owner %s)", n.Name, n.Labels[stack.LabelOwner]))
 	}
 	return out
 }
@@ -289,7 +289,7 @@ func TestIntegrationDrillSignals(t *testing.T) {
 		}
 		shaped := 0
 		for id := range runs {
-			if rules, err := orchestrator.ListWireRules(ctx, rt, id); err == nil {
+			if rules, err := stack.ListWireRules(ctx, rt, id); err == nil {
 				shaped += len(rules)
 			}
 		}
@@ -308,7 +308,7 @@ func TestIntegrationDrillSignals(t *testing.T) {
 		// The killed run's wire shaper outlived rttlab with its rules in
 		// the host's tables; clean removed them with it.
 		for id := range runs {
-			if rules, err := orchestrator.ListWireRules(ctx, rt, id); err != nil || len(rules) > 0 {
+			if rules, err := stack.ListWireRules(ctx, rt, id); err != nil || len(rules) > 0 {
 				t.Fatalf("rules of run %s left after clean: %q (%v)", id, rules, err)
 			}
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/orchestrator"
 	"github.com/rttlab/rttlab/orchestrator/engine"
+	"github.com/rttlab/rttlab/orchestrator/stack"
 )
 
 // appsTree returns the apps metadata and the tree they were read from.
@@ -89,11 +90,11 @@ func ownImages(ctx context.Context, d engine.ImageStore, targets []apps.Target) 
 		}
 		if ref := t.Meta.Compose; ref != nil {
 			// Every service of the user's file, the app's included.
-			if err := orchestrator.CheckComposeImages(ctx, d, *ref); err != nil {
+			if err := stack.CheckComposeImages(ctx, d, *ref); err != nil {
 				return nil, err
 			}
 		}
-		id, err := orchestrator.CheckOwnImage(ctx, d, t.Image)
+		id, err := stack.CheckOwnImage(ctx, d, t.Image)
 		if err != nil {
 			return nil, err
 		}
@@ -194,8 +195,8 @@ func loadTarget(name string) (apps.Target, error) {
 // startShaped starts PostgreSQL + the app with an agent per shaped
 // container. The caller removes the stack (removeStack) when done; on
 // failure nothing is left behind.
-func startShaped(ctx context.Context, rt *engine.Runtime, so orchestrator.StackOptions, shaper, scope, hook string) (*orchestrator.Stack, *orchestrator.Shaping, error) {
-	st, err := orchestrator.StartStack(ctx, rt, so)
+func startShaped(ctx context.Context, rt *engine.Runtime, so stack.StackOptions, shaper, scope, hook string) (*stack.Stack, *orchestrator.Shaping, error) {
+	st, err := stack.StartStack(ctx, rt, so)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -209,7 +210,7 @@ func startShaped(ctx context.Context, rt *engine.Runtime, so orchestrator.StackO
 
 // removeStack removes a stack a command started and adds to *errp what
 // could not be removed, so that the command does not report success.
-func removeStack(ctx context.Context, rt *engine.Runtime, st *orchestrator.Stack, errp *error) {
+func removeStack(ctx context.Context, rt *engine.Runtime, st *stack.Stack, errp *error) {
 	// Joined only when something is left: a Join of one error hides its
 	// type from the exit status (the budget gate's 3).
 	if rerr := st.Remove(context.WithoutCancel(ctx), rt); rerr != nil {

@@ -14,7 +14,7 @@ import (
 	"syscall"
 
 	"github.com/rttlab/rttlab/internal/cli"
-	"github.com/rttlab/rttlab/orchestrator"
+	"github.com/rttlab/rttlab/orchestrator/stack"
 )
 
 // version and commit are set by the Makefile with -ldflags.
@@ -94,14 +94,14 @@ func exitReport(w io.Writer, err error) int {
 		fmt.Fprintf(w, "rttlab: %v\n", err)
 		return exitOverBudget
 	}
-	var ce *orchestrator.CleanupError
+	var ce *stack.CleanupError
 	left := errors.As(err, &ce)
 	code := 1
 	if errors.Is(err, context.Canceled) {
 		code = 130
 		if left {
 			fmt.Fprintf(w, "rttlab: interrupted; %v\n", ce)
-		} else if errors.Is(err, orchestrator.ErrCleanup) {
+		} else if errors.Is(err, stack.ErrCleanup) {
 			fmt.Fprintf(w, "rttlab: interrupted: %v\n", err)
 		} else {
 			fmt.Fprintln(w, "rttlab: interrupted; everything this command started was removed")

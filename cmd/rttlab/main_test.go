@@ -14,6 +14,7 @@ import (
 
 	"github.com/rttlab/rttlab/orchestrator"
 	"github.com/rttlab/rttlab/orchestrator/engine"
+	"github.com/rttlab/rttlab/orchestrator/stack"
 )
 
 func run(t *testing.T, args ...string) (string, error) {
@@ -97,7 +98,7 @@ func TestBadInputOneLine(t *testing.T) {
 // An interrupted command that could not remove everything says what is
 // left and how to remove it, never that everything was removed.
 func TestExitReportCleanup(t *testing.T) {
-	left := &orchestrator.CleanupError{RunID: "r1", Err: errors.New("container rttlab-r1-db: busy")}
+	left := &stack.CleanupError{RunID: "r1", Err: errors.New("container rttlab-r1-db: busy")}
 	var b bytes.Buffer
 	if code := exitReport(&b, errors.Join(context.Canceled, left)); code != 130 {
 		t.Errorf("exit %d, want 130", code)

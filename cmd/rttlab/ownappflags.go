@@ -12,6 +12,7 @@ import (
 
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/orchestrator"
+	"github.com/rttlab/rttlab/orchestrator/stack"
 )
 
 // ownAppOptions are the flags that describe a user's own app: an image
@@ -58,8 +59,8 @@ func (o *ownAppOptions) addFlags(f *pflag.FlagSet, routesUsage string) {
 	f.StringVar(&o.compose, "compose", "", "run your own compose file (images never built); needs --app-service, --db-service and --routes")
 	f.StringVar(&o.appService, "app-service", "", "the --compose service that is the app driven")
 	f.StringVar(&o.dbService, "db-service", "", "the --compose service that is the app's PostgreSQL")
-	f.IntVar(&o.port, "port", orchestrator.OwnAppPort, "port the own app listens on")
-	f.StringVar(&o.health, "health", orchestrator.OwnAppHealth, "path of the own app that answers 200 when it is ready")
+	f.IntVar(&o.port, "port", stack.OwnAppPort, "port the own app listens on")
+	f.StringVar(&o.health, "health", stack.OwnAppHealth, "path of the own app that answers 200 when it is ready")
 	f.StringSliceVar(&o.dbInit, "db-init", nil, "SQL file, folder of .sql files (name order) or pg_dump (plain or custom) that initialises the database; repeatable")
 	f.StringArrayVar(&o.env, "env", nil, "NAME=VALUE added to the own app's environment; repeatable")
 	f.StringVar(&o.envFile, "env-file", "", "file of NAME=VALUE lines added to the own app's environment")
@@ -161,7 +162,7 @@ func (o *ownAppOptions) source(changed func(string) bool) (orchestrator.PlanApp,
 				return orchestrator.PlanApp{}, what, usagef("--%s names a service of --compose: drop it with --app-image", f)
 			}
 		}
-		return orchestrator.PlanApp{Name: orchestrator.OwnAppName(o.appImage), Image: o.appImage}, what, nil
+		return orchestrator.PlanApp{Name: stack.OwnAppName(o.appImage), Image: o.appImage}, what, nil
 	}
 	what := "--compose " + o.compose
 	if strings.TrimSpace(o.compose) == "" {
@@ -180,14 +181,14 @@ func (o *ownAppOptions) source(changed func(string) bool) (orchestrator.PlanApp,
 	if st, err := os.Stat(file); err != nil || st.IsDir() {
 		return orchestrator.PlanApp{}, what, usagef("%s: no such file", what)
 	}
-	return orchestrator.PlanApp{Name: orchestrator.OwnAppName(o.appService), Compose: file,
+	return orchestrator.PlanApp{Name: stack.OwnAppName(o.appService), Compose: file,
 		AppService: o.appService, DBService: o.dbService}, what, nil
 }
 
 // setEnv adds --env to the entry and checks --env-file.
 func (o *ownAppOptions) setEnv(a *orchestrator.PlanApp) error {
 	for _, kv := range o.env {
-		k, v, err := orchestrator.ParseEnvFlag(kv)
+		k, v, err := stack.ParseEnvFlag(kv)
 		if err != nil {
 			return usageError{Err: err}
 		}
@@ -202,7 +203,7 @@ func (o *ownAppOptions) setEnv(a *orchestrator.PlanApp) error {
 	if abs, err := filepath.Abs(o.envFile); err == nil {
 		a.EnvFile = abs
 	}
-	if _, err := orchestrator.ReadEnvFile(a.EnvFile); err != nil {
+	if _, err := stack.ReadEnvFile(a.EnvFile); err != nil {
 		return usagef("--env-file: %v", err)
 	}
 	return nil
@@ -212,7 +213,7 @@ func (o *ownAppOptions) setEnv(a *orchestrator.PlanApp) error {
 func (o *ownAppOptions) setDBInit(a *orchestrator.PlanApp) error {
 	// ExpandDBInit refuses a missing path as given, and what a file or
 	// folder holds.
-	if _, err := orchestrator.ExpandDBInit(o.dbInit); err != nil {
+	if _, err := stack.ExpandDBInit(o.dbInit); err != nil {
 		return usageError{Err: err}
 	}
 	for _, p := range o.dbInit {
@@ -234,7 +235,7 @@ func (o *ownAppOptions) nameApp(a *orchestrator.PlanApp, what string, changed fu
 	if err != nil {
 		return err
 	}
-	taken := func(name string) bool { return orchestrator.IsTreeApp(all, name) }
+	taken := func(name string) bool { return stack.IsTreeApp(all, name) }
 	if changed("name") {
 		if !apps.ValidName(o.name) {
 			return usagef("--name %q: use lower-case letters, digits and -, starting with a letter, at most 31 characters", o.name)

@@ -15,6 +15,7 @@ import (
 	"github.com/rttlab/rttlab/netem"
 	"github.com/rttlab/rttlab/orchestrator"
 	"github.com/rttlab/rttlab/orchestrator/engine"
+	"github.com/rttlab/rttlab/orchestrator/stack"
 	"github.com/rttlab/rttlab/results"
 )
 
@@ -311,7 +312,7 @@ func (o *shapeVerifyOptions) run(cmd *cobra.Command, args []string) (err error) 
 		// the JSON document.
 		table = cmd.ErrOrStderr()
 	}
-	st, sh, err := startShaped(ctx, rt, orchestrator.StackOptions{Target: t}, o.shaper, o.scope, o.hook)
+	st, sh, err := startShaped(ctx, rt, stack.StackOptions{Target: t}, o.shaper, o.scope, o.hook)
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/orchestrator"
 	"github.com/rttlab/rttlab/orchestrator/engine"
+	"github.com/rttlab/rttlab/orchestrator/stack"
 )
 
 type upOptions struct {
@@ -81,7 +82,7 @@ func (o *upOptions) run(cmd *cobra.Command) error {
 		return err
 	}
 	defer rt.Close()
-	st, sh, err := startShaped(ctx, rt, orchestrator.StackOptions{Target: targets[0], Up: true, Publish: true}, o.shaper, o.scope, "")
+	st, sh, err := startShaped(ctx, rt, stack.StackOptions{Target: targets[0], Up: true, Publish: true}, o.shaper, o.scope, "")
 	if err != nil {
 		return err
 	}
@@ -103,7 +104,7 @@ func (o *upOptions) run(cmd *cobra.Command) error {
 	return nil
 }
 
-func printStack(out interface{ Write([]byte) (int, error) }, st *orchestrator.Stack) {
+func printStack(out interface{ Write([]byte) (int, error) }, st *stack.Stack) {
 	db := st.Role("db")
 	app := st.Role("app")
 	fmt.Fprintf(out, "stack %s is up (network %s)\n", st.RunID, st.Network)
@@ -151,7 +152,7 @@ func newDownCmd() *cobra.Command {
 				return nil
 			}
 			for _, r := range runs {
-				c, err := orchestrator.CleanRun(ctx, rt, r)
+				c, err := stack.CleanRun(ctx, rt, r)
 				if err != nil {
 					return err
 				}
@@ -291,7 +292,7 @@ func verifyTargets(o *verifyOptions, args []string) ([]apps.Target, error) {
 }
 
 func verifyOne(ctx context.Context, rt *engine.Runtime, t apps.Target, o *verifyOptions, out interface{ Write([]byte) (int, error) }) (_ int, err error) {
-	st, sh, err := startShaped(ctx, rt, orchestrator.StackOptions{Target: t, Publish: true}, "auto", "path", "")
+	st, sh, err := startShaped(ctx, rt, stack.StackOptions{Target: t, Publish: true}, "auto", "path", "")
 	if err != nil {
 		return 0, fmt.Errorf("verify %s: %w", t.Name, err)
 	}
@@ -371,21 +372,21 @@ func (o *cleanOptions) clean(cmd *cobra.Command) error {
 	defer rt.Close()
 	live := map[string]int{}
 	if !o.force {
-		if live, err = orchestrator.LiveRuns(ctx, rt); err != nil {
+		if live, err = stack.LiveRuns(ctx, rt); err != nil {
 			return err
 		}
 	}
-	var c orchestrator.Cleaned
+	var c stack.Cleaned
 	if o.run != "" {
 		if pid, ok := live[o.run]; ok {
 			return usagef("run %s is in progress (rttlab pid %d runs it): stop that run (Ctrl-C removes what it started), or pass --force", o.run, pid)
 		}
-		c, err = orchestrator.CleanRun(ctx, rt, o.run)
-		n, serr := orchestrator.SweepWireRules(ctx, rt, o.run)
+		c, err = stack.CleanRun(ctx, rt, o.run)
+		n, serr := stack.SweepWireRules(ctx, rt, o.run)
 		c.Rules += n
 		err = errors.Join(err, serr)
 	} else {
-		c, err = orchestrator.CleanAllBut(ctx, rt, o.images, live)
+		c, err = stack.CleanAllBut(ctx, rt, o.images, live)
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "removed %s\n", c)
 	for run, pid := range live {

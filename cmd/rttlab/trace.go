@@ -10,6 +10,7 @@ import (
 
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/orchestrator"
+	"github.com/rttlab/rttlab/orchestrator/stack"
 	"github.com/rttlab/rttlab/results"
 )
 
@@ -130,7 +131,7 @@ func (o *traceOptions) run(cmd *cobra.Command) (err error) {
 		return err
 	}
 	defer rt.Close()
-	st, sh, err := startShaped(ctx, rt, orchestrator.StackOptions{Target: t}, "auto", "path", "")
+	st, sh, err := startShaped(ctx, rt, stack.StackOptions{Target: t}, "auto", "path", "")
 	if err != nil {
 		return err
 	}

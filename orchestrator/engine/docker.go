@@ -10,6 +10,7 @@
 package engine
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -19,6 +20,7 @@ import (
 	"regexp"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
@@ -713,3 +715,26 @@ func (r *Runtime) Logs(ctx context.Context, id string, tail int) (string, error)
 }
 
 var imageRemoveForce = image.RemoveOptions{Force: true, PruneChildren: true}
+
+// Lines splits command output into trimmed non-empty lines.
+func Lines(b []byte) []string {
+	var out []string
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		if l := strings.TrimSpace(sc.Text()); l != "" {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// LastLine is the last non-blank line of s, trimmed.
+func LastLine(s string) string { return strings.TrimSpace(LastLines(strings.TrimSpace(s), 1)) }
+
+// Truncate cuts s to at most n runes, marking the cut with "...".
+func Truncate(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n]) + "..."
+}

@@ -12,6 +12,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -503,4 +505,16 @@ func (l *Lab) Capture(ctx context.Context, x *enginefake.Call) (int, error) {
 		}
 	}
 	return 0, json.NewEncoder(x.Stdout).Encode(c)
+}
+
+// WriteFile writes content to path, making its folder, and returns path.
+func WriteFile(t testing.TB, path, content string) string {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

@@ -1,4 +1,4 @@
-package orchestrator
+package stack
 
 import (
 	"context"
@@ -265,7 +265,7 @@ func (ss *stackStart) startMember(ctx context.Context, svc types.ServiceConfig) 
 				st.AppURL = "http://" + net.JoinHostPort(b.HostIP, b.HostPort)
 			}
 		}
-		return waitApp(ctx, d, st, m, o.ReadyTimeout)
+		return WaitApp(ctx, d, st, m, o.ReadyTimeout)
 	}
 	return nil
 }
@@ -279,7 +279,7 @@ func (ss *stackStart) dbReady(ctx context.Context, m *Member) error {
 		return err
 	}
 	if o.Target.Meta.Compose != nil {
-		st.NoStatements = statementsUnavailable(ctx, d, st)
+		st.NoStatements = StatementsUnavailable(ctx, d, st)
 	}
 	if len(o.Target.Meta.DBInit) > 0 {
 		files, err := ExpandDBInit(o.Target.Meta.DBInit)
@@ -313,7 +313,7 @@ func stackProject(ctx context.Context, st *Stack, t apps.Target) (*types.Project
 	if err != nil {
 		return nil, err
 	}
-	if st.DB, err = composeDBCredentials(envMap(db.Environment)); err != nil {
+	if st.DB, err = ComposeDBCredentials(envMap(db.Environment)); err != nil {
 		return nil, fmt.Errorf("compose file %s: database service %s: %w", ref.File, ref.DBService, err)
 	}
 	return proj, nil
@@ -499,10 +499,10 @@ func WaitDB(ctx context.Context, d engine.Docker, m *Member, timeout time.Durati
 	}
 }
 
-// waitApp polls the app's readiness path: from the host when published,
+// WaitApp polls the app's readiness path: from the host when published,
 // else from inside the database container's network (the app is on the
 // private network only).
-func waitApp(ctx context.Context, d engine.Docker, st *Stack, m *Member, timeout time.Duration) error {
+func WaitApp(ctx context.Context, d engine.Docker, st *Stack, m *Member, timeout time.Duration) error {
 	health := st.Target.Meta.Health
 	return pollHTTP(ctx, d, m, st.BaseURL()+health, timeout, func(last string) error {
 		// A user's app that never becomes ready: what it last answered and

@@ -1,4 +1,4 @@
-package orchestrator
+package stack
 
 import (
 	"context"
@@ -80,15 +80,15 @@ func CheckComposeRef(ctx context.Context, ref apps.ComposeRef) (*types.Project, 
 	if err != nil {
 		return nil, err
 	}
-	if _, err := checkComposeServices(p, ref); err != nil {
+	if _, err := CheckComposeServices(p, ref); err != nil {
 		return nil, err
 	}
 	return p, nil
 }
 
-// checkComposeServices checks a loaded file against ref; field is the
+// CheckComposeServices checks a loaded file against ref; field is the
 // plan field at fault: app_service, db_service or compose.
-func checkComposeServices(p *types.Project, ref apps.ComposeRef) (field string, err error) {
+func CheckComposeServices(p *types.Project, ref apps.ComposeRef) (field string, err error) {
 	names := p.ServiceNames()
 	sort.Strings(names)
 	for _, s := range []struct{ flag, name string }{{"app_service", ref.AppService}, {"db_service", ref.DBService}} {
@@ -171,11 +171,11 @@ func RttlabDB(password string) DBCredentials {
 	return DBCredentials{User: "rttlab", Password: password, Database: "rttlab", Super: "postgres"}
 }
 
-// composeDBCredentials reads the database service's environment: rttlab's
+// ComposeDBCredentials reads the database service's environment: rttlab's
 // PostgreSQL image (RTTLAB_DB_PASSWORD) or the official image's
 // POSTGRES_USER (default postgres, also the superuser), POSTGRES_PASSWORD
 // and POSTGRES_DB (default: the user).
-func composeDBCredentials(env map[string]string) (DBCredentials, error) {
+func ComposeDBCredentials(env map[string]string) (DBCredentials, error) {
 	if pw, ok := env["RTTLAB_DB_PASSWORD"]; ok {
 		return RttlabDB(pw), nil
 	}

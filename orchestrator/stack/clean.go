@@ -1,4 +1,4 @@
-package orchestrator
+package stack
 
 import (
 	"context"
@@ -118,7 +118,7 @@ func clean(ctx context.Context, d engine.Docker, filter map[string]string) (Clea
 	// not running (killed) left its rules in the host's tables: sweep them.
 	sweep := map[string]bool{}
 	for _, ct := range cs {
-		if ct.Labels[engine.LabelRole] == roleShaper && ct.State != "running" {
+		if ct.Labels[engine.LabelRole] == RoleShaper && ct.State != "running" {
 			sweep[ct.Labels[engine.LabelRun]] = true
 		}
 	}
@@ -162,7 +162,7 @@ func removeContainers(ctx context.Context, d engine.Docker, cs []container.Summa
 	for pass := 0; pass < 2; pass++ {
 		for _, ct := range cs {
 			role := ct.Labels[engine.LabelRole]
-			isHelper := role == "agent" || role == roleShaper || role == "client"
+			isHelper := role == "agent" || role == RoleShaper || role == "client"
 			if (pass == 0) != isHelper {
 				continue
 			}
