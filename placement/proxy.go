@@ -48,7 +48,7 @@ const (
 
 // Defaults of Config.
 const (
-	DefaultListen          = ":8080"
+	DefaultListen          = proxyserve.DefaultListen
 	DefaultPolicy          = PolicyUserFirst
 	DefaultUpstreamTimeout = proxyserve.DefaultUpstreamTimeout
 )
@@ -387,28 +387,23 @@ func ReadDecisions(r io.Reader) ([]DecisionRecord, error) {
 // decision log. It returns nil after a clean stop. This is the whole proxy
 // a container needs: `rttlab agent proxy` only has to load a Config.
 func Serve(ctx context.Context, cfg Config) error {
-	if err := cfg.Validate(); err != nil {
-		return err
-	}
-	addr := cfg.Listen
-	if addr == "" {
-		addr = DefaultListen
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("proxy listen: %w", err)
-	}
-	return ServeListener(ctx, cfg, ln)
+	return server(cfg).ListenAndServe(ctx)
 }
 
 // ServeListener is Serve on a listener the caller opened (cfg.Listen is not
 // used); it closes ln.
 func ServeListener(ctx context.Context, cfg Config, ln net.Listener) error {
-	return proxyserve.Serve(ctx, ln, cfg.LogPath, "proxy", func(logw io.Writer) (proxyserve.Handler, []any, error) {
-		p, err := NewProxy(cfg, logw)
-		if err != nil {
-			return nil, nil, err
-		}
-		return p, []any{"policy", p.def, "conn", p.connHeader()}, nil
-	})
+	return server(cfg).Serve(ctx, ln)
+}
+
+// server is the proxy of cfg, served by proxyserve under the name "proxy".
+func server(cfg Config) proxyserve.Server {
+	return proxyserve.Server{Name: "proxy", Listen: cfg.Listen, LogPath: cfg.LogPath, Validate: cfg.Validate,
+		Build: func(logw io.Writer) (proxyserve.Handler, []any, error) {
+			p, err := NewProxy(cfg, logw)
+			if err != nil {
+				return nil, nil, err
+			}
+			return p, []any{"policy", p.def, "conn", p.connHeader()}, nil
+		}}
 }

@@ -20,7 +20,7 @@ import (
 
 // Proxy defaults.
 const (
-	DefaultListen          = ":8080"
+	DefaultListen          = proxyserve.DefaultListen
 	DefaultUpstreamTimeout = proxyserve.DefaultUpstreamTimeout
 )
 
@@ -317,24 +317,24 @@ func ReadDecisions(r io.Reader) ([]Decision, error) {
 // down gracefully (requests in flight get up to 10 s) and flushes the
 // decision log; nil after a clean stop. It is all a container needs.
 func Serve(ctx context.Context, cfg ProxyConfig) error {
-	if err := cfg.Validate(); err != nil {
-		return err
-	}
-	ln, err := net.Listen("tcp", cmp.Or(cfg.Listen, DefaultListen))
-	if err != nil {
-		return fmt.Errorf("workers proxy listen: %w", err)
-	}
-	return ServeListener(ctx, cfg, ln)
+	return server(cfg).ListenAndServe(ctx)
 }
 
 // ServeListener is Serve on a listener the caller opened (cfg.Listen is
 // not used); it closes ln.
 func ServeListener(ctx context.Context, cfg ProxyConfig, ln net.Listener) error {
-	return proxyserve.Serve(ctx, ln, cfg.LogPath, "workers proxy", func(logw io.Writer) (proxyserve.Handler, []any, error) {
-		p, err := NewProxy(cfg, logw)
-		if err != nil {
-			return nil, nil, err
-		}
-		return p, []any{"rule", p.def, "upstreams", len(p.ups)}, nil
-	})
+	return server(cfg).Serve(ctx, ln)
+}
+
+// server is the proxy of cfg, served by proxyserve under the name
+// "workers proxy".
+func server(cfg ProxyConfig) proxyserve.Server {
+	return proxyserve.Server{Name: "workers proxy", Listen: cfg.Listen, LogPath: cfg.LogPath, Validate: cfg.Validate,
+		Build: func(logw io.Writer) (proxyserve.Handler, []any, error) {
+			p, err := NewProxy(cfg, logw)
+			if err != nil {
+				return nil, nil, err
+			}
+			return p, []any{"rule", p.def, "upstreams", len(p.ups)}, nil
+		}}
 }

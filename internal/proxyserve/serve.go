@@ -25,33 +25,95 @@ type Handler interface {
 	Close() error
 }
 
-// Serve opens the decision log at logPath (stdout when empty or "-",
-// appended otherwise), builds the proxy with it, and serves on ln until ctx
-// ends; then it shuts the server down, closes the proxy and the log. name
-// prefixes its errors and its start line ("proxy", "workers proxy"); attrs
-// go on the start line.
-func Serve(ctx context.Context, ln net.Listener, logPath, name string, build func(io.Writer) (Handler, []any, error)) (err error) {
-	defer ln.Close()
-	var logw io.Writer = os.Stdout
-	if logPath != "" && logPath != "-" {
-		if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
-			return fmt.Errorf("decision log: %w", err)
+// DefaultListen is a proxy's address when its config names none.
+const DefaultListen = ":8080"
+
+// shutdownGrace is how long a stopping proxy waits for requests in flight.
+const shutdownGrace = 10 * time.Second
+
+// Server runs one study's proxy: it opens the decision log, builds the
+// proxy on it, serves until the context ends, then stops cleanly.
+type Server struct {
+	// Name prefixes the errors and the start line ("proxy", "workers
+	// proxy").
+	Name string
+	// Listen is ListenAndServe's address (DefaultListen when empty).
+	Listen string
+	// LogPath is the decision log: standard output when empty or "-",
+	// appended to otherwise.
+	LogPath string
+	// Validate, when set, checks the config before ListenAndServe opens
+	// its listener.
+	Validate func() error
+	// Build makes the proxy on the decision log; attrs go on the start
+	// line.
+	Build func(logw io.Writer) (p Handler, attrs []any, err error)
+}
+
+// ListenAndServe validates the config, listens on s.Listen (DefaultListen
+// when empty) and serves there like Serve.
+func (s Server) ListenAndServe(ctx context.Context) error {
+	if s.Validate != nil {
+		if err := s.Validate(); err != nil {
+			return err
 		}
-		f, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
-		if err != nil {
-			return fmt.Errorf("decision log: %w", err)
-		}
-		defer func() {
-			if cerr := f.Close(); cerr != nil && err == nil {
-				err = fmt.Errorf("decision log: %w", cerr)
-			}
-		}()
-		logw = f
 	}
-	p, attrs, err := build(logw)
+	addr := s.Listen
+	if addr == "" {
+		addr = DefaultListen
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("%s listen: %w", s.Name, err)
+	}
+	return s.Serve(ctx, ln)
+}
+
+// Serve opens the decision log, builds the proxy with it and serves on ln
+// until ctx ends; then it shuts the server down (requests in flight get up
+// to 10 s), closes the proxy, which flushes its log, and closes the log
+// file. It closes ln and returns nil after a clean stop.
+func (s Server) Serve(ctx context.Context, ln net.Listener) (err error) {
+	defer ln.Close()
+	logw, closeLog, err := openLog(s.LogPath)
 	if err != nil {
 		return err
 	}
+	defer func() {
+		if cerr := closeLog(); cerr != nil && err == nil {
+			err = fmt.Errorf("decision log: %w", cerr)
+		}
+	}()
+	p, attrs, err := s.Build(logw)
+	if err != nil {
+		return err
+	}
+	err = s.run(ctx, ln, p, attrs)
+	if cerr := p.Close(); cerr != nil && err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// openLog opens the decision log at path (standard output, never closed,
+// when empty or "-"), making its folder.
+func openLog(path string) (io.Writer, func() error, error) {
+	if path == "" || path == "-" {
+		return os.Stdout, func() error { return nil }, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, nil, fmt.Errorf("decision log: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, nil, fmt.Errorf("decision log: %w", err)
+	}
+	return f, f.Close, nil
+}
+
+// run serves p on ln until the server fails or ctx ends, then shuts it
+// down.
+func (s Server) run(ctx context.Context, ln net.Listener, p Handler, attrs []any) error {
 	srv := &http.Server{
 		Handler:           p,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -59,21 +121,18 @@ func Serve(ctx context.Context, ln net.Listener, logPath, name string, build fun
 	}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
-	slog.Info(name+" serving", append([]any{"addr", ln.Addr().String(), "log", logPath}, attrs...)...)
+	slog.Info(s.Name+" serving", append([]any{"addr", ln.Addr().String(), "log", s.LogPath}, attrs...)...)
 	select {
-	case err = <-serveErr:
-		err = fmt.Errorf("%s serve: %w", name, err)
+	case err := <-serveErr:
+		return fmt.Errorf("%s serve: %w", s.Name, err)
 	case <-ctx.Done():
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 		defer cancel()
-		if serr := srv.Shutdown(sctx); serr != nil {
-			err = fmt.Errorf("%s shutdown: %w", name, serr)
+		if err := srv.Shutdown(sctx); err != nil {
+			return fmt.Errorf("%s shutdown: %w", s.Name, err)
 		}
+		return nil
 	}
-	if cerr := p.Close(); cerr != nil && err == nil {
-		err = cerr
-	}
-	return err
 }
 
 // Log writes a proxy's decisions as JSON lines from one goroutine, flushing

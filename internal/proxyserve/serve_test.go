@@ -1,0 +1,90 @@
+package proxyserve
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// lineProxy answers every request and writes one line to its log when
+// closed.
+type lineProxy struct {
+	logw   io.Writer
+	closed bool
+}
+
+func (p *lineProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }
+
+func (p *lineProxy) Close() error {
+	p.closed = true
+	_, err := io.WriteString(p.logw, "closed\n")
+	return err
+}
+
+func TestServerValidatesBeforeListening(t *testing.T) {
+	bad := errors.New("bad config")
+	s := Server{Name: "test proxy", Listen: "256.0.0.1:1", Validate: func() error { return bad }}
+	if err := s.ListenAndServe(context.Background()); err != bad {
+		t.Errorf("invalid config: %v, want the validation error itself", err)
+	}
+	s.Validate = nil
+	if err := s.ListenAndServe(context.Background()); err == nil || !strings.HasPrefix(err.Error(), "test proxy listen: ") {
+		t.Errorf("bad address: %v", err)
+	}
+}
+
+func TestServerStopsCleanly(t *testing.T) {
+	logPath := filepath.Join(t.TempDir(), "out", "decisions.jsonl")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p *lineProxy
+	s := Server{Name: "test proxy", LogPath: logPath, Build: func(logw io.Writer) (Handler, []any, error) {
+		p = &lineProxy{logw: logw}
+		return p, nil, nil
+	}}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx, ln) }()
+	resp, err := http.Get("http://" + ln.Addr().String() + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("Serve did not stop")
+	}
+	if b, err := os.ReadFile(logPath); err != nil || string(b) != "closed\n" || !p.closed {
+		t.Errorf("log %q, %v; proxy closed %v", b, err, p.closed)
+	}
+	if _, err := net.Dial("tcp", ln.Addr().String()); err == nil {
+		t.Error("the listener is still open")
+	}
+}
+
+func TestServerBuildError(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := errors.New("no proxy")
+	s := Server{Name: "test proxy", LogPath: filepath.Join(t.TempDir(), "d.jsonl"),
+		Build: func(io.Writer) (Handler, []any, error) { return nil, nil, bad }}
+	if err := s.Serve(context.Background(), ln); err != bad {
+		t.Errorf("build error: %v", err)
+	}
+}
