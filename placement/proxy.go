@@ -205,7 +205,7 @@ type Proxy struct {
 	def       Policy
 	keepAlive bool
 	ups       map[string]*proxyserve.Upstream
-	log       *proxyserve.Log[DecisionRecord]
+	core      *proxyserve.Core[DecisionRecord]
 	seq       atomic.Uint64
 
 	mu       sync.Mutex
@@ -218,9 +218,6 @@ type Proxy struct {
 func NewProxy(cfg Config, logw io.Writer) (*Proxy, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
-	}
-	if logw == nil {
-		logw = io.Discard
 	}
 	p := &Proxy{
 		cal:       cfg.Calibration,
@@ -237,6 +234,7 @@ func NewProxy(cfg Config, logw io.Writer) (*Proxy, error) {
 	p.cal.Hosts = slices.Clone(cfg.Calibration.Hosts)
 	opts := proxyserve.UpstreamOptions{Who: "rttlab proxy", DisableKeepAlives: cfg.DisableKeepAlives,
 		Timeout: time.Duration(cfg.UpstreamTimeoutMs) * time.Millisecond}
+	ups := make([]*proxyserve.Upstream, 0, len(cfg.Upstreams))
 	for _, u := range cfg.Upstreams {
 		for i := range p.cal.Hosts {
 			if p.cal.Hosts[i].Name == u.Name && u.ClientPathMs > 0 {
@@ -244,9 +242,11 @@ func NewProxy(cfg Config, logw io.Writer) (*Proxy, error) {
 			}
 		}
 		target, _ := upstreamURL(u.URL)
-		p.ups[u.Name] = proxyserve.NewUpstream(u.Name, target, opts)
+		up := proxyserve.NewUpstream(u.Name, target, opts)
+		p.ups[u.Name] = up
+		ups = append(ups, up)
 	}
-	p.log = proxyserve.NewLog[DecisionRecord](logw)
+	p.core = proxyserve.NewCore[DecisionRecord](ups, logw)
 	return p, nil
 }
 
@@ -306,7 +306,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rec.Error = err.Error()
 		rec.TotalMs = ms(time.Since(start))
 		http.Error(w, "rttlab proxy: "+err.Error(), status)
-		p.log.Write(rec)
+		p.core.Log(rec)
 	}
 	queryPolicy := takeQueryPolicy(r.URL)
 	route, err := p.cal.ParseRoute(r.URL)
@@ -347,7 +347,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rec.TotalMs = ms(time.Since(start))
 		rec.UpstreamMs, rec.UpstreamStatus, rec.ConnReused = o.UpstreamMs, o.UpstreamStatus, o.ConnReused
 		rec.Status, rec.Error = o.Status, o.Error
-		p.log.Write(rec)
+		p.core.Log(rec)
 	})
 }
 
@@ -369,12 +369,7 @@ func ms(d time.Duration) float64 { return proxyserve.Ms(d) }
 // Close flushes and stops the decision log and closes idle upstream
 // connections. Call it after the server has stopped handling requests;
 // later requests are still routed but not logged.
-func (p *Proxy) Close() error {
-	for _, u := range p.ups {
-		u.CloseIdle()
-	}
-	return p.log.Close()
-}
+func (p *Proxy) Close() error { return p.core.Close() }
 
 // ReadDecisions parses a decision log (JSON lines); a bad line is an error
 // naming its line number.

@@ -171,7 +171,7 @@ type Proxy struct {
 	def     Rule
 	threads int
 	ups     []*proxyserve.Upstream
-	log     *proxyserve.Log[Decision]
+	core    *proxyserve.Core[Decision]
 	seq     atomic.Uint64
 
 	mu       sync.Mutex // guards inFlight, events and chooser
@@ -185,9 +185,6 @@ type Proxy struct {
 func NewProxy(cfg ProxyConfig, logw io.Writer) (*Proxy, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
-	}
-	if logw == nil {
-		logw = io.Discard
 	}
 	ties, _ := ParseTies(string(cfg.Ties))
 	p := &Proxy{
@@ -205,7 +202,7 @@ func NewProxy(cfg ProxyConfig, logw io.Writer) (*Proxy, error) {
 		target, _ := upstreamURL(u.URL)
 		p.ups = append(p.ups, proxyserve.NewUpstream(u.Name, target, opts))
 	}
-	p.log = proxyserve.NewLog[Decision](logw)
+	p.core = proxyserve.NewCore[Decision](p.ups, logw)
 	return p, nil
 }
 
@@ -261,7 +258,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			rec.Status, rec.Error = http.StatusBadRequest, err.Error()
 			rec.TotalMs = ms(time.Since(start))
 			http.Error(w, "rttlab workers proxy: "+err.Error(), http.StatusBadRequest)
-			p.log.Write(rec)
+			p.core.Log(rec)
 			return
 		}
 	}
@@ -273,7 +270,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rec.Status, rec.Error = http.StatusInternalServerError, err.Error()
 		rec.TotalMs = ms(time.Since(start))
 		http.Error(w, "rttlab workers proxy: "+err.Error(), http.StatusInternalServerError)
-		p.log.Write(rec)
+		p.core.Log(rec)
 		return
 	}
 	up := p.ups[i]
@@ -292,7 +289,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rec.TotalMs = ms(time.Since(start))
 		rec.UpstreamMs, rec.UpstreamStatus, rec.ConnReused = o.UpstreamMs, o.UpstreamStatus, o.ConnReused
 		rec.Status, rec.Error = o.Status, o.Error
-		p.log.Write(rec)
+		p.core.Log(rec)
 	})
 }
 
@@ -300,12 +297,7 @@ func ms(d time.Duration) float64 { return proxyserve.Ms(d) }
 
 // Close flushes the decision log and closes idle upstream connections;
 // call it after the server stopped handling requests.
-func (p *Proxy) Close() error {
-	for _, u := range p.ups {
-		u.CloseIdle()
-	}
-	return p.log.Close()
-}
+func (p *Proxy) Close() error { return p.core.Close() }
 
 // ReadDecisions parses a decision log; a bad line is an error naming its
 // line number.

@@ -197,3 +197,33 @@ func (l *Log[T]) Close() error {
 	}
 	return nil
 }
+
+// Core is what a study's proxy holds besides its policy: its upstreams'
+// connection pools and its decision log of T records.
+type Core[T any] struct {
+	ups []*Upstream
+	log *Log[T]
+}
+
+// NewCore starts the decision log on logw (discarded when nil) for the
+// proxy of ups.
+func NewCore[T any](ups []*Upstream, logw io.Writer) *Core[T] {
+	if logw == nil {
+		logw = io.Discard
+	}
+	return &Core[T]{ups: ups, log: NewLog[T](logw)}
+}
+
+// Log queues one decision record.
+func (c *Core[T]) Log(rec T) { c.log.Write(rec) }
+
+// Close closes the upstreams' idle connections, then writes what is
+// queued in the decision log and stops it, returning the log's first
+// write error. Call it after the server has stopped handling requests;
+// records logged later are dropped.
+func (c *Core[T]) Close() error {
+	for _, u := range c.ups {
+		u.CloseIdle()
+	}
+	return c.log.Close()
+}

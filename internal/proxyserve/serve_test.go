@@ -88,3 +88,20 @@ func TestServerBuildError(t *testing.T) {
 		t.Errorf("build error: %v", err)
 	}
 }
+
+func TestCoreClose(t *testing.T) {
+	var buf strings.Builder
+	c := NewCore[int](nil, &buf)
+	c.Log(1)
+	c.Log(2)
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c.Log(3) // after Close: dropped
+	if buf.String() != "1\n2\n" {
+		t.Errorf("log %q", buf.String())
+	}
+	if err := NewCore[int](nil, nil).Close(); err != nil {
+		t.Errorf("discarded log: %v", err)
+	}
+}
