@@ -304,7 +304,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	refuse := func(status int, err error) {
 		rec.Status = status
 		rec.Error = err.Error()
-		rec.TotalMs = ms(time.Since(start))
+		rec.TotalMs = proxyserve.Ms(time.Since(start))
 		http.Error(w, "rttlab proxy: "+err.Error(), status)
 		p.core.Log(rec)
 	}
@@ -344,7 +344,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	p.ups[d.Host].Forward(w, r, func(o proxyserve.Outcome) {
 		p.done(d.Host)
-		rec.TotalMs = ms(time.Since(start))
+		rec.TotalMs = proxyserve.Ms(time.Since(start))
 		rec.UpstreamMs, rec.UpstreamStatus, rec.ConnReused = o.UpstreamMs, o.UpstreamStatus, o.ConnReused
 		rec.Status, rec.Error = o.Status, o.Error
 		p.core.Log(rec)
@@ -363,8 +363,6 @@ func takeQueryPolicy(u *url.URL) string {
 	u.RawQuery = q.Encode()
 	return v
 }
-
-func ms(d time.Duration) float64 { return proxyserve.Ms(d) }
 
 // Close flushes and stops the decision log and closes idle upstream
 // connections. Call it after the server has stopped handling requests;

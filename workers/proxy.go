@@ -256,7 +256,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		var err error
 		if rule, err = ParseRule(s); err != nil {
 			rec.Status, rec.Error = http.StatusBadRequest, err.Error()
-			rec.TotalMs = ms(time.Since(start))
+			rec.TotalMs = proxyserve.Ms(time.Since(start))
 			http.Error(w, "rttlab workers proxy: "+err.Error(), http.StatusBadRequest)
 			p.core.Log(rec)
 			return
@@ -268,7 +268,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	i, snap, ev, err := p.decide(rule)
 	if err != nil {
 		rec.Status, rec.Error = http.StatusInternalServerError, err.Error()
-		rec.TotalMs = ms(time.Since(start))
+		rec.TotalMs = proxyserve.Ms(time.Since(start))
 		http.Error(w, "rttlab workers proxy: "+err.Error(), http.StatusInternalServerError)
 		p.core.Log(rec)
 		return
@@ -286,14 +286,12 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	up.Forward(w, r, func(o proxyserve.Outcome) {
 		rec.ReleasedEv = p.done(i)
-		rec.TotalMs = ms(time.Since(start))
+		rec.TotalMs = proxyserve.Ms(time.Since(start))
 		rec.UpstreamMs, rec.UpstreamStatus, rec.ConnReused = o.UpstreamMs, o.UpstreamStatus, o.ConnReused
 		rec.Status, rec.Error = o.Status, o.Error
 		p.core.Log(rec)
 	})
 }
-
-func ms(d time.Duration) float64 { return proxyserve.Ms(d) }
 
 // Close flushes the decision log and closes idle upstream connections;
 // call it after the server stopped handling requests.
