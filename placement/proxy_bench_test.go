@@ -1,13 +1,11 @@
 package placement
 
 import (
-	"io"
 	"net/http"
 	"net/url"
 	"testing"
-	"time"
 
-	"github.com/rttlab/rttlab/results"
+	"github.com/rttlab/rttlab/internal/proxyserve/proxytest"
 )
 
 // BenchmarkProxy measures the proxy's own added latency: each iteration
@@ -20,43 +18,8 @@ import (
 func BenchmarkProxy(b *testing.B) {
 	a, other := newTestUpstream(b, "a"), newTestUpstream(b, "b")
 	_, srv, _ := startProxy(b, testConfig(a.srv.URL, other.srv.URL))
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
-	do := func(url string) time.Duration {
-		req, _ := http.NewRequest("GET", url, nil)
-		req.Header.Set(HeaderPolicy, "user-first") // a
-		t0 := time.Now()
-		resp, err := client.Do(req)
-		if err != nil {
-			b.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		d := time.Since(t0)
-		if resp.StatusCode != 200 {
-			b.Fatalf("status %d", resp.StatusCode)
-		}
-		return d
-	}
-	direct, proxied := a.srv.URL+"/serial?n=3", srv.URL+"/serial?n=3"
-	do(direct) // open every connection before timing connections before timing
-	do(proxied)
-	var dd, pd, diff []float64
-	b.ResetTimer()
-	for i := 0; b.Loop(); i++ {
-		var d, p time.Duration
-		if i%2 == 0 {
-			d, p = do(direct), do(proxied)
-		} else {
-			p, d = do(proxied), do(direct)
-		}
-		dd = append(dd, float64(d)/1e3)
-		pd = append(pd, float64(p)/1e3)
-		diff = append(diff, float64(p-d)/1e3)
-	}
-	b.StopTimer()
-	b.ReportMetric(results.Median(dd), "direct-µs")
-	b.ReportMetric(results.Median(pd), "proxied-µs")
-	b.ReportMetric(results.Median(diff), "added-µs")
+	hdr := http.Header{HeaderPolicy: {"user-first"}} // a
+	proxytest.AddedLatency(b, a.srv.URL+"/serial?n=3", srv.URL+"/serial?n=3", hdr)
 }
 
 // BenchmarkProxyDecide measures the decision alone: route parsing, both
