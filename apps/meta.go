@@ -314,3 +314,24 @@ func copyEnv(m map[string]string) map[string]string {
 	}
 	return out
 }
+
+// StatementsPerRequest returns the contract's statements for a route
+// (with ?n=N for per-N routes), or -1 when unknown.
+func (m *Meta) StatementsPerRequest(route string) float64 {
+	path, q, _ := strings.Cut(route, "?")
+	r, ok := m.Route(route) // an own app's route with its query
+	if !ok {
+		r, ok = m.Route(path)
+	}
+	if !ok || r.Undeclared {
+		return -1
+	}
+	if r.StatementsPerN {
+		var n int
+		if _, err := fmt.Sscanf(q, "n=%d", &n); err == nil {
+			return float64(n)
+		}
+		return -1
+	}
+	return float64(r.Statements)
+}

@@ -142,3 +142,9 @@ func toDelay(orig string, ns float64) (time.Duration, error) {
 	}
 	return time.Duration(us) * Granularity, nil
 }
+
+// FromMs is a delay of v milliseconds, rounded to the microsecond.
+func FromMs(v float64) time.Duration { return time.Duration(v*1e3+0.5) * time.Microsecond }
+
+// Ms is d in milliseconds.
+func Ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/internal/planfile"
+	"github.com/rttlab/rttlab/orchestrator/shaping"
 	"github.com/rttlab/rttlab/results"
 )
 
@@ -14,11 +15,11 @@ import (
 // (`rttlab trace`, and a run's trace): its routes (a per-N route as
 // /path?n=5), or its mix's types. It needs no engine.
 func TraceTypes(t apps.Target) ([]string, error) {
-	mix, err := MixFor(t.Meta)
+	mix, err := shaping.MixFor(t.Meta)
 	if err != nil {
 		return nil, err
 	}
-	reqs := TraceRequests(t, mix, 1, 5, 0)
+	reqs := shaping.TraceRequests(t, mix, 1, 5, 0)
 	out := make([]string, 0, len(reqs))
 	for k := range reqs {
 		out = append(out, k)

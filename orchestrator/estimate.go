@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rttlab/rttlab/apps"
+	"github.com/rttlab/rttlab/netem"
 )
 
 // What a run costs on a 2-core host, measured with the study's plans: a
@@ -30,7 +31,7 @@ func (p *Plan) Estimate(all map[string]*apps.Meta) time.Duration {
 	total := time.Duration(0)
 	var meanRTT time.Duration
 	for _, d := range p.DelaysMs {
-		meanRTT += msDuration(d)
+		meanRTT += netem.FromMs(d)
 	}
 	if len(p.DelaysMs) > 0 {
 		meanRTT /= time.Duration(len(p.DelaysMs))
@@ -48,7 +49,7 @@ func (p *Plan) Estimate(all map[string]*apps.Meta) time.Duration {
 		for _, r := range a.Routes {
 			n := 5.0
 			if t, err := apps.Resolve(all, a.Name); err == nil {
-				if s := statementsPerRequest(t.Meta, r); s >= 0 {
+				if s := t.Meta.StatementsPerRequest(r); s >= 0 {
 					n = s
 				}
 			}

@@ -11,6 +11,7 @@ import (
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/enginetest"
+	"github.com/rttlab/rttlab/orchestrator/shaping"
 	"github.com/rttlab/rttlab/orchestrator/stack"
 )
 
@@ -88,14 +89,14 @@ func TestIntegrationVerifyGo(t *testing.T) {
 	}
 	t.Cleanup(func() { st.Remove(context.Background(), rt) })
 
-	checks, err := VerifyStack(ctx, rt, st, VerifyOptions{})
+	checks, err := shaping.VerifyStack(ctx, rt, st, shaping.VerifyOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range checks {
 		t.Log(c)
 	}
-	if bad := Failed(checks); len(bad) > 0 {
+	if bad := shaping.Failed(checks); len(bad) > 0 {
 		t.Fatalf("verify go failed: %v", bad)
 	}
 
@@ -106,11 +107,11 @@ func TestIntegrationVerifyGo(t *testing.T) {
 	wt := target
 	wt.Meta = &wrong
 	st.Target = wt
-	checks, err = VerifyStack(ctx, rt, st, VerifyOptions{Requests: 5})
+	checks, err = shaping.VerifyStack(ctx, rt, st, shaping.VerifyOptions{Requests: 5})
 	if err != nil {
 		t.Fatal(err)
 	}
-	bad := Failed(checks)
+	bad := shaping.Failed(checks)
 	if len(bad) != 1 {
 		t.Fatalf("want exactly one failed check, got %v", bad)
 	}
@@ -195,11 +196,11 @@ func TestIntegrationScaffoldedAppVerifies(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Remove(context.Background(), rt) })
-	checks, err := VerifyStack(ctx, rt, st, VerifyOptions{})
+	checks, err := shaping.VerifyStack(ctx, rt, st, shaping.VerifyOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if bad := Failed(checks); len(bad) > 0 {
+	if bad := shaping.Failed(checks); len(bad) > 0 {
 		t.Fatalf("scaffolded app fails verify: %v", bad)
 	}
 }
@@ -229,18 +230,18 @@ func TestIntegrationVerifyEveryFramework(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { st.Remove(context.Background(), rt) })
-			sh, err := StartAgents(ctx, rt, st, "auto", "path", "")
+			sh, err := shaping.StartAgents(ctx, rt, st, "auto", "path", "")
 			if err != nil {
 				t.Fatal(err)
 			}
-			checks, err := VerifyStack(ctx, rt, st, VerifyOptions{Shaping: sh})
+			checks, err := shaping.VerifyStack(ctx, rt, st, shaping.VerifyOptions{Shaping: sh})
 			if err != nil {
 				t.Fatal(err)
 			}
 			for _, c := range checks {
 				t.Log(c)
 			}
-			if bad := Failed(checks); len(bad) > 0 {
+			if bad := shaping.Failed(checks); len(bad) > 0 {
 				t.Fatalf("%s fails verify: %v", tg.Name, bad)
 			}
 		})

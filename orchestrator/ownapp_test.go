@@ -13,6 +13,7 @@ import (
 	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/engine/enginefake"
 	"github.com/rttlab/rttlab/orchestrator/fakelab"
+	"github.com/rttlab/rttlab/orchestrator/shaping"
 	"github.com/rttlab/rttlab/orchestrator/stack"
 )
 
@@ -57,7 +58,7 @@ func TestPlanOwnAppFields(t *testing.T) {
 	if r0.Undeclared || r0.Statements != 1 || !r1.Undeclared {
 		t.Errorf("routes %+v %+v", r0, r1)
 	}
-	if statementsPerRequest(tg.Meta, "/api/items/1") != -1 || statementsPerRequest(tg.Meta, "/api/items") != 1 {
+	if tg.Meta.StatementsPerRequest("/api/items/1") != -1 || tg.Meta.StatementsPerRequest("/api/items") != 1 {
 		t.Error("undeclared statements must read as unknown")
 	}
 	if err := ValidatePlanApps(p, all); err != nil {
@@ -96,6 +97,33 @@ func TestPlanOwnAppErrors(t *testing.T) {
 				t.Errorf("err = %v, want one line with %q", err, c.want)
 			}
 		})
+	}
+}
+
+// clean --images removes what rttlab built, never a user's image that
+// inherited rttlab's labels (FROM rttlab/go:latest).
+func TestCleanImagesKeepsOwnImage(t *testing.T) {
+	f := enginefake.New()
+	f.AddImage(engine.ImageRef("go"), map[string]string{engine.LabelApp: "go"})
+	own := f.AddImage("example/shop:1.4", map[string]string{engine.LabelApp: "go"})
+	if _, err := stack.CleanAll(context.Background(), f, true); err != nil {
+		t.Fatal(err)
+	}
+	if id, err := f.ImageID(context.Background(), "example/shop:1.4"); err != nil || id != own {
+		t.Errorf("the user's image was removed: %v", err)
+	}
+	if _, err := f.ImageID(context.Background(), engine.ImageRef("go")); err == nil {
+		t.Error("rttlab's image was kept")
+	}
+	for tags, want := range map[string]bool{"rttlab/go:latest": true, "rttlab-ci-go:latest": true, "": true, "<none>:<none>": true,
+		"example/shop:1.4": false, "example/cargo:latest": false, "rttlab/go:latest,example/shop:1": false} {
+		var ts []string
+		if tags != "" {
+			ts = strings.Split(tags, ",")
+		}
+		if got := engine.BuiltByRttlab(ts, map[string]string{engine.LabelApp: "go"}); got != want {
+			t.Errorf("%q: %v, want %v", tags, got, want)
+		}
 	}
 }
 
@@ -150,7 +178,7 @@ func TestFakeOwnAppStackAndVerify(t *testing.T) {
 			}
 		}
 	}
-	checks, err := VerifyStack(ctx, l, st, VerifyOptions{Requests: 4, SerialN: 3})
+	checks, err := shaping.VerifyStack(ctx, l, st, shaping.VerifyOptions{Requests: 4, SerialN: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,33 +217,6 @@ func TestFakeDBInitFailure(t *testing.T) {
 	}
 }
 
-// clean --images removes what rttlab built, never a user's image that
-// inherited rttlab's labels (FROM rttlab/go:latest).
-func TestCleanImagesKeepsOwnImage(t *testing.T) {
-	f := enginefake.New()
-	f.AddImage(engine.ImageRef("go"), map[string]string{engine.LabelApp: "go"})
-	own := f.AddImage("example/shop:1.4", map[string]string{engine.LabelApp: "go"})
-	if _, err := stack.CleanAll(context.Background(), f, true); err != nil {
-		t.Fatal(err)
-	}
-	if id, err := f.ImageID(context.Background(), "example/shop:1.4"); err != nil || id != own {
-		t.Errorf("the user's image was removed: %v", err)
-	}
-	if _, err := f.ImageID(context.Background(), engine.ImageRef("go")); err == nil {
-		t.Error("rttlab's image was kept")
-	}
-	for tags, want := range map[string]bool{"rttlab/go:latest": true, "rttlab-ci-go:latest": true, "": true, "<none>:<none>": true,
-		"example/shop:1.4": false, "example/cargo:latest": false, "rttlab/go:latest,example/shop:1": false} {
-		var ts []string
-		if tags != "" {
-			ts = strings.Split(tags, ",")
-		}
-		if got := engine.BuiltByRttlab(ts, map[string]string{engine.LabelApp: "go"}); got != want {
-			t.Errorf("%q: %v, want %v", tags, got, want)
-		}
-	}
-}
-
 // A user's app that never becomes ready: the line says how long rttlab
 // waited, on which path and port, what the app last answered, and ends
 // with its last log lines; nothing is left behind.
@@ -239,4 +240,16 @@ func TestFakeOwnAppNeverReady(t *testing.T) {
 	if cs, ns := l.Live(); len(cs)+len(ns) != 0 {
 		t.Errorf("left behind: %v %v", cs, ns)
 	}
+}
+
+// startFake starts a shaped stack on the lab, as a study does, and removes
+// it when the test ends.
+func startFake(t *testing.T, l *fakelab.Lab, o stack.StackOptions, scope string) (*stack.Stack, *shaping.Shaping) {
+	t.Helper()
+	st, sh, err := shaping.StartShaped(context.Background(), l, o, "auto", scope, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Remove(context.Background(), l) })
+	return st, sh
 }

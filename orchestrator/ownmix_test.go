@@ -12,6 +12,7 @@ import (
 
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/orchestrator/fakelab"
+	"github.com/rttlab/rttlab/orchestrator/shaping"
 	"github.com/rttlab/rttlab/orchestrator/stack"
 	"github.com/rttlab/rttlab/workloads"
 )
@@ -134,7 +135,7 @@ func TestFakeOwnAppRequestMixVerifyTrace(t *testing.T) {
 	}
 	tg := apps.Target{Name: "shop", Meta: m, Env: m.Env, Image: m.Image}
 	st, sh := startFake(t, l, stack.StackOptions{Target: tg}, "path")
-	checks, err := VerifyStack(ctx, l, st, VerifyOptions{Requests: 4, Shaping: sh})
+	checks, err := shaping.VerifyStack(ctx, l, st, shaping.VerifyOptions{Requests: 4, Shaping: sh})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,12 +157,12 @@ func TestFakeOwnAppRequestMixVerifyTrace(t *testing.T) {
 		t.Errorf("the app saw %q", l.Items)
 	}
 
-	mix, err := MixFor(m)
+	mix, err := shaping.MixFor(m)
 	if err != nil || mix == nil {
 		t.Fatalf("mix %v %v", mix, err)
 	}
 	l.Traced = nil
-	rows, err := TraceApp(ctx, l, sh, TraceOptions{Requests: TraceRequests(tg, mix, 3, 5, 1), Warmup: 2, Weights: MixWeights(mix)})
+	rows, err := shaping.TraceApp(ctx, l, sh, shaping.TraceOptions{Requests: shaping.TraceRequests(tg, mix, 3, 5, 1), Warmup: 2, Weights: shaping.MixWeights(mix)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/internal/planfile"
 	"github.com/rttlab/rttlab/netem"
+	"github.com/rttlab/rttlab/orchestrator/shaping"
 	"github.com/rttlab/rttlab/workloads"
 )
 
@@ -74,7 +75,7 @@ type Plan struct {
 	Hook string `yaml:"hook,omitempty" json:"hook,omitempty"`
 	// FloorMs is added to every shaped packet's one-way delay at every
 	// setting, 0 ms included (netem.Config.Floor); 0 = none; left out:
-	// DefaultFloorMs for the userspace shaper, none for kernel netem.
+	// shaping.DefaultFloorMs for the userspace shaper, none for kernel netem.
 	FloorMs *float64 `yaml:"floor_ms,omitempty" json:"floor_ms,omitempty"`
 	// Calibrate: auto (calibrate the userspace shaper, not kernel
 	// netem), on or off.
@@ -93,7 +94,7 @@ type Plan struct {
 	SelectRuns    int `yaml:"select1_runs" json:"select1_runs"`
 	SelectCalls   int `yaml:"select1_calls" json:"select1_calls"`
 	TaskICMPCount int `yaml:"task_icmp_count" json:"task_icmp_count"`
-	// TraceRequests per request type for the round-trip trace of each app.
+	// shaping.TraceRequests per request type for the round-trip trace of each app.
 	TraceRequests int `yaml:"trace_requests" json:"trace_requests"`
 
 	// doc is the file the plan was read from, for the line of an error.
@@ -160,13 +161,13 @@ func (p *Plan) Calibrates(backend string) bool {
 }
 
 // Floor is the floor a stack with this shaper backend applies: the
-// plan's floor_ms, else DefaultFloorMs for the userspace shaper and none
+// plan's floor_ms, else shaping.DefaultFloorMs for the userspace shaper and none
 // for kernel netem.
 func (p *Plan) Floor(backend string) time.Duration {
 	if p.FloorMs != nil {
-		return msDuration(*p.FloorMs)
+		return netem.FromMs(*p.FloorMs)
 	}
-	return DefaultFloor(backend)
+	return shaping.DefaultFloor(backend)
 }
 
 // StudyDelaysMs are the seed study's settings.
@@ -455,11 +456,11 @@ func (p *Plan) validateModes() error {
 	default:
 		return planfile.At("shaper", "shaper %q: use auto, kernel or userspace", p.Shaper)
 	}
-	if err := ValidHook(p.Hook); err != nil {
+	if err := shaping.ValidHook(p.Hook); err != nil {
 		return planfile.At("hook", "%v", err)
 	}
-	if f := p.FloorMs; f != nil && !(*f >= 0 && *f <= MaxFloorMs) {
-		return planfile.At("floor_ms", "floor_ms %g: use 0 (none) to %g ms, above the userspace shaper's pass (about 0.2 ms a packet)", *f, MaxFloorMs)
+	if f := p.FloorMs; f != nil && !(*f >= 0 && *f <= shaping.MaxFloorMs) {
+		return planfile.At("floor_ms", "floor_ms %g: use 0 (none) to %g ms, above the userspace shaper's pass (about 0.2 ms a packet)", *f, shaping.MaxFloorMs)
 	}
 	switch p.Calibrate {
 	case "", "auto", "on", "off":

@@ -15,7 +15,9 @@ import (
 
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/internal/planfile"
+	"github.com/rttlab/rttlab/netem"
 	"github.com/rttlab/rttlab/orchestrator/engine"
+	"github.com/rttlab/rttlab/orchestrator/shaping"
 	"github.com/rttlab/rttlab/orchestrator/stack"
 	"github.com/rttlab/rttlab/results"
 	"github.com/rttlab/rttlab/workloads"
@@ -81,27 +83,6 @@ func ValidatePlanApps(p *Plan, all map[string]*apps.Meta) error {
 		}
 	}
 	return nil
-}
-
-// statementsPerRequest returns the contract's statements for a route
-// (with ?n=N for per-N routes), or -1 when unknown.
-func statementsPerRequest(m *apps.Meta, route string) float64 {
-	path, q, _ := strings.Cut(route, "?")
-	r, ok := m.Route(route) // an own app's route with its query
-	if !ok {
-		r, ok = m.Route(path)
-	}
-	if !ok || r.Undeclared {
-		return -1
-	}
-	if r.StatementsPerN {
-		var n int
-		if _, err := fmt.Sscanf(q, "n=%d", &n); err == nil {
-			return float64(n)
-		}
-		return -1
-	}
-	return float64(r.Statements)
 }
 
 // Run runs (or resumes) a plan and returns the results folder.
@@ -262,7 +243,7 @@ func newManifest(p *Plan, all map[string]*apps.Meta, o RunOptions, info engine.E
 	for _, a := range p.Apps {
 		t, _ := apps.Resolve(all, a.Name)
 		for _, r := range a.Routes {
-			if n := statementsPerRequest(t.Meta, r); n >= 0 {
+			if n := t.Meta.StatementsPerRequest(r); n >= 0 {
 				m.Statements = append(m.Statements, results.RouteStatements{App: a.Name, Route: r, PerRequest: n})
 			}
 		}
@@ -290,22 +271,18 @@ func manifestPlan(dir string, m *results.Manifest) (*Plan, error) {
 // appSession is one app's stack, agents and client.
 type appSession struct {
 	st     *stack.Stack
-	sh     *Shaping
+	sh     *shaping.Shaping
 	client string
 	base   string
 	header []string
 }
 
 func startSession(ctx context.Context, d engine.Docker, target apps.Target, p *Plan, runID string) (*appSession, error) {
-	st, err := stack.StartStack(ctx, d, stack.StackOptions{RunID: runID, Target: target})
+	st, sh, err := shaping.StartShaped(ctx, d, stack.StackOptions{RunID: runID, Target: target}, p.Shaper, p.Scope, p.Hook)
 	if err != nil {
 		return nil, err
 	}
-	s := &appSession{st: st}
-	s.sh, err = StartAgents(ctx, d, st, p.Shaper, p.Scope, p.Hook)
-	if err != nil {
-		return nil, errors.Join(err, st.Remove(context.WithoutCancel(ctx), d))
-	}
+	s := &appSession{st: st, sh: sh}
 	s.sh.Floor = p.Floor(s.sh.Backend)
 	labels := stack.RunLabels(runID, map[string]string{engine.LabelRole: "client"})
 	s.client, err = d.CreateContainer(ctx, engine.ContainerSpec{
@@ -320,7 +297,7 @@ func startSession(ctx context.Context, d engine.Docker, target apps.Target, p *P
 		return nil, errors.Join(err, st.Remove(context.WithoutCancel(ctx), d))
 	}
 	s.base = fmt.Sprintf("http://app:%d", target.Meta.Port)
-	if s.header, err = AuthHeaders(ctx, d, st); err != nil {
+	if s.header, err = shaping.AuthHeaders(ctx, d, st); err != nil {
 		return nil, errors.Join(err, st.Remove(context.WithoutCancel(ctx), d))
 	}
 	return s, nil
@@ -469,20 +446,20 @@ func calibrateSession(ctx context.Context, d engine.Docker, s *appSession, p *Pl
 	if !p.Calibrates(s.sh.Backend) {
 		return nil
 	}
-	if off := OffsetsFrom(m.Calibration, app); off != nil {
+	if off := shaping.OffsetsFrom(m.Calibration, app); off != nil {
 		s.sh.Offsets = off
 		return nil
 	}
 	if p.CalibratePer == "run" && len(m.Calibration) > 0 {
 		from := m.Calibration[0].App
-		if off := OffsetsFrom(m.Calibration, from); off != nil && coversSettings(off, p.Settings(app)) {
+		if off := shaping.OffsetsFrom(m.Calibration, from); off != nil && coversSettings(off, p.Settings(app)) {
 			note(fmt.Sprintf("%s: applying the shaper calibration measured on %s's stack (calibrate_per: run)", app, from))
 			s.sh.Offsets = off
 			return nil
 		}
 	}
 	note(fmt.Sprintf("%s: calibrating the shaper per setting (ICMP; SELECT 1 stays an independent check)", app))
-	pts, err := Calibrate(ctx, d, s.sh, app, p.Settings(app), CalibrateOptions{})
+	pts, err := shaping.Calibrate(ctx, d, s.sh, app, p.Settings(app), shaping.CalibrateOptions{})
 	if err != nil {
 		return fmt.Errorf("calibrate the shaper: %w", err)
 	}
@@ -494,7 +471,7 @@ func calibrateSession(ctx context.Context, d engine.Docker, s *appSession, p *Pl
 // setting.
 func coversSettings(off map[int64][2]time.Duration, settingsMs []float64) bool {
 	for _, s := range settingsMs {
-		if _, ok := off[msDuration(s).Microseconds()]; s > 0 && !ok {
+		if _, ok := off[netem.FromMs(s).Microseconds()]; s > 0 && !ok {
 			return false
 		}
 	}
@@ -502,15 +479,15 @@ func coversSettings(off map[int64][2]time.Duration, settingsMs []float64) bool {
 }
 
 func traceForRun(ctx context.Context, d engine.Docker, s *appSession, p *Plan, f *results.Folder, target apps.Target) error {
-	mix, err := MixFor(target.Meta)
+	mix, err := shaping.MixFor(target.Meta)
 	if err != nil {
 		return err
 	}
 	if err := s.sh.SetRTT(ctx, d, 0); err != nil {
 		return err
 	}
-	rows, err := TraceApp(ctx, d, s.sh, TraceOptions{Requests: TraceRequests(target, mix, p.TraceRequests, 5, p.Seed),
-		Warmup: 5, Header: s.header, Weights: MixWeights(mix)})
+	rows, err := shaping.TraceApp(ctx, d, s.sh, shaping.TraceOptions{Requests: shaping.TraceRequests(target, mix, p.TraceRequests, 5, p.Seed),
+		Warmup: 5, Header: s.header, Weights: shaping.MixWeights(mix)})
 	if err != nil {
 		return fmt.Errorf("trace: %w", err)
 	}
@@ -519,7 +496,7 @@ func traceForRun(ctx context.Context, d engine.Docker, s *appSession, p *Plan, f
 
 func runProbes(ctx context.Context, d engine.Docker, s *appSession, p *Plan, f *results.Folder, app string) error {
 	for _, rtt := range p.Settings(app) {
-		if err := s.sh.SetRTT(ctx, d, msDuration(rtt)); err != nil {
+		if err := s.sh.SetRTT(ctx, d, netem.FromMs(rtt)); err != nil {
 			return err
 		}
 		pr, err := s.sh.Ping(ctx, d, p.ICMPCount, 10*time.Millisecond)
@@ -527,14 +504,14 @@ func runProbes(ctx context.Context, d engine.Docker, s *appSession, p *Plan, f *
 			return err
 		}
 		rows := []results.Probe{{App: app, Kind: results.ProbeICMP, RTTms: rtt, N: pr.Sent,
-			MeanMs: ms(pr.Mean), MedianMs: ms(pr.Median), MinMs: ms(pr.Min), MaxMs: ms(pr.Max), Failures: pr.Lost}}
+			MeanMs: netem.Ms(pr.Mean), MedianMs: netem.Ms(pr.Median), MinMs: netem.Ms(pr.Min), MaxMs: netem.Ms(pr.Max), Failures: pr.Lost}}
 		runs, err := s.sh.SelectOne(ctx, d, p.SelectRuns, p.SelectCalls)
 		if err != nil {
 			return err
 		}
 		for _, r := range runs {
 			rows = append(rows, results.Probe{App: app, Kind: results.ProbeSelect1, RTTms: rtt, Run: r.Run, N: r.N,
-				MeanMs: ms(r.Mean), MedianMs: ms(r.Median), MinMs: ms(r.Min), MaxMs: ms(r.Max), Failures: r.Failures})
+				MeanMs: netem.Ms(r.Mean), MedianMs: netem.Ms(r.Median), MinMs: netem.Ms(r.Min), MaxMs: netem.Ms(r.Max), Failures: r.Failures})
 		}
 		if err := f.AppendProbes(rows); err != nil {
 			return err
@@ -587,7 +564,7 @@ func runTask(ctx context.Context, d engine.Docker, s *appSession, p *Plan, f *re
 // checkDelay sets the task's delay and checks with a few ICMP echoes
 // (recorded as the task's probe) that the shaper passes traffic.
 func (s *appSession) checkDelay(ctx context.Context, d engine.Docker, p *Plan, f *results.Folder, t results.Task) error {
-	if err := s.sh.SetRTT(ctx, d, msDuration(t.RTTms)); err != nil {
+	if err := s.sh.SetRTT(ctx, d, netem.FromMs(t.RTTms)); err != nil {
 		return s.agentError(ctx, d, err)
 	}
 	// Quick check that the delay is in place before measuring.
@@ -602,7 +579,7 @@ func (s *appSession) checkDelay(ctx context.Context, d engine.Docker, p *Plan, f
 		}
 	}
 	if err := f.AppendProbes([]results.Probe{{App: t.App, Kind: results.ProbeICMPTask, RTTms: t.RTTms, Task: t.ID, N: pr.Sent,
-		MeanMs: ms(pr.Mean), MedianMs: ms(pr.Median), MinMs: ms(pr.Min), MaxMs: ms(pr.Max), Failures: pr.Lost}}); err != nil {
+		MeanMs: netem.Ms(pr.Mean), MedianMs: netem.Ms(pr.Median), MinMs: netem.Ms(pr.Min), MaxMs: netem.Ms(pr.Max), Failures: pr.Lost}}); err != nil {
 		return err
 	}
 	if pr.Received == 0 {
@@ -650,19 +627,19 @@ func (s *appSession) watchedLoad(ctx context.Context, d engine.Docker, spec engi
 // recordShaper records what the shapers did during the load (the change
 // of their figures since before) and fails the attempt on dropped
 // packets.
-func (s *appSession) recordShaper(ctx context.Context, d engine.Docker, f *results.Folder, t results.Task, attempt int, before ShaperSnapshot) error {
+func (s *appSession) recordShaper(ctx context.Context, d engine.Docker, f *results.Folder, t results.Task, attempt int, before shaping.ShaperSnapshot) error {
 	after, serr := s.sh.Snapshot(ctx, d)
 	if serr != nil {
 		return s.agentError(ctx, d, serr)
 	}
-	deltas, serr := ShaperDeltas(before, after)
+	deltas, serr := shaping.ShaperDeltas(before, after)
 	if serr != nil {
 		return serr
 	}
 	if err := f.AppendShaper(shaperRows(t, attempt, deltas, after.At.Sub(before.At))); err != nil {
 		return err
 	}
-	return DropError(deltas)
+	return shaping.DropError(deltas)
 }
 
 // loadResults decodes the load client's results; a client that failed is
@@ -731,7 +708,7 @@ func (s *appSession) dead(ctx context.Context, d engine.Docker) error {
 
 // shaperRows turns the per-side shaper figures of one task attempt into
 // shaper.csv rows.
-func shaperRows(t results.Task, attempt int, deltas []ShaperDelta, wall time.Duration) []results.ShaperRow {
+func shaperRows(t results.Task, attempt int, deltas []shaping.ShaperDelta, wall time.Duration) []results.ShaperRow {
 	rows := make([]results.ShaperRow, 0, len(deltas))
 	for _, d := range deltas {
 		sm := d.Summary
@@ -753,10 +730,6 @@ func taskSamples(t results.Task, attempt int, rs []workloads.Result) []results.S
 	}
 	return samples
 }
-
-func msDuration(v float64) time.Duration { return time.Duration(v*1e3+0.5) * time.Microsecond }
-
-func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
 
 func CPUModel() string {
 	f, err := os.Open("/proc/cpuinfo")

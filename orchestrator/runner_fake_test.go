@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rttlab/rttlab/netem"
 	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/engine/enginefake"
 	"github.com/rttlab/rttlab/orchestrator/fakelab"
@@ -101,7 +102,7 @@ func checkLoadsFollow(t *testing.T, loads []fakelab.LoadCall, tasks []results.Ta
 	}
 	for i, ld := range loads {
 		tk := tasks[i]
-		if ld.Route != tk.Route || ld.RTT != msDuration(tk.RTTms) {
+		if ld.Route != tk.Route || ld.RTT != netem.FromMs(tk.RTTms) {
 			t.Fatalf("load %d ran %s at %s; task %d is %s at %g ms", i, ld.Route, ld.RTT, tk.ID, tk.Route, tk.RTTms)
 		}
 	}
@@ -176,7 +177,7 @@ func TestRunFakeRunsShuffledPlan(t *testing.T) {
 	}
 	// The 1 ms setting's probe saw the fake shaper's 1 ms.
 	for _, pr := range d.Probes {
-		if pr.Kind == results.ProbeICMP && pr.RTTms == 1 && pr.MedianMs != ms(fakelab.BaseRTT+time.Millisecond) {
+		if pr.Kind == results.ProbeICMP && pr.RTTms == 1 && pr.MedianMs != netem.Ms(fakelab.BaseRTT+time.Millisecond) {
 			t.Errorf("ICMP probe at 1 ms: median %g ms", pr.MedianMs)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/engine/enginefake"
 	"github.com/rttlab/rttlab/orchestrator/fakelab"
+	"github.com/rttlab/rttlab/orchestrator/shaping"
 	"github.com/rttlab/rttlab/orchestrator/stack"
 )
 
@@ -124,6 +125,19 @@ func TestComposeDBCredentials(t *testing.T) {
 	}
 }
 
+// An image the engine lacks is one line naming the service and the fix.
+func TestComposeImageMissing(t *testing.T) {
+	file := writeCompose(t, shopCompose)
+	f := enginefake.New()
+	f.AddImage("example/postgres:17", nil)
+	f.AddImage("example/cache:7", nil)
+	err := stack.CheckComposeImages(context.Background(), f, apps.ComposeRef{File: file, AppService: "web", DBService: "pg"})
+	want := "service web's image shop_app-web is not present locally: build it first: docker compose -f " + file + " build web"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("err = %v, want %q", err, want)
+	}
+}
+
 // A compose stack on the fake engine: every service runs under the run's
 // labels on its private network, the app and database are the shaped
 // pair, the database's credentials come from its environment, named
@@ -187,7 +201,7 @@ func TestFakeComposeStack(t *testing.T) {
 		if (st.NoStatements != "") != noPGSS {
 			t.Errorf("noPGSS %v: NoStatements %q", noPGSS, st.NoStatements)
 		}
-		checks, err := VerifyStack(ctx, l, st, VerifyOptions{Requests: 4})
+		checks, err := shaping.VerifyStack(ctx, l, st, shaping.VerifyOptions{Requests: 4})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -212,19 +226,6 @@ func TestFakeComposeStack(t *testing.T) {
 		if cs, ns := l.Live(); len(cs)+len(ns) != 0 {
 			t.Errorf("left behind: %v %v", cs, ns)
 		}
-	}
-}
-
-// An image the engine lacks is one line naming the service and the fix.
-func TestComposeImageMissing(t *testing.T) {
-	file := writeCompose(t, shopCompose)
-	f := enginefake.New()
-	f.AddImage("example/postgres:17", nil)
-	f.AddImage("example/cache:7", nil)
-	err := stack.CheckComposeImages(context.Background(), f, apps.ComposeRef{File: file, AppService: "web", DBService: "pg"})
-	want := "service web's image shop_app-web is not present locally: build it first: docker compose -f " + file + " build web"
-	if err == nil || !strings.Contains(err.Error(), want) {
-		t.Errorf("err = %v, want %q", err, want)
 	}
 }
 

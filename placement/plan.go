@@ -16,6 +16,7 @@ import (
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/internal/planfile"
 	"github.com/rttlab/rttlab/orchestrator"
+	"github.com/rttlab/rttlab/orchestrator/shaping"
 )
 
 // The placement study's nodes: the client (load client and routing proxy),
@@ -146,11 +147,11 @@ func (p *PlacePlan) Pools() bool { return p.KeepAlive == nil || *p.KeepAlive }
 // DefaultPlaceFloorMs is the built-in plans' floor: above the userspace
 // shaper's pass on a busy 2-vCPU host (about 0.2 ms a packet, read lag
 // p50 about 0.1 ms).
-const DefaultPlaceFloorMs = orchestrator.DefaultFloorMs
+const DefaultPlaceFloorMs = shaping.DefaultFloorMs
 
 // maxPlaceFloorMs bounds floor_ms: a floor is for the shaper's pass, not
 // a delay.
-const maxPlaceFloorMs = orchestrator.MaxFloorMs
+const maxPlaceFloorMs = shaping.MaxFloorMs
 
 // defaultPlacePlan is the placement write-up's geometry: the client next
 // to A, B nearer the database than A, and 0.25 ms one-way added on
@@ -463,7 +464,7 @@ func (p *PlacePlan) validateShaping() error {
 	default:
 		return p.errAt("shaper", "shaper %q: use auto, kernel or userspace", p.Shaper)
 	}
-	if err := orchestrator.ValidHook(p.Hook); err != nil {
+	if err := shaping.ValidHook(p.Hook); err != nil {
 		return p.errAt("hook", "%v", err)
 	}
 	switch p.Calibrate {

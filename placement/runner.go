@@ -17,6 +17,7 @@ import (
 	"github.com/rttlab/rttlab/netem"
 	"github.com/rttlab/rttlab/orchestrator"
 	"github.com/rttlab/rttlab/orchestrator/engine"
+	"github.com/rttlab/rttlab/orchestrator/shaping"
 	"github.com/rttlab/rttlab/orchestrator/stack"
 	"github.com/rttlab/rttlab/results"
 	"github.com/rttlab/rttlab/workloads"
@@ -424,7 +425,7 @@ func (r *PlaceRunner) measureRound(ctx context.Context, rep int, phase string, p
 	if err != nil {
 		return err
 	}
-	deltas, err := orchestrator.ShaperDeltas(before, after)
+	deltas, err := shaping.ShaperDeltas(before, after)
 	if err != nil {
 		return err
 	}

@@ -13,8 +13,8 @@ import (
 
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/netem"
-	"github.com/rttlab/rttlab/orchestrator"
 	"github.com/rttlab/rttlab/orchestrator/engine"
+	"github.com/rttlab/rttlab/orchestrator/shaping"
 	"github.com/rttlab/rttlab/orchestrator/stack"
 	"github.com/rttlab/rttlab/workloads"
 )
@@ -22,7 +22,7 @@ import (
 // PlaceSession is the placement study's four nodes with their agents.
 type PlaceSession struct {
 	Stack   *stack.Stack
-	Shaping *orchestrator.Shaping
+	Shaping *shaping.Shaping
 	Nodes   map[string]*stack.Member // client, a, b, db
 	Port    int
 	Proxy   string // the proxy container's ID while it runs
@@ -74,7 +74,7 @@ func StartPlacement(ctx context.Context, d engine.Docker, plan *PlacePlan, t app
 		return ps, err
 	}
 	st.AppAddr = net.JoinHostPort(ps.Nodes[NodeA].IP, fmt.Sprint(t.Meta.Port))
-	ps.Shaping, err = orchestrator.StartAgents(ctx, d, st, plan.Shaper, "path", plan.Hook)
+	ps.Shaping, err = shaping.StartAgents(ctx, d, st, plan.Shaper, "path", plan.Hook)
 	if err != nil {
 		return ps, err
 	}
@@ -164,7 +164,7 @@ func (ps *PlaceSession) SetLinks(ctx context.Context, d engine.Containers, oneWa
 			}
 			args = append(args, "--peer-delay", fmt.Sprintf("%s=%dns", ps.Nodes[peer].IP, ns(ms)))
 		}
-		args = append(args, orchestrator.FloorArgs(time.Duration(ns(ps.Plan.FloorMs)))...)
+		args = append(args, shaping.FloorArgs(time.Duration(ns(ps.Plan.FloorMs)))...)
 		if _, err := ps.Shaping.Control(ctx, d, a, "set", args...); err != nil {
 			return fmt.Errorf("set delays on %s: %w", self, err)
 		}
@@ -253,7 +253,7 @@ func (ps *PlaceSession) Connect(ctx context.Context, d engine.Docker, node strin
 // Select1 runs warmup+calls SELECT 1 from a node's namespace and returns
 // the measured calls' latencies in ms.
 func (ps *PlaceSession) Select1(ctx context.Context, d engine.Containers, node string, warmup, calls int) ([]float64, error) {
-	runs, err := orchestrator.AgentSelectOne(ctx, d, ps.Shaping.Agents[node], ps.Nodes[NodeDB].IP, ps.Stack.DB, 1, warmup+calls)
+	runs, err := shaping.AgentSelectOne(ctx, d, ps.Shaping.Agents[node], ps.Nodes[NodeDB].IP, ps.Stack.DB, 1, warmup+calls)
 	if err != nil {
 		return nil, err
 	}
@@ -274,7 +274,7 @@ func (ps *PlaceSession) Select1(ctx context.Context, d engine.Containers, node s
 // Ping sends ICMP echoes from one node to another and returns the mean
 // RTT in ms and the echoes lost.
 func (ps *PlaceSession) Ping(ctx context.Context, d engine.Containers, from, to string, count int) (float64, int, error) {
-	res, err := orchestrator.AgentPing(ctx, d, ps.Shaping.Agents[from], ps.Nodes[to].IP, count, 2*time.Millisecond)
+	res, err := shaping.AgentPing(ctx, d, ps.Shaping.Agents[from], ps.Nodes[to].IP, count, 2*time.Millisecond)
 	if err != nil {
 		return 0, 0, err
 	}

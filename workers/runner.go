@@ -19,8 +19,8 @@ import (
 
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/internal/capped"
-	"github.com/rttlab/rttlab/orchestrator"
 	"github.com/rttlab/rttlab/orchestrator/engine"
+	"github.com/rttlab/rttlab/orchestrator/shaping"
 	"github.com/rttlab/rttlab/orchestrator/stack"
 	"github.com/rttlab/rttlab/workloads"
 )
@@ -35,11 +35,11 @@ type WorkersSession struct {
 	Target   apps.Target
 	Backend  string
 	db       *stack.Member
-	dbSh     *orchestrator.Shaping
+	dbSh     *shaping.Shaping
 	client   string
 	current  string // the running app stack ("2x2 puma:wflbw=0")
 	apps     []*stack.Member
-	appSh    *orchestrator.Shaping
+	appSh    *shaping.Shaping
 	front    string // the front proxy's container, for proxy stacks
 	frontURL string
 	Progress func(string)
@@ -78,7 +78,7 @@ func StartWorkers(ctx context.Context, d engine.Docker, t apps.Target, backend s
 	if err := stack.WaitDB(ctx, d, ws.db, 3*time.Minute); err != nil {
 		return ws, err
 	}
-	ws.dbSh, err = orchestrator.StartAgents(ctx, d, &stack.Stack{RunID: runID, NetworkID: st.NetworkID, Members: []*stack.Member{ws.db}}, backend, "path", "")
+	ws.dbSh, err = shaping.StartAgents(ctx, d, &stack.Stack{RunID: runID, NetworkID: st.NetworkID, Members: []*stack.Member{ws.db}}, backend, "path", "")
 	if err != nil {
 		return ws, err
 	}
@@ -219,7 +219,7 @@ func (ws *WorkersSession) ensureStack(ctx context.Context, t Task) error {
 			return err
 		}
 	}
-	ws.appSh, err = orchestrator.StartAgents(ctx, ws.D, &stack.Stack{RunID: ws.Stack.RunID, NetworkID: ws.Stack.NetworkID, Members: ws.apps}, ws.Backend, "path", "")
+	ws.appSh, err = shaping.StartAgents(ctx, ws.D, &stack.Stack{RunID: ws.Stack.RunID, NetworkID: ws.Stack.NetworkID, Members: ws.apps}, ws.Backend, "path", "")
 	if err != nil {
 		return err
 	}
@@ -329,7 +329,7 @@ func (ws *WorkersSession) workerPIDs(ctx context.Context, base string, n int, ti
 // same at every setting, so a change against 0 ms is the RTT alone).
 func (ws *WorkersSession) setRTT(ctx context.Context, rttMs float64) error {
 	half := time.Duration(rttMs / 2 * float64(time.Millisecond))
-	floor := orchestrator.FloorArgs(orchestrator.DefaultFloor(ws.dbSh.Backend))
+	floor := shaping.FloorArgs(shaping.DefaultFloor(ws.dbSh.Backend))
 	dbArgs := slices.Clone(floor)
 	for _, m := range ws.apps {
 		dbArgs = append(dbArgs, "--peer-delay", fmt.Sprintf("%s=%dns", m.IP, half.Nanoseconds()))

@@ -5,6 +5,7 @@ import (
 
 	"github.com/rttlab/rttlab/orchestrator"
 	"github.com/rttlab/rttlab/orchestrator/engine"
+	"github.com/rttlab/rttlab/orchestrator/shaping"
 )
 
 // advice says what a user of this command line can do about err, or ""
@@ -24,7 +25,7 @@ func advice(err error) string {
 		return "install debootstrap (apt-get install -y debootstrap), or make the image elsewhere and load it"
 	case errors.Is(err, engine.ErrNeedRoot):
 		return "run as root: sudo rttlab images base"
-	case errors.Is(err, orchestrator.ErrAgentStopped):
+	case errors.Is(err, shaping.ErrAgentStopped):
 		return "restart the stack: rttlab down, then rttlab up APP"
 	}
 	return ""

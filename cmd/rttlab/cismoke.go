@@ -14,6 +14,7 @@ import (
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/orchestrator"
 	"github.com/rttlab/rttlab/orchestrator/engine"
+	"github.com/rttlab/rttlab/orchestrator/shaping"
 	"github.com/rttlab/rttlab/results"
 )
 
@@ -89,7 +90,7 @@ func (o *ciSmokeOptions) prepare(cmd *cobra.Command, args []string) (err error) 
 	if o.target, err = o.own.resolveApp(cmd.ErrOrStderr(), cmd.Flags(), args); err != nil {
 		return err
 	}
-	if _, err := orchestrator.MixFor(o.target.Meta); err != nil {
+	if _, err := shaping.MixFor(o.target.Meta); err != nil {
 		return err
 	}
 	if err := o.budget.resolve(o.target); err != nil {

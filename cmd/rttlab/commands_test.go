@@ -556,7 +556,7 @@ func TestHelpers(t *testing.T) {
 	if dash("") != "-" || dash("x") != "x" {
 		t.Error("dash")
 	}
-	if ms(1500*time.Microsecond) != 1.5 {
+	if netem.Ms(1500*time.Microsecond) != 1.5 {
 		t.Error("ms")
 	}
 	if !fileExists("testdata") || fileExists("testdata/nope") {

@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/rttlab/rttlab/apps"
-	"github.com/rttlab/rttlab/orchestrator"
 	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/stack"
 )
@@ -192,24 +191,6 @@ func loadTarget(name string) (apps.Target, error) {
 	return ts[0], nil
 }
 
-// startShaped starts PostgreSQL + the app with an agent per shaped
-// container. The caller removes the stack (removeStack) when done; on
-// failure nothing is left behind.
-func startShaped(ctx context.Context, rt *engine.Runtime, so stack.StackOptions, shaper, scope, hook string) (*stack.Stack, *orchestrator.Shaping, error) {
-	st, err := stack.StartStack(ctx, rt, so)
-	if err != nil {
-		return nil, nil, err
-	}
-	sh, err := orchestrator.StartAgents(ctx, rt, st, shaper, scope, hook)
-	if err != nil {
-		removeStack(ctx, rt, st, &err)
-		return nil, nil, err
-	}
-	return st, sh, nil
-}
-
-// removeStack removes a stack a command started and adds to *errp what
-// could not be removed, so that the command does not report success.
 func removeStack(ctx context.Context, rt *engine.Runtime, st *stack.Stack, errp *error) {
 	// Joined only when something is left: a Join of one error hides its
 	// type from the exit status (the budget gate's 3).

@@ -15,6 +15,7 @@ import (
 	"github.com/rttlab/rttlab/netem"
 	"github.com/rttlab/rttlab/orchestrator"
 	"github.com/rttlab/rttlab/orchestrator/engine"
+	"github.com/rttlab/rttlab/orchestrator/shaping"
 	"github.com/rttlab/rttlab/orchestrator/stack"
 	"github.com/rttlab/rttlab/results"
 )
@@ -52,7 +53,7 @@ func validScope(s string) error {
 }
 
 // findUp finds the one stack started with `up` (or the named one).
-func findUp(ctx context.Context, rt *engine.Runtime, run string) (*orchestrator.Shaping, error) {
+func findUp(ctx context.Context, rt *engine.Runtime, run string) (*shaping.Shaping, error) {
 	runs, err := upRuns(ctx, rt, run)
 	if err != nil {
 		return nil, err
@@ -64,7 +65,7 @@ func findUp(ctx context.Context, rt *engine.Runtime, run string) (*orchestrator.
 	default:
 		return nil, usagef("%d stacks are up (%s): name one with --run", len(runs), strings.Join(runs, ", "))
 	}
-	return orchestrator.FindShaping(ctx, rt, runs[0])
+	return shaping.FindShaping(ctx, rt, runs[0])
 }
 
 type shapeSetOptions struct {
@@ -132,7 +133,7 @@ delays all egress of both containers (the seed study's method).`,
 	return cmd
 }
 
-func printShow(ctx context.Context, w io.Writer, rt *engine.Runtime, sh *orchestrator.Shaping) error {
+func printShow(ctx context.Context, w io.Writer, rt *engine.Runtime, sh *shaping.Shaping) error {
 	reps, err := sh.Show(ctx, rt)
 	if err != nil {
 		return err
@@ -165,7 +166,7 @@ func newShapeShowCmd() *cobra.Command {
 
 func newShapeClearCmd() *cobra.Command {
 	c := upShapeCmd("clear", "Remove the delay (and every rule and qdisc) from a stack started with 'rttlab up'",
-		func(ctx context.Context, rt *engine.Runtime, sh *orchestrator.Shaping) error {
+		func(ctx context.Context, rt *engine.Runtime, sh *shaping.Shaping) error {
 			return sh.Clear(ctx, rt)
 		})
 	c.Example = "  rttlab shape clear"
@@ -174,7 +175,7 @@ func newShapeClearCmd() *cobra.Command {
 
 // upShapeCmd acts on the stack started with `up` (act may be nil), then
 // shows its setting.
-func upShapeCmd(use, short string, act func(context.Context, *engine.Runtime, *orchestrator.Shaping) error) *cobra.Command {
+func upShapeCmd(use, short string, act func(context.Context, *engine.Runtime, *shaping.Shaping) error) *cobra.Command {
 	var run string
 	cmd := &cobra.Command{
 		Use:   use,
@@ -312,7 +313,7 @@ func (o *shapeVerifyOptions) run(cmd *cobra.Command, args []string) (err error) 
 		// the JSON document.
 		table = cmd.ErrOrStderr()
 	}
-	st, sh, err := startShaped(ctx, rt, stack.StackOptions{Target: t}, o.shaper, o.scope, o.hook)
+	st, sh, err := shaping.StartShaped(ctx, rt, stack.StackOptions{Target: t}, o.shaper, o.scope, o.hook)
 	if err != nil {
 		return err
 	}
@@ -329,7 +330,7 @@ func (o *shapeVerifyOptions) run(cmd *cobra.Command, args []string) (err error) 
 	}
 	fmt.Fprintln(table, verifyLine("RTT (ms)", "ICMP mean", "ICMP median", "added", "SELECT 1", "change", "95% CI", "hold p50 app/db (µs)", "check"))
 	flagged := 0
-	rows, err := orchestrator.VerifyShaping(ctx, rt, sh, orchestrator.ShapeVerifyOptions{
+	rows, err := shaping.VerifyShaping(ctx, rt, sh, shaping.ShapeVerifyOptions{
 		DelaysMs: o.delaysMs, ICMPCount: o.icmp, SelectRuns: o.selectRuns, SelectCalls: o.selectCalls,
 		ToleranceMs: o.tolerance, Seed: o.seed, OneWay: o.oneWay,
 		Row: printVerifyRow(table, &flagged),
@@ -348,9 +349,9 @@ func (o *shapeVerifyOptions) run(cmd *cobra.Command, args []string) (err error) 
 
 // calibrateShaping calibrates every setting with ICMP, printing each
 // setting's offset and residuals to table as it is calibrated.
-func calibrateShaping(ctx context.Context, rt *engine.Runtime, sh *orchestrator.Shaping, app string, delaysMs []float64, table io.Writer) ([]results.CalibrationPoint, error) {
+func calibrateShaping(ctx context.Context, rt *engine.Runtime, sh *shaping.Shaping, app string, delaysMs []float64, table io.Writer) ([]results.CalibrationPoint, error) {
 	fmt.Fprintln(table, "calibrating per setting with ICMP (SELECT 1 below is not used by it): offset per side (µs), ICMP residual per round (µs)")
-	return orchestrator.Calibrate(ctx, rt, sh, app, delaysMs, orchestrator.CalibrateOptions{
+	return shaping.Calibrate(ctx, rt, sh, app, delaysMs, shaping.CalibrateOptions{
 		Row: func(p results.CalibrationPoint) {
 			var rs []string
 			for _, r := range p.BeforeUs {
@@ -363,8 +364,8 @@ func calibrateShaping(ctx context.Context, rt *engine.Runtime, sh *orchestrator.
 
 // printVerifyRow prints each row as it is measured (with the one-way
 // line under it when there is one) and counts the flagged ones.
-func printVerifyRow(table io.Writer, flagged *int) func(orchestrator.ShapeRow) {
-	return func(r orchestrator.ShapeRow) {
+func printVerifyRow(table io.Writer, flagged *int) func(shaping.ShapeRow) {
+	return func(r shaping.ShapeRow) {
 		if r.Flag {
 			*flagged++
 		}
@@ -390,7 +391,7 @@ func verifyLine(cols ...string) string {
 	return strings.TrimRight(b.String(), " ")
 }
 
-func verifyRowLine(r orchestrator.ShapeRow) string {
+func verifyRowLine(r shaping.ShapeRow) string {
 	label := fmt.Sprintf("%g", r.RTTms)
 	var checks []string
 	switch {
@@ -422,7 +423,7 @@ func verifyRowLine(r orchestrator.ShapeRow) string {
 		}
 		hold = strings.Join(hs, "/")
 	}
-	return verifyLine(label, fmt.Sprintf("%.3f", ms(r.ICMP.Mean)), fmt.Sprintf("%.3f", ms(r.ICMP.Median)), added,
+	return verifyLine(label, fmt.Sprintf("%.3f", netem.Ms(r.ICMP.Mean)), fmt.Sprintf("%.3f", netem.Ms(r.ICMP.Median)), added,
 		fmt.Sprintf("%.3f", r.Select1Ms), change, ci, hold, strings.Join(checks, ", "))
 }
 
@@ -479,11 +480,11 @@ type verifyJSON struct {
 	OneWayMethod string `json:"one_way_method"`
 }
 
-func writeVerifyJSON(w io.Writer, sh *orchestrator.Shaping, o *shapeVerifyOptions, rows []orchestrator.ShapeRow, cal []results.CalibrationPoint) error {
+func writeVerifyJSON(w io.Writer, sh *shaping.Shaping, o *shapeVerifyOptions, rows []shaping.ShapeRow, cal []results.CalibrationPoint) error {
 	if cal == nil {
 		cal = []results.CalibrationPoint{}
 	}
-	doc := verifyJSON{Calibration: cal, Backend: sh.Backend, Why: sh.Why, Scope: o.scope, FloorMs: ms(sh.Floor), ToleranceMs: o.tolerance, ICMPCount: o.icmp,
+	doc := verifyJSON{Calibration: cal, Backend: sh.Backend, Why: sh.Why, Scope: o.scope, FloorMs: netem.Ms(sh.Floor), ToleranceMs: o.tolerance, ICMPCount: o.icmp,
 		SelectRuns: o.selectRuns, SelectCalls: o.selectCalls, Seed: o.seed,
 		CIMethod: "percentile bootstrap (10000 resamples) of the difference of medians of the run medians, resampling both settings' runs independently",
 		Rows:     []verifyRowJSON{}}
@@ -491,7 +492,7 @@ func writeVerifyJSON(w io.Writer, sh *orchestrator.Shaping, o *shapeVerifyOption
 		doc.OneWayMethod = oneWayMethod
 	}
 	for _, r := range rows {
-		jr := verifyRowJSON{RTTms: r.RTTms, NoShaper: r.NoShaper, ICMPMeanMs: ms(r.ICMP.Mean), ICMPMedianMs: ms(r.ICMP.Median),
+		jr := verifyRowJSON{RTTms: r.RTTms, NoShaper: r.NoShaper, ICMPMeanMs: netem.Ms(r.ICMP.Mean), ICMPMedianMs: netem.Ms(r.ICMP.Median),
 			ICMPReceived: r.ICMP.Received, Select1Ms: r.Select1Ms, Select1RunsMs: r.Select1Runs,
 			Shaper: []verifySideJSON{}}
 		if r.HaveBaseline {
@@ -530,5 +531,3 @@ func writeVerifyJSON(w io.Writer, sh *orchestrator.Shaping, o *shapeVerifyOption
 	_, err = fmt.Fprintf(w, "%s\n", b)
 	return err
 }
-
-func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/rttlab/rttlab/orchestrator"
+	"github.com/rttlab/rttlab/orchestrator/shaping"
 )
 
 // oneWayMethod is the JSON's account of how the one_way figures are made.
@@ -32,7 +32,7 @@ type verifyOneWayJSON struct {
 	CaptureDrops     int      `json:"capture_drops"`
 }
 
-func oneWayJSON(dirs []orchestrator.OneWayDirection) []verifyOneWayJSON {
+func oneWayJSON(dirs []shaping.OneWayDirection) []verifyOneWayJSON {
 	out := []verifyOneWayJSON{}
 	for _, d := range dirs {
 		j := verifyOneWayJSON{Direction: d.Direction, Sent: d.Sent, Matched: d.Matched, MatchedShare: d.Share,
@@ -53,7 +53,7 @@ func oneWayJSON(dirs []orchestrator.OneWayDirection) []verifyOneWayJSON {
 // oneWayLine is the table's line under a row: per direction the p50
 // one-way delay, its change against the baseline, the p99 and the share
 // of packets paired ("" without captures).
-func oneWayLine(r orchestrator.ShapeRow) string {
+func oneWayLine(r shaping.ShapeRow) string {
 	var parts []string
 	for _, d := range r.OneWay {
 		if d.Matched == 0 {

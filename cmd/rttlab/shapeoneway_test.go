@@ -6,20 +6,20 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rttlab/rttlab/orchestrator"
+	"github.com/rttlab/rttlab/orchestrator/shaping"
 	"github.com/rttlab/rttlab/workloads"
 )
 
-func oneWayRows() []orchestrator.ShapeRow {
-	dir := func(name string, p50 float64, added bool) orchestrator.OneWayDirection {
-		return orchestrator.OneWayDirection{Direction: name, AddedP50Ms: p50 - 0.02, HaveAdded: added,
+func oneWayRows() []shaping.ShapeRow {
+	dir := func(name string, p50 float64, added bool) shaping.OneWayDirection {
+		return shaping.OneWayDirection{Direction: name, AddedP50Ms: p50 - 0.02, HaveAdded: added,
 			OneWay: workloads.OneWay{Sent: 200, Matched: 199, Share: 0.995, Lost: 1, P50Ms: p50, P90Ms: p50 + 0.01, P99Ms: p50 + 0.05, MinMs: p50 - 0.01, MaxMs: p50 + 0.1}}
 	}
-	return []orchestrator.ShapeRow{
-		{NoShaper: true, OneWay: []orchestrator.OneWayDirection{dir(orchestrator.DirAppToDB, 0.02, false), dir(orchestrator.DirDBToApp, 0.02, false)}},
-		{RTTms: 1, HaveBaseline: true, OneWay: []orchestrator.OneWayDirection{
-			dir(orchestrator.DirAppToDB, 0.52, true),
-			{Direction: orchestrator.DirDBToApp, OneWay: workloads.OneWay{Sent: 3, Lost: 1, Ambiguous: 2, Truncated: true}},
+	return []shaping.ShapeRow{
+		{NoShaper: true, OneWay: []shaping.OneWayDirection{dir(shaping.DirAppToDB, 0.02, false), dir(shaping.DirDBToApp, 0.02, false)}},
+		{RTTms: 1, HaveBaseline: true, OneWay: []shaping.OneWayDirection{
+			dir(shaping.DirAppToDB, 0.52, true),
+			{Direction: shaping.DirDBToApp, OneWay: workloads.OneWay{Sent: 3, Lost: 1, Ambiguous: 2, Truncated: true}},
 		}},
 	}
 }
@@ -29,7 +29,7 @@ func oneWayRows() []orchestrator.ShapeRow {
 func TestVerifyJSONOneWay(t *testing.T) {
 	var b bytes.Buffer
 	o := &shapeVerifyOptions{oneWay: true, scope: "path"}
-	if err := writeVerifyJSON(&b, &orchestrator.Shaping{Backend: "userspace"}, o, oneWayRows(), nil); err != nil {
+	if err := writeVerifyJSON(&b, &shaping.Shaping{Backend: "userspace"}, o, oneWayRows(), nil); err != nil {
 		t.Fatal(err)
 	}
 	var doc struct {
@@ -58,7 +58,7 @@ func TestVerifyJSONOneWay(t *testing.T) {
 		t.Errorf("1 ms db->app, nothing paired: %v", one[1])
 	}
 	b.Reset()
-	if err := writeVerifyJSON(&b, &orchestrator.Shaping{}, &shapeVerifyOptions{}, []orchestrator.ShapeRow{{NoShaper: true}}, nil); err != nil {
+	if err := writeVerifyJSON(&b, &shaping.Shaping{}, &shapeVerifyOptions{}, []shaping.ShapeRow{{NoShaper: true}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(b.String(), `"one_way": []`) || !strings.Contains(b.String(), `"one_way_method": ""`) {
@@ -79,7 +79,7 @@ func TestOneWayLine(t *testing.T) {
 	if got := oneWayLine(rows[1]); !strings.Contains(got, "(4 ambiguous, 2 dropped by the captures, capture cap hit)") {
 		t.Errorf("notes: %q", got)
 	}
-	if got := oneWayLine(orchestrator.ShapeRow{}); got != "" {
+	if got := oneWayLine(shaping.ShapeRow{}); got != "" {
 		t.Errorf("no captures: %q", got)
 	}
 }

@@ -10,8 +10,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rttlab/rttlab/apps"
-	"github.com/rttlab/rttlab/orchestrator"
 	"github.com/rttlab/rttlab/orchestrator/engine"
+	"github.com/rttlab/rttlab/orchestrator/shaping"
 	"github.com/rttlab/rttlab/orchestrator/stack"
 )
 
@@ -82,13 +82,13 @@ func (o *upOptions) run(cmd *cobra.Command) error {
 		return err
 	}
 	defer rt.Close()
-	st, sh, err := startShaped(ctx, rt, stack.StackOptions{Target: targets[0], Up: true, Publish: true}, o.shaper, o.scope, "")
+	st, sh, err := shaping.StartShaped(ctx, rt, stack.StackOptions{Target: targets[0], Up: true, Publish: true}, o.shaper, o.scope, "")
 	if err != nil {
 		return err
 	}
 	if o.rtt != "" {
 		d, _ := parseRTT(o.rtt)
-		sh.Floor = orchestrator.DefaultFloor(sh.Backend)
+		sh.Floor = shaping.DefaultFloor(sh.Backend)
 		if err := sh.SetRTT(ctx, rt, d); err != nil {
 			removeStack(ctx, rt, st, &err)
 			return err
@@ -292,22 +292,22 @@ func verifyTargets(o *verifyOptions, args []string) ([]apps.Target, error) {
 }
 
 func verifyOne(ctx context.Context, rt *engine.Runtime, t apps.Target, o *verifyOptions, out interface{ Write([]byte) (int, error) }) (_ int, err error) {
-	st, sh, err := startShaped(ctx, rt, stack.StackOptions{Target: t, Publish: true}, "auto", "path", "")
+	st, sh, err := shaping.StartShaped(ctx, rt, stack.StackOptions{Target: t, Publish: true}, "auto", "path", "")
 	if err != nil {
 		return 0, fmt.Errorf("verify %s: %w", t.Name, err)
 	}
 	defer removeStack(ctx, rt, st, &err)
 	fmt.Fprintf(out, "verify %s (stack %s)\n", t.Name, st.RunID)
-	checks, err := orchestrator.VerifyStack(ctx, rt, st, orchestrator.VerifyOptions{
+	checks, err := shaping.VerifyStack(ctx, rt, st, shaping.VerifyOptions{
 		Requests: o.requests,
 		SerialN:  o.serialN,
 		Shaping:  sh,
-		Progress: func(c orchestrator.Check) { fmt.Fprintf(out, "  %s\n", c) },
+		Progress: func(c shaping.Check) { fmt.Fprintf(out, "  %s\n", c) },
 	})
 	if err != nil {
 		return 0, fmt.Errorf("verify %s: %w", t.Name, err)
 	}
-	bad := orchestrator.Failed(checks)
+	bad := shaping.Failed(checks)
 	if len(bad) == 0 {
 		fmt.Fprintf(out, "verify %s: PASS (%d checks)\n", t.Name, len(checks))
 	} else {

@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rttlab/rttlab/apps"
-	"github.com/rttlab/rttlab/orchestrator"
+	"github.com/rttlab/rttlab/orchestrator/shaping"
 	"github.com/rttlab/rttlab/orchestrator/stack"
 	"github.com/rttlab/rttlab/results"
 )
@@ -101,7 +101,7 @@ func (o *traceOptions) prepare(cmd *cobra.Command, args []string) (err error) {
 	if o.target, err = o.own.resolveApp(cmd.ErrOrStderr(), cmd.Flags(), args); err != nil {
 		return err
 	}
-	if _, err := orchestrator.MixFor(o.target.Meta); err != nil {
+	if _, err := shaping.MixFor(o.target.Meta); err != nil {
 		return err
 	}
 	if o.out != "" {
@@ -122,7 +122,7 @@ func (o *traceOptions) prepare(cmd *cobra.Command, args []string) (err error) {
 func (o *traceOptions) run(cmd *cobra.Command) (err error) {
 	ctx := cmd.Context()
 	t := o.target
-	mix, err := orchestrator.MixFor(t.Meta)
+	mix, err := shaping.MixFor(t.Meta)
 	if err != nil {
 		return err
 	}
@@ -131,17 +131,17 @@ func (o *traceOptions) run(cmd *cobra.Command) (err error) {
 		return err
 	}
 	defer rt.Close()
-	st, sh, err := startShaped(ctx, rt, stack.StackOptions{Target: t}, "auto", "path", "")
+	st, sh, err := shaping.StartShaped(ctx, rt, stack.StackOptions{Target: t}, "auto", "path", "")
 	if err != nil {
 		return err
 	}
 	defer removeStack(ctx, rt, st, &err)
-	hdr, err := orchestrator.AuthHeaders(ctx, rt, st)
+	hdr, err := shaping.AuthHeaders(ctx, rt, st)
 	if err != nil {
 		return err
 	}
-	types, err := orchestrator.TraceApp(ctx, rt, sh, orchestrator.TraceOptions{
-		Requests: orchestrator.TraceRequests(t, mix, o.requests, 5, o.seed), Warmup: o.warmup, Header: hdr, Weights: orchestrator.MixWeights(mix)})
+	types, err := shaping.TraceApp(ctx, rt, sh, shaping.TraceOptions{
+		Requests: shaping.TraceRequests(t, mix, o.requests, 5, o.seed), Warmup: o.warmup, Header: hdr, Weights: shaping.MixWeights(mix)})
 	if err != nil {
 		return err
 	}

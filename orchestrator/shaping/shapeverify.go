@@ -1,4 +1,4 @@
-package orchestrator
+package shaping
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/rttlab/rttlab/netem"
 	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/results"
 	"github.com/rttlab/rttlab/workloads"
@@ -84,7 +85,7 @@ func VerifyShaping(ctx context.Context, d engine.Containers, sh *Shaping, o Shap
 		if i > 0 && rtt == 0 {
 			continue
 		}
-		if err := sh.SetRTT(ctx, d, msDuration(rtt)); err != nil {
+		if err := sh.SetRTT(ctx, d, netem.FromMs(rtt)); err != nil {
 			return rows, err
 		}
 		r, err := measureShapeRow(ctx, d, sh, o, ShapeRow{RTTms: rtt})
@@ -122,7 +123,7 @@ func (o *ShapeVerifyOptions) defaults() {
 
 // compareShapeRow fills in r's changes against base.
 func compareShapeRow(r *ShapeRow, base ShapeRow, rng *rand.Rand) {
-	r.AddedMs = ms(r.ICMP.Median) - ms(base.ICMP.Median)
+	r.AddedMs = netem.Ms(r.ICMP.Median) - netem.Ms(base.ICMP.Median)
 	r.Select1Diff = r.Select1Ms - base.Select1Ms
 	r.Select1CI = results.BootstrapChangeCI(base.Select1Runs, r.Select1Runs, 10000, rng)
 	addOneWayBaseline(r, base)
@@ -151,7 +152,7 @@ func measureShapeRow(ctx context.Context, d engine.Containers, sh *Shaping, o Sh
 		return r, err
 	}
 	for _, run := range runs {
-		r.Select1Runs = append(r.Select1Runs, ms(run.Median))
+		r.Select1Runs = append(r.Select1Runs, netem.Ms(run.Median))
 	}
 	r.Select1Ms = results.Median(r.Select1Runs)
 	if capture != nil {

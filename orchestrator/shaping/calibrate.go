@@ -1,4 +1,4 @@
-package orchestrator
+package shaping
 
 import (
 	"context"
@@ -73,7 +73,7 @@ func Calibrate(ctx context.Context, d engine.Containers, sh *Shaping, app string
 // rounds, keeps the offset of the round that came closest in sh.Offsets
 // and returns the setting's calibration point.
 func calibrateSetting(ctx context.Context, d engine.Containers, sh *Shaping, app string, s float64, o CalibrateOptions) (results.CalibrationPoint, error) {
-	rtt := msDuration(s)
+	rtt := netem.FromMs(s)
 	pt := results.CalibrationPoint{App: app, RTTms: s, Probe: fmt.Sprintf("icmp %d echoes per measurement", o.Echoes)}
 	var off time.Duration // per side, applied to both
 	best, bestResid := time.Duration(0), math.Inf(1)
@@ -136,7 +136,7 @@ func OffsetsFrom(points []results.CalibrationPoint, app string) map[int64][2]tim
 		if m == nil {
 			m = map[int64][2]time.Duration{}
 		}
-		m[msDuration(p.RTTms).Microseconds()] = [2]time.Duration{time.Duration(p.AppOffsetUs * 1e3), time.Duration(p.DBOffsetUs * 1e3)}
+		m[netem.FromMs(p.RTTms).Microseconds()] = [2]time.Duration{time.Duration(p.AppOffsetUs * 1e3), time.Duration(p.DBOffsetUs * 1e3)}
 	}
 	return m
 }

@@ -1,12 +1,9 @@
-package orchestrator
+package shaping
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -17,7 +14,6 @@ import (
 	"github.com/rttlab/rttlab/orchestrator/engine/enginefake"
 	"github.com/rttlab/rttlab/orchestrator/fakelab"
 	"github.com/rttlab/rttlab/orchestrator/stack"
-	"github.com/rttlab/rttlab/results"
 )
 
 // Stacks, agents, verification, cleanup and images against the in-memory
@@ -27,16 +23,11 @@ import (
 // the test ends.
 func startFake(t *testing.T, l *fakelab.Lab, o stack.StackOptions, scope string) (*stack.Stack, *Shaping) {
 	t.Helper()
-	ctx := context.Background()
-	st, err := stack.StartStack(ctx, l, o)
+	st, sh, err := StartShaped(context.Background(), l, o, "auto", scope, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Remove(context.Background(), l) })
-	sh, err := StartAgents(ctx, l, st, "auto", scope, "")
-	if err != nil {
-		t.Fatal(err)
-	}
 	return st, sh
 }
 
@@ -501,81 +492,6 @@ func TestFakeEnsureBaseAndBuild(t *testing.T) {
 	}
 	if _, skip := engine.SkipReason(err); skip {
 		t.Error("a failing package install is not a reason to skip an app")
-	}
-}
-
-// The results folder knows its plan; a folder whose manifest holds no
-// plan is refused by name.
-func TestFakeFolderPlan(t *testing.T) {
-	l := fakelab.New(t)
-	p := fakePlan()
-	dir, err := Run(context.Background(), l, l.Apps, RunOptions{Plan: p, OutDir: t.TempDir(), Now: fakeNow})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := FolderPlan(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, _ := json.Marshal(p)
-	b, _ := json.Marshal(got)
-	if string(a) != string(b) {
-		t.Fatalf("plan %s, want %s", b, a)
-	}
-	if _, err := FolderPlan(t.TempDir()); err == nil {
-		t.Error("FolderPlan of an empty folder")
-	}
-	m := filepath.Join(dir, results.ManifestFile)
-	data, _ := os.ReadFile(m)
-	var raw map[string]any
-	json.Unmarshal(data, &raw)
-	raw["plan"] = "not a plan"
-	data, _ = json.Marshal(raw)
-	os.WriteFile(m, data, 0o644)
-	if _, err := FolderPlan(dir); err == nil || !strings.Contains(err.Error(), "manifest plan") {
-		t.Errorf("bad plan: %v", err)
-	}
-}
-
-func TestLoadPlanAndHostEnv(t *testing.T) {
-	if p, err := LoadPlan("smoke"); err != nil || p.Name != "smoke" {
-		t.Fatalf("smoke: %v", err)
-	}
-	if _, err := LoadPlan(filepath.Join(t.TempDir(), "nope.yaml")); err == nil || !strings.Contains(err.Error(), "neither a built-in plan") {
-		t.Errorf("missing: %v", err)
-	}
-	if _, err := LoadPlan(t.TempDir()); err == nil || !strings.Contains(err.Error(), "is a folder: give a regular file") {
-		t.Errorf("a folder: %v", err)
-	}
-	f := filepath.Join(t.TempDir(), "mine.yaml")
-	os.WriteFile(f, []byte("delays_ms: [0, 1]\nruns: 2\nrequests: 5\napps: [{name: go, routes: [/feed]}]\n"), 0o644)
-	if p, err := LoadPlan(f); err != nil || p.Name != "mine" || p.Shaper != "auto" {
-		t.Errorf("file: %+v %v", p, err)
-	}
-
-	ctx := context.Background()
-	e := HostDoctorEnv(nil, engine.ErrNoEngine)
-	if _, err := e.Engine(ctx); !errors.Is(err, engine.ErrNoEngine) {
-		t.Errorf("engine: %v", err)
-	}
-	if _, err := e.ImageID(ctx, engine.BaseImage); !errors.Is(err, engine.ErrNoEngine) {
-		t.Errorf("image: %v", err)
-	}
-	fd := enginefake.New()
-	e = HostDoctorEnv(fd, nil)
-	if info, err := e.Engine(ctx); err != nil || info.Version != fd.Info.Version {
-		t.Errorf("engine: %+v %v", info, err)
-	}
-	if free, err := e.FreeBytes("/nonexistent/deeper"); err != nil || free == 0 {
-		t.Errorf("free bytes above a missing folder: %d %v", free, err)
-	}
-	if _, err := e.CapEff(); err != nil {
-		t.Errorf("CapEff: %v", err)
-	}
-	for in, want := range map[string]string{"/a/b": "/a", "/a/b/": "/a", "/a": "/", "/": "/"} {
-		if got := parentDir(in); got != want {
-			t.Errorf("parentDir(%q) = %q, want %q", in, got, want)
-		}
 	}
 }
 

@@ -1,4 +1,4 @@
-package orchestrator
+package shaping
 
 import (
 	"context"
@@ -16,7 +16,6 @@ import (
 	"github.com/rttlab/rttlab/netem"
 	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/stack"
-	"github.com/rttlab/rttlab/results"
 	"github.com/rttlab/rttlab/workloads"
 )
 
@@ -123,46 +122,5 @@ func TestCalibrateNeverHoldsBelowZero(t *testing.T) {
 	}
 	if pts[0].AppOffsetUs != -25 || pts[0].Rounds != 4 || pts[0].ResidualUs != -50 {
 		t.Fatalf("%+v: want the closest round kept (offset clamped at -25 µs) and its residual left visible", pts[0])
-	}
-}
-
-func TestShaperDeltasAndDrops(t *testing.T) {
-	mk := func(pkts, gaps uint64, holds ...int64) *netem.Stats {
-		h := netem.NewHist()
-		for _, v := range holds {
-			h.Record(v)
-		}
-		return &netem.Stats{DelayNs: 375000, Packets: pkts, Gaps: gaps, Hold: h, CPUNs: int64(pkts) * 1000}
-	}
-	t0 := time.Unix(100, 0)
-	before := ShaperSnapshot{At: t0, Replies: map[string]netem.Reply{
-		"app": {Direction: "ingress", Stats: mk(10, 0, 375000)}, "db": {Direction: "ingress", Stats: mk(10, 1, 375000)}}}
-	after := ShaperSnapshot{At: t0.Add(time.Second), Replies: map[string]netem.Reply{
-		"app": {Direction: "ingress", Stats: mk(110, 0, 375000, 380000, 380000)}, "db": {Direction: "ingress", Stats: mk(60, 4, 375000, 400000)}}}
-	ds, err := ShaperDeltas(before, after)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(ds) != 2 || ds[0].Role != "app" || ds[0].Summary.Packets != 100 || ds[1].Summary.Drops != 3 {
-		t.Fatalf("deltas %+v", ds)
-	}
-	if hp := ds[0].Summary.HoldP50Us; math.Abs(hp-380) > 1 {
-		t.Errorf("app hold p50 %.1f µs over the task, want 380", hp)
-	}
-	err = DropError(ds)
-	if err == nil || !strings.Contains(err.Error(), "db side dropped 3 of 53 packets") {
-		t.Fatalf("drop error %v", err)
-	}
-	rows := shaperRows(results.Task{ID: 4, App: "go", Route: "/feed", RTTms: 0.75}, 2, ds, time.Second)
-	if len(rows) != 2 || rows[1].Drops != 3 || rows[1].Side != "db" || rows[0].Attempt != 2 || rows[0].TargetUs != 375 || rows[0].CPUCores != 0.0001 {
-		t.Fatalf("rows %+v", rows)
-	}
-	// A restarted agent (counters went backwards) is an error, not data.
-	if _, err := ShaperDeltas(after, before); err == nil {
-		t.Fatal("counters going backwards were accepted")
-	}
-	// No drops: no error.
-	if err := DropError(ds[:1]); err != nil {
-		t.Fatal(err)
 	}
 }

@@ -1,10 +1,11 @@
-package orchestrator
+package shaping
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -22,7 +23,7 @@ import (
 func TraceRequests(t apps.Target, mix *workloads.Mix, n, serialN int, seed uint64) map[string][]workloads.Request {
 	out := map[string][]workloads.Request{}
 	if mix != nil {
-		rng := rand.New(rand.NewPCG(seed, fnv64("trace")))
+		rng := rand.New(rand.NewPCG(seed, traceStream))
 		for _, it := range mix.Items {
 			for i := 0; i < n; i++ {
 				out[it.Name] = append(out[it.Name], it.Request(rng))
@@ -120,7 +121,7 @@ func traceType(ctx context.Context, d engine.Containers, sh *Shaping, o TraceOpt
 // statements and Parse messages per request, the failures, and the
 // pg_stat_statements executions per request.
 func traceRow(st *stack.Stack, typ string, res []workloads.TraceResult, pgss int64, weight float64) results.TraceRow {
-	tt := results.TraceRow{App: st.Target.Name, Type: typ, N: len(res), Expected: statementsPerRequest(st.Target.Meta, typ), Weight: weight}
+	tt := results.TraceRow{App: st.Target.Name, Type: typ, N: len(res), Expected: st.Target.Meta.StatementsPerRequest(typ), Weight: weight}
 	var trips, stmts, parses []int
 	for _, r := range res {
 		if r.Error != "" {
@@ -215,3 +216,11 @@ func MixWeights(m *workloads.Mix) map[string]float64 {
 	}
 	return out
 }
+
+// traceStream is the PCG stream of the trace's draws: the FNV-1a hash of
+// "trace", as the study derives its other streams.
+var traceStream = func() uint64 {
+	h := fnv.New64a()
+	h.Write([]byte("trace"))
+	return h.Sum64()
+}()

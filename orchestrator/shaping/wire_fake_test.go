@@ -1,12 +1,10 @@
-package orchestrator
+package shaping
 
 import (
 	"context"
-	"math"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/fakelab"
@@ -136,35 +134,4 @@ func containsSeq(s, sub []string) bool {
 		}
 	}
 	return false
-}
-
-// The wire hook's defaults: the userspace shaper gets the floor and no
-// calibration; kernel netem neither; a plan's floor_ms wins and is bounded.
-func TestPlanFloorAndCalibrationDefaults(t *testing.T) {
-	p := &Plan{Calibrate: "auto"}
-	if got := p.Floor("userspace"); got != 300*time.Microsecond {
-		t.Errorf("userspace floor %v", got)
-	}
-	if got := p.Floor("kernel"); got != 0 {
-		t.Errorf("kernel floor %v", got)
-	}
-	if p.Calibrates("userspace") || p.Calibrates("kernel") {
-		t.Error("auto calibrates the wire hook or kernel netem")
-	}
-	p.Hook = "ingress"
-	if !p.Calibrates("userspace") {
-		t.Error("auto does not calibrate the ingress hook")
-	}
-	zero := 0.0
-	p.FloorMs = &zero
-	if got := p.Floor("userspace"); got != 0 {
-		t.Errorf("floor_ms 0 gives %v", got)
-	}
-	for _, bad := range []float64{-0.1, 11, math.NaN()} {
-		q := fakePlan()
-		q.FloorMs = &bad
-		if err := q.Validate(); err == nil || !strings.Contains(err.Error(), "floor_ms") {
-			t.Errorf("floor_ms %v: %v", bad, err)
-		}
-	}
 }

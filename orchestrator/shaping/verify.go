@@ -1,4 +1,4 @@
-package orchestrator
+package shaping
 
 import (
 	"context"
@@ -179,7 +179,7 @@ func wireChecks(ctx context.Context, d engine.Containers, sh *Shaping, o VerifyO
 	want, declared := st.Target.Meta.Wire[st.Target.Variant]
 	var out []Check
 	for _, r := range rows {
-		stmts := statementsPerRequest(st.Target.Meta, r.Type)
+		stmts := st.Target.Meta.StatementsPerRequest(r.Type)
 		parses, parsesDeclared := 0.0, false
 		if want.Parses != nil {
 			parses, parsesDeclared = *want.Parses, true

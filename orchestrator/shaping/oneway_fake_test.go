@@ -1,4 +1,4 @@
-package orchestrator
+package shaping
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rttlab/rttlab/netem"
 	"github.com/rttlab/rttlab/orchestrator/engine/enginefake"
 	"github.com/rttlab/rttlab/orchestrator/fakelab"
 	"github.com/rttlab/rttlab/orchestrator/stack"
@@ -44,7 +45,7 @@ func TestFakeVerifyShapingOneWay(t *testing.T) {
 			if r.RTTms == 1 && ow.Direction == DirAppToDB {
 				added += 0.1
 			}
-			want := ms(fakelab.BaseOneWay) + added
+			want := netem.Ms(fakelab.BaseOneWay) + added
 			if abs(ow.P50Ms-want) > 1e-9 || ow.HaveAdded == r.NoShaper || abs(ow.AddedP50Ms-added) > 1e-9 {
 				t.Errorf("row %g %s: p50 %g (want %g), added %g (want %g, %v)", r.RTTms, ow.Direction, ow.P50Ms, want, ow.AddedP50Ms, added, ow.HaveAdded)
 			}

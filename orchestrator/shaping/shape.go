@@ -1,4 +1,4 @@
-package orchestrator
+package shaping
 
 import (
 	"bytes"
@@ -70,6 +70,27 @@ type Shaping struct {
 	// is the delay alone while the userspace shaper's own pass (the
 	// wait to be read) stays under it.
 	Floor time.Duration
+}
+
+// StartShaped starts the stack of o and an agent per shaped member
+// (StartAgents). The caller removes the stack when done; when the agents
+// fail, the stack is removed before StartShaped returns, and what could
+// not be removed is joined to the error.
+func StartShaped(ctx context.Context, d engine.Docker, o stack.StackOptions, backend, scope, hook string) (*stack.Stack, *Shaping, error) {
+	st, err := stack.StartStack(ctx, d, o)
+	if err != nil {
+		return nil, nil, err
+	}
+	sh, err := StartAgents(ctx, d, st, backend, scope, hook)
+	if err != nil {
+		// Joined only when something is left: a Join of one error hides
+		// its type from callers that switch on it.
+		if rerr := st.Remove(context.WithoutCancel(ctx), d); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
+		return nil, nil, err
+	}
+	return st, sh, nil
 }
 
 // StartAgents starts one agent per shaped member of the stack, sharing its
@@ -209,7 +230,7 @@ const MaxFloorMs = 10.0
 // the userspace shaper, none for kernel netem.
 func DefaultFloor(backend string) time.Duration {
 	if backend == netem.BackendUserspace {
-		return msDuration(DefaultFloorMs)
+		return netem.FromMs(DefaultFloorMs)
 	}
 	return 0
 }
