@@ -83,7 +83,7 @@ func validateOwnSource(a PlanApp) error {
 	if a.Compose != "" {
 		// A file that does not load is the compose: line's error; only then
 		// are the services checked against it.
-		p, err := stack.LoadUserCompose(context.Background(), a.Compose)
+		p, err := stack.LoadOwnCompose(context.Background(), a.Compose)
 		if err != nil {
 			return a.badField("compose", "%v", err)
 		}

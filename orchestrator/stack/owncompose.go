@@ -19,7 +19,7 @@ import (
 	"github.com/rttlab/rttlab/orchestrator/engine"
 )
 
-// A user's compose file runs as the file says, with these differences:
+// An own app's compose file runs as the file says, with these differences:
 // every service joins the run's private network (aliased by its service
 // name) instead of the file's networks; named volumes become anonymous
 // ones, removed with their container; published ports are not published
@@ -27,10 +27,10 @@ import (
 // image is ever built or pulled. rttlab labels everything, adds its agents
 // and client, and shapes between the app service and the database service.
 
-// LoadUserCompose loads a user's compose file the way `docker compose`
+// LoadOwnCompose loads an own app's compose file the way `docker compose`
 // would: paths relative to its folder, variables from the environment
 // and the folder's .env.
-func LoadUserCompose(ctx context.Context, file string) (*types.Project, error) {
+func LoadOwnCompose(ctx context.Context, file string) (*types.Project, error) {
 	abs, err := filepath.Abs(file)
 	if err != nil {
 		return nil, fmt.Errorf("compose file %s: %w", file, err)
@@ -76,7 +76,7 @@ func ServiceImage(p *types.Project, s types.ServiceConfig) string {
 // services, the app and the database, that no service depends on what
 // rttlab does not run, and that no service shares another's network.
 func CheckComposeRef(ctx context.Context, ref apps.ComposeRef) (*types.Project, error) {
-	p, err := LoadUserCompose(ctx, ref.File)
+	p, err := LoadOwnCompose(ctx, ref.File)
 	if err != nil {
 		return nil, err
 	}
@@ -137,7 +137,7 @@ func ComposeAppPort(s types.ServiceConfig) int {
 // CheckComposeImages returns one line naming the first service whose
 // image the engine lacks; rttlab never builds or pulls a user's images.
 func CheckComposeImages(ctx context.Context, d engine.ImageStore, ref apps.ComposeRef) error {
-	p, err := LoadUserCompose(ctx, ref.File)
+	p, err := LoadOwnCompose(ctx, ref.File)
 	if err != nil {
 		return err
 	}
