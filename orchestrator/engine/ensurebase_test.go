@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/engine/enginefake"
 )
@@ -318,5 +319,52 @@ func TestEnsureBaseImportRefusedEarly(t *testing.T) {
 	}
 	if el := time.Since(start); el > 5*time.Second {
 		t.Errorf("EnsureBase returned after %v: it waited for tar until the context ended", el.Round(time.Second))
+	}
+}
+
+func TestFakeEnsureBaseAndBuild(t *testing.T) {
+	ctx := context.Background()
+	f := enginefake.New()
+	// Present: nothing to do. Pullable: pulled.
+	id := f.AddImage(engine.BaseImage, nil)
+	if path, got, err := engine.EnsureBase(ctx, f, engine.BaseOptions{}); err != nil || path != engine.BasePresent || got != id {
+		t.Fatalf("present: %s %s %v", path, got, err)
+	}
+	f.Pullable["debian:forky-slim"] = true
+	if path, got, err := engine.EnsureBase(ctx, f, engine.BaseOptions{Ref: "debian:forky-slim"}); err != nil || path != engine.BasePulled || got == "" {
+		t.Fatalf("pull: %s %s %v", path, got, err)
+	}
+	f.FailOn("ImageID", "broken:1", 1, errors.New("inspect: engine error"))
+	if _, _, err := engine.EnsureBase(ctx, f, engine.BaseOptions{Ref: "broken:1"}); err == nil || !strings.Contains(err.Error(), "engine error") {
+		t.Fatalf("inspect error: %v", err)
+	}
+
+	all, err := apps.Load(apps.FS(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log strings.Builder
+	b := &engine.Builder{Images: f, Apps: all, FS: apps.FS(""), GOOS: "linux", GOARCH: "amd64", Log: &log}
+	built, err := b.Build(ctx, []string{"postgres"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(built) != 1 || built[0].Tag != engine.ImageRef("postgres") || built[0].ID == "" {
+		t.Fatalf("built %+v", built)
+	}
+	fb := f.Builds[0]
+	if fb.Opts.Labels[engine.LabelApp] != "postgres" || !slices.Contains(fb.Files, "Dockerfile") || !slices.Contains(fb.Files, "schema.sql") || !strings.Contains(log.String(), "Successfully tagged") {
+		t.Errorf("build %+v files %v", fb.Opts, fb.Files)
+	}
+	if _, err := b.Build(ctx, []string{"cobol"}); err == nil || !strings.Contains(err.Error(), "known: ") {
+		t.Errorf("unknown app: %v", err)
+	}
+	f.FailOn("BuildImage", engine.ImageRef("postgres"), 1, &engine.StreamError{Msg: "returned a non-zero code: 100", Tail: []string{"E: Unable to locate package postgresql-17"}})
+	_, err = b.Build(ctx, []string{"postgres"})
+	if err == nil || !strings.HasPrefix(err.Error(), "apps/postgres: ") || !strings.Contains(err.Error(), "postgresql-17") {
+		t.Fatalf("build failure: %v", err)
+	}
+	if _, skip := engine.SkipReason(err); skip {
+		t.Error("a failing package install is not a reason to skip an app")
 	}
 }
