@@ -1,5 +1,9 @@
-// Package orchestrator owns stack lifecycle, the shaping agents, verify,
-// doctor and cleanup, and the RTT study's plan, runner and resume, over
-// the engine package's Docker wrapper and images. The placement and worker
-// studies build on it from their own packages; it imports neither.
+// Package orchestrator is the RTT study: its plan (apps x routes x
+// delays x runs, with the seed of every draw), the shuffled and resumable
+// tasks, the runner that drives each app's stack through them, the
+// estimate, the budgets gate's plan checks and doctor. It stands on three
+// layers of its own: engine (the Docker Engine API, images), stack (the
+// containers of a run) and shaping (the agents and links on a stack). The
+// placement and worker studies use the same layers from their own
+// packages; this package imports neither study.
 package orchestrator
