@@ -4,11 +4,12 @@
 // crossovers, the measured crossover of a serial-call sweep, the routing
 // policies, the routing reverse proxy with its decision log, and the
 // summaries of the routed comparison; and the study's plan (plan.go), its
-// runner (runner.go, session.go: the nodes on the orchestrator's stacks,
+// runner (runner.go, session.go: its nodes as a stack of orchestrator/stack,
 // link calibration, the proxy served in the client node, the sweep and the
 // concurrency phase), its report, markdown and plots. The models, policies
 // and proxy start no containers; only the runner uses the engine, through
-// the orchestrator, which imports nothing of this package.
+// orchestrator/stack and orchestrator/shaping, which import nothing of
+// this package.
 //
 // # Models
 //
