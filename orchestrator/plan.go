@@ -84,9 +84,8 @@ type Plan struct {
 	// shaper) or run (the first app's stack calibrates, every other app
 	// of the run applies its offsets; each app's verification probes
 	// still check every setting). The offsets are a property of the host
-	// and the shaper, not of the app: across the six apps of one smoke
-	// run they spread 75-160 µs per side with residuals of ±110 µs, so a
-	// per-app calibration measures noise as much as anything.
+	// and the shaper, not of the app, so a per-app calibration measures
+	// noise as much as anything (README, "How exact the delay is").
 	CalibratePer string    `yaml:"calibrate_per,omitempty" json:"calibrate_per,omitempty"`
 	Apps         []PlanApp `yaml:"apps" json:"apps"`
 	// Probes per setting: ICMP echo count and SELECT 1 runs × calls.

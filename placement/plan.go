@@ -115,10 +115,8 @@ type PlacePlan struct {
 	// Calibrate: "off" (default) applies the one-way delays as
 	// configured; "on" corrects each delayed link's one-way delays until
 	// ICMP adds what is configured. With the floor the shaper applies
-	// what it is given (ICMP added within ±0.02 ms of the applied delay
-	// in two runs), while one ICMP check of 200 echoes moves by ±0.05 ms
-	// from round to round: the correction then follows that noise (it set
-	// b→db to 0.028 ms one-way for 0.0625 configured).
+	// what it is given, so the correction mostly follows the ICMP
+	// check's own noise (README, "How exact the delay is").
 	Calibrate string `yaml:"calibrate" json:"calibrate"`
 	Shaper    string `yaml:"shaper" json:"shaper"`
 	Hook      string `yaml:"hook" json:"hook"`
