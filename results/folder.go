@@ -791,7 +791,23 @@ func sanitizeName(s string) string {
 }
 
 func createSynced(path string, b []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	return writeSynced(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, b)
+}
+
+// AppendJSONLine appends v to path (made if missing) as one JSON line and
+// fsyncs the file, as every raw file of a results folder is written: a
+// line on disk stays there through a crash.
+func AppendJSONLine(path string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return writeSynced(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, append(b, '\n'))
+}
+
+// writeSynced writes b to path opened with flag, then fsyncs and closes it.
+func writeSynced(path string, flag int, b []byte) error {
+	f, err := os.OpenFile(path, flag, 0o644)
 	if err != nil {
 		return err
 	}

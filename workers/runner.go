@@ -22,6 +22,7 @@ import (
 	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/shaping"
 	"github.com/rttlab/rttlab/orchestrator/stack"
+	"github.com/rttlab/rttlab/results"
 	"github.com/rttlab/rttlab/workloads"
 )
 
@@ -185,7 +186,7 @@ func (ws *WorkersSession) saveDecisions(ctx context.Context) error {
 		return fmt.Errorf("front proxy decision log: %w", err)
 	}
 	for _, d := range decs {
-		if err := appendJSONLine(ws.DecisionsPath, struct {
+		if err := results.AppendJSONLine(ws.DecisionsPath, struct {
 			Stack string `json:"stack"`
 			Proxy string `json:"proxy"` // the front proxy's container: its event order is its own
 			Decision
@@ -441,27 +442,6 @@ type WorkersRunLine struct {
 	Totals workloads.OpenTotals `json:"totals"`
 }
 
-func appendJSONLine(path string, v any) error {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		f.Close()
-		return err
-	}
-	if _, err := f.Write(append(b, '\n')); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
 // readJSONLines decodes every complete line of path into fn; a torn last
 // line (an interrupted write) is ignored.
 func readJSONLines(path string, fn func([]byte) error) error {
@@ -540,7 +520,7 @@ func (r *WorkersRunner) searchCapacities(ctx context.Context, f *workersFolder) 
 		}
 		ws.say("  sustains %.0f requests/s (%d trials)%s", c.Rate, len(c.Trials), map[bool]string{true: "", false: "; " + c.Warning}[c.Warning == ""])
 		row := WorkersCapacity{Key: ct.Key, Capacity: c}
-		if err := appendJSONLine(filepath.Join(r.Dir, "capacity.jsonl"), row); err != nil {
+		if err := results.AppendJSONLine(filepath.Join(r.Dir, "capacity.jsonl"), row); err != nil {
 			return err
 		}
 		f.caps[ct.Key] = c.Rate
@@ -579,7 +559,7 @@ func (r *WorkersRunner) runTasks(ctx context.Context, f *workersFolder) error {
 			return err
 		}
 		run := runFromOpen(t, rate, rs)
-		if err := appendJSONLine(filepath.Join(r.Dir, "runs.jsonl"), WorkersRunLine{Task: t, Run: run, Totals: tot}); err != nil {
+		if err := results.AppendJSONLine(filepath.Join(r.Dir, "runs.jsonl"), WorkersRunLine{Task: t, Run: run, Totals: tot}); err != nil {
 			return err
 		}
 		f.runs = append(f.runs, run)

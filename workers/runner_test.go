@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rttlab/rttlab/results"
 	"github.com/rttlab/rttlab/workloads"
 )
 
@@ -24,10 +25,10 @@ func TestOpenLoopArgs(t *testing.T) {
 
 func TestJSONLinesSurviveATornLastLine(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "runs.jsonl")
-	if err := appendJSONLine(path, map[string]int{"a": 1}); err != nil {
+	if err := results.AppendJSONLine(path, map[string]int{"a": 1}); err != nil {
 		t.Fatal(err)
 	}
-	if err := appendJSONLine(path, map[string]int{"a": 2}); err != nil {
+	if err := results.AppendJSONLine(path, map[string]int{"a": 2}); err != nil {
 		t.Fatal(err)
 	}
 	f, _ := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
