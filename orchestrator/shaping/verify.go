@@ -329,12 +329,9 @@ func shapeFor(route string, n int) shapeCheck {
 		return feedShape
 	case "/work":
 		return func(v any) error {
-			m, ok := v.(map[string]any)
-			if !ok {
-				return fmt.Errorf("body is not a JSON object")
-			}
-			if got, _ := m["n"].(float64); int(got) != n {
-				return fmt.Errorf(`"n" is %v, want %d`, m["n"], n)
+			m, err := countedObject(v, n)
+			if err != nil {
+				return err
 			}
 			if pid, _ := m["pid"].(float64); pid <= 0 {
 				return fmt.Errorf(`"pid" is %v, want the serving process`, m["pid"])
@@ -343,17 +340,24 @@ func shapeFor(route string, n int) shapeCheck {
 		}
 	case "/serial":
 		return func(v any) error {
-			m, ok := v.(map[string]any)
-			if !ok {
-				return fmt.Errorf("body is not a JSON object")
-			}
-			if got, _ := m["n"].(float64); int(got) != n {
-				return fmt.Errorf(`"n" is %v, want %d`, m["n"], n)
-			}
-			return nil
+			_, err := countedObject(v, n)
+			return err
 		}
 	}
 	return nil
+}
+
+// countedObject is the body of a route that does n calls: a JSON object
+// whose "n" says n.
+func countedObject(v any, n int) (map[string]any, error) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("body is not a JSON object")
+	}
+	if got, _ := m["n"].(float64); int(got) != n {
+		return nil, fmt.Errorf(`"n" is %v, want %d`, m["n"], n)
+	}
+	return m, nil
 }
 
 func feedShape(v any) error {
