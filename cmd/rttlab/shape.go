@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -330,11 +329,12 @@ func (o *shapeVerifyOptions) run(cmd *cobra.Command, args []string) (err error) 
 	}
 	fmt.Fprintln(table, verifyLine("RTT (ms)", "ICMP mean", "ICMP median", "added", "SELECT 1", "change", "95% CI", "hold p50 app/db (µs)", "check"))
 	flagged := 0
-	rows, err := shaping.VerifyShaping(ctx, rt, sh, shaping.ShapeVerifyOptions{
+	vo := shaping.ShapeVerifyOptions{
 		DelaysMs: o.delaysMs, ICMPCount: o.icmp, SelectRuns: o.selectRuns, SelectCalls: o.selectCalls,
 		ToleranceMs: o.tolerance, Seed: o.seed, OneWay: o.oneWay,
 		Row: printVerifyRow(table, &flagged),
-	})
+	}
+	rows, err := shaping.VerifyShaping(ctx, rt, sh, vo)
 	if err != nil {
 		return err
 	}
@@ -342,7 +342,7 @@ func (o *shapeVerifyOptions) run(cmd *cobra.Command, args []string) (err error) 
 		fmt.Fprintf(table, "%d setting(s) out of tolerance\n", flagged)
 	}
 	if o.json {
-		return writeVerifyJSON(out, sh, o, rows, cal)
+		return shaping.WriteVerifyJSON(out, sh, vo, rows, cal)
 	}
 	return nil
 }
@@ -425,109 +425,4 @@ func verifyRowLine(r shaping.ShapeRow) string {
 	}
 	return verifyLine(label, fmt.Sprintf("%.3f", netem.Ms(r.ICMP.Mean)), fmt.Sprintf("%.3f", netem.Ms(r.ICMP.Median)), added,
 		fmt.Sprintf("%.3f", r.Select1Ms), change, ci, hold, strings.Join(checks, ", "))
-}
-
-// verifySideJSON is one side's shaper figures of a row: the agent's own
-// summary, flattened, with the side and hook it belongs to.
-type verifySideJSON struct {
-	Side string `json:"side"`
-	Hook string `json:"hook"`
-	netem.Summary
-}
-
-type verifyRowJSON struct {
-	RTTms           float64          `json:"rtt_ms"`
-	NoShaper        bool             `json:"no_shaper"`
-	Baseline        string           `json:"baseline"`
-	ICMPMeanMs      float64          `json:"icmp_mean_ms"`
-	ICMPMedianMs    float64          `json:"icmp_median_ms"`
-	ICMPReceived    int              `json:"icmp_received"`
-	ICMPAddedMs     *float64         `json:"icmp_added_ms"`
-	ICMPOut         *bool            `json:"icmp_out_of_tolerance"`
-	Select1Ms       float64          `json:"select1_median_ms"`
-	Select1ChangeMs *float64         `json:"select1_change_ms"`
-	Select1CIMs     []float64        `json:"select1_change_ci_ms"`
-	Select1RunsMs   []float64        `json:"select1_run_medians_ms"`
-	Select1Out      *bool            `json:"select1_out_of_tolerance"`
-	OutOfTolerance  *bool            `json:"out_of_tolerance"`
-	Calibrated      bool             `json:"calibrated"`
-	OffsetUs        *float64         `json:"calibration_offset_us"`
-	Shaper          []verifySideJSON `json:"shaper"`
-	// OneWay: per direction, what the two captures saw (empty without
-	// --one-way).
-	OneWay []verifyOneWayJSON `json:"one_way"`
-}
-
-type verifyJSON struct {
-	Backend     string          `json:"backend"`
-	Why         string          `json:"why"`
-	Scope       string          `json:"scope"`
-	FloorMs     float64         `json:"floor_ms"`
-	ToleranceMs float64         `json:"tolerance_ms"`
-	ICMPCount   int             `json:"icmp_count"`
-	SelectRuns  int             `json:"select1_runs"`
-	SelectCalls int             `json:"select1_calls"`
-	Seed        uint64          `json:"seed"`
-	CIMethod    string          `json:"ci_method"`
-	Rows        []verifyRowJSON `json:"rows"`
-	Flagged     int             `json:"flagged"`
-	// Calibration: the offsets applied per setting, when calibrated. The
-	// calibration tunes the ICMP added RTT, so a calibrated row's ICMP
-	// flag is not an independent check; SELECT 1's is.
-	Calibration []results.CalibrationPoint `json:"calibration"`
-	// OneWayMethod says how the one_way figures of the rows were made
-	// ("" without --one-way).
-	OneWayMethod string `json:"one_way_method"`
-}
-
-func writeVerifyJSON(w io.Writer, sh *shaping.Shaping, o *shapeVerifyOptions, rows []shaping.ShapeRow, cal []results.CalibrationPoint) error {
-	if cal == nil {
-		cal = []results.CalibrationPoint{}
-	}
-	doc := verifyJSON{Calibration: cal, Backend: sh.Backend, Why: sh.Why, Scope: o.scope, FloorMs: netem.Ms(sh.Floor), ToleranceMs: o.tolerance, ICMPCount: o.icmp,
-		SelectRuns: o.selectRuns, SelectCalls: o.selectCalls, Seed: o.seed,
-		CIMethod: "percentile bootstrap (10000 resamples) of the difference of medians of the run medians, resampling both settings' runs independently",
-		Rows:     []verifyRowJSON{}}
-	if o.oneWay {
-		doc.OneWayMethod = oneWayMethod
-	}
-	for _, r := range rows {
-		jr := verifyRowJSON{RTTms: r.RTTms, NoShaper: r.NoShaper, ICMPMeanMs: netem.Ms(r.ICMP.Mean), ICMPMedianMs: netem.Ms(r.ICMP.Median),
-			ICMPReceived: r.ICMP.Received, Select1Ms: r.Select1Ms, Select1RunsMs: r.Select1Runs,
-			Shaper: []verifySideJSON{}}
-		if r.HaveBaseline {
-			// Flags are evaluated against the 0 ms setting only; the 0 ms
-			// row (against no shaper) has none.
-			jr.ICMPOut, jr.Select1Out, jr.OutOfTolerance = &r.ICMPFlag, &r.Select1Flag, &r.Flag
-		}
-		for _, c := range cal {
-			if c.RTTms == r.RTTms && !r.NoShaper {
-				off := c.AppOffsetUs
-				jr.Calibrated, jr.OffsetUs = true, &off
-			}
-		}
-		if !r.NoShaper {
-			a, c := r.AddedMs, r.Select1Diff
-			jr.ICMPAddedMs, jr.Select1ChangeMs = &a, &c
-			jr.Select1CIMs = []float64{r.Select1CI.Low, r.Select1CI.High}
-			jr.Baseline = "0 ms setting"
-			if !r.HaveBaseline {
-				jr.Baseline = "no shaper"
-			}
-		}
-		if r.Flag {
-			doc.Flagged++
-		}
-		for _, sd := range r.Sides {
-			jr.Shaper = append(jr.Shaper, verifySideJSON{Side: sd.Role, Hook: sd.Direction, Summary: sd.Summary})
-		}
-		jr.OneWay = oneWayJSON(r.OneWay)
-		doc.Rows = append(doc.Rows, jr)
-	}
-	b, err := json.MarshalIndent(doc, "", "  ")
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprintf(w, "%s\n", b)
-	return err
 }

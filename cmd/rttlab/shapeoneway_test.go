@@ -28,8 +28,8 @@ func oneWayRows() []shaping.ShapeRow {
 // not exist (nothing paired, no baseline) are null, not zero.
 func TestVerifyJSONOneWay(t *testing.T) {
 	var b bytes.Buffer
-	o := &shapeVerifyOptions{oneWay: true, scope: "path"}
-	if err := writeVerifyJSON(&b, &shaping.Shaping{Backend: "userspace"}, o, oneWayRows(), nil); err != nil {
+	o := shaping.ShapeVerifyOptions{OneWay: true}
+	if err := shaping.WriteVerifyJSON(&b, &shaping.Shaping{Backend: "userspace", Scope: "path"}, o, oneWayRows(), nil); err != nil {
 		t.Fatal(err)
 	}
 	var doc struct {
@@ -58,7 +58,7 @@ func TestVerifyJSONOneWay(t *testing.T) {
 		t.Errorf("1 ms db->app, nothing paired: %v", one[1])
 	}
 	b.Reset()
-	if err := writeVerifyJSON(&b, &shaping.Shaping{}, &shapeVerifyOptions{}, []shaping.ShapeRow{{NoShaper: true}}, nil); err != nil {
+	if err := shaping.WriteVerifyJSON(&b, &shaping.Shaping{}, shaping.ShapeVerifyOptions{}, []shaping.ShapeRow{{NoShaper: true}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(b.String(), `"one_way": []`) || !strings.Contains(b.String(), `"one_way_method": ""`) {
