@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -118,8 +116,8 @@ func (o *ciSmokeOptions) prepare(cmd *cobra.Command, args []string) (err error) 
 // run runs the steps, prints the verdict and returns its exit status.
 func (o *ciSmokeOptions) run(cmd *cobra.Command) error {
 	v := runCISmoke(cmd, o)
-	v.write(cmd.OutOrStdout())
-	return v.result()
+	v.Write(cmd.OutOrStdout())
+	return smokeResult(v)
 }
 
 // ciSmokePlan is the plan of a ci-smoke run: one app, its routes (or its
@@ -169,11 +167,12 @@ func ciSmokePlan(o *ciSmokeOptions) (*orchestrator.Plan, error) {
 
 // runCISmoke runs the steps and returns what each found; it stops at the
 // first step that fails to complete.
-func runCISmoke(cmd *cobra.Command, o *ciSmokeOptions) *ciVerdict {
+func runCISmoke(cmd *cobra.Command, o *ciSmokeOptions) *results.SmokeVerdict {
 	ctx := cmd.Context()
 	progress := cmd.ErrOrStderr()
 	t := o.target
-	v := &ciVerdict{App: t.Name, Plan: o.plan, JUnit: o.budget.junit}
+	runs, requests, _ := o.plan.AppRuns(o.plan.Apps[0])
+	v := &results.SmokeVerdict{App: t.Name, DelaysMs: o.plan.DelaysMs, Runs: runs, Requests: requests, JUnit: o.budget.junit}
 	all, _, _, err := appsTree()
 	if err != nil {
 		v.Err = err
@@ -251,179 +250,10 @@ func (c *lineCounter) Write(b []byte) (int, error) {
 	return c.w.Write(b)
 }
 
-// ciVerdict is what a ci-smoke run found, step by step; write prints it
-// and result turns it into the exit status. Both are pure.
-type ciVerdict struct {
-	App  string
-	Plan *orchestrator.Plan
-
-	VerifyRan    bool
-	VerifyChecks int
-	VerifyFailed int
-
-	RunRan  bool
-	Dir     string
-	Elapsed time.Duration
-	Summary *results.Summary
-	// Gate is the budget gate on the run's trace; nil when the run
-	// produced no trace and no budget was given.
-	Gate  *results.BudgetReport
-	JUnit string
-
-	// Err stopped a step from completing (not a failed check).
-	Err error
-}
-
-// verdict is PASS only when every step ran and passed.
-func (v *ciVerdict) verdict() string {
-	if v.Err != nil || !v.VerifyRan || v.VerifyFailed > 0 || !v.RunRan || !v.runComplete() ||
-		(v.Gate != nil && v.Gate.Verdict == results.BudgetFail) {
-		return "FAIL"
-	}
-	return "PASS"
-}
-
-func (v *ciVerdict) runComplete() bool {
-	return v.Summary != nil && v.Summary.TasksPlanned > 0 && v.Summary.TasksDone == v.Summary.TasksPlanned
-}
-
-// write prints the one-screen verdict.
-func (v *ciVerdict) write(w io.Writer) {
-	fmt.Fprintf(w, "ci-smoke %s: %s\n", v.App, v.verdict())
-	v.writeVerify(w)
-	if v.Gate != nil {
-		v.writeGate(w)
-	} else if v.RunRan {
-		ciRow(w, "budgets", "-", "not checked: the run traced nothing")
-	}
-	if v.RunRan {
-		v.writeRun(w)
-	}
-	if v.Err != nil && !v.RunRan && v.VerifyFailed == 0 {
-		ciRow(w, "error", "", firstLineOf(v.Err))
-	}
-	if v.Dir != "" {
-		ciRow(w, "results", "", v.Dir)
-	}
-	if v.JUnit != "" && v.Gate != nil {
-		ciRow(w, "junit", "", v.JUnit)
-	}
-}
-
-// ciRow prints a row of the verdict: the step, its state and what it found.
-func ciRow(w io.Writer, step, state, detail string) {
-	line := fmt.Sprintf("  %-8s %-5s %s", step, state, detail)
-	fmt.Fprintln(w, strings.TrimRight(line, " "))
-}
-
-// writeVerify prints the verify step's row.
-func (v *ciVerdict) writeVerify(w io.Writer) {
-	switch {
-	case !v.VerifyRan:
-		ciRow(w, "verify", "-", "not run")
-	case v.VerifyFailed > 0:
-		ciRow(w, "verify", "FAIL", fmt.Sprintf("%d of %d checks failed (the FAIL lines above); nothing else ran", v.VerifyFailed, v.VerifyChecks))
-	case v.Err != nil && !v.RunRan:
-		ciRow(w, "verify", "-", "did not complete")
-	default:
-		ciRow(w, "verify", "PASS", fmt.Sprintf("%d checks", v.VerifyChecks))
-	}
-}
-
-// writeGate prints the trace's round trips and the budget gate's rows.
-func (v *ciVerdict) writeGate(w io.Writer) {
-	var types []string
-	for _, t := range v.Gate.Types {
-		if t.N > 0 {
-			types = append(types, fmt.Sprintf("%s %g [%d-%d]", t.Type, t.RoundTrips.Median, t.RoundTrips.Min, t.RoundTrips.Max))
-		}
-	}
-	if len(types) > 0 {
-		ciRow(w, "trace", "", strings.Join(types, ", ")+" round trips per request, median [min-max]")
-	}
-	switch v.Gate.Verdict {
-	case results.BudgetNone:
-		ciRow(w, "budgets", "-", "none given (--budget ROUTE=N, or budgets: in app.yaml)")
-	case results.BudgetPass:
-		ciRow(w, "budgets", "PASS", fmt.Sprintf("%d of %d budgeted request types within budget (%s)", v.Gate.Gated(), v.Gate.Gated(), apps.Budgets(v.Gate.Budgets)))
-	default:
-		ciRow(w, "budgets", "FAIL", fmt.Sprintf("%d of %d budgeted request types", len(v.Gate.Failing()), v.Gate.Gated()))
-		for _, l := range v.Gate.FailLines() {
-			fmt.Fprintf(w, "           %s\n", l)
-		}
-	}
-}
-
-// writeRun prints the run step's row, its changes against 0 ms and the
-// count of the summary's warnings.
-func (v *ciVerdict) writeRun(w io.Writer) {
-	state, detail := "PASS", ""
-	if s := v.Summary; s != nil {
-		detail = fmt.Sprintf("%d of %d tasks at %s ms (%s)", s.TasksDone, s.TasksPlanned, msList(v.Plan.DelaysMs), v.counts())
-	}
-	if !v.runComplete() || v.Err != nil {
-		state = "FAIL"
-	}
-	if v.Err != nil {
-		if detail != "" {
-			detail += "; "
-		}
-		detail += firstLineOf(v.Err)
-	}
-	ciRow(w, "run", state, detail)
-	for _, c := range v.cells() {
-		fmt.Fprintf(w, "           %s\n", c)
-	}
-	if s := v.Summary; s != nil && len(s.Warnings) > 0 {
-		ciRow(w, "notes", "", fmt.Sprintf("%d warnings in summary.md (a smoke run has too few runs for a claim)", len(s.Warnings)))
-	}
-}
-
-func (v *ciVerdict) counts() string {
-	if v.Plan == nil || len(v.Plan.Apps) == 0 {
-		return ""
-	}
-	runs, requests, _ := v.Plan.AppRuns(v.Plan.Apps[0])
-	return fmt.Sprintf("%d runs × %d requests per route and setting; %s", runs, requests, v.Elapsed.Round(time.Second))
-}
-
-// cells are the run's changes against 0 ms, one line per route and
-// non-zero setting.
-func (v *ciVerdict) cells() []string {
-	if v.Summary == nil {
-		return nil
-	}
-	var cs []results.Cell
-	for _, c := range v.Summary.Cells {
-		if c.App == v.App && c.HasBaseline {
-			cs = append(cs, c)
-		}
-	}
-	slices.SortFunc(cs, func(a, b results.Cell) int {
-		if c := strings.Compare(a.Route, b.Route); c != 0 {
-			return c
-		}
-		return int(a.RTTms*1000) - int(b.RTTms*1000)
-	})
-	var out []string
-	for _, c := range cs {
-		l := fmt.Sprintf("%s at %s ms: p50 %+.2f ms", c.Route, strconv.FormatFloat(c.RTTms, 'g', -1, 64), c.Change)
-		if c.ChangeCI.Valid() {
-			l += fmt.Sprintf(" [%+.2f, %+.2f]", c.ChangeCI.Low, c.ChangeCI.High)
-		}
-		l += fmt.Sprintf(", ratio %.1f", c.Ratio)
-		if c.HasStatements {
-			l += fmt.Sprintf(" (%g statements: %+.2f ms predicted)", c.Statements, c.Predicted)
-		}
-		out = append(out, l)
-	}
-	return out
-}
-
-// result is the command's error: nil when the verdict is PASS, an
-// overBudgetError (exit status 3) when only budgets were not met, else an
-// error of one line (exit status 1).
-func (v *ciVerdict) result() error {
+// smokeResult is the command's error for v: nil when the verdict is PASS,
+// an overBudgetError (exit status 3) when only budgets were not met, else
+// an error of one line (exit status 1).
+func smokeResult(v *results.SmokeVerdict) error {
 	if v.Err != nil {
 		err := fmt.Errorf("ci-smoke %s: %w", v.App, v.Err)
 		if v.Dir != "" {
@@ -434,24 +264,11 @@ func (v *ciVerdict) result() error {
 	switch {
 	case v.VerifyFailed > 0:
 		return fmt.Errorf("ci-smoke %s: verify failed (%d of %d checks)", v.App, v.VerifyFailed, v.VerifyChecks)
-	case !v.VerifyRan || !v.RunRan || !v.runComplete():
+	case !v.VerifyRan || !v.RunRan || !v.RunComplete():
 		return fmt.Errorf("ci-smoke %s: the run did not complete", v.App)
 	}
 	if v.Gate != nil {
 		return gateError([]results.BudgetReport{*v.Gate})
 	}
 	return nil
-}
-
-func msList(ds []float64) string {
-	var s []string
-	for _, d := range ds {
-		s = append(s, strconv.FormatFloat(d, 'g', -1, 64))
-	}
-	return strings.Join(s, ", ")
-}
-
-func firstLineOf(err error) string {
-	l, _, _ := strings.Cut(err.Error(), "\n")
-	return l
 }

@@ -79,7 +79,7 @@ func TestCISmokePlan(t *testing.T) {
 
 // smokeVerdict is a ci-smoke verdict on the results folder in testdata
 // with the trace of traceRows, gated on budgets.
-func smokeVerdict(t *testing.T, budgets map[string]int) *ciVerdict {
+func smokeVerdict(t *testing.T, budgets map[string]int) *results.SmokeVerdict {
 	t.Helper()
 	dir := testFolder(t)
 	if err := results.WriteTrace(dir, traceRows()); err != nil {
@@ -91,14 +91,15 @@ func smokeVerdict(t *testing.T, budgets map[string]int) *ciVerdict {
 	}
 	p, _ := orchestrator.FolderPlan(dir)
 	gate := results.CheckBudgets("go", d.Trace, budgets)
-	return &ciVerdict{App: "go", Plan: p, VerifyRan: true, VerifyChecks: 14, RunRan: true, Dir: dir, Elapsed: 75 * time.Second,
+	runs, requests, _ := p.AppRuns(p.Apps[0])
+	return &results.SmokeVerdict{App: "go", DelaysMs: p.DelaysMs, Runs: runs, Requests: requests, VerifyRan: true, VerifyChecks: 14, RunRan: true, Dir: dir, Elapsed: 75 * time.Second,
 		Summary: results.Analyze(d, results.Options{}), Gate: &gate, JUnit: "budgets.xml"}
 }
 
 func TestCISmokeVerdict(t *testing.T) {
 	v := smokeVerdict(t, map[string]int{"/feed": 3, "/feed-naive": 12})
 	var b bytes.Buffer
-	v.write(&b)
+	v.Write(&b)
 	want := []string{
 		"ci-smoke go: PASS",
 		"  verify   PASS  14 checks",
@@ -110,7 +111,7 @@ func TestCISmokeVerdict(t *testing.T) {
 		"  junit          budgets.xml",
 	}
 	checkLines(t, b.String(), want)
-	if err := v.result(); err != nil {
+	if err := smokeResult(v); err != nil {
 		t.Errorf("PASS gave %v", err)
 	}
 	if n := strings.Count(b.String(), "\n"); n > 24 {
@@ -120,26 +121,26 @@ func TestCISmokeVerdict(t *testing.T) {
 	// Budgets not met, all else well: exit status 3.
 	v = smokeVerdict(t, map[string]int{"/feed": 3, "/feed-naive": 3})
 	b.Reset()
-	v.write(&b)
+	v.Write(&b)
 	checkLines(t, b.String(), []string{
 		"ci-smoke go: FAIL",
 		"  budgets  FAIL  1 of 2 budgeted request types",
 		"           over budget: go /feed-naive: 12 round trips per request (max of 20 requests; median 12) > budget 3;",
 	})
 	var eb bytes.Buffer
-	if code := exitReport(&eb, v.result()); code != 3 {
+	if code := exitReport(&eb, smokeResult(v)); code != 3 {
 		t.Errorf("exit %d: %s", code, eb.String())
 	}
 
 	// Verify failed: nothing else ran, exit status 1.
-	v = &ciVerdict{App: "go", VerifyRan: true, VerifyChecks: 14, VerifyFailed: 2}
+	v = &results.SmokeVerdict{App: "go", VerifyRan: true, VerifyChecks: 14, VerifyFailed: 2}
 	b.Reset()
-	v.write(&b)
+	v.Write(&b)
 	if b.String() != "ci-smoke go: FAIL\n  verify   FAIL  2 of 14 checks failed (the FAIL lines above); nothing else ran\n" {
 		t.Errorf("%q", b.String())
 	}
 	eb.Reset()
-	if code := exitReport(&eb, v.result()); code != 1 || eb.String() != "rttlab: ci-smoke go: verify failed (2 of 14 checks)\n" {
+	if code := exitReport(&eb, smokeResult(v)); code != 1 || eb.String() != "rttlab: ci-smoke go: verify failed (2 of 14 checks)\n" {
 		t.Errorf("exit %d: %q", code, eb.String())
 	}
 
@@ -148,17 +149,17 @@ func TestCISmokeVerdict(t *testing.T) {
 	v.Err = errors.New("go: task 7 (go /feed at 0.5 ms, run 3) failed twice: agent stopped")
 	v.Summary.TasksDone = 7
 	b.Reset()
-	v.write(&b)
+	v.Write(&b)
 	checkLines(t, b.String(), []string{"ci-smoke go: FAIL", "  run      FAIL  7 of 12 tasks at 0, 0.5 ms (6 runs × 10 requests per route and setting; 1m15s); go: task 7"})
 	eb.Reset()
-	if code := exitReport(&eb, v.result()); code != 1 || !strings.Contains(eb.String(), "rttlab run --resume "+v.Dir) {
+	if code := exitReport(&eb, smokeResult(v)); code != 1 || !strings.Contains(eb.String(), "rttlab run --resume "+v.Dir) {
 		t.Errorf("exit %d: %q", code, eb.String())
 	}
 
 	// Nothing started (no engine): the verdict says so.
-	v = &ciVerdict{App: "go", Err: errors.New("no Docker engine answers")}
+	v = &results.SmokeVerdict{App: "go", Err: errors.New("no Docker engine answers")}
 	b.Reset()
-	v.write(&b)
+	v.Write(&b)
 	if b.String() != "ci-smoke go: FAIL\n  verify   -     not run\n  error          no Docker engine answers\n" {
 		t.Errorf("%q", b.String())
 	}
