@@ -114,8 +114,10 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// Direction names which packets a shaper delays: "egress" (sent to the
-// peers) or "ingress" (arriving from them).
+// Direction names where a shaper holds packets: the userspace shaper's
+// hook (wire or egress hold the packets sent to the peers, ingress those
+// arriving from them), or "egress" for the kernel shaper, which delays on
+// the sender's link.
 func Direction(s Shaper) string {
 	if d, ok := s.(interface{ Hook() string }); ok {
 		return d.Hook()
