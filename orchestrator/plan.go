@@ -93,7 +93,7 @@ type Plan struct {
 	SelectRuns    int `yaml:"select1_runs" json:"select1_runs"`
 	SelectCalls   int `yaml:"select1_calls" json:"select1_calls"`
 	TaskICMPCount int `yaml:"task_icmp_count" json:"task_icmp_count"`
-	// shaping.TraceRequests per request type for the round-trip trace of each app.
+	// TraceRequests per request type for the round-trip trace of each app.
 	TraceRequests int `yaml:"trace_requests" json:"trace_requests"`
 
 	// doc is the file the plan was read from, for the line of an error.

@@ -3,7 +3,6 @@ package orchestrator
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -11,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rttlab/rttlab/orchestrator/engine"
-	"github.com/rttlab/rttlab/orchestrator/engine/enginefake"
 	"github.com/rttlab/rttlab/orchestrator/fakelab"
 	"github.com/rttlab/rttlab/results"
 )
@@ -50,7 +47,7 @@ func TestFakeFolderPlan(t *testing.T) {
 	}
 }
 
-func TestLoadPlanAndHostEnv(t *testing.T) {
+func TestLoadPlan(t *testing.T) {
 	if p, err := LoadPlan("smoke"); err != nil || p.Name != "smoke" {
 		t.Fatalf("smoke: %v", err)
 	}
@@ -64,31 +61,6 @@ func TestLoadPlanAndHostEnv(t *testing.T) {
 	os.WriteFile(f, []byte("delays_ms: [0, 1]\nruns: 2\nrequests: 5\napps: [{name: go, routes: [/feed]}]\n"), 0o644)
 	if p, err := LoadPlan(f); err != nil || p.Name != "mine" || p.Shaper != "auto" {
 		t.Errorf("file: %+v %v", p, err)
-	}
-
-	ctx := context.Background()
-	e := HostDoctorEnv(nil, engine.ErrNoEngine)
-	if _, err := e.Engine(ctx); !errors.Is(err, engine.ErrNoEngine) {
-		t.Errorf("engine: %v", err)
-	}
-	if _, err := e.ImageID(ctx, engine.BaseImage); !errors.Is(err, engine.ErrNoEngine) {
-		t.Errorf("image: %v", err)
-	}
-	fd := enginefake.New()
-	e = HostDoctorEnv(fd, nil)
-	if info, err := e.Engine(ctx); err != nil || info.Version != fd.Info.Version {
-		t.Errorf("engine: %+v %v", info, err)
-	}
-	if free, err := e.FreeBytes("/nonexistent/deeper"); err != nil || free == 0 {
-		t.Errorf("free bytes above a missing folder: %d %v", free, err)
-	}
-	if _, err := e.CapEff(); err != nil {
-		t.Errorf("CapEff: %v", err)
-	}
-	for in, want := range map[string]string{"/a/b": "/a", "/a/b/": "/a", "/a": "/", "/": "/"} {
-		if got := parentDir(in); got != want {
-			t.Errorf("parentDir(%q) = %q, want %q", in, got, want)
-		}
 	}
 }
 

@@ -619,7 +619,7 @@ func TestRunFakeSurfacesCleanupFailure(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 	if !errors.Is(err, stack.ErrCleanup) {
-		t.Errorf("%v is not stack.ErrCleanup", err)
+		t.Errorf("%v is not ErrCleanup", err)
 	}
 	cs, ns := lab.Live()
 	if len(cs) != 1 || !strings.HasSuffix(cs[0], "-db") || len(ns) != 1 {

@@ -209,7 +209,7 @@ func TestRunFakeCalibratePerRun(t *testing.T) {
 		newStatsShaper(lab)
 		calPings := 0
 		lab.Handle("rttlab agent ping", func(ctx context.Context, x *enginefake.Call) (int, error) {
-			if x.Flag("--count") == "200" { // shaping.Calibrate's echoes per measurement
+			if x.Flag("--count") == "200" { // the calibration's echoes per measurement
 				calPings++
 			}
 			return lab.Ping(ctx, x)

@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 
-	"github.com/rttlab/rttlab/orchestrator"
 	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/shaping"
 )
@@ -33,7 +32,7 @@ func advice(err error) string {
 
 // adviseEngine replaces the fix of doctor's failed engine check with this
 // command line's advice for the connection error.
-func adviseEngine(checks []orchestrator.DoctorCheck, connErr error) {
+func adviseEngine(checks []engine.DoctorCheck, connErr error) {
 	a := advice(connErr)
 	if a == "" {
 		return

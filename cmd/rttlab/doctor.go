@@ -6,7 +6,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/rttlab/rttlab/orchestrator"
 	"github.com/rttlab/rttlab/orchestrator/engine"
 )
 
@@ -29,12 +28,12 @@ working shaper, enough disk).`,
 				defer rt.Close()
 				d = rt
 			}
-			checks := orchestrator.Doctor(ctx, orchestrator.HostDoctorEnv(d, err))
+			checks := engine.Doctor(ctx, engine.HostDoctorEnv(d, err))
 			adviseEngine(checks, err)
 			for _, c := range checks {
 				fmt.Fprintln(cmd.OutOrStdout(), c)
 			}
-			if orchestrator.DoctorFailed(checks) {
+			if engine.DoctorFailed(checks) {
 				return errors.New("doctor: a required check failed (see FAIL above)")
 			}
 			return nil

@@ -12,7 +12,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/rttlab/rttlab/orchestrator"
 	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/stack"
 )
@@ -230,7 +229,7 @@ func TestExitReportAdvice(t *testing.T) {
 	if out := b.String(); !strings.Contains(out, "run as root") || strings.Contains(out, "make run") {
 		t.Errorf("permission denied:\n%s", out)
 	}
-	checks := []orchestrator.DoctorCheck{{Name: "docker engine", Required: true, Detail: noEngine.Error(), Fix: "library fix"}}
+	checks := []engine.DoctorCheck{{Name: "docker engine", Required: true, Detail: noEngine.Error(), Fix: "library fix"}}
 	adviseEngine(checks, noEngine)
 	if line := checks[0].String(); strings.Count(line, "DOCKER_HOST") != 1 || !strings.Contains(line, "make run") {
 		t.Errorf("doctor engine line: %s", line)

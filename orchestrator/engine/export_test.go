@@ -12,3 +12,9 @@ func SetProgressEvery(t testing.TB, d time.Duration) {
 	progressEvery = d
 	t.Cleanup(func() { progressEvery = old })
 }
+
+// CapNetAdmin is the capability bit doctor looks for, and ParentDir the
+// folder doctor measures free space in, for the tests outside the package.
+const CapNetAdmin = capNetAdmin
+
+var ParentDir = parentDir

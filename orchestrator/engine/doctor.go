@@ -1,4 +1,4 @@
-package orchestrator
+package engine
 
 import (
 	"bufio"
@@ -15,7 +15,6 @@ import (
 	"github.com/vishvananda/netns"
 
 	"github.com/rttlab/rttlab/netem"
-	"github.com/rttlab/rttlab/orchestrator/engine"
 	"golang.org/x/sys/unix"
 )
 
@@ -46,7 +45,7 @@ func (c DoctorCheck) String() string {
 // DoctorEnv is what the checks look at; the functions are replaceable in
 // unit tests.
 type DoctorEnv struct {
-	Engine       func(ctx context.Context) (engine.EngineInfo, error)
+	Engine       func(ctx context.Context) (EngineInfo, error)
 	ImageID      func(ctx context.Context, ref string) (string, error)
 	Euid         func() int
 	CapEff       func() (uint64, error)
@@ -61,7 +60,7 @@ type DoctorEnv struct {
 
 // HostDoctorEnv returns the real environment; d may be nil when no engine
 // answers (the engine check then fails with connErr).
-func HostDoctorEnv(d engine.Docker, connErr error) DoctorEnv {
+func HostDoctorEnv(d Docker, connErr error) DoctorEnv {
 	env := DoctorEnv{
 		Euid:         os.Geteuid,
 		CapEff:       capEff,
@@ -77,7 +76,7 @@ func HostDoctorEnv(d engine.Docker, connErr error) DoctorEnv {
 		env.Engine = d.EngineInfo
 		env.ImageID = d.ImageID
 	} else {
-		env.Engine = func(context.Context) (engine.EngineInfo, error) { return engine.EngineInfo{}, connErr }
+		env.Engine = func(context.Context) (EngineInfo, error) { return EngineInfo{}, connErr }
 		env.ImageID = func(context.Context, string) (string, error) { return "", connErr }
 	}
 	return env
@@ -104,12 +103,12 @@ func Doctor(ctx context.Context, e DoctorEnv) []DoctorCheck {
 }
 
 // engineCheck says whether the engine answered, and what it is.
-func engineCheck(info engine.EngineInfo, err error) DoctorCheck {
+func engineCheck(info EngineInfo, err error) DoctorCheck {
 	if err == nil {
 		return DoctorCheck{Name: "docker engine", OK: true, Required: true,
 			Detail: fmt.Sprintf("engine %s, API %s, %s/%s, kernel %s", info.Version, info.APIVersion, info.OS, info.Arch, info.Kernel)}
 	}
-	return DoctorCheck{Name: "docker engine", Required: true, Detail: engine.FirstLine(err.Error()),
+	return DoctorCheck{Name: "docker engine", Required: true, Detail: FirstLine(err.Error()),
 		Fix: "start dockerd, or set DOCKER_HOST to a running engine"}
 }
 
@@ -177,10 +176,10 @@ func (e DoctorEnv) baseImageCheck(ctx context.Context, engineOK bool) DoctorChec
 	bi := DoctorCheck{Name: "base image"}
 	if !engineOK {
 		bi.Detail = "unknown (no engine)"
-	} else if id, err := e.ImageID(ctx, engine.BaseImage); err == nil {
-		bi.OK, bi.Detail = true, engine.BaseImage+" "+strings.TrimPrefix(id, "sha256:")[:12]
+	} else if id, err := e.ImageID(ctx, BaseImage); err == nil {
+		bi.OK, bi.Detail = true, BaseImage+" "+strings.TrimPrefix(id, "sha256:")[:12]
 	} else {
-		bi.Detail = engine.BaseImage + " missing"
+		bi.Detail = BaseImage + " missing"
 		bi.Fix = "rttlab images base"
 	}
 	return bi
