@@ -1,9 +1,5 @@
 package stack
 
-// The helpers every run starts besides its nodes are agent containers;
-// the wire shapers among them add rules to the engine host's tables that
-// carry the run's label, and removing a run sweeps those too.
-
 import (
 	"bytes"
 	"context"
@@ -14,6 +10,10 @@ import (
 
 	"github.com/rttlab/rttlab/orchestrator/engine"
 )
+
+// The helpers every run starts besides its nodes are agent containers;
+// the wire shapers among them add rules to the engine host's tables that
+// carry the run's label, and removing a run sweeps those too.
 
 // WireRulePrefix starts the comment label of every wire shaper rule of
 // a run: the rules of run ID are found and swept by it.
