@@ -18,47 +18,13 @@ import (
 	"github.com/rttlab/rttlab/orchestrator/stack"
 )
 
-// shopCompose is a user's compose file: an app (built by compose, no
-// image: of its own), the official-style PostgreSQL and a cache beside
-// them.
-const shopCompose = `services:
-  web:
-    build: .
-    environment:
-      DATABASE_URL: postgres://shop:${SHOP_DB_PASSWORD:-s3cret}@pg:5432/shopdb
-      WORKERS: "2"
-    expose: ["9000"]
-    depends_on: [pg, cache]
-    volumes:
-      - ./config:/etc/shop:ro
-  pg:
-    image: example/postgres:17
-    environment:
-      POSTGRES_USER: shop
-      POSTGRES_PASSWORD: ${SHOP_DB_PASSWORD:-s3cret}
-      POSTGRES_DB: shopdb
-    volumes:
-      - pgdata:/var/lib/postgresql/data
-  cache:
-    image: example/cache:7
-    tmpfs: [/data]
-volumes:
-  pgdata: {}
-`
-
-func writeCompose(t *testing.T, body string) string {
-	t.Helper()
-	dir := filepath.Join(t.TempDir(), "Shop_App")
-	return fakelab.WriteFile(t, filepath.Join(dir, "compose.yaml"), body)
-}
-
 func TestComposeEntryErrors(t *testing.T) {
-	file := writeCompose(t, shopCompose)
+	file := fakelab.WriteCompose(t, fakelab.ShopCompose)
 	ok := PlanApp{Name: "web", Compose: file, AppService: "web", DBService: "pg", Routes: []string{"/items"}}
 	if err := ValidateOwnApp(ok); err != nil {
 		t.Fatalf("valid entry: %v", err)
 	}
-	netmode := writeCompose(t, strings.Replace(shopCompose, "    tmpfs: [/data]", "    tmpfs: [/data]\n    network_mode: host", 1))
+	netmode := fakelab.WriteCompose(t, strings.Replace(fakelab.ShopCompose, "    tmpfs: [/data]", "    tmpfs: [/data]\n    network_mode: host", 1))
 	for name, c := range map[string]struct {
 		edit  func(*PlanApp)
 		field string
@@ -89,7 +55,7 @@ func TestComposeEntryErrors(t *testing.T) {
 }
 
 func TestComposeMeta(t *testing.T) {
-	file := writeCompose(t, shopCompose)
+	file := fakelab.WriteCompose(t, fakelab.ShopCompose)
 	m, err := OwnAppMeta(PlanApp{Name: "web", Compose: file, AppService: "web", DBService: "pg", Routes: []string{"/items"}})
 	if err != nil {
 		t.Fatal(err)
@@ -127,7 +93,7 @@ func TestComposeDBCredentials(t *testing.T) {
 
 // An image the engine lacks is one line naming the service and the fix.
 func TestComposeImageMissing(t *testing.T) {
-	file := writeCompose(t, shopCompose)
+	file := fakelab.WriteCompose(t, fakelab.ShopCompose)
 	f := enginefake.New()
 	f.AddImage("example/postgres:17", nil)
 	f.AddImage("example/cache:7", nil)
@@ -149,7 +115,7 @@ func TestFakeComposeStack(t *testing.T) {
 		l := fakelab.New(t)
 		l.DBRole, l.NoPGSS = "shop", noPGSS
 		l.IPByService["web"] = "127.0.0.1"
-		file := writeCompose(t, strings.Replace(shopCompose, `expose: ["9000"]`, `expose: ["`+l.HostPort+`"]`, 1))
+		file := fakelab.WriteCompose(t, strings.Replace(fakelab.ShopCompose, `expose: ["9000"]`, `expose: ["`+l.HostPort+`"]`, 1))
 		m, err := OwnAppMeta(PlanApp{Name: "web", Compose: file, AppService: "web", DBService: "pg", Routes: []string{"/feed"}, Health: "/health",
 			Env: map[string]string{"WORKERS": "4"}})
 		if err != nil {
@@ -238,10 +204,10 @@ func TestFakeComposeOneShotService(t *testing.T) {
 		ctx := context.Background()
 		l := fakelab.New(t)
 		l.IPByService["web"] = "127.0.0.1"
-		body := strings.Replace(shopCompose, `expose: ["9000"]`, `expose: ["`+l.HostPort+`"]`, 1)
+		body := strings.Replace(fakelab.ShopCompose, `expose: ["9000"]`, `expose: ["`+l.HostPort+`"]`, 1)
 		body = strings.Replace(body, "    depends_on: [pg, cache]\n", "    depends_on:\n      pg: {condition: service_started}\n      cache: {condition: service_started}\n      migrate: {condition: service_completed_successfully}\n", 1)
 		body = strings.Replace(body, "  cache:\n", "  migrate:\n    image: example/migrate:1\n    depends_on: [pg]\n  cache:\n", 1)
-		file := writeCompose(t, body)
+		file := fakelab.WriteCompose(t, body)
 		m, err := OwnAppMeta(PlanApp{Name: "web", Compose: file, AppService: "web", DBService: "pg", Routes: []string{"/feed"}, Health: "/health"})
 		if err != nil {
 			t.Fatal(err)
