@@ -2,9 +2,16 @@ package stack
 
 import (
 	"context"
+	"errors"
+	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/compose-spec/compose-go/v2/types"
+	"github.com/docker/docker/api/types/container"
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/orchestrator/engine/enginefake"
 	"github.com/rttlab/rttlab/orchestrator/fakelab"
@@ -44,5 +51,149 @@ func TestComposeImageMissing(t *testing.T) {
 	want := "service web's image shop_app-web is not present locally: build it first: docker compose -f " + file + " build web"
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("err = %v, want %q", err, want)
+	}
+}
+
+// servicesOf loads body as a user's compose file and returns its
+// services.
+func servicesOf(t *testing.T, body string) types.Services {
+	t.Helper()
+	p, err := LoadOwnCompose(context.Background(), fakelab.WriteCompose(t, body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.Services
+}
+
+// The app's port, when the entry does not say: the first ports: target,
+// else the first expose: entry, else OwnAppPort.
+func TestComposeAppPort(t *testing.T) {
+	svcs := servicesOf(t, `services:
+  published: {image: a, ports: ["127.0.0.1:8000:3000", "4000"], expose: ["9000"]}
+  exposed: {image: a, expose: ["9000/tcp", "9100"]}
+  neither: {image: a}
+`)
+	for name, want := range map[string]int{"published": 3000, "exposed": 9000, "neither": OwnAppPort} {
+		if got := ComposeAppPort(svcs[name]); got != want {
+			t.Errorf("%s: %d, want %d", name, got, want)
+		}
+	}
+}
+
+// A service's container keeps what the file says of its process, health
+// check and mounts; a mount rttlab cannot make is refused by name.
+func TestComposeServiceSpec(t *testing.T) {
+	svcs := servicesOf(t, `services:
+  pg:
+    image: example/postgres:17
+    command: [postgres, -c, fsync=off]
+    user: "999"
+    init: true
+    cap_add: [SYS_NICE]
+    healthcheck: {test: [CMD, pg_isready], interval: 2s, retries: 5}
+    tmpfs: [/run]
+    volumes: [{type: tmpfs, target: /tmp}]
+  off:
+    image: a
+    healthcheck: {disable: true}
+  pipe:
+    image: a
+    volumes: [{type: npipe, source: '\\.\pipe\docker', target: /pipe}]
+`)
+	spec, err := composeServiceSpec(svcs["pg"], "example/postgres:17")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &container.HealthConfig{Test: []string{"CMD", "pg_isready"}, Interval: 2 * time.Second, Retries: 5}
+	if spec.Image != "example/postgres:17" || !slices.Equal(spec.Cmd, []string{"postgres", "-c", "fsync=off"}) || spec.User != "999" || !spec.Init ||
+		!slices.Equal(spec.CapAdd, []string{"SYS_NICE"}) || !reflect.DeepEqual(spec.Healthcheck, want) || !slices.Equal(spec.Tmpfs, []string{"/tmp", "/run"}) {
+		t.Errorf("spec %+v health %+v", spec, spec.Healthcheck)
+	}
+	if spec, err := composeServiceSpec(svcs["off"], "a"); err != nil || spec.Healthcheck != nil {
+		t.Errorf("a disabled health check is kept: %+v %v", spec.Healthcheck, err)
+	}
+	if _, err := composeServiceSpec(svcs["pipe"], "a"); err == nil || err.Error() != `service pipe: volume type "npipe" at /pipe is not supported: use a bind mount, a volume or a tmpfs` {
+		t.Errorf("named pipe: %v", err)
+	}
+}
+
+// A user's file loads as docker compose loads it: variables from the
+// environment, paths relative to the folder, the project named after
+// it; an error is one line naming the file.
+func TestLoadOwnCompose(t *testing.T) {
+	ctx := context.Background()
+	file := fakelab.WriteCompose(t, fakelab.ShopCompose)
+	dir := filepath.Dir(file)
+	t.Setenv("SHOP_DB_PASSWORD", "from-env")
+	p, err := LoadOwnCompose(ctx, file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pw := p.Services["pg"].Environment["POSTGRES_PASSWORD"]; p.Name != "shop_app" || pw == nil || *pw != "from-env" {
+		t.Errorf("project %s, password %v", p.Name, pw)
+	}
+	if v := p.Services["web"].Volumes; len(v) != 1 || v[0].Source != filepath.Join(dir, "config") {
+		t.Errorf("web volumes %+v", v)
+	}
+	bad := fakelab.WriteCompose(t, "services:\n  web:\n    image: a\n    ports: {x: 1}\n")
+	if _, err := LoadOwnCompose(ctx, bad); err == nil || !strings.HasPrefix(err.Error(), "compose file "+bad+": ") || strings.Contains(err.Error(), "\n") {
+		t.Errorf("bad file: %v", err)
+	}
+	gone := filepath.Join(dir, "nope.yaml")
+	if _, err := LoadOwnCompose(ctx, gone); err == nil || !strings.Contains(err.Error(), gone) {
+		t.Errorf("no file: %v", err)
+	}
+}
+
+// CheckComposeServices names the plan field at fault.
+func TestCheckComposeServices(t *testing.T) {
+	file := fakelab.WriteCompose(t, fakelab.ShopCompose)
+	p, err := LoadOwnCompose(context.Background(), file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	web := p.Services["web"]
+	web.DependsOn = types.DependsOnConfig{"ghost": {Condition: types.ServiceConditionStarted}}
+	ghost := &types.Project{Name: p.Name, Services: types.Services{"web": web, "pg": p.Services["pg"]}}
+	for _, c := range []struct {
+		p               *types.Project
+		app, db         string
+		field, contains string
+	}{
+		{p, "web", "pg", "", ""},
+		{p, "", "pg", "app_service", "app_service is missing: name one of its services (cache, pg, web)"},
+		{p, "web", "postgres", "db_service", `has no service "postgres": its services are cache, pg, web`},
+		{p, "pg", "pg", "compose", `the app service and the database service are both "pg"`},
+		{ghost, "web", "pg", "compose", "service web depends on ghost, which the file does not define"},
+	} {
+		field, err := CheckComposeServices(c.p, apps.ComposeRef{File: file, AppService: c.app, DBService: c.db})
+		if field != c.field || (err == nil) != (c.contains == "") || (err != nil && !strings.Contains(err.Error(), c.contains)) {
+			t.Errorf("app %q db %q: field %q err %v, want %q %q", c.app, c.db, field, err, c.field, c.contains)
+		}
+	}
+}
+
+// CheckComposeImages passes when the engine has every service's image,
+// says to pull one that only names an image, and passes an engine error on.
+func TestComposeImagesPresentOrNot(t *testing.T) {
+	ctx := context.Background()
+	ref := apps.ComposeRef{File: fakelab.WriteCompose(t, fakelab.ShopCompose), AppService: "web", DBService: "pg"}
+	f := enginefake.New()
+	f.AddImage("shop_app-web", nil)
+	f.AddImage("example/postgres:17", nil)
+	if err := CheckComposeImages(ctx, f, ref); err == nil || !strings.HasSuffix(err.Error(), "service cache's image example/cache:7 is not present locally: build or pull it first") {
+		t.Errorf("cache missing: %v", err)
+	}
+	f.AddImage("example/cache:7", nil)
+	if err := CheckComposeImages(ctx, f, ref); err != nil {
+		t.Errorf("all present: %v", err)
+	}
+	boom := errors.New("inspect: engine is shutting down")
+	f.FailOn("ImageID", "", 1, boom)
+	if err := CheckComposeImages(ctx, f, ref); !errors.Is(err, boom) {
+		t.Errorf("engine error: %v", err)
+	}
+	if err := CheckComposeImages(ctx, f, apps.ComposeRef{File: ref.File + ".gone"}); err == nil {
+		t.Error("a file that does not load passed")
 	}
 }
