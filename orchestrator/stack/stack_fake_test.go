@@ -2,10 +2,13 @@ package stack
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/fakelab"
@@ -150,5 +153,54 @@ func TestStackRemoveLeavesNothing(t *testing.T) {
 	l.RequireEmpty(t)
 	if err := b.Remove(ctx, l); err != nil {
 		t.Errorf("removing a removed stack: %v", err)
+	}
+}
+
+// FeedServiceEnv is a feed stack service's environment for the stack's
+// password, with the target's environment added to the app's.
+func TestFeedServiceEnv(t *testing.T) {
+	ctx := context.Background()
+	l := fakelab.New(t)
+	tg := l.Target("axum-raw")
+	tg.Env["PGUSER"] = "other"
+	st := &Stack{RunID: "r1", Target: tg, DB: RttlabDB("pw1")}
+	db, err := FeedServiceEnv(ctx, st, "db")
+	if err != nil || !slices.Equal(db, []string{"RTTLAB_DB_PASSWORD=pw1"}) {
+		t.Errorf("db env %q %v", db, err)
+	}
+	app, err := FeedServiceEnv(ctx, st, "app")
+	if err != nil || !slices.IsSorted(app) {
+		t.Fatalf("app env %q %v", app, err)
+	}
+	for _, kv := range []string{"PGPASSWORD=pw1", "PGUSER=other", "PGHOST=db", "RTTLAB_AXUM_MODE=raw"} {
+		if !slices.Contains(app, kv) {
+			t.Errorf("app env %q lacks %s", app, kv)
+		}
+	}
+	if slices.Contains(app, "PGUSER=rttlab") {
+		t.Errorf("the target's PGUSER did not win: %q", app)
+	}
+	if _, err := FeedServiceEnv(ctx, st, "cache"); err == nil {
+		t.Error("a service the feed stack lacks")
+	}
+}
+
+// WaitHTTP waits for a member's URL to answer 200, says what it last got
+// when it does not, and stops at once when the member stops.
+func TestWaitHTTP(t *testing.T) {
+	ctx := context.Background()
+	l := fakelab.New(t)
+	st := started(t, l, StackOptions{Target: l.Target("go")})
+	app := st.Role("app")
+	if err := WaitHTTP(ctx, l, app, st.BaseURL()+"/health", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	url := st.BaseURL() + "/nope"
+	if err := WaitHTTP(ctx, l, app, url, 100*time.Millisecond); err == nil || err.Error() != app.Name+" did not answer "+url+" with 200 within 100ms (last: 404 Not Found)" {
+		t.Errorf("404: %v", err)
+	}
+	l.Exit("-app", 137, "killed\n")
+	if err := WaitHTTP(ctx, l, app, url, time.Minute); !errors.Is(err, ErrContainerExited) || !strings.Contains(err.Error(), "(exit code 137); last log lines:\n    killed") {
+		t.Errorf("stopped: %v", err)
 	}
 }
