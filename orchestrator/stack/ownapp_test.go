@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/rttlab/rttlab/apps"
+	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/engine/enginefake"
 	"github.com/rttlab/rttlab/orchestrator/fakelab"
 )
@@ -100,5 +101,49 @@ func TestCheckOwnImage(t *testing.T) {
 	}
 	if n := f.CountCalls("BuildImage") + f.CountCalls("PullImage"); n != 0 {
 		t.Errorf("%d builds or pulls", n)
+	}
+}
+
+// An own app may not take the name of an app of the tree or of a variant
+// of one; another own app's name is not the tree's.
+func TestIsTreeApp(t *testing.T) {
+	l := fakelab.New(t)
+	all := l.Apps
+	all["shop"] = &apps.Meta{Name: "shop", Kind: "app", Image: "example/shop:1.4"}
+	for name, want := range map[string]bool{"go": true, "axum-raw": true, "postgres": true, "shop": false, "cobol": false} {
+		if got := IsTreeApp(all, name); got != want {
+			t.Errorf("%s: %v, want %v", name, got, want)
+		}
+	}
+}
+
+// A target runs the user's image, or the one rttlab builds for its app.
+func TestTargetImage(t *testing.T) {
+	l := fakelab.New(t)
+	if got := TargetImage(l.Target("axum-raw")); got != engine.ImageRef("axum") {
+		t.Errorf("variant: %s", got)
+	}
+	if got := TargetImage(apps.Target{Name: "shop", Meta: &apps.Meta{Name: "shop"}, Image: "example/shop:1.4"}); got != "example/shop:1.4" {
+		t.Errorf("own image: %s", got)
+	}
+}
+
+func TestReadEnvFile(t *testing.T) {
+	dir := t.TempDir()
+	env, err := ReadEnvFile(fakelab.WriteFile(t, filepath.Join(dir, "app.env"), "export LOG_LEVEL=warn\nTOKEN='a b'\n"))
+	if err != nil || len(env) != 2 || env["LOG_LEVEL"] != "warn" || env["TOKEN"] != "a b" {
+		t.Errorf("env %v %v", env, err)
+	}
+	if _, err := ReadEnvFile(filepath.Join(dir, "gone.env")); err == nil || !strings.Contains(err.Error(), "gone.env") {
+		t.Errorf("no file: %v", err)
+	}
+	bin := fakelab.WriteFile(t, filepath.Join(dir, "bin.env"), "A=1\nB=\x00\n")
+	if _, err := ReadEnvFile(bin); err == nil || !strings.HasPrefix(err.Error(), bin+":2: not a text file") {
+		t.Errorf("binary: %v", err)
+	}
+	for k, want := range map[string]bool{"A_1": true, "_x": true, "1A": false, "A-B": false, "": false} {
+		if ValidEnvKey(k) != want {
+			t.Errorf("ValidEnvKey(%q) = %v", k, !want)
+		}
 	}
 }
