@@ -25,64 +25,41 @@ func startFails(t *testing.T, l *fakelab.Lab, timeout time.Duration) error {
 	return err
 }
 
-func TestStartStackMemberDoesNotStart(t *testing.T) {
-	l := fakelab.New(t)
+// Each failure names what failed: the engine's error, the member that
+// stopped with its log, the container whose image is missing, or what the
+// app last answered; the containers created before it are removed.
+func TestStartStackFailures(t *testing.T) {
 	boom := errors.New("start: port is already allocated")
-	l.FailOn("StartContainer", "-app", 1, boom)
-	if err := startFails(t, l, 0); !errors.Is(err, boom) {
-		t.Errorf("err = %v, want the engine's", err)
+	for _, c := range []struct {
+		name    string
+		arrange func(l *fakelab.Lab)
+		timeout time.Duration
+		is      error  // the error wraps it, when set
+		prefix  string // the error's message starts with it
+		created int    // container creations tried
+	}{
+		{"member does not start", func(l *fakelab.Lab) { l.FailOn("StartContainer", "-app", 1, boom) }, 0, boom, "", 2},
+		{"database exits", func(l *fakelab.Lab) { l.CrashOnStart("-db", 1, 1, "FATAL:  could not map anonymous shared memory\n") }, time.Minute,
+			ErrContainerExited, "rttlab-r1-db: container exited (exit code 1); last log lines:\n    FATAL:  could not map", 1},
+		{"app image missing", func(l *fakelab.Lab) { l.DropImage(engine.ImageRef("go")) }, 0, nil, "create rttlab-r1-app: image " + engine.ImageRef("go") + " is missing", 2},
+		{"no network", func(l *fakelab.Lab) { l.FailOn("CreateNetwork", "rttlab-r1", 1, boom) }, 0, boom, "", 0},
+		{"app never ready", func(l *fakelab.Lab) { l.Healthy.Store(false) }, 300 * time.Millisecond, nil,
+			"app go (rttlab-r1-app) did not answer /health on port %d with 200 within 300ms (last: 503 Service Unavailable); last log lines:\n    (no output)", 2},
+	} {
+		l := fakelab.New(t)
+		c.arrange(l)
+		err := startFails(t, l, c.timeout)
+		if c.is != nil && !errors.Is(err, c.is) {
+			t.Errorf("%s: err = %v, want %v", c.name, err, c.is)
+		}
+		if prefix := strings.ReplaceAll(c.prefix, "%d", fmt.Sprint(l.Target("go").Meta.Port)); !strings.HasPrefix(err.Error(), prefix) {
+			t.Errorf("%s: err = %q\nwant %q...", c.name, err, prefix)
+		}
+		if n := l.CountCalls("CreateContainer"); n != c.created {
+			t.Errorf("%s: %d containers created, want %d", c.name, n, c.created)
+		}
+		l.RequireEmpty(t)
 	}
-	l.RequireEmpty(t)
-}
-
-func TestStartStackDatabaseExits(t *testing.T) {
-	l := fakelab.New(t)
-	l.CrashOnStart("-db", 1, 1, "FATAL:  could not map anonymous shared memory\n")
-	err := startFails(t, l, time.Minute)
-	if !errors.Is(err, ErrContainerExited) || !strings.HasPrefix(err.Error(), "rttlab-r1-db: container exited (exit code 1); last log lines:\n    FATAL:  could not map") {
-		t.Errorf("err = %v", err)
-	}
-	if n := l.CountCalls("CreateContainer"); n != 1 {
-		t.Errorf("%d containers created after the database stopped, want the database's only", n)
-	}
-	l.RequireEmpty(t)
-}
-
-func TestStartStackAppImageMissing(t *testing.T) {
-	l := fakelab.New(t)
-	l.DropImage(engine.ImageRef("go"))
-	err := startFails(t, l, 0)
-	if msg := err.Error(); !strings.Contains(msg, "create rttlab-r1-app") || !strings.Contains(msg, engine.ImageRef("go")) {
-		t.Errorf("err = %v, want the app's container and image named", err)
-	}
-	l.RequireEmpty(t)
-}
-
-func TestStartStackNetworkFails(t *testing.T) {
-	l := fakelab.New(t)
-	boom := errors.New("could not find an available, non-overlapping IPv4 address pool")
-	l.FailOn("CreateNetwork", "rttlab-r1", 1, boom)
-	if err := startFails(t, l, 0); !errors.Is(err, boom) {
-		t.Errorf("err = %v", err)
-	}
-	if n := l.CountCalls("CreateContainer"); n != 0 {
-		t.Errorf("%d containers created without a network", n)
-	}
-	l.RequireEmpty(t)
-}
-
-// An app that never answers 200: the error says what it waited for and
-// what the app last answered, and ends with its (empty) log.
-func TestStartStackAppNeverReady(t *testing.T) {
-	l := fakelab.New(t)
-	l.Healthy.Store(false)
-	err := startFails(t, l, 300*time.Millisecond)
-	want := fmt.Sprintf("app go (rttlab-r1-app) did not answer /health on port %d with 200 within 300ms (last: 503 Service Unavailable); last log lines:\n    (no output)",
-		l.Target("go").Meta.Port)
-	if err.Error() != want {
-		t.Errorf("err = %q\nwant %q", err, want)
-	}
-	l.RequireEmpty(t)
 }
 
 // What the removal after a failed start leaves is reported with the
