@@ -124,7 +124,9 @@ func clean(ctx context.Context, d engine.Docker, filter map[string]string) (Clea
 	}
 	c.Containers, errs = removeContainers(ctx, d, cs)
 	for run := range sweep {
-		if _, err := SweepWireRules(ctx, d, run); err != nil {
+		n, err := SweepWireRules(ctx, d, run)
+		c.Rules += n
+		if err != nil {
 			errs = append(errs, fmt.Errorf("run %s: %w", run, err))
 		}
 	}

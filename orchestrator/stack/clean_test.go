@@ -81,6 +81,22 @@ func TestCleanAllSweepsAStoppedShaper(t *testing.T) {
 	l.RequireEmpty(t)
 }
 
+// The rules of a killed shaper that a run's removal sweeps are counted,
+// so that clean and down say what they removed.
+func TestCleanRunCountsAStoppedShapersRules(t *testing.T) {
+	ctx := context.Background()
+	l := fakelab.New(t)
+	rulesLeft(l, "dead1/app-out", "dead1/db-out", "other/app-out")
+	helper(t, l, "dead1", RoleShaper, false)
+	c, err := CleanRun(ctx, l, "dead1")
+	if err != nil || c != (Cleaned{Containers: 1, Rules: 2}) {
+		t.Errorf("cleaned %+v %v, want the shaper and its run's two rules", c, err)
+	}
+	if c, err := CleanAll(ctx, l, false); err != nil || c != (Cleaned{Rules: 1}) {
+		t.Errorf("then every run's: %+v %v, want the other run's rule only", c, err)
+	}
+}
+
 // CleanAll counts the rules every run's sweep removed, and reports a
 // sweep that fails.
 func TestCleanAllCountsAndReportsSweeps(t *testing.T) {
