@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -38,11 +39,19 @@ func LoadOwnCompose(ctx context.Context, file string) (*types.Project, error) {
 	if _, err := capped.ReadFile(file, "compose file", 1<<20); err != nil {
 		return nil, err
 	}
+	// The folder's .env is read by the loader: it must be a capped
+	// regular file like every file a user names.
+	dotEnv := filepath.Join(filepath.Dir(abs), ".env")
+	if _, err := os.Lstat(dotEnv); err == nil {
+		if _, err := capped.ReadFile(dotEnv, "compose .env file", 1<<20); err != nil {
+			return nil, err
+		}
+	}
 	// The project name follows docker compose's precedence (the file's
 	// name:, COMPOSE_PROJECT_NAME, the folder), so that the image compose
 	// built for a service without image: is found.
 	opts, err := cli.NewProjectOptions([]string{abs},
-		cli.WithWorkingDirectory(filepath.Dir(abs)), cli.WithOsEnv, cli.WithDotEnv,
+		cli.WithWorkingDirectory(filepath.Dir(abs)), cli.WithOsEnv, cli.WithEnvFiles(), cli.WithDotEnv,
 		cli.WithResolvedPaths(true))
 	if err != nil {
 		return nil, fmt.Errorf("compose file %s: %w", file, err)

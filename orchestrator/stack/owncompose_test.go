@@ -3,6 +3,7 @@ package stack
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -135,6 +136,24 @@ func TestLoadOwnCompose(t *testing.T) {
 	if v := p.Services["web"].Volumes; len(v) != 1 || v[0].Source != filepath.Join(dir, "config") {
 		t.Errorf("web volumes %+v", v)
 	}
+	// The folder's .env gives what the environment does not, as with
+	// docker compose; one that is not a regular file is refused.
+	os.Unsetenv("SHOP_DB_PASSWORD")
+	fakelab.WriteFile(t, filepath.Join(dir, ".env"), "SHOP_DB_PASSWORD=from-dotenv\n")
+	if p, err = LoadOwnCompose(ctx, file); err != nil {
+		t.Fatal(err)
+	}
+	if pw := p.Services["pg"].Environment["POSTGRES_PASSWORD"]; pw == nil || *pw != "from-dotenv" {
+		t.Errorf("password from .env: %v", pw)
+	}
+	os.Remove(filepath.Join(dir, ".env"))
+	if err := os.Symlink("/dev/zero", filepath.Join(dir, ".env")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadOwnCompose(ctx, file); err == nil || !strings.Contains(err.Error(), ".env") {
+		t.Errorf("a .env linked to a device: %v", err)
+	}
+	os.Remove(filepath.Join(dir, ".env"))
 	bad := fakelab.WriteCompose(t, "services:\n  web:\n    image: a\n    ports: {x: 1}\n")
 	if _, err := LoadOwnCompose(ctx, bad); err == nil || !strings.HasPrefix(err.Error(), "compose file "+bad+": ") || strings.Contains(err.Error(), "\n") {
 		t.Errorf("bad file: %v", err)
