@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rttlab/rttlab/netem"
+	"github.com/rttlab/rttlab/results"
 	"github.com/rttlab/rttlab/workloads"
 )
 
@@ -97,8 +98,8 @@ func TestWritePlacePlots(t *testing.T) {
 	}
 	res := &PlaceResult{Plan: p,
 		Reps: []PlaceRep{{Rep: 1, HeldOutCal: cal, Routed: RoutedSummary{Cells: []PolicyRoute{
-			{Policy: PolicyUserFirst, Route: "/feed", P50Ms: 9, P50CI: CI{Low: 8.5, High: 9.5}},
-			{Policy: PolicyProfiled, Route: "/feed", P50Ms: 8, P50CI: CI{Low: 7.5, High: 8.5}}}}}},
+			{Policy: PolicyUserFirst, Route: "/feed", P50Ms: 9, P50CI: results.CI{Low: 8.5, High: 9.5}},
+			{Policy: PolicyProfiled, Route: "/feed", P50Ms: 8, P50CI: results.CI{Low: 7.5, High: 8.5}}}}}},
 		Sweep:       []SweepPoint{{N: 0, AP50Ms: 1.1, BP50Ms: 1.3}, {N: 12, AP50Ms: 9, BP50Ms: 7}},
 		Concurrency: []ConcurrencyRow{{Fraction: 0.3, Policy: "user-first", Route: "all", P50Ms: 10, P99Ms: 50}, {Fraction: 0.7, Policy: "user-first", Route: "all", P50Ms: 20, P99Ms: 200}},
 	}

@@ -127,8 +127,8 @@ type SweepPoint struct {
 	AP50Ms float64 `json:"a_p50_ms"`
 	BP50Ms float64 `json:"b_p50_ms"`
 	// DiffMs = AP50Ms − BP50Ms: positive when B is faster.
-	DiffMs float64 `json:"diff_ms"`
-	DiffCI CI      `json:"diff_ci"`
+	DiffMs float64    `json:"diff_ms"`
+	DiffCI results.CI `json:"diff_ci"`
 	// NA and NB count the latencies behind each p50.
 	NA int `json:"na"`
 	NB int `json:"nb"`
@@ -157,7 +157,7 @@ func Sweep(a, b map[int][]float64, seed uint64, resamples int) []SweepPoint {
 		pa, pb := results.Median(la), results.Median(lb)
 		out = append(out, SweepPoint{
 			N: n, AP50Ms: pa, BP50Ms: pb, DiffMs: pa - pb,
-			DiffCI: ciOf(results.BootstrapChangeCI(lb, la, resamples, results.NewRNG(seed, SweepKey(n)))),
+			DiffCI: results.CIOf(results.BootstrapChangeCI(lb, la, resamples, results.NewRNG(seed, SweepKey(n)))),
 			NA:     len(la), NB: len(lb),
 		})
 	}

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/rttlab/rttlab/results"
 )
 
 // PlaceMarkdown renders the placement study's summary: links as configured
@@ -139,7 +141,7 @@ type callCountTable struct {
 	routes []string
 	pols   []Policy
 	pairs  [][2]Policy
-	p50    map[string]map[Policy]Num
+	p50    map[string]map[Policy]results.Num
 	diffs  map[string]map[[2]Policy]PolicyDiff
 }
 
@@ -152,14 +154,14 @@ func callCount(rt string) int {
 
 // newCallCountTable gathers the per-N cells and differences of rs.
 func newCallCountTable(rs RoutedSummary) callCountTable {
-	t := callCountTable{p50: map[string]map[Policy]Num{}, diffs: map[string]map[[2]Policy]PolicyDiff{}}
+	t := callCountTable{p50: map[string]map[Policy]results.Num{}, diffs: map[string]map[[2]Policy]PolicyDiff{}}
 	for _, c := range rs.Cells {
 		if _, n, ok := strings.Cut(c.Route, "?"+NParam+"="); !ok || n == "" {
 			continue
 		}
 		if t.p50[c.Route] == nil {
 			t.routes = append(t.routes, c.Route)
-			t.p50[c.Route] = map[Policy]Num{}
+			t.p50[c.Route] = map[Policy]results.Num{}
 		}
 		if !slices.Contains(t.pols, c.Policy) {
 			t.pols = append(t.pols, c.Policy)
@@ -206,7 +208,7 @@ func writeByCallCount(b *strings.Builder, rs RoutedSummary) {
 		for _, pol := range t.pols {
 			v, ok := t.p50[rt][pol]
 			if !ok {
-				v = Num(math.NaN())
+				v = results.Num(math.NaN())
 			}
 			fmt.Fprintf(b, " %s |", num(v))
 		}
@@ -309,14 +311,14 @@ func writeConcurrency(b *strings.Builder, r *PlaceResult) {
 	}
 }
 
-func num(n Num) string {
+func num(n results.Num) string {
 	if math.IsNaN(float64(n)) {
 		return "–"
 	}
 	return fmt.Sprintf("%.3f", float64(n))
 }
 
-func ci(c CI) string {
+func ci(c results.CI) string {
 	if math.IsNaN(float64(c.Low)) || math.IsNaN(float64(c.High)) {
 		return "–"
 	}

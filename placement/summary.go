@@ -41,9 +41,9 @@ type PolicyRoute struct {
 	// P50Ms and P99Ms are over the successful requests (NaN, null in
 	// JSON, without any); P50CI is the percentile-bootstrap 95% interval
 	// of the median.
-	P50Ms Num `json:"p50_ms"`
-	P99Ms Num `json:"p99_ms"`
-	P50CI CI  `json:"p50_ci"`
+	P50Ms results.Num `json:"p50_ms"`
+	P99Ms results.Num `json:"p99_ms"`
+	P50CI results.CI  `json:"p50_ci"`
 	// Hosts are the chosen-host shares over every measured request that
 	// got a host (failed ones included), by host name.
 	Hosts []HostShare `json:"hosts"`
@@ -56,8 +56,8 @@ type PolicyDiff struct {
 	Policy Policy `json:"policy"`
 	Base   Policy `json:"base"`
 	// DiffMs = p50(Policy) − p50(Base): negative when Policy is faster.
-	DiffMs Num `json:"diff_ms"`
-	CI     CI  `json:"ci"`
+	DiffMs results.Num `json:"diff_ms"`
+	CI     results.CI  `json:"ci"`
 	// Verdict is "lower" or "higher" when the interval excludes 0, else
 	// "no measurable difference" (or "no data").
 	Verdict string `json:"verdict"`
@@ -179,8 +179,8 @@ func groupRouted(samples []Sample) (map[routedKey]*routedCell, []routedKey, map[
 func (a *routedCell) summary(k routedKey, seed uint64, resamples int) PolicyRoute {
 	slices.Sort(a.lat)
 	c := PolicyRoute{Policy: k.p, Route: k.r, N: len(a.lat), Failures: a.fail,
-		P50Ms: Num(results.Percentile(a.lat, 0.5)), P99Ms: Num(results.Percentile(a.lat, 0.99)),
-		P50CI: ciOf(results.BootstrapMedianCI(a.lat, resamples, results.NewRNG(seed, PolicyCellKey(k.p, k.r)))),
+		P50Ms: results.Num(results.Percentile(a.lat, 0.5)), P99Ms: results.Num(results.Percentile(a.lat, 0.99)),
+		P50CI: results.CIOf(results.BootstrapMedianCI(a.lat, resamples, results.NewRNG(seed, PolicyCellKey(k.p, k.r)))),
 		Hosts: []HostShare{}}
 	for _, h := range sortedNames(a.hosts) {
 		c.Hosts = append(c.Hosts, HostShare{Host: h, Count: a.hosts[h], Share: float64(a.hosts[h]) / float64(a.total)})
@@ -207,8 +207,8 @@ func routedDiffs(cells map[routedKey]*routedCell, routes map[string]bool, seed u
 				continue // a policy the run did not use
 			}
 			d := PolicyDiff{Route: r, Policy: pr[0], Base: pr[1]}
-			d.DiffMs = Num(results.Median(t.lat) - results.Median(b.lat))
-			d.CI = ciOf(results.BootstrapChangeCI(b.lat, t.lat, resamples, results.NewRNG(seed, PolicyDiffKey(r, pr[0], pr[1]))))
+			d.DiffMs = results.Num(results.Median(t.lat) - results.Median(b.lat))
+			d.CI = results.CIOf(results.BootstrapChangeCI(b.lat, t.lat, resamples, results.NewRNG(seed, PolicyDiffKey(r, pr[0], pr[1]))))
 			switch {
 			case len(t.lat) == 0 || len(b.lat) == 0:
 				d.Verdict = "no data"

@@ -9,17 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rttlab/rttlab/placement"
 	"github.com/rttlab/rttlab/results"
 )
-
-// Num is a number that is null in JSON when undefined.
-type Num = placement.Num
-
-// CI is a 95% interval; both ends null in JSON when undefined.
-type CI = placement.CI
-
-func ciOf(iv results.Interval) CI { return CI{Low: Num(iv.Low), High: Num(iv.High)} }
 
 // Run is one run of one cell: the records of every request it sent.
 type Run struct {
@@ -46,15 +37,15 @@ type RunStat struct {
 	Rate      float64        `json:"rate"`
 	N         int            `json:"n"`
 	Failures  int            `json:"failures"`
-	P50Ms     Num            `json:"p50_ms"`
-	P90Ms     Num            `json:"p90_ms"`
-	P99Ms     Num            `json:"p99_ms"`
+	P50Ms     results.Num    `json:"p50_ms"`
+	P90Ms     results.Num    `json:"p90_ms"`
+	P99Ms     results.Num    `json:"p99_ms"`
 	Collision CollisionStats `json:"collision"`
 	Shares    []WorkerShare  `json:"shares"`
 }
 
 func (r RunStat) quantile(i int) float64 {
-	return float64([]Num{r.P50Ms, r.P90Ms, r.P99Ms}[i])
+	return float64([]results.Num{r.P50Ms, r.P90Ms, r.P99Ms}[i])
 }
 
 // SummarizeRun computes a run's figures; slack is the collision slack.
@@ -73,9 +64,9 @@ func SummarizeRun(run Run, slack time.Duration) RunStat {
 		lat = append(lat, float64(r.LatencyNS)/1e6)
 	}
 	slices.Sort(lat)
-	st.P50Ms = Num(results.Percentile(lat, 0.5))
-	st.P90Ms = Num(results.Percentile(lat, 0.9))
-	st.P99Ms = Num(results.Percentile(lat, 0.99))
+	st.P50Ms = results.Num(results.Percentile(lat, 0.5))
+	st.P90Ms = results.Num(results.Percentile(lat, 0.9))
+	st.P99Ms = results.Num(results.Percentile(lat, 0.99))
 	st.Collision = Collisions(run.Records, run.Workers, slack)
 	st.Shares = Shares(run.Records, run.Workers)
 	return st
@@ -132,8 +123,8 @@ func (o Options) withDefaults() Options {
 
 // Estimate is a cell's figure with its interval.
 type Estimate struct {
-	Ms Num `json:"ms"`
-	CI CI  `json:"ci"`
+	Ms results.Num `json:"ms"`
+	CI results.CI  `json:"ci"`
 }
 
 // Change is a cell's quantile against the baseline's in the same
@@ -141,12 +132,12 @@ type Estimate struct {
 type Change struct {
 	// DiffMs = median(cell's run values) − median(baseline's), with the
 	// percentile-bootstrap interval of results.BootstrapChangeCI.
-	DiffMs Num `json:"diff_ms"`
-	CI     CI  `json:"ci"`
+	DiffMs results.Num `json:"diff_ms"`
+	CI     results.CI  `json:"ci"`
 	// Rel = median(cell) / median(baseline) − 1, with its own bootstrap
 	// interval (both sides resampled independently, as for DiffMs).
-	Rel   Num `json:"rel"`
-	RelCI CI  `json:"rel_ci"`
+	Rel   results.Num `json:"rel"`
+	RelCI results.CI  `json:"rel_ci"`
 	// Verdict: "slower", "faster", "no measurable difference", or
 	// "no claim" when either cell makes none.
 	Verdict string `json:"verdict"`
@@ -168,17 +159,17 @@ type CellStat struct {
 	P90 Estimate `json:"p90"`
 	P99 Estimate `json:"p99"`
 	// RunP50Ms… hold every run's quantile, in run order.
-	RunP50Ms []Num `json:"run_p50_ms"`
-	RunP90Ms []Num `json:"run_p90_ms"`
-	RunP99Ms []Num `json:"run_p99_ms"`
+	RunP50Ms []results.Num `json:"run_p50_ms"`
+	RunP90Ms []results.Num `json:"run_p90_ms"`
+	RunP99Ms []results.Num `json:"run_p99_ms"`
 	// VsBaseline holds the p50, p90 and p99 changes against the
 	// baseline; nil for the baseline itself or when it was not run.
 	VsBaseline []Change `json:"vs_baseline,omitempty"`
 	// Collision sums the runs' counts; CollisionRate is their ratio, with
 	// a bootstrap interval over runs (runs resampled, ratio of sums).
 	Collision     CollisionStats `json:"collision"`
-	CollisionRate Num            `json:"collision_rate"`
-	CollisionCI   CI             `json:"collision_ci"`
+	CollisionRate results.Num    `json:"collision_rate"`
+	CollisionCI   results.CI     `json:"collision_ci"`
 	// Shares are the mean over runs of the runs' ranked worker shares:
 	// Shares[0] the busiest worker's. Worker PIDs change from run to run,
 	// so shares are compared by rank.
@@ -190,7 +181,7 @@ type CellStat struct {
 
 // runValues returns the runs' values of quantile q as float64s.
 func (c *CellStat) runValues(q int) []float64 {
-	v := [][]Num{c.RunP50Ms, c.RunP90Ms, c.RunP99Ms}[q]
+	v := [][]results.Num{c.RunP50Ms, c.RunP90Ms, c.RunP99Ms}[q]
 	out := make([]float64, len(v))
 	for i, x := range v {
 		out[i] = float64(x)
@@ -371,8 +362,8 @@ func cellStat(k CellKey, rs []RunStat, o Options) CellStat {
 		c.FailedFraction = float64(c.Failures) / float64(tot)
 	}
 	c.setEstimates(o)
-	c.CollisionRate = Num(c.Collision.Rate())
-	c.CollisionCI = ciOf(collisionCI(coll, o.Resamples, results.NewRNG(o.Seed, cellRNGKey(k, "collision"))))
+	c.CollisionRate = results.Num(c.Collision.Rate())
+	c.CollisionCI = results.CIOf(collisionCI(coll, o.Resamples, results.NewRNG(o.Seed, cellRNGKey(k, "collision"))))
 	c.Shares = meanRanked(shares)
 	c.judge(o, lowRuns)
 	return c
@@ -383,10 +374,10 @@ func cellStat(k CellKey, rs []RunStat, o Options) CellStat {
 func (c *CellStat) setEstimates(o Options) {
 	for q := range Quantiles {
 		vals := finiteOnly(c.runValues(q))
-		est := Estimate{Ms: Num(math.NaN()), CI: ciOf(results.Interval{Low: math.NaN(), High: math.NaN()})}
+		est := Estimate{Ms: results.Num(math.NaN()), CI: results.CIOf(results.Interval{Low: math.NaN(), High: math.NaN()})}
 		if len(vals) > 0 {
-			est.Ms = Num(results.Median(vals))
-			est.CI = ciOf(results.BootstrapMedianCI(vals, o.Resamples, results.NewRNG(o.Seed, cellRNGKey(c.CellKey, Quantiles[q].Name))))
+			est.Ms = results.Num(results.Median(vals))
+			est.CI = results.CIOf(results.BootstrapMedianCI(vals, o.Resamples, results.NewRNG(o.Seed, cellRNGKey(c.CellKey, Quantiles[q].Name))))
 		}
 		switch q {
 		case 0:
@@ -495,18 +486,18 @@ func tails(v []float64) results.Interval {
 
 func change(base, c *CellStat, q int, o Options) Change {
 	b, t := finiteOnly(base.runValues(q)), finiteOnly(c.runValues(q))
-	ch := Change{DiffMs: Num(math.NaN()), Rel: Num(math.NaN()), Verdict: "no data"}
-	ch.CI = ciOf(results.Interval{Low: math.NaN(), High: math.NaN()})
+	ch := Change{DiffMs: results.Num(math.NaN()), Rel: results.Num(math.NaN()), Verdict: "no data"}
+	ch.CI = results.CIOf(results.Interval{Low: math.NaN(), High: math.NaN()})
 	ch.RelCI = ch.CI
 	if len(b) == 0 || len(t) == 0 {
 		return ch
 	}
 	mb, mt := results.Median(b), results.Median(t)
-	ch.DiffMs = Num(mt - mb)
-	ch.Rel = Num(mt/mb - 1)
+	ch.DiffMs = results.Num(mt - mb)
+	ch.Rel = results.Num(mt/mb - 1)
 	name := Quantiles[q].Name
-	ch.CI = ciOf(results.BootstrapChangeCI(b, t, o.Resamples, results.NewRNG(o.Seed, cellRNGKey(c.CellKey, "change-"+name+"\x00"+base.Policy))))
-	ch.RelCI = ciOf(results.BootstrapMediansCI([][]float64{b, t}, o.Resamples, results.NewRNG(o.Seed, cellRNGKey(c.CellKey, "rel-"+name+"\x00"+base.Policy)),
+	ch.CI = results.CIOf(results.BootstrapChangeCI(b, t, o.Resamples, results.NewRNG(o.Seed, cellRNGKey(c.CellKey, "change-"+name+"\x00"+base.Policy))))
+	ch.RelCI = results.CIOf(results.BootstrapMediansCI([][]float64{b, t}, o.Resamples, results.NewRNG(o.Seed, cellRNGKey(c.CellKey, "rel-"+name+"\x00"+base.Policy)),
 		func(m []float64) float64 { return m[1]/m[0] - 1 }))
 	switch {
 	case base.NoClaim || c.NoClaim:

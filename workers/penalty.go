@@ -16,18 +16,18 @@ const SeedPenalty = 0.20
 // PenaltyPoint compares the slow policy with the fast one in one
 // (configuration, mix, RTT, load), on the median of the runs' p50s.
 type PenaltyPoint struct {
-	Layout   string  `json:"config"`
-	Mix      string  `json:"mix"`
-	RTTMs    float64 `json:"rtt_ms"`
-	Fraction float64 `json:"fraction"`
-	SlowMs   Num     `json:"slow_ms"`
-	FastMs   Num     `json:"fast_ms"`
+	Layout   string      `json:"config"`
+	Mix      string      `json:"mix"`
+	RTTMs    float64     `json:"rtt_ms"`
+	Fraction float64     `json:"fraction"`
+	SlowMs   results.Num `json:"slow_ms"`
+	FastMs   results.Num `json:"fast_ms"`
 	// DiffMs = slow − fast with results.BootstrapChangeCI's interval.
-	DiffMs Num `json:"diff_ms"`
-	DiffCI CI  `json:"diff_ci"`
+	DiffMs results.Num `json:"diff_ms"`
+	DiffCI results.CI  `json:"diff_ci"`
 	// Rel = slow / fast − 1: the penalty, with its bootstrap interval.
-	Rel   Num `json:"rel"`
-	RelCI CI  `json:"rel_ci"`
+	Rel   results.Num `json:"rel"`
+	RelCI results.CI  `json:"rel_ci"`
 	// Significant: both cells make claims and DiffCI lies above 0.
 	Significant bool `json:"significant"`
 	NoClaim     bool `json:"no_claim"`
@@ -46,8 +46,8 @@ func (p *PenaltyPoint) where() string {
 type Trend struct {
 	From    PenaltyPoint `json:"from"`
 	To      PenaltyPoint `json:"to"`
-	Diff    Num          `json:"diff"`
-	CI      CI           `json:"ci"`
+	Diff    results.Num  `json:"diff"`
+	CI      results.CI   `json:"ci"`
 	Verdict string       `json:"verdict"` // "smaller", "larger", "no measurable change"
 }
 
@@ -253,26 +253,26 @@ func penaltyPoint(slow, fast *CellStat, o Options) PenaltyPoint {
 		NoClaim: slow.NoClaim || fast.NoClaim, key: slow.CellKey}
 	p.slow, p.fast = finiteOnly(slow.runValues(0)), finiteOnly(fast.runValues(0))
 	nan := results.Interval{Low: math.NaN(), High: math.NaN()}
-	p.SlowMs, p.FastMs, p.DiffMs, p.Rel = Num(math.NaN()), Num(math.NaN()), Num(math.NaN()), Num(math.NaN())
-	p.DiffCI, p.RelCI = ciOf(nan), ciOf(nan)
+	p.SlowMs, p.FastMs, p.DiffMs, p.Rel = results.Num(math.NaN()), results.Num(math.NaN()), results.Num(math.NaN()), results.Num(math.NaN())
+	p.DiffCI, p.RelCI = results.CIOf(nan), results.CIOf(nan)
 	if len(p.slow) == 0 || len(p.fast) == 0 {
 		p.NoClaim = true
 		return p
 	}
 	ms, mf := results.Median(p.slow), results.Median(p.fast)
-	p.SlowMs, p.FastMs, p.DiffMs, p.Rel = Num(ms), Num(mf), Num(ms-mf), Num(ms/mf-1)
+	p.SlowMs, p.FastMs, p.DiffMs, p.Rel = results.Num(ms), results.Num(mf), results.Num(ms-mf), results.Num(ms/mf-1)
 	key := cellRNGKey(slow.CellKey, "penalty\x00"+fast.Policy)
-	p.DiffCI = ciOf(results.BootstrapChangeCI(p.fast, p.slow, o.Resamples, results.NewRNG(o.Seed, key)))
-	p.RelCI = ciOf(results.BootstrapMediansCI([][]float64{p.fast, p.slow}, o.Resamples, results.NewRNG(o.Seed, key+"\x00rel"),
+	p.DiffCI = results.CIOf(results.BootstrapChangeCI(p.fast, p.slow, o.Resamples, results.NewRNG(o.Seed, key)))
+	p.RelCI = results.CIOf(results.BootstrapMediansCI([][]float64{p.fast, p.slow}, o.Resamples, results.NewRNG(o.Seed, key+"\x00rel"),
 		func(m []float64) float64 { return m[1]/m[0] - 1 }))
 	p.Significant = !p.NoClaim && p.DiffCI.Excludes0() > 0
 	return p
 }
 
 func trend(from, to PenaltyPoint, o Options, what string) Trend {
-	t := Trend{From: from, To: to, Diff: Num(float64(to.Rel) - float64(from.Rel))}
+	t := Trend{From: from, To: to, Diff: results.Num(float64(to.Rel) - float64(from.Rel))}
 	key := strings.Join([]string{"workers-trend", what, from.key.Policy, cellRNGKey(from.key, ""), cellRNGKey(to.key, "")}, "\x00")
-	t.CI = ciOf(results.BootstrapMediansCI([][]float64{from.fast, from.slow, to.fast, to.slow}, o.Resamples, results.NewRNG(o.Seed, key),
+	t.CI = results.CIOf(results.BootstrapMediansCI([][]float64{from.fast, from.slow, to.fast, to.slow}, o.Resamples, results.NewRNG(o.Seed, key),
 		func(m []float64) float64 { return (m[3]/m[2] - 1) - (m[1]/m[0] - 1) }))
 	switch t.CI.Excludes0() {
 	case -1:
@@ -285,35 +285,35 @@ func trend(from, to PenaltyPoint, o Options, what string) Trend {
 	return t
 }
 
-func fmtRel(v Num) string {
+func fmtRel(v results.Num) string {
 	if !finite(float64(v)) {
 		return "n/a"
 	}
 	return fmt.Sprintf("%+.1f%%", 100*float64(v))
 }
 
-func fmtRelCI(c CI) string {
+func fmtRelCI(c results.CI) string {
 	if !c.Valid() {
 		return "[no interval]"
 	}
 	return fmt.Sprintf("[95%% CI %+.1f%%, %+.1f%%]", 100*float64(c.Low), 100*float64(c.High))
 }
 
-func fmtPoints(v Num) string {
+func fmtPoints(v results.Num) string {
 	if !finite(float64(v)) {
 		return "n/a"
 	}
 	return fmt.Sprintf("%+.1f", 100*float64(v))
 }
 
-func fmtPointsCI(c CI) string {
+func fmtPointsCI(c results.CI) string {
 	if !c.Valid() {
 		return "[no interval]"
 	}
 	return fmt.Sprintf("[%+.1f, %+.1f]", 100*float64(c.Low), 100*float64(c.High))
 }
 
-func fmtMs(v Num) string {
+func fmtMs(v results.Num) string {
 	f := float64(v)
 	switch {
 	case !finite(f):

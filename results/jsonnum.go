@@ -1,14 +1,13 @@
-package placement
+package results
 
 import (
 	"math"
 	"strconv"
-
-	"github.com/rttlab/rttlab/results"
 )
 
 // Num is a float64 that marshals to JSON as null when it is NaN or
-// infinite (a p50 of no samples, an undefined interval end).
+// infinite (a p50 of no samples, an undefined interval end), as the
+// placement and worker summaries write their figures.
 type Num float64
 
 // MarshalJSON writes the number, or null.
@@ -41,10 +40,11 @@ type CI struct {
 	High Num `json:"high"`
 }
 
-func ciOf(iv results.Interval) CI { return CI{Num(iv.Low), Num(iv.High)} }
+// CIOf is iv as a CI, its undefined ends null in JSON.
+func CIOf(iv Interval) CI { return CI{Num(iv.Low), Num(iv.High)} }
 
 // Valid reports whether both ends are numbers.
-func (c CI) Valid() bool { return results.Interval{Low: float64(c.Low), High: float64(c.High)}.Valid() }
+func (c CI) Valid() bool { return Interval{Low: float64(c.Low), High: float64(c.High)}.Valid() }
 
 // Excludes0 returns +1 when the interval lies above 0, −1 when it lies
 // below, and 0 when it contains 0 or is undefined.
