@@ -182,9 +182,8 @@ const (
 
 // Limits that keep a plan sane.
 const (
-	maxDelayMs  = 1000
-	maxRuns     = 10000
-	MaxRequests = 1000000
+	maxDelayMs = 1000
+	maxRuns    = 10000
 	// maxTasks bounds the tasks of one plan: the full study makes 1080.
 	maxTasks = 100000
 )
@@ -394,11 +393,11 @@ func (p *Plan) Validate() error {
 	if err := positive("runs", "runs", p.Runs, maxRuns); err != nil {
 		return err
 	}
-	if err := positive("requests", "requests", p.Requests, MaxRequests); err != nil {
+	if err := positive("requests", "requests", p.Requests, workloads.MaxRequests); err != nil {
 		return err
 	}
-	if p.Warmup < 0 || p.Warmup > MaxRequests {
-		return planfile.At("warmup", "warmup %d: use 0..%d", p.Warmup, MaxRequests)
+	if p.Warmup < 0 || p.Warmup > workloads.MaxRequests {
+		return planfile.At("warmup", "warmup %d: use 0..%d", p.Warmup, workloads.MaxRequests)
 	}
 	if err := p.validateModes(); err != nil {
 		return err
@@ -507,7 +506,7 @@ func (a PlanApp) validate(i int, names map[string]bool) error {
 		name string
 		v    int
 		max  int
-	}{{"runs", a.Runs, maxRuns}, {"requests", a.Requests, MaxRequests}, {"warmup", a.Warmup, MaxRequests}} {
+	}{{"runs", a.Runs, maxRuns}, {"requests", a.Requests, workloads.MaxRequests}, {"warmup", a.Warmup, workloads.MaxRequests}} {
 		if f.v < 0 {
 			return planfile.At(at(f.name), "app %s: %s %d is negative: use 1..%d, or leave it out to use the plan's", a.Name, f.name, f.v, f.max)
 		}

@@ -1,14 +1,12 @@
 package orchestrator
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"runtime"
 	"strings"
 	"time"
@@ -231,7 +229,7 @@ func newManifest(p *Plan, all map[string]*apps.Meta, o RunOptions, info engine.E
 		Version: o.Version, GitCommit: o.Commit,
 		EngineVersion: info.Version, EngineAPIVersion: info.APIVersion, Kernel: info.Kernel,
 		Scope: p.Scope, Images: o.Images, Skipped: o.Skipped,
-		HostCPUModel: CPUModel(), HostCPUs: runtime.NumCPU(), HostMemoryBytes: uint64(info.MemBytes),
+		HostCPUModel: engine.CPUModel(), HostCPUs: runtime.NumCPU(), HostMemoryBytes: uint64(info.MemBytes),
 		Start: o.Now().UTC(),
 	}
 	for _, t := range p.Tasks() {
@@ -729,21 +727,6 @@ func taskSamples(t results.Task, attempt int, rs []workloads.Result) []results.S
 			Seq: r.Seq, Warmup: r.Warmup, LatencyNS: r.LatencyNS, Status: r.Status, Bytes: r.Bytes, Error: r.Error, Retried: r.Retried}
 	}
 	return samples
-}
-
-func CPUModel() string {
-	f, err := os.Open("/proc/cpuinfo")
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
-			return strings.TrimSpace(v)
-		}
-	}
-	return ""
 }
 
 func copyMetas(all map[string]*apps.Meta) map[string]*apps.Meta {

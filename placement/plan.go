@@ -15,8 +15,8 @@ import (
 
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/internal/planfile"
-	"github.com/rttlab/rttlab/orchestrator"
 	"github.com/rttlab/rttlab/orchestrator/shaping"
+	"github.com/rttlab/rttlab/workloads"
 )
 
 // The placement study's nodes: the client (load client and routing proxy),
@@ -368,8 +368,8 @@ func (p *PlacePlan) validateCounts() error {
 		if f.v < 1 {
 			return p.errAt(f.name, "%s %d: zero requests measure nothing; give at least 1", f.name, f.v)
 		}
-		if f.v > orchestrator.MaxRequests {
-			return p.errAt(f.name, "%s %d exceeds %d", f.name, f.v, orchestrator.MaxRequests)
+		if f.v > workloads.MaxRequests {
+			return p.errAt(f.name, "%s %d exceeds %d", f.name, f.v, workloads.MaxRequests)
 		}
 	}
 	if p.Rounds < 1 || p.Rounds > min(p.Requests, p.Select1Calls) {
@@ -382,8 +382,8 @@ func (p *PlacePlan) validateCounts() error {
 		name string
 		v    int
 	}{{"warmup", p.Warmup}, {"select1_warmup", p.Select1Warmup}, {"routed_warmup", p.RoutedWarmup}, {"sweep_warmup", p.SweepWarmup}} {
-		if f.v < 0 || f.v > orchestrator.MaxRequests {
-			return p.errAt(f.name, "%s %d: use 0..%d", f.name, f.v, orchestrator.MaxRequests)
+		if f.v < 0 || f.v > workloads.MaxRequests {
+			return p.errAt(f.name, "%s %d: use 0..%d", f.name, f.v, workloads.MaxRequests)
 		}
 	}
 	return nil

@@ -15,7 +15,6 @@ import (
 
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/netem"
-	"github.com/rttlab/rttlab/orchestrator"
 	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/shaping"
 	"github.com/rttlab/rttlab/orchestrator/stack"
@@ -225,7 +224,7 @@ func (r *PlaceRunner) writeManifest(ctx context.Context) error {
 	return r.writeJSON("manifest.json", map[string]any{"kind": "placement", "plan": p, "run_id": r.S.Stack.RunID, "seed": p.Seed,
 		"version": r.Version, "started": r.res.Started, "backend": r.res.Backend, "hook": r.S.Shaping.Agents[NodeA].Info.Direction,
 		"floor_ms": p.FloorMs, "engine_version": info.Version, "engine_api_version": info.APIVersion, "kernel": info.Kernel,
-		"host_cpu_model": orchestrator.CPUModel(), "host_cpus": runtime.NumCPU(), "images": images,
+		"host_cpu_model": engine.CPUModel(), "host_cpus": runtime.NumCPU(), "images": images,
 		"nodes": r.nodeIPs(), "links_configured": p.Links, "held_out": p.HeldOut})
 }
 

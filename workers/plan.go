@@ -24,11 +24,10 @@ const WorkPath = "/work"
 
 // Plan bounds.
 const (
-	MaxCPUMs    = 1000
-	MaxQueries  = 1000
-	MaxRuns     = 1000
-	MaxRequests = 1_000_000
-	MaxRTTMs    = 1000
+	MaxCPUMs   = 1000
+	MaxQueries = 1000
+	MaxRuns    = 1000
+	MaxRTTMs   = 1000
 )
 
 // Mix is one request type of the study: every request of a cell is
@@ -448,7 +447,7 @@ func (p *Plan) validateCounts() error {
 	for _, f := range []struct {
 		key    string
 		v, max int
-	}{{"runs", p.Runs, MaxRuns}, {"requests", p.Requests, MaxRequests}} {
+	}{{"runs", p.Runs, MaxRuns}, {"requests", p.Requests, workloads.MaxRequests}} {
 		if f.v < 1 {
 			return p.errAt(f.key, "%s %d: zero measures nothing; give at least 1", f.key, f.v)
 		}
@@ -456,8 +455,8 @@ func (p *Plan) validateCounts() error {
 			return p.errAt(f.key, "%s %d exceeds %d", f.key, f.v, f.max)
 		}
 	}
-	if p.Warmup < 0 || p.Warmup > MaxRequests {
-		return p.errAt("warmup", "warmup %d: use 0..%d", p.Warmup, MaxRequests)
+	if p.Warmup < 0 || p.Warmup > workloads.MaxRequests {
+		return p.errAt("warmup", "warmup %d: use 0..%d", p.Warmup, workloads.MaxRequests)
 	}
 	if p.TimeoutMs < 1 || p.TimeoutMs > 600_000 {
 		return p.errAt("timeout_ms", "timeout_ms %d: use 1..600000", p.TimeoutMs)
@@ -479,10 +478,10 @@ func (p *Plan) validateCapacity() error {
 		return p.errAt(k("max_trials"), "capacity max_trials %d: use 1..100", c.MaxTrials)
 	case !finite(c.Precision) || c.Precision <= 0 || c.Precision >= 1:
 		return p.errAt(k("precision"), "capacity precision %v: use a fraction in (0, 1)", c.Precision)
-	case c.TrialRequests < 1 || c.TrialRequests > MaxRequests:
-		return p.errAt(k("trial_requests"), "capacity trial_requests %d: use 1..%d", c.TrialRequests, MaxRequests)
-	case c.TrialWarmup < 0 || c.TrialWarmup > MaxRequests:
-		return p.errAt(k("trial_warmup"), "capacity trial_warmup %d: use 0..%d", c.TrialWarmup, MaxRequests)
+	case c.TrialRequests < 1 || c.TrialRequests > workloads.MaxRequests:
+		return p.errAt(k("trial_requests"), "capacity trial_requests %d: use 1..%d", c.TrialRequests, workloads.MaxRequests)
+	case c.TrialWarmup < 0 || c.TrialWarmup > workloads.MaxRequests:
+		return p.errAt(k("trial_warmup"), "capacity trial_warmup %d: use 0..%d", c.TrialWarmup, workloads.MaxRequests)
 	case !finite(c.MaxP99Ms) || c.MaxP99Ms <= 0:
 		return p.errAt(k("max_p99_ms"), "capacity max_p99_ms %v must be positive", c.MaxP99Ms)
 	case !finite(c.MinThroughput) || c.MinThroughput <= 0 || c.MinThroughput > 1:

@@ -20,6 +20,10 @@ import (
 // when LoadOptions.Timeout is zero.
 const DefaultRequestTimeout = 30 * time.Second
 
+// MaxRequests is the most requests, warmup or measured, that a plan of
+// any study may ask one load run for.
+const MaxRequests = 1_000_000
+
 // userAgent identifies the load client in application logs unless the
 // caller sets its own User-Agent header.
 const userAgent = "rttlab-load"

@@ -315,3 +315,20 @@ func ProbeNFQueue() error {
 		return nil
 	})
 }
+
+// CPUModel is the host's CPU model name as /proc/cpuinfo gives it, ""
+// where it gives none; the studies record it in their manifests.
+func CPUModel() string {
+	f, err := os.Open("/proc/cpuinfo")
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
