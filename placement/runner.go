@@ -809,21 +809,15 @@ func heldOutText(p *PlacePlan) string {
 }
 
 func (r *PlaceRunner) appendDecisions(rep int, recs []DecisionRecord) error {
-	f, err := os.OpenFile(filepath.Join(r.Dir, "decisions.jsonl"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
+	type line struct {
+		Rep int `json:"rep"`
+		DecisionRecord
 	}
-	enc := json.NewEncoder(f)
-	for _, d := range recs {
-		if err := enc.Encode(struct {
-			Rep int `json:"rep"`
-			DecisionRecord
-		}{rep, d}); err != nil {
-			f.Close()
-			return err
-		}
+	lines := make([]line, len(recs))
+	for i, d := range recs {
+		lines[i] = line{rep, d}
 	}
-	return f.Close()
+	return results.AppendJSONLines(filepath.Join(r.Dir, "decisions.jsonl"), lines)
 }
 
 // sweep measures the per-N route on both hosts directly, with the held-out

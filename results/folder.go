@@ -797,12 +797,19 @@ func createSynced(path string, b []byte) error {
 // AppendJSONLine appends v to path (made if missing) as one JSON line and
 // fsyncs the file, as every raw file of a results folder is written: a
 // line on disk stays there through a crash.
-func AppendJSONLine(path string, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
+func AppendJSONLine(path string, v any) error { return AppendJSONLines(path, []any{v}) }
+
+// AppendJSONLines appends vs to path, one JSON line each, with one fsync
+// for all of them; nothing is written when one does not marshal.
+func AppendJSONLines[T any](path string, vs []T) error {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	for _, v := range vs {
+		if err := enc.Encode(v); err != nil {
+			return err
+		}
 	}
-	return writeSynced(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, append(b, '\n'))
+	return writeSynced(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, b.Bytes())
 }
 
 // writeSynced writes b to path opened with flag, then fsyncs and closes it.
