@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/compose-spec/compose-go/v2/cli"
+	"github.com/compose-spec/compose-go/v2/consts"
 	"github.com/compose-spec/compose-go/v2/types"
 	"github.com/docker/docker/api/types/container"
 
@@ -39,13 +40,8 @@ func LoadOwnCompose(ctx context.Context, file string) (*types.Project, error) {
 	if _, err := capped.ReadFile(file, "compose file", 1<<20); err != nil {
 		return nil, err
 	}
-	// The folder's .env is read by the loader: it must be a capped
-	// regular file like every file a user names.
-	dotEnv := filepath.Join(filepath.Dir(abs), ".env")
-	if _, err := os.Lstat(dotEnv); err == nil {
-		if _, err := capped.ReadFile(dotEnv, "compose .env file", 1<<20); err != nil {
-			return nil, err
-		}
+	if err := checkDotEnv(filepath.Dir(abs)); err != nil {
+		return nil, err
 	}
 	// The project name follows docker compose's precedence (the file's
 	// name:, COMPOSE_PROJECT_NAME, the folder), so that the image compose
@@ -61,6 +57,19 @@ func LoadOwnCompose(ctx context.Context, file string) (*types.Project, error) {
 		return nil, fmt.Errorf("compose file %s: %w", file, firstLineErr(err))
 	}
 	return p, nil
+}
+
+// checkDotEnv refuses the .env of dir, which the loader reads (unless
+// COMPOSE_DISABLE_ENV_FILE says not to, as for docker compose), unless it
+// is a capped regular file like every file a user names.
+func checkDotEnv(dir string) error {
+	dotEnv := filepath.Join(dir, ".env")
+	off, _ := strconv.ParseBool(os.Getenv(consts.ComposeDisableDefaultEnvFile))
+	if _, err := os.Lstat(dotEnv); err != nil || off {
+		return nil
+	}
+	_, err := capped.ReadFile(dotEnv, "compose .env file", 1<<20)
+	return err
 }
 
 func firstLineErr(err error) error {

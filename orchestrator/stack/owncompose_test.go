@@ -153,6 +153,10 @@ func TestLoadOwnCompose(t *testing.T) {
 	if _, err := LoadOwnCompose(ctx, file); err == nil || !strings.Contains(err.Error(), ".env") {
 		t.Errorf("a .env linked to a device: %v", err)
 	}
+	t.Setenv("COMPOSE_DISABLE_ENV_FILE", "true")
+	if _, err := LoadOwnCompose(ctx, file); err != nil {
+		t.Errorf("a .env that compose is told not to read: %v", err)
+	}
 	os.Remove(filepath.Join(dir, ".env"))
 	bad := fakelab.WriteCompose(t, "services:\n  web:\n    image: a\n    ports: {x: 1}\n")
 	if _, err := LoadOwnCompose(ctx, bad); err == nil || !strings.HasPrefix(err.Error(), "compose file "+bad+": ") || strings.Contains(err.Error(), "\n") {
