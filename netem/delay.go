@@ -3,7 +3,8 @@
 // the kernel lacks sch_netem, with a userspace NFQUEUE shaper that holds
 // them on the run's bridge (the wire hook, the default) or at a
 // namespace's ingress or egress hook. It also holds the delay parsing and
-// split arithmetic shared by the CLI and the orchestrator.
+// split arithmetic, and the milliseconds conversions, shared by the CLI,
+// the shaping and the studies.
 package netem
 
 import (

@@ -16,8 +16,8 @@ const (
 
 // Hist is a histogram of durations in nanoseconds (an HdrHistogram) whose
 // JSON form lists only the non-zero buckets, so that the agent can hand a
-// cumulative histogram to the orchestrator after every task and the
-// orchestrator can subtract two of them to get one task's figures.
+// cumulative histogram to rttlab after every task and the shaping
+// package can subtract two of them to get one task's figures.
 type Hist struct {
 	h *hdrhistogram.Histogram
 }

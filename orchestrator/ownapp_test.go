@@ -131,10 +131,10 @@ func TestFakeOwnAppStackAndVerify(t *testing.T) {
 	})
 	tg := apps.Target{Name: "shop", Meta: m, Env: m.Env, Image: m.Image}
 	st, _ := startFake(t, l, stack.StackOptions{Target: tg}, "path")
-	if !slices.Equal(applied, []string{stack.InitDir + "/001-schema.sql", stack.InitDir + "/002-data.dump"}) {
+	if !slices.Equal(applied, []string{"/tmp/rttlab-init/001-schema.sql", "/tmp/rttlab-init/002-data.dump"}) {
 		t.Errorf("applied %v", applied)
 	}
-	if got := l.Copied[st.Role("db").Name][stack.InitDir+"/001-schema.sql"]; string(got) != "CREATE TABLE items (id int);" {
+	if got := l.Copied[st.Role("db").Name]["/tmp/rttlab-init/001-schema.sql"]; string(got) != "CREATE TABLE items (id int);" {
 		t.Errorf("copied %q", got)
 	}
 	for _, c := range l.Created() {

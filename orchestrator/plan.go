@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -602,13 +603,11 @@ func (p *Plan) Settings(app string) []float64 {
 	return ds
 }
 
+// fnv64 is the FNV-1a hash of s, which keys the study's random streams.
 func fnv64(s string) uint64 {
-	h := uint64(14695981039346656037)
-	for i := 0; i < len(s); i++ {
-		h ^= uint64(s[i])
-		h *= 1099511628211
-	}
-	return h
+	h := fnv.New64a()
+	h.Write([]byte(s))
+	return h.Sum64()
 }
 
 // ParseDelaysMs parses a comma list of RTT settings in milliseconds.

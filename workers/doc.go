@@ -5,11 +5,12 @@
 // of any worker accept the next connection, so two concurrent requests can
 // share one worker's GVL while another worker idles, that this costs
 // "around 20%" against ideal scheduling, and that the cost fades near
-// saturation. The package holds the plan, the runner (runner.go: the
-// stacks on the orchestrator, the open-loop load, the decision logs), the
-// front proxy of the "ideal scheduling" policies, the analysis, the summary
-// and the plots. Only the runner uses the engine, through the orchestrator,
-// which imports nothing of this package.
+// saturation. The package holds the plan, the runner (runner.go: its
+// nodes as a stack of orchestrator/stack with their agents from
+// orchestrator/shaping, the open-loop load, the decision logs), the front
+// proxy of the "ideal scheduling" policies, the analysis, the summary and
+// the plots. Only the runner uses the engine, through those two packages,
+// which import nothing of this package.
 //
 // # Policies
 //

@@ -191,6 +191,7 @@ func loadTarget(name string) (apps.Target, error) {
 	return ts[0], nil
 }
 
+// removeStack removes st and joins to *errp what could not be removed.
 func removeStack(ctx context.Context, rt *engine.Runtime, st *stack.Stack, errp *error) {
 	// Joined only when something is left: a Join of one error hides its
 	// type from the exit status (the budget gate's 3).

@@ -1,6 +1,8 @@
 // Package engine is rttlab's side of the Docker Engine API: the runtime
 // wrapper, images (base image, builds of every app, labels), the Go
-// toolchain the builds use and the module embedded in the binary.
+// toolchain the builds use, the module embedded in the binary, doctor's
+// checks of the host, and the helpers that cut command output for
+// messages (FirstLine, LastLines, Truncate).
 //
 // The Docker wrapper follows the role-interface style: each consumer asks
 // for the narrow interface it uses (ImageStore, Containers, Networks,
@@ -10,7 +12,6 @@
 package engine
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -109,7 +110,7 @@ type Volumes interface {
 	RemoveVolume(ctx context.Context, name string) error
 }
 
-// Docker is everything the orchestrator needs from an engine.
+// Docker is everything rttlab's stacks and studies need from an engine.
 type Docker interface {
 	Engine
 	ImageStore
@@ -715,21 +716,6 @@ func (r *Runtime) Logs(ctx context.Context, id string, tail int) (string, error)
 }
 
 var imageRemoveForce = image.RemoveOptions{Force: true, PruneChildren: true}
-
-// Lines splits command output into trimmed non-empty lines.
-func Lines(b []byte) []string {
-	var out []string
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		if l := strings.TrimSpace(sc.Text()); l != "" {
-			out = append(out, l)
-		}
-	}
-	return out
-}
-
-// LastLine is the last non-blank line of s, trimmed.
-func LastLine(s string) string { return strings.TrimSpace(LastLines(strings.TrimSpace(s), 1)) }
 
 // Truncate cuts s to at most n runes, marking the cut with "...".
 func Truncate(s string, n int) string {

@@ -148,3 +148,12 @@ func TestNotFoundFromEngine(t *testing.T) {
 		t.Errorf("engine failure on image look-up: %v", err)
 	}
 }
+
+func TestTruncate(t *testing.T) {
+	if got := Truncate("abcdef", 3); got != "abc..." {
+		t.Errorf("truncate %q", got)
+	}
+	if got := Truncate("åäö", 3); got != "åäö" {
+		t.Errorf("a string of n runes is kept whole: %q", got)
+	}
+}

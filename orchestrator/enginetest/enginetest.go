@@ -1,6 +1,6 @@
-// Package enginetest gives every integration test (the orchestrator's and
-// those of the studies built on it) a connection to the engine and the
-// checkout's images, built.
+// Package enginetest gives every integration test (the stack, shaping and
+// RTT study packages' and those of the other studies) a connection to the
+// engine and the checkout's images, built.
 package enginetest
 
 import (

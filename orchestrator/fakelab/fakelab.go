@@ -95,6 +95,8 @@ const (
 	ItemStmts  = 2
 )
 
+// New starts a lab: its app server, the apps' metadata pointed at it,
+// the images of a built tree, and the handlers of every agent command.
 func New(t testing.TB) *Lab {
 	t.Helper()
 	l := &Lab{Engine: enginefake.New(), t: t,

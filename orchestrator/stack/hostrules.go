@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/rttlab/rttlab/orchestrator/engine"
@@ -115,10 +116,13 @@ func wireRules(ctx context.Context, d engine.Docker, runID string, list bool) ([
 		rules = rep.Found
 	}
 	if code != 0 {
-		return rules, fmt.Errorf("%s: %s", what, engine.LastLine(errb.String()))
+		return rules, fmt.Errorf("%s: %s", what, lastLine(errb.String()))
 	}
 	return rules, nil
 }
 
 // AgentImage is the image of agents and load clients.
 var AgentImage = engine.ImageRef("agent")
+
+// lastLine is the last non-blank line of s, trimmed.
+func lastLine(s string) string { return strings.TrimSpace(engine.LastLines(strings.TrimSpace(s), 1)) }

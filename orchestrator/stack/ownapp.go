@@ -233,8 +233,8 @@ func firstErrorLine(s string) string {
 	return engine.FirstLine(strings.TrimSpace(s))
 }
 
-// InitDir receives the init files inside the database container.
-const InitDir = "/tmp/rttlab-init"
+// initDir receives the init files inside the database container.
+const initDir = "/tmp/rttlab-init"
 
 // ApplyDBInit copies the init files into the database container and
 // applies them in order as the app's role (so that the app owns what
@@ -261,7 +261,7 @@ func ApplyDBInit(ctx context.Context, d engine.Containers, st *Stack, files []In
 			return err
 		}
 		name := fmt.Sprintf("%03d-%s", i+1, filepath.Base(f.Path))
-		inside[i] = InitDir + "/" + name
+		inside[i] = initDir + "/" + name
 		if err := tw.WriteHeader(&tar.Header{Name: "rttlab-init/" + name, Mode: 0o644, Size: int64(len(data)), ModTime: time.Unix(0, 0)}); err != nil {
 			return err
 		}

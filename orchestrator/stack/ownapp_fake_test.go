@@ -52,13 +52,13 @@ func TestStartStackOwnImageWithDBInit(t *testing.T) {
 	applied := initApplied(l)
 	st := started(t, l, StackOptions{RunID: "r1", Target: ownTarget(l, schema, filepath.Join(dir, "seed"), dump)})
 	env := "PGPASSWORD=" + st.DB.Password
-	want := []string{"psql " + InitDir + "/001-schema.sql rttlab rttlab " + env, "psql " + InitDir + "/002-10-rows.sql rttlab rttlab " + env,
-		"psql " + InitDir + "/003-20-more.sql rttlab rttlab " + env, "pg_restore " + InitDir + "/004-data.dump rttlab rttlab " + env}
+	want := []string{"psql " + initDir + "/001-schema.sql rttlab rttlab " + env, "psql " + initDir + "/002-10-rows.sql rttlab rttlab " + env,
+		"psql " + initDir + "/003-20-more.sql rttlab rttlab " + env, "pg_restore " + initDir + "/004-data.dump rttlab rttlab " + env}
 	if !slices.Equal(*applied, want) {
 		t.Errorf("applied %q\nwant %q", *applied, want)
 	}
 	copied := l.Copied["rttlab-r1-db"]
-	if _, folder := copied[InitDir]; len(copied) != 5 || !folder || string(copied[InitDir+"/003-20-more.sql"]) != "INSERT INTO items VALUES (2);" || string(copied[InitDir+"/004-data.dump"]) != "PGDMP-archive" {
+	if _, folder := copied[initDir]; len(copied) != 5 || !folder || string(copied[initDir+"/003-20-more.sql"]) != "INSERT INTO items VALUES (2);" || string(copied[initDir+"/004-data.dump"]) != "PGDMP-archive" {
 		t.Errorf("copied %q", copied)
 	}
 	calls := l.Calls()

@@ -1,6 +1,7 @@
 package stack
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -30,7 +31,7 @@ func (s *Stack) SQL(ctx context.Context, d engine.Containers, query string) ([]s
 	if code != 0 {
 		return nil, fmt.Errorf("psql: exit %d: %s", code, strings.TrimSpace(errb.String()))
 	}
-	return engine.Lines(out.Bytes()), nil
+	return lines(out.Bytes()), nil
 }
 
 // appStatementsSQL counts the app role's executed statements.
@@ -51,10 +52,10 @@ const notOwnCalls = ` AND s.query NOT LIKE '%pg_stat_statements%'`
 // sqlLiteral quotes s as an SQL string literal.
 func sqlLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
-// StatementsUnavailable makes pg_stat_statements available in a user's
+// statementsUnavailable makes pg_stat_statements available in a user's
 // database where it can (CREATE EXTENSION) and returns why it is not, or
 // "" when it is.
-func StatementsUnavailable(ctx context.Context, d engine.Containers, s *Stack) string {
+func statementsUnavailable(ctx context.Context, d engine.Containers, s *Stack) string {
 	if _, err := s.SQL(ctx, d, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements"); err != nil {
 		return fmt.Sprintf("pg_stat_statements cannot be created in database %s (%s)", s.DB.Database, engine.FirstLine(err.Error()))
 	}
@@ -95,4 +96,16 @@ func (s *Stack) CountStatements(ctx context.Context, d engine.Containers) (int64
 // rttlab's own calls.
 func (s *Stack) StatementsByQuery(ctx context.Context, d engine.Containers) ([]string, error) {
 	return s.SQL(ctx, d, appStatementsDetailSQL(s.DB.User))
+}
+
+// lines splits command output into trimmed non-empty lines.
+func lines(b []byte) []string {
+	var out []string
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		if l := strings.TrimSpace(sc.Text()); l != "" {
+			out = append(out, l)
+		}
+	}
+	return out
 }

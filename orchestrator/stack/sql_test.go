@@ -111,11 +111,11 @@ func TestStatementsUnavailable(t *testing.T) {
 	ctx := context.Background()
 	l := fakelab.New(t)
 	st := started(t, l, StackOptions{Target: l.Target("go")})
-	if why := StatementsUnavailable(ctx, l, st); why != "" {
+	if why := statementsUnavailable(ctx, l, st); why != "" {
 		t.Errorf("loaded: %q", why)
 	}
 	l.NoPGSS = true
-	st.NoStatements = StatementsUnavailable(ctx, l, st)
+	st.NoStatements = statementsUnavailable(ctx, l, st)
 	if !strings.HasPrefix(st.NoStatements, "pg_stat_statements is not loaded: start the database service with `postgres -c shared_preload_libraries=pg_stat_statements`") {
 		t.Errorf("not loaded: %q", st.NoStatements)
 	}
@@ -127,7 +127,7 @@ func TestStatementsUnavailable(t *testing.T) {
 		t.Errorf("reset %v after %d execs", err, len(l.Execs())-execs)
 	}
 	l.FailOn("Exec", "CREATE EXTENSION", 1, fmt.Errorf("permission denied to create extension\nHINT: superuser"))
-	if why := StatementsUnavailable(ctx, l, st); why != "pg_stat_statements cannot be created in database rttlab (permission denied to create extension)" {
+	if why := statementsUnavailable(ctx, l, st); why != "pg_stat_statements cannot be created in database rttlab (permission denied to create extension)" {
 		t.Errorf("cannot create: %q", why)
 	}
 }

@@ -279,7 +279,7 @@ func (ss *stackStart) dbReady(ctx context.Context, m *Member) error {
 		return err
 	}
 	if o.Target.Meta.Compose != nil {
-		st.NoStatements = StatementsUnavailable(ctx, d, st)
+		st.NoStatements = statementsUnavailable(ctx, d, st)
 	}
 	if len(o.Target.Meta.DBInit) > 0 {
 		files, err := ExpandDBInit(o.Target.Meta.DBInit)
@@ -581,6 +581,9 @@ func SleepCtx(ctx context.Context, d time.Duration) error {
 // ErrContainerExited reports a stack member that stopped.
 var ErrContainerExited = errors.New("container exited")
 
+// CheckRunning returns nil while m runs (or, a one-shot service, exited
+// 0), else an error wrapping ErrContainerExited with its exit code and
+// last log lines.
 func CheckRunning(ctx context.Context, d engine.Docker, m *Member) error {
 	ins, err := d.InspectContainer(ctx, m.ID)
 	if err != nil {

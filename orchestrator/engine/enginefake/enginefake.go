@@ -1,6 +1,6 @@
 // Package enginefake is an in-memory Docker engine (engine.Docker) for the
-// unit tests of every package that starts containers: the RTT study's
-// orchestrator, the placement and the worker studies. Tests script what
+// unit tests of every package that starts containers: the stack and
+// shaping packages, the RTT study, the placement and the worker studies. Tests script what
 // the programs inside the containers print (see Engine.Handle).
 package enginefake
 
@@ -29,7 +29,7 @@ import (
 
 // Engine is an in-memory Docker engine for unit tests. It keeps
 // containers (labels, state, IPs, logs), networks, volumes and images the
-// way the engine does where the orchestrator relies on it:
+// way the engine does where rttlab relies on it:
 //
 //   - container names are unique, so a stack started again before the old
 //     one is removed fails as it would on an engine;

@@ -11,7 +11,7 @@ import (
 	"github.com/rttlab/rttlab/orchestrator/engine"
 )
 
-// The fake itself behaves like the engine where the orchestrator relies
+// The fake itself behaves like the engine where rttlab relies
 // on it; these tests pin that down so a test passing on the fake means
 // something.
 func TestBehavesLikeAnEngine(t *testing.T) {
