@@ -283,14 +283,11 @@ func startSession(ctx context.Context, d engine.Docker, target apps.Target, p *P
 	s := &appSession{st: st, sh: sh}
 	s.sh.Floor = p.Floor(s.sh.Backend)
 	labels := stack.RunLabels(runID, map[string]string{engine.LabelRole: "client"})
-	s.client, err = d.CreateContainer(ctx, engine.ContainerSpec{
+	s.client, err = stack.StartHelper(ctx, d, engine.ContainerSpec{
 		Name: fmt.Sprintf("rttlab-%s-client", runID), Image: stack.AgentImage,
 		Cmd: []string{"agent", "idle"}, Labels: labels, Network: st.Network, Aliases: []string{"client"},
 		CapDrop: []string{"ALL"},
 	})
-	if err == nil {
-		err = d.StartContainer(ctx, s.client)
-	}
 	if err != nil {
 		return nil, errors.Join(err, st.Remove(context.WithoutCancel(ctx), d))
 	}

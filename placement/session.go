@@ -296,13 +296,10 @@ func (ps *PlaceSession) StartProxy(ctx context.Context, d engine.Docker, cfg Con
 	}
 	labels := stack.RunLabels(ps.Stack.RunID, map[string]string{engine.LabelRole: "proxy"})
 	name := fmt.Sprintf("rttlab-%s-proxy", ps.Stack.RunID)
-	id, err := d.CreateContainer(ctx, engine.ContainerSpec{Name: name, Image: stack.AgentImage, Cmd: []string{"agent", "proxy", "--config-json", string(b)},
+	id, err := stack.StartHelper(ctx, d, engine.ContainerSpec{Name: name, Image: stack.AgentImage, Cmd: []string{"agent", "proxy", "--config-json", string(b)},
 		Labels: labels, NetworkMode: "container:" + ps.Nodes[NodeClient].ID, CapDrop: []string{"ALL"}})
-	if err != nil {
-		return err
-	}
 	ps.Proxy = id
-	if err := d.StartContainer(ctx, id); err != nil {
+	if err != nil {
 		return err
 	}
 	// Ready when a TCP connect succeeds from the client node.
