@@ -289,11 +289,13 @@ func startSession(ctx context.Context, d engine.Docker, target apps.Target, p *P
 		CapDrop: []string{"ALL"},
 	})
 	if err != nil {
-		return nil, errors.Join(err, st.Remove(context.WithoutCancel(ctx), d))
+		st.RemoveJoin(ctx, d, &err)
+		return nil, err
 	}
 	s.base = fmt.Sprintf("http://app:%d", target.Meta.Port)
 	if s.header, err = shaping.AuthHeaders(ctx, d, st); err != nil {
-		return nil, errors.Join(err, st.Remove(context.WithoutCancel(ctx), d))
+		st.RemoveJoin(ctx, d, &err)
+		return nil, err
 	}
 	return s, nil
 }
@@ -340,7 +342,7 @@ func runApp(ctx context.Context, d engine.Docker, all map[string]*apps.Meta, p *
 	}
 	defer func() {
 		if r.s != nil { // nil after a failed restart, which removed its own stack
-			err = errors.Join(err, r.s.st.Remove(context.WithoutCancel(ctx), d))
+			r.s.st.RemoveJoin(ctx, d, &err)
 		}
 	}()
 	if err := r.prepare(ctx, probes); err != nil {

@@ -55,7 +55,7 @@ func StartPlacement(ctx context.Context, d engine.Docker, plan *PlacePlan, t app
 	ps = &PlaceSession{Stack: st, Nodes: map[string]*stack.Member{}, Port: t.Meta.Port, Plan: plan}
 	defer func() {
 		if err != nil {
-			err = errors.Join(err, st.Remove(context.WithoutCancel(ctx), d))
+			st.RemoveJoin(ctx, d, &err)
 		}
 	}()
 	dbEnv, err := stack.FeedServiceEnv(ctx, st, "db")

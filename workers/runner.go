@@ -65,7 +65,7 @@ func StartWorkers(ctx context.Context, d engine.Docker, t apps.Target, backend s
 	ws = &WorkersSession{D: d, Stack: st, Target: t, Backend: backend}
 	defer func() {
 		if err != nil {
-			err = errors.Join(err, st.Remove(context.WithoutCancel(ctx), d))
+			st.RemoveJoin(ctx, d, &err)
 		}
 	}()
 	st.Network = "rttlab-" + runID

@@ -123,7 +123,7 @@ func (o *placeOptions) run(cmd *cobra.Command) (err error) {
 	say := func(s string) { fmt.Fprintf(w, "[%s] %s\n", time.Since(start).Round(time.Second), s) }
 	ps, err := placement.StartPlacement(ctx, rt, plan, target, 0)
 	if ps != nil && ps.Stack != nil {
-		defer removeStack(ctx, rt, ps.Stack, &err)
+		defer ps.Stack.RemoveJoin(ctx, rt, &err)
 	}
 	if err != nil {
 		return err

@@ -90,7 +90,7 @@ func (o *upOptions) run(cmd *cobra.Command) error {
 		d, _ := parseRTT(o.rtt)
 		sh.Floor = shaping.DefaultFloor(sh.Backend)
 		if err := sh.SetRTT(ctx, rt, d); err != nil {
-			removeStack(ctx, rt, st, &err)
+			st.RemoveJoin(ctx, rt, &err)
 			return err
 		}
 	}
@@ -296,7 +296,7 @@ func verifyOne(ctx context.Context, rt *engine.Runtime, t apps.Target, o *verify
 	if err != nil {
 		return 0, fmt.Errorf("verify %s: %w", t.Name, err)
 	}
-	defer removeStack(ctx, rt, st, &err)
+	defer st.RemoveJoin(ctx, rt, &err)
 	fmt.Fprintf(out, "verify %s (stack %s)\n", t.Name, st.RunID)
 	checks, err := shaping.VerifyStack(ctx, rt, st, shaping.VerifyOptions{
 		Requests: o.requests,

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -189,13 +188,4 @@ func loadTarget(name string) (apps.Target, error) {
 		return apps.Target{}, err
 	}
 	return ts[0], nil
-}
-
-// removeStack removes st and joins to *errp what could not be removed.
-func removeStack(ctx context.Context, rt *engine.Runtime, st *stack.Stack, errp *error) {
-	// Joined only when something is left: a Join of one error hides its
-	// type from the exit status (the budget gate's 3).
-	if rerr := st.Remove(context.WithoutCancel(ctx), rt); rerr != nil {
-		*errp = errors.Join(*errp, rerr)
-	}
 }

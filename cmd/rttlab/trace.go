@@ -135,7 +135,7 @@ func (o *traceOptions) run(cmd *cobra.Command) (err error) {
 	if err != nil {
 		return err
 	}
-	defer removeStack(ctx, rt, st, &err)
+	defer st.RemoveJoin(ctx, rt, &err)
 	hdr, err := shaping.AuthHeaders(ctx, rt, st)
 	if err != nil {
 		return err

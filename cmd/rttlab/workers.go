@@ -117,7 +117,7 @@ func (o *workersOptions) run(cmd *cobra.Command) (err error) {
 	say := func(s string) { fmt.Fprintf(w, "[%s] %s\n", time.Since(start).Round(time.Second), s) }
 	ws, err := workers.StartWorkers(ctx, rt, target, plan.Shaper)
 	if ws != nil && ws.Stack != nil {
-		defer removeStack(ctx, rt, ws.Stack, &err)
+		defer ws.Stack.RemoveJoin(ctx, rt, &err)
 	}
 	if err != nil {
 		return err

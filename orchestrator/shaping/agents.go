@@ -83,11 +83,7 @@ func StartShaped(ctx context.Context, d engine.Docker, o stack.StackOptions, bac
 	}
 	sh, err := StartAgents(ctx, d, st, backend, scope, hook)
 	if err != nil {
-		// Joined only when something is left: a Join of one error hides
-		// its type from callers that switch on it.
-		if rerr := st.Remove(context.WithoutCancel(ctx), d); rerr != nil {
-			err = errors.Join(err, rerr)
-		}
+		st.RemoveJoin(ctx, d, &err)
 		return nil, nil, err
 	}
 	return st, sh, nil

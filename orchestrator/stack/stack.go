@@ -173,7 +173,7 @@ func StartStack(ctx context.Context, d engine.Docker, o StackOptions) (st *Stack
 	st = &Stack{RunID: o.RunID, Target: o.Target, DB: RttlabDB(NewPassword())}
 	defer func() {
 		if err != nil {
-			err = errors.Join(err, st.Remove(context.WithoutCancel(ctx), d))
+			st.RemoveJoin(ctx, d, &err)
 		}
 	}()
 	proj, err := stackProject(ctx, st, o.Target)
@@ -616,4 +616,14 @@ func (s *Stack) Remove(ctx context.Context, d engine.Docker) error {
 		return &CleanupError{RunID: s.RunID, Err: err}
 	}
 	return nil
+}
+
+// RemoveJoin removes the stack as Remove does, even after ctx ended, and
+// joins to *errp what could not be removed. With everything removed,
+// *errp stays as it is: a Join of one error would hide its type from
+// callers that switch on it (the budget gate's exit status).
+func (s *Stack) RemoveJoin(ctx context.Context, d engine.Docker, errp *error) {
+	if rerr := s.Remove(context.WithoutCancel(ctx), d); rerr != nil {
+		*errp = errors.Join(*errp, rerr)
+	}
 }
