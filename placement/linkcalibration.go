@@ -13,7 +13,6 @@ type LinkCalibration struct {
 	Rounds []map[string]float64 `json:"rounds"`
 	Kept   int                  `json:"kept_round"`
 	OneWay map[string]float64   `json:"one_way_ms"` // "a→db": ms applied
-	adj    map[[2]string]float64
 }
 
 // linkCalRounds bounds the link calibration.

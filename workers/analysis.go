@@ -44,10 +44,6 @@ type RunStat struct {
 	Shares    []WorkerShare  `json:"shares"`
 }
 
-func (r RunStat) quantile(i int) float64 {
-	return float64([]results.Num{r.P50Ms, r.P90Ms, r.P99Ms}[i])
-}
-
 // SummarizeRun computes a run's figures; slack is the collision slack.
 func SummarizeRun(run Run, slack time.Duration) RunStat {
 	st := RunStat{Cell: run.Cell, Run: run.Run, Rate: run.Rate}
@@ -188,8 +184,6 @@ func (c *CellStat) runValues(q int) []float64 {
 	}
 	return out
 }
-
-func (c *CellStat) estimate(q int) Estimate { return []Estimate{c.P50, c.P90, c.P99}[q] }
 
 // Summary is the analysis of a worker study.
 type Summary struct {

@@ -291,10 +291,6 @@ func countStatements(ctx context.Context, d engine.Containers, st *stack.Stack, 
 	return c, nil
 }
 
-func get(ctx context.Context, hc *http.Client, url string) error {
-	return getStatus(ctx, hc, url, false)
-}
-
 // getStatus GETs url and wants 200, or any 2xx when any2xx.
 func getStatus(ctx context.Context, hc *http.Client, url string, any2xx bool) error {
 	code, err := statusOf(ctx, hc, url, nil)
