@@ -185,16 +185,19 @@ func (ws *WorkersSession) saveDecisions(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("front proxy decision log: %w", err)
 	}
-	for _, d := range decs {
-		if err := results.AppendJSONLine(ws.DecisionsPath, struct {
-			Stack string `json:"stack"`
-			Proxy string `json:"proxy"` // the front proxy's container: its event order is its own
-			Decision
-		}{ws.current, engine.ShortID(ws.front), d}); err != nil {
-			return err
-		}
+	if len(decs) == 0 {
+		return nil
 	}
-	return nil
+	type line struct {
+		Stack string `json:"stack"`
+		Proxy string `json:"proxy"` // the front proxy's container: its event order is its own
+		Decision
+	}
+	lines := make([]line, len(decs))
+	for i, d := range decs {
+		lines[i] = line{ws.current, engine.ShortID(ws.front), d}
+	}
+	return results.AppendJSONLines(ws.DecisionsPath, lines)
 }
 
 // Close stops the current app stack, saving the proxy's decisions.
