@@ -20,6 +20,7 @@ import (
 	"github.com/rttlab/rttlab/netem"
 	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/engine/enginefake"
+	"github.com/rttlab/rttlab/orchestrator/fakelab"
 	"github.com/rttlab/rttlab/orchestrator/stack"
 	"github.com/rttlab/rttlab/workloads"
 )
@@ -159,16 +160,10 @@ func (l *placeLab) rtt(x, y string) time.Duration {
 }
 
 func (l *placeLab) ping(ctx context.Context, x *enginefake.Call) (int, error) {
-	n, _ := strconv.Atoi(x.Flag("--count"))
 	l.mu.Lock()
 	to := l.nodeOf(x.Flag("--to"))
 	l.mu.Unlock()
-	d := l.rtt(x.Service(), to)
-	res := workloads.PingResult{Dst: x.Flag("--to"), Sent: n, Received: n, Median: d, Mean: d, Min: d, Max: d}
-	for i := 0; i < n; i++ {
-		res.Samples = append(res.Samples, d)
-	}
-	return 0, json.NewEncoder(x.Stdout).Encode(res)
+	return fakelab.PingReply(x, l.rtt(x.Service(), to))
 }
 
 func (l *placeLab) sqlprobe(ctx context.Context, x *enginefake.Call) (int, error) {

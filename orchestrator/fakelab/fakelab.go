@@ -362,8 +362,13 @@ func (l *Lab) Sweeps() []string {
 // Ping answers `rttlab agent ping` from the base RTT plus both sides'
 // delays.
 func (l *Lab) Ping(ctx context.Context, x *enginefake.Call) (int, error) {
+	return PingReply(x, BaseRTT+l.RTT())
+}
+
+// PingReply answers the `rttlab agent ping` of x as if every one of its
+// --count echoes took d, for the fake labs that model a network.
+func PingReply(x *enginefake.Call, d time.Duration) (int, error) {
 	n, _ := strconv.Atoi(x.Flag("--count"))
-	d := BaseRTT + l.RTT()
 	res := workloads.PingResult{Dst: x.Flag("--to"), Sent: n, Received: n, Median: d, Mean: d, Min: d, Max: d}
 	for i := 0; i < n; i++ {
 		res.Samples = append(res.Samples, d)
