@@ -159,7 +159,7 @@ rerouted.`,
 			if err != nil {
 				return err
 			}
-			return workers.Serve(cmd.Context(), cfg)
+			return workers.Server(cfg).ListenAndServe(cmd.Context())
 		},
 	}
 	cmd.Flags().StringVar(&js, "config-json", "", "proxy configuration as a JSON string")

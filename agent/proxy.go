@@ -53,7 +53,7 @@ fails the request (502, logged); the proxy never reroutes.`,
 				return err
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "rttlab proxy: listening on %s, %d upstreams, default policy %s\n", cfg.Listen, len(cfg.Upstreams), cfg.DefaultPolicy)
-			return placement.Serve(cmd.Context(), cfg)
+			return placement.Server(cfg).ListenAndServe(cmd.Context())
 		},
 	}
 	cmd.Flags().StringVar(&o.config, "config", "", "proxy configuration file (JSON)")

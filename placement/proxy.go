@@ -1,14 +1,10 @@
 package placement
 
 import (
-	"bytes"
 	"cmp"
-	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -88,21 +84,7 @@ type Config struct {
 
 // ParseConfig reads a Config from JSON (unknown fields are errors) and
 // validates it.
-func ParseConfig(b []byte) (Config, error) {
-	var c Config
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&c); err != nil {
-		return c, fmt.Errorf("parse proxy config: %w", err)
-	}
-	if dec.More() {
-		return c, errors.New("parse proxy config: data after the JSON object")
-	}
-	if err := c.Validate(); err != nil {
-		return c, err
-	}
-	return c, nil
-}
+func ParseConfig(b []byte) (Config, error) { return proxyserve.ParseConfig[Config](b, "proxy") }
 
 // LoadConfig reads and validates the JSON config at path.
 func LoadConfig(path string) (Config, error) {
@@ -205,8 +187,11 @@ type Proxy struct {
 	def       Policy
 	keepAlive bool
 	ups       map[string]*proxyserve.Upstream
-	core      *proxyserve.Core[DecisionRecord]
 	seq       atomic.Uint64
+	// The core's Close flushes and stops the decision log and closes idle
+	// upstream connections; call it after the server stopped handling
+	// requests (later requests are still routed but not logged).
+	*proxyserve.Core[DecisionRecord]
 
 	mu       sync.Mutex
 	inFlight map[string]int
@@ -246,7 +231,7 @@ func NewProxy(cfg Config, logw io.Writer) (*Proxy, error) {
 		p.ups[u.Name] = up
 		ups = append(ups, up)
 	}
-	p.core = proxyserve.NewCore[DecisionRecord](ups, logw)
+	p.Core = proxyserve.NewCore[DecisionRecord](ups, logw)
 	return p, nil
 }
 
@@ -306,7 +291,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rec.Error = err.Error()
 		rec.TotalMs = proxyserve.Ms(time.Since(start))
 		http.Error(w, "rttlab proxy: "+err.Error(), status)
-		p.core.Log(rec)
+		p.Log(rec)
 	}
 	queryPolicy := takeQueryPolicy(r.URL)
 	route, err := p.cal.ParseRoute(r.URL)
@@ -347,7 +332,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rec.TotalMs = proxyserve.Ms(time.Since(start))
 		rec.UpstreamMs, rec.UpstreamStatus, rec.ConnReused = o.UpstreamMs, o.UpstreamStatus, o.ConnReused
 		rec.Status, rec.Error = o.Status, o.Error
-		p.core.Log(rec)
+		p.Log(rec)
 	})
 }
 
@@ -364,39 +349,23 @@ func takeQueryPolicy(u *url.URL) string {
 	return v
 }
 
-// Close flushes and stops the decision log and closes idle upstream
-// connections. Call it after the server has stopped handling requests;
-// later requests are still routed but not logged.
-func (p *Proxy) Close() error { return p.core.Close() }
-
-// ReadDecisions parses a decision log (JSON lines); a bad line is an error
-// naming its line number.
-func ReadDecisions(r io.Reader) ([]DecisionRecord, error) {
-	return proxyserve.ReadLog[DecisionRecord](r)
-}
-
-// Serve runs the proxy of cfg on cfg.Listen until ctx is done, then shuts
-// it down gracefully (in-flight requests get up to 10 s) and flushes the
-// decision log. It returns nil after a clean stop. This is the whole proxy
-// a container needs: `rttlab agent proxy` only has to load a Config.
-func Serve(ctx context.Context, cfg Config) error {
-	return server(cfg).ListenAndServe(ctx)
-}
-
-// ServeListener is Serve on a listener the caller opened (cfg.Listen is not
-// used); it closes ln.
-func ServeListener(ctx context.Context, cfg Config, ln net.Listener) error {
-	return server(cfg).Serve(ctx, ln)
-}
-
-// server is the proxy of cfg, served by proxyserve under the name "proxy".
-func server(cfg Config) proxyserve.Server {
+// Server is the proxy of cfg, served by proxyserve under the name "proxy":
+// its ListenAndServe runs on cfg.Listen until the context ends, then shuts
+// down gracefully (in-flight requests get up to 10 s) and flushes the
+// decision log, which proxyserve.ReadLog[DecisionRecord] reads back. This
+// is the whole proxy a container needs: `rttlab agent proxy` only has to
+// load a Config.
+func Server(cfg Config) proxyserve.Server {
 	return proxyserve.Server{Name: "proxy", Listen: cfg.Listen, LogPath: cfg.LogPath, Validate: cfg.Validate,
-		Build: func(logw io.Writer) (proxyserve.Handler, []any, error) {
-			p, err := NewProxy(cfg, logw)
-			if err != nil {
-				return nil, nil, err
-			}
-			return p, []any{"policy", p.def, "conn", p.connHeader()}, nil
-		}}
+		Build: cfg.build}
+}
+
+// build is the proxy of cfg on the decision log logw, with its start line's
+// attributes.
+func (cfg Config) build(logw io.Writer) (proxyserve.Handler, []any, error) {
+	p, err := NewProxy(cfg, logw)
+	if err != nil {
+		return nil, nil, err
+	}
+	return p, []any{"policy", p.def, "conn", p.connHeader()}, nil
 }

@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/rttlab/rttlab/internal/proxyserve"
 )
 
 // testUpstream is a compute host: it answers with its name, counts hits and
@@ -78,7 +80,7 @@ func startProxy(t testing.TB, cfg Config) (*Proxy, *httptest.Server, func() []De
 				t.Error(err)
 			}
 			var err error
-			if recs, err = ReadDecisions(&buf); err != nil {
+			if recs, err = proxyserve.ReadLog[DecisionRecord](&buf); err != nil {
 				t.Fatal(err)
 			}
 		})
@@ -441,7 +443,7 @@ func TestServe(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
-	go func() { errc <- ServeListener(ctx, cfg, ln) }()
+	go func() { errc <- Server(cfg).Serve(ctx, ln) }()
 	url := "http://" + ln.Addr().String()
 	for i := range 3 {
 		resp, _ := get(t, url+"/serial?n=12", "network-only", HeaderRequestID, string(rune('x'+i)))
@@ -463,7 +465,7 @@ func TestServe(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	recs, err := ReadDecisions(f)
+	recs, err := proxyserve.ReadLog[DecisionRecord](f)
 	if err != nil || len(recs) != 3 || recs[2].RequestID != "z" {
 		t.Errorf("%d lines, %v", len(recs), err)
 	}
@@ -480,17 +482,17 @@ func TestServe(t *testing.T) {
 	}
 
 	cfg.Listen = "256.0.0.1:1"
-	if err := Serve(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), "listen") {
+	if err := Server(cfg).ListenAndServe(context.Background()); err == nil || !strings.Contains(err.Error(), "listen") {
 		t.Errorf("bad address: %v", err)
 	}
 	cfg.Upstreams = nil
-	if err := Serve(context.Background(), cfg); err == nil {
+	if err := Server(cfg).ListenAndServe(context.Background()); err == nil {
 		t.Error("bad config: no error")
 	}
 }
 
 func TestReadDecisionsBadLine(t *testing.T) {
-	_, err := ReadDecisions(strings.NewReader("{\"seq\":1}\n\nnot json\n"))
+	_, err := proxyserve.ReadLog[DecisionRecord](strings.NewReader("{\"seq\":1}\n\nnot json\n"))
 	if err == nil || !strings.Contains(err.Error(), "line 3") {
 		t.Errorf("%v", err)
 	}

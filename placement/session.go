@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rttlab/rttlab/apps"
+	"github.com/rttlab/rttlab/internal/proxyserve"
 	"github.com/rttlab/rttlab/netem"
 	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/shaping"
@@ -334,7 +335,7 @@ func (ps *PlaceSession) StopProxy(ctx context.Context, d engine.Docker) ([]Decis
 		var out, errb bytes.Buffer
 		code, err := d.Exec(ctx, ps.Proxy, engine.ExecSpec{Cmd: []string{"cat", proxyLog}, Stdout: &out, Stderr: &errb, Timeout: 30 * time.Second})
 		if err == nil && code == 0 {
-			recs, rerr = ReadDecisions(&out)
+			recs, rerr = proxyserve.ReadLog[DecisionRecord](&out)
 			if rerr == nil {
 				break
 			}

@@ -1,14 +1,10 @@
 package workers
 
 import (
-	"bytes"
 	"cmp"
-	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"sync"
@@ -61,16 +57,7 @@ type ProxyConfig struct {
 // ParseProxyConfig reads a ProxyConfig from JSON (unknown fields are
 // errors) and validates it.
 func ParseProxyConfig(b []byte) (ProxyConfig, error) {
-	var c ProxyConfig
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&c); err != nil {
-		return c, fmt.Errorf("parse workers proxy config: %w", err)
-	}
-	if dec.More() {
-		return c, errors.New("parse workers proxy config: data after the JSON object")
-	}
-	return c, c.Validate()
+	return proxyserve.ParseConfig[ProxyConfig](b, "workers proxy")
 }
 
 // Validate checks the upstreams (named, distinct, http origins), the
@@ -171,8 +158,10 @@ type Proxy struct {
 	def     Rule
 	threads int
 	ups     []*proxyserve.Upstream
-	core    *proxyserve.Core[Decision]
 	seq     atomic.Uint64
+	// The core's Close flushes the decision log and closes idle upstream
+	// connections; call it after the server stopped handling requests.
+	*proxyserve.Core[Decision]
 
 	mu       sync.Mutex // guards inFlight, events and chooser
 	inFlight []int
@@ -202,7 +191,7 @@ func NewProxy(cfg ProxyConfig, logw io.Writer) (*Proxy, error) {
 		target, _ := upstreamURL(u.URL)
 		p.ups = append(p.ups, proxyserve.NewUpstream(u.Name, target, opts))
 	}
-	p.core = proxyserve.NewCore[Decision](p.ups, logw)
+	p.Core = proxyserve.NewCore[Decision](p.ups, logw)
 	return p, nil
 }
 
@@ -258,7 +247,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			rec.Status, rec.Error = http.StatusBadRequest, err.Error()
 			rec.TotalMs = proxyserve.Ms(time.Since(start))
 			http.Error(w, "rttlab workers proxy: "+err.Error(), http.StatusBadRequest)
-			p.core.Log(rec)
+			p.Log(rec)
 			return
 		}
 	}
@@ -270,7 +259,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rec.Status, rec.Error = http.StatusInternalServerError, err.Error()
 		rec.TotalMs = proxyserve.Ms(time.Since(start))
 		http.Error(w, "rttlab workers proxy: "+err.Error(), http.StatusInternalServerError)
-		p.core.Log(rec)
+		p.Log(rec)
 		return
 	}
 	up := p.ups[i]
@@ -289,42 +278,26 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rec.TotalMs = proxyserve.Ms(time.Since(start))
 		rec.UpstreamMs, rec.UpstreamStatus, rec.ConnReused = o.UpstreamMs, o.UpstreamStatus, o.ConnReused
 		rec.Status, rec.Error = o.Status, o.Error
-		p.core.Log(rec)
+		p.Log(rec)
 	})
 }
 
-// Close flushes the decision log and closes idle upstream connections;
-// call it after the server stopped handling requests.
-func (p *Proxy) Close() error { return p.core.Close() }
-
-// ReadDecisions parses a decision log; a bad line is an error naming its
-// line number.
-func ReadDecisions(r io.Reader) ([]Decision, error) {
-	return proxyserve.ReadLog[Decision](r)
-}
-
-// Serve runs the proxy of cfg on cfg.Listen until ctx ends, then shuts
-// down gracefully (requests in flight get up to 10 s) and flushes the
-// decision log; nil after a clean stop. It is all a container needs.
-func Serve(ctx context.Context, cfg ProxyConfig) error {
-	return server(cfg).ListenAndServe(ctx)
-}
-
-// ServeListener is Serve on a listener the caller opened (cfg.Listen is
-// not used); it closes ln.
-func ServeListener(ctx context.Context, cfg ProxyConfig, ln net.Listener) error {
-	return server(cfg).Serve(ctx, ln)
-}
-
-// server is the proxy of cfg, served by proxyserve under the name
-// "workers proxy".
-func server(cfg ProxyConfig) proxyserve.Server {
+// Server is the proxy of cfg, served by proxyserve under the name "workers
+// proxy": its ListenAndServe runs on cfg.Listen until the context ends,
+// then shuts down gracefully (requests in flight get up to 10 s) and
+// flushes the decision log, which proxyserve.ReadLog[Decision] reads
+// back. It is all a container needs.
+func Server(cfg ProxyConfig) proxyserve.Server {
 	return proxyserve.Server{Name: "workers proxy", Listen: cfg.Listen, LogPath: cfg.LogPath, Validate: cfg.Validate,
-		Build: func(logw io.Writer) (proxyserve.Handler, []any, error) {
-			p, err := NewProxy(cfg, logw)
-			if err != nil {
-				return nil, nil, err
-			}
-			return p, []any{"rule", p.def, "upstreams", len(p.ups)}, nil
-		}}
+		Build: cfg.build}
+}
+
+// build is the proxy of cfg on the decision log logw, with its start line's
+// attributes.
+func (cfg ProxyConfig) build(logw io.Writer) (proxyserve.Handler, []any, error) {
+	p, err := NewProxy(cfg, logw)
+	if err != nil {
+		return nil, nil, err
+	}
+	return p, []any{"rule", p.def, "upstreams", len(p.ups)}, nil
 }

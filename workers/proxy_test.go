@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/rttlab/rttlab/internal/proxyserve"
 )
 
 // testWorker is a single-mode worker: it answers with its name and the
@@ -118,7 +120,7 @@ func (rig *proxyRig) close() []Decision {
 			rig.t.Error(err)
 		}
 	}
-	ds, err := ReadDecisions(bytes.NewReader(rig.logBuf.b.Bytes()))
+	ds, err := proxyserve.ReadLog[Decision](bytes.NewReader(rig.logBuf.b.Bytes()))
 	if err != nil {
 		rig.t.Fatal(err)
 	}
@@ -373,7 +375,7 @@ func TestProxyFailureIsNotRerouted(t *testing.T) {
 	if good.hits.Load() != 0 {
 		t.Error("the failed request was retried on another worker")
 	}
-	ds, _ := ReadDecisions(bytes.NewReader(buf.b.Bytes()))
+	ds, _ := proxyserve.ReadLog[Decision](bytes.NewReader(buf.b.Bytes()))
 	if len(ds) != 1 || ds[0].Status != 502 || ds[0].UpstreamStatus != 0 || ds[0].Error == "" || ds[0].Worker != "dead" {
 		t.Errorf("decisions %+v", ds)
 	}
@@ -415,7 +417,7 @@ func TestServeRunsUntilCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- ServeListener(ctx, ProxyConfig{Upstreams: []Upstream{{"w0", w.srv.URL}}, LogPath: logPath}, ln)
+		done <- Server(ProxyConfig{Upstreams: []Upstream{{"w0", w.srv.URL}}, LogPath: logPath}).Serve(ctx, ln)
 	}()
 	resp, err := http.Get("http://" + ln.Addr().String() + "/work")
 	if err != nil {
@@ -431,7 +433,7 @@ func TestServeRunsUntilCancelled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ds, err := ReadDecisions(bytes.NewReader(b))
+	ds, err := proxyserve.ReadLog[Decision](bytes.NewReader(b))
 	if err != nil || len(ds) != 1 || ds[0].Worker != "w0" {
 		t.Errorf("log %v %+v", err, ds)
 	}

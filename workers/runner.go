@@ -19,6 +19,7 @@ import (
 
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/internal/capped"
+	"github.com/rttlab/rttlab/internal/proxyserve"
 	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/shaping"
 	"github.com/rttlab/rttlab/orchestrator/stack"
@@ -181,7 +182,7 @@ func (ws *WorkersSession) saveDecisions(ctx context.Context) error {
 	if code != 0 {
 		return fmt.Errorf("front proxy decision log: %s", strings.TrimSpace(errb.String()))
 	}
-	decs, err := ReadDecisions(&out)
+	decs, err := proxyserve.ReadLog[Decision](&out)
 	if err != nil {
 		return fmt.Errorf("front proxy decision log: %w", err)
 	}

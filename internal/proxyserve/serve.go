@@ -6,6 +6,7 @@ package proxyserve
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -226,4 +227,23 @@ func (c *Core[T]) Close() error {
 		u.CloseIdle()
 	}
 	return c.log.Close()
+}
+
+// Config is a proxy's configuration: it checks itself.
+type Config interface{ Validate() error }
+
+// ParseConfig reads a proxy's config from one JSON object (unknown fields
+// and data after it are errors) and validates it; what names the proxy in
+// the errors ("proxy", "workers proxy").
+func ParseConfig[C Config](b []byte, what string) (C, error) {
+	var c C
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		return c, fmt.Errorf("parse %s config: %w", what, err)
+	}
+	if dec.More() {
+		return c, fmt.Errorf("parse %s config: data after the JSON object", what)
+	}
+	return c, c.Validate()
 }
