@@ -113,12 +113,8 @@ func (c Config) Validate() error {
 		if _, ok := c.Calibration.Host(u.Name); !ok {
 			return fmt.Errorf("proxy config: upstreams[%d]: %q is not a calibrated host", i, u.Name)
 		}
-		if seen[u.Name] {
-			return fmt.Errorf("proxy config: upstreams[%d]: %q listed twice", i, u.Name)
-		}
-		seen[u.Name] = true
-		if _, err := upstreamURL(u.URL); err != nil {
-			return fmt.Errorf("proxy config: upstream %s: %w", u.Name, err)
+		if err := proxyserve.CheckUpstream(seen, i, u.Name, u.URL, false); err != nil {
+			return fmt.Errorf("proxy config: %w", err)
 		}
 		if err := checkMs("client_path_ms", u.ClientPathMs, false); err != nil {
 			return fmt.Errorf("proxy config: upstream %s: %w", u.Name, err)

@@ -68,15 +68,8 @@ func (c ProxyConfig) Validate() error {
 	}
 	seen := map[string]bool{}
 	for i, u := range c.Upstreams {
-		if u.Name == "" {
-			return fmt.Errorf("workers proxy config: upstreams[%d] has no name", i)
-		}
-		if seen[u.Name] {
-			return fmt.Errorf("workers proxy config: upstreams[%d]: %q listed twice", i, u.Name)
-		}
-		seen[u.Name] = true
-		if _, err := upstreamURL(u.URL); err != nil {
-			return fmt.Errorf("workers proxy config: upstream %s: %w", u.Name, err)
+		if err := proxyserve.CheckUpstream(seen, i, u.Name, u.URL, true); err != nil {
+			return fmt.Errorf("workers proxy config: %w", err)
 		}
 	}
 	if c.Threads < 0 {

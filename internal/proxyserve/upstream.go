@@ -187,6 +187,23 @@ func ParseUpstreamURL(s string, originOnly bool) (*url.URL, error) {
 	return u, nil
 }
 
+// CheckUpstream checks the i-th upstream of a proxy's config: named, not
+// listed before (seen records the names so far) and at an http(s) URL (an
+// origin only when originOnly).
+func CheckUpstream(seen map[string]bool, i int, name, rawURL string, originOnly bool) error {
+	if name == "" {
+		return fmt.Errorf("upstreams[%d] has no name", i)
+	}
+	if seen[name] {
+		return fmt.Errorf("upstreams[%d]: %q listed twice", i, name)
+	}
+	seen[name] = true
+	if _, err := ParseUpstreamURL(rawURL, originOnly); err != nil {
+		return fmt.Errorf("upstream %s: %w", name, err)
+	}
+	return nil
+}
+
 // ReadLog parses a decision log (JSON lines of T; blank lines skipped); a
 // bad line is an error naming its line number, with the records before it.
 func ReadLog[T any](r io.Reader) ([]T, error) {
