@@ -7,19 +7,14 @@ import (
 	"testing"
 
 	"github.com/rttlab/rttlab/internal/cli"
+	"github.com/rttlab/rttlab/internal/cli/clitest"
 )
 
 // run executes one `agent` command line, as the binary's `rttlab agent`
 // would, and returns what it printed.
 func run(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	cmd := NewCmd()
-	var out bytes.Buffer
-	cmd.SetOut(&out)
-	cmd.SetErr(&out)
-	cmd.SetArgs(args)
-	err := cmd.ExecuteContext(context.Background())
-	return out.String(), err
+	return clitest.Run(NewCmd(), args...)
 }
 
 func TestHelpers(t *testing.T) {

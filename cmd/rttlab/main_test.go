@@ -12,19 +12,15 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/rttlab/rttlab/internal/cli/clitest"
 	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/stack"
 )
 
+// run executes one rttlab command line and returns what it printed.
 func run(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	cmd := newRootCmd()
-	var out bytes.Buffer
-	cmd.SetOut(&out)
-	cmd.SetErr(&out)
-	cmd.SetArgs(args)
-	err := cmd.ExecuteContext(context.Background())
-	return out.String(), err
+	return clitest.Run(newRootCmd(), args...)
 }
 
 func TestEveryCommandHasHelp(t *testing.T) {
