@@ -1,7 +1,6 @@
 package netem_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -14,13 +13,13 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/rttlab/rttlab/internal/syncbuf"
 	"github.com/rttlab/rttlab/netem"
 	"github.com/rttlab/rttlab/workloads"
 )
@@ -203,26 +202,14 @@ type helper struct {
 	t      testing.TB
 	cmd    *exec.Cmd
 	socket string
-	out    *syncBuffer
+	out    *syncbuf.Buffer
 	done   chan struct{} // closed when the process has exited
 	err    error         // exit error, set before done closes
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
-
 func startHelper(t testing.TB, ns, link string, queue int) *helper {
 	t.Helper()
-	h := &helper{t: t, socket: filepath.Join(t.TempDir(), "agent.sock"), out: &syncBuffer{}, done: make(chan struct{})}
+	h := &helper{t: t, socket: filepath.Join(t.TempDir(), "agent.sock"), out: &syncbuf.Buffer{}, done: make(chan struct{})}
 	h.cmd = exec.Command("ip", "netns", "exec", ns, exeForTest(), "-test.run=^$")
 	h.cmd.Env = append(os.Environ(), envHelper+"=serve", envSocket+"="+h.socket, envLink+"="+link,
 		envQueue+"="+strconv.Itoa(queue), envBack+"=userspace")

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/rttlab/rttlab/internal/proxyserve"
+	"github.com/rttlab/rttlab/internal/syncbuf"
 )
 
 // testWorker is a single-mode worker: it answers with its name and the
@@ -64,25 +65,14 @@ type proxyRig struct {
 	p       *Proxy
 	srv     *httptest.Server
 	workers []*testWorker
-	logBuf  *syncBuffer
+	logBuf  *syncbuf.Buffer
 	closed  bool
 	wg      sync.WaitGroup
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
 func newProxyRig(t testing.TB, n int, mod func(*ProxyConfig)) *proxyRig {
 	t.Helper()
-	rig := &proxyRig{t: t, logBuf: &syncBuffer{}}
+	rig := &proxyRig{t: t, logBuf: &syncbuf.Buffer{}}
 	cfg := ProxyConfig{Threads: 2, Seed: 42, Ties: TiesFirst}
 	for i := range n {
 		w := newTestWorker(t, fmt.Sprintf("w%d", i))
@@ -120,7 +110,7 @@ func (rig *proxyRig) close() []Decision {
 			rig.t.Error(err)
 		}
 	}
-	ds, err := proxyserve.ReadLog[Decision](bytes.NewReader(rig.logBuf.b.Bytes()))
+	ds, err := proxyserve.ReadLog[Decision](bytes.NewReader(rig.logBuf.Bytes()))
 	if err != nil {
 		rig.t.Fatal(err)
 	}
@@ -353,7 +343,7 @@ func TestProxyFailureIsNotRerouted(t *testing.T) {
 	dead := httptest.NewServer(http.NotFoundHandler())
 	deadURL := dead.URL
 	dead.Close()
-	var buf syncBuffer
+	var buf syncbuf.Buffer
 	p, err := NewProxy(ProxyConfig{Upstreams: []Upstream{{"dead", deadURL}, {"good", good.srv.URL}}, Rule: RuleRoundRobin, Ties: TiesFirst}, &buf)
 	if err != nil {
 		t.Fatal(err)
@@ -375,7 +365,7 @@ func TestProxyFailureIsNotRerouted(t *testing.T) {
 	if good.hits.Load() != 0 {
 		t.Error("the failed request was retried on another worker")
 	}
-	ds, _ := proxyserve.ReadLog[Decision](bytes.NewReader(buf.b.Bytes()))
+	ds, _ := proxyserve.ReadLog[Decision](bytes.NewReader(buf.Bytes()))
 	if len(ds) != 1 || ds[0].Status != 502 || ds[0].UpstreamStatus != 0 || ds[0].Error == "" || ds[0].Worker != "dead" {
 		t.Errorf("decisions %+v", ds)
 	}

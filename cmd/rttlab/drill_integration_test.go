@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rttlab/rttlab/internal/syncbuf"
 	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/stack"
 	"github.com/rttlab/rttlab/results"
@@ -65,11 +66,11 @@ apps:
 // what the process writes to its standard error (for failure messages).
 // A run that ends before that fails the test at once, with its stderr.
 // The returned process has a waiter: call wait, not cmd.Wait.
-func startRun(t *testing.T, bin, root, plan, out string) (cmd *exec.Cmd, dir string, stderr *syncBuffer, wait func() error) {
+func startRun(t *testing.T, bin, root, plan, out string) (cmd *exec.Cmd, dir string, stderr *syncbuf.Buffer, wait func() error) {
 	t.Helper()
 	cmd = exec.Command(bin, "run", "--plan", plan, "--out", out)
 	cmd.Dir = root
-	stderr = &syncBuffer{}
+	stderr = &syncbuf.Buffer{}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -100,25 +101,6 @@ func startRun(t *testing.T, bin, root, plan, out string) (cmd *exec.Cmd, dir str
 			}
 		}
 	}
-}
-
-// syncBuffer is a strings.Builder a process writes to while the test
-// reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func doneTasks(dir string) int {

@@ -18,13 +18,13 @@ import (
 	"runtime/debug"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/docker/docker/api/types/build"
 	"golang.org/x/mod/modfile"
 
 	"github.com/rttlab/rttlab/apps"
+	"github.com/rttlab/rttlab/internal/syncbuf"
 )
 
 // BaseImage is the image every Dockerfile starts from.
@@ -182,7 +182,7 @@ func (o BaseOptions) withDefaults() BaseOptions {
 // debootstrap builds a minbase tree of o.Suite in dir, reporting progress
 // to o.Progress, and removes the downloaded packages and lists from it.
 func debootstrap(ctx context.Context, dir string, o BaseOptions) error {
-	var out lockedBuffer
+	var out syncbuf.Buffer
 	cmd := exec.CommandContext(ctx, "debootstrap", "--variant=minbase", o.Suite, dir, o.Mirror)
 	cmd.Stdout = io.MultiWriter(&out, o.Log)
 	cmd.Stderr = cmd.Stdout
@@ -667,24 +667,6 @@ func SkipReason(err error) (string, bool) {
 		}
 	}
 	return "", false
-}
-
-// lockedBuffer is a bytes.Buffer written by a command while a ticker reads it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // debootstrapStage says where debootstrap is from its "I: ..." lines:
