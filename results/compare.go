@@ -153,14 +153,17 @@ func CompareData(a, b *Data, o Options) (*Comparison, error) {
 
 // planSettings returns the distinct settings of the manifest's tasks.
 func planSettings(m *Manifest) []float64 {
-	var out []float64
-	for _, t := range m.Tasks {
-		if !slices.Contains(out, t.RTTms) {
-			out = append(out, t.RTTms)
-		}
+	out := make([]float64, len(m.Tasks))
+	for i, t := range m.Tasks {
+		out[i] = t.RTTms
 	}
-	slices.Sort(out)
-	return out
+	return sortedDistinct(out)
+}
+
+// sortedDistinct sorts xs and drops repeats, in place.
+func sortedDistinct(xs []float64) []float64 {
+	slices.Sort(xs)
+	return slices.Compact(xs)
 }
 
 func findCell(s *Summary, app, route string, rtt float64) *Cell {

@@ -114,14 +114,11 @@ func (s *Summary) routes() []routeKey {
 
 // settings returns the distinct settings of the summary's cells, ascending.
 func (s *Summary) settings() []float64 {
-	var out []float64
-	for _, c := range s.Cells {
-		if !slices.Contains(out, c.RTTms) {
-			out = append(out, c.RTTms)
-		}
+	out := make([]float64, len(s.Cells))
+	for i, c := range s.Cells {
+		out[i] = c.RTTms
 	}
-	slices.Sort(out)
-	return out
+	return sortedDistinct(out)
 }
 
 // stripSetting is the setting of the per-run strip plot: Options.StripRTTms
