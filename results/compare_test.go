@@ -1,10 +1,8 @@
 package results
 
 import (
-	"bytes"
 	"math"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -133,16 +131,7 @@ func TestCompareGolden(t *testing.T) {
 	}
 	cmp.DirA, cmp.DirB = "A", "B"
 	got := cmp.Markdown()
-	gp := filepath.Join("testdata", "compare.golden.md")
-	if *update {
-		mustNoErr(t, os.WriteFile(gp, got, 0o644))
-		return
-	}
-	want, err := os.ReadFile(gp)
-	mustNoErr(t, err)
-	if !bytes.Equal(got, want) {
-		t.Errorf("compare markdown differs from %s:\n%s", gp, firstDiff(string(got), string(want)))
-	}
+	checkGolden(t, "compare markdown", got, filepath.Join("testdata", "compare.golden.md"))
 }
 
 func TestCompareRefusesMismatchedFolders(t *testing.T) {

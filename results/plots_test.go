@@ -39,17 +39,7 @@ func TestPlotsGolden(t *testing.T) {
 		} else if b := img.Bounds(); b.Dx() < 600 || b.Dy() < 300 {
 			t.Errorf("%s.png is %dx%d px", p.Name, b.Dx(), b.Dy())
 		}
-		gp := filepath.Join("testdata", "plots", p.Name+".svg")
-		if *update {
-			mustNoErr(t, os.MkdirAll(filepath.Dir(gp), 0o755))
-			mustNoErr(t, os.WriteFile(gp, p.SVG, 0o644))
-			continue
-		}
-		want, err := os.ReadFile(gp)
-		mustNoErr(t, err)
-		if !bytes.Equal(p.SVG, want) {
-			t.Errorf("%s.svg differs from %s:\n%s", p.Name, gp, firstDiff(string(p.SVG), string(want)))
-		}
+		checkGolden(t, p.Name+".svg", p.SVG, filepath.Join("testdata", "plots", p.Name+".svg"))
 	}
 }
 

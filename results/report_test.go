@@ -144,17 +144,7 @@ func TestRenderGolden(t *testing.T) {
 	} {
 		got, err := os.ReadFile(filepath.Join(dir, g.file))
 		mustNoErr(t, err)
-		gp := filepath.Join("testdata", g.golden)
-		if *update {
-			mustNoErr(t, os.WriteFile(gp, got, 0o644))
-			continue
-		}
-		want, err := os.ReadFile(gp)
-		mustNoErr(t, err)
-		if !bytes.Equal(got, want) {
-			t.Errorf("%s differs from %s (run go test ./results -run TestRenderGolden -update after checking the change):\n%s",
-				g.file, gp, firstDiff(string(got), string(want)))
-		}
+		checkGolden(t, g.file, got, filepath.Join("testdata", g.golden))
 	}
 	// Rendering again from the raw files gives the same bytes.
 	before, _ := os.ReadFile(filepath.Join(dir, SummaryMDFile))
@@ -168,6 +158,23 @@ func TestRenderGolden(t *testing.T) {
 		if strings.HasPrefix(e.Name(), ".") {
 			t.Errorf("temporary file left behind: %s", e.Name())
 		}
+	}
+}
+
+// checkGolden compares got, named what, with the golden file gp, or
+// rewrites gp with -update.
+func checkGolden(t *testing.T, what string, got []byte, gp string) {
+	t.Helper()
+	if *update {
+		mustNoErr(t, os.MkdirAll(filepath.Dir(gp), 0o755))
+		mustNoErr(t, os.WriteFile(gp, got, 0o644))
+		return
+	}
+	want, err := os.ReadFile(gp)
+	mustNoErr(t, err)
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from %s (go test ./results -update rewrites it; check the change first):\n%s",
+			what, gp, firstDiff(string(got), string(want)))
 	}
 }
 
