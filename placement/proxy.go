@@ -10,7 +10,6 @@ import (
 	"os"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/rttlab/rttlab/internal/proxyserve"
@@ -28,7 +27,7 @@ const (
 	HeaderConn = "X-Rttlab-Conn"
 	// HeaderRequestID on a request is copied into its decision log line,
 	// so that client samples can be joined with decisions.
-	HeaderRequestID = "X-Rttlab-Request"
+	HeaderRequestID = proxyserve.HeaderRequestID
 	// QueryPolicy, a query parameter, chooses the policy like HeaderPolicy
 	// (the header wins when both are given) so that a load client that
 	// sends only paths can interleave policies; the proxy removes it
@@ -136,12 +135,7 @@ func upstreamURL(s string) (*url.URL, error) { return proxyserve.ParseUpstreamUR
 // DecisionRecord is one line of the decision log: one request through the
 // proxy, whatever became of it.
 type DecisionRecord struct {
-	// Time is when the request reached the proxy (UTC).
-	Time time.Time `json:"time"`
-	// Seq numbers the proxy's requests from 1.
-	Seq       uint64 `json:"seq"`
-	RequestID string `json:"request_id,omitempty"`
-	Method    string `json:"method"`
+	proxyserve.Head
 	// Route is Route.String() ("/feed", "/serial?n=12"); for a request the
 	// calibration does not know, its path.
 	Route  string `json:"route"`
@@ -158,20 +152,7 @@ type DecisionRecord struct {
 	// InFlight is every upstream's requests in flight when the choice was
 	// made, this request not counted.
 	InFlight map[string]int `json:"in_flight,omitempty"`
-	// Status is what the proxy answered; UpstreamStatus what the upstream
-	// answered (0 when it did not).
-	Status         int `json:"status"`
-	UpstreamStatus int `json:"upstream_status"`
-	// UpstreamMs is the upstream round trip, from sending the request
-	// (connect included when a connection is opened) to its response
-	// headers; TotalMs is the proxy's whole handling, from arrival to the
-	// last body byte written to the client.
-	UpstreamMs float64 `json:"upstream_ms"`
-	TotalMs    float64 `json:"total_ms"`
-	// ConnReused is set when the upstream request went over a kept-alive
-	// connection.
-	ConnReused bool   `json:"conn_reused"`
-	Error      string `json:"error,omitempty"`
+	proxyserve.Outcome
 }
 
 // Proxy is the routing reverse proxy: it decides per request, forwards to
@@ -183,7 +164,6 @@ type Proxy struct {
 	def       Policy
 	keepAlive bool
 	ups       map[string]*proxyserve.Upstream
-	seq       atomic.Uint64
 	// The core's Close flushes and stops the decision log and closes idle
 	// upstream connections; call it after the server stopped handling
 	// requests (later requests are still routed but not logged).
@@ -277,19 +257,13 @@ func (p *Proxy) connHeader() string {
 // ServeHTTP routes one request.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	rec := DecisionRecord{
-		Time: start.UTC(), Seq: p.seq.Add(1), RequestID: r.Header.Get(HeaderRequestID),
-		Method: r.Method, Route: r.URL.Path, KeepAlive: p.keepAlive,
-	}
+	rec := DecisionRecord{Head: p.Begin(r, start), Route: r.URL.Path, KeepAlive: p.keepAlive}
 	w.Header().Set(HeaderConn, p.connHeader())
 	refuse := func(status int, err error) {
-		rec.Status = status
-		rec.Error = err.Error()
-		rec.TotalMs = proxyserve.Ms(time.Since(start))
-		http.Error(w, "rttlab proxy: "+err.Error(), status)
+		rec.Outcome = proxyserve.Refuse(w, "rttlab proxy", start, status, err)
 		p.Log(rec)
 	}
-	queryPolicy := takeQueryPolicy(r.URL)
+	queryPolicy := proxyserve.TakeQuery(r.URL, QueryPolicy)
 	route, err := p.cal.ParseRoute(r.URL)
 	if err != nil {
 		status := http.StatusBadRequest
@@ -323,26 +297,11 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rec.Host = d.Host
 	w.Header().Set(HeaderHost, d.Host)
 
-	p.ups[d.Host].Forward(w, r, func(o proxyserve.Outcome) {
+	p.ups[d.Host].Forward(w, r, start, func(o proxyserve.Outcome) {
 		p.done(d.Host)
-		rec.TotalMs = proxyserve.Ms(time.Since(start))
-		rec.UpstreamMs, rec.UpstreamStatus, rec.ConnReused = o.UpstreamMs, o.UpstreamStatus, o.ConnReused
-		rec.Status, rec.Error = o.Status, o.Error
+		rec.Outcome = o
 		p.Log(rec)
 	})
-}
-
-// takeQueryPolicy removes the policy query parameter from u and returns
-// its value ("" when u has none).
-func takeQueryPolicy(u *url.URL) string {
-	q := u.Query()
-	if !q.Has(QueryPolicy) {
-		return ""
-	}
-	v := q.Get(QueryPolicy)
-	q.Del(QueryPolicy)
-	u.RawQuery = q.Encode()
-	return v
 }
 
 // Server is the proxy of cfg, served by proxyserve under the name "proxy":

@@ -1,5 +1,7 @@
 package workers
 
+import "github.com/rttlab/rttlab/internal/proxyserve"
+
 // Headers the proxy reads and writes.
 const (
 	// HeaderPolicy on a request chooses its rule ("jsq" or "proxy:jsq",
@@ -9,7 +11,7 @@ const (
 	// HeaderWorker on the response names the upstream the proxy chose.
 	HeaderWorker = "X-Rttlab-Worker"
 	// HeaderRequestID on a request is copied into its decision line.
-	HeaderRequestID = "X-Rttlab-Request"
+	HeaderRequestID = proxyserve.HeaderRequestID
 	// QueryPolicy, a query parameter, chooses the rule like HeaderPolicy
 	// (the header wins) for load clients that only send paths; the proxy
 	// removes it before forwarding.

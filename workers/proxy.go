@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/url"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/rttlab/rttlab/internal/proxyserve"
@@ -94,13 +93,8 @@ func upstreamURL(s string) (*url.URL, error) { return proxyserve.ParseUpstreamUR
 // Decision is one line of the decision log: one request through the
 // proxy, whatever became of it.
 type Decision struct {
-	// Time is when the request reached the proxy (UTC).
-	Time time.Time `json:"time"`
-	// Seq numbers the proxy's requests from 1.
-	Seq       uint64 `json:"seq"`
-	RequestID string `json:"request_id,omitempty"`
-	Method    string `json:"method"`
-	Path      string `json:"path"`
+	proxyserve.Head
+	Path string `json:"path"`
 	// Policy is the policy applied ("proxy:jsq"), empty when the request
 	// was refused before one applied.
 	Policy string `json:"policy,omitempty"`
@@ -116,16 +110,7 @@ type Decision struct {
 	// Saturated is set when the chosen upstream already had Threads or
 	// more in flight (the request waits in that worker for a thread).
 	Saturated bool `json:"saturated,omitempty"`
-	// Status is what the proxy answered, UpstreamStatus what the upstream
-	// did (0 when it did not).
-	Status         int `json:"status"`
-	UpstreamStatus int `json:"upstream_status"`
-	// UpstreamMs runs from sending the request upstream to its response
-	// headers; TotalMs from arrival to the last body byte written.
-	UpstreamMs float64 `json:"upstream_ms"`
-	TotalMs    float64 `json:"total_ms"`
-	ConnReused bool    `json:"conn_reused"`
-	Error      string  `json:"error,omitempty"`
+	proxyserve.Outcome
 	// AssignedEv and ReleasedEv place the request's hold on its worker in
 	// the proxy's event order (1, 2, ...: every assignment and release,
 	// numbered under the lock that updates the in-flight counts): the
@@ -151,7 +136,6 @@ type Proxy struct {
 	def     Rule
 	threads int
 	ups     []*proxyserve.Upstream
-	seq     atomic.Uint64
 	// The core's Close flushes the decision log and closes idle upstream
 	// connections; call it after the server stopped handling requests.
 	*proxyserve.Core[Decision]
@@ -224,23 +208,18 @@ func (p *Proxy) done(i int) uint64 {
 // ServeHTTP assigns and forwards one request.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	rec := Decision{Time: start.UTC(), Seq: p.seq.Add(1), RequestID: r.Header.Get(HeaderRequestID),
-		Method: r.Method, Index: -1}
-	queryRule := ""
-	if q := r.URL.Query(); q.Has(QueryPolicy) {
-		queryRule = q.Get(QueryPolicy)
-		q.Del(QueryPolicy)
-		r.URL.RawQuery = q.Encode()
+	rec := Decision{Head: p.Begin(r, start), Index: -1}
+	refuse := func(status int, err error) {
+		rec.Outcome = proxyserve.Refuse(w, "rttlab workers proxy", start, status, err)
+		p.Log(rec)
 	}
+	queryRule := proxyserve.TakeQuery(r.URL, QueryPolicy)
 	rec.Path = r.URL.RequestURI()
 	rule := p.def
 	if s := cmp.Or(r.Header.Get(HeaderPolicy), queryRule); s != "" {
 		var err error
 		if rule, err = ParseRule(s); err != nil {
-			rec.Status, rec.Error = http.StatusBadRequest, err.Error()
-			rec.TotalMs = proxyserve.Ms(time.Since(start))
-			http.Error(w, "rttlab workers proxy: "+err.Error(), http.StatusBadRequest)
-			p.Log(rec)
+			refuse(http.StatusBadRequest, err)
 			return
 		}
 	}
@@ -249,10 +228,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rec.Policy = pol
 	i, snap, ev, err := p.decide(rule)
 	if err != nil {
-		rec.Status, rec.Error = http.StatusInternalServerError, err.Error()
-		rec.TotalMs = proxyserve.Ms(time.Since(start))
-		http.Error(w, "rttlab workers proxy: "+err.Error(), http.StatusInternalServerError)
-		p.Log(rec)
+		refuse(http.StatusInternalServerError, err)
 		return
 	}
 	up := p.ups[i]
@@ -266,11 +242,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set(HeaderPolicy, pol)
 	w.Header().Set(HeaderWorker, up.Name)
 
-	up.Forward(w, r, func(o proxyserve.Outcome) {
+	up.Forward(w, r, start, func(o proxyserve.Outcome) {
 		rec.ReleasedEv = p.done(i)
-		rec.TotalMs = proxyserve.Ms(time.Since(start))
-		rec.UpstreamMs, rec.UpstreamStatus, rec.ConnReused = o.UpstreamMs, o.UpstreamStatus, o.ConnReused
-		rec.Status, rec.Error = o.Status, o.Error
+		rec.Outcome = o
 		p.Log(rec)
 	})
 }

@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -204,6 +205,7 @@ func (l *Log[T]) Close() error {
 type Core[T any] struct {
 	ups []*Upstream
 	log *Log[T]
+	seq atomic.Uint64
 }
 
 // NewCore starts the decision log on logw (discarded when nil) for the
@@ -213,6 +215,12 @@ func NewCore[T any](ups []*Upstream, logw io.Writer) *Core[T] {
 		logw = io.Discard
 	}
 	return &Core[T]{ups: ups, log: NewLog[T](logw)}
+}
+
+// Begin numbers a request that reached the proxy at start: the head of
+// its decision record.
+func (c *Core[T]) Begin(r *http.Request, start time.Time) Head {
+	return Head{Time: start.UTC(), Seq: c.seq.Add(1), RequestID: r.Header.Get(HeaderRequestID), Method: r.Method}
 }
 
 // Log queues one decision record.

@@ -92,29 +92,61 @@ func NewUpstream(name string, target *url.URL, o UpstreamOptions) *Upstream {
 	return u
 }
 
-// Outcome is what became of one forwarded request.
-type Outcome struct {
-	// UpstreamMs is the upstream round trip, UpstreamStatus its status (0
-	// when none came back), ConnReused whether a pooled connection
-	// carried it.
-	UpstreamMs     float64
-	UpstreamStatus int
-	ConnReused     bool
-	// Status is what the client got: the upstream's status, 502 when the
-	// upstream failed; Error says why it failed or broke off.
-	Status int
-	Error  string
+// HeaderRequestID carries the load client's id of a request, which the
+// proxies copy into their decision records.
+const HeaderRequestID = "X-Rttlab-Request"
+
+// Head is how every proxy's decision record begins (a record embeds it):
+// the request's arrival, its number and its method.
+type Head struct {
+	// Time is when the request reached the proxy (UTC).
+	Time time.Time `json:"time"`
+	// Seq numbers the proxy's requests from 1.
+	Seq       uint64 `json:"seq"`
+	RequestID string `json:"request_id,omitempty"`
+	Method    string `json:"method"`
 }
 
-// Forward sends r to the upstream and calls done with the outcome once
-// the response is written. When the body breaks off after the headers
-// went out, the reverse proxy panics with http.ErrAbortHandler: done is
-// called (with the abort as its error) before the panic goes on to abort
-// the response.
-func (u *Upstream) Forward(w http.ResponseWriter, r *http.Request, done func(Outcome)) {
+// Outcome is what became of one request through a proxy; every decision
+// record embeds it.
+type Outcome struct {
+	// Status is what the proxy answered: the upstream's status, 502 when
+	// the upstream failed, or the proxy's own refusal; UpstreamStatus what
+	// the upstream answered (0 when it did not).
+	Status         int `json:"status"`
+	UpstreamStatus int `json:"upstream_status"`
+	// UpstreamMs is the upstream round trip, from sending the request
+	// (connect included when a connection is opened) to its response
+	// headers; TotalMs is the proxy's whole handling, from arrival to the
+	// last body byte written to the client.
+	UpstreamMs float64 `json:"upstream_ms"`
+	TotalMs    float64 `json:"total_ms"`
+	// ConnReused is set when the upstream request went over a kept-alive
+	// connection.
+	ConnReused bool `json:"conn_reused"`
+	// Error says why the request failed, was refused or broke off.
+	Error string `json:"error,omitempty"`
+}
+
+// Refuse answers a request the proxy does not forward with status and
+// err (the body begins with who, "rttlab proxy") and returns its outcome,
+// timed from the request's arrival at start.
+func Refuse(w http.ResponseWriter, who string, start time.Time, status int, err error) Outcome {
+	o := Outcome{Status: status, Error: err.Error(), TotalMs: Ms(time.Since(start))}
+	http.Error(w, who+": "+err.Error(), status)
+	return o
+}
+
+// Forward sends r, which reached the proxy at start, to the upstream and
+// calls done with the outcome once the response is written. When the body
+// breaks off after the headers went out, the reverse proxy panics with
+// http.ErrAbortHandler: done is called (with the abort as its error)
+// before the panic goes on to abort the response.
+func (u *Upstream) Forward(w http.ResponseWriter, r *http.Request, start time.Time, done func(Outcome)) {
 	st := &reqState{}
 	outcome := func() Outcome {
-		return Outcome{UpstreamMs: Ms(st.upstream), UpstreamStatus: st.status, ConnReused: st.reused, Status: st.status}
+		return Outcome{UpstreamMs: Ms(st.upstream), UpstreamStatus: st.status, ConnReused: st.reused,
+			Status: st.status, TotalMs: Ms(time.Since(start))}
 	}
 	completed := false
 	defer func() {
@@ -202,6 +234,19 @@ func CheckUpstream(seen map[string]bool, i int, name, rawURL string, originOnly 
 		return fmt.Errorf("upstream %s: %w", name, err)
 	}
 	return nil
+}
+
+// TakeQuery removes the query parameter key from u and returns its value
+// ("" when u has none).
+func TakeQuery(u *url.URL, key string) string {
+	q := u.Query()
+	if !q.Has(key) {
+		return ""
+	}
+	v := q.Get(key)
+	q.Del(key)
+	u.RawQuery = q.Encode()
+	return v
 }
 
 // ReadLog parses a decision log (JSON lines of T; blank lines skipped); a

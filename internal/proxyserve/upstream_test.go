@@ -19,7 +19,7 @@ type forwardProxy struct {
 }
 
 func (p *forwardProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	p.up.Forward(w, r, func(o Outcome) {
+	p.up.Forward(w, r, time.Now(), func(o Outcome) {
 		p.mu.Lock()
 		p.outcomes = append(p.outcomes, o)
 		p.mu.Unlock()
