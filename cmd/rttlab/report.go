@@ -75,11 +75,7 @@ func (o *reportOptions) run(cmd *cobra.Command, dir string) error {
 	}
 	switch kind {
 	case results.KindWorkers:
-		m, err := readWorkersManifest(dir)
-		if err != nil {
-			return err
-		}
-		plan, err := workersFolderPlan(dir, m)
+		plan, err := workers.FolderPlan(dir)
 		if err != nil {
 			return err
 		}

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"runtime"
 	"time"
@@ -12,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rttlab/rttlab/apps"
-	"github.com/rttlab/rttlab/internal/capped"
 	"github.com/rttlab/rttlab/results"
 	"github.com/rttlab/rttlab/workers"
 )
@@ -63,23 +60,17 @@ summary.md and plots/. --resume DIR continues an interrupted folder.`,
 // prepare settles the plan (a resumed folder's own, or --plan) and the
 // rails app with its /work route before anything connects.
 func (o *workersOptions) prepare(cmd *cobra.Command) error {
-	lim := workers.DefaultLimits(runtime.NumCPU())
+	var err error
 	if o.resume != "" {
 		if cmd.Flags().Changed("plan") {
 			return usagef("--resume continues the folder's own plan: leave out --plan")
 		}
-		m, err := readWorkersManifest(o.resume)
-		if err != nil {
-			return usageError{Err: err}
-		}
-		if o.p, err = workersFolderPlan(o.resume, m); err != nil {
-			return usageError{Err: err}
-		}
+		o.p, err = workers.FolderPlan(o.resume)
 	} else {
-		var err error
-		if o.p, err = workers.LoadPlan(o.plan, lim); err != nil {
-			return usageError{Err: err}
-		}
+		o.p, err = workers.LoadPlan(o.plan, workers.DefaultLimits(runtime.NumCPU()))
+	}
+	if err != nil {
+		return usageError{Err: err}
 	}
 	all, _, _, err := appsTree()
 	if err != nil {
@@ -125,7 +116,7 @@ func (o *workersOptions) run(cmd *cobra.Command) (err error) {
 	ws.Progress = say
 	if dir == "" {
 		var unlock func() error
-		if dir, unlock, err = o.newFolder(); err != nil {
+		if dir, unlock, err = workers.CreateFolder(o.out, plan, target.Name, versionString()); err != nil {
 			return err
 		}
 		defer unlock()
@@ -141,64 +132,4 @@ func (o *workersOptions) run(cmd *cobra.Command) (err error) {
 	fmt.Fprint(cmd.OutOrStdout(), s.Markdown("Worker scheduling: "+plan.Name))
 	fmt.Fprintf(cmd.OutOrStdout(), "\nwrote %s (%s)\n", dir, time.Since(start).Round(time.Second))
 	return nil
-}
-
-// newFolder creates the results folder of a new study: its plan (by name
-// when built in, else a copy), the manifest, and the folder's lock.
-func (o *workersOptions) newFolder() (dir string, unlock func() error, err error) {
-	plan, target := o.p, o.target
-	dir = filepath.Join(o.out, fmt.Sprintf("%s-%s", time.Now().Format("20060102T150405"), plan.Name))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", nil, err
-	}
-	planFile := plan.File()
-	if _, ok := workers.BuiltinPlan(plan.Name, workers.DefaultLimits(runtime.NumCPU())); ok {
-		planFile = plan.Name
-	} else if b, err := os.ReadFile(planFile); err == nil {
-		planFile = filepath.Join(dir, "plan.yaml")
-		if err := os.WriteFile(planFile, b, 0o644); err != nil {
-			return "", nil, err
-		}
-	}
-	m := workers.WorkersManifest{Kind: "workers", Plan: plan, PlanFile: planFile, Seed: plan.Seed, Version: versionString(),
-		Started: time.Now().UTC(), Backend: plan.Shaper, App: target.Name}
-	b, _ := json.MarshalIndent(m, "", "  ")
-	if err := os.WriteFile(filepath.Join(dir, "manifest.json"), append(b, '\n'), 0o644); err != nil {
-		return "", nil, err
-	}
-	unlock, err = results.LockDir(dir)
-	if err != nil {
-		return "", nil, err
-	}
-	return dir, unlock, nil
-}
-
-// workersFolderPlan is a workers folder's own plan: a built-in one by
-// name, else the copy the folder keeps as plan.yaml (whatever folder the
-// command runs from).
-func workersFolderPlan(dir string, m *workers.WorkersManifest) (*workers.Plan, error) {
-	lim := workers.DefaultLimits(runtime.NumCPU())
-	file := m.PlanFile
-	if _, ok := workers.BuiltinPlan(file, lim); !ok {
-		if own := filepath.Join(dir, "plan.yaml"); fileExists(own) {
-			file = own
-		}
-	}
-	plan, err := workers.LoadPlan(file, lim)
-	if err != nil {
-		return nil, fmt.Errorf("%s: the folder's plan: %w", dir, err)
-	}
-	return plan, nil
-}
-
-func readWorkersManifest(dir string) (*workers.WorkersManifest, error) {
-	b, err := capped.ReadFile(filepath.Join(dir, "manifest.json"), "manifest", 16<<20)
-	if err != nil {
-		return nil, fmt.Errorf("%s is not a workers results folder: %w", dir, err)
-	}
-	var m workers.WorkersManifest
-	if err := json.Unmarshal(b, &m); err != nil || m.Kind != "workers" {
-		return nil, fmt.Errorf("%s/manifest.json is not a workers study's manifest", dir)
-	}
-	return &m, nil
 }

@@ -1,0 +1,83 @@
+package workers
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"github.com/rttlab/rttlab/internal/capped"
+	"github.com/rttlab/rttlab/results"
+)
+
+// CreateFolder creates the results folder of a new study under out: its
+// plan (by name when built in, else a copy as plan.yaml), the manifest,
+// and the folder's lock, which unlock releases.
+func CreateFolder(out string, plan *Plan, app, version string) (dir string, unlock func() error, err error) {
+	dir = filepath.Join(out, fmt.Sprintf("%s-%s", time.Now().Format("20060102T150405"), plan.Name))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", nil, err
+	}
+	planFile := plan.File()
+	if _, ok := BuiltinPlan(plan.Name, DefaultLimits(runtime.NumCPU())); ok {
+		planFile = plan.Name
+	} else if b, err := os.ReadFile(planFile); err == nil {
+		planFile = filepath.Join(dir, "plan.yaml")
+		if err := os.WriteFile(planFile, b, 0o644); err != nil {
+			return "", nil, err
+		}
+	}
+	m := WorkersManifest{Kind: "workers", Plan: plan, PlanFile: planFile, Seed: plan.Seed, Version: version,
+		Started: time.Now().UTC(), Backend: plan.Shaper, App: app}
+	b, _ := json.MarshalIndent(m, "", "  ")
+	if err := os.WriteFile(filepath.Join(dir, "manifest.json"), append(b, '\n'), 0o644); err != nil {
+		return "", nil, err
+	}
+	unlock, err = results.LockDir(dir)
+	if err != nil {
+		return "", nil, err
+	}
+	return dir, unlock, nil
+}
+
+// FolderPlan is a workers results folder's own plan: a built-in one by
+// the name its manifest gives, else the copy the folder keeps as
+// plan.yaml (whatever folder the command runs from).
+func FolderPlan(dir string) (*Plan, error) {
+	m, err := ReadManifest(dir)
+	if err != nil {
+		return nil, err
+	}
+	lim := DefaultLimits(runtime.NumCPU())
+	file := m.PlanFile
+	if _, ok := BuiltinPlan(file, lim); !ok {
+		if own := filepath.Join(dir, "plan.yaml"); exists(own) {
+			file = own
+		}
+	}
+	plan, err := LoadPlan(file, lim)
+	if err != nil {
+		return nil, fmt.Errorf("%s: the folder's plan: %w", dir, err)
+	}
+	return plan, nil
+}
+
+// ReadManifest reads the manifest of a workers results folder.
+func ReadManifest(dir string) (*WorkersManifest, error) {
+	b, err := capped.ReadFile(filepath.Join(dir, "manifest.json"), "manifest", 16<<20)
+	if err != nil {
+		return nil, fmt.Errorf("%s is not a workers results folder: %w", dir, err)
+	}
+	var m WorkersManifest
+	if err := json.Unmarshal(b, &m); err != nil || m.Kind != "workers" {
+		return nil, fmt.Errorf("%s/manifest.json is not a workers study's manifest", dir)
+	}
+	return &m, nil
+}
+
+func exists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
