@@ -297,9 +297,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rec.Host = d.Host
 	w.Header().Set(HeaderHost, d.Host)
 
-	p.ups[d.Host].Forward(w, r, start, func(o proxyserve.Outcome) {
+	p.ups[d.Host].Forward(w, r, func(o proxyserve.Outcome) {
 		p.done(d.Host)
-		rec.Outcome = o
+		rec.Outcome = o.Since(start)
 		p.Log(rec)
 	})
 }

@@ -491,11 +491,34 @@ func TestServe(t *testing.T) {
 	}
 }
 
-func TestReadDecisionsBadLine(t *testing.T) {
-	_, err := proxyserve.ReadLog[DecisionRecord](strings.NewReader("{\"seq\":1}\n\nnot json\n"))
-	if err == nil || !strings.Contains(err.Error(), "line 3") {
-		t.Errorf("%v", err)
+// A decision log line keeps its fields' names and order: logs written
+// before still read, and a diff of two logs stays a diff of values.
+func TestDecisionRecordLine(t *testing.T) {
+	rec := DecisionRecord{
+		Head:  proxyserve.Head{Time: time.Date(2026, 12, 4, 1, 2, 3, 0, time.UTC), Seq: 7, RequestID: "r-1", Method: "GET"},
+		Route: "/serial?n=3", N: 3, Policy: PolicyProfiled, KeepAlive: true,
+		Scores: []Score{{Host: "a"}}, Host: "a", InFlight: map[string]int{"a": 1, "b": 0},
+		Outcome: proxyserve.Outcome{Status: 200, UpstreamStatus: 200, UpstreamMs: 1.5, TotalMs: 1.75, ConnReused: true, Error: "e"},
 	}
+	b, err := json.Marshal(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"time":"2026-12-04T01:02:03Z","seq":7,"request_id":"r-1","method":"GET","route":"/serial?n=3","n":3,` +
+		`"policy":"profiled","keep_alive":true,"scores":[` + mustJSON(t, Score{Host: "a"}) + `],"host":"a","in_flight":{"a":1,"b":0},` +
+		`"status":200,"upstream_status":200,"upstream_ms":1.5,"total_ms":1.75,"conn_reused":true,"error":"e"}`
+	if string(b) != want {
+		t.Errorf("line\n%s\nwant\n%s", b, want)
+	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 func TestProxyBodyAbortLogged(t *testing.T) {

@@ -242,9 +242,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set(HeaderPolicy, pol)
 	w.Header().Set(HeaderWorker, up.Name)
 
-	up.Forward(w, r, start, func(o proxyserve.Outcome) {
+	up.Forward(w, r, func(o proxyserve.Outcome) {
 		rec.ReleasedEv = p.done(i)
-		rec.Outcome = o
+		rec.Outcome = o.Since(start)
 		p.Log(rec)
 	})
 }

@@ -3,6 +3,7 @@ package workers
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -426,5 +427,27 @@ func TestServeRunsUntilCancelled(t *testing.T) {
 	ds, err := proxyserve.ReadLog[Decision](bytes.NewReader(b))
 	if err != nil || len(ds) != 1 || ds[0].Worker != "w0" {
 		t.Errorf("log %v %+v", err, ds)
+	}
+}
+
+// A decision line keeps its fields' names and order: logs written before
+// still read, and a diff of two logs stays a diff of values.
+func TestDecisionLine(t *testing.T) {
+	d := Decision{
+		Head: proxyserve.Head{Time: time.Date(2026, 12, 4, 1, 2, 3, 0, time.UTC), Seq: 7, RequestID: "r-1", Method: "GET"},
+		Path: "/work?cpu_ms=5", Policy: "proxy:jsq", Worker: "w1", Index: 1, InFlight: []int{1, 0}, Idle: 1, Saturated: true,
+		Outcome:    proxyserve.Outcome{Status: 200, UpstreamStatus: 200, UpstreamMs: 1.5, TotalMs: 1.75, ConnReused: true, Error: "e"},
+		AssignedEv: 3, ReleasedEv: 4,
+	}
+	b, err := json.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"time":"2026-12-04T01:02:03Z","seq":7,"request_id":"r-1","method":"GET","path":"/work?cpu_ms=5",` +
+		`"policy":"proxy:jsq","worker":"w1","index":1,"in_flight":[1,0],"idle":1,"saturated":true,` +
+		`"status":200,"upstream_status":200,"upstream_ms":1.5,"total_ms":1.75,"conn_reused":true,"error":"e",` +
+		`"assigned_ev":3,"released_ev":4}`
+	if string(b) != want {
+		t.Errorf("line\n%s\nwant\n%s", b, want)
 	}
 }

@@ -201,7 +201,8 @@ func (l *Log[T]) Close() error {
 }
 
 // Core is what a study's proxy holds besides its policy: its upstreams'
-// connection pools and its decision log of T records.
+// connection pools, its decision log of T records, and the count that
+// numbers its requests (Begin).
 type Core[T any] struct {
 	ups []*Upstream
 	log *Log[T]

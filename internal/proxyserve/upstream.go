@@ -97,7 +97,8 @@ func NewUpstream(name string, target *url.URL, o UpstreamOptions) *Upstream {
 const HeaderRequestID = "X-Rttlab-Request"
 
 // Head is how every proxy's decision record begins (a record embeds it):
-// the request's arrival, its number and its method.
+// the request's arrival, its number, the client's request id and the
+// method.
 type Head struct {
 	// Time is when the request reached the proxy (UTC).
 	Time time.Time `json:"time"`
@@ -137,16 +138,22 @@ func Refuse(w http.ResponseWriter, who string, start time.Time, status int, err 
 	return o
 }
 
-// Forward sends r, which reached the proxy at start, to the upstream and
-// calls done with the outcome once the response is written. When the body
-// breaks off after the headers went out, the reverse proxy panics with
-// http.ErrAbortHandler: done is called (with the abort as its error)
+// Since is o with TotalMs, the proxy's whole handling, timed from the
+// request's arrival at start to now.
+func (o Outcome) Since(start time.Time) Outcome {
+	o.TotalMs = Ms(time.Since(start))
+	return o
+}
+
+// Forward sends r to the upstream and calls done with the outcome (all but
+// TotalMs, which done sets with Since) once the response is written. When
+// the body breaks off after the headers went out, the reverse proxy panics
+// with http.ErrAbortHandler: done is called (with the abort as its error)
 // before the panic goes on to abort the response.
-func (u *Upstream) Forward(w http.ResponseWriter, r *http.Request, start time.Time, done func(Outcome)) {
+func (u *Upstream) Forward(w http.ResponseWriter, r *http.Request, done func(Outcome)) {
 	st := &reqState{}
 	outcome := func() Outcome {
-		return Outcome{UpstreamMs: Ms(st.upstream), UpstreamStatus: st.status, ConnReused: st.reused,
-			Status: st.status, TotalMs: Ms(time.Since(start))}
+		return Outcome{UpstreamMs: Ms(st.upstream), UpstreamStatus: st.status, ConnReused: st.reused, Status: st.status}
 	}
 	completed := false
 	defer func() {

@@ -1,6 +1,7 @@
 package proxyserve
 
 import (
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -19,7 +20,9 @@ type forwardProxy struct {
 }
 
 func (p *forwardProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	p.up.Forward(w, r, time.Now(), func(o Outcome) {
+	start := time.Now()
+	p.up.Forward(w, r, func(o Outcome) {
+		o = o.Since(start)
 		p.mu.Lock()
 		p.outcomes = append(p.outcomes, o)
 		p.mu.Unlock()
@@ -80,7 +83,7 @@ func TestUpstreamForwards(t *testing.T) {
 	if code != 200 || !strings.HasPrefix(body, "/slow?n=3 via 127.0.0.1") {
 		t.Errorf("slow: %d %q", code, body)
 	}
-	if o := p.last(t); o.Status != 200 || o.UpstreamStatus != 200 || o.UpstreamMs < 20 || o.Error != "" || o.ConnReused {
+	if o := p.last(t); o.Status != 200 || o.UpstreamStatus != 200 || o.UpstreamMs < 20 || o.TotalMs < o.UpstreamMs || o.Error != "" || o.ConnReused {
 		t.Errorf("slow outcome %+v", o)
 	}
 	get(t, c, front.URL+"/again")
@@ -137,5 +140,38 @@ func TestReadLog(t *testing.T) {
 	}
 	if Ms(1500*time.Microsecond) != 1.5 {
 		t.Error("Ms")
+	}
+}
+
+func TestTakeQuery(t *testing.T) {
+	for raw, want := range map[string][2]string{
+		"/feed?policy=profiled&n=3": {"profiled", "n=3"},
+		"/feed?n=3":                 {"", "n=3"},
+		"/feed?policy=a&policy=b":   {"a", ""},
+		"/feed":                     {"", ""},
+	} {
+		u, _ := url.Parse(raw)
+		if got := TakeQuery(u, "policy"); got != want[0] || u.RawQuery != want[1] {
+			t.Errorf("%s: %q, query %q; want %q, %q", raw, got, u.RawQuery, want[0], want[1])
+		}
+	}
+}
+
+func TestBeginAndRefuse(t *testing.T) {
+	c := NewCore[Head](nil, nil)
+	defer c.Close()
+	r := httptest.NewRequest(http.MethodPost, "/x", nil)
+	r.Header.Set(HeaderRequestID, "r-7")
+	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.FixedZone("x", 3600))
+	if h := c.Begin(r, start); h.Seq != 1 || h.RequestID != "r-7" || h.Method != "POST" || !h.Time.Equal(start) || h.Time.Location() != time.UTC {
+		t.Errorf("first head %+v", h)
+	}
+	if h := c.Begin(r, start); h.Seq != 2 {
+		t.Errorf("second head %+v", h)
+	}
+	w := httptest.NewRecorder()
+	o := Refuse(w, "test proxy", time.Now(), http.StatusBadRequest, errors.New("bad policy"))
+	if o.Status != 400 || o.Error != "bad policy" || o.UpstreamStatus != 0 || w.Code != 400 || w.Body.String() != "test proxy: bad policy\n" {
+		t.Errorf("refuse %+v, %d %q", o, w.Code, w.Body.String())
 	}
 }
