@@ -92,13 +92,11 @@ func sweepPlot(r *PlaceResult) (*plot.Plot, error) {
 			}
 			pts = append(pts, plotter.XY{X: float64(s.N), Y: y})
 		}
-		lp, sp, err := plotter.NewLinePoints(pts)
+		thumbs, err := results.PlotSeries(p, pts, nil, results.StandardSeries(i, false))
 		if err != nil {
 			return nil, err
 		}
-		lp.Color, sp.Color = results.SeriesColor(i), results.SeriesColor(i)
-		p.Add(lp, sp)
-		p.Legend.Add("measured "+host, lp, sp)
+		p.Legend.Add("measured "+host, thumbs...)
 	}
 	if err := addModelLines(p, r); err != nil {
 		return nil, err
@@ -164,18 +162,9 @@ func routedPlot(r *PlaceResult) (*plot.Plot, error) {
 			continue
 		}
 		pts := plotter.XYs{{X: float64(i), Y: float64(c.P50Ms)}}
-		sp, err := plotter.NewScatter(pts)
-		if err != nil {
+		st := results.StandardSeries(slices.Index(Policies, c.Policy), false)
+		if _, err := results.PlotSeries(p, pts, []results.Interval{c.P50CI.Interval()}, st); err != nil {
 			return nil, err
-		}
-		sp.Color = results.SeriesColor(slices.Index(Policies, c.Policy))
-		p.Add(sp)
-		if !math.IsNaN(float64(c.P50CI.Low)) {
-			eb, err := plotter.NewYErrorBars(ciBar{x: float64(i), y: float64(c.P50Ms), lo: float64(c.P50Ms - c.P50CI.Low), hi: float64(c.P50CI.High - c.P50Ms)})
-			if err == nil {
-				eb.Color = sp.Color
-				p.Add(eb)
-			}
 		}
 	}
 	p.NominalX(names...)
@@ -207,29 +196,18 @@ func concurrencyPlot(r *PlaceResult) (*plot.Plot, error) {
 		slices.SortFunc(p50, func(a, b plotter.XY) int { return int(math.Copysign(1, a.X-b.X)) })
 		slices.SortFunc(p99, func(a, b plotter.XY) int { return int(math.Copysign(1, a.X-b.X)) })
 		for j, pts := range []plotter.XYs{p50, p99} {
-			lp, sp, err := plotter.NewLinePoints(pts)
+			thumbs, err := results.PlotSeries(p, pts, nil, results.StandardSeries(i, j == 1))
 			if err != nil {
 				return nil, err
 			}
-			lp.Color, sp.Color = results.SeriesColor(i), results.SeriesColor(i)
-			if j == 1 {
-				lp.Dashes = []vg.Length{vg.Points(6), vg.Points(4)}
-			} else {
-				p.Legend.Add(string(pol), lp, sp)
+			if j == 0 {
+				p.Legend.Add(string(pol), thumbs...)
 			}
-			p.Add(lp, sp)
 		}
 	}
 	p.Legend.Top, p.Legend.Left = true, true
 	return p, nil
 }
-
-// ciBar is one point's asymmetric error bar.
-type ciBar struct{ x, y, lo, hi float64 }
-
-func (c ciBar) Len() int                      { return 1 }
-func (c ciBar) XY(int) (float64, float64)     { return c.x, c.y }
-func (c ciBar) YError(int) (float64, float64) { return c.lo, c.hi }
 
 // perNRouteOf is the calibration's per-N route.
 func perNRouteOf(c Calibration) (string, bool) {

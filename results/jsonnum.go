@@ -43,8 +43,11 @@ type CI struct {
 // CIOf is iv as a CI, its undefined ends null in JSON.
 func CIOf(iv Interval) CI { return CI{Num(iv.Low), Num(iv.High)} }
 
+// Interval is c as an Interval.
+func (c CI) Interval() Interval { return Interval{Low: float64(c.Low), High: float64(c.High)} }
+
 // Valid reports whether both ends are numbers.
-func (c CI) Valid() bool { return Interval{Low: float64(c.Low), High: float64(c.High)}.Valid() }
+func (c CI) Valid() bool { return c.Interval().Valid() }
 
 // Excludes0 returns +1 when the interval lies above 0, −1 when it lies
 // below, and 0 when it contains 0 or is undefined.

@@ -320,9 +320,7 @@ func lineStyle(c color.Color, dashed bool) draw.LineStyle {
 // addSeries draws a line through pts with glyphs and, where ci holds
 // valid intervals, error bars; it returns the legend thumbnails.
 func addSeries(p *plot.Plot, pts plotter.XYs, ci []Interval, idx int) ([]plot.Thumbnailer, error) {
-	col := seriesColor(idx)
-	return PlotSeries(p, pts, ci, SeriesStyle{Color: col, Line: lineStyle(col, false), ErrWidth: vg.Points(1), CapWidth: vg.Points(6),
-		Radius: vg.Points(3.2), Glyph: seriesGlyph(idx)})
+	return PlotSeries(p, pts, ci, StandardSeries(idx, false))
 }
 
 func (s *Summary) lowNNote() string {

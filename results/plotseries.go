@@ -31,6 +31,16 @@ type SeriesStyle struct {
 	ClampErrors bool
 }
 
+// StandardSeries is the style of the idx-th series of the RTT report's
+// figures, which the other studies' figures share: its colour and glyph, a
+// 1.6 pt line (dashed when asked), 1 pt error bars with 6 pt caps, and
+// 3.2 pt points.
+func StandardSeries(idx int, dashed bool) SeriesStyle {
+	col := seriesColor(idx)
+	return SeriesStyle{Color: col, Line: lineStyle(col, dashed), ErrWidth: vg.Points(1), CapWidth: vg.Points(6),
+		Radius: vg.Points(3.2), Glyph: seriesGlyph(idx)}
+}
+
 // PlotSeries adds one series to p: a line through pts (two or more), an
 // error bar at each point whose interval in ci is valid, and the points.
 // It returns what a legend shows for the series; nothing for no points.
