@@ -311,16 +311,8 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // is the whole proxy a container needs: `rttlab agent proxy` only has to
 // load a Config.
 func Server(cfg Config) proxyserve.Server {
-	return proxyserve.Server{Name: "proxy", Listen: cfg.Listen, LogPath: cfg.LogPath, Validate: cfg.Validate,
-		Build: cfg.build}
+	return proxyserve.ServerOf("proxy", cfg, cfg.Listen, cfg.LogPath, NewProxy, (*Proxy).startAttrs)
 }
 
-// build is the proxy of cfg on the decision log logw, with its start line's
-// attributes.
-func (cfg Config) build(logw io.Writer) (proxyserve.Handler, []any, error) {
-	p, err := NewProxy(cfg, logw)
-	if err != nil {
-		return nil, nil, err
-	}
-	return p, []any{"policy", p.def, "conn", p.connHeader()}, nil
-}
+// startAttrs are the attributes of the proxy's start line.
+func (p *Proxy) startAttrs() []any { return []any{"policy", p.def, "conn", p.connHeader()} }

@@ -8,8 +8,11 @@ import (
 	"testing"
 )
 
-func TestCreateFolderBuiltinPlan(t *testing.T) {
-	plan, err := LoadPlan(PlanWorkersSmoke, DefaultLimits(runtime.NumCPU()))
+// createFolder loads the plan (a built-in name or a file) and creates its
+// results folder, unlocked when the test ends.
+func createFolder(t *testing.T, planName string) (*Plan, string) {
+	t.Helper()
+	plan, err := LoadPlan(planName, DefaultLimits(runtime.NumCPU()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -17,7 +20,12 @@ func TestCreateFolderBuiltinPlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer unlock()
+	t.Cleanup(func() { unlock() })
+	return plan, dir
+}
+
+func TestCreateFolderBuiltinPlan(t *testing.T) {
+	plan, dir := createFolder(t, PlanWorkersSmoke)
 	if !strings.HasSuffix(dir, "-"+PlanWorkersSmoke) {
 		t.Errorf("folder %s", dir)
 	}
@@ -43,15 +51,7 @@ func TestCreateFolderOwnPlan(t *testing.T) {
 	if err := os.WriteFile(src, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	plan, err := LoadPlan(src, DefaultLimits(runtime.NumCPU()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir, unlock, err := CreateFolder(t.TempDir(), plan, "rails", "v1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unlock()
+	plan, dir := createFolder(t, src)
 	if b, err := os.ReadFile(filepath.Join(dir, "plan.yaml")); err != nil || string(b) != yaml {
 		t.Fatalf("plan copy %q, %v", b, err)
 	}

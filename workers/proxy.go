@@ -255,16 +255,8 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // flushes the decision log, which proxyserve.ReadLog[Decision] reads
 // back. It is all a container needs.
 func Server(cfg ProxyConfig) proxyserve.Server {
-	return proxyserve.Server{Name: "workers proxy", Listen: cfg.Listen, LogPath: cfg.LogPath, Validate: cfg.Validate,
-		Build: cfg.build}
+	return proxyserve.ServerOf("workers proxy", cfg, cfg.Listen, cfg.LogPath, NewProxy, (*Proxy).startAttrs)
 }
 
-// build is the proxy of cfg on the decision log logw, with its start line's
-// attributes.
-func (cfg ProxyConfig) build(logw io.Writer) (proxyserve.Handler, []any, error) {
-	p, err := NewProxy(cfg, logw)
-	if err != nil {
-		return nil, nil, err
-	}
-	return p, []any{"rule", p.def, "upstreams", len(p.ups)}, nil
-}
+// startAttrs are the attributes of the proxy's start line.
+func (p *Proxy) startAttrs() []any { return []any{"rule", p.def, "upstreams", len(p.ups)} }

@@ -52,6 +52,21 @@ type Server struct {
 	Build func(logw io.Writer) (p Handler, attrs []any, err error)
 }
 
+// ServerOf is the Server of the proxy that newProxy makes from cfg, named
+// name, on cfg's listen address and decision log; attrs are its start
+// line's attributes.
+func ServerOf[C Config, P Handler](name string, cfg C, listen, logPath string,
+	newProxy func(C, io.Writer) (P, error), attrs func(P) []any) Server {
+	return Server{Name: name, Listen: listen, LogPath: logPath, Validate: cfg.Validate,
+		Build: func(logw io.Writer) (Handler, []any, error) {
+			p, err := newProxy(cfg, logw)
+			if err != nil {
+				return nil, nil, err
+			}
+			return p, attrs(p), nil
+		}}
+}
+
 // ListenAndServe validates the config, listens on s.Listen (DefaultListen
 // when empty) and serves there like Serve.
 func (s Server) ListenAndServe(ctx context.Context) error {
