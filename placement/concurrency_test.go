@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -115,6 +116,39 @@ func TestWritePlacePlots(t *testing.T) {
 		b, err := os.ReadFile(f)
 		if err != nil || !strings.Contains(string(b), "<svg") {
 			t.Errorf("%s: %v", f, err)
+		}
+	}
+}
+
+// The routed figure has a column per route and a legend entry per policy,
+// whatever order the cells come in.
+func TestRoutedPlotColumns(t *testing.T) {
+	cells := []PolicyRoute{
+		{Policy: PolicyUserFirst, Route: "/feed", P50Ms: 9, P50CI: results.CI{Low: 8.5, High: 9.5}},
+		{Policy: PolicyProfiled, Route: "/serial?n=3", P50Ms: 4, P50CI: results.CI{Low: 3.5, High: 4.5}},
+		{Policy: PolicyProfiled, Route: "/feed", P50Ms: 8, P50CI: results.CI{Low: 7.5, High: 8.5}},
+		{Policy: PolicyUserFirst, Route: "/serial?n=3", P50Ms: results.Num(math.NaN())},
+	}
+	p, err := routedPlot(&PlaceResult{Reps: []PlaceRep{{Rep: 1, Routed: RoutedSummary{Cells: cells}}}})
+	if err != nil || p == nil {
+		t.Fatalf("%v %v", p, err)
+	}
+	var labels []string
+	for _, tk := range p.X.Tick.Marker.Ticks(p.X.Min, p.X.Max) {
+		if tk.Label != "" {
+			labels = append(labels, tk.Label)
+		}
+	}
+	if !slices.Equal(labels, []string{"/feed", "/serial?n=3"}) || p.X.Min != -0.5 || p.X.Max != 1.5 {
+		t.Errorf("columns %v on [%v, %v]", labels, p.X.Min, p.X.Max)
+	}
+	b, err := renderSVG(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pol := range []string{"user-first", "profiled"} {
+		if n := strings.Count(string(b), ">"+pol+"<"); n != 1 {
+			t.Errorf("legend entries for %s: %d", pol, n)
 		}
 	}
 }

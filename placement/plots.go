@@ -155,19 +155,33 @@ func routedPlot(r *PlaceResult) (*plot.Plot, error) {
 	p.Title.Text = fmt.Sprintf("Routed comparison (repetition %d): p50 with 95%% CI", rep.Rep)
 	p.Y.Label.Text = "p50 ms"
 	p.Add(plotter.NewGrid())
-	var names []string
-	for i, c := range rep.Routed.Cells {
-		names = append(names, fmt.Sprintf("%s\n%s", c.Route, c.Policy))
+	// A column per route, the policies side by side in it, a colour and a
+	// glyph each as in the legend.
+	var routes []string
+	legend := map[Policy]bool{}
+	for _, c := range rep.Routed.Cells {
+		ri := slices.Index(routes, c.Route)
+		if ri < 0 {
+			ri, routes = len(routes), append(routes, c.Route)
+		}
 		if math.IsNaN(float64(c.P50Ms)) {
 			continue
 		}
-		pts := plotter.XYs{{X: float64(i), Y: float64(c.P50Ms)}}
-		st := results.StandardSeries(slices.Index(Policies, c.Policy), false)
-		if _, err := results.PlotSeries(p, pts, []results.Interval{c.P50CI.Interval()}, st); err != nil {
+		pi := slices.Index(Policies, c.Policy)
+		x := float64(ri) + 0.15*(float64(pi)-float64(len(Policies)-1)/2)
+		pts := plotter.XYs{{X: x, Y: float64(c.P50Ms)}}
+		thumbs, err := results.PlotSeries(p, pts, []results.Interval{c.P50CI.Interval()}, results.StandardSeries(pi, false))
+		if err != nil {
 			return nil, err
 		}
+		if !legend[c.Policy] {
+			legend[c.Policy] = true
+			p.Legend.Add(string(c.Policy), thumbs...)
+		}
 	}
-	p.NominalX(names...)
+	p.NominalX(routes...)
+	p.X.Min, p.X.Max = -0.5, float64(len(routes))-0.5
+	p.Legend.Top, p.Legend.XOffs = true, -vg.Points(4)
 	return p, nil
 }
 
