@@ -53,6 +53,19 @@ func mustNoErr(t testing.TB, err error) {
 
 // newTestFolder makes a folder with task 1 done, task 2 half written (its
 // samples on disk, never marked done) and a few probes.
+// mutateFile rewrites the file at p with mutate, or removes it when mutate
+// is nil.
+func mutateFile(t *testing.T, p string, mutate func([]byte) []byte) {
+	t.Helper()
+	if mutate == nil {
+		mustNoErr(t, os.Remove(p))
+		return
+	}
+	b, err := os.ReadFile(p)
+	mustNoErr(t, err)
+	mustNoErr(t, os.WriteFile(p, mutate(b), 0o644))
+}
+
 func newTestFolder(t *testing.T) (*Folder, *Manifest) {
 	t.Helper()
 	f, err := Create(t.TempDir(), "smoke", testStart)
@@ -248,13 +261,7 @@ func TestLoadErrorsNameFileAndLine(t *testing.T) {
 			f, _ := newTestFolder(t)
 			mustNoErr(t, f.Close())
 			p := filepath.Join(f.Dir(), c.file)
-			if c.mutate == nil {
-				mustNoErr(t, os.Remove(p))
-			} else {
-				b, err := os.ReadFile(p)
-				mustNoErr(t, err)
-				mustNoErr(t, os.WriteFile(p, c.mutate(b), 0o644))
-			}
+			mutateFile(t, p, c.mutate)
 			_, err := Load(f.Dir())
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("err = %v, want it to contain %q", err, c.want)

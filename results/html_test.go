@@ -170,13 +170,7 @@ func TestRenderBadFolderWritesNothing(t *testing.T) {
 			mustNoErr(t, Render(dir))
 			before := readDerived(t, dir)
 			p := filepath.Join(dir, c.file)
-			if c.mutate == nil {
-				mustNoErr(t, os.Remove(p))
-			} else {
-				b, err := os.ReadFile(p)
-				mustNoErr(t, err)
-				mustNoErr(t, os.WriteFile(p, c.mutate(b), 0o644))
-			}
+			mutateFile(t, p, c.mutate)
 			err := Render(dir)
 			if err == nil || !c.want.MatchString(err.Error()) {
 				t.Fatalf("err = %v, want it to match %s", err, c.want)

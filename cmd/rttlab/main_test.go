@@ -17,6 +17,21 @@ import (
 	"github.com/rttlab/rttlab/orchestrator/stack"
 )
 
+// wantUsage runs one command line and wants a usage error of one line
+// containing want.
+func wantUsage(t *testing.T, want string, args ...string) {
+	t.Helper()
+	_, err := run(t, args...)
+	var ue usageError
+	if err == nil || !errors.As(err, &ue) {
+		t.Errorf("%v: err = %v, want a usage error", args, err)
+		return
+	}
+	if !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") {
+		t.Errorf("%v: %q, want one line containing %q", args, err, want)
+	}
+}
+
 // run executes one rttlab command line and returns what it printed.
 func run(t *testing.T, args ...string) (string, error) {
 	t.Helper()
@@ -78,15 +93,7 @@ func TestBadInputOneLine(t *testing.T) {
 		{[]string{"verify", "--requests", "0", "go"}, "--requests"},
 	}
 	for _, c := range cases {
-		_, err := run(t, c.args...)
-		var ue usageError
-		if err == nil || !errors.As(err, &ue) {
-			t.Errorf("%v: err = %v, want a usage error", c.args, err)
-			continue
-		}
-		if !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
-			t.Errorf("%v: %q, want one line containing %q", c.args, err, c.want)
-		}
+		wantUsage(t, c.want, c.args...)
 	}
 }
 
@@ -160,15 +167,7 @@ func TestArgCountIsUsageError(t *testing.T) {
 		{[]string{"shape", "nosuch"}, `unknown command "nosuch" for "rttlab shape"`},
 	}
 	for _, c := range cases {
-		_, err := run(t, c.args...)
-		var ue usageError
-		if err == nil || !errors.As(err, &ue) {
-			t.Errorf("%v: err = %v, want a usage error", c.args, err)
-			continue
-		}
-		if !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
-			t.Errorf("%v: %q, want one line containing %q", c.args, err, c.want)
-		}
+		wantUsage(t, c.want, c.args...)
 	}
 	// A command group without a sub-command still shows its help.
 	if out, err := run(t, "apps"); err != nil || !strings.Contains(out, "Available Commands") {
