@@ -79,15 +79,8 @@ func TestIntegrationVerifyGo(t *testing.T) {
 	rt := enginetest.Engine(t)
 	all := enginetest.BuiltApps(t, rt, "postgres", "go")
 	ctx := context.Background()
-	target, err := apps.Resolve(all, "go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := stack.StartStack(ctx, rt, stack.StackOptions{Target: target, Publish: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Remove(context.Background(), rt) })
+	st := startStack(t, rt, all, "go")
+	target := st.Target
 
 	checks, err := shaping.VerifyStack(ctx, rt, st, shaping.VerifyOptions{})
 	if err != nil {
@@ -186,16 +179,8 @@ func TestIntegrationScaffoldedAppVerifies(t *testing.T) {
 		}
 	})
 	all := enginetest.Build(t, enginetest.Builder(t, rt, mod), "postgres", name)
-	target, err := apps.Resolve(all, name)
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
-	st, err := stack.StartStack(ctx, rt, stack.StackOptions{Target: target, Publish: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Remove(context.Background(), rt) })
+	st := startStack(t, rt, all, name)
 	checks, err := shaping.VerifyStack(ctx, rt, st, shaping.VerifyOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -220,16 +205,8 @@ func TestIntegrationVerifyEveryFramework(t *testing.T) {
 		}
 		t.Run(tg.Name, func(t *testing.T) {
 			all := enginetest.BuiltApps(t, rt, "postgres", "agent", tg.Meta.Name)
-			target, err := apps.Resolve(all, tg.Name)
-			if err != nil {
-				t.Fatal(err)
-			}
 			ctx := context.Background()
-			st, err := stack.StartStack(ctx, rt, stack.StackOptions{Target: target, Publish: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { st.Remove(context.Background(), rt) })
+			st := startStack(t, rt, all, tg.Name)
 			sh, err := shaping.StartAgents(ctx, rt, st, "auto", "path", "")
 			if err != nil {
 				t.Fatal(err)
@@ -269,4 +246,20 @@ func scaffoldModule(t *testing.T, src string, folders ...string) string {
 		}
 	}
 	return mod
+}
+
+// startStack starts the published stack of the app name of all (built),
+// removed when the test ends.
+func startStack(t *testing.T, rt *engine.Runtime, all map[string]*apps.Meta, name string) *stack.Stack {
+	t.Helper()
+	target, err := apps.Resolve(all, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := stack.StartStack(context.Background(), rt, stack.StackOptions{Target: target, Publish: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Remove(context.Background(), rt) })
+	return st
 }
