@@ -319,7 +319,7 @@ func num(n results.Num) string {
 }
 
 func ci(c results.CI) string {
-	if math.IsNaN(float64(c.Low)) || math.IsNaN(float64(c.High)) {
+	if !c.Valid() {
 		return "–"
 	}
 	return fmt.Sprintf("[%.3f, %.3f]", float64(c.Low), float64(c.High))

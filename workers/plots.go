@@ -250,7 +250,7 @@ func (s *Summary) WritePlots(dir string) ([]string, error) {
 
 // positive drops a non-positive lower end (a log axis cannot show it).
 func positive(c results.CI) results.Interval {
-	iv := results.Interval{Low: float64(c.Low), High: float64(c.High)}
+	iv := c.Interval()
 	if !(iv.Low > 0) {
 		iv.Low = math.NaN()
 	}
