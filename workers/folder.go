@@ -32,7 +32,7 @@ func CreateFolder(out string, plan *Plan, app, version string) (dir string, unlo
 	m := WorkersManifest{Kind: "workers", Plan: plan, PlanFile: planFile, Seed: plan.Seed, Version: version,
 		Started: time.Now().UTC(), Backend: plan.Shaper, App: app}
 	b, _ := json.MarshalIndent(m, "", "  ")
-	if err := os.WriteFile(filepath.Join(dir, "manifest.json"), append(b, '\n'), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, results.ManifestFile), append(b, '\n'), 0o644); err != nil {
 		return "", nil, err
 	}
 	unlock, err = results.LockDir(dir)
@@ -53,7 +53,8 @@ func FolderPlan(dir string) (*Plan, error) {
 	lim := DefaultLimits(runtime.NumCPU())
 	file := m.PlanFile
 	if _, ok := BuiltinPlan(file, lim); !ok {
-		if own := filepath.Join(dir, "plan.yaml"); exists(own) {
+		own := filepath.Join(dir, "plan.yaml")
+		if _, err := os.Stat(own); err == nil {
 			file = own
 		}
 	}
@@ -66,7 +67,7 @@ func FolderPlan(dir string) (*Plan, error) {
 
 // ReadManifest reads the manifest of a workers results folder.
 func ReadManifest(dir string) (*WorkersManifest, error) {
-	b, err := capped.ReadFile(filepath.Join(dir, "manifest.json"), "manifest", 16<<20)
+	b, err := capped.ReadFile(filepath.Join(dir, results.ManifestFile), "manifest", 16<<20)
 	if err != nil {
 		return nil, fmt.Errorf("%s is not a workers results folder: %w", dir, err)
 	}
@@ -75,9 +76,4 @@ func ReadManifest(dir string) (*WorkersManifest, error) {
 		return nil, fmt.Errorf("%s/manifest.json is not a workers study's manifest", dir)
 	}
 	return &m, nil
-}
-
-func exists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
 }
