@@ -20,6 +20,7 @@ func TestAgentCaptureInput(t *testing.T) {
 		want string
 	}{
 		{[]string{"--for", "1s"}, "--peer"},
+		{[]string{"--peer", "10.0.0.2,db", "--for", "1s"}, "--peer \"db\""},
 		{[]string{"--peer", "db", "--for", "1s"}, "--peer \"db\""},
 		{[]string{"--peer", "fd00::1", "--for", "1s"}, "IPv4"},
 		{[]string{"--peer", "10.0.0.2", "--local", "x", "--for", "1s"}, "--local"},
@@ -41,7 +42,7 @@ func TestAgentCaptureStopsOnEOF(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root (packet socket)")
 	}
-	o := &agentCaptureOptions{iface: "lo", peer: "127.0.0.1", dur: time.Minute, maxPackets: 10, stopOnEOF: true}
+	o := &agentCaptureOptions{iface: "lo", peers: []string{"127.0.0.1"}, dur: time.Minute, maxPackets: 10, stopOnEOF: true}
 	if err := o.validate(); err != nil {
 		t.Fatal(err)
 	}

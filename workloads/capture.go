@@ -8,7 +8,9 @@ import (
 	"net"
 	"net/netip"
 	"strings"
+	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
@@ -22,10 +24,24 @@ const CaptureSnapLen = 128
 // once its socket is bound: packets from then on are captured.
 const CaptureReady = "capturing on"
 
+// The capture's ring: the kernel writes packets into blocks shared with
+// the reader and wakes it only when a block is full or has waited
+// ringBlockTimeout, not once per packet, so a capture running beside a
+// measurement costs its CPUs a few wake-ups a second.
+const (
+	ringBlockSize    = 256 << 10
+	ringBlocks       = 32
+	ringFrameSize    = 2048 // unused by TPACKET_V3 but checked against the block size
+	ringBlockTimeout = 20 * time.Millisecond
+)
+
 // CaptureOptions configure OpenCapture.
 type CaptureOptions struct {
-	Iface       string
-	Local, Peer netip.Addr // IPv4: packets between the two are kept
+	Iface string
+	// Local is this side's IPv4 address; Peer the other side's and Also
+	// further peers: packets between Local and any of them are kept.
+	Local, Peer netip.Addr
+	Also        []netip.Addr
 	// For bounds the capture's duration; MaxPackets the packets kept (the
 	// capture stops when it has kept that many).
 	For        time.Duration
@@ -33,20 +49,22 @@ type CaptureOptions struct {
 }
 
 // Capture is what one capture kept: the IPv4 packets between Local and
-// Peer that crossed Iface, each with the kernel's receive stamp
-// (CLOCK_REALTIME, so captures in two network namespaces of one host
-// share a clock) and its direction.
+// its peers (Peer, and Also) that crossed Iface, each with the kernel's
+// stamp (CLOCK_REALTIME, so captures in two network namespaces of one
+// host share a clock) and its direction.
 type Capture struct {
-	Iface string     `json:"iface"`
-	Local netip.Addr `json:"local"`
-	Peer  netip.Addr `json:"peer"`
+	Iface string       `json:"iface"`
+	Local netip.Addr   `json:"local"`
+	Peer  netip.Addr   `json:"peer"`
+	Also  []netip.Addr `json:"also,omitempty"`
 	// StartNs and EndNs bound the time the socket was reading
 	// (CLOCK_REALTIME, ns since the epoch).
 	StartNs int64 `json:"start_ns"`
 	EndNs   int64 `json:"end_ns"`
-	// Seen counts the packets of the two addresses the socket read;
-	// Unstamped those without a kernel stamp (not kept); Drops those the
-	// kernel dropped on the socket (never read).
+	// Seen counts the packets of the flows the capture read; Unstamped
+	// those without a kernel stamp (not kept); Drops those the kernel
+	// could not put in the capture's ring because the reader fell behind
+	// (never read): a capture with drops is incomplete.
 	Seen      int `json:"seen"`
 	Unstamped int `json:"unstamped"`
 	Drops     int `json:"drops"`
@@ -56,25 +74,35 @@ type Capture struct {
 	Packets    []CapturedPacket `json:"packets"`
 }
 
+// Complete says whether the capture kept every packet of its flows
+// while it ran: no drop and not truncated.
+func (c Capture) Complete() bool { return c.Drops == 0 && !c.Truncated }
+
 // CapturedPacket is one packet of a Capture.
 type CapturedPacket struct {
 	T   int64     `json:"t"`           // kernel stamp, ns since the epoch
 	Out bool      `json:"o,omitempty"` // sent from this side (PACKET_OUTGOING)
 	Key PacketKey `json:"k"`
+	// Len is the transport payload's length in bytes (TCP: after its
+	// header; other protocols: 0).
+	Len int `json:"l,omitempty"`
 }
 
 // Capturer is an open AF_PACKET capture; see OpenCapture.
 type Capturer struct {
-	fd  int
-	o   CaptureOptions
-	res Capture
+	fd    int
+	ring  []byte
+	o     CaptureOptions
+	block int // the next block to read
+	res   Capture
 }
 
 // OpenCapture opens a packet socket (needs CAP_NET_RAW) on the interface
 // in the calling thread's network namespace, with a kernel filter that
-// passes only IPv4 packets between the two addresses, cut to
-// CaptureSnapLen, and kernel receive stamps (SO_TIMESTAMPNS). Packets are
-// captured from the return on; Run reads them.
+// passes only IPv4 packets between Local and its peers, cut to
+// CaptureSnapLen, into a ring of blocks shared with the reader, with
+// kernel stamps (SO_TIMESTAMPNS). Packets are captured from the return
+// on; Run reads them.
 func OpenCapture(o CaptureOptions) (*Capturer, error) {
 	if err := o.validate(); err != nil {
 		return nil, err
@@ -92,12 +120,12 @@ func OpenCapture(o CaptureOptions) (*Capturer, error) {
 		}
 		return nil, fmt.Errorf("capture: packet socket: %w", err)
 	}
-	if err := setupCaptureSocket(fd, o, ifi.Index); err != nil {
-		unix.Close(fd)
+	c := &Capturer{fd: fd, o: o}
+	if err := c.setup(ifi.Index); err != nil {
+		c.Close()
 		return nil, fmt.Errorf("capture on %s: %w", o.Iface, err)
 	}
-	c := &Capturer{fd: fd, o: o}
-	c.res = Capture{Iface: o.Iface, Local: o.Local, Peer: o.Peer, MaxPackets: o.MaxPackets, StartNs: time.Now().UnixNano(), Packets: []CapturedPacket{}}
+	c.res = Capture{Iface: o.Iface, Local: o.Local, Peer: o.Peer, Also: o.Also, MaxPackets: o.MaxPackets, StartNs: time.Now().UnixNano(), Packets: []CapturedPacket{}}
 	return c, nil
 }
 
@@ -106,16 +134,24 @@ func (o *CaptureOptions) validate() error {
 	if !o.Local.Is4() || !o.Peer.Is4() {
 		return fmt.Errorf("capture: %s and %s: both addresses must be IPv4", o.Local, o.Peer)
 	}
+	for i, a := range o.Also {
+		if o.Also[i] = a.Unmap(); !o.Also[i].Is4() {
+			return fmt.Errorf("capture: peer %s: addresses must be IPv4", a)
+		}
+	}
 	if o.For <= 0 || o.MaxPackets <= 0 {
 		return fmt.Errorf("capture: duration %s and packet cap %d must be positive", o.For, o.MaxPackets)
 	}
 	return nil
 }
 
-// setupCaptureSocket attaches the filter, turns on stamps, enlarges the
-// receive buffer, sets a read timeout (so Run sees a stop) and binds.
-func setupCaptureSocket(fd int, o CaptureOptions, ifindex int) error {
-	prog, err := bpf.Assemble(flowFilter(o.Local, o.Peer))
+// peers is every peer of the capture: Peer, then Also.
+func (o *CaptureOptions) peers() []netip.Addr { return append([]netip.Addr{o.Peer}, o.Also...) }
+
+// setup attaches the filter, turns on stamps, maps the ring and binds.
+func (c *Capturer) setup(ifindex int) error {
+	fd := c.fd
+	prog, err := bpf.Assemble(flowFilter(c.o.Local, c.o.peers()))
 	if err != nil {
 		return fmt.Errorf("filter: %w", err)
 	}
@@ -127,16 +163,21 @@ func setupCaptureSocket(fd int, o CaptureOptions, ifindex int) error {
 	if err := unix.SetsockoptSockFprog(fd, unix.SOL_SOCKET, unix.SO_ATTACH_FILTER, &fprog); err != nil {
 		return fmt.Errorf("attach filter: %w", err)
 	}
+	// The stamps: with SO_TIMESTAMPNS on, the kernel stamps every packet
+	// where the capture taps it (CLOCK_REALTIME), received or sent.
 	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1); err != nil {
 		return fmt.Errorf("kernel stamps: %w", err)
 	}
-	const rcvbuf = 8 << 20
-	if unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, rcvbuf) != nil {
-		_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, rcvbuf) // capped by rmem_max
+	if err := unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_VERSION, unix.TPACKET_V3); err != nil {
+		return fmt.Errorf("ring version: %w", err)
 	}
-	tv := unix.NsecToTimeval((100 * time.Millisecond).Nanoseconds())
-	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
-		return fmt.Errorf("read timeout: %w", err)
+	req := unix.TpacketReq3{Block_size: ringBlockSize, Block_nr: ringBlocks, Frame_size: ringFrameSize,
+		Frame_nr: ringBlockSize / ringFrameSize * ringBlocks, Retire_blk_tov: uint32(ringBlockTimeout.Milliseconds())}
+	if err := unix.SetsockoptTpacketReq3(fd, unix.SOL_PACKET, unix.PACKET_RX_RING, &req); err != nil {
+		return fmt.Errorf("ring: %w", err)
+	}
+	if c.ring, err = unix.Mmap(fd, 0, ringBlockSize*ringBlocks, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED); err != nil {
+		return fmt.Errorf("map the ring: %w", err)
 	}
 	proto := htons(unix.ETH_P_ALL)
 	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: proto, Ifindex: ifindex}); err != nil {
@@ -145,45 +186,60 @@ func setupCaptureSocket(fd int, o CaptureOptions, ifindex int) error {
 	return nil
 }
 
-// flowFilter is a classic BPF program that keeps IPv4 frames between a
-// and b (either direction), cut to CaptureSnapLen, and drops the rest.
-func flowFilter(a, b netip.Addr) []bpf.Instruction {
-	a4, b4 := a.As4(), b.As4()
-	av, bv := uint32(a4[0])<<24|uint32(a4[1])<<16|uint32(a4[2])<<8|uint32(a4[3]), uint32(b4[0])<<24|uint32(b4[1])<<16|uint32(b4[2])<<8|uint32(b4[3])
-	return []bpf.Instruction{
-		bpf.LoadAbsolute{Off: 12, Size: 2},                                  // 0 EtherType
-		bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: 0x0800, SkipTrue: 8},        // 1 not IPv4: drop
-		bpf.LoadAbsolute{Off: 26, Size: 4},                                  // 2 source
-		bpf.JumpIf{Cond: bpf.JumpEqual, Val: av, SkipTrue: 1},               // 3 from a: 5
-		bpf.JumpIf{Cond: bpf.JumpEqual, Val: bv, SkipTrue: 2, SkipFalse: 5}, // 4 from b: 7; else drop
-		bpf.LoadAbsolute{Off: 30, Size: 4},                                  // 5 destination
-		bpf.JumpIf{Cond: bpf.JumpEqual, Val: bv, SkipTrue: 2, SkipFalse: 3}, // 6 to b: keep
-		bpf.LoadAbsolute{Off: 30, Size: 4},                                  // 7 destination
-		bpf.JumpIf{Cond: bpf.JumpEqual, Val: av, SkipTrue: 0, SkipFalse: 1}, // 8 to a: keep
-		bpf.RetConstant{Val: CaptureSnapLen},                                // 9 keep
-		bpf.RetConstant{Val: 0},                                             // 10 drop
+// flowFilter is a classic BPF program that keeps IPv4 frames between
+// local and any of peers (either direction), cut to CaptureSnapLen, and
+// drops the rest.
+func flowFilter(local netip.Addr, peers []netip.Addr) []bpf.Instruction {
+	u32 := func(a netip.Addr) uint32 { b := a.As4(); return binary.BigEndian.Uint32(b[:]) }
+	n := len(peers)
+	// Layout: 0 EtherType; 1 not IPv4: drop; 2 load source; 3 from local:
+	// to the destination check; then n "from peer p" checks; a drop;
+	// the destination check (load, n "to peer" checks, a drop); the
+	// check that a packet from a peer goes to local (load, compare);
+	// keep; drop.
+	dstCheck := 4 + n + 1 // index of "load destination" for a packet from local
+	toLocal := dstCheck + 1 + n + 1
+	keep := toLocal + 2
+	drop := keep + 1
+	skip := func(from, to int) uint8 { return uint8(to - from - 1) }
+	prog := []bpf.Instruction{
+		bpf.LoadAbsolute{Off: 12, Size: 2},
+		bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: 0x0800, SkipTrue: skip(1, drop)},
+		bpf.LoadAbsolute{Off: 26, Size: 4},
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: u32(local), SkipTrue: skip(3, dstCheck)},
 	}
+	for i, p := range peers {
+		prog = append(prog, bpf.JumpIf{Cond: bpf.JumpEqual, Val: u32(p), SkipTrue: skip(4+i, toLocal)})
+	}
+	prog = append(prog, bpf.RetConstant{Val: 0}, bpf.LoadAbsolute{Off: 30, Size: 4})
+	for i, p := range peers {
+		prog = append(prog, bpf.JumpIf{Cond: bpf.JumpEqual, Val: u32(p), SkipTrue: skip(dstCheck+1+i, keep)})
+	}
+	prog = append(prog, bpf.RetConstant{Val: 0},
+		bpf.LoadAbsolute{Off: 30, Size: 4},
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: u32(local), SkipFalse: 1},
+		bpf.RetConstant{Val: CaptureSnapLen},
+		bpf.RetConstant{Val: 0})
+	return prog
 }
 
 // Run reads packets until ctx ends, the duration passes or the cap is
 // reached, then closes the socket and returns what it kept. Packets
-// already queued on the socket when ctx ends are still read.
+// captured before ctx ended are still read: the ring's last block is
+// handed over within ringBlockTimeout.
 func (c *Capturer) Run(ctx context.Context) (Capture, error) {
 	defer c.Close()
 	deadline := time.Now().Add(c.o.For)
-	buf := make([]byte, CaptureSnapLen)
-	oob := make([]byte, 64)
 	for ctx.Err() == nil && time.Now().Before(deadline) && !c.res.Truncated {
-		if err := c.readOne(buf, oob, 0); err != nil {
-			if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR) {
-				continue
-			}
+		if err := c.readBlocks(100 * time.Millisecond); err != nil {
 			return c.finish(), fmt.Errorf("capture on %s: read: %w", c.o.Iface, err)
 		}
 	}
 	c.res.EndNs = time.Now().UnixNano()
-	for !c.res.Truncated { // drain what was queued before the end
-		if err := c.readOne(buf, oob, unix.MSG_DONTWAIT); err != nil {
+	// Drain: every block holding a packet from before the end is handed
+	// over within ringBlockTimeout of it.
+	for until := time.Now().Add(3 * ringBlockTimeout); !c.res.Truncated && time.Now().Before(until); {
+		if err := c.readBlocks(ringBlockTimeout); err != nil {
 			break
 		}
 	}
@@ -195,59 +251,91 @@ func (c *Capturer) Run(ctx context.Context) (Capture, error) {
 	return c.finish(), nil
 }
 
-// readOne reads one packet and keeps it when it belongs to the flow.
-func (c *Capturer) readOne(buf, oob []byte, flags int) error {
-	n, oobn, _, from, err := unix.Recvmsg(c.fd, buf, oob, flags)
-	if err != nil {
-		return err
+// The fields of a block and of a packet in the ring (linux/if_packet.h).
+const (
+	blockStatusOff = 8 // tpacket_block_desc.hdr.bh1.block_status
+	blockPktsOff   = 12
+	blockFirstOff  = 16
+	tpHdrLen       = 48 // TPACKET_ALIGN(sizeof(struct tpacket3_hdr))
+)
+
+// readBlocks waits up to wait for the next block, then reads every block
+// the kernel has handed over, giving each back.
+func (c *Capturer) readBlocks(wait time.Duration) error {
+	if !c.blockReady() {
+		fds := []unix.PollFd{{Fd: int32(c.fd), Events: unix.POLLIN | unix.POLLERR}}
+		if _, err := unix.Poll(fds, int(wait.Milliseconds())); err != nil && !errors.Is(err, unix.EINTR) {
+			return err
+		}
 	}
-	ll, _ := from.(*unix.SockaddrLinklayer)
-	k, ok := keyOfFrame(buf[:n])
-	if !ok || ll == nil || !c.inFlow(k) {
-		return nil
+	for c.blockReady() && !c.res.Truncated {
+		b := c.ring[c.block*ringBlockSize : (c.block+1)*ringBlockSize]
+		n := int(binary.NativeEndian.Uint32(b[blockPktsOff:]))
+		off := int(binary.NativeEndian.Uint32(b[blockFirstOff:]))
+		for i := 0; i < n && off+tpHdrLen <= len(b); i++ {
+			next := c.packet(b[off:])
+			if next == 0 {
+				break
+			}
+			off += next
+		}
+		c.blockStatus().Store(unix.TP_STATUS_KERNEL)
+		c.block = (c.block + 1) % ringBlocks
+	}
+	return nil
+}
+
+// blockStatus is the status word of the current block, shared with the
+// kernel.
+func (c *Capturer) blockStatus() *atomic.Uint32 {
+	return (*atomic.Uint32)(unsafe.Pointer(&c.ring[c.block*ringBlockSize+blockStatusOff]))
+}
+
+func (c *Capturer) blockReady() bool { return c.blockStatus().Load()&unix.TP_STATUS_USER != 0 }
+
+// packet reads one tpacket3_hdr and its frame and keeps the packet when
+// it belongs to the flows; it returns the offset of the next header.
+func (c *Capturer) packet(h []byte) int {
+	next := int(binary.NativeEndian.Uint32(h[0:]))
+	sec, nsec := binary.NativeEndian.Uint32(h[4:]), binary.NativeEndian.Uint32(h[8:])
+	snap, wire := int(binary.NativeEndian.Uint32(h[12:])), int(binary.NativeEndian.Uint32(h[16:]))
+	mac := int(binary.NativeEndian.Uint16(h[24:]))
+	if mac+snap > len(h) || tpHdrLen+12 > len(h) {
+		return next
+	}
+	// The sockaddr_ll follows the header: sll_pkttype is its 11th byte.
+	outgoing := h[tpHdrLen+10] == unix.PACKET_OUTGOING
+	k, plen, ok := keyOfFrame(h[mac:mac+snap], wire)
+	if !ok || !c.inFlow(k) {
+		return next
 	}
 	c.res.Seen++
-	t, ok := stampOf(oob[:oobn])
-	if !ok {
+	t := int64(sec)*1e9 + int64(nsec)
+	if t == 0 {
 		c.res.Unstamped++
-		return nil
+		return next
 	}
 	if c.res.Truncated {
-		return nil
+		return next
 	}
-	c.res.Packets = append(c.res.Packets, CapturedPacket{T: t, Out: ll.Pkttype == unix.PACKET_OUTGOING, Key: k})
+	c.res.Packets = append(c.res.Packets, CapturedPacket{T: t, Out: outgoing, Key: k, Len: plen})
 	c.res.Truncated = len(c.res.Packets) >= c.o.MaxPackets
-	return nil
+	return next
 }
 
 func (c *Capturer) inFlow(k PacketKey) bool {
 	s, d := k.Src(), k.Dst()
-	return (s == c.o.Local && d == c.o.Peer) || (s == c.o.Peer && d == c.o.Local)
-}
-
-// stampOf returns the SCM_TIMESTAMPNS stamp of a packet, ns since the
-// epoch.
-func stampOf(oob []byte) (int64, bool) {
-	msgs, err := unix.ParseSocketControlMessage(oob)
-	if err != nil {
-		return 0, false
-	}
-	for _, m := range msgs {
-		if m.Header.Level == unix.SOL_SOCKET && m.Header.Type == unix.SCM_TIMESTAMPNS && len(m.Data) >= 16 {
-			// struct timespec of a 64-bit kernel: seconds, nanoseconds.
-			sec, nsec := int64(binary.NativeEndian.Uint64(m.Data[0:8])), int64(binary.NativeEndian.Uint64(m.Data[8:16]))
-			if sec == 0 && nsec == 0 {
-				return 0, false
-			}
-			return sec*1e9 + nsec, true
+	for _, p := range c.o.peers() {
+		if (s == c.o.Local && d == p) || (s == p && d == c.o.Local) {
+			return true
 		}
 	}
-	return 0, false
+	return false
 }
 
 // finish reads the socket's drop counter into the result.
 func (c *Capturer) finish() Capture {
-	if st, err := unix.GetsockoptTpacketStats(c.fd, unix.SOL_PACKET, unix.PACKET_STATISTICS); err == nil {
+	if st, err := unix.GetsockoptTpacketStatsV3(c.fd, unix.SOL_PACKET, unix.PACKET_STATISTICS); err == nil {
 		c.res.Drops = int(st.Drops)
 	}
 	if c.res.EndNs == 0 {
@@ -256,8 +344,12 @@ func (c *Capturer) finish() Capture {
 	return c.res
 }
 
-// Close closes the socket (Run does it itself).
+// Close unmaps the ring and closes the socket (Run does it itself).
 func (c *Capturer) Close() error {
+	if c.ring != nil {
+		_ = unix.Munmap(c.ring)
+		c.ring = nil
+	}
 	if c.fd < 0 {
 		return nil
 	}

@@ -93,22 +93,34 @@ func (k *PacketKey) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// keyOfFrame returns the key of an Ethernet frame carrying IPv4 (false for
-// anything else, or a header cut short).
-func keyOfFrame(f []byte) (PacketKey, bool) {
+// keyOfFrame returns the key of an Ethernet frame carrying IPv4 and, for
+// TCP, its payload's length (false for anything else, or a header cut
+// short). wire is the frame's length on the wire (the capture may keep
+// less of it); it stands in for an IP total length of 0 (a GSO packet
+// over 64 KiB).
+func keyOfFrame(f []byte, wire int) (PacketKey, int, bool) {
 	if len(f) < 14+20 || binary.BigEndian.Uint16(f[12:14]) != 0x0800 {
-		return PacketKey{}, false
+		return PacketKey{}, 0, false
 	}
 	ip := f[14:]
 	ihl := int(ip[0]&0x0f) * 4
 	if ip[0]>>4 != 4 || ihl < 20 || ihl > len(ip) {
-		return PacketKey{}, false
+		return PacketKey{}, 0, false
 	}
-	end := min(int(binary.BigEndian.Uint16(ip[2:4])), len(ip))
+	total := int(binary.BigEndian.Uint16(ip[2:4]))
+	if total == 0 {
+		total = wire - 14
+	}
+	end := min(total, len(ip))
 	var t []byte
 	if end > ihl {
 		t = ip[ihl:end] // without the Ethernet padding of short frames
 	}
 	src, dst := netip.AddrFrom4([4]byte(ip[12:16])), netip.AddrFrom4([4]byte(ip[16:20]))
-	return NewPacketKey(src, dst, ip[9], binary.BigEndian.Uint16(ip[4:6]), binary.BigEndian.Uint16(ip[6:8]), t), true
+	k := NewPacketKey(src, dst, ip[9], binary.BigEndian.Uint16(ip[4:6]), binary.BigEndian.Uint16(ip[6:8]), t)
+	payload := 0
+	if ip[9] == 6 && len(t) >= 13 && binary.BigEndian.Uint16(ip[6:8])&0x1fff == 0 {
+		payload = max(total-ihl-int(t[12]>>4)*4, 0)
+	}
+	return k, payload, true
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 
@@ -58,7 +59,7 @@ func tcpHeader(sport, dport uint16, seq, ack uint32, flags uint8, window, csum u
 
 func mustKey(t *testing.T, f []byte) PacketKey {
 	t.Helper()
-	k, ok := keyOfFrame(f)
+	k, _, ok := keyOfFrame(f, len(f))
 	if !ok {
 		t.Fatalf("no key for frame % x", f)
 	}
@@ -148,7 +149,7 @@ func TestPacketKeyPaddingFragmentsAndOthers(t *testing.T) {
 	v6 := ipFrame(addrA, addrB, 6, 0, 64, 0, nil)
 	v6[14] = 0x60
 	for name, f := range map[string][]byte{"arp": arp, "ipv6 version": v6, "short": f[:20]} {
-		if _, ok := keyOfFrame(f); ok {
+		if _, _, ok := keyOfFrame(f, len(f)); ok {
 			t.Errorf("%s: got a key", name)
 		}
 	}
@@ -172,31 +173,62 @@ func TestPacketKeyText(t *testing.T) {
 	}
 }
 
-// The kernel filter keeps both directions between the two addresses, cut
-// to the snap length, and nothing else.
+// The kernel filter keeps both directions between the local address and
+// each of its peers, cut to the snap length, and nothing else.
 func TestFlowFilter(t *testing.T) {
-	vm, err := bpf.NewVM(flowFilter(addrA, addrB))
-	if err != nil {
-		t.Fatal(err)
-	}
+	addrD := netip.MustParseAddr("10.0.0.9")
 	long := ipFrame(addrA, addrB, 6, 1, 64, 0, make([]byte, 400))
 	arp := make([]byte, 60)
 	binary.BigEndian.PutUint16(arp[12:], 0x0806)
-	for _, c := range []struct {
-		name string
-		f    []byte
-		want int
-	}{
-		{"a to b", long, CaptureSnapLen},
-		{"b to a", ipFrame(addrB, addrA, 1, 1, 64, 0, icmpEcho(0, 0, 1, 1, "")), CaptureSnapLen},
-		{"a to c", ipFrame(addrA, addrC, 6, 1, 64, 0, make([]byte, 20)), 0},
-		{"c to b", ipFrame(addrC, addrB, 6, 1, 64, 0, make([]byte, 20)), 0},
-		{"c to a", ipFrame(addrC, addrA, 6, 1, 64, 0, make([]byte, 20)), 0},
-		{"arp", arp, 0},
-	} {
-		n, err := vm.Run(c.f)
-		if err != nil || n != c.want {
-			t.Errorf("%s: kept %d bytes (want %d), %v", c.name, n, c.want, err)
+	for _, peers := range [][]netip.Addr{{addrB}, {addrB, addrD}} {
+		vm, err := bpf.NewVM(flowFilter(addrA, peers))
+		if err != nil {
+			t.Fatal(err)
 		}
+		withD := 0
+		if len(peers) == 2 {
+			withD = CaptureSnapLen
+		}
+		for _, c := range []struct {
+			name string
+			f    []byte
+			want int
+		}{
+			{"a to b", long, CaptureSnapLen},
+			{"b to a", ipFrame(addrB, addrA, 1, 1, 64, 0, icmpEcho(0, 0, 1, 1, "")), CaptureSnapLen},
+			{"a to c", ipFrame(addrA, addrC, 6, 1, 64, 0, make([]byte, 20)), 0},
+			{"c to b", ipFrame(addrC, addrB, 6, 1, 64, 0, make([]byte, 20)), 0},
+			{"c to a", ipFrame(addrC, addrA, 6, 1, 64, 0, make([]byte, 20)), 0},
+			{"a to d", ipFrame(addrA, addrD, 6, 1, 64, 0, make([]byte, 20)), withD},
+			{"d to a", ipFrame(addrD, addrA, 6, 1, 64, 0, make([]byte, 20)), withD},
+			{"b to d", ipFrame(addrB, addrD, 6, 1, 64, 0, make([]byte, 20)), 0},
+			{"d to b", ipFrame(addrD, addrB, 6, 1, 64, 0, make([]byte, 20)), 0},
+			{"arp", arp, 0},
+		} {
+			n, err := vm.Run(c.f)
+			if err != nil || n != c.want {
+				t.Errorf("peers %v: %s: kept %d bytes (want %d), %v", peers, c.name, n, c.want, err)
+			}
+		}
+	}
+}
+
+// A TCP frame's payload length comes from the IP total length less both
+// headers; a total length of 0 (a GSO packet over 64 KiB) takes the wire
+// length; other protocols have none.
+func TestKeyOfFramePayload(t *testing.T) {
+	seg := make([]byte, 20+100)
+	seg[12] = 5 << 4 // data offset: 20 bytes
+	f := ipFrame(addrA, addrB, 6, 1, 64, 0, seg)
+	if _, n, ok := keyOfFrame(f[:CaptureSnapLen], len(f)); !ok || n != 100 {
+		t.Errorf("TCP: payload %d, %v; want 100", n, ok)
+	}
+	big := slices.Clone(f)
+	binary.BigEndian.PutUint16(big[16:18], 0)
+	if _, n, ok := keyOfFrame(big[:CaptureSnapLen], 14+20+20+70000); !ok || n != 70000 {
+		t.Errorf("GSO: payload %d, %v; want 70000", n, ok)
+	}
+	if _, n, ok := keyOfFrame(ipFrame(addrA, addrB, 1, 1, 64, 0, icmpEcho(0, 0, 1, 1, "")), 0); !ok || n != 0 {
+		t.Errorf("ICMP: payload %d, %v; want 0", n, ok)
 	}
 }

@@ -1,0 +1,458 @@
+package workloads
+
+import (
+	"cmp"
+	"encoding/binary"
+	"fmt"
+	"net/netip"
+	"slices"
+)
+
+// The anatomy of a request: the captures of the client's, the app's and
+// the database's network namespaces (one clock, kernel stamps) take each
+// request of a closed-loop load run apart on the wire:
+//
+//	client ──req──▶ app ──q1──▶ db ──a1──▶ app ──q2──▶ db … ──▶ app ──resp──▶ client
+//
+// Every event is the moment a burst of data (a request, a query, an
+// answer, a response) is complete where it arrives, and the moment its
+// completing bytes were first sent. The parts telescope: the load
+// client's own time, the two client↔app legs, and within the app's span
+// the app's own time (before the first query, between an answer and the
+// next query, after the last answer) and, per round trip, the wire out,
+// the database's time and the wire back, add up to the latency the
+// client measured, exactly.
+
+// AnatomyFlows names the endpoints of the three captures: the addresses
+// of the client, the app and the database, the app's HTTP port and the
+// database's port.
+type AnatomyFlows struct {
+	Client, App, DB netip.Addr
+	AppPort, DBPort uint16
+}
+
+// RequestAnatomy is one request taken apart; times in milliseconds.
+type RequestAnatomy struct {
+	// Seq is the request's place in the load run (warmup included), as
+	// the load client numbers it.
+	Seq       int     `json:"seq"`
+	LatencyMs float64 `json:"latency_ms"`
+	// ClientMs is the load client's own time: its latency less the time
+	// from the request's completing bytes leaving the client to the
+	// response being complete at the client.
+	ClientMs float64 `json:"client_ms"`
+	// LegInMs and LegOutMs are the client→app and app→client legs.
+	LegInMs  float64 `json:"leg_in_ms"`
+	LegOutMs float64 `json:"leg_out_ms"`
+	// The app's own time: before the first query (with no query: all of
+	// it), between an answer and the next query, after the last answer.
+	AppPreMs     float64 `json:"app_pre_ms"`
+	AppBetweenMs float64 `json:"app_between_ms"`
+	AppPostMs    float64 `json:"app_post_ms"`
+	// Per round trip, summed over the request's: the wire out (app→db),
+	// the database's time, the wire back (db→app).
+	WireOutMs  float64 `json:"wire_out_ms"`
+	DBMs       float64 `json:"db_ms"`
+	WireBackMs float64 `json:"wire_back_ms"`
+	RoundTrips int     `json:"round_trips"`
+	// Overlap: a query left before the previous answer arrived (queries
+	// in parallel); the app's time between them is then negative.
+	Overlap bool `json:"overlap,omitempty"`
+}
+
+// AppMs is the app's own time.
+func (r RequestAnatomy) AppMs() float64 { return r.AppPreMs + r.AppBetweenMs + r.AppPostMs }
+
+// WireMs is the time on the wire between the app and the database.
+func (r RequestAnatomy) WireMs() float64 { return r.WireOutMs + r.WireBackMs }
+
+// Anatomy is a load run's requests taken apart, with what could not be.
+type Anatomy struct {
+	// Requests are the requests found on the wire, in order, each
+	// complete; Incomplete counts those with an event a capture missed
+	// (left out).
+	Requests   []RequestAnatomy
+	Found      int
+	Incomplete int
+	// Unassigned counts database round trips outside every request
+	// (a pool's keep-alive, a background job).
+	Unassigned int
+	// Problem says why no request could be taken apart (the requests on
+	// the wire do not match the client's), "" when they could.
+	Problem string
+}
+
+// AnatomyLatency is what the load client measured of one request.
+type AnatomyLatency struct {
+	Seq       int
+	LatencyNS int64
+}
+
+// Anatomize takes each request of a closed-loop load run apart from the
+// captures of the client (flows with the app), the app (with the client
+// and the database) and the database (with the app). latencies are the
+// client's, in the order it sent the requests (warmup included); the
+// requests found on the wire are paired with them in order, and a
+// different count is a Problem.
+func Anatomize(f AnatomyFlows, client, app, db Capture, latencies []AnatomyLatency) Anatomy {
+	cs, as, ds := segmentsOf(client), segmentsOf(app), segmentsOf(db)
+	reqs := requestBursts(as, f)
+	var out Anatomy
+	out.Found = len(reqs)
+	if len(reqs) != len(latencies) {
+		out.Problem = fmt.Sprintf("%d requests on the wire, %d sent by the client", len(reqs), len(latencies))
+		return out
+	}
+	trips := roundTrips(as, f)
+	assigned := make([]bool, len(trips))
+	for i, rq := range reqs {
+		ra, ok := rq.anatomy(cs, as, ds, trips, assigned)
+		if !ok {
+			out.Incomplete++
+			continue
+		}
+		ra.Seq, ra.LatencyMs = latencies[i].Seq, float64(latencies[i].LatencyNS)/1e6
+		ra.ClientMs = ra.LatencyMs - ra.ClientMs // ClientMs held the client's wire span
+		out.Requests = append(out.Requests, ra)
+	}
+	for _, a := range assigned {
+		if !a {
+			out.Unassigned++
+		}
+	}
+	return out
+}
+
+// dseg is a TCP segment that carries data (or a SYN, which takes a
+// sequence number) as one capture saw it.
+type dseg struct {
+	t          int64
+	out        bool
+	src, dst   netip.AddrPort
+	seq, end   uint32
+	syn, hasLn bool
+}
+
+// captureSegs are a capture's data segments in time order, by
+// connection and direction (src, dst with both ports).
+type captureSegs map[[2]netip.AddrPort][]dseg
+
+func segmentsOf(c Capture) captureSegs {
+	out := captureSegs{}
+	for _, p := range c.Packets {
+		sport, dport, seq, flags, ok := p.Key.TCP()
+		if !ok {
+			continue
+		}
+		syn := flags&0x02 != 0
+		if p.Len == 0 && !syn {
+			continue // a pure ACK (or a FIN, which nobody waits on)
+		}
+		end := seq + uint32(p.Len)
+		if syn {
+			end++
+		}
+		s := dseg{t: p.T, out: p.Out, src: netip.AddrPortFrom(p.Key.Src(), sport), dst: netip.AddrPortFrom(p.Key.Dst(), dport),
+			seq: seq, end: end, syn: syn, hasLn: p.Len > 0}
+		k := [2]netip.AddrPort{s.src, s.dst}
+		out[k] = append(out[k], s)
+	}
+	for _, v := range out {
+		slices.SortStableFunc(v, func(a, b dseg) int { return cmp.Compare(a.t, b.t) })
+	}
+	return out
+}
+
+// burst is a run of data segments one way on one connection, as the
+// app's capture saw them, with its sequence range [seq, end).
+type burst struct {
+	segs     []dseg
+	seq, end uint32
+}
+
+func (b *burst) add(s dseg) {
+	if len(b.segs) == 0 {
+		b.seq, b.end = s.seq, s.end
+	}
+	if before(s.seq, b.seq) {
+		b.seq = s.seq
+	}
+	if before(b.end, s.end) {
+		b.end = s.end
+	}
+	b.segs = append(b.segs, s)
+}
+
+// before compares sequence numbers modulo 2^32.
+func before(a, b uint32) bool { return int32(a-b) < 0 }
+
+// exchanges splits the app's view of one connection (its segments both
+// ways) into alternating bursts: a run one way, then a run the other.
+func exchanges(segs []dseg) []burst {
+	slices.SortStableFunc(segs, func(a, b dseg) int { return cmp.Compare(a.t, b.t) })
+	var out []burst
+	for _, s := range segs {
+		if len(out) == 0 || out[len(out)-1].segs[0].out != s.out {
+			out = append(out, burst{})
+		}
+		out[len(out)-1].add(s)
+	}
+	return out
+}
+
+// connections gathers the app's segments of every connection between
+// the app and a server endpoint (its HTTP port, or the database),
+// keyed by the connection's other end; keep picks the segments.
+func connections(as captureSegs, match func(s dseg) (peer netip.AddrPort, ok bool)) map[netip.AddrPort][]dseg {
+	out := map[netip.AddrPort][]dseg{}
+	for _, segs := range as {
+		for _, s := range segs {
+			if p, ok := match(s); ok {
+				out[p] = append(out[p], s)
+			}
+		}
+	}
+	return out
+}
+
+// request is one HTTP exchange on the app's side: the request burst
+// (client→app) and the response burst (app→client).
+type request struct {
+	req, resp burst
+}
+
+// requestBursts finds the HTTP requests at the app: on every connection
+// from the client to the app's port, a burst of request data followed by
+// one of response data (the handshake's SYNs are no request), in the
+// order the requests arrived.
+func requestBursts(as captureSegs, f AnatomyFlows) []request {
+	conns := connections(as, func(s dseg) (netip.AddrPort, bool) {
+		switch {
+		case !s.hasLn:
+			return netip.AddrPort{}, false
+		case !s.out && s.src.Addr() == f.Client && s.dst == netip.AddrPortFrom(f.App, f.AppPort):
+			return s.src, true
+		case s.out && s.src == netip.AddrPortFrom(f.App, f.AppPort) && s.dst.Addr() == f.Client:
+			return s.dst, true
+		}
+		return netip.AddrPort{}, false
+	})
+	var out []request
+	for _, segs := range conns {
+		bs := exchanges(segs)
+		for i := 0; i+1 < len(bs); i++ {
+			if !bs[i].segs[0].out && bs[i+1].segs[0].out {
+				out = append(out, request{req: bs[i], resp: bs[i+1]})
+				i++
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b request) int { return cmp.Compare(a.req.segs[0].t, b.req.segs[0].t) })
+	return out
+}
+
+// trip is one database round trip seen from the app: a query burst
+// (app→db; a connection's SYN counts) and the answer burst after it.
+type trip struct {
+	q, a burst
+}
+
+// roundTrips finds the database round trips at the app on every
+// connection to the database, in the order the queries left.
+func roundTrips(as captureSegs, f AnatomyFlows) []trip {
+	db := netip.AddrPortFrom(f.DB, f.DBPort)
+	conns := connections(as, func(s dseg) (netip.AddrPort, bool) {
+		switch {
+		case s.out && s.src.Addr() == f.App && s.dst == db:
+			return s.src, true
+		case !s.out && s.src == db && s.dst.Addr() == f.App:
+			return s.dst, true
+		}
+		return netip.AddrPort{}, false
+	})
+	var out []trip
+	for _, segs := range conns {
+		bs := exchanges(segs)
+		for i := 0; i+1 < len(bs); i++ {
+			if bs[i].segs[0].out && !bs[i+1].segs[0].out {
+				out = append(out, trip{q: bs[i], a: bs[i+1]})
+				i++
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b trip) int { return cmp.Compare(a.q.segs[0].t, b.q.segs[0].t) })
+	return out
+}
+
+// anatomy takes one request apart: its events on the three captures and
+// the round trips whose query left the app within its span (marked in
+// assigned). ClientMs holds the client's wire span; the caller turns it
+// into the client's own time. ok is false when a capture missed an event.
+func (rq request) anatomy(cs, as, ds captureSegs, trips []trip, assigned []bool) (RequestAnatomy, bool) {
+	var r RequestAnatomy
+	// The request: complete at the app; its completing bytes first left
+	// the client.
+	appReq, b, ok := completion(rq.req, rq.req.segs)
+	if !ok {
+		return r, false
+	}
+	clReq, ok := firstSend(cs[key(rq.req.segs[0])], b, appReq)
+	if !ok {
+		return r, false
+	}
+	// The response: complete at the client; its completing bytes first
+	// left the app.
+	clResp, b, ok := completion(rq.resp, cs[key(rq.resp.segs[0])])
+	if !ok {
+		return r, false
+	}
+	appResp, ok := firstSend(as[key(rq.resp.segs[0])], b, clResp)
+	if !ok {
+		return r, false
+	}
+	r.LegInMs, r.LegOutMs, r.ClientMs = ms(appReq-clReq), ms(clResp-appResp), ms(clResp-clReq)
+	last := appReq
+	for i, tr := range trips {
+		first := tr.q.segs[0].t
+		if first < appReq || first > appResp || assigned[i] {
+			continue
+		}
+		qOut, qIn, aOut, aIn, ok := tr.events(as, ds)
+		if !ok {
+			return r, false
+		}
+		assigned[i] = true
+		if r.RoundTrips == 0 {
+			r.AppPreMs = ms(qOut - appReq)
+		} else {
+			r.AppBetweenMs += ms(qOut - last)
+			r.Overlap = r.Overlap || qOut < last
+		}
+		r.WireOutMs += ms(qIn - qOut)
+		r.DBMs += ms(aOut - qIn)
+		r.WireBackMs += ms(aIn - aOut)
+		r.RoundTrips++
+		last = aIn
+	}
+	if r.RoundTrips == 0 {
+		r.AppPreMs = ms(appResp - appReq)
+	} else {
+		r.AppPostMs = ms(appResp - last)
+	}
+	return r, true
+}
+
+// events are a round trip's four moments: the query's completing bytes
+// left the app, the query was complete at the database, the answer's
+// completing bytes left the database, the answer was complete at the app.
+func (tr trip) events(as, ds captureSegs) (qOut, qIn, aOut, aIn int64, ok bool) {
+	k := key(tr.q.segs[0])
+	qIn, b, ok := completion(tr.q, ds[k])
+	if !ok {
+		return
+	}
+	if qOut, ok = firstSend(as[k], b, qIn); !ok {
+		return
+	}
+	aIn, b, ok = completion(tr.a, tr.a.segs)
+	if !ok {
+		return
+	}
+	aOut, ok = firstSend(ds[key(tr.a.segs[0])], b, aIn)
+	return
+}
+
+func key(s dseg) [2]netip.AddrPort { return [2]netip.AddrPort{s.src, s.dst} }
+
+func ms(ns int64) float64 { return float64(ns) / 1e6 }
+
+// completion is when the burst's range [b.seq, b.end) was complete
+// among the received segments recv (of the burst's connection and
+// direction, in time order, as the receiving side saw them), and the
+// last byte of the segment that completed it. Retransmitted and
+// coalesced segments count by the bytes they cover; ok is false when
+// the range was not complete within retransmitWindow of the burst.
+func completion(b burst, recv []dseg) (t int64, last uint32, ok bool) {
+	size := int64(b.end - b.seq)
+	until := b.segs[len(b.segs)-1].t + retransmitWindow
+	var cov coverage
+	for _, s := range recv[firstAfter(recv, b.segs[0].t-maxClockSkew):] {
+		if s.t > until {
+			break
+		}
+		lo, hi := int64(int32(s.seq-b.seq)), int64(int32(s.end-b.seq))
+		if s.out || hi <= 0 || lo >= size {
+			continue
+		}
+		if cov.add(max(lo, 0), min(hi, size)) == size {
+			return s.t, b.seq + uint32(min(hi, size)) - 1, true
+		}
+	}
+	return 0, 0, false
+}
+
+// maxClockSkew bounds how much earlier than the sender's stamp a
+// receiver's stamp of the same packet may be (both are CLOCK_REALTIME on
+// one host: their order across namespaces is exact to a few µs).
+const maxClockSkew = 1_000_000 // 1 ms
+
+// retransmitWindow bounds how long after a burst its bytes may still
+// arrive or have first left (TCP retransmits a lost segment after
+// 200 ms at the least, then backs off).
+const retransmitWindow = 3_000_000_000 // 3 s
+
+// firstAfter is the index of the first segment at or after t.
+func firstAfter(segs []dseg, t int64) int {
+	i, _ := slices.BinarySearchFunc(segs, t, func(s dseg, t int64) int { return cmp.Compare(s.t, t) })
+	return i
+}
+
+// firstSend is when the byte b, received at recvT, first left, among the
+// sent segments (of one connection and direction, in time order): the
+// earliest that covers it within retransmitWindow before recvT.
+func firstSend(sent []dseg, b uint32, recvT int64) (int64, bool) {
+	t, ok := int64(0), false
+	for i := firstAfter(sent, recvT+maxClockSkew) - 1; i >= 0 && sent[i].t >= recvT-retransmitWindow; i-- {
+		if s := sent[i]; s.out && !before(b, s.seq) && before(b, s.end) {
+			t, ok = s.t, true
+		}
+	}
+	return t, ok
+}
+
+// coverage is the union of byte ranges received so far.
+type coverage struct {
+	iv [][2]int64 // sorted, disjoint
+}
+
+// add adds [lo, hi) and returns the length of the covered prefix.
+func (c *coverage) add(lo, hi int64) int64 {
+	if hi > lo {
+		c.iv = append(c.iv, [2]int64{lo, hi})
+		slices.SortFunc(c.iv, func(a, b [2]int64) int { return cmp.Compare(a[0], b[0]) })
+		merged := c.iv[:1]
+		for _, v := range c.iv[1:] {
+			m := &merged[len(merged)-1]
+			if v[0] <= m[1] {
+				m[1] = max(m[1], v[1])
+				continue
+			}
+			merged = append(merged, v)
+		}
+		c.iv = merged
+	}
+	if len(c.iv) == 0 || c.iv[0][0] > 0 {
+		return 0
+	}
+	return c.iv[0][1]
+}
+
+// TCP returns a TCP packet's ports, sequence number and flags (false for
+// another protocol or a fragment).
+func (k PacketKey) TCP() (sport, dport uint16, seq uint32, flags uint8, ok bool) {
+	if k.Proto() != 6 || binary.BigEndian.Uint16(k[11:13])&0x1fff != 0 {
+		return 0, 0, 0, 0, false
+	}
+	t := k[keyTransport:]
+	return binary.BigEndian.Uint16(t[0:2]), binary.BigEndian.Uint16(t[2:4]), binary.BigEndian.Uint32(t[4:8]), t[13], true
+}
