@@ -40,7 +40,7 @@ func (p *Plan) Estimate(all map[string]*apps.Meta) time.Duration {
 		total += estimatePerApp
 		runs, requests, warmup := p.AppRuns(a)
 		per := func(perRequest time.Duration) time.Duration {
-			return time.Duration(len(p.DelaysMs)*runs) * (estimatePerTask + time.Duration(requests+warmup)*perRequest)
+			return time.Duration(len(p.DelaysMs)*runs+p.AppUnshapedRuns(a)) * (estimatePerTask + time.Duration(requests+warmup)*perRequest)
 		}
 		if a.Mix != "" || len(a.RequestMix) > 0 || len(a.Routes) == 0 {
 			total += per(estimateMixRequest)

@@ -197,7 +197,7 @@ func TestRunFakeOwnAppRequestMix(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := loadFolder(t, dir)
-	if len(d.Done) != 6 || len(d.Manifest.Tasks) != 6 {
+	if len(d.Done) != 8 || len(d.Manifest.Tasks) != 8 { // 2 runs at 3 settings, 2 unshaped
 		t.Fatalf("done %v of %d", d.Done, len(d.Manifest.Tasks))
 	}
 	loads := lab.Loads()

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -96,6 +97,10 @@ type Plan struct {
 	TaskICMPCount int `yaml:"task_icmp_count" json:"task_icmp_count"`
 	// TraceRequests per request type for the round-trip trace of each app.
 	TraceRequests int `yaml:"trace_requests" json:"trace_requests"`
+	// UnshapedRuns per route measure the app's unshaped baseline in the
+	// same run, with the shaper out of the path (no queue, no floor);
+	// left out: as many as the route's runs; 0: none.
+	UnshapedRuns *int `yaml:"unshaped_runs,omitempty" json:"unshaped_runs,omitempty"`
 
 	// doc is the file the plan was read from, for the line of an error.
 	doc *planfile.Doc
@@ -438,14 +443,21 @@ func (p *Plan) CheckTasks() error {
 }
 
 // AppTasks is how many tasks an app of the plan makes: one per route (or
-// its mix) per setting per run.
+// its mix) per setting per run, and its unshaped runs per route.
 func (p *Plan) AppTasks(a PlanApp) int {
 	kinds := max(len(a.Routes), 1)
-	runs := p.Runs
-	if a.Runs > 0 {
-		runs = a.Runs
+	runs, _, _ := p.AppRuns(a)
+	return kinds * (len(p.DelaysMs)*runs + p.AppUnshapedRuns(a))
+}
+
+// AppUnshapedRuns is how many unshaped runs each route of an app makes:
+// the plan's unshaped_runs, else as many as its runs.
+func (p *Plan) AppUnshapedRuns(a PlanApp) int {
+	if p.UnshapedRuns != nil {
+		return *p.UnshapedRuns
 	}
-	return kinds * len(p.DelaysMs) * runs
+	runs, _, _ := p.AppRuns(a)
+	return runs
 }
 
 // validateModes checks the shaper, hook, floor, calibration and scope.
@@ -551,19 +563,22 @@ func (p *Plan) AppRuns(a PlanApp) (runs, requests, warmup int) {
 	return
 }
 
-// TaskSpec is one (app, route, setting, run) of a plan.
+// TaskSpec is one (app, route, setting, run) of a plan; an unshaped one
+// runs with the shaper out of the path (RTTms 0).
 type TaskSpec struct {
-	ID    int     `json:"id"`
-	App   string  `json:"app"`
-	Route string  `json:"route"`
-	RTTms float64 `json:"rtt_ms"`
-	Run   int     `json:"run"`
+	ID       int     `json:"id"`
+	App      string  `json:"app"`
+	Route    string  `json:"route"`
+	RTTms    float64 `json:"rtt_ms"`
+	Run      int     `json:"run"`
+	Unshaped bool    `json:"unshaped,omitempty"`
 }
 
 // Tasks expands the plan into tasks: apps in plan order, and within each
-// app (one stack) the (route, setting, run) tasks in an order shuffled by
-// the seed and the app's name, so adding an app leaves the others' order
-// unchanged. IDs number the tasks in execution order.
+// app (one stack) the (route, setting, run) tasks and the unshaped runs
+// in an order shuffled by the seed and the app's name, so adding an app
+// leaves the others' order unchanged. IDs number the tasks in execution
+// order.
 func (p *Plan) Tasks() []TaskSpec {
 	var out []TaskSpec
 	for _, a := range p.Apps {
@@ -575,16 +590,26 @@ func (p *Plan) Tasks() []TaskSpec {
 		case len(a.RequestMix) > 0:
 			routes = []string{"mix:" + a.Name}
 		}
-		var ts []TaskSpec
+		var ts, un []TaskSpec
 		for _, r := range routes {
 			for _, d := range p.DelaysMs {
 				for run := 1; run <= runs; run++ {
 					ts = append(ts, TaskSpec{App: a.Name, Route: r, RTTms: d, Run: run})
 				}
 			}
+			for run := 1; run <= p.AppUnshapedRuns(a); run++ {
+				un = append(un, TaskSpec{App: a.Name, Route: r, Run: run, Unshaped: true})
+			}
 		}
 		rng := rand.New(rand.NewPCG(p.Seed, fnv64("order:"+a.Name)))
 		rng.Shuffle(len(ts), func(i, j int) { ts[i], ts[j] = ts[j], ts[i] })
+		// The unshaped runs go in at places drawn from a stream of their
+		// own: the shaped tasks keep the order a seed has always given.
+		urng := rand.New(rand.NewPCG(p.Seed, fnv64("unshaped:"+a.Name)))
+		urng.Shuffle(len(un), func(i, j int) { un[i], un[j] = un[j], un[i] })
+		for _, u := range un {
+			ts = slices.Insert(ts, urng.IntN(len(ts)+1), u)
+		}
 		out = append(out, ts...)
 	}
 	for i := range out {

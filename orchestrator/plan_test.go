@@ -35,8 +35,26 @@ func TestParsePlan(t *testing.T) {
 		t.Fatalf("node runs %d %d %d", runs, req, warm)
 	}
 	ts := p.Tasks()
-	if len(ts) != 2*3*4+1*3*2 {
+	// Per route: its runs at each setting and as many unshaped runs.
+	if len(ts) != 2*3*4+1*3*2+2*4+1*2 {
 		t.Fatalf("%d tasks", len(ts))
+	}
+	unshaped := 0
+	for _, tk := range ts {
+		if tk.Unshaped {
+			unshaped++
+			if tk.RTTms != 0 {
+				t.Errorf("unshaped task at %g ms", tk.RTTms)
+			}
+		}
+	}
+	if unshaped != 10 {
+		t.Errorf("%d unshaped tasks, want 10", unshaped)
+	}
+	zero := 0
+	p.UnshapedRuns = &zero
+	if n := len(p.Tasks()); n != 2*3*4+1*3*2 || p.AppTasks(p.Apps[0]) != 24 {
+		t.Errorf("unshaped_runs: 0: %d tasks", n)
 	}
 	for i, tk := range ts {
 		if tk.ID != i+1 {
@@ -95,8 +113,24 @@ func TestTasksDeterministicAndShuffled(t *testing.T) {
 		{ID: 1, App: "go", Route: "/feed-naive", RTTms: 0.5, Run: 4},
 		{ID: 2, App: "go", Route: "/feed", RTTms: 0, Run: 1},
 	}
-	if !reflect.DeepEqual(a[:2], pinned) || a[len(a)-1] != (TaskSpec{ID: 30, App: "node", Route: "/feed", RTTms: 1, Run: 2}) {
+	if !reflect.DeepEqual(a[:2], pinned) || a[len(a)-1] != (TaskSpec{ID: 40, App: "node", Route: "/feed", RTTms: 1, Run: 2}) {
 		t.Fatalf("seed 7 order changed: first %+v, last %+v", a[:2], a[len(a)-1])
+	}
+	// The unshaped runs go in between: the shaped tasks keep their order.
+	zero := 0
+	p4 := *p
+	p4.UnshapedRuns = &zero
+	var shaped []TaskSpec
+	for _, tk := range a {
+		if !tk.Unshaped {
+			tk.ID = 0
+			shaped = append(shaped, tk)
+		}
+	}
+	for i, tk := range p4.Tasks() {
+		if tk.ID = 0; i >= len(shaped) || tk != shaped[i] {
+			t.Fatalf("unshaped runs changed the shaped tasks' order at %d", i)
+		}
 	}
 }
 
@@ -280,7 +314,7 @@ func TestPlanTaskCap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Place(p.CheckTasks()); err == nil || !strings.HasPrefix(err.Error(), "mine.yaml:7: the plan makes 120000 tasks, over the limit of 100000") {
+	if err := p.Place(p.CheckTasks()); err == nil || !strings.HasPrefix(err.Error(), "mine.yaml:7: the plan makes 150000 tasks, over the limit of 100000") {
 		t.Errorf("err = %v", err)
 	}
 	p.Runs, p.Apps[1].Runs = 10, 0

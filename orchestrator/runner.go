@@ -153,12 +153,6 @@ func runPending(ctx context.Context, d engine.Docker, all map[string]*apps.Meta,
 		o.Progress.Start(total, total-len(pending))
 	}
 	done := total - len(pending)
-	probed := map[string]bool{}
-	for _, pr := range state.Probes {
-		if pr.Kind == results.ProbeSelect1 {
-			probed[pr.App] = true
-		}
-	}
 	runID := stack.NewRunID()
 	var runErr error
 	for len(pending) > 0 && runErr == nil {
@@ -168,7 +162,7 @@ func runPending(ctx context.Context, d engine.Docker, all map[string]*apps.Meta,
 			tasks = append(tasks, pending[0])
 			pending = pending[1:]
 		}
-		n, err := runApp(ctx, d, all, p, f, state, m, runID, app, tasks, !probed[app], o, done, total)
+		n, err := runApp(ctx, d, all, p, f, state, m, runID, app, tasks, unprobed(p, state.Probes, app), o, done, total)
 		done += n
 		if err != nil {
 			runErr = fmt.Errorf("%s: %w", app, err)
@@ -236,7 +230,7 @@ func newManifest(p *Plan, all map[string]*apps.Meta, o RunOptions, info engine.E
 		if _, skip := o.Skipped[t.App]; skip {
 			continue
 		}
-		m.Tasks = append(m.Tasks, results.Task{ID: t.ID, App: t.App, Route: t.Route, RTTms: t.RTTms, Run: t.Run})
+		m.Tasks = append(m.Tasks, results.Task{ID: t.ID, App: t.App, Route: t.Route, RTTms: t.RTTms, Run: t.Run, Unshaped: t.Unshaped})
 	}
 	for _, a := range p.Apps {
 		t, _ := apps.Resolve(all, a.Name)
@@ -270,7 +264,7 @@ func manifestPlan(dir string, m *results.Manifest) (*Plan, error) {
 type appSession struct {
 	st     *stack.Stack
 	sh     *shaping.Shaping
-	client string
+	client shaping.Endpoint
 	base   string
 	header []string
 }
@@ -282,13 +276,7 @@ func startSession(ctx context.Context, d engine.Docker, target apps.Target, p *P
 	}
 	s := &appSession{st: st, sh: sh}
 	s.sh.Floor = p.Floor(s.sh.Backend)
-	labels := stack.RunLabels(runID, map[string]string{engine.LabelRole: "client"})
-	s.client, err = stack.StartHelper(ctx, d, engine.ContainerSpec{
-		Name: fmt.Sprintf("rttlab-%s-client", runID), Image: stack.AgentImage,
-		Cmd: []string{"agent", "idle"}, Labels: labels, Network: st.Network, Aliases: []string{"client"},
-		CapDrop: []string{"ALL"},
-	})
-	if err != nil {
+	if s.client, err = startClient(ctx, d, st, runID); err != nil {
 		st.RemoveJoin(ctx, d, &err)
 		return nil, err
 	}
@@ -298,6 +286,33 @@ func startSession(ctx context.Context, d engine.Docker, target apps.Target, p *P
 		return nil, err
 	}
 	return s, nil
+}
+
+// startClient starts the load client on the stack's network, with
+// CAP_NET_RAW alone, for the capture of its packets, and returns it with
+// its address.
+func startClient(ctx context.Context, d engine.Docker, st *stack.Stack, runID string) (shaping.Endpoint, error) {
+	c := shaping.Endpoint{Name: fmt.Sprintf("rttlab-%s-client", runID)}
+	var err error
+	c.ID, err = stack.StartHelper(ctx, d, engine.ContainerSpec{
+		Name: c.Name, Image: stack.AgentImage, Cmd: []string{"agent", "idle"},
+		Labels:  stack.RunLabels(runID, map[string]string{engine.LabelRole: "client"}),
+		Network: st.Network, Aliases: []string{"client"}, CapDrop: []string{"ALL"}, CapAdd: []string{"NET_RAW"},
+	})
+	if err != nil {
+		return c, err
+	}
+	ins, err := d.InspectContainer(ctx, c.ID)
+	if err != nil {
+		return c, err
+	}
+	if ep, ok := ins.NetworkSettings.Networks[st.Network]; ok {
+		c.IP = ep.IPAddress
+	}
+	if c.IP == "" {
+		return c, fmt.Errorf("load client %s has no address on %s", c.Name, st.Network)
+	}
+	return c, nil
 }
 
 // appRun is what one app's tasks share: the run's plan, folder and
@@ -317,7 +332,7 @@ type appRun struct {
 }
 
 func runApp(ctx context.Context, d engine.Docker, all map[string]*apps.Meta, p *Plan, f *results.Folder, state *results.Data,
-	m *results.Manifest, runID, app string, tasks []results.Task, probes bool, o RunOptions, done, total int) (n int, err error) {
+	m *results.Manifest, runID, app string, tasks []results.Task, probes []float64, o RunOptions, done, total int) (n int, err error) {
 	target, err := apps.Resolve(all, app)
 	if err != nil {
 		return 0, err
@@ -349,7 +364,7 @@ func runApp(ctx context.Context, d engine.Docker, all map[string]*apps.Meta, p *
 		return 0, err
 	}
 	for _, t := range tasks {
-		desc := fmt.Sprintf("%s %s at %g ms, run %d", t.App, t.Route, t.RTTms, t.Run)
+		desc := fmt.Sprintf("%s %s %s, run %d", t.App, t.Route, t.Setting(), t.Run)
 		if err := r.runWithRetry(ctx, t, desc); err != nil {
 			return n, err
 		}
@@ -362,8 +377,9 @@ func runApp(ctx context.Context, d engine.Docker, all map[string]*apps.Meta, p *
 }
 
 // prepare readies the session for the app's tasks: the shaper recorded in
-// the manifest, the calibration, the trace and (when asked) the probes.
-func (r *appRun) prepare(ctx context.Context, probes bool) error {
+// the manifest, the calibration, the trace and the probes of the settings
+// not yet probed.
+func (r *appRun) prepare(ctx context.Context, probes []float64) error {
 	d, p, s, app := r.d, r.p, r.s, r.app
 	if r.m.Shaper == "" {
 		r.m.Shaper, r.m.ShaperReason = s.sh.Backend, s.sh.Why
@@ -380,13 +396,39 @@ func (r *appRun) prepare(ctx context.Context, probes bool) error {
 			return err
 		}
 	}
-	if probes {
-		r.note(fmt.Sprintf("%s: verification probes (ICMP %d, SELECT 1 %d×%d per setting)", app, p.ICMPCount, p.SelectRuns, p.SelectCalls))
-		if err := runProbes(ctx, d, s, p, r.f, app); err != nil {
+	if len(probes) > 0 {
+		r.note(fmt.Sprintf("%s: verification probes of %d settings (ICMP %d, SELECT 1 %d×%d per setting)", app, len(probes), p.ICMPCount, p.SelectRuns, p.SelectCalls))
+		if err := runProbes(ctx, d, s, p, r.f, app, probes); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// unprobed returns the app's settings, in the plan's probe order, that
+// the folder's probes do not cover yet: a setting counts as probed once
+// its ICMP row and all its SELECT 1 runs are on disk (a run stopped
+// while probing left the rest out; a resume probes them).
+func unprobed(p *Plan, probes []results.Probe, app string) []float64 {
+	icmp, sel := map[float64]bool{}, map[float64]int{}
+	for _, pr := range probes {
+		if pr.App != app {
+			continue
+		}
+		switch pr.Kind {
+		case results.ProbeICMP:
+			icmp[pr.RTTms] = true
+		case results.ProbeSelect1:
+			sel[pr.RTTms]++
+		}
+	}
+	var out []float64
+	for _, rtt := range p.Settings(app) {
+		if !icmp[rtt] || sel[rtt] < p.SelectRuns {
+			out = append(out, rtt)
+		}
+	}
+	return out
 }
 
 // runWithRetry runs a task, and once more after a failure (on a fresh
@@ -491,8 +533,8 @@ func traceForRun(ctx context.Context, d engine.Docker, s *appSession, p *Plan, f
 	return results.WriteTrace(f.Dir(), rows)
 }
 
-func runProbes(ctx context.Context, d engine.Docker, s *appSession, p *Plan, f *results.Folder, app string) error {
-	for _, rtt := range p.Settings(app) {
+func runProbes(ctx context.Context, d engine.Docker, s *appSession, p *Plan, f *results.Folder, app string, settings []float64) error {
+	for _, rtt := range settings {
 		if err := s.sh.SetRTT(ctx, d, netem.FromMs(rtt)); err != nil {
 			return err
 		}
@@ -530,6 +572,13 @@ func runTask(ctx context.Context, d engine.Docker, s *appSession, p *Plan, f *re
 	for _, h := range s.header {
 		cmd = append(cmd, "--header", h)
 	}
+	// The wire is checked on every task: the captures run while the
+	// requests do, the task fails (and is retried) when they cannot.
+	capture, err := s.sh.StartTaskCapture(ctx, d, s.client, s.st.Target.Meta.Port, 0)
+	if err != nil {
+		return s.agentError(ctx, d, fmt.Errorf("capture the task's packets: %w", err))
+	}
+	defer capture.Abort()
 	before, err := s.sh.Snapshot(ctx, d)
 	if err != nil {
 		return s.agentError(ctx, d, err)
@@ -539,6 +588,7 @@ func runTask(ctx context.Context, d engine.Docker, s *appSession, p *Plan, f *re
 	if err != nil {
 		return err
 	}
+	caps, cerr := capture.Finish()
 	// A member that died during the load (the app killed mid-run) makes
 	// the remaining requests fail fast while the client exits normally:
 	// the attempt is not data, whatever the client says.
@@ -552,16 +602,33 @@ func runTask(ctx context.Context, d engine.Docker, s *appSession, p *Plan, f *re
 	if err != nil {
 		return err
 	}
+	if cerr != nil {
+		return s.agentError(ctx, d, fmt.Errorf("capture the task's packets: %w", cerr))
+	}
+	wire, anatomy := taskWire(t, attempt, caps, rs)
 	if err := f.AppendSamples(t.ID, attempt, taskSamples(t, attempt, rs)); err != nil {
+		return err
+	}
+	if err := f.AppendWire(wire); err != nil {
+		return err
+	}
+	if err := f.AppendAnatomy(anatomy); err != nil {
 		return err
 	}
 	return f.MarkDone(t.ID, attempt)
 }
 
-// checkDelay sets the task's delay and checks with a few ICMP echoes
-// (recorded as the task's probe) that the shaper passes traffic.
+// checkDelay sets the task's delay (or takes the shaper out of the path
+// for an unshaped task) and checks with a few ICMP echoes (recorded as
+// the task's probe) that the path passes traffic.
 func (s *appSession) checkDelay(ctx context.Context, d engine.Docker, p *Plan, f *results.Folder, t results.Task) error {
-	if err := s.sh.SetRTT(ctx, d, netem.FromMs(t.RTTms)); err != nil {
+	kind := results.ProbeICMPTask
+	if t.Unshaped {
+		kind = results.ProbeICMPUnshaped
+		if err := s.sh.Clear(ctx, d); err != nil {
+			return s.agentError(ctx, d, err)
+		}
+	} else if err := s.sh.SetRTT(ctx, d, netem.FromMs(t.RTTms)); err != nil {
 		return s.agentError(ctx, d, err)
 	}
 	// Quick check that the delay is in place before measuring.
@@ -575,12 +642,12 @@ func (s *appSession) checkDelay(ctx context.Context, d engine.Docker, p *Plan, f
 			return err
 		}
 	}
-	if err := f.AppendProbes([]results.Probe{{App: t.App, Kind: results.ProbeICMPTask, RTTms: t.RTTms, Task: t.ID, N: pr.Sent,
+	if err := f.AppendProbes([]results.Probe{{App: t.App, Kind: kind, RTTms: t.RTTms, Task: t.ID, N: pr.Sent,
 		MeanMs: netem.Ms(pr.Mean), MedianMs: netem.Ms(pr.Median), MinMs: netem.Ms(pr.Min), MaxMs: netem.Ms(pr.Max), Failures: pr.Lost}}); err != nil {
 		return err
 	}
 	if pr.Received == 0 {
-		return fmt.Errorf("no ICMP echo came back at %g ms: the shaper is not passing traffic", t.RTTms)
+		return fmt.Errorf("no ICMP echo came back %s: the path is not passing traffic", t.Setting())
 	}
 	return nil
 }
@@ -611,7 +678,7 @@ func (s *appSession) watchedLoad(ctx context.Context, d engine.Docker, spec engi
 			}
 		}
 	}()
-	code, err := d.Exec(loadCtx, s.client, spec)
+	code, err := d.Exec(loadCtx, s.client.ID, spec)
 	stopLoad()
 	select {
 	case aerr := <-agentDied:
@@ -722,7 +789,7 @@ func shaperRows(t results.Task, attempt int, deltas []shaping.ShaperDelta, wall 
 func taskSamples(t results.Task, attempt int, rs []workloads.Result) []results.Sample {
 	samples := make([]results.Sample, len(rs))
 	for i, r := range rs {
-		samples[i] = results.Sample{Task: t.ID, Attempt: attempt, App: t.App, Route: t.Route, RTTms: t.RTTms, Run: t.Run,
+		samples[i] = results.Sample{Task: t.ID, Attempt: attempt, App: t.App, Route: t.Route, RTTms: t.RTTms, Run: t.Run, Unshaped: t.Unshaped,
 			Seq: r.Seq, Warmup: r.Warmup, LatencyNS: r.LatencyNS, Status: r.Status, Bytes: r.Bytes, Error: r.Error, Retried: r.Retried}
 	}
 	return samples

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -31,6 +32,10 @@ func fakePlan() *Plan {
 	p.Defaults()
 	return p
 }
+
+// fakeTasks is fakePlan's task count: two routes, each 2 runs at each
+// of 3 settings and 2 unshaped runs.
+const fakeTasks = 2 * (3*2 + 2)
 
 var fakeNow = func() time.Time { return time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC) }
 
@@ -131,7 +136,7 @@ func TestRunFakeRunsShuffledPlan(t *testing.T) {
 
 	// The manifest holds the plan's shuffled order, and the tasks ran in it.
 	want := p.Tasks()
-	if len(m.Tasks) != len(want) || len(want) != 12 {
+	if len(m.Tasks) != len(want) || len(want) != fakeTasks {
 		t.Fatalf("manifest has %d tasks, plan %d", len(m.Tasks), len(want))
 	}
 	natural := true
@@ -172,9 +177,17 @@ func TestRunFakeRunsShuffledPlan(t *testing.T) {
 	for _, pr := range d.Probes {
 		kinds[pr.Kind]++
 	}
-	if kinds[results.ProbeICMP] != 3 || kinds[results.ProbeSelect1] != 3*p.SelectRuns || kinds[results.ProbeICMPTask] != len(want) {
+	unshaped := 0
+	for _, tk := range want {
+		if tk.Unshaped {
+			unshaped++
+		}
+	}
+	if kinds[results.ProbeICMP] != 3 || kinds[results.ProbeSelect1] != 3*p.SelectRuns || kinds[results.ProbeICMPTask] != len(want)-unshaped ||
+		kinds[results.ProbeICMPUnshaped] != unshaped || unshaped != 4 {
 		t.Fatalf("probes by kind %v", kinds)
 	}
+	checkTaskWire(t, d, p)
 	// The 1 ms setting's probe saw the fake shaper's 1 ms.
 	for _, pr := range d.Probes {
 		if pr.Kind == results.ProbeICMP && pr.RTTms == 1 && pr.MedianMs != netem.Ms(fakelab.BaseRTT+time.Millisecond) {
@@ -200,7 +213,7 @@ func TestRunFakeRunsShuffledPlan(t *testing.T) {
 			t.Errorf("%s not rendered: %v", f, err)
 		}
 	}
-	if prog.start[0] != 12 || prog.start[1] != 0 || len(prog.done) != 12 || prog.done[11] != 12 || prog.finished != 1 {
+	if prog.start[0] != fakeTasks || prog.start[1] != 0 || len(prog.done) != fakeTasks || prog.done[fakeTasks-1] != fakeTasks || prog.finished != 1 {
 		t.Errorf("progress start %v done %v finished %d", prog.start, prog.done, prog.finished)
 	}
 
@@ -252,7 +265,7 @@ func TestRunFakeMixAppWithAuth(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := loadFolder(t, dir)
-	if len(d.Done) != 2 {
+	if len(d.Done) != 3 { // 0 ms, 0.25 ms and the unshaped run
 		t.Fatalf("done %v", d.Done)
 	}
 	loads := lab.Loads()
@@ -304,7 +317,7 @@ func TestRunFakeRetriesFailedTask(t *testing.T) {
 			t.Errorf("failure reason %q", r.Error)
 		}
 	}
-	if len(d.Done) != 12 || d.Done[third] != 2 || len(prog.done) != 12 || prog.done[11] != 12 {
+	if len(d.Done) != fakeTasks || d.Done[third] != 2 || len(prog.done) != fakeTasks || prog.done[fakeTasks-1] != fakeTasks {
 		t.Fatalf("done %v, progress %v", d.Done, prog.done)
 	}
 	for _, s := range d.Samples {
@@ -382,7 +395,7 @@ func TestRunFakeRestartsCrashedStack(t *testing.T) {
 	if c := len(lab.Created()); c != 10 {
 		t.Fatalf("created %d containers, want two stacks", c)
 	}
-	if len(d.Done) != 12 {
+	if len(d.Done) != fakeTasks {
 		t.Fatalf("done %d", len(d.Done))
 	}
 	lab.RequireEmpty(t)
@@ -433,7 +446,7 @@ func TestRunFakeFailsTwiceThenResumes(t *testing.T) {
 		t.Fatal(err)
 	}
 	d = loadFolder(t, dir)
-	if len(d.Done) != 12 || d.Done[first] != 3 {
+	if len(d.Done) != fakeTasks || d.Done[first] != 3 {
 		t.Fatalf("done %v", d.Done)
 	}
 	kinds := map[string]int{}
@@ -500,7 +513,7 @@ func TestRunFakeCancelCleansUpAndResumes(t *testing.T) {
 			if len(d.Done) != len(tasks) || len(d.Records) != len(tasks) {
 				t.Fatalf("done %d, records %d", len(d.Done), len(d.Records))
 			}
-			if prog2.start[0] != 12 || prog2.start[1] != 3 || prog2.done[0] != 4 {
+			if prog2.start[0] != fakeTasks || prog2.start[1] != 3 || prog2.done[0] != 4 {
 				t.Errorf("resume progress %v %v", prog2.start, prog2.done)
 			}
 			lab.RequireEmpty(t)
@@ -624,5 +637,36 @@ func TestRunFakeSurfacesCleanupFailure(t *testing.T) {
 	cs, ns := lab.Live()
 	if len(cs) != 1 || !strings.HasSuffix(cs[0], "-db") || len(ns) != 1 {
 		t.Fatalf("left: %v %v", cs, ns)
+	}
+}
+
+// checkTaskWire checks that every task has its wire rows, both ways, and
+// its measured requests taken apart, the delay on the wire and none in
+// the app or the database.
+func checkTaskWire(t *testing.T, d *results.Data, p *Plan) {
+	t.Helper()
+	rows := map[int]int{}
+	for _, w := range d.Wire {
+		rows[w.Task]++
+		if w.Sent == 0 || w.Matched != w.Sent || w.Requests != p.Requests+p.Warmup || w.Anatomized != w.Requests || w.Problem != "" {
+			t.Errorf("wire row %+v", w)
+		}
+	}
+	parts := map[int]int{}
+	for _, a := range d.Anatomy {
+		parts[a.Task]++
+		oneWay := a.RTTms / 2
+		if a.Unshaped {
+			oneWay = 0
+		}
+		want := float64(a.RoundTrips) * (2*0.001 + 2*oneWay)
+		if a.RoundTrips == 0 || math.Abs(a.WireMs()-want) > 1e-6 || a.ClientMs <= 0 || math.Abs(a.DBMs-float64(a.RoundTrips)*0.003) > 1e-6 {
+			t.Errorf("request %+v: wire %.4f ms, want %.4f", a, a.WireMs(), want)
+		}
+	}
+	for _, tk := range d.Manifest.Tasks {
+		if rows[tk.ID] != 2 || parts[tk.ID] != p.Requests {
+			t.Errorf("task %d: %d wire rows, %d requests taken apart", tk.ID, rows[tk.ID], parts[tk.ID])
+		}
 	}
 }

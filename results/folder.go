@@ -326,6 +326,12 @@ type Data struct {
 	Shaper []ShaperRow
 	// Trace is trace.json's rows, when present.
 	Trace []TraceRow
+	// Wire is wire.csv's rows of done attempts (the last of each attempt
+	// and direction), when present.
+	Wire []WireRow
+	// Anatomy is anatomy.jsonl's requests of done attempts (the last of
+	// each attempt and request), when present.
+	Anatomy []AnatomyRow
 	// Ignored counts samples of attempts that were never marked done.
 	Ignored int
 	// Notes lists tolerated defects (an incomplete last line after a
@@ -398,7 +404,50 @@ func Load(dir string) (*Data, error) {
 	if d.Trace, err = ReadTrace(dir); err != nil {
 		return nil, err
 	}
+	if err := d.readWire(); err != nil {
+		return nil, err
+	}
 	return d, nil
+}
+
+// readWire reads wire.csv and anatomy.jsonl, keeping the rows of done
+// attempts: a run killed after writing an attempt's rows and before
+// marking it done hands the same attempt out again, so the last rows of
+// an attempt are the ones that count.
+func (d *Data) readWire() error {
+	rows, err := LoadWire(d.Dir)
+	if err != nil {
+		return err
+	}
+	done := func(task, attempt int) bool { a, ok := d.Done[task]; return ok && a == attempt }
+	type wkey struct {
+		task, attempt int
+		dir           string
+	}
+	last := map[wkey]int{}
+	for i, r := range rows {
+		last[wkey{r.Task, r.Attempt, r.Direction}] = i
+	}
+	for i, r := range rows {
+		if done(r.Task, r.Attempt) && last[wkey{r.Task, r.Attempt, r.Direction}] == i {
+			d.Wire = append(d.Wire, r)
+		}
+	}
+	an, err := LoadAnatomy(d.Dir, done)
+	if err != nil {
+		return err
+	}
+	type akey struct{ task, attempt, seq int }
+	at := map[akey]int{}
+	for i, r := range an {
+		at[akey{r.Task, r.Attempt, r.Seq}] = i
+	}
+	for i, r := range an {
+		if at[akey{r.Task, r.Attempt, r.Seq}] == i {
+			d.Anatomy = append(d.Anatomy, r)
+		}
+	}
+	return nil
 }
 
 // readManifest reads and checks manifest.json into d.Manifest and returns
@@ -497,9 +546,10 @@ func (d *Data) readSamples(tasks map[int]Task) error {
 		if !ok {
 			return fmt.Errorf("task %d is not in the manifest's task list", s.Task)
 		}
-		if t.App != s.App || t.Route != s.Route || t.RTTms != s.RTTms || t.Run != s.Run {
-			return fmt.Errorf("sample says %s %s at %s ms run %d, the manifest has %s",
-				s.App, s.Route, fmtSetting(s.RTTms), s.Run, t)
+		if t.App != s.App || t.Route != s.Route || t.RTTms != s.RTTms || t.Run != s.Run || t.Unshaped != s.Unshaped {
+			st := Task{RTTms: s.RTTms, Unshaped: s.Unshaped}
+			return fmt.Errorf("sample says %s %s %s run %d, the manifest has %s",
+				s.App, s.Route, st.Setting(), s.Run, t)
 		}
 		d.maxAttempt[s.Task] = max(d.maxAttempt[s.Task], s.Attempt)
 		if a, ok := d.Done[s.Task]; ok && a == s.Attempt {
@@ -681,9 +731,9 @@ func parseProbe(rec []string) (Probe, error) {
 
 func checkProbe(p *Probe) error {
 	switch p.Kind {
-	case ProbeICMP, ProbeICMPTask, ProbeSelect1:
+	case ProbeICMP, ProbeICMPTask, ProbeSelect1, ProbeICMPUnshaped:
 	default:
-		return fmt.Errorf("probe kind %q: want %s, %s or %s", p.Kind, ProbeICMP, ProbeICMPTask, ProbeSelect1)
+		return fmt.Errorf("probe kind %q: want %s, %s, %s or %s", p.Kind, ProbeICMP, ProbeICMPTask, ProbeSelect1, ProbeICMPUnshaped)
 	}
 	if p.RTTms < 0 || p.N < 0 || p.Failures < 0 || p.Failures > p.N {
 		return fmt.Errorf("probe %s at %s ms: negative setting or counts, or failures > n", p.Kind, fmtSetting(p.RTTms))

@@ -146,6 +146,18 @@ func CellKey(app, route string, rtt float64) string {
 	return "cell\x00" + app + "\x00" + route + "\x00" + fmtSetting(rtt)
 }
 
+// UnshapedKey is the NewRNG key of the p50 interval of a route's
+// unshaped baseline; it also identifies that cell.
+func UnshapedKey(app, route string) string {
+	return "unshaped\x00" + app + "\x00" + route
+}
+
+// PercentKey is the NewRNG key of the interval of a cell's change in
+// percent of its unshaped baseline.
+func PercentKey(app, route string, rtt float64) string {
+	return "percent\x00" + app + "\x00" + route + "\x00" + fmtSetting(rtt)
+}
+
 // ChangeKey is the NewRNG key of the change interval of a cell.
 func ChangeKey(app, route string, rtt float64) string {
 	return "change\x00" + app + "\x00" + route + "\x00" + fmtSetting(rtt)
@@ -314,6 +326,8 @@ type RunStat struct {
 	Route   string
 	RTTms   float64
 	Run     int
+	// Unshaped: a run of the unshaped baseline (RTTms 0).
+	Unshaped bool
 	// N is the number of successful measured requests.
 	N        int
 	Failures int
@@ -339,7 +353,7 @@ func RunStats(samples []Sample) []RunStat {
 		s := &samples[i]
 		a := byTask[s.Task]
 		if a == nil {
-			a = &acc{rs: RunStat{Task: s.Task, Attempt: s.Attempt, App: s.App, Route: s.Route, RTTms: s.RTTms, Run: s.Run}}
+			a = &acc{rs: RunStat{Task: s.Task, Attempt: s.Attempt, App: s.App, Route: s.Route, RTTms: s.RTTms, Run: s.Run, Unshaped: s.Unshaped}}
 			byTask[s.Task] = a
 		}
 		if s.Retried && !s.Warmup {
@@ -379,6 +393,9 @@ func sortRuns(r []RunStat) {
 		if c := cmpCell(a.App, a.Route, a.RTTms, b.App, b.Route, b.RTTms); c != 0 {
 			return c
 		}
+		if a.Unshaped != b.Unshaped { // the unshaped baseline before 0 ms
+			return btoi(b.Unshaped) - btoi(a.Unshaped)
+		}
 		if a.Run != b.Run {
 			return a.Run - b.Run
 		}
@@ -416,6 +433,9 @@ type Cell struct {
 	App   string
 	Route string
 	RTTms float64
+	// Unshaped: the route's unshaped baseline (the shaper out of the
+	// path), not a setting; such cells are Summary.Unshaped.
+	Unshaped bool
 	// P50s are the run-level p50s of runs with at least one successful
 	// measured request, sorted ascending.
 	P50s []float64
@@ -441,10 +461,14 @@ type Cell struct {
 	BaselineRequests int
 	Change           float64
 	ChangeCI         Interval
-	// Percent is the change relative to the baseline's p50, in percent;
-	// PercentCI comes from the same resamples as ChangeCI.
-	Percent   float64
-	PercentCI Interval
+	// Percent is the change relative to a baseline p50, in percent: the
+	// unshaped baseline's when the route has one (PercentOfUnshaped; its
+	// CI resamples the three cells' runs independently), else the 0 ms
+	// cell's (PercentCI from the same resamples as ChangeCI).
+	Percent           float64
+	PercentCI         Interval
+	PercentOfUnshaped bool
+	UnshapedP50       float64
 	// Ratio is Change / RTTms (the amplification ratio).
 	Ratio float64
 	// Statements per request: the traced round trips per request when
@@ -472,6 +496,14 @@ type Cell struct {
 	// numbers are shown but no claim is made, as for LowN.
 	TooManyFailures bool
 	Warnings        []string
+	// Parts is where the time of the cell's requests went, taken apart
+	// on the wire (HasParts when the folder has the anatomy); an
+	// Attribution splits the change against 0 ms into those parts
+	// (HasAttribution).
+	Parts          Parts
+	HasParts       bool
+	Attribution    Attribution
+	HasAttribution bool
 }
 
 // tracedRoundTrips is the median wire round trips per request of a
@@ -557,6 +589,14 @@ type Summary struct {
 	Shaper []ShaperStat
 	// Sensitivity fits each route's p50 against the RTT over its settings.
 	Sensitivity []Sensitivity
+	// Unshaped holds each route's unshaped baseline: its runs with the
+	// shaper out of the path (no queue, no floor), when the plan made
+	// them.
+	Unshaped []Cell
+	// Wire is what the captures saw per app, setting and direction
+	// during the tasks (wire.csv); WireVerdicts judge each setting by it.
+	Wire         []WireStat
+	WireVerdicts []WireVerdict
 }
 
 // Analyze computes run statistics, cells with bootstrap intervals and
@@ -572,13 +612,27 @@ func Analyze(d *Data, o Options) *Summary {
 	for _, c := range cells {
 		c.analyze(index, d, o)
 	}
-	slices.SortFunc(cells, func(a, b *Cell) int { return cmpCell(a.App, a.Route, a.RTTms, b.App, b.Route, b.RTTms) })
 	for _, c := range cells {
-		sum.Cells = append(sum.Cells, *c)
+		c.percentOfUnshaped(index, m.Seed, o)
+	}
+	slices.SortFunc(cells, func(a, b *Cell) int {
+		if c := cmpCell(a.App, a.Route, a.RTTms, b.App, b.Route, b.RTTms); c != 0 || a.Unshaped == b.Unshaped {
+			return c
+		}
+		return btoi(b.Unshaped) - btoi(a.Unshaped)
+	})
+	for _, c := range cells {
+		if c.Unshaped {
+			sum.Unshaped = append(sum.Unshaped, *c)
+		} else {
+			sum.Cells = append(sum.Cells, *c)
+		}
 		for _, w := range c.Warnings {
-			sum.Warnings = append(sum.Warnings, fmt.Sprintf("%s %s at %s ms: %s", c.App, c.Route, fmtSetting(c.RTTms), w))
+			sum.Warnings = append(sum.Warnings, fmt.Sprintf("%s %s %s: %s", c.App, c.Route, c.setting(), w))
 		}
 	}
+	sum.Wire, sum.WireVerdicts = analyzeWire(d.Wire, o)
+	sum.anatomize(d.Anatomy)
 	sum.verify(d, o)
 	for _, app := range slices.Sorted(maps.Keys(m.Skipped)) {
 		sum.Warnings = append(sum.Warnings, fmt.Sprintf("app %s skipped: %s", app, m.Skipped[app]))
@@ -598,7 +652,7 @@ func doneRuns(d *Data) []RunStat {
 	}
 	for _, t := range m.Tasks {
 		if a, ok := d.Done[t.ID]; ok && !seen[t.ID] {
-			runs = append(runs, RunStat{Task: t.ID, Attempt: a, App: t.App, Route: t.Route, RTTms: t.RTTms, Run: t.Run,
+			runs = append(runs, RunStat{Task: t.ID, Attempt: a, App: t.App, Route: t.Route, RTTms: t.RTTms, Run: t.Run, Unshaped: t.Unshaped,
 				P50: math.NaN(), P90: math.NaN(), P99: math.NaN(), Mean: math.NaN()})
 		}
 	}
@@ -642,15 +696,19 @@ func (sum *Summary) taskWarnings(d *Data) {
 }
 
 // groupCells gathers runs into (app, route, setting) cells, in the order
-// the runs come, with an index by CellKey.
+// the runs come, with an index by CellKey; the unshaped baseline's runs
+// make cells of their own, indexed by UnshapedKey.
 func groupCells(runs []RunStat) ([]*Cell, map[string]*Cell) {
 	var cells []*Cell
 	index := map[string]*Cell{}
 	for _, r := range runs {
 		k := CellKey(r.App, r.Route, r.RTTms)
+		if r.Unshaped {
+			k = UnshapedKey(r.App, r.Route)
+		}
 		c := index[k]
 		if c == nil {
-			c = &Cell{App: r.App, Route: r.Route, RTTms: r.RTTms}
+			c = &Cell{App: r.App, Route: r.Route, RTTms: r.RTTms, Unshaped: r.Unshaped}
 			index[k] = c
 			cells = append(cells, c)
 		}
@@ -675,8 +733,12 @@ func (c *Cell) analyze(index map[string]*Cell, d *Data, o Options) {
 	slices.Sort(c.P50s)
 	c.NRuns = len(c.P50s)
 	c.P50 = Percentile(c.P50s, 0.5)
-	c.CI = BootstrapMedianCI(c.P50s, o.Resamples, NewRNG(m.Seed, CellKey(c.App, c.Route, c.RTTms)))
-	c.BaselineP50, c.Change, c.Ratio, c.Predicted, c.Percent = math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN()
+	key := CellKey(c.App, c.Route, c.RTTms)
+	if c.Unshaped {
+		key = UnshapedKey(c.App, c.Route)
+	}
+	c.CI = BootstrapMedianCI(c.P50s, o.Resamples, NewRNG(m.Seed, key))
+	c.BaselineP50, c.Change, c.Ratio, c.Predicted, c.Percent, c.UnshapedP50 = math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN()
 	c.ChangeCI, c.PercentCI = noInterval(), noInterval()
 	c.LowN = c.NRuns < o.MinRuns
 	c.TooManyFailures = failedFraction(c.Failures, c.NRequests) > o.MaxFailedFraction
@@ -689,7 +751,7 @@ func (c *Cell) analyze(index map[string]*Cell, d *Data, o Options) {
 		c.HasStatements, c.Statements = true, st
 		c.Predicted = st * c.RTTms
 	}
-	if c.RTTms > 0 {
+	if c.RTTms > 0 && !c.Unshaped {
 		base := index[CellKey(c.App, c.Route, 0)]
 		if base != nil && base.NRuns > 0 && c.NRuns > 0 {
 			c.HasBaseline = true
@@ -708,6 +770,30 @@ func (c *Cell) analyze(index map[string]*Cell, d *Data, o Options) {
 	}
 	c.warn(o)
 }
+
+// percentOfUnshaped takes a cell's change in percent of its route's
+// unshaped baseline, when the route has one with runs: the baseline
+// without the shaper's floor, as the seed's netem run had it. The
+// interval resamples the 0 ms, the target and the unshaped runs
+// independently.
+func (c *Cell) percentOfUnshaped(index map[string]*Cell, seed uint64, o Options) {
+	u := index[UnshapedKey(c.App, c.Route)]
+	if u == nil || u.NRuns == 0 || c.Unshaped {
+		return
+	}
+	c.UnshapedP50 = u.P50
+	if !c.HasBaseline {
+		return
+	}
+	base := index[CellKey(c.App, c.Route, 0)]
+	c.PercentOfUnshaped = true
+	c.Percent = 100 * c.Change / u.P50
+	c.PercentCI = BootstrapMediansCI([][]float64{base.P50s, c.P50s, u.P50s}, o.Resamples, NewRNG(seed, PercentKey(c.App, c.Route, c.RTTms)),
+		func(m []float64) float64 { return 100 * (m[1] - m[0]) / m[2] })
+}
+
+// setting names the cell's setting: "at 0.5 ms", or "unshaped".
+func (c *Cell) setting() string { return Task{RTTms: c.RTTms, Unshaped: c.Unshaped}.Setting() }
 
 // warn adds a cell's warnings: low n, failed requests (its own and its
 // baseline's), re-sent requests and failed warmups.
@@ -741,47 +827,16 @@ func (c *Cell) warn(o Options) {
 // verify adds the probes and the shaper's own record to the summary, warns
 // of probes out of tolerance and of shaper drops, hold errors and CPU, and
 // gives each cell its SELECT 1 verified delay and what left its setting
-// unverified.
+// unverified. Where the folder has the wire's figures (every task's
+// captures), they judge the setting and the probes are reported beside
+// them; a folder without them is judged by its probes and the shaper's
+// record, and a setting with no probe is "not probed", never verified.
 func (sum *Summary) verify(d *Data, o Options) {
-	m := &d.Manifest
-	type setting struct {
-		app string
-		rtt float64
-	}
-	unverified := map[setting][]string{}
-	verified := map[setting]float64{}
-	sum.Probes = analyzeProbes(d.Probes, m.Seed, o)
-	for _, p := range sum.Probes {
-		k := setting{p.App, p.RTTms}
-		if p.Kind == ProbeSelect1 && p.HasBaseline {
-			verified[k] = p.Added
-		}
-		if p.OutOfTolerance {
-			why := fmt.Sprintf("%s added %s ms", p.Kind, fmtSigned(p.Added, 3))
-			unverified[k] = append(unverified[k], why)
-			sum.Warnings = append(sum.Warnings, fmt.Sprintf("probe %s %s at %s ms: added %s ms differs from the configured %s ms by more than %s ms",
-				p.App, p.Kind, fmtSetting(p.RTTms), fmtFixed(p.Added, 3), fmtSetting(p.RTTms), fmtSetting(o.ToleranceMs)))
-		}
-	}
-	sum.Shaper = AnalyzeShaper(d.Shaper, d.Done)
-	for _, st := range sum.Shaper {
-		k := setting{st.App, st.RTTms}
-		if st.Drops > 0 {
-			unverified[k] = append(unverified[k], fmt.Sprintf("%s shaper dropped %d packets", st.Side, st.Drops))
-			sum.Warnings = append(sum.Warnings, fmt.Sprintf("shaper %s %s side at %s ms: %d packets dropped in tasks counted as data",
-				st.App, st.Side, fmtSetting(st.RTTms), st.Drops))
-		}
-		// At 0 ms the hold is the shaper's floor (its read lag), shown in
-		// the shaper table; every setting pays it, so it is no flag.
-		if st.TargetUs > 0 && math.Abs(st.ErrorUs) > o.ShaperToleranceUs+1e-9 {
-			unverified[k] = append(unverified[k], fmt.Sprintf("%s shaper hold p50 %s µs for %s µs", st.Side, fmtFixed(st.HoldP50Us, 1), fmtFixed(st.TargetUs, 1)))
-			sum.Warnings = append(sum.Warnings, fmt.Sprintf("shaper %s %s side at %s ms: realized hold p50 %s µs differs from the target %s µs by more than %s µs",
-				st.App, st.Side, fmtSetting(st.RTTms), fmtFixed(st.HoldP50Us, 1), fmtFixed(st.TargetUs, 1), fmtSetting(o.ShaperToleranceUs)))
-		}
-		if st.CPUCores > 1 {
-			sum.Warnings = append(sum.Warnings, fmt.Sprintf("shaper %s %s side at %s ms used %s cores (more than one)",
-				st.App, st.Side, fmtSetting(st.RTTms), fmtFixed(st.CPUCores, 2)))
-		}
+	probes, verified := sum.checkProbes(d, o)
+	shaper := sum.checkShaper(d, o)
+	wire := map[setting]WireVerdict{}
+	for _, v := range sum.WireVerdicts {
+		wire[setting{v.App, v.RTTms}] = v
 	}
 	for i := range sum.Cells {
 		c := &sum.Cells[i]
@@ -793,8 +848,101 @@ func (sum *Summary) verify(d *Data, o Options) {
 				c.RatioVerified = c.Change / v
 			}
 		}
-		c.Unverified = unverified[k]
+		if v, ok := wire[k]; ok {
+			if v.Status != WireVerified && v.Status != WireReference {
+				c.Unverified = append(c.Unverified, "wire "+v.Status+": "+v.Why)
+			}
+			c.Unverified = append(c.Unverified, shaper.drops[k]...)
+			continue
+		}
+		c.Unverified = append(append(c.Unverified, probes[k]...), shaper.all[k]...)
+		if c.RTTms > 0 && !sum.probed(c.App, c.RTTms) {
+			c.Unverified = append(c.Unverified, NotProbed)
+		}
 	}
+}
+
+// NotProbed is why a setting without any verification probe is not
+// verified (a run stopped before it probed that setting).
+const NotProbed = "not probed"
+
+// setting is one app's setting.
+type setting struct {
+	app string
+	rtt float64
+}
+
+// probed says whether an app's setting has a verification probe (ICMP or
+// SELECT 1; the quick check before each task does not count).
+func (sum *Summary) probed(app string, rtt float64) bool {
+	for _, p := range sum.Probes {
+		if p.App == app && p.RTTms == rtt && (p.Kind == ProbeICMP || p.Kind == ProbeSelect1) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkProbes analyzes the probes into the summary, warns of those out of
+// tolerance and of settings probed without a 0 ms probe to compare with,
+// and returns the reasons per setting and the SELECT 1 changes.
+func (sum *Summary) checkProbes(d *Data, o Options) (map[setting][]string, map[setting]float64) {
+	unverified := map[setting][]string{}
+	verified := map[setting]float64{}
+	sum.Probes = analyzeProbes(d.Probes, d.Manifest.Seed, o)
+	for _, p := range sum.Probes {
+		k := setting{p.App, p.RTTms}
+		if p.Kind == ProbeSelect1 && p.HasBaseline {
+			verified[k] = p.Added
+		}
+		if p.RTTms > 0 && !p.HasBaseline && (p.Kind == ProbeICMP || p.Kind == ProbeSelect1) {
+			unverified[k] = append(unverified[k], fmt.Sprintf("%s has no 0 ms probe to compare with", p.Kind))
+			sum.Warnings = append(sum.Warnings, fmt.Sprintf("probe %s %s at %s ms: no 0 ms probe of the same kind, so nothing to compare with",
+				p.App, p.Kind, fmtSetting(p.RTTms)))
+		}
+		if p.OutOfTolerance {
+			why := fmt.Sprintf("%s added %s ms", p.Kind, fmtSigned(p.Added, 3))
+			unverified[k] = append(unverified[k], why)
+			sum.Warnings = append(sum.Warnings, fmt.Sprintf("probe %s %s at %s ms: added %s ms differs from the configured %s ms by more than %s ms",
+				p.App, p.Kind, fmtSetting(p.RTTms), fmtFixed(p.Added, 3), fmtSetting(p.RTTms), fmtSetting(o.ToleranceMs)))
+		}
+	}
+	return unverified, verified
+}
+
+// shaperChecks are the shaper's own reasons against a setting: drops
+// (which count wherever the setting is judged), and all of them.
+type shaperChecks struct {
+	drops, all map[setting][]string
+}
+
+// checkShaper analyzes the shaper's record into the summary and warns of
+// its drops, hold errors and CPU.
+func (sum *Summary) checkShaper(d *Data, o Options) shaperChecks {
+	sc := shaperChecks{drops: map[setting][]string{}, all: map[setting][]string{}}
+	sum.Shaper = AnalyzeShaper(d.Shaper, d.Done)
+	for _, st := range sum.Shaper {
+		k := setting{st.App, st.RTTms}
+		if st.Drops > 0 {
+			why := fmt.Sprintf("%s shaper dropped %d packets", st.Side, st.Drops)
+			sc.drops[k] = append(sc.drops[k], why)
+			sc.all[k] = append(sc.all[k], why)
+			sum.Warnings = append(sum.Warnings, fmt.Sprintf("shaper %s %s side at %s ms: %d packets dropped in tasks counted as data",
+				st.App, st.Side, fmtSetting(st.RTTms), st.Drops))
+		}
+		// At 0 ms the hold is the shaper's floor (its read lag), shown in
+		// the shaper table; every setting pays it, so it is no flag.
+		if st.TargetUs > 0 && math.Abs(st.ErrorUs) > o.ShaperToleranceUs+1e-9 {
+			sc.all[k] = append(sc.all[k], fmt.Sprintf("%s shaper hold p50 %s µs for %s µs", st.Side, fmtFixed(st.HoldP50Us, 1), fmtFixed(st.TargetUs, 1)))
+			sum.Warnings = append(sum.Warnings, fmt.Sprintf("shaper %s %s side at %s ms: realized hold p50 %s µs differs from the target %s µs by more than %s µs",
+				st.App, st.Side, fmtSetting(st.RTTms), fmtFixed(st.HoldP50Us, 1), fmtFixed(st.TargetUs, 1), fmtSetting(o.ShaperToleranceUs)))
+		}
+		if st.CPUCores > 1 {
+			sum.Warnings = append(sum.Warnings, fmt.Sprintf("shaper %s %s side at %s ms used %s cores (more than one)",
+				st.App, st.Side, fmtSetting(st.RTTms), fmtFixed(st.CPUCores, 2)))
+		}
+	}
+	return sc
 }
 
 // probeGroup gathers the probe rows of one app, kind and setting: their
@@ -867,7 +1015,7 @@ func groupProbes(probes []Probe) (map[string]*probeGroup, []*probeGroup) {
 // sortProbeStats orders probe summaries by app, then kind (ICMP, the
 // per-task ICMP check, SELECT 1), then setting.
 func sortProbeStats(out []ProbeStat) {
-	kindRank := map[string]int{ProbeICMP: 0, ProbeICMPTask: 1, ProbeSelect1: 2}
+	kindRank := map[string]int{ProbeICMP: 0, ProbeICMPTask: 1, ProbeICMPUnshaped: 2, ProbeSelect1: 3}
 	slices.SortFunc(out, func(a, b ProbeStat) int {
 		if a.App != b.App {
 			return cmpStr(a.App, b.App)
@@ -877,6 +1025,13 @@ func sortProbeStats(out []ProbeStat) {
 		}
 		return cmpCell("", "", a.RTTms, "", "", b.RTTms)
 	})
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // fmtSetting formats an RTT setting in ms with as few digits as needed

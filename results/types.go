@@ -21,18 +21,21 @@ const (
 // samples.jsonl. LatencyNS comes from the client's monotonic clock.
 // RTTms is the configured RTT setting of the task, not a measurement.
 type Sample struct {
-	Task      int     `json:"task"`
-	Attempt   int     `json:"attempt"`
-	App       string  `json:"app"`
-	Route     string  `json:"route"`
-	RTTms     float64 `json:"rtt_ms"`
-	Run       int     `json:"run"`
-	Seq       int     `json:"seq"`
-	Warmup    bool    `json:"warmup"`
-	LatencyNS int64   `json:"latency_ns"`
-	Status    int     `json:"status"`
-	Bytes     int64   `json:"bytes"`
-	Error     string  `json:"error,omitempty"`
+	Task    int     `json:"task"`
+	Attempt int     `json:"attempt"`
+	App     string  `json:"app"`
+	Route   string  `json:"route"`
+	RTTms   float64 `json:"rtt_ms"`
+	Run     int     `json:"run"`
+	// Unshaped: the task ran with the shaper out of the path (the
+	// app's unshaped baseline); RTTms is then 0.
+	Unshaped  bool   `json:"unshaped,omitempty"`
+	Seq       int    `json:"seq"`
+	Warmup    bool   `json:"warmup"`
+	LatencyNS int64  `json:"latency_ns"`
+	Status    int    `json:"status"`
+	Bytes     int64  `json:"bytes"`
+	Error     string `json:"error,omitempty"`
 	// Retried is set when Go's HTTP client re-sent the request on a new
 	// connection because the kept-alive one had been closed; LatencyNS
 	// then includes the first try and a new dial. Absent (false) in
@@ -53,10 +56,21 @@ type Task struct {
 	Route string  `json:"route"`
 	RTTms float64 `json:"rtt_ms"`
 	Run   int     `json:"run"`
+	// Unshaped: the app's baseline with the shaper out of the path (no
+	// queue, no floor); RTTms is 0.
+	Unshaped bool `json:"unshaped,omitempty"`
 }
 
 func (t Task) String() string {
-	return fmt.Sprintf("task %d (%s %s at %s ms, run %d)", t.ID, t.App, t.Route, fmtSetting(t.RTTms), t.Run)
+	return fmt.Sprintf("task %d (%s %s %s, run %d)", t.ID, t.App, t.Route, t.Setting(), t.Run)
+}
+
+// Setting names the task's setting: "at 0.5 ms", or "unshaped".
+func (t Task) Setting() string {
+	if t.Unshaped {
+		return "unshaped"
+	}
+	return "at " + fmtSetting(t.RTTms) + " ms"
 }
 
 // RouteStatements is the number of sequential database statements one
@@ -139,6 +153,9 @@ const (
 	ProbeICMPTask = "icmp-task"
 	// ProbeSelect1 is the SELECT 1 probe (one row per run, five runs per setting).
 	ProbeSelect1 = "select1"
+	// ProbeICMPUnshaped is the quick ICMP check before an unshaped task
+	// (one row per task, setting 0).
+	ProbeICMPUnshaped = "icmp-unshaped"
 )
 
 // Probe is one row of probes.csv: a batch of ICMP echoes or SELECT 1 calls

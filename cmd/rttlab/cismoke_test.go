@@ -59,7 +59,7 @@ func TestCISmokePlan(t *testing.T) {
 		p.Calibrate != "off" || a.Name != "go" || fmt.Sprint(a.Routes) != "[/feed /feed-naive /serial?n=5]" || a.Budgets["/feed"] != 3 {
 		t.Fatalf("%+v %+v", p, a)
 	}
-	if n := len(p.Tasks()); n != 3*2*2 {
+	if n := len(p.Tasks()); n != 3*(2*2+2) { // 3 routes: 2 runs at 2 settings, 2 unshaped
 		t.Errorf("%d tasks", n)
 	}
 	all, _, _, _ := appsTree()

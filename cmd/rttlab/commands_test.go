@@ -587,7 +587,7 @@ func TestAppsNewOutsideCheckout(t *testing.T) {
 // the estimated wall time; off a terminal it asks nothing.
 func TestRunSaysItsSizeFirst(t *testing.T) {
 	code, _, errs := execLine(context.Background(), "run", "--plan", "study", "--apps", "go", "--delays", "0,1", "--runs", "3")
-	if code != 1 || !strings.HasPrefix(errs, "plan study: 6 tasks (1 app, 2 settings), ") || !strings.Contains(errs, errNoEngineHere.Error()) {
+	if code != 1 || !strings.HasPrefix(errs, "plan study: 9 tasks (1 app, 2 settings and unshaped), ") || !strings.Contains(errs, errNoEngineHere.Error()) {
 		t.Fatalf("exit %d, stderr %q", code, errs)
 	}
 	if strings.Contains(errs, "[y/N]") {

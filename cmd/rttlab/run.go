@@ -356,8 +356,12 @@ func (o *runOptions) confirm(cmd *cobra.Command, all map[string]*apps.Meta) erro
 	p := o.p
 	est := p.Estimate(all)
 	w := cmd.ErrOrStderr()
+	settings := count(len(p.DelaysMs), "setting")
+	if p.UnshapedRuns == nil || *p.UnshapedRuns > 0 {
+		settings += " and unshaped"
+	}
 	fmt.Fprintf(w, "plan %s: %s (%s, %s), %s on a 2-core host\n", p.Name, count(len(p.Tasks()), "task"),
-		count(len(p.Apps), "app"), count(len(p.DelaysMs), "setting"), orchestrator.EstimateText(est))
+		count(len(p.Apps), "app"), settings, orchestrator.EstimateText(est))
 	in, ok := cmd.InOrStdin().(*os.File)
 	if o.yes || est <= confirmLonger || !ok || !term.IsTerminal(int(in.Fd())) {
 		return nil

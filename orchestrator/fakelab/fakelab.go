@@ -5,7 +5,9 @@ package fakelab
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -82,6 +84,8 @@ type LoadCall struct {
 	MixJSON string
 	Seed    uint64
 	Calls   []workloads.Request
+	// Paths are the paths requested, warmup first.
+	Paths []string
 }
 
 // The fake shaper: ICMP takes the base plus the configured RTT; a
@@ -422,6 +426,7 @@ func (l *Lab) Load(ctx context.Context, x *enginefake.Call) (int, error) {
 			paths[i] = ld.Route
 		}
 	}
+	ld.Paths = paths
 	l.Mu.Lock()
 	l.loads = append(l.loads, ld)
 	l.Mu.Unlock()
@@ -472,15 +477,26 @@ const (
 
 // Capture answers `rttlab agent capture`: it says it captures, waits for
 // its stdin to close, then prints what its side saw of the fake wire at
-// the agents' current settings.
+// the agents' current settings: the echoes of the one-way check and,
+// when a load ran meanwhile (a task's captures), that load's requests
+// (see taskPackets).
 func (l *Lab) Capture(ctx context.Context, x *enginefake.Call) (int, error) {
 	local, errL := netip.ParseAddr(x.Flag("--local"))
-	peer, errP := netip.ParseAddr(x.Flag("--peer"))
+	var peers []netip.Addr
+	var errP error
+	for _, p := range strings.Split(x.Flag("--peer"), ",") {
+		a, err := netip.ParseAddr(p)
+		errP = errors.Join(errP, err)
+		peers = append(peers, a)
+	}
 	if errL != nil || errP != nil || x.Flag("--iface") == "" || x.Flag("--for") == "" || !slices.Contains(x.Cmd, "--stop-on-eof") {
 		fmt.Fprintf(x.Stderr, "rttlab: bad capture command %q\n", x.Cmd)
 		return 2, nil
 	}
-	fmt.Fprintf(x.Stderr, "%s %s: %s <-> %s\n", workloads.CaptureReady, x.Flag("--iface"), local, peer)
+	l.Mu.Lock()
+	loadsBefore := len(l.loads)
+	l.Mu.Unlock()
+	fmt.Fprintf(x.Stderr, "%s %s: %s <-> %s\n", workloads.CaptureReady, x.Flag("--iface"), local, x.Flag("--peer"))
 	if x.StdinR != nil {
 		_, _ = io.Copy(io.Discard, x.StdinR)
 	}
@@ -492,26 +508,114 @@ func (l *Lab) Capture(ctx context.Context, x *enginefake.Call) (int, error) {
 			oneWay[side] += l.Delay[side].Nanoseconds()
 		}
 	}
+	var load *LoadCall
+	if len(l.loads) > loadsBefore {
+		load = &l.loads[len(l.loads)-1]
+	}
 	l.Mu.Unlock()
 	side := x.Service()
-	app, db := local, peer
-	if side == "db" {
-		app, db = peer, local
+	c := workloads.Capture{Iface: x.Flag("--iface"), Local: local, Peer: peers[0], Also: peers[1:], StartNs: Epoch, EndNs: Epoch + 1e12}
+	if side == "app" || side == "db" {
+		app, db := local, peers[0]
+		if side == "db" {
+			app, db = peers[0], local
+		}
+		c.Packets = echoPackets(side, app, db, oneWay)
 	}
-	c := workloads.Capture{Iface: x.Flag("--iface"), Local: local, Peer: peer, StartNs: Epoch, EndNs: Epoch + 1e9}
+	if load != nil {
+		c.Packets = append(c.Packets, l.taskPackets(side, local, peers, load, oneWay)...)
+	}
+	return 0, json.NewEncoder(x.Stdout).Encode(c)
+}
+
+// echoPackets are the one-way check's echoes as one side saw them.
+func echoPackets(side string, app, db netip.Addr, oneWay map[string]int64) []workloads.CapturedPacket {
+	var out []workloads.CapturedPacket
 	for i := range CapturePackets {
 		at := Epoch + int64(i+1)*1e6
 		toDB := workloads.NewPacketKey(app, db, 1, uint16(i), 0x4000, []byte{8, 0, 0, 0, 0, 7, 0, byte(i)})
 		toApp := workloads.NewPacketKey(db, app, 1, uint16(i), 0x4000, []byte{0, 0, 0, 0, 0, 7, 0, byte(i)})
 		if side == "app" {
-			c.Packets = append(c.Packets, workloads.CapturedPacket{T: at, Out: true, Key: toDB},
+			out = append(out, workloads.CapturedPacket{T: at, Out: true, Key: toDB},
 				workloads.CapturedPacket{T: at + 500e3 + oneWay["db"], Key: toApp})
 		} else {
-			c.Packets = append(c.Packets, workloads.CapturedPacket{T: at + oneWay["app"], Key: toDB},
+			out = append(out, workloads.CapturedPacket{T: at + oneWay["app"], Key: toDB},
 				workloads.CapturedPacket{T: at + 500e3, Out: true, Key: toApp})
 		}
 	}
-	return 0, json.NewEncoder(x.Stdout).Encode(c)
+	return out
+}
+
+// The fake requests on the wire: a request every TaskRequestGap from
+// Epoch+1 s, 10 µs each way between the client and the app, 2 µs of the
+// app's time around each query, 1 µs of wire plus the side's delay each
+// way, 3 µs at the database.
+const (
+	TaskRequestGap = 100 * time.Millisecond
+	fakeClientPort = 40000
+	fakeAppDBPort  = 50000
+)
+
+// taskPackets is what one capture of a task (in the app's namespace, the
+// database's or the client's) saw of the load's requests: one segment per
+// request, query, answer and response, each seen leaving its sender and
+// arriving at its receiver, so that the anatomy can take them apart.
+func (l *Lab) taskPackets(side string, local netip.Addr, peers []netip.Addr, ld *LoadCall, oneWay map[string]int64) []workloads.CapturedPacket {
+	var app, db, client netip.Addr
+	switch side {
+	case "app":
+		app, db = local, peers[0]
+		if len(peers) > 1 {
+			client = peers[1]
+		}
+	case "db":
+		db, app = local, peers[0]
+	default:
+		client, app = local, peers[0]
+	}
+	appPort := uint16(l.Apps["go"].Port)
+	var out []workloads.CapturedPacket
+	var id uint16
+	seq := map[string]uint32{}
+	seg := func(src, dst netip.AddrPort, n int, sent, recv int64) {
+		id++
+		k := src.String() + ">" + dst.String()
+		if src.Addr() != local && dst.Addr() != local {
+			seq[k] += uint32(n)
+			return // not this side's packet
+		}
+		tcp := make([]byte, 20)
+		binary.BigEndian.PutUint16(tcp[0:], src.Port())
+		binary.BigEndian.PutUint16(tcp[2:], dst.Port())
+		binary.BigEndian.PutUint32(tcp[4:], seq[k])
+		tcp[12], tcp[13] = 5<<4, 0x18
+		seq[k] += uint32(n)
+		key := workloads.NewPacketKey(src.Addr(), dst.Addr(), 6, id, 0x4000, tcp)
+		if src.Addr() == local {
+			out = append(out, workloads.CapturedPacket{T: sent, Out: true, Key: key, Len: n})
+		}
+		if dst.Addr() == local {
+			out = append(out, workloads.CapturedPacket{T: recv, Key: key, Len: n})
+		}
+	}
+	cl, ap := netip.AddrPortFrom(client, fakeClientPort), netip.AddrPortFrom(app, appPort)
+	adb, dbp := netip.AddrPortFrom(app, fakeAppDBPort), netip.AddrPortFrom(db, 5432)
+	const us = int64(time.Microsecond)
+	for i, p := range ld.Paths {
+		t := Epoch + int64(time.Second) + int64(i)*TaskRequestGap.Nanoseconds()
+		seg(cl, ap, 100, t, t+10*us)
+		t += 10 * us
+		for range l.stmtsFor(p) {
+			t += 2 * us
+			seg(adb, dbp, 50, t, t+us+oneWay["app"]-BaseOneWay.Nanoseconds())
+			t += us + oneWay["app"] - BaseOneWay.Nanoseconds() + 3*us
+			seg(dbp, adb, 80, t, t+us+oneWay["db"]-BaseOneWay.Nanoseconds())
+			t += us + oneWay["db"] - BaseOneWay.Nanoseconds()
+		}
+		t += 2 * us
+		seg(ap, cl, 300, t, t+10*us)
+	}
+	return out
 }
 
 // WriteFile writes content to path, making its folder, and returns path.

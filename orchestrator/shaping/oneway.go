@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rttlab/rttlab/orchestrator/engine"
+	"github.com/rttlab/rttlab/results"
 	"github.com/rttlab/rttlab/workloads"
 )
 
@@ -37,8 +38,8 @@ const (
 
 // Directions of the one-way check, in the order of ShapeRow.OneWay.
 const (
-	DirAppToDB = "app->db"
-	DirDBToApp = "db->app"
+	DirAppToDB = results.DirAppToDB
+	DirDBToApp = results.DirDBToApp
 )
 
 // OneWayDirection is what the two captures of one setting showed for one
@@ -81,16 +82,34 @@ func (sh *Shaping) startOneWay(ctx context.Context, d engine.Containers, iface s
 		return nil, errors.New("one-way capture: the stack has no app and database agents")
 	}
 	c := &oneWayCapture{
-		app: startCapture(ctx, d, aa, iface, app.IP, db.IP, maxPackets),
-		db:  startCapture(ctx, d, da, iface, db.IP, app.IP, maxPackets),
+		app: startCapture(ctx, d, aa.ID, aa.Name, iface, app.IP, maxPackets, db.IP),
+		db:  startCapture(ctx, d, da.ID, da.Name, iface, db.IP, maxPackets, app.IP),
 	}
-	for _, r := range []*captureRun{c.app, c.db} {
-		if err := r.waitReady(ctx); err != nil {
-			c.abort()
-			return nil, err
-		}
+	if err := waitReady(ctx, c.app, c.db); err != nil {
+		return nil, err
 	}
 	return c, nil
+}
+
+// waitReady waits until every capture captures; on the first error it
+// stops them all.
+func waitReady(ctx context.Context, runs ...*captureRun) error {
+	for _, r := range runs {
+		if err := r.waitReady(ctx); err != nil {
+			abortAll(runs...)
+			return err
+		}
+	}
+	return nil
+}
+
+// abortAll stops captures, keeping nothing (safe after they ended).
+func abortAll(runs ...*captureRun) {
+	for _, r := range runs {
+		r.stdin.Close()
+		r.cancel()
+		<-r.done
+	}
 }
 
 // finish stops both captures and pairs their packets per direction.
@@ -113,18 +132,12 @@ func (c *oneWayCapture) finish() ([]OneWayDirection, error) {
 }
 
 // abort stops both captures, keeping nothing (safe after finish).
-func (c *oneWayCapture) abort() {
-	for _, r := range []*captureRun{c.app, c.db} {
-		r.stdin.Close()
-		r.cancel()
-		<-r.done
-	}
-}
+func (c *oneWayCapture) abort() { abortAll(c.app, c.db) }
 
-// captureRun is one `rttlab agent capture` running in an agent; closing
-// stdin stops it.
+// captureRun is one `rttlab agent capture` running in a container (an
+// agent, or the load client); closing stdin stops it.
 type captureRun struct {
-	agent  *Agent
+	name   string // the container's, for errors
 	stdin  *io.PipeWriter
 	cancel context.CancelFunc
 	out    cappedBuffer
@@ -134,16 +147,18 @@ type captureRun struct {
 	err    error
 }
 
-func startCapture(ctx context.Context, d engine.Containers, a *Agent, iface, local, peer string, maxPackets int) *captureRun {
+// startCapture starts a capture in container id (named name) of the
+// packets between local and peers.
+func startCapture(ctx context.Context, d engine.Containers, id, name, iface, local string, maxPackets int, peers ...string) *captureRun {
 	ctx, cancel := context.WithCancel(ctx)
 	pr, pw := io.Pipe()
-	c := &captureRun{agent: a, stdin: pw, cancel: cancel, out: cappedBuffer{max: captureOutputMax},
+	c := &captureRun{name: name, stdin: pw, cancel: cancel, out: cappedBuffer{max: captureOutputMax},
 		errb: &readyWriter{prefix: workloads.CaptureReady, ready: make(chan struct{})}, done: make(chan struct{})}
-	cmd := []string{"/usr/local/bin/rttlab", "agent", "capture", "--iface", iface, "--local", local, "--peer", peer,
+	cmd := []string{"/usr/local/bin/rttlab", "agent", "capture", "--iface", iface, "--local", local, "--peer", strings.Join(peers, ","),
 		"--for", captureFor.String(), "--max-packets", fmt.Sprint(maxPackets), "--stop-on-eof"}
 	go func() {
 		defer close(c.done)
-		c.code, c.err = d.Exec(ctx, a.ID, engine.ExecSpec{Cmd: cmd, Stdin: pr, Stdout: &c.out, Stderr: c.errb, Timeout: captureFor + time.Minute})
+		c.code, c.err = d.Exec(ctx, id, engine.ExecSpec{Cmd: cmd, Stdin: pr, Stdout: &c.out, Stderr: c.errb, Timeout: captureFor + time.Minute})
 		pr.Close() // ends the copy of stdin into the exec
 	}()
 	return c
@@ -159,9 +174,9 @@ func (c *captureRun) waitReady(ctx context.Context) error {
 	case <-c.done:
 		return c.failure("ended before it started capturing")
 	case <-ctx.Done():
-		return fmt.Errorf("one-way capture in %s: %w", c.agent.Name, ctx.Err())
+		return fmt.Errorf("one-way capture in %s: %w", c.name, ctx.Err())
 	case <-t.C:
-		return fmt.Errorf("one-way capture in %s did not start within %s", c.agent.Name, captureStart)
+		return fmt.Errorf("one-way capture in %s did not start within %s", c.name, captureStart)
 	}
 }
 
@@ -175,16 +190,16 @@ func (c *captureRun) result() (workloads.Capture, error) {
 	case <-t.C:
 		c.cancel()
 		<-c.done
-		return res, fmt.Errorf("one-way capture in %s did not stop within %s of its input closing", c.agent.Name, captureStop)
+		return res, fmt.Errorf("one-way capture in %s did not stop within %s of its input closing", c.name, captureStop)
 	}
 	if c.err != nil || c.code != 0 {
 		return res, c.failure("failed")
 	}
 	if c.out.over {
-		return res, fmt.Errorf("one-way capture in %s printed more than %d MiB", c.agent.Name, captureOutputMax>>20)
+		return res, fmt.Errorf("one-way capture in %s printed more than %d MiB", c.name, captureOutputMax>>20)
 	}
 	if err := json.Unmarshal(c.out.b.Bytes(), &res); err != nil {
-		return res, fmt.Errorf("one-way capture in %s: its output (%d bytes) is not a capture", c.agent.Name, c.out.b.Len())
+		return res, fmt.Errorf("one-way capture in %s: its output (%d bytes) is not a capture", c.name, c.out.b.Len())
 	}
 	return res, nil
 }
@@ -192,13 +207,13 @@ func (c *captureRun) result() (workloads.Capture, error) {
 // failure says why a capture ended: the exec's error, or its stderr.
 func (c *captureRun) failure(what string) error {
 	if c.err != nil {
-		return fmt.Errorf("one-way capture in %s %s: %w", c.agent.Name, what, c.err)
+		return fmt.Errorf("one-way capture in %s %s: %w", c.name, what, c.err)
 	}
 	msg := strings.TrimPrefix(strings.TrimSpace(c.errb.String()), "rttlab: ")
 	if msg == "" {
 		msg = fmt.Sprintf("exited %d with no output", c.code)
 	}
-	return fmt.Errorf("one-way capture in %s %s: %s", c.agent.Name, what, msg)
+	return fmt.Errorf("one-way capture in %s %s: %s", c.name, what, msg)
 }
 
 // cappedBuffer keeps up to max bytes and notes when more came.
