@@ -41,7 +41,7 @@ load driver ('load'). Every command prints JSON.`,
 	}
 	cmd.AddCommand(newAgentSweepCmd(), newAgentNetemProbeCmd())
 	cmd.AddCommand(newAgentServeCmd(), newAgentCtlCmd(), newAgentPingCmd(), newAgentSQLProbeCmd(), newAgentLoadCmd(), newAgentIdleCmd(), newAgentTraceCmd(), newAgentProxyCmd(), newAgentConnectCmd(), newAgentOpenLoopCmd(), newAgentCapacityCmd(), newAgentWorkersProxyCmd())
-	cmd.AddCommand(newAgentCaptureCmd())
+	cmd.AddCommand(newAgentCaptureCmd(), newAgentSessionCmd())
 	return cmd
 }
 
@@ -234,6 +234,7 @@ type agentPingOptions struct {
 	to       string
 	count    int
 	interval time.Duration
+	timing   string
 }
 
 func newAgentPingCmd() *cobra.Command {
@@ -249,6 +250,9 @@ func newAgentPingCmd() *cobra.Command {
 			if o.interval < 0 {
 				return cli.Usagef("--interval must not be negative")
 			}
+			if o.timing != "wire" && o.timing != "process" {
+				return cli.Usagef("--timing %q: use wire (the reply's kernel stamp) or process (its read)", o.timing)
+			}
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -256,7 +260,11 @@ func newAgentPingCmd() *cobra.Command {
 			if err != nil {
 				return cli.Usagef("--to %q: not an IP address", o.to)
 			}
-			res, err := workloads.Ping(cmd.Context(), dst, o.count, o.interval)
+			timing := workloads.PingOnWire
+			if o.timing == "process" {
+				timing = workloads.PingInProcess
+			}
+			res, err := workloads.PingTimed(cmd.Context(), dst, o.count, o.interval, timing)
 			if err != nil {
 				return err
 			}
@@ -266,6 +274,7 @@ func newAgentPingCmd() *cobra.Command {
 	cmd.Flags().StringVar(&o.to, "to", "", "destination address")
 	cmd.Flags().IntVar(&o.count, "count", 50, "echo requests")
 	cmd.Flags().DurationVar(&o.interval, "interval", 10*time.Millisecond, "time between echo requests")
+	cmd.Flags().StringVar(&o.timing, "timing", "wire", "where a round trip ends: wire (the reply's kernel receive stamp, as iputils ping) or process (the reply read)")
 	return cmd
 }
 

@@ -174,7 +174,7 @@ func ping(t testing.TB, ns string, dst netip.Addr, count int, interval time.Dura
 	var res workloads.PingResult
 	err := netem.InNetNS(nsPath(ns), func() error {
 		var err error
-		res, err = workloads.Ping(context.Background(), dst, count, interval)
+		res, err = workloads.PingTimed(context.Background(), dst, count, interval, workloads.PingInProcess)
 		return err
 	})
 	if err != nil {

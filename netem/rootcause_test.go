@@ -157,7 +157,7 @@ func TestShaperBreakdown(t *testing.T) {
 		var pr workloads.PingResult
 		_ = netem.InNetNS(nsPath(p.nsA), func() error {
 			var err error
-			pr, err = workloads.Ping(context.Background(), p.b, icmpN, 3*time.Millisecond)
+			pr, err = workloads.PingTimed(context.Background(), p.b, icmpN, 3*time.Millisecond, workloads.PingInProcess)
 			return err
 		})
 		return pr, tcpRTT(t, p.nsA, "10.78.0.2:7777", tcpN, 0)

@@ -173,7 +173,7 @@ func TestUserspaceInProcessNetNS(t *testing.T) {
 		var r workloads.PingResult
 		_ = netem.InNetNS(nsPath(p.nsB), func() error {
 			var err error
-			r, err = workloads.Ping(ctx, p.a1, 40, 0)
+			r, err = workloads.PingTimed(ctx, p.a1, 40, 0, workloads.PingInProcess)
 			return err
 		})
 		farDone <- r

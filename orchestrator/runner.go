@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rttlab/rttlab/apps"
+	"github.com/rttlab/rttlab/internal/conc"
 	"github.com/rttlab/rttlab/internal/planfile"
 	"github.com/rttlab/rttlab/netem"
 	"github.com/rttlab/rttlab/orchestrator/engine"
@@ -343,6 +344,12 @@ func runApp(ctx context.Context, d engine.Docker, all map[string]*apps.Meta, p *
 			pa = a
 		}
 	}
+	// The agents' short calls (set, show, ping, capture) go through one
+	// session per container: a docker exec each would cost the engine
+	// tens of milliseconds, several times per task.
+	sd := shaping.WithSessions(d)
+	defer sd.Close()
+	d = sd
 	r := &appRun{d: d, p: p, f: f, state: state, m: m, runID: runID, app: app, target: target}
 	_, r.requests, r.warmup = p.AppRuns(pa)
 	r.note = func(s string) {
@@ -563,40 +570,36 @@ func runTask(ctx context.Context, d engine.Docker, s *appSession, p *Plan, f *re
 	if err := s.checkDelay(ctx, d, p, f, t); err != nil {
 		return err
 	}
-	cmd := []string{"/usr/local/bin/rttlab", "agent", "load", "--url", s.base, "--warmup", fmt.Sprint(warmup), "--requests", fmt.Sprint(requests)}
-	args, err := loadRouteArgs(s.st.Target.Meta, t, p.Seed)
+	cmd, err := s.loadCmd(t, p.Seed, requests, warmup)
 	if err != nil {
 		return err
 	}
-	cmd = append(cmd, args...)
-	for _, h := range s.header {
-		cmd = append(cmd, "--header", h)
-	}
-	// The wire is checked on every task: the captures run while the
-	// requests do, the task fails (and is retried) when they cannot.
-	capture, err := s.sh.StartTaskCapture(ctx, d, s.client, s.st.Target.Meta.Port, 0)
+	capture, before, err := s.startWatch(ctx, d)
 	if err != nil {
-		return s.agentError(ctx, d, fmt.Errorf("capture the task's packets: %w", err))
+		return err
 	}
 	defer capture.Abort()
-	before, err := s.sh.Snapshot(ctx, d)
-	if err != nil {
-		return s.agentError(ctx, d, err)
-	}
 	var out, errb bytes.Buffer
 	code, err := s.watchedLoad(ctx, d, engine.ExecSpec{Cmd: cmd, Stdout: &out, Stderr: &errb, Timeout: time.Duration(requests+warmup)*30*time.Second + time.Minute})
 	if err != nil {
 		return err
 	}
-	caps, cerr := capture.Finish()
+	// The captures end, the members are checked and the shapers read, at
+	// once: each asks a different container.
+	var caps shaping.TaskCaptures
+	var cerr, derr, rerr error
+	_ = conc.All(
+		func() error { caps, cerr = capture.Finish(); return nil },
+		func() error { derr = s.dead(ctx, d); return nil },
+		func() error { rerr = s.recordShaper(ctx, d, f, t, attempt, before); return nil })
 	// A member that died during the load (the app killed mid-run) makes
 	// the remaining requests fail fast while the client exits normally:
 	// the attempt is not data, whatever the client says.
-	if derr := s.dead(ctx, d); derr != nil {
+	if derr != nil {
 		return derr
 	}
-	if err := s.recordShaper(ctx, d, f, t, attempt, before); err != nil {
-		return err
+	if rerr != nil {
+		return rerr
 	}
 	rs, err := s.loadResults(ctx, d, code, &out, &errb, requests+warmup)
 	if err != nil {
@@ -605,6 +608,51 @@ func runTask(ctx context.Context, d engine.Docker, s *appSession, p *Plan, f *re
 	if cerr != nil {
 		return s.agentError(ctx, d, fmt.Errorf("capture the task's packets: %w", cerr))
 	}
+	return recordTask(f, t, attempt, caps, rs)
+}
+
+// loadCmd is the load client's command line for a task.
+func (s *appSession) loadCmd(t results.Task, seed uint64, requests, warmup int) ([]string, error) {
+	cmd := []string{"/usr/local/bin/rttlab", "agent", "load", "--url", s.base, "--warmup", fmt.Sprint(warmup), "--requests", fmt.Sprint(requests)}
+	args, err := loadRouteArgs(s.st.Target.Meta, t, seed)
+	if err != nil {
+		return nil, err
+	}
+	cmd = append(cmd, args...)
+	for _, h := range s.header {
+		cmd = append(cmd, "--header", h)
+	}
+	return cmd, nil
+}
+
+// startWatch starts what watches a task's requests, at once: the
+// captures of the wire (checked on every task; the task fails, and is
+// retried, when they cannot start) and the shapers' statistics before.
+func (s *appSession) startWatch(ctx context.Context, d engine.Docker) (*shaping.TaskCapture, shaping.ShaperSnapshot, error) {
+	var capture *shaping.TaskCapture
+	var before shaping.ShaperSnapshot
+	var cerr, serr error
+	_ = conc.All(
+		func() error {
+			capture, cerr = s.sh.StartTaskCapture(ctx, d, s.client, s.st.Target.Meta.Port, 0)
+			return nil
+		},
+		func() error { before, serr = s.sh.Snapshot(ctx, d); return nil })
+	if cerr == nil && serr == nil {
+		return capture, before, nil
+	}
+	if capture != nil {
+		capture.Abort()
+	}
+	if cerr != nil {
+		return nil, before, s.agentError(ctx, d, fmt.Errorf("capture the task's packets: %w", cerr))
+	}
+	return nil, before, s.agentError(ctx, d, serr)
+}
+
+// recordTask writes what one attempt of a task measured, then marks it
+// done: its samples, its wire and its requests taken apart.
+func recordTask(f *results.Folder, t results.Task, attempt int, caps shaping.TaskCaptures, rs []workloads.Result) error {
 	wire, anatomy := taskWire(t, attempt, caps, rs)
 	if err := f.AppendSamples(t.ID, attempt, taskSamples(t, attempt, rs)); err != nil {
 		return err
@@ -760,14 +808,20 @@ func (s *appSession) agentError(ctx context.Context, d engine.Docker, err error)
 }
 
 // dead returns an error naming a container of the session that is no
-// longer running, or nil.
+// longer running, or nil; the containers are asked at once.
 func (s *appSession) dead(ctx context.Context, d engine.Docker) error {
-	for _, m := range s.st.Members {
-		if err := stack.CheckRunning(ctx, d, m); err != nil {
+	errs := make([]error, len(s.st.Members)+1)
+	fns := []func() error{func() error { errs[len(errs)-1] = s.sh.CheckAgents(ctx, d); return nil }}
+	for i, m := range s.st.Members {
+		fns = append(fns, func() error { errs[i] = stack.CheckRunning(ctx, d, m); return nil })
+	}
+	_ = conc.All(fns...)
+	for _, err := range errs {
+		if err != nil {
 			return err
 		}
 	}
-	return s.sh.CheckAgents(ctx, d)
+	return nil
 }
 
 // shaperRows turns the per-side shaper figures of one task attempt into

@@ -2,6 +2,7 @@ package workloads
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -13,6 +14,7 @@ import (
 	"golang.org/x/net/icmp"
 	"golang.org/x/net/ipv4"
 	"golang.org/x/net/ipv6"
+	"golang.org/x/sys/unix"
 )
 
 // EchoTimeout is how long Ping waits for each echo reply before counting
@@ -33,35 +35,61 @@ type PingResult struct {
 	Samples  []time.Duration `json:"samples_ns"`
 }
 
-// Ping sends count ICMP echo requests to dst from a raw socket (needs
+// PingTiming says where a round trip of Ping ends.
+type PingTiming int
+
+const (
+	// PingOnWire ends it at the reply's kernel receive stamp, as iputils
+	// ping does: what the wire carried, without the pinger's own wake-up.
+	PingOnWire PingTiming = iota
+	// PingInProcess ends it when the pinger has read the reply: what a
+	// hold after the kernel's receive stamp (the userspace shaper's
+	// ingress hook) adds shows only there.
+	PingInProcess
+)
+
+// Ping is PingTimed on the wire.
+func Ping(ctx context.Context, dst netip.Addr, count int, interval time.Duration) (PingResult, error) {
+	return PingTimed(ctx, dst, count, interval, PingOnWire)
+}
+
+// PingTimed sends count ICMP echo requests to dst from a raw socket (needs
 // CAP_NET_RAW), one at a time, starting one every interval (or as soon as
 // the previous reply arrived when that is later). Each round trip is timed
-// on the monotonic clock from just before the send to the receipt of the
-// matching reply; an echo without a reply within EchoTimeout counts as
-// lost. The socket lives in the network namespace of the calling thread.
-func Ping(ctx context.Context, dst netip.Addr, count int, interval time.Duration) (PingResult, error) {
+// as iputils ping times it: from just before the send (CLOCK_REALTIME) to
+// the kernel's receive stamp of the matching reply (SO_TIMESTAMPNS), so
+// the time the pinger takes to wake up and read the reply is not in it
+// (that time grows with how long the pinger slept, which would make the
+// added RTT of a longer delay look larger than it is); with
+// PingInProcess, to the read of the reply. An echo without a reply within
+// EchoTimeout counts as lost. The socket lives in the network namespace
+// of the calling thread.
+func PingTimed(ctx context.Context, dst netip.Addr, count int, interval time.Duration, timing PingTiming) (PingResult, error) {
 	res := PingResult{Dst: dst.String()}
 	if err := checkPing(dst, count, interval); err != nil {
 		return res, err
 	}
 	dst = dst.Unmap()
-	network, laddr, proto := "ip4:icmp", "0.0.0.0", 1
+	network, proto := "ip4:icmp", 1
 	var echoType, replyType icmp.Type = ipv4.ICMPTypeEcho, ipv4.ICMPTypeEchoReply
 	if dst.Is6() {
-		network, laddr, proto = "ip6:ipv6-icmp", "::", 58
+		network, proto = "ip6:ipv6-icmp", 58
 		echoType, replyType = ipv6.ICMPTypeEchoRequest, ipv6.ICMPTypeEchoReply
 	}
-	conn, err := icmp.ListenPacket(network, laddr)
+	conn, err := net.ListenIP(network, nil)
 	if err != nil {
 		return res, fmt.Errorf("ping %s: open raw ICMP socket (needs CAP_NET_RAW): %w", dst, err)
 	}
 	defer conn.Close()
+	if err := stampReplies(conn); err != nil {
+		return res, fmt.Errorf("ping %s: %w", dst, err)
+	}
 	stop := context.AfterFunc(ctx, func() { _ = conn.SetReadDeadline(time.Now()) })
 	defer stop()
 
 	id := rand.N(1 << 16)
 	peer := &net.IPAddr{IP: dst.AsSlice(), Zone: dst.Zone()}
-	buf := make([]byte, 1500)
+	buf, oob := make([]byte, 1500), make([]byte, 128)
 	payload := make([]byte, 56)
 	next := time.Now()
 	for seq := range count {
@@ -88,7 +116,7 @@ func Ping(ctx context.Context, dst netip.Addr, count int, interval time.Duration
 			continue
 		}
 		res.Sent++
-		rtt, ok, err := awaitReply(conn, buf, proto, replyType, dst, id, seq, start)
+		rtt, ok, err := awaitReply(conn, buf, oob, proto, replyType, dst, id, seq, start, timing)
 		if err != nil {
 			return res.finish(), fmt.Errorf("ping %s: %w", dst, err)
 		}
@@ -135,11 +163,30 @@ func (r *PingResult) add(rtt time.Duration, ok bool) {
 	r.Samples = append(r.Samples, rtt)
 }
 
+// stampReplies asks the kernel to stamp every packet the socket receives
+// (SO_TIMESTAMPNS, CLOCK_REALTIME).
+func stampReplies(conn *net.IPConn) error {
+	rc, err := conn.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	if err := rc.Control(func(fd uintptr) { serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1) }); err != nil {
+		return err
+	}
+	if serr != nil {
+		return fmt.Errorf("kernel receive stamps: %w", serr)
+	}
+	return nil
+}
+
 // awaitReply reads until the reply to (id, seq) from dst arrives or the read
-// deadline passes (ok false).
-func awaitReply(conn *icmp.PacketConn, buf []byte, proto int, replyType icmp.Type, dst netip.Addr, id, seq int, start time.Time) (time.Duration, bool, error) {
+// deadline passes (ok false). On the wire the round trip ends at the
+// reply's kernel receive stamp (at the read, should the kernel give
+// none); in process at the read.
+func awaitReply(conn *net.IPConn, buf, oob []byte, proto int, replyType icmp.Type, dst netip.Addr, id, seq int, start time.Time, timing PingTiming) (time.Duration, bool, error) {
 	for {
-		n, from, err := conn.ReadFrom(buf)
+		n, oobn, _, from, err := conn.ReadMsgIP(buf, oob)
 		got := time.Now()
 		if err != nil {
 			var ne net.Error
@@ -148,7 +195,11 @@ func awaitReply(conn *icmp.PacketConn, buf []byte, proto int, replyType icmp.Typ
 			}
 			return 0, false, fmt.Errorf("read reply: %w", err)
 		}
-		m, err := icmp.ParseMessage(proto, buf[:n])
+		body := buf[:n]
+		if proto == 1 && n >= 20 && body[0]>>4 == 4 {
+			body = body[min(int(body[0]&0x0f)*4, n):] // a raw IPv4 socket reads the IP header too
+		}
+		m, err := icmp.ParseMessage(proto, body)
 		if err != nil || m.Type != replyType {
 			continue
 		}
@@ -156,10 +207,14 @@ func awaitReply(conn *icmp.PacketConn, buf []byte, proto int, replyType icmp.Typ
 		if !ok || echo.ID != id || echo.Seq != seq {
 			continue
 		}
-		if ip, ok := from.(*net.IPAddr); ok {
-			if a, ok := netip.AddrFromSlice(ip.IP); ok && a.Unmap() != dst.WithZone("") {
+		if from != nil {
+			if a, ok := netip.AddrFromSlice(from.IP); ok && a.Unmap() != dst.WithZone("") {
 				continue
 			}
+		}
+		if t, ok := stampOf(oob[:oobn]); ok && timing == PingOnWire {
+			got = time.Unix(0, t)
+			return got.Sub(start.Round(0)), true, nil
 		}
 		return got.Sub(start), true, nil
 	}
@@ -185,4 +240,24 @@ func (r PingResult) finish() PingResult {
 	}
 	r.Mean = sum / time.Duration(n)
 	return r
+}
+
+// stampOf returns the SCM_TIMESTAMPNS stamp of a received packet, ns
+// since the epoch.
+func stampOf(oob []byte) (int64, bool) {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return 0, false
+	}
+	for _, m := range msgs {
+		if m.Header.Level == unix.SOL_SOCKET && m.Header.Type == unix.SCM_TIMESTAMPNS && len(m.Data) >= 16 {
+			// struct timespec of a 64-bit kernel: seconds, nanoseconds.
+			sec, nsec := int64(binary.NativeEndian.Uint64(m.Data[0:8])), int64(binary.NativeEndian.Uint64(m.Data[8:16]))
+			if sec == 0 && nsec == 0 {
+				return 0, false
+			}
+			return sec*1e9 + nsec, true
+		}
+	}
+	return 0, false
 }

@@ -2,10 +2,14 @@ package workloads
 
 import (
 	"context"
+	"encoding/binary"
 	"net/netip"
 	"os"
 	"testing"
 	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestPingResultFinish(t *testing.T) {
@@ -50,5 +54,44 @@ func TestPingLoopback(t *testing.T) {
 			t.Fatalf("ping %s: implausible stats %+v", dst, r)
 		}
 		t.Logf("ping %s: median %v min %v max %v", dst, r.Median, r.Min, r.Max)
+	}
+}
+
+// A reply's kernel stamp is read from its SCM_TIMESTAMPNS message; a
+// zero or missing stamp is none.
+func TestStampOf(t *testing.T) {
+	msg := func(sec, nsec uint64) []byte {
+		b := make([]byte, unix.CmsgSpace(16))
+		h := (*unix.Cmsghdr)(unsafe.Pointer(&b[0]))
+		h.Level, h.Type = unix.SOL_SOCKET, unix.SCM_TIMESTAMPNS
+		h.SetLen(unix.CmsgLen(16))
+		binary.NativeEndian.PutUint64(b[unix.CmsgLen(0):], sec)
+		binary.NativeEndian.PutUint64(b[unix.CmsgLen(0)+8:], nsec)
+		return b
+	}
+	if ts, ok := stampOf(msg(1700000000, 123)); !ok || ts != 1700000000*1e9+123 {
+		t.Errorf("stamp %d, %v", ts, ok)
+	}
+	if _, ok := stampOf(msg(0, 0)); ok {
+		t.Error("a zero stamp counted")
+	}
+	if _, ok := stampOf(nil); ok {
+		t.Error("no message, a stamp")
+	}
+}
+
+// Both timings time every echo (on the wire to the reply's kernel stamp,
+// in process to its read; the medians are logged).
+func TestPingTimings(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("raw ICMP needs CAP_NET_RAW: run as root")
+	}
+	ctx := context.Background()
+	for _, timing := range []PingTiming{PingOnWire, PingInProcess} {
+		r, err := PingTimed(ctx, netip.MustParseAddr("127.0.0.1"), 20, 0, timing)
+		if err != nil || r.Received != 20 || r.Min <= 0 {
+			t.Fatalf("timing %d: %+v, %v", timing, r, err)
+		}
+		t.Logf("timing %d: median %v", timing, r.Median)
 	}
 }

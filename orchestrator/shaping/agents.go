@@ -13,6 +13,7 @@ import (
 
 	"github.com/docker/docker/api/types/container"
 
+	"github.com/rttlab/rttlab/internal/conc"
 	"github.com/rttlab/rttlab/netem"
 	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/stack"
@@ -245,24 +246,28 @@ func (sh *Shaping) SetRTT(ctx context.Context, d engine.Containers, rtt time.Dur
 		appD, dbD = max(appD+off[0], 0), max(dbD+off[1], 0)
 	}
 	app, db := sh.Stack.Role("app"), sh.Stack.Role("db")
-	for _, s := range []struct {
+	sides := []struct {
 		role  string
 		delay time.Duration
 		peer  *stack.Member
-	}{{"app", appD, db}, {"db", dbD, app}} {
-		a := sh.Agents[s.role]
-		if a == nil {
+	}{{"app", appD, db}, {"db", dbD, app}}
+	for _, s := range sides {
+		if sh.Agents[s.role] == nil {
 			return fmt.Errorf("no agent for %s", s.role)
 		}
+	}
+	// The two sides are set at once: each is its own agent.
+	return conc.Each(len(sides), func(i int) error {
+		s := sides[i]
 		args := append([]string{"--delay", fmt.Sprintf("%dns", s.delay.Nanoseconds())}, FloorArgs(sh.Floor)...)
 		if sh.Scope == "path" {
 			args = append(args, "--peer", s.peer.IP)
 		}
-		if _, err := sh.Control(ctx, d, a, "set", args...); err != nil {
+		if _, err := sh.Control(ctx, d, sh.Agents[s.role], "set", args...); err != nil {
 			return fmt.Errorf("set %s delay %s: %w", s.role, s.delay, err)
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // DefaultFloor sets the floor the running shapers' backend gets by
@@ -294,12 +299,13 @@ func (sh *Shaping) Show(ctx context.Context, d engine.Containers) (map[string]ne
 
 // Clear removes the delay on both sides.
 func (sh *Shaping) Clear(ctx context.Context, d engine.Containers) error {
-	for role, a := range sh.Agents {
-		if _, err := sh.Control(ctx, d, a, "clear"); err != nil {
-			return fmt.Errorf("clear %s: %w", role, err)
+	roles := slices.Sorted(maps.Keys(sh.Agents))
+	return conc.Each(len(roles), func(i int) error {
+		if _, err := sh.Control(ctx, d, sh.Agents[roles[i]], "clear"); err != nil {
+			return fmt.Errorf("clear %s: %w", roles[i], err)
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // Ping sends ICMP echoes from the app's network namespace (inside its
@@ -308,12 +314,20 @@ func (sh *Shaping) Ping(ctx context.Context, d engine.Containers, count int, int
 	return AgentPing(ctx, d, sh.Agents["app"], sh.Stack.Role("db").IP, count, interval)
 }
 
-// AgentPing runs `rttlab agent ping` in agent a towards the address to.
+// AgentPing runs `rttlab agent ping` in agent a towards the address to,
+// timed on the wire (the reply's kernel stamp) unless a's shaper holds
+// replies after that stamp.
 func AgentPing(ctx context.Context, d engine.Containers, a *Agent, to string, count int, interval time.Duration) (workloads.PingResult, error) {
 	var res workloads.PingResult
 	var out, errb bytes.Buffer
+	// A userspace ingress hook holds a reply after the kernel stamped it:
+	// only the pinger's read sees that hold.
+	timing := "wire"
+	if a.Info.Direction == netem.HookIngress {
+		timing = "process"
+	}
 	code, err := d.Exec(ctx, a.ID, engine.ExecSpec{
-		Cmd:    []string{"/usr/local/bin/rttlab", "agent", "ping", "--to", to, "--count", fmt.Sprint(count), "--interval", interval.String()},
+		Cmd:    []string{"/usr/local/bin/rttlab", "agent", "ping", "--to", to, "--count", fmt.Sprint(count), "--interval", interval.String(), "--timing", timing},
 		Stdout: &out, Stderr: &errb, Timeout: time.Duration(count)*(interval+workloads.EchoTimeout) + 30*time.Second,
 	})
 	if err != nil {
@@ -461,18 +475,22 @@ type ShaperSnapshot struct {
 	Replies map[string]netem.Reply // by role
 }
 
-// Snapshot reads every agent's statistics (ctl show).
+// Snapshot reads every agent's statistics (ctl show), all at once.
 func (sh *Shaping) Snapshot(ctx context.Context, d engine.Containers) (ShaperSnapshot, error) {
 	s := ShaperSnapshot{At: time.Now(), Replies: map[string]netem.Reply{}}
-	for _, role := range slices.Sorted(maps.Keys(sh.Agents)) {
-		a := sh.Agents[role]
-		rep, err := sh.Control(ctx, d, a, "show")
-		if err != nil {
-			return s, err
+	roles := slices.Sorted(maps.Keys(sh.Agents))
+	reps := make([]netem.Reply, len(roles))
+	err := conc.Each(len(roles), func(i int) error {
+		var err error
+		reps[i], err = sh.Control(ctx, d, sh.Agents[roles[i]], "show")
+		return err
+	})
+	for i, role := range roles {
+		if err == nil {
+			s.Replies[role] = reps[i]
 		}
-		s.Replies[role] = rep
 	}
-	return s, nil
+	return s, err
 }
 
 // ShaperDelta is what one side's shaper did between two snapshots.

@@ -8,6 +8,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -24,6 +25,7 @@ import (
 // base + app delay + db delay (+ excess when either is set).
 type simShaper struct {
 	base, excess time.Duration
+	mu           sync.Mutex               // the agents are asked at once, as the engine is
 	delay        map[string]time.Duration // by agent id
 	sets         int
 }
@@ -45,6 +47,8 @@ func (s *simShaper) Logs(context.Context, string, int) (string, error)          
 func (s *simShaper) CopyToContainer(context.Context, string, string, io.Reader) error { return nil }
 
 func (s *simShaper) Exec(_ context.Context, id string, spec engine.ExecSpec) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	cmd := strings.Join(spec.Cmd, " ")
 	var reply any
 	switch {

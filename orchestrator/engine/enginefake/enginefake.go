@@ -24,6 +24,7 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/go-connections/nat"
+	"github.com/rttlab/rttlab/internal/session"
 	"github.com/rttlab/rttlab/orchestrator/engine"
 )
 
@@ -731,13 +732,25 @@ func (f *Engine) Exec(ctx context.Context, id string, s engine.ExecSpec) (int, e
 	for p := range f.streams {
 		stream = stream || key == p || strings.HasPrefix(key, p+" ")
 	}
-	if h == nil {
+	if h == nil && key != "rttlab agent session" {
 		f.Unhandled = append(f.Unhandled, key)
 	}
 	x := &Call{Container: *c, Cmd: s.Cmd, Env: s.Env, User: s.User, Stdout: s.Stdout, Stderr: s.Stderr}
 	x.Container.Spec.Labels = copyLabels(c.Spec.Labels)
 	f.mu.Unlock()
 
+	if h == nil && key == "rttlab agent session" {
+		// A session runs each call it is sent as an exec of its own here,
+		// with the handlers of the verbs.
+		return 0, session.Serve(ctx, s.Stdin, x.Stdout, func(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+			code, err := f.Exec(ctx, id, engine.ExecSpec{Cmd: append([]string{"/usr/local/bin/rttlab", "agent"}, args...), Stdin: stdin, Stdout: stdout, Stderr: stderr})
+			if err != nil {
+				fmt.Fprintf(stderr, "%v\n", err)
+				return -1
+			}
+			return code
+		})
+	}
 	if err := x.fillIO(s.Stdin, stream); err != nil {
 		return -1, err
 	}
