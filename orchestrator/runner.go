@@ -748,6 +748,9 @@ func (s *appSession) recordShaper(ctx context.Context, d engine.Docker, f *resul
 	if serr != nil {
 		return serr
 	}
+	if t.Unshaped {
+		return nil // the shaper was out of the path: nothing of its to record
+	}
 	if err := f.AppendShaper(shaperRows(t, attempt, deltas, after.At.Sub(before.At))); err != nil {
 		return err
 	}

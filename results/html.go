@@ -17,12 +17,42 @@ const ReportFile = "report.html"
 
 // Section ids of report.html, in order; the links at the top point at them.
 var reportSections = []struct{ ID, Title string }{
+	{"overview", "At a glance"},
 	{"summary", "Summary"},
+	{"anatomy", "Where the time goes"},
 	{"tables", "Results by app"},
 	{"plots", "Plots"},
 	{"verification", "Verification"},
 	{"warnings", "Warnings"},
 	{"manifest", "Manifest"},
+}
+
+// leadPlots are the figures the report opens with, above every table.
+var leadPlots = []string{PlotChange, PlotAttribution}
+
+// htmlGrid is the compact table of the overview: a row per route, a
+// column per setting above 0 ms.
+type htmlGrid struct {
+	Settings []string
+	Rows     []htmlGridRow
+}
+
+type htmlGridRow struct {
+	Route string
+	Cells []htmlGridCell
+}
+
+// htmlGridCell is one route at one setting: the change and its CI, the
+// wire's part, and the setting's verdict mark.
+type htmlGridCell struct {
+	Change, CI, Wire, Mark, Title string
+	Bad, NoClaim, Empty           bool
+}
+
+// htmlAttr is one setting's attribution table.
+type htmlAttr struct {
+	Setting string
+	Rows    []attrRow
 }
 
 type htmlRow struct {
@@ -69,6 +99,14 @@ type htmlReport struct {
 	Header    string
 	Context   []string
 	Method    string
+	Verdict   []string
+	Lead      []htmlPlot
+	Grid      htmlGrid
+	Attr      []htmlAttr
+	AttrNote  string
+	Baselines []baselineRow
+	Wire      []wireRow
+	WireNote  string
 	Lines     []string
 	Apps      []htmlApp
 	Plots     []htmlPlot
@@ -101,9 +139,14 @@ func (s *Summary) HTML(plots []PlotFile) ([]byte, error) {
 	r.header(s, o)
 	r.cells(s, o)
 	for _, p := range plots {
-		r.Plots = append(r.Plots, htmlPlot{ID: "plot-" + p.Name, Name: p.Name, Title: p.Title, Description: p.Description,
-			SVG: template.HTML(inlineSVG(p.SVG))})
+		hp := htmlPlot{ID: "plot-" + p.Name, Name: p.Name, Title: p.Title, Description: p.Description, SVG: template.HTML(inlineSVG(p.SVG))}
+		if slices.Contains(leadPlots, p.Name) {
+			r.Lead = append(r.Lead, hp)
+			continue
+		}
+		r.Plots = append(r.Plots, hp)
 	}
+	r.overview(s)
 
 	r.probes(s, o)
 	r.manifest(s)
@@ -175,6 +218,61 @@ func (r *htmlReport) cells(s *Summary, o Options) {
 		a.Rows = append(a.Rows, row)
 	}
 
+}
+
+// overview fills what the report opens with: the verdict in three parts
+// (the digest's lines), the compact table of routes × settings, and the
+// tables of where the time went, of the baselines and of the wire.
+func (r *htmlReport) overview(s *Summary) {
+	d := &digest{}
+	s.digestVerification(d)
+	r.Verdict = d.lines
+	r.grid(s)
+	for _, rtt := range s.attributionSettings() {
+		r.Attr = append(r.Attr, htmlAttr{Setting: fmtSetting(rtt) + " ms", Rows: s.attributionRows(rtt)})
+	}
+	if len(r.Attr) > 0 {
+		r.AttrNote = "Method: " + AnatomyMethod + ". Wire = app↔database, both ways, every round trip; configured = round trips × RTT; excess = the wire's change beyond it; client = the load client's own time and the client↔app legs; accounted = the share of the latency the captures see."
+	}
+	r.Baselines = s.baselineRows()
+	r.Wire = s.wireRows()
+	if len(r.Wire) > 0 {
+		r.WireNote = fmt.Sprintf("One-way delay between the app and the database as both captures saw it on every task (median over tasks of each task's p50); added = against the 0 ms tasks; verified when both ways are within ±%g ms of half the RTT with at least %.0f%% of packets paired.", WireToleranceMs, 100*WireMinMatched)
+	}
+}
+
+// grid fills the compact table: per route, per setting above 0 ms, the
+// change with its CI, the wire's part and a mark.
+func (r *htmlReport) grid(s *Summary) {
+	var settings []float64
+	for _, c := range s.Cells {
+		if c.RTTms > 0 {
+			settings = append(settings, c.RTTms)
+		}
+	}
+	settings = sortedDistinct(settings)
+	for _, v := range settings {
+		r.Grid.Settings = append(r.Grid.Settings, fmtSetting(v)+" ms")
+	}
+	for _, k := range s.routes() {
+		row := htmlGridRow{Route: k.label()}
+		for _, v := range settings {
+			c := findCell(s, k.app, k.route, v)
+			if c == nil || !c.HasBaseline {
+				row.Cells = append(row.Cells, htmlGridCell{Empty: true})
+				continue
+			}
+			gc := htmlGridCell{Change: fmtSigned(c.Change, 2), CI: fmtIv(c.ChangeCI, 2), Wire: dash, Mark: "✓", Title: "verified", NoClaim: c.NoClaim()}
+			if c.HasAttribution {
+				gc.Wire = "wire " + fmtSigned(c.Attribution.Wire(), 2)
+			}
+			if len(c.Unverified) > 0 {
+				gc.Mark, gc.Bad, gc.Title = unverifiedMark, true, strings.Join(c.Unverified, "; ")
+			}
+			row.Cells = append(row.Cells, gc)
+		}
+		r.Grid.Rows = append(r.Grid.Rows, row)
+	}
 }
 
 // probes fills the verification probes' table and its note.
@@ -358,6 +456,16 @@ details { margin: .6em 0; }
 summary { cursor: pointer; }
 pre { background: #f6f6f6; padding: .6em; overflow-x: auto; font-size: .88em; }
 .none { color: #555; }
+ul.verdict li { margin-bottom: .3em; }
+div.lead { display: flex; flex-wrap: wrap; gap: 1.5%; }
+div.lead figure { flex: 1 1 49%; min-width: 380px; margin: .6em 0; }
+div.lead figcaption { font-size: .85em; }
+table.grid td { min-width: 8.5em; }
+table.grid .mark { color: #1b5e20; }
+table.grid td.flagcell { background: #fde8e8; }
+table.grid td.flagcell .mark { color: #b00020; }
+table.grid td.lowncell { background: #fff8e1; }
+.wirepart { color: #555; font-size: .9em; }
 </style>
 </head>
 <body>
@@ -367,13 +475,55 @@ pre { background: #f6f6f6; padding: .6em; overflow-x: auto; font-size: .88em; }
 <nav>{{range .Sections}}<a href="#{{.ID}}">{{.Title}}</a>{{end}}</nav>
 </header>
 
+<section id="overview">
+<h2>At a glance</h2>
+{{with .Verdict}}<ul class="verdict">{{range .}}<li>{{.}}</li>{{end}}</ul>{{end}}
+{{with .Lead}}<div class="lead">
+{{range .}}<figure id="{{.ID}}">
+{{.SVG}}
+<figcaption><strong>{{.Title}}.</strong> {{.Description}} (Also plots/{{.Name}}.svg and plots/{{.Name}}.png.)</figcaption>
+</figure>
+{{end}}</div>
+{{end}}{{if .Grid.Rows}}<table class="grid">
+<thead><tr><th>change of p50 (ms), 95% CI</th>{{range .Grid.Settings}}<th>{{.}}</th>{{end}}</tr></thead>
+<tbody>
+{{range .Grid.Rows}}<tr><th>{{.Route}}</th>{{range .Cells}}{{if .Empty}}<td class="none">–</td>{{else}}<td class="num{{if .Bad}} flagcell{{end}}{{if .NoClaim}} lowncell{{end}}" title="{{.Title}}"><span class="mark">{{.Mark}}</span> <strong>{{.Change}}</strong> {{.CI}}<br><span class="wirepart">{{.Wire}}</span></td>{{end}}{{end}}</tr>
+{{end}}</tbody>
+</table>
+<p class="meta">✓ the setting's delay verified{{if .Wire}} on the wire{{end}}; ⚠ not verified (hover for why); a shaded cell makes no claim (too few runs or too many failures).</p>{{end}}
+</section>
+
 <section id="summary">
 <h2>Summary</h2>
 {{with .Context}}<p class="meta">{{range $i, $c := .}}{{if $i}} {{end}}{{$c}}{{end}}</p>{{end}}
 <p class="meta">{{.Method}}</p>
-{{if .Lines}}<ul class="lines">
+{{if .Lines}}<details>
+<summary>{{len .Lines}} sentences, one per route and setting</summary>
+<ul class="lines">
 {{range .Lines}}<li>{{.}}</li>
-{{end}}</ul>{{else}}<p class="none">No cell with a non-zero setting has data.</p>{{end}}
+{{end}}</ul>
+</details>{{else}}<p class="none">No cell with a non-zero setting has data.</p>{{end}}
+</section>
+
+<section id="anatomy">
+<h2>Where the time goes</h2>
+{{if .Attr}}<p class="meta">{{.AttrNote}}</p>
+{{range .Attr}}<h3>At {{.Setting}}</h3>
+<table>
+<thead><tr><th>route</th><th>change (ms)</th><th>change CI</th><th>parts' change</th><th>wire</th><th>configured</th><th>wire excess</th><th>app</th><th>database</th><th>client</th><th>round trips</th><th>accounted</th></tr></thead>
+<tbody>
+{{range .Rows}}<tr><td>{{.Route}}</td><td class="num">{{.Change}}</td><td class="num">{{.ChangeCI}}</td><td class="num">{{.Total}}</td><td class="num">{{.Wire}}</td><td class="num">{{.Configured}}</td><td class="num">{{.Excess}}</td><td class="num">{{.App}}</td><td class="num">{{.DB}}</td><td class="num">{{.Client}}</td><td class="num">{{.RoundTrips}}</td><td class="num">{{.Accounted}}</td></tr>
+{{end}}</tbody>
+</table>
+{{end}}{{else}}<p class="none">No request was taken apart on the wire (a folder written before every task captured its packets).</p>{{end}}
+{{with .Baselines}}<h3 id="baselines">Baselines: without the shaper and through it at 0 ms</h3>
+<p class="meta">Unshaped: the shaper out of the path (no queue, no floor); 0 ms: through the shaper with no delay, which every setting pays. Changes are against 0 ms, percent changes against the unshaped p50.</p>
+<table>
+<thead><tr><th>route</th><th>runs (unshaped, 0 ms)</th><th>unshaped p50 (ms)</th><th>95% CI</th><th>0 ms p50 (ms)</th><th>95% CI</th><th>the shaper's cost at 0 ms</th><th>per round trip</th></tr></thead>
+<tbody>
+{{range .}}<tr><td>{{.Route}}</td><td class="num">{{.Runs}}</td><td class="num">{{.Unshaped}}</td><td class="num">{{.UnshapedCI}}</td><td class="num">{{.Zero}}</td><td class="num">{{.ZeroCI}}</td><td class="num">{{.Shaper}}</td><td class="num">{{.PerTrip}}</td></tr>
+{{end}}</tbody>
+</table>{{end}}
 </section>
 
 <section id="tables">
@@ -399,8 +549,17 @@ pre { background: #f6f6f6; padding: .6em; overflow-x: auto; font-size: .88em; }
 
 <section id="verification">
 <h2>Verification</h2>
-{{if .Probes}}<p class="meta">{{.ProbeNote}}</p>
-{{if .Flags}}<p><strong>{{.Flags}} probe value(s) out of tolerance</strong>: the shaper did not deliver the configured delay there; read the changes at those settings with care.</p>{{end}}
+{{if .Wire}}<h3 id="verification-wire">The wire</h3>
+<p class="meta">{{.WireNote}}</p>
+<table>
+<thead><tr><th>app</th><th>setting</th><th>direction</th><th>tasks</th><th>packets</th><th>paired</th><th>one-way p50 (ms)</th><th>one-way p99 (ms)</th><th>added (ms)</th><th>target (ms)</th><th>passing</th><th>verdict</th></tr></thead>
+<tbody>
+{{range .Wire}}<tr{{if .Bad}} class="flag"{{end}}><td>{{.App}}</td><td class="num">{{.Setting}}</td><td>{{.Direction}}</td><td class="num">{{.Tasks}}</td><td class="num">{{.Packets}}</td><td class="num">{{.Paired}}</td><td class="num">{{.P50}}</td><td class="num">{{.P99}}</td><td class="num">{{.Added}}</td><td class="num">{{.Target}}</td><td class="num">{{.Passing}}</td><td{{if .Bad}} class="bad"{{end}}>{{.Verdict}}</td></tr>
+{{end}}</tbody>
+</table>
+<h3 id="verification-probes">Probes (reported beside the wire, not the verdict)</h3>
+{{end}}{{if .Probes}}<p class="meta">{{.ProbeNote}}</p>
+{{if .Flags}}{{if .Wire}}<p><strong>{{.Flags}} probe value(s) out of tolerance</strong>: reported, not the verdict: a probe's process wakes up in its own time, the wire above shows what the shaper delivered.</p>{{else}}<p><strong>{{.Flags}} probe value(s) out of tolerance</strong>: the shaper did not deliver the configured delay there; read the changes at those settings with care.</p>{{end}}{{end}}
 <table>
 <thead><tr><th>app</th><th>probe</th><th>setting</th><th>rows</th><th>n</th><th>lost/failed</th><th>value (ms)</th><th>added (ms)</th><th>95% CI</th><th>check</th></tr></thead>
 <tbody>

@@ -47,7 +47,13 @@ func TestReportHTML(t *testing.T) {
 	}
 	want := []string{
 		// the summary sentence of go /feed at 1 ms, in the study's words
-		"go /feed: 1.01 ms at 0 ms, 4.02 ms at 1 ms. Change: +3.01 ms [2.95, 3.04], +297% [283, 311] (predicted +3.00).",
+		"go /feed: 0.90 ms unshaped, 1.01 ms at 0 ms, 4.02 ms at 1 ms. Change: +3.01 ms [2.95, 3.04], +335% [326, 342] of unshaped (predicted +3.00). Where it went: +3.00 = wire +3.00 (3.00 configured) + app +0.00 + database +0.00 + client +0.00.",
+		// the overview: the verdict's three parts, the compact table, the
+		// tables of where the time went, the baselines and the wire
+		"wire (captured in both namespaces on every task): 0.5 ms verified, 1 ms verified",
+		`<table class="grid">`, `<th>go /feed</th>`, `<span class="wirepart">wire +3.00</span>`,
+		`<h3>At 1 ms</h3>`, `<h3 id="baselines">`, `<h3 id="verification-wire">The wire</h3>`,
+		"reported, not the verdict",
 		`<h3 id="app-go">go</h3>`, `<h3 id="app-node">node</h3>`,
 		`<td>/feed-naive</td>`, "(low n)",
 		`<h3 id="warnings-lown">Low n</h3>`, "node /feed at 0.75 ms: 2 runs",
@@ -57,7 +63,7 @@ func TestReportHTML(t *testing.T) {
 		`<td class="bad">out of tolerance</td>`, "1 probe value(s) out of tolerance",
 		"<th>why this shaper</th><td>kernel lacks sch_netem</td>", "<th>seed</th><td>20261129</td>",
 		"<th>scope</th><td>app-db</td>", "<th>rttlab version</th><td>v0.0.0-test (0000000)</td>",
-		`<details id="task-order">`, "Task order (42 tasks, as run)", "synthetic data for the golden test",
+		`<details id="task-order">`, "Task order (54 tasks, as run)", "synthetic data for the golden test",
 	}
 	for _, p := range plotNames {
 		want = append(want, `<figure id="plot-`+p+`">`+"\n<svg ")

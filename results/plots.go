@@ -34,7 +34,7 @@ const (
 )
 
 // plotNames lists every plot Render may write, in report order.
-var plotNames = []string{PlotLatency, PlotChange, PlotRatio, PlotVerification, PlotRuns, PlotSensitivity}
+var plotNames = []string{PlotLatency, PlotChange, PlotAttribution, PlotRatio, PlotVerification, PlotRuns, PlotSensitivity}
 
 // PlotFile is one rendered plot: the same figure as SVG and PNG.
 type PlotFile struct {
@@ -152,7 +152,7 @@ func joinSettings(v []float64) string {
 // gives the same SVG bytes.
 func (s *Summary) Plots() ([]PlotFile, error) {
 	var out []PlotFile
-	builders := []func() (*figure, error){s.latencyFigure, s.changeFigure, s.ratioFigure, s.verificationFigure, s.runsFigure, s.sensitivityFigure}
+	builders := []func() (*figure, error){s.latencyFigure, s.changeFigure, s.attributionFigure, s.ratioFigure, s.verificationFigure, s.runsFigure, s.sensitivityFigure}
 	for _, build := range builders {
 		f, err := build()
 		if err != nil {

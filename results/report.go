@@ -100,7 +100,7 @@ func RenderSummary(dir string, o Options) (*Summary, []string, error) {
 }
 
 // runsHeader is the header row of runs.csv.
-var runsHeader = []string{"app", "route", "rtt_ms", "run", "n", "p50_ms", "p90_ms", "p99_ms", "mean_ms", "failures"}
+var runsHeader = []string{"app", "route", "rtt_ms", "run", "n", "p50_ms", "p90_ms", "p99_ms", "mean_ms", "failures", "unshaped"}
 
 // RunsCSV returns runs.csv: one row per run, latencies in ms with six
 // decimals (nanosecond resolution), empty when the run has no successful
@@ -119,7 +119,7 @@ func (s *Summary) RunsCSV() ([]byte, error) {
 	}
 	for _, r := range s.Runs {
 		rec := []string{r.App, r.Route, fmtSetting(r.RTTms), strconv.Itoa(r.Run), strconv.Itoa(r.N),
-			f(r.P50), f(r.P90), f(r.P99), f(r.Mean), strconv.Itoa(r.Failures)}
+			f(r.P50), f(r.P90), f(r.P99), f(r.Mean), strconv.Itoa(r.Failures), strconv.FormatBool(r.Unshaped)}
 		if err := w.Write(rec); err != nil {
 			return nil, fmt.Errorf("write %s: %w", RunsFile, err)
 		}
@@ -187,6 +187,61 @@ type jsonCell struct {
 	LowN            bool          `json:"low_n"`
 	TooManyFailures bool          `json:"too_many_failures"`
 	Warnings        []string      `json:"warnings"`
+	// PercentOf names the baseline of change_percent: "unshaped" or "0 ms".
+	PercentOf   string           `json:"percent_of"`
+	UnshapedP50 num              `json:"unshaped_p50_ms"`
+	Parts       *jsonParts       `json:"parts"`
+	Attribution *jsonAttribution `json:"attribution"`
+}
+
+// jsonParts is where a cell's requests' time went (Parts).
+type jsonParts struct {
+	Requests   int `json:"requests"`
+	Runs       int `json:"runs"`
+	Latency    num `json:"latency_ms"`
+	Client     num `json:"client_ms"`
+	Legs       num `json:"legs_ms"`
+	App        num `json:"app_ms"`
+	Wire       num `json:"wire_ms"`
+	DB         num `json:"db_ms"`
+	RoundTrips num `json:"round_trips"`
+	Accounted  num `json:"accounted"`
+}
+
+// jsonAttribution is a cell's change against 0 ms, part by part.
+type jsonAttribution struct {
+	Total          num `json:"total_ms"`
+	Wire           num `json:"wire_ms"`
+	WireConfigured num `json:"wire_configured_ms"`
+	WireExcess     num `json:"wire_excess_ms"`
+	App            num `json:"app_ms"`
+	DB             num `json:"db_ms"`
+	Client         num `json:"client_ms"`
+}
+
+type jsonWire struct {
+	App        string `json:"app"`
+	RTTms      num    `json:"rtt_ms"`
+	Unshaped   bool   `json:"unshaped"`
+	Direction  string `json:"direction"`
+	Tasks      int    `json:"tasks"`
+	Incomplete int    `json:"incomplete"`
+	Sent       int    `json:"packets"`
+	Matched    int    `json:"paired"`
+	P50        num    `json:"one_way_p50_ms"`
+	P99        num    `json:"one_way_p99_ms"`
+	Added      num    `json:"added_ms"`
+	Target     num    `json:"target_ms"`
+	Passing    int    `json:"passing_tasks"`
+}
+
+type jsonWireVerdict struct {
+	App     string `json:"app"`
+	RTTms   num    `json:"rtt_ms"`
+	Status  string `json:"status"`
+	Why     string `json:"why"`
+	Tasks   int    `json:"tasks"`
+	Passing int    `json:"passing_tasks"`
 }
 
 type jsonProbe struct {
@@ -238,6 +293,12 @@ type jsonSummary struct {
 	Sensitivity       []jsonSensitivity `json:"sensitivity"`
 	Skipped           map[string]string `json:"skipped"`
 	Warnings          []string          `json:"warnings"`
+	AnatomyMethod     string            `json:"anatomy_method"`
+	Unshaped          []jsonCell        `json:"unshaped"`
+	WireToleranceMs   num               `json:"wire_tolerance_ms"`
+	WireMinPaired     num               `json:"wire_min_paired"`
+	Wire              []jsonWire        `json:"wire"`
+	WireVerdicts      []jsonWireVerdict `json:"wire_verdicts"`
 }
 
 type jsonSensitivity struct {
@@ -266,6 +327,22 @@ func (s *Summary) JSON() ([]byte, error) {
 		TasksPlanned: s.TasksPlanned, TasksDone: s.TasksDone,
 		Cells: []jsonCell{}, Probes: []jsonProbe{}, Shaper: []jsonShaper{}, ShaperToleranceUs: num(o.ShaperToleranceUs),
 		Skipped: map[string]string{}, Warnings: []string{}, Sensitivity: []jsonSensitivity{},
+		AnatomyMethod: AnatomyMethod, Unshaped: []jsonCell{}, WireToleranceMs: num(WireToleranceMs), WireMinPaired: num(WireMinMatched),
+		Wire: []jsonWire{}, WireVerdicts: []jsonWireVerdict{},
+	}
+	for _, c := range s.Unshaped {
+		js.Unshaped = append(js.Unshaped, jsonCellOf(c))
+	}
+	for _, w := range s.Wire {
+		jw := jsonWire{App: w.App, RTTms: num(w.RTTms), Unshaped: w.Unshaped, Direction: w.Direction, Tasks: w.Tasks, Incomplete: w.Incomplete,
+			Sent: w.Sent, Matched: w.Matched, P50: num(w.P50Ms), P99: num(w.P99Ms), Added: num(math.NaN()), Target: num(w.TargetMs), Passing: w.Passing}
+		if w.HasAdded {
+			jw.Added = num(w.AddedMs)
+		}
+		js.Wire = append(js.Wire, jw)
+	}
+	for _, v := range s.WireVerdicts {
+		js.WireVerdicts = append(js.WireVerdicts, jsonWireVerdict{App: v.App, RTTms: num(v.RTTms), Status: v.Status, Why: v.Why, Tasks: v.Tasks, Passing: v.Passing})
 	}
 	for _, f := range s.Sensitivity {
 		js.Sensitivity = append(js.Sensitivity, jsonSensitivityOf(f))
@@ -331,6 +408,20 @@ func jsonCellOf(c Cell) jsonCell {
 		jc.RunP50s = append(jc.RunP50s, num(v))
 	}
 	jc.Warnings = append(jc.Warnings, c.Warnings...)
+	jc.PercentOf, jc.UnshapedP50 = "0 ms", num(c.UnshapedP50)
+	if c.PercentOfUnshaped {
+		jc.PercentOf = "unshaped"
+	}
+	if c.HasParts {
+		p := c.Parts
+		jc.Parts = &jsonParts{Requests: p.Requests, Runs: p.Runs, Latency: num(p.Latency), Client: num(p.Client), Legs: num(p.Legs), App: num(p.App),
+			Wire: num(p.Wire), DB: num(p.DB), RoundTrips: num(p.RoundTrips), Accounted: num(p.Accounted())}
+	}
+	if c.HasAttribution {
+		a := c.Attribution
+		jc.Attribution = &jsonAttribution{Total: num(a.Total), Wire: num(a.Wire()), WireConfigured: num(a.WireConfigured), WireExcess: num(a.WireExcess),
+			App: num(a.App), DB: num(a.DB), Client: num(a.Outside)}
+	}
 	return jc
 }
 
@@ -351,7 +442,10 @@ func (s *Summary) Markdown() []byte {
 	s.contextMarkdown(&b)
 	fmt.Fprintf(&b, "%s\n\n", methodLine(o))
 	s.resultsMarkdown(&b, o)
+	s.anatomyMarkdown(&b)
+	s.baselinesMarkdown(&b)
 	s.tablesMarkdown(&b, o)
+	s.wireMarkdown(&b)
 	s.shaperMarkdown(&b, o)
 	s.traceMarkdown(&b)
 	s.probesMarkdown(&b, o)
@@ -469,7 +563,7 @@ func (s *Summary) tablesMarkdown(b *strings.Builder, o Options) {
 		b.WriteString("\n")
 	}
 	if len(s.unverifiedCells()) > 0 {
-		fmt.Fprintf(b, "%s: the setting's delay was not verified: a probe is out of tolerance (±%s ms), the shaper's hold was off its target (±%s µs) or it dropped packets. Ratio (verified) divides the change by the SELECT 1 change measured at that setting instead of the configured RTT.\n\n",
+		fmt.Fprintf(b, "%s: the setting's delay was not verified: where the folder has the wire's figures, the wire was off or incomplete (see The wire); else a probe is out of tolerance (±%s ms), the shaper's hold was off its target (±%s µs), it dropped packets, or the setting was not probed. Ratio (verified) divides the change by the SELECT 1 change measured at that setting instead of the configured RTT.\n\n",
 			unverifiedMark, fmtSetting(o.ToleranceMs), fmtSetting(o.ShaperToleranceUs))
 	}
 
@@ -543,12 +637,22 @@ func studyLine(c *Cell, o Options) string {
 	if !c.HasBaseline {
 		return head + at + " No 0 ms baseline, so no change."
 	}
-	line := head + fmtFixed(c.BaselineP50, 2) + " ms at 0 ms, " + at +
+	line := head
+	if c.HasUnshaped {
+		line += fmtFixed(c.UnshapedP50, 2) + " ms unshaped, "
+	}
+	line += fmtFixed(c.BaselineP50, 2) + " ms at 0 ms, " + at +
 		" Change: " + fmtSigned(c.Change, 2) + " ms " + fmtIv(c.ChangeCI, 2) + ", " + fmtPercent(c.Percent, c.PercentCI)
+	if c.PercentOfUnshaped {
+		line += " of unshaped"
+	}
 	if c.HasStatements {
 		line += " (predicted " + fmtSigned(c.Predicted, 2) + ")"
 	}
 	line += "."
+	if c.HasAttribution {
+		line += " Where it went: " + AttributionLine(c) + "."
+	}
 	if c.HasVerified && c.HasBaseline {
 		line += " Ratio " + fmtFixed(c.Ratio, 2) + " to the configured RTT, " + fmtFixed(c.RatioVerified, 2) +
 			" to the verified one (SELECT 1 " + fmtSigned(c.Verified, 3) + " ms)."

@@ -19,6 +19,10 @@ type cellSpec struct {
 	statements float64
 	settings   []float64
 	runs       int
+	// unshaped runs (the shaper out of the path: 0.03 ms faster per
+	// statement); a spec with them also has the wire's figures and
+	// every request taken apart.
+	unshaped int
 }
 
 // writeGoldenFolder builds a results folder from integer-nanosecond
@@ -46,6 +50,12 @@ func writeGoldenFolder(t testing.TB, specs []cellSpec) string {
 			}
 		}
 	}
+	for _, c := range specs { // after the shaped tasks: their draws stay the same
+		for run := 1; run <= c.unshaped; run++ {
+			id++
+			m.Tasks = append(m.Tasks, Task{ID: id, App: c.app, Route: c.route, Run: run, Unshaped: true})
+		}
+	}
 	mustNoErr(t, f.WriteManifest(m))
 	rng := rand.New(rand.NewPCG(1, 2))
 	specOf := func(tk Task) cellSpec {
@@ -62,7 +72,10 @@ func writeGoldenFolder(t testing.TB, specs []cellSpec) string {
 		var s []Sample
 		for i := range 22 {
 			lat := c.base + c.statements*tk.RTTms + 0.2*rng.Float64()
-			x := Sample{App: tk.App, Route: tk.Route, RTTms: tk.RTTms, Run: tk.Run, Seq: i, Warmup: i < 2,
+			if tk.Unshaped {
+				lat -= 0.03 * c.statements
+			}
+			x := Sample{App: tk.App, Route: tk.Route, RTTms: tk.RTTms, Run: tk.Run, Unshaped: tk.Unshaped, Seq: i, Warmup: i < 2,
 				LatencyNS: int64(lat * 1e6), Status: 200, Bytes: 2048}
 			s = append(s, x)
 		}
@@ -81,8 +94,12 @@ func writeGoldenFolder(t testing.TB, specs []cellSpec) string {
 		}
 		mustNoErr(t, f.AppendSamples(tk.ID, attempt, s))
 		mustNoErr(t, f.MarkDone(tk.ID, attempt))
-		if tk.App == "go" {
+		if tk.App == "go" && !tk.Unshaped {
 			mustNoErr(t, f.AppendShaper(goldenShaperRows(tk, attempt)))
+		}
+		if c.unshaped > 0 {
+			mustNoErr(t, f.AppendWire(goldenWireRows(tk, attempt)))
+			mustNoErr(t, f.AppendAnatomy(goldenAnatomy(tk, attempt, c, s)))
 		}
 	}
 	var probes []Probe
@@ -128,9 +145,58 @@ func goldenShaperRows(tk Task, attempt int) []ShaperRow {
 	return rows
 }
 
+// goldenWireRows is what the captures saw of one go task: 0.02 ms one way
+// through the shaper, 0.005 ms without it, plus half the setting; the
+// database's side at 1 ms 0.03 ms late in run 1 (one task off), and one
+// task at 0.5 ms with a full ring (incomplete).
+func goldenWireRows(tk Task, attempt int) []WireRow {
+	var rows []WireRow
+	for i, dir := range []string{DirAppToDB, DirDBToApp} {
+		p50 := 0.02 + tk.RTTms/2 + 0.001*float64(tk.Run%3)
+		if tk.Unshaped {
+			p50 = 0.005
+		}
+		if dir == DirDBToApp && tk.RTTms == 1 && tk.Run == 1 {
+			p50 += 0.03
+		}
+		r := WireRow{Task: tk.ID, Attempt: attempt, App: tk.App, Route: tk.Route, RTTms: tk.RTTms, Unshaped: tk.Unshaped, Direction: dir,
+			Sent: 200 + i, Matched: 200 + i, P50Ms: p50, P99Ms: p50 + 0.2, Requests: 22, Anatomized: 22}
+		if tk.RTTms == 0.5 && tk.Run == 2 {
+			r.Drops = 3
+		}
+		rows = append(rows, r)
+	}
+	return rows
+}
+
+// goldenAnatomy takes each measured request of a go task apart: per
+// statement a round trip of 0.02 ms each way through the shaper (0.005
+// without it) plus half the setting, 0.02 ms at the database; the load
+// client 0.1 ms, the legs 0.02; the app the rest.
+func goldenAnatomy(tk Task, attempt int, c cellSpec, samples []Sample) []AnatomyRow {
+	var out []AnatomyRow
+	oneWay := 0.02 + tk.RTTms/2
+	if tk.Unshaped {
+		oneWay = 0.005
+	}
+	for _, x := range samples {
+		if x.Warmup {
+			continue
+		}
+		lat := float64(x.LatencyNS) / 1e6
+		ra := RequestAnatomy{Seq: x.Seq, LatencyMs: lat, ClientMs: 0.1, LegInMs: 0.01, LegOutMs: 0.01, RoundTrips: int(c.statements),
+			WireOutMs: c.statements * oneWay, WireBackMs: c.statements * oneWay, DBMs: c.statements * 0.02}
+		ra.AppPreMs = 0.05
+		ra.AppPostMs = lat - ra.ClientMs - ra.LegInMs - ra.LegOutMs - ra.WireMs() - ra.DBMs - ra.AppPreMs
+		out = append(out, AnatomyRow{Task: tk.ID, Attempt: attempt, App: tk.App, Route: tk.Route, RTTms: tk.RTTms, Unshaped: tk.Unshaped,
+			Run: tk.Run, Failed: x.Failed(), RequestAnatomy: ra.Rounded()})
+	}
+	return out
+}
+
 var goldenSpecs = []cellSpec{
-	{app: "go", route: "/feed", base: 0.9, statements: 3, settings: []float64{0, 0.5, 1}, runs: 6},
-	{app: "go", route: "/feed-naive", base: 1.2, statements: 12, settings: []float64{0, 0.5, 1}, runs: 6},
+	{app: "go", route: "/feed", base: 0.9, statements: 3, settings: []float64{0, 0.5, 1}, runs: 6, unshaped: 6},
+	{app: "go", route: "/feed-naive", base: 1.2, statements: 12, settings: []float64{0, 0.5, 1}, runs: 6, unshaped: 6},
 	{app: "node", route: "/feed", base: 1.4, statements: 3, settings: []float64{0, 0.75}, runs: 3},
 }
 

@@ -468,7 +468,9 @@ type Cell struct {
 	Percent           float64
 	PercentCI         Interval
 	PercentOfUnshaped bool
-	UnshapedP50       float64
+	// HasUnshaped: the route has unshaped runs, of p50 UnshapedP50.
+	HasUnshaped bool
+	UnshapedP50 float64
 	// Ratio is Change / RTTms (the amplification ratio).
 	Ratio float64
 	// Statements per request: the traced round trips per request when
@@ -781,7 +783,7 @@ func (c *Cell) percentOfUnshaped(index map[string]*Cell, seed uint64, o Options)
 	if u == nil || u.NRuns == 0 || c.Unshaped {
 		return
 	}
-	c.UnshapedP50 = u.P50
+	c.HasUnshaped, c.UnshapedP50 = true, u.P50
 	if !c.HasBaseline {
 		return
 	}
