@@ -185,6 +185,7 @@ func finishRun(ctx context.Context, d engine.Docker, f *results.Folder, m *resul
 	// Whatever happened, the results folder stays consistent: record the
 	// end and regenerate the summaries from the raw files.
 	m.End = o.Now().UTC()
+	m.LoadEnd = loadAverage()
 	if err := f.WriteManifest(m); err != nil && runErr == nil {
 		runErr = err
 	}
@@ -224,8 +225,9 @@ func newManifest(p *Plan, all map[string]*apps.Meta, o RunOptions, info engine.E
 		Version: o.Version, GitCommit: o.Commit,
 		EngineVersion: info.Version, EngineAPIVersion: info.APIVersion, Kernel: info.Kernel,
 		Scope: p.Scope, Images: o.Images, Skipped: o.Skipped,
-		HostCPUModel: engine.CPUModel(), HostCPUs: runtime.NumCPU(), HostMemoryBytes: uint64(info.MemBytes),
-		Start: o.Now().UTC(),
+		HostCPUModel: engine.CPUModel(), HostCPUs: runtime.NumCPU(), HostMemoryBytes: uint64(info.MemBytes), HostIdle: engine.CPUIdle(),
+		LoadStart: loadAverage(),
+		Start:     o.Now().UTC(),
 	}
 	for _, t := range p.Tasks() {
 		if _, skip := o.Skipped[t.App]; skip {
@@ -242,6 +244,15 @@ func newManifest(p *Plan, all map[string]*apps.Meta, o RunOptions, info engine.E
 		}
 	}
 	return m
+}
+
+// loadAverage is the host's load average for the manifest, nil where it
+// cannot be read.
+func loadAverage() *float64 {
+	if v := engine.LoadAverage(); v >= 0 {
+		return &v
+	}
+	return nil
 }
 
 // FolderPlan returns the plan a results folder was run with.

@@ -105,6 +105,8 @@ type htmlReport struct {
 	Attr      []htmlAttr
 	AttrNote  string
 	Baselines []baselineRow
+	Seed      []seedRow
+	SeedNote  string
 	Wire      []wireRow
 	WireNote  string
 	Lines     []string
@@ -235,6 +237,9 @@ func (r *htmlReport) overview(s *Summary) {
 		r.AttrNote = "Method: " + AnatomyMethod + ". Wire = app↔database, both ways, every round trip; configured = round trips × RTT; excess = the wire's change beyond it; client = the load client's own time and the client↔app legs; accounted = the share of the latency the captures see."
 	}
 	r.Baselines = s.baselineRows()
+	if r.Seed = s.seedRows(); len(r.Seed) > 0 {
+		r.SeedNote = "The seed: " + seedHost + "; its 0 ms went through netem with no delay (compare with unshaped here), its change with the change against 0 ms here. Ratio = change ÷ (round trips × RTT). On the wire = the change the captures saw between the app and the database; endpoints = the app's and the database's own time, which the seed could not see."
+	}
 	r.Wire = s.wireRows()
 	if len(r.Wire) > 0 {
 		r.WireNote = fmt.Sprintf("One-way delay between the app and the database as both captures saw it on every task (median over tasks of each task's p50); added = against the 0 ms tasks; verified when both ways are within ±%g ms of half the RTT with at least %.0f%% of packets paired.", WireToleranceMs, 100*WireMinMatched)
@@ -345,6 +350,10 @@ func (r *htmlReport) manifestFacts(s *Summary) {
 	}
 	if m.HostMemoryBytes > 0 {
 		kv("host memory", fmt.Sprintf("%.1f GiB", float64(m.HostMemoryBytes)/(1<<30)))
+	}
+	kv("host CPUs idle with", m.HostIdle)
+	if m.LoadStart != nil && m.LoadEnd != nil {
+		kv("load average (start, end)", fmt.Sprintf("%.2f, %.2f", *m.LoadStart, *m.LoadEnd))
 	}
 	if !m.Start.IsZero() {
 		kv("start", m.Start.UTC().Format(time.RFC3339))
@@ -522,6 +531,14 @@ table.grid td.lowncell { background: #fff8e1; }
 <thead><tr><th>route</th><th>runs (unshaped, 0 ms)</th><th>unshaped p50 (ms)</th><th>95% CI</th><th>0 ms p50 (ms)</th><th>95% CI</th><th>the shaper's cost at 0 ms</th><th>per round trip</th></tr></thead>
 <tbody>
 {{range .}}<tr><td>{{.Route}}</td><td class="num">{{.Runs}}</td><td class="num">{{.Unshaped}}</td><td class="num">{{.UnshapedCI}}</td><td class="num">{{.Zero}}</td><td class="num">{{.ZeroCI}}</td><td class="num">{{.Shaper}}</td><td class="num">{{.PerTrip}}</td></tr>
+{{end}}</tbody>
+</table>{{end}}
+{{with .Seed}}<h3 id="seed">Beside the seed, at 0.75 ms</h3>
+<p class="meta">{{$.SeedNote}}</p>
+<table>
+<thead><tr><th>route</th><th>seed 0 ms p50</th><th>unshaped p50 here</th><th>seed change [CI]</th><th>change here [CI]</th><th>seed ratio</th><th>ratio here</th><th>on the wire</th><th>wire ÷ configured</th><th>endpoints</th><th>inside the seed's CI</th></tr></thead>
+<tbody>
+{{range .}}<tr><td>{{.Route}}</td><td class="num">{{.SeedBase}}</td><td class="num">{{.Unshaped}}</td><td class="num">{{.SeedChange}}</td><td class="num">{{.Change}}</td><td class="num">{{.SeedRatio}}</td><td class="num">{{.Ratio}}</td><td class="num">{{.Wire}}</td><td class="num">{{.WireRatio}}</td><td>{{.Endpoints}}</td><td>{{.Inside}}</td></tr>
 {{end}}</tbody>
 </table>{{end}}
 </section>

@@ -444,6 +444,7 @@ func (s *Summary) Markdown() []byte {
 	s.resultsMarkdown(&b, o)
 	s.anatomyMarkdown(&b)
 	s.baselinesMarkdown(&b)
+	s.seedMarkdown(&b)
 	s.tablesMarkdown(&b, o)
 	s.wireMarkdown(&b)
 	s.shaperMarkdown(&b, o)

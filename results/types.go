@@ -108,6 +108,13 @@ type Manifest struct {
 	HostCPUModel    string `json:"host_cpu_model"`
 	HostCPUs        int    `json:"host_cpus"`
 	HostMemoryBytes uint64 `json:"host_memory_bytes"`
+	// HostIdle is how the host's CPUs idle (cpuidle driver and governor):
+	// a waiting process's wake-up, and so the endpoints' own time, depends
+	// on it. LoadStart and LoadEnd are the 1-minute load averages when the
+	// run started and ended (null: not read).
+	HostIdle  string   `json:"host_idle,omitempty"`
+	LoadStart *float64 `json:"load_start,omitempty"`
+	LoadEnd   *float64 `json:"load_end,omitempty"`
 
 	Start time.Time `json:"start"`
 	End   time.Time `json:"end,omitzero"`

@@ -332,3 +332,42 @@ func CPUModel() string {
 	}
 	return ""
 }
+
+// CPUIdle says how this host's CPUs idle: the cpuidle driver and
+// governor ("none" where the kernel has no cpuidle), which decide how
+// long a waiting process takes to wake up; "" where it cannot be read.
+func CPUIdle() string {
+	read := func(name string) string {
+		b, err := os.ReadFile("/sys/devices/system/cpu/cpuidle/" + name)
+		if err != nil {
+			return ""
+		}
+		return strings.TrimSpace(string(b))
+	}
+	driver, governor := read("current_driver"), read("current_governor")
+	switch {
+	case driver == "":
+		return ""
+	case governor == "":
+		return "cpuidle " + driver
+	}
+	return "cpuidle " + driver + ", governor " + governor
+}
+
+// LoadAverage is the host's 1-minute load average, -1 where it cannot be
+// read.
+func LoadAverage() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return -1
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return -1
+	}
+	v, err := strconv.ParseFloat(f[0], 64)
+	if err != nil {
+		return -1
+	}
+	return v
+}

@@ -18,7 +18,7 @@ import (
 // Engine connects to the engine. Under `make test` (RTTLAB_INTEGRATION=1)
 // a missing engine fails the test; in a plain `go test` without an engine
 // the test skips, and with -short it always skips.
-func Engine(t *testing.T) *engine.Runtime {
+func Engine(t testing.TB) *engine.Runtime {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("integration test: skipped with -short")
@@ -40,7 +40,7 @@ func Engine(t *testing.T) *engine.Runtime {
 // apps, the checkout when empty) that cross-builds Go programs in that
 // module, the base image ensured first. Its version holds spaces, as a
 // user's may.
-func Builder(t *testing.T, rt *engine.Runtime, src string) *engine.Builder {
+func Builder(t testing.TB, rt *engine.Runtime, src string) *engine.Builder {
 	t.Helper()
 	if src == "" {
 		var err error
@@ -61,7 +61,7 @@ func Builder(t *testing.T, rt *engine.Runtime, src string) *engine.Builder {
 }
 
 // Build builds the named images with b and returns every app's metadata.
-func Build(t *testing.T, b *engine.Builder, names ...string) map[string]*apps.Meta {
+func Build(t testing.TB, b *engine.Builder, names ...string) map[string]*apps.Meta {
 	t.Helper()
 	built, err := b.Build(context.Background(), names)
 	if err != nil {
@@ -75,7 +75,7 @@ func Build(t *testing.T, b *engine.Builder, names ...string) map[string]*apps.Me
 
 // BuiltApps builds the named images from the checkout and returns every
 // app's metadata.
-func BuiltApps(t *testing.T, rt *engine.Runtime, names ...string) map[string]*apps.Meta {
+func BuiltApps(t testing.TB, rt *engine.Runtime, names ...string) map[string]*apps.Meta {
 	t.Helper()
 	return Build(t, Builder(t, rt, ""), names...)
 }
