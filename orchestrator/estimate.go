@@ -9,18 +9,21 @@ import (
 	"github.com/rttlab/rttlab/netem"
 )
 
-// What a run costs on a 2-core host, measured with the study's plans: a
-// stack's start, calibration and verification probes take about half a
-// minute per app; a task adds about a second of its own (the quick ICMP
-// check, setting the delay, the load client's start) to its requests; a
-// request of a route costs about 1.5 ms plus a round trip per statement,
-// a request of a mix (Redmine, Aimeos, a request_mix) about 60 ms.
+// What a run costs on a 2-core host, measured with the study's plans (the
+// five framework rows, 1,200 tasks: 2,033 s of wall time for 1,429 s of
+// requests): a stack's start, calibration and verification probes take
+// about half a minute per app; a task adds about half a second of its own
+// (setting the delay, the quick ICMP check, the captures, the load
+// client's start, reading the shapers) to its requests; a request of a
+// route costs about 2 ms plus, per statement, the round trip through the
+// shaper (its floor and its pass, about 0.75 ms) and the RTT; a request
+// of a mix (Redmine, Aimeos, a request_mix) about 60 ms.
 const (
 	estimatePerApp     = 30 * time.Second
-	estimatePerTask    = time.Second
-	estimateRouteBase  = 1500 * time.Microsecond
+	estimatePerTask    = 500 * time.Millisecond
+	estimateRouteBase  = 2 * time.Millisecond
 	estimateMixRequest = 60 * time.Millisecond
-	estimateRoundTrip  = 150 * time.Microsecond // the unshaped path's share
+	estimateRoundTrip  = 750 * time.Microsecond // the shaped path's own share
 )
 
 // Estimate is a plan's expected wall time on a 2-core host, from its

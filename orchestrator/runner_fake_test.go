@@ -670,3 +670,31 @@ func checkTaskWire(t *testing.T, d *results.Data, p *Plan) {
 		}
 	}
 }
+
+// A capture that cannot start fails the task with its reason, and the
+// retry with it: no task is ever done without its wire's figures.
+func TestRunFakeCaptureCannotStart(t *testing.T) {
+	lab := fakelab.New(t)
+	lab.HandleStream("rttlab agent capture", func(ctx context.Context, x *enginefake.Call) (int, error) {
+		fmt.Fprintln(x.Stderr, "rttlab: capture: packet socket: operation not permitted (needs CAP_NET_RAW)")
+		return 1, nil
+	})
+	dir, err := Run(context.Background(), lab, lab.Apps, RunOptions{Plan: fakePlan(), OutDir: t.TempDir(), Now: fakeNow})
+	if err == nil || !strings.Contains(err.Error(), "failed twice: capture the task's packets") || !strings.Contains(err.Error(), "needs CAP_NET_RAW") {
+		t.Fatalf("err = %v", err)
+	}
+	d := loadFolder(t, dir)
+	if len(d.Done) != 0 || len(d.Wire) != 0 {
+		t.Fatalf("done %v, wire rows %d", d.Done, len(d.Wire))
+	}
+	failed := 0
+	for _, r := range d.Records {
+		if r.Status == results.StatusFailed && strings.Contains(r.Error, "needs CAP_NET_RAW") {
+			failed++
+		}
+	}
+	if failed != 2 {
+		t.Errorf("%d failed attempts naming the reason, want 2: %+v", failed, d.Records)
+	}
+	lab.RequireEmpty(t)
+}

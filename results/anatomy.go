@@ -272,15 +272,26 @@ type Parts struct {
 func (p Parts) Accounted() float64 { return 1 - p.Client/p.Latency }
 
 // Attribution splits a cell's change against its 0 ms cell into the
-// wire as configured (round trips × RTT), the wire's excess over it, the
-// app's time, the database's time and the rest (the client's own time
-// and the legs). They add up to Total, the change of the parts' latency.
+// wire as configured (round trips × RTT), the wire's part of a change in
+// the number of round trips (each one more or less costs the 0 ms
+// cell's wire per round trip: an app whose driver sends some exchanges
+// in the background makes a number that varies with the timing), the
+// wire's excess over both (the delay per round trip beyond the
+// setting), the app's time, the database's time and the rest (the
+// client's own time and the legs). They add up to Total, the change of
+// the parts' latency.
 type Attribution struct {
-	Total, WireConfigured, WireExcess, App, DB, Outside float64
+	Total, WireConfigured, WireTrips, WireExcess, App, DB, Outside float64
+	// TripsChange is the change of the round trips per request.
+	TripsChange float64
 }
 
-// Wire is the change on the wire: configured and excess.
-func (a Attribution) Wire() float64 { return a.WireConfigured + a.WireExcess }
+// Wire is the change on the wire: configured, round trips' and excess.
+func (a Attribution) Wire() float64 { return a.WireConfigured + a.WireTrips + a.WireExcess }
+
+// PerTrip is the wire's change per round trip against the RTT: 1 when
+// each round trip carries exactly the configured delay.
+func (a Attribution) PerTrip() float64 { return (a.WireConfigured + a.WireExcess) / a.WireConfigured }
 
 // AnatomyBand is the share of each run's requests, around its median,
 // whose parts are averaged: those from the 40th to the 60th percentile
@@ -288,7 +299,7 @@ func (a Attribution) Wire() float64 { return a.WireConfigured + a.WireExcess }
 const AnatomyBand = 0.2
 
 // AnatomyMethod says how the parts are taken; the summaries repeat it.
-const AnatomyMethod = "each measured request is taken apart on the wire (captures of the client's, the app's and the database's namespaces, kernel stamps on one clock); per run the requests from the 40th to the 60th percentile of its latency are averaged, and a cell's parts are the mean over its runs; the change of each part is its cell's minus the 0 ms cell's, so the parts add up to the change of their latency"
+const AnatomyMethod = "each measured request is taken apart on the wire (captures of the client's, the app's and the database's namespaces, kernel stamps on one clock); per run the requests from the 40th to the 60th percentile of its latency are averaged, and a cell's parts are the mean over its runs; the change of each part is its cell's minus the 0 ms cell's, so the parts add up to the change of their latency; the wire's change is split into round trips × RTT (configured), the change of the number of round trips × the 0 ms cell's wire per round trip, and the excess per round trip"
 
 // partsOf averages, per run, the parts of the successful requests whose
 // latency lies in the run's middle band, then over the runs.
@@ -353,9 +364,12 @@ func partsOf(rows []AnatomyRow) (Parts, bool) {
 // attribute is the change from base to p at the setting rtt.
 func attribute(base, p Parts, rtt float64) Attribution {
 	a := Attribution{Total: p.Latency - base.Latency, App: p.App - base.App, DB: p.DB - base.DB,
-		Outside: (p.Client + p.Legs) - (base.Client + base.Legs)}
+		Outside: (p.Client + p.Legs) - (base.Client + base.Legs), TripsChange: p.RoundTrips - base.RoundTrips}
 	a.WireConfigured = p.RoundTrips * rtt
-	a.WireExcess = (p.Wire - base.Wire) - a.WireConfigured
+	if base.RoundTrips > 0 {
+		a.WireTrips = a.TripsChange * base.Wire / base.RoundTrips
+	}
+	a.WireExcess = (p.Wire - base.Wire) - a.WireConfigured - a.WireTrips
 	return a
 }
 

@@ -94,10 +94,10 @@ func Create(outDir, planName string, now time.Time) (f *Folder, err error) {
 // Open reopens an existing results folder to resume it. It first loads and
 // checks every file (see Load); any malformed line other than an
 // unterminated last line is an error and nothing is changed. An
-// unterminated last line of samples.jsonl, tasks.jsonl or probes.csv is
-// what a crash mid-write leaves; it belongs to an attempt that was never
-// marked done, and Open truncates it so new lines start clean. State
-// returns what was loaded.
+// unterminated last line of samples.jsonl, tasks.jsonl, probes.csv,
+// shaper.csv, wire.csv or anatomy.jsonl is what a crash mid-write leaves;
+// it belongs to an attempt that was never marked done, and Open truncates
+// it so new lines start clean. State returns what was loaded.
 //
 // Open first takes the folder's lock, held until Close: while another
 // Folder of dir is open, in this process or another, Open fails with a
@@ -125,6 +125,13 @@ func Open(dir string) (f *Folder, err error) {
 	}
 	for _, n := range []string{SamplesFile, TasksFile, ProbesFile} {
 		if err := trimTo(filepath.Join(dir, n), d.complete[n]); err != nil {
+			return nil, fmt.Errorf("open results folder %s: %w", dir, err)
+		}
+	}
+	// The files appended per task that readers take to their last whole
+	// line: a cut line would otherwise run into the next append.
+	for _, n := range []string{ShaperFile, WireFile, AnatomyFile} {
+		if err := trimCutLine(filepath.Join(dir, n)); err != nil {
 			return nil, fmt.Errorf("open results folder %s: %w", dir, err)
 		}
 	}
@@ -880,6 +887,38 @@ func writeSynced(path string, flag int, b []byte) error {
 }
 
 // trimTo truncates path to size bytes when it is longer, and fsyncs.
+// trimCutLine cuts a file after its last newline (a missing file is left
+// alone), reading back from its end only as far as that newline.
+func trimCutLine(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	buf := make([]byte, 64<<10)
+	for end := fi.Size(); end > 0; {
+		n := int64(len(buf))
+		if end < n {
+			n = end
+		}
+		if _, err := f.ReadAt(buf[:n], end-n); err != nil {
+			return err
+		}
+		if i := bytes.LastIndexByte(buf[:n], '\n'); i >= 0 {
+			return trimTo(path, end-n+int64(i)+1)
+		}
+		end -= n
+	}
+	return trimTo(path, 0)
+}
+
 func trimTo(path string, size int64) error {
 	fi, err := os.Stat(path)
 	if err != nil {

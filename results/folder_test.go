@@ -390,3 +390,40 @@ func TestCutInsideTheAttemptNumber(t *testing.T) {
 		t.Errorf("task 3 still done after a line of its attempt was cut")
 	}
 }
+
+// The wire's, the anatomy's and the shaper's files, cut mid-line by a
+// crash, are trimmed on resume so the next attempt's rows start clean;
+// only the rows of done attempts count.
+func TestResumeTrimsCutWireRows(t *testing.T) {
+	f, m := newTestFolder(t)
+	tk := m.Tasks[1]
+	wire := WireRow{Task: tk.ID, Attempt: 1, App: tk.App, Route: tk.Route, RTTms: tk.RTTms, Direction: DirAppToDB, Sent: 10, Matched: 10, P50Ms: 0.3}
+	an := AnatomyRow{Task: tk.ID, Attempt: 1, App: tk.App, Route: tk.Route, RTTms: tk.RTTms, RequestAnatomy: RequestAnatomy{Seq: 1, LatencyMs: 2}}
+	mustNoErr(t, f.AppendWire([]WireRow{wire}))
+	mustNoErr(t, f.AppendAnatomy([]AnatomyRow{an}))
+	mustNoErr(t, f.AppendShaper([]ShaperRow{{Task: tk.ID, Attempt: 1, App: tk.App, Route: tk.Route, RTTms: tk.RTTms, Side: "app"}}))
+	mustNoErr(t, f.Close())
+	for _, n := range []string{WireFile, AnatomyFile, ShaperFile} {
+		p := filepath.Join(f.Dir(), n)
+		b, err := os.ReadFile(p)
+		mustNoErr(t, err)
+		mustNoErr(t, os.WriteFile(p, append(b, []byte(`2,1,go,/fe`)...), 0o644))
+	}
+	g, err := Open(f.Dir())
+	mustNoErr(t, err)
+	a := g.State().NextAttempt(tk.ID)
+	wire.Attempt, an.Attempt = a, a
+	mustNoErr(t, g.AppendWire([]WireRow{wire}))
+	mustNoErr(t, g.AppendAnatomy([]AnatomyRow{an}))
+	mustNoErr(t, g.AppendSamples(tk.ID, a, taskSamples(tk, 9, 1.5)))
+	mustNoErr(t, g.MarkDone(tk.ID, a))
+	mustNoErr(t, g.Close())
+	d, err := Load(f.Dir())
+	mustNoErr(t, err)
+	if len(d.Wire) != 1 || d.Wire[0].Attempt != a || len(d.Anatomy) != 1 || d.Anatomy[0].Attempt != a {
+		t.Errorf("after the resume: wire %+v, anatomy %+v", d.Wire, d.Anatomy)
+	}
+	if _, err := LoadShaper(f.Dir()); err != nil {
+		t.Errorf("shaper.csv after the resume: %v", err)
+	}
+}

@@ -21,6 +21,7 @@ type attributionPart struct {
 
 var attributionParts = []attributionPart{
 	{"wire, configured (round trips × RTT)", color.RGBA{0x5a, 0x5a, 0x5a, 0xff}, func(a Attribution) float64 { return a.WireConfigured }},
+	{"wire, change of round trips", color.RGBA{0x9e, 0x76, 0xc7, 0xff}, func(a Attribution) float64 { return a.WireTrips }},
 	{"wire, excess", color.RGBA{0xb0, 0xb0, 0xb0, 0xff}, func(a Attribution) float64 { return a.WireExcess }},
 	{"app's own time", color.RGBA{0x1f, 0x77, 0xb4, 0xff}, func(a Attribution) float64 { return a.App }},
 	{"database's own time", color.RGBA{0xff, 0x7f, 0x0e, 0xff}, func(a Attribution) float64 { return a.DB }},

@@ -213,7 +213,10 @@ type jsonAttribution struct {
 	Total          num `json:"total_ms"`
 	Wire           num `json:"wire_ms"`
 	WireConfigured num `json:"wire_configured_ms"`
+	WireTrips      num `json:"wire_round_trips_ms"`
 	WireExcess     num `json:"wire_excess_ms"`
+	PerTrip        num `json:"wire_per_trip_ratio"`
+	TripsChange    num `json:"round_trips_change"`
 	App            num `json:"app_ms"`
 	DB             num `json:"db_ms"`
 	Client         num `json:"client_ms"`
@@ -419,8 +422,8 @@ func jsonCellOf(c Cell) jsonCell {
 	}
 	if c.HasAttribution {
 		a := c.Attribution
-		jc.Attribution = &jsonAttribution{Total: num(a.Total), Wire: num(a.Wire()), WireConfigured: num(a.WireConfigured), WireExcess: num(a.WireExcess),
-			App: num(a.App), DB: num(a.DB), Client: num(a.Outside)}
+		jc.Attribution = &jsonAttribution{Total: num(a.Total), Wire: num(a.Wire()), WireConfigured: num(a.WireConfigured), WireTrips: num(a.WireTrips),
+			WireExcess: num(a.WireExcess), PerTrip: num(a.PerTrip()), TripsChange: num(a.TripsChange), App: num(a.App), DB: num(a.DB), Client: num(a.Outside)}
 	}
 	return jc
 }

@@ -75,7 +75,7 @@ func (s *Summary) seedRows() []seedRow {
 			a := c.Attribution
 			r.Wire = fmtSigned(a.Wire(), 2)
 			if a.WireConfigured > 0 {
-				r.WireRatio = fmtFixed(a.Wire()/a.WireConfigured, 3)
+				r.WireRatio = fmtFixed(a.PerTrip(), 3)
 			}
 			r.Endpoints = fmtSigned(a.App+a.DB, 2) + fmt.Sprintf(" (app %s, db %s)", fmtSigned(a.App, 2), fmtSigned(a.DB, 2))
 		}
@@ -95,8 +95,8 @@ func (s *Summary) seedMarkdown(b *strings.Builder) {
 		return
 	}
 	fmt.Fprintf(b, "## Beside the seed, at %s ms\n\n", fmtSetting(SeedComparisonMs))
-	fmt.Fprintf(b, "The seed: %s; its 0 ms went through netem with no delay, which adds next to nothing, so its baseline compares with the unshaped one here, and its change with the change against 0 ms here. Ratio = change ÷ (round trips × RTT): the seed's round trips as its text gives them, the traced ones here. On the wire = the change the captures saw between the app and the database (÷ round trips × RTT); endpoints = the change of the app's and the database's own time, which the seed could not see. Inside = the change here lies within the seed's CI.\n\n", seedHost)
-	b.WriteString("| route | seed 0 ms p50 | unshaped p50 here | seed change [CI] | change here [CI] | seed ratio | ratio here | on the wire | wire ÷ configured | endpoints | inside |\n")
+	fmt.Fprintf(b, "The seed: %s; its 0 ms went through netem with no delay, which adds next to nothing, so its baseline compares with the unshaped one here, and its change with the change against 0 ms here. Ratio = change ÷ (round trips × RTT): the seed's round trips as its text gives them, the traced ones here. On the wire = the change the captures saw between the app and the database, and per round trip ÷ RTT; endpoints = the change of the app's and the database's own time, which the seed could not see. Inside = the change here lies within the seed's CI.\n\n", seedHost)
+	b.WriteString("| route | seed 0 ms p50 | unshaped p50 here | seed change [CI] | change here [CI] | seed ratio | ratio here | on the wire | per trip ÷ RTT | endpoints | inside |\n")
 	b.WriteString("| --- | ---: | ---: | --- | --- | ---: | ---: | ---: | ---: | --- | --- |\n")
 	for _, r := range rows {
 		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", mdEscape(r.Route), r.SeedBase, r.Unshaped, r.SeedChange, r.Change,

@@ -209,6 +209,9 @@ type RequestAnatomy struct {
 	DBMs       float64 `json:"db_ms"`
 	WireBackMs float64 `json:"wire_back_ms"`
 	RoundTrips int     `json:"round_trips"`
+	// TripsUs is each round trip in order: its wire out, the database's
+	// time and its wire back, in µs.
+	TripsUs [][3]int32 `json:"trips_us,omitempty"`
 	// Overlap: a query left before the previous answer arrived (queries
 	// in parallel); the app's time between them is then negative.
 	Overlap bool `json:"overlap,omitempty"`

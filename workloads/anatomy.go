@@ -298,6 +298,7 @@ func (rq request) anatomy(cs, as, ds captureSegs, trips []trip, assigned []bool)
 		r.WireOutMs += ms(qIn - qOut)
 		r.DBMs += ms(aOut - qIn)
 		r.WireBackMs += ms(aIn - aOut)
+		r.TripsUs = append(r.TripsUs, [3]int32{roundUs(qIn - qOut), roundUs(aOut - qIn), roundUs(aIn - aOut)})
 		r.RoundTrips++
 		last = aIn
 	}
@@ -332,6 +333,9 @@ func (tr trip) events(as, ds captureSegs) (qOut, qIn, aOut, aIn int64, ok bool) 
 func key(s dseg) [2]netip.AddrPort { return [2]netip.AddrPort{s.src, s.dst} }
 
 func ms(ns int64) float64 { return float64(ns) / 1e6 }
+
+// roundUs rounds ns to whole µs.
+func roundUs(ns int64) int32 { return int32((ns + 500) / 1000) }
 
 // completion is when the burst's range [b.seq, b.end) was complete
 // among the received segments recv (of the burst's connection and

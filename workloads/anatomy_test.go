@@ -145,6 +145,11 @@ func TestAnatomyThreeQueries(t *testing.T) {
 	if !anatomyNear(r, want) {
 		t.Errorf("got  %+v\nwant %+v", r, want)
 	}
+	for i, tr := range r.TripsUs {
+		if tr != [3]int32{300, 80, 300} {
+			t.Errorf("round trip %d: %v µs, want 300 out, 80 at the database, 300 back", i, tr)
+		}
+	}
 }
 
 func anatomyNear(a, b results.RequestAnatomy) bool {
