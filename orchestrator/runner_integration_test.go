@@ -107,7 +107,8 @@ func TestIntegrationSmokePlanGo(t *testing.T) {
 func TestIntegrationInterruptAndResume(t *testing.T) {
 	rt := enginetest.Engine(t)
 	all := enginetest.BuiltApps(t, rt, "postgres", "go", "agent")
-	p := &Plan{Name: "resume-test", Seed: 99, DelaysMs: []float64{0, 1}, Runs: 2, Requests: 10, Warmup: 2,
+	zero := 0 // the counts below are the shaped tasks'
+	p := &Plan{Name: "resume-test", Seed: 99, DelaysMs: []float64{0, 1}, Runs: 2, Requests: 10, Warmup: 2, UnshapedRuns: &zero,
 		Apps: []PlanApp{{Name: "go", Routes: []string{"/feed"}}}, ICMPCount: 5, SelectRuns: 1, SelectCalls: 10, TaskICMPCount: 2}
 	p.Defaults()
 	out := t.TempDir()
@@ -276,7 +277,8 @@ func runKillingOnce(t *testing.T, name string, seed uint64, suffix string) (*res
 	t.Helper()
 	rt := enginetest.Engine(t)
 	all := enginetest.BuiltApps(t, rt, "postgres", "go", "agent")
-	p := &Plan{Name: name, Seed: seed, DelaysMs: []float64{0, 1}, Runs: 1, Requests: 2000, Warmup: 2,
+	zero := 0 // the drill kills during one of the two shaped tasks
+	p := &Plan{Name: name, Seed: seed, DelaysMs: []float64{0, 1}, Runs: 1, Requests: 2000, Warmup: 2, UnshapedRuns: &zero,
 		Apps: []PlanApp{{Name: "go", Routes: []string{"/feed"}}}, ICMPCount: 5, SelectRuns: 1, SelectCalls: 10, TaskICMPCount: 2,
 		Calibrate: "off"}
 	p.Defaults()

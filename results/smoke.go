@@ -124,7 +124,14 @@ func (v *SmokeVerdict) writeGate(w io.Writer) {
 func (v *SmokeVerdict) writeRun(w io.Writer) {
 	state, detail := "PASS", ""
 	if s := v.Summary; s != nil {
-		detail = fmt.Sprintf("%d of %d tasks at %s ms (%s)", s.TasksDone, s.TasksPlanned, msList(v.DelaysMs), v.counts())
+		at := msList(v.DelaysMs) + " ms"
+		for _, t := range s.Manifest.Tasks {
+			if t.Unshaped {
+				at += " and unshaped"
+				break
+			}
+		}
+		detail = fmt.Sprintf("%d of %d tasks at %s (%s)", s.TasksDone, s.TasksPlanned, at, v.counts())
 	}
 	if !v.RunComplete() || v.Err != nil {
 		state = "FAIL"

@@ -143,7 +143,7 @@ func TestIntegrationCISmoke(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 	}
-	for _, want := range []string{"ci-smoke go: PASS\n", "  verify   PASS", "  budgets  PASS  2 of 2", "  run      PASS  8 of 8 tasks at 0, 1 ms", "/feed-naive at 1 ms: p50 +"} {
+	for _, want := range []string{"ci-smoke go: PASS\n", "  verify   PASS", "  budgets  PASS  2 of 2", "  run      PASS  12 of 12 tasks at 0, 1 ms and unshaped", "/feed-naive at 1 ms: p50 +"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("verdict lacks %q:\n%s", want, out)
 		}
