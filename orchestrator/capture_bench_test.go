@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"bytes"
 	"context"
+	"github.com/rttlab/rttlab/results/stats"
 	"slices"
 	"testing"
 	"time"
@@ -61,9 +62,9 @@ func BenchmarkTaskCapture(b *testing.B) {
 		with, without, ratio = append(with, captured), append(without, bare), append(ratio, captured/bare)
 	}
 	b.StopTimer()
-	b.ReportMetric(results.Median(with), "p50-captured-ms")
-	b.ReportMetric(results.Median(without), "p50-bare-ms")
-	b.ReportMetric(results.Median(ratio), "captured/bare")
+	b.ReportMetric(stats.Median(with), "p50-captured-ms")
+	b.ReportMetric(stats.Median(without), "p50-bare-ms")
+	b.ReportMetric(stats.Median(ratio), "captured/bare")
 }
 
 // loadP50 runs one task's load (go /feed, 100 requests after 10) on the
@@ -102,5 +103,5 @@ func (s *appSession) loadP50(ctx context.Context, d engine.Docker, capture bool)
 		}
 	}
 	slices.Sort(lat)
-	return results.Percentile(lat, 0.5), nil
+	return stats.Percentile(lat, 0.5), nil
 }

@@ -5,13 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/rttlab/rttlab/results/stats"
 	"math"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/rttlab/rttlab/orchestrator/engine"
-	"github.com/rttlab/rttlab/results"
 	"github.com/rttlab/rttlab/workloads"
 )
 
@@ -19,14 +19,14 @@ import (
 // phase: open-loop Poisson arrivals through the proxy, latency measured
 // from each request's scheduled send time.
 type ConcurrencyRow struct {
-	Fraction float64     `json:"fraction"` // of host a's capacity
-	Rate     float64     `json:"rate"`     // arrivals per second
-	Policy   string      `json:"policy"`
-	Route    string      `json:"route"` // "all" for every route together
-	N        int         `json:"n"`
-	Failures int         `json:"failures"`
-	P50Ms    results.Num `json:"p50_ms"`
-	P99Ms    results.Num `json:"p99_ms"`
+	Fraction float64   `json:"fraction"` // of host a's capacity
+	Rate     float64   `json:"rate"`     // arrivals per second
+	Policy   string    `json:"policy"`
+	Route    string    `json:"route"` // "all" for every route together
+	N        int       `json:"n"`
+	Failures int       `json:"failures"`
+	P50Ms    stats.Num `json:"p50_ms"`
+	P99Ms    stats.Num `json:"p99_ms"`
 	// Hosts: chosen-host shares (from the proxy's response header).
 	Hosts map[string]float64 `json:"hosts"`
 	// The generator's own record of the run ("all" rows only).
@@ -259,11 +259,11 @@ func concurrencyRows(f, rate float64, pol string, rs []workloads.OpenResult, tot
 	slices.Sort(keys)
 	for _, k := range keys {
 		a := by[k]
-		row := ConcurrencyRow{Fraction: f, Rate: rate, Policy: pol, Route: k, N: len(a.ms), Failures: a.fails, Hosts: map[string]float64{}, P50Ms: results.Num(math.NaN()), P99Ms: results.Num(math.NaN())}
+		row := ConcurrencyRow{Fraction: f, Rate: rate, Policy: pol, Route: k, N: len(a.ms), Failures: a.fails, Hosts: map[string]float64{}, P50Ms: stats.Num(math.NaN()), P99Ms: stats.Num(math.NaN())}
 		if len(a.ms) > 0 {
 			s := slices.Clone(a.ms)
 			slices.Sort(s)
-			row.P50Ms, row.P99Ms = results.Num(results.Percentile(s, 0.5)), results.Num(results.Percentile(s, 0.99))
+			row.P50Ms, row.P99Ms = stats.Num(stats.Percentile(s, 0.5)), stats.Num(stats.Percentile(s, 0.99))
 		}
 		for h, c := range a.hosts {
 			row.Hosts[h] = float64(c) / float64(a.n)

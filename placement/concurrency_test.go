@@ -2,6 +2,7 @@ package placement
 
 import (
 	"encoding/json"
+	"github.com/rttlab/rttlab/results/stats"
 	"math"
 	"os"
 	"slices"
@@ -10,7 +11,6 @@ import (
 	"time"
 
 	"github.com/rttlab/rttlab/netem"
-	"github.com/rttlab/rttlab/results"
 	"github.com/rttlab/rttlab/workloads"
 )
 
@@ -99,8 +99,8 @@ func TestWritePlacePlots(t *testing.T) {
 	}
 	res := &PlaceResult{Plan: p,
 		Reps: []PlaceRep{{Rep: 1, HeldOutCal: cal, Routed: RoutedSummary{Cells: []PolicyRoute{
-			{Policy: PolicyUserFirst, Route: "/feed", P50Ms: 9, P50CI: results.CI{Low: 8.5, High: 9.5}},
-			{Policy: PolicyProfiled, Route: "/feed", P50Ms: 8, P50CI: results.CI{Low: 7.5, High: 8.5}}}}}},
+			{Policy: PolicyUserFirst, Route: "/feed", P50Ms: 9, P50CI: stats.CI{Low: 8.5, High: 9.5}},
+			{Policy: PolicyProfiled, Route: "/feed", P50Ms: 8, P50CI: stats.CI{Low: 7.5, High: 8.5}}}}}},
 		Sweep:       []SweepPoint{{N: 0, AP50Ms: 1.1, BP50Ms: 1.3}, {N: 12, AP50Ms: 9, BP50Ms: 7}},
 		Concurrency: []ConcurrencyRow{{Fraction: 0.3, Policy: "user-first", Route: "all", P50Ms: 10, P99Ms: 50}, {Fraction: 0.7, Policy: "user-first", Route: "all", P50Ms: 20, P99Ms: 200}},
 	}
@@ -124,10 +124,10 @@ func TestWritePlacePlots(t *testing.T) {
 // whatever order the cells come in.
 func TestRoutedPlotColumns(t *testing.T) {
 	cells := []PolicyRoute{
-		{Policy: PolicyUserFirst, Route: "/feed", P50Ms: 9, P50CI: results.CI{Low: 8.5, High: 9.5}},
-		{Policy: PolicyProfiled, Route: "/serial?n=3", P50Ms: 4, P50CI: results.CI{Low: 3.5, High: 4.5}},
-		{Policy: PolicyProfiled, Route: "/feed", P50Ms: 8, P50CI: results.CI{Low: 7.5, High: 8.5}},
-		{Policy: PolicyUserFirst, Route: "/serial?n=3", P50Ms: results.Num(math.NaN())},
+		{Policy: PolicyUserFirst, Route: "/feed", P50Ms: 9, P50CI: stats.CI{Low: 8.5, High: 9.5}},
+		{Policy: PolicyProfiled, Route: "/serial?n=3", P50Ms: 4, P50CI: stats.CI{Low: 3.5, High: 4.5}},
+		{Policy: PolicyProfiled, Route: "/feed", P50Ms: 8, P50CI: stats.CI{Low: 7.5, High: 8.5}},
+		{Policy: PolicyUserFirst, Route: "/serial?n=3", P50Ms: stats.Num(math.NaN())},
 	}
 	p, err := routedPlot(&PlaceResult{Reps: []PlaceRep{{Rep: 1, Routed: RoutedSummary{Cells: cells}}}})
 	if err != nil || p == nil {

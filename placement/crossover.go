@@ -3,6 +3,7 @@ package placement
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/rttlab/rttlab/results/stats"
 	"math"
 	"slices"
 	"strconv"
@@ -127,21 +128,21 @@ type SweepPoint struct {
 	AP50Ms float64 `json:"a_p50_ms"`
 	BP50Ms float64 `json:"b_p50_ms"`
 	// DiffMs = AP50Ms − BP50Ms: positive when B is faster.
-	DiffMs float64    `json:"diff_ms"`
-	DiffCI results.CI `json:"diff_ci"`
+	DiffMs float64  `json:"diff_ms"`
+	DiffCI stats.CI `json:"diff_ci"`
 	// NA and NB count the latencies behind each p50.
 	NA int `json:"na"`
 	NB int `json:"nb"`
 }
 
-// SweepKey is the results.NewRNG key of the A − B interval at N.
+// SweepKey is the stats.NewRNG key of the A − B interval at N.
 func SweepKey(n int) string { return "placement-sweep\x00" + strconv.Itoa(n) }
 
 // Sweep builds the sweep points from per-N latencies (milliseconds) of A
-// and B: the p50s (results.Percentile) and a percentile-bootstrap 95%
+// and B: the p50s (stats.Percentile) and a percentile-bootstrap 95%
 // interval of median(A) − median(B), A and B resampled independently
-// (results.BootstrapChangeCI with B as the base), from
-// results.NewRNG(seed, SweepKey(N)); resamples ≤ 0 means
+// (stats.BootstrapChangeCI with B as the base), from
+// stats.NewRNG(seed, SweepKey(N)); resamples ≤ 0 means
 // results.DefaultResamples. Only N present for both hosts make a
 // point; the points come sorted by N.
 func Sweep(a, b map[int][]float64, seed uint64, resamples int) []SweepPoint {
@@ -154,10 +155,10 @@ func Sweep(a, b map[int][]float64, seed uint64, resamples int) []SweepPoint {
 		if !ok || len(la) == 0 || len(lb) == 0 {
 			continue
 		}
-		pa, pb := results.Median(la), results.Median(lb)
+		pa, pb := stats.Median(la), stats.Median(lb)
 		out = append(out, SweepPoint{
 			N: n, AP50Ms: pa, BP50Ms: pb, DiffMs: pa - pb,
-			DiffCI: results.CIOf(results.BootstrapChangeCI(lb, la, resamples, results.NewRNG(seed, SweepKey(n)))),
+			DiffCI: stats.CIOf(stats.BootstrapChangeCI(lb, la, resamples, stats.NewRNG(seed, SweepKey(n)))),
 			NA:     len(la), NB: len(lb),
 		})
 	}

@@ -2,12 +2,11 @@ package placement
 
 import (
 	"encoding/json"
+	"github.com/rttlab/rttlab/results/stats"
 	"math"
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/rttlab/rttlab/results"
 )
 
 func TestPredictedCrossover(t *testing.T) {
@@ -107,7 +106,7 @@ func TestPredictedCrossoverNever(t *testing.T) {
 func pts(diffs map[int]float64) []SweepPoint {
 	var out []SweepPoint
 	for n, d := range diffs {
-		out = append(out, SweepPoint{N: n, AP50Ms: 10 + d, BP50Ms: 10, DiffMs: d, DiffCI: results.CI{Low: results.Num(math.NaN()), High: results.Num(math.NaN())}})
+		out = append(out, SweepPoint{N: n, AP50Ms: 10 + d, BP50Ms: 10, DiffMs: d, DiffCI: stats.CI{Low: stats.Num(math.NaN()), High: stats.Num(math.NaN())}})
 	}
 	return out
 }
@@ -118,15 +117,15 @@ func TestMeasuredCrossoverWriteUp(t *testing.T) {
 	table := []struct {
 		n    int
 		a, b float64
-		ci   results.CI
+		ci   stats.CI
 	}{
-		{0, 1.044, 1.499, results.CI{Low: results.Num(math.NaN()), High: results.Num(math.NaN())}},
-		{1, 1.668, 1.844, results.CI{Low: -0.246, High: -0.115}},
-		{3, 2.603, 2.443, results.CI{Low: 0.046, High: 0.260}},
-		{6, 3.956, 3.225, results.CI{}},
-		{12, 6.668, 4.555, results.CI{}},
-		{24, 12.039, 7.405, results.CI{}},
-		{48, 22.435, 12.743, results.CI{}},
+		{0, 1.044, 1.499, stats.CI{Low: stats.Num(math.NaN()), High: stats.Num(math.NaN())}},
+		{1, 1.668, 1.844, stats.CI{Low: -0.246, High: -0.115}},
+		{3, 2.603, 2.443, stats.CI{Low: 0.046, High: 0.260}},
+		{6, 3.956, 3.225, stats.CI{}},
+		{12, 6.668, 4.555, stats.CI{}},
+		{24, 12.039, 7.405, stats.CI{}},
+		{48, 22.435, 12.743, stats.CI{}},
 	}
 	var p []SweepPoint
 	for i := len(table) - 1; i >= 0; i-- { // out of order on purpose
@@ -134,7 +133,7 @@ func TestMeasuredCrossoverWriteUp(t *testing.T) {
 		ci := r.ci
 		if i > 2 {
 			d := r.a - r.b
-			ci = results.CI{Low: results.Num(d - 0.1), High: results.Num(d + 0.1)}
+			ci = stats.CI{Low: stats.Num(d - 0.1), High: stats.Num(d + 0.1)}
 		}
 		p = append(p, SweepPoint{N: r.n, AP50Ms: r.a, BP50Ms: r.b, DiffMs: r.a - r.b, DiffCI: ci})
 	}
@@ -161,7 +160,7 @@ func TestMeasuredCrossoverWriteUp(t *testing.T) {
 	// The two-call follow-up: a tiny A-faster difference whose interval
 	// holds 0 moves the point estimate to 2..3 but not the supported
 	// bracket.
-	p = append(p, SweepPoint{N: 2, DiffMs: -0.006, DiffCI: results.CI{Low: -0.075, High: 0.048}})
+	p = append(p, SweepPoint{N: 2, DiffMs: -0.006, DiffCI: stats.CI{Low: -0.075, High: 0.048}})
 	mc, _ = MeasureCrossover(p)
 	if len(mc.Crossings) != 1 || mc.Crossings[0].Low != 2 || mc.Crossings[0].High != 3 {
 		t.Errorf("with N=2: crossings %+v", mc.Crossings)
@@ -220,11 +219,11 @@ func TestMeasuredCrossoverCases(t *testing.T) {
 
 func TestMeasuredCrossoverSupportedMultiple(t *testing.T) {
 	p := []SweepPoint{
-		{N: 0, DiffMs: -1, DiffCI: results.CI{Low: -1.2, High: -0.8}},
-		{N: 1, DiffMs: 0.1, DiffCI: results.CI{Low: -0.1, High: 0.3}}, // holds 0
-		{N: 2, DiffMs: 1, DiffCI: results.CI{Low: 0.8, High: 1.2}},
-		{N: 3, DiffMs: -1, DiffCI: results.CI{Low: -1.2, High: -0.8}},
-		{N: 4, DiffMs: -2, DiffCI: results.CI{Low: results.Num(math.NaN()), High: results.Num(math.NaN())}}, // undefined: no side
+		{N: 0, DiffMs: -1, DiffCI: stats.CI{Low: -1.2, High: -0.8}},
+		{N: 1, DiffMs: 0.1, DiffCI: stats.CI{Low: -0.1, High: 0.3}}, // holds 0
+		{N: 2, DiffMs: 1, DiffCI: stats.CI{Low: 0.8, High: 1.2}},
+		{N: 3, DiffMs: -1, DiffCI: stats.CI{Low: -1.2, High: -0.8}},
+		{N: 4, DiffMs: -2, DiffCI: stats.CI{Low: stats.Num(math.NaN()), High: stats.Num(math.NaN())}}, // undefined: no side
 	}
 	mc, err := MeasureCrossover(p)
 	if err != nil {

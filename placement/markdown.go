@@ -3,13 +3,12 @@ package placement
 import (
 	"cmp"
 	"fmt"
+	"github.com/rttlab/rttlab/results/stats"
 	"maps"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
-
-	"github.com/rttlab/rttlab/results"
 )
 
 // PlaceMarkdown renders the placement study's summary: links as configured
@@ -141,7 +140,7 @@ type callCountTable struct {
 	routes []string
 	pols   []Policy
 	pairs  [][2]Policy
-	p50    map[string]map[Policy]results.Num
+	p50    map[string]map[Policy]stats.Num
 	diffs  map[string]map[[2]Policy]PolicyDiff
 }
 
@@ -154,14 +153,14 @@ func callCount(rt string) int {
 
 // newCallCountTable gathers the per-N cells and differences of rs.
 func newCallCountTable(rs RoutedSummary) callCountTable {
-	t := callCountTable{p50: map[string]map[Policy]results.Num{}, diffs: map[string]map[[2]Policy]PolicyDiff{}}
+	t := callCountTable{p50: map[string]map[Policy]stats.Num{}, diffs: map[string]map[[2]Policy]PolicyDiff{}}
 	for _, c := range rs.Cells {
 		if _, n, ok := strings.Cut(c.Route, "?"+NParam+"="); !ok || n == "" {
 			continue
 		}
 		if t.p50[c.Route] == nil {
 			t.routes = append(t.routes, c.Route)
-			t.p50[c.Route] = map[Policy]results.Num{}
+			t.p50[c.Route] = map[Policy]stats.Num{}
 		}
 		if !slices.Contains(t.pols, c.Policy) {
 			t.pols = append(t.pols, c.Policy)
@@ -208,7 +207,7 @@ func writeByCallCount(b *strings.Builder, rs RoutedSummary) {
 		for _, pol := range t.pols {
 			v, ok := t.p50[rt][pol]
 			if !ok {
-				v = results.Num(math.NaN())
+				v = stats.Num(math.NaN())
 			}
 			fmt.Fprintf(b, " %s |", num(v))
 		}
@@ -311,14 +310,14 @@ func writeConcurrency(b *strings.Builder, r *PlaceResult) {
 	}
 }
 
-func num(n results.Num) string {
+func num(n stats.Num) string {
 	if math.IsNaN(float64(n)) {
 		return "–"
 	}
 	return fmt.Sprintf("%.3f", float64(n))
 }
 
-func ci(c results.CI) string {
+func ci(c stats.CI) string {
 	if !c.Valid() {
 		return "–"
 	}

@@ -3,6 +3,7 @@ package placement
 import (
 	"bytes"
 	"fmt"
+	"github.com/rttlab/rttlab/results/stats"
 	"math"
 	"os"
 	"path/filepath"
@@ -170,7 +171,7 @@ func routedPlot(r *PlaceResult) (*plot.Plot, error) {
 		pi := slices.Index(Policies, c.Policy)
 		x := float64(ri) + 0.15*(float64(pi)-float64(len(Policies)-1)/2)
 		pts := plotter.XYs{{X: x, Y: float64(c.P50Ms)}}
-		thumbs, err := results.PlotSeries(p, pts, []results.Interval{c.P50CI.Interval()}, results.StandardSeries(pi, false))
+		thumbs, err := results.PlotSeries(p, pts, []stats.Interval{c.P50CI.Interval()}, results.StandardSeries(pi, false))
 		if err != nil {
 			return nil, err
 		}

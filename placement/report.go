@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/rttlab/rttlab/results/stats"
 	"os"
 	"path/filepath"
 	"slices"
@@ -145,7 +146,7 @@ func (rc *recomputer) med(k sampleKey) (float64, error) {
 	if len(v) == 0 {
 		return 0, fmt.Errorf("no samples for %+v", k)
 	}
-	return results.Median(v), nil
+	return stats.Median(v), nil
 }
 
 // rep recomputes one repetition: its calibration, held-out calibration,
@@ -288,8 +289,8 @@ func ComparePlacement(dirA, dirB string) (string, error) {
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | – | only in one folder |\n", label1, label2, p50s(va), p50s(vb))
 			return
 		}
-		iv := results.BootstrapChangeCI(va, vb, results.DefaultResamples, results.NewRNG(ra.Plan.Seed, "placement-compare\x00"+label1+"\x00"+label2))
-		fmt.Fprintf(&b, "| %s | %s | %.3f | %.3f | %+.3f | [%.3f, %.3f] |\n", label1, label2, results.Median(va), results.Median(vb), results.Median(vb)-results.Median(va), iv.Low, iv.High)
+		iv := stats.BootstrapChangeCI(va, vb, results.DefaultResamples, stats.NewRNG(ra.Plan.Seed, "placement-compare\x00"+label1+"\x00"+label2))
+		fmt.Fprintf(&b, "| %s | %s | %.3f | %.3f | %+.3f | [%.3f, %.3f] |\n", label1, label2, stats.Median(va), stats.Median(vb), stats.Median(vb)-stats.Median(va), iv.Low, iv.High)
 	}
 	for _, pol := range ra.Plan.Policies {
 		for _, rt := range ra.Plan.Routes {
@@ -319,5 +320,5 @@ func p50s(v []float64) string {
 	if len(v) == 0 {
 		return "–"
 	}
-	return fmt.Sprintf("%.3f", results.Median(v))
+	return fmt.Sprintf("%.3f", stats.Median(v))
 }

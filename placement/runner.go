@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/rttlab/rttlab/results/stats"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -538,13 +539,13 @@ func (r *PlaceRunner) measurePhases(ctx context.Context, rep int, paths []string
 func hostCalibrations(s *phaseSamples, health string, routes []RouteCalibration) map[string]*HostCalibration {
 	hosts := map[string]*HostCalibration{}
 	for _, h := range []string{NodeA, NodeB} {
-		hc := &HostCalibration{Name: h, ConnectP50Ms: results.Median(s.connect[h]), HealthP50Ms: results.Median(s.http[phaseBlock{h, health}])}
+		hc := &HostCalibration{Name: h, ConnectP50Ms: stats.Median(s.connect[h]), HealthP50Ms: stats.Median(s.http[phaseBlock{h, health}])}
 		if v := s.select1[h]; len(v) > 0 {
-			hc.Select1P50Ms = results.Median(v)
+			hc.Select1P50Ms = stats.Median(v)
 		}
 		hosts[h] = hc
 		for i := range routes {
-			routes[i].P50Ms[h] = results.Median(s.http[phaseBlock{h, requestPath(routes[i], 0)}])
+			routes[i].P50Ms[h] = stats.Median(s.http[phaseBlock{h, requestPath(routes[i], 0)}])
 		}
 	}
 	return hosts
@@ -616,7 +617,7 @@ func (pr *placeRep) calibrate(calS *phaseSamples, routes []RouteCalibration, zer
 	hosts := hostCalibrations(calS, r.S.Stack.Target.Meta.Health, routes)
 	if pr.n == 1 {
 		for _, h := range []string{NodeA, NodeB} {
-			z := results.Median(zeroSel[h])
+			z := stats.Median(zeroSel[h])
 			r.res.Select1 = append(r.res.Select1, Select1Check{Host: h, ConfiguredMs: p.LinkRTTMs(h, NodeDB), ZeroP50Ms: z, SettingP50Ms: hosts[h].Select1P50Ms, AddedMs: hosts[h].Select1P50Ms - z})
 		}
 	}
@@ -760,7 +761,7 @@ func (pr *placeRep) recordRouted(order []routedReq, rs []workloads.Result, recs 
 	r.sw.Flush()
 	pr.out.Routed = SummarizeRouted(samples, p.Seed^uint64(rep), 0)
 	if len(overhead) > 0 {
-		pr.out.ProxyOverheadP50Ms = results.Median(overhead)
+		pr.out.ProxyOverheadP50Ms = stats.Median(overhead)
 	}
 }
 
@@ -974,8 +975,8 @@ func ShaperPhases(rounds []PlaceShaperRound) []PlaceShaperPhase {
 		lags[i] = append(lags[i], s.ReadLagP50)
 	}
 	for i := range out {
-		out[i].HoldP50Us = results.Median(holds[i])
-		out[i].ReadLagP50Us = results.Median(lags[i])
+		out[i].HoldP50Us = stats.Median(holds[i])
+		out[i].ReadLagP50Us = stats.Median(lags[i])
 	}
 	return out
 }

@@ -3,6 +3,7 @@ package placement
 import (
 	"cmp"
 	"fmt"
+	"github.com/rttlab/rttlab/results/stats"
 	"slices"
 
 	"github.com/rttlab/rttlab/results"
@@ -41,9 +42,9 @@ type PolicyRoute struct {
 	// P50Ms and P99Ms are over the successful requests (NaN, null in
 	// JSON, without any); P50CI is the percentile-bootstrap 95% interval
 	// of the median.
-	P50Ms results.Num `json:"p50_ms"`
-	P99Ms results.Num `json:"p99_ms"`
-	P50CI results.CI  `json:"p50_ci"`
+	P50Ms stats.Num `json:"p50_ms"`
+	P99Ms stats.Num `json:"p99_ms"`
+	P50CI stats.CI  `json:"p50_ci"`
 	// Hosts are the chosen-host shares over every measured request that
 	// got a host (failed ones included), by host name.
 	Hosts []HostShare `json:"hosts"`
@@ -56,8 +57,8 @@ type PolicyDiff struct {
 	Policy Policy `json:"policy"`
 	Base   Policy `json:"base"`
 	// DiffMs = p50(Policy) − p50(Base): negative when Policy is faster.
-	DiffMs results.Num `json:"diff_ms"`
-	CI     results.CI  `json:"ci"`
+	DiffMs stats.Num `json:"diff_ms"`
+	CI     stats.CI  `json:"ci"`
 	// Verdict is "lower" or "higher" when the interval excludes 0, else
 	// "no measurable difference" (or "no data").
 	Verdict string `json:"verdict"`
@@ -73,13 +74,13 @@ type RoutedSummary struct {
 	Diffs  []PolicyDiff  `json:"diffs"`
 }
 
-// PolicyCellKey is the results.NewRNG key of a (policy, route) p50
+// PolicyCellKey is the stats.NewRNG key of a (policy, route) p50
 // interval; PolicyDiffKey that of a policy difference.
 func PolicyCellKey(p Policy, route string) string {
 	return "placement-cell\x00" + string(p) + "\x00" + route
 }
 
-// PolicyDiffKey is the results.NewRNG key of the interval of p50(policy)
+// PolicyDiffKey is the stats.NewRNG key of the interval of p50(policy)
 // − p50(base) on route.
 func PolicyDiffKey(route string, policy, base Policy) string {
 	return "placement-diff\x00" + route + "\x00" + string(policy) + "\x00" + string(base)
@@ -89,9 +90,9 @@ func PolicyDiffKey(route string, policy, base Policy) string {
 // the p50 and p99, the bootstrap interval of the p50, the failures and the
 // chosen-host shares; and per route the median difference of every policy
 // against user-first and of profiled against network-only, each with a
-// percentile-bootstrap 95% interval (results.BootstrapChangeCI: request
+// percentile-bootstrap 95% interval (stats.BootstrapChangeCI: request
 // latencies of both policies resampled independently, resamples times,
-// from results.NewRNG(seed, PolicyDiffKey(...))). Resamples ≤ 0 means
+// from stats.NewRNG(seed, PolicyDiffKey(...))). Resamples ≤ 0 means
 // results.DefaultResamples. Cells come in the order of Policies (unknown
 // policies after, by name), then by route; diffs by route, then policy.
 func SummarizeRouted(samples []Sample, seed uint64, resamples int) RoutedSummary {
@@ -100,7 +101,7 @@ func SummarizeRouted(samples []Sample, seed uint64, resamples int) RoutedSummary
 	}
 	sum := RoutedSummary{
 		Seed: seed, Resamples: resamples,
-		Method: fmt.Sprintf("percentile bootstrap of the median over request latencies, %d resamples; differences resample both policies independently; seed %d, one generator per cell (results.NewRNG)", resamples, seed),
+		Method: fmt.Sprintf("percentile bootstrap of the median over request latencies, %d resamples; differences resample both policies independently; seed %d, one generator per cell (stats.NewRNG)", resamples, seed),
 		Cells:  []PolicyRoute{},
 		Diffs:  []PolicyDiff{},
 	}
@@ -179,8 +180,8 @@ func groupRouted(samples []Sample) (map[routedKey]*routedCell, []routedKey, map[
 func (a *routedCell) summary(k routedKey, seed uint64, resamples int) PolicyRoute {
 	slices.Sort(a.lat)
 	c := PolicyRoute{Policy: k.p, Route: k.r, N: len(a.lat), Failures: a.fail,
-		P50Ms: results.Num(results.Percentile(a.lat, 0.5)), P99Ms: results.Num(results.Percentile(a.lat, 0.99)),
-		P50CI: results.CIOf(results.BootstrapMedianCI(a.lat, resamples, results.NewRNG(seed, PolicyCellKey(k.p, k.r)))),
+		P50Ms: stats.Num(stats.Percentile(a.lat, 0.5)), P99Ms: stats.Num(stats.Percentile(a.lat, 0.99)),
+		P50CI: stats.CIOf(stats.BootstrapMedianCI(a.lat, resamples, stats.NewRNG(seed, PolicyCellKey(k.p, k.r)))),
 		Hosts: []HostShare{}}
 	for _, h := range sortedNames(a.hosts) {
 		c.Hosts = append(c.Hosts, HostShare{Host: h, Count: a.hosts[h], Share: float64(a.hosts[h]) / float64(a.total)})
@@ -207,8 +208,8 @@ func routedDiffs(cells map[routedKey]*routedCell, routes map[string]bool, seed u
 				continue // a policy the run did not use
 			}
 			d := PolicyDiff{Route: r, Policy: pr[0], Base: pr[1]}
-			d.DiffMs = results.Num(results.Median(t.lat) - results.Median(b.lat))
-			d.CI = results.CIOf(results.BootstrapChangeCI(b.lat, t.lat, resamples, results.NewRNG(seed, PolicyDiffKey(r, pr[0], pr[1]))))
+			d.DiffMs = stats.Num(stats.Median(t.lat) - stats.Median(b.lat))
+			d.CI = stats.CIOf(stats.BootstrapChangeCI(b.lat, t.lat, resamples, stats.NewRNG(seed, PolicyDiffKey(r, pr[0], pr[1]))))
 			switch {
 			case len(t.lat) == 0 || len(b.lat) == 0:
 				d.Verdict = "no data"

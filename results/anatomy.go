@@ -2,6 +2,7 @@ package results
 
 import (
 	"fmt"
+	"github.com/rttlab/rttlab/results/stats"
 	"math"
 	"slices"
 	"strings"
@@ -146,7 +147,7 @@ func wireStat(g []WireRow) WireStat {
 		}
 	}
 	if len(p50) > 0 {
-		st.P50Ms, st.P99Ms = Median(p50), Median(p99)
+		st.P50Ms, st.P99Ms = stats.Median(p50), stats.Median(p99)
 	}
 	return st
 }
@@ -324,7 +325,7 @@ func partsOf(rows []AnatomyRow) (Parts, bool) {
 			lat[i] = r.LatencyMs
 		}
 		slices.Sort(lat)
-		lo, hi := Percentile(lat, 0.5-AnatomyBand/2), Percentile(lat, 0.5+AnatomyBand/2)
+		lo, hi := stats.Percentile(lat, 0.5-AnatomyBand/2), stats.Percentile(lat, 0.5+AnatomyBand/2)
 		var sum Parts
 		for _, r := range run {
 			if r.LatencyMs < lo || r.LatencyMs > hi {

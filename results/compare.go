@@ -2,9 +2,9 @@ package results
 
 import (
 	"fmt"
+	"github.com/rttlab/rttlab/results/stats"
 	"maps"
 	"math"
-	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,7 +22,7 @@ type CompareRow struct {
 	// interval (BootstrapDiffChangeCI).
 	HasDiff    bool
 	DiffChange float64
-	DiffCI     Interval
+	DiffCI     stats.Interval
 	// LowN is set when either side's cell or baseline has too few runs.
 	LowN bool
 	// TooManyFailures is set when either side's cell or baseline has more
@@ -53,27 +53,6 @@ type Comparison struct {
 // B's, so each pair of studies has its own stream.
 func CompareKey(app, route string, rtt float64, seedB uint64) string {
 	return "compare\x00" + app + "\x00" + route + "\x00" + fmtSetting(rtt) + "\x00" + strconv.FormatUint(seedB, 10)
-}
-
-// BootstrapDiffChangeCI returns the 95% percentile-bootstrap interval of
-// (median(bTarget) - median(bBase)) - (median(aTarget) - median(aBase)),
-// resampling the four sets of runs independently: each resample draws
-// A's baseline, A's target, B's baseline and B's target indices, in that
-// order, from one rng.
-func BootstrapDiffChangeCI(aBase, aTarget, bBase, bTarget []float64, resamples int, rng *rand.Rand) Interval {
-	if len(aBase) == 0 || len(aTarget) == 0 || len(bBase) == 0 || len(bTarget) == 0 || resamples <= 0 {
-		return noInterval()
-	}
-	ab, at, bb, bt := newMedianResampler(aBase), newMedianResampler(aTarget), newMedianResampler(bBase), newMedianResampler(bTarget)
-	d := make([]float64, resamples)
-	for i := range d {
-		mab := ab.draw(rng)
-		mat := at.draw(rng)
-		mbb := bb.draw(rng)
-		mbt := bt.draw(rng)
-		d[i] = (mbt - mbb) - (mat - mab)
-	}
-	return tails(d)
 }
 
 // Compare loads two results folders and sets their common cells side by
@@ -127,15 +106,15 @@ func CompareData(a, b *Data, o Options) (*Comparison, error) {
 			continue
 		}
 		row := CompareRow{App: x.App, Route: x.Route, RTTms: x.RTTms, A: *x, B: *y,
-			DiffChange: math.NaN(), DiffCI: noInterval(), LowN: x.LowN || y.LowN,
+			DiffChange: math.NaN(), DiffCI: stats.NoInterval(), LowN: x.LowN || y.LowN,
 			TooManyFailures: x.TooManyFailures || y.TooManyFailures}
 		if x.HasBaseline && y.HasBaseline {
 			baseA := findCell(c.A, x.App, x.Route, 0)
 			baseB := findCell(c.B, y.App, y.Route, 0)
 			row.HasDiff = true
 			row.DiffChange = y.Change - x.Change
-			row.DiffCI = BootstrapDiffChangeCI(baseA.P50s, x.P50s, baseB.P50s, y.P50s, o.Resamples,
-				NewRNG(a.Manifest.Seed, CompareKey(x.App, x.Route, x.RTTms, b.Manifest.Seed)))
+			row.DiffCI = stats.BootstrapDiffChangeCI(baseA.P50s, x.P50s, baseB.P50s, y.P50s, o.Resamples,
+				stats.NewRNG(a.Manifest.Seed, CompareKey(x.App, x.Route, x.RTTms, b.Manifest.Seed)))
 		}
 		c.Rows = append(c.Rows, row)
 	}

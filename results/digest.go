@@ -2,6 +2,7 @@ package results
 
 import (
 	"fmt"
+	"github.com/rttlab/rttlab/results/stats"
 	"math"
 	"sort"
 	"strings"
@@ -291,7 +292,7 @@ func (s *Summary) digestEndpoints(d *digest) {
 		return
 	}
 	d.add("endpoints (the app's and the database's own time, not the wire), median over %d routes at their largest setting (%s ms): app %s ms, database %s ms per request; the change exceeds round trips × RTT by %s ms",
-		len(app), fmtSetting(rtt), fmtSigned(Median(app), 2), fmtSigned(Median(db), 2), fmtSigned(Median(excess), 2))
+		len(app), fmtSetting(rtt), fmtSigned(stats.Median(app), 2), fmtSigned(stats.Median(db), 2), fmtSigned(stats.Median(excess), 2))
 }
 
 // digestProbes writes the probes' added RTT per setting, reported beside
@@ -319,7 +320,7 @@ func (s *Summary) digestProbes(d *digest) {
 		var v []string
 		for _, r := range settings {
 			if x := vals[kind][r]; len(x) > 0 {
-				v = append(v, fmtSigned(Median(x), 2))
+				v = append(v, fmtSigned(stats.Median(x), 2))
 			}
 		}
 		if len(v) > 0 {

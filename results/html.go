@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/rttlab/rttlab/results/stats"
 	"html/template"
 	"maps"
 	"slices"
@@ -198,7 +199,7 @@ func (r *htmlReport) cells(s *Summary, o Options) {
 		if c.Failures > 0 || c.WarmupFailures > 0 || c.Retried > 0 {
 			f := htmlFailure{Cell: fmt.Sprintf("%s %s at %s ms", c.App, c.Route, fmtSetting(c.RTTms)),
 				Failures: c.Failures, Total: c.Failures + c.NRequests, WarmupFailed: c.WarmupFailures, Retried: c.Retried, Claim: "yes"}
-			if failedFraction(c.Failures, c.NRequests) > o.MaxFailedFraction {
+			if stats.FailedFraction(c.Failures, c.NRequests) > o.MaxFailedFraction {
 				f.Claim = "no: more than " + o.maxFailedPercent() + " failed"
 			}
 			r.Failures = append(r.Failures, f)

@@ -2,6 +2,7 @@ package results
 
 import (
 	"fmt"
+	"github.com/rttlab/rttlab/results/stats"
 	"image/color"
 
 	"gonum.org/v1/plot/plotter"
@@ -65,7 +66,7 @@ func (s *Summary) attributionFigure() (*figure, error) {
 			}
 		}
 		pt := plotter.XYs{{X: float64(i) + attributionBar/2 + 0.02, Y: c.Change}}
-		if _, err := addSeriesStyled(f, pt, []Interval{c.ChangeCI}, color.RGBA{0, 0, 0, 0xff}); err != nil {
+		if _, err := addSeriesStyled(f, pt, []stats.Interval{c.ChangeCI}, color.RGBA{0, 0, 0, 0xff}); err != nil {
 			return nil, err
 		}
 	}
@@ -100,7 +101,7 @@ func (f *figure) addBarSegment(x, lo, hi float64, c color.Color) error {
 }
 
 // addSeriesStyled draws points in colour c with their intervals.
-func addSeriesStyled(f *figure, pts plotter.XYs, ci []Interval, c color.Color) (*plotter.Scatter, error) {
+func addSeriesStyled(f *figure, pts plotter.XYs, ci []stats.Interval, c color.Color) (*plotter.Scatter, error) {
 	var eb xyErr
 	for i, pt := range pts {
 		if ci[i].Valid() {

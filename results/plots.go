@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/rttlab/rttlab/results/stats"
 	"image/color"
 	"math"
 	"slices"
@@ -319,7 +320,7 @@ func lineStyle(c color.Color, dashed bool) draw.LineStyle {
 
 // addSeries draws a line through pts with glyphs and, where ci holds
 // valid intervals, error bars; it returns the legend thumbnails.
-func addSeries(p *plot.Plot, pts plotter.XYs, ci []Interval, idx int) ([]plot.Thumbnailer, error) {
+func addSeries(p *plot.Plot, pts plotter.XYs, ci []stats.Interval, idx int) ([]plot.Thumbnailer, error) {
 	return PlotSeries(p, pts, ci, StandardSeries(idx, false))
 }
 
@@ -355,7 +356,7 @@ func (s *Summary) latencyFigure() (*figure, error) {
 	n := 0
 	for i, k := range s.routes() {
 		var pts plotter.XYs
-		var ci []Interval
+		var ci []stats.Interval
 		for _, c := range s.Cells {
 			if c.App != k.app || c.Route != k.route || c.NRuns == 0 {
 				continue
@@ -409,7 +410,7 @@ func (s *Summary) sensitivityFigure() (*figure, error) {
 	anyPred := false
 	for i, fit := range s.Sensitivity {
 		var pts plotter.XYs
-		var ci []Interval
+		var ci []stats.Interval
 		for _, c := range s.Cells {
 			if c.App == fit.App && c.Route == fit.Route && c.NRuns > 0 {
 				pts = append(pts, plotter.XY{X: c.RTTms, Y: c.P50})
@@ -460,7 +461,7 @@ func (s *Summary) changeFigure() (*figure, error) {
 	n, anyPred := 0, false
 	for i, k := range s.routes() {
 		pts := plotter.XYs{}
-		ci := []Interval{}
+		ci := []stats.Interval{}
 		var st float64
 		hasSt := false
 		for _, c := range s.Cells {
@@ -479,7 +480,7 @@ func (s *Summary) changeFigure() (*figure, error) {
 		}
 		// The change at 0 ms is 0 by definition: anchor the line there.
 		pts = append(plotter.XYs{{X: 0, Y: 0}}, pts...)
-		ci = append([]Interval{noInterval()}, ci...)
+		ci = append([]stats.Interval{stats.NoInterval()}, ci...)
 		if hasSt {
 			if err := f.addPredictedChange(pts[len(pts)-1].X, st, i); err != nil {
 				return nil, err
@@ -609,10 +610,10 @@ func (s *Summary) addPredictedRatios(f *figure, cats []routeKey) (bool, error) {
 
 // ratioPoints returns the ratios at setting st[si], one per category that
 // has it, spread across the category by setting, with their intervals.
-func (s *Summary) ratioPoints(cats []routeKey, st []float64, si int) (plotter.XYs, []Interval) {
+func (s *Summary) ratioPoints(cats []routeKey, st []float64, si int) (plotter.XYs, []stats.Interval) {
 	v := st[si]
 	var pts plotter.XYs
-	var ci []Interval
+	var ci []stats.Interval
 	for ci0, k := range cats {
 		for _, c := range s.Cells {
 			if c.App != k.app || c.Route != k.route || c.RTTms != v || !c.HasBaseline {
@@ -623,9 +624,9 @@ func (s *Summary) ratioPoints(cats []routeKey, st []float64, si int) (plotter.XY
 				x += -ratioWidth/2 + ratioWidth*float64(si)/float64(len(st)-1)
 			}
 			pts = append(pts, plotter.XY{X: x, Y: c.Ratio})
-			iv := noInterval()
+			iv := stats.NoInterval()
 			if c.ChangeCI.Valid() {
-				iv = Interval{c.ChangeCI.Low / c.RTTms, c.ChangeCI.High / c.RTTms}
+				iv = stats.Interval{Low: c.ChangeCI.Low / c.RTTms, High: c.ChangeCI.High / c.RTTms}
 			}
 			ci = append(ci, iv)
 		}
@@ -635,7 +636,7 @@ func (s *Summary) ratioPoints(cats []routeKey, st []float64, si int) (plotter.XY
 
 // addRatioSeries draws one setting's ratios in series colour idx: the
 // error bars of the valid intervals, then the points, with a legend entry.
-func (f *figure) addRatioSeries(pts plotter.XYs, ci []Interval, idx int, label string) error {
+func (f *figure) addRatioSeries(pts plotter.XYs, ci []stats.Interval, idx int, label string) error {
 	var eb xyErr
 	for i, pt := range pts {
 		if ci[i].Valid() {
@@ -775,9 +776,9 @@ func (f *figure) toleranceGuides(tol, maxRTT float64) (*plotter.Polygon, *plotte
 
 // probeSeries returns one probe key's added RTT per setting, anchored at
 // (0, 0), with the intervals, and the points out of tolerance.
-func (s *Summary) probeSeries(k probeKey) (pts plotter.XYs, ci []Interval, flagged plotter.XYs) {
+func (s *Summary) probeSeries(k probeKey) (pts plotter.XYs, ci []stats.Interval, flagged plotter.XYs) {
 	pts = plotter.XYs{{X: 0, Y: 0}}
-	ci = []Interval{noInterval()}
+	ci = []stats.Interval{stats.NoInterval()}
 	for _, p := range s.Probes {
 		if p.App == k.app && p.Kind == k.kind && p.HasBaseline {
 			pts = append(pts, plotter.XY{X: p.RTTms, Y: p.Added})

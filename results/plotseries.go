@@ -1,6 +1,7 @@
 package results
 
 import (
+	"github.com/rttlab/rttlab/results/stats"
 	"image/color"
 
 	"gonum.org/v1/plot"
@@ -44,7 +45,7 @@ func StandardSeries(idx int, dashed bool) SeriesStyle {
 // PlotSeries adds one series to p: a line through pts (two or more), an
 // error bar at each point whose interval in ci is valid, and the points.
 // It returns what a legend shows for the series; nothing for no points.
-func PlotSeries(p *plot.Plot, pts plotter.XYs, ci []Interval, st SeriesStyle) ([]plot.Thumbnailer, error) {
+func PlotSeries(p *plot.Plot, pts plotter.XYs, ci []stats.Interval, st SeriesStyle) ([]plot.Thumbnailer, error) {
 	if len(pts) == 0 {
 		return nil, nil
 	}

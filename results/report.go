@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/rttlab/rttlab/results/stats"
 	"io/fs"
 	"math"
 	"os"
@@ -155,7 +156,7 @@ type jsonInterval struct {
 	High num `json:"high"`
 }
 
-func jsonIv(iv Interval) *jsonInterval {
+func jsonIv(iv stats.Interval) *jsonInterval {
 	if !iv.Valid() {
 		return nil
 	}
@@ -324,8 +325,8 @@ const changeCIMethod = "change = median of target run p50s - median of 0 ms run 
 func (s *Summary) JSON() ([]byte, error) {
 	o := s.Options.withDefaults()
 	js := jsonSummary{
-		Plan: s.Plan, Seed: s.Seed, Confidence: Confidence,
-		CIMethod: o.CIMethod(), ChangeCIMethod: changeCIMethod, PercentileMethod: PercentileMethod,
+		Plan: s.Plan, Seed: s.Seed, Confidence: stats.Confidence,
+		CIMethod: o.CIMethod(), ChangeCIMethod: changeCIMethod, PercentileMethod: stats.PercentileMethod,
 		MinRuns: o.MinRuns, MaxFailed: num(o.MaxFailedFraction), ToleranceMs: num(o.ToleranceMs),
 		TasksPlanned: s.TasksPlanned, TasksDone: s.TasksDone,
 		Cells: []jsonCell{}, Probes: []jsonProbe{}, Shaper: []jsonShaper{}, ShaperToleranceUs: num(o.ShaperToleranceUs),
@@ -619,7 +620,7 @@ func (s *Summary) warningsMarkdown(b *strings.Builder) {
 }
 
 // fmtPercent writes a relative change and its interval: +32% [29, 35].
-func fmtPercent(v float64, iv Interval) string {
+func fmtPercent(v float64, iv stats.Interval) string {
 	if math.IsNaN(v) {
 		return dash
 	}
@@ -679,14 +680,14 @@ func studyLine(c *Cell, o Options) string {
 // methodLine says how p50s are made and when no claim is made.
 func methodLine(o Options) string {
 	return fmt.Sprintf("p50 = median of run-level p50s; percentiles by %s. Failed requests are counted, not timed. Fewer than %d runs, or more than %s failed measured requests, in a cell or its 0 ms baseline: numbers shown, no claim. Predicted = round trips per request × RTT: the traced round trips on the wire (a mix's weighted by its shares) when the folder has a trace, else the app's declared statements.",
-		PercentileMethod, o.MinRuns, o.maxFailedPercent())
+		stats.PercentileMethod, o.MinRuns, o.maxFailedPercent())
 }
 
 // failuresCell is the failures column: the count, marked when it is too
 // many for a claim.
 func failuresCell(c *Cell, o Options) string {
 	s := strconv.Itoa(c.Failures)
-	if failedFraction(c.Failures, c.NRequests) > o.MaxFailedFraction {
+	if stats.FailedFraction(c.Failures, c.NRequests) > o.MaxFailedFraction {
 		s += " (> " + o.maxFailedPercent() + ")"
 	}
 	if c.Retried > 0 {
@@ -752,7 +753,7 @@ func fmtSigned(v float64, d int) string {
 	return s
 }
 
-func fmtIv(iv Interval, d int) string {
+func fmtIv(iv stats.Interval, d int) string {
 	if !iv.Valid() {
 		return dash
 	}

@@ -3,6 +3,8 @@ package results
 import (
 	"bytes"
 	"flag"
+	"github.com/rttlab/rttlab/results/stats"
+	"github.com/rttlab/rttlab/workloads"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -184,7 +186,7 @@ func goldenAnatomy(tk Task, attempt int, c cellSpec, samples []Sample) []Anatomy
 			continue
 		}
 		lat := float64(x.LatencyNS) / 1e6
-		ra := RequestAnatomy{Seq: x.Seq, LatencyMs: lat, ClientMs: 0.1, LegInMs: 0.01, LegOutMs: 0.01, RoundTrips: int(c.statements),
+		ra := workloads.RequestAnatomy{Seq: x.Seq, LatencyMs: lat, ClientMs: 0.1, LegInMs: 0.01, LegOutMs: 0.01, RoundTrips: int(c.statements),
 			WireOutMs: c.statements * oneWay, WireBackMs: c.statements * oneWay, DBMs: c.statements * 0.02}
 		ra.AppPreMs = 0.05
 		ra.AppPostMs = lat - ra.ClientMs - ra.LegInMs - ra.LegOutMs - ra.WireMs() - ra.DBMs - ra.AppPreMs
@@ -352,19 +354,19 @@ func TestCellsIndependentOfOtherApps(t *testing.T) {
 	}
 }
 
-func sameFloat(a, b float64) bool { return a == b || (math.IsNaN(a) && math.IsNaN(b)) }
-func sameIv(a, b Interval) bool   { return sameFloat(a.Low, b.Low) && sameFloat(a.High, b.High) }
+func sameFloat(a, b float64) bool     { return a == b || (math.IsNaN(a) && math.IsNaN(b)) }
+func sameIv(a, b stats.Interval) bool { return sameFloat(a.Low, b.Low) && sameFloat(a.High, b.High) }
 
 func TestStudyLine(t *testing.T) {
 	c := Cell{App: "go", Route: "/feed", RTTms: 0.75, NRuns: 20, P50: 3.40, HasBaseline: true, BaselineP50: 0.91,
-		BaselineRuns: 20, Change: 2.49, ChangeCI: Interval{2.29, 2.63}, Percent: 273.6, PercentCI: Interval{249.6, 290.2},
+		BaselineRuns: 20, Change: 2.49, ChangeCI: stats.Interval{Low: 2.29, High: 2.63}, Percent: 273.6, PercentCI: stats.Interval{Low: 249.6, High: 290.2},
 		HasStatements: true, Statements: 3, Predicted: 2.25}
 	want := "go /feed: 0.91 ms at 0 ms, 3.40 ms at 0.75 ms. Change: +2.49 ms [2.29, 2.63], +274% [250, 290] (predicted +2.25)."
 	if got := studyLine(&c, Options{}.withDefaults()); got != want {
 		t.Errorf("study line\n got %s\nwant %s", got, want)
 	}
 	c.LowN, c.BaselineRuns, c.NRuns = true, 3, 2
-	c.Change, c.ChangeCI, c.Percent, c.PercentCI = -0.001, Interval{-0.3, 0.0001}, -0.1, Interval{-30.2, 0.01}
+	c.Change, c.ChangeCI, c.Percent, c.PercentCI = -0.001, stats.Interval{Low: -0.3, High: 0.0001}, -0.1, stats.Interval{Low: -30.2, High: 0.01}
 	want = "go /feed: 0.91 ms at 0 ms, 3.40 ms at 0.75 ms. Change: +0.00 ms [-0.30, 0.00], +0% [-30, 0] (predicted +2.25). **Low n** (3 runs at 0 ms, 2 at 0.75 ms; 6 needed): no claim."
 	if got := studyLine(&c, Options{}.withDefaults()); got != want {
 		t.Errorf("low-n study line\n got %s\nwant %s", got, want)

@@ -2,6 +2,7 @@ package results
 
 import (
 	"fmt"
+	"github.com/rttlab/rttlab/results/stats"
 	"strings"
 )
 
@@ -22,7 +23,7 @@ type seedRoute struct {
 	App, Route string
 	Base, At   float64 // p50 at 0 ms and at 0.75 ms
 	Change     float64
-	CI         Interval
+	CI         stats.Interval
 	// RoundTrips the seed's text gives the route (0: not given).
 	RoundTrips float64
 }
@@ -30,14 +31,14 @@ type seedRoute struct {
 // seedRoutes are the seed's published figures at 0.75 ms, by rttlab's
 // app and route names.
 var seedRoutes = []seedRoute{
-	{"go", "/feed", 0.91, 3.40, 2.49, Interval{2.29, 2.63}, 3},
-	{"node", "/feed", 1.45, 3.64, 2.19, Interval{2.06, 2.52}, 3},
-	{"rails", "/feed", 1.90, 4.16, 2.26, Interval{1.97, 2.47}, 3},
-	{"rails", "/feed-naive", 3.54, 13.09, 9.55, Interval{9.26, 10.40}, 12},
-	{"axum-cached", "/feed", 0.83, 3.40, 2.57, Interval{2.22, 2.70}, 3},
-	{"axum-raw", "/feed", 1.21, 6.32, 5.11, Interval{4.82, 5.48}, 6},
-	{"redmine", "mix:redmine", 35.78, 68.02, 32.23, Interval{30.39, 34.80}, 0},
-	{"aimeos", "mix:aimeos", 65.74, 100.12, 34.37, Interval{30.71, 35.80}, 0},
+	{"go", "/feed", 0.91, 3.40, 2.49, stats.Interval{Low: 2.29, High: 2.63}, 3},
+	{"node", "/feed", 1.45, 3.64, 2.19, stats.Interval{Low: 2.06, High: 2.52}, 3},
+	{"rails", "/feed", 1.90, 4.16, 2.26, stats.Interval{Low: 1.97, High: 2.47}, 3},
+	{"rails", "/feed-naive", 3.54, 13.09, 9.55, stats.Interval{Low: 9.26, High: 10.40}, 12},
+	{"axum-cached", "/feed", 0.83, 3.40, 2.57, stats.Interval{Low: 2.22, High: 2.70}, 3},
+	{"axum-raw", "/feed", 1.21, 6.32, 5.11, stats.Interval{Low: 4.82, High: 5.48}, 6},
+	{"redmine", "mix:redmine", 35.78, 68.02, 32.23, stats.Interval{Low: 30.39, High: 34.80}, 0},
+	{"aimeos", "mix:aimeos", 65.74, 100.12, 34.37, stats.Interval{Low: 30.71, High: 35.80}, 0},
 }
 
 // seedRow is one route beside the seed at 0.75 ms.

@@ -2,6 +2,7 @@ package results
 
 import (
 	"fmt"
+	"github.com/rttlab/rttlab/results/stats"
 	"math"
 	"strings"
 )
@@ -17,7 +18,7 @@ type Sensitivity struct {
 	App, Route     string
 	Settings       []float64
 	Slope          float64
-	SlopeCI        Interval
+	SlopeCI        stats.Interval
 	Intercept      float64
 	HasPredicted   bool
 	PredictedSlope float64
@@ -89,25 +90,25 @@ func fitSensitivity(app, route string, cs []*Cell, o Options, seed uint64) (Sens
 // bootstrapSlope refits the line to each cell's resampled median, keeps
 // the fits for TargetRTT, and sets SlopeCI from the slopes.
 func (s *Sensitivity) bootstrapSlope(cs []*Cell, xs []float64, resamples int, seed uint64) {
-	rng := NewRNG(seed, SensitivityKey(s.App, s.Route))
-	rs := make([]*medianResampler, len(cs))
+	rng := stats.NewRNG(seed, SensitivityKey(s.App, s.Route))
+	rs := make([]*stats.MedianResampler, len(cs))
 	for i, c := range cs {
-		rs[i] = newMedianResampler(c.P50s)
+		rs[i] = stats.NewMedianResampler(c.P50s)
 	}
 	slopes := make([]float64, 0, resamples)
 	draws := make([]float64, len(cs))
 	for range resamples {
 		for i := range cs {
-			draws[i] = rs[i].draw(rng)
+			draws[i] = rs[i].Draw(rng)
 		}
 		if a, b, ok := leastSquares(xs, draws); ok {
 			slopes = append(slopes, b)
 			s.fits = append(s.fits, [2]float64{a, b})
 		}
 	}
-	s.SlopeCI = noInterval()
+	s.SlopeCI = stats.NoInterval()
 	if len(slopes) > 0 {
-		s.SlopeCI = tails(slopes)
+		s.SlopeCI = stats.Tails(slopes)
 	}
 }
 
@@ -136,9 +137,9 @@ func leastSquares(x, y []float64) (a, b float64, ok bool) {
 // with the interval of the same over the bootstrap's fits. inRange says
 // whether it falls within the measured settings; ok is false when the
 // fit does not grow with the RTT.
-func (s *Sensitivity) TargetRTT(targetMs float64) (rtt float64, ci Interval, inRange, ok bool) {
+func (s *Sensitivity) TargetRTT(targetMs float64) (rtt float64, ci stats.Interval, inRange, ok bool) {
 	if !(s.Slope > 0) {
-		return math.NaN(), noInterval(), false, false
+		return math.NaN(), stats.NoInterval(), false, false
 	}
 	rtt = (targetMs - s.Intercept) / s.Slope
 	var rs []float64
@@ -147,9 +148,9 @@ func (s *Sensitivity) TargetRTT(targetMs float64) (rtt float64, ci Interval, inR
 			rs = append(rs, (targetMs-f[0])/f[1])
 		}
 	}
-	ci = noInterval()
+	ci = stats.NoInterval()
 	if len(rs) > 0 {
-		ci = tails(rs)
+		ci = stats.Tails(rs)
 	}
 	lo, hi := s.Settings[0], s.Settings[0]
 	for _, x := range s.Settings {

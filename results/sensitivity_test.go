@@ -1,6 +1,7 @@
 package results
 
 import (
+	"github.com/rttlab/rttlab/results/stats"
 	"math"
 	"strings"
 	"testing"
@@ -17,7 +18,7 @@ func TestSensitivity(t *testing.T) {
 		for r := range 8 {
 			c.P50s = append(c.P50s, 1+3*rtt+0.01*float64(r%4))
 		}
-		c.NRuns, c.P50 = len(c.P50s), Percentile(c.P50s, 0.5)
+		c.NRuns, c.P50 = len(c.P50s), stats.Percentile(c.P50s, 0.5)
 		cells = append(cells, c)
 	}
 	cells = append(cells, Cell{App: "go", Route: "/lonely", RTTms: 0, NRuns: 3, P50s: []float64{1, 1, 1}, P50: 1})

@@ -5,6 +5,7 @@ import (
 	"encoding/csv"
 	"errors"
 	"fmt"
+	"github.com/rttlab/rttlab/results/stats"
 	"io"
 	"math"
 	"os"
@@ -219,7 +220,7 @@ func AnalyzeShaper(rows []ShaperRow, done map[int]int) []ShaperStat {
 				st.HoldP99Us = r.HoldP99Us
 			}
 		}
-		st.HoldP50Us, st.LateP50Us, st.LagP50Us, st.CPUCores = Median(p50), Median(late), Median(lag), Median(cpu)
+		st.HoldP50Us, st.LateP50Us, st.LagP50Us, st.CPUCores = stats.Median(p50), stats.Median(late), stats.Median(lag), stats.Median(cpu)
 		st.ErrorUs = st.HoldP50Us - st.TargetUs
 		out = append(out, st)
 	}

@@ -1,12 +1,10 @@
 package results
 
 import (
-	"crypto/sha256"
-	"encoding/binary"
 	"fmt"
+	"github.com/rttlab/rttlab/results/stats"
 	"maps"
 	"math"
-	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,12 +22,6 @@ const (
 	// requests a cell (and its baseline) may have for a claim: 1%.
 	DefaultMaxFailedFraction = 0.01
 )
-
-// Confidence is the level of every interval in the summary.
-const Confidence = 0.95
-
-// PercentileMethod describes Percentile; the summary repeats it.
-const PercentileMethod = "linear interpolation between closest ranks (Hyndman-Fan type 7, numpy's default)"
 
 // Options tune the analysis. Zero fields take the defaults.
 type Options struct {
@@ -84,62 +76,6 @@ func (o Options) CIMethod() string {
 	return fmt.Sprintf("percentile bootstrap, %d resamples over run-level p50s", o.withDefaults().Resamples)
 }
 
-// Percentile returns the p-quantile (0 <= p <= 1) of sorted, which must be
-// sorted ascending, by linear interpolation between closest ranks
-// (Hyndman and Fan's type 7, the default of numpy.percentile and R's
-// quantile): with h = (n-1)·p, the result is
-// x[⌊h⌋] + (h-⌊h⌋)·(x[⌊h⌋+1] - x[⌊h⌋]). The median of an even count is
-// therefore the mean of the two middle values. It returns NaN for no data.
-func Percentile(sorted []float64, p float64) float64 {
-	n := len(sorted)
-	if n == 0 {
-		return math.NaN()
-	}
-	h := float64(n-1) * p
-	lo := int(math.Floor(h))
-	if lo < 0 {
-		return sorted[0]
-	}
-	if lo >= n-1 {
-		return sorted[n-1]
-	}
-	frac := h - float64(lo)
-	// The explicit conversion stops the compiler from fusing the
-	// multiply-add, so every platform gives the same bits.
-	return sorted[lo] + float64(frac*(sorted[lo+1]-sorted[lo]))
-}
-
-// Median returns Percentile(x, 0.5) of an unsorted slice; x is not changed.
-func Median(x []float64) float64 {
-	s := slices.Clone(x)
-	slices.Sort(s)
-	return Percentile(s, 0.5)
-}
-
-// Interval is a confidence interval; both ends are NaN when undefined.
-type Interval struct {
-	Low, High float64
-}
-
-// Valid reports whether both ends are numbers.
-func (iv Interval) Valid() bool { return !math.IsNaN(iv.Low) && !math.IsNaN(iv.High) }
-
-func noInterval() Interval { return Interval{math.NaN(), math.NaN()} }
-
-// NewRNG returns the generator for one key: PCG (math/rand/v2) seeded with
-// the first 16 bytes of SHA-256(seed as 8 little-endian bytes || key). Each
-// cell has its own key, so adding an app or a setting never changes the
-// intervals of other cells.
-func NewRNG(seed uint64, key string) *rand.Rand {
-	var b [8]byte
-	binary.LittleEndian.PutUint64(b[:], seed)
-	h := sha256.New()
-	h.Write(b[:])
-	h.Write([]byte(key))
-	sum := h.Sum(nil)
-	return rand.New(rand.NewPCG(binary.LittleEndian.Uint64(sum[0:8]), binary.LittleEndian.Uint64(sum[8:16])))
-}
-
 // CellKey is the NewRNG key of the p50 interval of a cell; it also
 // identifies the cell. The setting is written as fmtSetting does ("0.75").
 func CellKey(app, route string, rtt float64) string {
@@ -166,153 +102,6 @@ func ChangeKey(app, route string, rtt float64) string {
 // ProbeKey is the NewRNG key of a probe's change interval.
 func ProbeKey(app, kind string, rtt float64) string {
 	return "probe\x00" + app + "\x00" + kind + "\x00" + fmtSetting(rtt)
-}
-
-// medianResampler draws bootstrap resamples of x and returns their
-// medians without sorting each resample: it counts how often each index
-// is drawn and walks the counts in ascending order of x. The result is the
-// same number Percentile(sorted resample, 0.5) gives.
-type medianResampler struct {
-	x      []float64
-	order  []int // indices of x in ascending order of value
-	counts []int32
-	lo     int     // sorted position of the lower middle value
-	frac   float64 // interpolation weight of the upper middle value
-}
-
-func newMedianResampler(x []float64) *medianResampler {
-	n := len(x)
-	order := make([]int, n)
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortStableFunc(order, func(a, b int) int {
-		switch {
-		case x[a] < x[b]:
-			return -1
-		case x[a] > x[b]:
-			return 1
-		}
-		return 0
-	})
-	h := float64(n-1) * 0.5
-	lo := int(math.Floor(h))
-	return &medianResampler{x: x, order: order, counts: make([]int32, n), lo: lo, frac: h - float64(lo)}
-}
-
-// draw takes len(x) indices with replacement (rng.IntN, in order) and
-// returns the median of the values drawn.
-func (r *medianResampler) draw(rng *rand.Rand) float64 {
-	n := len(r.x)
-	clear(r.counts)
-	for range n {
-		r.counts[rng.IntN(n)]++
-	}
-	if n == 1 {
-		return r.x[0]
-	}
-	var vlo, vhi float64
-	haveLo := false
-	cum := 0
-	for _, i := range r.order {
-		c := int(r.counts[i])
-		if c == 0 {
-			continue
-		}
-		cum += c
-		if !haveLo && cum > r.lo {
-			vlo, haveLo = r.x[i], true
-		}
-		if cum > r.lo+1 {
-			vhi = r.x[i]
-			break
-		}
-	}
-	// The same expression as Percentile, so the bits match.
-	return vlo + float64(r.frac*(vhi-vlo))
-}
-
-// BootstrapMedianCI returns the 95% percentile-bootstrap interval of the
-// median of x: draw len(x) values with replacement, take their median,
-// repeat resamples times, and report the 2.5th and 97.5th percentiles
-// (Percentile) of those medians. Indices are drawn with rng.IntN in order,
-// resample by resample. NaN interval for empty x.
-func BootstrapMedianCI(x []float64, resamples int, rng *rand.Rand) Interval {
-	if len(x) == 0 || resamples <= 0 {
-		return noInterval()
-	}
-	meds := make([]float64, resamples)
-	r := newMedianResampler(x)
-	for b := range meds {
-		meds[b] = r.draw(rng)
-	}
-	return tails(meds)
-}
-
-// BootstrapChangeCI returns the 95% percentile-bootstrap interval of
-// median(target) - median(base), resampling base and target independently
-// (each resample draws len(base) baseline indices, then len(target) target
-// indices, from one rng).
-func BootstrapChangeCI(base, target []float64, resamples int, rng *rand.Rand) Interval {
-	change, _ := BootstrapChangeCIs(base, target, resamples, rng)
-	return change
-}
-
-// BootstrapChangeCIs returns, from the same resamples as
-// BootstrapChangeCI (so the change's interval is the same), the 95%
-// intervals of the change and of the relative change in percent,
-// 100 × (median(target) / median(base) − 1).
-func BootstrapChangeCIs(base, target []float64, resamples int, rng *rand.Rand) (change, percent Interval) {
-	if len(base) == 0 || len(target) == 0 || resamples <= 0 {
-		return noInterval(), noInterval()
-	}
-	d := make([]float64, resamples)
-	rel := make([]float64, resamples)
-	rb, rt := newMedianResampler(base), newMedianResampler(target)
-	for b := range d {
-		mb := rb.draw(rng)
-		mt := rt.draw(rng)
-		d[b] = mt - mb
-		rel[b] = 100 * (mt/mb - 1)
-	}
-	return tails(d), tails(rel)
-}
-
-// BootstrapMediansCI is the general form of the intervals above, for a
-// statistic of several independent sets' medians: each resample draws
-// every set anew (len(set) indices with rng.IntN, set after set), f maps
-// the sets' medians to the statistic, and the 95% percentile interval of
-// f's values is returned; resamples where f is not finite (a ratio over a
-// zero median) are left out. NaN interval when a set is empty or no
-// resample is finite.
-func BootstrapMediansCI(sets [][]float64, resamples int, rng *rand.Rand, f func(meds []float64) float64) Interval {
-	rs := make([]*medianResampler, len(sets))
-	for i, s := range sets {
-		if len(s) == 0 {
-			return noInterval()
-		}
-		rs[i] = newMedianResampler(s)
-	}
-	meds := make([]float64, len(sets))
-	var v []float64
-	for range resamples {
-		for i, r := range rs {
-			meds[i] = r.draw(rng)
-		}
-		if x := f(meds); !math.IsNaN(x) && !math.IsInf(x, 0) {
-			v = append(v, x)
-		}
-	}
-	if len(v) == 0 {
-		return noInterval()
-	}
-	return tails(v)
-}
-
-func tails(v []float64) Interval {
-	slices.Sort(v)
-	a := (1 - Confidence) / 2
-	return Interval{Percentile(v, a), Percentile(v, 1-a)}
 }
 
 // RunStat summarises one run (one done task) over its measured samples:
@@ -375,9 +164,9 @@ func RunStats(samples []Sample) []RunStat {
 		rs := a.rs
 		rs.N = len(a.lat)
 		slices.Sort(a.lat)
-		rs.P50 = Percentile(a.lat, 0.50)
-		rs.P90 = Percentile(a.lat, 0.90)
-		rs.P99 = Percentile(a.lat, 0.99)
+		rs.P50 = stats.Percentile(a.lat, 0.50)
+		rs.P90 = stats.Percentile(a.lat, 0.90)
+		rs.P99 = stats.Percentile(a.lat, 0.99)
 		rs.Mean = math.NaN()
 		if rs.N > 0 {
 			rs.Mean = float64(a.sum) / float64(rs.N) / 1e6
@@ -448,7 +237,7 @@ type Cell struct {
 	Retried int
 	// P50 is the median of P50s; CI its percentile-bootstrap interval.
 	P50 float64
-	CI  Interval
+	CI  stats.Interval
 	// HasBaseline is set when the same app and route has a 0 ms cell with
 	// runs and this cell is not that cell. Change = P50 - baseline P50;
 	// ChangeCI resamples both cells' runs independently.
@@ -460,13 +249,13 @@ type Cell struct {
 	BaselineFailures int
 	BaselineRequests int
 	Change           float64
-	ChangeCI         Interval
+	ChangeCI         stats.Interval
 	// Percent is the change relative to a baseline p50, in percent: the
 	// unshaped baseline's when the route has one (PercentOfUnshaped; its
 	// CI resamples the three cells' runs independently), else the 0 ms
 	// cell's (PercentCI from the same resamples as ChangeCI).
 	Percent           float64
-	PercentCI         Interval
+	PercentCI         stats.Interval
 	PercentOfUnshaped bool
 	// HasUnshaped: the route has unshaped runs, of p50 UnshapedP50.
 	HasUnshaped bool
@@ -536,15 +325,6 @@ func tracedRoundTrips(trace []TraceRow, app, route string) (float64, bool) {
 // few runs or too many failed requests, in it or in its baseline.
 func (c *Cell) NoClaim() bool { return c.LowN || c.TooManyFailures }
 
-// failedFraction is the share of measured requests that failed (0 when
-// there were none).
-func failedFraction(failed, ok int) float64 {
-	if failed+ok == 0 {
-		return 0
-	}
-	return float64(failed) / float64(failed+ok)
-}
-
 // ProbeStat summarises the probes of one (app, kind, setting).
 //
 // For ICMP kinds, Value is the median over rows of the rows' mean RTT
@@ -564,7 +344,7 @@ type ProbeStat struct {
 	Value          float64
 	HasBaseline    bool
 	Added          float64
-	CI             Interval
+	CI             stats.Interval
 	OutOfTolerance bool
 }
 
@@ -734,16 +514,16 @@ func (c *Cell) analyze(index map[string]*Cell, d *Data, o Options) {
 	m := &d.Manifest
 	slices.Sort(c.P50s)
 	c.NRuns = len(c.P50s)
-	c.P50 = Percentile(c.P50s, 0.5)
+	c.P50 = stats.Percentile(c.P50s, 0.5)
 	key := CellKey(c.App, c.Route, c.RTTms)
 	if c.Unshaped {
 		key = UnshapedKey(c.App, c.Route)
 	}
-	c.CI = BootstrapMedianCI(c.P50s, o.Resamples, NewRNG(m.Seed, key))
+	c.CI = stats.BootstrapMedianCI(c.P50s, o.Resamples, stats.NewRNG(m.Seed, key))
 	c.BaselineP50, c.Change, c.Ratio, c.Predicted, c.Percent, c.UnshapedP50 = math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN()
-	c.ChangeCI, c.PercentCI = noInterval(), noInterval()
+	c.ChangeCI, c.PercentCI = stats.NoInterval(), stats.NoInterval()
 	c.LowN = c.NRuns < o.MinRuns
-	c.TooManyFailures = failedFraction(c.Failures, c.NRequests) > o.MaxFailedFraction
+	c.TooManyFailures = stats.FailedFraction(c.Failures, c.NRequests) > o.MaxFailedFraction
 	if trips, ok := tracedRoundTrips(d.Trace, c.App, c.Route); ok {
 		// What the wire carried beats what the app declares: a driver may
 		// pipeline statements, and a mix has no declared count.
@@ -760,12 +540,12 @@ func (c *Cell) analyze(index map[string]*Cell, d *Data, o Options) {
 			c.BaselineP50 = base.P50
 			c.BaselineRuns = base.NRuns
 			c.Change = c.P50 - base.P50
-			c.ChangeCI, c.PercentCI = BootstrapChangeCIs(base.P50s, c.P50s, o.Resamples, NewRNG(m.Seed, ChangeKey(c.App, c.Route, c.RTTms)))
+			c.ChangeCI, c.PercentCI = stats.BootstrapChangeCIs(base.P50s, c.P50s, o.Resamples, stats.NewRNG(m.Seed, ChangeKey(c.App, c.Route, c.RTTms)))
 			c.Percent = 100 * (c.P50/base.P50 - 1)
 			c.Ratio = c.Change / c.RTTms
 			c.LowN = c.LowN || base.NRuns < o.MinRuns
 			c.BaselineFailures, c.BaselineRequests = base.Failures, base.NRequests
-			c.TooManyFailures = c.TooManyFailures || failedFraction(base.Failures, base.NRequests) > o.MaxFailedFraction
+			c.TooManyFailures = c.TooManyFailures || stats.FailedFraction(base.Failures, base.NRequests) > o.MaxFailedFraction
 		} else if c.NRuns > 0 {
 			c.Warnings = append(c.Warnings, "no 0 ms baseline with runs: no change is computed")
 		}
@@ -790,7 +570,7 @@ func (c *Cell) percentOfUnshaped(index map[string]*Cell, seed uint64, o Options)
 	base := index[CellKey(c.App, c.Route, 0)]
 	c.PercentOfUnshaped = true
 	c.Percent = 100 * c.Change / u.P50
-	c.PercentCI = BootstrapMediansCI([][]float64{base.P50s, c.P50s, u.P50s}, o.Resamples, NewRNG(seed, PercentKey(c.App, c.Route, c.RTTms)),
+	c.PercentCI = stats.BootstrapMediansCI([][]float64{base.P50s, c.P50s, u.P50s}, o.Resamples, stats.NewRNG(seed, PercentKey(c.App, c.Route, c.RTTms)),
 		func(m []float64) float64 { return 100 * (m[1] - m[0]) / m[2] })
 }
 
@@ -808,12 +588,12 @@ func (c *Cell) warn(o Options) {
 	if c.Failures > 0 {
 		w := fmt.Sprintf("%d of %d measured requests failed (status not 200 or transport error); they are left out of the percentiles",
 			c.Failures, c.Failures+c.NRequests)
-		if failedFraction(c.Failures, c.NRequests) > o.MaxFailedFraction {
+		if stats.FailedFraction(c.Failures, c.NRequests) > o.MaxFailedFraction {
 			w += fmt.Sprintf("; more than %s: numbers shown, no claim", o.maxFailedPercent())
 		}
 		c.Warnings = append(c.Warnings, w)
 	}
-	if c.HasBaseline && failedFraction(c.BaselineFailures, c.BaselineRequests) > o.MaxFailedFraction {
+	if c.HasBaseline && stats.FailedFraction(c.BaselineFailures, c.BaselineRequests) > o.MaxFailedFraction {
 		c.Warnings = append(c.Warnings, fmt.Sprintf("0 ms baseline: %d of %d measured requests failed (more than %s): change shown, no claim",
 			c.BaselineFailures, c.BaselineFailures+c.BaselineRequests, o.maxFailedPercent()))
 	}
@@ -967,7 +747,7 @@ func analyzeProbes(probes []Probe, seed uint64, o Options) []ProbeStat {
 		g.st.HasBaseline = true
 		g.st.Added = g.st.Value - base.st.Value
 		if g.st.Kind == ProbeSelect1 {
-			g.st.CI = BootstrapChangeCI(base.vals, g.vals, o.Resamples, NewRNG(seed, ProbeKey(g.st.App, g.st.Kind, g.st.RTTms)))
+			g.st.CI = stats.BootstrapChangeCI(base.vals, g.vals, o.Resamples, stats.NewRNG(seed, ProbeKey(g.st.App, g.st.Kind, g.st.RTTms)))
 		}
 		// The 1e-9 ms slack keeps float noise at the exact boundary from
 		// flagging.
@@ -1007,9 +787,9 @@ func groupProbes(probes []Probe) (map[string]*probeGroup, []*probeGroup) {
 	}
 	for _, g := range order {
 		slices.Sort(g.vals)
-		g.st.Value = Percentile(g.vals, 0.5)
+		g.st.Value = stats.Percentile(g.vals, 0.5)
 		g.st.Added = math.NaN()
-		g.st.CI = noInterval()
+		g.st.CI = stats.NoInterval()
 	}
 	return groups, order
 }

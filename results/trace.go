@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/rttlab/rttlab/results/stats"
 	"os"
 	"path/filepath"
 	"slices"
@@ -54,7 +55,7 @@ func RangeOf(v []int) TraceRange {
 	for i, x := range s {
 		f[i] = float64(x)
 	}
-	return TraceRange{Median: Percentile(f, 0.5), Min: s[0], Max: s[len(s)-1]}
+	return TraceRange{Median: stats.Percentile(f, 0.5), Min: s[0], Max: s[len(s)-1]}
 }
 
 // ReadTrace reads DIR/trace.json; a folder without one has no trace.

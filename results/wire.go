@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/rttlab/rttlab/internal/capped"
+	"github.com/rttlab/rttlab/workloads"
 )
 
 // Files of what the wire showed during each task.
@@ -184,59 +184,6 @@ func LoadWire(dir string) ([]WireRow, error) {
 	}
 }
 
-// RequestAnatomy is one request taken apart on the wire (see
-// workloads.Anatomize); times in milliseconds.
-type RequestAnatomy struct {
-	// Seq is the request's place in the load run (warmup included), as
-	// the load client numbers it.
-	Seq       int     `json:"seq"`
-	LatencyMs float64 `json:"latency_ms"`
-	// ClientMs is the load client's own time: its latency less the time
-	// from the request's completing bytes leaving the client to the
-	// response being complete at the client.
-	ClientMs float64 `json:"client_ms"`
-	// LegInMs and LegOutMs are the client→app and app→client legs.
-	LegInMs  float64 `json:"leg_in_ms"`
-	LegOutMs float64 `json:"leg_out_ms"`
-	// The app's own time: before the first query (with no query: all of
-	// it), between an answer and the next query, after the last answer.
-	AppPreMs     float64 `json:"app_pre_ms"`
-	AppBetweenMs float64 `json:"app_between_ms"`
-	AppPostMs    float64 `json:"app_post_ms"`
-	// Per round trip, summed over the request's: the wire out (app→db),
-	// the database's time, the wire back (db→app).
-	WireOutMs  float64 `json:"wire_out_ms"`
-	DBMs       float64 `json:"db_ms"`
-	WireBackMs float64 `json:"wire_back_ms"`
-	RoundTrips int     `json:"round_trips"`
-	// TripsUs is each round trip in order: its wire out, the database's
-	// time and its wire back, in µs.
-	TripsUs [][3]int32 `json:"trips_us,omitempty"`
-	// Overlap: a query left before the previous answer arrived (queries
-	// in parallel); the app's time between them is then negative.
-	Overlap bool `json:"overlap,omitempty"`
-}
-
-// AppMs is the app's own time.
-func (r RequestAnatomy) AppMs() float64 { return r.AppPreMs + r.AppBetweenMs + r.AppPostMs }
-
-// WireMs is the time on the wire between the app and the database.
-func (r RequestAnatomy) WireMs() float64 { return r.WireOutMs + r.WireBackMs }
-
-// OutsideMs is the time outside the app's span: the client's own time
-// and the two legs.
-func (r RequestAnatomy) OutsideMs() float64 { return r.ClientMs + r.LegInMs + r.LegOutMs }
-
-// Rounded returns r with every time rounded to 0.1 µs, as anatomy.jsonl
-// keeps them.
-func (r RequestAnatomy) Rounded() RequestAnatomy {
-	for _, p := range []*float64{&r.LatencyMs, &r.ClientMs, &r.LegInMs, &r.LegOutMs, &r.AppPreMs, &r.AppBetweenMs, &r.AppPostMs,
-		&r.WireOutMs, &r.DBMs, &r.WireBackMs} {
-		*p = math.Round(*p*1e4) / 1e4
-	}
-	return r
-}
-
 // AnatomyRow is one line of anatomy.jsonl: a measured request of a task
 // attempt, taken apart.
 type AnatomyRow struct {
@@ -251,7 +198,7 @@ type AnatomyRow struct {
 	// such requests stay out of the analysis as they do of the latency
 	// percentiles.
 	Failed bool `json:"failed,omitempty"`
-	RequestAnatomy
+	workloads.RequestAnatomy
 }
 
 // AppendAnatomy appends rows to anatomy.jsonl, one JSON line each, and

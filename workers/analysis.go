@@ -3,6 +3,7 @@ package workers
 import (
 	"cmp"
 	"fmt"
+	"github.com/rttlab/rttlab/results/stats"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -37,9 +38,9 @@ type RunStat struct {
 	Rate      float64        `json:"rate"`
 	N         int            `json:"n"`
 	Failures  int            `json:"failures"`
-	P50Ms     results.Num    `json:"p50_ms"`
-	P90Ms     results.Num    `json:"p90_ms"`
-	P99Ms     results.Num    `json:"p99_ms"`
+	P50Ms     stats.Num      `json:"p50_ms"`
+	P90Ms     stats.Num      `json:"p90_ms"`
+	P99Ms     stats.Num      `json:"p99_ms"`
 	Collision CollisionStats `json:"collision"`
 	Shares    []WorkerShare  `json:"shares"`
 }
@@ -60,9 +61,9 @@ func SummarizeRun(run Run, slack time.Duration) RunStat {
 		lat = append(lat, float64(r.LatencyNS)/1e6)
 	}
 	slices.Sort(lat)
-	st.P50Ms = results.Num(results.Percentile(lat, 0.5))
-	st.P90Ms = results.Num(results.Percentile(lat, 0.9))
-	st.P99Ms = results.Num(results.Percentile(lat, 0.99))
+	st.P50Ms = stats.Num(stats.Percentile(lat, 0.5))
+	st.P90Ms = stats.Num(stats.Percentile(lat, 0.9))
+	st.P99Ms = stats.Num(stats.Percentile(lat, 0.99))
 	st.Collision = Collisions(run.Records, run.Workers, slack)
 	st.Shares = Shares(run.Records, run.Workers)
 	return st
@@ -70,7 +71,7 @@ func SummarizeRun(run Run, slack time.Duration) RunStat {
 
 // Options tune the analysis; zero fields take the defaults.
 type Options struct {
-	// Seed keys every bootstrap generator (results.NewRNG).
+	// Seed keys every bootstrap generator (stats.NewRNG).
 	Seed uint64
 	// Resamples per interval (results.DefaultResamples).
 	Resamples int
@@ -119,21 +120,21 @@ func (o Options) withDefaults() Options {
 
 // Estimate is a cell's figure with its interval.
 type Estimate struct {
-	Ms results.Num `json:"ms"`
-	CI results.CI  `json:"ci"`
+	Ms stats.Num `json:"ms"`
+	CI stats.CI  `json:"ci"`
 }
 
 // Change is a cell's quantile against the baseline's in the same
 // (configuration, mix, RTT, load).
 type Change struct {
 	// DiffMs = median(cell's run values) − median(baseline's), with the
-	// percentile-bootstrap interval of results.BootstrapChangeCI.
-	DiffMs results.Num `json:"diff_ms"`
-	CI     results.CI  `json:"ci"`
+	// percentile-bootstrap interval of stats.BootstrapChangeCI.
+	DiffMs stats.Num `json:"diff_ms"`
+	CI     stats.CI  `json:"ci"`
 	// Rel = median(cell) / median(baseline) − 1, with its own bootstrap
 	// interval (both sides resampled independently, as for DiffMs).
-	Rel   results.Num `json:"rel"`
-	RelCI results.CI  `json:"rel_ci"`
+	Rel   stats.Num `json:"rel"`
+	RelCI stats.CI  `json:"rel_ci"`
 	// Verdict: "slower", "faster", "no measurable difference", or
 	// "no claim" when either cell makes none.
 	Verdict string `json:"verdict"`
@@ -155,17 +156,17 @@ type CellStat struct {
 	P90 Estimate `json:"p90"`
 	P99 Estimate `json:"p99"`
 	// RunP50Ms… hold every run's quantile, in run order.
-	RunP50Ms []results.Num `json:"run_p50_ms"`
-	RunP90Ms []results.Num `json:"run_p90_ms"`
-	RunP99Ms []results.Num `json:"run_p99_ms"`
+	RunP50Ms []stats.Num `json:"run_p50_ms"`
+	RunP90Ms []stats.Num `json:"run_p90_ms"`
+	RunP99Ms []stats.Num `json:"run_p99_ms"`
 	// VsBaseline holds the p50, p90 and p99 changes against the
 	// baseline; nil for the baseline itself or when it was not run.
 	VsBaseline []Change `json:"vs_baseline,omitempty"`
 	// Collision sums the runs' counts; CollisionRate is their ratio, with
 	// a bootstrap interval over runs (runs resampled, ratio of sums).
 	Collision     CollisionStats `json:"collision"`
-	CollisionRate results.Num    `json:"collision_rate"`
-	CollisionCI   results.CI     `json:"collision_ci"`
+	CollisionRate stats.Num      `json:"collision_rate"`
+	CollisionCI   stats.CI       `json:"collision_ci"`
 	// Shares are the mean over runs of the runs' ranked worker shares:
 	// Shares[0] the busiest worker's. Worker PIDs change from run to run,
 	// so shares are compared by rank.
@@ -177,7 +178,7 @@ type CellStat struct {
 
 // runValues returns the runs' values of quantile q as float64s.
 func (c *CellStat) runValues(q int) []float64 {
-	v := [][]results.Num{c.RunP50Ms, c.RunP90Ms, c.RunP99Ms}[q]
+	v := [][]stats.Num{c.RunP50Ms, c.RunP90Ms, c.RunP99Ms}[q]
 	out := make([]float64, len(v))
 	for i, x := range v {
 		out[i] = float64(x)
@@ -210,7 +211,7 @@ type CapacityResult struct {
 	Warning   string      `json:"warning,omitempty"`
 }
 
-// Keys of the bootstrap generators (results.NewRNG), one per figure, so
+// Keys of the bootstrap generators (stats.NewRNG), one per figure, so
 // adding a cell changes no other cell's intervals.
 func cellRNGKey(k CellKey, what string) string {
 	return strings.Join([]string{"workers", what, k.Policy, k.Layout, k.Mix, fmtNum(k.RTTMs), fmtNum(k.Fraction)}, "\x00")
@@ -223,8 +224,8 @@ func cellRNGKey(k CellKey, what string) string {
 func Analyze(runs []Run, o Options) *Summary {
 	o = o.withDefaults()
 	s := &Summary{Options: o, Cells: []CellStat{}, Runs: []RunStat{}}
-	s.Method = fmt.Sprintf("Latency is from each request's scheduled send time. Per run: p50, p90 and p99 of its successful measured requests (%s). Per cell: the median of the run values, with a 95%% percentile-bootstrap interval over runs (%d resamples). Changes against %s: difference of the medians of run values, both cells resampled independently (results.BootstrapChangeCI), and the same for the ratio. Collision: a measured request that started on a worker already running another request while some other worker had nothing in progress (slack %s); the cell's rate is collisions / timed requests over its runs, with a bootstrap interval over runs. Seed %d, one generator per figure (results.NewRNG).",
-		results.PercentileMethod, o.Resamples, o.Baseline, o.Slack, o.Seed)
+	s.Method = fmt.Sprintf("Latency is from each request's scheduled send time. Per run: p50, p90 and p99 of its successful measured requests (%s). Per cell: the median of the run values, with a 95%% percentile-bootstrap interval over runs (%d resamples). Changes against %s: difference of the medians of run values, both cells resampled independently (stats.BootstrapChangeCI), and the same for the ratio. Collision: a measured request that started on a worker already running another request while some other worker had nothing in progress (slack %s); the cell's rate is collisions / timed requests over its runs, with a bootstrap interval over runs. Seed %d, one generator per figure (stats.NewRNG).",
+		stats.PercentileMethod, o.Resamples, o.Baseline, o.Slack, o.Seed)
 	byCell := map[CellKey][]RunStat{}
 	var keys []CellKey
 	for _, r := range runs {
@@ -356,8 +357,8 @@ func cellStat(k CellKey, rs []RunStat, o Options) CellStat {
 		c.FailedFraction = float64(c.Failures) / float64(tot)
 	}
 	c.setEstimates(o)
-	c.CollisionRate = results.Num(c.Collision.Rate())
-	c.CollisionCI = results.CIOf(collisionCI(coll, o.Resamples, results.NewRNG(o.Seed, cellRNGKey(k, "collision"))))
+	c.CollisionRate = stats.Num(c.Collision.Rate())
+	c.CollisionCI = stats.CIOf(collisionCI(coll, o.Resamples, stats.NewRNG(o.Seed, cellRNGKey(k, "collision"))))
 	c.Shares = meanRanked(shares)
 	c.judge(o, lowRuns)
 	return c
@@ -368,10 +369,10 @@ func cellStat(k CellKey, rs []RunStat, o Options) CellStat {
 func (c *CellStat) setEstimates(o Options) {
 	for q := range Quantiles {
 		vals := finiteOnly(c.runValues(q))
-		est := Estimate{Ms: results.Num(math.NaN()), CI: results.CIOf(results.Interval{Low: math.NaN(), High: math.NaN()})}
+		est := Estimate{Ms: stats.Num(math.NaN()), CI: stats.CIOf(stats.Interval{Low: math.NaN(), High: math.NaN()})}
 		if len(vals) > 0 {
-			est.Ms = results.Num(results.Median(vals))
-			est.CI = results.CIOf(results.BootstrapMedianCI(vals, o.Resamples, results.NewRNG(o.Seed, cellRNGKey(c.CellKey, Quantiles[q].Name))))
+			est.Ms = stats.Num(stats.Median(vals))
+			est.CI = stats.CIOf(stats.BootstrapMedianCI(vals, o.Resamples, stats.NewRNG(o.Seed, cellRNGKey(c.CellKey, Quantiles[q].Name))))
 		}
 		switch q {
 		case 0:
@@ -450,9 +451,9 @@ func meanRanked(v [][]float64) []float64 {
 
 // collisionCI resamples runs with replacement and takes the ratio of the
 // summed collisions to the summed requests.
-func collisionCI(runs []CollisionStats, resamples int, rng *rand.Rand) results.Interval {
+func collisionCI(runs []CollisionStats, resamples int, rng *rand.Rand) stats.Interval {
 	if len(runs) == 0 {
-		return results.Interval{Low: math.NaN(), High: math.NaN()}
+		return stats.Interval{Low: math.NaN(), High: math.NaN()}
 	}
 	var v []float64
 	for range resamples {
@@ -469,29 +470,29 @@ func collisionCI(runs []CollisionStats, resamples int, rng *rand.Rand) results.I
 	return tails(v)
 }
 
-func tails(v []float64) results.Interval {
+func tails(v []float64) stats.Interval {
 	if len(v) == 0 {
-		return results.Interval{Low: math.NaN(), High: math.NaN()}
+		return stats.Interval{Low: math.NaN(), High: math.NaN()}
 	}
 	slices.Sort(v)
-	a := (1 - results.Confidence) / 2
-	return results.Interval{Low: results.Percentile(v, a), High: results.Percentile(v, 1-a)}
+	a := (1 - stats.Confidence) / 2
+	return stats.Interval{Low: stats.Percentile(v, a), High: stats.Percentile(v, 1-a)}
 }
 
 func change(base, c *CellStat, q int, o Options) Change {
 	b, t := finiteOnly(base.runValues(q)), finiteOnly(c.runValues(q))
-	ch := Change{DiffMs: results.Num(math.NaN()), Rel: results.Num(math.NaN()), Verdict: "no data"}
-	ch.CI = results.CIOf(results.Interval{Low: math.NaN(), High: math.NaN()})
+	ch := Change{DiffMs: stats.Num(math.NaN()), Rel: stats.Num(math.NaN()), Verdict: "no data"}
+	ch.CI = stats.CIOf(stats.Interval{Low: math.NaN(), High: math.NaN()})
 	ch.RelCI = ch.CI
 	if len(b) == 0 || len(t) == 0 {
 		return ch
 	}
-	mb, mt := results.Median(b), results.Median(t)
-	ch.DiffMs = results.Num(mt - mb)
-	ch.Rel = results.Num(mt/mb - 1)
+	mb, mt := stats.Median(b), stats.Median(t)
+	ch.DiffMs = stats.Num(mt - mb)
+	ch.Rel = stats.Num(mt/mb - 1)
 	name := Quantiles[q].Name
-	ch.CI = results.CIOf(results.BootstrapChangeCI(b, t, o.Resamples, results.NewRNG(o.Seed, cellRNGKey(c.CellKey, "change-"+name+"\x00"+base.Policy))))
-	ch.RelCI = results.CIOf(results.BootstrapMediansCI([][]float64{b, t}, o.Resamples, results.NewRNG(o.Seed, cellRNGKey(c.CellKey, "rel-"+name+"\x00"+base.Policy)),
+	ch.CI = stats.CIOf(stats.BootstrapChangeCI(b, t, o.Resamples, stats.NewRNG(o.Seed, cellRNGKey(c.CellKey, "change-"+name+"\x00"+base.Policy))))
+	ch.RelCI = stats.CIOf(stats.BootstrapMediansCI([][]float64{b, t}, o.Resamples, stats.NewRNG(o.Seed, cellRNGKey(c.CellKey, "rel-"+name+"\x00"+base.Policy)),
 		func(m []float64) float64 { return m[1]/m[0] - 1 }))
 	switch {
 	case base.NoClaim || c.NoClaim:

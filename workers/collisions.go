@@ -2,12 +2,12 @@ package workers
 
 import (
 	"cmp"
+	"github.com/rttlab/rttlab/results/stats"
 	"math"
 	"slices"
 	"strconv"
 	"time"
 
-	"github.com/rttlab/rttlab/results"
 	"github.com/rttlab/rttlab/workloads"
 )
 
@@ -210,9 +210,9 @@ func (wt *workerTimes) upTo(w string, s int64) int {
 
 // WorkerShare is one worker's part of a run's measured requests.
 type WorkerShare struct {
-	Worker string      `json:"worker"`
-	Count  int         `json:"count"`
-	Share  results.Num `json:"share"`
+	Worker string    `json:"worker"`
+	Count  int       `json:"count"`
+	Share  stats.Num `json:"share"`
 }
 
 // Shares returns each worker's share of the measured requests that name a
@@ -237,7 +237,7 @@ func Shares(recs []Record, workers []string) []WorkerShare {
 		if total > 0 {
 			s = float64(c) / float64(total)
 		}
-		out = append(out, WorkerShare{Worker: w, Count: c, Share: results.Num(s)})
+		out = append(out, WorkerShare{Worker: w, Count: c, Share: stats.Num(s)})
 	}
 	slices.SortFunc(out, func(a, b WorkerShare) int {
 		return cmp.Or(cmp.Compare(b.Count, a.Count), cmp.Compare(a.Worker, b.Worker))

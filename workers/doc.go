@@ -54,12 +54,12 @@
 // p50, p90 and p99 of its successful measured requests (latency from the
 // scheduled send time), a cell's figure is the median of its runs'
 // values, and its 95% interval is the percentile bootstrap of that median
-// over runs (results.BootstrapMedianCI). A change against the accept race
-// is the difference of the two medians with results.BootstrapChangeCI
+// over runs (stats.BootstrapMedianCI). A change against the accept race
+// is the difference of the two medians with stats.BootstrapChangeCI
 // (both cells resampled independently), and the relative change the
 // ratio of the medians minus one with the same resampling. The
 // collision-rate interval resamples runs. Every generator is
-// results.NewRNG(seed, key) with a key per figure. A cell with fewer than
+// stats.NewRNG(seed, key) with a key per figure. A cell with fewer than
 // 6 runs, more than 1% failed requests or no successful request makes no
 // claim; its numbers are shown with a warning.
 //

@@ -2,11 +2,10 @@ package workers
 
 import (
 	"fmt"
+	"github.com/rttlab/rttlab/results/stats"
 	"math"
 	"slices"
 	"strings"
-
-	"github.com/rttlab/rttlab/results"
 )
 
 // SeedPenalty is the write-up's claim: round-robin-like assignment costs
@@ -16,18 +15,18 @@ const SeedPenalty = 0.20
 // PenaltyPoint compares the slow policy with the fast one in one
 // (configuration, mix, RTT, load), on the median of the runs' p50s.
 type PenaltyPoint struct {
-	Layout   string      `json:"config"`
-	Mix      string      `json:"mix"`
-	RTTMs    float64     `json:"rtt_ms"`
-	Fraction float64     `json:"fraction"`
-	SlowMs   results.Num `json:"slow_ms"`
-	FastMs   results.Num `json:"fast_ms"`
-	// DiffMs = slow − fast with results.BootstrapChangeCI's interval.
-	DiffMs results.Num `json:"diff_ms"`
-	DiffCI results.CI  `json:"diff_ci"`
+	Layout   string    `json:"config"`
+	Mix      string    `json:"mix"`
+	RTTMs    float64   `json:"rtt_ms"`
+	Fraction float64   `json:"fraction"`
+	SlowMs   stats.Num `json:"slow_ms"`
+	FastMs   stats.Num `json:"fast_ms"`
+	// DiffMs = slow − fast with stats.BootstrapChangeCI's interval.
+	DiffMs stats.Num `json:"diff_ms"`
+	DiffCI stats.CI  `json:"diff_ci"`
 	// Rel = slow / fast − 1: the penalty, with its bootstrap interval.
-	Rel   results.Num `json:"rel"`
-	RelCI results.CI  `json:"rel_ci"`
+	Rel   stats.Num `json:"rel"`
+	RelCI stats.CI  `json:"rel_ci"`
 	// Significant: both cells make claims and DiffCI lies above 0.
 	Significant bool `json:"significant"`
 	NoClaim     bool `json:"no_claim"`
@@ -46,8 +45,8 @@ func (p *PenaltyPoint) where() string {
 type Trend struct {
 	From    PenaltyPoint `json:"from"`
 	To      PenaltyPoint `json:"to"`
-	Diff    results.Num  `json:"diff"`
-	CI      results.CI   `json:"ci"`
+	Diff    stats.Num    `json:"diff"`
+	CI      stats.CI     `json:"ci"`
 	Verdict string       `json:"verdict"` // "smaller", "larger", "no measurable change"
 }
 
@@ -252,27 +251,27 @@ func penaltyPoint(slow, fast *CellStat, o Options) PenaltyPoint {
 	p := PenaltyPoint{Layout: slow.Layout, Mix: slow.Mix, RTTMs: slow.RTTMs, Fraction: slow.Fraction,
 		NoClaim: slow.NoClaim || fast.NoClaim, key: slow.CellKey}
 	p.slow, p.fast = finiteOnly(slow.runValues(0)), finiteOnly(fast.runValues(0))
-	nan := results.Interval{Low: math.NaN(), High: math.NaN()}
-	p.SlowMs, p.FastMs, p.DiffMs, p.Rel = results.Num(math.NaN()), results.Num(math.NaN()), results.Num(math.NaN()), results.Num(math.NaN())
-	p.DiffCI, p.RelCI = results.CIOf(nan), results.CIOf(nan)
+	nan := stats.Interval{Low: math.NaN(), High: math.NaN()}
+	p.SlowMs, p.FastMs, p.DiffMs, p.Rel = stats.Num(math.NaN()), stats.Num(math.NaN()), stats.Num(math.NaN()), stats.Num(math.NaN())
+	p.DiffCI, p.RelCI = stats.CIOf(nan), stats.CIOf(nan)
 	if len(p.slow) == 0 || len(p.fast) == 0 {
 		p.NoClaim = true
 		return p
 	}
-	ms, mf := results.Median(p.slow), results.Median(p.fast)
-	p.SlowMs, p.FastMs, p.DiffMs, p.Rel = results.Num(ms), results.Num(mf), results.Num(ms-mf), results.Num(ms/mf-1)
+	ms, mf := stats.Median(p.slow), stats.Median(p.fast)
+	p.SlowMs, p.FastMs, p.DiffMs, p.Rel = stats.Num(ms), stats.Num(mf), stats.Num(ms-mf), stats.Num(ms/mf-1)
 	key := cellRNGKey(slow.CellKey, "penalty\x00"+fast.Policy)
-	p.DiffCI = results.CIOf(results.BootstrapChangeCI(p.fast, p.slow, o.Resamples, results.NewRNG(o.Seed, key)))
-	p.RelCI = results.CIOf(results.BootstrapMediansCI([][]float64{p.fast, p.slow}, o.Resamples, results.NewRNG(o.Seed, key+"\x00rel"),
+	p.DiffCI = stats.CIOf(stats.BootstrapChangeCI(p.fast, p.slow, o.Resamples, stats.NewRNG(o.Seed, key)))
+	p.RelCI = stats.CIOf(stats.BootstrapMediansCI([][]float64{p.fast, p.slow}, o.Resamples, stats.NewRNG(o.Seed, key+"\x00rel"),
 		func(m []float64) float64 { return m[1]/m[0] - 1 }))
 	p.Significant = !p.NoClaim && p.DiffCI.Excludes0() > 0
 	return p
 }
 
 func trend(from, to PenaltyPoint, o Options, what string) Trend {
-	t := Trend{From: from, To: to, Diff: results.Num(float64(to.Rel) - float64(from.Rel))}
+	t := Trend{From: from, To: to, Diff: stats.Num(float64(to.Rel) - float64(from.Rel))}
 	key := strings.Join([]string{"workers-trend", what, from.key.Policy, cellRNGKey(from.key, ""), cellRNGKey(to.key, "")}, "\x00")
-	t.CI = results.CIOf(results.BootstrapMediansCI([][]float64{from.fast, from.slow, to.fast, to.slow}, o.Resamples, results.NewRNG(o.Seed, key),
+	t.CI = stats.CIOf(stats.BootstrapMediansCI([][]float64{from.fast, from.slow, to.fast, to.slow}, o.Resamples, stats.NewRNG(o.Seed, key),
 		func(m []float64) float64 { return (m[3]/m[2] - 1) - (m[1]/m[0] - 1) }))
 	switch t.CI.Excludes0() {
 	case -1:
@@ -285,35 +284,35 @@ func trend(from, to PenaltyPoint, o Options, what string) Trend {
 	return t
 }
 
-func fmtRel(v results.Num) string {
+func fmtRel(v stats.Num) string {
 	if !finite(float64(v)) {
 		return "n/a"
 	}
 	return fmt.Sprintf("%+.1f%%", 100*float64(v))
 }
 
-func fmtRelCI(c results.CI) string {
+func fmtRelCI(c stats.CI) string {
 	if !c.Valid() {
 		return "[no interval]"
 	}
 	return fmt.Sprintf("[95%% CI %+.1f%%, %+.1f%%]", 100*float64(c.Low), 100*float64(c.High))
 }
 
-func fmtPoints(v results.Num) string {
+func fmtPoints(v stats.Num) string {
 	if !finite(float64(v)) {
 		return "n/a"
 	}
 	return fmt.Sprintf("%+.1f", 100*float64(v))
 }
 
-func fmtPointsCI(c results.CI) string {
+func fmtPointsCI(c stats.CI) string {
 	if !c.Valid() {
 		return "[no interval]"
 	}
 	return fmt.Sprintf("[%+.1f, %+.1f]", 100*float64(c.Low), 100*float64(c.High))
 }
 
-func fmtMs(v results.Num) string {
+func fmtMs(v stats.Num) string {
 	f := float64(v)
 	switch {
 	case !finite(f):

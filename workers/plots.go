@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"fmt"
+	"github.com/rttlab/rttlab/results/stats"
 	"image/color"
 	"math"
 	"os"
@@ -154,7 +155,7 @@ func (a plotAxes) at(c CellStat) (int, int) {
 // p50 and p99 latency and the collision rate in percent.
 type panelSeries struct {
 	p50, p99, cr    plotter.XYs
-	ci50, ci99, cic []results.Interval
+	ci50, ci99, cic []stats.Interval
 }
 
 // seriesIn collects policy pol's points in the panel at row i, column
@@ -175,7 +176,7 @@ func (s *Summary) seriesIn(a plotAxes, pol string, i, j int) panelSeries {
 		}
 		if v := float64(c.CollisionRate); finite(v) {
 			ps.cr = append(ps.cr, plotter.XY{X: c.Fraction, Y: 100 * v})
-			ps.cic = append(ps.cic, results.Interval{Low: 100 * float64(c.CollisionCI.Low), High: 100 * float64(c.CollisionCI.High)})
+			ps.cic = append(ps.cic, stats.Interval{Low: 100 * float64(c.CollisionCI.Low), High: 100 * float64(c.CollisionCI.High)})
 		}
 	}
 	return ps
@@ -249,7 +250,7 @@ func (s *Summary) WritePlots(dir string) ([]string, error) {
 }
 
 // positive drops a non-positive lower end (a log axis cannot show it).
-func positive(c results.CI) results.Interval {
+func positive(c stats.CI) stats.Interval {
 	iv := c.Interval()
 	if !(iv.Low > 0) {
 		iv.Low = math.NaN()
@@ -275,7 +276,7 @@ func newGrid() *plotter.Grid {
 
 // addSeries draws a line through pts with glyphs and, where ci is valid,
 // error bars; it returns the legend thumbnails.
-func addSeries(p *plot.Plot, pts plotter.XYs, ci []results.Interval, idx int, dashed bool) ([]plot.Thumbnailer, error) {
+func addSeries(p *plot.Plot, pts plotter.XYs, ci []stats.Interval, idx int, dashed bool) ([]plot.Thumbnailer, error) {
 	c := results.SeriesColor(idx)
 	line := draw.LineStyle{Color: c, Width: vg.Points(1.4)}
 	if dashed {

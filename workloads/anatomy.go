@@ -4,10 +4,9 @@ import (
 	"cmp"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"net/netip"
 	"slices"
-
-	"github.com/rttlab/rttlab/results"
 )
 
 // The anatomy of a request: the captures of the client's, the app's and
@@ -33,12 +32,65 @@ type AnatomyFlows struct {
 	AppPort, DBPort uint16
 }
 
+// RequestAnatomy is one request taken apart on the wire (Anatomize);
+// times in milliseconds.
+type RequestAnatomy struct {
+	// Seq is the request's place in the load run (warmup included), as
+	// the load client numbers it.
+	Seq       int     `json:"seq"`
+	LatencyMs float64 `json:"latency_ms"`
+	// ClientMs is the load client's own time: its latency less the time
+	// from the request's completing bytes leaving the client to the
+	// response being complete at the client.
+	ClientMs float64 `json:"client_ms"`
+	// LegInMs and LegOutMs are the client→app and app→client legs.
+	LegInMs  float64 `json:"leg_in_ms"`
+	LegOutMs float64 `json:"leg_out_ms"`
+	// The app's own time: before the first query (with no query: all of
+	// it), between an answer and the next query, after the last answer.
+	AppPreMs     float64 `json:"app_pre_ms"`
+	AppBetweenMs float64 `json:"app_between_ms"`
+	AppPostMs    float64 `json:"app_post_ms"`
+	// Per round trip, summed over the request's: the wire out (app→db),
+	// the database's time, the wire back (db→app).
+	WireOutMs  float64 `json:"wire_out_ms"`
+	DBMs       float64 `json:"db_ms"`
+	WireBackMs float64 `json:"wire_back_ms"`
+	RoundTrips int     `json:"round_trips"`
+	// TripsUs is each round trip in order: its wire out, the database's
+	// time and its wire back, in µs.
+	TripsUs [][3]int32 `json:"trips_us,omitempty"`
+	// Overlap: a query left before the previous answer arrived (queries
+	// in parallel); the app's time between them is then negative.
+	Overlap bool `json:"overlap,omitempty"`
+}
+
+// AppMs is the app's own time.
+func (r RequestAnatomy) AppMs() float64 { return r.AppPreMs + r.AppBetweenMs + r.AppPostMs }
+
+// WireMs is the time on the wire between the app and the database.
+func (r RequestAnatomy) WireMs() float64 { return r.WireOutMs + r.WireBackMs }
+
+// OutsideMs is the time outside the app's span: the client's own time
+// and the two legs.
+func (r RequestAnatomy) OutsideMs() float64 { return r.ClientMs + r.LegInMs + r.LegOutMs }
+
+// Rounded returns r with every time rounded to 0.1 µs, as anatomy.jsonl
+// keeps them.
+func (r RequestAnatomy) Rounded() RequestAnatomy {
+	for _, p := range []*float64{&r.LatencyMs, &r.ClientMs, &r.LegInMs, &r.LegOutMs, &r.AppPreMs, &r.AppBetweenMs, &r.AppPostMs,
+		&r.WireOutMs, &r.DBMs, &r.WireBackMs} {
+		*p = math.Round(*p*1e4) / 1e4
+	}
+	return r
+}
+
 // Anatomy is a load run's requests taken apart, with what could not be.
 type Anatomy struct {
 	// Requests are the requests found on the wire, in order, each
 	// complete; Incomplete counts those with an event a capture missed
 	// (left out).
-	Requests   []results.RequestAnatomy
+	Requests   []RequestAnatomy
 	Found      int
 	Incomplete int
 	// Unassigned counts database round trips outside every request
@@ -255,8 +307,8 @@ func roundTrips(as captureSegs, f AnatomyFlows) []trip {
 // the round trips whose query left the app within its span (marked in
 // assigned). ClientMs holds the client's wire span; the caller turns it
 // into the client's own time. ok is false when a capture missed an event.
-func (rq request) anatomy(cs, as, ds captureSegs, trips []trip, assigned []bool) (results.RequestAnatomy, bool) {
-	var r results.RequestAnatomy
+func (rq request) anatomy(cs, as, ds captureSegs, trips []trip, assigned []bool) (RequestAnatomy, bool) {
+	var r RequestAnatomy
 	// The request: complete at the app; its completing bytes first left
 	// the client.
 	appReq, b, ok := completion(rq.req, rq.req.segs)

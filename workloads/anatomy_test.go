@@ -6,8 +6,6 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
-
-	"github.com/rttlab/rttlab/results"
 )
 
 // wireLab scripts the packets of a request timeline into the three
@@ -117,7 +115,7 @@ func (l *wireLab) anatomize() Anatomy {
 func closeTo(a, b float64) bool { return math.Abs(a-b) < 1e-6 }
 
 // checkSum checks that a request's parts add up to its latency.
-func checkSum(t *testing.T, r results.RequestAnatomy) {
+func checkSum(t *testing.T, r RequestAnatomy) {
 	t.Helper()
 	sum := r.ClientMs + r.LegInMs + r.LegOutMs + r.AppMs() + r.WireMs() + r.DBMs
 	if !closeTo(sum, r.LatencyMs) {
@@ -125,7 +123,7 @@ func checkSum(t *testing.T, r results.RequestAnatomy) {
 	}
 }
 
-func onlyRequest(t *testing.T, an Anatomy) results.RequestAnatomy {
+func onlyRequest(t *testing.T, an Anatomy) RequestAnatomy {
 	t.Helper()
 	if an.Problem != "" || len(an.Requests) != 1 || an.Incomplete != 0 {
 		t.Fatalf("anatomy: %+v", an)
@@ -140,7 +138,7 @@ func TestAnatomyThreeQueries(t *testing.T) {
 	l.ack(labClient, labApp, next) // pure ACKs take no part
 	l.ack(labAppDB, labDB, next)
 	r := onlyRequest(t, l.anatomize())
-	want := results.RequestAnatomy{Seq: 0, LatencyMs: 3*(40+680)/1e3 + 0.05 + 0.02 + 0.025, ClientMs: 0.025, LegInMs: 0.01, LegOutMs: 0.01,
+	want := RequestAnatomy{Seq: 0, LatencyMs: 3*(40+680)/1e3 + 0.05 + 0.02 + 0.025, ClientMs: 0.025, LegInMs: 0.01, LegOutMs: 0.01,
 		AppPreMs: 0.04, AppBetweenMs: 0.08, AppPostMs: 0.05, WireOutMs: 0.9, DBMs: 0.24, WireBackMs: 0.9, RoundTrips: 3}
 	if !anatomyNear(r, want) {
 		t.Errorf("got  %+v\nwant %+v", r, want)
@@ -152,7 +150,7 @@ func TestAnatomyThreeQueries(t *testing.T) {
 	}
 }
 
-func anatomyNear(a, b results.RequestAnatomy) bool {
+func anatomyNear(a, b RequestAnatomy) bool {
 	return a.Seq == b.Seq && a.RoundTrips == b.RoundTrips && a.Overlap == b.Overlap &&
 		closeTo(a.LatencyMs, b.LatencyMs) && closeTo(a.ClientMs, b.ClientMs) && closeTo(a.LegInMs, b.LegInMs) && closeTo(a.LegOutMs, b.LegOutMs) &&
 		closeTo(a.AppPreMs, b.AppPreMs) && closeTo(a.AppBetweenMs, b.AppBetweenMs) && closeTo(a.AppPostMs, b.AppPostMs) &&

@@ -2,10 +2,9 @@ package workloads
 
 import (
 	"cmp"
+	"github.com/rttlab/rttlab/results/stats"
 	"net/netip"
 	"slices"
-
-	"github.com/rttlab/rttlab/results"
 )
 
 // OneWay is what two captures on one clock show for the packets one side
@@ -87,9 +86,9 @@ func MatchOneWay(sender, receiver Capture) OneWay {
 	if len(delays) > 0 {
 		slices.Sort(delays)
 		ow.MinMs, ow.MaxMs = delays[0], delays[len(delays)-1]
-		ow.P50Ms = results.Percentile(delays, 0.5)
-		ow.P90Ms = results.Percentile(delays, 0.9)
-		ow.P99Ms = results.Percentile(delays, 0.99)
+		ow.P50Ms = stats.Percentile(delays, 0.5)
+		ow.P90Ms = stats.Percentile(delays, 0.9)
+		ow.P99Ms = stats.Percentile(delays, 0.99)
 	}
 	return ow
 }

@@ -3,12 +3,12 @@ package shaping
 import (
 	"context"
 	"fmt"
+	"github.com/rttlab/rttlab/results/stats"
 	"math/rand/v2"
 	"time"
 
 	"github.com/rttlab/rttlab/netem"
 	"github.com/rttlab/rttlab/orchestrator/engine"
-	"github.com/rttlab/rttlab/results"
 	"github.com/rttlab/rttlab/workloads"
 )
 
@@ -40,7 +40,7 @@ type ShapeRow struct {
 	AddedMs     float64 // ICMP median minus the 0 ms setting's
 	Select1Ms   float64 // median of the run medians
 	Select1Diff float64 // against the 0 ms setting
-	Select1CI   results.Interval
+	Select1CI   stats.Interval
 	Select1Runs []float64
 	// ICMPFlag and Select1Flag: |added - configured| > tolerance for the
 	// ICMP median and the SELECT 1 change; Flag is either.
@@ -96,10 +96,10 @@ func VerifyShaping(ctx context.Context, d engine.Containers, sh *Shaping, o Shap
 			b := r
 			base = &b
 			// The shaper's own cost at 0 ms, against no shaper.
-			compareShapeRow(&r, ref, results.NewRNG(o.Seed, "shape/0-vs-none"))
+			compareShapeRow(&r, ref, stats.NewRNG(o.Seed, "shape/0-vs-none"))
 		} else {
 			r.HaveBaseline = true
-			compareShapeRow(&r, *base, results.NewRNG(o.Seed, fmt.Sprintf("shape/%g", rtt)))
+			compareShapeRow(&r, *base, stats.NewRNG(o.Seed, fmt.Sprintf("shape/%g", rtt)))
 			out := func(v float64) bool { return v-rtt > o.ToleranceMs+1e-9 || v-rtt < -o.ToleranceMs-1e-9 }
 			r.ICMPFlag, r.Select1Flag = out(r.AddedMs), out(r.Select1Diff)
 			r.Flag = r.ICMPFlag || r.Select1Flag
@@ -125,7 +125,7 @@ func (o *ShapeVerifyOptions) defaults() {
 func compareShapeRow(r *ShapeRow, base ShapeRow, rng *rand.Rand) {
 	r.AddedMs = netem.Ms(r.ICMP.Median) - netem.Ms(base.ICMP.Median)
 	r.Select1Diff = r.Select1Ms - base.Select1Ms
-	r.Select1CI = results.BootstrapChangeCI(base.Select1Runs, r.Select1Runs, 10000, rng)
+	r.Select1CI = stats.BootstrapChangeCI(base.Select1Runs, r.Select1Runs, 10000, rng)
 	addOneWayBaseline(r, base)
 }
 
@@ -154,7 +154,7 @@ func measureShapeRow(ctx context.Context, d engine.Containers, sh *Shaping, o Sh
 	for _, run := range runs {
 		r.Select1Runs = append(r.Select1Runs, netem.Ms(run.Median))
 	}
-	r.Select1Ms = results.Median(r.Select1Runs)
+	r.Select1Ms = stats.Median(r.Select1Runs)
 	if capture != nil {
 		if r.OneWay, err = capture.finish(); err != nil {
 			return r, err

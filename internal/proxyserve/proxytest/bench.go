@@ -3,12 +3,11 @@
 package proxytest
 
 import (
+	"github.com/rttlab/rttlab/results/stats"
 	"io"
 	"net/http"
 	"testing"
 	"time"
-
-	"github.com/rttlab/rttlab/results"
 )
 
 // AddedLatency measures a proxy's own added latency: each iteration of b
@@ -52,7 +51,7 @@ func AddedLatency(b *testing.B, direct, proxied string, hdr http.Header) {
 		pd = append(pd, float64(p)/1e3)
 		diff = append(diff, float64(p-d)/1e3)
 	}
-	b.ReportMetric(results.Median(dd), "direct-µs")
-	b.ReportMetric(results.Median(pd), "proxied-µs")
-	b.ReportMetric(results.Median(diff), "added-µs")
+	b.ReportMetric(stats.Median(dd), "direct-µs")
+	b.ReportMetric(stats.Median(pd), "proxied-µs")
+	b.ReportMetric(stats.Median(diff), "added-µs")
 }
