@@ -3,6 +3,7 @@ package placement
 import (
 	"bytes"
 	"fmt"
+	"github.com/rttlab/rttlab/results/plotkit"
 	"github.com/rttlab/rttlab/results/stats"
 	"math"
 	"os"
@@ -14,8 +15,6 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgsvg"
-
-	"github.com/rttlab/rttlab/results"
 )
 
 // The placement study's figures, written as plots/NAME.svg.
@@ -93,7 +92,7 @@ func sweepPlot(r *PlaceResult) (*plot.Plot, error) {
 			}
 			pts = append(pts, plotter.XY{X: float64(s.N), Y: y})
 		}
-		thumbs, err := results.PlotSeries(p, pts, nil, results.StandardSeries(i, false))
+		thumbs, err := plotkit.PlotSeries(p, pts, nil, plotkit.StandardSeries(i, false))
 		if err != nil {
 			return nil, err
 		}
@@ -135,7 +134,7 @@ func addModelLines(p *plot.Plot, r *PlaceResult) error {
 			if err != nil {
 				return err
 			}
-			l.Color = results.SeriesColor(hi)
+			l.Color = plotkit.SeriesColor(hi)
 			l.Dashes = []vg.Length{vg.Points(float64(2 + 4*mi)), vg.Points(3)}
 			p.Add(l)
 			p.Legend.Add(fmt.Sprintf("%s model, %s", m, e.Host), l)
@@ -171,7 +170,7 @@ func routedPlot(r *PlaceResult) (*plot.Plot, error) {
 		pi := slices.Index(Policies, c.Policy)
 		x := float64(ri) + 0.15*(float64(pi)-float64(len(Policies)-1)/2)
 		pts := plotter.XYs{{X: x, Y: float64(c.P50Ms)}}
-		thumbs, err := results.PlotSeries(p, pts, []stats.Interval{c.P50CI.Interval()}, results.StandardSeries(pi, false))
+		thumbs, err := plotkit.PlotSeries(p, pts, []stats.Interval{c.P50CI.Interval()}, plotkit.StandardSeries(pi, false))
 		if err != nil {
 			return nil, err
 		}
@@ -211,7 +210,7 @@ func concurrencyPlot(r *PlaceResult) (*plot.Plot, error) {
 		slices.SortFunc(p50, func(a, b plotter.XY) int { return int(math.Copysign(1, a.X-b.X)) })
 		slices.SortFunc(p99, func(a, b plotter.XY) int { return int(math.Copysign(1, a.X-b.X)) })
 		for j, pts := range []plotter.XYs{p50, p99} {
-			thumbs, err := results.PlotSeries(p, pts, nil, results.StandardSeries(i, j == 1))
+			thumbs, err := plotkit.PlotSeries(p, pts, nil, plotkit.StandardSeries(i, j == 1))
 			if err != nil {
 				return nil, err
 			}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/rttlab/rttlab/results/plotkit"
 	"github.com/rttlab/rttlab/results/stats"
 	"html/template"
 	"maps"
@@ -136,7 +137,7 @@ type htmlReport struct {
 // apps, failed requests, everything Analyze noted) and the manifest, the
 // task order folded in a <details>. The same summary and plots give the
 // same bytes.
-func (s *Summary) HTML(plots []PlotFile) ([]byte, error) {
+func (s *Summary) HTML(plots []plotkit.PlotFile) ([]byte, error) {
 	o := s.Options.withDefaults()
 	r := htmlReport{Plan: s.Plan, Sections: reportSections}
 	r.header(s, o)

@@ -2,6 +2,7 @@ package results
 
 import (
 	"fmt"
+	"github.com/rttlab/rttlab/results/plotkit"
 	"github.com/rttlab/rttlab/results/stats"
 	"image/color"
 
@@ -35,7 +36,7 @@ const attributionBar = 0.55
 // attributionFigure stacks, per route at its largest setting, the parts
 // its change went to (positive parts up from 0, negative ones down),
 // with the measured change of the p50 and its CI beside the bar.
-func (s *Summary) attributionFigure() (*figure, error) {
+func (s *Summary) attributionFigure() (*plotkit.Figure, error) {
 	order, last := s.largestSettings()
 	var cats []routeKey
 	for _, k := range order {
@@ -46,7 +47,7 @@ func (s *Summary) attributionFigure() (*figure, error) {
 	if len(cats) == 0 {
 		return nil, nil
 	}
-	f := newFigure(PlotAttribution, "Where the change went, at each route's largest setting",
+	f := plotkit.NewFigure(PlotAttribution, "Where the change went, at each route's largest setting",
 		"Each request taken apart on the wire: the bar stacks the change of its parts against 0 ms (requests around each run's median): the wire as configured (round trips × RTT), the wire's excess over it, the app's and the database's own time, and the client's; the black point is the measured change of the p50 with its 95% CI.",
 		"", "change against 0 ms (ms)")
 	for i, k := range cats {
@@ -61,7 +62,7 @@ func (s *Summary) attributionFigure() (*figure, error) {
 			} else {
 				up += v
 			}
-			if err := f.addBarSegment(float64(i)-attributionBar/2-0.06, lo, hi, part.color); err != nil {
+			if err := addBarSegment(f, float64(i)-attributionBar/2-0.06, lo, hi, part.color); err != nil {
 				return nil, err
 			}
 		}
@@ -76,33 +77,33 @@ func (s *Summary) attributionFigure() (*figure, error) {
 			return nil, err
 		}
 		sw.Color, sw.LineStyle.Width = part.color, 0
-		f.legend.Add(part.label, sw)
+		f.Legend.Add(part.label, sw)
 	}
-	f.legend.Add("measured change of p50, 95% CI", legendDot{})
-	f.ratioAxes(cats)
-	f.p.Y.Min = min(f.p.Y.Min, 0)
+	f.Legend.Add("measured change of p50, 95% CI", legendDot{})
+	ratioAxes(f, cats)
+	f.P.Y.Min = min(f.P.Y.Min, 0)
 	return f, nil
 }
 
 // addBarSegment draws one filled segment [lo, hi] of a bar starting at x.
-func (f *figure) addBarSegment(x, lo, hi float64, c color.Color) error {
+func addBarSegment(f *plotkit.Figure, x, lo, hi float64, c color.Color) error {
 	if hi-lo == 0 {
 		return nil
 	}
 	w := attributionBar
 	pg, err := plotter.NewPolygon(plotter.XYs{{X: x, Y: lo}, {X: x + w, Y: lo}, {X: x + w, Y: hi}, {X: x, Y: hi}})
 	if err != nil {
-		return fmt.Errorf("plot %s: %w", f.name, err)
+		return fmt.Errorf("plot %s: %w", f.Name, err)
 	}
 	pg.Color = c
 	pg.LineStyle = draw.LineStyle{Color: color.White, Width: vg.Points(0.5)}
-	f.p.Add(pg)
+	f.P.Add(pg)
 	return nil
 }
 
 // addSeriesStyled draws points in colour c with their intervals.
-func addSeriesStyled(f *figure, pts plotter.XYs, ci []stats.Interval, c color.Color) (*plotter.Scatter, error) {
-	var eb xyErr
+func addSeriesStyled(f *plotkit.Figure, pts plotter.XYs, ci []stats.Interval, c color.Color) (*plotter.Scatter, error) {
+	var eb plotkit.XYErr
 	for i, pt := range pts {
 		if ci[i].Valid() {
 			eb.XYs = append(eb.XYs, pt)
@@ -112,18 +113,18 @@ func addSeriesStyled(f *figure, pts plotter.XYs, ci []stats.Interval, c color.Co
 	if len(eb.XYs) > 0 {
 		e, err := plotter.NewYErrorBars(eb)
 		if err != nil {
-			return nil, fmt.Errorf("plot %s: %w", f.name, err)
+			return nil, fmt.Errorf("plot %s: %w", f.Name, err)
 		}
 		e.LineStyle = draw.LineStyle{Color: c, Width: vg.Points(1)}
 		e.CapWidth = vg.Points(5)
-		f.p.Add(e)
+		f.P.Add(e)
 	}
 	sc, err := plotter.NewScatter(pts)
 	if err != nil {
-		return nil, fmt.Errorf("plot %s: %w", f.name, err)
+		return nil, fmt.Errorf("plot %s: %w", f.Name, err)
 	}
 	sc.GlyphStyle = draw.GlyphStyle{Color: c, Radius: vg.Points(3.5), Shape: draw.CircleGlyph{}}
-	f.p.Add(sc)
+	f.P.Add(sc)
 	return sc, nil
 }
 

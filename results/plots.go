@@ -1,9 +1,9 @@
 package results
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
+	"github.com/rttlab/rttlab/results/plotkit"
 	"github.com/rttlab/rttlab/results/stats"
 	"image/color"
 	"math"
@@ -12,13 +12,9 @@ import (
 	"strings"
 
 	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/text"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
-	"gonum.org/v1/plot/vg/vgsvg"
 )
 
 // PlotsDir is the folder, inside a results folder, that holds the plots.
@@ -34,66 +30,15 @@ const (
 	PlotSensitivity  = "sensitivity"
 )
 
-// plotNames lists every plot Render may write, in report order.
-var plotNames = []string{PlotLatency, PlotChange, PlotAttribution, PlotRatio, PlotVerification, PlotRuns, PlotSensitivity}
-
-// PlotFile is one rendered plot: the same figure as SVG and PNG.
-type PlotFile struct {
-	// Name is the file name without extension (PlotLatency, ...).
-	Name string
-	// Title is the plot's title; Description says in one line what it
-	// shows and how to read it.
-	Title       string
-	Description string
-	SVG, PNG    []byte
-}
-
-// Figure geometry and resolution.
+// The strip plot's panels.
 const (
-	figWidth  = 8 * vg.Inch
-	figHeight = 4.5 * vg.Inch
-	pngDPI    = 150
-	// panelWidth and panelHeight size one panel of the strip plot.
 	panelWidth  = 2.7 * vg.Inch
 	panelHeight = 2.4 * vg.Inch
 	panelCols   = 3
 )
 
-// plotFont is the typeface of every text: Liberation Sans ships inside
-// gonum/plot, so no system font is needed, and it has the metrics of
-// Arial, which the SVG names as its fallback.
-var plotFont = font.Font{Typeface: "Liberation", Variant: "Sans"}
-
-// palette is the Okabe–Ito colour-blind-safe palette (yellow darkened to
-// stay readable on white), assigned to series in sorted order.
-var palette = []color.RGBA{
-	{0x00, 0x72, 0xB2, 0xff}, // blue
-	{0xD5, 0x5E, 0x00, 0xff}, // vermillion
-	{0x00, 0x9E, 0x73, 0xff}, // bluish green
-	{0xCC, 0x79, 0xA7, 0xff}, // reddish purple
-	{0xE6, 0x9F, 0x00, 0xff}, // orange
-	{0x56, 0xB4, 0xE9, 0xff}, // sky blue
-	{0x00, 0x00, 0x00, 0xff}, // black
-	{0x9A, 0x86, 0x00, 0xff}, // dark yellow
-}
-
-var glyphs = []draw.GlyphDrawer{
-	draw.CircleGlyph{}, draw.BoxGlyph{}, draw.TriangleGlyph{}, draw.PyramidGlyph{},
-	draw.RingGlyph{}, draw.SquareGlyph{}, draw.CrossGlyph{}, draw.PlusGlyph{},
-}
-
-var (
-	grey     = color.RGBA{0x88, 0x88, 0x88, 0xff}
-	gridGrey = color.RGBA{0xe8, 0xe8, 0xe8, 0xff}
-	bandGrey = color.RGBA{0xe2, 0xe2, 0xe2, 0xff}
-	dashes   = []vg.Length{vg.Points(6), vg.Points(4)}
-)
-
-func seriesColor(i int) color.RGBA { return palette[i%len(palette)] }
-
-// SeriesColor is the colour of the i-th series in every rttlab figure.
-func SeriesColor(i int) color.RGBA       { return seriesColor(i) }
-func seriesGlyph(i int) draw.GlyphDrawer { return glyphs[i%len(glyphs)] }
+// plotNames lists every plot Render may write, in report order.
+var plotNames = []string{PlotLatency, PlotChange, PlotAttribution, PlotRatio, PlotVerification, PlotRuns, PlotSensitivity}
 
 // routeKey names one app and route.
 type routeKey struct{ app, route string }
@@ -151,9 +96,9 @@ func joinSettings(v []float64) string {
 // latency, change, ratio, verification and runs. A figure without data
 // (no probes, no change against 0 ms) is left out. The same summary always
 // gives the same SVG bytes.
-func (s *Summary) Plots() ([]PlotFile, error) {
-	var out []PlotFile
-	builders := []func() (*figure, error){s.latencyFigure, s.changeFigure, s.attributionFigure, s.ratioFigure, s.verificationFigure, s.runsFigure, s.sensitivityFigure}
+func (s *Summary) Plots() ([]plotkit.PlotFile, error) {
+	var out []plotkit.PlotFile
+	builders := []func() (*plotkit.Figure, error){s.latencyFigure, s.changeFigure, s.attributionFigure, s.ratioFigure, s.verificationFigure, s.runsFigure, s.sensitivityFigure}
 	for _, build := range builders {
 		f, err := build()
 		if err != nil {
@@ -162,139 +107,25 @@ func (s *Summary) Plots() ([]PlotFile, error) {
 		if f == nil {
 			continue
 		}
-		pf, err := f.render()
+		pf, err := f.Render()
 		if err != nil {
-			return nil, fmt.Errorf("plot %s: %w", f.name, err)
+			return nil, fmt.Errorf("plot %s: %w", f.Name, err)
 		}
 		out = append(out, pf)
 	}
 	return out, nil
 }
 
-// figure is a plot with its legend drawn to the right of it, or a grid of
-// panels under one title.
-type figure struct {
-	name, title, desc string
-	p                 *plot.Plot
-	legend            plot.Legend
-	// panels, when set, replace p: a grid of small plots.
-	panels [][]*plot.Plot
-	w, h   vg.Length
-}
-
-func newFigure(name, title, desc, xLabel, yLabel string) *figure {
-	p := plot.New()
-	p.Title.Text = title
-	p.X.Label.Text = xLabel
-	p.Y.Label.Text = yLabel
-	styleFonts(p, 13)
-	p.Title.Padding = vg.Points(8)
-	p.Add(newGrid())
-	l := plot.NewLegend()
-	l.TextStyle.Font = font.From(plotFont, 10)
-	l.Top, l.Left = true, true
-	l.ThumbnailWidth = vg.Points(24)
-	l.Padding = vg.Points(3)
-	return &figure{name: name, title: title, desc: desc, p: p, legend: l, w: figWidth, h: figHeight}
-}
-
-func styleFonts(p *plot.Plot, titleSize vg.Length) {
-	p.Title.TextStyle.Font = font.From(plotFont, titleSize)
-	for _, a := range []*plot.Axis{&p.X, &p.Y} {
-		a.Label.TextStyle.Font = font.From(plotFont, 11)
-		a.Tick.Label.Font = font.From(plotFont, 10)
-		a.Padding = vg.Points(4)
-		a.Tick.Marker = plot.TickerFunc(readableTicks)
-	}
-	p.Legend.TextStyle.Font = font.From(plotFont, 10)
-}
-
-func newGrid() *plotter.Grid {
-	g := plotter.NewGrid()
-	g.Vertical.Color, g.Horizontal.Color = gridGrey, gridGrey
-	g.Vertical.Width, g.Horizontal.Width = vg.Points(0.5), vg.Points(0.5)
-	return g
-}
-
-// render draws the figure as SVG and PNG.
-func (f *figure) render() (pf PlotFile, err error) {
-	// gonum/plot panics on some invalid input (for example a non-finite
-	// coordinate that slipped through); report it as an error instead.
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("draw: %v", r)
-		}
-	}()
-	sc := vgsvg.New(f.w, f.h)
-	f.draw(draw.New(sc))
-	var sb bytes.Buffer
-	if _, err := sc.WriteTo(&sb); err != nil {
-		return pf, fmt.Errorf("write svg: %w", err)
-	}
-	ic := vgimg.NewWith(vgimg.UseWH(f.w, f.h), vgimg.UseDPI(pngDPI), vgimg.UseBackgroundColor(color.White))
-	f.draw(draw.New(ic))
-	var pb bytes.Buffer
-	if _, err := (vgimg.PngCanvas{Canvas: ic}).WriteTo(&pb); err != nil {
-		return pf, fmt.Errorf("write png: %w", err)
-	}
-	return PlotFile{Name: f.name, Title: f.title, Description: f.desc, SVG: fixSVGFonts(sb.Bytes()), PNG: pb.Bytes()}, nil
-}
-
-func (f *figure) draw(dc draw.Canvas) {
-	dc.SetColor(color.White)
-	dc.Fill(dc.Rectangle.Path())
-	if f.panels != nil {
-		f.drawPanels(dc)
-		return
-	}
-	pad := vg.Points(10)
-	lw := f.legend.Rectangle(dc).Size().X
-	if lw > 0 {
-		lw += 2 * pad
-	}
-	f.p.Draw(draw.Crop(dc, 0, -lw, 0, 0))
-	if lw > 0 {
-		// Start the legend level with the top of the data area.
-		top := f.p.Title.TextStyle.Rectangle(f.p.Title.Text).Size().Y + f.p.Title.Padding + pad
-		f.legend.Draw(draw.Crop(dc, dc.Size().X-lw+pad, 0, 0, -top))
-	}
-}
-
-func (f *figure) drawPanels(dc draw.Canvas) {
-	sty := text.Style{Color: color.Black, Font: font.From(plotFont, 13), XAlign: draw.XCenter, YAlign: draw.YTop,
-		Handler: plot.DefaultTextHandler}
-	titleH := sty.Rectangle(f.title).Size().Y + vg.Points(12)
-	dc.FillText(sty, vg.Point{X: dc.Center().X, Y: dc.Max.Y - vg.Points(6)}, f.title)
-	rows := len(f.panels)
-	cols := len(f.panels[0])
-	tiles := draw.Tiles{Rows: rows, Cols: cols, PadX: vg.Points(14), PadY: vg.Points(14),
-		PadTop: titleH, PadBottom: vg.Points(6), PadLeft: vg.Points(6), PadRight: vg.Points(10)}
-	canvases := plot.Align(f.panels, tiles, dc)
-	for i := range f.panels {
-		for j, p := range f.panels[i] {
-			if p != nil {
-				p.Draw(canvases[i][j])
-			}
-		}
-	}
-}
-
-// fixSVGFonts names fallbacks after Liberation Sans, so a viewer without
-// it uses Arial (the same metrics) or another sans-serif font.
-func fixSVGFonts(b []byte) []byte {
-	return bytes.ReplaceAll(b, []byte("font-family:Liberation Sans;"), []byte("font-family:Liberation Sans,Arial,Helvetica,sans-serif;"))
-}
-
 // settingTicks puts the x ticks at the configured settings when they are
 // few and far enough apart to label, else uses the default ticks.
 func settingTicks(st []float64) plot.Ticker {
 	if len(st) < 2 || len(st) > 9 {
-		return plot.TickerFunc(readableTicks)
+		return plot.TickerFunc(plotkit.ReadableTicks)
 	}
 	span := st[len(st)-1] - st[0]
 	for i := 1; i < len(st); i++ {
 		if st[i]-st[i-1] < span/14 {
-			return plot.TickerFunc(readableTicks)
+			return plot.TickerFunc(plotkit.ReadableTicks)
 		}
 	}
 	ticks := make(plot.ConstantTicks, len(st))
@@ -304,24 +135,10 @@ func settingTicks(st []float64) plot.Ticker {
 	return ticks
 }
 
-// xyErr is a series of points with asymmetric y errors.
-type xyErr struct {
-	plotter.XYs
-	plotter.YErrors
-}
-
-func lineStyle(c color.Color, dashed bool) draw.LineStyle {
-	ls := draw.LineStyle{Color: c, Width: vg.Points(1.6)}
-	if dashed {
-		ls.Dashes = dashes
-	}
-	return ls
-}
-
 // addSeries draws a line through pts with glyphs and, where ci holds
 // valid intervals, error bars; it returns the legend thumbnails.
 func addSeries(p *plot.Plot, pts plotter.XYs, ci []stats.Interval, idx int) ([]plot.Thumbnailer, error) {
-	return PlotSeries(p, pts, ci, StandardSeries(idx, false))
+	return plotkit.PlotSeries(p, pts, ci, plotkit.StandardSeries(idx, false))
 }
 
 func (s *Summary) lowNNote() string {
@@ -332,7 +149,7 @@ func (s *Summary) lowNNote() string {
 // addLowNRings rings the points of cells the summary makes no claim about
 // (too few runs, too many failed requests) and adds one legend entry for
 // them.
-func (f *figure) addLowNRings(pts plotter.XYs, note string) error {
+func addLowNRings(f *plotkit.Figure, pts plotter.XYs, note string) error {
 	if len(pts) == 0 {
 		return nil
 	}
@@ -340,17 +157,17 @@ func (f *figure) addLowNRings(pts plotter.XYs, note string) error {
 	if err != nil {
 		return err
 	}
-	sc.GlyphStyle = draw.GlyphStyle{Color: grey, Radius: vg.Points(7), Shape: draw.RingGlyph{}}
-	f.p.Add(sc)
-	f.legend.Add(note, sc)
+	sc.GlyphStyle = draw.GlyphStyle{Color: plotkit.Grey, Radius: vg.Points(7), Shape: draw.RingGlyph{}}
+	f.P.Add(sc)
+	f.Legend.Add(note, sc)
 	return nil
 }
 
-func (s *Summary) latencyFigure() (*figure, error) {
-	f := newFigure(PlotLatency, "Latency against configured RTT",
+func (s *Summary) latencyFigure() (*plotkit.Figure, error) {
+	f := plotkit.NewFigure(PlotLatency, "Latency against configured RTT",
 		"Median of the run p50s for each app and route at each configured RTT, with 95% bootstrap CI error bars.",
 		"configured RTT (ms)", "p50 latency (ms)")
-	f.p.X.Tick.Marker = settingTicks(s.settings())
+	f.P.X.Tick.Marker = settingTicks(s.settings())
 	var lo, hi = math.Inf(1), math.Inf(-1)
 	var low plotter.XYs
 	n := 0
@@ -371,26 +188,26 @@ func (s *Summary) latencyFigure() (*figure, error) {
 		if len(pts) == 0 {
 			continue
 		}
-		th, err := addSeries(f.p, pts, ci, i)
+		th, err := addSeries(f.P, pts, ci, i)
 		if err != nil {
-			return nil, fmt.Errorf("plot %s: %w", f.name, err)
+			return nil, fmt.Errorf("plot %s: %w", f.Name, err)
 		}
-		f.legend.Add(k.label(), th...)
+		f.Legend.Add(k.label(), th...)
 		n++
 	}
 	if n == 0 {
 		return nil, nil
 	}
-	if err := f.addLowNRings(low, s.lowNNote()); err != nil {
-		return nil, fmt.Errorf("plot %s: %w", f.name, err)
+	if err := addLowNRings(f, low, s.lowNNote()); err != nil {
+		return nil, fmt.Errorf("plot %s: %w", f.Name, err)
 	}
 	// Routes an order of magnitude apart share the axis on a log scale.
 	if lo > 0 && hi/lo > 20 {
-		f.p.Y.Scale = plot.LogScale{}
-		f.p.Y.Tick.Marker = plot.TickerFunc(LogTicks)
-		f.p.Y.Label.Text = "p50 latency (ms, log scale)"
+		f.P.Y.Scale = plot.LogScale{}
+		f.P.Y.Tick.Marker = plot.TickerFunc(plotkit.LogTicks)
+		f.P.Y.Label.Text = "p50 latency (ms, log scale)"
 	} else {
-		f.p.Y.Min = 0
+		f.P.Y.Min = 0
 	}
 	return f, nil
 }
@@ -398,15 +215,15 @@ func (s *Summary) latencyFigure() (*figure, error) {
 // sensitivityFigure draws each route's p50 against the RTT with its
 // least-squares fit (solid) and the round trips' prediction from the
 // fit's intercept (dashed).
-func (s *Summary) sensitivityFigure() (*figure, error) {
+func (s *Summary) sensitivityFigure() (*plotkit.Figure, error) {
 	if len(s.Sensitivity) == 0 {
 		return nil, nil
 	}
-	f := newFigure(PlotSensitivity, "Sensitivity: p50 against RTT, fitted and predicted",
+	f := plotkit.NewFigure(PlotSensitivity, "Sensitivity: p50 against RTT, fitted and predicted",
 		"Median of the run p50s at each setting (points, 95% CI bars), the least-squares fit over the settings (solid) and intercept + round trips × RTT (dashed, same colour).",
 		"configured RTT (ms)", "p50 latency (ms)")
-	f.p.X.Tick.Marker = settingTicks(s.settings())
-	f.p.Y.Min = 0
+	f.P.X.Tick.Marker = settingTicks(s.settings())
+	f.P.Y.Min = 0
 	anyPred := false
 	for i, fit := range s.Sensitivity {
 		var pts plotter.XYs
@@ -435,28 +252,28 @@ func (s *Summary) sensitivityFigure() (*figure, error) {
 		for _, ln := range lines {
 			l, err := plotter.NewLine(plotter.XYs{{X: x0, Y: fit.Intercept + ln.b*x0}, {X: x1, Y: fit.Intercept + ln.b*x1}})
 			if err != nil {
-				return nil, fmt.Errorf("plot %s: %w", f.name, err)
+				return nil, fmt.Errorf("plot %s: %w", f.Name, err)
 			}
-			l.LineStyle = lineStyle(seriesColor(i), ln.dashed)
-			f.p.Add(l)
+			l.LineStyle = plotkit.LineStyle(plotkit.SeriesColor(i), ln.dashed)
+			f.P.Add(l)
 		}
-		th, err := addSeries(f.p, pts, ci, i)
+		th, err := addSeries(f.P, pts, ci, i)
 		if err != nil {
-			return nil, fmt.Errorf("plot %s: %w", f.name, err)
+			return nil, fmt.Errorf("plot %s: %w", f.Name, err)
 		}
-		f.legend.Add(fmt.Sprintf("%s %s (slope %.2f)", fit.App, fit.Route, fit.Slope), th...)
+		f.Legend.Add(fmt.Sprintf("%s %s (slope %.2f)", fit.App, fit.Route, fit.Slope), th...)
 	}
 	if anyPred {
-		f.legend.Add("dashed: round trips × RTT", legendLine{lineStyle(grey, true)})
+		f.Legend.Add("dashed: round trips × RTT", plotkit.LegendLine{LineStyle: plotkit.LineStyle(plotkit.Grey, true)})
 	}
 	return f, nil
 }
 
-func (s *Summary) changeFigure() (*figure, error) {
-	f := newFigure(PlotChange, "Change against 0 ms, measured and predicted",
+func (s *Summary) changeFigure() (*plotkit.Figure, error) {
+	f := plotkit.NewFigure(PlotChange, "Change against 0 ms, measured and predicted",
 		"Measured change of the p50 against the 0 ms baseline (solid, 95% CI bars) beside the prediction statements × RTT (dashed, same colour).",
 		"configured RTT (ms)", "change of p50 against 0 ms (ms)")
-	f.p.X.Tick.Marker = settingTicks(s.settings())
+	f.P.X.Tick.Marker = settingTicks(s.settings())
 	var low plotter.XYs
 	n, anyPred := 0, false
 	for i, k := range s.routes() {
@@ -482,53 +299,44 @@ func (s *Summary) changeFigure() (*figure, error) {
 		pts = append(plotter.XYs{{X: 0, Y: 0}}, pts...)
 		ci = append([]stats.Interval{stats.NoInterval()}, ci...)
 		if hasSt {
-			if err := f.addPredictedChange(pts[len(pts)-1].X, st, i); err != nil {
+			if err := addPredictedChange(f, pts[len(pts)-1].X, st, i); err != nil {
 				return nil, err
 			}
 			anyPred = true
 		}
-		th, err := addSeries(f.p, pts, ci, i)
+		th, err := addSeries(f.P, pts, ci, i)
 		if err != nil {
-			return nil, fmt.Errorf("plot %s: %w", f.name, err)
+			return nil, fmt.Errorf("plot %s: %w", f.Name, err)
 		}
 		label := k.label()
 		if hasSt {
 			label += " (" + strconv.FormatFloat(st, 'f', -1, 64) + " stmts)"
 		}
-		f.legend.Add(label, th...)
+		f.Legend.Add(label, th...)
 		n++
 	}
 	if n == 0 {
 		return nil, nil
 	}
 	if anyPred {
-		f.legend.Add("dashed: predicted", legendLine{lineStyle(grey, true)})
+		f.Legend.Add("dashed: predicted", plotkit.LegendLine{LineStyle: plotkit.LineStyle(plotkit.Grey, true)})
 	}
-	if err := f.addLowNRings(low, s.lowNNote()); err != nil {
-		return nil, fmt.Errorf("plot %s: %w", f.name, err)
+	if err := addLowNRings(f, low, s.lowNNote()); err != nil {
+		return nil, fmt.Errorf("plot %s: %w", f.Name, err)
 	}
 	return f, nil
 }
 
 // addPredictedChange draws the prediction statements × RTT from 0 to
 // maxX, dashed in series colour idx.
-func (f *figure) addPredictedChange(maxX, statements float64, idx int) error {
+func addPredictedChange(f *plotkit.Figure, maxX, statements float64, idx int) error {
 	l, err := plotter.NewLine(plotter.XYs{{X: 0, Y: 0}, {X: maxX, Y: statements * maxX}})
 	if err != nil {
-		return fmt.Errorf("plot %s: %w", f.name, err)
+		return fmt.Errorf("plot %s: %w", f.Name, err)
 	}
-	l.LineStyle = lineStyle(seriesColor(idx), true)
-	f.p.Add(l)
+	l.LineStyle = plotkit.LineStyle(plotkit.SeriesColor(idx), true)
+	f.P.Add(l)
 	return nil
-}
-
-// legendLine is a legend thumbnail of a line style that is not drawn in
-// the plot itself.
-type legendLine struct{ draw.LineStyle }
-
-func (l legendLine) Thumbnail(c *draw.Canvas) {
-	y := c.Center().Y
-	c.StrokeLine2(l.LineStyle, c.Min.X, y, c.Max.X, y)
 }
 
 // ratioWidth is the share of a ratio category the points spread over.
@@ -537,8 +345,8 @@ const ratioWidth = 0.7
 // ratioPredStyle draws the predicted ratio (statements per request).
 var ratioPredStyle = draw.LineStyle{Color: color.Black, Width: vg.Points(1.2)}
 
-func (s *Summary) ratioFigure() (*figure, error) {
-	f := newFigure(PlotRatio, "Amplification ratio (change ÷ RTT)",
+func (s *Summary) ratioFigure() (*plotkit.Figure, error) {
+	f := plotkit.NewFigure(PlotRatio, "Amplification ratio (change ÷ RTT)",
 		"Change against 0 ms divided by the configured RTT, per app and route and setting (95% CI bars); the black bar marks the statements per request, the ratio the prediction expects.",
 		"", "change ÷ RTT")
 	cats := s.ratioCategories()
@@ -561,14 +369,14 @@ func (s *Summary) ratioFigure() (*figure, error) {
 			continue
 		}
 		// One colour per setting here; the x axis names the routes.
-		if err := f.addRatioSeries(pts, ci, si, fmtSetting(v)+" ms"); err != nil {
+		if err := addRatioSeries(f, pts, ci, si, fmtSetting(v)+" ms"); err != nil {
 			return nil, err
 		}
 	}
 	if hasPred {
-		f.legend.Add("predicted (statements)", legendLine{ratioPredStyle})
+		f.Legend.Add("predicted (statements)", plotkit.LegendLine{LineStyle: ratioPredStyle})
 	}
-	f.ratioAxes(cats)
+	ratioAxes(f, cats)
 	return f, nil
 }
 
@@ -589,7 +397,7 @@ func (s *Summary) ratioCategories() []routeKey {
 
 // addPredictedRatios draws, per category with statements, its predicted
 // ratio as one bar across the category, and reports whether it drew any.
-func (s *Summary) addPredictedRatios(f *figure, cats []routeKey) (bool, error) {
+func (s *Summary) addPredictedRatios(f *plotkit.Figure, cats []routeKey) (bool, error) {
 	hasPred := false
 	for ci0, k := range cats {
 		st, ok := s.Manifest.StatementsFor(k.app, k.route)
@@ -599,10 +407,10 @@ func (s *Summary) addPredictedRatios(f *figure, cats []routeKey) (bool, error) {
 		x := float64(ci0)
 		l, err := plotter.NewLine(plotter.XYs{{X: x - ratioWidth/2 - 0.1, Y: st}, {X: x + ratioWidth/2 + 0.1, Y: st}})
 		if err != nil {
-			return false, fmt.Errorf("plot %s: %w", f.name, err)
+			return false, fmt.Errorf("plot %s: %w", f.Name, err)
 		}
 		l.LineStyle = ratioPredStyle
-		f.p.Add(l)
+		f.P.Add(l)
 		hasPred = true
 	}
 	return hasPred, nil
@@ -636,8 +444,8 @@ func (s *Summary) ratioPoints(cats []routeKey, st []float64, si int) (plotter.XY
 
 // addRatioSeries draws one setting's ratios in series colour idx: the
 // error bars of the valid intervals, then the points, with a legend entry.
-func (f *figure) addRatioSeries(pts plotter.XYs, ci []stats.Interval, idx int, label string) error {
-	var eb xyErr
+func addRatioSeries(f *plotkit.Figure, pts plotter.XYs, ci []stats.Interval, idx int, label string) error {
+	var eb plotkit.XYErr
 	for i, pt := range pts {
 		if ci[i].Valid() {
 			eb.XYs = append(eb.XYs, pt)
@@ -647,37 +455,37 @@ func (f *figure) addRatioSeries(pts plotter.XYs, ci []stats.Interval, idx int, l
 	if len(eb.XYs) > 0 {
 		e, err := plotter.NewYErrorBars(eb)
 		if err != nil {
-			return fmt.Errorf("plot %s: %w", f.name, err)
+			return fmt.Errorf("plot %s: %w", f.Name, err)
 		}
-		e.LineStyle = draw.LineStyle{Color: seriesColor(idx), Width: vg.Points(1)}
+		e.LineStyle = draw.LineStyle{Color: plotkit.SeriesColor(idx), Width: vg.Points(1)}
 		e.CapWidth = vg.Points(5)
-		f.p.Add(e)
+		f.P.Add(e)
 	}
 	sc, err := plotter.NewScatter(pts)
 	if err != nil {
-		return fmt.Errorf("plot %s: %w", f.name, err)
+		return fmt.Errorf("plot %s: %w", f.Name, err)
 	}
-	sc.GlyphStyle = draw.GlyphStyle{Color: seriesColor(idx), Radius: vg.Points(3.5), Shape: seriesGlyph(idx)}
-	f.p.Add(sc)
-	f.legend.Add(label, sc)
+	sc.GlyphStyle = draw.GlyphStyle{Color: plotkit.SeriesColor(idx), Radius: vg.Points(3.5), Shape: plotkit.SeriesGlyph(idx)}
+	f.P.Add(sc)
+	f.Legend.Add(label, sc)
 	return nil
 }
 
 // ratioAxes names the categories on the x axis, tilting the names when
 // there are many, and starts the y axis at 0 with some headroom.
-func (f *figure) ratioAxes(cats []routeKey) {
+func ratioAxes(f *plotkit.Figure, cats []routeKey) {
 	names := make([]string, len(cats))
 	for i, k := range cats {
 		names[i] = k.label()
 	}
-	f.p.NominalX(names...)
-	f.p.X.Min, f.p.X.Max = -0.6, float64(len(cats))-0.4
-	f.p.Y.Min = 0
-	f.p.Y.Max *= 1.08
+	f.P.NominalX(names...)
+	f.P.X.Min, f.P.X.Max = -0.6, float64(len(cats))-0.4
+	f.P.Y.Min = 0
+	f.P.Y.Max *= 1.08
 	if len(cats) > 3 {
-		f.p.X.Tick.Label.Rotation = math.Pi / 7
-		f.p.X.Tick.Label.XAlign = draw.XRight
-		f.p.X.Tick.Label.YAlign = draw.YCenter
+		f.P.X.Tick.Label.Rotation = math.Pi / 7
+		f.P.X.Tick.Label.XAlign = draw.XRight
+		f.P.X.Tick.Label.YAlign = draw.YCenter
 	}
 }
 
@@ -697,20 +505,20 @@ func probeLabel(kind string) string {
 // probeKey names one app's probe kind in the verification plot.
 type probeKey struct{ app, kind string }
 
-func (s *Summary) verificationFigure() (*figure, error) {
+func (s *Summary) verificationFigure() (*plotkit.Figure, error) {
 	tol := s.Options.withDefaults().ToleranceMs
-	f := newFigure(PlotVerification, "Verification of the injected delay",
+	f := plotkit.NewFigure(PlotVerification, "Verification of the injected delay",
 		fmt.Sprintf("ICMP added RTT and SELECT 1 change against 0 ms (95%% CI bars) at each configured RTT; the dashed identity line y = x is a perfect shaper, the grey band ± %s ms the tolerance.", fmtSetting(tol)),
 		"configured RTT (ms)", "measured added RTT (ms)")
 	keys, maxRTT := s.probeKeys()
 	if len(keys) == 0 {
 		return nil, nil
 	}
-	band, id, err := f.toleranceGuides(tol, maxRTT)
+	band, id, err := toleranceGuides(f, tol, maxRTT)
 	if err != nil {
 		return nil, err
 	}
-	f.p.X.Tick.Marker = settingTicks(s.settings())
+	f.P.X.Tick.Marker = settingTicks(s.settings())
 	multiApp := false
 	for _, k := range keys {
 		multiApp = multiApp || k.app != keys[0].app
@@ -719,22 +527,22 @@ func (s *Summary) verificationFigure() (*figure, error) {
 	for i, k := range keys {
 		pts, ci, out := s.probeSeries(k)
 		flagged = append(flagged, out...)
-		th, err := addSeries(f.p, pts, ci, i)
+		th, err := addSeries(f.P, pts, ci, i)
 		if err != nil {
-			return nil, fmt.Errorf("plot %s: %w", f.name, err)
+			return nil, fmt.Errorf("plot %s: %w", f.Name, err)
 		}
 		label := probeLabel(k.kind)
 		if multiApp {
 			label = k.app + " " + label
 		}
-		f.legend.Add(label, th...)
+		f.Legend.Add(label, th...)
 	}
 	// The identity line goes on top: thin and dashed, it hides little.
-	f.p.Add(id)
-	f.legend.Add("y = x (configured)", id)
-	f.legend.Add("± "+fmtSetting(tol)+" ms tolerance", band)
-	if err := f.addLowNRings(flagged, "ringed: out of tolerance"); err != nil {
-		return nil, fmt.Errorf("plot %s: %w", f.name, err)
+	f.P.Add(id)
+	f.Legend.Add("y = x (configured)", id)
+	f.Legend.Add("± "+fmtSetting(tol)+" ms tolerance", band)
+	if err := addLowNRings(f, flagged, "ringed: out of tolerance"); err != nil {
+		return nil, fmt.Errorf("plot %s: %w", f.Name, err)
 	}
 	return f, nil
 }
@@ -759,18 +567,18 @@ func (s *Summary) probeKeys() ([]probeKey, float64) {
 
 // toleranceGuides adds the grey tolerance band around y = x up to maxRTT
 // and returns it with the dashed identity line, which the caller adds last.
-func (f *figure) toleranceGuides(tol, maxRTT float64) (*plotter.Polygon, *plotter.Line, error) {
+func toleranceGuides(f *plotkit.Figure, tol, maxRTT float64) (*plotter.Polygon, *plotter.Line, error) {
 	band, err := plotter.NewPolygon(plotter.XYs{{X: 0, Y: -tol}, {X: maxRTT, Y: maxRTT - tol}, {X: maxRTT, Y: maxRTT + tol}, {X: 0, Y: tol}})
 	if err != nil {
-		return nil, nil, fmt.Errorf("plot %s: %w", f.name, err)
+		return nil, nil, fmt.Errorf("plot %s: %w", f.Name, err)
 	}
-	band.Color, band.LineStyle.Width = bandGrey, 0
-	f.p.Add(band)
+	band.Color, band.LineStyle.Width = plotkit.BandGrey, 0
+	f.P.Add(band)
 	id, err := plotter.NewLine(plotter.XYs{{X: 0, Y: 0}, {X: maxRTT, Y: maxRTT}})
 	if err != nil {
-		return nil, nil, fmt.Errorf("plot %s: %w", f.name, err)
+		return nil, nil, fmt.Errorf("plot %s: %w", f.Name, err)
 	}
-	id.LineStyle = draw.LineStyle{Color: color.Black, Width: vg.Points(1), Dashes: dashes}
+	id.LineStyle = draw.LineStyle{Color: color.Black, Width: vg.Points(1), Dashes: plotkit.Dashes}
 	return band, id, nil
 }
 
@@ -799,7 +607,7 @@ type runsPanel struct {
 	cell Cell
 }
 
-func (s *Summary) runsFigure() (*figure, error) {
+func (s *Summary) runsFigure() (*plotkit.Figure, error) {
 	setting, err := s.stripSetting()
 	if err != nil {
 		if s.Options.StripRTTms != nil {
@@ -811,23 +619,23 @@ func (s *Summary) runsFigure() (*figure, error) {
 	if len(panels) == 0 {
 		return nil, nil
 	}
-	f := &figure{name: PlotRuns,
-		title: fmt.Sprintf("Per-run p50 at %s ms", fmtSetting(setting)),
-		desc: fmt.Sprintf("The p50 of every run at %s ms, one panel per app and route, runs in run-number order (see runs.csv); the black line is the median of the run p50s, the grey band its 95%% CI, so outliers and run-to-run spread stand out.",
+	f := &plotkit.Figure{Name: PlotRuns,
+		Title: fmt.Sprintf("Per-run p50 at %s ms", fmtSetting(setting)),
+		Desc: fmt.Sprintf("The p50 of every run at %s ms, one panel per app and route, runs in run-number order (see runs.csv); the black line is the median of the run p50s, the grey band its 95%% CI, so outliers and run-to-run spread stand out.",
 			fmtSetting(setting))}
 	cols := min(panelCols, len(panels))
 	rows := (len(panels) + cols - 1) / cols
-	f.w, f.h = panelWidth*vg.Length(cols)+vg.Points(20), panelHeight*vg.Length(rows)+vg.Points(30)
-	f.panels = make([][]*plot.Plot, rows)
-	for r := range f.panels {
-		f.panels[r] = make([]*plot.Plot, cols)
+	f.W, f.H = panelWidth*vg.Length(cols)+vg.Points(20), panelHeight*vg.Length(rows)+vg.Points(30)
+	f.Panels = make([][]*plot.Plot, rows)
+	for r := range f.Panels {
+		f.Panels[r] = make([]*plot.Plot, cols)
 	}
 	for pi, pn := range panels {
 		p, err := s.runsPanelPlot(pn, setting)
 		if err != nil {
-			return nil, fmt.Errorf("plot %s: %w", f.name, err)
+			return nil, fmt.Errorf("plot %s: %w", f.Name, err)
 		}
-		f.panels[pi/cols][pi%cols] = p
+		f.Panels[pi/cols][pi%cols] = p
 	}
 	return f, nil
 }
@@ -865,11 +673,11 @@ func (s *Summary) runsAt(k routeKey, setting float64) []RunStat {
 func (s *Summary) runsPanelPlot(pn runsPanel, setting float64) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text = pn.k.label()
-	styleFonts(p, 11)
+	plotkit.StyleFonts(p, 11)
 	p.Title.Padding = vg.Points(4)
 	p.X.Label.Text = "run"
 	p.Y.Label.Text = "run p50 (ms)"
-	p.Add(newGrid())
+	p.Add(plotkit.NewGrid())
 	runs := s.runsAt(pn.k, setting)
 	pts := make(plotter.XYs, len(runs))
 	for i, r := range runs {
@@ -882,7 +690,7 @@ func (s *Summary) runsPanelPlot(pn runsPanel, setting float64) (*plot.Plot, erro
 		if err != nil {
 			return nil, err
 		}
-		band.Color, band.LineStyle.Width = bandGrey, 0
+		band.Color, band.LineStyle.Width = plotkit.BandGrey, 0
 		p.Add(band)
 	}
 	med, err := plotter.NewLine(plotter.XYs{{X: lo, Y: c.P50}, {X: hi, Y: c.P50}})
@@ -895,7 +703,7 @@ func (s *Summary) runsPanelPlot(pn runsPanel, setting float64) (*plot.Plot, erro
 	if err != nil {
 		return nil, err
 	}
-	sc.GlyphStyle = draw.GlyphStyle{Color: seriesColor(pn.idx), Radius: vg.Points(2.8), Shape: draw.CircleGlyph{}}
+	sc.GlyphStyle = draw.GlyphStyle{Color: plotkit.SeriesColor(pn.idx), Radius: vg.Points(2.8), Shape: draw.CircleGlyph{}}
 	p.Add(sc)
 	p.X.Min, p.X.Max = lo, hi
 	p.X.Tick.Marker = runTicks(runs)
@@ -915,68 +723,4 @@ func runTicks(runs []RunStat) plot.Ticker {
 		}
 	}
 	return t
-}
-
-// LogTicks labels 1, 2 and 5 times each power of ten inside [min, max]
-// (with minor ticks at the other integers times the power), so a log axis
-// is readable at every decade.
-func LogTicks(min, max float64) []plot.Tick {
-	var ticks []plot.Tick
-	if !(min > 0) || !(max > min) {
-		return ticks
-	}
-	for e := math.Floor(math.Log10(min)); e <= math.Ceil(math.Log10(max)); e++ {
-		pow := math.Pow(10, e)
-		for m := 1; m <= 9; m++ {
-			v := float64(m) * pow
-			if v < min || v > max {
-				continue
-			}
-			t := plot.Tick{Value: v}
-			if m == 1 || m == 2 || m == 5 {
-				t.Label = strconv.FormatFloat(v, 'g', 6, 64)
-			}
-			ticks = append(ticks, t)
-		}
-	}
-	return ticks
-}
-
-// readableTicks are gonum's default ticks, labelled with as many decimals
-// as the tick spacing needs (the default labels can repeat a value when
-// the range is narrow, e.g. 25, 25, 25 for 24.98 to 25.02).
-func readableTicks(min, max float64) []plot.Tick {
-	ticks := plot.DefaultTicks{}.Ticks(min, max)
-	var major []float64
-	for _, t := range ticks {
-		if !t.IsMinor() {
-			major = append(major, t.Value)
-		}
-	}
-	step := math.Inf(1)
-	for i := 1; i < len(major); i++ {
-		step = math.Min(step, major[i]-major[i-1])
-	}
-	d := 0
-	if !math.IsInf(step, 1) && step > 0 {
-		for ; d < 9; d++ {
-			ok := true
-			for _, v := range major {
-				r, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'f', d, 64), 64)
-				if math.Abs(r-v) > step*1e-6 {
-					ok = false
-					break
-				}
-			}
-			if ok {
-				break
-			}
-		}
-	}
-	for i := range ticks {
-		if !ticks[i].IsMinor() {
-			ticks[i].Label = fmtFixed(ticks[i].Value, d)
-		}
-	}
-	return ticks
 }

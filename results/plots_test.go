@@ -2,6 +2,7 @@ package results
 
 import (
 	"bytes"
+	"github.com/rttlab/rttlab/results/plotkit"
 	"image/png"
 	"os"
 	"path/filepath"
@@ -67,13 +68,13 @@ func BenchmarkPlotsSVGOnly(b *testing.B) {
 	}
 	s := Analyze(d, Options{})
 	for b.Loop() {
-		for _, build := range []func() (*figure, error){s.latencyFigure, s.changeFigure, s.ratioFigure, s.verificationFigure, s.runsFigure} {
+		for _, build := range []func() (*plotkit.Figure, error){s.latencyFigure, s.changeFigure, s.ratioFigure, s.verificationFigure, s.runsFigure} {
 			f, err := build()
 			if err != nil {
 				b.Fatal(err)
 			}
-			sc := vgsvg.New(f.w, f.h)
-			f.draw(draw.New(sc))
+			sc := vgsvg.New(f.W, f.H)
+			f.Draw(draw.New(sc))
 		}
 	}
 }
@@ -86,7 +87,7 @@ func TestStripSetting(t *testing.T) {
 	half := 0.5
 	plots, err := Analyze(d, Options{StripRTTms: &half}).Plots()
 	mustNoErr(t, err)
-	var runs PlotFile
+	var runs plotkit.PlotFile
 	for _, p := range plots {
 		if p.Name == PlotRuns {
 			runs = p

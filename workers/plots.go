@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"fmt"
+	"github.com/rttlab/rttlab/results/plotkit"
 	"github.com/rttlab/rttlab/results/stats"
 	"image/color"
 	"math"
@@ -19,8 +20,6 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
 	"gonum.org/v1/plot/vg/vgsvg"
-
-	"github.com/rttlab/rttlab/results"
 )
 
 // Plot names; each is written as NAME.svg and NAME.png.
@@ -48,7 +47,7 @@ const (
 // each a grid with a column per configuration and a row per (mix, RTT).
 // Cells that make no claim are drawn like the others; the summary's
 // tables carry their warnings. A summary without cells has no figures.
-func (s *Summary) Plots() ([]results.PlotFile, error) {
+func (s *Summary) Plots() ([]plotkit.PlotFile, error) {
 	if len(s.Cells) == 0 {
 		return nil, nil
 	}
@@ -68,7 +67,7 @@ func (s *Summary) Plots() ([]results.PlotFile, error) {
 		}
 	}
 	a.finishAxes(lat, col)
-	var out []results.PlotFile
+	var out []plotkit.PlotFile
 	for _, f := range []struct {
 		name, title, desc string
 		g                 [][]*plot.Plot
@@ -277,19 +276,19 @@ func newGrid() *plotter.Grid {
 // addSeries draws a line through pts with glyphs and, where ci is valid,
 // error bars; it returns the legend thumbnails.
 func addSeries(p *plot.Plot, pts plotter.XYs, ci []stats.Interval, idx int, dashed bool) ([]plot.Thumbnailer, error) {
-	c := results.SeriesColor(idx)
+	c := plotkit.SeriesColor(idx)
 	line := draw.LineStyle{Color: c, Width: vg.Points(1.4)}
 	if dashed {
-		line.Dashes = results.Dashes
+		line.Dashes = plotkit.Dashes
 	}
-	return results.PlotSeries(p, pts, ci, results.SeriesStyle{Color: c, Line: line, ErrWidth: vg.Points(0.8), CapWidth: vg.Points(4),
-		Radius: vg.Points(2.6), Glyph: results.SeriesGlyph(idx), ClampErrors: true})
+	return plotkit.PlotSeries(p, pts, ci, plotkit.SeriesStyle{Color: c, Line: line, ErrWidth: vg.Points(0.8), CapWidth: vg.Points(4),
+		Radius: vg.Points(2.6), Glyph: plotkit.SeriesGlyph(idx), ClampErrors: true})
 }
 
-// logTicks is results.LogTicks, falling back to plain ticks when a narrow
+// logTicks is plotkit.LogTicks, falling back to plain ticks when a narrow
 // range holds fewer than two.
 func logTicks(min, max float64) []plot.Tick {
-	ticks := results.LogTicks(min, max)
+	ticks := plotkit.LogTicks(min, max)
 	if len(ticks) >= 2 || !(min > 0) || !(max > min) {
 		return ticks
 	}
@@ -298,7 +297,7 @@ func logTicks(min, max float64) []plot.Tick {
 
 // render draws the panels with a title and the policy legend on the right
 // as SVG and PNG.
-func render(name, title, desc string, g [][]*plot.Plot, legend plot.Legend) (pf results.PlotFile, err error) {
+func render(name, title, desc string, g [][]*plot.Plot, legend plot.Legend) (pf plotkit.PlotFile, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("draw: %v", r)
@@ -340,5 +339,5 @@ func render(name, title, desc string, g [][]*plot.Plot, legend plot.Legend) (pf 
 		return pf, fmt.Errorf("write png: %w", err)
 	}
 	svg := bytes.ReplaceAll(sb.Bytes(), []byte("font-family:Liberation Sans;"), []byte("font-family:Liberation Sans,Arial,Helvetica,sans-serif;"))
-	return results.PlotFile{Name: name, Title: title, Description: desc, SVG: svg, PNG: pb.Bytes()}, nil
+	return plotkit.PlotFile{Name: name, Title: title, Description: desc, SVG: svg, PNG: pb.Bytes()}, nil
 }
