@@ -21,7 +21,7 @@ func taskWire(t results.Task, attempt int, caps shaping.TaskCaptures, rs []workl
 	for _, x := range []struct {
 		dir string
 		ow  workloads.OneWay
-	}{{results.DirAppToDB, workloads.MatchOneWay(caps.App, caps.DB)}, {results.DirDBToApp, workloads.MatchOneWay(caps.DB, caps.App)}} {
+	}{{workloads.DirAppToDB, workloads.MatchOneWay(caps.App, caps.DB)}, {workloads.DirDBToApp, workloads.MatchOneWay(caps.DB, caps.App)}} {
 		rows = append(rows, results.WireRow{Task: t.ID, Attempt: attempt, App: t.App, Route: t.Route, RTTms: t.RTTms, Unshaped: t.Unshaped,
 			Direction: x.dir, Sent: x.ow.Sent, Matched: x.ow.Matched, Lost: x.ow.Lost, Ambiguous: x.ow.Ambiguous,
 			P50Ms: x.ow.P50Ms, P99Ms: x.ow.P99Ms, Drops: caps.App.Drops + caps.DB.Drops + caps.Client.Drops,

@@ -8,8 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-
-	"github.com/rttlab/rttlab/results"
 )
 
 // Crossover is a model's predicted crossover in N between two hosts: the N
@@ -143,11 +141,11 @@ func SweepKey(n int) string { return "placement-sweep\x00" + strconv.Itoa(n) }
 // interval of median(A) − median(B), A and B resampled independently
 // (stats.BootstrapChangeCI with B as the base), from
 // stats.NewRNG(seed, SweepKey(N)); resamples ≤ 0 means
-// results.DefaultResamples. Only N present for both hosts make a
+// stats.Resamples. Only N present for both hosts make a
 // point; the points come sorted by N.
 func Sweep(a, b map[int][]float64, seed uint64, resamples int) []SweepPoint {
 	if resamples <= 0 {
-		resamples = results.DefaultResamples
+		resamples = stats.Resamples
 	}
 	var out []SweepPoint
 	for n, la := range a {

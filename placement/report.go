@@ -289,7 +289,7 @@ func ComparePlacement(dirA, dirB string) (string, error) {
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | – | only in one folder |\n", label1, label2, p50s(va), p50s(vb))
 			return
 		}
-		iv := stats.BootstrapChangeCI(va, vb, results.DefaultResamples, stats.NewRNG(ra.Plan.Seed, "placement-compare\x00"+label1+"\x00"+label2))
+		iv := stats.BootstrapChangeCI(va, vb, stats.Resamples, stats.NewRNG(ra.Plan.Seed, "placement-compare\x00"+label1+"\x00"+label2))
 		fmt.Fprintf(&b, "| %s | %s | %.3f | %.3f | %+.3f | [%.3f, %.3f] |\n", label1, label2, stats.Median(va), stats.Median(vb), stats.Median(vb)-stats.Median(va), iv.Low, iv.High)
 	}
 	for _, pol := range ra.Plan.Policies {

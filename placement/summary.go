@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"github.com/rttlab/rttlab/results/stats"
 	"slices"
-
-	"github.com/rttlab/rttlab/results"
 )
 
 // Sample is one measured request of the routed comparison, as the client
@@ -93,11 +91,11 @@ func PolicyDiffKey(route string, policy, base Policy) string {
 // percentile-bootstrap 95% interval (stats.BootstrapChangeCI: request
 // latencies of both policies resampled independently, resamples times,
 // from stats.NewRNG(seed, PolicyDiffKey(...))). Resamples ≤ 0 means
-// results.DefaultResamples. Cells come in the order of Policies (unknown
+// stats.Resamples. Cells come in the order of Policies (unknown
 // policies after, by name), then by route; diffs by route, then policy.
 func SummarizeRouted(samples []Sample, seed uint64, resamples int) RoutedSummary {
 	if resamples <= 0 {
-		resamples = results.DefaultResamples
+		resamples = stats.Resamples
 	}
 	sum := RoutedSummary{
 		Seed: seed, Resamples: resamples,

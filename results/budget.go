@@ -3,6 +3,7 @@ package results
 import (
 	"encoding/xml"
 	"fmt"
+	"github.com/rttlab/rttlab/workloads"
 	"io"
 	"slices"
 	"strings"
@@ -38,7 +39,7 @@ type BudgetReport struct {
 // trips' median, min and max over the traced requests; the statements
 // seen) with the budget that applies and the verdict.
 type BudgetType struct {
-	TraceRow
+	workloads.TraceRow
 	// Budget is the most round trips a request may take; null when no
 	// budget applies to the type. BudgetKey is the key it came from
 	// (/serial covers /serial?n=5).
@@ -99,7 +100,7 @@ func UnservedBudgets(budgets map[string]int, types []string) []string {
 // any of its requests failed (a failed request's round trips are no
 // measure), or when a budget applies to no traced request. Types without
 // a budget are listed, not gated. It is a pure function of its input.
-func CheckBudgets(app string, rows []TraceRow, budgets map[string]int) BudgetReport {
+func CheckBudgets(app string, rows []workloads.TraceRow, budgets map[string]int) BudgetReport {
 	r := BudgetReport{App: app, Budgets: map[string]int{}, Types: []BudgetType{}}
 	for k, v := range budgets {
 		r.Budgets[k] = v
@@ -133,7 +134,7 @@ func CheckBudgets(app string, rows []TraceRow, budgets map[string]int) BudgetRep
 		if used[k] {
 			continue
 		}
-		r.Types = append(r.Types, BudgetType{TraceRow: TraceRow{App: app, Type: k, Expected: -1}, Budget: &max, BudgetKey: k,
+		r.Types = append(r.Types, BudgetType{TraceRow: workloads.TraceRow{App: app, Type: k, Expected: -1}, Budget: &max, BudgetKey: k,
 			Verdict: BudgetUntraced, Reason: "no request of this type was traced"})
 	}
 	slices.SortFunc(r.Types, func(a, b BudgetType) int { return strings.Compare(a.Type, b.Type) })
@@ -210,7 +211,7 @@ func (r BudgetReport) SummaryLine() string {
 }
 
 // rangeG is a median [min-max] as the trace table prints it.
-func rangeG(r TraceRange) string { return fmt.Sprintf("%g [%d-%d]", r.Median, r.Min, r.Max) }
+func rangeG(r workloads.TraceRange) string { return fmt.Sprintf("%g [%d-%d]", r.Median, r.Min, r.Max) }
 
 // typesCount is "1 request type" or "N request types".
 func typesCount(n int) string {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"encoding/xml"
+	"github.com/rttlab/rttlab/workloads"
 	"reflect"
 	"strings"
 	"testing"
@@ -11,12 +12,12 @@ import (
 
 // budgetRows: /feed takes 3 round trips, /feed-naive 12 (one request 13),
 // /serial?n=5 5; another app's rows are in the way.
-func budgetRows() []TraceRow {
-	return []TraceRow{
-		{App: "go", Type: "/feed", N: 20, RoundTrips: TraceRange{3, 3, 3}, Statements: TraceRange{3, 3, 3}, PGSS: 3, Expected: 3},
-		{App: "go", Type: "/feed-naive", N: 20, RoundTrips: TraceRange{12, 12, 13}, Statements: TraceRange{12, 12, 12}, PGSS: 12, Expected: 12},
-		{App: "go", Type: "/serial?n=5", N: 20, RoundTrips: TraceRange{5, 5, 5}, Statements: TraceRange{5, 5, 5}, PGSS: 5, Expected: 5},
-		{App: "node", Type: "/feed", N: 20, RoundTrips: TraceRange{30, 30, 30}},
+func budgetRows() []workloads.TraceRow {
+	return []workloads.TraceRow{
+		{App: "go", Type: "/feed", N: 20, RoundTrips: workloads.TraceRange{Median: 3, Min: 3, Max: 3}, Statements: workloads.TraceRange{Median: 3, Min: 3, Max: 3}, PGSS: 3, Expected: 3},
+		{App: "go", Type: "/feed-naive", N: 20, RoundTrips: workloads.TraceRange{Median: 12, Min: 12, Max: 13}, Statements: workloads.TraceRange{Median: 12, Min: 12, Max: 12}, PGSS: 12, Expected: 12},
+		{App: "go", Type: "/serial?n=5", N: 20, RoundTrips: workloads.TraceRange{Median: 5, Min: 5, Max: 5}, Statements: workloads.TraceRange{Median: 5, Min: 5, Max: 5}, PGSS: 5, Expected: 5},
+		{App: "node", Type: "/feed", N: 20, RoundTrips: workloads.TraceRange{Median: 30, Min: 30, Max: 30}},
 	}
 }
 

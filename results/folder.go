@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/rttlab/rttlab/workloads"
 	"io"
 	"io/fs"
 	"maps"
@@ -332,7 +333,7 @@ type Data struct {
 	// Shaper is shaper.csv's rows (every attempt), when present.
 	Shaper []ShaperRow
 	// Trace is trace.json's rows, when present.
-	Trace []TraceRow
+	Trace []workloads.TraceRow
 	// Wire is wire.csv's rows of done attempts (the last of each attempt
 	// and direction), when present.
 	Wire []WireRow

@@ -398,7 +398,7 @@ func TestCutInsideTheAttemptNumber(t *testing.T) {
 func TestResumeTrimsCutWireRows(t *testing.T) {
 	f, m := newTestFolder(t)
 	tk := m.Tasks[1]
-	wire := WireRow{Task: tk.ID, Attempt: 1, App: tk.App, Route: tk.Route, RTTms: tk.RTTms, Direction: DirAppToDB, Sent: 10, Matched: 10, P50Ms: 0.3}
+	wire := WireRow{Task: tk.ID, Attempt: 1, App: tk.App, Route: tk.Route, RTTms: tk.RTTms, Direction: workloads.DirAppToDB, Sent: 10, Matched: 10, P50Ms: 0.3}
 	an := AnatomyRow{Task: tk.ID, Attempt: 1, App: tk.App, Route: tk.Route, RTTms: tk.RTTms, RequestAnatomy: workloads.RequestAnatomy{Seq: 1, LatencyMs: 2}}
 	mustNoErr(t, f.AppendWire([]WireRow{wire}))
 	mustNoErr(t, f.AppendAnatomy([]AnatomyRow{an}))

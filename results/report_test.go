@@ -153,12 +153,12 @@ func goldenShaperRows(tk Task, attempt int) []ShaperRow {
 // task at 0.5 ms with a full ring (incomplete).
 func goldenWireRows(tk Task, attempt int) []WireRow {
 	var rows []WireRow
-	for i, dir := range []string{DirAppToDB, DirDBToApp} {
+	for i, dir := range []string{workloads.DirAppToDB, workloads.DirDBToApp} {
 		p50 := 0.02 + tk.RTTms/2 + 0.001*float64(tk.Run%3)
 		if tk.Unshaped {
 			p50 = 0.005
 		}
-		if dir == DirDBToApp && tk.RTTms == 1 && tk.Run == 1 {
+		if dir == workloads.DirDBToApp && tk.RTTms == 1 && tk.Run == 1 {
 			p50 += 0.03
 		}
 		r := WireRow{Task: tk.ID, Attempt: attempt, App: tk.App, Route: tk.Route, RTTms: tk.RTTms, Unshaped: tk.Unshaped, Direction: dir,

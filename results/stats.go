@@ -3,6 +3,7 @@ package results
 import (
 	"fmt"
 	"github.com/rttlab/rttlab/results/stats"
+	"github.com/rttlab/rttlab/workloads"
 	"maps"
 	"math"
 	"slices"
@@ -301,7 +302,7 @@ type Cell struct {
 // route in the trace, or for a mix route ("mix:NAME") the mean over its
 // request types weighted by their shares; ok is false when the trace has
 // none.
-func tracedRoundTrips(trace []TraceRow, app, route string) (float64, bool) {
+func tracedRoundTrips(trace []workloads.TraceRow, app, route string) (float64, bool) {
 	var wsum, wtrips float64
 	for _, r := range trace {
 		if r.App != app || r.N == 0 {
@@ -365,7 +366,7 @@ type Summary struct {
 	// apps.
 	Warnings []string
 	// Trace is the per-request trace (trace.json), when the folder has one.
-	Trace []TraceRow
+	Trace []workloads.TraceRow
 	// Shaper is what the shaper did per app, setting and side during the
 	// tasks counted as data (shaper.csv), when recorded.
 	Shaper []ShaperStat

@@ -1,6 +1,7 @@
 package results
 
 import (
+	"github.com/rttlab/rttlab/workloads"
 	"math"
 	"testing"
 )
@@ -39,11 +40,11 @@ func TestRunStats(t *testing.T) {
 }
 
 func TestTracedRoundTrips(t *testing.T) {
-	trace := []TraceRow{
-		{App: "axum-raw", Type: "/feed", N: 100, RoundTrips: TraceRange{Median: 1}},
-		{App: "redmine", Type: "issue-list", Weight: 0.75, N: 100, RoundTrips: TraceRange{Median: 20}},
-		{App: "redmine", Type: "issue-show", Weight: 0.25, N: 100, RoundTrips: TraceRange{Median: 40}},
-		{App: "go", Type: "/feed", N: 0, RoundTrips: TraceRange{Median: 9}},
+	trace := []workloads.TraceRow{
+		{App: "axum-raw", Type: "/feed", N: 100, RoundTrips: workloads.TraceRange{Median: 1}},
+		{App: "redmine", Type: "issue-list", Weight: 0.75, N: 100, RoundTrips: workloads.TraceRange{Median: 20}},
+		{App: "redmine", Type: "issue-show", Weight: 0.25, N: 100, RoundTrips: workloads.TraceRange{Median: 40}},
+		{App: "go", Type: "/feed", N: 0, RoundTrips: workloads.TraceRange{Median: 9}},
 	}
 	for _, c := range []struct {
 		app, route string

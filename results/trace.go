@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/rttlab/rttlab/results/stats"
+	"github.com/rttlab/rttlab/workloads"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,49 +17,8 @@ import (
 // (written by the runner or `rttlab trace --results`); optional.
 const TraceFile = "trace.json"
 
-// TraceRow is the trace of one request type of one app: per request, the
-// database round trips seen on the wire, the statements (Query and Execute
-// messages) and Parse messages, and pg_stat_statements executions.
-type TraceRow struct {
-	App        string     `json:"app"`
-	Type       string     `json:"type"`
-	Weight     float64    `json:"weight"` // share in the app's mix; 0 for routes
-	N          int        `json:"n"`
-	Failures   int        `json:"failures"`
-	RoundTrips TraceRange `json:"round_trips"`
-	Statements TraceRange `json:"statements"`
-	Parses     TraceRange `json:"parses"`
-	// PGSS is -1 where the database cannot count statements (a user's
-	// PostgreSQL without pg_stat_statements loaded).
-	PGSS float64 `json:"pg_stat_statements_per_request"`
-	// Expected statements per request from the app's metadata; -1 when
-	// the app declares none (a mix).
-	Expected float64 `json:"expected_statements"`
-}
-
-// TraceRange is a median and range over requests.
-type TraceRange struct {
-	Median float64 `json:"median"`
-	Min    int     `json:"min"`
-	Max    int     `json:"max"`
-}
-
-// RangeOf summarises per-request counts.
-func RangeOf(v []int) TraceRange {
-	if len(v) == 0 {
-		return TraceRange{}
-	}
-	s := slices.Clone(v)
-	slices.Sort(s)
-	f := make([]float64, len(s))
-	for i, x := range s {
-		f[i] = float64(x)
-	}
-	return TraceRange{Median: stats.Percentile(f, 0.5), Min: s[0], Max: s[len(s)-1]}
-}
-
 // ReadTrace reads DIR/trace.json; a folder without one has no trace.
-func ReadTrace(dir string) ([]TraceRow, error) {
+func ReadTrace(dir string) ([]workloads.TraceRow, error) {
 	p := filepath.Join(dir, TraceFile)
 	b, err := capped.ReadFile(p, TraceFile, MaxFile)
 	if errors.Is(err, os.ErrNotExist) {
@@ -68,7 +27,7 @@ func ReadTrace(dir string) ([]TraceRow, error) {
 	if err != nil {
 		return nil, err
 	}
-	var rows []TraceRow
+	var rows []workloads.TraceRow
 	if err := json.Unmarshal(b, &rows); err != nil {
 		return nil, fmt.Errorf("%s: %w", jsonErrPos(p, b, err), jsonWords(err))
 	}
@@ -77,7 +36,7 @@ func ReadTrace(dir string) ([]TraceRow, error) {
 
 // WriteTrace replaces the rows of the apps in rows and writes the file
 // atomically.
-func WriteTrace(dir string, rows []TraceRow) error {
+func WriteTrace(dir string, rows []workloads.TraceRow) error {
 	old, err := ReadTrace(dir)
 	if err != nil {
 		return err
@@ -86,14 +45,14 @@ func WriteTrace(dir string, rows []TraceRow) error {
 	for _, r := range rows {
 		apps[r.App] = true
 	}
-	var all []TraceRow
+	var all []workloads.TraceRow
 	for _, r := range old {
 		if !apps[r.App] {
 			all = append(all, r)
 		}
 	}
 	all = append(all, rows...)
-	slices.SortFunc(all, func(a, b TraceRow) int {
+	slices.SortFunc(all, func(a, b workloads.TraceRow) int {
 		if c := strings.Compare(a.App, b.App); c != 0 {
 			return c
 		}
@@ -160,7 +119,7 @@ func (s *Summary) traceMarkdown(b *strings.Builder) {
 	}
 }
 
-func traceRange(r TraceRange) string {
+func traceRange(r workloads.TraceRange) string {
 	return fmt.Sprintf("%s [%d-%d]", fmtFixed(r.Median, 1), r.Min, r.Max)
 }
 

@@ -3,6 +3,7 @@ package results
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/rttlab/rttlab/orchestrator/shaping"
 	"time"
 )
 
@@ -125,21 +126,7 @@ type Manifest struct {
 	Notes      []string          `json:"notes,omitempty"`
 	// Calibration is the per-side offset added to each setting's one-way
 	// delay, per app, when the run calibrated its shaper.
-	Calibration []CalibrationPoint `json:"calibration,omitempty"`
-}
-
-// CalibrationPoint is the calibration of one setting of one app's stack:
-// the offset added to the one-way delay of each side, the residual
-// (ICMP added - setting, µs) of the last round, and every round's.
-type CalibrationPoint struct {
-	App         string    `json:"app"`
-	RTTms       float64   `json:"rtt_ms"`
-	AppOffsetUs float64   `json:"app_offset_us"`
-	DBOffsetUs  float64   `json:"db_offset_us"`
-	Rounds      int       `json:"rounds"`
-	ResidualUs  float64   `json:"residual_us"`
-	BeforeUs    []float64 `json:"round_residuals_us"`
-	Probe       string    `json:"probe"`
+	Calibration []shaping.CalibrationPoint `json:"calibration,omitempty"`
 }
 
 // StatementsFor returns the statements per request of (app, route).

@@ -27,12 +27,6 @@ const (
 	AnatomyFile = "anatomy.jsonl"
 )
 
-// Directions of the wire between the app and the database.
-const (
-	DirAppToDB = "app->db"
-	DirDBToApp = "db->app"
-)
-
 // WireRow is one direction of the app↔database wire during one attempt
 // of a task, from two captures on one clock (kernel stamps): the packets
 // one side sent while the other captured, those paired with their

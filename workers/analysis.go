@@ -9,8 +9,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/rttlab/rttlab/results"
 )
 
 // Run is one run of one cell: the records of every request it sent.
@@ -73,7 +71,7 @@ func SummarizeRun(run Run, slack time.Duration) RunStat {
 type Options struct {
 	// Seed keys every bootstrap generator (stats.NewRNG).
 	Seed uint64
-	// Resamples per interval (results.DefaultResamples).
+	// Resamples per interval (stats.Resamples).
 	Resamples int
 	// MinRuns is the fewest runs of a cell for a claim (6).
 	MinRuns int
@@ -98,13 +96,13 @@ const (
 
 func (o Options) withDefaults() Options {
 	if o.Resamples <= 0 {
-		o.Resamples = results.DefaultResamples
+		o.Resamples = stats.Resamples
 	}
 	if o.MinRuns <= 0 {
-		o.MinRuns = results.DefaultMinRuns
+		o.MinRuns = stats.MinRuns
 	}
 	if o.MaxFailedFraction <= 0 {
-		o.MaxFailedFraction = results.DefaultMaxFailedFraction
+		o.MaxFailedFraction = stats.MaxFailedFraction
 	}
 	if o.MinRunRequests <= 0 {
 		o.MinRunRequests = DefaultMinRunRequests

@@ -7,6 +7,12 @@ import (
 	"slices"
 )
 
+// Directions of the wire between an app and its database.
+const (
+	DirAppToDB = "app->db"
+	DirDBToApp = "db->app"
+)
+
 // OneWay is what two captures on one clock show for the packets one side
 // sent to the other: how many the receiver saw and how long after.
 type OneWay struct {

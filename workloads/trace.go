@@ -3,8 +3,10 @@ package workloads
 import (
 	"context"
 	"fmt"
+	"github.com/rttlab/rttlab/results/stats"
 	"io"
 	"net/http"
+	"slices"
 	"time"
 )
 
@@ -72,4 +74,45 @@ func Trace(ctx context.Context, w *WireCounter, baseURL string, reqs []Request, 
 		out = append(out, res)
 	}
 	return out, nil
+}
+
+// TraceRow is the trace of one request type of one app: per request, the
+// database round trips seen on the wire, the statements (Query and Execute
+// messages) and Parse messages, and pg_stat_statements executions.
+type TraceRow struct {
+	App        string     `json:"app"`
+	Type       string     `json:"type"`
+	Weight     float64    `json:"weight"` // share in the app's mix; 0 for routes
+	N          int        `json:"n"`
+	Failures   int        `json:"failures"`
+	RoundTrips TraceRange `json:"round_trips"`
+	Statements TraceRange `json:"statements"`
+	Parses     TraceRange `json:"parses"`
+	// PGSS is -1 where the database cannot count statements (a user's
+	// PostgreSQL without pg_stat_statements loaded).
+	PGSS float64 `json:"pg_stat_statements_per_request"`
+	// Expected statements per request from the app's metadata; -1 when
+	// the app declares none (a mix).
+	Expected float64 `json:"expected_statements"`
+}
+
+// TraceRange is a median and range over requests.
+type TraceRange struct {
+	Median float64 `json:"median"`
+	Min    int     `json:"min"`
+	Max    int     `json:"max"`
+}
+
+// RangeOf summarises per-request counts.
+func RangeOf(v []int) TraceRange {
+	if len(v) == 0 {
+		return TraceRange{}
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	f := make([]float64, len(s))
+	for i, x := range s {
+		f[i] = float64(x)
+	}
+	return TraceRange{Median: stats.Percentile(f, 0.5), Min: s[0], Max: s[len(s)-1]}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/rttlab/rttlab/workloads"
 	"io"
 	"os"
 	"path/filepath"
@@ -126,7 +127,7 @@ func writeJSON(w io.Writer, v any) error {
 // with budgets and returns overBudgetError when one failed.
 func gateRun(w io.Writer, dir string, p *orchestrator.Plan, all map[string]*apps.Meta, skipped map[string]string) error {
 	var reports []results.BudgetReport
-	var rows []results.TraceRow
+	var rows []workloads.TraceRow
 	read := false
 	for _, a := range p.Apps {
 		t, err := apps.Resolve(all, a.Name)

@@ -7,6 +7,7 @@ import (
 	"encoding/xml"
 	"errors"
 	"fmt"
+	"github.com/rttlab/rttlab/workloads"
 	"os"
 	"path/filepath"
 	"strings"
@@ -80,11 +81,11 @@ func TestExitOverBudget(t *testing.T) {
 }
 
 // traceRows is a trace of the go app: /feed 3 round trips, /feed-naive 12.
-func traceRows() []results.TraceRow {
-	return []results.TraceRow{
-		{App: "go", Type: "/feed", N: 20, RoundTrips: results.TraceRange{Median: 3, Min: 3, Max: 3}, Statements: results.TraceRange{Median: 3, Min: 3, Max: 3}, PGSS: 3, Expected: 3},
-		{App: "go", Type: "/feed-naive", N: 20, RoundTrips: results.TraceRange{Median: 12, Min: 12, Max: 12}, Statements: results.TraceRange{Median: 12, Min: 12, Max: 12}, PGSS: 12, Expected: 12},
-		{App: "go", Type: "/serial?n=5", N: 20, RoundTrips: results.TraceRange{Median: 5, Min: 5, Max: 5}, Statements: results.TraceRange{Median: 5, Min: 5, Max: 5}, PGSS: 5, Expected: 5},
+func traceRows() []workloads.TraceRow {
+	return []workloads.TraceRow{
+		{App: "go", Type: "/feed", N: 20, RoundTrips: workloads.TraceRange{Median: 3, Min: 3, Max: 3}, Statements: workloads.TraceRange{Median: 3, Min: 3, Max: 3}, PGSS: 3, Expected: 3},
+		{App: "go", Type: "/feed-naive", N: 20, RoundTrips: workloads.TraceRange{Median: 12, Min: 12, Max: 12}, Statements: workloads.TraceRange{Median: 12, Min: 12, Max: 12}, PGSS: 12, Expected: 12},
+		{App: "go", Type: "/serial?n=5", N: 20, RoundTrips: workloads.TraceRange{Median: 5, Min: 5, Max: 5}, Statements: workloads.TraceRange{Median: 5, Min: 5, Max: 5}, PGSS: 5, Expected: 5},
 	}
 }
 

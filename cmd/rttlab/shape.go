@@ -321,7 +321,7 @@ func (o *shapeVerifyOptions) run(cmd *cobra.Command, args []string) (err error) 
 	sh.Floor = plan.Floor(sh.Backend)
 	fmt.Fprintf(table, "shaper: %s (%s); floor %v; scope %s; ICMP %d echoes, SELECT 1 %d runs x %d calls; tolerance %.3f ms\n",
 		sh.Backend, sh.Why, sh.Floor, o.scope, o.icmp, o.selectRuns, o.selectCalls, o.tolerance)
-	var cal []results.CalibrationPoint
+	var cal []shaping.CalibrationPoint
 	if plan.Calibrates(sh.Backend) {
 		if cal, err = calibrateShaping(ctx, rt, sh, args[0], o.delaysMs, table); err != nil {
 			return err
@@ -349,10 +349,10 @@ func (o *shapeVerifyOptions) run(cmd *cobra.Command, args []string) (err error) 
 
 // calibrateShaping calibrates every setting with ICMP, printing each
 // setting's offset and residuals to table as it is calibrated.
-func calibrateShaping(ctx context.Context, rt *engine.Runtime, sh *shaping.Shaping, app string, delaysMs []float64, table io.Writer) ([]results.CalibrationPoint, error) {
+func calibrateShaping(ctx context.Context, rt *engine.Runtime, sh *shaping.Shaping, app string, delaysMs []float64, table io.Writer) ([]shaping.CalibrationPoint, error) {
 	fmt.Fprintln(table, "calibrating per setting with ICMP (SELECT 1 below is not used by it): offset per side (µs), ICMP residual per round (µs)")
 	return shaping.Calibrate(ctx, rt, sh, app, delaysMs, shaping.CalibrateOptions{
-		Row: func(p results.CalibrationPoint) {
+		Row: func(p shaping.CalibrationPoint) {
 			var rs []string
 			for _, r := range p.BeforeUs {
 				rs = append(rs, fmt.Sprintf("%+.0f", r))

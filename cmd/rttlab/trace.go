@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/rttlab/rttlab/workloads"
 	"io"
 	"path/filepath"
 	"text/tabwriter"
@@ -149,7 +150,7 @@ func (o *traceOptions) run(cmd *cobra.Command) (err error) {
 }
 
 // printTraceTable prints the trace's table: a row per request type.
-func printTraceTable(out io.Writer, types []results.TraceRow) {
+func printTraceTable(out io.Writer, types []workloads.TraceRow) {
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "TYPE\tN\tFAILED\tROUND TRIPS median [min-max]\tSTATEMENTS (wire)\tPARSES\tpg_stat_statements/req\tEXPECTED")
 	for _, tt := range types {
@@ -167,7 +168,7 @@ func printTraceTable(out io.Writer, types []results.TraceRow) {
 // report prints the trace (the table, or with --format json the trace and
 // its gate as one JSON document) and the gate's verdict, writes the
 // --junit file and --results' trace.json, and returns the gate's error.
-func (o *traceOptions) report(stdout, stderr io.Writer, app string, types []results.TraceRow) error {
+func (o *traceOptions) report(stdout, stderr io.Writer, app string, types []workloads.TraceRow) error {
 	gate := results.CheckBudgets(app, types, o.budget.budgets)
 	if err := o.budget.writeJUnit([]results.BudgetReport{gate}); err != nil {
 		return err

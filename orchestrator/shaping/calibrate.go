@@ -8,7 +8,6 @@ import (
 
 	"github.com/rttlab/rttlab/netem"
 	"github.com/rttlab/rttlab/orchestrator/engine"
-	"github.com/rttlab/rttlab/results"
 )
 
 // CalibrateOptions configure Calibrate.
@@ -21,7 +20,7 @@ type CalibrateOptions struct {
 	MaxRounds   int
 	ToleranceUs float64
 	// Row receives each setting's result as it is measured.
-	Row func(results.CalibrationPoint)
+	Row func(CalibrationPoint)
 }
 
 func (o CalibrateOptions) withDefaults() CalibrateOptions {
@@ -49,10 +48,10 @@ func (o CalibrateOptions) withDefaults() CalibrateOptions {
 // sh.Offsets (SetRTT applies them) and returned for the manifest.
 // Calibration only uses ICMP: SELECT 1 through PostgreSQL stays an
 // independent check of the result.
-func Calibrate(ctx context.Context, d engine.Containers, sh *Shaping, app string, settingsMs []float64, o CalibrateOptions) ([]results.CalibrationPoint, error) {
+func Calibrate(ctx context.Context, d engine.Containers, sh *Shaping, app string, settingsMs []float64, o CalibrateOptions) ([]CalibrationPoint, error) {
 	o = o.withDefaults()
 	sh.Offsets = map[int64][2]time.Duration{}
-	var out []results.CalibrationPoint
+	var out []CalibrationPoint
 	for _, s := range settingsMs {
 		if s <= 0 {
 			continue
@@ -72,9 +71,9 @@ func Calibrate(ctx context.Context, d engine.Containers, sh *Shaping, app string
 // calibrateSetting calibrates setting s (ms) in at most o.MaxRounds
 // rounds, keeps the offset of the round that came closest in sh.Offsets
 // and returns the setting's calibration point.
-func calibrateSetting(ctx context.Context, d engine.Containers, sh *Shaping, app string, s float64, o CalibrateOptions) (results.CalibrationPoint, error) {
+func calibrateSetting(ctx context.Context, d engine.Containers, sh *Shaping, app string, s float64, o CalibrateOptions) (CalibrationPoint, error) {
 	rtt := netem.FromMs(s)
-	pt := results.CalibrationPoint{App: app, RTTms: s, Probe: fmt.Sprintf("icmp %d echoes per measurement", o.Echoes)}
+	pt := CalibrationPoint{App: app, RTTms: s, Probe: fmt.Sprintf("icmp %d echoes per measurement", o.Echoes)}
 	var off time.Duration // per side, applied to both
 	best, bestResid := time.Duration(0), math.Inf(1)
 	for round := 1; round <= o.MaxRounds; round++ {
@@ -127,7 +126,7 @@ func icmpMedianUs(ctx context.Context, d engine.Containers, sh *Shaping, o Calib
 
 // OffsetsFrom turns a manifest's calibration of app back into SetRTT's
 // offsets (a resumed run or a fresh stack reuses them).
-func OffsetsFrom(points []results.CalibrationPoint, app string) map[int64][2]time.Duration {
+func OffsetsFrom(points []CalibrationPoint, app string) map[int64][2]time.Duration {
 	var m map[int64][2]time.Duration
 	for _, p := range points {
 		if p.App != app {
@@ -139,4 +138,18 @@ func OffsetsFrom(points []results.CalibrationPoint, app string) map[int64][2]tim
 		m[netem.FromMs(p.RTTms).Microseconds()] = [2]time.Duration{time.Duration(p.AppOffsetUs * 1e3), time.Duration(p.DBOffsetUs * 1e3)}
 	}
 	return m
+}
+
+// CalibrationPoint is the calibration of one setting of one app's stack:
+// the offset added to the one-way delay of each side, the residual
+// (ICMP added - setting, µs) of the last round, and every round's.
+type CalibrationPoint struct {
+	App         string    `json:"app"`
+	RTTms       float64   `json:"rtt_ms"`
+	AppOffsetUs float64   `json:"app_offset_us"`
+	DBOffsetUs  float64   `json:"db_offset_us"`
+	Rounds      int       `json:"rounds"`
+	ResidualUs  float64   `json:"residual_us"`
+	BeforeUs    []float64 `json:"round_residuals_us"`
+	Probe       string    `json:"probe"`
 }

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/rttlab/rttlab/orchestrator/engine"
-	"github.com/rttlab/rttlab/results"
 	"github.com/rttlab/rttlab/workloads"
 )
 
@@ -38,8 +37,8 @@ const (
 
 // Directions of the one-way check, in the order of ShapeRow.OneWay.
 const (
-	DirAppToDB = results.DirAppToDB
-	DirDBToApp = results.DirDBToApp
+	DirAppToDB = workloads.DirAppToDB
+	DirDBToApp = workloads.DirDBToApp
 )
 
 // OneWayDirection is what the two captures of one setting showed for one

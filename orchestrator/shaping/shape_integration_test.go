@@ -14,7 +14,6 @@ import (
 	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/enginetest"
 	"github.com/rttlab/rttlab/orchestrator/stack"
-	"github.com/rttlab/rttlab/results"
 	"github.com/rttlab/rttlab/workloads"
 )
 
@@ -252,7 +251,7 @@ func TestIntegrationTraceKnownAnswer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]results.TraceRow{}
+	got := map[string]workloads.TraceRow{}
 	for _, tt := range types {
 		got[tt.Type] = tt
 		t.Logf("%s: round trips %v, statements %v, parses %v, pg_stat_statements %.2f/req", tt.Type, tt.RoundTrips, tt.Statements, tt.Parses, tt.PGSS)

@@ -6,7 +6,6 @@ import (
 	"io"
 
 	"github.com/rttlab/rttlab/netem"
-	"github.com/rttlab/rttlab/results"
 )
 
 // oneWayMethod is the JSON's account of how the one_way figures are made.
@@ -101,7 +100,7 @@ type verifyJSON struct {
 	// Calibration: the offsets applied per setting, when calibrated. The
 	// calibration tunes the ICMP added RTT, so a calibrated row's ICMP
 	// flag is not an independent check; SELECT 1's is.
-	Calibration []results.CalibrationPoint `json:"calibration"`
+	Calibration []CalibrationPoint `json:"calibration"`
 	// OneWayMethod says how the one_way figures of the rows were made
 	// ("" without --one-way).
 	OneWayMethod string `json:"one_way_method"`
@@ -112,9 +111,9 @@ type verifyJSON struct {
 // its flags against the tolerance, what each side's shaper did and, with
 // o.OneWay, the one-way check per direction, and the calibration applied
 // (cal, none when the shaper was not calibrated).
-func WriteVerifyJSON(w io.Writer, sh *Shaping, o ShapeVerifyOptions, rows []ShapeRow, cal []results.CalibrationPoint) error {
+func WriteVerifyJSON(w io.Writer, sh *Shaping, o ShapeVerifyOptions, rows []ShapeRow, cal []CalibrationPoint) error {
 	if cal == nil {
-		cal = []results.CalibrationPoint{}
+		cal = []CalibrationPoint{}
 	}
 	doc := verifyJSON{Calibration: cal, Backend: sh.Backend, Why: sh.Why, Scope: sh.Scope, FloorMs: netem.Ms(sh.Floor), ToleranceMs: o.ToleranceMs, ICMPCount: o.ICMPCount,
 		SelectRuns: o.SelectRuns, SelectCalls: o.SelectCalls, Seed: o.Seed,

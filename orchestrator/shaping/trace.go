@@ -14,7 +14,6 @@ import (
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/stack"
-	"github.com/rttlab/rttlab/results"
 	"github.com/rttlab/rttlab/workloads"
 )
 
@@ -56,14 +55,14 @@ type TraceOptions struct {
 // counts, per request, the database round trips on the wire, the
 // statements and Parse messages in the protocol stream, and (per type)
 // the pg_stat_statements executions.
-func TraceApp(ctx context.Context, d engine.Containers, sh *Shaping, o TraceOptions) ([]results.TraceRow, error) {
+func TraceApp(ctx context.Context, d engine.Containers, sh *Shaping, o TraceOptions) ([]workloads.TraceRow, error) {
 	st := sh.Stack
 	types := make([]string, 0, len(o.Requests))
 	for k := range o.Requests {
 		types = append(types, k)
 	}
 	slices.Sort(types)
-	var out []results.TraceRow
+	var out []workloads.TraceRow
 	for _, typ := range types {
 		res, pgss, err := traceType(ctx, d, sh, o, o.Requests[typ])
 		if err != nil {
@@ -120,8 +119,8 @@ func traceType(ctx context.Context, d engine.Containers, sh *Shaping, o TraceOpt
 // traceRow sums up one type's traces: the range of round trips,
 // statements and Parse messages per request, the failures, and the
 // pg_stat_statements executions per request.
-func traceRow(st *stack.Stack, typ string, res []workloads.TraceResult, pgss int64, weight float64) results.TraceRow {
-	tt := results.TraceRow{App: st.Target.Name, Type: typ, N: len(res), Expected: st.Target.Meta.StatementsPerRequest(typ), Weight: weight}
+func traceRow(st *stack.Stack, typ string, res []workloads.TraceResult, pgss int64, weight float64) workloads.TraceRow {
+	tt := workloads.TraceRow{App: st.Target.Name, Type: typ, N: len(res), Expected: st.Target.Meta.StatementsPerRequest(typ), Weight: weight}
 	var trips, stmts, parses []int
 	for _, r := range res {
 		if r.Error != "" {
@@ -131,7 +130,7 @@ func traceRow(st *stack.Stack, typ string, res []workloads.TraceResult, pgss int
 		stmts = append(stmts, r.Statements)
 		parses = append(parses, r.Parses)
 	}
-	tt.RoundTrips, tt.Statements, tt.Parses = results.RangeOf(trips), results.RangeOf(stmts), results.RangeOf(parses)
+	tt.RoundTrips, tt.Statements, tt.Parses = workloads.RangeOf(trips), workloads.RangeOf(stmts), workloads.RangeOf(parses)
 	switch {
 	case pgss < 0:
 		tt.PGSS = -1 // the database cannot count statements

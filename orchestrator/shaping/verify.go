@@ -14,7 +14,6 @@ import (
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/stack"
-	"github.com/rttlab/rttlab/results"
 	"github.com/rttlab/rttlab/workloads"
 )
 
@@ -215,7 +214,7 @@ func wireChecks(ctx context.Context, d engine.Containers, sh *Shaping, o VerifyO
 	return out, nil
 }
 
-func wireRange(what string, r results.TraceRow) string {
+func wireRange(what string, r workloads.TraceRow) string {
 	x := r.RoundTrips
 	if strings.HasPrefix(what, "Parse") {
 		x = r.Parses

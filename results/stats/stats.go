@@ -20,6 +20,8 @@ const (
 	// MaxFailedFraction is the largest share of failed measured requests
 	// a cell may have for a claim: 1%.
 	MaxFailedFraction = 0.01
+	// Resamples is the number of bootstrap resamples of every interval.
+	Resamples = 10000
 )
 
 // Confidence is the level of every interval in the summary.
