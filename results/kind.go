@@ -20,7 +20,7 @@ const (
 // KindStudy for a manifest without one.
 func FolderKind(dir string) (string, error) {
 	path := filepath.Join(dir, ManifestFile)
-	b, err := capped.ReadFile(path, "manifest", maxManifest)
+	b, err := capped.ReadFile(path, "manifest", MaxManifest)
 	if err != nil {
 		return "", err
 	}
@@ -28,7 +28,7 @@ func FolderKind(dir string) (string, error) {
 		Kind string `json:"kind"`
 	}
 	if err := json.Unmarshal(b, &m); err != nil {
-		return "", fmt.Errorf("%s: %w", jsonErrPos(path, b, err), jsonWords(err))
+		return "", fmt.Errorf("%s: %w", JSONErrPos(path, b, err), JSONWords(err))
 	}
 	switch m.Kind {
 	case "":

@@ -40,11 +40,11 @@ func (e *LockedError) Error() string {
 
 func (e *LockedError) Is(target error) bool { return target == ErrLocked }
 
-// lockFolder takes the folder's lock without waiting and writes this
+// LockFolder takes the folder's lock without waiting and writes this
 // process's pid into the lock file. A flock belongs to an open file
 // description, so a second lockFolder of the same folder fails even in the
 // same process.
-func lockFolder(dir string) (*os.File, error) {
+func LockFolder(dir string) (*os.File, error) {
 	path := filepath.Join(dir, LockFile)
 	for {
 		// No O_TRUNC: the holder's pid must stay readable.
@@ -55,7 +55,7 @@ func lockFolder(dir string) (*os.File, error) {
 		err = flock(h, unix.LOCK_EX|unix.LOCK_NB)
 		if errors.Is(err, unix.EWOULDBLOCK) {
 			h.Close()
-			return nil, &LockedError{Dir: dir, PID: lockHolder(path)}
+			return nil, &LockedError{Dir: dir, PID: LockHolder(path)}
 		}
 		if err != nil {
 			h.Close()
@@ -74,16 +74,16 @@ func lockFolder(dir string) (*os.File, error) {
 			_, err = h.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 		}
 		if err != nil {
-			unlockFolder(h)
+			UnlockFolder(h)
 			return nil, fmt.Errorf("lock results folder %s: write pid: %w", dir, err)
 		}
 		return h, nil
 	}
 }
 
-// unlockFolder removes the lock file and then releases the lock, so a
+// UnlockFolder removes the lock file and then releases the lock, so a
 // finished folder holds only its data.
-func unlockFolder(h *os.File) error {
+func UnlockFolder(h *os.File) error {
 	if h == nil {
 		return nil
 	}
@@ -118,10 +118,10 @@ func samePath(h *os.File, path string) (bool, error) {
 	return os.SameFile(hi, pi), nil
 }
 
-// lockHolder returns the pid in the lock file, 0 if there is none. The
+// LockHolder returns the pid in the lock file, 0 if there is none. The
 // holder writes it just after taking the lock, so an empty file is read
 // again for a moment.
-func lockHolder(path string) int {
+func LockHolder(path string) int {
 	for range 20 {
 		b, err := os.ReadFile(path)
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -139,9 +139,9 @@ func lockHolder(path string) int {
 // own files (the worker-scheduling study): a second process gets
 // *LockedError naming the holder. The returned function releases it.
 func LockDir(dir string) (unlock func() error, err error) {
-	h, err := lockFolder(dir)
+	h, err := LockFolder(dir)
 	if err != nil {
 		return nil, err
 	}
-	return func() error { return unlockFolder(h) }, nil
+	return func() error { return UnlockFolder(h) }, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/rttlab/rttlab/rtt/report"
 	"github.com/rttlab/rttlab/workloads"
 	"io"
 	"os"
@@ -13,8 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rttlab/rttlab/apps"
-	"github.com/rttlab/rttlab/orchestrator"
-	"github.com/rttlab/rttlab/results"
+	"github.com/rttlab/rttlab/rtt"
 )
 
 // exitOverBudget is the exit status of a command that did everything it
@@ -29,7 +29,7 @@ type overBudgetError struct{ msg string }
 func (e overBudgetError) Error() string { return e.msg }
 
 // gateError returns the error of failed gates, or nil when all passed.
-func gateError(reports []results.BudgetReport) error {
+func gateError(reports []report.BudgetReport) error {
 	var names []string
 	for _, r := range reports {
 		for _, t := range r.Failing() {
@@ -73,10 +73,10 @@ func (b *budgetOptions) resolve(t apps.Target) error {
 	if err != nil {
 		return usageError{Err: err}
 	}
-	if err := orchestrator.CheckBudgets(t, t.Meta.Budgets); err != nil {
+	if err := rtt.CheckBudgets(t, t.Meta.Budgets); err != nil {
 		return usagef("apps/%s/app.yaml: %v", t.Meta.Name, err)
 	}
-	if err := orchestrator.CheckBudgets(t, flags); err != nil {
+	if err := rtt.CheckBudgets(t, flags); err != nil {
 		return usagef("--budget: %v", err)
 	}
 	b.budgets = t.Meta.Budgets.Merge(flags)
@@ -92,12 +92,12 @@ func (b *budgetOptions) resolve(t apps.Target) error {
 }
 
 // writeJUnit writes the reports to the --junit file, if any.
-func (b *budgetOptions) writeJUnit(reports []results.BudgetReport) error {
+func (b *budgetOptions) writeJUnit(reports []report.BudgetReport) error {
 	if b.junit == "" {
 		return nil
 	}
 	var buf bytes.Buffer
-	if err := results.WriteJUnit(&buf, reports); err != nil {
+	if err := report.WriteJUnit(&buf, reports); err != nil {
 		return err
 	}
 	if err := os.WriteFile(b.junit, buf.Bytes(), 0o644); err != nil {
@@ -107,7 +107,7 @@ func (b *budgetOptions) writeJUnit(reports []results.BudgetReport) error {
 }
 
 // printGate prints a gate's verdict line and a line per failing type.
-func printGate(w io.Writer, r results.BudgetReport) {
+func printGate(w io.Writer, r report.BudgetReport) {
 	fmt.Fprintln(w, r.SummaryLine())
 	for _, l := range r.FailLines() {
 		fmt.Fprintln(w, "  "+l)
@@ -125,8 +125,8 @@ func writeJSON(w io.Writer, v any) error {
 // results folder: each app's app.yaml budgets with its plan entry's. An
 // app the run skipped is named, not gated. It prints a verdict per app
 // with budgets and returns overBudgetError when one failed.
-func gateRun(w io.Writer, dir string, p *orchestrator.Plan, all map[string]*apps.Meta, skipped map[string]string) error {
-	var reports []results.BudgetReport
+func gateRun(w io.Writer, dir string, p *rtt.Plan, all map[string]*apps.Meta, skipped map[string]string) error {
+	var reports []report.BudgetReport
 	var rows []workloads.TraceRow
 	read := false
 	for _, a := range p.Apps {
@@ -134,7 +134,7 @@ func gateRun(w io.Writer, dir string, p *orchestrator.Plan, all map[string]*apps
 		if err != nil {
 			return err
 		}
-		b := orchestrator.AppBudgets(t, a)
+		b := rtt.AppBudgets(t, a)
 		if len(b) == 0 {
 			continue
 		}
@@ -143,12 +143,12 @@ func gateRun(w io.Writer, dir string, p *orchestrator.Plan, all map[string]*apps
 			continue
 		}
 		if !read {
-			if rows, err = results.ReadTrace(dir); err != nil {
+			if rows, err = report.ReadTrace(dir); err != nil {
 				return err
 			}
 			read = true
 		}
-		r := results.CheckBudgets(a.Name, rows, b)
+		r := report.CheckBudgets(a.Name, rows, b)
 		printGate(w, r)
 		reports = append(reports, r)
 	}

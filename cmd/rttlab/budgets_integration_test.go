@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"errors"
+	"github.com/rttlab/rttlab/rtt/report"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,7 +14,6 @@ import (
 	"testing"
 
 	"github.com/rttlab/rttlab/orchestrator/engine"
-	"github.com/rttlab/rttlab/results"
 )
 
 // runBinary runs the built rttlab from the module root and returns its
@@ -38,20 +38,20 @@ func runBinary(t *testing.T, bin, root string, args ...string) (int, string, str
 
 // readJUnit reads a JUnit file the way a CI system would and returns the
 // suite's cases by name.
-func readJUnit(t *testing.T, file string) (results.JUnitSuite, map[string]results.JUnitCase) {
+func readJUnit(t *testing.T, file string) (report.JUnitSuite, map[string]report.JUnitCase) {
 	t.Helper()
 	b, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var doc results.JUnitSuites
+	var doc report.JUnitSuites
 	if err := xml.Unmarshal(b, &doc); err != nil {
 		t.Fatalf("%s: %v\n%s", file, err, b)
 	}
 	if len(doc.Suites) != 1 || doc.Suites[0].Name != "rttlab-trace-budgets" {
 		t.Fatalf("%s: suites %+v", file, doc.Suites)
 	}
-	cases := map[string]results.JUnitCase{}
+	cases := map[string]report.JUnitCase{}
 	for _, c := range doc.Suites[0].Cases {
 		cases[c.Name] = c
 	}
@@ -79,11 +79,11 @@ func TestIntegrationBudgetGate(t *testing.T) {
 	if code != 3 {
 		t.Fatalf("budget 3: exit %d, want 3\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 	}
-	var rep results.BudgetReport
+	var rep report.BudgetReport
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("stdout is not the JSON document: %v\n%s", err, out)
 	}
-	verdict := map[string]results.BudgetType{}
+	verdict := map[string]report.BudgetType{}
 	for _, ty := range rep.Types {
 		verdict[ty.Type] = ty
 	}
@@ -152,7 +152,7 @@ func TestIntegrationCISmoke(t *testing.T) {
 	if len(dirs) != 1 {
 		t.Fatalf("results folders %v", dirs)
 	}
-	if rows, err := results.ReadTrace(dirs[0]); err != nil || len(rows) != 3 {
+	if rows, err := report.ReadTrace(dirs[0]); err != nil || len(rows) != 3 {
 		t.Errorf("trace %v %v", rows, err)
 	}
 	if suite, _ := readJUnit(t, junit); suite.Failures != 0 || suite.Tests != 3 {

@@ -7,6 +7,7 @@ import (
 	"encoding/xml"
 	"errors"
 	"fmt"
+	"github.com/rttlab/rttlab/rtt/report"
 	"github.com/rttlab/rttlab/workloads"
 	"os"
 	"path/filepath"
@@ -14,9 +15,8 @@ import (
 	"testing"
 
 	"github.com/rttlab/rttlab/apps"
-	"github.com/rttlab/rttlab/orchestrator"
 	"github.com/rttlab/rttlab/orchestrator/stack"
-	"github.com/rttlab/rttlab/results"
+	"github.com/rttlab/rttlab/rtt"
 )
 
 // Every malformed budget, and a budget for a type the app does not serve,
@@ -64,8 +64,8 @@ func TestTraceBudgetInput(t *testing.T) {
 // A gate that failed alone exits 3 with one line; joined with something
 // left behind, the leftover is what is reported (exit 1).
 func TestExitOverBudget(t *testing.T) {
-	gate := results.CheckBudgets("go", traceRows(), map[string]int{"/feed-naive": 3})
-	err := gateError([]results.BudgetReport{gate})
+	gate := report.CheckBudgets("go", traceRows(), map[string]int{"/feed-naive": 3})
+	err := gateError([]report.BudgetReport{gate})
 	var b bytes.Buffer
 	if code := exitReport(&b, err); code != 3 || b.String() != "rttlab: round-trip budget not met: go /feed-naive (see the lines above)\n" {
 		t.Errorf("exit %d, %q", code, b.String())
@@ -75,7 +75,7 @@ func TestExitOverBudget(t *testing.T) {
 	if code := exitReport(&b, errors.Join(err, left)); code != 1 || !strings.Contains(b.String(), "rttlab clean --run r1") {
 		t.Errorf("exit %d, %q", code, b.String())
 	}
-	if gateError([]results.BudgetReport{results.CheckBudgets("go", traceRows(), map[string]int{"/feed": 3})}) != nil {
+	if gateError([]report.BudgetReport{report.CheckBudgets("go", traceRows(), map[string]int{"/feed": 3})}) != nil {
 		t.Error("a passing gate is an error")
 	}
 }
@@ -110,7 +110,7 @@ func TestTraceReport(t *testing.T) {
 		t.Errorf("gate lines:\n%s", strings.Join(lines[4:], "\n"))
 	}
 	x, _ := os.ReadFile(o.budget.junit)
-	var doc results.JUnitSuites
+	var doc report.JUnitSuites
 	if err := xml.Unmarshal(x, &doc); err != nil || doc.Suites[0].Name != "rttlab-trace-budgets" || doc.Failures != 1 || doc.Skipped != 1 || doc.Tests != 3 {
 		t.Errorf("junit %v %+v", err, doc)
 	}
@@ -123,7 +123,7 @@ func TestTraceReport(t *testing.T) {
 	if err := o.report(&out, &errb, "go", traceRows()); err != nil {
 		t.Fatal(err)
 	}
-	var rep results.BudgetReport
+	var rep report.BudgetReport
 	dec := json.NewDecoder(&out)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&rep); err != nil || dec.More() {
@@ -148,14 +148,14 @@ func TestTraceReport(t *testing.T) {
 // the trace in its results folder; a skipped app is named, not gated.
 func TestGateRun(t *testing.T) {
 	dir := testFolder(t)
-	if err := results.WriteTrace(dir, traceRows()); err != nil {
+	if err := report.WriteTrace(dir, traceRows()); err != nil {
 		t.Fatal(err)
 	}
 	all, _, _, err := appsTree()
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &orchestrator.Plan{Name: "x", Apps: []orchestrator.PlanApp{
+	p := &rtt.Plan{Name: "x", Apps: []rtt.PlanApp{
 		{Name: "go", Routes: []string{"/feed"}, Budgets: apps.Budgets{"/feed": 3, "/feed-naive": 12}},
 		{Name: "node", Routes: []string{"/feed"}, Budgets: apps.Budgets{"/feed": 1}},
 		{Name: "rails", Routes: []string{"/feed"}},
@@ -177,7 +177,7 @@ func TestGateRun(t *testing.T) {
 	}
 	// No budgets anywhere: nothing printed, no error.
 	out.Reset()
-	if err := gateRun(&out, dir, &orchestrator.Plan{Apps: []orchestrator.PlanApp{{Name: "go"}}}, all, nil); err != nil || out.Len() != 0 {
+	if err := gateRun(&out, dir, &rtt.Plan{Apps: []rtt.PlanApp{{Name: "go"}}}, all, nil); err != nil || out.Len() != 0 {
 		t.Errorf("%v %q", err, out.String())
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/rttlab/rttlab/rtt/report"
 	"io"
 	"strings"
 	"time"
@@ -10,10 +11,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rttlab/rttlab/apps"
-	"github.com/rttlab/rttlab/orchestrator"
 	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/shaping"
-	"github.com/rttlab/rttlab/results"
+	"github.com/rttlab/rttlab/rtt"
 )
 
 type ciSmokeOptions struct {
@@ -30,7 +30,7 @@ type ciSmokeOptions struct {
 	own           ownAppOptions // --routes is own.routes
 
 	target apps.Target
-	plan   *orchestrator.Plan
+	plan   *rtt.Plan
 }
 
 func newCISmokeCmd() *cobra.Command {
@@ -104,10 +104,10 @@ func (o *ciSmokeOptions) prepare(cmd *cobra.Command, args []string) (err error) 
 	if err != nil {
 		return err
 	}
-	if err := orchestrator.AddOwnApps(o.plan, all); err != nil {
+	if err := rtt.AddOwnApps(o.plan, all); err != nil {
 		return usageError{Err: err}
 	}
-	if err := orchestrator.ValidatePlanApps(o.plan, all); err != nil {
+	if err := rtt.ValidatePlanApps(o.plan, all); err != nil {
 		return usageError{Err: err}
 	}
 	return nil
@@ -125,9 +125,9 @@ func (o *ciSmokeOptions) run(cmd *cobra.Command) error {
 // echo check at their smallest useful counts, calibration off. The
 // --budget budgets are recorded in the plan entry, so the manifest holds
 // what the run was gated on.
-func ciSmokePlan(o *ciSmokeOptions) (*orchestrator.Plan, error) {
+func ciSmokePlan(o *ciSmokeOptions) (*rtt.Plan, error) {
 	t := o.target
-	delays, err := orchestrator.ParseDelaysMs(o.delays)
+	delays, err := rtt.ParseDelaysMs(o.delays)
 	if err != nil {
 		return nil, usagef("--delays: %v", err)
 	}
@@ -135,12 +135,12 @@ func ciSmokePlan(o *ciSmokeOptions) (*orchestrator.Plan, error) {
 	if err != nil {
 		return nil, usageError{Err: err}
 	}
-	p := &orchestrator.Plan{
+	p := &rtt.Plan{
 		Name: "ci-smoke", Seed: o.seed, DelaysMs: delays, Runs: o.runs, Requests: o.requests, Warmup: o.warmup,
 		Shaper: o.shaper, Scope: "path", Calibrate: "off",
 		ICMPCount: 10, SelectRuns: 1, SelectCalls: 20, TaskICMPCount: 2, TraceRequests: o.traceRequests,
 	}
-	pa := orchestrator.PlanApp{Name: t.Name}
+	pa := rtt.PlanApp{Name: t.Name}
 	if o.own.app != nil {
 		pa = *o.own.app // its routes are --routes
 	}
@@ -151,14 +151,14 @@ func ciSmokePlan(o *ciSmokeOptions) (*orchestrator.Plan, error) {
 	case t.Meta.Mix != "":
 		pa.Mix = t.Meta.Mix
 	default:
-		if pa.Routes, err = orchestrator.TraceTypes(t); err != nil {
+		if pa.Routes, err = rtt.TraceTypes(t); err != nil {
 			return nil, err
 		}
 	}
 	if len(flags) == 0 {
 		pa.Budgets = nil
 	}
-	p.Apps = []orchestrator.PlanApp{pa}
+	p.Apps = []rtt.PlanApp{pa}
 	if err := p.Validate(); err != nil {
 		return nil, usagef("ci-smoke: %v", err)
 	}
@@ -167,12 +167,12 @@ func ciSmokePlan(o *ciSmokeOptions) (*orchestrator.Plan, error) {
 
 // runCISmoke runs the steps and returns what each found; it stops at the
 // first step that fails to complete.
-func runCISmoke(cmd *cobra.Command, o *ciSmokeOptions) *results.SmokeVerdict {
+func runCISmoke(cmd *cobra.Command, o *ciSmokeOptions) *report.SmokeVerdict {
 	ctx := cmd.Context()
 	progress := cmd.ErrOrStderr()
 	t := o.target
 	runs, requests, _ := o.plan.AppRuns(o.plan.Apps[0])
-	v := &results.SmokeVerdict{App: t.Name, DelaysMs: o.plan.DelaysMs, Runs: runs, Requests: requests, JUnit: o.budget.junit}
+	v := &report.SmokeVerdict{App: t.Name, DelaysMs: o.plan.DelaysMs, Runs: runs, Requests: requests, JUnit: o.budget.junit}
 	all, _, _, err := appsTree()
 	if err != nil {
 		v.Err = err
@@ -205,16 +205,16 @@ func runCISmoke(cmd *cobra.Command, o *ciSmokeOptions) *results.SmokeVerdict {
 	}
 	v.RunRan = true
 	start := time.Now()
-	dir, err := orchestrator.Run(ctx, rt, all, orchestrator.RunOptions{Plan: o.plan, OutDir: o.out, Version: version, Commit: commit,
+	dir, err := rtt.Run(ctx, rt, all, rtt.RunOptions{Plan: o.plan, OutDir: o.out, Version: version, Commit: commit,
 		Images: images, Progress: newProgress(progress)})
 	v.Dir, v.Elapsed = dir, time.Since(start)
 	if dir != "" {
-		if d, lerr := results.Load(dir); lerr == nil {
-			v.Summary = results.Analyze(d, results.Options{})
-			gate := results.CheckBudgets(t.Name, d.Trace, o.budget.budgets)
+		if d, lerr := report.Load(dir); lerr == nil {
+			v.Summary = report.Analyze(d, report.Options{})
+			gate := report.CheckBudgets(t.Name, d.Trace, o.budget.budgets)
 			if len(d.Trace) > 0 || len(o.budget.budgets) > 0 {
 				v.Gate = &gate
-				if jerr := o.budget.writeJUnit([]results.BudgetReport{gate}); jerr != nil {
+				if jerr := o.budget.writeJUnit([]report.BudgetReport{gate}); jerr != nil {
 					err = errors.Join(err, jerr)
 				}
 			}
@@ -253,7 +253,7 @@ func (c *lineCounter) Write(b []byte) (int, error) {
 // smokeResult is the command's error for v: nil when the verdict is PASS,
 // an overBudgetError (exit status 3) when only budgets were not met, else
 // an error of one line (exit status 1).
-func smokeResult(v *results.SmokeVerdict) error {
+func smokeResult(v *report.SmokeVerdict) error {
 	if v.Err != nil {
 		err := fmt.Errorf("ci-smoke %s: %w", v.App, v.Err)
 		if v.Dir != "" {
@@ -268,7 +268,7 @@ func smokeResult(v *results.SmokeVerdict) error {
 		return fmt.Errorf("ci-smoke %s: the run did not complete", v.App)
 	}
 	if v.Gate != nil {
-		return gateError([]results.BudgetReport{*v.Gate})
+		return gateError([]report.BudgetReport{*v.Gate})
 	}
 	return nil
 }

@@ -5,12 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/rttlab/rttlab/rtt/report"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/rttlab/rttlab/orchestrator"
-	"github.com/rttlab/rttlab/results"
+	"github.com/rttlab/rttlab/rtt"
 )
 
 func TestCISmokeInput(t *testing.T) {
@@ -63,7 +63,7 @@ func TestCISmokePlan(t *testing.T) {
 		t.Errorf("%d tasks", n)
 	}
 	all, _, _, _ := appsTree()
-	if err := orchestrator.ValidatePlanApps(p, all); err != nil {
+	if err := rtt.ValidatePlanApps(p, all); err != nil {
 		t.Error(err)
 	}
 	o.own.routes, o.budget.specs = []string{"/feed"}, nil
@@ -79,21 +79,21 @@ func TestCISmokePlan(t *testing.T) {
 
 // smokeVerdict is a ci-smoke verdict on the results folder in testdata
 // with the trace of traceRows, gated on budgets.
-func smokeVerdict(t *testing.T, budgets map[string]int) *results.SmokeVerdict {
+func smokeVerdict(t *testing.T, budgets map[string]int) *report.SmokeVerdict {
 	t.Helper()
 	dir := testFolder(t)
-	if err := results.WriteTrace(dir, traceRows()); err != nil {
+	if err := report.WriteTrace(dir, traceRows()); err != nil {
 		t.Fatal(err)
 	}
-	d, err := results.Load(dir)
+	d, err := report.Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, _ := orchestrator.FolderPlan(dir)
-	gate := results.CheckBudgets("go", d.Trace, budgets)
+	p, _ := rtt.FolderPlan(dir)
+	gate := report.CheckBudgets("go", d.Trace, budgets)
 	runs, requests, _ := p.AppRuns(p.Apps[0])
-	return &results.SmokeVerdict{App: "go", DelaysMs: p.DelaysMs, Runs: runs, Requests: requests, VerifyRan: true, VerifyChecks: 14, RunRan: true, Dir: dir, Elapsed: 75 * time.Second,
-		Summary: results.Analyze(d, results.Options{}), Gate: &gate, JUnit: "budgets.xml"}
+	return &report.SmokeVerdict{App: "go", DelaysMs: p.DelaysMs, Runs: runs, Requests: requests, VerifyRan: true, VerifyChecks: 14, RunRan: true, Dir: dir, Elapsed: 75 * time.Second,
+		Summary: report.Analyze(d, report.Options{}), Gate: &gate, JUnit: "budgets.xml"}
 }
 
 func TestCISmokeVerdict(t *testing.T) {
@@ -133,7 +133,7 @@ func TestCISmokeVerdict(t *testing.T) {
 	}
 
 	// Verify failed: nothing else ran, exit status 1.
-	v = &results.SmokeVerdict{App: "go", VerifyRan: true, VerifyChecks: 14, VerifyFailed: 2}
+	v = &report.SmokeVerdict{App: "go", VerifyRan: true, VerifyChecks: 14, VerifyFailed: 2}
 	b.Reset()
 	v.Write(&b)
 	if b.String() != "ci-smoke go: FAIL\n  verify   FAIL  2 of 14 checks failed (the FAIL lines above); nothing else ran\n" {
@@ -157,7 +157,7 @@ func TestCISmokeVerdict(t *testing.T) {
 	}
 
 	// Nothing started (no engine): the verdict says so.
-	v = &results.SmokeVerdict{App: "go", Err: errors.New("no Docker engine answers")}
+	v = &report.SmokeVerdict{App: "go", Err: errors.New("no Docker engine answers")}
 	b.Reset()
 	v.Write(&b)
 	if b.String() != "ci-smoke go: FAIL\n  verify   -     not run\n  error          no Docker engine answers\n" {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/rttlab/rttlab/rtt/report"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -54,7 +55,7 @@ Folders with different RTT settings are refused with the reason.`,
 				_, err = fmt.Fprint(cmd.OutOrStdout(), md)
 				return err
 			}
-			c, err := results.Compare(args[0], args[1], results.Options{})
+			c, err := report.Compare(args[0], args[1], report.Options{})
 			if err != nil {
 				return err
 			}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"github.com/rttlab/rttlab/rtt/report"
 	"testing"
 
 	"github.com/rttlab/rttlab/results"
@@ -22,7 +23,7 @@ func TestExitReportFolderLocked(t *testing.T) {
 // report only reads the raw files: it works while a run holds the folder.
 func TestReportWhileFolderHeld(t *testing.T) {
 	dir := testFolder(t)
-	held, err := results.Open(dir)
+	held, err := report.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

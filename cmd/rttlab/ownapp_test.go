@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/rttlab/rttlab/apps"
-	"github.com/rttlab/rttlab/orchestrator"
 	"github.com/rttlab/rttlab/orchestrator/engine"
+	"github.com/rttlab/rttlab/rtt"
 )
 
 func TestRunAppImageFlags(t *testing.T) {
@@ -101,7 +101,7 @@ func TestOwnAppTarget(t *testing.T) {
 		t.Fatalf("entry %+v", a)
 	}
 	all := map[string]*apps.Meta{}
-	if err := orchestrator.AddOwnApps(&orchestrator.Plan{Apps: []orchestrator.PlanApp{a}}, all); err != nil {
+	if err := rtt.AddOwnApps(&rtt.Plan{Apps: []rtt.PlanApp{a}}, all); err != nil {
 		t.Fatal(err)
 	}
 	tg, err := apps.Resolve(all, "shop")

@@ -11,8 +11,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/rttlab/rttlab/apps"
-	"github.com/rttlab/rttlab/orchestrator"
 	"github.com/rttlab/rttlab/orchestrator/stack"
+	"github.com/rttlab/rttlab/rtt"
 )
 
 // ownAppOptions are the flags that describe a user's own app: an image
@@ -39,7 +39,7 @@ type ownAppOptions struct {
 	// (run, ci-smoke), not only of --app-image/--compose.
 	routesShared bool
 
-	app *orchestrator.PlanApp // the entry resolveApp built; nil for the tree's apps
+	app *rtt.PlanApp // the entry resolveApp built; nil for the tree's apps
 }
 
 // ownAppFlags are the flags that describe an app given by --app-image or
@@ -109,7 +109,7 @@ func (o *ownAppOptions) args(many bool) cobra.PositionalArgs {
 
 // entry builds the plan entry of --app-image or --compose and its flags;
 // every bad value is a usage error, found before anything starts.
-func (o *ownAppOptions) entry(changed func(string) bool) (orchestrator.PlanApp, error) {
+func (o *ownAppOptions) entry(changed func(string) bool) (rtt.PlanApp, error) {
 	a, what, err := o.source(changed)
 	if err != nil {
 		return a, err
@@ -143,7 +143,7 @@ func (o *ownAppOptions) entry(changed func(string) bool) (orchestrator.PlanApp, 
 	if err := o.setDBInit(&a); err != nil {
 		return a, err
 	}
-	if err := orchestrator.ValidateOwnApp(a); err != nil {
+	if err := rtt.ValidateOwnApp(a); err != nil {
 		return a, usageError{Err: err}
 	}
 	return a, nil
@@ -151,42 +151,42 @@ func (o *ownAppOptions) entry(changed func(string) bool) (orchestrator.PlanApp, 
 
 // source starts the entry from --app-image or --compose (with its two
 // services) and returns the flag that names it, for messages.
-func (o *ownAppOptions) source(changed func(string) bool) (orchestrator.PlanApp, string, error) {
+func (o *ownAppOptions) source(changed func(string) bool) (rtt.PlanApp, string, error) {
 	if !changed("compose") {
 		what := "--app-image " + o.appImage
 		if strings.TrimSpace(o.appImage) == "" {
-			return orchestrator.PlanApp{}, what, usagef("--app-image: name an image, e.g. --app-image example/shop:1.4")
+			return rtt.PlanApp{}, what, usagef("--app-image: name an image, e.g. --app-image example/shop:1.4")
 		}
 		for _, f := range []string{"app-service", "db-service"} {
 			if changed(f) {
-				return orchestrator.PlanApp{}, what, usagef("--%s names a service of --compose: drop it with --app-image", f)
+				return rtt.PlanApp{}, what, usagef("--%s names a service of --compose: drop it with --app-image", f)
 			}
 		}
-		return orchestrator.PlanApp{Name: stack.OwnAppName(o.appImage), Image: o.appImage}, what, nil
+		return rtt.PlanApp{Name: stack.OwnAppName(o.appImage), Image: o.appImage}, what, nil
 	}
 	what := "--compose " + o.compose
 	if strings.TrimSpace(o.compose) == "" {
-		return orchestrator.PlanApp{}, what, usagef("--compose: name a compose file, e.g. --compose compose.yaml")
+		return rtt.PlanApp{}, what, usagef("--compose: name a compose file, e.g. --compose compose.yaml")
 	}
 	if o.appService == "" || o.dbService == "" {
-		return orchestrator.PlanApp{}, what, usagef("%s: name the app's service with --app-service and its PostgreSQL's with --db-service", what)
+		return rtt.PlanApp{}, what, usagef("%s: name the app's service with --app-service and its PostgreSQL's with --db-service", what)
 	}
 	if o.appService == o.dbService {
-		return orchestrator.PlanApp{}, what, usagef("--app-service and --db-service both name %q: name the app's service and its database's", o.appService)
+		return rtt.PlanApp{}, what, usagef("--app-service and --db-service both name %q: name the app's service and its database's", o.appService)
 	}
 	file, err := filepath.Abs(o.compose)
 	if err != nil {
 		file = o.compose
 	}
 	if st, err := os.Stat(file); err != nil || st.IsDir() {
-		return orchestrator.PlanApp{}, what, usagef("%s: no such file", what)
+		return rtt.PlanApp{}, what, usagef("%s: no such file", what)
 	}
-	return orchestrator.PlanApp{Name: stack.OwnAppName(o.appService), Compose: file,
+	return rtt.PlanApp{Name: stack.OwnAppName(o.appService), Compose: file,
 		AppService: o.appService, DBService: o.dbService}, what, nil
 }
 
 // setEnv adds --env to the entry and checks --env-file.
-func (o *ownAppOptions) setEnv(a *orchestrator.PlanApp) error {
+func (o *ownAppOptions) setEnv(a *rtt.PlanApp) error {
 	for _, kv := range o.env {
 		k, v, err := stack.ParseEnvFlag(kv)
 		if err != nil {
@@ -210,7 +210,7 @@ func (o *ownAppOptions) setEnv(a *orchestrator.PlanApp) error {
 }
 
 // setDBInit adds the --db-init paths, absolute, and checks what they hold.
-func (o *ownAppOptions) setDBInit(a *orchestrator.PlanApp) error {
+func (o *ownAppOptions) setDBInit(a *rtt.PlanApp) error {
 	// ExpandDBInit refuses a missing path as given, and what a file or
 	// folder holds.
 	if _, err := stack.ExpandDBInit(o.dbInit); err != nil {
@@ -230,7 +230,7 @@ func (o *ownAppOptions) setDBInit(a *orchestrator.PlanApp) error {
 // rttlab's apps), else the name derived from the image or the app
 // service, with -image or -compose added when that one is rttlab's; the
 // rename is kept in o.renamed for the command to say.
-func (o *ownAppOptions) nameApp(a *orchestrator.PlanApp, what string, changed func(string) bool) error {
+func (o *ownAppOptions) nameApp(a *rtt.PlanApp, what string, changed func(string) bool) error {
 	all, _, _, err := appsTree()
 	if err != nil {
 		return err
@@ -261,12 +261,12 @@ func (o *ownAppOptions) nameApp(a *orchestrator.PlanApp, what string, changed fu
 
 // ownTarget resolves an own app's entry the way run does: added to the
 // tree's apps (a name of rttlab's own apps is refused), then by name.
-func ownTarget(a orchestrator.PlanApp) (apps.Target, error) {
+func ownTarget(a rtt.PlanApp) (apps.Target, error) {
 	all, _, _, err := appsTree()
 	if err != nil {
 		return apps.Target{}, err
 	}
-	if err := orchestrator.AddOwnApps(&orchestrator.Plan{Apps: []orchestrator.PlanApp{a}}, all); err != nil {
+	if err := rtt.AddOwnApps(&rtt.Plan{Apps: []rtt.PlanApp{a}}, all); err != nil {
 		return apps.Target{}, usageError{Err: err}
 	}
 	t, err := apps.Resolve(all, a.Name)

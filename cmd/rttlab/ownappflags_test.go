@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rttlab/rttlab/orchestrator"
+	"github.com/rttlab/rttlab/rtt"
 )
 
 // composeFile writes a compose file of an app service web and its
@@ -179,10 +179,10 @@ func TestCISmokeOwnPlan(t *testing.T) {
 		t.Fatalf("entry %+v", pa)
 	}
 	all, _, _, _ := appsTree()
-	if err := orchestrator.AddOwnApps(p, all); err != nil {
+	if err := rtt.AddOwnApps(p, all); err != nil {
 		t.Fatal(err)
 	}
-	if err := orchestrator.ValidatePlanApps(p, all); err != nil {
+	if err := rtt.ValidatePlanApps(p, all); err != nil {
 		t.Error(err)
 	}
 }
@@ -213,7 +213,7 @@ func TestComposeEntry(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m, err := orchestrator.OwnAppMeta(a)
+		m, err := rtt.OwnAppMeta(a)
 		if err != nil || m.Port != c.want {
 			t.Errorf("port %v (%v), want %d", m, err, c.want)
 		}
@@ -224,8 +224,8 @@ func TestComposeEntry(t *testing.T) {
 func TestComposeFlagsReachEngine(t *testing.T) {
 	dir := t.TempDir()
 	compose := composeFile(t, dir)
-	a := orchestrator.PlanApp{Name: "web", Compose: compose, AppService: "web", DBService: "db", Routes: []string{"/a"}}
-	if m, err := orchestrator.OwnAppMeta(a); err != nil || m.Compose == nil {
+	a := rtt.PlanApp{Name: "web", Compose: compose, AppService: "web", DBService: "db", Routes: []string{"/a"}}
+	if m, err := rtt.OwnAppMeta(a); err != nil || m.Compose == nil {
 		t.Fatalf("compose entry: %v %v", m, err)
 	}
 	flags := []string{"--compose", compose, "--app-service", "web", "--db-service", "db", "--routes", "/a"}

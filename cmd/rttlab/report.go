@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/rttlab/rttlab/rtt/report"
 	"io"
 	"math"
 	"os"
@@ -100,13 +101,13 @@ func (o *reportOptions) run(cmd *cobra.Command, dir string) error {
 // checks before anything is written: an empty sample set, what the reader
 // tolerated, the targets.
 func (o *reportOptions) reportStudy(cmd *cobra.Command, dir string) error {
-	var fits []results.Sensitivity
-	if d, err := results.Load(dir); err == nil {
+	var fits []report.Sensitivity
+	if d, err := report.Load(dir); err == nil {
 		if len(d.Samples) == 0 {
 			// Nothing is rewritten from nothing: the plots of an
 			// earlier report stay.
 			return fmt.Errorf("%s holds no sample of a done task (%d of %d tasks done): nothing to report, nothing written",
-				filepath.Join(dir, results.SamplesFile), len(d.Done), len(d.Manifest.Tasks))
+				filepath.Join(dir, report.SamplesFile), len(d.Done), len(d.Manifest.Tasks))
 		}
 		// What the reader tolerated (a line cut by a crash) is said
 		// here as well as in the summary's warnings.
@@ -114,18 +115,18 @@ func (o *reportOptions) reportStudy(cmd *cobra.Command, dir string) error {
 			fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", n)
 		}
 		if len(o.targets) > 0 {
-			fits = results.Analyze(d, results.Options{}).Sensitivity
+			fits = report.Analyze(d, report.Options{}).Sensitivity
 			if err := printTargets(io.Discard, fits, o.targets); err != nil {
 				return err
 			}
 		}
 	}
-	files, err := results.RenderFiles(dir, results.Options{})
+	files, err := report.RenderFiles(dir, report.Options{})
 	if err != nil {
 		return err
 	}
 	printWrote(cmd.OutOrStdout(), files)
-	fmt.Fprintf(cmd.OutOrStdout(), "report: %s\n", filepath.Join(dir, results.ReportFile))
+	fmt.Fprintf(cmd.OutOrStdout(), "report: %s\n", filepath.Join(dir, report.ReportFile))
 	return printTargets(cmd.OutOrStdout(), fits, o.targets)
 }
 
@@ -153,7 +154,7 @@ func parseTarget(s string) (string, float64, error) {
 }
 
 // printTargets prints a line per fit of each target's route.
-func printTargets(w io.Writer, fits []results.Sensitivity, targets []string) error {
+func printTargets(w io.Writer, fits []report.Sensitivity, targets []string) error {
 	for _, t := range targets {
 		route, ms, _ := parseTarget(t)
 		found := false

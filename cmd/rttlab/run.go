@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"fmt"
+	"github.com/rttlab/rttlab/rtt/report"
 	"io"
 	"os"
 	"path/filepath"
@@ -16,9 +17,8 @@ import (
 	"golang.org/x/term"
 
 	"github.com/rttlab/rttlab/apps"
-	"github.com/rttlab/rttlab/orchestrator"
 	"github.com/rttlab/rttlab/orchestrator/engine"
-	"github.com/rttlab/rttlab/results"
+	"github.com/rttlab/rttlab/rtt"
 )
 
 type runOptions struct {
@@ -37,7 +37,7 @@ type runOptions struct {
 
 	own ownAppOptions // a user's own app
 
-	p *orchestrator.Plan
+	p *rtt.Plan
 }
 
 // runLong is the help text of rttlab run.
@@ -116,7 +116,7 @@ func (o *runOptions) prepare(cmd *cobra.Command) error {
 	if o.resume != "" {
 		return o.resumePlan(fl)
 	}
-	p, err := orchestrator.LoadPlan(o.plan)
+	p, err := rtt.LoadPlan(o.plan)
 	if err != nil {
 		return usageError{Err: err}
 	}
@@ -138,13 +138,13 @@ func (o *runOptions) prepare(cmd *cobra.Command) error {
 	}
 	// Image entries (with the routes the flags gave them) resolve like the
 	// tree's apps.
-	if err := orchestrator.AddOwnApps(p, all); err != nil {
+	if err := rtt.AddOwnApps(p, all); err != nil {
 		return usageError{Err: p.Place(err)}
 	}
-	if err := orchestrator.ValidatePlanApps(p, all); err != nil {
+	if err := rtt.ValidatePlanApps(p, all); err != nil {
 		return usageError{Err: err}
 	}
-	if err := orchestrator.ValidatePlanBudgets(p, all); err != nil {
+	if err := rtt.ValidatePlanBudgets(p, all); err != nil {
 		return usageError{Err: err}
 	}
 	o.p = p
@@ -159,7 +159,7 @@ func (o *runOptions) resumePlan(fl *pflag.FlagSet) error {
 			return usagef("--resume continues the folder's own plan: drop --%s", f)
 		}
 	}
-	p, err := orchestrator.FolderPlan(o.resume)
+	p, err := rtt.FolderPlan(o.resume)
 	if err != nil {
 		return usagef("--resume %s: not a results folder of rttlab run: %v", o.resume, strings.Join(strings.Fields(err.Error()), " "))
 	}
@@ -171,7 +171,7 @@ func (o *runOptions) resumePlan(fl *pflag.FlagSet) error {
 // own app, --apps, --routes, --delays, --runs, --requests, --warmup,
 // --seed, --shaper and --scope. A count given on the command line
 // replaces every app's own.
-func (o *runOptions) applyFlags(p *orchestrator.Plan, fl *pflag.FlagSet, all map[string]*apps.Meta) error {
+func (o *runOptions) applyFlags(p *rtt.Plan, fl *pflag.FlagSet, all map[string]*apps.Meta) error {
 	own, err := o.own.given(fl)
 	if err != nil {
 		return err
@@ -184,7 +184,7 @@ func (o *runOptions) applyFlags(p *orchestrator.Plan, fl *pflag.FlagSet, all map
 		if err != nil {
 			return err
 		}
-		p.Apps = []orchestrator.PlanApp{a}
+		p.Apps = []rtt.PlanApp{a}
 	}
 	if fl.Changed("apps") {
 		if p.Apps, err = o.selectApps(p, fl, all); err != nil {
@@ -198,7 +198,7 @@ func (o *runOptions) applyFlags(p *orchestrator.Plan, fl *pflag.FlagSet, all map
 		}
 	}
 	if fl.Changed("delays") {
-		d, err := orchestrator.ParseDelaysMs(o.delays)
+		d, err := rtt.ParseDelaysMs(o.delays)
 		if err != nil {
 			return usagef("--delays: %v", err)
 		}
@@ -223,16 +223,16 @@ func (o *runOptions) applyFlags(p *orchestrator.Plan, fl *pflag.FlagSet, all map
 
 // applyCounts sets the plan's --runs, --requests and --warmup when given;
 // a count given replaces every app's own.
-func (o *runOptions) applyCounts(p *orchestrator.Plan, fl *pflag.FlagSet) {
+func (o *runOptions) applyCounts(p *rtt.Plan, fl *pflag.FlagSet) {
 	counts := []struct {
 		flag  string
 		value int
 		plan  *int
-		app   func(*orchestrator.PlanApp) *int
+		app   func(*rtt.PlanApp) *int
 	}{
-		{"runs", o.runs, &p.Runs, func(a *orchestrator.PlanApp) *int { return &a.Runs }},
-		{"requests", o.requests, &p.Requests, func(a *orchestrator.PlanApp) *int { return &a.Requests }},
-		{"warmup", o.warmup, &p.Warmup, func(a *orchestrator.PlanApp) *int { return &a.Warmup }},
+		{"runs", o.runs, &p.Runs, func(a *rtt.PlanApp) *int { return &a.Runs }},
+		{"requests", o.requests, &p.Requests, func(a *rtt.PlanApp) *int { return &a.Requests }},
+		{"warmup", o.warmup, &p.Warmup, func(a *rtt.PlanApp) *int { return &a.Warmup }},
 	}
 	for _, c := range counts {
 		if !fl.Changed(c.flag) {
@@ -247,8 +247,8 @@ func (o *runOptions) applyCounts(p *orchestrator.Plan, fl *pflag.FlagSet) {
 
 // selectApps is the plan's apps that --apps names, in its order; an app
 // the plan does not list runs with the routes --routes gives.
-func (o *runOptions) selectApps(p *orchestrator.Plan, fl *pflag.FlagSet, all map[string]*apps.Meta) ([]orchestrator.PlanApp, error) {
-	var list []orchestrator.PlanApp
+func (o *runOptions) selectApps(p *rtt.Plan, fl *pflag.FlagSet, all map[string]*apps.Meta) ([]rtt.PlanApp, error) {
+	var list []rtt.PlanApp
 	for _, a := range o.apps {
 		found := false
 		for _, pa := range p.Apps {
@@ -271,7 +271,7 @@ func (o *runOptions) selectApps(p *orchestrator.Plan, fl *pflag.FlagSet, all map
 			}
 			return nil, usagef("app %s is not in plan %s (its apps: %s): name its routes with --routes, or use a plan file that lists it", a, p.Name, strings.Join(names, ", "))
 		}
-		list = append(list, orchestrator.PlanApp{Name: a})
+		list = append(list, rtt.PlanApp{Name: a})
 	}
 	return list, nil
 }
@@ -291,7 +291,7 @@ func (o *runOptions) run(cmd *cobra.Command) error {
 	}
 	defer rt.Close()
 	p := o.p
-	if err := orchestrator.AddOwnApps(p, all); err != nil {
+	if err := rtt.AddOwnApps(p, all); err != nil {
 		return err
 	}
 	var targets []apps.Target
@@ -306,12 +306,12 @@ func (o *runOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	var sum *results.Summary
-	ro := orchestrator.RunOptions{Plan: o.p, OutDir: o.out, Resume: o.resume, Version: version, Commit: commit,
+	var sum *report.Summary
+	ro := rtt.RunOptions{Plan: o.p, OutDir: o.out, Resume: o.resume, Version: version, Commit: commit,
 		Skipped: skipped, Images: images, Progress: newProgress(cmd.ErrOrStderr()),
-		Rendered: func(s *results.Summary) { sum = s }}
+		Rendered: func(s *report.Summary) { sum = s }}
 	start := time.Now()
-	dir, err := orchestrator.Run(ctx, rt, all, ro)
+	dir, err := rtt.Run(ctx, rt, all, ro)
 	if dir != "" {
 		printRunEnd(out, dir, start, sum, err == nil)
 	}
@@ -329,7 +329,7 @@ func (o *runOptions) run(cmd *cobra.Command) error {
 // well, a digest of at most 25 lines from the summary the run rendered
 // (the whole summary stays in summary.md); otherwise the folder and the
 // report.
-func printRunEnd(out io.Writer, dir string, start time.Time, sum *results.Summary, ok bool) {
+func printRunEnd(out io.Writer, dir string, start time.Time, sum *report.Summary, ok bool) {
 	rp := filepath.Join(dir, "report.html")
 	if !fileExists(rp) {
 		rp = ""
@@ -361,7 +361,7 @@ func (o *runOptions) confirm(cmd *cobra.Command, all map[string]*apps.Meta) erro
 		settings += " and unshaped"
 	}
 	fmt.Fprintf(w, "plan %s: %s (%s, %s), %s on a 2-core host\n", p.Name, count(len(p.Tasks()), "task"),
-		count(len(p.Apps), "app"), settings, orchestrator.EstimateText(est))
+		count(len(p.Apps), "app"), settings, rtt.EstimateText(est))
 	in, ok := cmd.InOrStdin().(*os.File)
 	if o.yes || est <= confirmLonger || !ok || !term.IsTerminal(int(in.Fd())) {
 		return nil

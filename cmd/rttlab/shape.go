@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/rttlab/rttlab/rtt/report"
 	"io"
 	"strings"
 	"text/tabwriter"
@@ -12,11 +13,10 @@ import (
 
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/netem"
-	"github.com/rttlab/rttlab/orchestrator"
 	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/shaping"
 	"github.com/rttlab/rttlab/orchestrator/stack"
-	"github.com/rttlab/rttlab/results"
+	"github.com/rttlab/rttlab/rtt"
 )
 
 func newShapeCmd() *cobra.Command {
@@ -260,7 +260,7 @@ the packet does not show there.`,
 	cmd.Flags().StringVar(&o.delays, "delays", "0,0.05,0.1,0.2,0.3,0.4,0.5,0.75,1", "RTT settings in milliseconds")
 	cmd.Flags().StringVar(&o.shaper, "shaper", "auto", "auto, kernel or userspace")
 	cmd.Flags().StringVar(&o.scope, "scope", "path", "path or interface")
-	cmd.Flags().Float64Var(&o.tolerance, "tolerance", results.DefaultToleranceMs, "flag |added - configured| above this (ms), for ICMP and SELECT 1")
+	cmd.Flags().Float64Var(&o.tolerance, "tolerance", report.DefaultToleranceMs, "flag |added - configured| above this (ms), for ICMP and SELECT 1")
 	cmd.Flags().StringVar(&o.hook, "hook", "", "userspace shaper's hook: wire (default: on the stack's bridge, before the receiver sees a packet), ingress or egress")
 	cmd.Flags().Float64Var(&o.floorMs, "floor", -1, "ms added to every packet's one-way delay at every setting, 0 included (0: none; default: 0.3 for the userspace shaper, none for kernel netem)")
 	cmd.Flags().StringVar(&o.calibrate, "calibrate", "auto", "calibrate each setting with ICMP before measuring: auto (userspace shaper only), on or off")
@@ -276,11 +276,11 @@ the packet does not show there.`,
 // prepare checks the delays, shaper, scope, hook, floor and counts as a
 // plan would, before anything connects.
 func (o *shapeVerifyOptions) prepare(cmd *cobra.Command, args []string) error {
-	d, err := orchestrator.ParseDelaysMs(o.delays)
+	d, err := rtt.ParseDelaysMs(o.delays)
 	if err != nil {
 		return usagef("--delays: %v", err)
 	}
-	p := &orchestrator.Plan{DelaysMs: d, Runs: 1, Requests: 1, Shaper: o.shaper, Scope: o.scope, Calibrate: o.calibrate, Hook: o.hook, FloorMs: o.floor(), Apps: []orchestrator.PlanApp{{Name: args[0]}}}
+	p := &rtt.Plan{DelaysMs: d, Runs: 1, Requests: 1, Shaper: o.shaper, Scope: o.scope, Calibrate: o.calibrate, Hook: o.hook, FloorMs: o.floor(), Apps: []rtt.PlanApp{{Name: args[0]}}}
 	p.Defaults()
 	if err := p.Validate(); err != nil {
 		return usageError{Err: err}
@@ -317,7 +317,7 @@ func (o *shapeVerifyOptions) run(cmd *cobra.Command, args []string) (err error) 
 		return err
 	}
 	defer st.RemoveJoin(ctx, rt, &err)
-	plan := orchestrator.Plan{Calibrate: o.calibrate, Hook: o.hook, FloorMs: o.floor()}
+	plan := rtt.Plan{Calibrate: o.calibrate, Hook: o.hook, FloorMs: o.floor()}
 	sh.Floor = plan.Floor(sh.Backend)
 	fmt.Fprintf(table, "shaper: %s (%s); floor %v; scope %s; ICMP %d echoes, SELECT 1 %d runs x %d calls; tolerance %.3f ms\n",
 		sh.Backend, sh.Why, sh.Floor, o.scope, o.icmp, o.selectRuns, o.selectCalls, o.tolerance)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/rttlab/rttlab/rtt/report"
 	"github.com/rttlab/rttlab/workloads"
 	"io"
 	"path/filepath"
@@ -12,7 +13,6 @@ import (
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/orchestrator/shaping"
 	"github.com/rttlab/rttlab/orchestrator/stack"
-	"github.com/rttlab/rttlab/results"
 )
 
 type traceOptions struct {
@@ -111,7 +111,7 @@ func (o *traceOptions) prepare(cmd *cobra.Command, args []string) (err error) {
 		if err := resultsFolder(o.out); err != nil {
 			return err
 		}
-		if _, err := results.Load(o.out); err != nil {
+		if _, err := report.Load(o.out); err != nil {
 			return usagef("--results %s is not a readable results folder: %v", o.out, err)
 		}
 	}
@@ -160,7 +160,7 @@ func printTraceTable(out io.Writer, types []workloads.TraceRow) {
 		}
 		fmt.Fprintf(w, "%s\t%d\t%d\t%g [%d-%d]\t%g [%d-%d]\t%g [%d-%d]\t%s\t%s\n", tt.Type, tt.N, tt.Failures,
 			tt.RoundTrips.Median, tt.RoundTrips.Min, tt.RoundTrips.Max, tt.Statements.Median, tt.Statements.Min, tt.Statements.Max,
-			tt.Parses.Median, tt.Parses.Min, tt.Parses.Max, results.PGSSText(tt.PGSS), exp)
+			tt.Parses.Median, tt.Parses.Min, tt.Parses.Max, report.PGSSText(tt.PGSS), exp)
 	}
 	w.Flush()
 }
@@ -169,8 +169,8 @@ func printTraceTable(out io.Writer, types []workloads.TraceRow) {
 // its gate as one JSON document) and the gate's verdict, writes the
 // --junit file and --results' trace.json, and returns the gate's error.
 func (o *traceOptions) report(stdout, stderr io.Writer, app string, types []workloads.TraceRow) error {
-	gate := results.CheckBudgets(app, types, o.budget.budgets)
-	if err := o.budget.writeJUnit([]results.BudgetReport{gate}); err != nil {
+	gate := report.CheckBudgets(app, types, o.budget.budgets)
+	if err := o.budget.writeJUnit([]report.BudgetReport{gate}); err != nil {
 		return err
 	}
 	notes := stdout // what is not the JSON document goes to stderr with --format json
@@ -183,23 +183,23 @@ func (o *traceOptions) report(stdout, stderr io.Writer, app string, types []work
 		printTraceTable(stdout, types)
 	}
 	if o.out != "" {
-		if _, err := results.Load(o.out); err != nil {
+		if _, err := report.Load(o.out); err != nil {
 			return fmt.Errorf("--results %s is not a readable results folder: %w", o.out, err)
 		}
-		if err := results.WriteTrace(o.out, types); err != nil {
+		if err := report.WriteTrace(o.out, types); err != nil {
 			return err
 		}
-		files, err := results.RenderFiles(o.out, results.Options{})
+		files, err := report.RenderFiles(o.out, report.Options{})
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(notes, "wrote %s and regenerated %d files\n", filepath.Join(o.out, results.TraceFile), len(files))
+		fmt.Fprintf(notes, "wrote %s and regenerated %d files\n", filepath.Join(o.out, report.TraceFile), len(files))
 	}
 	if o.budget.junit != "" {
 		fmt.Fprintf(notes, "wrote %s\n", o.budget.junit)
 	}
-	if gate.Verdict != results.BudgetNone {
+	if gate.Verdict != report.BudgetNone {
 		printGate(notes, gate)
 	}
-	return gateError([]results.BudgetReport{gate})
+	return gateError([]report.BudgetReport{gate})
 }

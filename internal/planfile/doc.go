@@ -42,7 +42,7 @@ func Parse(file string, data []byte, known []string) (*Doc, error) {
 }
 
 // Schema names, for a plan's errors, the parts of its Go types: Kinds
-// gives words for a type as the decoder names it ("[]orchestrator.PlanApp":
+// gives words for a type as the decoder names it ("[]rtt.PlanApp":
 // "a list of apps"), Where the place of an unknown field by the bare type
 // name ("PlanApp": "in an app entry"). Types not named get generic words.
 type Schema struct {

@@ -1,0 +1,45 @@
+package rtt
+
+import (
+	"context"
+	"errors"
+	"github.com/rttlab/rttlab/rtt/report"
+	"strings"
+	"testing"
+
+	"github.com/rttlab/rttlab/orchestrator/fakelab"
+	"github.com/rttlab/rttlab/results"
+)
+
+// Two resumes of one folder never interleave: while the folder is held,
+// a resume is refused before it touches the engine, and it goes through
+// once the holder closes.
+func TestRunFakeResumeRefusedWhileFolderHeld(t *testing.T) {
+	lab := fakelab.New(t)
+	dir, err := Run(context.Background(), lab, lab.Apps, RunOptions{Plan: fakePlan(), OutDir: t.TempDir(), Now: fakeNow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, err := report.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := fakelab.New(t)
+	got, err := Run(context.Background(), l, l.Apps, RunOptions{Resume: dir, Now: fakeNow})
+	if !errors.Is(err, results.ErrLocked) || !strings.Contains(err.Error(), dir) {
+		t.Fatalf("resume of a held folder: err = %v, want ErrLocked naming %s", err, dir)
+	}
+	if got != "" {
+		t.Errorf("returned folder %q", got)
+	}
+	if calls := l.Calls(); len(calls) != 0 {
+		t.Errorf("engine calls before the refusal: %v", calls)
+	}
+	if err := held.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(context.Background(), l, l.Apps, RunOptions{Resume: dir, Now: fakeNow}); err != nil {
+		t.Fatalf("resume after the holder closed: %v", err)
+	}
+	l.RequireEmpty(t)
+}

@@ -1,0 +1,408 @@
+package report
+
+import (
+	"fmt"
+	"github.com/rttlab/rttlab/results/stats"
+	"math"
+	"slices"
+	"strings"
+)
+
+// The wire's verdict: the one-way delay the captures saw added over the
+// 0 ms tasks, per direction, against half the setting.
+const (
+	// WireToleranceMs bounds |added one-way p50 - RTT/2|.
+	WireToleranceMs = 0.02
+	// WireMinMatched is the least share of sent packets paired with
+	// their arrival for the figures to count.
+	WireMinMatched = 0.95
+)
+
+// Wire verdicts of a setting.
+const (
+	WireVerified   = "verified"
+	WireOff        = "off"
+	WireIncomplete = "incomplete"
+	WireReference  = "reference" // the 0 ms setting the others are measured against
+	WireNoData     = "no data"
+)
+
+// WireStat is one direction of the wire at one setting of one app, over
+// the tasks that counted: the median of the tasks' one-way p50 and p99,
+// and the p50 added over the 0 ms tasks against half the setting.
+type WireStat struct {
+	App       string
+	RTTms     float64
+	Unshaped  bool
+	Direction string
+	// Tasks counts the tasks with wire figures; Incomplete those whose
+	// captures missed packets (a full ring or the packet cap), left out
+	// of the figures below.
+	Tasks      int
+	Incomplete int
+	Sent       int
+	Matched    int
+	P50Ms      float64
+	P99Ms      float64
+	// AddedMs = P50Ms - the 0 ms tasks' P50Ms (HasAdded); TargetMs is
+	// half the setting. Passing counts the tasks whose own added p50 is
+	// within WireToleranceMs of the target with WireMinMatched of their
+	// packets paired.
+	HasAdded bool
+	AddedMs  float64
+	TargetMs float64
+	Passing  int
+}
+
+// Share is Matched / Sent.
+func (w *WireStat) Share() float64 {
+	if w.Sent == 0 {
+		return 0
+	}
+	return float64(w.Matched) / float64(w.Sent)
+}
+
+// WireVerdict is the wire's verdict on one setting of one app, over both
+// directions.
+type WireVerdict struct {
+	App    string
+	RTTms  float64
+	Status string // WireVerified, WireOff, WireIncomplete, WireReference, WireNoData
+	// Why says what is off, with figures ("" when verified).
+	Why string
+	// Tasks counts the setting's tasks with complete captures; Passing
+	// those passing in both directions.
+	Tasks, Passing int
+}
+
+// analyzeWire groups the wire rows of done attempts by app, setting and
+// direction, and gives each setting its verdict: verified when, in both
+// directions, the median added one-way p50 is within WireToleranceMs of
+// half the setting and WireMinMatched of the packets were paired.
+func analyzeWire(rows []WireRow, o Options) ([]WireStat, []WireVerdict) {
+	type key struct {
+		app      string
+		rtt      float64
+		unshaped bool
+		dir      string
+	}
+	groups := map[key][]WireRow{}
+	var keys []key
+	for _, r := range rows {
+		k := key{r.App, r.RTTms, r.Unshaped, r.Direction}
+		if _, ok := groups[k]; !ok {
+			keys = append(keys, k)
+		}
+		groups[k] = append(groups[k], r)
+	}
+	slices.SortFunc(keys, func(a, b key) int {
+		if c := cmpCell(a.app, "", a.rtt, b.app, "", b.rtt); c != 0 {
+			return c
+		}
+		if a.unshaped != b.unshaped {
+			return btoi(b.unshaped) - btoi(a.unshaped)
+		}
+		return cmpStr(a.dir, b.dir)
+	})
+	base := map[[2]string]float64{} // the 0 ms p50 by app and direction
+	var stats []WireStat
+	for _, k := range keys {
+		st := wireStat(groups[k])
+		st.App, st.RTTms, st.Unshaped, st.Direction, st.TargetMs = k.app, k.rtt, k.unshaped, k.dir, k.rtt/2
+		if k.rtt == 0 && !k.unshaped && st.Tasks > st.Incomplete {
+			base[[2]string{k.app, k.dir}] = st.P50Ms
+		}
+		stats = append(stats, st)
+	}
+	for i := range stats {
+		st := &stats[i]
+		b, ok := base[[2]string{st.App, st.Direction}]
+		if !ok || st.Unshaped || st.Tasks == st.Incomplete {
+			continue
+		}
+		st.HasAdded, st.AddedMs = true, st.P50Ms-b
+		for _, r := range groups[key{st.App, st.RTTms, st.Unshaped, st.Direction}] {
+			if r.Complete() && r.Share() >= WireMinMatched && math.Abs(r.P50Ms-b-st.TargetMs) <= WireToleranceMs+1e-9 {
+				st.Passing++
+			}
+		}
+	}
+	return stats, wireVerdicts(stats, groups2tasks(rows, base))
+}
+
+// wireStat sums up one group's rows: the complete ones' counts and the
+// medians of their p50s and p99s.
+func wireStat(g []WireRow) WireStat {
+	st := WireStat{Tasks: len(g), P50Ms: math.NaN(), P99Ms: math.NaN()}
+	var p50, p99 []float64
+	for _, r := range g {
+		if !r.Complete() {
+			st.Incomplete++
+			continue
+		}
+		st.Sent += r.Sent
+		st.Matched += r.Matched
+		if r.Matched > 0 {
+			p50, p99 = append(p50, r.P50Ms), append(p99, r.P99Ms)
+		}
+	}
+	if len(p50) > 0 {
+		st.P50Ms, st.P99Ms = stats.Median(p50), stats.Median(p99)
+	}
+	return st
+}
+
+// taskPass says, per task, whether both its directions passed.
+type taskPass struct {
+	app      string
+	rtt      float64
+	complete bool
+	pass     bool
+}
+
+// groups2tasks judges each shaped task on its own: complete, and in
+// both directions its added p50 within tolerance of half the setting
+// with enough packets paired.
+func groups2tasks(rows []WireRow, base map[[2]string]float64) []taskPass {
+	byTask := map[int]*taskPass{}
+	var order []int
+	for _, r := range rows {
+		if r.Unshaped {
+			continue
+		}
+		tp := byTask[r.Task]
+		if tp == nil {
+			tp = &taskPass{app: r.App, rtt: r.RTTms, complete: true, pass: true}
+			byTask[r.Task] = tp
+			order = append(order, r.Task)
+		}
+		b, ok := base[[2]string{r.App, r.Direction}]
+		tp.complete = tp.complete && r.Complete()
+		tp.pass = tp.pass && ok && r.Complete() && r.Share() >= WireMinMatched && math.Abs(r.P50Ms-b-r.RTTms/2) <= WireToleranceMs+1e-9
+	}
+	out := make([]taskPass, 0, len(order))
+	for _, t := range order {
+		out = append(out, *byTask[t])
+	}
+	return out
+}
+
+// wireVerdicts gives each (app, setting) its verdict from its two
+// directions' figures.
+func wireVerdicts(stats []WireStat, tasks []taskPass) []WireVerdict {
+	type key struct {
+		app string
+		rtt float64
+	}
+	var out []WireVerdict
+	index := map[key]int{}
+	for _, st := range stats {
+		if st.Unshaped {
+			continue
+		}
+		k := key{st.App, st.RTTms}
+		i, ok := index[k]
+		if !ok {
+			status := WireVerified
+			if st.RTTms == 0 {
+				status = WireReference
+			}
+			out = append(out, WireVerdict{App: st.App, RTTms: st.RTTms, Status: status})
+			i = len(out) - 1
+			index[k] = i
+		}
+		judgeDirection(&out[i], st)
+	}
+	for _, t := range tasks {
+		if i, ok := index[key{t.app, t.rtt}]; ok && t.complete {
+			out[i].Tasks++
+			if t.pass {
+				out[i].Passing++
+			}
+		}
+	}
+	return out
+}
+
+// judgeDirection folds one direction's figures into a setting's verdict.
+func judgeDirection(v *WireVerdict, st WireStat) {
+	var why []string
+	if v.Why != "" {
+		why = append(why, v.Why)
+	}
+	switch {
+	case st.Tasks == st.Incomplete:
+		v.Status = WireIncomplete
+		why = append(why, fmt.Sprintf("%s: every capture missed packets (%d tasks)", st.Direction, st.Tasks))
+	case v.Status == WireReference:
+	case !st.HasAdded:
+		v.Status = WireNoData
+		why = append(why, fmt.Sprintf("%s: no 0 ms tasks to measure against", st.Direction))
+	default:
+		if st.Share() < WireMinMatched {
+			v.Status = WireOff
+			why = append(why, fmt.Sprintf("%s: %.1f%% of packets paired", st.Direction, 100*st.Share()))
+		}
+		if math.Abs(st.AddedMs-st.TargetMs) > WireToleranceMs+1e-9 {
+			v.Status = WireOff
+			why = append(why, fmt.Sprintf("%s one-way added %s ms for %s", st.Direction, fmtFixed(st.AddedMs, 3), fmtFixed(st.TargetMs, 3)))
+		}
+		if st.Incomplete > 0 && v.Status == WireVerified {
+			why = append(why, fmt.Sprintf("%s: %d of %d tasks' captures missed packets (left out)", st.Direction, st.Incomplete, st.Tasks))
+		}
+	}
+	v.Why = strings.Join(why, "; ")
+}
+
+// Parts is where a request's time went, averaged over the requests
+// around each run's median (see Anatomy), in milliseconds.
+type Parts struct {
+	// Requests counts the requests averaged, over Runs runs.
+	Requests, Runs int
+	Latency        float64
+	// Client is the load client's own time; Legs the client↔app legs.
+	Client, Legs float64
+	App          float64
+	Wire         float64 // app↔database, both ways, every round trip
+	DB           float64
+	RoundTrips   float64
+}
+
+// Accounted is the share of the latency the captures account for: all
+// but the load client's own time.
+func (p Parts) Accounted() float64 { return 1 - p.Client/p.Latency }
+
+// Attribution splits a cell's change against its 0 ms cell into the
+// wire as configured (round trips × RTT), the wire's part of a change in
+// the number of round trips (each one more or less costs the 0 ms
+// cell's wire per round trip: an app whose driver sends some exchanges
+// in the background makes a number that varies with the timing), the
+// wire's excess over both (the delay per round trip beyond the
+// setting), the app's time, the database's time and the rest (the
+// client's own time and the legs). They add up to Total, the change of
+// the parts' latency.
+type Attribution struct {
+	Total, WireConfigured, WireTrips, WireExcess, App, DB, Outside float64
+	// TripsChange is the change of the round trips per request.
+	TripsChange float64
+}
+
+// Wire is the change on the wire: configured, round trips' and excess.
+func (a Attribution) Wire() float64 { return a.WireConfigured + a.WireTrips + a.WireExcess }
+
+// PerTrip is the wire's change per round trip against the RTT: 1 when
+// each round trip carries exactly the configured delay.
+func (a Attribution) PerTrip() float64 { return (a.WireConfigured + a.WireExcess) / a.WireConfigured }
+
+// AnatomyBand is the share of each run's requests, around its median,
+// whose parts are averaged: those from the 40th to the 60th percentile
+// of the run's latency.
+const AnatomyBand = 0.2
+
+// AnatomyMethod says how the parts are taken; the summaries repeat it.
+const AnatomyMethod = "each measured request is taken apart on the wire (captures of the client's, the app's and the database's namespaces, kernel stamps on one clock); per run the requests from the 40th to the 60th percentile of its latency are averaged, and a cell's parts are the mean over its runs; the change of each part is its cell's minus the 0 ms cell's, so the parts add up to the change of their latency; the wire's change is split into round trips × RTT (configured), the change of the number of round trips × the 0 ms cell's wire per round trip, and the excess per round trip"
+
+// partsOf averages, per run, the parts of the successful requests whose
+// latency lies in the run's middle band, then over the runs.
+func partsOf(rows []AnatomyRow) (Parts, bool) {
+	byTask := map[int][]AnatomyRow{}
+	var tasks []int
+	for _, r := range rows {
+		if r.Failed {
+			continue
+		}
+		if _, ok := byTask[r.Task]; !ok {
+			tasks = append(tasks, r.Task)
+		}
+		byTask[r.Task] = append(byTask[r.Task], r)
+	}
+	slices.Sort(tasks)
+	var p Parts
+	for _, t := range tasks {
+		run := byTask[t]
+		lat := make([]float64, len(run))
+		for i, r := range run {
+			lat[i] = r.LatencyMs
+		}
+		slices.Sort(lat)
+		lo, hi := stats.Percentile(lat, 0.5-AnatomyBand/2), stats.Percentile(lat, 0.5+AnatomyBand/2)
+		var sum Parts
+		for _, r := range run {
+			if r.LatencyMs < lo || r.LatencyMs > hi {
+				continue
+			}
+			sum.Requests++
+			sum.Latency += r.LatencyMs
+			sum.Client += r.ClientMs
+			sum.Legs += r.LegInMs + r.LegOutMs
+			sum.App += r.AppMs()
+			sum.Wire += r.WireMs()
+			sum.DB += r.DBMs
+			sum.RoundTrips += float64(r.RoundTrips)
+		}
+		if sum.Requests == 0 {
+			continue
+		}
+		n := float64(sum.Requests)
+		p.Runs++
+		p.Requests += sum.Requests
+		p.Latency += sum.Latency / n
+		p.Client += sum.Client / n
+		p.Legs += sum.Legs / n
+		p.App += sum.App / n
+		p.Wire += sum.Wire / n
+		p.DB += sum.DB / n
+		p.RoundTrips += sum.RoundTrips / n
+	}
+	if p.Runs == 0 {
+		return p, false
+	}
+	r := float64(p.Runs)
+	p.Latency, p.Client, p.Legs, p.App, p.Wire, p.DB, p.RoundTrips = p.Latency/r, p.Client/r, p.Legs/r, p.App/r, p.Wire/r, p.DB/r, p.RoundTrips/r
+	return p, true
+}
+
+// attribute is the change from base to p at the setting rtt.
+func attribute(base, p Parts, rtt float64) Attribution {
+	a := Attribution{Total: p.Latency - base.Latency, App: p.App - base.App, DB: p.DB - base.DB,
+		Outside: (p.Client + p.Legs) - (base.Client + base.Legs), TripsChange: p.RoundTrips - base.RoundTrips}
+	a.WireConfigured = p.RoundTrips * rtt
+	if base.RoundTrips > 0 {
+		a.WireTrips = a.TripsChange * base.Wire / base.RoundTrips
+	}
+	a.WireExcess = (p.Wire - base.Wire) - a.WireConfigured - a.WireTrips
+	return a
+}
+
+// anatomize gives every cell (and unshaped baseline) its parts and every
+// cell with a 0 ms cell its attribution.
+func (sum *Summary) anatomize(rows []AnatomyRow) {
+	type key struct {
+		app, route string
+		rtt        float64
+		unshaped   bool
+	}
+	byCell := map[key][]AnatomyRow{}
+	for _, r := range rows {
+		k := key{r.App, r.Route, r.RTTms, r.Unshaped}
+		byCell[k] = append(byCell[k], r)
+	}
+	for i := range sum.Unshaped {
+		c := &sum.Unshaped[i]
+		c.Parts, c.HasParts = partsOf(byCell[key{c.App, c.Route, 0, true}])
+	}
+	base := map[[2]string]Parts{}
+	for i := range sum.Cells {
+		c := &sum.Cells[i]
+		c.Parts, c.HasParts = partsOf(byCell[key{c.App, c.Route, c.RTTms, false}])
+		if c.HasParts && c.RTTms == 0 {
+			base[[2]string{c.App, c.Route}] = c.Parts
+		}
+	}
+	for i := range sum.Cells {
+		c := &sum.Cells[i]
+		if b, ok := base[[2]string{c.App, c.Route}]; ok && c.HasParts && c.RTTms > 0 {
+			c.HasAttribution, c.Attribution = true, attribute(b, c.Parts, c.RTTms)
+		}
+	}
+}

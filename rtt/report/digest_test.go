@@ -1,0 +1,65 @@
+package report
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The digest of a run fits in DigestMaxLines lines, has a line per (app,
+// route) with the change at the largest setting, and says what the host
+// could not verify once.
+func TestDigest(t *testing.T) {
+	src := filepath.Join("..", "..", "cmd", "rttlab", "testdata", "results-go")
+	dir := filepath.Join(t.TempDir(), "f")
+	if err := os.CopyFS(dir, os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
+	d, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := Analyze(d, Options{})
+	out := s.Digest("summary.md", "report.html")
+	t.Logf("digest:\n%s", out)
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if len(lines) > DigestMaxLines {
+		t.Errorf("%d lines", len(lines))
+	}
+	if !strings.HasPrefix(lines[0], "plan ") || !strings.Contains(out, "summary: summary.md\nreport:  report.html\n") {
+		t.Errorf("digest:\n%s", out)
+	}
+	rows := 0
+	for _, l := range lines {
+		if strings.HasPrefix(l, "  go /") {
+			rows++
+		}
+	}
+	if rows == 0 {
+		t.Error("no row per route")
+	}
+	if n := strings.Count(out, "were not verified on this host"); n > 1 {
+		t.Errorf("the host's verification said %d times", n)
+	}
+	// A setting the host could not verify is said once, with why.
+	for i := range s.Cells {
+		if s.Cells[i].HasBaseline {
+			s.Cells[i].Unverified = []string{"select1 added +0.624 ms"}
+		}
+	}
+	un := s.Digest("summary.md", "")
+	if strings.Count(un, "were not verified on this host; e.g. go at 0.5 ms: select1 added +0.624 ms.") != 1 || !strings.Contains(un, "0.5 ms NOT verified") {
+		t.Errorf("digest:\n%s", un)
+	}
+	// Many routes: the rows are cut to fit.
+	for i := range 40 {
+		c := s.Cells[len(s.Cells)-1]
+		c.Route = "/r" + strings.Repeat("x", i)
+		s.Cells = append(s.Cells, c)
+	}
+	many := strings.Split(strings.TrimSuffix(s.Digest("summary.md", ""), "\n"), "\n")
+	if len(many) > DigestMaxLines || !strings.Contains(strings.Join(many, "\n"), "more in the summary") {
+		t.Errorf("%d lines:\n%s", len(many), strings.Join(many, "\n"))
+	}
+}

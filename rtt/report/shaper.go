@@ -1,0 +1,229 @@
+package report
+
+import (
+	"bytes"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"github.com/rttlab/rttlab/results"
+	"github.com/rttlab/rttlab/results/stats"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/rttlab/rttlab/internal/capped"
+)
+
+// ShaperFile holds what the shaper did during each load task, per side.
+const ShaperFile = "shaper.csv"
+
+// ShaperRow is one side's shaper during one attempt of a load task: the
+// packets it held, the drops, and the realized one-way hold per packet
+// (release - the packet's arrival in the kernel) against the target.
+type ShaperRow struct {
+	Task      int
+	Attempt   int
+	App       string
+	Route     string
+	RTTms     float64
+	Side      string // the shaped container's role: app or db
+	Direction string // ingress (packets from the peer) or egress (to it)
+	TargetUs  float64
+	Packets   uint64
+	Stamped   uint64 // packets held from the kernel's receive stamp
+	Drops     uint64
+	HoldP50Us float64
+	HoldP99Us float64
+	HoldMaxUs float64
+	LateP50Us float64 // release - due
+	LateP99Us float64
+	LagP50Us  float64 // kernel receive stamp -> read by the shaper
+	LagP99Us  float64
+	CPUCores  float64 // the agent's CPU time / the task's wall time
+	WallS     float64
+}
+
+var shaperHeader = []string{"task", "attempt", "app", "route", "rtt_ms", "side", "direction", "target_us", "packets", "stamped", "drops",
+	"hold_p50_us", "hold_p99_us", "hold_max_us", "late_p50_us", "late_p99_us", "read_lag_p50_us", "read_lag_p99_us", "cpu_cores", "wall_s"}
+
+func (r *ShaperRow) record() []string {
+	f := func(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
+	u := func(v uint64) string { return strconv.FormatUint(v, 10) }
+	return []string{strconv.Itoa(r.Task), strconv.Itoa(r.Attempt), r.App, r.Route, fmtSetting(r.RTTms), r.Side, r.Direction,
+		f(r.TargetUs), u(r.Packets), u(r.Stamped), u(r.Drops), f(r.HoldP50Us), f(r.HoldP99Us), f(r.HoldMaxUs),
+		f(r.LateP50Us), f(r.LateP99Us), f(r.LagP50Us), f(r.LagP99Us), f(r.CPUCores), f(r.WallS)}
+}
+
+func parseShaperRow(rec []string) (ShaperRow, error) {
+	var r ShaperRow
+	if len(rec) != len(shaperHeader) {
+		return r, fmt.Errorf("%d fields, want %d", len(rec), len(shaperHeader))
+	}
+	var errs []error
+	i := func(s string) int { v, err := strconv.Atoi(s); errs = append(errs, err); return v }
+	u := func(s string) uint64 { v, err := strconv.ParseUint(s, 10, 64); errs = append(errs, err); return v }
+	f := func(s string) float64 { v, err := strconv.ParseFloat(s, 64); errs = append(errs, err); return v }
+	r = ShaperRow{Task: i(rec[0]), Attempt: i(rec[1]), App: rec[2], Route: rec[3], RTTms: f(rec[4]), Side: rec[5], Direction: rec[6],
+		TargetUs: f(rec[7]), Packets: u(rec[8]), Stamped: u(rec[9]), Drops: u(rec[10]), HoldP50Us: f(rec[11]), HoldP99Us: f(rec[12]),
+		HoldMaxUs: f(rec[13]), LateP50Us: f(rec[14]), LateP99Us: f(rec[15]), LagP50Us: f(rec[16]), LagP99Us: f(rec[17]),
+		CPUCores: f(rec[18]), WallS: f(rec[19])}
+	return r, errors.Join(errs...)
+}
+
+// AppendShaper appends rows to shaper.csv (created with its header on
+// first use) and fsyncs.
+func (f *Folder) AppendShaper(rows []ShaperRow) error {
+	path := filepath.Join(f.dir, ShaperFile)
+	var buf bytes.Buffer
+	w := csv.NewWriter(&buf)
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		_ = w.Write(shaperHeader)
+	}
+	for i := range rows {
+		if err := w.Write(rows[i].record()); err != nil {
+			return fmt.Errorf("append shaper rows: %w", err)
+		}
+	}
+	w.Flush()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	h, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return fmt.Errorf("append to %s: %w", ShaperFile, err)
+	}
+	defer h.Close()
+	if _, err := h.Write(buf.Bytes()); err != nil {
+		return fmt.Errorf("append to %s: %w", ShaperFile, err)
+	}
+	if err := h.Sync(); err != nil {
+		return fmt.Errorf("fsync %s: %w", ShaperFile, err)
+	}
+	return nil
+}
+
+// LoadShaper reads shaper.csv; a folder without one (written before the
+// shaper reported on itself) has no rows. An unterminated last line (a
+// crash mid-write) is ignored.
+func LoadShaper(dir string) ([]ShaperRow, error) {
+	path := filepath.Join(dir, ShaperFile)
+	b, err := capped.ReadFile(path, ShaperFile, results.MaxFile)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if i := bytes.LastIndexByte(b, '\n'); i != len(b)-1 {
+		b = b[:i+1]
+	}
+	r := csv.NewReader(bytes.NewReader(b))
+	var out []ShaperRow
+	for line := 1; ; line++ {
+		rec, err := r.Read()
+		if err == io.EOF {
+			return out, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if line == 1 {
+			if !slices.Equal(rec, shaperHeader) {
+				return nil, fmt.Errorf("%s:1: unexpected header %q", path, strings.Join(rec, ","))
+			}
+			continue
+		}
+		row, err := parseShaperRow(rec)
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", path, line, err)
+		}
+		out = append(out, row)
+	}
+}
+
+// ShaperStat sums up one side's shaper at one setting of one app, over
+// the attempts that counted (done attempts).
+type ShaperStat struct {
+	App       string
+	RTTms     float64
+	Side      string
+	Direction string
+	Tasks     int
+	Packets   uint64
+	Drops     uint64
+	TargetUs  float64
+	// Medians over tasks of the per-task figures; HoldP99Us is the
+	// largest task p99.
+	HoldP50Us float64
+	HoldP99Us float64
+	LateP50Us float64
+	LagP50Us  float64
+	CPUCores  float64
+	// ErrorUs = HoldP50Us - TargetUs: how far the realized one-way hold
+	// is from the target at the median.
+	ErrorUs float64
+}
+
+// AnalyzeShaper groups the rows of done attempts by app, setting and side.
+func AnalyzeShaper(rows []ShaperRow, done map[int]int) []ShaperStat {
+	type key struct {
+		app, side string
+		rtt       float64
+	}
+	groups := map[key][]ShaperRow{}
+	var keys []key
+	// A run killed between writing an attempt's shaper rows and marking
+	// it done hands the same attempt number out again on resume: the
+	// last rows of a (task, attempt, side) are the ones that counted.
+	type rowKey struct {
+		task, attempt int
+		side          string
+	}
+	last := map[rowKey]int{}
+	for i, r := range rows {
+		last[rowKey{r.Task, r.Attempt, r.Side}] = i
+	}
+	for i, r := range rows {
+		if a, ok := done[r.Task]; !ok || a != r.Attempt || last[rowKey{r.Task, r.Attempt, r.Side}] != i {
+			continue
+		}
+		k := key{r.App, r.Side, r.RTTms}
+		if _, ok := groups[k]; !ok {
+			keys = append(keys, k)
+		}
+		groups[k] = append(groups[k], r)
+	}
+	slices.SortFunc(keys, func(a, b key) int {
+		if c := cmpStr(a.app, b.app); c != 0 {
+			return c
+		}
+		if a.rtt != b.rtt {
+			return cmpCell("", "", a.rtt, "", "", b.rtt)
+		}
+		return cmpStr(a.side, b.side)
+	})
+	var out []ShaperStat
+	for _, k := range keys {
+		g := groups[k]
+		st := ShaperStat{App: k.app, RTTms: k.rtt, Side: k.side, Direction: g[0].Direction, Tasks: len(g), TargetUs: g[0].TargetUs, HoldP99Us: math.NaN()}
+		var p50, late, lag, cpu []float64
+		for _, r := range g {
+			st.Packets += r.Packets
+			st.Drops += r.Drops
+			p50 = append(p50, r.HoldP50Us)
+			late = append(late, r.LateP50Us)
+			lag = append(lag, r.LagP50Us)
+			cpu = append(cpu, r.CPUCores)
+			if math.IsNaN(st.HoldP99Us) || r.HoldP99Us > st.HoldP99Us {
+				st.HoldP99Us = r.HoldP99Us
+			}
+		}
+		st.HoldP50Us, st.LateP50Us, st.LagP50Us, st.CPUCores = stats.Median(p50), stats.Median(late), stats.Median(lag), stats.Median(cpu)
+		st.ErrorUs = st.HoldP50Us - st.TargetUs
+		out = append(out, st)
+	}
+	return out
+}

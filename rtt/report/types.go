@@ -1,0 +1,190 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"github.com/rttlab/rttlab/orchestrator/shaping"
+	"time"
+)
+
+// File names inside a results folder.
+const (
+	SamplesFile     = "samples.jsonl"
+	TasksFile       = "tasks.jsonl"
+	ProbesFile      = "probes.csv"
+	RunsFile        = "runs.csv"
+	SummaryJSONFile = "summary.json"
+	SummaryMDFile   = "summary.md"
+)
+
+// Sample is one HTTP request of the load client, one JSON line in
+// samples.jsonl. LatencyNS comes from the client's monotonic clock.
+// RTTms is the configured RTT setting of the task, not a measurement.
+type Sample struct {
+	Task    int     `json:"task"`
+	Attempt int     `json:"attempt"`
+	App     string  `json:"app"`
+	Route   string  `json:"route"`
+	RTTms   float64 `json:"rtt_ms"`
+	Run     int     `json:"run"`
+	// Unshaped: the task ran with the shaper out of the path (the
+	// app's unshaped baseline); RTTms is then 0.
+	Unshaped  bool   `json:"unshaped,omitempty"`
+	Seq       int    `json:"seq"`
+	Warmup    bool   `json:"warmup"`
+	LatencyNS int64  `json:"latency_ns"`
+	Status    int    `json:"status"`
+	Bytes     int64  `json:"bytes"`
+	Error     string `json:"error,omitempty"`
+	// Retried is set when Go's HTTP client re-sent the request on a new
+	// connection because the kept-alive one had been closed; LatencyNS
+	// then includes the first try and a new dial. Absent (false) in
+	// folders written before the flag was kept.
+	Retried bool `json:"retried,omitempty"`
+}
+
+// Failed reports whether the request failed: a status other than 200 or a
+// transport error. Failed requests stay in samples.jsonl and are counted,
+// but never enter the latency percentiles.
+func (s Sample) Failed() bool { return s.Status != 200 || s.Error != "" }
+
+// Task is one (app, route, setting, run) condition of the plan. The
+// manifest lists the tasks in the shuffled order they are run in.
+type Task struct {
+	ID    int     `json:"id"`
+	App   string  `json:"app"`
+	Route string  `json:"route"`
+	RTTms float64 `json:"rtt_ms"`
+	Run   int     `json:"run"`
+	// Unshaped: the app's baseline with the shaper out of the path (no
+	// queue, no floor); RTTms is 0.
+	Unshaped bool `json:"unshaped,omitempty"`
+}
+
+func (t Task) String() string {
+	return fmt.Sprintf("task %d (%s %s %s, run %d)", t.ID, t.App, t.Route, t.Setting(), t.Run)
+}
+
+// Setting names the task's setting: "at 0.5 ms", or "unshaped".
+func (t Task) Setting() string {
+	if t.Unshaped {
+		return "unshaped"
+	}
+	return "at " + fmtSetting(t.RTTms) + " ms"
+}
+
+// RouteStatements is the number of sequential database statements one
+// request of (App, Route) makes; it drives the "predicted" column
+// (statements × RTT). Fractional values are allowed for weighted mixes.
+type RouteStatements struct {
+	App        string  `json:"app"`
+	Route      string  `json:"route"`
+	PerRequest float64 `json:"per_request"`
+}
+
+// Manifest describes one study; it is manifest.json. The runner writes it
+// (with the task order) before the first task and again at the end with
+// End set.
+type Manifest struct {
+	PlanName string          `json:"plan_name"`
+	Plan     json.RawMessage `json:"plan,omitempty"`
+	Seed     uint64          `json:"seed"`
+	Tasks    []Task          `json:"tasks"`
+
+	Version   string `json:"rttlab_version"`
+	GitCommit string `json:"git_commit"`
+
+	EngineVersion    string `json:"engine_version"`
+	EngineAPIVersion string `json:"engine_api_version"`
+	Kernel           string `json:"kernel"`
+
+	Shaper       string `json:"shaper"`
+	ShaperReason string `json:"shaper_reason"`
+	Scope        string `json:"scope"`
+
+	// Images maps app name to image ID.
+	Images map[string]string `json:"images,omitempty"`
+
+	HostCPUModel    string `json:"host_cpu_model"`
+	HostCPUs        int    `json:"host_cpus"`
+	HostMemoryBytes uint64 `json:"host_memory_bytes"`
+	// HostIdle is how the host's CPUs idle (cpuidle driver and governor):
+	// a waiting process's wake-up, and so the endpoints' own time, depends
+	// on it. LoadStart and LoadEnd are the 1-minute load averages when the
+	// run started and ended (null: not read).
+	HostIdle  string   `json:"host_idle,omitempty"`
+	LoadStart *float64 `json:"load_start,omitempty"`
+	LoadEnd   *float64 `json:"load_end,omitempty"`
+
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end,omitzero"`
+
+	// Skipped maps app name to the reason it was not run.
+	Skipped    map[string]string `json:"skipped,omitempty"`
+	Statements []RouteStatements `json:"statements,omitempty"`
+	Notes      []string          `json:"notes,omitempty"`
+	// Calibration is the per-side offset added to each setting's one-way
+	// delay, per app, when the run calibrated its shaper.
+	Calibration []shaping.CalibrationPoint `json:"calibration,omitempty"`
+}
+
+// StatementsFor returns the statements per request of (app, route).
+func (m *Manifest) StatementsFor(app, route string) (float64, bool) {
+	for _, s := range m.Statements {
+		if s.App == app && s.Route == route {
+			return s.PerRequest, true
+		}
+	}
+	return 0, false
+}
+
+// Probe kinds in probes.csv.
+const (
+	// ProbeICMP is the per-setting ICMP check (one row per app and setting).
+	ProbeICMP = "icmp"
+	// ProbeICMPTask is the quick ICMP check before a task (one row per task).
+	ProbeICMPTask = "icmp-task"
+	// ProbeSelect1 is the SELECT 1 probe (one row per run, five runs per setting).
+	ProbeSelect1 = "select1"
+	// ProbeICMPUnshaped is the quick ICMP check before an unshaped task
+	// (one row per task, setting 0).
+	ProbeICMPUnshaped = "icmp-unshaped"
+)
+
+// Probe is one row of probes.csv: a batch of ICMP echoes or SELECT 1 calls
+// at one setting. Failures counts lost packets (ICMP) or failed queries
+// (SELECT 1). N is the number of probes sent. Task is set for
+// ProbeICMPTask rows and 0 otherwise; Run counts from 1 for SELECT 1 rows.
+type Probe struct {
+	App      string
+	Kind     string
+	RTTms    float64
+	Run      int
+	Task     int
+	N        int
+	MeanMs   float64
+	MedianMs float64
+	MinMs    float64
+	MaxMs    float64
+	Failures int
+}
+
+// probeHeader is the header row of probes.csv.
+var probeHeader = []string{"app", "kind", "rtt_ms", "run", "task", "n", "mean_ms", "median_ms", "min_ms", "max_ms", "failures"}
+
+// Task record statuses in tasks.jsonl.
+const (
+	StatusDone   = "done"
+	StatusFailed = "failed"
+)
+
+// TaskRecord is one line of tasks.jsonl: an attempt of a task that ended,
+// either done (its samples are on disk) or failed (its samples, if any, are
+// ignored).
+type TaskRecord struct {
+	Task    int       `json:"task"`
+	Attempt int       `json:"attempt"`
+	Status  string    `json:"status"`
+	Error   string    `json:"error,omitempty"`
+	Time    time.Time `json:"time"`
+}

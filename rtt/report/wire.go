@@ -1,0 +1,249 @@
+package report
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"github.com/rttlab/rttlab/results"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/rttlab/rttlab/internal/capped"
+	"github.com/rttlab/rttlab/workloads"
+)
+
+// Files of what the wire showed during each task.
+const (
+	// WireFile holds, per task attempt and direction, what the captures
+	// of the app's and the database's namespaces showed on the wire.
+	WireFile = "wire.csv"
+	// AnatomyFile holds every measured request of every task taken apart.
+	AnatomyFile = "anatomy.jsonl"
+)
+
+// WireRow is one direction of the app↔database wire during one attempt
+// of a task, from two captures on one clock (kernel stamps): the packets
+// one side sent while the other captured, those paired with their
+// arrival, and the one-way delay of the paired ones. The task's anatomy
+// (how many requests were found and taken apart) is repeated on both
+// directions' rows.
+type WireRow struct {
+	Task      int
+	Attempt   int
+	App       string
+	Route     string
+	RTTms     float64
+	Unshaped  bool
+	Direction string
+	Sent      int
+	Matched   int
+	Lost      int
+	Ambiguous int
+	P50Ms     float64
+	P99Ms     float64
+	// Drops counts packets the kernel could not hand to either capture
+	// (its ring was full); Truncated: a capture hit its packet cap.
+	// Either makes the task's wire figures incomplete.
+	Drops     int
+	Truncated bool
+	// The anatomy of the task's requests: found on the wire, taken
+	// apart (complete), missing an event, round trips outside every
+	// request, and why none could be taken apart ("" when they could).
+	Requests   int
+	Anatomized int
+	Incomplete int
+	Unassigned int
+	Problem    string
+}
+
+// Share is Matched / Sent (0 when nothing was sent).
+func (r *WireRow) Share() float64 {
+	if r.Sent == 0 {
+		return 0
+	}
+	return float64(r.Matched) / float64(r.Sent)
+}
+
+// Complete says whether the captures kept every packet of the task.
+func (r *WireRow) Complete() bool { return r.Drops == 0 && !r.Truncated }
+
+var wireHeader = []string{"task", "attempt", "app", "route", "rtt_ms", "unshaped", "direction", "sent", "matched", "lost", "ambiguous",
+	"p50_ms", "p99_ms", "drops", "truncated", "requests", "anatomized", "incomplete", "unassigned", "problem"}
+
+func (r *WireRow) record() []string {
+	f := func(v float64) string { return strconv.FormatFloat(v, 'f', 4, 64) }
+	i := strconv.Itoa
+	return []string{i(r.Task), i(r.Attempt), r.App, r.Route, fmtSetting(r.RTTms), strconv.FormatBool(r.Unshaped), r.Direction,
+		i(r.Sent), i(r.Matched), i(r.Lost), i(r.Ambiguous), f(r.P50Ms), f(r.P99Ms), i(r.Drops), strconv.FormatBool(r.Truncated),
+		i(r.Requests), i(r.Anatomized), i(r.Incomplete), i(r.Unassigned), r.Problem}
+}
+
+func parseWireRow(rec []string) (WireRow, error) {
+	var r WireRow
+	if len(rec) != len(wireHeader) {
+		return r, fmt.Errorf("%d fields, want %d", len(rec), len(wireHeader))
+	}
+	var errs []error
+	i := func(s string) int { v, err := strconv.Atoi(s); errs = append(errs, err); return v }
+	f := func(s string) float64 { v, err := strconv.ParseFloat(s, 64); errs = append(errs, err); return v }
+	b := func(s string) bool { v, err := strconv.ParseBool(s); errs = append(errs, err); return v }
+	r = WireRow{Task: i(rec[0]), Attempt: i(rec[1]), App: rec[2], Route: rec[3], RTTms: f(rec[4]), Unshaped: b(rec[5]), Direction: rec[6],
+		Sent: i(rec[7]), Matched: i(rec[8]), Lost: i(rec[9]), Ambiguous: i(rec[10]), P50Ms: f(rec[11]), P99Ms: f(rec[12]),
+		Drops: i(rec[13]), Truncated: b(rec[14]), Requests: i(rec[15]), Anatomized: i(rec[16]), Incomplete: i(rec[17]),
+		Unassigned: i(rec[18]), Problem: rec[19]}
+	return r, errors.Join(errs...)
+}
+
+// AppendWire appends rows to wire.csv (created with its header on first
+// use) and fsyncs.
+func (f *Folder) AppendWire(rows []WireRow) error {
+	var buf bytes.Buffer
+	w := csv.NewWriter(&buf)
+	if _, err := os.Stat(filepath.Join(f.dir, WireFile)); errors.Is(err, os.ErrNotExist) {
+		_ = w.Write(wireHeader)
+	}
+	for i := range rows {
+		if err := w.Write(rows[i].record()); err != nil {
+			return fmt.Errorf("append wire rows: %w", err)
+		}
+	}
+	w.Flush()
+	return f.appendFile(WireFile, buf.Bytes())
+}
+
+// appendFile appends b to one of the folder's files that are opened per
+// append (made if missing), and fsyncs it.
+func (f *Folder) appendFile(name string, b []byte) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	h, err := os.OpenFile(filepath.Join(f.dir, name), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return fmt.Errorf("append to %s: %w", name, err)
+	}
+	_, werr := h.Write(b)
+	if werr == nil {
+		werr = h.Sync()
+	}
+	if cerr := h.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr != nil {
+		return fmt.Errorf("append to %s: %w", name, werr)
+	}
+	return nil
+}
+
+// LoadWire reads wire.csv; a folder without one (written before the wire
+// was checked on every task) has no rows. An unterminated last line (a
+// crash mid-write) is ignored.
+func LoadWire(dir string) ([]WireRow, error) {
+	path := filepath.Join(dir, WireFile)
+	b, err := capped.ReadFile(path, WireFile, results.MaxFile)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if i := bytes.LastIndexByte(b, '\n'); i != len(b)-1 {
+		b = b[:i+1]
+	}
+	r := csv.NewReader(bytes.NewReader(b))
+	var out []WireRow
+	for line := 1; ; line++ {
+		rec, err := r.Read()
+		if err == io.EOF {
+			return out, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if line == 1 {
+			if !slices.Equal(rec, wireHeader) {
+				return nil, fmt.Errorf("%s:1: unexpected header %q", path, strings.Join(rec, ","))
+			}
+			continue
+		}
+		row, err := parseWireRow(rec)
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", path, line, err)
+		}
+		out = append(out, row)
+	}
+}
+
+// AnatomyRow is one line of anatomy.jsonl: a measured request of a task
+// attempt, taken apart.
+type AnatomyRow struct {
+	Task     int     `json:"task"`
+	Attempt  int     `json:"attempt"`
+	App      string  `json:"app"`
+	Route    string  `json:"route"`
+	RTTms    float64 `json:"rtt_ms"`
+	Unshaped bool    `json:"unshaped,omitempty"`
+	Run      int     `json:"run"`
+	// Failed: the request failed (the load client's status or error);
+	// such requests stay out of the analysis as they do of the latency
+	// percentiles.
+	Failed bool `json:"failed,omitempty"`
+	workloads.RequestAnatomy
+}
+
+// AppendAnatomy appends rows to anatomy.jsonl, one JSON line each, and
+// fsyncs.
+func (f *Folder) AppendAnatomy(rows []AnatomyRow) error {
+	var buf bytes.Buffer
+	for i := range rows {
+		b, err := json.Marshal(&rows[i])
+		if err != nil {
+			return fmt.Errorf("append anatomy rows: %w", err)
+		}
+		buf.Write(b)
+		buf.WriteByte('\n')
+	}
+	return f.appendFile(AnatomyFile, buf.Bytes())
+}
+
+// LoadAnatomy reads the rows of anatomy.jsonl whose (task, attempt) keep
+// says counts; a folder without the file has none. An unterminated last
+// line (a crash mid-write) is ignored; a malformed line is an error
+// naming it.
+func LoadAnatomy(dir string, keep func(task, attempt int) bool) ([]AnatomyRow, error) {
+	path := filepath.Join(dir, AnatomyFile)
+	h, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer h.Close()
+	var out []AnatomyRow
+	r := bufio.NewReaderSize(h, 64<<10)
+	for line := 1; ; line++ {
+		b, err := r.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			return nil, fmt.Errorf("%s:%d: a line over %d KiB", path, line, 64)
+		}
+		if err == io.EOF {
+			return out, nil // nothing, or an unterminated last line
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		var row AnatomyRow
+		if err := json.Unmarshal(b, &row); err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", path, line, err)
+		}
+		if keep(row.Task, row.Attempt) {
+			out = append(out, row)
+		}
+	}
+}
