@@ -80,6 +80,8 @@ func JSONWords(err error) error {
 	return err
 }
 
+// CreateSynced writes b to a new file at path (refused when it exists)
+// and fsyncs it.
 func CreateSynced(path string, b []byte) error {
 	return WriteSynced(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, b)
 }
@@ -119,7 +121,6 @@ func WriteSynced(path string, flag int, b []byte) error {
 	return f.Close()
 }
 
-// TrimTo truncates path to size bytes when it is longer, and fsyncs.
 // TrimCutLine cuts a file after its last newline (a missing file is left
 // alone), reading back from its end only as far as that newline.
 func TrimCutLine(path string) error {
@@ -152,6 +153,7 @@ func TrimCutLine(path string) error {
 	return TrimTo(path, 0)
 }
 
+// TrimTo truncates path to size bytes when it is longer, and fsyncs.
 func TrimTo(path string, size int64) error {
 	fi, err := os.Stat(path)
 	if err != nil {

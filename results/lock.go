@@ -136,7 +136,7 @@ func LockHolder(path string) int {
 }
 
 // LockDir takes the results-folder lock of dir for a study that keeps its
-// own files (the worker-scheduling study): a second process gets
+// own files (the placement and worker studies): a second process gets
 // *LockedError naming the holder. The returned function releases it.
 func LockDir(dir string) (unlock func() error, err error) {
 	h, err := LockFolder(dir)

@@ -3,7 +3,6 @@ package rtt
 import (
 	"context"
 	"errors"
-	"github.com/rttlab/rttlab/rtt/report"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rttlab/rttlab/orchestrator/enginetest"
+	"github.com/rttlab/rttlab/rtt/report"
 )
 
 // A 2 ms delay, taken apart on the wire of every task, shows in the wire

@@ -2,13 +2,13 @@ package rtt
 
 import (
 	"fmt"
-	"github.com/rttlab/rttlab/rtt/report"
 	"slices"
 	"strings"
 
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/internal/planfile"
 	"github.com/rttlab/rttlab/orchestrator/shaping"
+	"github.com/rttlab/rttlab/rtt/report"
 )
 
 // TraceTypes lists, sorted, the request types a trace of the app measures

@@ -3,8 +3,6 @@ package rtt
 import (
 	"bytes"
 	"context"
-	"github.com/rttlab/rttlab/results/stats"
-	"github.com/rttlab/rttlab/rtt/report"
 	"slices"
 	"testing"
 	"time"
@@ -15,6 +13,8 @@ import (
 	"github.com/rttlab/rttlab/orchestrator/enginetest"
 	"github.com/rttlab/rttlab/orchestrator/shaping"
 	"github.com/rttlab/rttlab/orchestrator/stack"
+	"github.com/rttlab/rttlab/results/stats"
+	"github.com/rttlab/rttlab/rtt/report"
 )
 
 // BenchmarkTaskCapture is the paired benchmark of what the wire's
@@ -24,7 +24,7 @@ import (
 // order, and the medians of the two p50s and of their per-pair ratio are
 // reported:
 //
-//	RTTLAB_INTEGRATION=1 go test -run '^$' -bench TaskCapture -benchtime 20x ./orchestrator
+//	RTTLAB_INTEGRATION=1 go test -run '^$' -bench TaskCapture -benchtime 20x ./rtt
 func BenchmarkTaskCapture(b *testing.B) {
 	rt := enginetest.Engine(b)
 	all := enginetest.BuiltApps(b, rt, "postgres", "go", "agent")

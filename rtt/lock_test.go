@@ -3,12 +3,12 @@ package rtt
 import (
 	"context"
 	"errors"
-	"github.com/rttlab/rttlab/rtt/report"
 	"strings"
 	"testing"
 
 	"github.com/rttlab/rttlab/orchestrator/fakelab"
 	"github.com/rttlab/rttlab/results"
+	"github.com/rttlab/rttlab/rtt/report"
 )
 
 // Two resumes of one folder never interleave: while the folder is held,

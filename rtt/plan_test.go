@@ -172,7 +172,7 @@ func TestPlanErrors(t *testing.T) {
 				t.Fatalf("error is not one line: %q", err)
 			}
 			// The reader of a plan file does not know Go's type names.
-			if strings.Contains(err.Error(), "orchestrator.") || strings.Contains(err.Error(), "float64") {
+			if strings.Contains(err.Error(), "rtt.") || strings.Contains(err.Error(), "float64") {
 				t.Fatalf("error names Go types: %q", err)
 			}
 		})

@@ -2,7 +2,6 @@ package rtt
 
 import (
 	"context"
-	"github.com/rttlab/rttlab/rtt/report"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/enginetest"
+	"github.com/rttlab/rttlab/rtt/report"
 )
 
 // TestIntegrationAimeosSkippedWithoutPackagist: here the Aimeos build

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/rttlab/rttlab/rtt/report"
 	"log/slog"
 	"runtime"
 	"strings"
@@ -19,6 +18,8 @@ import (
 	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/shaping"
 	"github.com/rttlab/rttlab/orchestrator/stack"
+	"github.com/rttlab/rttlab/results"
+	"github.com/rttlab/rttlab/rtt/report"
 	"github.com/rttlab/rttlab/workloads"
 )
 
@@ -221,6 +222,7 @@ func resumedPlan(dir string, m *report.Manifest, given *Plan) (*Plan, error) {
 func newManifest(p *Plan, all map[string]*apps.Meta, o RunOptions, info engine.EngineInfo) *report.Manifest {
 	planJSON, _ := json.Marshal(p)
 	m := &report.Manifest{
+		Kind: results.KindRTT, Format: results.Format,
 		PlanName: p.Name, Plan: planJSON, Seed: p.Seed,
 		Version: o.Version, GitCommit: o.Commit,
 		EngineVersion: info.Version, EngineAPIVersion: info.APIVersion, Kernel: info.Kernel,

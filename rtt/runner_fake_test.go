@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/rttlab/rttlab/rtt/report"
 	"math"
 	"os"
 	"path/filepath"
@@ -19,6 +18,7 @@ import (
 	"github.com/rttlab/rttlab/orchestrator/engine/enginefake"
 	"github.com/rttlab/rttlab/orchestrator/fakelab"
 	"github.com/rttlab/rttlab/orchestrator/stack"
+	"github.com/rttlab/rttlab/rtt/report"
 )
 
 // The runner's logic against the in-memory engine: task order, retries,

@@ -3,7 +3,6 @@ package rtt
 import (
 	"context"
 	"errors"
-	"github.com/rttlab/rttlab/rtt/report"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/enginetest"
+	"github.com/rttlab/rttlab/rtt/report"
 )
 
 type cancelAfter struct {

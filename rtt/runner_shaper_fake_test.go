@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/rttlab/rttlab/rtt/report"
 	"math"
 	"slices"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"github.com/rttlab/rttlab/orchestrator/engine/enginefake"
 	"github.com/rttlab/rttlab/orchestrator/fakelab"
 	"github.com/rttlab/rttlab/orchestrator/shaping"
+	"github.com/rttlab/rttlab/rtt/report"
 )
 
 // statsShaper wraps the fake lab's agents so that they report themselves

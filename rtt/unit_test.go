@@ -1,13 +1,13 @@
 package rtt
 
 import (
-	"github.com/rttlab/rttlab/rtt/report"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/shaping"
+	"github.com/rttlab/rttlab/rtt/report"
 	"github.com/rttlab/rttlab/workloads"
 )
 

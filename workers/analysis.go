@@ -3,12 +3,13 @@ package workers
 import (
 	"cmp"
 	"fmt"
-	"github.com/rttlab/rttlab/results/stats"
 	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/rttlab/rttlab/results/stats"
 )
 
 // Run is one run of one cell: the records of every request it sent.

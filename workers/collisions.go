@@ -2,12 +2,12 @@ package workers
 
 import (
 	"cmp"
-	"github.com/rttlab/rttlab/results/stats"
 	"math"
 	"slices"
 	"strconv"
 	"time"
 
+	"github.com/rttlab/rttlab/results/stats"
 	"github.com/rttlab/rttlab/workloads"
 )
 

@@ -29,7 +29,7 @@ func CreateFolder(out string, plan *Plan, app, version string) (dir string, unlo
 			return "", nil, err
 		}
 	}
-	m := WorkersManifest{Kind: "workers", Plan: plan, PlanFile: planFile, Seed: plan.Seed, Version: version,
+	m := WorkersManifest{Kind: results.KindWorkers, Format: results.Format, Plan: plan, PlanFile: planFile, Seed: plan.Seed, Version: version,
 		Started: time.Now().UTC(), Backend: plan.Shaper, App: app}
 	b, _ := json.MarshalIndent(m, "", "  ")
 	if err := os.WriteFile(filepath.Join(dir, results.ManifestFile), append(b, '\n'), 0o644); err != nil {
@@ -72,7 +72,7 @@ func ReadManifest(dir string) (*WorkersManifest, error) {
 		return nil, fmt.Errorf("%s is not a workers results folder: %w", dir, err)
 	}
 	var m WorkersManifest
-	if err := json.Unmarshal(b, &m); err != nil || m.Kind != "workers" {
+	if err := json.Unmarshal(b, &m); err != nil || m.Kind != results.KindWorkers {
 		return nil, fmt.Errorf("%s/manifest.json is not a workers study's manifest", dir)
 	}
 	return &m, nil

@@ -2,10 +2,11 @@ package workers
 
 import (
 	"fmt"
-	"github.com/rttlab/rttlab/results/stats"
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/rttlab/rttlab/results/stats"
 )
 
 // SeedPenalty is the write-up's claim: round-robin-like assignment costs

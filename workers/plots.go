@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"fmt"
-	"github.com/rttlab/rttlab/results/plotkit"
-	"github.com/rttlab/rttlab/results/stats"
 	"image/color"
 	"math"
 	"os"
@@ -20,6 +18,9 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
 	"gonum.org/v1/plot/vg/vgsvg"
+
+	"github.com/rttlab/rttlab/results/plotkit"
+	"github.com/rttlab/rttlab/results/stats"
 )
 
 // Plot names; each is written as NAME.svg and NAME.png.

@@ -2,9 +2,10 @@ package workloads
 
 import (
 	"cmp"
-	"github.com/rttlab/rttlab/results/stats"
 	"net/netip"
 	"slices"
+
+	"github.com/rttlab/rttlab/results/stats"
 )
 
 // Directions of the wire between an app and its database.

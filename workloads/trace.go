@@ -3,11 +3,12 @@ package workloads
 import (
 	"context"
 	"fmt"
-	"github.com/rttlab/rttlab/results/stats"
 	"io"
 	"net/http"
 	"slices"
 	"time"
+
+	"github.com/rttlab/rttlab/results/stats"
 )
 
 // TraceResult is one traced request: what the wire between the app and

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/rttlab/rttlab/rtt/report"
-	"github.com/rttlab/rttlab/workloads"
 	"io"
 	"os"
 	"path/filepath"
@@ -15,6 +13,8 @@ import (
 
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/rtt"
+	"github.com/rttlab/rttlab/rtt/report"
+	"github.com/rttlab/rttlab/workloads"
 )
 
 // exitOverBudget is the exit status of a command that did everything it

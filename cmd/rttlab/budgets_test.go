@@ -7,8 +7,6 @@ import (
 	"encoding/xml"
 	"errors"
 	"fmt"
-	"github.com/rttlab/rttlab/rtt/report"
-	"github.com/rttlab/rttlab/workloads"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,6 +15,8 @@ import (
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/orchestrator/stack"
 	"github.com/rttlab/rttlab/rtt"
+	"github.com/rttlab/rttlab/rtt/report"
+	"github.com/rttlab/rttlab/workloads"
 )
 
 // Every malformed budget, and a budget for a type the app does not serve,

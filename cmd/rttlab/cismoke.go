@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"github.com/rttlab/rttlab/rtt/report"
 	"io"
 	"strings"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/shaping"
 	"github.com/rttlab/rttlab/rtt"
+	"github.com/rttlab/rttlab/rtt/report"
 )
 
 type ciSmokeOptions struct {

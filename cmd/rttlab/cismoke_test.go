@@ -5,12 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/rttlab/rttlab/rtt/report"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/rttlab/rttlab/rtt"
+	"github.com/rttlab/rttlab/rtt/report"
 )
 
 func TestCISmokeInput(t *testing.T) {

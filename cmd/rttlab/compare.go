@@ -2,13 +2,13 @@ package main
 
 import (
 	"fmt"
-	"github.com/rttlab/rttlab/rtt/report"
 	"os"
 
 	"github.com/spf13/cobra"
 
 	"github.com/rttlab/rttlab/placement"
 	"github.com/rttlab/rttlab/results"
+	"github.com/rttlab/rttlab/rtt/report"
 )
 
 func newCompareCmd() *cobra.Command {
@@ -66,7 +66,7 @@ Folders with different RTT settings are refused with the reason.`,
 }
 
 // writerOf names the command that writes each kind of results folder.
-var writerOf = map[string]string{results.KindStudy: "rttlab run", results.KindPlacement: "rttlab place", results.KindWorkers: "rttlab workers"}
+var writerOf = map[string]string{results.KindRTT: results.Writer(results.KindRTT), results.KindPlacement: results.Writer(results.KindPlacement), results.KindWorkers: results.Writer(results.KindWorkers)}
 
 // sameFolder reports whether a and b name one folder (by path or link).
 func sameFolder(a, b string) bool {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/rttlab/rttlab/rtt/report"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +18,7 @@ import (
 	"github.com/rttlab/rttlab/internal/syncbuf"
 	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/stack"
+	"github.com/rttlab/rttlab/rtt/report"
 )
 
 // drillBinary builds rttlab for the reliability drills, which run it as a

@@ -3,10 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
-	"github.com/rttlab/rttlab/rtt/report"
 	"testing"
 
 	"github.com/rttlab/rttlab/results"
+	"github.com/rttlab/rttlab/rtt/report"
 )
 
 // A resume refused because another process writes the folder is a

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"github.com/rttlab/rttlab/rtt/report"
 	"io"
 	"math"
 	"os"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/rttlab/rttlab/placement"
 	"github.com/rttlab/rttlab/results"
+	"github.com/rttlab/rttlab/rtt/report"
 	"github.com/rttlab/rttlab/workers"
 )
 
@@ -71,7 +71,7 @@ func (o *reportOptions) run(cmd *cobra.Command, dir string) error {
 	if err != nil {
 		return err
 	}
-	if len(o.targets) > 0 && kind != results.KindStudy {
+	if len(o.targets) > 0 && kind != results.KindRTT {
 		return usagef("--p50-target fits the RTT study's routes: %s was written by %s", dir, writerOf[kind])
 	}
 	switch kind {

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"fmt"
-	"github.com/rttlab/rttlab/rtt/report"
 	"io"
 	"os"
 	"path/filepath"
@@ -18,7 +17,9 @@ import (
 
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/orchestrator/engine"
+	"github.com/rttlab/rttlab/results"
 	"github.com/rttlab/rttlab/rtt"
+	"github.com/rttlab/rttlab/rtt/report"
 )
 
 type runOptions struct {
@@ -158,6 +159,9 @@ func (o *runOptions) resumePlan(fl *pflag.FlagSet) error {
 		if fl.Changed(f) {
 			return usagef("--resume continues the folder's own plan: drop --%s", f)
 		}
+	}
+	if err := results.CheckResume(o.resume, results.KindRTT); err != nil {
+		return usageError{Err: err}
 	}
 	p, err := rtt.FolderPlan(o.resume)
 	if err != nil {

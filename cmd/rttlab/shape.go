@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/rttlab/rttlab/rtt/report"
 	"io"
 	"strings"
 	"text/tabwriter"
@@ -17,6 +16,7 @@ import (
 	"github.com/rttlab/rttlab/orchestrator/shaping"
 	"github.com/rttlab/rttlab/orchestrator/stack"
 	"github.com/rttlab/rttlab/rtt"
+	"github.com/rttlab/rttlab/rtt/report"
 )
 
 func newShapeCmd() *cobra.Command {

@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"github.com/rttlab/rttlab/rtt/report"
-	"github.com/rttlab/rttlab/workloads"
 	"io"
 	"path/filepath"
 	"text/tabwriter"
@@ -13,6 +11,8 @@ import (
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/orchestrator/shaping"
 	"github.com/rttlab/rttlab/orchestrator/stack"
+	"github.com/rttlab/rttlab/rtt/report"
+	"github.com/rttlab/rttlab/workloads"
 )
 
 type traceOptions struct {

@@ -65,6 +65,9 @@ func (o *workersOptions) prepare(cmd *cobra.Command) error {
 		if cmd.Flags().Changed("plan") {
 			return usagef("--resume continues the folder's own plan: leave out --plan")
 		}
+		if err := results.CheckResume(o.resume, results.KindWorkers); err != nil {
+			return usageError{Err: err}
+		}
 		o.p, err = workers.FolderPlan(o.resume)
 	} else {
 		o.p, err = workers.LoadPlan(o.plan, workers.DefaultLimits(runtime.NumCPU()))

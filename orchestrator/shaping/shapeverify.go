@@ -3,12 +3,12 @@ package shaping
 import (
 	"context"
 	"fmt"
-	"github.com/rttlab/rttlab/results/stats"
 	"math/rand/v2"
 	"time"
 
 	"github.com/rttlab/rttlab/netem"
 	"github.com/rttlab/rttlab/orchestrator/engine"
+	"github.com/rttlab/rttlab/results/stats"
 	"github.com/rttlab/rttlab/workloads"
 )
 

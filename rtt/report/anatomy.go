@@ -2,10 +2,11 @@ package report
 
 import (
 	"fmt"
-	"github.com/rttlab/rttlab/results/stats"
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/rttlab/rttlab/results/stats"
 )
 
 // The wire's verdict: the one-way delay the captures saw added over the

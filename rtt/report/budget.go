@@ -3,10 +3,11 @@ package report
 import (
 	"encoding/xml"
 	"fmt"
-	"github.com/rttlab/rttlab/workloads"
 	"io"
 	"slices"
 	"strings"
+
+	"github.com/rttlab/rttlab/workloads"
 )
 
 // Verdicts of a budgeted request type and of a budget report.

@@ -4,10 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"encoding/xml"
-	"github.com/rttlab/rttlab/workloads"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/rttlab/rttlab/workloads"
 )
 
 // budgetRows: /feed takes 3 round trips, /feed-naive 12 (one request 13),

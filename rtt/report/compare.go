@@ -2,12 +2,13 @@ package report
 
 import (
 	"fmt"
-	"github.com/rttlab/rttlab/results/stats"
 	"maps"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/rttlab/rttlab/results/stats"
 )
 
 // CompareRow is one cell (app, route, setting) present in both folders.

@@ -1,12 +1,13 @@
 package report
 
 import (
-	"github.com/rttlab/rttlab/results"
 	"math"
 	"math/rand/v2"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/rttlab/rttlab/results"
 )
 
 // writeCompareFolder writes a complete study: for each spec, every

@@ -2,10 +2,11 @@ package report
 
 import (
 	"fmt"
-	"github.com/rttlab/rttlab/results/stats"
 	"math"
 	"sort"
 	"strings"
+
+	"github.com/rttlab/rttlab/results/stats"
 )
 
 // DigestMaxLines bounds the digest a run prints when it ends.

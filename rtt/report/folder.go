@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/rttlab/rttlab/results"
-	"github.com/rttlab/rttlab/workloads"
 	"io"
 	"io/fs"
 	"maps"
@@ -21,6 +19,8 @@ import (
 	"time"
 
 	"github.com/rttlab/rttlab/internal/capped"
+	"github.com/rttlab/rttlab/results"
+	"github.com/rttlab/rttlab/workloads"
 )
 
 // folderTimeLayout names results folders, e.g. 20261129T235900Z.
@@ -612,42 +612,16 @@ func (d *Data) undoCutAttempt() {
 // line number. An unterminated last line is skipped and noted. The length
 // of the complete part is kept for Open.
 func (d *Data) readLines(path, name string, fn func(line int, b []byte) error) error {
-	f, err := capped.Open(path, name)
+	l, err := results.ReadJSONLines(path, name, results.MaxLine, false, fn)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	r := capped.NewLines(f, results.MaxLine)
-	var complete int64
-	line := 0
-	for {
-		b, rerr := r.Next()
-		if errors.Is(rerr, capped.ErrLineTooLong) {
-			return fmt.Errorf("%s:%d: %w: not a line rttlab wrote", path, line+1, rerr)
-		}
-		if len(b) > 0 && b[len(b)-1] == '\n' {
-			line++
-			complete += int64(len(b))
-			body := b[:len(b)-1]
-			if len(bytes.TrimSpace(body)) == 0 {
-				return fmt.Errorf("%s:%d: empty line", path, line)
-			}
-			if err := fn(line, body); err != nil {
-				return fmt.Errorf("%s:%d: %w", path, line, err)
-			}
-		} else if len(b) > 0 {
-			d.cut[name] = append([]byte(nil), b...)
-			d.Notes = append(d.Notes, fmt.Sprintf("%s:%d: incomplete last line (%d bytes) ignored: a crash mid-write; its attempt is not done",
-				name, line+1, len(b)))
-		}
-		if rerr == io.EOF {
-			break
-		}
-		if rerr != nil {
-			return fmt.Errorf("read %s: %w", path, rerr)
-		}
+	if l.Cut != nil {
+		d.cut[name] = l.Cut
+		d.Notes = append(d.Notes, fmt.Sprintf("%s:%d: incomplete last line (%d bytes) ignored: a crash mid-write; its attempt is not done",
+			name, l.Count+1, len(l.Cut)))
 	}
-	d.complete[name] = complete
+	d.complete[name] = l.Complete
 	return nil
 }
 

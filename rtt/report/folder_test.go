@@ -3,8 +3,6 @@ package report
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/rttlab/rttlab/results"
-	"github.com/rttlab/rttlab/workloads"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -13,6 +11,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rttlab/rttlab/results"
+	"github.com/rttlab/rttlab/workloads"
 )
 
 var testStart = time.Date(2026, 11, 29, 23, 59, 0, 0, time.UTC)

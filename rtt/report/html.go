@@ -4,14 +4,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/rttlab/rttlab/results/plotkit"
-	"github.com/rttlab/rttlab/results/stats"
 	"html/template"
 	"maps"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/rttlab/rttlab/results/plotkit"
+	"github.com/rttlab/rttlab/results/stats"
 )
 
 // ReportFile is the self-contained HTML report inside a results folder.

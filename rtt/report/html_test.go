@@ -2,13 +2,14 @@ package report
 
 import (
 	"bytes"
-	"github.com/rttlab/rttlab/results"
 	"html"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/rttlab/rttlab/results"
 )
 
 // externalRef matches anything in HTML or CSS that would make a browser

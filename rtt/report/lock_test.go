@@ -3,13 +3,14 @@ package report
 import (
 	"bufio"
 	"errors"
-	"github.com/rttlab/rttlab/results"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/rttlab/rttlab/results"
 )
 
 // A flock belongs to an open file description, so a second Open of a

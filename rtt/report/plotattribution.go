@@ -2,13 +2,14 @@ package report
 
 import (
 	"fmt"
-	"github.com/rttlab/rttlab/results/plotkit"
-	"github.com/rttlab/rttlab/results/stats"
 	"image/color"
 
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/rttlab/rttlab/results/plotkit"
+	"github.com/rttlab/rttlab/results/stats"
 )
 
 // PlotAttribution is the figure of where each route's change went.

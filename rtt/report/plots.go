@@ -3,8 +3,6 @@ package report
 import (
 	"errors"
 	"fmt"
-	"github.com/rttlab/rttlab/results/plotkit"
-	"github.com/rttlab/rttlab/results/stats"
 	"image/color"
 	"math"
 	"slices"
@@ -15,6 +13,9 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/rttlab/rttlab/results/plotkit"
+	"github.com/rttlab/rttlab/results/stats"
 )
 
 // PlotsDir is the folder, inside a results folder, that holds the plots.

@@ -2,7 +2,6 @@ package report
 
 import (
 	"bytes"
-	"github.com/rttlab/rttlab/results/plotkit"
 	"image/png"
 	"os"
 	"path/filepath"
@@ -11,6 +10,8 @@ import (
 
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgsvg"
+
+	"github.com/rttlab/rttlab/results/plotkit"
 )
 
 // The plots of the fixed golden folder are byte-for-byte the stored SVGs;

@@ -6,14 +6,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/rttlab/rttlab/results"
-	"github.com/rttlab/rttlab/results/stats"
 	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/rttlab/rttlab/results"
+	"github.com/rttlab/rttlab/results/stats"
 )
 
 // Render regenerates the derived files of the results folder dir from its

@@ -3,14 +3,15 @@ package report
 import (
 	"bytes"
 	"flag"
-	"github.com/rttlab/rttlab/results/stats"
-	"github.com/rttlab/rttlab/workloads"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/rttlab/rttlab/results/stats"
+	"github.com/rttlab/rttlab/workloads"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")

@@ -2,8 +2,9 @@ package report
 
 import (
 	"fmt"
-	"github.com/rttlab/rttlab/results/stats"
 	"strings"
+
+	"github.com/rttlab/rttlab/results/stats"
 )
 
 // The seed study ("Sub-Millisecond Database RTT in Web Applications",

@@ -2,9 +2,10 @@ package report
 
 import (
 	"fmt"
-	"github.com/rttlab/rttlab/results/stats"
 	"math"
 	"strings"
+
+	"github.com/rttlab/rttlab/results/stats"
 )
 
 // Sensitivity is how a route's (or mix's) median latency grows with the

@@ -1,10 +1,11 @@
 package report
 
 import (
-	"github.com/rttlab/rttlab/results/stats"
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/rttlab/rttlab/results/stats"
 )
 
 // A route whose p50 grows by 3 ms per ms of RTT fits a slope of 3 with

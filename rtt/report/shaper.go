@@ -5,8 +5,6 @@ import (
 	"encoding/csv"
 	"errors"
 	"fmt"
-	"github.com/rttlab/rttlab/results"
-	"github.com/rttlab/rttlab/results/stats"
 	"io"
 	"math"
 	"os"
@@ -16,6 +14,8 @@ import (
 	"strings"
 
 	"github.com/rttlab/rttlab/internal/capped"
+	"github.com/rttlab/rttlab/results"
+	"github.com/rttlab/rttlab/results/stats"
 )
 
 // ShaperFile holds what the shaper did during each load task, per side.

@@ -2,13 +2,14 @@ package report
 
 import (
 	"fmt"
-	"github.com/rttlab/rttlab/results/stats"
-	"github.com/rttlab/rttlab/workloads"
 	"maps"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/rttlab/rttlab/results/stats"
+	"github.com/rttlab/rttlab/workloads"
 )
 
 // Defaults of Options.

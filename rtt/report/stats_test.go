@@ -1,9 +1,10 @@
 package report
 
 import (
-	"github.com/rttlab/rttlab/workloads"
 	"math"
 	"testing"
+
+	"github.com/rttlab/rttlab/workloads"
 )
 
 func ms(v float64) int64 { return int64(math.Round(v * 1e6)) }

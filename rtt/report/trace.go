@@ -4,14 +4,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/rttlab/rttlab/results"
-	"github.com/rttlab/rttlab/workloads"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/rttlab/rttlab/internal/capped"
+	"github.com/rttlab/rttlab/results"
+	"github.com/rttlab/rttlab/workloads"
 )
 
 // TraceFile holds the per-request trace of each app's request types

@@ -3,8 +3,9 @@ package report
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/rttlab/rttlab/orchestrator/shaping"
 	"time"
+
+	"github.com/rttlab/rttlab/orchestrator/shaping"
 )
 
 // File names inside a results folder.
@@ -86,6 +87,11 @@ type RouteStatements struct {
 // (with the task order) before the first task and again at the end with
 // End set.
 type Manifest struct {
+	// Kind and Format: the study and the folder's format (results.Header);
+	// a manifest of before has neither and reads as an RTT study of
+	// format 1.
+	Kind     string          `json:"kind,omitempty"`
+	Format   int             `json:"format,omitempty"`
 	PlanName string          `json:"plan_name"`
 	Plan     json.RawMessage `json:"plan,omitempty"`
 	Seed     uint64          `json:"seed"`

@@ -3,11 +3,12 @@
 package proxytest
 
 import (
-	"github.com/rttlab/rttlab/results/stats"
 	"io"
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/rttlab/rttlab/results/stats"
 )
 
 // AddedLatency measures a proxy's own added latency: each iteration of b

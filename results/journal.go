@@ -1,0 +1,160 @@
+package results
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+)
+
+// JournalFile is the placement and worker studies' journal of task
+// attempts: one line per finished attempt, done or failed. (The RTT
+// study's tasks.jsonl predates it and keys tasks by number.)
+const JournalFile = "attempts.jsonl"
+
+// Attempt statuses.
+const (
+	Done   = "done"
+	Failed = "failed"
+)
+
+// Attempt is one finished attempt of a task: done, with the state it
+// leaves for the tasks after it, or failed, with its reason. Only a done
+// attempt's data counts; a failed one's stays in the raw files, marked by
+// its attempt number, and no analysis reads it.
+type Attempt struct {
+	Task    string          `json:"task"`
+	Attempt int             `json:"attempt"`
+	Status  string          `json:"status"`
+	Reason  string          `json:"reason,omitempty"`
+	At      time.Time       `json:"at"`
+	State   json.RawMessage `json:"state,omitempty"`
+}
+
+// Journal is a results folder's attempts.jsonl: which tasks are done (the
+// first done attempt of a task wins) and the attempt number each task's
+// next try takes.
+type Journal struct {
+	path  string
+	done  map[string]Attempt
+	tried map[string]int
+	// Order lists the done tasks in the order they were done.
+	Order []string
+}
+
+// OpenJournal opens dir's journal for the writer that holds the folder's
+// lock: it trims the cut last line an interrupted write leaves, then reads
+// it (ReadJournal).
+func OpenJournal(dir string) (*Journal, error) {
+	if err := TrimCutLine(filepath.Join(dir, JournalFile)); err != nil {
+		return nil, err
+	}
+	return ReadJournal(dir)
+}
+
+// ReadJournal reads dir's journal without changing it (missing: nothing
+// done yet; a cut last line is left out).
+func ReadJournal(dir string) (*Journal, error) {
+	j := &Journal{path: filepath.Join(dir, JournalFile), done: map[string]Attempt{}, tried: map[string]int{}}
+	_, err := ReadJSONLines(j.path, JournalFile, MaxManifest, true, func(_ int, b []byte) error {
+		var a Attempt
+		if err := json.Unmarshal(b, &a); err != nil {
+			return JSONWords(err)
+		}
+		if a.Task == "" || a.Attempt < 1 || (a.Status != Done && a.Status != Failed) {
+			return fmt.Errorf("not an attempt rttlab wrote (task %q, attempt %d, status %q)", a.Task, a.Attempt, a.Status)
+		}
+		j.tried[a.Task] = max(j.tried[a.Task], a.Attempt)
+		if _, ok := j.done[a.Task]; !ok && a.Status == Done {
+			j.done[a.Task] = a
+			j.Order = append(j.Order, a.Task)
+		}
+		return nil
+	})
+	return j, err
+}
+
+// Done returns task's done attempt.
+func (j *Journal) Done(task string) (Attempt, bool) {
+	a, ok := j.done[task]
+	return a, ok
+}
+
+// DoneAttempt is the number of task's done attempt, 0 when not done.
+func (j *Journal) DoneAttempt(task string) int { return j.done[task].Attempt }
+
+// NextAttempt is the number task's next attempt takes.
+func (j *Journal) NextAttempt(task string) int { return j.tried[task] + 1 }
+
+// MarkDone records task's attempt as done with the state it leaves
+// (marshalled to JSON; nil for none), synced before it returns.
+func (j *Journal) MarkDone(task string, attempt int, state any) error {
+	a := Attempt{Task: task, Attempt: attempt, Status: Done, At: time.Now().UTC()}
+	if state != nil {
+		b, err := json.Marshal(state)
+		if err != nil {
+			return err
+		}
+		a.State = b
+	}
+	if err := AppendJSONLine(j.path, a); err != nil {
+		return err
+	}
+	j.tried[task] = max(j.tried[task], attempt)
+	if _, ok := j.done[task]; !ok {
+		j.done[task] = a
+		j.Order = append(j.Order, task)
+	}
+	return nil
+}
+
+// MarkFailed records task's attempt as failed with its reason.
+func (j *Journal) MarkFailed(task string, attempt int, reason string) error {
+	j.tried[task] = max(j.tried[task], attempt)
+	return AppendJSONLine(j.path, Attempt{Task: task, Attempt: attempt, Status: Failed, Reason: reason, At: time.Now().UTC()})
+}
+
+// Retry is how a study runs a task: up to Attempts tries in all, a failed
+// one recorded with its reason and followed by Fresh (a fresh stack) before
+// the next.
+type Retry struct {
+	Attempts int
+	// Fresh readies a fresh stack after a failed attempt (its error given).
+	Fresh func(ctx context.Context, failed error) error
+	// Say, when set, reports a failed attempt and the retry.
+	Say func(format string, a ...any)
+}
+
+// Run runs task until an attempt is done and records it with the state
+// run returns. An error while ctx is cancelled is returned as it is, the
+// attempt left unrecorded (a resume tries it again); any other error fails
+// the attempt. The error after the last attempt names the task, its
+// attempts and the last reason.
+func (j *Journal) Run(ctx context.Context, task string, rt Retry, run func(ctx context.Context, attempt int) (state any, err error)) error {
+	for tries := 1; ; tries++ {
+		attempt := j.NextAttempt(task)
+		state, err := run(ctx, attempt)
+		if err == nil {
+			return j.MarkDone(task, attempt, state)
+		}
+		if ctx.Err() != nil {
+			return err
+		}
+		if merr := j.MarkFailed(task, attempt, err.Error()); merr != nil {
+			return errors.Join(err, merr)
+		}
+		if tries >= max(rt.Attempts, 1) {
+			return fmt.Errorf("%s: attempt %d failed, the last of %d: %w", task, attempt, tries, err)
+		}
+		if rt.Say != nil {
+			rt.Say("%s: attempt %d failed (%v); retrying on a fresh stack", task, attempt, err)
+		}
+		if rt.Fresh != nil {
+			if ferr := rt.Fresh(ctx, err); ferr != nil {
+				return fmt.Errorf("%s: a fresh stack after attempt %d failed: %w", task, attempt, ferr)
+			}
+		}
+	}
+}
