@@ -5,13 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/rttlab/rttlab/results/stats"
 	"math"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/rttlab/rttlab/orchestrator/engine"
+	"github.com/rttlab/rttlab/results/stats"
 	"github.com/rttlab/rttlab/workloads"
 )
 
@@ -205,17 +205,17 @@ func (r *PlaceRunner) openLoopRun(ctx context.Context, f, rate float64, pol stri
 	}
 	var tot workloads.OpenTotals
 	if lines := strings.Split(strings.TrimSpace(stderr), "\n"); len(lines) > 0 {
-		json.Unmarshal([]byte(lines[len(lines)-1]), &tot)
+		if err := json.Unmarshal([]byte(lines[len(lines)-1]), &tot); err != nil {
+			return fmt.Errorf("open-loop totals: %w", err)
+		}
 	}
 	r.res.Concurrency = append(r.res.Concurrency, concurrencyRows(f, rate, pol, rs, tot)...)
-	enc := json.NewEncoder(r.sw)
 	for _, x := range rs {
 		route, _, _ := strings.Cut(x.Path, "?")
-		enc.Encode(PlaceSample{Phase: "concurrency", Kind: "http", Host: x.Tags[HeaderHost], Route: route, Policy: pol,
+		r.write(PlaceSample{Phase: "concurrency", Kind: "http", Host: x.Tags[HeaderHost], Route: route, Policy: pol,
 			Seq: x.Seq, Warmup: x.Warmup, LatencyMs: float64(x.LatencyNS) / 1e6, Status: x.Status, Error: x.Error})
 	}
-	r.sw.Flush()
-	return nil
+	return r.flush()
 }
 
 // concurrencyRows summarises one open-loop run per route and overall.

@@ -2,7 +2,6 @@ package placement
 
 import (
 	"encoding/json"
-	"github.com/rttlab/rttlab/results/stats"
 	"math"
 	"os"
 	"slices"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rttlab/rttlab/netem"
+	"github.com/rttlab/rttlab/results/stats"
 	"github.com/rttlab/rttlab/workloads"
 )
 

@@ -3,11 +3,12 @@ package placement
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/rttlab/rttlab/results/stats"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/rttlab/rttlab/results/stats"
 )
 
 // Crossover is a model's predicted crossover in N between two hosts: the N

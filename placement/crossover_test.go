@@ -2,11 +2,12 @@ package placement
 
 import (
 	"encoding/json"
-	"github.com/rttlab/rttlab/results/stats"
 	"math"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/rttlab/rttlab/results/stats"
 )
 
 func TestPredictedCrossover(t *testing.T) {

@@ -3,12 +3,13 @@ package placement
 import (
 	"cmp"
 	"fmt"
-	"github.com/rttlab/rttlab/results/stats"
 	"maps"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/rttlab/rttlab/results/stats"
 )
 
 // PlaceMarkdown renders the placement study's summary: links as configured

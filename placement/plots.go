@@ -3,8 +3,6 @@ package placement
 import (
 	"bytes"
 	"fmt"
-	"github.com/rttlab/rttlab/results/plotkit"
-	"github.com/rttlab/rttlab/results/stats"
 	"math"
 	"os"
 	"path/filepath"
@@ -15,6 +13,9 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgsvg"
+
+	"github.com/rttlab/rttlab/results/plotkit"
+	"github.com/rttlab/rttlab/results/stats"
 )
 
 // The placement study's figures, written as plots/NAME.svg.

@@ -1,11 +1,10 @@
 package placement
 
 import (
-	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/rttlab/rttlab/results/stats"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/rttlab/rttlab/internal/capped"
 	"github.com/rttlab/rttlab/results"
+	"github.com/rttlab/rttlab/results/stats"
 )
 
 // IsPlacementFolder reports whether dir holds a placement study's results.
@@ -21,27 +21,29 @@ func IsPlacementFolder(dir string) bool {
 	return err == nil && k == results.KindPlacement
 }
 
-// ReadPlaceSamples reads a placement folder's samples.jsonl.
+// ReadPlaceSamples reads a placement folder's samples.jsonl: every
+// sample of a done attempt (a folder without a journal, of before, keeps
+// all of them). The cut last line of an interrupted write is left out.
 func ReadPlaceSamples(dir string) ([]PlaceSample, error) {
-	path := filepath.Join(dir, "samples.jsonl")
-	f, err := capped.Open(path, "samples")
+	j, err := results.ReadJournal(dir)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	journal := len(j.Order) > 0
 	var out []PlaceSample
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for line := 1; sc.Scan(); line++ {
+	_, err = results.ReadJSONLines(filepath.Join(dir, SamplesFile), "samples", results.MaxLine, false, func(_ int, b []byte) error {
 		var s PlaceSample
-		dec := json.NewDecoder(strings.NewReader(sc.Text()))
+		dec := json.NewDecoder(bytes.NewReader(b))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&s); err != nil {
-			return nil, fmt.Errorf("%s:%d: %v", path, line, err)
+			return results.JSONWords(err)
 		}
-		out = append(out, s)
-	}
-	return out, sc.Err()
+		if !journal || (s.Attempt > 0 && j.DoneAttempt(s.Task) == s.Attempt) {
+			out = append(out, s)
+		}
+		return nil
+	})
+	return out, err
 }
 
 func readPlaceResult(dir string) (*PlaceResult, error) {

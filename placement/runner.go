@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/rttlab/rttlab/results/stats"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -20,11 +19,16 @@ import (
 	"github.com/rttlab/rttlab/orchestrator/shaping"
 	"github.com/rttlab/rttlab/orchestrator/stack"
 	"github.com/rttlab/rttlab/results"
+	"github.com/rttlab/rttlab/results/stats"
 	"github.com/rttlab/rttlab/workloads"
 )
 
 // PlaceSample is one measured request or probe call of the placement study.
 type PlaceSample struct {
+	// Task and Attempt name the attempt that measured the sample (see
+	// tasks.go); only a done attempt's samples are data.
+	Task      string  `json:"task,omitempty"`
+	Attempt   int     `json:"attempt,omitempty"`
 	Rep       int     `json:"rep"`
 	Phase     string  `json:"phase"` // baseline, calibration, held-out, routed, sweep
 	Kind      string  `json:"kind"`  // http, connect, select1
@@ -151,60 +155,20 @@ type PlaceRunner struct {
 	S       *PlaceSession
 	Dir     string
 	Version string
+	// Fresh, when set, starts a fresh session for the retry of a failed
+	// task (the failed one's stack removed); nil: no retry.
+	Fresh   func(ctx context.Context) (*PlaceSession, error)
 	samples *os.File
 	sw      *bufio.Writer
+	werr    error // the first write error of the samples
+	task    string
+	attempt int
 	rng     *rand.Rand
 	res     *PlaceResult
+	zeroSel map[string][]float64 // the baseline's SELECT 1 at zero
 	// links are the one-way delays each phase applies (calibration:
 	// false, held-out: true) once calibrated in the repetition.
 	links map[bool]map[[2]string]float64
-}
-
-// Run runs every phase and writes summary.json; the folder keeps the raw
-// samples (samples.jsonl) and the proxy's decisions (decisions.jsonl).
-func (r *PlaceRunner) Run(ctx context.Context) (*PlaceResult, error) {
-	p := r.S.Plan
-	if err := os.MkdirAll(r.Dir, 0o755); err != nil {
-		return nil, err
-	}
-	f, err := os.OpenFile(filepath.Join(r.Dir, "samples.jsonl"), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	r.samples, r.sw = f, bufio.NewWriter(f)
-	defer func() { r.sw.Flush(); r.samples.Close() }()
-	r.rng = rand.New(rand.NewPCG(p.Seed, 0x706c616365))
-	r.res = &PlaceResult{Kind: "placement", Plan: p, RunID: r.S.Stack.RunID, Backend: r.S.Shaping.Backend, KeepAlive: p.Pools(), Started: time.Now().UTC()}
-	if a := r.S.Shaping.Agents[NodeA]; a != nil {
-		r.res.Backend = a.Info.Backend
-	}
-	if err := r.writeManifest(ctx); err != nil {
-		return nil, err
-	}
-	zeroSel, err := r.baseline(ctx)
-	if err != nil {
-		return nil, err
-	}
-	for rep := 1; rep <= p.Repeat; rep++ {
-		pr, err := r.rep(ctx, rep, zeroSel)
-		if err != nil {
-			return r.res, err
-		}
-		r.res.Reps = append(r.res.Reps, pr)
-		r.writeJSON("summary.json", r.res)
-	}
-	if len(p.SweepN) > 0 {
-		if err := r.sweep(ctx); err != nil {
-			return r.res, err
-		}
-	}
-	if len(p.ConcurrencyRates) > 0 {
-		if err := r.concurrency(ctx); err != nil {
-			return r.res, err
-		}
-	}
-	err = r.finish()
-	return r.res, err
 }
 
 // writeManifest writes manifest.json: the plan, the engine, the host, the
@@ -222,7 +186,7 @@ func (r *PlaceRunner) writeManifest(ctx context.Context) error {
 			images[name] = id
 		}
 	}
-	return r.writeJSON("manifest.json", map[string]any{"kind": "placement", "plan": p, "run_id": r.S.Stack.RunID, "seed": p.Seed,
+	return r.writeJSON("manifest.json", map[string]any{"kind": results.KindPlacement, "format": results.Format, "plan": p, "run_id": r.S.Stack.RunID, "seed": p.Seed,
 		"version": r.Version, "started": r.res.Started, "backend": r.res.Backend, "hook": r.S.Shaping.Agents[NodeA].Info.Direction,
 		"floor_ms": p.FloorMs, "engine_version": info.Version, "engine_api_version": info.APIVersion, "kernel": info.Kernel,
 		"host_cpu_model": engine.CPUModel(), "host_cpus": runtime.NumCPU(), "images": images,
@@ -283,15 +247,27 @@ func (r *PlaceRunner) writeJSON(name string, v any) error {
 
 // emit writes probe latencies (ms) or load results as samples.
 func (r *PlaceRunner) emit(rep int, phase, kind, host, route, policy string, ms []float64, rs []workloads.Result) {
-	enc := json.NewEncoder(r.sw)
 	for i, v := range ms {
-		enc.Encode(PlaceSample{Rep: rep, Phase: phase, Kind: kind, Host: host, Route: route, Policy: policy, Seq: i, LatencyMs: v})
+		r.write(PlaceSample{Rep: rep, Phase: phase, Kind: kind, Host: host, Route: route, Policy: policy, Seq: i, LatencyMs: v})
 	}
 	for _, x := range rs {
-		enc.Encode(PlaceSample{Rep: rep, Phase: phase, Kind: kind, Host: host, Route: route, Policy: policy, Seq: x.Seq, Warmup: x.Warmup,
+		r.write(PlaceSample{Rep: rep, Phase: phase, Kind: kind, Host: host, Route: route, Policy: policy, Seq: x.Seq, Warmup: x.Warmup,
 			LatencyMs: float64(x.LatencyNS) / 1e6, Status: x.Status, Error: x.Error})
 	}
-	r.sw.Flush()
+}
+
+// write appends one sample, stamped with the running task's attempt, to
+// samples.jsonl's buffer; the first error is kept for the task's end
+// (syncSamples), which fails the attempt with it.
+func (r *PlaceRunner) write(s PlaceSample) {
+	s.Task, s.Attempt = r.task, r.attempt
+	b, err := json.Marshal(s)
+	if err == nil {
+		_, err = r.sw.Write(append(b, '\n'))
+	}
+	if err != nil && r.werr == nil {
+		r.werr = fmt.Errorf("samples.jsonl: %w", err)
+	}
 }
 
 // pairs lists the unordered node pairs.
@@ -740,7 +716,6 @@ func (pr *placeRep) recordRouted(order []routedReq, rs []workloads.Result, recs 
 	r, p, rep := pr.r, pr.r.S.Plan, pr.n
 	var samples []Sample
 	var overhead []float64
-	enc := json.NewEncoder(r.sw)
 	for i, x := range rs {
 		c := order[i]
 		s := Sample{Policy: Policy(c.policy), Route: c.route, LatencyMs: float64(x.LatencyNS) / 1e6, Failed: x.Failed(), Warmup: x.Warmup}
@@ -756,9 +731,8 @@ func (pr *placeRep) recordRouted(order []routedReq, rs []workloads.Result, recs 
 			pr.out.Unmatched++
 		}
 		samples = append(samples, s)
-		enc.Encode(ps)
+		r.write(ps)
 	}
-	r.sw.Flush()
 	pr.out.Routed = SummarizeRouted(samples, p.Seed^uint64(rep), 0)
 	if len(overhead) > 0 {
 		pr.out.ProxyOverheadP50Ms = stats.Median(overhead)
@@ -811,12 +785,14 @@ func heldOutText(p *PlacePlan) string {
 
 func (r *PlaceRunner) appendDecisions(rep int, recs []DecisionRecord) error {
 	type line struct {
-		Rep int `json:"rep"`
+		Task    string `json:"task"`
+		Attempt int    `json:"attempt"`
+		Rep     int    `json:"rep"`
 		DecisionRecord
 	}
 	lines := make([]line, len(recs))
 	for i, d := range recs {
-		lines[i] = line{rep, d}
+		lines[i] = line{r.task, r.attempt, rep, d}
 	}
 	return results.AppendJSONLines(filepath.Join(r.Dir, "decisions.jsonl"), lines)
 }

@@ -3,8 +3,9 @@ package placement
 import (
 	"cmp"
 	"fmt"
-	"github.com/rttlab/rttlab/results/stats"
 	"slices"
+
+	"github.com/rttlab/rttlab/results/stats"
 )
 
 // Sample is one measured request of the routed comparison, as the client

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/placement"
+	"github.com/rttlab/rttlab/results"
 )
 
 type placeOptions struct {
@@ -18,6 +20,7 @@ type placeOptions struct {
 	repeat    int
 	seed      uint64
 	keepAlive string
+	resume    string
 
 	p      *placement.PlacePlan // settled by prepare
 	target apps.Target
@@ -26,12 +29,13 @@ type placeOptions struct {
 func newPlaceCmd() *cobra.Command {
 	o := &placeOptions{}
 	cmd := &cobra.Command{
-		Use:   "place [--plan placement|placement-asym|placement-smoke|FILE]",
+		Use:   "place [--plan placement|placement-asym|placement-smoke|FILE] [--resume DIR]",
 		Short: "The placement study: route each request to the compute host that answers it fastest",
 		Example: `  rttlab place --plan placement-smoke   the whole study at small counts (minutes)
   rttlab place                          the placement study at the write-up's counts
   rttlab place --plan placement-asym    the same with b on half a CPU
-  rttlab place --plan my-links.yaml     your own links, routes and policies`,
+  rttlab place --plan my-links.yaml     your own links, routes and policies
+  rttlab place --resume rttlab-results/20261205-101010-placement-smoke-ab12cd34`,
 		Long: `Starts four nodes on one private network, each with its shaping agent: the
 client (load client and routing proxy), compute hosts a and b (the same
 app) and the database. Every link gets its own RTT, half per direction,
@@ -52,7 +56,15 @@ applied only between that pair. Then, in one command:
 Links are verified with ICMP between every pair and SELECT 1 from each
 host, against the same path at zero. Results go to a folder under --out:
 manifest.json, samples.jsonl (every request and probe call),
-decisions.jsonl (every proxy decision), summary.json and summary.md.
+decisions.jsonl (every proxy decision), attempts.jsonl (each task's
+attempts), summary.json and summary.md.
+
+The study runs as tasks (the baseline, each repetition, the sweep, the
+concurrency phase), each recorded done once its samples are on disk. A
+task that fails (a dead agent or container, a lost probe) is retried once
+on a fresh stack; its samples are kept, marked by attempt, and never
+counted. --resume DIR continues an interrupted folder after its last done
+task, with the folder's own plan.
 
 The built-in plans: placement (the write-up's geometry and counts),
 placement-asym (the same with compute host b on half a CPU, so the hosts
@@ -69,6 +81,7 @@ from placement's values; see the README for its fields.`,
 	f.IntVar(&o.repeat, "repeat", 1, "repeat calibration and the routed comparison K times with fresh calibrations")
 	f.Uint64Var(&o.seed, "seed", 1, "seed of the measurement order and resampling")
 	f.StringVar(&o.keepAlive, "keep-alive", "", "proxy upstream connections: on (pools, default) or off (new per request)")
+	f.StringVar(&o.resume, "resume", "", "continue an interrupted placement results folder")
 	return cmd
 }
 
@@ -78,7 +91,16 @@ func (o *placeOptions) prepare(cmd *cobra.Command) error {
 	var plan *placement.PlacePlan
 	var target apps.Target
 	var err error
-	if plan, err = placement.LoadPlacePlan(o.plan); err != nil {
+	if o.resume != "" {
+		for _, name := range []string{"plan", "repeat", "seed", "keep-alive", "out"} {
+			if cmd.Flags().Changed(name) {
+				return usagef("--resume continues the folder's own plan and settings: leave out --%s", name)
+			}
+		}
+		if plan, err = placement.FolderPlan(o.resume); err != nil {
+			return usageError{Err: err}
+		}
+	} else if plan, err = placement.LoadPlacePlan(o.plan); err != nil {
 		return usageError{Err: err}
 	}
 	if cmd.Flags().Changed("repeat") {
@@ -109,11 +131,21 @@ func (o *placeOptions) prepare(cmd *cobra.Command) error {
 	return nil
 }
 
-// run starts the four nodes, runs the study and prints its summary.
+// run starts the four nodes, runs (or resumes) the study and prints its
+// summary. A resumed folder is locked before anything connects; a failed
+// task is retried on a fresh stack.
 func (o *placeOptions) run(cmd *cobra.Command) (err error) {
 	plan, target := o.p, o.target
 	ctx := cmd.Context()
 	w := cmd.ErrOrStderr()
+	dir := o.resume
+	if dir != "" {
+		unlock, err := results.LockDir(dir)
+		if err != nil {
+			return err
+		}
+		defer unlock()
+	}
 	rt, err := connectFor(ctx, []apps.Target{target}, w)
 	if err != nil {
 		return err
@@ -121,29 +153,63 @@ func (o *placeOptions) run(cmd *cobra.Command) (err error) {
 	defer rt.Close()
 	start := time.Now()
 	say := func(s string) { fmt.Fprintf(w, "[%s] %s\n", time.Since(start).Round(time.Second), s) }
-	ps, err := placement.StartPlacement(ctx, rt, plan, target, 0)
-	if ps != nil && ps.Stack != nil {
-		defer ps.Stack.RemoveJoin(ctx, rt, &err)
+	var ps *placement.PlaceSession
+	// The session in use: the first, or the fresh one of a retry.
+	defer func() {
+		if ps != nil && ps.Stack != nil {
+			ps.Stack.RemoveJoin(ctx, rt, &err)
+		}
+	}()
+	startSession := func(ctx context.Context) (*placement.PlaceSession, error) {
+		if ps != nil && ps.Stack != nil {
+			var rerr error
+			ps.Stack.RemoveJoin(ctx, rt, &rerr)
+			ps = nil
+			if rerr != nil {
+				return nil, rerr
+			}
+		}
+		s, err := placement.StartPlacement(ctx, rt, plan, target, 0)
+		ps = s
+		if err != nil {
+			return nil, err
+		}
+		ps.Progress = say
+		return ps, nil
 	}
-	if err != nil {
+	if _, err := startSession(ctx); err != nil {
 		return err
 	}
-	ps.Progress = say
-	dir := filepath.Join(o.out, fmt.Sprintf("%s-%s-%s", time.Now().Format("20060102-150405"), plan.Name, ps.Stack.RunID))
-	say(fmt.Sprintf("results in %s", dir))
-	r := &placement.PlaceRunner{D: rt, S: ps, Dir: dir, Version: versionString()}
-	res, rerr := r.Run(ctx)
-	if rerr != nil {
-		if res != nil {
-			fmt.Fprintf(w, "the samples measured so far are in %s\n", dir)
+	if dir == "" {
+		dir = filepath.Join(o.out, fmt.Sprintf("%s-%s-%s", time.Now().Format("20060102-150405"), plan.Name, ps.Stack.RunID))
+		unlock, err := createLocked(dir)
+		if err != nil {
+			return err
 		}
+		defer unlock()
+	}
+	say(fmt.Sprintf("results in %s", dir))
+	r := &placement.PlaceRunner{D: rt, S: ps, Dir: dir, Version: versionString(), Fresh: startSession}
+	if _, rerr := r.Run(ctx); rerr != nil {
+		fmt.Fprintf(w, "the tasks done so far are in %s; continue with: rttlab place --resume %s\n", dir, dir)
 		if ctx.Err() != nil {
 			return rerr
 		}
 		return fmt.Errorf("placement study: %w", rerr)
 	}
-	md, _ := os.ReadFile(filepath.Join(dir, "summary.md"))
+	md, err := os.ReadFile(filepath.Join(dir, "summary.md"))
+	if err != nil {
+		return err
+	}
 	fmt.Fprint(cmd.OutOrStdout(), string(md))
 	fmt.Fprintf(cmd.OutOrStdout(), "\nwrote %s (%s)\n", dir, time.Since(start).Round(time.Second))
 	return nil
+}
+
+// createLocked creates a new results folder and takes its lock.
+func createLocked(dir string) (unlock func() error, err error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	return results.LockDir(dir)
 }

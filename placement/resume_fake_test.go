@@ -1,0 +1,187 @@
+package placement
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rttlab/rttlab/orchestrator/engine/enginefake"
+	"github.com/rttlab/rttlab/results"
+)
+
+// sessionOn returns a Fresh for the runner: a new placement session on
+// lab l, the one before removed, removed itself when the test ends.
+func sessionOn(t *testing.T, l *placeLab, p *PlacePlan, first *PlaceSession) func(ctx context.Context) (*PlaceSession, error) {
+	cur := first
+	return func(ctx context.Context) (*PlaceSession, error) {
+		if err := cur.Stack.Remove(ctx, l); err != nil {
+			return nil, err
+		}
+		ps, err := StartPlacement(ctx, l, p, l.target(t, p), 5*time.Second)
+		if err != nil {
+			return nil, err
+		}
+		cur = ps
+		l.mu.Lock()
+		for n, m := range ps.Nodes {
+			l.ips[n] = m.IP
+		}
+		l.mu.Unlock()
+		t.Cleanup(func() { ps.Stack.Remove(context.Background(), l) })
+		return ps, nil
+	}
+}
+
+// checkEveryTaskOnce checks that every task of p is done once in dir's
+// journal, that the samples read back come from done attempts only, and
+// that the folder re-renders to the summary the run wrote.
+func checkEveryTaskOnce(t *testing.T, dir string, p *PlacePlan) *results.Journal {
+	t.Helper()
+	j, err := results.ReadJournal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(j.Order, " ") != strings.Join(p.Tasks(), " ") {
+		t.Errorf("done tasks %v, want %v", j.Order, p.Tasks())
+	}
+	samples, err := ReadPlaceSamples(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, s := range samples {
+		if s.Attempt != j.DoneAttempt(s.Task) {
+			t.Fatalf("a sample of %s attempt %d read back; the done attempt is %d", s.Task, s.Attempt, j.DoneAttempt(s.Task))
+		}
+		seen[s.Task] = true
+	}
+	for _, task := range p.Tasks() {
+		if !seen[task] {
+			t.Errorf("no samples of %s", task)
+		}
+	}
+	before, _ := os.ReadFile(filepath.Join(dir, "summary.md"))
+	if _, err := ReportPlacement(dir); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := os.ReadFile(filepath.Join(dir, "summary.md"))
+	if len(before) == 0 || string(before) != string(after) {
+		t.Errorf("the summary re-rendered from the raw files differs from the run's:\n%s\n---\n%s", before, after)
+	}
+	return j
+}
+
+// faults that stop the study in each of its phases, once.
+// (The decision log's reader tries 5 times.)
+var phaseFaults = []struct {
+	phase, op, match string
+	times            int
+}{
+	{"baseline", "Exec", "agent sqlprobe", 1},
+	{"calibration", "Exec", "agent connect", 1},
+	{"second phase", "", "", 0}, // its first ICMP check, after the first phase's
+	{"routed", "Exec", "cat " + proxyLog, 5},
+	{"sweep", "Exec", "n=6", 1},
+	{"concurrency", "Exec", "agent capacity", 1},
+}
+
+// A study stopped in any phase, resumed on a fresh stack, ends with every
+// task done once, nothing counted twice, and the summary the folder's raw
+// files give.
+func TestPlacementResumeAfterEachPhase(t *testing.T) {
+	for _, f := range phaseFaults {
+		t.Run(f.phase, func(t *testing.T) {
+			p := smallPlan(t, "go")
+			l, ps := startLab(t, p)
+			dir := filepath.Join(t.TempDir(), "run")
+			if f.op != "" {
+				l.FailOn(f.op, f.match, f.times, errors.New("agent gone"))
+			} else {
+				// The first phase's check pings every pair at zero and at
+				// its links; the second phase's first ping fails.
+				n := 0
+				l.Handle("rttlab agent ping", func(ctx context.Context, x *enginefake.Call) (int, error) {
+					if n++; n == 2*len(pairs())+1 {
+						return 0, errors.New("agent gone")
+					}
+					return l.ping(ctx, x)
+				})
+			}
+			_, err := (&PlaceRunner{D: l, S: ps, Dir: dir, Version: "test"}).Run(context.Background())
+			if err == nil || !strings.Contains(err.Error(), "agent gone") {
+				t.Fatalf("err %v, want the fault", err)
+			}
+			j, err := results.ReadJournal(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(j.Order) == len(p.Tasks()) {
+				t.Fatal("every task done despite the fault")
+			}
+			next := sessionOn(t, l, p, ps)
+			ps2, err := next(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := (&PlaceRunner{D: l, S: ps2, Dir: dir, Version: "test"}).Run(context.Background())
+			if err != nil {
+				t.Fatalf("resume: %v", err)
+			}
+			checkEveryTaskOnce(t, dir, p)
+			if len(res.Reps) != p.Repeat || len(res.Links) != 2*len(pairs()) || len(res.Select1) != 2 || len(res.Capacity) != 2 {
+				t.Errorf("resumed result: %d reps, %d link checks, %d SELECT 1 checks, %d capacities", len(res.Reps), len(res.Links), len(res.Select1), len(res.Capacity))
+			}
+			if res.Measured == nil || len(res.Measured.Crossings) != 1 {
+				t.Errorf("measured crossover %+v", res.Measured)
+			}
+		})
+	}
+}
+
+// A task whose attempt fails is retried on a fresh stack and done by the
+// retry: the journal keeps the failed attempt with its reason, its
+// samples stay in the file, and no analysis reads them.
+func TestPlacementRetriesAFailedTask(t *testing.T) {
+	p := smallPlan(t, "go")
+	l, ps := startLab(t, p)
+	dir := filepath.Join(t.TempDir(), "run")
+	l.FailOn("Exec", "cat "+proxyLog, 5, errors.New("agent gone"))
+	var said []string
+	ps.Progress = func(s string) { said = append(said, s) }
+	r := &PlaceRunner{D: l, S: ps, Dir: dir, Version: "test", Fresh: sessionOn(t, l, p, ps)}
+	if _, err := r.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	j := checkEveryTaskOnce(t, dir, p)
+	if j.DoneAttempt("rep-1") != 2 {
+		t.Errorf("rep-1 done by attempt %d, want the retry (2)", j.DoneAttempt("rep-1"))
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, results.JournalFile))
+	if !strings.Contains(string(b), `"task":"rep-1","attempt":1,"status":"failed","reason":`) || !strings.Contains(string(b), "agent gone") {
+		t.Errorf("journal:\n%s", b)
+	}
+	raw, _ := os.ReadFile(filepath.Join(dir, SamplesFile))
+	if !strings.Contains(string(raw), `"task":"rep-1","attempt":1,`) {
+		t.Error("the failed attempt's samples are not in samples.jsonl")
+	}
+	if !strings.Contains(strings.Join(said, "\n"), "rep-1: attempt 1 failed") {
+		t.Errorf("progress does not tell the retry:\n%s", strings.Join(said, "\n"))
+	}
+}
+
+// Without a way to a fresh stack the failed task is not retried, and the
+// error says which task failed.
+func TestPlacementFailedTaskNamesIt(t *testing.T) {
+	p := smallPlan(t, "go")
+	p.SweepN, p.ConcurrencyRates = nil, nil
+	l, ps := startLab(t, p)
+	l.FailOn("Exec", "agent sqlprobe", 1, errors.New("agent gone"))
+	_, err := (&PlaceRunner{D: l, S: ps, Dir: filepath.Join(t.TempDir(), "run"), Version: "test"}).Run(context.Background())
+	if err == nil || !strings.HasPrefix(err.Error(), "baseline: attempt 1 failed") {
+		t.Errorf("err %v", err)
+	}
+}

@@ -1,0 +1,293 @@
+package placement
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/rttlab/rttlab/internal/capped"
+	"github.com/rttlab/rttlab/results"
+)
+
+// The placement study runs as tasks, each done once: "baseline" (SELECT 1
+// at zero), "rep-K" for each repetition (calibration, held-out test and
+// routed comparison), "sweep" and "concurrency". A task's attempt stamps
+// its samples and decisions with its name and number; the folder's
+// journal (results.JournalFile) records each attempt done or failed, and
+// a done attempt's line carries the state the later tasks start from
+// (placeState), so that a resumed folder continues after its last done
+// task with nothing measured twice. A failed attempt (a dead agent or
+// container, a lost probe) is retried once on a fresh stack, from the
+// state of the task before it; its samples stay in the files, and no
+// analysis reads them.
+
+// SamplesFile is a placement folder's raw samples; DecisionsFile the
+// proxy's decisions.
+const (
+	SamplesFile   = "samples.jsonl"
+	DecisionsFile = "decisions.jsonl"
+)
+
+// placeAttempts is how many attempts a task gets: the first and a retry.
+const placeAttempts = 2
+
+// Tasks lists the plan's tasks in the order they run.
+func (p *PlacePlan) Tasks() []string {
+	tasks := []string{"baseline"}
+	for rep := 1; rep <= p.Repeat; rep++ {
+		tasks = append(tasks, fmt.Sprintf("rep-%d", rep))
+	}
+	if len(p.SweepN) > 0 {
+		tasks = append(tasks, "sweep")
+	}
+	if len(p.ConcurrencyRates) > 0 {
+		tasks = append(tasks, "concurrency")
+	}
+	return tasks
+}
+
+// placeState is what a done task leaves for the tasks after it.
+type placeState struct {
+	Result  *PlaceResult         `json:"result"`
+	ZeroSel map[string][]float64 `json:"zero_select1,omitempty"`
+	Links   []stateLink          `json:"links,omitempty"`
+}
+
+// stateLink is one applied one-way delay of a phase's links.
+type stateLink struct {
+	HeldOut  bool    `json:"held_out"`
+	From     string  `json:"from"`
+	To       string  `json:"to"`
+	OneWayMs float64 `json:"one_way_ms"`
+}
+
+func (r *PlaceRunner) state() placeState {
+	st := placeState{Result: r.res, ZeroSel: r.zeroSel}
+	for _, heldOut := range []bool{false, true} {
+		for k, ms := range r.links[heldOut] {
+			st.Links = append(st.Links, stateLink{heldOut, k[0], k[1], ms})
+		}
+	}
+	return st
+}
+
+// restore sets the runner's state from a done task's (JSON).
+func (r *PlaceRunner) restore(b []byte) error {
+	var st placeState
+	if err := json.Unmarshal(b, &st); err != nil {
+		return fmt.Errorf("%s: a done task's state: %w", results.JournalFile, err)
+	}
+	if st.Result == nil {
+		return fmt.Errorf("%s: a done task's state has no result", results.JournalFile)
+	}
+	r.res, r.zeroSel = st.Result, st.ZeroSel
+	r.links = map[bool]map[[2]string]float64{}
+	for _, l := range st.Links {
+		if r.links[l.HeldOut] == nil {
+			r.links[l.HeldOut] = map[[2]string]float64{}
+		}
+		r.links[l.HeldOut][[2]string{l.From, l.To}] = l.OneWayMs
+	}
+	return nil
+}
+
+// taskRNG is the seeded order of one task: the same in a first run and in
+// a resumed or retried one.
+func taskRNG(seed uint64, task string) *rand.Rand {
+	h := fnv.New64a()
+	h.Write([]byte(task))
+	return rand.New(rand.NewPCG(seed, h.Sum64()))
+}
+
+// Run runs every task the folder has not done (all of them in a new
+// folder, whose manifest it writes) and writes summary.json, summary.md
+// and the plots. The caller holds the folder's lock.
+func (r *PlaceRunner) Run(ctx context.Context) (*PlaceResult, error) {
+	j, err := r.open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer r.samples.Close()
+	tasks := r.S.Plan.Tasks()
+	for i, task := range tasks {
+		if _, ok := j.Done(task); ok {
+			continue
+		}
+		before, err := json.Marshal(r.state())
+		if err != nil {
+			return r.res, err
+		}
+		r.S.say("task %d/%d: %s", i+1, len(tasks), task)
+		err = j.Run(ctx, task, results.Retry{Attempts: r.attempts(), Say: r.S.say,
+			Fresh: func(ctx context.Context, _ error) error { return r.fresh(ctx, before) }},
+			func(ctx context.Context, attempt int) (any, error) { return r.runTask(ctx, task, attempt) })
+		if err != nil {
+			if rerr := r.restore(before); rerr != nil {
+				err = errors.Join(err, rerr)
+			}
+			return r.res, err
+		}
+		if err := r.writeJSON("summary.json", r.res); err != nil {
+			return r.res, err
+		}
+	}
+	return r.res, r.finish()
+}
+
+func (r *PlaceRunner) attempts() int {
+	if r.Fresh == nil {
+		return 1
+	}
+	return placeAttempts
+}
+
+// open opens the folder's journal and samples (appending, after trimming
+// a cut last line) and sets the state: a new study's, whose manifest it
+// writes, or the last done task's.
+func (r *PlaceRunner) open(ctx context.Context) (*results.Journal, error) {
+	if err := os.MkdirAll(r.Dir, 0o755); err != nil {
+		return nil, err
+	}
+	j, err := results.OpenJournal(r.Dir)
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(r.Dir, SamplesFile)
+	if err := results.TrimCutLine(path); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	r.samples, r.sw = f, bufio.NewWriter(f)
+	r.links = map[bool]map[[2]string]float64{}
+	if n := len(j.Order); n > 0 {
+		a, _ := j.Done(j.Order[n-1])
+		if err := r.restore(a.State); err != nil {
+			f.Close()
+			return nil, err
+		}
+		r.S.say("resuming: %d of %d tasks done (%v)", n, len(r.S.Plan.Tasks()), j.Order)
+		return j, nil
+	}
+	r.res = &PlaceResult{Kind: results.KindPlacement, Plan: r.S.Plan, RunID: r.S.Stack.RunID, Backend: r.S.Shaping.Backend, KeepAlive: r.S.Plan.Pools(), Started: time.Now().UTC()}
+	if a := r.S.Shaping.Agents[NodeA]; a != nil {
+		r.res.Backend = a.Info.Backend
+	}
+	if _, err := os.Stat(filepath.Join(r.Dir, results.ManifestFile)); err == nil {
+		return j, nil
+	}
+	if err := r.writeManifest(ctx); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return j, nil
+}
+
+// fresh readies the retry of a failed task: the state of the task before
+// it, a fresh session.
+func (r *PlaceRunner) fresh(ctx context.Context, before []byte) error {
+	if err := r.restore(before); err != nil {
+		return err
+	}
+	s, err := r.Fresh(ctx)
+	if err != nil {
+		return err
+	}
+	r.S = s
+	return nil
+}
+
+// runTask runs one attempt of task and returns the state it leaves once
+// its samples are on disk.
+func (r *PlaceRunner) runTask(ctx context.Context, task string, attempt int) (any, error) {
+	r.task, r.attempt, r.werr = task, attempt, nil
+	r.rng = taskRNG(r.S.Plan.Seed, task)
+	err := r.runPhase(ctx, task)
+	if ferr := r.flush(); err == nil {
+		err = ferr
+	}
+	if err != nil {
+		return nil, err
+	}
+	return r.state(), nil
+}
+
+// runPhase runs task's measurements. The sweep and the concurrency phase
+// run with the held-out links, set again first (a resumed study's stack
+// is a fresh one).
+func (r *PlaceRunner) runPhase(ctx context.Context, task string) error {
+	var rep int
+	switch {
+	case task == "baseline":
+		var err error
+		r.zeroSel, err = r.baseline(ctx)
+		return err
+	case task == "sweep" || task == "concurrency":
+		if l, ok := r.links[true]; ok {
+			if err := r.S.SetLinks(ctx, r.D, l); err != nil {
+				return err
+			}
+		}
+		if task == "sweep" {
+			return r.sweep(ctx)
+		}
+		return r.concurrency(ctx)
+	}
+	if _, err := fmt.Sscanf(task, "rep-%d", &rep); err != nil {
+		return fmt.Errorf("no placement task %q", task)
+	}
+	pr, err := r.rep(ctx, rep, r.zeroSel)
+	if err != nil {
+		return err
+	}
+	r.res.Reps = append(r.res.Reps, pr)
+	return nil
+}
+
+// flush writes the buffered samples and syncs them; the first error of
+// the samples' writes comes first.
+func (r *PlaceRunner) flush() error {
+	if err := r.sw.Flush(); err != nil && r.werr == nil {
+		r.werr = fmt.Errorf("samples.jsonl: %w", err)
+	}
+	if err := r.samples.Sync(); err != nil && r.werr == nil {
+		r.werr = fmt.Errorf("samples.jsonl: %w", err)
+	}
+	return r.werr
+}
+
+// FolderPlan is a placement folder's own plan, from its manifest, for
+// --resume: the plan as the study first ran it (--repeat, --seed and
+// --keep-alive applied).
+func FolderPlan(dir string) (*PlacePlan, error) {
+	if err := results.CheckResume(dir, results.KindPlacement); err != nil {
+		return nil, err
+	}
+	path := filepath.Join(dir, results.ManifestFile)
+	b, err := capped.ReadFile(path, "manifest", results.MaxManifest)
+	if err != nil {
+		return nil, err
+	}
+	var m struct {
+		Plan *PlacePlan `json:"plan"`
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("%s: %w", results.JSONErrPos(path, b, err), results.JSONWords(err))
+	}
+	if m.Plan == nil {
+		return nil, fmt.Errorf("%s: no plan: not a placement folder rttlab wrote", path)
+	}
+	if err := m.Plan.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: the folder's plan: %w", dir, err)
+	}
+	return m.Plan, nil
+}
