@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/rttlab/rttlab/apps"
-	"github.com/rttlab/rttlab/internal/capped"
 	"github.com/rttlab/rttlab/internal/proxyserve"
 	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/shaping"
@@ -423,7 +422,8 @@ type WorkersRunner struct {
 
 // WorkersManifest is a workers folder's manifest.json.
 type WorkersManifest struct {
-	Kind     string    `json:"kind"` // "workers"
+	Kind     string    `json:"kind"` // results.KindWorkers
+	Format   int       `json:"format,omitempty"`
 	Plan     *Plan     `json:"plan"`
 	PlanFile string    `json:"plan_file"`
 	Seed     uint64    `json:"seed"`
@@ -441,50 +441,54 @@ type WorkersCapacity struct {
 
 // WorkersRunLine is one finished task (runs.jsonl).
 type WorkersRunLine struct {
-	Task   Task                 `json:"task"`
-	Run    Run                  `json:"run"`
-	Totals workloads.OpenTotals `json:"totals"`
+	Task Task `json:"task"`
+	// Attempt is the task's attempt that ran it (attempts.jsonl).
+	Attempt int                  `json:"attempt,omitempty"`
+	Run     Run                  `json:"run"`
+	Totals  workloads.OpenTotals `json:"totals"`
 }
 
-// readJSONLines decodes every complete line of path into fn; a torn last
-// line (an interrupted write) is ignored.
+// readJSONLines decodes every complete line of path into fn (a missing
+// file is an empty one); a torn last line (an interrupted write) is left
+// out.
 func readJSONLines(path string, fn func([]byte) error) error {
-	f, err := capped.Open(path, filepath.Base(path))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	r := capped.NewLines(f, 1<<20)
-	for line := 1; ; line++ {
-		b, err := r.Next()
-		if errors.Is(err, capped.ErrLineTooLong) {
-			return fmt.Errorf("%s:%d: %w: not a line rttlab wrote", path, line, err)
-		}
-		if len(b) > 0 && b[len(b)-1] == '\n' {
-			if ferr := fn(b); ferr != nil {
-				return fmt.Errorf("%s:%d: %w", path, line, ferr)
-			}
-		}
-		if err != nil {
-			return nil
-		}
-	}
+	_, err := results.ReadJSONLines(path, filepath.Base(path), 1<<20, true, func(_ int, b []byte) error { return fn(b) })
+	return err
 }
+
+// Files of a workers folder that the runner appends to.
+const (
+	capacityFile  = "capacity.jsonl"
+	runsFile      = "runs.jsonl"
+	decisionsFile = "decisions.jsonl"
+)
+
+// workerAttempts is how many attempts a capacity search or a task gets:
+// the first and a retry on fresh app containers.
+const workerAttempts = 2
 
 // Run measures the capacities not yet in the folder, then every task not
 // yet done, then writes the summary.
 func (r *WorkersRunner) Run(ctx context.Context) (*Summary, error) {
+	// The cut last line of an interrupted write goes before anything is
+	// appended after it.
+	for _, name := range []string{capacityFile, runsFile, decisionsFile} {
+		if err := results.TrimCutLine(filepath.Join(r.Dir, name)); err != nil {
+			return nil, err
+		}
+	}
+	j, err := results.OpenJournal(r.Dir)
+	if err != nil {
+		return nil, err
+	}
 	f, err := readWorkersFolder(r.Dir)
 	if err != nil {
 		return nil, err
 	}
-	if err := r.searchCapacities(ctx, f); err != nil {
+	if err := r.searchCapacities(ctx, j, f); err != nil {
 		return nil, err
 	}
-	if err := r.runTasks(ctx, f); err != nil {
+	if err := r.runTasks(ctx, j, f); err != nil {
 		return nil, err
 	}
 	if err := r.WS.Close(ctx); err != nil {
@@ -495,79 +499,120 @@ func (r *WorkersRunner) Run(ctx context.Context) (*Summary, error) {
 
 // searchCapacities measures each capacity target not yet in f, appending
 // it to capacity.jsonl and to f.
-func (r *WorkersRunner) searchCapacities(ctx context.Context, f *workersFolder) error {
-	p := r.Plan
-	ws := r.WS
-	targets := p.CapacityTargets()
+func (r *WorkersRunner) searchCapacities(ctx context.Context, j *results.Journal, f *workersFolder) error {
+	targets := r.Plan.CapacityTargets()
 	for i, ct := range targets {
 		if _, ok := f.caps[ct.Key]; ok {
 			continue
 		}
-		t := Task{Stack: ct.Stack, Policy: ct.Policy, Layout: ct.Layout, Mix: ct.Mix, RTTMs: ct.RTTMs, Seed: ct.Seed}
-		if err := ws.ensureStack(ctx, t); err != nil {
-			return err
-		}
-		if err := ws.setRTT(ctx, ct.RTTMs); err != nil {
-			return err
-		}
-		ws.say("capacity %d/%d: %s %s %s at %g ms", i+1, len(targets), ct.Policy, ct.Layout, ct.Mix.Name, ct.RTTMs)
-		opts := p.Capacity.Options()
-		c, err := workloads.SearchCapacity(ctx, opts, func(ctx context.Context, rate float64) (workloads.OpenTotals, error) {
-			o := p.OpenLoopOptions(t, ws.baseURL(), rate)
-			o.Count, o.Warmup = p.Capacity.TrialWarmup+p.Capacity.TrialRequests, p.Capacity.TrialWarmup
-			o.CopyHeaders = nil
-			_, tot, err := ws.openLoop(ctx, o)
-			return tot, err
+		task := fmt.Sprintf("capacity-%d", i+1)
+		err := j.Run(ctx, task, r.retry(), func(ctx context.Context, attempt int) (any, error) {
+			return nil, r.searchCapacity(ctx, f, ct, fmt.Sprintf("capacity %d/%d", i+1, len(targets)))
 		})
 		if err != nil {
 			return err
 		}
-		ws.say("  sustains %.0f requests/s (%d trials)%s", c.Rate, len(c.Trials), map[bool]string{true: "", false: "; " + c.Warning}[c.Warning == ""])
-		row := WorkersCapacity{Key: ct.Key, Capacity: c}
-		if err := results.AppendJSONLine(filepath.Join(r.Dir, "capacity.jsonl"), row); err != nil {
-			return err
-		}
-		f.caps[ct.Key] = c.Rate
-		f.capRows = append(f.capRows, row)
 	}
 	return nil
 }
 
+// searchCapacity measures one capacity target, appending it to
+// capacity.jsonl and to f.
+func (r *WorkersRunner) searchCapacity(ctx context.Context, f *workersFolder, ct CapacityTarget, what string) error {
+	p, ws := r.Plan, r.WS
+	t := Task{Stack: ct.Stack, Policy: ct.Policy, Layout: ct.Layout, Mix: ct.Mix, RTTMs: ct.RTTMs, Seed: ct.Seed}
+	if err := ws.ensureStack(ctx, t); err != nil {
+		return err
+	}
+	if err := ws.setRTT(ctx, ct.RTTMs); err != nil {
+		return err
+	}
+	ws.say("%s: %s %s %s at %g ms", what, ct.Policy, ct.Layout, ct.Mix.Name, ct.RTTMs)
+	opts := p.Capacity.Options()
+	c, err := workloads.SearchCapacity(ctx, opts, func(ctx context.Context, rate float64) (workloads.OpenTotals, error) {
+		o := p.OpenLoopOptions(t, ws.baseURL(), rate)
+		o.Count, o.Warmup = p.Capacity.TrialWarmup+p.Capacity.TrialRequests, p.Capacity.TrialWarmup
+		o.CopyHeaders = nil
+		_, tot, err := ws.openLoop(ctx, o)
+		return tot, err
+	})
+	if err != nil {
+		return err
+	}
+	ws.say("  sustains %.0f requests/s (%d trials)%s", c.Rate, len(c.Trials), map[bool]string{true: "", false: "; " + c.Warning}[c.Warning == ""])
+	row := WorkersCapacity{Key: ct.Key, Capacity: c}
+	if err := results.AppendJSONLine(filepath.Join(r.Dir, capacityFile), row); err != nil {
+		return err
+	}
+	f.caps[ct.Key] = c.Rate
+	f.capRows = append(f.capRows, row)
+	return nil
+}
+
+// retry is how a capacity search or a task is retried: once, on fresh app
+// containers (the failed ones removed, their agents and front proxy with
+// them).
+func (r *WorkersRunner) retry() results.Retry {
+	return results.Retry{Attempts: workerAttempts, Say: r.WS.say, Fresh: func(ctx context.Context, _ error) error {
+		if err := r.WS.stopApps(ctx); err != nil {
+			if ctx.Err() != nil {
+				return err
+			}
+			// What could not be removed is the failure's: the stack's
+			// removal at the end takes it; the retry starts apart.
+			r.WS.say("  removing the failed app containers: %v", err)
+		}
+		return nil
+	}}
+}
+
 // runTasks runs every task not yet done in f, in plan order, appending
 // each run to runs.jsonl and to f.
-func (r *WorkersRunner) runTasks(ctx context.Context, f *workersFolder) error {
-	p := r.Plan
-	ws := r.WS
-	tasks := p.Tasks()
+func (r *WorkersRunner) runTasks(ctx context.Context, j *results.Journal, f *workersFolder) error {
+	tasks := r.Plan.Tasks()
 	start := time.Now()
 	for _, t := range tasks {
 		if f.done[t.ID] {
 			continue
 		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		rate, err := p.Rate(t, f.caps)
+		err := j.Run(ctx, fmt.Sprintf("task-%d", t.ID), r.retry(), func(ctx context.Context, attempt int) (any, error) {
+			return nil, r.runTask(ctx, f, t, attempt, fmt.Sprintf("[%d/%d]", t.ID, len(tasks)), start)
+		})
 		if err != nil {
 			return err
 		}
-		if err := ws.ensureStack(ctx, t); err != nil {
-			return err
-		}
-		if err := ws.setRTT(ctx, t.RTTMs); err != nil {
-			return err
-		}
-		ws.say("[%d/%d] %s %s %s %g ms at %.0f%% (%.0f/s), run %d (elapsed %s)", t.ID, len(tasks), t.Policy, t.Layout, t.Mix.Name, t.RTTMs, 100*t.Fraction, rate, t.Run, time.Since(start).Round(time.Second))
-		rs, tot, err := ws.openLoop(ctx, p.OpenLoopOptions(t, ws.baseURL(), rate))
-		if err != nil {
-			return err
-		}
-		run := runFromOpen(t, rate, rs)
-		if err := results.AppendJSONLine(filepath.Join(r.Dir, "runs.jsonl"), WorkersRunLine{Task: t, Run: run, Totals: tot}); err != nil {
-			return err
-		}
-		f.runs = append(f.runs, run)
 	}
+	return nil
+}
+
+// runTask runs one attempt of task t, appending its run to runs.jsonl and
+// to f.
+func (r *WorkersRunner) runTask(ctx context.Context, f *workersFolder, t Task, attempt int, what string, start time.Time) error {
+	p, ws := r.Plan, r.WS
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	rate, err := p.Rate(t, f.caps)
+	if err != nil {
+		return err
+	}
+	if err := ws.ensureStack(ctx, t); err != nil {
+		return err
+	}
+	if err := ws.setRTT(ctx, t.RTTMs); err != nil {
+		return err
+	}
+	ws.say("%s %s %s %s %g ms at %.0f%% (%.0f/s), run %d (elapsed %s)", what, t.Policy, t.Layout, t.Mix.Name, t.RTTMs, 100*t.Fraction, rate, t.Run, time.Since(start).Round(time.Second))
+	rs, tot, err := ws.openLoop(ctx, p.OpenLoopOptions(t, ws.baseURL(), rate))
+	if err != nil {
+		return err
+	}
+	run := runFromOpen(t, rate, rs)
+	if err := results.AppendJSONLine(filepath.Join(r.Dir, runsFile), WorkersRunLine{Task: t, Attempt: attempt, Run: run, Totals: tot}); err != nil {
+		return err
+	}
+	f.done[t.ID] = true
+	f.runs = append(f.runs, run)
 	return nil
 }
 
@@ -601,7 +646,7 @@ type workersFolder struct {
 
 func readWorkersFolder(dir string) (*workersFolder, error) {
 	f := &workersFolder{caps: map[CapacityKey]float64{}, done: map[int]bool{}}
-	if err := readJSONLines(filepath.Join(dir, "capacity.jsonl"), func(b []byte) error {
+	if err := readJSONLines(filepath.Join(dir, capacityFile), func(b []byte) error {
 		var c WorkersCapacity
 		if err := json.Unmarshal(b, &c); err != nil {
 			return err
@@ -612,7 +657,7 @@ func readWorkersFolder(dir string) (*workersFolder, error) {
 	}); err != nil {
 		return nil, err
 	}
-	if err := readJSONLines(filepath.Join(dir, "runs.jsonl"), func(b []byte) error {
+	if err := readJSONLines(filepath.Join(dir, runsFile), func(b []byte) error {
 		var l WorkersRunLine
 		if err := json.Unmarshal(b, &l); err != nil {
 			return err
