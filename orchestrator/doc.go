@@ -1,0 +1,15 @@
+// Package orchestrator is the shared lab every study stands on; its code
+// is in the packages below it:
+//
+//   - engine: the Docker Engine API behind narrow interfaces, images and
+//     their build contexts, the Go toolchain, doctor; enginefake beside it;
+//   - stack: the containers of a run (built-in apps, own images and compose
+//     files), readiness, labels, removal and clean;
+//   - shaping: the agents on a stack: links and floor, calibration,
+//     snapshots, probes, captures, verification;
+//   - fakelab (the fake engine scripted as a healthy stack) and enginetest
+//     (the real engine for integration tests).
+//
+// No package of the lab imports a study (rtt, placement, workers); the
+// test beside this file fails when one does.
+package orchestrator
