@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -323,4 +324,40 @@ func p50s(v []float64) string {
 		return "–"
 	}
 	return fmt.Sprintf("%.3f", stats.Median(v))
+}
+
+// Study is the placement study as the commands reach it (results.Study).
+type Study struct{}
+
+func (Study) Kind() string { return results.KindPlacement }
+
+// Report recomputes the folder's summaries from its samples
+// (ReportPlacement); a folder whose baseline is not done is refused.
+func (Study) Report(dir string, _ io.Writer) ([]string, error) {
+	if done, total, err := (Study{}).Progress(dir); err == nil && done == 0 {
+		return nil, fmt.Errorf("%s: none of its %d tasks is done: nothing to report, nothing written", dir, total)
+	}
+	return ReportPlacement(dir)
+}
+
+func (Study) Compare(dirA, dirB string) (string, error) { return ComparePlacement(dirA, dirB) }
+
+// Progress counts the folder's done tasks against its plan's (a folder
+// without a journal, of before, is done when it has a summary).
+func (Study) Progress(dir string) (done, total int, err error) {
+	p, err := FolderPlan(dir)
+	if err != nil {
+		return 0, 0, err
+	}
+	j, err := results.ReadJournal(dir)
+	if err != nil {
+		return 0, 0, err
+	}
+	done = len(j.Order)
+	if done == 0 {
+		if _, err := os.Stat(filepath.Join(dir, "summary.json")); err == nil {
+			done = len(p.Tasks())
+		}
+	}
+	return done, len(p.Tasks()), nil
 }

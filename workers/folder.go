@@ -3,6 +3,7 @@ package workers
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -76,4 +77,37 @@ func ReadManifest(dir string) (*WorkersManifest, error) {
 		return nil, fmt.Errorf("%s/manifest.json is not a workers study's manifest", dir)
 	}
 	return &m, nil
+}
+
+// Study is the worker study as the commands reach it (results.Study).
+type Study struct{}
+
+func (Study) Kind() string { return results.KindWorkers }
+
+// Report derives the folder's summary and plots under its own plan
+// (ReportWorkers).
+func (Study) Report(dir string, _ io.Writer) ([]string, error) {
+	plan, err := FolderPlan(dir)
+	if err != nil {
+		return nil, err
+	}
+	return ReportWorkers(dir, plan)
+}
+
+// Compare: the worker study has none.
+func (Study) Compare(dirA, dirB string) (string, error) {
+	return "", &results.NoCompareError{Msg: fmt.Sprintf("%s and %s are worker studies' folders: compare takes two folders of rttlab run or of rttlab place; read each worker study's summary.md", dirA, dirB)}
+}
+
+// Progress counts the folder's done tasks (its runs) against its plan's.
+func (Study) Progress(dir string) (done, total int, err error) {
+	plan, err := FolderPlan(dir)
+	if err != nil {
+		return 0, 0, err
+	}
+	f, err := readWorkersFolder(dir)
+	if err != nil {
+		return 0, 0, err
+	}
+	return len(f.done), len(plan.Tasks()), nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/rttlab/rttlab/placement"
 	"github.com/rttlab/rttlab/results"
 	"github.com/rttlab/rttlab/rtt/report"
+	"github.com/rttlab/rttlab/workers"
 )
 
 func newCompareCmd() *cobra.Command {
@@ -33,40 +35,50 @@ Folders with different RTT settings are refused with the reason.`,
 			if sameFolder(args[0], args[1]) {
 				return usagef("%s and %s are the same folder: compare two runs", args[0], args[1])
 			}
-			ka, err := results.FolderKind(args[0])
+			sa, err := studyOfFolder(args[0])
 			if err != nil {
 				return err
 			}
-			kb, err := results.FolderKind(args[1])
+			sb, err := studyOfFolder(args[1])
 			if err != nil {
 				return err
 			}
-			if ka != kb {
-				return usagef("%s was written by %s and %s by %s: compare two of a kind", args[0], writerOf[ka], args[1], writerOf[kb])
+			if sa.Kind() != sb.Kind() {
+				return usagef("%s was written by %s and %s by %s: compare two of a kind", args[0], results.Writer(sa.Kind()), args[1], results.Writer(sb.Kind()))
 			}
-			if ka == results.KindWorkers {
-				return usagef("%s and %s are worker studies' folders: compare takes two folders of rttlab run or of rttlab place; read each worker study's summary.md", args[0], args[1])
+			md, err := sa.Compare(args[0], args[1])
+			if errors.Is(err, results.ErrNoCompare) {
+				return usageError{Err: err}
 			}
-			if ka == results.KindPlacement {
-				md, err := placement.ComparePlacement(args[0], args[1])
-				if err != nil {
-					return err
-				}
-				_, err = fmt.Fprint(cmd.OutOrStdout(), md)
-				return err
-			}
-			c, err := report.Compare(args[0], args[1], report.Options{})
 			if err != nil {
 				return err
 			}
-			_, err = cmd.OutOrStdout().Write(c.Markdown())
+			_, err = fmt.Fprint(cmd.OutOrStdout(), md)
 			return err
 		},
 	}
 }
 
-// writerOf names the command that writes each kind of results folder.
-var writerOf = map[string]string{results.KindRTT: results.Writer(results.KindRTT), results.KindPlacement: results.Writer(results.KindPlacement), results.KindWorkers: results.Writer(results.KindWorkers)}
+// studies are the studies by the kind of folder they write: report,
+// compare and the digest reach a study through its results.Study.
+var studies = map[string]results.Study{
+	results.KindRTT:       report.Study{},
+	results.KindPlacement: placement.Study{},
+	results.KindWorkers:   workers.Study{},
+}
+
+// studyOfFolder is the study that wrote dir, by its manifest's kind.
+func studyOfFolder(dir string) (results.Study, error) {
+	kind, err := results.FolderKind(dir)
+	if err != nil {
+		return nil, err
+	}
+	st, ok := studies[kind]
+	if !ok {
+		return nil, fmt.Errorf("%s: no study of kind %q in this rttlab", dir, kind)
+	}
+	return st, nil
+}
 
 // sameFolder reports whether a and b name one folder (by path or link).
 func sameFolder(a, b string) bool {

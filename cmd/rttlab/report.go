@@ -12,10 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/rttlab/rttlab/placement"
 	"github.com/rttlab/rttlab/results"
 	"github.com/rttlab/rttlab/rtt/report"
-	"github.com/rttlab/rttlab/workers"
 )
 
 type reportOptions struct {
@@ -61,72 +59,36 @@ func (o *reportOptions) prepare() error {
 	return nil
 }
 
-// run regenerates the folder's report: a worker study's, a placement
-// study's, or the RTT study's with its --p50-target answers.
+// run regenerates the folder's report through its study, and answers
+// the RTT study's --p50-target.
 func (o *reportOptions) run(cmd *cobra.Command, dir string) error {
 	if err := resultsFolder(dir); err != nil {
 		return err
 	}
-	kind, err := results.FolderKind(dir)
+	st, err := studyOfFolder(dir)
 	if err != nil {
 		return err
 	}
-	if len(o.targets) > 0 && kind != results.KindRTT {
-		return usagef("--p50-target fits the RTT study's routes: %s was written by %s", dir, writerOf[kind])
+	if len(o.targets) > 0 && st.Kind() != results.KindRTT {
+		return usagef("--p50-target fits the RTT study's routes: %s was written by %s", dir, results.Writer(st.Kind()))
 	}
-	switch kind {
-	case results.KindWorkers:
-		plan, err := workers.FolderPlan(dir)
-		if err != nil {
-			return err
-		}
-		files, err := workers.ReportWorkers(dir, plan)
-		if err != nil {
-			return err
-		}
-		printWrote(cmd.OutOrStdout(), files)
-		return nil
-	case results.KindPlacement:
-		files, err := placement.ReportPlacement(dir)
-		if err != nil {
-			return err
-		}
-		printWrote(cmd.OutOrStdout(), files)
-		return nil
-	}
-	return o.reportStudy(cmd, dir)
-}
-
-// reportStudy regenerates an RTT study's folder. One load serves the
-// checks before anything is written: an empty sample set, what the reader
-// tolerated, the targets.
-func (o *reportOptions) reportStudy(cmd *cobra.Command, dir string) error {
 	var fits []report.Sensitivity
-	if d, err := report.Load(dir); err == nil {
-		if len(d.Samples) == 0 {
-			// Nothing is rewritten from nothing: the plots of an
-			// earlier report stay.
-			return fmt.Errorf("%s holds no sample of a done task (%d of %d tasks done): nothing to report, nothing written",
-				filepath.Join(dir, report.SamplesFile), len(d.Done), len(d.Manifest.Tasks))
-		}
-		// What the reader tolerated (a line cut by a crash) is said
-		// here as well as in the summary's warnings.
-		for _, n := range d.Notes {
-			fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", n)
-		}
-		if len(o.targets) > 0 {
+	if len(o.targets) > 0 {
+		if d, err := report.Load(dir); err == nil && len(d.Samples) > 0 {
 			fits = report.Analyze(d, report.Options{}).Sensitivity
 			if err := printTargets(io.Discard, fits, o.targets); err != nil {
 				return err
 			}
 		}
 	}
-	files, err := report.RenderFiles(dir, report.Options{})
+	files, err := st.Report(dir, cmd.ErrOrStderr())
 	if err != nil {
 		return err
 	}
 	printWrote(cmd.OutOrStdout(), files)
-	fmt.Fprintf(cmd.OutOrStdout(), "report: %s\n", filepath.Join(dir, report.ReportFile))
+	if st.Kind() == results.KindRTT {
+		fmt.Fprintf(cmd.OutOrStdout(), "report: %s\n", filepath.Join(dir, report.ReportFile))
+	}
 	return printTargets(cmd.OutOrStdout(), fits, o.targets)
 }
 

@@ -1,0 +1,37 @@
+package results
+
+import (
+	"errors"
+	"io"
+)
+
+// Study is what the commands know of one kind of results folder: report,
+// compare and the resume hint reach a study through it, by the folder's
+// kind, never by a switch of their own. Each study's package implements
+// it (rtt/report, placement, workers); the command keeps the registry,
+// since no shared package imports a study.
+type Study interface {
+	// Kind is the manifest's kind of the study's folders.
+	Kind() string
+	// Report derives the folder's summaries and plots again from its raw
+	// files alone and returns the files it wrote; what the reader
+	// tolerated (a line cut by a crash) is said on warn. Nothing is
+	// written from a folder without a done task.
+	Report(dir string, warn io.Writer) ([]string, error)
+	// Compare sets two of the study's folders side by side (markdown);
+	// ErrNoCompare when the study has no comparison.
+	Compare(dirA, dirB string) (string, error)
+	// Progress says how many of the folder's tasks are done, of how many.
+	Progress(dir string) (done, total int, err error)
+}
+
+// ErrNoCompare is what a study's Compare matches (errors.Is) when the
+// study has none.
+var ErrNoCompare = errors.New("no comparison of two folders")
+
+// NoCompareError is a study's Compare when it has none; its message says
+// what to read instead.
+type NoCompareError struct{ Msg string }
+
+func (e *NoCompareError) Error() string        { return e.Msg }
+func (e *NoCompareError) Is(target error) bool { return target == ErrNoCompare }

@@ -1,0 +1,49 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"path/filepath"
+
+	"github.com/rttlab/rttlab/results"
+)
+
+// Study is the RTT study as the commands reach it (results.Study).
+type Study struct{}
+
+func (Study) Kind() string { return results.KindRTT }
+
+// Report renders the folder again from its raw files (RenderFiles), the
+// report last; a folder without a sample of a done task is refused with
+// nothing written (the plots of an earlier report stay), and what the
+// reader tolerated is said on warn as well as in the summary.
+func (Study) Report(dir string, warn io.Writer) ([]string, error) {
+	if d, err := Load(dir); err == nil {
+		if len(d.Samples) == 0 {
+			return nil, fmt.Errorf("%s holds no sample of a done task (%d of %d tasks done): nothing to report, nothing written",
+				filepath.Join(dir, SamplesFile), len(d.Done), len(d.Manifest.Tasks))
+		}
+		for _, n := range d.Notes {
+			fmt.Fprintf(warn, "warning: %s\n", n)
+		}
+	}
+	return RenderFiles(dir, Options{})
+}
+
+// Compare sets the common cells of two folders side by side (Compare).
+func (Study) Compare(dirA, dirB string) (string, error) {
+	c, err := Compare(dirA, dirB, Options{})
+	if err != nil {
+		return "", err
+	}
+	return string(c.Markdown()), nil
+}
+
+// Progress counts the folder's done tasks against its manifest's.
+func (Study) Progress(dir string) (done, total int, err error) {
+	d, err := Load(dir)
+	if err != nil {
+		return 0, 0, err
+	}
+	return len(d.Done), len(d.Manifest.Tasks), nil
+}
