@@ -94,3 +94,26 @@ func TestResumeOfAFolderBeingWritten(t *testing.T) {
 		}
 	}
 }
+
+// Every kind of results folder has its study in the registry, under its
+// own kind.
+func TestEveryKindHasAStudy(t *testing.T) {
+	if len(studies) != len(results.Kinds) {
+		t.Errorf("%d studies registered for %d kinds", len(studies), len(results.Kinds))
+	}
+	for _, k := range results.Kinds {
+		if st, ok := studies[k]; !ok || st.Kind() != k {
+			t.Errorf("kind %s: study %v", k, st)
+		}
+	}
+}
+
+// report of a placement folder none of whose tasks is done writes
+// nothing and says so.
+func TestReportOfAnUnstartedPlacementFolder(t *testing.T) {
+	dir := studyFolders(t)[results.KindPlacement]
+	code, out, errs := execLine(context.Background(), "report", dir)
+	if code != 1 || out != "" || !strings.Contains(errs, "none of its 4 tasks is done: nothing to report, nothing written") {
+		t.Errorf("exit %d, %q, %q", code, out, errs)
+	}
+}
