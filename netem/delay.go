@@ -1,8 +1,9 @@
 // Package netem puts a one-way delay on a network namespace's packets,
 // either with the kernel's netem qdisc on the sender's egress or, where
 // the kernel lacks sch_netem, with a userspace NFQUEUE shaper that holds
-// them on the run's bridge (the wire hook, the default) or at a
-// namespace's ingress or egress hook. It also holds the delay parsing and
+// them on the run's bridge (the wire hook, which rttlab's stacks use
+// unless a hook is asked for) or at a namespace's ingress or egress hook
+// (ingress is this package's default when Options.Hook is empty). It also holds the delay parsing and
 // split arithmetic, and the milliseconds conversions, shared by the CLI,
 // the shaping and the studies.
 package netem

@@ -65,9 +65,10 @@ func readPlaceResult(dir string) (*PlaceResult, error) {
 
 // ReportPlacement recomputes a placement folder's statistics from its raw
 // samples (calibration, held-out, routed, sweep and concurrency latencies)
-// and rewrites summary.json and summary.md. What is not in the samples
-// (the ICMP link checks, the capacity searches, the generator's lag) is
-// kept from summary.json. It returns the files written.
+// and rewrites summary.json, summary.md and the plots (plots/*.svg and
+// .png). What is not in the samples (the ICMP link checks, the capacity
+// searches, the generator's lag) is kept from summary.json. It returns the
+// files written.
 func ReportPlacement(dir string) ([]string, error) {
 	res, err := readPlaceResult(dir)
 	if err != nil {

@@ -1,9 +1,11 @@
 // Package workers holds the logic of the worker-scheduling study (rttlab
 // workers): how Puma assigns concurrent requests to W workers ×
 // T threads, against least-busy assignment, under open-loop load and
-// database RTT. The seed (shared/seeds/002) says Puma lets any free thread
-// of any worker accept the next connection, so two concurrent requests can
-// share one worker's GVL while another worker idles, that this costs
+// database RTT. The seed (the worker-scheduling proposal, the second of
+// the project's seed write-ups; not in this repository) says Puma lets
+// any free thread of any worker accept the next connection, so two
+// concurrent requests can share one worker's GVL while another worker
+// idles, that this costs
 // "around 20%" against ideal scheduling, and that the cost fades near
 // saturation. The package holds the plan, the runner (runner.go: its
 // nodes as a stack of orchestrator/stack with their agents from
