@@ -9,7 +9,7 @@ import "testing"
 // and the routed call counts 1, 3 and 12 straddle it whichever mode runs.
 func TestBuiltinLinksCrossBetween1And12(t *testing.T) {
 	for _, name := range []string{"placement", "placement-smoke"} {
-		p, _ := BuiltinPlacePlan(name)
+		p, _ := BuiltinPlan(name)
 		ow := p.OneWayMs(true)
 		rtt := func(x, y string) float64 { return ow[[2]string{x, y}] + ow[[2]string{y, x}] }
 		for _, trips := range []float64{1, 2} {

@@ -46,9 +46,9 @@ type HostCapacity struct {
 
 // routeMix is the routed comparison's routes in a seeded random order, n
 // of each (with the policy query parameter when policy is set).
-func (r *PlaceRunner) routeMix(n int, policy string) []string {
+func (r *Runner) routeMix(n int, policy string) []string {
 	var out []string
-	for _, rt := range shuffled(r.S.Plan.Routes, n, r.rng) {
+	for _, rt := range shuffled(r.Session.Plan.Routes, n, r.rng) {
 		if policy != "" {
 			rt += "?" + QueryPolicy + "=" + policy
 		}
@@ -57,7 +57,7 @@ func (r *PlaceRunner) routeMix(n int, policy string) []string {
 	return out
 }
 
-func (ps *PlaceSession) clientExec(ctx context.Context, d engine.Docker, cmd []string, timeout time.Duration) ([]byte, string, error) {
+func (ps *Session) clientExec(ctx context.Context, d engine.Docker, cmd []string, timeout time.Duration) ([]byte, string, error) {
 	var out, errb bytes.Buffer
 	code, err := d.Exec(ctx, ps.Nodes[NodeClient].ID, engine.ExecSpec{Cmd: cmd, Stdout: &out, Stderr: &errb, Timeout: timeout})
 	if err != nil {
@@ -90,11 +90,11 @@ const ConcurrencyConnNote = "a new connection per request to the compute hosts (
 
 // capacity searches a host's highest sustained open-loop rate for the
 // routed mix.
-func (r *PlaceRunner) capacity(ctx context.Context, host string, maxP99 time.Duration) (workloads.Capacity, error) {
-	n := max(r.S.Plan.ConcurrencyRequests/2, 60)
-	cmd := append([]string{"/usr/local/bin/rttlab", "agent", "capacity", "--url", r.S.hostURL(host), "--count", fmt.Sprint(n),
-		"--max-p99", maxP99.String(), "--new-conn", "--timeout", trialTimeout.String(), "--seed", fmt.Sprint(r.S.Plan.Seed), "--max-trials", "8"}, pathArgs(r.routeMix(n/len(r.S.Plan.Routes)+1, ""))...)
-	out, _, err := r.S.clientExec(ctx, r.D, cmd, 20*time.Minute)
+func (r *Runner) capacity(ctx context.Context, host string, maxP99 time.Duration) (workloads.Capacity, error) {
+	n := max(r.Session.Plan.ConcurrencyRequests/2, 60)
+	cmd := append([]string{"/usr/local/bin/rttlab", "agent", "capacity", "--url", r.Session.hostURL(host), "--count", fmt.Sprint(n),
+		"--max-p99", maxP99.String(), "--new-conn", "--timeout", trialTimeout.String(), "--seed", fmt.Sprint(r.Session.Plan.Seed), "--max-trials", "8"}, pathArgs(r.routeMix(n/len(r.Session.Plan.Routes)+1, ""))...)
+	out, _, err := r.Session.clientExec(ctx, r.Docker, cmd, 20*time.Minute)
 	if err != nil {
 		return workloads.Capacity{}, fmt.Errorf("capacity of %s: %w", host, err)
 	}
@@ -111,7 +111,7 @@ func (r *PlaceRunner) capacity(ctx context.Context, host string, maxP99 time.Dur
 // concurrency runs the routed comparison again under open-loop arrivals at
 // each plan fraction of host a's capacity, one policy at a time in a
 // seeded random order.
-func (r *PlaceRunner) concurrency(ctx context.Context) error {
+func (r *Runner) concurrency(ctx context.Context) error {
 	if len(r.res.Reps) == 0 {
 		return nil
 	}
@@ -120,15 +120,15 @@ func (r *PlaceRunner) concurrency(ctx context.Context) error {
 		return err
 	}
 	cfg := Config{
-		Upstreams:   []Upstream{{Name: NodeA, URL: r.S.hostURL(NodeA)}, {Name: NodeB, URL: r.S.hostURL(NodeB)}},
+		Upstreams:   []Upstream{{Name: NodeA, URL: r.Session.hostURL(NodeA)}, {Name: NodeB, URL: r.Session.hostURL(NodeB)}},
 		Calibration: ho, DefaultPolicy: PolicyUserFirst, DisableKeepAlives: true,
 	}
 	r.res.ConcurrencyConn = ConcurrencyConnNote
-	if err := r.S.StartProxy(ctx, r.D, cfg); err != nil {
+	if err := r.Session.StartProxy(ctx, r.Docker, cfg); err != nil {
 		return err
 	}
 	runErr := r.openLoopRuns(ctx)
-	recs, derr := r.S.StopProxy(ctx, r.D)
+	recs, derr := r.Session.StopProxy(ctx, r.Docker)
 	if runErr != nil {
 		return runErr
 	}
@@ -141,7 +141,7 @@ func (r *PlaceRunner) concurrency(ctx context.Context) error {
 // capacities measures a's and b's open-loop capacity for the routed mix
 // and returns the last repetition's held-out calibration with each host's
 // service time (1000 / capacity) set.
-func (r *PlaceRunner) capacities(ctx context.Context) (Calibration, error) {
+func (r *Runner) capacities(ctx context.Context) (Calibration, error) {
 	ho := r.res.Reps[len(r.res.Reps)-1].HeldOutCal
 	ho.Hosts = slices.Clone(ho.Hosts) // service times go into this copy only
 	// A sustained rate keeps p99 under 10× the slowest route's p50 on a.
@@ -152,7 +152,7 @@ func (r *PlaceRunner) capacities(ctx context.Context) (Calibration, error) {
 		}
 	}
 	maxP99 := time.Duration(math.Max(10*worst, 20) * float64(time.Millisecond))
-	r.S.say("concurrency: open-loop capacity of a and b for the routed mix (p99 under %s)", maxP99)
+	r.Session.say("concurrency: open-loop capacity of a and b for the routed mix (p99 under %s)", maxP99)
 	for i, h := range []string{NodeA, NodeB} {
 		c, err := r.capacity(ctx, h, maxP99)
 		if err != nil {
@@ -160,7 +160,7 @@ func (r *PlaceRunner) capacities(ctx context.Context) (Calibration, error) {
 		}
 		r.res.Capacity = append(r.res.Capacity, HostCapacity{Host: h, Capacity: c, ServiceMs: 1000 / c.Rate})
 		ho.Hosts[i].ServiceTimeMs = 1000 / c.Rate
-		r.S.say("  %s sustains %.0f requests/s (%d trials)", h, c.Rate, len(c.Trials))
+		r.Session.say("  %s sustains %.0f requests/s (%d trials)", h, c.Rate, len(c.Trials))
 	}
 	return ho, nil
 }
@@ -168,8 +168,8 @@ func (r *PlaceRunner) capacities(ctx context.Context) (Calibration, error) {
 // openLoopRuns runs every plan fraction of a's capacity, the policies of
 // each in a seeded random order, through the running proxy; it stops at
 // the first error.
-func (r *PlaceRunner) openLoopRuns(ctx context.Context) error {
-	p := r.S.Plan
+func (r *Runner) openLoopRuns(ctx context.Context) error {
+	p := r.Session.Plan
 	capA := r.res.Capacity[0].Capacity.Rate
 	warm := max(p.RoutedWarmup, 5)
 	for _, f := range p.ConcurrencyRates {
@@ -188,14 +188,14 @@ func (r *PlaceRunner) openLoopRuns(ctx context.Context) error {
 // openLoopRun sends warm+ConcurrencyRequests open-loop arrivals of the
 // route mix with one policy at rate through the proxy, and records the
 // rows and samples.
-func (r *PlaceRunner) openLoopRun(ctx context.Context, f, rate float64, pol string, warm int) error {
-	p := r.S.Plan
-	r.S.say("  %.0f%% of a's capacity (%.0f/s), %s: %d+%d arrivals", 100*f, rate, pol, warm, p.ConcurrencyRequests)
+func (r *Runner) openLoopRun(ctx context.Context, f, rate float64, pol string, warm int) error {
+	p := r.Session.Plan
+	r.Session.say("  %.0f%% of a's capacity (%.0f/s), %s: %d+%d arrivals", 100*f, rate, pol, warm, p.ConcurrencyRequests)
 	paths := r.routeMix((warm+p.ConcurrencyRequests)/len(p.Routes)+1, pol)[:warm+p.ConcurrencyRequests]
 	cmd := append([]string{"/usr/local/bin/rttlab", "agent", "openloop", "--url", fmt.Sprintf("http://127.0.0.1:%d", proxyPort),
 		"--rate", fmt.Sprintf("%g", rate), "--count", fmt.Sprint(len(paths)), "--warmup", fmt.Sprint(warm),
 		"--seed", fmt.Sprint(p.Seed), "--copy-header", HeaderHost}, pathArgs(paths)...)
-	out, stderr, err := r.S.clientExec(ctx, r.D, cmd, 20*time.Minute)
+	out, stderr, err := r.Session.clientExec(ctx, r.Docker, cmd, 20*time.Minute)
 	if err != nil {
 		return err
 	}

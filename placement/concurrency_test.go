@@ -48,7 +48,7 @@ func TestConcurrencyRows(t *testing.T) {
 }
 
 func TestPlaceMarkdownAndWarnings(t *testing.T) {
-	p, _ := BuiltinPlacePlan("placement-smoke")
+	p, _ := BuiltinPlan("placement-smoke")
 	res := &PlaceResult{Kind: "placement", Plan: p, RunID: "r1", Backend: "userspace", KeepAlive: true, Started: time.Unix(0, 0), Finished: time.Unix(60, 0),
 		Links:       []LinkCheck{{Phase: "calibration", A: "a", B: "db", ConfiguredMs: 0.25, ZeroMs: 0.5, SettingMs: 0.9, AddedMs: 0.4}},
 		Select1:     []Select1Check{{Host: "a", ConfiguredMs: 0.25, ZeroP50Ms: 0.4, SettingP50Ms: 0.66, AddedMs: 0.26}},
@@ -61,7 +61,7 @@ func TestPlaceMarkdownAndWarnings(t *testing.T) {
 			{Rep: 1, Phase: "calibration", Node: "a", Direction: "ingress", Summary: netem.Summary{Packets: 80, HoldP50Us: 440, ReadLagP50: 400, ReadLagP99: 700, LateP99Us: 80}},
 		},
 	}
-	r := &PlaceRunner{res: res}
+	r := &Runner{res: res}
 	r.warn()
 	w := strings.Join(res.Warnings, "\n")
 	for _, want := range []string{"shaper on a (calibration): its pass (read lag p50 350 µs) exceeds the floor (300 µs), so up to 50 µs", "shaper on a (calibration): 1 packets dropped", "link a–db (calibration): ICMP added 0.400 ms for 0.250 ms configured", "concurrency 70% user-first all: 10 of 100 requests failed: no claim", "load generator: schedule lag"} {
@@ -92,7 +92,7 @@ func TestPlaceMarkdownAndWarnings(t *testing.T) {
 }
 
 func TestWritePlacePlots(t *testing.T) {
-	p, _ := BuiltinPlacePlan("placement-smoke")
+	p, _ := BuiltinPlan("placement-smoke")
 	cal := Calibration{
 		Hosts:  []HostCalibration{{Name: "a", HealthP50Ms: 1, Select1P50Ms: 0.6}, {Name: "b", HealthP50Ms: 1.2, Select1P50Ms: 0.45}},
 		Routes: []RouteCalibration{{Path: "/serial", PerN: true, P50Ms: map[string]float64{"a": 1.1, "b": 1.3}}},

@@ -109,7 +109,7 @@ func newPlaceLab(t *testing.T, app string) *placeLab {
 }
 
 // target is the lab's app as the placement plan validates it.
-func (l *placeLab) target(t *testing.T, p *PlacePlan) apps.Target {
+func (l *placeLab) target(t *testing.T, p *Plan) apps.Target {
 	t.Helper()
 	tg, err := p.ValidateApp(map[string]*apps.Meta{l.meta.Name: l.meta})
 	if err != nil {

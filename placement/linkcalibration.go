@@ -25,7 +25,7 @@ const linkCalRounds = 3
 // SELECT 1 is not used, so it stays an independent check. The best round's
 // delays are applied when it returns. Directions in fixed are applied as
 // given and their pairs are not calibrated.
-func (r *PlaceRunner) calibrateLinks(ctx context.Context, phase string, want, fixed map[[2]string]float64) (map[[2]string]float64, error) {
+func (r *Runner) calibrateLinks(ctx context.Context, phase string, want, fixed map[[2]string]float64) (map[[2]string]float64, error) {
 	lc := LinkCalibration{Phase: phase}
 	adj := map[[2]string]float64{}
 	for k, v := range want {
@@ -36,7 +36,7 @@ func (r *PlaceRunner) calibrateLinks(ctx context.Context, phase string, want, fi
 	}
 	delayed := delayedPairs(want, fixed)
 	if len(delayed) == 0 {
-		return adj, r.S.SetLinks(ctx, r.D, adj)
+		return adj, r.Session.SetLinks(ctx, r.Docker, adj)
 	}
 	best, bestErr := map[[2]string]float64{}, math.Inf(1)
 	zeroLinks := map[[2]string]float64{}
@@ -63,7 +63,7 @@ func (r *PlaceRunner) calibrateLinks(ctx context.Context, phase string, want, fi
 		lc.OneWay[k[0]+"→"+k[1]] = v
 	}
 	r.res.LinkCalibration = append(r.res.LinkCalibration, lc)
-	return best, r.S.SetLinks(ctx, r.D, best)
+	return best, r.Session.SetLinks(ctx, r.Docker, best)
 }
 
 // delayedPairs lists the node pairs to calibrate: those with a delay in
@@ -84,19 +84,19 @@ func delayedPairs(want, fixed map[[2]string]float64) [][2]string {
 // only the fixed links applied (zeroLinks), then at adj; it returns each
 // pair's residual (configured − added, by "a–b"), their total |residual|
 // and the delays for the next round.
-func (r *PlaceRunner) linkCalRound(ctx context.Context, delayed [][2]string, want, adj, zeroLinks map[[2]string]float64) (map[string]float64, float64, map[[2]string]float64, error) {
-	if err := r.S.SetLinks(ctx, r.D, zeroLinks); err != nil {
+func (r *Runner) linkCalRound(ctx context.Context, delayed [][2]string, want, adj, zeroLinks map[[2]string]float64) (map[string]float64, float64, map[[2]string]float64, error) {
+	if err := r.Session.SetLinks(ctx, r.Docker, zeroLinks); err != nil {
 		return nil, 0, nil, err
 	}
 	zero := map[[2]string]float64{}
 	for _, pr := range delayed {
-		m, _, err := r.S.Ping(ctx, r.D, pr[0], pr[1], r.S.Plan.ICMPCount)
+		m, _, err := r.Session.Ping(ctx, r.Docker, pr[0], pr[1], r.Session.Plan.ICMPCount)
 		if err != nil {
 			return nil, 0, nil, err
 		}
 		zero[pr] = m
 	}
-	if err := r.S.SetLinks(ctx, r.D, adj); err != nil {
+	if err := r.Session.SetLinks(ctx, r.Docker, adj); err != nil {
 		return nil, 0, nil, err
 	}
 	res := map[string]float64{}
@@ -106,7 +106,7 @@ func (r *PlaceRunner) linkCalRound(ctx context.Context, delayed [][2]string, wan
 		next[k] = v
 	}
 	for _, pr := range delayed {
-		m, _, err := r.S.Ping(ctx, r.D, pr[0], pr[1], r.S.Plan.ICMPCount)
+		m, _, err := r.Session.Ping(ctx, r.Docker, pr[0], pr[1], r.Session.Plan.ICMPCount)
 		if err != nil {
 			return nil, 0, nil, err
 		}

@@ -39,7 +39,7 @@ func PlaceMarkdown(r *PlaceResult) string {
 }
 
 // cpuLimits says which compute hosts run on a CPU quota ("" for none).
-func cpuLimits(p *PlacePlan) string {
+func cpuLimits(p *Plan) string {
 	var parts []string
 	for _, n := range slices.Sorted(maps.Keys(p.CPUs)) {
 		parts = append(parts, fmt.Sprintf("%s on %g CPU", n, p.CPUs[n]))

@@ -65,8 +65,8 @@ func (o *PlaceOneWay) UnmarshalYAML(n *yaml.Node) error {
 	return n.Decode((*plain)(o))
 }
 
-// PlacePlan describes a placement study (rttlab place).
-type PlacePlan struct {
+// Plan describes a placement study (rttlab place).
+type Plan struct {
 	Name string `yaml:"name" json:"name"`
 	Seed uint64 `yaml:"seed" json:"seed"`
 	// App runs on both compute hosts (Rails by default, any app with a
@@ -140,7 +140,7 @@ func boolPtr(b bool) *bool { return &b }
 
 // Pools says whether the proxy keeps a pool of connections per upstream
 // (keep_alive, default true); false: a new connection per request.
-func (p *PlacePlan) Pools() bool { return p.KeepAlive == nil || *p.KeepAlive }
+func (p *Plan) Pools() bool { return p.KeepAlive == nil || *p.KeepAlive }
 
 // DefaultPlaceFloorMs is the built-in plans' floor: above the userspace
 // shaper's pass on a busy 2-vCPU host (about 0.2 ms a packet, read lag
@@ -151,11 +151,11 @@ const DefaultPlaceFloorMs = shaping.DefaultFloorMs
 // a delay.
 const maxPlaceFloorMs = shaping.MaxFloorMs
 
-// defaultPlacePlan is the placement write-up's geometry: the client next
+// defaultPlan is the placement write-up's geometry: the client next
 // to A, B nearer the database than A, and 0.25 ms one-way added on
 // B→client for the held-out phase.
-func defaultPlacePlan() PlacePlan {
-	return PlacePlan{
+func defaultPlan() Plan {
+	return Plan{
 		Name: "placement", Seed: 1, App: "rails", Routes: []string{"/feed", "/feed-naive"},
 		Links: []PlaceLink{
 			{A: NodeA, B: NodeDB, RTTMs: 0.25},
@@ -176,9 +176,9 @@ func defaultPlacePlan() PlacePlan {
 	}
 }
 
-// BuiltinPlacePlan returns placement, placement-asym or placement-smoke.
-func BuiltinPlacePlan(name string) (*PlacePlan, bool) {
-	p := defaultPlacePlan()
+// BuiltinPlan returns placement, placement-asym or placement-smoke.
+func BuiltinPlan(name string) (*Plan, bool) {
+	p := defaultPlan()
 	switch name {
 	case "placement":
 	case "placement-asym":
@@ -202,10 +202,10 @@ func BuiltinPlacePlan(name string) (*PlacePlan, bool) {
 	return &p, true
 }
 
-// LoadPlacePlan returns a built-in placement plan or reads a YAML file; a
+// LoadPlan returns a built-in placement plan or reads a YAML file; a
 // file starts from the placement plan's values.
-func LoadPlacePlan(nameOrFile string) (*PlacePlan, error) {
-	if p, ok := BuiltinPlacePlan(nameOrFile); ok {
+func LoadPlan(nameOrFile string) (*Plan, error) {
+	if p, ok := BuiltinPlan(nameOrFile); ok {
 		return p, nil
 	}
 	data, err := planfile.Read(nameOrFile)
@@ -215,15 +215,15 @@ func LoadPlacePlan(nameOrFile string) (*PlacePlan, error) {
 		}
 		return nil, err
 	}
-	return ParsePlacePlan(nameOrFile, data)
+	return ParsePlan(nameOrFile, data)
 }
 
-// ParsePlacePlan parses a YAML placement plan: fields left out keep the
+// ParsePlan parses a YAML placement plan: fields left out keep the
 // placement plan's values; errors name the file and line.
-func ParsePlacePlan(file string, data []byte) (*PlacePlan, error) {
-	p := defaultPlacePlan()
+func ParsePlan(file string, data []byte) (*Plan, error) {
+	p := defaultPlan()
 	p.Name = ""
-	doc, err := planfile.Parse(file, data, planfile.Keys(reflect.TypeFor[PlacePlan]()))
+	doc, err := planfile.Parse(file, data, planfile.Keys(reflect.TypeFor[Plan]()))
 	if err != nil {
 		return nil, err
 	}
@@ -235,7 +235,7 @@ func ParsePlacePlan(file string, data []byte) (*PlacePlan, error) {
 		p.HeldOut = nil
 	}
 	p.Routes, p.Policies, p.SweepN, p.ConcurrencyRates, p.RoutedN = nil, nil, nil, nil, nil
-	def := defaultPlacePlan()
+	def := defaultPlan()
 	if err := doc.Decode(&p, planfile.Schema{}); err != nil {
 		return nil, err
 	}
@@ -265,7 +265,7 @@ func ParsePlacePlan(file string, data []byte) (*PlacePlan, error) {
 }
 
 // lineErr names the plan file and, when known, the line.
-func (p *PlacePlan) lineErr(line int, format string, a ...any) error {
+func (p *Plan) lineErr(line int, format string, a ...any) error {
 	if line > 0 {
 		return fmt.Errorf("%s:%d: %s", p.file, line, fmt.Sprintf(format, a...))
 	}
@@ -274,7 +274,7 @@ func (p *PlacePlan) lineErr(line int, format string, a ...any) error {
 
 // errAt names the plan file and the line of the field at path (see
 // planfile.Doc.Line), when the plan came from a file that has it.
-func (p *PlacePlan) errAt(path, format string, a ...any) error {
+func (p *Plan) errAt(path, format string, a ...any) error {
 	return p.lineErr(p.doc.Line(path), format, a...)
 }
 
@@ -297,7 +297,7 @@ func knownNode(n string) bool { return slices.Contains(PlaceNodes, n) }
 
 // Validate checks the plan without the apps' metadata; ValidateApp checks
 // the app and its routes.
-func (p *PlacePlan) Validate() error {
+func (p *Plan) Validate() error {
 	if p.file == "" {
 		p.file = "plan " + p.Name
 	}
@@ -311,7 +311,7 @@ func (p *PlacePlan) Validate() error {
 
 // validateLinks checks each link's nodes and RTT, and that no pair is
 // listed twice.
-func (p *PlacePlan) validateLinks() error {
+func (p *Plan) validateLinks() error {
 	seen := map[[2]string]bool{}
 	for _, l := range p.Links {
 		for _, n := range []string{l.A, l.B} {
@@ -336,7 +336,7 @@ func (p *PlacePlan) validateLinks() error {
 
 // validateHeldOut checks each held-out delay's nodes and ms, and that no
 // direction is listed twice.
-func (p *PlacePlan) validateHeldOut() error {
+func (p *Plan) validateHeldOut() error {
 	seenOW := map[[2]string]bool{}
 	for _, o := range p.HeldOut {
 		for _, n := range []string{o.From, o.To} {
@@ -360,7 +360,7 @@ func (p *PlacePlan) validateHeldOut() error {
 
 // validateCounts checks the request, call and warmup counts and the
 // rounds they are split over.
-func (p *PlacePlan) validateCounts() error {
+func (p *Plan) validateCounts() error {
 	for _, f := range []struct {
 		name string
 		v    int
@@ -391,7 +391,7 @@ func (p *PlacePlan) validateCounts() error {
 
 // validateLists checks the routes, policies, sweep Ns and concurrency
 // rates.
-func (p *PlacePlan) validateLists() error {
+func (p *Plan) validateLists() error {
 	if len(p.Routes) == 0 {
 		return p.errAt("routes", "routes is empty: name at least one route of the app")
 	}
@@ -433,7 +433,7 @@ func (p *PlacePlan) validateLists() error {
 
 // validateCPUs checks the compute hosts' CPU limits: a and b only, more
 // than 0 and at most this host's CPU count.
-func (p *PlacePlan) validateCPUs() error {
+func (p *Plan) validateCPUs() error {
 	host := runtime.NumCPU()
 	for _, n := range slices.Sorted(maps.Keys(p.CPUs)) {
 		v := p.CPUs[n]
@@ -450,13 +450,13 @@ func (p *PlacePlan) validateCPUs() error {
 }
 
 // nanoCPUs is node's CPU quota in billionths of a CPU; 0 without a limit.
-func (p *PlacePlan) nanoCPUs(node string) int64 {
+func (p *Plan) nanoCPUs(node string) int64 {
 	return int64(math.Round(p.CPUs[node] * 1e9))
 }
 
 // validateShaping checks the shaper, hook, calibrate and floor settings,
 // and that no one-way delay plus the floor exceeds 1 s.
-func (p *PlacePlan) validateShaping() error {
+func (p *Plan) validateShaping() error {
 	switch p.Shaper {
 	case "auto", "kernel", "userspace":
 	default:
@@ -491,7 +491,7 @@ func policyNames() []string {
 
 // ValidateApp checks the app exists, has a route contract, serves the
 // plan's routes, and has a per-N route for the sweep.
-func (p *PlacePlan) ValidateApp(all map[string]*apps.Meta) (apps.Target, error) {
+func (p *Plan) ValidateApp(all map[string]*apps.Meta) (apps.Target, error) {
 	t, err := apps.Resolve(all, p.App)
 	if err != nil {
 		return apps.Target{}, p.errAt("app", "app: %v", err)
@@ -550,7 +550,7 @@ func pairKey(a, b string) [2]string {
 
 // OneWayMs returns the delay of every directed pair of nodes: half of the
 // link's RTT, plus the held-out extra when heldOut.
-func (p *PlacePlan) OneWayMs(heldOut bool) map[[2]string]float64 {
+func (p *Plan) OneWayMs(heldOut bool) map[[2]string]float64 {
 	out := map[[2]string]float64{}
 	for _, l := range p.Links {
 		out[[2]string{l.A, l.B}] += l.RTTMs / 2
@@ -566,7 +566,7 @@ func (p *PlacePlan) OneWayMs(heldOut bool) map[[2]string]float64 {
 
 // LinkRTTMs is the configured added RTT between two nodes (0 when not
 // listed), without the held-out extra.
-func (p *PlacePlan) LinkRTTMs(a, b string) float64 {
+func (p *Plan) LinkRTTMs(a, b string) float64 {
 	for _, l := range p.Links {
 		if pairKey(l.A, l.B) == pairKey(a, b) {
 			return l.RTTMs

@@ -9,7 +9,7 @@ import (
 
 func TestPlacePlanBuiltins(t *testing.T) {
 	for _, n := range []string{"placement", "placement-smoke"} {
-		p, ok := BuiltinPlacePlan(n)
+		p, ok := BuiltinPlan(n)
 		if !ok {
 			t.Fatalf("%s missing", n)
 		}
@@ -24,7 +24,7 @@ func TestPlacePlanBuiltins(t *testing.T) {
 			t.Errorf("%s: %v", n, err)
 		}
 	}
-	p, _ := BuiltinPlacePlan("placement")
+	p, _ := BuiltinPlan("placement")
 	ow := p.OneWayMs(false)
 	if ow[[2]string{NodeA, NodeDB}] != 0.125 || ow[[2]string{NodeDB, NodeA}] != 0.125 || ow[[2]string{NodeB, NodeDB}] != 0.0625 || ow[[2]string{NodeB, NodeClient}] != 0 {
 		t.Errorf("one-way delays %v", ow)
@@ -42,7 +42,7 @@ func TestPlacePlanBuiltins(t *testing.T) {
 }
 
 func TestPlacePlanFile(t *testing.T) {
-	p, err := ParsePlacePlan("p.yaml", []byte("routes: [/feed]\nlinks:\n  - {a: a, b: db, rtt_ms: 1}\nrequests: 7\n"))
+	p, err := ParsePlan("p.yaml", []byte("routes: [/feed]\nlinks:\n  - {a: a, b: db, rtt_ms: 1}\nrequests: 7\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,23 +89,23 @@ func TestPlacePlanBadInput(t *testing.T) {
 		{"cpus: {b: 100000}\n", "p.yaml:1: cpus b: 100000 is more than this host's"},
 		{"", "p.yaml: the plan is empty"},
 	} {
-		_, err := ParsePlacePlan("p.yaml", []byte(tc.yaml))
+		_, err := ParsePlan("p.yaml", []byte(tc.yaml))
 		if err == nil || !strings.HasPrefix(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%q: got %v, want prefix %q", tc.yaml, err, tc.want)
 		}
 	}
-	p, err := ParsePlacePlan("p.yaml", []byte("routes: [/feed, /nope]\n"))
+	p, err := ParsePlan("p.yaml", []byte("routes: [/feed, /nope]\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := p.ValidateApp(all); err == nil || !strings.HasPrefix(err.Error(), "p.yaml:1: route /nope: unknown to app rails (its routes: /feed, /feed-naive, /serial, /work)") {
 		t.Errorf("unknown route: %v", err)
 	}
-	p, _ = ParsePlacePlan("p.yaml", []byte("app: nosuch\n"))
+	p, _ = ParsePlan("p.yaml", []byte("app: nosuch\n"))
 	if _, err := p.ValidateApp(all); err == nil || !strings.HasPrefix(err.Error(), "p.yaml:1: app: ") {
 		t.Errorf("unknown app: %v", err)
 	}
-	if _, err := LoadPlacePlan("/nonexistent/plan.yaml"); err == nil || !strings.Contains(err.Error(), "neither a built-in placement plan") {
+	if _, err := LoadPlan("/nonexistent/plan.yaml"); err == nil || !strings.Contains(err.Error(), "neither a built-in placement plan") {
 		t.Errorf("missing file: %v", err)
 	}
 }

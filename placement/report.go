@@ -133,7 +133,7 @@ func recomputePlace(res *PlaceResult, samples []PlaceSample) error {
 	}
 	res.SweepPredicted = sweepPredicted(res)
 	res.Warnings = nil
-	(&PlaceRunner{res: res}).warn()
+	(&Runner{res: res}).warn()
 	return nil
 }
 

@@ -15,9 +15,9 @@ import (
 
 // sessionOn returns a Fresh for the runner: a new placement session on
 // lab l, the one before removed, removed itself when the test ends.
-func sessionOn(t *testing.T, l *placeLab, p *PlacePlan, first *PlaceSession) func(ctx context.Context) (*PlaceSession, error) {
+func sessionOn(t *testing.T, l *placeLab, p *Plan, first *Session) func(ctx context.Context) (*Session, error) {
 	cur := first
-	return func(ctx context.Context) (*PlaceSession, error) {
+	return func(ctx context.Context) (*Session, error) {
 		if err := cur.Stack.Remove(ctx, l); err != nil {
 			return nil, err
 		}
@@ -39,7 +39,7 @@ func sessionOn(t *testing.T, l *placeLab, p *PlacePlan, first *PlaceSession) fun
 // checkEveryTaskOnce checks that every task of p is done once in dir's
 // journal, that the samples read back come from done attempts only, and
 // that the folder re-renders to the summary the run wrote.
-func checkEveryTaskOnce(t *testing.T, dir string, p *PlacePlan) *results.Journal {
+func checkEveryTaskOnce(t *testing.T, dir string, p *Plan) *results.Journal {
 	t.Helper()
 	j, err := results.ReadJournal(dir)
 	if err != nil {
@@ -111,7 +111,7 @@ func TestPlacementResumeAfterEachPhase(t *testing.T) {
 					return l.ping(ctx, x)
 				})
 			}
-			_, err := (&PlaceRunner{D: l, S: ps, Dir: dir, Version: "test"}).Run(context.Background())
+			_, err := (&Runner{Docker: l, Session: ps, Dir: dir, Version: "test"}).Run(context.Background())
 			if err == nil || !strings.Contains(err.Error(), "agent gone") {
 				t.Fatalf("err %v, want the fault", err)
 			}
@@ -127,7 +127,7 @@ func TestPlacementResumeAfterEachPhase(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			res, err := (&PlaceRunner{D: l, S: ps2, Dir: dir, Version: "test"}).Run(context.Background())
+			res, err := (&Runner{Docker: l, Session: ps2, Dir: dir, Version: "test"}).Run(context.Background())
 			if err != nil {
 				t.Fatalf("resume: %v", err)
 			}
@@ -152,7 +152,7 @@ func TestPlacementRetriesAFailedTask(t *testing.T) {
 	l.FailOn("Exec", "cat "+proxyLog, 5, errors.New("agent gone"))
 	var said []string
 	ps.Progress = func(s string) { said = append(said, s) }
-	r := &PlaceRunner{D: l, S: ps, Dir: dir, Version: "test", Fresh: sessionOn(t, l, p, ps)}
+	r := &Runner{Docker: l, Session: ps, Dir: dir, Version: "test", Fresh: sessionOn(t, l, p, ps)}
 	if _, err := r.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +180,7 @@ func TestPlacementFailedTaskNamesIt(t *testing.T) {
 	p.SweepN, p.ConcurrencyRates = nil, nil
 	l, ps := startLab(t, p)
 	l.FailOn("Exec", "agent sqlprobe", 1, errors.New("agent gone"))
-	_, err := (&PlaceRunner{D: l, S: ps, Dir: filepath.Join(t.TempDir(), "run"), Version: "test"}).Run(context.Background())
+	_, err := (&Runner{Docker: l, Session: ps, Dir: filepath.Join(t.TempDir(), "run"), Version: "test"}).Run(context.Background())
 	if err == nil || !strings.HasPrefix(err.Error(), "baseline: attempt 1 failed") {
 		t.Errorf("err %v", err)
 	}

@@ -114,7 +114,7 @@ func (rep *PlaceRep) addRouteModels(ho Calibration, path string, hoP50 map[strin
 // PlaceResult is the study's summary (summary.json).
 type PlaceResult struct {
 	Kind            string             `json:"kind"` // "placement"
-	Plan            *PlacePlan         `json:"plan"`
+	Plan            *Plan              `json:"plan"`
 	RunID           string             `json:"run_id"`
 	Backend         string             `json:"backend"`
 	KeepAlive       bool               `json:"keep_alive"`
@@ -149,15 +149,15 @@ type PlaceShaperRound struct {
 	Summary   netem.Summary `json:"summary"`
 }
 
-// PlaceRunner runs the phases and writes the results folder.
-type PlaceRunner struct {
-	D       engine.Docker
-	S       *PlaceSession
+// Runner runs the phases and writes the results folder.
+type Runner struct {
+	Docker  engine.Docker
+	Session *Session
 	Dir     string
 	Version string
 	// Fresh, when set, starts a fresh session for the retry of a failed
 	// task (the failed one's stack removed); nil: no retry.
-	Fresh   func(ctx context.Context) (*PlaceSession, error)
+	Fresh   func(ctx context.Context) (*Session, error)
 	samples *os.File
 	sw      *bufio.Writer
 	werr    error // the first write error of the samples
@@ -173,21 +173,21 @@ type PlaceRunner struct {
 
 // writeManifest writes manifest.json: the plan, the engine, the host, the
 // images and the nodes' addresses.
-func (r *PlaceRunner) writeManifest(ctx context.Context) error {
-	p := r.S.Plan
-	info, err := r.D.EngineInfo(ctx)
+func (r *Runner) writeManifest(ctx context.Context) error {
+	p := r.Session.Plan
+	info, err := r.Docker.EngineInfo(ctx)
 	if err != nil {
 		return err
 	}
 	// The images pin the app's, PostgreSQL's and the agent's versions.
 	images := map[string]string{}
-	for name, ref := range map[string]string{p.App: engine.ImageRef(r.S.Stack.Target.Meta.Name), "postgres": engine.ImageRef("postgres"), "agent": stack.AgentImage} {
-		if id, err := r.D.ImageID(ctx, ref); err == nil {
+	for name, ref := range map[string]string{p.App: engine.ImageRef(r.Session.Stack.Target.Meta.Name), "postgres": engine.ImageRef("postgres"), "agent": stack.AgentImage} {
+		if id, err := r.Docker.ImageID(ctx, ref); err == nil {
 			images[name] = id
 		}
 	}
-	return r.writeJSON("manifest.json", map[string]any{"kind": results.KindPlacement, "format": results.Format, "plan": p, "run_id": r.S.Stack.RunID, "seed": p.Seed,
-		"version": r.Version, "started": r.res.Started, "backend": r.res.Backend, "hook": r.S.Shaping.Agents[NodeA].Info.Direction,
+	return r.writeJSON("manifest.json", map[string]any{"kind": results.KindPlacement, "format": results.Format, "plan": p, "run_id": r.Session.Stack.RunID, "seed": p.Seed,
+		"version": r.Version, "started": r.res.Started, "backend": r.res.Backend, "hook": r.Session.Shaping.Agents[NodeA].Info.Direction,
 		"floor_ms": p.FloorMs, "engine_version": info.Version, "engine_api_version": info.APIVersion, "kernel": info.Kernel,
 		"host_cpu_model": engine.CPUModel(), "host_cpus": runtime.NumCPU(), "images": images,
 		"nodes": r.nodeIPs(), "links_configured": p.Links, "held_out": p.HeldOut})
@@ -195,18 +195,18 @@ func (r *PlaceRunner) writeManifest(ctx context.Context) error {
 
 // baseline measures SELECT 1 from a and b at zero added delay (through
 // the shaper) and writes the samples.
-func (r *PlaceRunner) baseline(ctx context.Context) (map[string][]float64, error) {
-	p := r.S.Plan
+func (r *Runner) baseline(ctx context.Context) (map[string][]float64, error) {
+	p := r.Session.Plan
 	// Baseline: SELECT 1 at zero (through the shaper); the ICMP link
 	// checks measure their zero right before each check.
-	r.S.say("baseline: SELECT 1 from a and b at zero added delay")
-	if err := r.S.SetLinks(ctx, r.D, nil); err != nil {
+	r.Session.say("baseline: SELECT 1 from a and b at zero added delay")
+	if err := r.Session.SetLinks(ctx, r.Docker, nil); err != nil {
 		return nil, err
 	}
 	zeroSel := map[string][]float64{}
 	var err error
 	for _, h := range []string{NodeA, NodeB} {
-		if zeroSel[h], err = r.S.Select1(ctx, r.D, h, p.Select1Warmup, p.Select1Calls); err != nil {
+		if zeroSel[h], err = r.Session.Select1(ctx, r.Docker, h, p.Select1Warmup, p.Select1Calls); err != nil {
 			return nil, err
 		}
 		r.emit(0, "baseline", "select1", h, "", "", zeroSel[h], nil)
@@ -216,7 +216,7 @@ func (r *PlaceRunner) baseline(ctx context.Context) (map[string][]float64, error
 
 // finish stamps the end, adds the warnings and writes summary.json,
 // summary.md and the plots.
-func (r *PlaceRunner) finish() error {
+func (r *Runner) finish() error {
 	r.res.Finished = time.Now().UTC()
 	r.warn()
 	if err := r.writeJSON("summary.json", r.res); err != nil {
@@ -229,15 +229,15 @@ func (r *PlaceRunner) finish() error {
 	return err
 }
 
-func (r *PlaceRunner) nodeIPs() map[string]string {
+func (r *Runner) nodeIPs() map[string]string {
 	out := map[string]string{}
-	for n, m := range r.S.Nodes {
+	for n, m := range r.Session.Nodes {
 		out[n] = m.IP
 	}
 	return out
 }
 
-func (r *PlaceRunner) writeJSON(name string, v any) error {
+func (r *Runner) writeJSON(name string, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
@@ -246,7 +246,7 @@ func (r *PlaceRunner) writeJSON(name string, v any) error {
 }
 
 // emit writes probe latencies (ms) or load results as samples.
-func (r *PlaceRunner) emit(rep int, phase, kind, host, route, policy string, ms []float64, rs []workloads.Result) {
+func (r *Runner) emit(rep int, phase, kind, host, route, policy string, ms []float64, rs []workloads.Result) {
 	for i, v := range ms {
 		r.write(PlaceSample{Rep: rep, Phase: phase, Kind: kind, Host: host, Route: route, Policy: policy, Seq: i, LatencyMs: v})
 	}
@@ -259,7 +259,7 @@ func (r *PlaceRunner) emit(rep int, phase, kind, host, route, policy string, ms 
 // write appends one sample, stamped with the running task's attempt, to
 // samples.jsonl's buffer; the first error is kept for the task's end
 // (syncSamples), which fails the attempt with it.
-func (r *PlaceRunner) write(s PlaceSample) {
+func (r *Runner) write(s PlaceSample) {
 	s.Task, s.Attempt = r.task, r.attempt
 	b, err := json.Marshal(s)
 	if err == nil {
@@ -281,10 +281,10 @@ func pairs() [][2]string {
 	return out
 }
 
-func (r *PlaceRunner) pingAll(ctx context.Context) (map[[2]string]float64, error) {
+func (r *Runner) pingAll(ctx context.Context) (map[[2]string]float64, error) {
 	out := map[[2]string]float64{}
 	for _, pr := range pairs() {
-		m, _, err := r.S.Ping(ctx, r.D, pr[0], pr[1], r.S.Plan.ICMPCount)
+		m, _, err := r.Session.Ping(ctx, r.Docker, pr[0], pr[1], r.Session.Plan.ICMPCount)
 		if err != nil {
 			return nil, err
 		}
@@ -297,20 +297,20 @@ func (r *PlaceRunner) pingAll(ctx context.Context) (map[[2]string]float64, error
 // links against zero measured right before, every link at zero (a
 // baseline taken minutes earlier would carry the drift of the host's
 // speed).
-func (r *PlaceRunner) checkLinks(ctx context.Context, phase string, heldOut bool) error {
-	ow := r.S.Plan.OneWayMs(heldOut)
-	if err := r.S.SetLinks(ctx, r.D, nil); err != nil {
+func (r *Runner) checkLinks(ctx context.Context, phase string, heldOut bool) error {
+	ow := r.Session.Plan.OneWayMs(heldOut)
+	if err := r.Session.SetLinks(ctx, r.Docker, nil); err != nil {
 		return err
 	}
 	zero, err := r.pingAll(ctx)
 	if err != nil {
 		return err
 	}
-	if err := r.S.SetLinks(ctx, r.D, r.links[heldOut]); err != nil {
+	if err := r.Session.SetLinks(ctx, r.Docker, r.links[heldOut]); err != nil {
 		return err
 	}
 	for _, pr := range pairs() {
-		m, lost, err := r.S.Ping(ctx, r.D, pr[0], pr[1], r.S.Plan.ICMPCount)
+		m, lost, err := r.Session.Ping(ctx, r.Docker, pr[0], pr[1], r.Session.Plan.ICMPCount)
 		if err != nil {
 			return err
 		}
@@ -322,7 +322,7 @@ func (r *PlaceRunner) checkLinks(ctx context.Context, phase string, heldOut bool
 
 // measure runs warmup+n requests of path on a host directly and returns the
 // measured latencies of the successful ones (ms) and the failures.
-func (r *PlaceRunner) measure(ctx context.Context, rep int, phase, host, path string, warmup, n int) ([]float64, int, error) {
+func (r *Runner) measure(ctx context.Context, rep int, phase, host, path string, warmup, n int) ([]float64, int, error) {
 	paths := make([]string, warmup+n)
 	for i := range paths {
 		paths[i] = path
@@ -330,7 +330,7 @@ func (r *PlaceRunner) measure(ctx context.Context, rep int, phase, host, path st
 	// With the proxy's connection per request, direct requests open one
 	// too, so that the models' client path and residuals and the held-out
 	// p50s pay what a routed request pays.
-	rs, err := r.S.Load(ctx, r.D, r.S.hostURL(host), paths, warmup, !r.S.Plan.Pools())
+	rs, err := r.Session.Load(ctx, r.Docker, r.Session.hostURL(host), paths, warmup, !r.Session.Plan.Pools())
 	if err != nil {
 		return nil, 0, err
 	}
@@ -355,8 +355,8 @@ func (r *PlaceRunner) measure(ctx context.Context, rep int, phase, host, path st
 
 // calPaths are the routes measured in calibration: the plan's, plus the
 // per-N route at n=0 when there is a sweep.
-func (r *PlaceRunner) calRoutes() []RouteCalibration {
-	p, t := r.S.Plan, r.S.Stack.Target
+func (r *Runner) calRoutes() []RouteCalibration {
+	p, t := r.Session.Plan, r.Session.Stack.Target
 	var out []RouteCalibration
 	for _, path := range p.Routes {
 		rm, _ := routeMeta(t.Meta, path)
@@ -389,15 +389,15 @@ type phaseSamples struct {
 // connect, /health and each route (the blocks in a seeded random order),
 // and SELECT 1 when the phase is the calibration. n and sel are the
 // round's requests per block and SELECT 1 calls per host.
-func (r *PlaceRunner) measureRound(ctx context.Context, rep int, phase string, paths []string, warmup, n, selWarmup, sel int, into *phaseSamples) error {
-	before, err := r.S.Shaping.Snapshot(ctx, r.D)
+func (r *Runner) measureRound(ctx context.Context, rep int, phase string, paths []string, warmup, n, selWarmup, sel int, into *phaseSamples) error {
+	before, err := r.Session.Shaping.Snapshot(ctx, r.Docker)
 	if err != nil {
 		return err
 	}
 	if err := r.measureBlocks(ctx, rep, phase, paths, warmup, n, selWarmup, sel, into); err != nil {
 		return err
 	}
-	after, err := r.S.Shaping.Snapshot(ctx, r.D)
+	after, err := r.Session.Shaping.Snapshot(ctx, r.Docker)
 	if err != nil {
 		return err
 	}
@@ -413,10 +413,10 @@ func (r *PlaceRunner) measureRound(ctx context.Context, rep int, phase string, p
 
 // measureBlocks is one round's measurements of a phase: connect, every
 // (host, route) block in seeded order, and SELECT 1 from each host.
-func (r *PlaceRunner) measureBlocks(ctx context.Context, rep int, phase string, paths []string, warmup, n, selWarmup, sel int, into *phaseSamples) error {
+func (r *Runner) measureBlocks(ctx context.Context, rep int, phase string, paths []string, warmup, n, selWarmup, sel int, into *phaseSamples) error {
 	var blocks []phaseBlock
 	for _, h := range []string{NodeA, NodeB} {
-		c, err := r.S.Connect(ctx, r.D, h, warmup, n)
+		c, err := r.Session.Connect(ctx, r.Docker, h, warmup, n)
 		if err != nil {
 			return err
 		}
@@ -438,7 +438,7 @@ func (r *PlaceRunner) measureBlocks(ctx context.Context, rep int, phase string, 
 		return nil
 	}
 	for _, h := range []string{NodeA, NodeB} {
-		s, err := r.S.Select1(ctx, r.D, h, selWarmup, sel)
+		s, err := r.Session.Select1(ctx, r.Docker, h, selWarmup, sel)
 		if err != nil {
 			return err
 		}
@@ -474,8 +474,8 @@ func share(total, rounds, i int) int {
 // first round and at most 3 the later ones (each block is a fresh load
 // client).
 // check, when set, runs right after each phase's links are first applied.
-func (r *PlaceRunner) measurePhases(ctx context.Context, rep int, paths []string, check func(heldOut bool) error) (cal, ho *phaseSamples, err error) {
-	p := r.S.Plan
+func (r *Runner) measurePhases(ctx context.Context, rep int, paths []string, check func(heldOut bool) error) (cal, ho *phaseSamples, err error) {
+	p := r.Session.Plan
 	newSamples := func() *phaseSamples {
 		return &phaseSamples{connect: map[string][]float64{}, http: map[phaseBlock][]float64{}, select1: map[string][]float64{}}
 	}
@@ -493,7 +493,7 @@ func (r *PlaceRunner) measurePhases(ctx context.Context, rep int, paths []string
 			if heldOut {
 				into, sel = ho, 0
 			}
-			r.S.say("rep %d/%d round %d/%d: %s (%s)", rep, p.Repeat, round+1, p.Rounds, phase, map[bool]string{false: "links as configured", true: heldOutText(p)}[heldOut])
+			r.Session.say("rep %d/%d round %d/%d: %s (%s)", rep, p.Repeat, round+1, p.Rounds, phase, map[bool]string{false: "links as configured", true: heldOutText(p)}[heldOut])
 			if err := r.setPhaseLinks(ctx, fmt.Sprintf("rep %d %s", rep, phase), heldOut); err != nil {
 				return nil, nil, err
 			}
@@ -529,7 +529,7 @@ func hostCalibrations(s *phaseSamples, health string, routes []RouteCalibration)
 
 // rep runs one repetition: calibration and held-out test in interleaved
 // rounds, the models' rows, and the routed comparison through the proxy.
-func (r *PlaceRunner) rep(ctx context.Context, rep int, zeroSel map[string][]float64) (PlaceRep, error) {
+func (r *Runner) rep(ctx context.Context, rep int, zeroSel map[string][]float64) (PlaceRep, error) {
 	pr := &placeRep{r: r, n: rep, out: PlaceRep{Rep: rep}}
 	err := pr.run(ctx, zeroSel)
 	return pr.out, err
@@ -538,7 +538,7 @@ func (r *PlaceRunner) rep(ctx context.Context, rep int, zeroSel map[string][]flo
 // placeRep is one repetition in progress: its runner, its number and the
 // PlaceRep its phases fill.
 type placeRep struct {
-	r   *PlaceRunner
+	r   *Runner
 	n   int
 	out PlaceRep
 }
@@ -567,10 +567,10 @@ func (pr *placeRep) run(ctx context.Context, zeroSel map[string][]float64) error
 // health path and the routes; the first repetition checks each phase's
 // links by ICMP when they are first applied.
 func (pr *placeRep) measurePhases(ctx context.Context, routes []RouteCalibration) (cal, ho *phaseSamples, err error) {
-	r, p, rep := pr.r, pr.r.S.Plan, pr.n
-	r.S.say("rep %d/%d: calibration (links as configured) and held-out test (%s) in %d interleaved rounds: connect, %s and %d routes on a and b, %d+%d requests each in all",
-		rep, p.Repeat, heldOutText(p), p.Rounds, r.S.Stack.Target.Meta.Health, len(p.Routes), p.Warmup, p.Requests)
-	paths := []string{r.S.Stack.Target.Meta.Health}
+	r, p, rep := pr.r, pr.r.Session.Plan, pr.n
+	r.Session.say("rep %d/%d: calibration (links as configured) and held-out test (%s) in %d interleaved rounds: connect, %s and %d routes on a and b, %d+%d requests each in all",
+		rep, p.Repeat, heldOutText(p), p.Rounds, r.Session.Stack.Target.Meta.Health, len(p.Routes), p.Warmup, p.Requests)
+	paths := []string{r.Session.Stack.Target.Meta.Health}
 	for _, rc := range routes {
 		paths = append(paths, requestPath(rc, 0))
 	}
@@ -589,8 +589,8 @@ func (pr *placeRep) measurePhases(ctx context.Context, routes []RouteCalibration
 // phase's samples (filling routes' p50s) and validates it; the first
 // repetition also records the SELECT 1 checks against zeroSel.
 func (pr *placeRep) calibrate(calS *phaseSamples, routes []RouteCalibration, zeroSel map[string][]float64) error {
-	r, p := pr.r, pr.r.S.Plan
-	hosts := hostCalibrations(calS, r.S.Stack.Target.Meta.Health, routes)
+	r, p := pr.r, pr.r.Session.Plan
+	hosts := hostCalibrations(calS, r.Session.Stack.Target.Meta.Health, routes)
 	if pr.n == 1 {
 		for _, h := range []string{NodeA, NodeB} {
 			z := stats.Median(zeroSel[h])
@@ -616,9 +616,9 @@ func (pr *placeRep) heldOut(ctx context.Context, hoS *phaseSamples, routes []Rou
 		hoRoutes[i] = rc
 		hoRoutes[i].P50Ms = map[string]float64{}
 	}
-	hoHosts := hostCalibrations(hoS, r.S.Stack.Target.Meta.Health, hoRoutes)
+	hoHosts := hostCalibrations(hoS, r.Session.Stack.Target.Meta.Health, hoRoutes)
 	// The routed comparison and what follows run with the held-out change.
-	if err := r.S.SetLinks(ctx, r.D, r.links[true]); err != nil {
+	if err := r.Session.SetLinks(ctx, r.Docker, r.links[true]); err != nil {
 		return Calibration{}, err
 	}
 	ho := cal
@@ -645,7 +645,7 @@ type routedReq struct{ policy, route string }
 
 // routedCells are the routed comparison's (policy, route) cells: every
 // plan route, then the per-N route at each routed_n, under each policy.
-func routedCells(p *PlacePlan, m *apps.Meta) []routedReq {
+func routedCells(p *Plan, m *apps.Meta) []routedReq {
 	var routes []string
 	routes = append(routes, p.Routes...)
 	if rm, ok := perNRoute(m); ok {
@@ -667,21 +667,21 @@ func routedCells(p *PlacePlan, m *apps.Meta) []routedReq {
 // a seeded random order, on one client connection; then it appends the
 // proxy's decisions and records the samples.
 func (pr *placeRep) routed(ctx context.Context, ho Calibration) error {
-	r, p, rep := pr.r, pr.r.S.Plan, pr.n
+	r, p, rep := pr.r, pr.r.Session.Plan, pr.n
 	keep := p.Pools()
 	conn := "keep-alive pools per upstream"
 	if !keep {
 		conn = "a new upstream connection per request"
 	}
-	cells := routedCells(p, r.S.Stack.Target.Meta)
-	r.S.say("rep %d/%d: routed comparison through the proxy (%s): %d policies × %d routes, %d+%d requests each, interleaved", rep, p.Repeat, conn, len(p.Policies), len(cells)/len(p.Policies), p.RoutedWarmup, p.RoutedRequests)
+	cells := routedCells(p, r.Session.Stack.Target.Meta)
+	r.Session.say("rep %d/%d: routed comparison through the proxy (%s): %d policies × %d routes, %d+%d requests each, interleaved", rep, p.Repeat, conn, len(p.Policies), len(cells)/len(p.Policies), p.RoutedWarmup, p.RoutedRequests)
 	cfg := Config{
-		Upstreams:         []Upstream{{Name: NodeA, URL: r.S.hostURL(NodeA)}, {Name: NodeB, URL: r.S.hostURL(NodeB)}},
+		Upstreams:         []Upstream{{Name: NodeA, URL: r.Session.hostURL(NodeA)}, {Name: NodeB, URL: r.Session.hostURL(NodeB)}},
 		Calibration:       ho,
 		DefaultPolicy:     PolicyUserFirst,
 		DisableKeepAlives: !keep,
 	}
-	if err := r.S.StartProxy(ctx, r.D, cfg); err != nil {
+	if err := r.Session.StartProxy(ctx, r.Docker, cfg); err != nil {
 		return err
 	}
 	order := append(shuffled(cells, p.RoutedWarmup, r.rng), shuffled(cells, p.RoutedRequests, r.rng)...)
@@ -693,8 +693,8 @@ func (pr *placeRep) routed(ctx context.Context, ho Calibration) error {
 		}
 		routed[i] = c.route + sep + QueryPolicy + "=" + c.policy
 	}
-	rs, lerr := r.S.Load(ctx, r.D, fmt.Sprintf("http://127.0.0.1:%d", proxyPort), routed, p.RoutedWarmup*len(cells), false)
-	recs, derr := r.S.StopProxy(ctx, r.D)
+	rs, lerr := r.Session.Load(ctx, r.Docker, fmt.Sprintf("http://127.0.0.1:%d", proxyPort), routed, p.RoutedWarmup*len(cells), false)
+	recs, derr := r.Session.StopProxy(ctx, r.Docker)
 	if lerr != nil {
 		return lerr
 	}
@@ -713,7 +713,7 @@ func (pr *placeRep) routed(ctx context.Context, ho Calibration) error {
 // writes them as samples and sets the routed summary and the proxy's
 // overhead.
 func (pr *placeRep) recordRouted(order []routedReq, rs []workloads.Result, recs []DecisionRecord) {
-	r, p, rep := pr.r, pr.r.S.Plan, pr.n
+	r, p, rep := pr.r, pr.r.Session.Plan, pr.n
 	var samples []Sample
 	var overhead []float64
 	for i, x := range rs {
@@ -741,14 +741,14 @@ func (pr *placeRep) recordRouted(order []routedReq, rs []workloads.Result, recs 
 
 // setPhaseLinks applies the plan's links (with the held-out additions when
 // heldOut), calibrated against ICMP unless the plan says calibrate: off.
-func (r *PlaceRunner) setPhaseLinks(ctx context.Context, phase string, heldOut bool) error {
+func (r *Runner) setPhaseLinks(ctx context.Context, phase string, heldOut bool) error {
 	if applied, ok := r.links[heldOut]; ok {
-		return r.S.SetLinks(ctx, r.D, applied)
+		return r.Session.SetLinks(ctx, r.Docker, applied)
 	}
-	want := r.S.Plan.OneWayMs(heldOut)
-	if r.S.Plan.Calibrate == "off" {
+	want := r.Session.Plan.OneWayMs(heldOut)
+	if r.Session.Plan.Calibrate == "off" {
 		r.links[heldOut] = want
-		return r.S.SetLinks(ctx, r.D, want)
+		return r.Session.SetLinks(ctx, r.Docker, want)
 	}
 	// The links the held-out change leaves alone keep the delays the other
 	// phase calibrated: only what the change touches is calibrated again,
@@ -757,7 +757,7 @@ func (r *PlaceRunner) setPhaseLinks(ctx context.Context, phase string, heldOut b
 	// as error).
 	var fixed map[[2]string]float64
 	if other, ok := r.links[!heldOut]; ok {
-		otherWant := r.S.Plan.OneWayMs(!heldOut)
+		otherWant := r.Session.Plan.OneWayMs(!heldOut)
 		fixed = map[[2]string]float64{}
 		for _, pr := range pairs() {
 			back := [2]string{pr[1], pr[0]}
@@ -766,13 +766,13 @@ func (r *PlaceRunner) setPhaseLinks(ctx context.Context, phase string, heldOut b
 			}
 		}
 	}
-	r.S.say("  calibrating the link delays against ICMP (%s)", phase)
+	r.Session.say("  calibrating the link delays against ICMP (%s)", phase)
 	applied, err := r.calibrateLinks(ctx, phase, want, fixed)
 	r.links[heldOut] = applied
 	return err
 }
 
-func heldOutText(p *PlacePlan) string {
+func heldOutText(p *Plan) string {
 	var parts []string
 	for _, o := range p.HeldOut {
 		parts = append(parts, fmt.Sprintf("+%g ms one-way %s→%s", o.Ms, o.From, o.To))
@@ -783,7 +783,7 @@ func heldOutText(p *PlacePlan) string {
 	return strings.Join(parts, ", ")
 }
 
-func (r *PlaceRunner) appendDecisions(rep int, recs []DecisionRecord) error {
+func (r *Runner) appendDecisions(rep int, recs []DecisionRecord) error {
 	type line struct {
 		Task    string `json:"task"`
 		Attempt int    `json:"attempt"`
@@ -799,10 +799,10 @@ func (r *PlaceRunner) appendDecisions(rep int, recs []DecisionRecord) error {
 
 // sweep measures the per-N route on both hosts directly, with the held-out
 // change in place, (N, host) blocks in a seeded random order.
-func (r *PlaceRunner) sweep(ctx context.Context) error {
-	p := r.S.Plan
-	rm, _ := perNRoute(r.S.Stack.Target.Meta)
-	r.S.say("serial sweep: %s?n=N for N in %v on a and b directly, %d+%d requests each", rm.Path, p.SweepN, p.SweepWarmup, p.SweepRequests)
+func (r *Runner) sweep(ctx context.Context) error {
+	p := r.Session.Plan
+	rm, _ := perNRoute(r.Session.Stack.Target.Meta)
+	r.Session.say("serial sweep: %s?n=N for N in %v on a and b directly, %d+%d requests each", rm.Path, p.SweepN, p.SweepWarmup, p.SweepRequests)
 	type block struct {
 		n    int
 		host string
@@ -814,7 +814,7 @@ func (r *PlaceRunner) sweep(ctx context.Context) error {
 	r.rng.Shuffle(len(blocks), func(i, j int) { blocks[i], blocks[j] = blocks[j], blocks[i] })
 	a, b := map[int][]float64{}, map[int][]float64{}
 	for i, bl := range blocks {
-		r.S.say("  sweep %d/%d: n=%d on %s", i+1, len(blocks), bl.n, bl.host)
+		r.Session.say("  sweep %d/%d: n=%d on %s", i+1, len(blocks), bl.n, bl.host)
 		ms, _, err := r.measure(ctx, 0, "sweep", bl.host, fmt.Sprintf("%s?%s=%d", rm.Path, NParam, bl.n), p.SweepWarmup, p.SweepRequests)
 		if err != nil {
 			return err
@@ -864,7 +864,7 @@ func sweepPredicted(res *PlaceResult) []PredictedRow {
 
 // warn adds the statistics' caveats: low n, failures, unverified links,
 // a load generator that fell behind its schedule.
-func (r *PlaceRunner) warn() {
+func (r *Runner) warn() {
 	res := r.res
 	for _, c := range res.Concurrency {
 		tot := c.N + c.Failures

@@ -17,9 +17,9 @@ import (
 
 // smallPlan is placement-smoke for app with fewer requests: every phase
 // runs, in a second.
-func smallPlan(t *testing.T, app string) *PlacePlan {
+func smallPlan(t *testing.T, app string) *Plan {
 	t.Helper()
-	p, _ := BuiltinPlacePlan("placement-smoke")
+	p, _ := BuiltinPlan("placement-smoke")
 	p.App = app
 	p.Warmup, p.Requests, p.Rounds = 2, 8, 2
 	p.Select1Warmup, p.Select1Calls = 2, 10
@@ -36,7 +36,7 @@ func smallPlan(t *testing.T, app string) *PlacePlan {
 // startLab starts the placement session of p on a fresh lab and tells the
 // lab the nodes' addresses; the stack is removed when the test ends, and
 // the test fails if anything is left.
-func startLab(t *testing.T, p *PlacePlan) (*placeLab, *PlaceSession) {
+func startLab(t *testing.T, p *Plan) (*placeLab, *Session) {
 	t.Helper()
 	l := newPlaceLab(t, p.App)
 	ps, err := StartPlacement(context.Background(), l, p, l.target(t, p), 5*time.Second)
@@ -70,7 +70,7 @@ func TestPlacementRunOnAFakeEngine(t *testing.T) {
 	var progress []string
 	ps.Progress = func(s string) { progress = append(progress, s) }
 	dir := filepath.Join(t.TempDir(), "run")
-	r := &PlaceRunner{D: l, S: ps, Dir: dir, Version: "test"}
+	r := &Runner{Docker: l, Session: ps, Dir: dir, Version: "test"}
 	res, err := r.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -223,7 +223,7 @@ func TestPlacementRunFailures(t *testing.T) {
 			l, ps := startLab(t, p)
 			c.break_(l)
 			dir := filepath.Join(t.TempDir(), "run")
-			_, err := (&PlaceRunner{D: l, S: ps, Dir: dir, Version: "test"}).Run(context.Background())
+			_, err := (&Runner{Docker: l, Session: ps, Dir: dir, Version: "test"}).Run(context.Background())
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("err %v, want one about %q", err, c.want)
 			}
@@ -237,7 +237,7 @@ func TestPlacementRunFailures(t *testing.T) {
 // placement-asym is placement with b on half a CPU; the quota reaches b's
 // container only, and the summary says so.
 func TestPlacementCPUsLimitAHost(t *testing.T) {
-	asym, ok := BuiltinPlacePlan("placement-asym")
+	asym, ok := BuiltinPlan("placement-asym")
 	if !ok || asym.CPUs[NodeB] != 0.5 || len(asym.CPUs) != 1 || asym.Validate() != nil {
 		t.Fatalf("placement-asym: %+v", asym)
 	}

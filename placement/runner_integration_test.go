@@ -22,7 +22,7 @@ func TestIntegrationPlacementSmoke(t *testing.T) {
 	rt := enginetest.Engine(t)
 	all := enginetest.BuiltApps(t, rt, "postgres", "agent", "rails")
 	// placement-smoke's counts, with a–db 1 ms against b–db 0.1 ms.
-	plan, err := LoadPlacePlan("testdata/placement-ci.yaml")
+	plan, err := LoadPlan("testdata/placement-ci.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func TestIntegrationPlacementSmoke(t *testing.T) {
 	}
 	ps.Progress = func(s string) { t.Log(s) }
 	dir := t.TempDir()
-	r := &PlaceRunner{D: rt, S: ps, Dir: dir}
+	r := &Runner{Docker: rt, Session: ps, Dir: dir}
 	res, err := r.Run(ctx)
 	if err != nil {
 		t.Fatal(err)

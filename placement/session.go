@@ -20,19 +20,19 @@ import (
 	"github.com/rttlab/rttlab/workloads"
 )
 
-// PlaceSession is the placement study's four nodes with their agents.
-type PlaceSession struct {
+// Session is the placement study's four nodes with their agents.
+type Session struct {
 	Stack   *stack.Stack
 	Shaping *shaping.Shaping
 	Nodes   map[string]*stack.Member // client, a, b, db
 	Port    int
 	Proxy   string // the proxy container's ID while it runs
-	Plan    *PlacePlan
+	Plan    *Plan
 	// Progress gets a line per step; nil says nothing.
 	Progress func(string)
 }
 
-func (ps *PlaceSession) say(format string, a ...any) {
+func (ps *Session) say(format string, a ...any) {
 	if ps.Progress != nil {
 		ps.Progress(fmt.Sprintf(format, a...))
 	}
@@ -47,13 +47,13 @@ const proxyLog = "/tmp/rttlab-decisions.jsonl"
 // StartPlacement starts the database, the app on two compute hosts, the
 // client node and one agent per node on one private network. On failure
 // everything started is removed.
-func StartPlacement(ctx context.Context, d engine.Docker, plan *PlacePlan, t apps.Target, readyTimeout time.Duration) (ps *PlaceSession, err error) {
+func StartPlacement(ctx context.Context, d engine.Docker, plan *Plan, t apps.Target, readyTimeout time.Duration) (ps *Session, err error) {
 	if readyTimeout == 0 {
 		readyTimeout = 3 * time.Minute
 	}
 	runID := stack.NewRunID()
 	st := &stack.Stack{RunID: runID, Target: t, DB: stack.RttlabDB(stack.NewPassword())}
-	ps = &PlaceSession{Stack: st, Nodes: map[string]*stack.Member{}, Port: t.Meta.Port, Plan: plan}
+	ps = &Session{Stack: st, Nodes: map[string]*stack.Member{}, Port: t.Meta.Port, Plan: plan}
 	defer func() {
 		if err != nil {
 			st.RemoveJoin(ctx, d, &err)
@@ -84,7 +84,7 @@ func StartPlacement(ctx context.Context, d engine.Docker, plan *PlacePlan, t app
 
 // startNodes starts the database, the app on a and b and the client
 // node, each waited for (the database and the apps until they answer).
-func (ps *PlaceSession) startNodes(ctx context.Context, d engine.Docker, dbEnv, appVars []string, readyTimeout time.Duration) error {
+func (ps *Session) startNodes(ctx context.Context, d engine.Docker, dbEnv, appVars []string, readyTimeout time.Duration) error {
 	st := ps.Stack
 	ps.say("starting PostgreSQL, %s on compute hosts a and b, the client node and four agents", st.Target.Name)
 	db, err := ps.startNode(ctx, d, NodeDB, engine.ImageRef("postgres"), nil, dbEnv)
@@ -112,7 +112,7 @@ func (ps *PlaceSession) startNodes(ctx context.Context, d engine.Docker, dbEnv, 
 // startNode creates and starts one node's container on the stack's
 // network, adds it to the stack (once it has an ID) and to the nodes, and
 // reads its address.
-func (ps *PlaceSession) startNode(ctx context.Context, d engine.Docker, node, image string, cmd, env []string) (*stack.Member, error) {
+func (ps *Session) startNode(ctx context.Context, d engine.Docker, node, image string, cmd, env []string) (*stack.Member, error) {
 	st := ps.Stack
 	labels := stack.RunLabels(st.RunID, map[string]string{engine.LabelRole: node, engine.LabelService: node})
 	if node == NodeA || node == NodeB {
@@ -147,7 +147,7 @@ func (ps *PlaceSession) startNode(ctx context.Context, d engine.Docker, node, im
 // which direction depending on its shaper (ingress: arriving from the
 // peer; egress: sent to it). Zero still routes packets through the
 // shaper, so every phase pays the same shaper cost.
-func (ps *PlaceSession) SetLinks(ctx context.Context, d engine.Containers, oneWay map[[2]string]float64) error {
+func (ps *Session) SetLinks(ctx context.Context, d engine.Containers, oneWay map[[2]string]float64) error {
 	for _, self := range PlaceNodes {
 		a := ps.Shaping.Agents[self]
 		if a == nil {
@@ -174,14 +174,14 @@ func (ps *PlaceSession) SetLinks(ctx context.Context, d engine.Containers, oneWa
 }
 
 // hostURL is a compute host's base URL as the client node reaches it.
-func (ps *PlaceSession) hostURL(node string) string {
+func (ps *Session) hostURL(node string) string {
 	return "http://" + net.JoinHostPort(ps.Nodes[node].IP, fmt.Sprint(ps.Port))
 }
 
 // Load runs the closed-loop load client in the client node against base
 // with the given paths (warmup first), over one kept-alive connection or,
 // with newConn, a new connection per request.
-func (ps *PlaceSession) Load(ctx context.Context, d engine.Docker, base string, paths []string, warmup int, newConn bool) ([]workloads.Result, error) {
+func (ps *Session) Load(ctx context.Context, d engine.Docker, base string, paths []string, warmup int, newConn bool) ([]workloads.Result, error) {
 	cmd := []string{"/usr/local/bin/rttlab", "agent", "load", "--url", base, "--warmup", fmt.Sprint(warmup)}
 	if newConn {
 		cmd = append(cmd, "--new-conn")
@@ -211,7 +211,7 @@ func (ps *PlaceSession) Load(ctx context.Context, d engine.Docker, base string, 
 }
 
 // dead reports a node or agent that stopped.
-func (ps *PlaceSession) dead(ctx context.Context, d engine.Docker) error {
+func (ps *Session) dead(ctx context.Context, d engine.Docker) error {
 	for _, m := range ps.Stack.Members {
 		if err := stack.CheckRunning(ctx, d, m); err != nil {
 			return err
@@ -230,7 +230,7 @@ func (ps *PlaceSession) dead(ctx context.Context, d engine.Docker) error {
 }
 
 // Connect times TCP connects from the client node to a host.
-func (ps *PlaceSession) Connect(ctx context.Context, d engine.Docker, node string, warmup, count int) ([]float64, error) {
+func (ps *Session) Connect(ctx context.Context, d engine.Docker, node string, warmup, count int) ([]float64, error) {
 	var out, errb bytes.Buffer
 	to := net.JoinHostPort(ps.Nodes[node].IP, fmt.Sprint(ps.Port))
 	code, err := d.Exec(ctx, ps.Nodes[NodeClient].ID, engine.ExecSpec{
@@ -253,7 +253,7 @@ func (ps *PlaceSession) Connect(ctx context.Context, d engine.Docker, node strin
 
 // Select1 runs warmup+calls SELECT 1 from a node's namespace and returns
 // the measured calls' latencies in ms.
-func (ps *PlaceSession) Select1(ctx context.Context, d engine.Containers, node string, warmup, calls int) ([]float64, error) {
+func (ps *Session) Select1(ctx context.Context, d engine.Containers, node string, warmup, calls int) ([]float64, error) {
 	runs, err := shaping.AgentSelectOne(ctx, d, ps.Shaping.Agents[node], ps.Nodes[NodeDB].IP, ps.Stack.DB, 1, warmup+calls)
 	if err != nil {
 		return nil, err
@@ -274,7 +274,7 @@ func (ps *PlaceSession) Select1(ctx context.Context, d engine.Containers, node s
 
 // Ping sends ICMP echoes from one node to another and returns the mean
 // RTT in ms and the echoes lost.
-func (ps *PlaceSession) Ping(ctx context.Context, d engine.Containers, from, to string, count int) (float64, int, error) {
+func (ps *Session) Ping(ctx context.Context, d engine.Containers, from, to string, count int) (float64, int, error) {
 	res, err := shaping.AgentPing(ctx, d, ps.Shaping.Agents[from], ps.Nodes[to].IP, count, 2*time.Millisecond)
 	if err != nil {
 		return 0, 0, err
@@ -288,7 +288,7 @@ func (ps *PlaceSession) Ping(ctx context.Context, d engine.Containers, from, to 
 // StartProxy starts the routing proxy in the client node's network
 // namespace with cfg (Listen and LogPath are set here) and waits until it
 // answers.
-func (ps *PlaceSession) StartProxy(ctx context.Context, d engine.Docker, cfg Config) error {
+func (ps *Session) StartProxy(ctx context.Context, d engine.Docker, cfg Config) error {
 	cfg.Listen = fmt.Sprintf("127.0.0.1:%d", proxyPort)
 	cfg.LogPath = proxyLog
 	b, err := json.Marshal(cfg)
@@ -324,7 +324,7 @@ func (ps *PlaceSession) StartProxy(ctx context.Context, d engine.Docker, cfg Con
 }
 
 // StopProxy stops the proxy after reading its decision log.
-func (ps *PlaceSession) StopProxy(ctx context.Context, d engine.Docker) ([]DecisionRecord, error) {
+func (ps *Session) StopProxy(ctx context.Context, d engine.Docker) ([]DecisionRecord, error) {
 	if ps.Proxy == "" {
 		return nil, nil
 	}

@@ -39,7 +39,7 @@ const (
 const placeAttempts = 2
 
 // Tasks lists the plan's tasks in the order they run.
-func (p *PlacePlan) Tasks() []string {
+func (p *Plan) Tasks() []string {
 	tasks := []string{"baseline"}
 	for rep := 1; rep <= p.Repeat; rep++ {
 		tasks = append(tasks, fmt.Sprintf("rep-%d", rep))
@@ -68,7 +68,7 @@ type stateLink struct {
 	OneWayMs float64 `json:"one_way_ms"`
 }
 
-func (r *PlaceRunner) state() placeState {
+func (r *Runner) state() placeState {
 	st := placeState{Result: r.res, ZeroSel: r.zeroSel}
 	for _, heldOut := range []bool{false, true} {
 		for k, ms := range r.links[heldOut] {
@@ -79,7 +79,7 @@ func (r *PlaceRunner) state() placeState {
 }
 
 // restore sets the runner's state from a done task's (JSON).
-func (r *PlaceRunner) restore(b []byte) error {
+func (r *Runner) restore(b []byte) error {
 	var st placeState
 	if err := json.Unmarshal(b, &st); err != nil {
 		return fmt.Errorf("%s: a done task's state: %w", results.JournalFile, err)
@@ -109,13 +109,13 @@ func taskRNG(seed uint64, task string) *rand.Rand {
 // Run runs every task the folder has not done (all of them in a new
 // folder, whose manifest it writes) and writes summary.json, summary.md
 // and the plots. The caller holds the folder's lock.
-func (r *PlaceRunner) Run(ctx context.Context) (*PlaceResult, error) {
+func (r *Runner) Run(ctx context.Context) (*PlaceResult, error) {
 	j, err := r.open(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer r.samples.Close()
-	tasks := r.S.Plan.Tasks()
+	tasks := r.Session.Plan.Tasks()
 	for i, task := range tasks {
 		if _, ok := j.Done(task); ok {
 			continue
@@ -124,8 +124,8 @@ func (r *PlaceRunner) Run(ctx context.Context) (*PlaceResult, error) {
 		if err != nil {
 			return r.res, err
 		}
-		r.S.say("task %d/%d: %s", i+1, len(tasks), task)
-		err = j.Run(ctx, task, results.Retry{Attempts: r.attempts(), Say: r.S.say,
+		r.Session.say("task %d/%d: %s", i+1, len(tasks), task)
+		err = j.Run(ctx, task, results.Retry{Attempts: r.attempts(), Say: r.Session.say,
 			Fresh: func(ctx context.Context, _ error) error { return r.fresh(ctx, before) }},
 			func(ctx context.Context, attempt int) (any, error) { return r.runTask(ctx, task, attempt) })
 		if err != nil {
@@ -141,7 +141,7 @@ func (r *PlaceRunner) Run(ctx context.Context) (*PlaceResult, error) {
 	return r.res, r.finish()
 }
 
-func (r *PlaceRunner) attempts() int {
+func (r *Runner) attempts() int {
 	if r.Fresh == nil {
 		return 1
 	}
@@ -151,7 +151,7 @@ func (r *PlaceRunner) attempts() int {
 // open opens the folder's journal and samples (appending, after trimming
 // a cut last line) and sets the state: a new study's, whose manifest it
 // writes, or the last done task's.
-func (r *PlaceRunner) open(ctx context.Context) (*results.Journal, error) {
+func (r *Runner) open(ctx context.Context) (*results.Journal, error) {
 	if err := os.MkdirAll(r.Dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -175,11 +175,11 @@ func (r *PlaceRunner) open(ctx context.Context) (*results.Journal, error) {
 			f.Close()
 			return nil, err
 		}
-		r.S.say("resuming: %d of %d tasks done (%v)", n, len(r.S.Plan.Tasks()), j.Order)
+		r.Session.say("resuming: %d of %d tasks done (%v)", n, len(r.Session.Plan.Tasks()), j.Order)
 		return j, nil
 	}
-	r.res = &PlaceResult{Kind: results.KindPlacement, Plan: r.S.Plan, RunID: r.S.Stack.RunID, Backend: r.S.Shaping.Backend, KeepAlive: r.S.Plan.Pools(), Started: time.Now().UTC()}
-	if a := r.S.Shaping.Agents[NodeA]; a != nil {
+	r.res = &PlaceResult{Kind: results.KindPlacement, Plan: r.Session.Plan, RunID: r.Session.Stack.RunID, Backend: r.Session.Shaping.Backend, KeepAlive: r.Session.Plan.Pools(), Started: time.Now().UTC()}
+	if a := r.Session.Shaping.Agents[NodeA]; a != nil {
 		r.res.Backend = a.Info.Backend
 	}
 	if _, err := os.Stat(filepath.Join(r.Dir, results.ManifestFile)); err == nil {
@@ -194,7 +194,7 @@ func (r *PlaceRunner) open(ctx context.Context) (*results.Journal, error) {
 
 // fresh readies the retry of a failed task: the state of the task before
 // it, a fresh session.
-func (r *PlaceRunner) fresh(ctx context.Context, before []byte) error {
+func (r *Runner) fresh(ctx context.Context, before []byte) error {
 	if err := r.restore(before); err != nil {
 		return err
 	}
@@ -202,15 +202,15 @@ func (r *PlaceRunner) fresh(ctx context.Context, before []byte) error {
 	if err != nil {
 		return err
 	}
-	r.S = s
+	r.Session = s
 	return nil
 }
 
 // runTask runs one attempt of task and returns the state it leaves once
 // its samples are on disk.
-func (r *PlaceRunner) runTask(ctx context.Context, task string, attempt int) (any, error) {
+func (r *Runner) runTask(ctx context.Context, task string, attempt int) (any, error) {
 	r.task, r.attempt, r.werr = task, attempt, nil
-	r.rng = taskRNG(r.S.Plan.Seed, task)
+	r.rng = taskRNG(r.Session.Plan.Seed, task)
 	err := r.runPhase(ctx, task)
 	if ferr := r.flush(); err == nil {
 		err = ferr
@@ -224,7 +224,7 @@ func (r *PlaceRunner) runTask(ctx context.Context, task string, attempt int) (an
 // runPhase runs task's measurements. The sweep and the concurrency phase
 // run with the held-out links, set again first (a resumed study's stack
 // is a fresh one).
-func (r *PlaceRunner) runPhase(ctx context.Context, task string) error {
+func (r *Runner) runPhase(ctx context.Context, task string) error {
 	var rep int
 	switch {
 	case task == "baseline":
@@ -233,7 +233,7 @@ func (r *PlaceRunner) runPhase(ctx context.Context, task string) error {
 		return err
 	case task == "sweep" || task == "concurrency":
 		if l, ok := r.links[true]; ok {
-			if err := r.S.SetLinks(ctx, r.D, l); err != nil {
+			if err := r.Session.SetLinks(ctx, r.Docker, l); err != nil {
 				return err
 			}
 		}
@@ -255,7 +255,7 @@ func (r *PlaceRunner) runPhase(ctx context.Context, task string) error {
 
 // flush writes the buffered samples and syncs them; the first error of
 // the samples' writes comes first.
-func (r *PlaceRunner) flush() error {
+func (r *Runner) flush() error {
 	if err := r.sw.Flush(); err != nil && r.werr == nil {
 		r.werr = fmt.Errorf("samples.jsonl: %w", err)
 	}
@@ -268,7 +268,7 @@ func (r *PlaceRunner) flush() error {
 // FolderPlan is a placement folder's own plan, from its manifest, for
 // --resume: the plan as the study first ran it (--repeat, --seed and
 // --keep-alive applied).
-func FolderPlan(dir string) (*PlacePlan, error) {
+func FolderPlan(dir string) (*Plan, error) {
 	if err := results.CheckResume(dir, results.KindPlacement); err != nil {
 		return nil, err
 	}
@@ -278,7 +278,7 @@ func FolderPlan(dir string) (*PlacePlan, error) {
 		return nil, err
 	}
 	var m struct {
-		Plan *PlacePlan `json:"plan"`
+		Plan *Plan `json:"plan"`
 	}
 	if err := json.Unmarshal(b, &m); err != nil {
 		return nil, fmt.Errorf("%s: %w", results.JSONErrPos(path, b, err), results.JSONWords(err))

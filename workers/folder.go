@@ -30,7 +30,7 @@ func CreateFolder(out string, plan *Plan, app, version string) (dir string, unlo
 			return "", nil, err
 		}
 	}
-	m := WorkersManifest{Kind: results.KindWorkers, Format: results.Format, Plan: plan, PlanFile: planFile, Seed: plan.Seed, Version: version,
+	m := Manifest{Kind: results.KindWorkers, Format: results.Format, Plan: plan, PlanFile: planFile, Seed: plan.Seed, Version: version,
 		Started: time.Now().UTC(), Backend: plan.Shaper, App: app}
 	b, _ := json.MarshalIndent(m, "", "  ")
 	if err := os.WriteFile(filepath.Join(dir, results.ManifestFile), append(b, '\n'), 0o644); err != nil {
@@ -67,12 +67,12 @@ func FolderPlan(dir string) (*Plan, error) {
 }
 
 // ReadManifest reads the manifest of a workers results folder.
-func ReadManifest(dir string) (*WorkersManifest, error) {
+func ReadManifest(dir string) (*Manifest, error) {
 	b, err := capped.ReadFile(filepath.Join(dir, results.ManifestFile), "manifest", 16<<20)
 	if err != nil {
 		return nil, fmt.Errorf("%s is not a workers results folder: %w", dir, err)
 	}
-	var m WorkersManifest
+	var m Manifest
 	if err := json.Unmarshal(b, &m); err != nil || m.Kind != results.KindWorkers {
 		return nil, fmt.Errorf("%s/manifest.json is not a workers study's manifest", dir)
 	}

@@ -26,11 +26,11 @@ import (
 	"github.com/rttlab/rttlab/workloads"
 )
 
-// WorkersSession is the worker-scheduling study's engine side: a network,
+// Session is the worker-scheduling study's engine side: a network,
 // PostgreSQL with its agent and the load client for the whole study, and
 // one app stack at a time (a Puma cluster, or W single-mode Pumas behind
 // the front proxy), each app container with its agent.
-type WorkersSession struct {
+type Session struct {
 	D        engine.Docker
 	Stack    *stack.Stack // RunID, network, password; Members: db, client, current apps
 	Target   apps.Target
@@ -52,17 +52,17 @@ type WorkersSession struct {
 // workersDecisionLog is the front proxy's log inside its container.
 const workersDecisionLog = "/tmp/rttlab-workers-decisions.jsonl"
 
-func (ws *WorkersSession) say(format string, a ...any) {
+func (ws *Session) say(format string, a ...any) {
 	if ws.Progress != nil {
 		ws.Progress(fmt.Sprintf(format, a...))
 	}
 }
 
 // StartWorkers starts the network, PostgreSQL with its agent and the client.
-func StartWorkers(ctx context.Context, d engine.Docker, t apps.Target, backend string) (ws *WorkersSession, err error) {
+func StartWorkers(ctx context.Context, d engine.Docker, t apps.Target, backend string) (ws *Session, err error) {
 	runID := stack.NewRunID()
 	st := &stack.Stack{RunID: runID, Target: t, DB: stack.RttlabDB(stack.NewPassword())}
-	ws = &WorkersSession{D: d, Stack: st, Target: t, Backend: backend}
+	ws = &Session{D: d, Stack: st, Target: t, Backend: backend}
 	defer func() {
 		if err != nil {
 			st.RemoveJoin(ctx, d, &err)
@@ -92,7 +92,7 @@ func StartWorkers(ctx context.Context, d engine.Docker, t apps.Target, backend s
 	return ws, nil
 }
 
-func (ws *WorkersSession) startMember(ctx context.Context, name, image string, cmd, env []string) (*stack.Member, error) {
+func (ws *Session) startMember(ctx context.Context, name, image string, cmd, env []string) (*stack.Member, error) {
 	st := ws.Stack
 	labels := stack.RunLabels(st.RunID, map[string]string{engine.LabelRole: name, engine.LabelService: name})
 	spec := engine.ContainerSpec{Name: fmt.Sprintf("rttlab-%s-%s", st.RunID, name), Image: image, Cmd: cmd, Env: env,
@@ -120,7 +120,7 @@ func (ws *WorkersSession) startMember(ctx context.Context, name, image string, c
 
 // appEnv is the app container's environment: the stack file's, the
 // target's and Puma's layout.
-func (ws *WorkersSession) appEnv(ctx context.Context, pumaWorkers, threads int, wflbw string) ([]string, error) {
+func (ws *Session) appEnv(ctx context.Context, pumaWorkers, threads int, wflbw string) ([]string, error) {
 	env, err := stack.FeedServiceEnv(ctx, ws.Stack, "app")
 	if err != nil {
 		return nil, err
@@ -131,7 +131,7 @@ func (ws *WorkersSession) appEnv(ctx context.Context, pumaWorkers, threads int, 
 }
 
 // stopApps removes the current app stack (containers, agents, proxy).
-func (ws *WorkersSession) stopApps(ctx context.Context) error {
+func (ws *Session) stopApps(ctx context.Context) error {
 	var errs []error
 	var ids []string
 	if ws.front != "" {
@@ -172,7 +172,7 @@ func (ws *WorkersSession) stopApps(ctx context.Context) error {
 
 // saveDecisions appends the running front proxy's decision log, each
 // line tagged with the stack, to DecisionsPath.
-func (ws *WorkersSession) saveDecisions(ctx context.Context) error {
+func (ws *Session) saveDecisions(ctx context.Context) error {
 	var out, errb bytes.Buffer
 	code, err := ws.D.Exec(ctx, ws.front, engine.ExecSpec{Cmd: []string{"cat", workersDecisionLog}, Stdout: &out, Stderr: &errb, Timeout: time.Minute})
 	if err != nil {
@@ -201,10 +201,10 @@ func (ws *WorkersSession) saveDecisions(ctx context.Context) error {
 }
 
 // Close stops the current app stack, saving the proxy's decisions.
-func (ws *WorkersSession) Close(ctx context.Context) error { return ws.stopApps(ctx) }
+func (ws *Session) Close(ctx context.Context) error { return ws.stopApps(ctx) }
 
 // ensureStack makes the task's app stack the running one.
-func (ws *WorkersSession) ensureStack(ctx context.Context, t Task) error {
+func (ws *Session) ensureStack(ctx context.Context, t Task) error {
 	if ws.current == t.Stack {
 		return nil
 	}
@@ -243,7 +243,7 @@ func (ws *WorkersSession) ensureStack(ctx context.Context, t Task) error {
 // returns their names: one Puma in cluster mode ("app") for a Puma
 // policy, else one single-mode Puma per worker ("w0", "w1", …) for the
 // proxy.
-func (ws *WorkersSession) startApps(ctx context.Context, t Task) ([]string, error) {
+func (ws *Session) startApps(ctx context.Context, t Task) ([]string, error) {
 	l := t.Layout
 	var names []string
 	switch t.Policy.Kind {
@@ -282,7 +282,7 @@ func (ws *WorkersSession) startApps(ctx context.Context, t Task) ([]string, erro
 
 // startFront starts the proxy in front of the single-mode apps names and
 // waits until it answers.
-func (ws *WorkersSession) startFront(ctx context.Context, l Layout, names []string) error {
+func (ws *Session) startFront(ctx context.Context, l Layout, names []string) error {
 	port := ws.Target.Meta.Port
 	// A new upstream connection per request, as nginx's default
 	// upstream does: a single-mode Puma serves a kept-alive
@@ -306,7 +306,7 @@ func (ws *WorkersSession) startFront(ctx context.Context, l Layout, names []stri
 
 // workerPIDs asks the cluster's /work (no CPU, no queries: the route that
 // names its worker) until n distinct worker PIDs have answered.
-func (ws *WorkersSession) workerPIDs(ctx context.Context, base string, n int, timeout time.Duration) ([]string, error) {
+func (ws *Session) workerPIDs(ctx context.Context, base string, n int, timeout time.Duration) ([]string, error) {
 	seen := map[string]bool{}
 	deadline := time.Now().Add(timeout)
 	tr := &httpTransportNoKeepAlive
@@ -331,7 +331,7 @@ func (ws *WorkersSession) workerPIDs(ctx context.Context, base string, n int, ti
 // setRTT applies the database RTT between every app container and the
 // database, half on each side, over the backend's default floor (the
 // same at every setting, so a change against 0 ms is the RTT alone).
-func (ws *WorkersSession) setRTT(ctx context.Context, rttMs float64) error {
+func (ws *Session) setRTT(ctx context.Context, rttMs float64) error {
 	half := time.Duration(rttMs / 2 * float64(time.Millisecond))
 	floor := shaping.FloorArgs(shaping.DefaultFloor(ws.dbSh.Backend))
 	dbArgs := slices.Clone(floor)
@@ -349,7 +349,7 @@ func (ws *WorkersSession) setRTT(ctx context.Context, rttMs float64) error {
 }
 
 // baseURL is where the task's load goes: the cluster or the front proxy.
-func (ws *WorkersSession) baseURL() string {
+func (ws *Session) baseURL() string {
 	if ws.front != "" {
 		return ws.frontURL
 	}
@@ -384,7 +384,7 @@ func openLoopArgs(o workloads.OpenLoopOptions) []string {
 }
 
 // openLoop runs one open-loop load in the client container.
-func (ws *WorkersSession) openLoop(ctx context.Context, o workloads.OpenLoopOptions) ([]workloads.OpenResult, workloads.OpenTotals, error) {
+func (ws *Session) openLoop(ctx context.Context, o workloads.OpenLoopOptions) ([]workloads.OpenResult, workloads.OpenTotals, error) {
 	var out, errb bytes.Buffer
 	var tot workloads.OpenTotals
 	budget := time.Duration(float64(o.Count)/o.Rate*float64(time.Second)) + 2*time.Minute
@@ -411,17 +411,17 @@ func (ws *WorkersSession) openLoop(ctx context.Context, o workloads.OpenLoopOpti
 	return rs, tot, nil
 }
 
-// WorkersRunner runs a workers plan into a results folder and can resume
+// Runner runs a workers plan into a results folder and can resume
 // one: each finished task is a line of runs.jsonl.
-type WorkersRunner struct {
-	WS      *WorkersSession
+type Runner struct {
+	WS      *Session
 	Plan    *Plan
 	Dir     string
 	Version string
 }
 
-// WorkersManifest is a workers folder's manifest.json.
-type WorkersManifest struct {
+// Manifest is a workers folder's manifest.json.
+type Manifest struct {
 	Kind     string    `json:"kind"` // results.KindWorkers
 	Format   int       `json:"format,omitempty"`
 	Plan     *Plan     `json:"plan"`
@@ -439,8 +439,8 @@ type WorkersCapacity struct {
 	Capacity workloads.Capacity `json:"capacity"`
 }
 
-// WorkersRunLine is one finished task (runs.jsonl).
-type WorkersRunLine struct {
+// RunLine is one finished task (runs.jsonl).
+type RunLine struct {
 	Task Task `json:"task"`
 	// Attempt is the task's attempt that ran it (attempts.jsonl).
 	Attempt int                  `json:"attempt,omitempty"`
@@ -469,7 +469,7 @@ const workerAttempts = 2
 
 // Run measures the capacities not yet in the folder, then every task not
 // yet done, then writes the summary.
-func (r *WorkersRunner) Run(ctx context.Context) (*Summary, error) {
+func (r *Runner) Run(ctx context.Context) (*Summary, error) {
 	// The cut last line of an interrupted write goes before anything is
 	// appended after it.
 	for _, name := range []string{capacityFile, runsFile, decisionsFile} {
@@ -499,7 +499,7 @@ func (r *WorkersRunner) Run(ctx context.Context) (*Summary, error) {
 
 // searchCapacities measures each capacity target not yet in f, appending
 // it to capacity.jsonl and to f.
-func (r *WorkersRunner) searchCapacities(ctx context.Context, j *results.Journal, f *workersFolder) error {
+func (r *Runner) searchCapacities(ctx context.Context, j *results.Journal, f *workersFolder) error {
 	targets := r.Plan.CapacityTargets()
 	for i, ct := range targets {
 		if _, ok := f.caps[ct.Key]; ok {
@@ -518,7 +518,7 @@ func (r *WorkersRunner) searchCapacities(ctx context.Context, j *results.Journal
 
 // searchCapacity measures one capacity target, appending it to
 // capacity.jsonl and to f.
-func (r *WorkersRunner) searchCapacity(ctx context.Context, f *workersFolder, ct CapacityTarget, what string) error {
+func (r *Runner) searchCapacity(ctx context.Context, f *workersFolder, ct CapacityTarget, what string) error {
 	p, ws := r.Plan, r.WS
 	t := Task{Stack: ct.Stack, Policy: ct.Policy, Layout: ct.Layout, Mix: ct.Mix, RTTMs: ct.RTTMs, Seed: ct.Seed}
 	if err := ws.ensureStack(ctx, t); err != nil {
@@ -552,7 +552,7 @@ func (r *WorkersRunner) searchCapacity(ctx context.Context, f *workersFolder, ct
 // retry is how a capacity search or a task is retried: once, on fresh app
 // containers (the failed ones removed, their agents and front proxy with
 // them).
-func (r *WorkersRunner) retry() results.Retry {
+func (r *Runner) retry() results.Retry {
 	return results.Retry{Attempts: workerAttempts, Say: r.WS.say, Fresh: func(ctx context.Context, _ error) error {
 		if err := r.WS.stopApps(ctx); err != nil {
 			if ctx.Err() != nil {
@@ -568,7 +568,7 @@ func (r *WorkersRunner) retry() results.Retry {
 
 // runTasks runs every task not yet done in f, in plan order, appending
 // each run to runs.jsonl and to f.
-func (r *WorkersRunner) runTasks(ctx context.Context, j *results.Journal, f *workersFolder) error {
+func (r *Runner) runTasks(ctx context.Context, j *results.Journal, f *workersFolder) error {
 	tasks := r.Plan.Tasks()
 	start := time.Now()
 	for _, t := range tasks {
@@ -587,7 +587,7 @@ func (r *WorkersRunner) runTasks(ctx context.Context, j *results.Journal, f *wor
 
 // runTask runs one attempt of task t, appending its run to runs.jsonl and
 // to f.
-func (r *WorkersRunner) runTask(ctx context.Context, f *workersFolder, t Task, attempt int, what string, start time.Time) error {
+func (r *Runner) runTask(ctx context.Context, f *workersFolder, t Task, attempt int, what string, start time.Time) error {
 	p, ws := r.Plan, r.WS
 	if err := ctx.Err(); err != nil {
 		return err
@@ -608,7 +608,7 @@ func (r *WorkersRunner) runTask(ctx context.Context, f *workersFolder, t Task, a
 		return err
 	}
 	run := runFromOpen(t, rate, rs)
-	if err := results.AppendJSONLine(filepath.Join(r.Dir, runsFile), WorkersRunLine{Task: t, Attempt: attempt, Run: run, Totals: tot}); err != nil {
+	if err := results.AppendJSONLine(filepath.Join(r.Dir, runsFile), RunLine{Task: t, Attempt: attempt, Run: run, Totals: tot}); err != nil {
 		return err
 	}
 	f.done[t.ID] = true
@@ -658,7 +658,7 @@ func readWorkersFolder(dir string) (*workersFolder, error) {
 		return nil, err
 	}
 	if err := readJSONLines(filepath.Join(dir, runsFile), func(b []byte) error {
-		var l WorkersRunLine
+		var l RunLine
 		if err := json.Unmarshal(b, &l); err != nil {
 			return err
 		}
@@ -686,7 +686,7 @@ func ReportWorkers(dir string, plan *Plan) ([]string, error) {
 		return nil, fmt.Errorf("%s holds no run done (%d of %d tasks): nothing to report, nothing written",
 			filepath.Join(dir, "runs.jsonl"), len(f.done), len(plan.Tasks()))
 	}
-	r := &WorkersRunner{Plan: plan, Dir: dir}
+	r := &Runner{Plan: plan, Dir: dir}
 	if _, err := r.summarize(f.runs, f.capRows); err != nil {
 		return nil, err
 	}
@@ -695,7 +695,7 @@ func ReportWorkers(dir string, plan *Plan) ([]string, error) {
 	return append(files, plots...), nil
 }
 
-func (r *WorkersRunner) summarize(runs []Run, caps []WorkersCapacity) (*Summary, error) {
+func (r *Runner) summarize(runs []Run, caps []WorkersCapacity) (*Summary, error) {
 	s := Analyze(runs, Options{Seed: r.Plan.Seed})
 	for _, c := range caps {
 		s.Capacities = append(s.Capacities, CapacityResult{Key: c.Key, Rate: c.Capacity.Rate, Ceiling: c.Capacity.Ceiling, Converged: c.Capacity.Converged, Trials: len(c.Capacity.Trials), Warning: c.Capacity.Warning})

@@ -48,16 +48,16 @@ func TestIntegrationWorkersSmoke(t *testing.T) {
 	ws.Progress = func(s string) { t.Log(s) }
 	dir := t.TempDir()
 	ws.DecisionsPath = filepath.Join(dir, "decisions.jsonl")
-	r := &WorkersRunner{WS: ws, Plan: plan, Dir: dir}
+	r := &Runner{WS: ws, Plan: plan, Dir: dir}
 	s, err := r.Run(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 
 	// Runs as recorded: the cluster's answers name two worker processes.
-	var lines []WorkersRunLine
+	var lines []RunLine
 	if err := readJSONLines(filepath.Join(dir, "runs.jsonl"), func(b []byte) error {
-		var l WorkersRunLine
+		var l RunLine
 		if err := json.Unmarshal(b, &l); err != nil {
 			return err
 		}

@@ -22,7 +22,7 @@ type placeOptions struct {
 	keepAlive string
 	resume    string
 
-	p      *placement.PlacePlan // settled by prepare
+	p      *placement.Plan // settled by prepare
 	target apps.Target
 }
 
@@ -88,7 +88,7 @@ from placement's values; see the README for its fields.`,
 // prepare loads the plan, applies --repeat, --seed and --keep-alive and
 // resolves the plan's app, before anything connects.
 func (o *placeOptions) prepare(cmd *cobra.Command) error {
-	var plan *placement.PlacePlan
+	var plan *placement.Plan
 	var target apps.Target
 	var err error
 	if o.resume != "" {
@@ -100,7 +100,7 @@ func (o *placeOptions) prepare(cmd *cobra.Command) error {
 		if plan, err = placement.FolderPlan(o.resume); err != nil {
 			return usageError{Err: err}
 		}
-	} else if plan, err = placement.LoadPlacePlan(o.plan); err != nil {
+	} else if plan, err = placement.LoadPlan(o.plan); err != nil {
 		return usageError{Err: err}
 	}
 	if cmd.Flags().Changed("repeat") {
@@ -153,14 +153,14 @@ func (o *placeOptions) run(cmd *cobra.Command) (err error) {
 	defer rt.Close()
 	start := time.Now()
 	say := func(s string) { fmt.Fprintf(w, "[%s] %s\n", time.Since(start).Round(time.Second), s) }
-	var ps *placement.PlaceSession
+	var ps *placement.Session
 	// The session in use: the first, or the fresh one of a retry.
 	defer func() {
 		if ps != nil && ps.Stack != nil {
 			ps.Stack.RemoveJoin(ctx, rt, &err)
 		}
 	}()
-	startSession := func(ctx context.Context) (*placement.PlaceSession, error) {
+	startSession := func(ctx context.Context) (*placement.Session, error) {
 		if ps != nil && ps.Stack != nil {
 			var rerr error
 			ps.Stack.RemoveJoin(ctx, rt, &rerr)
@@ -189,7 +189,7 @@ func (o *placeOptions) run(cmd *cobra.Command) (err error) {
 		defer unlock()
 	}
 	say(fmt.Sprintf("results in %s", dir))
-	r := &placement.PlaceRunner{D: rt, S: ps, Dir: dir, Version: versionString(), Fresh: startSession}
+	r := &placement.Runner{Docker: rt, Session: ps, Dir: dir, Version: versionString(), Fresh: startSession}
 	if _, rerr := r.Run(ctx); rerr != nil {
 		fmt.Fprintf(w, "the tasks done so far are in %s; continue with: rttlab place --resume %s\n", dir, dir)
 		if ctx.Err() != nil {

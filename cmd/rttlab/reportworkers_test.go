@@ -20,7 +20,7 @@ func TestReportWorkersFolder(t *testing.T) {
 		t.Fatal("no workers-smoke plan")
 	}
 	dir := t.TempDir()
-	m := workers.WorkersManifest{Kind: "workers", Plan: plan, PlanFile: plan.Name, Seed: plan.Seed, App: "rails"}
+	m := workers.Manifest{Kind: "workers", Plan: plan, PlanFile: plan.Name, Seed: plan.Seed, App: "rails"}
 	b, _ := json.Marshal(m)
 	if err := os.WriteFile(filepath.Join(dir, "manifest.json"), b, 0o644); err != nil {
 		t.Fatal(err)
@@ -40,7 +40,7 @@ func TestReportWorkersFolder(t *testing.T) {
 			start := int64(j) * 2_000_000
 			run.Records = append(run.Records, workers.Record{Worker: w, StartNS: start, EndNS: start + 1_000_000, LatencyNS: int64(1_000_000 + 10_000*(i%7) + 1000*j)})
 		}
-		l, _ := json.Marshal(workers.WorkersRunLine{Task: tk, Run: run})
+		l, _ := json.Marshal(workers.RunLine{Task: tk, Run: run})
 		lines = append(append(lines, l...), '\n')
 	}
 	if err := os.WriteFile(filepath.Join(dir, "runs.jsonl"), lines, 0o644); err != nil {

@@ -17,7 +17,7 @@ import (
 // only) and returns them by kind.
 func studyFolders(t *testing.T) map[string]string {
 	t.Helper()
-	p, _ := placement.BuiltinPlacePlan("placement-smoke")
+	p, _ := placement.BuiltinPlan("placement-smoke")
 	plan, err := json.Marshal(p)
 	if err != nil {
 		t.Fatal(err)

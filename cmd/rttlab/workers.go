@@ -126,7 +126,7 @@ func (o *workersOptions) run(cmd *cobra.Command) (err error) {
 	}
 	say(fmt.Sprintf("results in %s (%d tasks)", dir, len(plan.Tasks())))
 	ws.DecisionsPath = filepath.Join(dir, "decisions.jsonl")
-	r := &workers.WorkersRunner{WS: ws, Plan: plan, Dir: dir, Version: versionString()}
+	r := &workers.Runner{WS: ws, Plan: plan, Dir: dir, Version: versionString()}
 	s, rerr := r.Run(ctx)
 	if rerr != nil {
 		fmt.Fprintf(w, "continue with: rttlab workers --resume %s\n", dir)
