@@ -185,3 +185,42 @@ func TestPlacementFailedTaskNamesIt(t *testing.T) {
 		t.Errorf("err %v", err)
 	}
 }
+
+// A study stopped in the middle of a task (Ctrl-C; a kill is the same to
+// the files) leaves that attempt started with its samples so far in the
+// file; the resumed study runs the task as the next attempt, and only
+// that attempt's samples are read back.
+func TestPlacementInterruptedMidTask(t *testing.T) {
+	p := smallPlan(t, "go")
+	l, ps := startLab(t, p)
+	dir := filepath.Join(t.TempDir(), "run")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	loads := 0
+	l.Handle("rttlab agent load", func(c context.Context, x *enginefake.Call) (int, error) {
+		if loads++; loads == 6 {
+			cancel()
+			return 0, c.Err()
+		}
+		return l.load(c, x)
+	})
+	if _, err := (&Runner{Docker: l, Session: ps, Dir: dir, Version: "test"}).Run(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("err %v, want the cancellation", err)
+	}
+	l.Handle("rttlab agent load", l.load)
+	raw, _ := os.ReadFile(filepath.Join(dir, SamplesFile))
+	if !strings.Contains(string(raw), `"task":"rep-1","attempt":1,`) {
+		t.Fatal("the interrupted attempt left no samples: the test interrupts too early")
+	}
+	ps2, err := sessionOn(t, l, p, ps)(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := (&Runner{Docker: l, Session: ps2, Dir: dir, Version: "test"}).Run(context.Background()); err != nil {
+		t.Fatalf("resume: %v", err)
+	}
+	j := checkEveryTaskOnce(t, dir, p)
+	if j.DoneAttempt("rep-1") != 2 {
+		t.Errorf("rep-1 done by attempt %d, want 2 (attempt 1 was interrupted)", j.DoneAttempt("rep-1"))
+	}
+}

@@ -14,14 +14,19 @@ import (
 // study's tasks.jsonl predates it and keys tasks by number.)
 const JournalFile = "attempts.jsonl"
 
-// Attempt statuses.
+// Attempt statuses. An attempt is recorded started before it runs, so
+// that a process killed in the middle of it leaves its number taken: the
+// resumed attempt takes the next one, and the killed attempt's lines,
+// already in the files, are never counted with it.
 const (
-	Done   = "done"
-	Failed = "failed"
+	Started = "started"
+	Done    = "done"
+	Failed  = "failed"
 )
 
-// Attempt is one finished attempt of a task: done, with the state it
-// leaves for the tasks after it, or failed, with its reason. Only a done
+// Attempt is one line of the journal: an attempt of a task started, done
+// (with the state it leaves for the tasks after it) or failed (with its
+// reason). Only a done
 // attempt's data counts; a failed one's stays in the raw files, marked by
 // its attempt number, and no analysis reads it.
 type Attempt struct {
@@ -63,7 +68,7 @@ func ReadJournal(dir string) (*Journal, error) {
 		if err := json.Unmarshal(b, &a); err != nil {
 			return JSONWords(err)
 		}
-		if a.Task == "" || a.Attempt < 1 || (a.Status != Done && a.Status != Failed) {
+		if a.Task == "" || a.Attempt < 1 || (a.Status != Started && a.Status != Done && a.Status != Failed) {
 			return fmt.Errorf("not an attempt rttlab wrote (task %q, attempt %d, status %q)", a.Task, a.Attempt, a.Status)
 		}
 		j.tried[a.Task] = max(j.tried[a.Task], a.Attempt)
@@ -110,6 +115,13 @@ func (j *Journal) MarkDone(task string, attempt int, state any) error {
 	return nil
 }
 
+// MarkStarted records that task's attempt starts, synced before it
+// returns: its number is taken whatever becomes of the process.
+func (j *Journal) MarkStarted(task string, attempt int) error {
+	j.tried[task] = max(j.tried[task], attempt)
+	return AppendJSONLine(j.path, Attempt{Task: task, Attempt: attempt, Status: Started, At: time.Now().UTC()})
+}
+
 // MarkFailed records task's attempt as failed with its reason.
 func (j *Journal) MarkFailed(task string, attempt int, reason string) error {
 	j.tried[task] = max(j.tried[task], attempt)
@@ -128,13 +140,17 @@ type Retry struct {
 }
 
 // Run runs task until an attempt is done and records it with the state
-// run returns. An error while ctx is cancelled is returned as it is, the
-// attempt left unrecorded (a resume tries it again); any other error fails
-// the attempt. The error after the last attempt names the task, its
+// run returns; each attempt is recorded started first. An error while ctx
+// is cancelled is returned as it is, the attempt left started (a resume
+// tries the task again, as the next attempt); any other error fails the
+// attempt. The error after the last attempt names the task, its
 // attempts and the last reason.
 func (j *Journal) Run(ctx context.Context, task string, rt Retry, run func(ctx context.Context, attempt int) (state any, err error)) error {
 	for tries := 1; ; tries++ {
 		attempt := j.NextAttempt(task)
+		if err := j.MarkStarted(task, attempt); err != nil {
+			return err
+		}
 		state, err := run(ctx, attempt)
 		if err == nil {
 			return j.MarkDone(task, attempt, state)

@@ -112,12 +112,20 @@ func TestJournalRun(t *testing.T) {
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
 	err = j.Run(cctx, "w", rt, func(ctx context.Context, _ int) (any, error) { return nil, ctx.Err() })
-	if !errors.Is(err, context.Canceled) || j.NextAttempt("w") != 1 {
-		t.Errorf("cancelled: %v, next attempt %d (want unrecorded)", err, j.NextAttempt("w"))
+	if !errors.Is(err, context.Canceled) || j.NextAttempt("w") != 2 {
+		t.Errorf("cancelled: %v, next attempt %d (want 2: the cancelled one stays started, neither done nor failed)", err, j.NextAttempt("w"))
 	}
 	r, _ := ReadJournal(dir)
-	if strings.Join(r.Order, ",") != "x" || r.NextAttempt("y") != 3 || r.NextAttempt("z") != 2 {
-		t.Errorf("read back: order %v, y next %d, z next %d", r.Order, r.NextAttempt("y"), r.NextAttempt("z"))
+	if strings.Join(r.Order, ",") != "x" || r.NextAttempt("y") != 3 || r.NextAttempt("z") != 2 || r.NextAttempt("w") != 2 {
+		t.Errorf("read back: order %v, y next %d, z next %d, w next %d", r.Order, r.NextAttempt("y"), r.NextAttempt("z"), r.NextAttempt("w"))
+	}
+	// A process killed mid-attempt leaves it started: the resumed
+	// attempt takes the next number.
+	if err := j.MarkStarted("k", 1); err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := ReadJournal(dir); r.NextAttempt("k") != 2 || r.DoneAttempt("k") != 0 {
+		t.Errorf("killed mid-attempt: next %d, done by %d", r.NextAttempt("k"), r.DoneAttempt("k"))
 	}
 }
 
