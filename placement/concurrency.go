@@ -1,16 +1,14 @@
 package placement
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/rttlab/rttlab/orchestrator/engine"
+	"github.com/rttlab/rttlab/orchestrator/agentclient"
 	"github.com/rttlab/rttlab/results/stats"
 	"github.com/rttlab/rttlab/workloads"
 )
@@ -57,29 +55,6 @@ func (r *Runner) routeMix(n int, policy string) []string {
 	return out
 }
 
-func (ps *Session) clientExec(ctx context.Context, d engine.Docker, cmd []string, timeout time.Duration) ([]byte, string, error) {
-	var out, errb bytes.Buffer
-	code, err := d.Exec(ctx, ps.Nodes[NodeClient].ID, engine.ExecSpec{Cmd: cmd, Stdout: &out, Stderr: &errb, Timeout: timeout})
-	if err != nil {
-		return nil, "", err
-	}
-	if derr := ps.dead(ctx, d); derr != nil {
-		return nil, "", derr
-	}
-	if code != 0 {
-		return nil, errb.String(), fmt.Errorf("%s exit %d: %s", strings.Join(cmd[1:3], " "), code, engine.LastLines(errb.String(), 3))
-	}
-	return out.Bytes(), errb.String(), nil
-}
-
-func pathArgs(paths []string) []string {
-	var out []string
-	for _, p := range paths {
-		out = append(out, "--path", p)
-	}
-	return out
-}
-
 // trialTimeout ends a capacity trial's requests early: an overloaded
 // trial fails on timeouts instead of waiting out the default 30 s.
 const trialTimeout = 5 * time.Second
@@ -92,18 +67,10 @@ const ConcurrencyConnNote = "a new connection per request to the compute hosts (
 // routed mix.
 func (r *Runner) capacity(ctx context.Context, host string, maxP99 time.Duration) (workloads.Capacity, error) {
 	n := max(r.Session.Plan.ConcurrencyRequests/2, 60)
-	cmd := append([]string{"/usr/local/bin/rttlab", "agent", "capacity", "--url", r.Session.hostURL(host), "--count", fmt.Sprint(n),
-		"--max-p99", maxP99.String(), "--new-conn", "--timeout", trialTimeout.String(), "--seed", fmt.Sprint(r.Session.Plan.Seed), "--max-trials", "8"}, pathArgs(r.routeMix(n/len(r.Session.Plan.Routes)+1, ""))...)
-	out, _, err := r.Session.clientExec(ctx, r.Docker, cmd, 20*time.Minute)
+	c, err := r.Session.client(r.Docker).Capacity(ctx, agentclient.CapacityOptions{URL: r.Session.hostURL(host), Count: n, MaxP99: maxP99,
+		NewConn: true, Timeout: trialTimeout, Seed: r.Session.Plan.Seed, MaxTrials: 8, Paths: r.routeMix(n/len(r.Session.Plan.Routes)+1, "")}, 20*time.Minute)
 	if err != nil {
-		return workloads.Capacity{}, fmt.Errorf("capacity of %s: %w", host, err)
-	}
-	var c workloads.Capacity
-	if err := json.Unmarshal(out, &c); err != nil {
 		return c, fmt.Errorf("capacity of %s: %w", host, err)
-	}
-	if !(c.Rate > 0) {
-		return c, fmt.Errorf("capacity of %s: no rate was sustained (%s)", host, c.Warning)
 	}
 	return c, nil
 }
@@ -192,22 +159,15 @@ func (r *Runner) openLoopRun(ctx context.Context, f, rate float64, pol string, w
 	p := r.Session.Plan
 	r.Session.say("  %.0f%% of a's capacity (%.0f/s), %s: %d+%d arrivals", 100*f, rate, pol, warm, p.ConcurrencyRequests)
 	paths := r.routeMix((warm+p.ConcurrencyRequests)/len(p.Routes)+1, pol)[:warm+p.ConcurrencyRequests]
-	cmd := append([]string{"/usr/local/bin/rttlab", "agent", "openloop", "--url", fmt.Sprintf("http://127.0.0.1:%d", proxyPort),
-		"--rate", fmt.Sprintf("%g", rate), "--count", fmt.Sprint(len(paths)), "--warmup", fmt.Sprint(warm),
-		"--seed", fmt.Sprint(p.Seed), "--copy-header", HeaderHost}, pathArgs(paths)...)
-	out, stderr, err := r.Session.clientExec(ctx, r.Docker, cmd, 20*time.Minute)
+	reqs := make([]workloads.OpenRequest, len(paths))
+	for i, path := range paths {
+		reqs[i] = workloads.OpenRequest{Path: path}
+	}
+	o := workloads.OpenLoopOptions{BaseURL: fmt.Sprintf("http://127.0.0.1:%d", proxyPort), Rate: rate, Count: len(paths), Warmup: warm,
+		Seed: p.Seed, CopyHeaders: []string{HeaderHost}, Requests: reqs}
+	rs, tot, err := r.Session.client(r.Docker).OpenLoop(ctx, o, 20*time.Minute)
 	if err != nil {
 		return err
-	}
-	rs, err := workloads.DecodeOpenResults(bytes.NewReader(out))
-	if err != nil {
-		return fmt.Errorf("open-loop output: %w", err)
-	}
-	var tot workloads.OpenTotals
-	if lines := strings.Split(strings.TrimSpace(stderr), "\n"); len(lines) > 0 {
-		if err := json.Unmarshal([]byte(lines[len(lines)-1]), &tot); err != nil {
-			return fmt.Errorf("open-loop totals: %w", err)
-		}
 	}
 	r.res.Concurrency = append(r.res.Concurrency, concurrencyRows(f, rate, pol, rs, tot)...)
 	for _, x := range rs {

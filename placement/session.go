@@ -14,6 +14,7 @@ import (
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/internal/proxyserve"
 	"github.com/rttlab/rttlab/netem"
+	"github.com/rttlab/rttlab/orchestrator/agentclient"
 	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/shaping"
 	"github.com/rttlab/rttlab/orchestrator/stack"
@@ -182,32 +183,13 @@ func (ps *Session) hostURL(node string) string {
 // with the given paths (warmup first), over one kept-alive connection or,
 // with newConn, a new connection per request.
 func (ps *Session) Load(ctx context.Context, d engine.Docker, base string, paths []string, warmup int, newConn bool) ([]workloads.Result, error) {
-	cmd := []string{"/usr/local/bin/rttlab", "agent", "load", "--url", base, "--warmup", fmt.Sprint(warmup)}
-	if newConn {
-		cmd = append(cmd, "--new-conn")
-	}
-	for _, p := range paths {
-		cmd = append(cmd, "--path", p)
-	}
-	var out, errb bytes.Buffer
-	code, err := d.Exec(ctx, ps.Nodes[NodeClient].ID, engine.ExecSpec{Cmd: cmd, Stdout: &out, Stderr: &errb, Timeout: time.Duration(len(paths))*30*time.Second + time.Minute})
-	if err != nil {
-		return nil, err
-	}
-	if derr := ps.dead(ctx, d); derr != nil {
-		return nil, derr
-	}
-	rs, derr := workloads.DecodeResults(&out)
-	if code != 0 || derr != nil {
-		if derr != nil {
-			return nil, fmt.Errorf("load client output: %w", derr)
-		}
-		return nil, fmt.Errorf("load client exit %d: %s", code, engine.LastLines(errb.String(), 3))
-	}
-	if len(rs) != len(paths) {
-		return nil, fmt.Errorf("load client returned %d results, want %d", len(rs), len(paths))
-	}
-	return rs, nil
+	return ps.client(d).Load(ctx, agentclient.LoadOptions{URL: base, Paths: paths, Warmup: warmup, NewConn: newConn})
+}
+
+// client is the agent client of the client node, which fails a call
+// during which a node or agent died.
+func (ps *Session) client(d engine.Docker) agentclient.Client {
+	return agentclient.Client{D: d, ID: ps.Nodes[NodeClient].ID, Alive: func(ctx context.Context) error { return ps.dead(ctx, d) }}
 }
 
 // dead reports a node or agent that stopped.
@@ -231,24 +213,11 @@ func (ps *Session) dead(ctx context.Context, d engine.Docker) error {
 
 // Connect times TCP connects from the client node to a host.
 func (ps *Session) Connect(ctx context.Context, d engine.Docker, node string, warmup, count int) ([]float64, error) {
-	var out, errb bytes.Buffer
-	to := net.JoinHostPort(ps.Nodes[node].IP, fmt.Sprint(ps.Port))
-	code, err := d.Exec(ctx, ps.Nodes[NodeClient].ID, engine.ExecSpec{
-		Cmd:    []string{"/usr/local/bin/rttlab", "agent", "connect", "--to", to, "--warmup", fmt.Sprint(warmup), "--count", fmt.Sprint(count)},
-		Stdout: &out, Stderr: &errb, Timeout: time.Duration(warmup+count)*10*time.Second + time.Minute})
+	ns, err := ps.client(d).Connect(ctx, net.JoinHostPort(ps.Nodes[node].IP, fmt.Sprint(ps.Port)), warmup, count)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("connect probe to %s: %w", node, err)
 	}
-	if code != 0 {
-		return nil, fmt.Errorf("connect probe to %s: %s", node, strings.TrimSpace(errb.String()))
-	}
-	var res struct {
-		Samples []int64 `json:"samples_ns"`
-	}
-	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
-		return nil, fmt.Errorf("connect probe: %w", err)
-	}
-	return nsToMs(res.Samples), nil
+	return nsToMs(ns), nil
 }
 
 // Select1 runs warmup+calls SELECT 1 from a node's namespace and returns

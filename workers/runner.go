@@ -19,6 +19,7 @@ import (
 
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/internal/proxyserve"
+	"github.com/rttlab/rttlab/orchestrator/agentclient"
 	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/shaping"
 	"github.com/rttlab/rttlab/orchestrator/stack"
@@ -356,59 +357,19 @@ func (ws *Session) baseURL() string {
 	return "http://" + net.JoinHostPort(ws.apps[0].IP, fmt.Sprint(ws.Target.Meta.Port))
 }
 
-// openLoopArgs turns open-loop options into `agent openloop` flags.
-func openLoopArgs(o workloads.OpenLoopOptions) []string {
-	args := []string{"/usr/local/bin/rttlab", "agent", "openloop", "--url", o.BaseURL, "--rate", strconv.FormatFloat(o.Rate, 'f', -1, 64),
-		"--count", fmt.Sprint(o.Count), "--warmup", fmt.Sprint(o.Warmup), "--seed", fmt.Sprint(o.Seed)}
-	if o.Timeout > 0 {
-		args = append(args, "--timeout", o.Timeout.String())
-	}
-	if o.NewConnPerRequest {
-		args = append(args, "--new-conn")
-	}
-	for _, h := range o.CopyHeaders {
-		args = append(args, "--copy-header", h)
-	}
-	keys := make([]string, 0, len(o.Header))
-	for k := range o.Header {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		args = append(args, "--header", k+": "+o.Header[k])
-	}
-	for _, r := range o.Requests {
-		args = append(args, "--path", r.Path)
-	}
-	return args
-}
-
-// openLoop runs one open-loop load in the client container.
+// openLoop runs one open-loop load in the client container; a member of
+// the stack that died during it fails it.
 func (ws *Session) openLoop(ctx context.Context, o workloads.OpenLoopOptions) ([]workloads.OpenResult, workloads.OpenTotals, error) {
-	var out, errb bytes.Buffer
-	var tot workloads.OpenTotals
 	budget := time.Duration(float64(o.Count)/o.Rate*float64(time.Second)) + 2*time.Minute
-	code, err := ws.D.Exec(ctx, ws.client, engine.ExecSpec{Cmd: openLoopArgs(o), Stdout: &out, Stderr: &errb, Timeout: budget})
-	if err != nil {
-		return nil, tot, err
-	}
-	for _, m := range ws.Stack.Members {
-		if cerr := stack.CheckRunning(ctx, ws.D, m); cerr != nil {
-			return nil, tot, cerr
+	c := agentclient.Client{D: ws.D, ID: ws.client, Alive: func(ctx context.Context) error {
+		for _, m := range ws.Stack.Members {
+			if err := stack.CheckRunning(ctx, ws.D, m); err != nil {
+				return err
+			}
 		}
-	}
-	if code != 0 {
-		return nil, tot, fmt.Errorf("open-loop client exit %d: %s", code, engine.LastLines(errb.String(), 3))
-	}
-	lines := strings.Split(strings.TrimSpace(errb.String()), "\n")
-	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &tot); err != nil {
-		return nil, tot, fmt.Errorf("open-loop totals: %w", err)
-	}
-	rs, err := workloads.DecodeOpenResults(&out)
-	if err != nil {
-		return nil, tot, fmt.Errorf("open-loop output: %w", err)
-	}
-	return rs, tot, nil
+		return nil
+	}}
+	return c.OpenLoop(ctx, o, budget)
 }
 
 // Runner runs a workers plan into a results folder and can resume

@@ -5,23 +5,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/rttlab/rttlab/results"
-	"github.com/rttlab/rttlab/workloads"
 )
-
-func TestOpenLoopArgs(t *testing.T) {
-	got := strings.Join(openLoopArgs(workloads.OpenLoopOptions{
-		BaseURL: "http://front:8080", Rate: 12.5, Count: 30, Warmup: 5, Seed: 7, Timeout: 10 * time.Second, NewConnPerRequest: true,
-		CopyHeaders: []string{"X-A", "X-B"}, Header: map[string]string{"X-Rttlab-Policy": "jsq", "A": "1"},
-		Requests: workloads.PathRequests("/work?cpu_ms=5&queries=1"),
-	}), " ")
-	want := "/usr/local/bin/rttlab agent openloop --url http://front:8080 --rate 12.5 --count 30 --warmup 5 --seed 7 --timeout 10s --new-conn --copy-header X-A --copy-header X-B --header A: 1 --header X-Rttlab-Policy: jsq --path /work?cpu_ms=5&queries=1"
-	if got != want {
-		t.Errorf("args\n got %s\nwant %s", got, want)
-	}
-}
 
 func TestJSONLinesSurviveATornLastLine(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "runs.jsonl")

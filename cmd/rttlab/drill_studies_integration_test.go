@@ -60,7 +60,10 @@ capacity: {max_trials: 3, trial_requests: 60, trial_warmup: 5, every_policy: fal
 // and the check of its folder once resumed.
 type studyDrill struct {
 	cmd, plan string
-	check     func(t *testing.T, dir string)
+	// window: the kill comes at a random moment this long after the
+	// first done task, in the middle of a later task most of the time.
+	window time.Duration
+	check  func(t *testing.T, dir string)
 }
 
 // SIGKILL of rttlab place and of rttlab workers at a random moment after
@@ -84,8 +87,8 @@ func TestIntegrationDrillStudiesSIGKILL(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, d := range []studyDrill{
-		{"place", placeDrillPlan, checkPlaceDrill},
-		{"workers", workersDrillPlan, checkWorkersDrill},
+		{"place", placeDrillPlan, 20 * time.Second, checkPlaceDrill},
+		{"workers", workersDrillPlan, 8 * time.Second, checkWorkersDrill},
 	} {
 		t.Run(d.cmd, func(t *testing.T) {
 			plan := filepath.Join(t.TempDir(), d.cmd+"-drill.yaml")
@@ -93,7 +96,7 @@ func TestIntegrationDrillStudiesSIGKILL(t *testing.T) {
 				t.Fatal(err)
 			}
 			before := labelled(t, rt)
-			dir := killAfterFirstTask(t, bin, root, d.cmd, plan)
+			dir := killAfterFirstTask(t, bin, root, d.cmd, plan, d.window)
 			cleanKilled(t, rt, bin, before)
 			ins, err := rt.InspectContainer(ctx, foreign)
 			if err != nil || ins.State == nil || !ins.State.Running {
@@ -113,8 +116,9 @@ func TestIntegrationDrillStudiesSIGKILL(t *testing.T) {
 }
 
 // killAfterFirstTask starts `rttlab CMD --plan plan`, waits for its first
-// done task in attempts.jsonl, waits a random 0–3 s more and kills it.
-func killAfterFirstTask(t *testing.T, bin, root, cmdName, plan string) string {
+// done task in attempts.jsonl, waits a random part of window more and
+// kills it (a study that ends first is not killed: the test fails).
+func killAfterFirstTask(t *testing.T, bin, root, cmdName, plan string, window time.Duration) string {
 	t.Helper()
 	out := t.TempDir()
 	cmd := exec.Command(bin, cmdName, "--plan", plan, "--out", out)
@@ -142,11 +146,16 @@ func killAfterFirstTask(t *testing.T, bin, root, cmdName, plan string) string {
 			continue
 		}
 		if j, err := results.ReadJournal(dirs[0]); err == nil && len(j.Order) > 0 {
-			wait := time.Duration(rand.Int64N(int64(3 * time.Second)))
-			t.Logf("killing rttlab %s %v after its first done task (%s)", cmdName, wait.Round(time.Millisecond), j.Order[0])
-			time.Sleep(wait)
+			wait := time.Duration(rand.Int64N(int64(window)))
+			select {
+			case err := <-exited:
+				t.Fatalf("rttlab %s ended (%v) within %v of its first done task, before the kill; stderr:\n%s", cmdName, err, wait, stderr)
+			case <-time.After(wait):
+			}
 			_ = cmd.Process.Signal(syscall.SIGKILL)
 			<-exited
+			j, _ := results.ReadJournal(dirs[0])
+			t.Logf("killed rttlab %s %v after its first done task; done then: %v", cmdName, wait.Round(time.Millisecond), j.Order)
 			return dirs[0]
 		}
 	}
