@@ -114,33 +114,15 @@ func (ps *Session) startNodes(ctx context.Context, d engine.Docker, dbEnv, appVa
 // network, adds it to the stack (once it has an ID) and to the nodes, and
 // reads its address.
 func (ps *Session) startNode(ctx context.Context, d engine.Docker, node, image string, cmd, env []string) (*stack.Member, error) {
-	st := ps.Stack
-	labels := stack.RunLabels(st.RunID, map[string]string{engine.LabelRole: node, engine.LabelService: node})
+	var extra map[string]string
 	if node == NodeA || node == NodeB {
-		labels[engine.LabelApp] = st.Target.Name
+		extra = map[string]string{engine.LabelApp: ps.Stack.Target.Name}
 	}
-	spec := engine.ContainerSpec{Name: fmt.Sprintf("rttlab-%s-%s", st.RunID, node), Image: image, Cmd: cmd, Env: env,
-		Labels: labels, Network: st.Network, Aliases: []string{node}, NanoCPUs: ps.Plan.nanoCPUs(node)}
-	id, err := d.CreateContainer(ctx, spec)
-	m := &stack.Member{Service: node, Role: node, Shaped: true, ID: id, Name: spec.Name}
-	if id != "" {
-		st.Members = append(st.Members, m)
+	m, _, err := ps.Stack.StartMember(ctx, d, node, node, true, engine.ContainerSpec{Image: image, Cmd: cmd, Env: env, NanoCPUs: ps.Plan.nanoCPUs(node)}, extra)
+	if m != nil {
 		ps.Nodes[node] = m
 	}
-	if err != nil {
-		return m, err
-	}
-	if err := d.StartContainer(ctx, id); err != nil {
-		return m, err
-	}
-	ins, err := d.InspectContainer(ctx, id)
-	if err != nil {
-		return m, err
-	}
-	if ep, ok := ins.NetworkSettings.Networks[st.Network]; ok {
-		m.IP = ep.IPAddress
-	}
-	return m, nil
+	return m, err
 }
 
 // SetLinks applies every directed pair's one-way delay (zero when zero

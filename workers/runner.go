@@ -94,29 +94,8 @@ func StartWorkers(ctx context.Context, d engine.Docker, t apps.Target, backend s
 }
 
 func (ws *Session) startMember(ctx context.Context, name, image string, cmd, env []string) (*stack.Member, error) {
-	st := ws.Stack
-	labels := stack.RunLabels(st.RunID, map[string]string{engine.LabelRole: name, engine.LabelService: name})
-	spec := engine.ContainerSpec{Name: fmt.Sprintf("rttlab-%s-%s", st.RunID, name), Image: image, Cmd: cmd, Env: env,
-		Labels: labels, Network: st.Network, Aliases: []string{name}}
-	id, err := ws.D.CreateContainer(ctx, spec)
-	m := &stack.Member{Service: name, Role: name, Shaped: true, ID: id, Name: spec.Name}
-	if id != "" {
-		st.Members = append(st.Members, m)
-	}
-	if err != nil {
-		return m, err
-	}
-	if err := ws.D.StartContainer(ctx, id); err != nil {
-		return m, err
-	}
-	ins, err := ws.D.InspectContainer(ctx, id)
-	if err != nil {
-		return m, err
-	}
-	if ep, ok := ins.NetworkSettings.Networks[st.Network]; ok {
-		m.IP = ep.IPAddress
-	}
-	return m, nil
+	m, _, err := ws.Stack.StartMember(ctx, ws.D, name, name, true, engine.ContainerSpec{Image: image, Cmd: cmd, Env: env}, nil)
+	return m, err
 }
 
 // appEnv is the app container's environment: the stack file's, the
@@ -258,10 +237,14 @@ func (ws *Session) startApps(ctx context.Context, t Task) ([]string, error) {
 			return nil, err
 		}
 		m, err := ws.startMember(ctx, "app", engine.ImageRef(ws.Target.Meta.Name), nil, env)
+		// A member that did not start is the app stack's too: a retry
+		// removes it with the rest.
+		if m != nil {
+			ws.apps = append(ws.apps, m)
+		}
 		if err != nil {
 			return nil, err
 		}
-		ws.apps = append(ws.apps, m)
 		names = append(names, "app")
 	default:
 		env, err := ws.appEnv(ctx, 0, l.Threads, "default")
@@ -271,10 +254,12 @@ func (ws *Session) startApps(ctx context.Context, t Task) ([]string, error) {
 		for i := 0; i < l.Workers; i++ {
 			name := fmt.Sprintf("w%d", i)
 			m, err := ws.startMember(ctx, name, engine.ImageRef(ws.Target.Meta.Name), nil, env)
+			if m != nil {
+				ws.apps = append(ws.apps, m)
+			}
 			if err != nil {
 				return nil, err
 			}
-			ws.apps = append(ws.apps, m)
 			names = append(names, name)
 		}
 	}
@@ -296,11 +281,13 @@ func (ws *Session) startFront(ctx context.Context, l Layout, names []string) err
 	}
 	b, _ := json.Marshal(cfg)
 	fm, err := ws.startMember(ctx, "front", stack.AgentImage, []string{"agent", "workers-proxy", "--config-json", string(b)}, nil)
+	if fm != nil {
+		fm.Shaped = false
+		ws.front = fm.ID
+	}
 	if err != nil {
 		return err
 	}
-	fm.Shaped = false
-	ws.front = fm.ID
 	ws.frontURL = "http://" + net.JoinHostPort(fm.IP, "8080")
 	return stack.WaitHTTP(ctx, ws.D, fm, ws.frontURL+ws.Target.Meta.Health, time.Minute)
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"net"
 	"net/http"
 	"sort"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/compose-spec/compose-go/v2/loader"
 	"github.com/compose-spec/compose-go/v2/types"
+	"github.com/docker/docker/api/types/container"
 	"github.com/docker/go-connections/nat"
 
 	"github.com/rttlab/rttlab/apps"
@@ -202,6 +204,52 @@ func StartStack(ctx context.Context, d engine.Docker, o StackOptions) (st *Stack
 	return st, nil
 }
 
+// StartMember creates and starts one member of st from spec (image,
+// command, environment, limits): named rttlab-<run>-<service>, labelled
+// with the run, the role, the service and extra, on the stack's network
+// under the service's name. The member joins st.Members as soon as it has
+// an ID, so that removing the stack removes it whatever fails next; its
+// address on the network is read back with the inspection returned. The
+// one place every study starts a container of a stack.
+func (st *Stack) StartMember(ctx context.Context, d engine.Containers, service, role string, shaped bool, spec engine.ContainerSpec, extra map[string]string) (*Member, container.InspectResponse, error) {
+	spec.Name = fmt.Sprintf("rttlab-%s-%s", st.RunID, service)
+	spec.Labels = RunLabels(st.RunID, extra)
+	spec.Labels[engine.LabelRole] = role
+	spec.Labels[engine.LabelService] = service
+	spec.Network, spec.Aliases = st.Network, []string{service}
+	id, err := d.CreateContainer(ctx, spec)
+	if id == "" {
+		return nil, container.InspectResponse{}, err
+	}
+	m := &Member{Service: service, Role: role, Shaped: shaped, ID: id, Name: spec.Name}
+	st.Members = append(st.Members, m)
+	if err != nil {
+		return m, container.InspectResponse{}, err
+	}
+	if err := d.StartContainer(ctx, id); err != nil {
+		return m, container.InspectResponse{}, err
+	}
+	ins, err := d.InspectContainer(ctx, id)
+	if err != nil {
+		return m, ins, err
+	}
+	if ep, ok := ins.NetworkSettings.Networks[st.Network]; ok {
+		m.IP = ep.IPAddress
+	}
+	return m, ins, nil
+}
+
+// mergeLabels adds b's labels to a (a new map when a is nil).
+func mergeLabels(a, b map[string]string) map[string]string {
+	if a == nil {
+		a = map[string]string{}
+	}
+	for k, v := range b {
+		a[k] = v
+	}
+	return a
+}
+
 // stackStart is what starting a stack's members shares: the stack so far,
 // its options and project, the labels of every member, and the members
 // started by service.
@@ -228,32 +276,16 @@ func (ss *stackStart) startMember(ctx context.Context, svc types.ServiceConfig) 
 			return err
 		}
 	}
-	spec.Name = fmt.Sprintf("rttlab-%s-%s", o.RunID, svc.Name)
-	spec.Labels = RunLabels(o.RunID, ss.extra)
-	spec.Labels[engine.LabelRole] = meta.Role
-	spec.Labels[engine.LabelService] = svc.Name
+	extra := maps.Clone(ss.extra)
 	if meta.Role == "app" {
-		spec.Labels[engine.LabelApp] = o.Target.Name
+		extra = mergeLabels(extra, map[string]string{engine.LabelApp: o.Target.Name})
 	}
-	spec.Network, spec.Aliases = st.Network, []string{svc.Name}
-	id, err := d.CreateContainer(ctx, spec)
-	m := &Member{Service: svc.Name, Role: meta.Role, Shaped: meta.Shaped, ID: id, Name: spec.Name}
-	if id != "" {
-		st.Members = append(st.Members, m)
+	m, ins, err := st.StartMember(ctx, d, svc.Name, meta.Role, meta.Shaped, spec, extra)
+	if m != nil {
 		ss.started[svc.Name] = m
 	}
 	if err != nil {
 		return err
-	}
-	if err := d.StartContainer(ctx, id); err != nil {
-		return err
-	}
-	ins, err := d.InspectContainer(ctx, id)
-	if err != nil {
-		return err
-	}
-	if ep, ok := ins.NetworkSettings.Networks[st.Network]; ok {
-		m.IP = ep.IPAddress
 	}
 	switch meta.Role {
 	case "db":
