@@ -1,5 +1,5 @@
 // Package fakelab scripts the in-memory engine as a healthy rttlab stack
-// for the unit tests of the stack, shaping and RTT study packages:
+// for the unit tests of the stack, shaping, RTT and worker study packages:
 // PostgreSQL, the agents, the load client and an HTTP app on 127.0.0.1.
 package fakelab
 

@@ -1,8 +1,7 @@
 // Package enginefake is an in-memory Docker engine (engine.Docker) for the
 // unit tests of the packages that start containers: the engine's own, the
-// stack and shaping packages (through fakelab), the RTT study and the
-// placement study. (The worker study's unit tests do not use it yet: its
-// runner is tested against the real engine.) Tests script what the
+// stack and shaping packages, the RTT study, the placement study and the
+// worker study's runner (the last through fakelab). Tests script what the
 // programs inside the containers print (see Engine.Handle).
 package enginefake
 
