@@ -257,9 +257,7 @@ func (ps *Session) StartProxy(ctx context.Context, d engine.Docker, cfg Config) 
 	// Ready when a TCP connect succeeds from the client node.
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		var out bytes.Buffer
-		code, err := d.Exec(ctx, ps.Nodes[NodeClient].ID, engine.ExecSpec{Cmd: []string{"/usr/local/bin/rttlab", "agent", "connect", "--to", cfg.Listen, "--warmup", "0", "--count", "1"}, Stdout: &out, Timeout: 10 * time.Second})
-		if err == nil && code == 0 && strings.Contains(out.String(), `"samples_ns":[`) {
+		if ns, err := (agentclient.Client{D: d, ID: ps.Nodes[NodeClient].ID}).Connect(ctx, cfg.Listen, 0, 1); err == nil && len(ns) == 1 {
 			return nil
 		}
 		if err := stack.CheckRunning(ctx, d, &stack.Member{ID: id, Name: name}); err != nil {

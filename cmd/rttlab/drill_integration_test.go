@@ -256,44 +256,9 @@ func TestIntegrationDrillSignals(t *testing.T) {
 		}
 		_ = cmd.Process.Signal(syscall.SIGKILL)
 		_ = wait()
-		// Clean the killed run by its id (other runs on a developer's
-		// engine are not this test's to remove).
-		cs, err = rt.ListContainers(ctx, map[string]string{engine.LabelRun: ""})
-		if err != nil {
-			t.Fatal(err)
-		}
-		runs := map[string]bool{}
-		for _, c := range cs {
-			runs[c.Labels[engine.LabelRun]] = true
-		}
-		if len(runs) == 0 {
-			t.Fatal("SIGKILL left nothing to clean: the drill did not kill a running study")
-		}
-		shaped := 0
-		for id := range runs {
-			if rules, err := stack.ListWireRules(ctx, rt, id); err == nil {
-				shaped += len(rules)
-			}
-		}
-		if shaped == 0 {
-			t.Fatal("SIGKILL left no wire rules: the drill did not kill a shaped run")
-		}
-		for id := range runs {
-			clean := exec.Command(bin, "clean", "--run", id)
-			if out, err := clean.CombinedOutput(); err != nil {
-				t.Fatalf("clean --run %s: %v\n%s", id, err, out)
-			}
-		}
-		if left := labelledSince(t, rt, before); len(left) > 0 {
-			t.Fatalf("left after clean: %v", left)
-		}
 		// The killed run's wire shaper outlived rttlab with its rules in
-		// the host's tables; clean removed them with it.
-		for id := range runs {
-			if rules, err := stack.ListWireRules(ctx, rt, id); err != nil || len(rules) > 0 {
-				t.Fatalf("rules of run %s left after clean: %q (%v)", id, rules, err)
-			}
-		}
+		// the host's tables; clean removes them with it.
+		cleanKilled(t, rt, bin, before, true)
 		ins, err := rt.InspectContainer(ctx, foreign)
 		if err != nil || ins.State == nil || !ins.State.Running {
 			t.Fatalf("clean touched a container rttlab did not start: %v", err)

@@ -97,7 +97,7 @@ func TestIntegrationDrillStudiesSIGKILL(t *testing.T) {
 			}
 			before := labelled(t, rt)
 			dir := killAfterFirstTask(t, bin, root, d.cmd, plan, d.window)
-			cleanKilled(t, rt, bin, before)
+			cleanKilled(t, rt, bin, before, false)
 			ins, err := rt.InspectContainer(ctx, foreign)
 			if err != nil || ins.State == nil || !ins.State.Running {
 				t.Fatalf("clean touched a container rttlab did not start: %v", err)
@@ -161,9 +161,11 @@ func killAfterFirstTask(t *testing.T, bin, root, cmdName, plan string, window ti
 	}
 }
 
-// cleanKilled runs rttlab clean --run for every run the kill left and
-// checks that nothing is left: containers, networks, wire rules.
-func cleanKilled(t *testing.T, rt *engine.Runtime, bin string, before []string) {
+// cleanKilled runs rttlab clean --run for every run the kill left (other
+// runs on a developer's engine are not the test's to remove) and checks
+// that nothing is left: containers, networks, wire rules. wantRules: the
+// kill must have left wire rules in the host's tables (a shaped run).
+func cleanKilled(t *testing.T, rt *engine.Runtime, bin string, before []string, wantRules bool) {
 	t.Helper()
 	ctx := context.Background()
 	cs, err := rt.ListContainers(ctx, map[string]string{engine.LabelRun: ""})
@@ -176,6 +178,17 @@ func cleanKilled(t *testing.T, rt *engine.Runtime, bin string, before []string) 
 	}
 	if len(runs) == 0 {
 		t.Fatal("SIGKILL left nothing to clean: the drill did not kill a running study")
+	}
+	if wantRules {
+		shaped := 0
+		for id := range runs {
+			if rules, err := stack.ListWireRules(ctx, rt, id); err == nil {
+				shaped += len(rules)
+			}
+		}
+		if shaped == 0 {
+			t.Fatal("SIGKILL left no wire rules: the drill did not kill a shaped run")
+		}
 	}
 	for id := range runs {
 		if out, err := exec.Command(bin, "clean", "--run", id).CombinedOutput(); err != nil {

@@ -139,13 +139,11 @@ func (o *placeOptions) run(cmd *cobra.Command) (err error) {
 	ctx := cmd.Context()
 	w := cmd.ErrOrStderr()
 	dir := o.resume
-	if dir != "" {
-		unlock, err := results.LockDir(dir)
-		if err != nil {
-			return err
-		}
-		defer unlock()
+	unlock, err := lockResumed(dir)
+	if err != nil {
+		return err
 	}
+	defer unlock()
 	rt, err := connectFor(ctx, []apps.Target{target}, w)
 	if err != nil {
 		return err
@@ -204,6 +202,16 @@ func (o *placeOptions) run(cmd *cobra.Command) (err error) {
 	fmt.Fprint(cmd.OutOrStdout(), string(md))
 	fmt.Fprintf(cmd.OutOrStdout(), "\nwrote %s (%s)\n", dir, time.Since(start).Round(time.Second))
 	return nil
+}
+
+// lockResumed takes the lock of the folder --resume names, before anything
+// connects or builds: a second writer is refused at once, naming the
+// pid that writes it. No folder: nothing to lock.
+func lockResumed(dir string) (unlock func() error, err error) {
+	if dir == "" {
+		return func() error { return nil }, nil
+	}
+	return results.LockDir(dir)
 }
 
 // createLocked creates a new results folder and takes its lock.

@@ -95,13 +95,11 @@ func (o *workersOptions) run(cmd *cobra.Command) (err error) {
 	ctx := cmd.Context()
 	w := cmd.ErrOrStderr()
 	dir := o.resume
-	if dir != "" {
-		unlock, err := results.LockDir(dir)
-		if err != nil {
-			return err
-		}
-		defer unlock()
+	unlock, err := lockResumed(dir)
+	if err != nil {
+		return err
 	}
+	defer unlock()
 	rt, err := connectFor(ctx, []apps.Target{target}, w)
 	if err != nil {
 		return err
