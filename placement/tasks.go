@@ -275,7 +275,7 @@ func FolderPlan(dir string) (*Plan, error) {
 	path := filepath.Join(dir, results.ManifestFile)
 	b, err := capped.ReadFile(path, "manifest", results.MaxManifest)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s is not a placement results folder: %w", dir, err)
 	}
 	var m struct {
 		Plan *Plan `json:"plan"`
