@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rttlab/rttlab/apps"
+	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/placement"
 	"github.com/rttlab/rttlab/results"
 )
@@ -139,18 +141,11 @@ func (o *placeOptions) run(cmd *cobra.Command) (err error) {
 	ctx := cmd.Context()
 	w := cmd.ErrOrStderr()
 	dir := o.resume
-	unlock, err := lockResumed(dir)
+	rt, say, start, end, err := beginStudy(ctx, w, dir, target)
 	if err != nil {
 		return err
 	}
-	defer unlock()
-	rt, err := connectFor(ctx, []apps.Target{target}, w)
-	if err != nil {
-		return err
-	}
-	defer rt.Close()
-	start := time.Now()
-	say := func(s string) { fmt.Fprintf(w, "[%s] %s\n", time.Since(start).Round(time.Second), s) }
+	defer end()
 	var ps *placement.Session
 	// The session in use: the first, or the fresh one of a retry.
 	defer func() {
@@ -202,6 +197,24 @@ func (o *placeOptions) run(cmd *cobra.Command) (err error) {
 	fmt.Fprint(cmd.OutOrStdout(), string(md))
 	fmt.Fprintf(cmd.OutOrStdout(), "\nwrote %s (%s)\n", dir, time.Since(start).Round(time.Second))
 	return nil
+}
+
+// beginStudy is how place and workers begin: the folder --resume names
+// locked (lockResumed), then the engine connected with the target's
+// images, and the progress lines timed from here. end releases both.
+func beginStudy(ctx context.Context, w io.Writer, resume string, target apps.Target) (rt *engine.Runtime, say func(string), start time.Time, end func(), err error) {
+	unlock, err := lockResumed(resume)
+	if err != nil {
+		return nil, nil, start, nil, err
+	}
+	rt, err = connectFor(ctx, []apps.Target{target}, w)
+	if err != nil {
+		unlock()
+		return nil, nil, start, nil, err
+	}
+	start = time.Now()
+	say = func(s string) { fmt.Fprintf(w, "[%s] %s\n", time.Since(start).Round(time.Second), s) }
+	return rt, say, start, func() { rt.Close(); unlock() }, nil
 }
 
 // lockResumed takes the lock of the folder --resume names, before anything

@@ -95,18 +95,11 @@ func (o *workersOptions) run(cmd *cobra.Command) (err error) {
 	ctx := cmd.Context()
 	w := cmd.ErrOrStderr()
 	dir := o.resume
-	unlock, err := lockResumed(dir)
+	rt, say, start, end, err := beginStudy(ctx, w, dir, target)
 	if err != nil {
 		return err
 	}
-	defer unlock()
-	rt, err := connectFor(ctx, []apps.Target{target}, w)
-	if err != nil {
-		return err
-	}
-	defer rt.Close()
-	start := time.Now()
-	say := func(s string) { fmt.Fprintf(w, "[%s] %s\n", time.Since(start).Round(time.Second), s) }
+	defer end()
 	ws, err := workers.StartWorkers(ctx, rt, target, plan.Shaper)
 	if ws != nil && ws.Stack != nil {
 		defer ws.Stack.RemoveJoin(ctx, rt, &err)
