@@ -123,8 +123,8 @@ func (s Stats) Summarize(wall time.Duration) Summary {
 	return sm
 }
 
-// loopStats is the packet loop's running total (and, in the loop, the
-// part gathered since the last publication).
+// loopStats is the packet loop's running total, which the loop adds to
+// under the shaper's lock and Stats copies.
 type loopStats struct {
 	Packets, Stamped, Batches, Overtook, Gaps, Overruns, VerdictErrors uint64
 	Hold, Late, ReadLag, Verdict                                       *Hist
@@ -134,26 +134,40 @@ func (l *loopStats) init() {
 	l.Hold, l.Late, l.ReadLag, l.Verdict = NewHist(), NewHist(), NewHist(), NewHist()
 }
 
-func (l *loopStats) reset() {
-	*l = loopStats{Hold: l.Hold, Late: l.Late, ReadLag: l.ReadLag, Verdict: l.Verdict}
-	l.Hold.h.Reset()
-	l.Late.h.Reset()
-	l.ReadLag.h.Reset()
-	l.Verdict.h.Reset()
+// pending is what the loop gathered since it last published: counts and
+// the raw durations. Publishing records each duration in the running
+// histograms, a cost in the values gathered (one or two packets' worth
+// between two releases); merging two histograms instead walks and clears
+// every bucket of four 10 s histograms, 186 µs of the loop's time per
+// release on this project's 2-vCPU host and milliseconds under
+// emulation, during which the next packet waits unread.
+type pending struct {
+	Packets, Stamped, Batches, Overtook, Gaps, Overruns, VerdictErrors uint64
+	hold, late, readLag, verdict                                       []int64
 }
 
-func (l *loopStats) add(o *loopStats) {
-	l.Packets += o.Packets
-	l.Stamped += o.Stamped
-	l.Batches += o.Batches
-	l.Overtook += o.Overtook
-	l.Gaps += o.Gaps
-	l.Overruns += o.Overruns
-	l.VerdictErrors += o.VerdictErrors
-	l.Hold.Merge(o.Hold)
-	l.Late.Merge(o.Late)
-	l.ReadLag.Merge(o.ReadLag)
-	l.Verdict.Merge(o.Verdict)
+// reset clears the counts and durations, keeping the slices' storage.
+func (p *pending) reset() {
+	*p = pending{hold: p.hold[:0], late: p.late[:0], readLag: p.readLag[:0], verdict: p.verdict[:0]}
+}
+
+// add publishes p into the running total.
+func (l *loopStats) add(p *pending) {
+	l.Packets += p.Packets
+	l.Stamped += p.Stamped
+	l.Batches += p.Batches
+	l.Overtook += p.Overtook
+	l.Gaps += p.Gaps
+	l.Overruns += p.Overruns
+	l.VerdictErrors += p.VerdictErrors
+	for _, d := range []struct {
+		h  *Hist
+		vs []int64
+	}{{l.Hold, p.hold}, {l.Late, p.late}, {l.ReadLag, p.readLag}, {l.Verdict, p.verdict}} {
+		for _, v := range d.vs {
+			d.h.Record(v)
+		}
+	}
 }
 
 func (l *loopStats) snapshot() Stats {
@@ -166,16 +180,12 @@ func (l *loopStats) snapshot() Stats {
 // converted with realOff (CLOCK_REALTIME - monotonic, read just before the
 // packet was read).
 type accounting struct {
-	loopStats
+	pending
 	lastID   uint32
 	haveLast bool
 }
 
-func newAccounting() *accounting {
-	a := &accounting{}
-	a.init()
-	return a
-}
+func newAccounting() *accounting { return &accounting{} }
 
 // arrive accounts for a packet read at read (monotonic) with the delay
 // current then, and returns it as held: due at its arrival + delay, where
@@ -191,7 +201,7 @@ func (a *accounting) arrive(p pktInfo, read, realOff, delay int64) held {
 	if p.rxNs != 0 {
 		if k := p.rxNs - realOff; k <= read && read-k < int64(MaxDelay) {
 			h.ref, h.stamped = k, true
-			a.ReadLag.Record(read - k)
+			a.readLag = append(a.readLag, read-k)
 		}
 	}
 	h.due = h.ref + delay
@@ -204,9 +214,9 @@ func (a *accounting) release(h held, now int64) {
 	if h.stamped {
 		a.Stamped++
 	}
-	a.Hold.Record(now - h.ref)
-	a.Late.Record(now - h.due)
+	a.hold = append(a.hold, now-h.ref)
+	a.late = append(a.late, now-h.due)
 }
 
 // reset clears the counts, keeping the id sequence.
-func (a *accounting) reset() { a.loopStats.reset() }
+func (a *accounting) reset() { a.pending.reset() }

@@ -32,7 +32,7 @@ func TestAccountingStampedHold(t *testing.T) {
 	// Ids 13 and 14 never reached the shaper.
 	a.arrive(pktInfo{id: 15}, 2_600_000, realOff, delay)
 
-	st := a.snapshot()
+	st := a.published()
 	if st.Packets != 2 || st.Stamped != 1 || st.Gaps != 2 {
 		t.Fatalf("packets %d stamped %d gaps %d; want 2 1 2", st.Packets, st.Stamped, st.Gaps)
 	}
@@ -71,12 +71,12 @@ func TestStatsSubAndJSON(t *testing.T) {
 		h := a.arrive(pktInfo{id: uint32(i)}, int64(i)*1e6, 0, 500_000)
 		a.release(h, h.due+1_000)
 	}
-	before := a.snapshot()
+	before := a.published()
 	for i := 100; i < 150; i++ {
 		h := a.arrive(pktInfo{id: uint32(i)}, int64(i)*1e6, 0, 250_000)
 		a.release(h, h.due+3_000)
 	}
-	after := a.snapshot()
+	after := a.published()
 	// Round-trip through JSON, as the agent's replies do.
 	var b, c Stats
 	for _, x := range []struct {
@@ -115,5 +115,56 @@ func TestParseQueueProc(t *testing.T) {
 	}
 	if _, _, ok := parseQueueProc(data, 8); ok {
 		t.Fatal("found a queue that is not there")
+	}
+}
+
+// published is what a's pending counts and durations add up to once the
+// loop publishes them into an empty running total.
+func (a *accounting) published() Stats {
+	var l loopStats
+	l.init()
+	l.add(&a.pending)
+	return l.snapshot()
+}
+
+// The loop publishes after every release: the running total holds every
+// publication's counts and durations, and a published pending part
+// starts again empty.
+func TestPublishAccumulates(t *testing.T) {
+	var total loopStats
+	total.init()
+	a := newAccounting()
+	for i := range 3 {
+		h := a.arrive(pktInfo{id: uint32(i + 1), rxNs: 900}, 1000, 0, 500_000)
+		a.release(h, h.due+2_000)
+		a.verdict = append(a.verdict, 4_000)
+		a.Batches++
+		total.add(&a.pending)
+		a.reset()
+		if a.Packets != 0 || len(a.hold)+len(a.late)+len(a.readLag)+len(a.verdict) != 0 {
+			t.Fatalf("pending after publication %d: %+v", i+1, a.pending)
+		}
+	}
+	st := total.snapshot()
+	if st.Packets != 3 || st.Stamped != 3 || st.Batches != 3 || st.Hold.Count() != 3 || st.Late.Count() != 3 || st.ReadLag.Count() != 3 || st.Verdict.Count() != 3 {
+		t.Fatalf("running total %+v: want 3 of each", st)
+	}
+	if got := st.Late.Quantile(1); !near(got, 2_000) {
+		t.Fatalf("late max %d, want 2µs", got)
+	}
+}
+
+// BenchmarkPublish is the loop's cost of publishing one released packet,
+// which it pays after every release before it reads the next packet.
+func BenchmarkPublish(b *testing.B) {
+	var total loopStats
+	total.init()
+	a := newAccounting()
+	for i := 0; i < b.N; i++ {
+		h := a.arrive(pktInfo{id: uint32(i + 1)}, 1000, 0, 500_000)
+		a.release(h, h.due+1_000)
+		a.verdict = append(a.verdict, 4_000)
+		total.add(&a.pending)
+		a.reset()
 	}
 }

@@ -614,7 +614,7 @@ func (l *packetLoop) drain() (int, error) {
 // publish adds the gathered counts to the statistics the agent reports.
 func (l *packetLoop) publish() {
 	l.u.statsMu.Lock()
-	l.u.stats.add(&l.pend.loopStats)
+	l.u.stats.add(&l.pend.pending)
 	l.u.statsMu.Unlock()
 	l.pend.reset()
 }
@@ -639,7 +639,7 @@ func (l *packetLoop) releaseDue(now int64) error {
 	if err != nil {
 		return err
 	}
-	l.pend.Verdict.Record(mono() - now)
+	l.pend.verdict = append(l.pend.verdict, mono()-now)
 	l.pend.Batches++
 	l.publish()
 	return nil
