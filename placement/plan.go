@@ -69,6 +69,9 @@ func (o *PlaceOneWay) UnmarshalYAML(n *yaml.Node) error {
 type Plan struct {
 	Name string `yaml:"name" json:"name"`
 	Seed uint64 `yaml:"seed" json:"seed"`
+	// Platform the database and the app run (engine.Platforms); empty: the
+	// engine's own. rttlab's agents run the engine's own.
+	Platform string `yaml:"platform,omitempty" json:"platform,omitempty"`
 	// App runs on both compute hosts (Rails by default, any app with a
 	// route contract).
 	App    string   `yaml:"app" json:"app"`

@@ -3,6 +3,7 @@ package placement
 import (
 	"context"
 	"errors"
+	"github.com/rttlab/rttlab/orchestrator/engine"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,7 +22,7 @@ func sessionOn(t *testing.T, l *placeLab, p *Plan, first *Session) func(ctx cont
 		if err := cur.Stack.Remove(ctx, l); err != nil {
 			return nil, err
 		}
-		ps, err := StartPlacement(ctx, l, p, l.target(t, p), 5*time.Second)
+		ps, err := StartPlacement(ctx, l, p, l.target(t, p), engine.Platform{}, 5*time.Second)
 		if err != nil {
 			return nil, err
 		}

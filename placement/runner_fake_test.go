@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/rttlab/rttlab/orchestrator/engine"
 	"math"
 	"os"
 	"path/filepath"
@@ -39,7 +40,7 @@ func smallPlan(t *testing.T, app string) *Plan {
 func startLab(t *testing.T, p *Plan) (*placeLab, *Session) {
 	t.Helper()
 	l := newPlaceLab(t, p.App)
-	ps, err := StartPlacement(context.Background(), l, p, l.target(t, p), 5*time.Second)
+	ps, err := StartPlacement(context.Background(), l, p, l.target(t, p), engine.Platform{}, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,7 +31,7 @@ func TestIntegrationPlacementSmoke(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	ps, err := StartPlacement(ctx, rt, plan, target, 0)
+	ps, err := StartPlacement(ctx, rt, plan, target, engine.Platform{}, 0)
 	if ps != nil && ps.Stack != nil {
 		t.Cleanup(func() {
 			if err := ps.Stack.Remove(context.Background(), rt); err != nil {

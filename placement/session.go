@@ -48,12 +48,12 @@ const proxyLog = "/tmp/rttlab-decisions.jsonl"
 // StartPlacement starts the database, the app on two compute hosts, the
 // client node and one agent per node on one private network. On failure
 // everything started is removed.
-func StartPlacement(ctx context.Context, d engine.Docker, plan *Plan, t apps.Target, readyTimeout time.Duration) (ps *Session, err error) {
+func StartPlacement(ctx context.Context, d engine.Docker, plan *Plan, t apps.Target, p engine.Platform, readyTimeout time.Duration) (ps *Session, err error) {
 	if readyTimeout == 0 {
 		readyTimeout = 3 * time.Minute
 	}
 	runID := stack.NewRunID()
-	st := &stack.Stack{RunID: runID, Target: t, DB: stack.RttlabDB(stack.NewPassword())}
+	st := &stack.Stack{RunID: runID, Target: t, DB: stack.RttlabDB(stack.NewPassword()), Platform: p}
 	ps = &Session{Stack: st, Nodes: map[string]*stack.Member{}, Port: t.Meta.Port, Plan: plan}
 	defer func() {
 		if err != nil {
@@ -88,7 +88,7 @@ func StartPlacement(ctx context.Context, d engine.Docker, plan *Plan, t apps.Tar
 func (ps *Session) startNodes(ctx context.Context, d engine.Docker, dbEnv, appVars []string, readyTimeout time.Duration) error {
 	st := ps.Stack
 	ps.say("starting PostgreSQL, %s on compute hosts a and b, the client node and four agents", st.Target.Name)
-	db, err := ps.startNode(ctx, d, NodeDB, engine.ImageRef("postgres"), nil, dbEnv)
+	db, err := ps.startNode(ctx, d, NodeDB, st.Image("postgres"), nil, dbEnv)
 	if err != nil {
 		return err
 	}
@@ -96,7 +96,7 @@ func (ps *Session) startNodes(ctx context.Context, d engine.Docker, dbEnv, appVa
 		return err
 	}
 	for _, n := range []string{NodeA, NodeB} {
-		m, err := ps.startNode(ctx, d, n, engine.ImageRef(st.Target.Meta.Name), nil, appVars)
+		m, err := ps.startNode(ctx, d, n, st.Image(st.Target.Meta.Name), nil, appVars)
 		if err != nil {
 			return err
 		}
@@ -249,7 +249,7 @@ func (ps *Session) StartProxy(ctx context.Context, d engine.Docker, cfg Config) 
 	labels := stack.RunLabels(ps.Stack.RunID, map[string]string{engine.LabelRole: "proxy"})
 	name := fmt.Sprintf("rttlab-%s-proxy", ps.Stack.RunID)
 	id, err := stack.StartHelper(ctx, d, engine.ContainerSpec{Name: name, Image: stack.AgentImage, Cmd: []string{"agent", "proxy", "--config-json", string(b)},
-		Labels: labels, NetworkMode: "container:" + ps.Nodes[NodeClient].ID, CapDrop: []string{"ALL"}})
+		Labels: labels, NetworkMode: "container:" + ps.Nodes[NodeClient].ID, CapDrop: []string{"ALL"}, Platform: ps.Stack.Platform.Native()})
 	ps.Proxy = id
 	if err != nil {
 		return err

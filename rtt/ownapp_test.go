@@ -50,7 +50,7 @@ func TestPlanOwnAppFields(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tg.Image != "example/shop:1.4" || stack.TargetImage(tg) != "example/shop:1.4" || tg.Meta.Port != 3000 || tg.Env["LOG_LEVEL"] != "warn" {
+	if tg.Image != "example/shop:1.4" || stack.TargetImage(tg, engine.Platform{}) != "example/shop:1.4" || tg.Meta.Port != 3000 || tg.Env["LOG_LEVEL"] != "warn" {
 		t.Fatalf("target %+v", tg)
 	}
 	r0, _ := tg.Meta.Route("/api/items")
@@ -70,7 +70,7 @@ func TestPlanOwnAppFields(t *testing.T) {
 	if err := AddOwnApps(p, tree); err == nil || !strings.Contains(err.Error(), "rttlab's own app") {
 		t.Errorf("err = %v", err)
 	}
-	if stack.TargetImage(apps.Target{Meta: &apps.Meta{Name: "go"}}) != engine.ImageRef("go") {
+	if stack.TargetImage(apps.Target{Meta: &apps.Meta{Name: "go"}}, engine.Platform{}) != engine.ImageRef("go") {
 		t.Error("a tree app runs the image rttlab builds")
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/internal/planfile"
 	"github.com/rttlab/rttlab/netem"
+	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/shaping"
 	"github.com/rttlab/rttlab/workloads"
 )
@@ -75,6 +76,12 @@ type Plan struct {
 	Scope    string    `yaml:"scope" json:"scope"`
 	// Hook of the userspace shaper: wire (default), ingress or egress.
 	Hook string `yaml:"hook,omitempty" json:"hook,omitempty"`
+	// Platform the database and the apps are built for and run, one of
+	// engine.Platforms; empty: the engine's own. rttlab's
+	// agents run the engine's own whatever it says (engine.Platform).
+	Platform string `yaml:"platform,omitempty" json:"platform,omitempty"`
+	// platform is Platform settled against the engine by Run.
+	platform engine.Platform
 	// FloorMs is added to every shaped packet's one-way delay at every
 	// setting, 0 ms included (netem.Config.Floor); 0 = none; left out:
 	// shaping.DefaultFloorMs for the userspace shaper, none for kernel netem.
@@ -469,6 +476,9 @@ func (p *Plan) validateModes() error {
 	}
 	if err := shaping.ValidHook(p.Hook); err != nil {
 		return planfile.At("hook", "%v", err)
+	}
+	if _, err := engine.ParsePlatform(p.Platform); err != nil {
+		return planfile.At("platform", "%v", err)
 	}
 	if f := p.FloorMs; f != nil && !(*f >= 0 && *f <= shaping.MaxFloorMs) {
 		return planfile.At("floor_ms", "floor_ms %g: use 0 (none) to %g ms, above the userspace shaper's pass (about 0.2 ms a packet)", *f, shaping.MaxFloorMs)

@@ -122,6 +122,9 @@ func Run(ctx context.Context, d engine.Docker, all map[string]*apps.Meta, o RunO
 	if err != nil {
 		return "", err
 	}
+	if p.platform, err = SettlePlatform(p.Platform, info); err != nil {
+		return "", err
+	}
 	if o.Resume == "" {
 		f, err = report.Create(o.OutDir, p.Name, o.Now())
 		if err != nil {
@@ -226,6 +229,7 @@ func newManifest(p *Plan, all map[string]*apps.Meta, o RunOptions, info engine.E
 		PlanName: p.Name, Plan: planJSON, Seed: p.Seed,
 		Version: o.Version, GitCommit: o.Commit,
 		EngineVersion: info.Version, EngineAPIVersion: info.APIVersion, Kernel: info.Kernel,
+		Platform: p.platform.String(), Emulated: p.platform.Foreign(),
 		Scope: p.Scope, Images: o.Images, Skipped: o.Skipped,
 		HostCPUModel: engine.CPUModel(), HostCPUs: runtime.NumCPU(), HostMemoryBytes: uint64(info.MemBytes), HostIdle: engine.CPUIdle(),
 		LoadStart: loadAverage(),
@@ -257,6 +261,16 @@ func loadAverage() *float64 {
 	return nil
 }
 
+// SettlePlatform is a plan's platform on the engine described by info:
+// the engine's own when the plan names none.
+func SettlePlatform(s string, info engine.EngineInfo) (engine.Platform, error) {
+	p, err := engine.ParsePlatform(s)
+	if err != nil {
+		return p, err
+	}
+	return p.On(info)
+}
+
 // FolderPlan returns the plan a results folder was run with.
 func FolderPlan(dir string) (*Plan, error) {
 	d, err := report.Load(dir)
@@ -284,7 +298,7 @@ type appSession struct {
 }
 
 func startSession(ctx context.Context, d engine.Docker, target apps.Target, p *Plan, runID string) (*appSession, error) {
-	st, sh, err := shaping.StartShaped(ctx, d, stack.StackOptions{RunID: runID, Target: target}, p.Shaper, p.Scope, p.Hook)
+	st, sh, err := shaping.StartShaped(ctx, d, stack.StackOptions{RunID: runID, Target: target, Platform: p.platform}, p.Shaper, p.Scope, p.Hook)
 	if err != nil {
 		return nil, err
 	}
@@ -312,6 +326,7 @@ func startClient(ctx context.Context, d engine.Docker, st *stack.Stack, runID st
 		Name: c.Name, Image: stack.AgentImage, Cmd: []string{"agent", "idle"},
 		Labels:  stack.RunLabels(runID, map[string]string{engine.LabelRole: "client"}),
 		Network: st.Network, Aliases: []string{"client"}, CapDrop: []string{"ALL"}, CapAdd: []string{"NET_RAW"},
+		Platform: st.Platform.Native(),
 	})
 	if err != nil {
 		return c, err

@@ -141,8 +141,11 @@ const (
 // accepted it: the accept race would then place connections, not
 // requests, and the policies under study would hardly act.
 type Plan struct {
-	Name      string   `json:"name"`
-	Seed      uint64   `json:"seed"`
+	Name string `json:"name"`
+	Seed uint64 `json:"seed"`
+	// Platform the database and Rails run (engine.Platforms); empty: the
+	// engine's own. rttlab's agents run the engine's own.
+	Platform  string   `json:"platform,omitempty"`
 	Policies  []Policy `json:"policies"`
 	Baseline  Policy   `json:"baseline"`
 	Reference Policy   `json:"reference"`

@@ -60,9 +60,9 @@ func (ws *Session) say(format string, a ...any) {
 }
 
 // StartWorkers starts the network, PostgreSQL with its agent and the client.
-func StartWorkers(ctx context.Context, d engine.Docker, t apps.Target, backend string) (ws *Session, err error) {
+func StartWorkers(ctx context.Context, d engine.Docker, t apps.Target, backend string, p engine.Platform) (ws *Session, err error) {
 	runID := stack.NewRunID()
-	st := &stack.Stack{RunID: runID, Target: t, DB: stack.RttlabDB(stack.NewPassword())}
+	st := &stack.Stack{RunID: runID, Target: t, DB: stack.RttlabDB(stack.NewPassword()), Platform: p}
 	ws = &Session{D: d, Stack: st, Target: t, Backend: backend}
 	defer func() {
 		if err != nil {
@@ -73,14 +73,14 @@ func StartWorkers(ctx context.Context, d engine.Docker, t apps.Target, backend s
 	if st.NetworkID, err = d.CreateNetwork(ctx, st.Network, stack.NetworkLabels(runID, map[string]string{engine.LabelStack: "workers"})); err != nil {
 		return ws, err
 	}
-	ws.db, err = ws.startMember(ctx, "db", engine.ImageRef("postgres"), nil, []string{"RTTLAB_DB_PASSWORD=" + st.DB.Password})
+	ws.db, err = ws.startMember(ctx, "db", st.Image("postgres"), nil, []string{"RTTLAB_DB_PASSWORD=" + st.DB.Password})
 	if err != nil {
 		return ws, err
 	}
 	if err := stack.WaitDB(ctx, d, ws.db, 3*time.Minute); err != nil {
 		return ws, err
 	}
-	ws.dbSh, err = shaping.StartAgents(ctx, d, &stack.Stack{RunID: runID, NetworkID: st.NetworkID, Members: []*stack.Member{ws.db}}, backend, "path", "")
+	ws.dbSh, err = shaping.StartAgents(ctx, d, &stack.Stack{RunID: runID, NetworkID: st.NetworkID, Members: []*stack.Member{ws.db}, Platform: p}, backend, "path", "")
 	if err != nil {
 		return ws, err
 	}
@@ -236,7 +236,7 @@ func (ws *Session) startApps(ctx context.Context, t Task) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		m, err := ws.startMember(ctx, "app", engine.ImageRef(ws.Target.Meta.Name), nil, env)
+		m, err := ws.startMember(ctx, "app", ws.Stack.Image(ws.Target.Meta.Name), nil, env)
 		// A member that did not start is the app stack's too: a retry
 		// removes it with the rest.
 		if m != nil {
@@ -253,7 +253,7 @@ func (ws *Session) startApps(ctx context.Context, t Task) ([]string, error) {
 		}
 		for i := 0; i < l.Workers; i++ {
 			name := fmt.Sprintf("w%d", i)
-			m, err := ws.startMember(ctx, name, engine.ImageRef(ws.Target.Meta.Name), nil, env)
+			m, err := ws.startMember(ctx, name, ws.Stack.Image(ws.Target.Meta.Name), nil, env)
 			if m != nil {
 				ws.apps = append(ws.apps, m)
 			}

@@ -184,7 +184,7 @@ func runCISmoke(cmd *cobra.Command, o *ciSmokeOptions) *report.SmokeVerdict {
 		return v
 	}
 	defer rt.Close()
-	images, skipped, err := buildForRun(cmd, rt, []apps.Target{t})
+	images, skipped, err := buildForRun(cmd, rt, []apps.Target{t}, engine.Platform{})
 	if err != nil {
 		v.Err = err
 		return v

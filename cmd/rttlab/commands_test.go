@@ -107,6 +107,16 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"run", "--runs", "ten"}, 2, `--runs "ten" is not a whole number`},
 		{[]string{"run", "--seed", "99999999999999999999999"}, 2, `--seed "99999999999999999999999" is too large`},
 		{[]string{"shape", "sett", "--rtt", "1ms"}, 2, `unknown command "sett" for "rttlab shape" (did you mean set?)`},
+		{[]string{"run", "--plan", "smoke", "--platform", "linux/s390x"}, 2, `--platform "linux/s390x": rttlab builds and runs linux/amd64 and linux/arm64`},
+		{[]string{"run", "--resume", folder, "--platform", "linux/arm46"}, 2, `--platform "linux/arm46": rttlab builds and runs`},
+		{[]string{"images", "base", "--platform", "s390x"}, 2, `--platform "s390x": rttlab builds and runs`},
+		{[]string{"images", "build", "go", "--platform", "linux/riscv64"}, 2, `--platform "linux/riscv64": rttlab builds and runs`},
+		{[]string{"up", "go", "--platform", "linux/s390x"}, 2, `--platform "linux/s390x"`},
+		{[]string{"verify", "go", "--platform", "linux/s390x"}, 2, `--platform "linux/s390x"`},
+		{[]string{"trace", "go", "--platform", "linux/s390x"}, 2, `--platform "linux/s390x"`},
+		{[]string{"shape", "verify", "go", "--platform", "linux/s390x"}, 2, `--platform "linux/s390x"`},
+		{[]string{"place", "--platform", "linux/s390x"}, 2, `--platform "linux/s390x"`},
+		{[]string{"workers", "--platform", "linux/s390x"}, 2, `--platform "linux/s390x"`},
 	}
 	for _, c := range cases {
 		code, out, errs := execLine(ctx, c.args...)

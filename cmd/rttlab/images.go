@@ -27,6 +27,7 @@ type imagesBaseOptions struct {
 	skipPull bool
 	mirror   string
 	verbose  bool
+	platform platformFlag
 }
 
 func newImagesBaseCmd() *cobra.Command {
@@ -40,8 +41,14 @@ sure that image exists: when present it does nothing; when a registry
 answers it pulls it; otherwise it builds it with
 'debootstrap --variant=minbase trixie' (about a minute; needs root and the
 debootstrap package) and imports the tree through the Engine API.
-It prints which path was taken.`,
-		Args: cobra.NoArgs,
+It prints which path was taken.
+
+With --platform of another architecture than the engine's (a DGX's on a
+laptop), the tree is debootstrapped for that architecture under qemu
+emulation (a few minutes) and tagged rttlab/debian:trixie-slim-<arch>,
+which builds for that platform start from.`,
+		Args:    cobra.NoArgs,
+		PreRunE: func(cmd *cobra.Command, args []string) error { return o.platform.parse() },
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			rt, err := connect(ctx)
@@ -49,7 +56,14 @@ It prints which path was taken.`,
 				return err
 			}
 			defer rt.Close()
-			bo := engine.BaseOptions{Ref: o.ref, SkipPull: o.skipPull, Mirror: o.mirror}
+			p, err := o.platform.settle(ctx, rt)
+			if err != nil {
+				return err
+			}
+			if !cmd.Flags().Changed("tag") {
+				o.ref = p.BaseRef()
+			}
+			bo := engine.BaseOptions{Ref: o.ref, SkipPull: o.skipPull || p.Foreign(), Mirror: o.mirror, Platform: p}
 			if o.verbose {
 				bo.Log = os.Stderr
 			} else {
@@ -68,6 +82,7 @@ It prints which path was taken.`,
 	cmd.Flags().BoolVar(&o.skipPull, "skip-pull", false, "do not try a registry; build with debootstrap when absent")
 	cmd.Flags().StringVar(&o.mirror, "mirror", "http://deb.debian.org/debian", "Debian mirror for debootstrap")
 	cmd.Flags().BoolVar(&o.verbose, "verbose", false, "show debootstrap output")
+	o.platform.add(cmd.Flags())
 	return cmd
 }
 
@@ -75,6 +90,7 @@ type imagesBuildOptions struct {
 	noCache  bool
 	verbose  bool
 	parallel int
+	platform platformFlag
 }
 
 func newImagesBuildCmd() *cobra.Command {
@@ -87,15 +103,26 @@ Engine API (the contexts are embedded in rttlab; inside a checkout the
 checkout's apps/ folder is used, so a new folder needs no rebuild of
 rttlab). Go programs an image needs are cross-built on this host for the
 engine's OS and architecture first. Unchanged contexts reuse the build
-cache. Prints each image's tag, ID and build time.`,
+cache. Prints each image's tag, ID and build time.
+
+--platform of another architecture than the engine's (a DGX's on a laptop)
+builds the images for that platform under qemu emulation, tagged
+rttlab/<name>:latest-<arch> beside the engine's own; the agent is always
+built for the engine's own platform, since it shapes and measures.`,
 		Example: `  rttlab images build              # postgres, agent and every app
   rttlab images build postgres go  # just these`,
-		PreRunE: func(cmd *cobra.Command, args []string) error { return o.prepare(args) },
-		RunE:    func(cmd *cobra.Command, args []string) error { return o.run(cmd, args) },
+		PreRunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.platform.parse(); err != nil {
+				return err
+			}
+			return o.prepare(args)
+		},
+		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd, args) },
 	}
 	cmd.Flags().BoolVar(&o.noCache, "no-cache", false, "do not use the build cache")
 	cmd.Flags().BoolVar(&o.verbose, "verbose", false, "show build output")
 	cmd.Flags().IntVarP(&o.parallel, "parallel", "j", engine.DefaultBuildParallel, "images built at once")
+	o.platform.add(cmd.Flags())
 	return cmd
 }
 
@@ -126,13 +153,12 @@ func (o *imagesBuildOptions) run(cmd *cobra.Command, args []string) error {
 	}
 	defer rt.Close()
 	out := cmd.OutOrStdout()
-	path, _, err := engine.EnsureBase(ctx, rt, engine.BaseOptions{Progress: cmd.ErrOrStderr()})
+	p, err := o.platform.settle(ctx, rt)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "base image %s: %s\n", engine.BaseImage, path)
 	var log = os.Stderr
-	b, err := newBuilder(ctx, rt, o.noCache, nil)
+	b, err := newBuilder(ctx, rt, o.noCache, nil, p)
 	if err != nil {
 		return err
 	}
@@ -142,6 +168,13 @@ func (o *imagesBuildOptions) run(cmd *cobra.Command, args []string) error {
 	names, err := imageNames(b, args)
 	if err != nil {
 		return err
+	}
+	for _, bp := range basesFor(p, names) {
+		path, _, err := engine.EnsureBase(ctx, rt, engine.BaseOptions{Progress: cmd.ErrOrStderr(), Platform: bp, SkipPull: bp.Foreign()})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "base image %s: %s\n", bp.BaseRef(), path)
 	}
 	var failed error
 	b.BuildEach(ctx, names, o.parallel, func(n string, r engine.Built, err error) bool {
@@ -155,6 +188,19 @@ func (o *imagesBuildOptions) run(cmd *cobra.Command, args []string) error {
 		return true
 	})
 	return failed
+}
+
+// basesFor is the platforms whose base images the names need on p: p's,
+// and the engine's own for the agent when p is foreign.
+func basesFor(p engine.Platform, names []string) []engine.Platform {
+	var out []engine.Platform
+	if !p.Foreign() || slices.ContainsFunc(names, func(n string) bool { return n != "agent" }) {
+		out = append(out, p)
+	}
+	if p.Foreign() && slices.Contains(names, "agent") {
+		out = append(out, p.Native())
+	}
+	return out
 }
 
 // imageNames is the images the names given stand for (an app's variant,

@@ -23,6 +23,7 @@ type placeOptions struct {
 	seed      uint64
 	keepAlive string
 	resume    string
+	platform  platformFlag
 
 	p      *placement.Plan // settled by prepare
 	target apps.Target
@@ -84,6 +85,7 @@ from placement's values; see the README for its fields.`,
 	f.Uint64Var(&o.seed, "seed", 1, "seed of the measurement order and resampling")
 	f.StringVar(&o.keepAlive, "keep-alive", "", "proxy upstream connections: on (pools, default) or off (new per request)")
 	f.StringVar(&o.resume, "resume", "", "continue an interrupted placement results folder")
+	o.platform.add(f)
 	return cmd
 }
 
@@ -102,8 +104,14 @@ func (o *placeOptions) prepare(cmd *cobra.Command) error {
 		if plan, err = placement.FolderPlan(o.resume); err != nil {
 			return usageError{Err: err}
 		}
+		o.platform.resumes(o.resume, plan.Platform)
 	} else if plan, err = placement.LoadPlan(o.plan); err != nil {
 		return usageError{Err: err}
+	} else if o.platform.raw == "" {
+		o.platform.raw = plan.Platform
+	}
+	if err := o.platform.parse(); err != nil {
+		return err
 	}
 	if cmd.Flags().Changed("repeat") {
 		if o.repeat < 1 || o.repeat > 100 {
@@ -141,11 +149,12 @@ func (o *placeOptions) run(cmd *cobra.Command) (err error) {
 	ctx := cmd.Context()
 	w := cmd.ErrOrStderr()
 	dir := o.resume
-	rt, say, start, end, err := beginStudy(ctx, w, dir, target)
+	rt, plat, say, start, end, err := beginStudy(ctx, w, dir, target, &o.platform)
 	if err != nil {
 		return err
 	}
 	defer end()
+	plan.Platform = plat.String()
 	var ps *placement.Session
 	// The session in use: the first, or the fresh one of a retry.
 	defer func() {
@@ -162,7 +171,7 @@ func (o *placeOptions) run(cmd *cobra.Command) (err error) {
 				return nil, rerr
 			}
 		}
-		s, err := placement.StartPlacement(ctx, rt, plan, target, 0)
+		s, err := placement.StartPlacement(ctx, rt, plan, target, plat, 0)
 		ps = s
 		if err != nil {
 			return nil, err
@@ -201,20 +210,21 @@ func (o *placeOptions) run(cmd *cobra.Command) (err error) {
 
 // beginStudy is how place and workers begin: the folder --resume names
 // locked (lockResumed), then the engine connected with the target's
-// images, and the progress lines timed from here. end releases both.
-func beginStudy(ctx context.Context, w io.Writer, resume string, target apps.Target) (rt *engine.Runtime, say func(string), start time.Time, end func(), err error) {
+// images for the platform pf settles, and the progress lines timed from
+// here. end releases both.
+func beginStudy(ctx context.Context, w io.Writer, resume string, target apps.Target, pf *platformFlag) (rt *engine.Runtime, p engine.Platform, say func(string), start time.Time, end func(), err error) {
 	unlock, err := lockResumed(resume)
 	if err != nil {
-		return nil, nil, start, nil, err
+		return nil, p, nil, start, nil, err
 	}
-	rt, err = connectFor(ctx, []apps.Target{target}, w)
+	rt, p, err = connectFor(ctx, []apps.Target{target}, w, pf)
 	if err != nil {
 		unlock()
-		return nil, nil, start, nil, err
+		return nil, p, nil, start, nil, err
 	}
 	start = time.Now()
 	say = func(s string) { fmt.Fprintf(w, "[%s] %s\n", time.Since(start).Round(time.Second), s) }
-	return rt, say, start, func() { rt.Close(); unlock() }, nil
+	return rt, p, say, start, func() { rt.Close(); unlock() }, nil
 }
 
 // lockResumed takes the lock of the folder --resume names, before anything

@@ -35,6 +35,7 @@ type runOptions struct {
 	out      string
 	resume   string
 	yes      bool
+	platform platformFlag
 
 	own ownAppOptions // a user's own app
 
@@ -104,6 +105,7 @@ func newRunCmd() *cobra.Command {
 	f.StringVar(&o.out, "out", "rttlab-results", "folder that receives the results folder")
 	f.StringVar(&o.resume, "resume", "", "continue an interrupted results folder")
 	f.BoolVarP(&o.yes, "yes", "y", false, "start a run estimated over 10 minutes without asking")
+	o.platform.add(f)
 	o.own.addFlags(f, "routes for every app (comma list)")
 	return cmd
 }
@@ -114,6 +116,9 @@ func newRunCmd() *cobra.Command {
 // terminal, the question).
 func (o *runOptions) prepare(cmd *cobra.Command) error {
 	fl := cmd.Flags()
+	if err := o.platform.parse(); err != nil {
+		return err
+	}
 	if o.resume != "" {
 		return o.resumePlan(fl)
 	}
@@ -127,6 +132,10 @@ func (o *runOptions) prepare(cmd *cobra.Command) error {
 	}
 	if err := o.applyFlags(p, fl, all); err != nil {
 		return err
+	}
+	if o.platform.raw == "" {
+		// The plan file's platform, unless --platform names one.
+		o.platform.raw = p.Platform
 	}
 	if o.own.renamed != "" {
 		fmt.Fprintln(cmd.ErrOrStderr(), o.own.renamed)
@@ -167,6 +176,7 @@ func (o *runOptions) resumePlan(fl *pflag.FlagSet) error {
 	if err != nil {
 		return usagef("--resume %s: not a results folder of rttlab run: %v", o.resume, strings.Join(strings.Fields(err.Error()), " "))
 	}
+	o.platform.resumes(o.resume, p.Platform)
 	o.p = p
 	return nil
 }
@@ -295,6 +305,11 @@ func (o *runOptions) run(cmd *cobra.Command) error {
 	}
 	defer rt.Close()
 	p := o.p
+	plat, err := o.platform.settle(ctx, rt)
+	if err != nil {
+		return err
+	}
+	p.Platform = plat.String()
 	if err := rtt.AddOwnApps(p, all); err != nil {
 		return err
 	}
@@ -306,7 +321,7 @@ func (o *runOptions) run(cmd *cobra.Command) error {
 		}
 		targets = append(targets, t)
 	}
-	images, skipped, err := buildForRun(cmd, rt, targets)
+	images, skipped, err := buildForRun(cmd, rt, targets, plat)
 	if err != nil {
 		return err
 	}
@@ -389,7 +404,7 @@ func count(n int, thing string) string {
 // buildForRun makes the images; an app whose image cannot be built for a
 // reason of this host (no network for its package registry) is skipped
 // with that reason, any other failure stops the run.
-func buildForRun(cmd *cobra.Command, rt *engine.Runtime, targets []apps.Target) (map[string]string, map[string]string, error) {
+func buildForRun(cmd *cobra.Command, rt *engine.Runtime, targets []apps.Target, plat engine.Platform) (map[string]string, map[string]string, error) {
 	ctx := cmd.Context()
 	w := cmd.ErrOrStderr()
 	// A user's image is checked first: it is never built or pulled.
@@ -397,10 +412,10 @@ func buildForRun(cmd *cobra.Command, rt *engine.Runtime, targets []apps.Target) 
 	if err != nil {
 		return nil, nil, err
 	}
-	if _, _, err := engine.EnsureBase(ctx, rt, engine.BaseOptions{Progress: w}); err != nil {
+	if err := ensureBases(ctx, rt, plat, true, w); err != nil {
 		return nil, nil, err
 	}
-	b, err := newBuilder(ctx, rt, false, nil)
+	b, err := newBuilder(ctx, rt, false, nil, plat)
 	if err != nil {
 		return nil, nil, err
 	}

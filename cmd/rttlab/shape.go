@@ -204,6 +204,7 @@ func upShapeCmd(use, short string, act func(context.Context, *engine.Runtime, *s
 }
 
 type shapeVerifyOptions struct {
+	platform    platformFlag
 	delays      string
 	shaper      string
 	scope       string
@@ -270,12 +271,16 @@ the packet does not show there.`,
 	cmd.Flags().IntVar(&o.selectRuns, "select-runs", 5, "SELECT 1 runs per setting")
 	cmd.Flags().IntVar(&o.selectCalls, "select-calls", 200, "SELECT 1 calls per run")
 	cmd.Flags().Uint64Var(&o.seed, "seed", 1, "seed of the bootstrap")
+	o.platform.add(cmd.Flags())
 	return cmd
 }
 
 // prepare checks the delays, shaper, scope, hook, floor and counts as a
 // plan would, before anything connects.
 func (o *shapeVerifyOptions) prepare(cmd *cobra.Command, args []string) error {
+	if err := o.platform.parse(); err != nil {
+		return err
+	}
 	d, err := rtt.ParseDelaysMs(o.delays)
 	if err != nil {
 		return usagef("--delays: %v", err)
@@ -300,7 +305,7 @@ func (o *shapeVerifyOptions) run(cmd *cobra.Command, args []string) (err error) 
 	if err != nil {
 		return err
 	}
-	rt, err := connectFor(ctx, []apps.Target{t}, cmd.ErrOrStderr())
+	rt, plat, err := connectFor(ctx, []apps.Target{t}, cmd.ErrOrStderr(), &o.platform)
 	if err != nil {
 		return err
 	}
@@ -312,7 +317,7 @@ func (o *shapeVerifyOptions) run(cmd *cobra.Command, args []string) (err error) 
 		// the JSON document.
 		table = cmd.ErrOrStderr()
 	}
-	st, sh, err := shaping.StartShaped(ctx, rt, stack.StackOptions{Target: t}, o.shaper, o.scope, o.hook)
+	st, sh, err := shaping.StartShaped(ctx, rt, stack.StackOptions{Target: t, Platform: plat}, o.shaper, o.scope, o.hook)
 	if err != nil {
 		return err
 	}

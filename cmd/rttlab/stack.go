@@ -16,10 +16,11 @@ import (
 )
 
 type upOptions struct {
-	rtt    string
-	shaper string
-	scope  string
-	own    ownAppOptions
+	platform platformFlag
+	rtt      string
+	shaper   string
+	scope    string
+	own      ownAppOptions
 
 	target apps.Target
 }
@@ -48,12 +49,16 @@ Your own app instead of APP: --app-image IMAGE (or --compose FILE with
 	cmd.Flags().StringVar(&o.shaper, "shaper", "auto", "auto, kernel or userspace")
 	cmd.Flags().StringVar(&o.scope, "scope", "path", "path or interface")
 	o.own.addFlags(cmd.Flags(), "")
+	o.platform.add(cmd.Flags())
 	return cmd
 }
 
 // prepare checks --rtt, --shaper and --scope and resolves the app before
 // anything connects.
 func (o *upOptions) prepare(cmd *cobra.Command, args []string) (err error) {
+	if err := o.platform.parse(); err != nil {
+		return err
+	}
 	if o.rtt != "" {
 		if _, err := parseRTT(o.rtt); err != nil {
 			return err
@@ -77,12 +82,12 @@ func (o *upOptions) run(cmd *cobra.Command) error {
 	ctx := cmd.Context()
 	targets := []apps.Target{o.target}
 	out := cmd.OutOrStdout()
-	rt, err := connectFor(ctx, targets, out)
+	rt, plat, err := connectFor(ctx, targets, out, &o.platform)
 	if err != nil {
 		return err
 	}
 	defer rt.Close()
-	st, sh, err := shaping.StartShaped(ctx, rt, stack.StackOptions{Target: targets[0], Up: true, Publish: true}, o.shaper, o.scope, "")
+	st, sh, err := shaping.StartShaped(ctx, rt, stack.StackOptions{Target: targets[0], Up: true, Publish: true, Platform: plat}, o.shaper, o.scope, "")
 	if err != nil {
 		return err
 	}
@@ -192,6 +197,7 @@ func upRuns(ctx context.Context, d engine.Docker, id string) ([]string, error) {
 }
 
 type verifyOptions struct {
+	platform platformFlag
 	requests int
 	serialN  int
 	own      ownAppOptions
@@ -229,12 +235,16 @@ not asserted.`,
 	cmd.Flags().IntVar(&o.requests, "requests", 10, "requests per route for the statement count")
 	cmd.Flags().IntVar(&o.serialN, "serial-n", 5, "n for /serial?n=N")
 	o.own.addFlags(cmd.Flags(), "")
+	o.platform.add(cmd.Flags())
 	return cmd
 }
 
 // prepare checks the counts and resolves an own app before anything
 // connects.
 func (o *verifyOptions) prepare(cmd *cobra.Command, args []string) (err error) {
+	if err := o.platform.parse(); err != nil {
+		return err
+	}
 	if o.requests < 1 || o.requests > 10000 {
 		return usagef("--requests %d: use 1..10000", o.requests)
 	}
@@ -257,11 +267,12 @@ func (o *verifyOptions) run(cmd *cobra.Command, args []string) error {
 		return err
 	}
 	out := cmd.OutOrStdout()
-	rt, err := connectFor(ctx, targets, out)
+	rt, plat, err := connectFor(ctx, targets, out, &o.platform)
 	if err != nil {
 		return err
 	}
 	defer rt.Close()
+	o.platform.p = plat
 	var failed []string
 	for _, t := range targets {
 		n, err := verifyOne(ctx, rt, t, o, out)
@@ -292,7 +303,7 @@ func verifyTargets(o *verifyOptions, args []string) ([]apps.Target, error) {
 }
 
 func verifyOne(ctx context.Context, rt *engine.Runtime, t apps.Target, o *verifyOptions, out interface{ Write([]byte) (int, error) }) (_ int, err error) {
-	st, sh, err := shaping.StartShaped(ctx, rt, stack.StackOptions{Target: t, Publish: true}, "auto", "path", "")
+	st, sh, err := shaping.StartShaped(ctx, rt, stack.StackOptions{Target: t, Publish: true, Platform: o.platform.p}, "auto", "path", "")
 	if err != nil {
 		return 0, fmt.Errorf("verify %s: %w", t.Name, err)
 	}

@@ -28,7 +28,9 @@ func appsTree() (map[string]*apps.Meta, fs.FS, string, error) {
 // touch an engine of the machine they run on.
 var connect = engine.NewRuntime
 
-func newBuilder(ctx context.Context, rt *engine.Runtime, noCache bool, log io.Writer) (*engine.Builder, error) {
+// newBuilder builds for platform p (settled: platformFlag.settle), rttlab's
+// agent for the engine's own.
+func newBuilder(ctx context.Context, rt *engine.Runtime, noCache bool, log io.Writer, p engine.Platform) (*engine.Builder, error) {
 	all, fsys, src, err := appsTree()
 	if err != nil {
 		return nil, err
@@ -51,6 +53,8 @@ func newBuilder(ctx context.Context, rt *engine.Runtime, noCache bool, log io.Wr
 		// Outside a checkout without Go, the first build downloads a
 		// toolchain: say so rather than stall silently.
 		Progress: stderr,
+		Platform: p,
+		Native:   []string{"agent"},
 	}, nil
 }
 
@@ -122,34 +126,54 @@ func resolveTargets(all map[string]*apps.Meta, names []string) ([]apps.Target, e
 	return out, nil
 }
 
-// connectFor connects to the engine and makes sure the base image, the
-// agent and the images of targets are there (built when missing); the
-// caller closes the runtime.
-func connectFor(ctx context.Context, targets []apps.Target, w io.Writer) (*engine.Runtime, error) {
+// connectFor connects to the engine, settles the platform pf asks and
+// makes sure the base images, the agent and the images of targets are
+// there (built when missing); the caller closes the runtime.
+func connectFor(ctx context.Context, targets []apps.Target, w io.Writer, pf *platformFlag) (*engine.Runtime, engine.Platform, error) {
 	rt, err := connect(ctx)
 	if err != nil {
-		return nil, err
+		return nil, engine.Platform{}, err
 	}
-	if err := ensureImages(ctx, rt, targets, true, w); err != nil {
+	p, err := pf.settle(ctx, rt)
+	if err == nil {
+		err = ensureImages(ctx, rt, targets, true, p, w)
+	}
+	if err != nil {
 		rt.Close()
-		return nil, err
+		return nil, p, err
 	}
-	return rt, nil
+	return rt, p, nil
 }
 
-// ensureImages makes the base image and the images the targets need.
-func ensureImages(ctx context.Context, rt *engine.Runtime, targets []apps.Target, agent bool, w io.Writer) error {
-	path, _, err := engine.EnsureBase(ctx, rt, engine.BaseOptions{Progress: w})
-	if err != nil {
-		return err
+// ensureBases makes the base image of platform p and, when p is foreign
+// and the agent is needed, the engine's own (the agent's).
+func ensureBases(ctx context.Context, rt *engine.Runtime, p engine.Platform, agent bool, w io.Writer) error {
+	ps := []engine.Platform{p}
+	if p.Foreign() && agent {
+		ps = append(ps, p.Native())
 	}
+	for _, bp := range ps {
+		path, _, err := engine.EnsureBase(ctx, rt, engine.BaseOptions{Progress: w, Platform: bp})
+		if err != nil {
+			return err
+		}
+		if path != engine.BasePresent {
+			fmt.Fprintf(w, "base image %s: %s\n", bp.BaseRef(), path)
+		}
+	}
+	return nil
+}
+
+// ensureImages makes the base images and the images the targets need, for
+// platform p (the agent for the engine's own).
+func ensureImages(ctx context.Context, rt *engine.Runtime, targets []apps.Target, agent bool, p engine.Platform, w io.Writer) error {
 	if _, err := ownImages(ctx, rt, targets); err != nil {
 		return err
 	}
-	if path != engine.BasePresent {
-		fmt.Fprintf(w, "base image %s: %s\n", engine.BaseImage, path)
+	if err := ensureBases(ctx, rt, p, agent, w); err != nil {
+		return err
 	}
-	b, err := newBuilder(ctx, rt, false, nil)
+	b, err := newBuilder(ctx, rt, false, nil, p)
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 )
 
 type traceOptions struct {
+	platform platformFlag
 	requests int
 	warmup   int
 	seed     uint64
@@ -89,12 +90,16 @@ func newTraceCmd() *cobra.Command {
 	_ = cmd.Flags().MarkDeprecated("out", "use --results DIR (--out names a parent folder in run, place and workers)")
 	o.budget.addFlags(cmd, true)
 	o.own.addFlags(cmd.Flags(), "")
+	o.platform.add(cmd.Flags())
 	return cmd
 }
 
 // prepare checks the counts, resolves the app (built-in or the user's),
 // its mix, the --results folder and the budgets, before anything connects.
 func (o *traceOptions) prepare(cmd *cobra.Command, args []string) (err error) {
+	if err := o.platform.parse(); err != nil {
+		return err
+	}
 	if o.requests < 1 || o.requests > 100000 || o.warmup < 0 {
 		return usagef("--requests must be 1..100000 and --warmup not negative")
 	}
@@ -127,12 +132,12 @@ func (o *traceOptions) run(cmd *cobra.Command) (err error) {
 	if err != nil {
 		return err
 	}
-	rt, err := connectFor(ctx, []apps.Target{t}, cmd.ErrOrStderr())
+	rt, plat, err := connectFor(ctx, []apps.Target{t}, cmd.ErrOrStderr(), &o.platform)
 	if err != nil {
 		return err
 	}
 	defer rt.Close()
-	st, sh, err := shaping.StartShaped(ctx, rt, stack.StackOptions{Target: t}, "auto", "path", "")
+	st, sh, err := shaping.StartShaped(ctx, rt, stack.StackOptions{Target: t, Platform: plat}, "auto", "path", "")
 	if err != nil {
 		return err
 	}

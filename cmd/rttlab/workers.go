@@ -19,6 +19,8 @@ type workersOptions struct {
 	out    string
 	resume string
 
+	platform platformFlag
+
 	p      *workers.Plan // settled by prepare
 	target apps.Target
 }
@@ -54,6 +56,7 @@ summary.md and plots/. --resume DIR continues an interrupted folder.`,
 	f.StringVar(&o.plan, "plan", "workers", "built-in plan (workers, workers-smoke) or a YAML plan file")
 	f.StringVar(&o.out, "out", "rttlab-results", "folder that receives the results folder")
 	f.StringVar(&o.resume, "resume", "", "continue an interrupted workers results folder")
+	o.platform.add(f)
 	return cmd
 }
 
@@ -75,6 +78,12 @@ func (o *workersOptions) prepare(cmd *cobra.Command) error {
 	if err != nil {
 		return usageError{Err: err}
 	}
+	if o.resume != "" {
+		o.platform.resumes(o.resume, o.p.Platform)
+	}
+	if err := o.platform.parse(); err != nil {
+		return err
+	}
 	all, _, _, err := appsTree()
 	if err != nil {
 		return err
@@ -95,12 +104,13 @@ func (o *workersOptions) run(cmd *cobra.Command) (err error) {
 	ctx := cmd.Context()
 	w := cmd.ErrOrStderr()
 	dir := o.resume
-	rt, say, start, end, err := beginStudy(ctx, w, dir, target)
+	rt, plat, say, start, end, err := beginStudy(ctx, w, dir, target, &o.platform)
 	if err != nil {
 		return err
 	}
 	defer end()
-	ws, err := workers.StartWorkers(ctx, rt, target, plan.Shaper)
+	plan.Platform = plat.String()
+	ws, err := workers.StartWorkers(ctx, rt, target, plan.Shaper, plat)
 	if ws != nil && ws.Stack != nil {
 		defer ws.Stack.RemoveJoin(ctx, rt, &err)
 	}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -357,5 +358,79 @@ func TestBuildCarriesTheRunningBinary(t *testing.T) {
 	b.GOARCH = "s390x"
 	if _, err := b.Build(context.Background(), []string{"agent"}); err == nil || !strings.HasPrefix(err.Error(), "build agent: cross-build ./cmd/rttlab: ") {
 		t.Errorf("another platform without a checkout: %v", err)
+	}
+}
+
+// For a foreign platform every image is built with the platform set,
+// tagged with its architecture and started from that platform's base (the
+// tree's Dockerfiles unchanged), but for the images named Native (the
+// agent), built for the engine's own platform under today's tag.
+func TestBuilderBuildForeignPlatform(t *testing.T) {
+	fsys := fstest.MapFS{
+		"pg/Dockerfile":    {Data: []byte("FROM debian:trixie-slim\nCOPY init.sql /\n")},
+		"pg/init.sql":      {Data: []byte("create table t();\n")},
+		"axum/Dockerfile":  {Data: []byte("FROM debian:trixie-slim AS build\nRUN cargo build\nFROM debian:trixie-slim\nCOPY --from=build /app /app\n")},
+		"agent/Dockerfile": {Data: []byte("FROM debian:trixie-slim\nCOPY rttlab /\n")},
+	}
+	arm, _ := ParsePlatform("linux/arm64")
+	arm, _ = arm.On(EngineInfo{OS: "linux", Arch: "amd64"})
+	st := &contextImages{}
+	b := &Builder{
+		Images: st, FS: fsys, Log: io.Discard, GOOS: "linux", GOARCH: "amd64", Platform: arm, Native: []string{"agent"},
+		Apps: map[string]*apps.Meta{"pg": {Name: "pg"}, "axum": {Name: "axum"}, "agent": {Name: "agent"}},
+	}
+	built, err := b.Build(context.Background(), []string{"pg", "axum", "agent"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{arm.ImageRef("pg"), arm.ImageRef("axum"), ImageRef("agent")}
+	for i, bt := range built {
+		if bt.Tag != want[i] || st.builds[i].Opts.Tag != want[i] {
+			t.Errorf("image %d tagged %s (built %s), want %s", i, bt.Tag, st.builds[i].Opts.Tag, want[i])
+		}
+	}
+	pg, axum, agent := st.builds[0], st.builds[1], st.builds[2]
+	if pg.Opts.Platform.String() != "linux/arm64" || axum.Opts.Platform.String() != "linux/arm64" || agent.Opts.Platform.String() != "linux/amd64" {
+		t.Errorf("platforms %s %s %s", pg.Opts.Platform, axum.Opts.Platform, agent.Opts.Platform)
+	}
+	base := arm.BaseRef()
+	if df := pg.Files["Dockerfile"].Data; df != "FROM "+base+"\nCOPY init.sql /\n" {
+		t.Errorf("pg Dockerfile:\n%s", df)
+	}
+	if df := axum.Files["Dockerfile"].Data; df != "FROM "+base+" AS build\nRUN cargo build\nLABEL io.rttlab.app=\"axum\"\nFROM "+base+"\nCOPY --from=build /app /app\n" {
+		t.Errorf("axum Dockerfile:\n%s", df)
+	}
+	if _, edited := agent.Files["Dockerfile"]; !edited || agent.Files["Dockerfile"].Data != string(fsys["agent/Dockerfile"].Data) {
+		t.Errorf("the agent's Dockerfile changed: %q", agent.Files["Dockerfile"].Data)
+	}
+}
+
+// replacing is an ImageStore whose tags already name an image, that
+// removes what a build replaced.
+type replacing struct {
+	contextImages
+	removed []string
+}
+
+func (r *replacing) ImageID(_ context.Context, ref string) (string, error) {
+	return "sha256:old-" + ref, nil
+}
+
+func (r *replacing) RemoveReplaced(_ context.Context, id string) error {
+	r.removed = append(r.removed, id)
+	return nil
+}
+
+// A rebuild that gives a tag a new image removes the one it replaced, so
+// that no untagged image is left behind.
+func TestBuildRemovesTheReplacedImage(t *testing.T) {
+	fsys := fstest.MapFS{"pg/Dockerfile": {Data: []byte("FROM debian:trixie-slim\n")}}
+	r := &replacing{}
+	b := &Builder{Images: r, FS: fsys, Apps: map[string]*apps.Meta{"pg": {Name: "pg"}}}
+	if _, err := b.Build(context.Background(), []string{"pg"}); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"sha256:old-" + ImageRef("pg")}; !slices.Equal(r.removed, want) {
+		t.Errorf("removed %q, want %q", r.removed, want)
 	}
 }

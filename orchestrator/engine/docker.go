@@ -255,6 +255,19 @@ func (r *Runtime) RemoveImage(ctx context.Context, ref string) error {
 	return nil
 }
 
+// RemoveReplaced removes an image a build replaced and its untagged
+// parents that nothing else uses; an image a container still uses, or
+// that is gone already, stays without error.
+func (r *Runtime) RemoveReplaced(ctx context.Context, id string) error {
+	ctx, cancel := context.WithTimeout(ctx, shortCall)
+	defer cancel()
+	_, err := r.cli.ImageRemove(ctx, id, image.RemoveOptions{PruneChildren: true})
+	if err != nil && !cerrdefs.IsNotFound(err) && !cerrdefs.IsConflict(err) {
+		return fmt.Errorf("remove image %s: %w", ShortID(id), err)
+	}
+	return nil
+}
+
 // RemoveImages removes every image carrying the labels.
 func (r *Runtime) RemoveImages(ctx context.Context, labelFilter map[string]string) ([]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, shortCall)
@@ -310,6 +323,9 @@ type ContainerSpec struct {
 	// NanoCPUs is the container's CPU quota in billionths of a CPU
 	// (docker run --cpus × 1e9); 0 leaves it unlimited.
 	NanoCPUs int64
+	// Platform the container runs: the engine refuses an image of another
+	// one. Zero: whatever the image is.
+	Platform Platform
 }
 
 // CreateContainer creates (does not start) a container.
@@ -317,7 +333,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, s ContainerSpec) (string,
 	ctx, cancel := context.WithTimeout(ctx, shortCall)
 	defer cancel()
 	cfg, hc, nc := s.configs()
-	resp, err := r.cli.ContainerCreate(ctx, cfg, hc, nc, nil, s.Name)
+	resp, err := r.cli.ContainerCreate(ctx, cfg, hc, nc, s.Platform.oci(), s.Name)
 	if err != nil {
 		if cerrdefs.IsNotFound(err) {
 			return "", fmt.Errorf("create %s: %w: %s", s.Name, ErrImageMissing, s.Image)

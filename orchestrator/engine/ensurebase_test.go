@@ -121,7 +121,10 @@ func fakeDebootstrap(t *testing.T) {
 	bin := t.TempDir()
 	script := `#!/bin/sh
 [ "$1" = --variant=minbase ] || { echo "E: arguments: $*"; exit 2; }
-suite=$2 dir=$3 mirror=$4
+shift
+arch=
+case "$1" in --arch=*) arch=${1#--arch=}; shift;; esac
+suite=$1 dir=$2 mirror=$3
 echo "I: Retrieving InRelease"
 echo "I: Retrieving libc6"
 echo "I: Retrieving bash"
@@ -139,6 +142,7 @@ if [ -n "$FAKE_DEBOOTSTRAP_FAIL" ]; then
 fi
 mkdir -p "$dir/etc" "$dir/bin" "$dir/var/cache/apt/archives" "$dir/var/lib/apt/lists"
 echo "$suite $mirror" > "$dir/etc/debootstrap-args"
+[ -n "$arch" ] && echo "$arch" > "$dir/etc/debootstrap-arch"
 printf '#!/bin/sh\n' > "$dir/bin/bash"
 [ -n "$FAKE_DEBOOTSTRAP_BIG" ] && head -c 1048576 /dev/zero > "$dir/bin/big"
 chmod 755 "$dir/bin/bash"

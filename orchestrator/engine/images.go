@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -52,6 +53,8 @@ type BuildOptions struct {
 	BuildArgs map[string]string
 	NoCache   bool
 	Log       io.Writer // build output; nil discards
+	// Platform the image is built for; zero: the engine's own, unnamed.
+	Platform Platform
 }
 
 // BuildResult describes a built image.
@@ -79,6 +82,7 @@ func (r *Runtime) BuildImage(ctx context.Context, tarCtx io.Reader, o BuildOptio
 		Remove:      true,
 		ForceRemove: true,
 		Version:     build.BuilderV1,
+		Platform:    o.Platform.String(),
 	})
 	if err != nil {
 		return BuildResult{}, fmt.Errorf("build %s: %w", o.Tag, err)
@@ -114,6 +118,12 @@ type BaseOptions struct {
 	// Progress gets a line every half minute while debootstrap runs (it
 	// says nothing itself for minutes); nil says nothing.
 	Progress io.Writer
+	// Platform of the tree: zero or the engine's own is imported as Ref
+	// (default BaseImage); a foreign one is debootstrapped for its
+	// architecture (under emulation) and built FROM scratch with the
+	// platform set, since an engine 20.10 labels an import with its own
+	// (Ref default: Platform.BaseRef()).
+	Platform Platform
 }
 
 // Reasons EnsureBase cannot make the base image on this host.
@@ -155,7 +165,12 @@ func EnsureBase(ctx context.Context, d ImageStore, o BaseOptions) (BasePath, str
 	if err := debootstrap(ctx, dir, o); err != nil {
 		return "", "", err
 	}
-	if err := importRootfs(ctx, d, dir, o.Ref); err != nil {
+	if o.Platform.Foreign() {
+		err = buildRootfs(ctx, d, dir, o.Ref, o.Platform)
+	} else {
+		err = importRootfs(ctx, d, dir, o.Ref)
+	}
+	if err != nil {
 		return "", "", err
 	}
 	id, err = d.ImageID(ctx, o.Ref)
@@ -165,7 +180,7 @@ func EnsureBase(ctx context.Context, d ImageStore, o BaseOptions) (BasePath, str
 // withDefaults fills in the image, suite, mirror and log left empty.
 func (o BaseOptions) withDefaults() BaseOptions {
 	if o.Ref == "" {
-		o.Ref = BaseImage
+		o.Ref = o.Platform.BaseRef()
 	}
 	if o.Suite == "" {
 		o.Suite = "trixie"
@@ -183,7 +198,11 @@ func (o BaseOptions) withDefaults() BaseOptions {
 // to o.Progress, and removes the downloaded packages and lists from it.
 func debootstrap(ctx context.Context, dir string, o BaseOptions) error {
 	var out syncbuf.Buffer
-	cmd := exec.CommandContext(ctx, "debootstrap", "--variant=minbase", o.Suite, dir, o.Mirror)
+	args := []string{"--variant=minbase"}
+	if o.Platform.Arch != "" {
+		args = append(args, "--arch="+o.Platform.Arch)
+	}
+	cmd := exec.CommandContext(ctx, "debootstrap", append(args, o.Suite, dir, o.Mirror)...)
 	cmd.Stdout = io.MultiWriter(&out, o.Log)
 	cmd.Stderr = cmd.Stdout
 	if o.Progress != nil {
@@ -234,6 +253,58 @@ func importRootfs(ctx context.Context, d ImageStore, dir, ref string) error {
 	return nil
 }
 
+// buildRootfs makes the tree in dir the image ref of platform p: a build
+// FROM scratch that adds the tree's tar, with the platform set, so that the
+// image is labelled p (an import on engine 20.10 is labelled the engine's
+// own platform, and a build FROM it for p is then refused).
+func buildRootfs(ctx context.Context, d ImageStore, dir, ref string, p Platform) error {
+	f, err := os.CreateTemp("", "rttlab-rootfs-*.tar")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	tarCmd := exec.CommandContext(ctx, "tar", "--numeric-owner", "-C", dir, "-c", ".")
+	tarCmd.Stdout = f
+	var tarErr bytes.Buffer
+	tarCmd.Stderr = &tarErr
+	if err := tarCmd.Run(); err != nil {
+		return fmt.Errorf("tar rootfs: %w: %s", err, tarErr.String())
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	pr, pw := io.Pipe()
+	go func() { pw.CloseWithError(rootfsContext(pw, f, fi.Size())) }()
+	_, err = d.BuildImage(ctx, pr, BuildOptions{Tag: ref, Platform: p})
+	pr.CloseWithError(io.ErrClosedPipe)
+	return err
+}
+
+// rootfsContext writes the build context of buildRootfs: a Dockerfile
+// that adds rootfs.tar (unpacked by ADD) to an empty image, and the tar.
+func rootfsContext(w io.Writer, rootfs io.Reader, size int64) error {
+	tw := tar.NewWriter(w)
+	df := []byte("FROM scratch\nADD rootfs.tar /\nCMD [\"bash\"]\n")
+	if err := tw.WriteHeader(&tar.Header{Name: "Dockerfile", Mode: 0o644, Size: int64(len(df)), ModTime: time.Unix(0, 0), Typeflag: tar.TypeReg}); err != nil {
+		return err
+	}
+	if _, err := tw.Write(df); err != nil {
+		return err
+	}
+	if err := tw.WriteHeader(&tar.Header{Name: "rootfs.tar", Mode: 0o644, Size: size, ModTime: time.Unix(0, 0), Typeflag: tar.TypeReg}); err != nil {
+		return err
+	}
+	if _, err := io.Copy(tw, rootfs); err != nil {
+		return err
+	}
+	return tw.Close()
+}
+
 // Builder builds app images from the embedded contexts.
 type Builder struct {
 	Images ImageStore
@@ -250,6 +321,21 @@ type Builder struct {
 	Log     io.Writer
 	// Progress gets a line when a Go toolchain is downloaded; nil discards.
 	Progress io.Writer
+	// Platform the images are built for: tags, Go binaries (GOARCH is
+	// its architecture) and the base the Dockerfiles start from follow
+	// it. Zero: the engine's own, as GOOS and GOARCH say.
+	Platform Platform
+	// Native names the images built for the engine's own platform
+	// whatever Platform says: rttlab's agent, which shapes and measures.
+	Native []string
+}
+
+// platformOf is the platform the image name is built for.
+func (b *Builder) platformOf(name string) Platform {
+	if slices.Contains(b.Native, name) {
+		return b.Platform.Native()
+	}
+	return b.Platform
 }
 
 // Built describes one built image.
@@ -279,6 +365,13 @@ func (b *Builder) Build(ctx context.Context, names []string) ([]Built, error) {
 
 func (b *Builder) buildOne(ctx context.Context, m *apps.Meta) (Built, error) {
 	start := time.Now()
+	p := b.platformOf(m.Name)
+	if p.Arch != "" && p.Arch != b.GOARCH {
+		// The Go programs are cross-built for the image's platform.
+		bp := *b
+		bp.GOOS, bp.GOARCH = p.OS, p.Arch
+		b = &bp
+	}
 	extra := map[string][]byte{}
 	for _, g := range m.GoBuild {
 		bin, err := b.crossBuild(ctx, g)
@@ -292,26 +385,66 @@ func (b *Builder) buildOne(ctx context.Context, m *apps.Meta) (Built, error) {
 		return Built{}, err
 	}
 	if df, err := fs.ReadFile(sub, "Dockerfile"); err == nil {
-		if labeled := labelStages(df, LabelApp, m.Name); !bytes.Equal(labeled, df) {
-			extra["Dockerfile"] = labeled
+		edited := labelStages(df, LabelApp, m.Name)
+		if p.Foreign() {
+			edited = rebase(edited, BaseImage, p.BaseRef())
+		}
+		if !bytes.Equal(edited, df) {
+			extra["Dockerfile"] = edited
 		}
 	}
 	var buf bytes.Buffer
 	if err := TarContext(&buf, sub, extra); err != nil {
 		return Built{}, fmt.Errorf("build %s: context: %w", m.Name, err)
 	}
-	labels := map[string]string{LabelApp: m.Name}
+	tag := p.ImageRef(m.Name)
+	old, _ := b.Images.ImageID(ctx, tag)
 	res, err := b.Images.BuildImage(ctx, &buf, BuildOptions{
-		Tag:       ImageRef(m.Name),
-		Labels:    labels,
+		Tag:       tag,
+		Labels:    map[string]string{LabelApp: m.Name},
 		BuildArgs: m.BuildArgs,
 		NoCache:   b.NoCache,
 		Log:       b.Log,
+		Platform:  p,
 	})
 	if err != nil {
 		return Built{}, fmt.Errorf("apps/%s: %w", m.Name, err)
 	}
-	return Built{App: m.Name, Tag: ImageRef(m.Name), ID: res.ID, Duration: time.Since(start)}, nil
+	b.removeReplaced(ctx, old, res.ID)
+	return Built{App: m.Name, Tag: tag, ID: res.ID, Duration: time.Since(start)}, nil
+}
+
+// ImagePruner removes an image that a build has replaced, unless a
+// container still uses it; an ImageStore without it keeps the old image.
+type ImagePruner interface {
+	RemoveReplaced(ctx context.Context, id string) error
+}
+
+// removeReplaced removes the image old that the tag named before a build
+// gave it the image now: otherwise every rebuild (the agent's, whenever
+// rttlab's binary changes) leaves an untagged image behind. A failure is
+// logged, not fatal: the build itself succeeded.
+func (b *Builder) removeReplaced(ctx context.Context, old, now string) {
+	p, ok := b.Images.(ImagePruner)
+	if old == "" || old == now || !ok {
+		return
+	}
+	if err := p.RemoveReplaced(ctx, old); err != nil {
+		slog.Warn("the image a build replaced stays", "id", ShortID(old), "error", FirstLine(err.Error()))
+	}
+}
+
+// rebase points the FROM lines of a Dockerfile that name base at to
+// instead (a foreign platform's base); the file in the tree is unchanged.
+func rebase(df []byte, base, to string) []byte {
+	lines := strings.SplitAfter(string(df), "\n")
+	for i, l := range lines {
+		f := strings.Fields(l)
+		if len(f) >= 2 && strings.EqualFold(f[0], "FROM") && f[1] == base {
+			lines[i] = strings.Replace(l, base, to, 1)
+		}
+	}
+	return []byte(strings.Join(lines, ""))
 }
 
 // labelStages labels every stage but the last of a multi-stage Dockerfile
@@ -697,6 +830,17 @@ func debootstrapStage(out string) string {
 	return strings.ToLower(last[:1]) + last[1:]
 }
 
+// trimArchTag drops the architecture a foreign platform's tag ends with
+// (Platform.ImageRef): rttlab/go:latest-<arch> → rttlab/go:latest.
+func trimArchTag(t string) string {
+	for arch := range qemuNames {
+		if s, ok := strings.CutSuffix(t, ":latest-"+arch); ok {
+			return s + ":latest"
+		}
+	}
+	return t
+}
+
 // BuiltByRttlab tells an image rttlab built (tagged <prefix><app>:latest
 // for the app its io.rttlab.app label names, or untagged) from a user's
 // image that inherited the label by building FROM one of rttlab's.
@@ -709,6 +853,7 @@ func BuiltByRttlab(tags []string, labels map[string]string) bool {
 		if t == "<none>:<none>" {
 			continue
 		}
+		t = trimArchTag(t)
 		if !strings.HasSuffix(t, app+":latest") {
 			return false
 		}

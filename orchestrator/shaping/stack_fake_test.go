@@ -463,3 +463,44 @@ func TestFakeStackUsesTheImagePrefixForEveryMember(t *testing.T) {
 		}
 	}
 }
+
+// A stack of a foreign platform creates the database and the app with
+// that platform from its arch-tagged images, and every agent with the
+// engine's own from today's agent image: the fake engine, like the real
+// one, refuses a container whose image is of another platform.
+func TestFakeForeignPlatformStack(t *testing.T) {
+	l := fakelab.New(t)
+	arm, err := engine.ParsePlatform("linux/arm64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	arm, _ = arm.On(engine.EngineInfo{OS: "linux", Arch: "amd64"})
+	for _, n := range []string{"postgres", "go"} {
+		l.AddPlatformImage(arm.ImageRef(n), map[string]string{engine.LabelApp: n}, "linux/arm64")
+	}
+	l.AddPlatformImage(engine.ImageRef("agent"), map[string]string{engine.LabelApp: "agent"}, "linux/amd64")
+	st, _ := startFake(t, l, stack.StackOptions{Target: l.Target("go"), Platform: arm}, "path")
+	if st.Platform != arm {
+		t.Errorf("stack platform %+v", st.Platform)
+	}
+	created := l.Created()
+	if len(created) < 4 {
+		t.Fatalf("created %d containers", len(created))
+	}
+	for _, c := range created {
+		want := "linux/amd64"
+		if role := c.Labels[engine.LabelRole]; role == "db" || role == "app" {
+			want = "linux/arm64"
+			if c.Image != arm.ImageRef(map[string]string{"db": "postgres", "app": "go"}[role]) {
+				t.Errorf("%s runs %s", c.Name, c.Image)
+			}
+		} else if c.Image != stack.AgentImage {
+			t.Errorf("%s (%s) runs %s, want the agent", c.Name, role, c.Image)
+		}
+		if c.Platform.String() != want {
+			t.Errorf("%s (%s) created for %q, want %s", c.Name, c.Labels[engine.LabelRole], c.Platform, want)
+		}
+	}
+	// The engine's own stack runs beside it, from today's images.
+	startFake(t, l, stack.StackOptions{Target: l.Target("go"), Platform: arm.Native()}, "path")
+}

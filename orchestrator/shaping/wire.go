@@ -48,6 +48,7 @@ func startAgent(ctx context.Context, d engine.Docker, st *stack.Stack, m *stack.
 		NetworkMode: "container:" + m.ID,
 		CapDrop:     []string{"ALL"},
 		CapAdd:      []string{"NET_ADMIN", "NET_RAW"},
+		Platform:    st.Platform.Native(),
 	}
 	if wire {
 		spec.Cmd = []string{"agent", "idle"}
@@ -91,6 +92,7 @@ func wireShaperSpec(st *stack.Stack, m *stack.Member, agentLabels map[string]str
 		NetworkMode: "host",
 		CapDrop:     []string{"ALL"},
 		CapAdd:      []string{"NET_ADMIN", "NET_RAW"},
+		Platform:    st.Platform.Native(),
 	}, nil
 }
 

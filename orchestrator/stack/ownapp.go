@@ -76,12 +76,12 @@ func OwnAppName(image string) string {
 }
 
 // TargetImage is the image a target runs: the user's, or the one rttlab
-// builds for the app.
-func TargetImage(t apps.Target) string {
+// builds for the app on platform p.
+func TargetImage(t apps.Target, p engine.Platform) string {
 	if t.Image != "" {
 		return t.Image
 	}
-	return engine.ImageRef(t.Meta.Name)
+	return p.ImageRef(t.Meta.Name)
 }
 
 // ParseEnvFlag parses one K=V of --env.

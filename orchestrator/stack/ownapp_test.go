@@ -120,10 +120,10 @@ func TestIsTreeApp(t *testing.T) {
 // A target runs the user's image, or the one rttlab builds for its app.
 func TestTargetImage(t *testing.T) {
 	l := fakelab.New(t)
-	if got := TargetImage(l.Target("axum-raw")); got != engine.ImageRef("axum") {
+	if got := TargetImage(l.Target("axum-raw"), engine.Platform{}); got != engine.ImageRef("axum") {
 		t.Errorf("variant: %s", got)
 	}
-	if got := TargetImage(apps.Target{Name: "shop", Meta: &apps.Meta{Name: "shop"}, Image: "example/shop:1.4"}); got != "example/shop:1.4" {
+	if got := TargetImage(apps.Target{Name: "shop", Meta: &apps.Meta{Name: "shop"}, Image: "example/shop:1.4"}, engine.Platform{}); got != "example/shop:1.4" {
 		t.Errorf("own image: %s", got)
 	}
 }

@@ -101,6 +101,9 @@ type StackOptions struct {
 	Publish bool
 	// ReadyTimeout bounds database and app start-up.
 	ReadyTimeout time.Duration
+	// Platform the database and the app run (settled against the engine:
+	// engine.Platform.On); zero: the engine's own, unnamed.
+	Platform engine.Platform
 }
 
 // Member is one container of a stack.
@@ -132,6 +135,22 @@ type Stack struct {
 	AppURL string
 	// AppAddr is the app's address on the private network (ip:port).
 	AppAddr string
+	// Platform the database and the app run; rttlab's agents run its
+	// Native one.
+	Platform engine.Platform
+}
+
+// Image is the tag of rttlab's image of app on the stack's platform.
+func (s *Stack) Image(app string) string { return s.Platform.ImageRef(app) }
+
+// MemberPlatform is the platform a container of image runs in the stack:
+// the engine's own for rttlab's agent image (emulation cannot shape, and
+// the agents measure), the stack's for everything else.
+func (s *Stack) MemberPlatform(image string) engine.Platform {
+	if image == AgentImage || image == s.Platform.Native().ImageRef("agent") {
+		return s.Platform.Native()
+	}
+	return s.Platform
 }
 
 // BaseURL reaches the app from the host: the published port when there
@@ -172,7 +191,7 @@ func StartStack(ctx context.Context, d engine.Docker, o StackOptions) (st *Stack
 	if o.ReadyTimeout == 0 {
 		o.ReadyTimeout = 3 * time.Minute
 	}
-	st = &Stack{RunID: o.RunID, Target: o.Target, DB: RttlabDB(NewPassword())}
+	st = &Stack{RunID: o.RunID, Target: o.Target, DB: RttlabDB(NewPassword()), Platform: o.Platform}
 	defer func() {
 		if err != nil {
 			st.RemoveJoin(ctx, d, &err)
@@ -217,6 +236,9 @@ func (st *Stack) StartMember(ctx context.Context, d engine.Containers, service, 
 	spec.Labels[engine.LabelRole] = role
 	spec.Labels[engine.LabelService] = service
 	spec.Network, spec.Aliases = st.Network, []string{service}
+	if spec.Platform == (engine.Platform{}) {
+		spec.Platform = st.MemberPlatform(spec.Image)
+	}
 	id, err := d.CreateContainer(ctx, spec)
 	if id == "" {
 		return nil, container.InspectResponse{}, err
@@ -333,8 +355,8 @@ func stackProject(ctx context.Context, st *Stack, t apps.Target) (*types.Project
 	if ref == nil {
 		return LoadStackFile(ctx, "feed.yaml", map[string]string{
 			"RTTLAB_DB_PASSWORD": st.DB.Password,
-			"RTTLAB_APP_IMAGE":   TargetImage(t),
-			"RTTLAB_DB_IMAGE":    engine.ImageRef("postgres"),
+			"RTTLAB_APP_IMAGE":   TargetImage(t, st.Platform),
+			"RTTLAB_DB_IMAGE":    st.Image("postgres"),
 		})
 	}
 	proj, err := CheckComposeRef(ctx, *ref)

@@ -463,6 +463,9 @@ func (sum *Summary) taskWarnings(d *Data) {
 		sum.Warnings = append(sum.Warnings, fmt.Sprintf("%d samples of attempts never marked done are ignored", d.Ignored))
 	}
 	sum.Warnings = append(sum.Warnings, d.Notes...)
+	if m.Emulated {
+		sum.Warnings = append(sum.Warnings, fmt.Sprintf("the database and the apps ran %s under emulation (qemu-user) on this engine: every timing here makes no claim about that platform's hardware", m.Platform))
+	}
 	tasks := map[int]Task{}
 	for _, t := range m.Tasks {
 		tasks[t.ID] = t

@@ -103,6 +103,10 @@ type Manifest struct {
 	EngineVersion    string `json:"engine_version"`
 	EngineAPIVersion string `json:"engine_api_version"`
 	Kernel           string `json:"kernel"`
+	// Platform the database and the apps ran (engine.Platform); Emulated when
+	// it was not the engine's own, so timings make no claim.
+	Platform string `json:"platform,omitempty"`
+	Emulated bool   `json:"emulated,omitempty"`
 
 	Shaper       string `json:"shaper"`
 	ShaperReason string `json:"shaper_reason"`

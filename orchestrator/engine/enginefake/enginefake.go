@@ -95,6 +95,9 @@ type Network struct {
 type Image struct {
 	ID     string
 	Labels map[string]string
+	// Platform the image was built for (engine.Platform.String()); empty: the
+	// engine's own.
+	Platform string
 }
 
 // ExecRecord is one Exec the fake answered.
@@ -263,6 +266,29 @@ func (f *Engine) AddImage(ref string, labels map[string]string) string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.addImageLocked(ref, labels)
+}
+
+// AddPlatformImage adds an image built for platform (its String()):
+// a container created with another platform is refused, as the engine
+// does.
+func (f *Engine) AddPlatformImage(ref string, labels map[string]string, platform string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	id := f.addImageLocked(ref, labels)
+	f.images[ref].Platform = platform
+	return id
+}
+
+// Image returns a copy of the image ref, or nil when absent.
+func (f *Engine) Image(ref string) *Image {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	img, ok := f.images[ref]
+	if !ok {
+		return nil
+	}
+	c := *img
+	return &c
 }
 
 func (f *Engine) addImageLocked(ref string, labels map[string]string) string {
@@ -508,7 +534,28 @@ func (f *Engine) BuildImage(ctx context.Context, tarCtx io.Reader, o engine.Buil
 		fmt.Fprintf(o.Log, "Step 1/1 : FROM %s\nSuccessfully tagged %s\n", engine.BaseImage, o.Tag)
 	}
 	id := f.addImageLocked(o.Tag, copyLabels(o.Labels))
+	f.images[o.Tag].Platform = o.Platform.String()
 	return engine.BuildResult{ID: id, Duration: time.Millisecond}, nil
+}
+
+// RemoveReplaced removes the image id unless a container uses it, as the
+// engine does for a build's replaced image.
+func (f *Engine) RemoveReplaced(ctx context.Context, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.record("RemoveReplaced", id)
+	for ref, img := range f.images {
+		if img.ID != id {
+			continue
+		}
+		for _, c := range f.containers {
+			if c.Spec.Image == ref {
+				return nil
+			}
+		}
+		delete(f.images, ref)
+	}
+	return nil
 }
 
 func (f *Engine) RemoveImages(ctx context.Context, labelFilter map[string]string) ([]string, error) {
@@ -545,8 +592,12 @@ func (f *Engine) CreateContainer(ctx context.Context, s engine.ContainerSpec) (s
 	if s.Name != "" && f.lookupLocked(s.Name) != nil {
 		return "", fmt.Errorf("create %s: Conflict. The container name \"/%s\" is already in use", s.Name, s.Name)
 	}
-	if _, ok := f.images[s.Image]; !ok {
+	img, ok := f.images[s.Image]
+	if !ok {
 		return "", fmt.Errorf("create %s: image %s is missing: run `rttlab images build`: No such image: %s", s.Name, s.Image, s.Image)
+	}
+	if img.Platform != "" && s.Platform.String() != "" && img.Platform != s.Platform.String() {
+		return "", fmt.Errorf("create %s: image with reference %s was found but does not match the specified platform: wanted %s, actual: %s", s.Name, s.Image, s.Platform, img.Platform)
 	}
 	if s.Network != "" && f.networkLocked(s.Network) == nil {
 		return "", fmt.Errorf("create %s: network %s not found", s.Name, s.Network)
