@@ -3,6 +3,9 @@
 #   make run    set up the host, build images, run the smoke study, report
 #   make test   set up the host, run all tests (unit and integration)
 
+# When make started: make run times its phases from here (.ci/phases.sh).
+T0 := $(shell date +%s.%N)
+
 # A go of at least go.mod's version: the one on PATH or /usr/local/go, else
 # that exact release fetched from the module proxy into rttlab's cache
 # (.ci/go.sh). Its folder goes first on PATH for the tests, which run go too.
@@ -45,14 +48,21 @@ unit:
 # first), and the kernel netem backend in qemu VMs that boot Debian's
 # stock kernel for amd64 and arm64 (.ci/vm.sh installs qemu and caches the
 # kernel packages), verbose so that the log shows the VMs' kernels and
-# what netem read back.
+# what netem read back. The integration stage includes the arm64
+# rehearsal, whose database and app run under qemu-user where the host is
+# not arm64 (.ci/binfmt.sh installs and registers it).
 test: build vet cross
 	bash .ci/engine_test.sh
 	$(ENGINE) $(GO) test -race -count=1 -short ./...
-	RTTLAB_INTEGRATION=1 $(ENGINE) .ci/vm.sh sh -c '$(GO) test -count=1 -timeout 80m -p 1 $$($(GO) list ./... | grep -v /netem/vmtest) && $(GO) test -count=1 -timeout 10m -v ./netem/vmtest'
+	RTTLAB_INTEGRATION=1 $(ENGINE) .ci/binfmt.sh .ci/vm.sh sh -c '$(GO) test -count=1 -timeout 80m -p 1 $$($(GO) list ./... | grep -v /netem/vmtest) && $(GO) test -count=1 -timeout 10m -v ./netem/vmtest'
 
+# The first run: the base image, every image (longest first), then the
+# smoke study; the time of each phase is printed at the end.
 run: build
-	$(ENGINE) sh -c '$(BIN) images base && $(BIN) run --plan smoke'
+	RTTLAB_T0=$(T0) RTTLAB_T1=$$(date +%s.%N) $(ENGINE) .ci/phases.sh \
+	  "base image" "$(BIN) images base" \
+	  "images" "$(BIN) images build" \
+	  "smoke study" "$(BIN) run --plan smoke"
 
 clean:
 	rm -rf bin

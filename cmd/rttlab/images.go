@@ -103,7 +103,9 @@ Engine API (the contexts are embedded in rttlab; inside a checkout the
 checkout's apps/ folder is used, so a new folder needs no rebuild of
 rttlab). Go programs an image needs are cross-built on this host for the
 engine's OS and architecture first. Unchanged contexts reuse the build
-cache. Prints each image's tag, ID and build time.
+cache. Prints each image's tag, ID and build time. With no name given, an
+image whose package registry this host cannot reach (the line its build
+prints says so) is skipped with that line, as 'rttlab run' skips it.
 
 --platform of another architecture than the engine's (a DGX's on a laptop)
 builds the images for that platform under qemu emulation, tagged
@@ -165,6 +167,7 @@ func (o *imagesBuildOptions) run(cmd *cobra.Command, args []string) error {
 	if o.verbose {
 		b.Log = log
 	}
+	all := len(args) == 0
 	names, err := imageNames(b, args)
 	if err != nil {
 		return err
@@ -178,6 +181,12 @@ func (o *imagesBuildOptions) run(cmd *cobra.Command, args []string) error {
 	}
 	var failed error
 	b.BuildEach(ctx, names, o.parallel, func(n string, r engine.Built, err error) bool {
+		if reason, ok := engine.SkipReason(err); ok && all {
+			// Building every image: one this host cannot reach the
+			// package registry of is skipped, as a run skips it.
+			fmt.Fprintf(out, "%-26s skipped: %s\n", n, reason)
+			return true
+		}
 		if err != nil {
 			if failed == nil {
 				failed = err

@@ -385,11 +385,22 @@ func TestBuilderBuildForeignPlatform(t *testing.T) {
 	}
 	want := []string{arm.ImageRef("pg"), arm.ImageRef("axum"), ImageRef("agent")}
 	for i, bt := range built {
-		if bt.Tag != want[i] || st.builds[i].Opts.Tag != want[i] {
-			t.Errorf("image %d tagged %s (built %s), want %s", i, bt.Tag, st.builds[i].Opts.Tag, want[i])
+		if bt.Tag != want[i] {
+			t.Errorf("image %d tagged %s, want %s", i, bt.Tag, want[i])
 		}
 	}
-	pg, axum, agent := st.builds[0], st.builds[1], st.builds[2]
+	var tags []string
+	for _, b := range st.builds {
+		tags = append(tags, b.Opts.Tag)
+	}
+	// axum's build stage is built and tagged first, then the image.
+	if wantTags := []string{want[0], StageRef(want[1], "build"), want[1], want[2]}; !slices.Equal(tags, wantTags) {
+		t.Fatalf("built %q, want %q", tags, wantTags)
+	}
+	pg, stage, axum, agent := st.builds[0], st.builds[1], st.builds[2], st.builds[3]
+	if stage.Opts.Target != "build" || stage.Opts.Platform != arm || len(stage.Opts.Labels) != 0 || stage.Files["Dockerfile"] != axum.Files["Dockerfile"] {
+		t.Errorf("stage build %+v", stage.Opts)
+	}
 	if pg.Opts.Platform.String() != "linux/arm64" || axum.Opts.Platform.String() != "linux/arm64" || agent.Opts.Platform.String() != "linux/amd64" {
 		t.Errorf("platforms %s %s %s", pg.Opts.Platform, axum.Opts.Platform, agent.Opts.Platform)
 	}

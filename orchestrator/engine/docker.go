@@ -211,6 +211,39 @@ func (r *Runtime) ImageID(ctx context.Context, ref string) (string, error) {
 	return img.ID, nil
 }
 
+// ImagePlatform returns the platform ref is labelled with ("os/arch"),
+// or ErrNotFound.
+func (r *Runtime) ImagePlatform(ctx context.Context, ref string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, shortCall)
+	defer cancel()
+	img, err := r.cli.ImageInspect(ctx, ref)
+	if err != nil {
+		if cerrdefs.IsNotFound(err) {
+			return "", fmt.Errorf("image %s: %w", ref, ErrNotFound)
+		}
+		return "", fmt.Errorf("inspect image %s: %w", ref, err)
+	}
+	return img.Os + "/" + img.Architecture, nil
+}
+
+// DanglingImages returns the IDs of the untagged images carrying the
+// labels (a label with an empty value matches any value).
+func (r *Runtime) DanglingImages(ctx context.Context, labelFilter map[string]string) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, shortCall)
+	defer cancel()
+	args := labelArgs(labelFilter)
+	args.Add("dangling", "true")
+	imgs, err := r.cli.ImageList(ctx, image.ListOptions{Filters: args})
+	if err != nil {
+		return nil, fmt.Errorf("list images: %w", err)
+	}
+	var ids []string
+	for _, img := range imgs {
+		ids = append(ids, img.ID)
+	}
+	return ids, nil
+}
+
 // PullImage pulls ref, draining the progress stream.
 func (r *Runtime) PullImage(ctx context.Context, ref string) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)

@@ -37,6 +37,13 @@ func TestBuiltByRttlab(t *testing.T) {
 		{[]string{"rttlab/go:latest"}, map[string]string{LabelApp: "pg"}, false},
 		{[]string{"rttlab/pg:latest"}, nil, false},
 		{[]string{"rttlab/pg:latest"}, map[string]string{LabelRun: "abc"}, false},
+		{[]string{"rttlab/pg:latest-arm64"}, app, true},                     // a foreign platform's
+		{[]string{"rttlab/pg:latest-stage-build"}, app, true},               // a build stage
+		{[]string{"rttlab/pg:latest-arm64-stage-build"}, app, true},         // both
+		{[]string{"rttlab/pg:latest-mine"}, app, false},                     // tagged by a person
+		{[]string{"rttlab/pg:latest-stage-x:y"}, app, false},                // not a stage tag
+		{[]string{"rttlab/pg:latest-riscv64-stage-build"}, app, false},      // not a platform of rttlab's
+		{[]string{"rttlab/pg:latest-arm64", "rttlab/pg:latest"}, app, true}, // side by side
 	} {
 		if got := BuiltByRttlab(c.tags, c.labels); got != c.want {
 			t.Errorf("BuiltByRttlab(%q, %v) = %v, want %v", c.tags, c.labels, got, c.want)

@@ -55,6 +55,9 @@ type BuildOptions struct {
 	Log       io.Writer // build output; nil discards
 	// Platform the image is built for; zero: the engine's own, unnamed.
 	Platform Platform
+	// Target builds only the stage of that name (a multi-stage build's
+	// earlier stage, tagged so that it is not left untagged).
+	Target string
 }
 
 // BuildResult describes a built image.
@@ -83,6 +86,7 @@ func (r *Runtime) BuildImage(ctx context.Context, tarCtx io.Reader, o BuildOptio
 		ForceRemove: true,
 		Version:     build.BuilderV1,
 		Platform:    o.Platform.String(),
+		Target:      o.Target,
 	})
 	if err != nil {
 		return BuildResult{}, fmt.Errorf("build %s: %w", o.Tag, err)
@@ -384,7 +388,9 @@ func (b *Builder) buildOne(ctx context.Context, m *apps.Meta) (Built, error) {
 	if err != nil {
 		return Built{}, err
 	}
+	var stages []string
 	if df, err := fs.ReadFile(sub, "Dockerfile"); err == nil {
+		stages = namedStages(df)
 		edited := labelStages(df, LabelApp, m.Name)
 		if p.Foreign() {
 			edited = rebase(edited, BaseImage, p.BaseRef())
@@ -397,9 +403,12 @@ func (b *Builder) buildOne(ctx context.Context, m *apps.Meta) (Built, error) {
 	if err := TarContext(&buf, sub, extra); err != nil {
 		return Built{}, fmt.Errorf("build %s: context: %w", m.Name, err)
 	}
+	if err := b.buildStages(ctx, m.Name, p, stages, buf.Bytes()); err != nil {
+		return Built{}, fmt.Errorf("apps/%s: %w", m.Name, err)
+	}
 	tag := p.ImageRef(m.Name)
 	old, _ := b.Images.ImageID(ctx, tag)
-	res, err := b.Images.BuildImage(ctx, &buf, BuildOptions{
+	res, err := b.Images.BuildImage(ctx, bytes.NewReader(buf.Bytes()), BuildOptions{
 		Tag:       tag,
 		Labels:    map[string]string{LabelApp: m.Name},
 		BuildArgs: m.BuildArgs,
@@ -412,6 +421,59 @@ func (b *Builder) buildOne(ctx context.Context, m *apps.Meta) (Built, error) {
 	}
 	b.removeReplaced(ctx, old, res.ID)
 	return Built{App: m.Name, Tag: tag, ID: res.ID, Duration: time.Since(start)}, nil
+}
+
+// buildStages builds and tags each named stage of a multi-stage build but
+// the last, from the build context tarCtx: the classic builder leaves an
+// earlier stage's image untagged, and a tag keeps it (the next build's
+// cache) without leaving an untagged image on the user's engine. The
+// stage carries its io.rttlab.app label from labelStages, and no build
+// label (which would add a step and give the full build's stage another
+// image), so that the full build that follows reuses it step by step.
+func (b *Builder) buildStages(ctx context.Context, app string, p Platform, stages []string, tarCtx []byte) error {
+	for _, st := range stages[:max(len(stages)-1, 0)] {
+		tag := StageRef(p.ImageRef(app), st)
+		old, _ := b.Images.ImageID(ctx, tag)
+		res, err := b.Images.BuildImage(ctx, bytes.NewReader(tarCtx), BuildOptions{
+			Tag: tag, Target: st, BuildArgs: b.Apps[app].BuildArgs, NoCache: b.NoCache, Log: b.Log, Platform: p,
+		})
+		if err != nil {
+			return fmt.Errorf("stage %s: %w", st, err)
+		}
+		b.removeReplaced(ctx, old, res.ID)
+	}
+	return nil
+}
+
+// StageRef is the tag of the stage named stage of the image ref:
+// rttlab/axum:latest-stage-build.
+func StageRef(ref, stage string) string { return ref + "-stage-" + stage }
+
+// namedStages returns the stage names of a Dockerfile, in order ("" for a
+// stage without AS), or nil for a single stage. Only the stages before the
+// last are built on their own (buildStages), and only named ones can be.
+func namedStages(df []byte) []string {
+	var names []string
+	for _, l := range strings.Split(string(df), "\n") {
+		f := strings.Fields(l)
+		if len(f) >= 2 && strings.EqualFold(f[0], "FROM") {
+			name := ""
+			if len(f) >= 4 && strings.EqualFold(f[2], "AS") {
+				name = f[3]
+			}
+			names = append(names, name)
+		}
+	}
+	if len(names) < 2 {
+		return nil
+	}
+	out := names[:0:0]
+	for i, n := range names {
+		if n != "" || i == len(names)-1 {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // ImagePruner removes an image that a build has replaced, unless a
@@ -830,13 +892,19 @@ func debootstrapStage(out string) string {
 	return strings.ToLower(last[:1]) + last[1:]
 }
 
-// trimArchTag drops the architecture a foreign platform's tag ends with
-// (Platform.ImageRef): rttlab/go:latest-<arch> → rttlab/go:latest.
+// trimArchTag drops what rttlab adds after :latest: a foreign platform's
+// architecture (Platform.ImageRef) and a stage's name (StageRef):
+// rttlab/axum:latest-<arch>-stage-build → rttlab/axum:latest.
 func trimArchTag(t string) string {
-	for arch := range qemuNames {
-		if s, ok := strings.CutSuffix(t, ":latest-"+arch); ok {
-			return s + ":latest"
-		}
+	head, rest, ok := strings.Cut(t, ":latest-")
+	if !ok {
+		return t
+	}
+	if i := strings.Index(rest, "stage-"); i >= 0 && (i == 0 || rest[i-1] == '-') && !strings.ContainsAny(rest[i:], ":/") {
+		rest = strings.TrimSuffix(rest[:i], "-")
+	}
+	if _, known := qemuNames[rest]; rest == "" || known {
+		return head + ":latest"
 	}
 	return t
 }

@@ -24,6 +24,9 @@ const DigestMaxLines = 25
 func (s *Summary) Digest(summaryPath, reportPath string) string {
 	d := &digest{}
 	d.add("plan %s: %d of %d tasks done (seed %d)", s.Plan, s.TasksDone, s.TasksPlanned, s.Seed)
+	if s.Manifest.Emulated {
+		d.add("platform %s under emulation (qemu-user): timings make no claim about that platform's hardware", s.Manifest.Platform)
+	}
 	s.digestChanges(d)
 	s.digestVerification(d)
 	if n := len(s.Warnings); n > 0 {

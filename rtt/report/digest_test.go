@@ -63,3 +63,29 @@ func TestDigest(t *testing.T) {
 		t.Errorf("%d lines:\n%s", len(many), strings.Join(many, "\n"))
 	}
 }
+
+// A run whose database and apps ran under emulation says so in its
+// digest's second line and among its warnings; a native run says nothing.
+func TestDigestSaysEmulatedTimingsMakeNoClaim(t *testing.T) {
+	src := filepath.Join("..", "..", "cmd", "rttlab", "testdata", "results-go")
+	dir := filepath.Join(t.TempDir(), "f")
+	if err := os.CopyFS(dir, os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
+	d, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := Analyze(d, Options{}).Digest("summary.md", ""); strings.Contains(out, "emulation") {
+		t.Errorf("a native run's digest speaks of emulation:\n%s", out)
+	}
+	d.Manifest.Platform, d.Manifest.Emulated = "linux/arm64", true
+	s := Analyze(d, Options{})
+	lines := strings.Split(s.Digest("summary.md", ""), "\n")
+	if lines[1] != "platform linux/arm64 under emulation (qemu-user): timings make no claim about that platform's hardware" {
+		t.Errorf("digest's second line %q", lines[1])
+	}
+	if !strings.Contains(strings.Join(s.Warnings, "\n"), "ran linux/arm64 under emulation (qemu-user) on this engine") {
+		t.Errorf("warnings %q", s.Warnings)
+	}
+}
