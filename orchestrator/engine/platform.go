@@ -129,7 +129,7 @@ func CheckEmulation(p Platform) error {
 		return nil
 	}
 	q := qemuNames[p.Arch]
-	fix := fmt.Sprintf("install qemu-user-static and mount binfmt_misc (apt-get install qemu-user-static; mount -t binfmt_misc binfmt_misc %s)", BinfmtDir)
+	fix := fmt.Sprintf("install qemu-user-static and register its handler (apt-get install qemu-user-static; mount -t binfmt_misc binfmt_misc %s; cat /usr/lib/binfmt.d/qemu-%s.conf > %s/register, or systemctl restart systemd-binfmt)", BinfmtDir, q, BinfmtDir)
 	if _, err := os.Stat(filepath.Join(BinfmtDir, "status")); err != nil {
 		return fmt.Errorf("%w %s runs under emulation on this %s/%s engine, but binfmt_misc is not mounted: %s", ErrPlatform, p, p.OS, p.EngineArch, fix)
 	}

@@ -116,7 +116,7 @@ func TestCheckEmulation(t *testing.T) {
 		old := engine.BinfmtDir
 		engine.BinfmtDir = filepath.Join(t.TempDir(), "absent")
 		defer func() { engine.BinfmtDir = old }()
-		if err := engine.CheckEmulation(arm); err == nil || !strings.Contains(err.Error(), "binfmt_misc is not mounted: install qemu-user-static and mount binfmt_misc") {
+		if err := engine.CheckEmulation(arm); err == nil || !strings.Contains(err.Error(), "binfmt_misc is not mounted: install qemu-user-static and register its handler") {
 			t.Errorf("CheckEmulation = %v", err)
 		}
 	})
