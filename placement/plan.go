@@ -72,6 +72,9 @@ type Plan struct {
 	// Platform the database and the app run (engine.Platforms); empty: the
 	// engine's own. rttlab's agents run the engine's own.
 	Platform string `yaml:"platform,omitempty" json:"platform,omitempty"`
+	// Emulated records that Platform ran under emulation (not the
+	// engine's own): a folder is resumed only the same way.
+	Emulated bool `yaml:"-" json:"emulated,omitempty"`
 	// App runs on both compute hosts (Rails by default, any app with a
 	// route contract).
 	App    string   `yaml:"app" json:"app"`

@@ -181,7 +181,7 @@ func (r *Runner) writeManifest(ctx context.Context) error {
 	}
 	// The images pin the app's, PostgreSQL's and the agent's versions.
 	images := map[string]string{}
-	for name, ref := range map[string]string{p.App: engine.ImageRef(r.Session.Stack.Target.Meta.Name), "postgres": engine.ImageRef("postgres"), "agent": stack.AgentImage} {
+	for name, ref := range map[string]string{p.App: r.Session.Stack.Image(r.Session.Stack.Target.Meta.Name), "postgres": r.Session.Stack.Image("postgres"), "agent": stack.AgentImage} {
 		if id, err := r.Docker.ImageID(ctx, ref); err == nil {
 			images[name] = id
 		}

@@ -80,6 +80,9 @@ type Plan struct {
 	// engine.Platforms; empty: the engine's own. rttlab's
 	// agents run the engine's own whatever it says (engine.Platform).
 	Platform string `yaml:"platform,omitempty" json:"platform,omitempty"`
+	// Emulated records that Platform ran under emulation (not the
+	// engine's own): a folder is resumed only the same way.
+	Emulated bool `yaml:"-" json:"emulated,omitempty"`
 	// platform is Platform settled against the engine by Run.
 	platform engine.Platform
 	// FloorMs is added to every shaped packet's one-way delay at every

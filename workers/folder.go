@@ -63,6 +63,10 @@ func FolderPlan(dir string) (*Plan, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: the folder's plan: %w", dir, err)
 	}
+	if m.Plan != nil {
+		// The platform it ran, which a plan file does not say.
+		plan.Platform, plan.Emulated = m.Plan.Platform, m.Plan.Emulated
+	}
 	return plan, nil
 }
 

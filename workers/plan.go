@@ -145,7 +145,10 @@ type Plan struct {
 	Seed uint64 `json:"seed"`
 	// Platform the database and Rails run (engine.Platforms); empty: the
 	// engine's own. rttlab's agents run the engine's own.
-	Platform  string   `json:"platform,omitempty"`
+	Platform string `json:"platform,omitempty"`
+	// Emulated records that Platform ran under emulation (not the
+	// engine's own): a folder is resumed only the same way.
+	Emulated  bool     `json:"emulated,omitempty"`
 	Policies  []Policy `json:"policies"`
 	Baseline  Policy   `json:"baseline"`
 	Reference Policy   `json:"reference"`

@@ -203,7 +203,7 @@ func (ws *Session) ensureStack(ctx context.Context, t Task) error {
 			return err
 		}
 	}
-	ws.appSh, err = shaping.StartAgents(ctx, ws.D, &stack.Stack{RunID: ws.Stack.RunID, NetworkID: ws.Stack.NetworkID, Members: ws.apps}, ws.Backend, "path", "")
+	ws.appSh, err = shaping.StartAgents(ctx, ws.D, &stack.Stack{RunID: ws.Stack.RunID, NetworkID: ws.Stack.NetworkID, Members: ws.apps, Platform: ws.Stack.Platform}, ws.Backend, "path", "")
 	if err != nil {
 		return err
 	}

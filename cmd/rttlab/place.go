@@ -104,7 +104,7 @@ func (o *placeOptions) prepare(cmd *cobra.Command) error {
 		if plan, err = placement.FolderPlan(o.resume); err != nil {
 			return usageError{Err: err}
 		}
-		o.platform.resumes(o.resume, plan.Platform)
+		o.platform.resumes(o.resume, plan.Platform, plan.Emulated)
 	} else if plan, err = placement.LoadPlan(o.plan); err != nil {
 		return usageError{Err: err}
 	} else if o.platform.raw == "" {
@@ -154,7 +154,7 @@ func (o *placeOptions) run(cmd *cobra.Command) (err error) {
 		return err
 	}
 	defer end()
-	plan.Platform = plat.String()
+	plan.Platform, plan.Emulated = plat.String(), plat.Foreign()
 	var ps *placement.Session
 	// The session in use: the first, or the fresh one of a retry.
 	defer func() {

@@ -17,16 +17,20 @@ type platformFlag struct {
 	raw string
 	p   engine.Platform
 	// folder is the platform a resumed folder's plan records ("": the
-	// engine's own, from before platforms were recorded) and resume its
-	// folder; "" when nothing is resumed.
+	// engine's own, from before platforms were recorded), emulated whether
+	// it ran under emulation, and resume its folder; "" when nothing is
+	// resumed.
 	folder, resume string
+	emulated       bool
 }
 
-// resumes makes the flag continue a folder whose plan records platform:
-// the folder's platform is kept, and --platform naming another is refused
-// once the engine says what "the engine's own" is.
-func (pf *platformFlag) resumes(dir, platform string) {
-	pf.resume, pf.folder = dir, platform
+// resumes makes the flag continue a folder whose plan records platform
+// (and whether it ran emulated): the folder's platform is kept, and
+// --platform naming another is refused once the engine says what "the
+// engine's own" is, as is an engine that would run it the other way
+// (natively where it was emulated, or the reverse).
+func (pf *platformFlag) resumes(dir, platform string, emulated bool) {
+	pf.resume, pf.folder, pf.emulated = dir, platform, emulated
 }
 
 func (pf *platformFlag) add(f *pflag.FlagSet) {
@@ -56,7 +60,7 @@ func (pf *platformFlag) settle(ctx context.Context, rt engine.Engine) (engine.Pl
 	}
 	p, err := pf.p.On(info)
 	if err != nil {
-		return p, usageError{Err: fmt.Errorf("--%w", err)}
+		return p, usageError{Err: err}
 	}
 	if pf.resume != "" {
 		fp, err := engine.ParsePlatform(pf.folder)
@@ -69,10 +73,14 @@ func (pf *platformFlag) settle(ctx context.Context, rt engine.Engine) (engine.Pl
 		if pf.raw != "" && fp.String() != p.String() {
 			return p, usagef("--resume %s: the folder ran on %s: leave out --platform %s (a folder is never resumed on another platform)", pf.resume, fp, pf.raw)
 		}
+		if pf.folder != "" && fp.Foreign() != pf.emulated {
+			how := map[bool]string{true: "under emulation", false: "natively"}
+			return p, usagef("--resume %s: the folder ran %s %s, and this %s/%s engine would run it %s: resume it on an engine like the one it started on", pf.resume, fp, how[pf.emulated], info.OS, info.Arch, how[fp.Foreign()])
+		}
 		p = fp
 	}
 	if err := engine.CheckEmulation(p); err != nil {
-		return p, usageError{Err: fmt.Errorf("--%w", err)}
+		return p, usageError{Err: err}
 	}
 	pf.p = p
 	return p, nil

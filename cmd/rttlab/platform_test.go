@@ -47,7 +47,7 @@ func TestPlatformSettle(t *testing.T) {
 	pf = platformFlag{raw: "linux/arm64"}
 	_, err = pf.settle(ctx, anEngine{})
 	var ue usageError
-	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "--platform linux/arm64 runs under emulation on this linux/amd64 engine, but binfmt_misc has no qemu-aarch64 handler: install qemu-user-static") {
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "platform linux/arm64 runs under emulation on this linux/amd64 engine, but binfmt_misc has no qemu-aarch64 handler: install qemu-user-static") {
 		t.Errorf("without emulation: %v, want a usage error naming the fix", err)
 	}
 	withBinfmt(t, true)
@@ -63,18 +63,26 @@ func TestPlatformOfAResumedFolder(t *testing.T) {
 	ctx := context.Background()
 	withBinfmt(t, true)
 	cases := []struct {
-		folder, flag, want, err string
+		folder   string
+		emulated bool
+		flag     string
+		want     string
+		err      string
 	}{
-		{"linux/arm64", "", "linux/arm64", ""},
-		{"linux/arm64", "linux/arm64", "linux/arm64", ""},
-		{"linux/arm64", "linux/amd64", "", "--resume d: the folder ran on linux/arm64: leave out --platform linux/amd64"},
-		{"", "linux/amd64", "linux/amd64", ""},
-		{"", "linux/arm64", "", "--resume d: the folder ran on linux/amd64: leave out --platform linux/arm64"},
-		{"linux/amd64", "", "linux/amd64", ""},
+		{"linux/arm64", true, "", "linux/arm64", ""},
+		{"linux/arm64", true, "linux/arm64", "linux/arm64", ""},
+		{"linux/arm64", true, "linux/amd64", "", "--resume d: the folder ran on linux/arm64: leave out --platform linux/amd64"},
+		{"", false, "linux/amd64", "linux/amd64", ""},
+		{"", false, "linux/arm64", "", "--resume d: the folder ran on linux/amd64: leave out --platform linux/arm64"},
+		{"linux/amd64", false, "", "linux/amd64", ""},
+		// A DGX's native arm64 folder is not continued under emulation,
+		// nor an emulated amd64 one natively.
+		{"linux/arm64", false, "", "", "--resume d: the folder ran linux/arm64 natively, and this linux/amd64 engine would run it under emulation"},
+		{"linux/amd64", true, "", "", "--resume d: the folder ran linux/amd64 under emulation, and this linux/amd64 engine would run it natively"},
 	}
 	for _, c := range cases {
 		pf := platformFlag{raw: c.flag}
-		pf.resumes("d", c.folder)
+		pf.resumes("d", c.folder, c.emulated)
 		p, err := pf.settle(ctx, anEngine{})
 		if c.err != "" {
 			var ue usageError

@@ -176,7 +176,7 @@ func (o *runOptions) resumePlan(fl *pflag.FlagSet) error {
 	if err != nil {
 		return usagef("--resume %s: not a results folder of rttlab run: %v", o.resume, strings.Join(strings.Fields(err.Error()), " "))
 	}
-	o.platform.resumes(o.resume, p.Platform)
+	o.platform.resumes(o.resume, p.Platform, p.Emulated)
 	o.p = p
 	return nil
 }
@@ -309,7 +309,7 @@ func (o *runOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	p.Platform = plat.String()
+	p.Platform, p.Emulated = plat.String(), plat.Foreign()
 	if err := rtt.AddOwnApps(p, all); err != nil {
 		return err
 	}

@@ -79,7 +79,7 @@ func (o *workersOptions) prepare(cmd *cobra.Command) error {
 		return usageError{Err: err}
 	}
 	if o.resume != "" {
-		o.platform.resumes(o.resume, o.p.Platform)
+		o.platform.resumes(o.resume, o.p.Platform, o.p.Emulated)
 	}
 	if err := o.platform.parse(); err != nil {
 		return err
@@ -109,7 +109,7 @@ func (o *workersOptions) run(cmd *cobra.Command) (err error) {
 		return err
 	}
 	defer end()
-	plan.Platform = plat.String()
+	plan.Platform, plan.Emulated = plat.String(), plat.Foreign()
 	ws, err := workers.StartWorkers(ctx, rt, target, plan.Shaper, plat)
 	if ws != nil && ws.Stack != nil {
 		defer ws.Stack.RemoveJoin(ctx, rt, &err)

@@ -376,7 +376,7 @@ func TestBuilderBuildForeignPlatform(t *testing.T) {
 	arm, _ = arm.On(EngineInfo{OS: "linux", Arch: "amd64"})
 	st := &contextImages{}
 	b := &Builder{
-		Images: st, FS: fsys, Log: io.Discard, GOOS: "linux", GOARCH: "amd64", Platform: arm, Native: []string{"agent"},
+		Images: st, FS: fsys, Log: io.Discard, GOOS: "linux", GOARCH: "amd64", Platform: arm, Native: []string{"agent"}, NoCache: true,
 		Apps: map[string]*apps.Meta{"pg": {Name: "pg"}, "axum": {Name: "axum"}, "agent": {Name: "agent"}},
 	}
 	built, err := b.Build(context.Background(), []string{"pg", "axum", "agent"})
@@ -393,12 +393,13 @@ func TestBuilderBuildForeignPlatform(t *testing.T) {
 	for _, b := range st.builds {
 		tags = append(tags, b.Opts.Tag)
 	}
-	// axum's build stage is built and tagged first, then the image.
-	if wantTags := []string{want[0], StageRef(want[1], "build"), want[1], want[2]}; !slices.Equal(tags, wantTags) {
+	// axum's image is built (without the cache, as asked), then its build
+	// stage tagged from the cache the image's build just made.
+	if wantTags := []string{want[0], want[1], StageRef(want[1], "build"), want[2]}; !slices.Equal(tags, wantTags) {
 		t.Fatalf("built %q, want %q", tags, wantTags)
 	}
-	pg, stage, axum, agent := st.builds[0], st.builds[1], st.builds[2], st.builds[3]
-	if stage.Opts.Target != "build" || stage.Opts.Platform != arm || len(stage.Opts.Labels) != 0 || stage.Files["Dockerfile"] != axum.Files["Dockerfile"] {
+	pg, axum, stage, agent := st.builds[0], st.builds[1], st.builds[2], st.builds[3]
+	if !axum.Opts.NoCache || stage.Opts.Target != "build" || stage.Opts.Platform != arm || len(stage.Opts.Labels) != 0 || stage.Opts.NoCache || stage.Files["Dockerfile"] != axum.Files["Dockerfile"] {
 		t.Errorf("stage build %+v", stage.Opts)
 	}
 	if pg.Opts.Platform.String() != "linux/arm64" || axum.Opts.Platform.String() != "linux/arm64" || agent.Opts.Platform.String() != "linux/amd64" {

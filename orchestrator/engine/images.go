@@ -148,7 +148,8 @@ func EnsureBase(ctx context.Context, d ImageStore, o BaseOptions) (BasePath, str
 		return "", "", err
 	}
 	var pullErr error
-	if !o.SkipPull {
+	// A foreign platform's base is rttlab's own tag: no registry has it.
+	if !o.SkipPull && !o.Platform.Foreign() {
 		if pullErr = d.PullImage(ctx, o.Ref); pullErr == nil {
 			id, err := d.ImageID(ctx, o.Ref)
 			return BasePulled, id, err
@@ -273,7 +274,7 @@ func buildRootfs(ctx context.Context, d ImageStore, dir, ref string, p Platform)
 	var tarErr bytes.Buffer
 	tarCmd.Stderr = &tarErr
 	if err := tarCmd.Run(); err != nil {
-		return fmt.Errorf("tar rootfs: %w: %s", err, tarErr.String())
+		return fmt.Errorf("tar rootfs: %w: %s", err, FirstLine(tarErr.String()))
 	}
 	fi, err := f.Stat()
 	if err != nil {
@@ -403,9 +404,6 @@ func (b *Builder) buildOne(ctx context.Context, m *apps.Meta) (Built, error) {
 	if err := TarContext(&buf, sub, extra); err != nil {
 		return Built{}, fmt.Errorf("build %s: context: %w", m.Name, err)
 	}
-	if err := b.buildStages(ctx, m.Name, p, stages, buf.Bytes()); err != nil {
-		return Built{}, fmt.Errorf("apps/%s: %w", m.Name, err)
-	}
 	tag := p.ImageRef(m.Name)
 	old, _ := b.Images.ImageID(ctx, tag)
 	res, err := b.Images.BuildImage(ctx, bytes.NewReader(buf.Bytes()), BuildOptions{
@@ -420,22 +418,27 @@ func (b *Builder) buildOne(ctx context.Context, m *apps.Meta) (Built, error) {
 		return Built{}, fmt.Errorf("apps/%s: %w", m.Name, err)
 	}
 	b.removeReplaced(ctx, old, res.ID)
+	if err := b.tagStages(ctx, m.Name, p, stages, buf.Bytes()); err != nil {
+		return Built{}, fmt.Errorf("apps/%s: %w", m.Name, err)
+	}
 	return Built{App: m.Name, Tag: tag, ID: res.ID, Duration: time.Since(start)}, nil
 }
 
-// buildStages builds and tags each named stage of a multi-stage build but
-// the last, from the build context tarCtx: the classic builder leaves an
-// earlier stage's image untagged, and a tag keeps it (the next build's
-// cache) without leaving an untagged image on the user's engine. The
-// stage carries its io.rttlab.app label from labelStages, and no build
-// label (which would add a step and give the full build's stage another
-// image), so that the full build that follows reuses it step by step.
-func (b *Builder) buildStages(ctx context.Context, app string, p Platform, stages []string, tarCtx []byte) error {
+// tagStages tags each named stage of a multi-stage build but the last,
+// once the whole image is built from the build context tarCtx: the
+// classic builder leaves an earlier stage's image untagged, and a tag
+// keeps it (the next build's cache) without leaving an untagged image on
+// the user's engine. Each stage is built again up to its end with the
+// cache (also after --no-cache), so every step is the one the whole build
+// just made and the tag lands on that very image; the stage carries its
+// io.rttlab.app label from labelStages and gets no build label, which
+// would add a step of its own.
+func (b *Builder) tagStages(ctx context.Context, app string, p Platform, stages []string, tarCtx []byte) error {
 	for _, st := range stages[:max(len(stages)-1, 0)] {
 		tag := StageRef(p.ImageRef(app), st)
 		old, _ := b.Images.ImageID(ctx, tag)
 		res, err := b.Images.BuildImage(ctx, bytes.NewReader(tarCtx), BuildOptions{
-			Tag: tag, Target: st, BuildArgs: b.Apps[app].BuildArgs, NoCache: b.NoCache, Log: b.Log, Platform: p,
+			Tag: tag, Target: st, BuildArgs: b.Apps[app].BuildArgs, Log: b.Log, Platform: p,
 		})
 		if err != nil {
 			return fmt.Errorf("stage %s: %w", st, err)
@@ -451,7 +454,7 @@ func StageRef(ref, stage string) string { return ref + "-stage-" + stage }
 
 // namedStages returns the stage names of a Dockerfile, in order ("" for a
 // stage without AS), or nil for a single stage. Only the stages before the
-// last are built on their own (buildStages), and only named ones can be.
+// last are tagged (tagStages), and only named ones can be.
 func namedStages(df []byte) []string {
 	var names []string
 	for _, l := range strings.Split(string(df), "\n") {

@@ -44,7 +44,10 @@ func ParsePlatform(s string) (Platform, error) {
 	if s == "" {
 		return Platform{}, nil
 	}
-	norm := strings.TrimSuffix(strings.ToLower(strings.TrimSpace(s)), "/v8")
+	norm := strings.ToLower(strings.TrimSpace(s))
+	if n, ok := strings.CutSuffix(norm, "/v8"); ok && strings.HasSuffix(n, "/arm64") {
+		norm = n // arm64's only variant
+	}
 	if !slices.Contains(Platforms, norm) {
 		return Platform{}, fmt.Errorf("%w %q: rttlab builds and runs %s", ErrPlatform, s, strings.Join(Platforms, " and "))
 	}

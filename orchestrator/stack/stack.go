@@ -143,11 +143,16 @@ type Stack struct {
 // Image is the tag of rttlab's image of app on the stack's platform.
 func (s *Stack) Image(app string) string { return s.Platform.ImageRef(app) }
 
-// MemberPlatform is the platform a container of image runs in the stack:
-// the engine's own for rttlab's agent image (emulation cannot shape, and
-// the agents measure), the stack's for everything else.
+// MemberPlatform is the platform a container of image is created with in
+// the stack: on a foreign platform, the engine's own for rttlab's agent
+// image (emulation cannot shape, and the agents measure) and the stack's
+// for everything else; on the engine's own, none named, so that a user's
+// image (an --app-image, a compose service) runs as it always did.
 func (s *Stack) MemberPlatform(image string) engine.Platform {
-	if image == AgentImage || image == s.Platform.Native().ImageRef("agent") {
+	if !s.Platform.Foreign() {
+		return engine.Platform{}
+	}
+	if image == AgentImage {
 		return s.Platform.Native()
 	}
 	return s.Platform
