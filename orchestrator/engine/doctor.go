@@ -56,6 +56,9 @@ type DoctorEnv struct {
 	FreeBytes    func(path string) (uint64, error)
 	DockerRoot   string
 	MinFreeBytes uint64
+	// Emulation says whether the host runs a foreign platform's
+	// containers (CheckEmulation); nil: the check is left out.
+	Emulation func(Platform) error
 }
 
 // HostDoctorEnv returns the real environment; d may be nil when no engine
@@ -71,6 +74,7 @@ func HostDoctorEnv(d Docker, connErr error) DoctorEnv {
 		FreeBytes:    freeBytes,
 		DockerRoot:   "/var/lib/docker",
 		MinFreeBytes: 10 << 30,
+		Emulation:    CheckEmulation,
 	}
 	if d != nil {
 		env.Engine = d.EngineInfo
@@ -99,6 +103,31 @@ func Doctor(ctx context.Context, e DoctorEnv) []DoctorCheck {
 	out = append(out, e.debootstrapCheck())
 	out = append(out, e.baseImageCheck(ctx, engineOK))
 	out = append(out, e.diskCheck())
+	if engineOK && e.Emulation != nil {
+		out = append(out, e.emulationChecks(info)...)
+	}
+	return out
+}
+
+// emulationChecks say, per platform rttlab supports other than the
+// engine's own, whether --platform can run it here (under qemu-user);
+// never required.
+func (e DoctorEnv) emulationChecks(info EngineInfo) []DoctorCheck {
+	var out []DoctorCheck
+	for _, s := range Platforms {
+		p, _ := ParsePlatform(s)
+		p, err := p.On(info)
+		if err != nil || !p.Foreign() {
+			continue
+		}
+		c := DoctorCheck{Name: "platform " + s}
+		if err := e.Emulation(p); err != nil {
+			c.Detail, c.Fix = "cannot run here (--platform "+s+")", strings.TrimPrefix(err.Error()[strings.LastIndex(err.Error(), ": ")+2:], " ")
+		} else {
+			c.OK, c.Detail = true, "runs under qemu-user emulation (binfmt_misc qemu-"+qemuNames[p.Arch]+"): --platform "+s+" works, its timings make no claim"
+		}
+		out = append(out, c)
+	}
 	return out
 }
 

@@ -104,6 +104,20 @@ func TestDoctorChecks(t *testing.T) {
 		t.Fatalf("userspace host: %v", engine.Doctor(ctx, e))
 	}
 
+	// Emulation of the other platform: a warning naming the fix, or the
+	// line that says --platform works.
+	e = fakeDoctorEnv()
+	e.Emulation = func(engine.Platform) error { return errors.New("platform linux/arm64: no qemu-aarch64 handler: install qemu-user-static") }
+	cs = engine.Doctor(ctx, e)
+	last := cs[len(cs)-1]
+	if engine.DoctorFailed(cs) || last.Name != "platform linux/arm64" || !strings.HasPrefix(last.String(), "WARN") || !strings.HasSuffix(last.String(), "fix: install qemu-user-static") {
+		t.Fatalf("no emulation: %v", last)
+	}
+	e.Emulation = func(engine.Platform) error { return nil }
+	if cs = engine.Doctor(ctx, e); !strings.HasPrefix(cs[len(cs)-1].String(), "OK   platform linux/arm64   runs under qemu-user emulation (binfmt_misc qemu-aarch64)") {
+		t.Fatalf("emulation: %v", cs[len(cs)-1])
+	}
+
 	// Low disk.
 	e = fakeDoctorEnv()
 	e.FreeBytes = func(string) (uint64, error) { return 1 << 30, nil }
