@@ -152,3 +152,17 @@ func TestRoutedPlotColumns(t *testing.T) {
 		}
 	}
 }
+
+// A study whose database and app ran under emulation says so under its
+// title; a native one says nothing of it.
+func TestPlaceMarkdownSaysEmulated(t *testing.T) {
+	p, _ := BuiltinPlan("placement-smoke")
+	res := &PlaceResult{Kind: "placement", Plan: p, RunID: "r1", Started: time.Unix(0, 0), Finished: time.Unix(60, 0)}
+	if strings.Contains(PlaceMarkdown(res), "emulation") {
+		t.Error("a native study speaks of emulation")
+	}
+	p.Platform, p.Emulated = "linux/arm64", true
+	if md := PlaceMarkdown(res); !strings.Contains(md, "> The database and the app ran linux/arm64 under emulation (qemu-user): these timings make no claim") {
+		t.Errorf("markdown:\n%s", md)
+	}
+}

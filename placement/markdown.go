@@ -21,6 +21,9 @@ func PlaceMarkdown(r *PlaceResult) string {
 	fmt.Fprintf(&b, "# Placement study: %s\n\n", p.Name)
 	fmt.Fprintf(&b, "App **%s** on compute hosts a and b%s; PostgreSQL on db; load client and routing proxy on client. Run %s, seed %d, shaper %s, proxy upstream connections: %s. %s → %s.\n\n",
 		p.App, cpuLimits(p), r.RunID, p.Seed, r.Backend, map[bool]string{true: "keep-alive pools", false: "new per request"}[r.KeepAlive], r.Started.Format("2006-01-02 15:04:05"), r.Finished.Format("15:04:05"))
+	if p.Emulated {
+		fmt.Fprintf(&b, "> The database and the app ran %s under emulation (qemu-user): these timings make no claim about that platform's hardware.\n\n", p.Platform)
+	}
 	if len(r.Warnings) > 0 {
 		b.WriteString("## ⚠ Warnings\n\n")
 		for _, w := range r.Warnings {

@@ -198,6 +198,9 @@ type Summary struct {
 	Penalties []Penalty `json:"penalties"`
 	// Capacities, when the caller adds them, are rendered as a table.
 	Capacities []CapacityResult `json:"capacities,omitempty"`
+	// Emulated names the platform the database and Rails ran under
+	// emulation, when they did: its timings make no claim.
+	Emulated string `json:"emulated,omitempty"`
 }
 
 // CapacityResult is one capacity search's outcome, for the report.

@@ -233,6 +233,13 @@ func TestSummaryMarkdown(t *testing.T) {
 	if t.Failed() {
 		t.Log(md)
 	}
+	if strings.Contains(md, "emulation") {
+		t.Error("a native study speaks of emulation")
+	}
+	s.Emulated = "linux/arm64"
+	if md := s.Markdown(""); !strings.Contains(md, "# Worker scheduling\n\n> The database and Rails ran linux/arm64 under emulation (qemu-user): these timings make no claim") {
+		t.Errorf("an emulated study does not say so first:\n%s", md[:200])
+	}
 }
 
 // A summary with undefined figures (a run with no successful request)

@@ -645,6 +645,9 @@ func ReportWorkers(dir string, plan *Plan) ([]string, error) {
 
 func (r *Runner) summarize(runs []Run, caps []WorkersCapacity) (*Summary, error) {
 	s := Analyze(runs, Options{Seed: r.Plan.Seed})
+	if r.Plan.Emulated {
+		s.Emulated = r.Plan.Platform
+	}
 	for _, c := range caps {
 		s.Capacities = append(s.Capacities, CapacityResult{Key: c.Key, Rate: c.Capacity.Rate, Ceiling: c.Capacity.Ceiling, Converged: c.Capacity.Converged, Trials: len(c.Capacity.Trials), Warning: c.Capacity.Warning})
 	}

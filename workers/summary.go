@@ -17,6 +17,9 @@ func (s *Summary) Markdown(title string) string {
 		title = "Worker scheduling"
 	}
 	fmt.Fprintf(&b, "# %s\n\n", title)
+	if s.Emulated != "" {
+		fmt.Fprintf(&b, "> The database and Rails ran %s under emulation (qemu-user): these timings make no claim about that platform's hardware.\n\n", s.Emulated)
+	}
 	s.penaltiesMarkdown(&b)
 	s.capacitiesMarkdown(&b)
 	s.cellsMarkdown(&b)
