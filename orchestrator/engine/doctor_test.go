@@ -107,7 +107,9 @@ func TestDoctorChecks(t *testing.T) {
 	// Emulation of the other platform: a warning naming the fix, or the
 	// line that says --platform works.
 	e = fakeDoctorEnv()
-	e.Emulation = func(engine.Platform) error { return errors.New("platform linux/arm64: no qemu-aarch64 handler: install qemu-user-static") }
+	e.Emulation = func(engine.Platform) error {
+		return errors.New("platform linux/arm64: no qemu-aarch64 handler: install qemu-user-static")
+	}
 	cs = engine.Doctor(ctx, e)
 	last := cs[len(cs)-1]
 	if engine.DoctorFailed(cs) || last.Name != "platform linux/arm64" || !strings.HasPrefix(last.String(), "WARN") || !strings.HasSuffix(last.String(), "fix: install qemu-user-static") {
