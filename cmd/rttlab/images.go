@@ -63,7 +63,7 @@ which builds for that platform start from.`,
 			if !cmd.Flags().Changed("tag") {
 				o.ref = p.BaseRef()
 			}
-			bo := engine.BaseOptions{Ref: o.ref, SkipPull: o.skipPull || p.Foreign(), Mirror: o.mirror, Platform: p}
+			bo := engine.BaseOptions{Ref: o.ref, SkipPull: o.skipPull, Mirror: o.mirror, Platform: p}
 			if o.verbose {
 				bo.Log = os.Stderr
 			} else {
@@ -173,7 +173,7 @@ func (o *imagesBuildOptions) run(cmd *cobra.Command, args []string) error {
 		return err
 	}
 	for _, bp := range basesFor(p, names) {
-		path, _, err := engine.EnsureBase(ctx, rt, engine.BaseOptions{Progress: cmd.ErrOrStderr(), Platform: bp, SkipPull: bp.Foreign()})
+		path, _, err := engine.EnsureBase(ctx, rt, engine.BaseOptions{Progress: cmd.ErrOrStderr(), Platform: bp})
 		if err != nil {
 			return err
 		}

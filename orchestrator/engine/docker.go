@@ -199,31 +199,32 @@ func labelArgs(labelFilter map[string]string) filters.Args {
 
 // ImageID returns the ID of ref, or ErrNotFound.
 func (r *Runtime) ImageID(ctx context.Context, ref string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, shortCall)
-	defer cancel()
-	img, err := r.cli.ImageInspect(ctx, ref)
-	if err != nil {
-		if cerrdefs.IsNotFound(err) {
-			return "", fmt.Errorf("image %s: %w", ref, ErrNotFound)
-		}
-		return "", fmt.Errorf("inspect image %s: %w", ref, err)
-	}
-	return img.ID, nil
+	img, err := r.inspectImage(ctx, ref)
+	return img.ID, err
 }
 
 // ImagePlatform returns the platform ref is labelled with ("os/arch"),
 // or ErrNotFound.
 func (r *Runtime) ImagePlatform(ctx context.Context, ref string) (string, error) {
+	img, err := r.inspectImage(ctx, ref)
+	if err != nil {
+		return "", err
+	}
+	return img.Os + "/" + img.Architecture, nil
+}
+
+// inspectImage inspects ref; an absent image is ErrNotFound.
+func (r *Runtime) inspectImage(ctx context.Context, ref string) (image.InspectResponse, error) {
 	ctx, cancel := context.WithTimeout(ctx, shortCall)
 	defer cancel()
 	img, err := r.cli.ImageInspect(ctx, ref)
 	if err != nil {
 		if cerrdefs.IsNotFound(err) {
-			return "", fmt.Errorf("image %s: %w", ref, ErrNotFound)
+			return img, fmt.Errorf("image %s: %w", ref, ErrNotFound)
 		}
-		return "", fmt.Errorf("inspect image %s: %w", ref, err)
+		return img, fmt.Errorf("inspect image %s: %w", ref, err)
 	}
-	return img.Os + "/" + img.Architecture, nil
+	return img, nil
 }
 
 // DanglingImages returns the IDs of the untagged images carrying the
