@@ -64,12 +64,7 @@ func readJUnit(t *testing.T, file string) (report.JUnitSuite, map[string]report.
 // trace is left behind.
 func TestIntegrationBudgetGate(t *testing.T) {
 	bin, root := drillBinary(t)
-	ctx := context.Background()
-	rt, err := engine.NewRuntime(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close()
+	rt := drillEngine(t)
 	before := labelled(t, rt)
 	dir := t.TempDir()
 

@@ -45,6 +45,18 @@ func drillBinary(t *testing.T) (bin, root string) {
 	return bin, root
 }
 
+// drillEngine connects to the engine the drills run against, for the
+// test's length.
+func drillEngine(t *testing.T) *engine.Runtime {
+	t.Helper()
+	rt, err := engine.NewRuntime(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Close() })
+	return rt
+}
+
 const drillPlan = `name: drill
 seed: 3
 delays_ms: [0, 1]
@@ -196,11 +208,7 @@ func resumeAndCheck(t *testing.T, bin, root, dir string) {
 func TestIntegrationDrillSignals(t *testing.T) {
 	bin, root := drillBinary(t)
 	ctx := context.Background()
-	rt, err := engine.NewRuntime(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close()
+	rt := drillEngine(t)
 	plan := filepath.Join(t.TempDir(), "drill.yaml")
 	if err := os.WriteFile(plan, []byte(drillPlan), 0o644); err != nil {
 		t.Fatal(err)

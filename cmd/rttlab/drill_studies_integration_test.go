@@ -73,11 +73,7 @@ type studyDrill struct {
 func TestIntegrationDrillStudiesSIGKILL(t *testing.T) {
 	bin, root := drillBinary(t)
 	ctx := context.Background()
-	rt, err := engine.NewRuntime(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close()
+	rt := drillEngine(t)
 	foreign, err := rt.CreateContainer(ctx, engine.ContainerSpec{Name: "rttlab-drill-foreign-studies", Image: engine.BaseImage, Cmd: []string{"sleep", "1200"}})
 	if err != nil {
 		t.Fatal(err)

@@ -28,11 +28,7 @@ func danglingRttlab(t *testing.T, rt *engine.Runtime) []string {
 func TestIntegrationImagesLeaveNothingUntagged(t *testing.T) {
 	bin, root := drillBinary(t)
 	ctx := context.Background()
-	rt, err := engine.NewRuntime(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close()
+	rt := drillEngine(t)
 	before := danglingRttlab(t, rt)
 	if code, out, errs := runBinary(t, bin, root, "images", "build"); code != 0 {
 		t.Fatalf("images build: exit %d\n%s\n%s", code, out, errs)

@@ -41,11 +41,7 @@ apps:
 func TestIntegrationArm64Rehearsal(t *testing.T) {
 	bin, root := drillBinary(t)
 	ctx := context.Background()
-	rt, err := engine.NewRuntime(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close()
+	rt := drillEngine(t)
 	info, err := rt.EngineInfo(ctx)
 	if err != nil {
 		t.Fatal(err)

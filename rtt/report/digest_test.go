@@ -7,10 +7,10 @@ import (
 	"testing"
 )
 
-// The digest of a run fits in DigestMaxLines lines, has a line per (app,
-// route) with the change at the largest setting, and says what the host
-// could not verify once.
-func TestDigest(t *testing.T) {
+// loadResultsGo loads a copy of the results folder in
+// cmd/rttlab/testdata/results-go.
+func loadResultsGo(t *testing.T) *Data {
+	t.Helper()
 	src := filepath.Join("..", "..", "cmd", "rttlab", "testdata", "results-go")
 	dir := filepath.Join(t.TempDir(), "f")
 	if err := os.CopyFS(dir, os.DirFS(src)); err != nil {
@@ -20,6 +20,14 @@ func TestDigest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return d
+}
+
+// The digest of a run fits in DigestMaxLines lines, has a line per (app,
+// route) with the change at the largest setting, and says what the host
+// could not verify once.
+func TestDigest(t *testing.T) {
+	d := loadResultsGo(t)
 	s := Analyze(d, Options{})
 	out := s.Digest("summary.md", "report.html")
 	t.Logf("digest:\n%s", out)
@@ -67,15 +75,7 @@ func TestDigest(t *testing.T) {
 // A run whose database and apps ran under emulation says so in its
 // digest's second line and among its warnings; a native run says nothing.
 func TestDigestSaysEmulatedTimingsMakeNoClaim(t *testing.T) {
-	src := filepath.Join("..", "..", "cmd", "rttlab", "testdata", "results-go")
-	dir := filepath.Join(t.TempDir(), "f")
-	if err := os.CopyFS(dir, os.DirFS(src)); err != nil {
-		t.Fatal(err)
-	}
-	d, err := Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := loadResultsGo(t)
 	if out := Analyze(d, Options{}).Digest("summary.md", ""); strings.Contains(out, "emulation") {
 		t.Errorf("a native run's digest speaks of emulation:\n%s", out)
 	}
