@@ -412,7 +412,7 @@ func buildForRun(cmd *cobra.Command, rt *engine.Runtime, targets []apps.Target, 
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := ensureBases(ctx, rt, plat, true, w); err != nil {
+	if err := ensureBases(ctx, rt, plat, imagesFor(targets, true), w); err != nil {
 		return nil, nil, err
 	}
 	b, err := newBuilder(ctx, rt, false, nil, plat)

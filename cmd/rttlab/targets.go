@@ -145,14 +145,10 @@ func connectFor(ctx context.Context, targets []apps.Target, w io.Writer, pf *pla
 	return rt, p, nil
 }
 
-// ensureBases makes the base image of platform p and, when p is foreign
-// and the agent is needed, the engine's own (the agent's).
-func ensureBases(ctx context.Context, rt *engine.Runtime, p engine.Platform, agent bool, w io.Writer) error {
-	ps := []engine.Platform{p}
-	if p.Foreign() && agent {
-		ps = append(ps, p.Native())
-	}
-	for _, bp := range ps {
+// ensureBases makes the base images the images names need on platform p
+// (basesFor), saying which it had to make.
+func ensureBases(ctx context.Context, rt *engine.Runtime, p engine.Platform, names []string, w io.Writer) error {
+	for _, bp := range basesFor(p, names) {
 		path, _, err := engine.EnsureBase(ctx, rt, engine.BaseOptions{Progress: w, Platform: bp})
 		if err != nil {
 			return err
@@ -170,7 +166,7 @@ func ensureImages(ctx context.Context, rt *engine.Runtime, targets []apps.Target
 	if _, err := ownImages(ctx, rt, targets); err != nil {
 		return err
 	}
-	if err := ensureBases(ctx, rt, p, agent, w); err != nil {
+	if err := ensureBases(ctx, rt, p, imagesFor(targets, agent), w); err != nil {
 		return err
 	}
 	b, err := newBuilder(ctx, rt, false, nil, p)
