@@ -77,7 +77,7 @@ func StartWorkers(ctx context.Context, d engine.Docker, t apps.Target, backend s
 	if err != nil {
 		return ws, err
 	}
-	if err := stack.WaitDB(ctx, d, ws.db, 3*time.Minute); err != nil {
+	if err := stack.WaitDB(ctx, d, ws.db, stack.StartLimit(p, stack.ReadyLimit)); err != nil {
 		return ws, err
 	}
 	ws.dbSh, err = shaping.StartAgents(ctx, d, &stack.Stack{RunID: runID, NetworkID: st.NetworkID, Members: []*stack.Member{ws.db}, Platform: p}, backend, "path", "")
@@ -106,8 +106,22 @@ func (ws *Session) appEnv(ctx context.Context, pumaWorkers, threads int, wflbw s
 		return nil, err
 	}
 	env = append(env, fmt.Sprintf("PUMA_WORKERS=%d", pumaWorkers), fmt.Sprintf("PUMA_THREADS=%d", threads), "PUMA_WFLBW="+wflbw)
+	if b := pumaWorkerBoot(ws.Stack.Platform); b != "" {
+		env = append(env, "PUMA_WORKER_BOOT_TIMEOUT="+b)
+	}
 	sort.Strings(env)
 	return env, nil
+}
+
+// pumaWorkerBoot is the PUMA_WORKER_BOOT_TIMEOUT (seconds) of an app of
+// platform p: none on the engine's own platform (Puma's 60 s), and the
+// worker wait's own limit under emulation, where a worker's boot took
+// 94–99 s here and Puma killed it at 60.
+func pumaWorkerBoot(p engine.Platform) string {
+	if !p.Foreign() {
+		return ""
+	}
+	return fmt.Sprint(int(stack.StartLimit(p, time.Minute).Seconds()))
 }
 
 // stopApps removes the current app stack (containers, agents, proxy).
@@ -199,7 +213,7 @@ func (ws *Session) ensureStack(ctx context.Context, t Task) error {
 		return err
 	}
 	for _, m := range ws.apps {
-		if err := stack.WaitHTTP(ctx, ws.D, m, "http://"+net.JoinHostPort(m.IP, fmt.Sprint(port))+ws.Target.Meta.Health, 3*time.Minute); err != nil {
+		if err := stack.WaitHTTP(ctx, ws.D, m, "http://"+net.JoinHostPort(m.IP, fmt.Sprint(port))+ws.Target.Meta.Health, stack.StartLimit(ws.Stack.Platform, stack.ReadyLimit)); err != nil {
 			return err
 		}
 	}
@@ -209,7 +223,7 @@ func (ws *Session) ensureStack(ctx context.Context, t Task) error {
 	}
 	if t.Policy.Kind == KindPuma {
 		// Every worker of the cluster must have booted before load.
-		if _, err := ws.workerPIDs(ctx, "http://"+net.JoinHostPort(ws.apps[0].IP, fmt.Sprint(port)), l.Workers, 2*time.Minute); err != nil {
+		if _, err := ws.workerPIDs(ctx, "http://"+net.JoinHostPort(ws.apps[0].IP, fmt.Sprint(port)), l.Workers, stack.StartLimit(ws.Stack.Platform, 2*time.Minute)); err != nil {
 			return err
 		}
 	} else if err := ws.startFront(ctx, l, names); err != nil {
@@ -289,7 +303,7 @@ func (ws *Session) startFront(ctx context.Context, l Layout, names []string) err
 		return err
 	}
 	ws.frontURL = "http://" + net.JoinHostPort(fm.IP, "8080")
-	return stack.WaitHTTP(ctx, ws.D, fm, ws.frontURL+ws.Target.Meta.Health, time.Minute)
+	return stack.WaitHTTP(ctx, ws.D, fm, ws.frontURL+ws.Target.Meta.Health, stack.StartLimit(ws.Stack.Platform, time.Minute))
 }
 
 // workerPIDs asks the cluster's /work (no CPU, no queries: the route that

@@ -5,6 +5,9 @@
 #   PUMA_THREADS   threads per process (the connection pool follows it)
 #   PUMA_WFLBW     wait_for_less_busy_worker in seconds, or "default" to
 #                  leave Puma's own setting (cluster mode only)
+#   PUMA_WORKER_BOOT_TIMEOUT  seconds a worker may take to boot before
+#                  Puma kills it (unset: Puma's own, its worker_timeout);
+#                  set longer where the app runs under emulation
 workers_n = Integer(ENV.fetch("PUMA_WORKERS", "0"))
 threads_n = Integer(ENV.fetch("PUMA_THREADS", "1"))
 threads threads_n, threads_n
@@ -15,6 +18,8 @@ if workers_n > 0
   preload_app! false
   wflbw = ENV.fetch("PUMA_WFLBW", "default")
   wait_for_less_busy_worker Float(wflbw) unless wflbw == "default"
+  boot = ENV["PUMA_WORKER_BOOT_TIMEOUT"]
+  worker_boot_timeout Integer(boot) if boot && !boot.empty?
 end
 bind "tcp://0.0.0.0:#{ENV.fetch("PORT", "8080")}"
 environment ENV.fetch("RAILS_ENV", "production")

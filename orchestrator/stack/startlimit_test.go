@@ -1,0 +1,28 @@
+package stack
+
+import (
+	"testing"
+	"time"
+
+	"github.com/rttlab/rttlab/orchestrator/engine"
+)
+
+func TestStartLimit(t *testing.T) {
+	native := engine.Platform{OS: "linux", Arch: "a", EngineArch: "a"}
+	foreign := engine.Platform{OS: "linux", Arch: "b", EngineArch: "a"}
+	for _, c := range []struct {
+		p    engine.Platform
+		d    time.Duration
+		want time.Duration
+	}{
+		{engine.Platform{}, ReadyLimit, ReadyLimit},
+		{native, ReadyLimit, ReadyLimit},
+		{native, time.Minute, time.Minute},
+		{foreign, ReadyLimit, 15 * time.Minute},
+		{foreign, 2 * time.Minute, 10 * time.Minute},
+	} {
+		if got := StartLimit(c.p, c.d); got != c.want {
+			t.Errorf("StartLimit(%+v, %v) = %v, want %v", c.p, c.d, got, c.want)
+		}
+	}
+}
