@@ -343,6 +343,9 @@ func (Study) Report(dir string, _ io.Writer) ([]string, error) {
 
 func (Study) Compare(dirA, dirB string) (string, error) { return ComparePlacement(dirA, dirB) }
 
+// Digest is the folder's summary.md, whole.
+func (Study) Digest(dir string) (string, error) { return results.ReadSummaryMD(dir) }
+
 // Progress counts the folder's done tasks against its plan's (a folder
 // without a journal, of before, is done when it has a summary).
 func (Study) Progress(dir string) (done, total int, err error) {

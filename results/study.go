@@ -2,11 +2,14 @@ package results
 
 import (
 	"errors"
+	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 )
 
 // Study is what the commands know of one kind of results folder: report,
-// compare and the resume hint reach a study through it, by the folder's
+// compare, the resume hint and the end-of-run digest reach a study through it, by the folder's
 // kind, never by a switch of their own. Each study's package implements
 // it (rtt/report, placement, workers); the command keeps the registry,
 // since no shared package imports a study.
@@ -23,6 +26,22 @@ type Study interface {
 	Compare(dirA, dirB string) (string, error)
 	// Progress says how many of the folder's tasks are done, of how many.
 	Progress(dir string) (done, total int, err error)
+	// Digest is what the end of a run that went well prints from the
+	// folder's summary, with the paths of the whole summary and report.
+	Digest(dir string) (string, error)
+}
+
+// SummaryMDFile is every study's summary in markdown, in its folder.
+const SummaryMDFile = "summary.md"
+
+// ReadSummaryMD is dir's summary.md: the digest of a study whose summary
+// is short enough to print whole.
+func ReadSummaryMD(dir string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(dir, SummaryMDFile))
+	if err != nil {
+		return "", fmt.Errorf("the study's summary: %w", err)
+	}
+	return string(b), nil
 }
 
 // ErrNoCompare is what a study's Compare matches (errors.Is) when the

@@ -103,6 +103,9 @@ func (Study) Compare(dirA, dirB string) (string, error) {
 	return "", &results.NoCompareError{Msg: fmt.Sprintf("%s and %s are worker studies' folders: compare takes two folders of rttlab run or of rttlab place; read each worker study's summary.md", dirA, dirB)}
 }
 
+// Digest is the folder's summary.md, whole.
+func (Study) Digest(dir string) (string, error) { return results.ReadSummaryMD(dir) }
+
 // Progress counts the folder's done tasks (its runs) against its plan's.
 func (Study) Progress(dir string) (done, total int, err error) {
 	plan, err := FolderPlan(dir)

@@ -199,12 +199,7 @@ func (o *placeOptions) run(cmd *cobra.Command) (err error) {
 		}
 		return fmt.Errorf("placement study: %w", rerr)
 	}
-	md, err := os.ReadFile(filepath.Join(dir, "summary.md"))
-	if err != nil {
-		return err
-	}
-	fmt.Fprint(cmd.OutOrStdout(), string(md))
-	fmt.Fprintf(cmd.OutOrStdout(), "\nwrote %s (%s)\n", dir, time.Since(start).Round(time.Second))
+	printStudyEnd(cmd.OutOrStdout(), w, studies[results.KindPlacement], dir, start, true)
 	return nil
 }
 

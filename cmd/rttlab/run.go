@@ -332,7 +332,7 @@ func (o *runOptions) run(cmd *cobra.Command) error {
 	start := time.Now()
 	dir, err := rtt.Run(ctx, rt, all, ro)
 	if dir != "" {
-		printRunEnd(out, dir, start, sum, err == nil)
+		printStudyEnd(out, cmd.ErrOrStderr(), report.Study{Rendered: sum}, dir, start, err == nil)
 	}
 	if err != nil && dir != "" {
 		return hintError{err, "the results folder is consistent; continue with: rttlab run --resume " + dir}
@@ -344,22 +344,22 @@ func (o *runOptions) run(cmd *cobra.Command) error {
 	return gateRun(out, dir, p, all, skipped)
 }
 
-// printRunEnd prints where a run's results are: after a run that ended
-// well, a digest of at most 25 lines from the summary the run rendered
-// (the whole summary stays in summary.md); otherwise the folder and the
-// report.
-func printRunEnd(out io.Writer, dir string, start time.Time, sum *report.Summary, ok bool) {
-	rp := filepath.Join(dir, "report.html")
-	if !fileExists(rp) {
-		rp = ""
-	}
+// printStudyEnd prints where a study's results are: after a run that
+// ended well, the study's digest (the RTT study's at most 25 lines, with
+// the whole summary in summary.md); otherwise the folder and, where the
+// study wrote one, the report.
+func printStudyEnd(out, warn io.Writer, st results.Study, dir string, start time.Time, ok bool) {
 	digested := false
-	if sum != nil && ok {
-		fmt.Fprintf(out, "\n%s", sum.Digest(filepath.Join(dir, "summary.md"), rp))
-		digested = true
+	if ok {
+		if d, err := st.Digest(dir); err == nil {
+			fmt.Fprintf(out, "\n%s", d)
+			digested = true
+		} else {
+			fmt.Fprintf(warn, "warning: no digest: %v\n", err)
+		}
 	}
 	fmt.Fprintf(out, "results: %s (%.0fs)\n", dir, time.Since(start).Seconds())
-	if rp != "" && !digested {
+	if rp := filepath.Join(dir, report.ReportFile); !digested && fileExists(rp) {
 		fmt.Fprintf(out, "report:  %s\n", rp)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -128,12 +127,10 @@ func (o *workersOptions) run(cmd *cobra.Command) (err error) {
 	say(fmt.Sprintf("results in %s (%d tasks)", dir, len(plan.Tasks())))
 	ws.DecisionsPath = filepath.Join(dir, "decisions.jsonl")
 	r := &workers.Runner{WS: ws, Plan: plan, Dir: dir, Version: versionString()}
-	s, rerr := r.Run(ctx)
-	if rerr != nil {
+	if _, rerr := r.Run(ctx); rerr != nil {
 		fmt.Fprintf(w, "continue with: rttlab workers --resume %s\n", dir)
 		return rerr
 	}
-	fmt.Fprint(cmd.OutOrStdout(), s.Markdown("Worker scheduling: "+plan.Name))
-	fmt.Fprintf(cmd.OutOrStdout(), "\nwrote %s (%s)\n", dir, time.Since(start).Round(time.Second))
+	printStudyEnd(cmd.OutOrStdout(), w, studies[results.KindWorkers], dir, start, true)
 	return nil
 }

@@ -89,3 +89,29 @@ func TestDigestSaysEmulatedTimingsMakeNoClaim(t *testing.T) {
 		t.Errorf("warnings %q", s.Warnings)
 	}
 }
+
+// The study's digest of a folder is the digest of its summary analyzed
+// again, or of the summary the run rendered when that is given, and names
+// the folder's summary.md (and report.html once there is one).
+func TestStudyDigest(t *testing.T) {
+	d := loadResultsGo(t)
+	dir := d.Dir
+	want := Analyze(d, Options{}).Digest(filepath.Join(dir, SummaryMDFile), "")
+	got, err := Study{}.Digest(dir)
+	if err != nil || got != want {
+		t.Fatalf("digest from the folder:\n%s\nwant\n%s(err %v)", got, want, err)
+	}
+	rendered := Analyze(d, Options{})
+	rendered.Plan = "as-rendered"
+	got, err = Study{Rendered: rendered}.Digest(dir)
+	if err != nil || !strings.HasPrefix(got, "plan as-rendered:") {
+		t.Fatalf("digest of the rendered summary: %q, %v", got, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ReportFile), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = Study{}.Digest(dir)
+	if !strings.HasSuffix(got, "report:  "+filepath.Join(dir, ReportFile)+"\n") {
+		t.Fatalf("digest does not name the report:\n%s", got)
+	}
+}

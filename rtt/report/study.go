@@ -3,13 +3,16 @@ package report
 import (
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 
 	"github.com/rttlab/rttlab/results"
 )
 
 // Study is the RTT study as the commands reach it (results.Study).
-type Study struct{}
+// Rendered, when set, is the folder's summary as the run just rendered
+// it: the digest is printed from it rather than analyzed again.
+type Study struct{ Rendered *Summary }
 
 func (Study) Kind() string { return results.KindRTT }
 
@@ -46,4 +49,22 @@ func (Study) Progress(dir string) (done, total int, err error) {
 		return 0, 0, err
 	}
 	return len(d.Done), len(d.Manifest.Tasks), nil
+}
+
+// Digest is the summary's digest (Summary.Digest): the rendered one, or
+// the folder analyzed again under the default options.
+func (s Study) Digest(dir string) (string, error) {
+	sum := s.Rendered
+	if sum == nil {
+		d, err := Load(dir)
+		if err != nil {
+			return "", err
+		}
+		sum = Analyze(d, Options{})
+	}
+	rp := filepath.Join(dir, ReportFile)
+	if _, err := os.Stat(rp); err != nil {
+		rp = ""
+	}
+	return sum.Digest(filepath.Join(dir, SummaryMDFile), rp), nil
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rttlab/rttlab/orchestrator/shaping"
+	"github.com/rttlab/rttlab/results"
 )
 
 // File names inside a results folder.
@@ -15,7 +16,7 @@ const (
 	ProbesFile      = "probes.csv"
 	RunsFile        = "runs.csv"
 	SummaryJSONFile = "summary.json"
-	SummaryMDFile   = "summary.md"
+	SummaryMDFile   = results.SummaryMDFile
 )
 
 // Sample is one HTTP request of the load client, one JSON line in

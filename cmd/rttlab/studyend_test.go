@@ -1,0 +1,71 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rttlab/rttlab/results"
+)
+
+// digestStudy is a results.Study whose digest is given.
+type digestStudy struct {
+	results.Study
+	digest string
+	err    error
+}
+
+func (s digestStudy) Digest(string) (string, error) { return s.digest, s.err }
+
+// The end of every study is its digest, reached through its Study, then
+// the folder; a run that failed, or a digest that cannot be read, names
+// the folder and the report instead.
+func TestPrintStudyEnd(t *testing.T) {
+	dir := t.TempDir()
+	start := time.Now().Add(-3 * time.Second)
+	var out, warn bytes.Buffer
+	printStudyEnd(&out, &warn, digestStudy{digest: "plan x: 1 of 1 tasks done\n"}, dir, start, true)
+	if got := out.String(); got != "\nplan x: 1 of 1 tasks done\nresults: "+dir+" (3s)\n" || warn.Len() != 0 {
+		t.Errorf("ok run: %q (warn %q)", got, warn.String())
+	}
+	if err := os.WriteFile(filepath.Join(dir, "report.html"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	printStudyEnd(&out, &warn, digestStudy{digest: "never"}, dir, start, false)
+	if got := out.String(); strings.Contains(got, "never") || !strings.HasSuffix(got, "report:  "+filepath.Join(dir, "report.html")+"\n") {
+		t.Errorf("failed run: %q", got)
+	}
+	out.Reset()
+	printStudyEnd(&out, &warn, digestStudy{err: errors.New("gone")}, dir, start, true)
+	if !strings.Contains(warn.String(), "no digest: gone") || !strings.Contains(out.String(), "report:  ") {
+		t.Errorf("unreadable digest: out %q warn %q", out.String(), warn.String())
+	}
+}
+
+// The placement and worker studies' digest is their summary.md, whole;
+// the RTT study's is its summary's digest, from the folder when the run's
+// rendered summary is not given.
+func TestStudiesDigest(t *testing.T) {
+	dir := t.TempDir()
+	md := "# Placement: p\n\nbody\n"
+	if err := os.WriteFile(filepath.Join(dir, results.SummaryMDFile), []byte(md), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, kind := range []string{results.KindPlacement, results.KindWorkers} {
+		got, err := studies[kind].Digest(dir)
+		if err != nil || got != md {
+			t.Errorf("%s digest: %q, %v", kind, got, err)
+		}
+	}
+	if _, err := studies[results.KindPlacement].Digest(t.TempDir()); err == nil {
+		t.Error("a folder without summary.md gave a digest")
+	}
+	if _, err := studies[results.KindRTT].Digest(t.TempDir()); err == nil {
+		t.Error("an empty folder gave an RTT digest")
+	}
+}
