@@ -22,13 +22,13 @@ working shaper, enough disk).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			rt, err := engine.NewRuntime(ctx)
+			rt, err := connect(ctx)
 			var d engine.Docker
 			if err == nil {
 				defer rt.Close()
 				d = rt
 			}
-			checks := engine.Doctor(ctx, engine.HostDoctorEnv(d, err))
+			checks := engine.Doctor(ctx, doctorEnv(d, err))
 			adviseEngine(checks, err)
 			for _, c := range checks {
 				fmt.Fprintln(cmd.OutOrStdout(), c)
@@ -40,3 +40,6 @@ working shaper, enough disk).`,
 		},
 	}
 }
+
+// doctorEnv is the host doctor checks (a test's stand-in in unit tests).
+var doctorEnv = engine.HostDoctorEnv
