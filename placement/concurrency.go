@@ -119,7 +119,7 @@ func (r *Runner) capacities(ctx context.Context) (Calibration, error) {
 		}
 	}
 	maxP99 := time.Duration(math.Max(10*worst, 20) * float64(time.Millisecond))
-	r.Session.say("concurrency: open-loop capacity of a and b for the routed mix (p99 under %s)", maxP99)
+	r.Session.say("concurrency: open-loop capacity of a and b for the routed mix (p99 under %s)", maxP99.Round(time.Microsecond))
 	for i, h := range []string{NodeA, NodeB} {
 		c, err := r.capacity(ctx, h, maxP99)
 		if err != nil {

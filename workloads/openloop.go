@@ -790,7 +790,7 @@ func (run *openRun) totals(maxInFlight int) OpenTotals {
 
 	if p.lagWarn > 0 && t.Sent > 0 && time.Duration(t.LagP99NS) > p.lagWarn {
 		t.Warning = fmt.Sprintf("schedule lag p99 %s (max %s) exceeds %s: the generator sent %.4g requests/s of %.4g offered; latencies still run from the scheduled times",
-			time.Duration(t.LagP99NS), time.Duration(t.LagMaxNS), p.lagWarn, t.SentRate, t.OfferedRate)
+			time.Duration(t.LagP99NS).Round(time.Microsecond), time.Duration(t.LagMaxNS).Round(time.Microsecond), p.lagWarn, t.SentRate, t.OfferedRate)
 		if p.spin == 0 {
 			t.Warning += "; sends wait on timers alone (a spin window on a host with a spare core cuts their lag)"
 		}

@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"net/http"
+	"regexp"
 	"runtime"
 	"slices"
 	"strings"
@@ -573,6 +574,11 @@ func TestOpenLoopLagWarning(t *testing.T) {
 	}
 	if tot.LagMaxNS < tot.LagP99NS || tot.LagP99NS < tot.LagP50NS {
 		t.Errorf("lag p50 %d p99 %d max %d out of order", tot.LagP50NS, tot.LagP99NS, tot.LagMaxNS)
+	}
+	// The warning gives the lags to the microsecond, not the nanosecond.
+	lags := regexp.MustCompile(`p99 \S+ \(max \S+\)`).FindString(tot.Warning)
+	if sub := regexp.MustCompile(`\d\.\d{4,}ms|\d\.\d{4,}s\b|\d+ns`).FindString(lags); lags == "" || sub != "" {
+		t.Errorf("warning %q gives %q finer than a microsecond", tot.Warning, sub)
 	}
 }
 
