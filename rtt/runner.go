@@ -15,6 +15,7 @@ import (
 	"github.com/rttlab/rttlab/internal/conc"
 	"github.com/rttlab/rttlab/internal/planfile"
 	"github.com/rttlab/rttlab/netem"
+	"github.com/rttlab/rttlab/orchestrator/agentclient"
 	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/shaping"
 	"github.com/rttlab/rttlab/orchestrator/stack"
@@ -641,16 +642,11 @@ func runTask(ctx context.Context, d engine.Docker, s *appSession, p *Plan, f *re
 
 // loadCmd is the load client's command line for a task.
 func (s *appSession) loadCmd(t report.Task, seed uint64, requests, warmup int) ([]string, error) {
-	cmd := []string{"/usr/local/bin/rttlab", "agent", "load", "--url", s.base, "--warmup", fmt.Sprint(warmup), "--requests", fmt.Sprint(requests)}
-	args, err := loadRouteArgs(s.st.Target.Meta, t, seed)
-	if err != nil {
+	o := agentclient.LoadOptions{URL: s.base, Warmup: warmup, Requests: requests, Headers: s.header}
+	if err := loadRoute(&o, s.st.Target.Meta, t, seed); err != nil {
 		return nil, err
 	}
-	cmd = append(cmd, args...)
-	for _, h := range s.header {
-		cmd = append(cmd, "--header", h)
-	}
-	return cmd, nil
+	return agentclient.Command("load", agentclient.LoadArgs(o)...), nil
 }
 
 // startWatch starts what watches a task's requests, at once: the
@@ -806,23 +802,25 @@ func (s *appSession) loadResults(ctx context.Context, d engine.Docker, code int,
 	return rs, nil
 }
 
-// loadRouteArgs are the load client's flags for a task's route: --route,
-// or the mix (rttlab's by name, a user's request_mix as JSON) with the
-// run's seed.
-func loadRouteArgs(m *apps.Meta, t report.Task, planSeed uint64) ([]string, error) {
+// loadRoute sets the load's route: the task's route, or its mix
+// (rttlab's by name, a user's request_mix as JSON) with the run's seed.
+func loadRoute(o *agentclient.LoadOptions, m *apps.Meta, t report.Task, planSeed uint64) error {
 	mix, ok := strings.CutPrefix(t.Route, "mix:")
 	if !ok {
-		return []string{"--route", t.Route}, nil
+		o.Route = t.Route
+		return nil
 	}
-	seed := fmt.Sprint(planSeed ^ fnv64(fmt.Sprintf("%s/run%d", t.App, t.Run)))
+	o.Seed = fmt.Sprint(planSeed ^ fnv64(fmt.Sprintf("%s/run%d", t.App, t.Run)))
 	if len(m.RequestMix) == 0 {
-		return []string{"--mix", mix, "--seed", seed}, nil
+		o.Mix = mix
+		return nil
 	}
 	js, err := json.Marshal(m.RequestMix)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return []string{"--mix-json", string(js), "--seed", seed}, nil
+	o.MixJSON = string(js)
+	return nil
 }
 
 // agentWatchInterval is how often a load task checks that the shaping

@@ -1,8 +1,10 @@
 // Package agentclient is the studies' side of the agent's load verbs: one
 // typed call per verb (load, openloop, capacity, connect), each building
 // its command line and decoding its answer in one place, run by docker
-// exec in the container that holds the load client. The shapers' verbs
-// (ctl, ping, sqlprobe, capture, trace) are orchestrator/shaping's.
+// exec in the container that holds the load client. The RTT study runs
+// its load under its own watch of the stack (rtt), with the line LoadArgs
+// builds. The shapers' verbs (ctl, ping, sqlprobe, capture, trace) are
+// orchestrator/shaping's.
 package agentclient
 
 import (
@@ -37,8 +39,7 @@ type Client struct {
 // verb with the last lines of stderr (which is returned too).
 func (c Client) Run(ctx context.Context, timeout time.Duration, verb string, args ...string) ([]byte, string, error) {
 	var out, errb bytes.Buffer
-	cmd := append([]string{Bin, "agent", verb}, args...)
-	code, err := c.D.Exec(ctx, c.ID, engine.ExecSpec{Cmd: cmd, Stdout: &out, Stderr: &errb, Timeout: timeout})
+	code, err := c.D.Exec(ctx, c.ID, engine.ExecSpec{Cmd: Command(verb, args...), Stdout: &out, Stderr: &errb, Timeout: timeout})
 	if err != nil {
 		return nil, "", err
 	}
@@ -53,22 +54,55 @@ func (c Client) Run(ctx context.Context, timeout time.Duration, verb string, arg
 	return out.Bytes(), errb.String(), nil
 }
 
-// LoadOptions is a closed-loop load: the paths in order (warmup first)
-// on one kept-alive connection, or a new connection per request.
+// LoadOptions is a closed-loop load on one kept-alive connection, or a
+// new connection per request: the paths in order (warmup first), or
+// Requests measured requests of one route or of a mix (rttlab's by name,
+// or a user's as JSON) drawn from Seed.
 type LoadOptions struct {
 	URL     string
 	Paths   []string
 	Warmup  int
 	NewConn bool
+	// Requests is the measured requests of a Route, Mix or MixJSON load
+	// (none with Paths).
+	Requests int
+	Route    string
+	Mix      string
+	MixJSON  string
+	// Seed is the mix's seed, as the verb's flag takes it.
+	Seed string
+	// Headers are extra request headers, "Name: value".
+	Headers []string
 }
 
 // LoadArgs is the load verb's command line for o.
 func LoadArgs(o LoadOptions) []string {
 	args := []string{"--url", o.URL, "--warmup", fmt.Sprint(o.Warmup)}
+	if o.Requests > 0 {
+		args = append(args, "--requests", fmt.Sprint(o.Requests))
+	}
 	if o.NewConn {
 		args = append(args, "--new-conn")
 	}
-	return append(args, PathArgs(o.Paths)...)
+	switch {
+	case o.Route != "":
+		args = append(args, "--route", o.Route)
+	case o.Mix != "":
+		args = append(args, "--mix", o.Mix, "--seed", o.Seed)
+	case o.MixJSON != "":
+		args = append(args, "--mix-json", o.MixJSON, "--seed", o.Seed)
+	}
+	args = append(args, PathArgs(o.Paths)...)
+	for _, h := range o.Headers {
+		args = append(args, "--header", h)
+	}
+	return args
+}
+
+// Command is the whole command line of verb with args, as it runs in the
+// agent's container.
+func Command(verb string, args ...string) []string {
+	return append([]string{Bin, "agent", verb}, args...)
 }
 
 // Load runs a closed-loop load and returns one result per path.

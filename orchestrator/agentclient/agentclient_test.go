@@ -117,3 +117,23 @@ func TestClientCalls(t *testing.T) {
 		t.Errorf("a member died: %v", err)
 	}
 }
+
+// The load verb's line for a measured route, a named mix and a user's
+// mix, with headers: the flags in one order, the seed with a mix only.
+func TestLoadArgsOfARouteOrMix(t *testing.T) {
+	for _, c := range []struct {
+		o    LoadOptions
+		want string
+	}{
+		{LoadOptions{URL: "http://a", Warmup: 5, Requests: 20, Route: "/feed"}, "--url http://a --warmup 5 --requests 20 --route /feed"},
+		{LoadOptions{URL: "http://a", Warmup: 0, Requests: 3, Mix: "redmine", Seed: "9", Headers: []string{"A: b"}}, "--url http://a --warmup 0 --requests 3 --mix redmine --seed 9 --header A: b"},
+		{LoadOptions{URL: "http://a", Warmup: 1, Requests: 2, MixJSON: `[{"path":"/x"}]`, Seed: "4", Headers: []string{"A: b", "C: d"}}, `--url http://a --warmup 1 --requests 2 --mix-json [{"path":"/x"}] --seed 4 --header A: b --header C: d`},
+	} {
+		if got := strings.Join(LoadArgs(c.o), " "); got != c.want {
+			t.Errorf("LoadArgs(%+v) = %q, want %q", c.o, got, c.want)
+		}
+	}
+	if got := strings.Join(Command("load", "--url", "u"), " "); got != "/usr/local/bin/rttlab agent load --url u" {
+		t.Errorf("Command = %q", got)
+	}
+}

@@ -1,0 +1,40 @@
+package rtt
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/rttlab/rttlab/apps"
+	"github.com/rttlab/rttlab/orchestrator/stack"
+	"github.com/rttlab/rttlab/rtt/report"
+	"github.com/rttlab/rttlab/workloads"
+)
+
+// A task's load client line: its route, rttlab's mix by name or a user's
+// mix as JSON with the run's seed, then the session's headers.
+func TestLoadCmd(t *testing.T) {
+	meta := &apps.Meta{Name: "go"}
+	s := &appSession{st: &stack.Stack{Target: apps.Target{Meta: meta}}, base: "http://10.0.0.2:8080", header: []string{"Cookie: a=b"}}
+	seed := fmt.Sprint(uint64(7) ^ fnv64("go/run2"))
+	own := &apps.Meta{Name: "shop", RequestMix: []workloads.MixRequest{{Name: "home", Path: "/", Weight: 1}}}
+	for _, c := range []struct {
+		meta *apps.Meta
+		task report.Task
+		want string
+	}{
+		{meta, report.Task{App: "go", Route: "/feed", Run: 2}, "--route /feed"},
+		{meta, report.Task{App: "go", Route: "mix:redmine", Run: 2}, "--mix redmine --seed " + seed},
+		{own, report.Task{App: "go", Route: "mix:shop", Run: 2}, `--mix-json [{"name":"home","path":"/","weight":1}] --seed ` + seed},
+	} {
+		s.st.Target.Meta = c.meta
+		cmd, err := s.loadCmd(c.task, 7, 100, 20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := "/usr/local/bin/rttlab agent load --url http://10.0.0.2:8080 --warmup 20 --requests 100 " + c.want + " --header Cookie: a=b"
+		if got := strings.Join(cmd, " "); got != want {
+			t.Errorf("%s:\n got %s\nwant %s", c.task.Route, got, want)
+		}
+	}
+}
