@@ -12,6 +12,7 @@ import (
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/shaping"
+	"github.com/rttlab/rttlab/results"
 	"github.com/rttlab/rttlab/rtt"
 	"github.com/rttlab/rttlab/rtt/report"
 )
@@ -257,7 +258,7 @@ func smokeResult(v *report.SmokeVerdict) error {
 	if v.Err != nil {
 		err := fmt.Errorf("ci-smoke %s: %w", v.App, v.Err)
 		if v.Dir != "" {
-			return hintError{err, "the results folder is consistent; continue with: rttlab run --resume " + v.Dir}
+			return hintError{err, resumeHint(studies[results.KindRTT], v.Dir)}
 		}
 		return err
 	}

@@ -193,11 +193,10 @@ func (o *placeOptions) run(cmd *cobra.Command) (err error) {
 	say(fmt.Sprintf("results in %s", dir))
 	r := &placement.Runner{Docker: rt, Session: ps, Dir: dir, Version: versionString(), Fresh: startSession}
 	if _, rerr := r.Run(ctx); rerr != nil {
-		fmt.Fprintf(w, "the tasks done so far are in %s; continue with: rttlab place --resume %s\n", dir, dir)
-		if ctx.Err() != nil {
-			return rerr
+		if ctx.Err() == nil {
+			rerr = fmt.Errorf("placement study: %w", rerr)
 		}
-		return fmt.Errorf("placement study: %w", rerr)
+		return hintError{rerr, resumeHint(studies[results.KindPlacement], dir)}
 	}
 	printStudyEnd(cmd.OutOrStdout(), w, studies[results.KindPlacement], dir, start, true)
 	return nil

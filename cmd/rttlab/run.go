@@ -335,7 +335,7 @@ func (o *runOptions) run(cmd *cobra.Command) error {
 		printStudyEnd(out, cmd.ErrOrStderr(), report.Study{Rendered: sum}, dir, start, err == nil)
 	}
 	if err != nil && dir != "" {
-		return hintError{err, "the results folder is consistent; continue with: rttlab run --resume " + dir}
+		return hintError{err, resumeHint(studies[results.KindRTT], dir)}
 	}
 	if err != nil {
 		return err
@@ -362,6 +362,17 @@ func printStudyEnd(out, warn io.Writer, st results.Study, dir string, start time
 	if rp := filepath.Join(dir, report.ReportFile); !digested && fileExists(rp) {
 		fmt.Fprintf(out, "report:  %s\n", rp)
 	}
+}
+
+// resumeHint is how to continue a study stopped before its end, asked of
+// the study that wrote dir: how many of its tasks are done, and its
+// command's --resume.
+func resumeHint(st results.Study, dir string) string {
+	cont := fmt.Sprintf("continue with: %s --resume %s", results.Writer(st.Kind()), dir)
+	if done, total, err := st.Progress(dir); err == nil {
+		return fmt.Sprintf("%d of %d tasks done, the results folder consistent; %s", done, total, cont)
+	}
+	return "the results folder is consistent; " + cont
 }
 
 // confirmLonger is the estimate over which a run started on a terminal

@@ -69,3 +69,39 @@ func TestStudiesDigest(t *testing.T) {
 		t.Error("an empty folder gave an RTT digest")
 	}
 }
+
+// progressStudy is a results.Study whose progress is given.
+type progressStudy struct {
+	results.Study
+	kind        string
+	done, total int
+	err         error
+}
+
+func (s progressStudy) Kind() string { return s.kind }
+func (s progressStudy) Progress(string) (int, int, error) {
+	return s.done, s.total, s.err
+}
+
+// A study stopped before its end names, through its Study, the tasks
+// done and its own command's --resume; a folder whose progress cannot be
+// read still gets the command.
+func TestResumeHint(t *testing.T) {
+	for _, c := range []struct {
+		st   progressStudy
+		want string
+	}{
+		{progressStudy{kind: results.KindRTT, done: 3, total: 10}, "3 of 10 tasks done, the results folder consistent; continue with: rttlab run --resume d"},
+		{progressStudy{kind: results.KindPlacement, done: 0, total: 9}, "0 of 9 tasks done, the results folder consistent; continue with: rttlab place --resume d"},
+		{progressStudy{kind: results.KindWorkers, err: errors.New("no plan")}, "the results folder is consistent; continue with: rttlab workers --resume d"},
+	} {
+		if got := resumeHint(c.st, "d"); got != c.want {
+			t.Errorf("%s: %q, want %q", c.st.kind, got, c.want)
+		}
+	}
+	// The RTT study counts the folder's done tasks against its manifest's.
+	dir := testFolder(t)
+	if got := resumeHint(studies[results.KindRTT], dir); !strings.HasPrefix(got, "12 of 12 tasks done") {
+		t.Errorf("RTT folder: %q", got)
+	}
+}

@@ -128,8 +128,7 @@ func (o *workersOptions) run(cmd *cobra.Command) (err error) {
 	ws.DecisionsPath = filepath.Join(dir, "decisions.jsonl")
 	r := &workers.Runner{WS: ws, Plan: plan, Dir: dir, Version: versionString()}
 	if _, rerr := r.Run(ctx); rerr != nil {
-		fmt.Fprintf(w, "continue with: rttlab workers --resume %s\n", dir)
-		return rerr
+		return hintError{rerr, resumeHint(studies[results.KindWorkers], dir)}
 	}
 	printStudyEnd(cmd.OutOrStdout(), w, studies[results.KindWorkers], dir, start, true)
 	return nil
