@@ -564,7 +564,7 @@ func (r *Runner) runTask(ctx context.Context, f *workersFolder, t Task, attempt 
 	if err := ws.setRTT(ctx, t.RTTMs); err != nil {
 		return err
 	}
-	ws.say("%s %s %s %s %g ms at %.0f%% (%.0f/s), run %d (elapsed %s)", what, t.Policy, t.Layout, t.Mix.Name, t.RTTMs, 100*t.Fraction, rate, t.Run, time.Since(start).Round(time.Second))
+	ws.say("%s %s %s %s %g ms at %.0f%% (%.3g/s), run %d (elapsed %s)", what, t.Policy, t.Layout, t.Mix.Name, t.RTTMs, 100*t.Fraction, rate, t.Run, time.Since(start).Round(time.Second))
 	rs, tot, err := ws.openLoop(ctx, p.OpenLoopOptions(t, ws.baseURL(), rate))
 	if err != nil {
 		return err
