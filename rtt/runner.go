@@ -646,7 +646,7 @@ func (s *appSession) loadCmd(t report.Task, seed uint64, requests, warmup int) (
 	if err := loadRoute(&o, s.st.Target.Meta, t, seed); err != nil {
 		return nil, err
 	}
-	return agentclient.Command("load", agentclient.LoadArgs(o)...), nil
+	return stack.AgentCommand(append([]string{"load"}, agentclient.LoadArgs(o)...)...), nil
 }
 
 // startWatch starts what watches a task's requests, at once: the

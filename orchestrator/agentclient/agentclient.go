@@ -18,11 +18,9 @@ import (
 	"time"
 
 	"github.com/rttlab/rttlab/orchestrator/engine"
+	"github.com/rttlab/rttlab/orchestrator/stack"
 	"github.com/rttlab/rttlab/workloads"
 )
-
-// Bin is the rttlab binary in the agent image.
-const Bin = "/usr/local/bin/rttlab"
 
 // Client runs agent verbs in one container.
 type Client struct {
@@ -39,7 +37,7 @@ type Client struct {
 // verb with the last lines of stderr (which is returned too).
 func (c Client) Run(ctx context.Context, timeout time.Duration, verb string, args ...string) ([]byte, string, error) {
 	var out, errb bytes.Buffer
-	code, err := c.D.Exec(ctx, c.ID, engine.ExecSpec{Cmd: Command(verb, args...), Stdout: &out, Stderr: &errb, Timeout: timeout})
+	code, err := c.D.Exec(ctx, c.ID, engine.ExecSpec{Cmd: stack.AgentCommand(append([]string{verb}, args...)...), Stdout: &out, Stderr: &errb, Timeout: timeout})
 	if err != nil {
 		return nil, "", err
 	}
@@ -97,12 +95,6 @@ func LoadArgs(o LoadOptions) []string {
 		args = append(args, "--header", h)
 	}
 	return args
-}
-
-// Command is the whole command line of verb with args, as it runs in the
-// agent's container.
-func Command(verb string, args ...string) []string {
-	return append([]string{Bin, "agent", verb}, args...)
 }
 
 // Load runs a closed-loop load and returns one result per path.

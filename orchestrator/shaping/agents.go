@@ -192,7 +192,7 @@ func FloorArgs(floor time.Duration) []string {
 // Control runs `rttlab agent ctl` in an agent and decodes the JSON reply.
 func (sh *Shaping) Control(ctx context.Context, d engine.Containers, a *Agent, op string, args ...string) (netem.Reply, error) {
 	var out, errb bytes.Buffer
-	cmd := append([]string{"/usr/local/bin/rttlab", "agent", "ctl", op}, args...)
+	cmd := stack.AgentCommand(append([]string{"ctl", op}, args...)...)
 	code, err := d.Exec(ctx, a.ctl().ID, engine.ExecSpec{Cmd: cmd, Stdout: &out, Stderr: &errb, Timeout: 30 * time.Second})
 	if err != nil {
 		return netem.Reply{}, err
@@ -327,7 +327,7 @@ func AgentPing(ctx context.Context, d engine.Containers, a *Agent, to string, co
 		timing = "process"
 	}
 	code, err := d.Exec(ctx, a.ID, engine.ExecSpec{
-		Cmd:    []string{"/usr/local/bin/rttlab", "agent", "ping", "--to", to, "--count", fmt.Sprint(count), "--interval", interval.String(), "--timing", timing},
+		Cmd:    stack.AgentCommand("ping", "--to", to, "--count", fmt.Sprint(count), "--interval", interval.String(), "--timing", timing),
 		Stdout: &out, Stderr: &errb, Timeout: time.Duration(count)*(interval+workloads.EchoTimeout) + 30*time.Second,
 	})
 	if err != nil {
@@ -352,7 +352,7 @@ func (sh *Shaping) SelectOne(ctx context.Context, d engine.Containers, runs, cal
 func AgentSelectOne(ctx context.Context, d engine.Containers, a *Agent, dbIP string, db stack.DBCredentials, runs, calls int) ([]workloads.ProbeRun, error) {
 	var out, errb bytes.Buffer
 	code, err := d.Exec(ctx, a.ID, engine.ExecSpec{
-		Cmd:    []string{"/usr/local/bin/rttlab", "agent", "sqlprobe", "--runs", fmt.Sprint(runs), "--calls", fmt.Sprint(calls)},
+		Cmd:    stack.AgentCommand("sqlprobe", "--runs", fmt.Sprint(runs), "--calls", fmt.Sprint(calls)),
 		Env:    []string{"PGHOST=" + dbIP, "PGPORT=5432", "PGUSER=" + db.User, "PGDATABASE=" + db.Database, "PGPASSWORD=" + db.Password, "PGSSLMODE=disable"},
 		Stdout: &out, Stderr: &errb, Timeout: 10 * time.Minute,
 	})

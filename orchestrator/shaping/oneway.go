@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rttlab/rttlab/orchestrator/engine"
+	"github.com/rttlab/rttlab/orchestrator/stack"
 	"github.com/rttlab/rttlab/workloads"
 )
 
@@ -153,8 +154,8 @@ func startCapture(ctx context.Context, d engine.Containers, id, name, iface, loc
 	pr, pw := io.Pipe()
 	c := &captureRun{name: name, stdin: pw, cancel: cancel, out: cappedBuffer{max: captureOutputMax},
 		errb: &readyWriter{prefix: workloads.CaptureReady, ready: make(chan struct{})}, done: make(chan struct{})}
-	cmd := []string{"/usr/local/bin/rttlab", "agent", "capture", "--iface", iface, "--local", local, "--peer", strings.Join(peers, ","),
-		"--for", captureFor.String(), "--max-packets", fmt.Sprint(maxPackets), "--stop-on-eof"}
+	cmd := stack.AgentCommand("capture", "--iface", iface, "--local", local, "--peer", strings.Join(peers, ","),
+		"--for", captureFor.String(), "--max-packets", fmt.Sprint(maxPackets), "--stop-on-eof")
 	go func() {
 		defer close(c.done)
 		c.code, c.err = d.Exec(ctx, id, engine.ExecSpec{Cmd: cmd, Stdin: pr, Stdout: &c.out, Stderr: c.errb, Timeout: captureFor + time.Minute})

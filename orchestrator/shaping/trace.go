@@ -80,8 +80,8 @@ func traceType(ctx context.Context, d engine.Containers, sh *Shaping, o TraceOpt
 	st := sh.Stack
 	a := sh.Agents["app"]
 	db := st.Role("db")
-	cmd := []string{"/usr/local/bin/rttlab", "agent", "trace", "--db", db.IP + ":5432",
-		"--url", fmt.Sprintf("http://127.0.0.1:%d", st.Target.Meta.Port)}
+	cmd := stack.AgentCommand("trace", "--db", db.IP+":5432",
+		"--url", fmt.Sprintf("http://127.0.0.1:%d", st.Target.Meta.Port))
 	for _, h := range o.Header {
 		cmd = append(cmd, "--header", h)
 	}

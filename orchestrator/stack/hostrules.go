@@ -64,7 +64,7 @@ func RunAgentOnce(ctx context.Context, d engine.Docker, runID string, args []str
 	}
 	var out bytes.Buffer
 	code, err := d.Exec(ctx, id, engine.ExecSpec{
-		Cmd:    append([]string{"/usr/local/bin/rttlab", "agent"}, args...),
+		Cmd:    AgentCommand(args...),
 		Stdout: &out, Stderr: stderr, Timeout: 30 * time.Second,
 	})
 	return out.Bytes(), code, err
@@ -123,6 +123,15 @@ func wireRules(ctx context.Context, d engine.Docker, runID string, list bool) ([
 
 // AgentImage is the image of agents and load clients.
 var AgentImage = engine.ImageRef("agent")
+
+// AgentBin is the rttlab binary in the agent image.
+const AgentBin = "/usr/local/bin/rttlab"
+
+// AgentCommand is `rttlab agent args...` as it runs in an agent's
+// container: every exec of an agent verb builds its line here.
+func AgentCommand(args ...string) []string {
+	return append([]string{AgentBin, "agent"}, args...)
+}
 
 // lastLine is the last non-blank line of s, trimmed.
 func lastLine(s string) string { return strings.TrimSpace(engine.LastLines(strings.TrimSpace(s), 1)) }

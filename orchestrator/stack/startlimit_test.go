@@ -1,6 +1,7 @@
 package stack
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -24,5 +25,12 @@ func TestStartLimit(t *testing.T) {
 		if got := StartLimit(c.p, c.d); got != c.want {
 			t.Errorf("StartLimit(%+v, %v) = %v, want %v", c.p, c.d, got, c.want)
 		}
+	}
+}
+
+// Every agent verb runs as the agent image's rttlab binary.
+func TestAgentCommand(t *testing.T) {
+	if got := strings.Join(AgentCommand("load", "--url", "u"), " "); got != "/usr/local/bin/rttlab agent load --url u" {
+		t.Errorf("AgentCommand = %q", got)
 	}
 }
