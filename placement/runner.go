@@ -158,6 +158,7 @@ type Runner struct {
 	// Fresh, when set, starts a fresh session for the retry of a failed
 	// task (the failed one's stack removed); nil: no retry.
 	Fresh   func(ctx context.Context) (*Session, error)
+	journal *results.Journal
 	samples *os.File
 	sw      *bufio.Writer
 	werr    error // the first write error of the samples

@@ -115,30 +115,30 @@ func (r *Runner) Run(ctx context.Context) (*PlaceResult, error) {
 		return nil, err
 	}
 	defer r.samples.Close()
-	tasks := r.Session.Plan.Tasks()
-	for i, task := range tasks {
-		if _, ok := j.Done(task); ok {
-			continue
-		}
-		before, err := json.Marshal(r.state())
-		if err != nil {
-			return r.res, err
-		}
-		r.Session.say("task %d/%d: %s", i+1, len(tasks), task)
-		err = j.Run(ctx, task, results.Retry{Attempts: r.attempts(), Say: r.Session.say,
-			Fresh: func(ctx context.Context, _ error) error { return r.fresh(ctx, before) }},
-			func(ctx context.Context, attempt int) (any, error) { return r.runTask(ctx, task, attempt) })
-		if err != nil {
-			if rerr := r.restore(before); rerr != nil {
-				err = errors.Join(err, rerr)
-			}
-			return r.res, err
-		}
-		if err := r.writeJSON("summary.json", r.res); err != nil {
-			return r.res, err
-		}
+	r.journal = j
+	err = results.RunTasks(ctx, j, r, func(i, n int, task string) error {
+		r.Session.say("task %d/%d: %s", i, n, task)
+		return nil
+	})
+	if err != nil {
+		return r.res, err
 	}
 	return r.res, r.finish()
+}
+
+// Tasks is the plan's tasks in the order they run.
+func (r *Runner) Tasks() []string { return r.Session.Plan.Tasks() }
+
+// Done says whether the folder's journal has task done.
+func (r *Runner) Done(task string) bool {
+	_, ok := r.journal.Done(task)
+	return ok
+}
+
+// Retry retries a failed task on a fresh session (none without Fresh),
+// from the state of the task before it.
+func (r *Runner) Retry(string) results.Retry {
+	return results.Retry{Attempts: r.attempts(), Fresh: r.fresh, Failed: results.SayRetries(r.Session.say)}
 }
 
 func (r *Runner) attempts() int {
@@ -192,12 +192,8 @@ func (r *Runner) open(ctx context.Context) (*results.Journal, error) {
 	return j, nil
 }
 
-// fresh readies the retry of a failed task: the state of the task before
-// it, a fresh session.
-func (r *Runner) fresh(ctx context.Context, before []byte) error {
-	if err := r.restore(before); err != nil {
-		return err
-	}
+// fresh readies the retry of a failed task on a fresh session.
+func (r *Runner) fresh(ctx context.Context, _ error) error {
 	s, err := r.Fresh(ctx)
 	if err != nil {
 		return err
@@ -206,16 +202,27 @@ func (r *Runner) fresh(ctx context.Context, before []byte) error {
 	return nil
 }
 
-// runTask runs one attempt of task and returns the state it leaves once
-// its samples are on disk.
-func (r *Runner) runTask(ctx context.Context, task string, attempt int) (any, error) {
+// RunTask runs one attempt of task and returns the state it leaves once
+// its samples are on disk and summary.json is written; a failed attempt
+// leaves the state of the task before it.
+func (r *Runner) RunTask(ctx context.Context, task string, attempt int) (any, error) {
+	before, err := json.Marshal(r.state())
+	if err != nil {
+		return nil, err
+	}
 	r.task, r.attempt, r.werr = task, attempt, nil
 	r.rng = taskRNG(r.Session.Plan.Seed, task)
-	err := r.runPhase(ctx, task)
+	err = r.runPhase(ctx, task)
 	if ferr := r.flush(); err == nil {
 		err = ferr
 	}
+	if err == nil {
+		err = r.writeJSON("summary.json", r.res)
+	}
 	if err != nil {
+		if rerr := r.restore(before); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
 		return nil, err
 	}
 	return r.state(), nil

@@ -1,9 +1,7 @@
 package results
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"time"
@@ -126,51 +124,4 @@ func (j *Journal) MarkStarted(task string, attempt int) error {
 func (j *Journal) MarkFailed(task string, attempt int, reason string) error {
 	j.tried[task] = max(j.tried[task], attempt)
 	return AppendJSONLine(j.path, Attempt{Task: task, Attempt: attempt, Status: Failed, Reason: reason, At: time.Now().UTC()})
-}
-
-// Retry is how a study runs a task: up to Attempts tries in all, a failed
-// one recorded with its reason and followed by Fresh (a fresh stack) before
-// the next.
-type Retry struct {
-	Attempts int
-	// Fresh readies a fresh stack after a failed attempt (its error given).
-	Fresh func(ctx context.Context, failed error) error
-	// Say, when set, reports a failed attempt and the retry.
-	Say func(format string, a ...any)
-}
-
-// Run runs task until an attempt is done and records it with the state
-// run returns; each attempt is recorded started first. An error while ctx
-// is cancelled is returned as it is, the attempt left started (a resume
-// tries the task again, as the next attempt); any other error fails the
-// attempt. The error after the last attempt names the task, its
-// attempts and the last reason.
-func (j *Journal) Run(ctx context.Context, task string, rt Retry, run func(ctx context.Context, attempt int) (state any, err error)) error {
-	for tries := 1; ; tries++ {
-		attempt := j.NextAttempt(task)
-		if err := j.MarkStarted(task, attempt); err != nil {
-			return err
-		}
-		state, err := run(ctx, attempt)
-		if err == nil {
-			return j.MarkDone(task, attempt, state)
-		}
-		if ctx.Err() != nil {
-			return err
-		}
-		if merr := j.MarkFailed(task, attempt, err.Error()); merr != nil {
-			return errors.Join(err, merr)
-		}
-		if tries >= max(rt.Attempts, 1) {
-			return fmt.Errorf("%s: attempt %d failed, the last of %d: %w", task, attempt, tries, err)
-		}
-		if rt.Say != nil {
-			rt.Say("%s: attempt %d failed (%v); retrying on a fresh stack", task, attempt, err)
-		}
-		if rt.Fresh != nil {
-			if ferr := rt.Fresh(ctx, err); ferr != nil {
-				return fmt.Errorf("%s: a fresh stack after attempt %d failed: %w", task, attempt, ferr)
-			}
-		}
-	}
 }

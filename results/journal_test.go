@@ -77,17 +77,21 @@ func TestJournalRefusesForeignLines(t *testing.T) {
 	}
 }
 
-// Run: a failed attempt is recorded and retried after Fresh, up to
-// Attempts; the last failure names the task; a cancelled run records
-// nothing.
-func TestJournalRun(t *testing.T) {
+// RunAttempts on the journal: a failed attempt is recorded and retried
+// after Fresh, up to Attempts; the last failure names the task; a
+// cancelled run records nothing.
+func TestRunAttempts(t *testing.T) {
 	dir := t.TempDir()
 	j, _ := OpenJournal(dir)
 	ctx := context.Background()
 	var fresh, said int
-	rt := Retry{Attempts: 2, Fresh: func(context.Context, error) error { fresh++; return nil }, Say: func(string, ...any) { said++ }}
+	rt := Retry{Attempts: 2, Fresh: func(context.Context, error) error { fresh++; return nil }, Failed: func(_ string, _ int, _ error, retry bool) {
+		if retry {
+			said++
+		}
+	}}
 	calls := 0
-	err := j.Run(ctx, "x", rt, func(_ context.Context, attempt int) (any, error) {
+	err := RunAttempts(ctx, j, "x", rt, func(_ context.Context, attempt int) (any, error) {
 		if calls++; attempt == 1 {
 			return nil, errors.New("agent gone")
 		}
@@ -96,7 +100,7 @@ func TestJournalRun(t *testing.T) {
 	if err != nil || calls != 2 || fresh != 1 || said != 1 || j.DoneAttempt("x") != 2 {
 		t.Errorf("retry: %v, %d calls, %d fresh, %d said, done by %d", err, calls, fresh, said, j.DoneAttempt("x"))
 	}
-	err = j.Run(ctx, "y", rt, func(context.Context, int) (any, error) { return nil, errors.New("dead") })
+	err = RunAttempts(ctx, j, "y", rt, func(context.Context, int) (any, error) { return nil, errors.New("dead") })
 	if err == nil || err.Error() != "y: attempt 2 failed, the last of 2: dead" {
 		t.Errorf("the last failure: %v", err)
 	}
@@ -104,14 +108,14 @@ func TestJournalRun(t *testing.T) {
 		t.Errorf("y's next attempt %d", j.NextAttempt("y"))
 	}
 	// A retry on a stack that cannot be made fresh stops there.
-	err = j.Run(ctx, "z", Retry{Attempts: 3, Fresh: func(context.Context, error) error { return errors.New("no engine") }},
+	err = RunAttempts(ctx, j, "z", Retry{Attempts: 3, Fresh: func(context.Context, error) error { return errors.New("no engine") }},
 		func(context.Context, int) (any, error) { return nil, errors.New("dead") })
 	if err == nil || !strings.Contains(err.Error(), "z: a fresh stack after attempt 1 failed: no engine") {
 		t.Errorf("fresh fails: %v", err)
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	err = j.Run(cctx, "w", rt, func(ctx context.Context, _ int) (any, error) { return nil, ctx.Err() })
+	err = RunAttempts(cctx, j, "w", rt, func(ctx context.Context, _ int) (any, error) { return nil, ctx.Err() })
 	if !errors.Is(err, context.Canceled) || j.NextAttempt("w") != 2 {
 		t.Errorf("cancelled: %v, next attempt %d (want 2: the cancelled one stays started, neither done nor failed)", err, j.NextAttempt("w"))
 	}

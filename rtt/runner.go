@@ -359,6 +359,12 @@ type appRun struct {
 	requests, warmup int
 	note             func(string)
 	s                *appSession
+	// tasks are the app's tasks this run runs (by number), done counts
+	// those done so far and progress says each one done.
+	tasks    map[int]report.Task
+	order    []string
+	done     int
+	progress func(t report.Task, desc string)
 }
 
 func runApp(ctx context.Context, d engine.Docker, all map[string]*apps.Meta, p *Plan, f *report.Folder, state *report.Data,
@@ -399,17 +405,14 @@ func runApp(ctx context.Context, d engine.Docker, all map[string]*apps.Meta, p *
 	if err := r.prepare(ctx, probes); err != nil {
 		return 0, err
 	}
-	for _, t := range tasks {
-		desc := fmt.Sprintf("%s %s %s, run %d", t.App, t.Route, t.Setting(), t.Run)
-		if err := r.runWithRetry(ctx, t, desc); err != nil {
-			return n, err
-		}
-		n++
+	r.setTasks(tasks)
+	r.progress = func(t report.Task, desc string) {
 		if o.Progress != nil {
-			o.Progress.Task(done+n, total, desc)
+			o.Progress.Task(done+r.done, total, desc)
 		}
 	}
-	return n, nil
+	err = results.RunTasks(ctx, &taskAttempts{r: r, tried: map[int]int{}}, r, nil)
+	return r.done, r.taskError(err)
 }
 
 // prepare readies the session for the app's tasks: the shaper recorded in
@@ -465,38 +468,6 @@ func unprobed(p *Plan, probes []report.Probe, app string) []float64 {
 		}
 	}
 	return out
-}
-
-// runWithRetry runs a task, and once more after a failure (on a fresh
-// session when a container crashed); a task that fails twice stops the
-// app.
-func (r *appRun) runWithRetry(ctx context.Context, t report.Task, desc string) error {
-	var lastErr error
-	for try := 0; try < 2; try++ {
-		attempt := r.state.NextAttempt(t.ID) + try
-		lastErr = runTask(ctx, r.d, r.s, r.p, r.f, t, attempt, r.requests, r.warmup)
-		if lastErr == nil {
-			break
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		_ = r.f.MarkFailed(t.ID, attempt, lastErr.Error())
-		slog.Warn("task failed", "task", t.ID, "desc", desc, "attempt", attempt, "err", lastErr)
-		r.note(fmt.Sprintf("task %d (%s) failed: %v", t.ID, desc, engine.FirstLine(lastErr.Error())))
-		// A crashed container (a stack member or a shaping agent, even
-		// when the error came from a call it broke before it was seen
-		// to exit): start a fresh stack before the retry.
-		if try == 0 && (errors.Is(lastErr, stack.ErrContainerExited) || r.s.dead(ctx, r.d) != nil) {
-			if err := r.restart(ctx); err != nil {
-				return err
-			}
-		}
-	}
-	if lastErr != nil {
-		return fmt.Errorf("task %d (%s) failed twice: %w", t.ID, desc, lastErr)
-	}
-	return nil
 }
 
 // restart replaces the crashed session with a fresh, calibrated one; the
@@ -674,8 +645,8 @@ func (s *appSession) startWatch(ctx context.Context, d engine.Docker) (*shaping.
 	return nil, before, s.agentError(ctx, d, serr)
 }
 
-// recordTask writes what one attempt of a task measured, then marks it
-// done: its samples, its wire and its requests taken apart.
+// recordTask writes what one attempt of a task measured: its samples, its
+// wire and its requests taken apart (the skeleton then marks it done).
 func recordTask(f *report.Folder, t report.Task, attempt int, caps shaping.TaskCaptures, rs []workloads.Result) error {
 	wire, anatomy := taskWire(t, attempt, caps, rs)
 	if err := f.AppendSamples(t.ID, attempt, taskSamples(t, attempt, rs)); err != nil {
@@ -684,10 +655,7 @@ func recordTask(f *report.Folder, t report.Task, attempt int, caps shaping.TaskC
 	if err := f.AppendWire(wire); err != nil {
 		return err
 	}
-	if err := f.AppendAnatomy(anatomy); err != nil {
-		return err
-	}
-	return f.MarkDone(t.ID, attempt)
+	return f.AppendAnatomy(anatomy)
 }
 
 // checkDelay sets the task's delay (or takes the shaper out of the path

@@ -380,6 +380,11 @@ type Runner struct {
 	Plan    *Plan
 	Dir     string
 	Version string
+
+	// What Run reads from the folder before it runs the tasks: the
+	// capacities and runs already in it.
+	folder *workersFolder
+	start  time.Time
 }
 
 // Manifest is a workers folder's manifest.json.
@@ -443,39 +448,79 @@ func (r *Runner) Run(ctx context.Context) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := readWorkersFolder(r.Dir)
-	if err != nil {
+	if r.folder, err = readWorkersFolder(r.Dir); err != nil {
 		return nil, err
 	}
-	if err := r.searchCapacities(ctx, j, f); err != nil {
-		return nil, err
-	}
-	if err := r.runTasks(ctx, j, f); err != nil {
+	r.start = time.Now()
+	if err := results.RunTasks(ctx, j, r, nil); err != nil {
 		return nil, err
 	}
 	if err := r.WS.Close(ctx); err != nil {
 		return nil, err
 	}
-	return r.summarize(f.runs, f.capRows)
+	return r.summarize(r.folder.runs, r.folder.capRows)
 }
 
-// searchCapacities measures each capacity target not yet in f, appending
-// it to capacity.jsonl and to f.
-func (r *Runner) searchCapacities(ctx context.Context, j *results.Journal, f *workersFolder) error {
+// Tasks is the study's tasks in the order they run: the capacity searches
+// (capacity-1, ...), then the plan's tasks (task-1, ...).
+func (r *Runner) Tasks() []string {
+	var out []string
+	for i := range r.Plan.CapacityTargets() {
+		out = append(out, fmt.Sprintf("capacity-%d", i+1))
+	}
+	for _, t := range r.Plan.Tasks() {
+		out = append(out, fmt.Sprintf("task-%d", t.ID))
+	}
+	return out
+}
+
+// Done says whether the folder holds task's capacity or run.
+func (r *Runner) Done(task string) bool {
+	if ct, _, ok := r.capacityTask(task); ok {
+		_, done := r.folder.caps[ct.Key]
+		return done
+	}
+	if t, ok := r.planTask(task); ok {
+		return r.folder.done[t.ID]
+	}
+	return false
+}
+
+// RunTask runs one attempt of a capacity search or a task, appending what
+// it measured to the folder.
+func (r *Runner) RunTask(ctx context.Context, task string, attempt int) (any, error) {
+	if ct, what, ok := r.capacityTask(task); ok {
+		return nil, r.searchCapacity(ctx, r.folder, ct, what)
+	}
+	if t, ok := r.planTask(task); ok {
+		return nil, r.runTask(ctx, r.folder, t, attempt, fmt.Sprintf("[%d/%d]", t.ID, len(r.Plan.Tasks())), r.start)
+	}
+	return nil, fmt.Errorf("no worker study task %q", task)
+}
+
+// capacityTask is the capacity target a capacity-N task searches, with
+// its progress words.
+func (r *Runner) capacityTask(task string) (CapacityTarget, string, bool) {
+	var i int
 	targets := r.Plan.CapacityTargets()
-	for i, ct := range targets {
-		if _, ok := f.caps[ct.Key]; ok {
-			continue
-		}
-		task := fmt.Sprintf("capacity-%d", i+1)
-		err := j.Run(ctx, task, r.retry(), func(ctx context.Context, attempt int) (any, error) {
-			return nil, r.searchCapacity(ctx, f, ct, fmt.Sprintf("capacity %d/%d", i+1, len(targets)))
-		})
-		if err != nil {
-			return err
+	if _, err := fmt.Sscanf(task, "capacity-%d", &i); err != nil || i < 1 || i > len(targets) {
+		return CapacityTarget{}, "", false
+	}
+	return targets[i-1], fmt.Sprintf("capacity %d/%d", i, len(targets)), true
+}
+
+// planTask is the plan's task a task-N names.
+func (r *Runner) planTask(task string) (Task, bool) {
+	var id int
+	if _, err := fmt.Sscanf(task, "task-%d", &id); err != nil {
+		return Task{}, false
+	}
+	for _, t := range r.Plan.Tasks() {
+		if t.ID == id {
+			return t, true
 		}
 	}
-	return nil
+	return Task{}, false
 }
 
 // searchCapacity measures one capacity target, appending it to
@@ -511,11 +556,11 @@ func (r *Runner) searchCapacity(ctx context.Context, f *workersFolder, ct Capaci
 	return nil
 }
 
-// retry is how a capacity search or a task is retried: once, on fresh app
+// Retry is how a capacity search or a task is retried: once, on fresh app
 // containers (the failed ones removed, their agents and front proxy with
 // them).
-func (r *Runner) retry() results.Retry {
-	return results.Retry{Attempts: workerAttempts, Say: r.WS.say, Fresh: func(ctx context.Context, _ error) error {
+func (r *Runner) Retry(string) results.Retry {
+	return results.Retry{Attempts: workerAttempts, Failed: results.SayRetries(r.WS.say), Fresh: func(ctx context.Context, _ error) error {
 		if err := r.WS.stopApps(ctx); err != nil {
 			if ctx.Err() != nil {
 				return err
@@ -526,25 +571,6 @@ func (r *Runner) retry() results.Retry {
 		}
 		return nil
 	}}
-}
-
-// runTasks runs every task not yet done in f, in plan order, appending
-// each run to runs.jsonl and to f.
-func (r *Runner) runTasks(ctx context.Context, j *results.Journal, f *workersFolder) error {
-	tasks := r.Plan.Tasks()
-	start := time.Now()
-	for _, t := range tasks {
-		if f.done[t.ID] {
-			continue
-		}
-		err := j.Run(ctx, fmt.Sprintf("task-%d", t.ID), r.retry(), func(ctx context.Context, attempt int) (any, error) {
-			return nil, r.runTask(ctx, f, t, attempt, fmt.Sprintf("[%d/%d]", t.ID, len(tasks)), start)
-		})
-		if err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // runTask runs one attempt of task t, appending its run to runs.jsonl and

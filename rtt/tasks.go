@@ -1,0 +1,126 @@
+package rtt
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+
+	"github.com/rttlab/rttlab/orchestrator/engine"
+	"github.com/rttlab/rttlab/orchestrator/stack"
+	"github.com/rttlab/rttlab/results"
+	"github.com/rttlab/rttlab/rtt/report"
+)
+
+// The RTT study runs an app's tasks by the skeleton every study shares
+// (results.RunTasks): appRun is its TaskRunner, taskAttempts its record.
+
+// rttAttempts is how many attempts a task gets: the first and a retry,
+// on a fresh stack when a container died.
+const rttAttempts = 2
+
+// setTasks makes tasks, in the folder's shuffled order, the ones the run
+// goes through.
+func (r *appRun) setTasks(tasks []report.Task) {
+	r.tasks, r.order = map[int]report.Task{}, nil
+	for _, t := range tasks {
+		r.tasks[t.ID] = t
+		r.order = append(r.order, strconv.Itoa(t.ID))
+	}
+}
+
+// Tasks is the app's tasks this run goes through, by number.
+func (r *appRun) Tasks() []string { return r.order }
+
+// Done says whether the folder has the task done.
+func (r *appRun) Done(task string) bool { return r.state.IsDone(taskID(task)) }
+
+// RunTask runs one attempt of a task and writes what it measured.
+func (r *appRun) RunTask(ctx context.Context, task string, attempt int) (any, error) {
+	t, ok := r.tasks[taskID(task)]
+	if !ok {
+		return nil, fmt.Errorf("no task %s in the app's run", task)
+	}
+	err := runTask(ctx, r.d, r.s, r.p, r.f, t, attempt, r.requests, r.warmup)
+	if err != nil && ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	return nil, err
+}
+
+// Retry retries a failed task once, on a fresh stack when a container
+// crashed (a stack member or a shaping agent, even when the error came
+// from a call it broke before it was seen to exit).
+func (r *appRun) Retry(string) results.Retry {
+	return results.Retry{
+		Attempts: rttAttempts,
+		Failed: func(task string, attempt int, err error, _ bool) {
+			desc := describe(r.tasks[taskID(task)])
+			slog.Warn("task failed", "task", task, "desc", desc, "attempt", attempt, "err", err)
+			r.note(fmt.Sprintf("task %s (%s) failed: %v", task, desc, engine.FirstLine(err.Error())))
+		},
+		Fresh: func(ctx context.Context, failed error) error {
+			if errors.Is(failed, stack.ErrContainerExited) || r.s.dead(ctx, r.d) != nil {
+				return r.restart(ctx)
+			}
+			return nil
+		},
+	}
+}
+
+// taskError words a task's last failure as the run says it.
+func (r *appRun) taskError(err error) error {
+	var tf *results.TaskFailedError
+	if errors.As(err, &tf) {
+		return fmt.Errorf("task %s (%s) failed twice: %w", tf.Task, describe(r.tasks[taskID(tf.Task)]), tf.Err)
+	}
+	return err
+}
+
+// describe is a task in the progress lines' words.
+func describe(t report.Task) string {
+	return fmt.Sprintf("%s %s %s, run %d", t.App, t.Route, t.Setting(), t.Run)
+}
+
+func taskID(task string) int {
+	id, _ := strconv.Atoi(task)
+	return id
+}
+
+// taskAttempts records the RTT study's attempts in its tasks.jsonl, keyed
+// by task number. A started attempt is counted in memory only: its lines
+// that reached the files carry its number, and a resumed folder's next
+// attempt counts them (report.Data.NextAttempt).
+type taskAttempts struct {
+	r     *appRun
+	tried map[int]int
+}
+
+func (a *taskAttempts) NextAttempt(task string) int {
+	id := taskID(task)
+	return max(a.r.state.NextAttempt(id), a.tried[id]+1)
+}
+
+func (a *taskAttempts) MarkStarted(task string, attempt int) error {
+	id := taskID(task)
+	a.tried[id] = max(a.tried[id], attempt)
+	return nil
+}
+
+// MarkDone marks the attempt done in tasks.jsonl and says the task done.
+func (a *taskAttempts) MarkDone(task string, attempt int, _ any) error {
+	if err := a.r.f.MarkDone(taskID(task), attempt); err != nil {
+		return err
+	}
+	a.r.done++
+	if a.r.progress != nil {
+		t := a.r.tasks[taskID(task)]
+		a.r.progress(t, describe(t))
+	}
+	return nil
+}
+
+func (a *taskAttempts) MarkFailed(task string, attempt int, reason string) error {
+	return a.r.f.MarkFailed(taskID(task), attempt, reason)
+}
