@@ -335,7 +335,7 @@ func (Study) Kind() string { return results.KindPlacement }
 // Report recomputes the folder's summaries from its samples
 // (ReportPlacement); a folder whose baseline is not done is refused.
 func (Study) Report(dir string, _ io.Writer) ([]string, error) {
-	if done, total, err := (Study{}).Progress(dir); err == nil && done == 0 {
+	if done, total, err := results.Progress(Study{}, dir); err == nil && done == 0 {
 		return nil, fmt.Errorf("%s: none of its %d tasks is done: nothing to report, nothing written", dir, total)
 	}
 	return ReportPlacement(dir)
@@ -346,22 +346,27 @@ func (Study) Compare(dirA, dirB string) (string, error) { return ComparePlacemen
 // Digest is the folder's summary.md, whole.
 func (Study) Digest(dir string) (string, error) { return results.ReadSummaryMD(dir) }
 
-// Progress counts the folder's done tasks against its plan's (a folder
-// without a journal, of before, is done when it has a summary).
-func (Study) Progress(dir string) (done, total int, err error) {
+// Tasks is the folder's plan's tasks, each done when the journal has it
+// done; a folder the study finished before it kept a journal has every
+// task done.
+func (Study) Tasks(dir string) ([]results.TaskState, error) {
 	p, err := FolderPlan(dir)
 	if err != nil {
-		return 0, 0, err
+		return nil, err
 	}
 	j, err := results.ReadJournal(dir)
 	if err != nil {
-		return 0, 0, err
+		return nil, err
 	}
-	done = len(j.Order)
-	if done == 0 {
-		if _, err := os.Stat(filepath.Join(dir, "summary.json")); err == nil {
-			done = len(p.Tasks())
-		}
+	finished := false
+	if len(j.Order) == 0 {
+		_, serr := os.Stat(filepath.Join(dir, "summary.json"))
+		finished = serr == nil
 	}
-	return done, len(p.Tasks()), nil
+	var out []results.TaskState
+	for _, t := range p.Tasks() {
+		_, done := j.Done(t)
+		out = append(out, results.TaskState{Name: t, Done: done || finished})
+	}
+	return out, nil
 }

@@ -123,6 +123,7 @@ func TestPlacementResumeAfterEachPhase(t *testing.T) {
 			if len(j.Order) == len(p.Tasks()) {
 				t.Fatal("every task done despite the fault")
 			}
+			checkStudyTasks(t, dir, p, len(j.Order))
 			next := sessionOn(t, l, p, ps)
 			ps2, err := next(context.Background())
 			if err != nil {
@@ -133,6 +134,7 @@ func TestPlacementResumeAfterEachPhase(t *testing.T) {
 				t.Fatalf("resume: %v", err)
 			}
 			checkEveryTaskOnce(t, dir, p)
+			checkStudyTasks(t, dir, p, len(p.Tasks()))
 			if len(res.Reps) != p.Repeat || len(res.Links) != 2*len(pairs()) || len(res.Select1) != 2 || len(res.Capacity) != 2 {
 				t.Errorf("resumed result: %d reps, %d link checks, %d SELECT 1 checks, %d capacities", len(res.Reps), len(res.Links), len(res.Select1), len(res.Capacity))
 			}
@@ -223,5 +225,20 @@ func TestPlacementInterruptedMidTask(t *testing.T) {
 	j := checkEveryTaskOnce(t, dir, p)
 	if j.DoneAttempt("rep-1") != 2 {
 		t.Errorf("rep-1 done by attempt %d, want 2 (attempt 1 was interrupted)", j.DoneAttempt("rep-1"))
+	}
+}
+
+// checkStudyTasks checks that the study lists the plan's tasks in order,
+// the first done ones done (the tasks run in order).
+func checkStudyTasks(t *testing.T, dir string, p *Plan, done int) {
+	t.Helper()
+	tasks, err := Study{}.Tasks(dir)
+	if err != nil || len(tasks) != len(p.Tasks()) {
+		t.Fatalf("tasks %v (%v), want %d", tasks, err, len(p.Tasks()))
+	}
+	for i, ts := range tasks {
+		if ts.Name != p.Tasks()[i] || ts.Done != (i < done) {
+			t.Errorf("task %d: %+v, want %s done %v", i, ts, p.Tasks()[i], i < done)
+		}
 	}
 }

@@ -13,13 +13,20 @@
 //     before they return, one reader that numbers lines and leaves out the
 //     cut last line of an interrupted write, which the writer trims
 //     (TrimCutLine) before it appends again;
-//   - the journal of task attempts (journal.go, attempts.jsonl): each
-//     attempt of a task recorded done (with the state the later tasks start
-//     from) or failed (with its reason); Journal.Run retries a failed
-//     attempt on a fresh stack and records an interrupted one not at all,
-//     so that a resume continues after the last done task and counts no
-//     task twice. The placement and worker studies run by it; the RTT
-//     study's tasks.jsonl (rtt/report) predates it and keys tasks by number.
+//   - the skeleton every study runs by (tasks.go): a study lists its
+//     plan's tasks and runs one attempt of one (TaskRunner); RunTasks
+//     goes through the tasks the folder has not done and RunAttempts
+//     records each attempt started, done or failed where the study keeps
+//     them (Attempts) and retries a failed one as the study says (Retry,
+//     on a fresh stack), so that a resume continues after the last done
+//     task and counts no task twice;
+//   - the journal of task attempts (journal.go, attempts.jsonl), where
+//     the placement and worker studies keep them: each attempt recorded
+//     started, done (with the state the later tasks start from) or failed
+//     (with its reason). The RTT study's tasks.jsonl (rtt/report) predates
+//     it and keys tasks by number;
+//   - what the commands know of a study (study.go, Study): its kind, its
+//     folder's tasks and which are done, report, compare and digest.
 //
 // The statistics every study uses are results/stats, the plot kit
 // results/plotkit; each study's own files, analysis and renderings are the

@@ -9,8 +9,9 @@ import (
 )
 
 // Study is what the commands know of one kind of results folder: report,
-// compare, the resume hint and the end-of-run digest reach a study through it, by the folder's
-// kind, never by a switch of their own. Each study's package implements
+// compare, the resume hint and the end-of-run digest reach a study through
+// it, by the folder's kind, never by a switch of their own. Its runner is
+// the study's TaskRunner. Each study's package implements
 // it (rtt/report, placement, workers); the command keeps the registry,
 // since no shared package imports a study.
 type Study interface {
@@ -24,11 +25,35 @@ type Study interface {
 	// Compare sets two of the study's folders side by side (markdown);
 	// ErrNoCompare when the study has no comparison.
 	Compare(dirA, dirB string) (string, error)
-	// Progress says how many of the folder's tasks are done, of how many.
-	Progress(dir string) (done, total int, err error)
+	// Tasks reads the plan the folder was run with and lists its tasks in
+	// the order they run, each with whether the folder has it done (the
+	// names its TaskRunner runs them by).
+	Tasks(dir string) ([]TaskState, error)
 	// Digest is what the end of a run that went well prints from the
 	// folder's summary, with the paths of the whole summary and report.
 	Digest(dir string) (string, error)
+}
+
+// TaskState is a task of a folder's plan and whether the folder has it
+// done.
+type TaskState struct {
+	Name string
+	Done bool
+}
+
+// Progress says how many of dir's tasks are done, of how many, from
+// st.Tasks.
+func Progress(st Study, dir string) (done, total int, err error) {
+	tasks, err := st.Tasks(dir)
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, t := range tasks {
+		if t.Done {
+			done++
+		}
+	}
+	return done, len(tasks), nil
 }
 
 // SummaryMDFile is every study's summary in markdown, in its folder.

@@ -106,15 +106,69 @@ func (Study) Compare(dirA, dirB string) (string, error) {
 // Digest is the folder's summary.md, whole.
 func (Study) Digest(dir string) (string, error) { return results.ReadSummaryMD(dir) }
 
-// Progress counts the folder's done tasks (its runs) against its plan's.
-func (Study) Progress(dir string) (done, total int, err error) {
+// Tasks is the folder's plan's tasks (Plan.taskNames), each done when
+// the folder holds its capacity or run.
+func (Study) Tasks(dir string) ([]results.TaskState, error) {
 	plan, err := FolderPlan(dir)
 	if err != nil {
-		return 0, 0, err
+		return nil, err
 	}
 	f, err := readWorkersFolder(dir)
 	if err != nil {
-		return 0, 0, err
+		return nil, err
 	}
-	return len(f.done), len(plan.Tasks()), nil
+	var out []results.TaskState
+	for _, t := range plan.taskNames() {
+		out = append(out, results.TaskState{Name: t, Done: f.has(plan, t)})
+	}
+	return out, nil
+}
+
+// taskNames is the study's tasks in the order they run: the capacity
+// searches (capacity-1, ...), then the plan's tasks (task-1, ...).
+func (p *Plan) taskNames() []string {
+	var out []string
+	for i := range p.CapacityTargets() {
+		out = append(out, fmt.Sprintf("capacity-%d", i+1))
+	}
+	for _, t := range p.Tasks() {
+		out = append(out, fmt.Sprintf("task-%d", t.ID))
+	}
+	return out
+}
+
+// has says whether the folder holds task's capacity or run.
+func (f *workersFolder) has(p *Plan, task string) bool {
+	if ct, _, ok := p.capacityTask(task); ok {
+		_, done := f.caps[ct.Key]
+		return done
+	}
+	if t, ok := p.planTask(task); ok {
+		return f.done[t.ID]
+	}
+	return false
+}
+
+// capacityTask is the capacity target a capacity-N task searches, and N.
+func (p *Plan) capacityTask(task string) (CapacityTarget, int, bool) {
+	var i int
+	targets := p.CapacityTargets()
+	if _, err := fmt.Sscanf(task, "capacity-%d", &i); err != nil || i < 1 || i > len(targets) {
+		return CapacityTarget{}, 0, false
+	}
+	return targets[i-1], i, true
+}
+
+// planTask is the plan's task a task-N names.
+func (p *Plan) planTask(task string) (Task, bool) {
+	var id int
+	if _, err := fmt.Sscanf(task, "task-%d", &id); err != nil {
+		return Task{}, false
+	}
+	for _, t := range p.Tasks() {
+		if t.ID == id {
+			return t, true
+		}
+	}
+	return Task{}, false
 }

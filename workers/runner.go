@@ -461,66 +461,22 @@ func (r *Runner) Run(ctx context.Context) (*Summary, error) {
 	return r.summarize(r.folder.runs, r.folder.capRows)
 }
 
-// Tasks is the study's tasks in the order they run: the capacity searches
-// (capacity-1, ...), then the plan's tasks (task-1, ...).
-func (r *Runner) Tasks() []string {
-	var out []string
-	for i := range r.Plan.CapacityTargets() {
-		out = append(out, fmt.Sprintf("capacity-%d", i+1))
-	}
-	for _, t := range r.Plan.Tasks() {
-		out = append(out, fmt.Sprintf("task-%d", t.ID))
-	}
-	return out
-}
+// Tasks is the study's tasks in the order they run (Plan.taskNames).
+func (r *Runner) Tasks() []string { return r.Plan.taskNames() }
 
 // Done says whether the folder holds task's capacity or run.
-func (r *Runner) Done(task string) bool {
-	if ct, _, ok := r.capacityTask(task); ok {
-		_, done := r.folder.caps[ct.Key]
-		return done
-	}
-	if t, ok := r.planTask(task); ok {
-		return r.folder.done[t.ID]
-	}
-	return false
-}
+func (r *Runner) Done(task string) bool { return r.folder.has(r.Plan, task) }
 
 // RunTask runs one attempt of a capacity search or a task, appending what
 // it measured to the folder.
 func (r *Runner) RunTask(ctx context.Context, task string, attempt int) (any, error) {
-	if ct, what, ok := r.capacityTask(task); ok {
-		return nil, r.searchCapacity(ctx, r.folder, ct, what)
+	if ct, i, ok := r.Plan.capacityTask(task); ok {
+		return nil, r.searchCapacity(ctx, r.folder, ct, fmt.Sprintf("capacity %d/%d", i, len(r.Plan.CapacityTargets())))
 	}
-	if t, ok := r.planTask(task); ok {
+	if t, ok := r.Plan.planTask(task); ok {
 		return nil, r.runTask(ctx, r.folder, t, attempt, fmt.Sprintf("[%d/%d]", t.ID, len(r.Plan.Tasks())), r.start)
 	}
 	return nil, fmt.Errorf("no worker study task %q", task)
-}
-
-// capacityTask is the capacity target a capacity-N task searches, with
-// its progress words.
-func (r *Runner) capacityTask(task string) (CapacityTarget, string, bool) {
-	var i int
-	targets := r.Plan.CapacityTargets()
-	if _, err := fmt.Sscanf(task, "capacity-%d", &i); err != nil || i < 1 || i > len(targets) {
-		return CapacityTarget{}, "", false
-	}
-	return targets[i-1], fmt.Sprintf("capacity %d/%d", i, len(targets)), true
-}
-
-// planTask is the plan's task a task-N names.
-func (r *Runner) planTask(task string) (Task, bool) {
-	var id int
-	if _, err := fmt.Sscanf(task, "task-%d", &id); err != nil {
-		return Task{}, false
-	}
-	for _, t := range r.Plan.Tasks() {
-		if t.ID == id {
-			return t, true
-		}
-	}
-	return Task{}, false
 }
 
 // searchCapacity measures one capacity target, appending it to

@@ -128,6 +128,10 @@ func fakeFolder(t *testing.T) (*Plan, string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { unlock() })
+	// The copy of its own plan a folder keeps (the plan is no file here).
+	if err := os.WriteFile(filepath.Join(dir, "plan.yaml"), []byte(fakePlan), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	return plan, dir
 }
 
@@ -229,8 +233,41 @@ func TestWorkersResumeMidTask(t *testing.T) {
 	if len(j.Order) == 0 || len(j.Order) == len(plan.Tasks())+1 {
 		t.Fatalf("done before the resume: %v", j.Order)
 	}
+	checkStudyTasks(t, dir, j.Order)
 	if _, err := runOn(t, l, plan, dir, context.Background()); err != nil {
 		t.Fatalf("resume: %v", err)
 	}
-	checkOnce(t, plan, dir)
+	j = checkOnce(t, plan, dir)
+	checkStudyTasks(t, dir, j.Order)
+}
+
+// checkStudyTasks checks that the study lists the folder's tasks (the
+// capacity searches, then the plan's tasks) as its runner runs them, done
+// where the journal has them done.
+func checkStudyTasks(t *testing.T, dir string, done []string) {
+	t.Helper()
+	plan, err := FolderPlan(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasks, err := Study{}.Tasks(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := (&Runner{Plan: plan}).Tasks()
+	if len(tasks) != len(want) || len(want) != len(plan.CapacityTargets())+len(plan.Tasks()) || want[0] != "capacity-1" || want[len(want)-1] != fmt.Sprintf("task-%d", len(plan.Tasks())) {
+		t.Fatalf("tasks %v, the runner's %v", tasks, want)
+	}
+	isDone := map[string]bool{}
+	for _, n := range done {
+		isDone[n] = true
+	}
+	for i, ts := range tasks {
+		if ts.Name != want[i] || ts.Done != isDone[ts.Name] {
+			t.Errorf("task %d: %+v, want %s done %v", i, ts, want[i], isDone[want[i]])
+		}
+	}
+	if d, n, _ := results.Progress(Study{}, dir); d != len(done) || n != len(want) {
+		t.Errorf("progress %d of %d, want %d of %d", d, n, len(done), len(want))
+	}
 }

@@ -369,7 +369,7 @@ func printStudyEnd(out, warn io.Writer, st results.Study, dir string, start time
 // command's --resume.
 func resumeHint(st results.Study, dir string) string {
 	cont := fmt.Sprintf("continue with: %s --resume %s", results.Writer(st.Kind()), dir)
-	if done, total, err := st.Progress(dir); err == nil {
+	if done, total, err := results.Progress(st, dir); err == nil {
 		return fmt.Sprintf("%d of %d tasks done, the results folder consistent; %s", done, total, cont)
 	}
 	return "the results folder is consistent; " + cont

@@ -79,8 +79,12 @@ type progressStudy struct {
 }
 
 func (s progressStudy) Kind() string { return s.kind }
-func (s progressStudy) Progress(string) (int, int, error) {
-	return s.done, s.total, s.err
+func (s progressStudy) Tasks(string) ([]results.TaskState, error) {
+	out := make([]results.TaskState, s.total)
+	for i := range s.done {
+		out[i].Done = true
+	}
+	return out, s.err
 }
 
 // A study stopped before its end names, through its Study, the tasks

@@ -3,6 +3,7 @@ package report
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -113,5 +114,28 @@ func TestStudyDigest(t *testing.T) {
 	got, _ = Study{}.Digest(dir)
 	if !strings.HasSuffix(got, "report:  "+filepath.Join(dir, ReportFile)+"\n") {
 		t.Fatalf("digest does not name the report:\n%s", got)
+	}
+}
+
+// The study lists the manifest's tasks by number in its shuffled order,
+// done as tasks.jsonl says.
+func TestStudyTasks(t *testing.T) {
+	d := loadResultsGo(t)
+	tasks, err := Study{}.Tasks(d.Dir)
+	if err != nil || len(tasks) != len(d.Manifest.Tasks) {
+		t.Fatalf("%d tasks (%v), want %d", len(tasks), err, len(d.Manifest.Tasks))
+	}
+	done := 0
+	for i, ts := range tasks {
+		id := d.Manifest.Tasks[i].ID
+		if ts.Name != strconv.Itoa(id) || ts.Done != d.IsDone(id) {
+			t.Errorf("task %d: %+v, want %d done %v", i, ts, id, d.IsDone(id))
+		}
+		if ts.Done {
+			done++
+		}
+	}
+	if done == 0 || done != len(d.Done) {
+		t.Errorf("%d done, the folder %d", done, len(d.Done))
 	}
 }

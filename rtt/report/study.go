@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"github.com/rttlab/rttlab/results"
 )
@@ -42,13 +43,18 @@ func (Study) Compare(dirA, dirB string) (string, error) {
 	return string(c.Markdown()), nil
 }
 
-// Progress counts the folder's done tasks against its manifest's.
-func (Study) Progress(dir string) (done, total int, err error) {
+// Tasks is the manifest's tasks in its shuffled order, by number, each
+// done when tasks.jsonl has an attempt of it done.
+func (Study) Tasks(dir string) ([]results.TaskState, error) {
 	d, err := Load(dir)
 	if err != nil {
-		return 0, 0, err
+		return nil, err
 	}
-	return len(d.Done), len(d.Manifest.Tasks), nil
+	out := make([]results.TaskState, 0, len(d.Manifest.Tasks))
+	for _, t := range d.Manifest.Tasks {
+		out = append(out, results.TaskState{Name: strconv.Itoa(t.ID), Done: d.IsDone(t.ID)})
+	}
+	return out, nil
 }
 
 // Digest is the summary's digest (Summary.Digest): the rendered one, or
