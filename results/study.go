@@ -59,6 +59,10 @@ func Progress(st Study, dir string) (done, total int, err error) {
 // SummaryMDFile is every study's summary in markdown, in its folder.
 const SummaryMDFile = "summary.md"
 
+// ReportPageFile is the page a study that renders one writes in its
+// folder, to open in a browser; the report command names it last.
+const ReportPageFile = "report.html"
+
 // ReadSummaryMD is dir's summary.md: the digest of a study whose summary
 // is short enough to print whole.
 func ReadSummaryMD(dir string) (string, error) {

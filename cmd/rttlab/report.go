@@ -86,8 +86,11 @@ func (o *reportOptions) run(cmd *cobra.Command, dir string) error {
 		return err
 	}
 	printWrote(cmd.OutOrStdout(), files)
-	if st.Kind() == results.KindRTT {
-		fmt.Fprintf(cmd.OutOrStdout(), "report: %s\n", filepath.Join(dir, report.ReportFile))
+	// A study that renders a report page gets it named last, to open.
+	for _, f := range files {
+		if filepath.Base(f) == results.ReportPageFile {
+			fmt.Fprintf(cmd.OutOrStdout(), "report: %s\n", f)
+		}
 	}
 	return printTargets(cmd.OutOrStdout(), fits, o.targets)
 }

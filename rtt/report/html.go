@@ -11,12 +11,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rttlab/rttlab/results"
 	"github.com/rttlab/rttlab/results/plotkit"
 	"github.com/rttlab/rttlab/results/stats"
 )
 
 // ReportFile is the self-contained HTML report inside a results folder.
-const ReportFile = "report.html"
+const ReportFile = results.ReportPageFile
 
 // Section ids of report.html, in order; the links at the top point at them.
 var reportSections = []struct{ ID, Title string }{
