@@ -37,6 +37,7 @@ each call then costs a line each way instead of a docker exec.`,
 func RunInProcess(tree func() *cobra.Command) session.RunFunc {
 	return func(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		cmd := tree()
+		cli.Strict(cmd)
 		cmd.SetArgs(args)
 		cmd.SetIn(stdin)
 		cmd.SetOut(stdout)
