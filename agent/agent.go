@@ -177,7 +177,13 @@ func (o *agentCtlOptions) prepare(op string) error {
 		if (o.delay == "") == (len(o.peerDelays) == 0) {
 			return cli.Usagef("ctl set needs --delay (e.g. --delay 250us) or --peer-delay IP=D, not both")
 		}
+		if len(o.peerDelays) > 0 && len(o.peers) > 0 {
+			return cli.Usagef("ctl set: --peer goes with --delay; --peer-delay IP=D names its peer itself")
+		}
 	case "clear", "show", "ping":
+		if o.delay != "" || o.floor != "" || len(o.peers) > 0 || len(o.peerDelays) > 0 {
+			return cli.Usagef("ctl %s takes no --delay, --floor, --peer or --peer-delay: they are set's", op)
+		}
 	default:
 		return cli.Usagef("ctl %q: use set, clear, show or ping", op)
 	}
@@ -202,7 +208,7 @@ func (o *agentCtlOptions) request(op string) (netem.Request, error) {
 	if op == "set" && o.delay != "" {
 		d, err := netem.ParseDelay(o.delay)
 		if err != nil {
-			return req, cli.UsageError{Err: err}
+			return req, cli.UsageError{Err: fmt.Errorf("--delay: %w", err)}
 		}
 		req.DelayNs = d.Nanoseconds()
 	}
@@ -359,8 +365,16 @@ func (o *agentLoadOptions) prepare() error {
 	if o.opts.BaseURL == "" {
 		return cli.Usagef("--url is required")
 	}
+	if err := workloads.CheckBaseURL(o.opts.BaseURL); err != nil {
+		return cli.Usagef("--url: %v", err)
+	}
 	if n := btoi(o.opts.Route != "") + btoi(o.mix != "") + btoi(o.mixJSON != "") + btoi(len(o.paths) > 0); n != 1 {
 		return cli.Usagef("give one of --route, --mix, --mix-json or --path")
+	}
+	for _, p := range append([]string{o.opts.Route}, o.paths...) {
+		if p != "" && !strings.HasPrefix(p, "/") {
+			return cli.Usagef("--route or --path %q: a path starts with /", p)
+		}
 	}
 	if len(o.paths) > 0 {
 		o.opts.Requests = o.paths
@@ -415,6 +429,9 @@ func (o *agentLoadOptions) loadMix() (workloads.Mix, error) {
 		var reqs []workloads.MixRequest
 		if err := dec.Decode(&reqs); err != nil {
 			return workloads.Mix{}, cli.Usagef("--mix-json: %v", err)
+		}
+		if dec.More() {
+			return workloads.Mix{}, cli.Usagef("--mix-json: text after the JSON array of requests")
 		}
 		m, err := workloads.RequestMix("request_mix", reqs)
 		if err != nil {

@@ -3,10 +3,10 @@ package agent
 import (
 	"bytes"
 	"context"
-	"errors"
+	"io"
+	"strings"
 	"testing"
 
-	"github.com/rttlab/rttlab/internal/cli"
 	"github.com/rttlab/rttlab/internal/cli/clitest"
 )
 
@@ -27,24 +27,16 @@ func TestHelpers(t *testing.T) {
 }
 
 // execLine runs one `rttlab agent ...` command line (args start with
-// "agent") and returns the exit status the binary would give (0, 1, or 2
-// for bad input), stdout, and stderr followed by the error.
+// "agent") as a session runs a call (RunInProcess: the binary's exit
+// status, 0, 1, or 2 for bad input) and returns it, stdout, and stderr
+// with the error.
 func execLine(ctx context.Context, args ...string) (int, string, string) {
-	cmd := NewCmd()
-	cmd.SilenceErrors, cmd.SilenceUsage = true, true
+	return execLineIn(ctx, strings.NewReader(""), args...)
+}
+
+// execLineIn is execLine with stdin.
+func execLineIn(ctx context.Context, stdin io.Reader, args ...string) (int, string, string) {
 	var out, errb bytes.Buffer
-	cmd.SetOut(&out)
-	cmd.SetErr(&errb)
-	cmd.SetArgs(args[1:])
-	err := cmd.ExecuteContext(ctx)
-	code := 0
-	if err != nil {
-		code = 1
-		var ue cli.UsageError
-		if errors.As(err, &ue) {
-			code = 2
-		}
-		errb.WriteString(err.Error() + "\n")
-	}
+	code := RunInProcess(NewCmd)(ctx, args[1:], stdin, &out, &errb)
 	return code, out.String(), errb.String()
 }

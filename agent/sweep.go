@@ -2,7 +2,6 @@ package agent
 
 import (
 	"encoding/json"
-	"os"
 
 	"github.com/spf13/cobra"
 
@@ -37,7 +36,7 @@ nothing and prints the rules it found.`,
 			if o.list {
 				key = "found"
 			}
-			_ = json.NewEncoder(os.Stdout).Encode(map[string]any{key: rules})
+			_ = json.NewEncoder(cmd.OutOrStdout()).Encode(map[string]any{key: rules})
 			return err
 		},
 	}
@@ -58,7 +57,7 @@ func newAgentNetemProbeCmd() *cobra.Command {
 			if err := netem.ProbeKernel(); err != nil {
 				rep = map[string]any{"kernel": false, "why": err.Error()}
 			}
-			return json.NewEncoder(os.Stdout).Encode(rep)
+			return json.NewEncoder(cmd.OutOrStdout()).Encode(rep)
 		},
 	}
 }

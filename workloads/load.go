@@ -96,7 +96,7 @@ type Totals struct {
 // plan validates the options and returns the full request list (warmup
 // first), the number of warmup requests and the request timeout.
 func (o LoadOptions) plan() (base string, paths []string, warmup int, timeout time.Duration, err error) {
-	if err := checkBaseURL(o.BaseURL); err != nil {
+	if err := CheckBaseURL(o.BaseURL); err != nil {
 		return "", nil, 0, 0, err
 	}
 	if o.Warmup < 0 || o.Measured < 0 {
@@ -140,9 +140,9 @@ func (o LoadOptions) plan() (base string, paths []string, warmup int, timeout ti
 	return strings.TrimRight(o.BaseURL, "/"), paths, o.Warmup, timeout, nil
 }
 
-// checkBaseURL checks that base is an http or https origin (optionally
+// CheckBaseURL checks that base is an http or https origin (optionally
 // with a path prefix) without query or fragment.
-func checkBaseURL(base string) error {
+func CheckBaseURL(base string) error {
 	u, err := url.Parse(base)
 	if err != nil {
 		return fmt.Errorf("base URL %q: %w", base, err)

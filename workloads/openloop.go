@@ -355,7 +355,7 @@ func (o OpenLoopOptions) plan() (*openPlan, error) {
 
 // check validates the options that need no schedule, first error first.
 func (o OpenLoopOptions) check() error {
-	if err := checkBaseURL(o.BaseURL); err != nil {
+	if err := CheckBaseURL(o.BaseURL); err != nil {
 		return err
 	}
 	if o.Warmup < 0 {
