@@ -430,7 +430,7 @@ func (o *agentLoadOptions) loadMix() (workloads.Mix, error) {
 		if err := dec.Decode(&reqs); err != nil {
 			return workloads.Mix{}, cli.Usagef("--mix-json: %v", err)
 		}
-		if dec.More() {
+		if _, err := dec.Token(); err != io.EOF {
 			return workloads.Mix{}, cli.Usagef("--mix-json: text after the JSON array of requests")
 		}
 		m, err := workloads.RequestMix("request_mix", reqs)

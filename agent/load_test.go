@@ -242,6 +242,7 @@ func TestAgentLoadRefusesBadFlags(t *testing.T) {
 		{[]string{"--url", u, "--mix-json", `[{"name":"a","path":"/a","weight":0}]`}, "weight 0 must be a finite number above 0"},
 		{[]string{"--url", u, "--mix-json", `[]`}, "--mix-json: "},
 		{[]string{"--url", u, "--mix-json", `[{"name":"a","path":"/a","weight":1}] junk`}, "--mix-json: text after the JSON array of requests"},
+		{[]string{"--url", u, "--mix-json", `[{"name":"a","path":"/a","weight":1}]]`}, "--mix-json: text after the JSON array of requests"},
 	} {
 		code, out, errs := execLine(context.Background(), append([]string{"agent", "load"}, c.args...)...)
 		if code != 2 || out != "" || !strings.Contains(errs, c.want) {

@@ -30,7 +30,7 @@ func ReadPlaceSamples(dir string) ([]PlaceSample, error) {
 	if err != nil {
 		return nil, err
 	}
-	journal := len(j.Order) > 0
+	journal := !j.Empty()
 	var out []PlaceSample
 	_, err = results.ReadJSONLines(filepath.Join(dir, SamplesFile), "samples", results.MaxLine, false, func(_ int, b []byte) error {
 		var s PlaceSample
@@ -347,8 +347,8 @@ func (Study) Compare(dirA, dirB string) (string, error) { return ComparePlacemen
 func (Study) Digest(dir string) (string, error) { return results.ReadSummaryMD(dir) }
 
 // Tasks is the folder's plan's tasks, each done when the journal has it
-// done; a folder the study finished before it kept a journal has every
-// task done.
+// done; a folder the study finished before it kept a journal (none, and a
+// summary.json) has every task done.
 func (Study) Tasks(dir string) ([]results.TaskState, error) {
 	p, err := FolderPlan(dir)
 	if err != nil {
@@ -359,7 +359,7 @@ func (Study) Tasks(dir string) ([]results.TaskState, error) {
 		return nil, err
 	}
 	finished := false
-	if len(j.Order) == 0 {
+	if j.Empty() {
 		_, serr := os.Stat(filepath.Join(dir, "summary.json"))
 		finished = serr == nil
 	}

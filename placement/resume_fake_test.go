@@ -3,13 +3,14 @@ package placement
 import (
 	"context"
 	"errors"
-	"github.com/rttlab/rttlab/orchestrator/engine"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/engine/enginefake"
 	"github.com/rttlab/rttlab/results"
 )
@@ -225,6 +226,47 @@ func TestPlacementInterruptedMidTask(t *testing.T) {
 	j := checkEveryTaskOnce(t, dir, p)
 	if j.DoneAttempt("rep-1") != 2 {
 		t.Errorf("rep-1 done by attempt %d, want 2 (attempt 1 was interrupted)", j.DoneAttempt("rep-1"))
+	}
+}
+
+// A folder whose journal has attempts started but none done has no task
+// done, even with a summary.json beside it (only a folder from before the
+// journal, which has none, counts as finished by its summary): its
+// progress says so and report refuses it.
+func TestPlacementStartedOnlyIsNotFinished(t *testing.T) {
+	p := smallPlan(t, "go")
+	l, ps := startLab(t, p)
+	dir := filepath.Join(t.TempDir(), "run")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	l.Handle("rttlab agent load", func(c context.Context, x *enginefake.Call) (int, error) {
+		cancel()
+		return 0, c.Err()
+	})
+	if _, err := (&Runner{Docker: l, Session: ps, Dir: dir, Version: "test"}).Run(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("err %v, want the cancellation", err)
+	}
+	// Only the started lines stay: the process died before any done line.
+	b, err := os.ReadFile(filepath.Join(dir, results.JournalFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var started []string
+	for _, line := range strings.SplitAfter(string(b), "\n") {
+		if strings.Contains(line, `"status":"started"`) {
+			started = append(started, line)
+		}
+	}
+	if len(started) == 0 {
+		t.Fatalf("no started attempt in the journal:\n%s", b)
+	}
+	os.WriteFile(filepath.Join(dir, results.JournalFile), []byte(strings.Join(started, "")), 0o644)
+	os.WriteFile(filepath.Join(dir, "summary.json"), []byte("{}\n"), 0o644)
+	if done, total, err := results.Progress(Study{}, dir); err != nil || done != 0 || total != len(p.Tasks()) {
+		t.Errorf("progress %d of %d (%v), want 0 of %d", done, total, err, len(p.Tasks()))
+	}
+	if _, err := (Study{}).Report(dir, io.Discard); err == nil || !strings.Contains(err.Error(), "none of its") {
+		t.Errorf("report of a folder with nothing done: %v", err)
 	}
 }
 

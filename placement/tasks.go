@@ -116,7 +116,7 @@ func (r *Runner) Run(ctx context.Context) (*PlaceResult, error) {
 	}
 	defer r.samples.Close()
 	r.journal = j
-	err = results.RunTasks(ctx, j, r, func(i, n int, task string) error {
+	err = results.RunTasks(ctx, placeJournal{j, r}, r, func(i, n int, task string) error {
 		r.Session.say("task %d/%d: %s", i, n, task)
 		return nil
 	})
@@ -135,8 +135,22 @@ func (r *Runner) Done(task string) bool {
 	return ok
 }
 
-// Retry retries a failed task on a fresh session (none without Fresh),
-// from the state of the task before it.
+// placeJournal is the folder's journal, with summary.json written once
+// each task is recorded done.
+type placeJournal struct {
+	*results.Journal
+	r *Runner
+}
+
+func (a placeJournal) MarkDone(task string, attempt int, state any) error {
+	if err := a.Journal.MarkDone(task, attempt, state); err != nil {
+		return err
+	}
+	return a.r.writeJSON("summary.json", a.r.res)
+}
+
+// Retry retries a failed task on a fresh session (none without Fresh);
+// RunTask has put back the state of the task before it.
 func (r *Runner) Retry(string) results.Retry {
 	return results.Retry{Attempts: r.attempts(), Fresh: r.fresh, Failed: results.SayRetries(r.Session.say)}
 }
@@ -203,8 +217,8 @@ func (r *Runner) fresh(ctx context.Context, _ error) error {
 }
 
 // RunTask runs one attempt of task and returns the state it leaves once
-// its samples are on disk and summary.json is written; a failed attempt
-// leaves the state of the task before it.
+// its samples are on disk; a failed attempt puts back the state of the
+// task before it.
 func (r *Runner) RunTask(ctx context.Context, task string, attempt int) (any, error) {
 	before, err := json.Marshal(r.state())
 	if err != nil {
@@ -215,9 +229,6 @@ func (r *Runner) RunTask(ctx context.Context, task string, attempt int) (any, er
 	err = r.runPhase(ctx, task)
 	if ferr := r.flush(); err == nil {
 		err = ferr
-	}
-	if err == nil {
-		err = r.writeJSON("summary.json", r.res)
 	}
 	if err != nil {
 		if rerr := r.restore(before); rerr != nil {

@@ -17,9 +17,10 @@
 //     plan's tasks and runs one attempt of one (TaskRunner); RunTasks
 //     goes through the tasks the folder has not done and RunAttempts
 //     records each attempt started, done or failed where the study keeps
-//     them (Attempts) and retries a failed one as the study says (Retry,
-//     on a fresh stack), so that a resume continues after the last done
-//     task and counts no task twice;
+//     them (Attempts; the RTT study keeps a started attempt in memory, its
+//     lines carrying its number) and retries a failed one as the study
+//     says (Retry, on a fresh stack), so that a resume continues after
+//     the last done task and counts no task twice;
 //   - the journal of task attempts (journal.go, attempts.jsonl), where
 //     the placement and worker studies keep them: each attempt recorded
 //     started, done (with the state the later tasks start from) or failed

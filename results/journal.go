@@ -8,8 +8,9 @@ import (
 )
 
 // JournalFile is the placement and worker studies' journal of task
-// attempts: one line per finished attempt, done or failed. (The RTT
-// study's tasks.jsonl predates it and keys tasks by number.)
+// attempts: a line when an attempt starts and one when it is done or
+// failed. (The RTT study's tasks.jsonl predates it and keys tasks by
+// number.)
 const JournalFile = "attempts.jsonl"
 
 // Attempt statuses. An attempt is recorded started before it runs, so
@@ -78,6 +79,10 @@ func ReadJournal(dir string) (*Journal, error) {
 	})
 	return j, err
 }
+
+// Empty says whether the journal has no line: no attempt of any task was
+// ever started (or the folder predates the journal).
+func (j *Journal) Empty() bool { return len(j.tried) == 0 }
 
 // Done returns task's done attempt.
 func (j *Journal) Done(task string) (Attempt, bool) {

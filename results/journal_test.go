@@ -79,7 +79,7 @@ func TestJournalRefusesForeignLines(t *testing.T) {
 
 // RunAttempts on the journal: a failed attempt is recorded and retried
 // after Fresh, up to Attempts; the last failure names the task; a
-// cancelled run records nothing.
+// cancelled attempt stays started, neither done nor failed.
 func TestRunAttempts(t *testing.T) {
 	dir := t.TempDir()
 	j, _ := OpenJournal(dir)

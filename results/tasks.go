@@ -2,7 +2,6 @@ package results
 
 import (
 	"context"
-	"errors"
 	"fmt"
 )
 
@@ -18,7 +17,9 @@ import (
 type Attempts interface {
 	// NextAttempt is the number task's next attempt takes.
 	NextAttempt(task string) int
-	// MarkStarted records, synced, that an attempt starts.
+	// MarkStarted records that an attempt starts, before it runs: synced
+	// in the placement and worker studies' journal; the RTT study keeps
+	// it in memory, its attempts' lines carrying their numbers.
 	MarkStarted(task string, attempt int) error
 	// MarkDone records, synced, that an attempt is done, with the state it
 	// leaves for the tasks after it (nil: none).
@@ -51,18 +52,22 @@ type Retry struct {
 	// Failed, when set, reports each failed attempt; retry says whether
 	// another attempt follows.
 	Failed func(task string, attempt int, err error, retry bool)
+	// Describe, when set, is how the errors name a task (the task's
+	// name when not).
+	Describe func(task string) string
 }
 
 // TaskFailedError is a task whose last attempt failed.
 type TaskFailedError struct {
-	Task    string
-	Attempt int // the number of its last attempt
-	Tries   int // the attempts this run made
+	Task    string // the task's name
+	Label   string // how the error names it (Retry.Describe)
+	Attempt int    // the number of its last attempt
+	Tries   int    // the attempts this run made
 	Err     error
 }
 
 func (e *TaskFailedError) Error() string {
-	return fmt.Sprintf("%s: attempt %d failed, the last of %d: %v", e.Task, e.Attempt, e.Tries, e.Err)
+	return fmt.Sprintf("%s: attempt %d failed, the last of %d: %v", e.Label, e.Attempt, e.Tries, e.Err)
 }
 
 func (e *TaskFailedError) Unwrap() error { return e.Err }
@@ -99,6 +104,10 @@ func RunTasks(ctx context.Context, rec Attempts, tr TaskRunner, before func(i, n
 // fails the attempt. After the last attempt the error is a
 // *TaskFailedError.
 func RunAttempts(ctx context.Context, rec Attempts, task string, rt Retry, run func(ctx context.Context, attempt int) (state any, err error)) error {
+	label := task
+	if rt.Describe != nil {
+		label = rt.Describe(task)
+	}
 	for tries := 1; ; tries++ {
 		attempt := rec.NextAttempt(task)
 		if err := rec.MarkStarted(task, attempt); err != nil {
@@ -112,18 +121,18 @@ func RunAttempts(ctx context.Context, rec Attempts, task string, rt Retry, run f
 			return err
 		}
 		if merr := rec.MarkFailed(task, attempt, err.Error()); merr != nil {
-			return errors.Join(err, merr)
+			return fmt.Errorf("%s: attempt %d failed (%w), and recording it failed: %v", label, attempt, err, merr)
 		}
 		last := tries >= max(rt.Attempts, 1)
 		if rt.Failed != nil {
 			rt.Failed(task, attempt, err, !last)
 		}
 		if last {
-			return &TaskFailedError{Task: task, Attempt: attempt, Tries: tries, Err: err}
+			return &TaskFailedError{Task: task, Label: label, Attempt: attempt, Tries: tries, Err: err}
 		}
 		if rt.Fresh != nil {
 			if ferr := rt.Fresh(ctx, err); ferr != nil {
-				return fmt.Errorf("%s: a fresh stack after attempt %d failed: %w", task, attempt, ferr)
+				return fmt.Errorf("%s: a fresh stack after attempt %d failed: %w", label, attempt, ferr)
 			}
 		}
 	}

@@ -55,6 +55,7 @@ func (r *appRun) RunTask(ctx context.Context, task string, attempt int) (any, er
 func (r *appRun) Retry(string) results.Retry {
 	return results.Retry{
 		Attempts: rttAttempts,
+		Describe: func(task string) string { return fmt.Sprintf("task %s (%s)", task, describe(r.tasks[taskID(task)])) },
 		Failed: func(task string, attempt int, err error, _ bool) {
 			desc := describe(r.tasks[taskID(task)])
 			slog.Warn("task failed", "task", task, "desc", desc, "attempt", attempt, "err", err)
@@ -73,7 +74,7 @@ func (r *appRun) Retry(string) results.Retry {
 func (r *appRun) taskError(err error) error {
 	var tf *results.TaskFailedError
 	if errors.As(err, &tf) {
-		return fmt.Errorf("task %s (%s) failed twice: %w", tf.Task, describe(r.tasks[taskID(tf.Task)]), tf.Err)
+		return fmt.Errorf("%s failed twice: %w", tf.Label, tf.Err)
 	}
 	return err
 }

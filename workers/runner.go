@@ -384,7 +384,9 @@ type Runner struct {
 	// What Run reads from the folder before it runs the tasks: the
 	// capacities and runs already in it.
 	folder *workersFolder
-	start  time.Time
+	// start is when this run's first plan task began (the progress
+	// lines' elapsed time).
+	start time.Time
 }
 
 // Manifest is a workers folder's manifest.json.
@@ -451,7 +453,6 @@ func (r *Runner) Run(ctx context.Context) (*Summary, error) {
 	if r.folder, err = readWorkersFolder(r.Dir); err != nil {
 		return nil, err
 	}
-	r.start = time.Now()
 	if err := results.RunTasks(ctx, j, r, nil); err != nil {
 		return nil, err
 	}
@@ -474,6 +475,9 @@ func (r *Runner) RunTask(ctx context.Context, task string, attempt int) (any, er
 		return nil, r.searchCapacity(ctx, r.folder, ct, fmt.Sprintf("capacity %d/%d", i, len(r.Plan.CapacityTargets())))
 	}
 	if t, ok := r.Plan.planTask(task); ok {
+		if r.start.IsZero() { // the tasks' clock starts after the capacity searches
+			r.start = time.Now()
+		}
 		return nil, r.runTask(ctx, r.folder, t, attempt, fmt.Sprintf("[%d/%d]", t.ID, len(r.Plan.Tasks())), r.start)
 	}
 	return nil, fmt.Errorf("no worker study task %q", task)

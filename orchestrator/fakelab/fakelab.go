@@ -309,6 +309,12 @@ func (l *Lab) Ctl(ctx context.Context, x *enginefake.Call) (int, error) {
 	op := x.Cmd[3]
 	l.Mu.Lock()
 	defer l.Mu.Unlock()
+	// The agent's own refusals of flags that do not go together.
+	set := x.Flag("--delay") != "" || x.Flag("--floor") != "" || len(x.Flags("--peer")) > 0 || len(x.Flags("--peer-delay")) > 0
+	if (op != "set" && set) || (len(x.Flags("--peer")) > 0 && len(x.Flags("--peer-delay")) > 0) {
+		fmt.Fprintf(x.Stderr, "rttlab: ctl %s: flags that do not go together\n", op)
+		return 2, nil
+	}
 	switch op {
 	case "set":
 		d, err := netem.ParseDelay(x.Flag("--delay"))

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -118,24 +119,37 @@ func TestStudyDigest(t *testing.T) {
 }
 
 // The study lists the manifest's tasks by number in its shuffled order,
-// done as tasks.jsonl says.
+// done as tasks.jsonl says (read here line by line).
 func TestStudyTasks(t *testing.T) {
 	d := loadResultsGo(t)
 	tasks, err := Study{}.Tasks(d.Dir)
 	if err != nil || len(tasks) != len(d.Manifest.Tasks) {
 		t.Fatalf("%d tasks (%v), want %d", len(tasks), err, len(d.Manifest.Tasks))
 	}
-	done := 0
-	for i, ts := range tasks {
-		id := d.Manifest.Tasks[i].ID
-		if ts.Name != strconv.Itoa(id) || ts.Done != d.IsDone(id) {
-			t.Errorf("task %d: %+v, want %d done %v", i, ts, id, d.IsDone(id))
+	b, err := os.ReadFile(filepath.Join(d.Dir, TasksFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var r struct {
+			Task   int    `json:"task"`
+			Status string `json:"status"`
 		}
-		if ts.Done {
-			done++
+		if json.Unmarshal([]byte(line), &r) == nil && r.Status == StatusDone {
+			done[strconv.Itoa(r.Task)] = true
 		}
 	}
-	if done == 0 || done != len(d.Done) {
-		t.Errorf("%d done, the folder %d", done, len(d.Done))
+	n := 0
+	for i, ts := range tasks {
+		if want := strconv.Itoa(d.Manifest.Tasks[i].ID); ts.Name != want || ts.Done != done[want] {
+			t.Errorf("task %d: %+v, want %s done %v", i, ts, want, done[want])
+		}
+		if ts.Done {
+			n++
+		}
+	}
+	if n == 0 || n != len(done) {
+		t.Errorf("%d done, tasks.jsonl %d", n, len(done))
 	}
 }
