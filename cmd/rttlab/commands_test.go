@@ -117,6 +117,9 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"shape", "verify", "go", "--platform", "linux/s390x"}, 2, `--platform "linux/s390x"`},
 		{[]string{"place", "--platform", "linux/s390x"}, 2, `--platform "linux/s390x"`},
 		{[]string{"workers", "--platform", "linux/s390x"}, 2, `--platform "linux/s390x"`},
+		// Good flags reach the engine.
+		{[]string{"place", "--plan", "placement-smoke", "--repeat", "2", "--seed", "5", "--keep-alive", "on"}, 1, errNoEngineHere.Error()},
+		{[]string{"place", "--plan", filepath.Join(empty, "none.yaml")}, 2, "none.yaml"},
 	}
 	for _, c := range cases {
 		code, out, errs := execLine(ctx, c.args...)

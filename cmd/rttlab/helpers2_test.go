@@ -11,6 +11,7 @@ import (
 
 	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/shaping"
+	"github.com/rttlab/rttlab/rtt"
 )
 
 // Each error the library names gets the command line's fix, wrapped or
@@ -127,5 +128,51 @@ func TestShapeSetInputFirst(t *testing.T) {
 	wantUsage(t, "scope", "shape", "set", "--rtt", "1ms", "--scope", "everywhere")
 	if _, err := run(t, "shape", "set", "--rtt", "1ms", "--floor", "0.3ms", "--scope", "interface"); !errors.Is(err, errNoEngineHere) {
 		t.Errorf("good input stops at the engine: %v", err)
+	}
+}
+
+// --junit into a folder that does not exist fails naming the flag, and
+// writes nothing; without --junit nothing is written.
+func TestWriteJUnitFails(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "no", "such", "junit.xml")
+	err := (&budgetOptions{junit: path}).writeJUnit(nil)
+	if err == nil || !strings.HasPrefix(err.Error(), "--junit: ") {
+		t.Errorf("unwritable --junit: %v", err)
+	}
+	if _, serr := os.Stat(path); serr == nil {
+		t.Error("wrote the report anyway")
+	}
+	if err := (&budgetOptions{}).writeJUnit(nil); err != nil {
+		t.Errorf("no --junit: %v", err)
+	}
+}
+
+// apps new without --dir writes into the apps/ folder of the checkout the
+// working folder is in, found by its go.mod; outside any checkout it is a
+// usage error.
+func TestCheckoutApps(t *testing.T) {
+	t.Setenv("RTTLAB_SRC", "")
+	root := t.TempDir()
+	os.WriteFile(filepath.Join(root, "go.mod"), []byte("module "+engine.ModulePath+"\n\ngo 1.26\n"), 0o644)
+	sub := filepath.Join(root, "apps", "go")
+	os.MkdirAll(sub, 0o755)
+	t.Chdir(sub)
+	if got, err := checkoutApps(); err != nil || got != filepath.Join(root, "apps") {
+		t.Errorf("inside a checkout: %q, %v", got, err)
+	}
+	t.Chdir(t.TempDir())
+	var ue usageError
+	if _, err := checkoutApps(); !errors.As(err, &ue) || !strings.Contains(err.Error(), "apps new writes into a checkout's apps/ folder") {
+		t.Errorf("outside a checkout: %v", err)
+	}
+}
+
+// An own app's entry named like one of rttlab's apps is refused as bad
+// input, naming the fix.
+func TestOwnTargetRefusesATreeName(t *testing.T) {
+	_, err := ownTarget(rtt.PlanApp{Name: "go", Image: "example/x:1", Routes: []string{"/a"}})
+	var ue usageError
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "app go: the name is rttlab's own app: name the image's entry differently") {
+		t.Errorf("own app named go: %v", err)
 	}
 }

@@ -54,45 +54,29 @@ func TestPlatformSettle(t *testing.T) {
 	if p, err = pf.settle(ctx, anEngine{}); err != nil || !p.Foreign() || pf.p != p {
 		t.Errorf("with emulation: %+v, %v", p, err)
 	}
+	// An engine that cannot answer is a failure, not bad input; a
+	// misspelt platform and a folder's unknown platform are bad input.
+	noEngine := errors.New("engine gone")
+	if _, err := (&platformFlag{}).settle(ctx, failingEngine{noEngine}); !errors.Is(err, noEngine) || errors.As(err, &ue) {
+		t.Errorf("engine gone: %v", err)
+	}
+	for _, c := range []struct {
+		pf   platformFlag
+		e    engine.Engine
+		want string
+	}{
+		{platformFlag{raw: "linux/arm46"}, anEngine{}, `--platform "linux/arm46": rttlab builds and runs`},
+		{platformFlag{resume: "d", folder: "linux/sparc"}, anEngine{}, "--resume d: "},
+	} {
+		if _, err := c.pf.settle(ctx, c.e); !errors.As(err, &ue) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: %v, want a usage error with %q", c.pf, err, c.want)
+		}
+	}
 }
 
-// A resumed folder keeps its platform; --platform naming another is
-// refused in one line, and naming the same is accepted. A folder from
-// before platforms were recorded ran on the engine's own.
-func TestPlatformOfAResumedFolder(t *testing.T) {
-	ctx := context.Background()
-	withBinfmt(t, true)
-	cases := []struct {
-		folder   string
-		emulated bool
-		flag     string
-		want     string
-		err      string
-	}{
-		{"linux/arm64", true, "", "linux/arm64", ""},
-		{"linux/arm64", true, "linux/arm64", "linux/arm64", ""},
-		{"linux/arm64", true, "linux/amd64", "", "--resume d: the folder ran on linux/arm64: leave out --platform linux/amd64"},
-		{"", false, "linux/amd64", "linux/amd64", ""},
-		{"", false, "linux/arm64", "", "--resume d: the folder ran on linux/amd64: leave out --platform linux/arm64"},
-		{"linux/amd64", false, "", "linux/amd64", ""},
-		// A DGX's native arm64 folder is not continued under emulation,
-		// nor an emulated amd64 one natively.
-		{"linux/arm64", false, "", "", "--resume d: the folder ran linux/arm64 natively, and this linux/amd64 engine would run it under emulation"},
-		{"linux/amd64", true, "", "", "--resume d: the folder ran linux/amd64 under emulation, and this linux/amd64 engine would run it natively"},
-	}
-	for _, c := range cases {
-		pf := platformFlag{raw: c.flag}
-		pf.resumes("d", c.folder, c.emulated)
-		p, err := pf.settle(ctx, anEngine{})
-		if c.err != "" {
-			var ue usageError
-			if !errors.As(err, &ue) || !strings.Contains(err.Error(), c.err) || strings.Contains(err.Error(), "\n") {
-				t.Errorf("folder %q, --platform %q: %v, want one line with %q", c.folder, c.flag, err, c.err)
-			}
-			continue
-		}
-		if err != nil || p.String() != c.want {
-			t.Errorf("folder %q, --platform %q: %q, %v; want %s", c.folder, c.flag, p, err, c.want)
-		}
-	}
+// failingEngine cannot say what it is.
+type failingEngine struct{ err error }
+
+func (e failingEngine) EngineInfo(context.Context) (engine.EngineInfo, error) {
+	return engine.EngineInfo{}, e.err
 }
