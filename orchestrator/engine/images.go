@@ -66,11 +66,16 @@ type BuildResult struct {
 	Duration time.Duration
 }
 
+// buildLimit is how long one image build may take: longer for a
+// platform under emulation (an emulated Rust build outgrows the native
+// limit).
+func buildLimit(o BuildOptions) time.Duration { return o.Platform.Limit(longCall) }
+
 // BuildImage builds an image from a tar build context with the classic
 // builder, which every engine version we target supports.
 func (r *Runtime) BuildImage(ctx context.Context, tarCtx io.Reader, o BuildOptions) (BuildResult, error) {
 	start := time.Now()
-	ctx, cancel := context.WithTimeout(ctx, longCall)
+	ctx, cancel := context.WithTimeout(ctx, buildLimit(o))
 	defer cancel()
 	args := map[string]*string{}
 	for k, v := range o.BuildArgs {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
@@ -80,6 +81,23 @@ func (p Platform) String() string {
 // Foreign says whether p runs under emulation on its engine.
 func (p Platform) Foreign() bool {
 	return p.Arch != "" && p.EngineArch != "" && p.Arch != p.EngineArch
+}
+
+// emulatedSlowdown is how much longer a start or a build may take when
+// the platform runs under emulation: PostgreSQL's initdb and a Rails boot
+// took 4–5 × their native time under qemu-user here (Puma's workers
+// booted in 94–99 s against about 20 s natively), rustc longer still.
+const emulatedSlowdown = 5
+
+// Limit is d, or emulatedSlowdown × d where p runs under emulation: the
+// waits for a stack's members and the image builds take their limits
+// from it, so that work of another platform is not given up while
+// emulation slows it.
+func (p Platform) Limit(d time.Duration) time.Duration {
+	if p.Foreign() {
+		return emulatedSlowdown * d
+	}
+	return d
 }
 
 // Native is the engine's own platform, the one rttlab's agents run.

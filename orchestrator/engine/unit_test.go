@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"github.com/docker/docker/client"
 )
@@ -155,5 +156,25 @@ func TestTruncate(t *testing.T) {
 	}
 	if got := Truncate("åäö", 3); got != "åäö" {
 		t.Errorf("a string of n runes is kept whole: %q", got)
+	}
+}
+
+// An image build of a platform under emulation gets five times the
+// native limit (an emulated Rust build outgrew 30 minutes here); the
+// engine's own platform, named or not, keeps it.
+func TestBuildLimit(t *testing.T) {
+	own := Platform{OS: "linux", Arch: "a", EngineArch: "a"}
+	other := Platform{OS: "linux", Arch: "b", EngineArch: "a"}
+	for _, c := range []struct {
+		p    Platform
+		want time.Duration
+	}{
+		{Platform{}, longCall},
+		{own, longCall},
+		{other, 5 * longCall},
+	} {
+		if got := buildLimit(BuildOptions{Platform: c.p}); got != c.want {
+			t.Errorf("%+v: %v, want %v", c.p, got, c.want)
+		}
 	}
 }
