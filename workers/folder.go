@@ -106,8 +106,8 @@ func (Study) Compare(dirA, dirB string) (string, error) {
 // Digest is the folder's summary.md, whole.
 func (Study) Digest(dir string) (string, error) { return results.ReadSummaryMD(dir) }
 
-// Tasks is the folder's plan's tasks (Plan.taskNames), each done when
-// the folder holds its capacity or run.
+// Tasks is the folder's plan's tasks (Plan.index), each done when the
+// folder holds its capacity or run.
 func (Study) Tasks(dir string) ([]results.TaskState, error) {
 	plan, err := FolderPlan(dir)
 	if err != nil {
@@ -117,58 +117,47 @@ func (Study) Tasks(dir string) ([]results.TaskState, error) {
 	if err != nil {
 		return nil, err
 	}
+	ix := plan.index()
 	var out []results.TaskState
-	for _, t := range plan.taskNames() {
-		out = append(out, results.TaskState{Name: t, Done: f.has(plan, t)})
+	for _, t := range ix.names {
+		out = append(out, results.TaskState{Name: t, Done: f.has(ix, t)})
 	}
 	return out, nil
 }
 
-// taskNames is the study's tasks in the order they run: the capacity
-// searches (capacity-1, ...), then the plan's tasks (task-1, ...).
-func (p *Plan) taskNames() []string {
-	var out []string
-	for i := range p.CapacityTargets() {
-		out = append(out, fmt.Sprintf("capacity-%d", i+1))
+// taskIndex is a plan's tasks by name, built once (Plan.Tasks expands
+// and shuffles the whole plan on every call).
+type taskIndex struct {
+	// names is the study's tasks in the order they run: the capacity
+	// searches (capacity-1, ...), then the plan's tasks (task-1, ...).
+	names   []string
+	targets []CapacityTarget
+	caps    map[string]int // capacity-N: N-1, its index in targets
+	runs    map[string]Task
+}
+
+// index names the plan's capacity searches and tasks.
+func (p *Plan) index() *taskIndex {
+	ix := &taskIndex{targets: p.CapacityTargets(), caps: map[string]int{}, runs: map[string]Task{}}
+	for i := range ix.targets {
+		name := fmt.Sprintf("capacity-%d", i+1)
+		ix.names, ix.caps[name] = append(ix.names, name), i
 	}
 	for _, t := range p.Tasks() {
-		out = append(out, fmt.Sprintf("task-%d", t.ID))
+		name := fmt.Sprintf("task-%d", t.ID)
+		ix.names, ix.runs[name] = append(ix.names, name), t
 	}
-	return out
+	return ix
 }
 
 // has says whether the folder holds task's capacity or run.
-func (f *workersFolder) has(p *Plan, task string) bool {
-	if ct, _, ok := p.capacityTask(task); ok {
-		_, done := f.caps[ct.Key]
+func (f *workersFolder) has(ix *taskIndex, task string) bool {
+	if i, ok := ix.caps[task]; ok {
+		_, done := f.caps[ix.targets[i].Key]
 		return done
 	}
-	if t, ok := p.planTask(task); ok {
+	if t, ok := ix.runs[task]; ok {
 		return f.done[t.ID]
 	}
 	return false
-}
-
-// capacityTask is the capacity target a capacity-N task searches, and N.
-func (p *Plan) capacityTask(task string) (CapacityTarget, int, bool) {
-	var i int
-	targets := p.CapacityTargets()
-	if _, err := fmt.Sscanf(task, "capacity-%d", &i); err != nil || i < 1 || i > len(targets) {
-		return CapacityTarget{}, 0, false
-	}
-	return targets[i-1], i, true
-}
-
-// planTask is the plan's task a task-N names.
-func (p *Plan) planTask(task string) (Task, bool) {
-	var id int
-	if _, err := fmt.Sscanf(task, "task-%d", &id); err != nil {
-		return Task{}, false
-	}
-	for _, t := range p.Tasks() {
-		if t.ID == id {
-			return t, true
-		}
-	}
-	return Task{}, false
 }

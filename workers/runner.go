@@ -384,6 +384,8 @@ type Runner struct {
 	// What Run reads from the folder before it runs the tasks: the
 	// capacities and runs already in it.
 	folder *workersFolder
+	// tasks is the plan's tasks by name.
+	tasks *taskIndex
 	// start is when this run's first plan task began (the progress
 	// lines' elapsed time).
 	start time.Time
@@ -462,23 +464,32 @@ func (r *Runner) Run(ctx context.Context) (*Summary, error) {
 	return r.summarize(r.folder.runs, r.folder.capRows)
 }
 
-// Tasks is the study's tasks in the order they run (Plan.taskNames).
-func (r *Runner) Tasks() []string { return r.Plan.taskNames() }
+// Tasks is the study's tasks in the order they run (Plan.index).
+func (r *Runner) Tasks() []string { return r.index().names }
+
+// index is the plan's tasks by name, built on first use.
+func (r *Runner) index() *taskIndex {
+	if r.tasks == nil {
+		r.tasks = r.Plan.index()
+	}
+	return r.tasks
+}
 
 // Done says whether the folder holds task's capacity or run.
-func (r *Runner) Done(task string) bool { return r.folder.has(r.Plan, task) }
+func (r *Runner) Done(task string) bool { return r.folder.has(r.index(), task) }
 
 // RunTask runs one attempt of a capacity search or a task, appending what
 // it measured to the folder.
 func (r *Runner) RunTask(ctx context.Context, task string, attempt int) (any, error) {
-	if ct, i, ok := r.Plan.capacityTask(task); ok {
-		return nil, r.searchCapacity(ctx, r.folder, ct, fmt.Sprintf("capacity %d/%d", i, len(r.Plan.CapacityTargets())))
+	ix := r.index()
+	if i, ok := ix.caps[task]; ok {
+		return nil, r.searchCapacity(ctx, r.folder, ix.targets[i], fmt.Sprintf("capacity %d/%d", i+1, len(ix.targets)))
 	}
-	if t, ok := r.Plan.planTask(task); ok {
+	if t, ok := ix.runs[task]; ok {
 		if r.start.IsZero() { // the tasks' clock starts after the capacity searches
 			r.start = time.Now()
 		}
-		return nil, r.runTask(ctx, r.folder, t, attempt, fmt.Sprintf("[%d/%d]", t.ID, len(r.Plan.Tasks())), r.start)
+		return nil, r.runTask(ctx, r.folder, t, attempt, fmt.Sprintf("[%d/%d]", t.ID, len(ix.runs)), r.start)
 	}
 	return nil, fmt.Errorf("no worker study task %q", task)
 }
