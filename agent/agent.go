@@ -372,8 +372,11 @@ func (o *agentLoadOptions) prepare() error {
 		return cli.Usagef("give one of --route, --mix, --mix-json or --path")
 	}
 	for _, p := range append([]string{o.opts.Route}, o.paths...) {
-		if p != "" && !strings.HasPrefix(p, "/") {
-			return cli.Usagef("--route or --path %q: a path starts with /", p)
+		if p == "" {
+			continue
+		}
+		if err := workloads.CheckPath(p); err != nil {
+			return cli.Usagef("--route or --path: %v", err)
 		}
 	}
 	if len(o.paths) > 0 {

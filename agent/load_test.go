@@ -266,8 +266,8 @@ func TestAgentLoadRefusesBadTarget(t *testing.T) {
 		want string
 	}{
 		{[]string{"--url", "ftp://" + strings.TrimPrefix(app.URL, "http://"), "--route", "/r"}, "scheme must be http or https"},
-		{[]string{"--url", app.URL, "--route", "r"}, `--route or --path "r": a path starts with /`},
-		{[]string{"--url", app.URL, "--path", "/a", "--path", "b", "--warmup", "0"}, `--route or --path "b": a path starts with /`},
+		{[]string{"--url", app.URL, "--route", "r"}, `--route or --path: path "r" must start with /`},
+		{[]string{"--url", app.URL, "--path", "/a", "--path", "b", "--warmup", "0"}, `--route or --path: path "b" must start with /`},
 		{[]string{"--url", app.URL + "/?q=1", "--route", "/r"}, "must not carry a query"},
 	} {
 		code, _, errs := execLine(context.Background(), append([]string{"agent", "load"}, c.args...)...)

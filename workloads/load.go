@@ -133,11 +133,19 @@ func (o LoadOptions) plan() (base string, paths []string, warmup int, timeout ti
 		}
 	}
 	for i, p := range paths {
-		if !strings.HasPrefix(p, "/") {
-			return "", nil, 0, 0, fmt.Errorf("request %d: path %q must start with /", i, p)
+		if err := CheckPath(p); err != nil {
+			return "", nil, 0, 0, fmt.Errorf("request %d: %w", i, err)
 		}
 	}
 	return strings.TrimRight(o.BaseURL, "/"), paths, o.Warmup, timeout, nil
+}
+
+// CheckPath checks that p, a request's path, starts with /.
+func CheckPath(p string) error {
+	if !strings.HasPrefix(p, "/") {
+		return fmt.Errorf("path %q must start with /", p)
+	}
+	return nil
 }
 
 // CheckBaseURL checks that base is an http or https origin (optionally

@@ -382,8 +382,8 @@ func (o OpenLoopOptions) check() error {
 		return errors.New("no requests and no mix")
 	}
 	for i, r := range o.Requests {
-		if !strings.HasPrefix(r.Path, "/") {
-			return fmt.Errorf("request %d: path %q must start with /", i, r.Path)
+		if err := CheckPath(r.Path); err != nil {
+			return fmt.Errorf("request %d: %w", i, err)
 		}
 	}
 	return nil

@@ -45,8 +45,8 @@ func (q MixRequest) Check() (field string, err error) {
 	switch {
 	case !slices.Contains(MixMethods, m):
 		return "method", fmt.Errorf("method %q is unknown: use %s", q.Method, strings.Join(MixMethods, ", "))
-	case !strings.HasPrefix(q.Path, "/"):
-		return "path", fmt.Errorf("path %q must start with /", q.Path)
+	case CheckPath(q.Path) != nil:
+		return "path", CheckPath(q.Path)
 	case math.IsNaN(q.Weight) || math.IsInf(q.Weight, 0) || q.Weight <= 0:
 		return "weight", fmt.Errorf("weight %v must be a finite number above 0", q.Weight)
 	case q.Body != "" && (m == http.MethodGet || m == http.MethodHead):
