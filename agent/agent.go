@@ -172,20 +172,9 @@ ping                          is the agent alive`,
 
 // prepare checks the operation and that set has one kind of delay.
 func (o *agentCtlOptions) prepare(op string) error {
-	switch op {
-	case "set":
-		if (o.delay == "") == (len(o.peerDelays) == 0) {
-			return cli.Usagef("ctl set needs --delay (e.g. --delay 250us) or --peer-delay IP=D, not both")
-		}
-		if len(o.peerDelays) > 0 && len(o.peers) > 0 {
-			return cli.Usagef("ctl set: --peer goes with --delay; --peer-delay IP=D names its peer itself")
-		}
-	case "clear", "show", "ping":
-		if o.delay != "" || o.floor != "" || len(o.peers) > 0 || len(o.peerDelays) > 0 {
-			return cli.Usagef("ctl %s takes no --delay, --floor, --peer or --peer-delay: they are set's", op)
-		}
-	default:
-		return cli.Usagef("ctl %q: use set, clear, show or ping", op)
+	f := netem.CtlFlags{Delay: o.delay != "", Floor: o.floor != "", Peers: len(o.peers), PeerDelays: len(o.peerDelays)}
+	if err := netem.CheckCtlFlags(op, f); err != nil {
+		return cli.UsageError{Err: err}
 	}
 	return nil
 }

@@ -22,6 +22,36 @@ type Request struct {
 	FloorNs    int64           `json:"floor_ns,omitempty"`    // set: added to every shaped packet's delay (Config.Floor)
 }
 
+// CtlFlags says which of the delay flags a `rttlab agent ctl` command
+// line gives: --delay, --floor, how many --peer and how many --peer-delay.
+type CtlFlags struct {
+	Delay, Floor      bool
+	Peers, PeerDelays int
+}
+
+// CheckCtlFlags says whether op takes the flags f: set takes --delay
+// (with --peer and --floor) or --peer-delay, not both, and --peer-delay
+// names its peers itself; clear, show and ping take none of them. The
+// agent's command line and the stand-in agents of tests both ask it.
+func CheckCtlFlags(op string, f CtlFlags) error {
+	switch op {
+	case "set":
+		if f.Delay == (f.PeerDelays > 0) {
+			return errors.New("ctl set needs --delay (e.g. --delay 250us) or --peer-delay IP=D, not both")
+		}
+		if f.PeerDelays > 0 && f.Peers > 0 {
+			return errors.New("ctl set: --peer goes with --delay; --peer-delay IP=D names its peer itself")
+		}
+	case "clear", "show", "ping":
+		if f.Delay || f.Floor || f.Peers > 0 || f.PeerDelays > 0 {
+			return fmt.Errorf("ctl %s takes no --delay, --floor, --peer or --peer-delay: they are set's", op)
+		}
+	default:
+		return fmt.Errorf("ctl %q: use set, clear, show or ping", op)
+	}
+	return nil
+}
+
 // PeerDelayJSON is a PeerDelay on the agent's socket.
 type PeerDelayJSON struct {
 	Peer    string `json:"peer"`

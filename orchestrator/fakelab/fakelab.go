@@ -310,9 +310,9 @@ func (l *Lab) Ctl(ctx context.Context, x *enginefake.Call) (int, error) {
 	l.Mu.Lock()
 	defer l.Mu.Unlock()
 	// The agent's own refusals of flags that do not go together.
-	set := x.Flag("--delay") != "" || x.Flag("--floor") != "" || len(x.Flags("--peer")) > 0 || len(x.Flags("--peer-delay")) > 0
-	if (op != "set" && set) || (len(x.Flags("--peer")) > 0 && len(x.Flags("--peer-delay")) > 0) {
-		fmt.Fprintf(x.Stderr, "rttlab: ctl %s: flags that do not go together\n", op)
+	f := netem.CtlFlags{Delay: x.Flag("--delay") != "", Floor: x.Flag("--floor") != "", Peers: len(x.Flags("--peer")), PeerDelays: len(x.Flags("--peer-delay"))}
+	if err := netem.CheckCtlFlags(op, f); err != nil {
+		fmt.Fprintf(x.Stderr, "rttlab: %v\n", err)
 		return 2, nil
 	}
 	switch op {
@@ -325,10 +325,6 @@ func (l *Lab) Ctl(ctx context.Context, x *enginefake.Call) (int, error) {
 		l.Delay[side], l.Active[side], l.peers[side] = d, true, x.Flags("--peer")
 	case "clear":
 		l.Delay[side], l.Active[side], l.peers[side] = 0, false, nil
-	case "show", "ping":
-	default:
-		fmt.Fprintf(x.Stderr, "rttlab: ctl %q: use set, clear, show or ping\n", op)
-		return 2, nil
 	}
 	rep := netem.Reply{OK: true, Backend: "kernel", Why: "sch_netem works in this namespace", Link: "eth0",
 		Active: l.Active[side], DelayNs: l.Delay[side].Nanoseconds(), Peers: l.peers[side]}
