@@ -97,7 +97,14 @@ func (r *Runtime) BuildImage(ctx context.Context, tarCtx io.Reader, o BuildOptio
 		return BuildResult{}, fmt.Errorf("build %s: %w", o.Tag, err)
 	}
 	defer resp.Body.Close()
-	if _, err := readJSONStream(resp.Body, o.Log); err != nil {
+	steps := &stepImages{}
+	log := io.Writer(steps)
+	if o.Log != nil {
+		log = io.MultiWriter(steps, o.Log)
+	}
+	if _, err := readJSONStream(resp.Body, log); err != nil {
+		resp.Body.Close() // the engine stops a build whose client has gone
+		r.removeFailedStep(ctx, steps.last)
 		return BuildResult{}, fmt.Errorf("build %s: %w", o.Tag, err)
 	}
 	id, err := r.ImageID(ctx, o.Tag)

@@ -8,7 +8,11 @@ import (
 	"net/http"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/image"
 )
 
 // buildEngine answers POST /build with the stream of the tag's script (a
@@ -141,5 +145,110 @@ func TestReadJSONStream(t *testing.T) {
 	_, err = readJSONStream(strings.NewReader(`{"error":"no space left on device"}`), nil)
 	if err == nil || err.Error() != "no space left on device" {
 		t.Errorf("plain error: %v", err)
+	}
+}
+
+// stepEngine is an engine whose builds commit the base's step and then
+// step 5e5e5e5e5e5e (untagged, as the classic builder leaves it) before
+// the stream goes on as tail says; its removal of that image answers the
+// conflicts in conflicts first.
+func stepEngine(t *testing.T, tail http.HandlerFunc, conflicts ...string) *dockerd {
+	d := newDockerd(t)
+	steps := []string{
+		`{"stream":"Step 1/3 : FROM debian:trixie-slim\n"}`,
+		`{"stream":" ---\u003e ba5eba5eba5e\n"}`,
+		`{"stream":"Step 2/3 : RUN apt-get install -y cargo\n"}`,
+		`{"stream":" ---\u003e Running in c0ffeec0ffee\n"}`,
+		`{"stream":"Removing intermediate container c0ffeec0ffee\n"}`,
+		`{"stream":" ---\u003e 5e5e5e5e5e5e\n"}`,
+		`{"stream":"Step 3/3 : RUN cargo build --release\n"}`,
+	}
+	d.handle("POST /build", func(w http.ResponseWriter, r *http.Request) {
+		jsonStream(steps...)(w, r)
+		w.(http.Flusher).Flush()
+		tail(w, r)
+	})
+	d.handle("GET /images/{rest...}", func(w http.ResponseWriter, r *http.Request) {
+		switch r.PathValue("rest") {
+		case "ba5eba5eba5e/json":
+			writeJSON(w, http.StatusOK, image.InspectResponse{ID: "sha256:ba5eba5eba5e00", RepoTags: []string{"debian:trixie-slim"}})
+		case "5e5e5e5e5e5e/json":
+			writeJSON(w, http.StatusOK, image.InspectResponse{ID: "sha256:5e5e5e5e5e5e00"})
+		default:
+			engineError(w, http.StatusNotFound, "No such image")
+		}
+	})
+	var mu sync.Mutex
+	d.handle("DELETE /images/{id}", func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(conflicts) > 0 {
+			msg := conflicts[0]
+			conflicts = conflicts[1:]
+			engineError(w, http.StatusConflict, msg)
+			return
+		}
+		writeJSON(w, http.StatusOK, []image.DeleteResponse{{Deleted: r.PathValue("id")}})
+	})
+	return d
+}
+
+// A build that fails removes the image its last step committed, which
+// carries neither tag nor label (clean --images could not find it), with
+// its untagged parents; it waits while the stopped step's container still
+// holds it. A tagged image, or one other images build on, stays.
+func TestBuildImageRemovesTheFailedStep(t *testing.T) {
+	failing := jsonStream(`{"errorDetail":{"message":"The command '/bin/sh -c cargo build --release' returned a non-zero code: 101"}}`)
+	d := stepEngine(t, failing, "conflict: unable to delete 5e5e5e5e5e5e (must be forced) - image is being used by stopped container c0ffeec0ffee")
+	r := d.runtime()
+	if _, err := r.BuildImage(context.Background(), strings.NewReader("ctx"), BuildOptions{Tag: "rttlab/axum:latest"}); err == nil {
+		t.Fatal("a failed step built")
+	}
+	dels := d.requests("DELETE", "/images/sha256:5e5e5e5e5e5e00")
+	if len(dels) != 2 {
+		t.Fatalf("removals of the failed step's image: %d, want 2 (one refused while its container stays) (%v)", len(dels), d.paths())
+	}
+	if q := dels[1].Query; q.Get("force") != "" || q.Get("noprune") != "" {
+		t.Errorf("removal %v: want neither forced nor leaving the untagged parents", q)
+	}
+
+	// An image other builds start from stays: one try, no wait.
+	d = stepEngine(t, failing, "conflict: unable to delete 5e5e5e5e5e5e (cannot be forced) - image has dependent child images")
+	r = d.runtime()
+	start := time.Now()
+	r.BuildImage(context.Background(), strings.NewReader("ctx"), BuildOptions{Tag: "rttlab/axum:latest"})
+	if n := len(d.requests("DELETE", "/images/sha256:5e5e5e5e5e5e00")); n != 1 || time.Since(start) > failedStepWait/2 {
+		t.Errorf("an image with children: %d removals in %v, want 1 at once", n, time.Since(start))
+	}
+
+	// A build that fails at its first step leaves the FROM image alone.
+	d = newDockerd(t)
+	d.handle("POST /build", jsonStream(`{"stream":"Step 1/3 : FROM debian:trixie-slim\n"}`, `{"stream":" ---\u003e ba5eba5eba5e\n"}`,
+		`{"stream":"Step 2/3 : RUN false\n"}`, `{"errorDetail":{"message":"returned a non-zero code: 1"}}`))
+	d.handle("GET /images/{rest...}", replyJSON(image.InspectResponse{ID: "sha256:ba5eba5eba5e00", RepoTags: []string{"debian:trixie-slim"}}))
+	r = d.runtime()
+	r.BuildImage(context.Background(), strings.NewReader("ctx"), BuildOptions{Tag: "rttlab/go:latest"})
+	for _, p := range d.paths() {
+		if strings.HasPrefix(p, "DELETE ") {
+			t.Errorf("a tagged image removed: %v", d.paths())
+		}
+	}
+}
+
+// A build stopped by its caller (Ctrl-C, the build's time limit) removes
+// its last step's image too, after its context is done.
+func TestBuildImageStoppedRemovesTheLastStep(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	d := stepEngine(t, func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
+	r := d.runtime()
+	// The caller stops while the last step runs.
+	stop := &lineWatch{want: func(l string) bool { return strings.HasPrefix(l, "Step 3/3") }, seen: make(chan struct{})}
+	go func() { <-stop.seen; cancel() }()
+	if _, err := r.BuildImage(ctx, strings.NewReader("ctx"), BuildOptions{Tag: "rttlab/axum:latest", Log: stop}); err == nil {
+		t.Fatal("a stopped build built")
+	}
+	if n := len(d.requests("DELETE", "/images/sha256:5e5e5e5e5e5e00")); n != 1 {
+		t.Errorf("removals of the stopped build's last step: %d, want 1 (%v)", n, d.paths())
 	}
 }
