@@ -7,9 +7,20 @@
 #   .ci/engine.sh COMMAND [ARGS...]
 #
 # KEEP_ENGINE=1 leaves a dockerd this script started running.
+# RTTLAB_SETUP=run leaves out what only the tests need (gcc and libc6-dev
+# for the race detector, postgresql for a test): make run's set-up.
+# RTTLAB_BESIDE=CMD runs the shell command CMD while the set-up installs
+# and starts (make run builds rttlab's binary so); COMMAND starts once
+# both are done, and not at all if CMD fails.
 set -euo pipefail
 
 log() { printf '[setup] %s\n' "$*" >&2; }
+
+beside=""
+if [ -n "${RTTLAB_BESIDE:-}" ]; then
+  sh -c "$RTTLAB_BESIDE" &
+  beside=$!
+fi
 
 sock=/var/run/docker.sock
 engine_up() {
@@ -49,9 +60,11 @@ command -v ip >/dev/null 2>&1 || need_pkgs+=(iproute2)
 command -v curl >/dev/null 2>&1 || need_pkgs+=(curl)
 # The wire shaping test pings from a container's namespace with iputils.
 command -v ping >/dev/null 2>&1 || need_pkgs+=(iputils-ping)
-# The race detector (make test's unit pass) needs cgo.
-command -v gcc >/dev/null 2>&1 || need_pkgs+=(gcc libc6-dev)
-[ -x /usr/lib/postgresql/15/bin/postgres ] || ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || need_pkgs+=(postgresql)
+if [ "${RTTLAB_SETUP:-}" != run ]; then
+  # The race detector (make test's unit pass) needs cgo.
+  command -v gcc >/dev/null 2>&1 || need_pkgs+=(gcc libc6-dev)
+  [ -x /usr/lib/postgresql/15/bin/postgres ] || ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || need_pkgs+=(postgresql)
+fi
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then
     echo "rttlab set-up: missing ${need_pkgs[*]}; run as root (sudo make ...) so they can be installed" >&2
@@ -100,4 +113,8 @@ stop_engine() {
 trap stop_engine EXIT
 trap 'exit 130' INT TERM
 
+if [ -n "$beside" ] && ! wait "$beside"; then
+  echo "rttlab set-up: $RTTLAB_BESIDE failed (see above)" >&2
+  exit 1
+fi
 "$@"

@@ -14,7 +14,8 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 # stubs DIR: a PATH with the real tools engine.sh uses and stand-ins for the
-# rest; the stand-ins read STUB_* variables and log to $DIR/log.
+# rest; the stand-ins read STUB_* variables and log to $DIR/log. The tools
+# named in $absent are left out.
 stubs() {
   local d=$1
   mkdir -p "$d"
@@ -22,6 +23,7 @@ stubs() {
     ln -sf "$(command -v "$t")" "$d/$t"
   done
   for t in debootstrap iptables ip ping gcc; do
+    case " ${absent:-} " in *" $t "*) continue ;; esac
     printf '#!/bin/sh\nexit 0\n' >"$d/$t"
   done
   cat >"$d/id" <<'EOF'
@@ -53,15 +55,16 @@ EOF
   chmod +x "$d"/*
 }
 
-# run NAME [VAR=VALUE...]: engine.sh `touch ran` on a fresh stub PATH;
-# sets code, out (stderr) and log (what the stand-ins were asked).
+# run NAME [VAR=VALUE...]: engine.sh `touch ran` (or the shell command
+# $cmd) on a fresh stub PATH; sets code, out (stderr) and log (what the
+# stand-ins were asked).
 run() {
   local name=$1
   shift
   local d=$tmp/$name
   stubs "$d/bin"
   : >"$d/log"
-  out=$(cd "$d" && env -i PATH="$d/bin" TMPDIR="$d" STUB_LOG="$d/log" "$@" bash "$here/engine.sh" touch ran 2>&1)
+  out=$(cd "$d" && env -i PATH="$d/bin" TMPDIR="$d" STUB_LOG="$d/log" "$@" bash "$here/engine.sh" sh -c "${cmd:-touch ran}" 2>&1)
   code=$?
   log=$(cat "$d/log")
   ran=no
@@ -111,6 +114,21 @@ check "no engine, not root: names the package" 'grep -q "on Debian and Ubuntu th
 # No engine at all, as root: docker.io is installed.
 run none-root
 check "no engine, root: installs docker.io" 'grep -q "apt-get install .*docker.io" <<<"$log"'
+
+# A host without gcc: make test's set-up installs it (the race
+# detector), make run's installs none of the tests' packages.
+absent=gcc run none-root-nogcc
+check "the tests' set-up installs gcc" 'grep -q "apt-get install .*gcc libc6-dev" <<<"$log"'
+absent=gcc run none-root-run RTTLAB_SETUP=run
+check "make run's set-up installs docker.io" 'grep -q "apt-get install .*docker.io" <<<"$log"'
+check "make run's set-up installs no test package" '! grep -qE "gcc|libc6-dev|postgresql" <<<"$log"'
+
+# A command run beside the set-up (make run's binary build) is waited for
+# before the command; if it fails, the command does not run.
+cmd="[ -e beside ] && touch ran" run beside STUB_ENGINE=0 DOCKER_HOST=tcp://10.0.0.9:2375 RTTLAB_BESIDE="sleep 1; touch beside"
+check "the command beside the set-up is done first" '[ $code = 0 ] && [ $ran = yes ]'
+run beside-fails STUB_ENGINE=0 DOCKER_HOST=tcp://10.0.0.9:2375 RTTLAB_BESIDE="exit 3"
+check "a failed command beside the set-up stops it" '[ $code = 1 ] && [ $ran = no ] && grep -q "rttlab set-up: exit 3 failed" <<<"$out"'
 
 if [ $fails -gt 0 ]; then
   echo "engine_test: $fails checks failed"

@@ -2,9 +2,9 @@
 # make run's phases, each timed: LABEL COMMAND pairs run in order, and a
 # failure stops the rest; at the end, or at the failure, a table gives
 # each phase's wall time. RTTLAB_T0 and RTTLAB_T1 (date +%s.%N when make
-# started and when its recipe began, after the rttlab binary was built)
-# add the toolchain and binary phase and the host set-up (packages, the
-# engine) that ran before this script.
+# started and when its recipe began) add the Go toolchain's phase and the
+# host set-up's (packages, the engine, with rttlab's binary built beside
+# them) that ran before this script.
 set -uo pipefail
 
 now() { date +%s.%N; }
@@ -13,8 +13,8 @@ add() { labels+=("$1"); secs+=("$(awk -v a="$2" -v b="$3" 'BEGIN { printf "%.0f"
 
 start=$(now)
 if [ -n "${RTTLAB_T0:-}" ] && [ -n "${RTTLAB_T1:-}" ]; then
-  add "Go toolchain and rttlab binary" "$RTTLAB_T0" "$RTTLAB_T1"
-  add "host set-up (packages, engine)" "$RTTLAB_T1" "$start"
+  add "Go toolchain" "$RTTLAB_T0" "$RTTLAB_T1"
+  add "host set-up and rttlab binary" "$RTTLAB_T1" "$start"
 fi
 
 table() {
