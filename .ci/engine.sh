@@ -16,10 +16,22 @@ set -euo pipefail
 
 log() { printf '[setup] %s\n' "$*" >&2; }
 
+# The command beside the set-up runs in a session of its own, stopped
+# with everything it started if the set-up ends before it (a refusal, a
+# failed install, Ctrl-C).
 beside=""
+stop_beside() {
+  [ -n "$beside" ] || return 0
+  # The process itself too: it may not have made its session yet.
+  kill -TERM "$beside" 2>/dev/null || true
+  kill -TERM -- "-$beside" 2>/dev/null || true
+  return 0
+}
 if [ -n "${RTTLAB_BESIDE:-}" ]; then
-  sh -c "$RTTLAB_BESIDE" &
+  setsid -w sh -c "$RTTLAB_BESIDE" &
   beside=$!
+  trap stop_beside EXIT
+  trap 'exit 130' INT TERM
 fi
 
 sock=/var/run/docker.sock
@@ -110,11 +122,16 @@ stop_engine() {
     # containerd is started by dockerd and stops with it.
   fi
 }
-trap stop_engine EXIT
+trap 'stop_beside; stop_engine' EXIT
 trap 'exit 130' INT TERM
 
-if [ -n "$beside" ] && ! wait "$beside"; then
-  echo "rttlab set-up: $RTTLAB_BESIDE failed (see above)" >&2
-  exit 1
+if [ -n "$beside" ]; then
+  rc=0
+  wait "$beside" || rc=$?
+  beside=""
+  if [ $rc -ne 0 ]; then
+    echo "rttlab set-up: $RTTLAB_BESIDE failed (see above)" >&2
+    exit 1
+  fi
 fi
 "$@"

@@ -19,7 +19,7 @@ trap 'rm -rf "$tmp"' EXIT
 stubs() {
   local d=$1
   mkdir -p "$d"
-  for t in bash sh grep seq sleep tail ls awk cat mkdir env touch; do
+  for t in bash sh grep seq sleep tail ls awk cat mkdir env touch setsid; do
     ln -sf "$(command -v "$t")" "$d/$t"
   done
   for t in debootstrap iptables ip ping gcc; do
@@ -129,6 +129,11 @@ cmd="[ -e beside ] && touch ran" run beside STUB_ENGINE=0 DOCKER_HOST=tcp://10.0
 check "the command beside the set-up is done first" '[ $code = 0 ] && [ $ran = yes ]'
 run beside-fails STUB_ENGINE=0 DOCKER_HOST=tcp://10.0.0.9:2375 RTTLAB_BESIDE="exit 3"
 check "a failed command beside the set-up stops it" '[ $code = 1 ] && [ $ran = no ] && grep -q "rttlab set-up: exit 3 failed" <<<"$out"'
+# A set-up that stops early stops the command beside it, and what that
+# started.
+run beside-stopped DOCKER_HOST=tcp://10.0.0.9:2375 RTTLAB_BESIDE="sh -c 'sleep 2; touch late' & wait"
+sleep 3
+check "a refused set-up stops the command beside it" '[ $code = 1 ] && [ ! -e "$tmp/beside-stopped/late" ]'
 
 if [ $fails -gt 0 ]; then
   echo "engine_test: $fails checks failed"

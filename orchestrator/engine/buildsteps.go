@@ -50,9 +50,13 @@ func (r *Runtime) removeFailedStep(ctx context.Context, id string) {
 		if err == nil || cerrdefs.IsNotFound(err) {
 			return
 		}
-		// A container of the stopped step still uses it: the engine removes
-		// it shortly. Images built on it keep it for good.
-		if !cerrdefs.IsConflict(err) || strings.Contains(err.Error(), "child images") {
+		// Images built on it (an earlier build's, it was the cache) keep it
+		// for good, as they should; a container of the stopped step still
+		// uses it for a moment, until the engine removes that.
+		if cerrdefs.IsConflict(err) && strings.Contains(err.Error(), "child images") {
+			return
+		}
+		if !cerrdefs.IsConflict(err) {
 			slog.Warn("the failed build's last step image stays", "image", ShortID(img.ID), "err", FirstLine(err.Error()))
 			return
 		}
