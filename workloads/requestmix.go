@@ -41,12 +41,12 @@ func (q MixRequest) method() string {
 // "weight", "headers", "body") and why; "" and nil when it is sound.
 // Names (empty, duplicate) are the mix's to check.
 func (q MixRequest) Check() (field string, err error) {
-	m := q.method()
+	m, pathErr := q.method(), CheckPath(q.Path)
 	switch {
 	case !slices.Contains(MixMethods, m):
 		return "method", fmt.Errorf("method %q is unknown: use %s", q.Method, strings.Join(MixMethods, ", "))
-	case CheckPath(q.Path) != nil:
-		return "path", CheckPath(q.Path)
+	case pathErr != nil:
+		return "path", pathErr
 	case math.IsNaN(q.Weight) || math.IsInf(q.Weight, 0) || q.Weight <= 0:
 		return "weight", fmt.Errorf("weight %v must be a finite number above 0", q.Weight)
 	case q.Body != "" && (m == http.MethodGet || m == http.MethodHead):
