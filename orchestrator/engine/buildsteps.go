@@ -42,7 +42,7 @@ func (r *Runtime) removeFailedStep(ctx context.Context, id string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), failedStepWait)
 	defer cancel()
 	for {
-		img, err := r.cli.ImageInspect(ctx, id)
+		img, err := r.inspectImage(ctx, id)
 		if err != nil || len(img.RepoTags) > 0 {
 			return
 		}
@@ -51,20 +51,28 @@ func (r *Runtime) removeFailedStep(ctx context.Context, id string) {
 			return
 		}
 		// Images built on it (an earlier build's, it was the cache) keep it
-		// for good, as they should; a container of the stopped step still
-		// uses it for a moment, until the engine removes that.
+		// for good, as they should.
 		if cerrdefs.IsConflict(err) && strings.Contains(err.Error(), "child images") {
 			return
 		}
-		if !cerrdefs.IsConflict(err) {
+		// A container of the stopped step uses it for a moment, until the
+		// engine removes that; anything else is not for waiting.
+		if !cerrdefs.IsConflict(err) || !sleepCtx(ctx, 250*time.Millisecond) {
 			slog.Warn("the failed build's last step image stays", "image", ShortID(img.ID), "err", FirstLine(err.Error()))
 			return
 		}
-		select {
-		case <-ctx.Done():
-			slog.Warn("the failed build's last step image stays", "image", ShortID(img.ID), "err", FirstLine(err.Error()))
-			return
-		case <-time.After(250 * time.Millisecond):
-		}
+	}
+}
+
+// sleepCtx sleeps for d, or until ctx is done; it says whether it slept
+// the whole of d.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
 	}
 }
