@@ -1,7 +1,6 @@
 package engine_test
 
 import (
-	"archive/tar"
 	"bytes"
 	"context"
 	"fmt"
@@ -9,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	"github.com/rttlab/rttlab/orchestrator/engine"
@@ -19,12 +19,7 @@ import (
 func dockerfileContext(t *testing.T, df string) *bytes.Reader {
 	t.Helper()
 	var b bytes.Buffer
-	tw := tar.NewWriter(&b)
-	if err := tw.WriteHeader(&tar.Header{Name: "Dockerfile", Mode: 0o644, Size: int64(len(df))}); err != nil {
-		t.Fatal(err)
-	}
-	tw.Write([]byte(df))
-	if err := tw.Close(); err != nil {
+	if err := engine.TarContext(&b, fstest.MapFS{}, map[string][]byte{"Dockerfile": []byte(df)}); err != nil {
 		t.Fatal(err)
 	}
 	return bytes.NewReader(b.Bytes())
