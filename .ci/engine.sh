@@ -16,10 +16,11 @@ set -euo pipefail
 
 log() { printf '[setup] %s\n' "$*" >&2; }
 
-# The command beside the set-up runs in a session of its own, stopped
-# with everything it started if the set-up ends before it (a refusal, a
-# failed install, Ctrl-C).
-beside=""
+# What this script starts is stopped when it ends: the command beside the
+# set-up, in a session of its own, with everything it started if the
+# set-up ends before it (a refusal, a failed install, Ctrl-C); the
+# dockerd it started unless KEEP_ENGINE is set.
+beside="" started=""
 stop_beside() {
   [ -n "$beside" ] || return 0
   # The process itself too: it may not have made its session yet.
@@ -27,11 +28,20 @@ stop_beside() {
   kill -TERM -- "-$beside" 2>/dev/null || true
   return 0
 }
+stop_engine() {
+  if [ -n "$started" ] && [ -z "${KEEP_ENGINE:-}" ]; then
+    log "stopping the dockerd this script started"
+    kill "$started" 2>/dev/null || true
+    for _ in $(seq 1 40); do kill -0 "$started" 2>/dev/null || break; sleep 0.5; done
+    # containerd is started by dockerd and stops with it.
+  fi
+}
+trap 'stop_beside; stop_engine' EXIT
+trap 'exit 130' INT TERM
+
 if [ -n "${RTTLAB_BESIDE:-}" ]; then
   setsid -w sh -c "$RTTLAB_BESIDE" &
   beside=$!
-  trap stop_beside EXIT
-  trap 'exit 130' INT TERM
 fi
 
 sock=/var/run/docker.sock
@@ -96,34 +106,23 @@ if [ ${#need_pkgs[@]} -gt 0 ]; then
   fi
 fi
 
-started=""
 if ! engine_up; then
   log "starting dockerd"
   logf=${TMPDIR:-/tmp}/rttlab-dockerd.log
   dockerd >"$logf" 2>&1 &
-  started=$!
+  pid=$!
   for _ in $(seq 1 60); do
     engine_up && break
-    if ! kill -0 "$started" 2>/dev/null; then
+    if ! kill -0 "$pid" 2>/dev/null; then
       echo "rttlab set-up: dockerd exited; last lines of $logf:" >&2
       tail -n 20 "$logf" >&2
       exit 1
     fi
     sleep 0.5
   done
-  engine_up || { echo "rttlab set-up: dockerd did not answer within 30 s (see $logf)" >&2; kill "$started"; exit 1; }
+  engine_up || { echo "rttlab set-up: dockerd did not answer within 30 s (see $logf)" >&2; kill "$pid"; exit 1; }
+  started=$pid
 fi
-
-stop_engine() {
-  if [ -n "$started" ] && [ -z "${KEEP_ENGINE:-}" ]; then
-    log "stopping the dockerd this script started"
-    kill "$started" 2>/dev/null || true
-    for _ in $(seq 1 40); do kill -0 "$started" 2>/dev/null || break; sleep 0.5; done
-    # containerd is started by dockerd and stops with it.
-  fi
-}
-trap 'stop_beside; stop_engine' EXIT
-trap 'exit 130' INT TERM
 
 if [ -n "$beside" ]; then
   rc=0
