@@ -22,11 +22,13 @@ VERSION  := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 COMMIT   := $(shell git rev-parse --short HEAD 2>/dev/null)
 LDFLAGS  := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 ENGINE   := .ci/engine.sh
+# rttlab's binary: make build, and make run beside its set-up.
+BUILD    := $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/rttlab
 
 .PHONY: build run test unit vet cross clean
 
 build:
-	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/rttlab
+	$(BUILD)
 
 vet:
 	$(GO) vet ./...
@@ -62,7 +64,7 @@ test: build vet cross
 # is printed at the end.
 run:
 	RTTLAB_T0=$(T0) RTTLAB_T1=$$(date +%s.%N) RTTLAB_SETUP=run \
-	  RTTLAB_BESIDE='$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/rttlab' \
+	  RTTLAB_BESIDE='$(BUILD)' \
 	  $(ENGINE) .ci/phases.sh \
 	  "base image" "$(BIN) images base" \
 	  "images" "$(BIN) images build" \
