@@ -50,7 +50,7 @@ const proxyLog = "/tmp/rttlab-decisions.jsonl"
 // everything started is removed.
 func StartPlacement(ctx context.Context, d engine.Docker, plan *Plan, t apps.Target, p engine.Platform, readyTimeout time.Duration) (ps *Session, err error) {
 	if readyTimeout == 0 {
-		readyTimeout = stack.StartLimit(p, stack.ReadyLimit)
+		readyTimeout = p.Limit(stack.ReadyLimit)
 	}
 	runID := stack.NewRunID()
 	st := &stack.Stack{RunID: runID, Target: t, DB: stack.RttlabDB(stack.NewPassword()), Platform: p}

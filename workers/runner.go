@@ -77,7 +77,7 @@ func StartWorkers(ctx context.Context, d engine.Docker, t apps.Target, backend s
 	if err != nil {
 		return ws, err
 	}
-	if err := stack.WaitDB(ctx, d, ws.db, stack.StartLimit(p, stack.ReadyLimit)); err != nil {
+	if err := stack.WaitDB(ctx, d, ws.db, p.Limit(stack.ReadyLimit)); err != nil {
 		return ws, err
 	}
 	ws.dbSh, err = shaping.StartAgents(ctx, d, &stack.Stack{RunID: runID, NetworkID: st.NetworkID, Members: []*stack.Member{ws.db}, Platform: p}, backend, "path", "")
@@ -121,7 +121,7 @@ func pumaWorkerBoot(p engine.Platform) string {
 	if !p.Foreign() {
 		return ""
 	}
-	return fmt.Sprint(int(stack.StartLimit(p, time.Minute).Seconds()))
+	return fmt.Sprint(int(p.Limit(time.Minute).Seconds()))
 }
 
 // stopApps removes the current app stack (containers, agents, proxy).
@@ -213,7 +213,7 @@ func (ws *Session) ensureStack(ctx context.Context, t Task) error {
 		return err
 	}
 	for _, m := range ws.apps {
-		if err := stack.WaitHTTP(ctx, ws.D, m, "http://"+net.JoinHostPort(m.IP, fmt.Sprint(port))+ws.Target.Meta.Health, stack.StartLimit(ws.Stack.Platform, stack.ReadyLimit)); err != nil {
+		if err := stack.WaitHTTP(ctx, ws.D, m, "http://"+net.JoinHostPort(m.IP, fmt.Sprint(port))+ws.Target.Meta.Health, ws.Stack.Platform.Limit(stack.ReadyLimit)); err != nil {
 			return err
 		}
 	}
@@ -223,7 +223,7 @@ func (ws *Session) ensureStack(ctx context.Context, t Task) error {
 	}
 	if t.Policy.Kind == KindPuma {
 		// Every worker of the cluster must have booted before load.
-		if _, err := ws.workerPIDs(ctx, "http://"+net.JoinHostPort(ws.apps[0].IP, fmt.Sprint(port)), l.Workers, stack.StartLimit(ws.Stack.Platform, 2*time.Minute)); err != nil {
+		if _, err := ws.workerPIDs(ctx, "http://"+net.JoinHostPort(ws.apps[0].IP, fmt.Sprint(port)), l.Workers, ws.Stack.Platform.Limit(2*time.Minute)); err != nil {
 			return err
 		}
 	} else if err := ws.startFront(ctx, l, names); err != nil {
@@ -303,7 +303,7 @@ func (ws *Session) startFront(ctx context.Context, l Layout, names []string) err
 		return err
 	}
 	ws.frontURL = "http://" + net.JoinHostPort(fm.IP, "8080")
-	return stack.WaitHTTP(ctx, ws.D, fm, ws.frontURL+ws.Target.Meta.Health, stack.StartLimit(ws.Stack.Platform, time.Minute))
+	return stack.WaitHTTP(ctx, ws.D, fm, ws.frontURL+ws.Target.Meta.Health, ws.Stack.Platform.Limit(time.Minute))
 }
 
 // workerPIDs asks the cluster's /work (no CPU, no queries: the route that

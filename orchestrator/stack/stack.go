@@ -194,7 +194,7 @@ func StartStack(ctx context.Context, d engine.Docker, o StackOptions) (st *Stack
 		o.RunID = NewRunID()
 	}
 	if o.ReadyTimeout == 0 {
-		o.ReadyTimeout = StartLimit(o.Platform, ReadyLimit)
+		o.ReadyTimeout = o.Platform.Limit(ReadyLimit)
 	}
 	st = &Stack{RunID: o.RunID, Target: o.Target, DB: RttlabDB(NewPassword()), Platform: o.Platform}
 	defer func() {

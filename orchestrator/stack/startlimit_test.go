@@ -8,6 +8,8 @@ import (
 	"github.com/rttlab/rttlab/orchestrator/engine"
 )
 
+// The waits for a stack's members take their limits through
+// Platform.Limit: five times as long under emulation.
 func TestStartLimit(t *testing.T) {
 	native := engine.Platform{OS: "linux", Arch: "a", EngineArch: "a"}
 	foreign := engine.Platform{OS: "linux", Arch: "b", EngineArch: "a"}
@@ -22,8 +24,8 @@ func TestStartLimit(t *testing.T) {
 		{foreign, ReadyLimit, 15 * time.Minute},
 		{foreign, 2 * time.Minute, 10 * time.Minute},
 	} {
-		if got := StartLimit(c.p, c.d); got != c.want {
-			t.Errorf("StartLimit(%+v, %v) = %v, want %v", c.p, c.d, got, c.want)
+		if got := c.p.Limit(c.d); got != c.want {
+			t.Errorf("%+v.Limit(%v) = %v, want %v", c.p, c.d, got, c.want)
 		}
 	}
 }
