@@ -50,7 +50,7 @@ configs: ["2x1"]
 mixes: [{name: io, cpu_ms: 1, queries: 2}]
 db_rtt_ms: [0]
 load_fractions: [0.3]
-runs: 3
+runs: 5
 requests: 40
 warmup: 5
 capacity: {max_trials: 3, trial_requests: 60, trial_warmup: 5, every_policy: false}
@@ -61,7 +61,8 @@ capacity: {max_trials: 3, trial_requests: 60, trial_warmup: 5, every_policy: fal
 type studyDrill struct {
 	cmd, plan string
 	// window: the kill comes at a random moment this long after the
-	// first done task, in the middle of a later task most of the time.
+	// first done task, in the middle of a later task most of the time;
+	// the plan's tasks after the first take longer than the window.
 	window time.Duration
 	check  func(t *testing.T, dir string)
 }
