@@ -17,6 +17,9 @@ const (
 	// WireMinMatched is the least share of sent packets paired with
 	// their arrival for the figures to count.
 	WireMinMatched = 0.95
+	// WireMinPassing is the least share of a setting's tasks that must
+	// pass on their own for the setting to be verified.
+	WireMinPassing = 0.95
 )
 
 // Wire verdicts of a setting.
@@ -53,6 +56,9 @@ type WireStat struct {
 	AddedMs  float64
 	TargetMs float64
 	Passing  int
+	// noBase says why the 0 ms tasks give no reference to measure
+	// against (when HasAdded is false on a shaped setting).
+	noBase string
 }
 
 // Share is Matched / Sent.
@@ -72,14 +78,18 @@ type WireVerdict struct {
 	// Why says what is off, with figures ("" when verified).
 	Why string
 	// Tasks counts the setting's tasks with complete captures; Passing
-	// those passing in both directions.
-	Tasks, Passing int
+	// those passing in both directions; Incomplete the tasks whose
+	// captures missed packets.
+	Tasks, Passing, Incomplete int
 }
 
 // analyzeWire groups the wire rows of done attempts by app, setting and
-// direction, and gives each setting its verdict: verified when, in both
-// directions, the median added one-way p50 is within WireToleranceMs of
-// half the setting and WireMinMatched of the packets were paired.
+// direction, and gives each setting its verdict: verified when its 0 ms
+// reference is valid (complete captures that paired packets), in both
+// directions the median added one-way p50 is within WireToleranceMs of
+// half the setting with WireMinMatched of the packets paired, at least
+// WireMinPassing of its tasks pass on their own, and no task's captures
+// missed packets.
 func analyzeWire(rows []WireRow, o Options) ([]WireStat, []WireVerdict) {
 	type key struct {
 		app      string
@@ -106,18 +116,29 @@ func analyzeWire(rows []WireRow, o Options) ([]WireStat, []WireVerdict) {
 		return cmpStr(a.dir, b.dir)
 	})
 	base := map[[2]string]float64{} // the 0 ms p50 by app and direction
+	noBase := map[[2]string]string{}
 	var stats []WireStat
 	for _, k := range keys {
 		st := wireStat(groups[k])
 		st.App, st.RTTms, st.Unshaped, st.Direction, st.TargetMs = k.app, k.rtt, k.unshaped, k.dir, k.rtt/2
-		if k.rtt == 0 && !k.unshaped && st.Tasks > st.Incomplete {
-			base[[2]string{k.app, k.dir}] = st.P50Ms
+		if k.rtt == 0 && !k.unshaped {
+			switch {
+			case st.Tasks == st.Incomplete:
+				noBase[[2]string{k.app, k.dir}] = fmt.Sprintf("every 0 ms task's captures missed packets (%d tasks)", st.Tasks)
+			case math.IsNaN(st.P50Ms):
+				noBase[[2]string{k.app, k.dir}] = fmt.Sprintf("the 0 ms tasks paired no packet (%d tasks)", st.Tasks-st.Incomplete)
+			default:
+				base[[2]string{k.app, k.dir}] = st.P50Ms
+			}
 		}
 		stats = append(stats, st)
 	}
 	for i := range stats {
 		st := &stats[i]
 		b, ok := base[[2]string{st.App, st.Direction}]
+		if !ok {
+			st.noBase = noBase[[2]string{st.App, st.Direction}]
+		}
 		if !ok || st.Unshaped || st.Tasks == st.Incomplete {
 			continue
 		}
@@ -215,14 +236,46 @@ func wireVerdicts(stats []WireStat, tasks []taskPass) []WireVerdict {
 		judgeDirection(&out[i], st)
 	}
 	for _, t := range tasks {
-		if i, ok := index[key{t.app, t.rtt}]; ok && t.complete {
+		i, ok := index[key{t.app, t.rtt}]
+		switch {
+		case !ok:
+		case !t.complete:
+			out[i].Incomplete++
+		default:
 			out[i].Tasks++
 			if t.pass {
 				out[i].Passing++
 			}
 		}
 	}
+	for i := range out {
+		judgeTasks(&out[i])
+	}
 	return out
+}
+
+// judgeTasks holds a setting that both directions' figures verified to
+// its tasks: every task's captures complete, and at least WireMinPassing
+// of them passing on their own.
+func judgeTasks(v *WireVerdict) {
+	if v.Status != WireVerified {
+		return
+	}
+	var why string
+	switch {
+	case v.Incomplete > 0:
+		v.Status = WireIncomplete
+		why = fmt.Sprintf("%d of %d tasks' captures missed packets, left out of the figures", v.Incomplete, v.Tasks+v.Incomplete)
+	case v.Tasks == 0:
+		v.Status = WireNoData
+		why = "no task with wire figures"
+	case float64(v.Passing) < WireMinPassing*float64(v.Tasks):
+		v.Status = WireOff
+		why = fmt.Sprintf("%d of %d tasks passed on their own (at least %.0f%% must)", v.Passing, v.Tasks, 100*WireMinPassing)
+	}
+	if why != "" {
+		v.Why = strings.Join(slices.DeleteFunc([]string{v.Why, why}, func(s string) bool { return s == "" }), "; ")
+	}
 }
 
 // judgeDirection folds one direction's figures into a setting's verdict.
@@ -238,7 +291,11 @@ func judgeDirection(v *WireVerdict, st WireStat) {
 	case v.Status == WireReference:
 	case !st.HasAdded:
 		v.Status = WireNoData
-		why = append(why, fmt.Sprintf("%s: no 0 ms tasks to measure against", st.Direction))
+		if st.noBase != "" {
+			why = append(why, fmt.Sprintf("%s: no valid 0 ms reference: %s", st.Direction, st.noBase))
+		} else {
+			why = append(why, fmt.Sprintf("%s: no 0 ms tasks to measure against", st.Direction))
+		}
 	default:
 		if st.Share() < WireMinMatched {
 			v.Status = WireOff
@@ -247,9 +304,6 @@ func judgeDirection(v *WireVerdict, st WireStat) {
 		if math.Abs(st.AddedMs-st.TargetMs) > WireToleranceMs+1e-9 {
 			v.Status = WireOff
 			why = append(why, fmt.Sprintf("%s one-way added %s ms for %s", st.Direction, fmtFixed(st.AddedMs, 3), fmtFixed(st.TargetMs, 3)))
-		}
-		if st.Incomplete > 0 && v.Status == WireVerified {
-			why = append(why, fmt.Sprintf("%s: %d of %d tasks' captures missed packets (left out)", st.Direction, st.Incomplete, st.Tasks))
 		}
 	}
 	v.Why = strings.Join(why, "; ")

@@ -300,7 +300,9 @@ func (s *Summary) digestEndpoints(d *digest) {
 }
 
 // digestProbes writes the probes' added RTT per setting, reported beside
-// the wire, not judged; settings without a probe are named.
+// the wire, not judged, a value per setting and kind ("–" where that
+// kind has none, so that values and settings line up); settings without
+// a probe are named.
 func (s *Summary) digestProbes(d *digest) {
 	vals := map[string]map[float64][]float64{}
 	var settings []float64
@@ -322,12 +324,15 @@ func (s *Summary) digestProbes(d *digest) {
 	var parts []string
 	for _, kind := range []string{ProbeICMP, ProbeSelect1} {
 		var v []string
+		any := false
 		for _, r := range settings {
 			if x := vals[kind][r]; len(x) > 0 {
-				v = append(v, fmtSigned(stats.Median(x), 2))
+				v, any = append(v, fmtSigned(stats.Median(x), 2)), true
+			} else {
+				v = append(v, dash)
 			}
 		}
-		if len(v) > 0 {
+		if any {
 			parts = append(parts, fmt.Sprintf("%s added %s ms", map[string]string{ProbeICMP: "ICMP", ProbeSelect1: "SELECT 1"}[kind], strings.Join(v, "/")))
 		}
 	}

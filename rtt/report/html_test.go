@@ -52,7 +52,7 @@ func TestReportHTML(t *testing.T) {
 		"go /feed: 0.90 ms unshaped, 1.01 ms at 0 ms, 4.02 ms at 1 ms. Change: +3.01 ms [2.95, 3.04], +335% [326, 342] of unshaped (predicted +3.00). Where it went: +3.00 = wire +3.00 (3.00 configured) + app +0.00 + database +0.00 + client +0.00.",
 		// the overview: the verdict's three parts, the compact table, the
 		// tables of where the time went, the baselines and the wire
-		"wire (captured in both namespaces on every task): 0.5 ms verified, 1 ms verified",
+		"wire (captured in both namespaces on every task): 0.5 ms incomplete, 1 ms off",
 		`<table class="grid">`, `<th>go /feed</th>`, `<span class="wirepart">wire +3.00</span>`,
 		`<h3>At 1 ms</h3>`, `<h3 id="baselines">`, `<h3 id="verification-wire">The wire</h3>`,
 		"reported, not the verdict",

@@ -248,6 +248,8 @@ type jsonWireVerdict struct {
 	Why     string `json:"why"`
 	Tasks   int    `json:"tasks"`
 	Passing int    `json:"passing_tasks"`
+	// Incomplete counts the tasks whose captures missed packets.
+	Incomplete int `json:"incomplete_tasks"`
 }
 
 type jsonProbe struct {
@@ -348,7 +350,7 @@ func (s *Summary) JSON() ([]byte, error) {
 		js.Wire = append(js.Wire, jw)
 	}
 	for _, v := range s.WireVerdicts {
-		js.WireVerdicts = append(js.WireVerdicts, jsonWireVerdict{App: v.App, RTTms: num(v.RTTms), Status: v.Status, Why: v.Why, Tasks: v.Tasks, Passing: v.Passing})
+		js.WireVerdicts = append(js.WireVerdicts, jsonWireVerdict{App: v.App, RTTms: num(v.RTTms), Status: v.Status, Why: v.Why, Tasks: v.Tasks, Passing: v.Passing, Incomplete: v.Incomplete})
 	}
 	for _, f := range s.Sensitivity {
 		js.Sensitivity = append(js.Sensitivity, jsonSensitivityOf(f))
@@ -600,7 +602,9 @@ func (s *Summary) probesMarkdown(b *strings.Builder, o Options) {
 		}
 		b.WriteString("\n")
 	}
-
+	if miss := s.notProbed(); len(miss) > 0 {
+		fmt.Fprintf(b, "Not probed (no ICMP or SELECT 1 probe of the setting): %s.\n\n", strings.Join(miss, ", "))
+	}
 }
 
 // warningsMarkdown writes the warnings and the manifest's notes.
