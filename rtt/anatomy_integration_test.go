@@ -46,7 +46,7 @@ func TestIntegrationWireCarriesTheDelay(t *testing.T) {
 		t.Fatalf("cell at 2 ms: %+v; unshaped %d", c, len(s.Unshaped))
 	}
 	a := c.Attribution
-	t.Logf("go /feed at 2 ms: %s (accounted %.1f%%)", report.AttributionLine(c), 100*c.Parts.Accounted())
+	t.Logf("go /feed at 2 ms: %s (%d of %d requests taken apart; the load client's own time %.1f%% of the latency)", report.AttributionLine(c), c.TakenApart.N, c.TakenApart.Measured, 100*c.Parts.Client/c.Parts.Latency)
 	if a.WireConfigured != 6 || a.Wire() < 0.95*6 {
 		t.Errorf("the wire carried %+.3f ms of the 6 ms configured", a.Wire())
 	}
@@ -56,8 +56,11 @@ func TestIntegrationWireCarriesTheDelay(t *testing.T) {
 	if a.App > 0.25*a.Wire() || a.DB > 0.25*a.Wire() || a.Outside > 0.25*a.Wire() {
 		t.Errorf("the delay showed outside the wire: app %+.3f, database %+.3f, client %+.3f ms", a.App, a.DB, a.Outside)
 	}
-	if c.Parts.Accounted() < 0.9 {
-		t.Errorf("the anatomy accounts for %.1f%% of the latency", 100*c.Parts.Accounted())
+	if c.TakenApart.Share() < 0.99 {
+		t.Errorf("%d of %d measured requests taken apart: %q", c.TakenApart.N, c.TakenApart.Measured, c.TakenApart.LeftOut)
+	}
+	if c.Parts.Client > 0.1*c.Parts.Latency {
+		t.Errorf("the load client's own time is %.1f%% of the latency", 100*c.Parts.Client/c.Parts.Latency)
 	}
 	for _, v := range s.WireVerdicts {
 		if v.RTTms == 2 && v.Status != report.WireVerified {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/rttlab/rttlab/results/stats"
+	"github.com/rttlab/rttlab/workloads"
 )
 
 // The wire's verdict: the one-way delay the captures saw added over the
@@ -323,9 +324,23 @@ type Parts struct {
 	RoundTrips   float64
 }
 
-// Accounted is the share of the latency the captures account for: all
-// but the load client's own time.
-func (p Parts) Accounted() float64 { return 1 - p.Client/p.Latency }
+// TakenApart is how many of a cell's measured requests the anatomy
+// could join to their latency and take apart, of how many, and why the
+// others were left out.
+type TakenApart struct {
+	N, Measured int
+	// LeftOut says why requests were left out, a cause a line ("" when
+	// none were).
+	LeftOut []string
+}
+
+// Share is N / Measured (NaN when nothing was measured).
+func (t TakenApart) Share() float64 {
+	if t.Measured == 0 {
+		return math.NaN()
+	}
+	return float64(t.N) / float64(t.Measured)
+}
 
 // Attribution splits a cell's change against its 0 ms cell into the
 // wire as configured (round trips × RTT), the wire's part of a change in
@@ -429,9 +444,11 @@ func attribute(base, p Parts, rtt float64) Attribution {
 	return a
 }
 
-// anatomize gives every cell (and unshaped baseline) its parts and every
-// cell with a 0 ms cell its attribution.
-func (sum *Summary) anatomize(rows []AnatomyRow) {
+// anatomize gives every cell (and unshaped baseline) its parts, how many
+// of its measured requests were taken apart and why the rest were not
+// (from the tasks' wire rows), and every cell with a 0 ms cell its
+// attribution.
+func (sum *Summary) anatomize(rows []AnatomyRow, wire []WireRow) {
 	type key struct {
 		app, route string
 		rtt        float64
@@ -442,14 +459,30 @@ func (sum *Summary) anatomize(rows []AnatomyRow) {
 		k := key{r.App, r.Route, r.RTTms, r.Unshaped}
 		byCell[k] = append(byCell[k], r)
 	}
+	tasks := map[key][]WireRow{} // one row per task attempt: the anatomy is on both directions' rows
+	for _, w := range wire {
+		if w.Direction == workloads.DirAppToDB {
+			k := key{w.App, w.Route, w.RTTms, w.Unshaped}
+			tasks[k] = append(tasks[k], w)
+		}
+	}
+	takenApart := func(c *Cell, k key) {
+		if len(tasks[k]) > 0 {
+			c.TakenApart = takenApartOf(len(byCell[k]), c.NRequests+c.Failures, tasks[k])
+		}
+	}
 	for i := range sum.Unshaped {
 		c := &sum.Unshaped[i]
-		c.Parts, c.HasParts = partsOf(byCell[key{c.App, c.Route, 0, true}])
+		k := key{c.App, c.Route, 0, true}
+		c.Parts, c.HasParts = partsOf(byCell[k])
+		takenApart(c, k)
 	}
 	base := map[[2]string]Parts{}
 	for i := range sum.Cells {
 		c := &sum.Cells[i]
-		c.Parts, c.HasParts = partsOf(byCell[key{c.App, c.Route, c.RTTms, false}])
+		k := key{c.App, c.Route, c.RTTms, false}
+		c.Parts, c.HasParts = partsOf(byCell[k])
+		takenApart(c, k)
 		if c.HasParts && c.RTTms == 0 {
 			base[[2]string{c.App, c.Route}] = c.Parts
 		}
@@ -460,4 +493,35 @@ func (sum *Summary) anatomize(rows []AnatomyRow) {
 			c.HasAttribution, c.Attribution = true, attribute(b, c.Parts, c.RTTms)
 		}
 	}
+}
+
+// takenApartOf counts a cell's measured requests taken apart and says
+// why the rest were left out, from its tasks' wire rows: a task whose
+// requests on the wire could not be joined to the client's (its
+// problem), requests with an event a capture missed, and what no task
+// accounts for.
+func takenApartOf(n, measured int, tasks []WireRow) TakenApart {
+	t := TakenApart{N: n, Measured: measured}
+	problems, firstProblem, incomplete := 0, "", 0
+	for _, w := range tasks {
+		switch {
+		case w.Problem != "":
+			problems++
+			if firstProblem == "" {
+				firstProblem = w.Problem
+			}
+		default:
+			incomplete += w.Incomplete
+		}
+	}
+	if problems > 0 {
+		t.LeftOut = append(t.LeftOut, fmt.Sprintf("%d of %d tasks' requests could not be joined to the client's (e.g. %s)", problems, len(tasks), firstProblem))
+	}
+	if incomplete > 0 {
+		t.LeftOut = append(t.LeftOut, fmt.Sprintf("%d requests with an event a capture missed", incomplete))
+	}
+	if len(t.LeftOut) == 0 && n < measured {
+		t.LeftOut = append(t.LeftOut, fmt.Sprintf("%d requests not found on the wire", measured-n))
+	}
+	return t
 }

@@ -194,7 +194,17 @@ type jsonCell struct {
 	PercentOf   string           `json:"percent_of"`
 	UnshapedP50 num              `json:"unshaped_p50_ms"`
 	Parts       *jsonParts       `json:"parts"`
+	TakenApart  *jsonTakenApart  `json:"taken_apart"`
 	Attribution *jsonAttribution `json:"attribution"`
+}
+
+// jsonTakenApart is how many of a cell's measured requests the anatomy
+// took apart (TakenApart).
+type jsonTakenApart struct {
+	Requests int      `json:"requests"`
+	Measured int      `json:"measured"`
+	Share    num      `json:"share"`
+	LeftOut  []string `json:"left_out"`
 }
 
 // jsonParts is where a cell's requests' time went (Parts).
@@ -208,7 +218,6 @@ type jsonParts struct {
 	Wire       num `json:"wire_ms"`
 	DB         num `json:"db_ms"`
 	RoundTrips num `json:"round_trips"`
-	Accounted  num `json:"accounted"`
 }
 
 // jsonAttribution is a cell's change against 0 ms, part by part.
@@ -423,7 +432,10 @@ func jsonCellOf(c Cell) jsonCell {
 	if c.HasParts {
 		p := c.Parts
 		jc.Parts = &jsonParts{Requests: p.Requests, Runs: p.Runs, Latency: num(p.Latency), Client: num(p.Client), Legs: num(p.Legs), App: num(p.App),
-			Wire: num(p.Wire), DB: num(p.DB), RoundTrips: num(p.RoundTrips), Accounted: num(p.Accounted())}
+			Wire: num(p.Wire), DB: num(p.DB), RoundTrips: num(p.RoundTrips)}
+	}
+	if t := c.TakenApart; t.Measured > 0 {
+		jc.TakenApart = &jsonTakenApart{Requests: t.N, Measured: t.Measured, Share: num(t.Share()), LeftOut: append([]string{}, t.LeftOut...)}
 	}
 	if c.HasAttribution {
 		a := c.Attribution

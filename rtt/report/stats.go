@@ -293,8 +293,12 @@ type Cell struct {
 	// on the wire (HasParts when the folder has the anatomy); an
 	// Attribution splits the change against 0 ms into those parts
 	// (HasAttribution).
-	Parts          Parts
-	HasParts       bool
+	Parts    Parts
+	HasParts bool
+	// TakenApart counts the measured requests the anatomy joined to
+	// their latency and took apart (Measured 0 when the folder has no
+	// wire figures for the cell).
+	TakenApart     TakenApart
 	Attribution    Attribution
 	HasAttribution bool
 }
@@ -416,7 +420,7 @@ func Analyze(d *Data, o Options) *Summary {
 		}
 	}
 	sum.Wire, sum.WireVerdicts = analyzeWire(d.Wire, o)
-	sum.anatomize(d.Anatomy)
+	sum.anatomize(d.Anatomy, d.Wire)
 	sum.verify(d, o)
 	for _, app := range slices.Sorted(maps.Keys(m.Skipped)) {
 		sum.Warnings = append(sum.Warnings, fmt.Sprintf("app %s skipped: %s", app, m.Skipped[app]))

@@ -191,3 +191,36 @@ func TestDigestProbesLineUp(t *testing.T) {
 		t.Errorf("got  %q\nwant %q", got, want)
 	}
 }
+
+// A cell's requests taken apart are counted against its measured ones,
+// and each cause of the rest is said: a task whose requests could not be
+// joined, requests a capture missed an event of, or nothing known.
+func TestTakenApart(t *testing.T) {
+	row := func(problem string, incomplete int) WireRow {
+		return WireRow{Direction: workloads.DirAppToDB, Problem: problem, Incomplete: incomplete}
+	}
+	all := takenApartOf(300, 300, []WireRow{row("", 0), row("", 0), row("", 0)})
+	if all.Share() != 1 || len(all.LeftOut) != 0 {
+		t.Errorf("every request taken apart: %+v", all)
+	}
+	some := takenApartOf(195, 300, []WireRow{row("", 0), row("101 requests on the wire, 100 sent by the client", 0), row("", 5)})
+	want := []string{"1 of 3 tasks' requests could not be joined to the client's (e.g. 101 requests on the wire, 100 sent by the client)", "5 requests with an event a capture missed"}
+	if some.Share() != 0.65 || strings.Join(some.LeftOut, "|") != strings.Join(want, "|") {
+		t.Errorf("got %+v, want 195 of 300 with %q", some, want)
+	}
+	unknown := takenApartOf(290, 300, []WireRow{row("", 0)})
+	if len(unknown.LeftOut) != 1 || unknown.LeftOut[0] != "10 requests not found on the wire" {
+		t.Errorf("left out without a known cause: %q", unknown.LeftOut)
+	}
+	if !math.IsNaN(takenApartOf(0, 0, nil).Share()) {
+		t.Error("a share of nothing measured")
+	}
+	s := &Summary{Cells: []Cell{{App: "go", Route: "/feed", RTTms: 1, HasAttribution: true, TakenApart: some}}}
+	var b strings.Builder
+	s.anatomyMarkdown(&b)
+	for _, w := range []string{"| 65.0% |", "- go /feed: 105 of 300 measured requests left out: 1 of 3 tasks' requests could not be joined"} {
+		if !strings.Contains(b.String(), w) {
+			t.Errorf("the anatomy's section lacks %q:\n%s", w, b.String())
+		}
+	}
+}
