@@ -369,18 +369,7 @@ func PlotSeries(p *plot.Plot, pts plotter.XYs, ci []stats.Interval, st SeriesSty
 		p.Add(l)
 		thumbs = append(thumbs, l)
 	}
-	var eb XYErr
-	for i, pt := range pts {
-		if i < len(ci) && ci[i].Valid() {
-			lo, hi := pt.Y-ci[i].Low, ci[i].High-pt.Y
-			if st.ClampErrors {
-				lo, hi = max(lo, 0), max(hi, 0)
-			}
-			eb.XYs = append(eb.XYs, pt)
-			eb.YErrors = append(eb.YErrors, struct{ Low, High float64 }{lo, hi})
-		}
-	}
-	if len(eb.XYs) > 0 {
+	if eb := errorBars(pts, ci, st.ClampErrors); len(eb.XYs) > 0 {
 		e, err := plotter.NewYErrorBars(eb)
 		if err != nil {
 			return nil, err
@@ -396,6 +385,24 @@ func PlotSeries(p *plot.Plot, pts plotter.XYs, ci []stats.Interval, st SeriesSty
 	sc.GlyphStyle = draw.GlyphStyle{Color: st.Color, Radius: st.Radius, Shape: st.Glyph}
 	p.Add(sc)
 	return append(thumbs, sc), nil
+}
+
+// errorBars returns the points of pts whose interval in ci is valid, each
+// with the distances from it to its interval's ends; clamp drops the
+// negative half of a bar whose interval misses its point.
+func errorBars(pts plotter.XYs, ci []stats.Interval, clamp bool) XYErr {
+	var eb XYErr
+	for i, pt := range pts {
+		if i < len(ci) && ci[i].Valid() {
+			lo, hi := pt.Y-ci[i].Low, ci[i].High-pt.Y
+			if clamp {
+				lo, hi = max(lo, 0), max(hi, 0)
+			}
+			eb.XYs = append(eb.XYs, pt)
+			eb.YErrors = append(eb.YErrors, struct{ Low, High float64 }{lo, hi})
+		}
+	}
+	return eb
 }
 
 // tickLabel writes a tick's value with d decimals, "-0" as "0".
