@@ -3,14 +3,11 @@ package placement
 import (
 	"encoding/json"
 	"math"
-	"os"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/rttlab/rttlab/netem"
-	"github.com/rttlab/rttlab/results/stats"
 	"github.com/rttlab/rttlab/workloads"
 )
 
@@ -87,68 +84,6 @@ func TestPlaceMarkdownAndWarnings(t *testing.T) {
 		"| calibration | a | ingress | 2 | 180 | 430 | 350 | 900 | 80 | 1 | 2 |", "| calibration | db | ingress | 1 | 50 | 410 | 100 | 200 | 20 | 0 | 0 |"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("summary lacks %q:\n%s", want, md)
-		}
-	}
-}
-
-func TestWritePlacePlots(t *testing.T) {
-	p, _ := BuiltinPlan("placement-smoke")
-	cal := Calibration{
-		Hosts:  []HostCalibration{{Name: "a", HealthP50Ms: 1, Select1P50Ms: 0.6}, {Name: "b", HealthP50Ms: 1.2, Select1P50Ms: 0.45}},
-		Routes: []RouteCalibration{{Path: "/serial", PerN: true, P50Ms: map[string]float64{"a": 1.1, "b": 1.3}}},
-	}
-	res := &PlaceResult{Plan: p,
-		Reps: []PlaceRep{{Rep: 1, HeldOutCal: cal, Routed: RoutedSummary{Cells: []PolicyRoute{
-			{Policy: PolicyUserFirst, Route: "/feed", P50Ms: 9, P50CI: stats.CI{Low: 8.5, High: 9.5}},
-			{Policy: PolicyProfiled, Route: "/feed", P50Ms: 8, P50CI: stats.CI{Low: 7.5, High: 8.5}}}}}},
-		Sweep:       []SweepPoint{{N: 0, AP50Ms: 1.1, BP50Ms: 1.3}, {N: 12, AP50Ms: 9, BP50Ms: 7}},
-		Concurrency: []ConcurrencyRow{{Fraction: 0.3, Policy: "user-first", Route: "all", P50Ms: 10, P99Ms: 50}, {Fraction: 0.7, Policy: "user-first", Route: "all", P50Ms: 20, P99Ms: 200}},
-	}
-	dir := t.TempDir()
-	files, err := WritePlacePlots(res, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(files) != 3 {
-		t.Fatalf("files %v", files)
-	}
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil || !strings.Contains(string(b), "<svg") {
-			t.Errorf("%s: %v", f, err)
-		}
-	}
-}
-
-// The routed figure has a column per route and a legend entry per policy,
-// whatever order the cells come in.
-func TestRoutedPlotColumns(t *testing.T) {
-	cells := []PolicyRoute{
-		{Policy: PolicyUserFirst, Route: "/feed", P50Ms: 9, P50CI: stats.CI{Low: 8.5, High: 9.5}},
-		{Policy: PolicyProfiled, Route: "/serial?n=3", P50Ms: 4, P50CI: stats.CI{Low: 3.5, High: 4.5}},
-		{Policy: PolicyProfiled, Route: "/feed", P50Ms: 8, P50CI: stats.CI{Low: 7.5, High: 8.5}},
-		{Policy: PolicyUserFirst, Route: "/serial?n=3", P50Ms: stats.Num(math.NaN())},
-	}
-	p, err := routedPlot(&PlaceResult{Reps: []PlaceRep{{Rep: 1, Routed: RoutedSummary{Cells: cells}}}})
-	if err != nil || p == nil {
-		t.Fatalf("%v %v", p, err)
-	}
-	var labels []string
-	for _, tk := range p.X.Tick.Marker.Ticks(p.X.Min, p.X.Max) {
-		if tk.Label != "" {
-			labels = append(labels, tk.Label)
-		}
-	}
-	if !slices.Equal(labels, []string{"/feed", "/serial?n=3"}) || p.X.Min != -0.5 || p.X.Max != 1.5 {
-		t.Errorf("columns %v on [%v, %v]", labels, p.X.Min, p.X.Max)
-	}
-	b, err := renderSVG(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, pol := range []string{"user-first", "profiled"} {
-		if n := strings.Count(string(b), ">"+pol+"<"); n != 1 {
-			t.Errorf("legend entries for %s: %d", pol, n)
 		}
 	}
 }

@@ -1,24 +1,19 @@
 package placement
 
 import (
-	"bytes"
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 	"slices"
 
-	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgsvg"
 
 	"github.com/rttlab/rttlab/results/plotkit"
 	"github.com/rttlab/rttlab/results/stats"
 )
 
-// The placement study's figures, written as plots/NAME.svg.
+// The placement study's figures, each written as plots/NAME.svg and
+// plots/NAME.png.
 const (
 	PlotPlaceSweep       = "placement-sweep"
 	PlotPlaceRouted      = "placement-routed"
@@ -28,62 +23,47 @@ const (
 // WritePlacePlots draws the sweep (p50 against N for a and b, with both
 // models' predicted lines), the routed comparison (p50 per policy and
 // route with its 95% interval) and the concurrency figure (p50 and p99 per
-// policy and load) into dir; a figure without data is skipped.
+// policy and load) into dir as SVG and PNG; a figure without data is
+// skipped. It returns the files written.
 func WritePlacePlots(r *PlaceResult, dir string) ([]string, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	plots, err := PlacePlots(r)
+	if err != nil {
 		return nil, err
 	}
-	var out []string
-	for _, fig := range []struct {
-		name string
-		draw func(*PlaceResult) (*plot.Plot, error)
-	}{
-		{PlotPlaceSweep, sweepPlot},
-		{PlotPlaceRouted, routedPlot},
-		{PlotPlaceConcurrency, concurrencyPlot},
-	} {
-		p, err := fig.draw(r)
+	return plotkit.WriteFiles(dir, plots)
+}
+
+// PlacePlots renders the placement study's figures in report order:
+// sweep, routed comparison, concurrency; a figure without data is left
+// out.
+func PlacePlots(r *PlaceResult) ([]plotkit.PlotFile, error) {
+	var out []plotkit.PlotFile
+	for _, build := range []func(*PlaceResult) (*plotkit.Figure, error){sweepPlot, routedPlot, concurrencyPlot} {
+		f, err := build(r)
 		if err != nil {
-			return out, err
+			return nil, err
 		}
-		if p == nil {
+		if f == nil {
 			continue
 		}
-		b, err := renderSVG(p)
+		pf, err := f.Render()
 		if err != nil {
-			return out, err
+			return nil, fmt.Errorf("plot %s: %w", f.Name, err)
 		}
-		path := filepath.Join(dir, fig.name+".svg")
-		out = append(out, path)
-		if err := os.WriteFile(path, b, 0o644); err != nil {
-			return out, err
-		}
+		out = append(out, pf)
 	}
 	return out, nil
 }
 
-// renderSVG draws a figure as a 6×4 inch SVG.
-func renderSVG(p *plot.Plot) ([]byte, error) {
-	c := vgsvg.New(6*vg.Inch, 4*vg.Inch)
-	p.Draw(draw.New(c))
-	var b bytes.Buffer
-	if _, err := c.WriteTo(&b); err != nil {
-		return nil, err
-	}
-	return b.Bytes(), nil
-}
-
 // sweepPlot is the serial sweep's figure: the measured p50 against N on a
 // and b, and each model's predicted line; nil without a sweep.
-func sweepPlot(r *PlaceResult) (*plot.Plot, error) {
+func sweepPlot(r *PlaceResult) (*plotkit.Figure, error) {
 	if len(r.Sweep) == 0 {
 		return nil, nil
 	}
-	p := plot.New()
-	p.Title.Text = "Serial sweep: p50 against serial database calls"
-	p.X.Label.Text = "N serial calls"
-	p.Y.Label.Text = "p50 ms (direct, held-out change in place)"
-	p.Add(plotter.NewGrid())
+	f := plotkit.NewFigure(PlotPlaceSweep, "Serial sweep: p50 against serial database calls",
+		"Measured p50 on a and b against the number of serial database calls, with each model's predicted line per host (dashed by model) from the last repetition's held-out calibration.",
+		"N serial calls", "p50 ms (direct, held-out change in place)")
 	for i, host := range []string{NodeA, NodeB} {
 		var pts plotter.XYs
 		for _, s := range r.Sweep {
@@ -93,23 +73,22 @@ func sweepPlot(r *PlaceResult) (*plot.Plot, error) {
 			}
 			pts = append(pts, plotter.XY{X: float64(s.N), Y: y})
 		}
-		thumbs, err := plotkit.PlotSeries(p, pts, nil, plotkit.StandardSeries(i, false))
+		thumbs, err := plotkit.PlotSeries(f.P, pts, nil, plotkit.StandardSeries(i, false))
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("plot %s: %w", f.Name, err)
 		}
-		p.Legend.Add("measured "+host, thumbs...)
+		f.Legend.Add("measured "+host, thumbs...)
 	}
-	if err := addModelLines(p, r); err != nil {
-		return nil, err
+	if err := addModelLines(f, r); err != nil {
+		return nil, fmt.Errorf("plot %s: %w", f.Name, err)
 	}
-	p.Legend.Top, p.Legend.Left = true, true
-	return p, nil
+	return f, nil
 }
 
 // addModelLines adds each model's predicted line per host for the per-N
 // route (from the last repetition's held-out calibration) up to the
 // sweep's last N, dashed by model.
-func addModelLines(p *plot.Plot, r *PlaceResult) error {
+func addModelLines(f *plotkit.Figure, r *PlaceResult) error {
 	n := len(r.Reps)
 	if n == 0 {
 		return nil
@@ -137,8 +116,8 @@ func addModelLines(p *plot.Plot, r *PlaceResult) error {
 			}
 			l.Color = plotkit.SeriesColor(hi)
 			l.Dashes = []vg.Length{vg.Points(float64(2 + 4*mi)), vg.Points(3)}
-			p.Add(l)
-			p.Legend.Add(fmt.Sprintf("%s model, %s", m, e.Host), l)
+			f.P.Add(l)
+			f.Legend.Add(fmt.Sprintf("%s model, %s", m, e.Host), l)
 		}
 	}
 	return nil
@@ -146,16 +125,16 @@ func addModelLines(p *plot.Plot, r *PlaceResult) error {
 
 // routedPlot is the last repetition's routed comparison: each (route,
 // policy) cell's p50 with its 95% interval; nil without cells.
-func routedPlot(r *PlaceResult) (*plot.Plot, error) {
+func routedPlot(r *PlaceResult) (*plotkit.Figure, error) {
 	n := len(r.Reps)
 	if n == 0 || len(r.Reps[n-1].Routed.Cells) == 0 {
 		return nil, nil
 	}
 	rep := r.Reps[n-1]
-	p := plot.New()
-	p.Title.Text = fmt.Sprintf("Routed comparison (repetition %d): p50 with 95%% CI", rep.Rep)
-	p.Y.Label.Text = "p50 ms"
-	p.Add(plotter.NewGrid())
+	f := plotkit.NewFigure(PlotPlaceRouted, fmt.Sprintf("Routed comparison (repetition %d): p50 with 95%% CI", rep.Rep),
+		"The p50 of each route through the proxy under each policy in the last repetition, with its 95% bootstrap interval; a column per route.",
+		"", "p50 ms")
+	p := f.P
 	// A column per route, the policies side by side in it, a colour and a
 	// glyph each as in the legend.
 	var routes []string
@@ -173,30 +152,27 @@ func routedPlot(r *PlaceResult) (*plot.Plot, error) {
 		pts := plotter.XYs{{X: x, Y: float64(c.P50Ms)}}
 		thumbs, err := plotkit.PlotSeries(p, pts, []stats.Interval{c.P50CI.Interval()}, plotkit.StandardSeries(pi, false))
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("plot %s: %w", f.Name, err)
 		}
 		if !legend[c.Policy] {
 			legend[c.Policy] = true
-			p.Legend.Add(string(c.Policy), thumbs...)
+			f.Legend.Add(string(c.Policy), thumbs...)
 		}
 	}
 	p.NominalX(routes...)
 	p.X.Min, p.X.Max = -0.5, float64(len(routes))-0.5
-	p.Legend.Top, p.Legend.XOffs = true, -vg.Points(4)
-	return p, nil
+	return f, nil
 }
 
 // concurrencyPlot is the concurrency phase's figure: p50 (solid) and p99
 // (dashed) of all routes against load, per policy; nil without rows.
-func concurrencyPlot(r *PlaceResult) (*plot.Plot, error) {
+func concurrencyPlot(r *PlaceResult) (*plotkit.Figure, error) {
 	if len(r.Concurrency) == 0 {
 		return nil, nil
 	}
-	p := plot.New()
-	p.Title.Text = "Concurrency: latency from the scheduled send, all routes"
-	p.X.Label.Text = "load (fraction of a's capacity)"
-	p.Y.Label.Text = "ms (solid p50, dashed p99)"
-	p.Add(plotter.NewGrid())
+	f := plotkit.NewFigure(PlotPlaceConcurrency, "Concurrency: latency from the scheduled send, all routes",
+		"The p50 (solid) and p99 (dashed) of all routes against the load, per policy, timed from each request's scheduled send.",
+		"load (fraction of a's capacity)", "ms (solid p50, dashed p99)")
 	for i, pol := range Policies {
 		var p50, p99 plotter.XYs
 		for _, c := range r.Concurrency {
@@ -211,17 +187,16 @@ func concurrencyPlot(r *PlaceResult) (*plot.Plot, error) {
 		slices.SortFunc(p50, func(a, b plotter.XY) int { return int(math.Copysign(1, a.X-b.X)) })
 		slices.SortFunc(p99, func(a, b plotter.XY) int { return int(math.Copysign(1, a.X-b.X)) })
 		for j, pts := range []plotter.XYs{p50, p99} {
-			thumbs, err := plotkit.PlotSeries(p, pts, nil, plotkit.StandardSeries(i, j == 1))
+			thumbs, err := plotkit.PlotSeries(f.P, pts, nil, plotkit.StandardSeries(i, j == 1))
 			if err != nil {
-				return nil, err
+				return nil, fmt.Errorf("plot %s: %w", f.Name, err)
 			}
 			if j == 0 {
-				p.Legend.Add(string(pol), thumbs...)
+				f.Legend.Add(string(pol), thumbs...)
 			}
 		}
 	}
-	p.Legend.Top, p.Legend.Left = true, true
-	return p, nil
+	return f, nil
 }
 
 // perNRouteOf is the calibration's per-N route.

@@ -1,23 +1,15 @@
 package workers
 
 import (
-	"bytes"
 	"cmp"
 	"fmt"
-	"image/color"
 	"math"
-	"os"
-	"path/filepath"
 	"slices"
 
 	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/text"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
-	"gonum.org/v1/plot/vg/vgsvg"
 
 	"github.com/rttlab/rttlab/results/plotkit"
 	"github.com/rttlab/rttlab/results/stats"
@@ -29,18 +21,12 @@ const (
 	PlotCollisions = "workers-collisions"
 )
 
-// The look of the worker study's plots: Liberation Sans (shipped with
-// gonum/plot), and results' series colours and glyphs, a policy keeping
-// its colour in every panel.
-var (
-	plotFont = font.Font{Typeface: "Liberation", Variant: "Sans"}
-	gridGrey = color.RGBA{0xe8, 0xe8, 0xe8, 0xff}
-)
-
+// A panel's size; a policy keeps its colour and glyph in every panel.
 const (
 	panelW = 3.3 * vg.Inch
 	panelH = 2.6 * vg.Inch
-	pngDPI = 150
+	// legendW is the width kept beside the panels for the policy legend.
+	legendW = 1.9 * vg.Inch
 )
 
 // Plots draws the latency-against-load figure (p50 solid and p99 dashed
@@ -55,9 +41,7 @@ func (s *Summary) Plots() ([]plotkit.PlotFile, error) {
 	a := s.axes()
 	lat := a.grid("latency (ms, log scale)")
 	col := a.grid("collision rate (%)")
-	legend := plot.NewLegend()
-	legend.TextStyle.Font = font.From(plotFont, 10)
-	legend.ThumbnailWidth = vg.Points(24)
+	legend := plotkit.NewLegend()
 	for pi, pol := range a.policies {
 		thumbs, err := s.drawPolicy(a, pi, lat, col)
 		if err != nil {
@@ -78,7 +62,11 @@ func (s *Summary) Plots() ([]plotkit.PlotFile, error) {
 		{PlotCollisions, "Collision rate against load per policy",
 			"Share of measured requests that started on a busy worker while another worker was idle, with 95% bootstrap intervals over runs.", col},
 	} {
-		pf, err := render(f.name, f.title, f.desc, f.g, legend)
+		fig := &plotkit.Figure{Name: f.name, Title: f.title, Desc: f.desc, Panels: f.g, Legend: legend,
+			// The panels take at least the width of the title.
+			W: max(vg.Length(len(a.layouts))*panelW, 6*vg.Inch) + legendW,
+			H: vg.Length(len(a.rows))*panelH + 0.5*vg.Inch}
+		pf, err := fig.Render()
 		if err != nil {
 			return nil, fmt.Errorf("plot %s: %w", f.name, err)
 		}
@@ -134,13 +122,7 @@ func (a plotAxes) grid(title string) [][]*plot.Plot {
 	for i, r := range a.rows {
 		g[i] = make([]*plot.Plot, len(a.layouts))
 		for j, l := range a.layouts {
-			p := plot.New()
-			p.Title.Text = fmt.Sprintf("%s · %s · %s ms RTT", l, r.mix, fmtNum(r.rtt))
-			p.X.Label.Text = "load (fraction of capacity)"
-			p.Y.Label.Text = title
-			styleFonts(p)
-			p.Add(newGrid())
-			g[i][j] = p
+			g[i][j] = plotkit.NewPanel(fmt.Sprintf("%s · %s · %s ms RTT", l, r.mix, fmtNum(r.rtt)), "load (fraction of capacity)", title)
 		}
 	}
 	return g
@@ -230,23 +212,7 @@ func (s *Summary) WritePlots(dir string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	var paths []string
-	for _, p := range plots {
-		for _, f := range []struct {
-			ext string
-			b   []byte
-		}{{".svg", p.SVG}, {".png", p.PNG}} {
-			path := filepath.Join(dir, p.Name+f.ext)
-			if err := os.WriteFile(path, f.b, 0o644); err != nil {
-				return paths, err
-			}
-			paths = append(paths, path)
-		}
-	}
-	return paths, nil
+	return plotkit.WriteFiles(dir, plots)
 }
 
 // positive drops a non-positive lower end (a log axis cannot show it).
@@ -256,22 +222,6 @@ func positive(c stats.CI) stats.Interval {
 		iv.Low = math.NaN()
 	}
 	return iv
-}
-
-func styleFonts(p *plot.Plot) {
-	p.Title.TextStyle.Font = font.From(plotFont, 11)
-	for _, a := range []*plot.Axis{&p.X, &p.Y} {
-		a.Label.TextStyle.Font = font.From(plotFont, 9)
-		a.Tick.Label.Font = font.From(plotFont, 8)
-		a.Padding = vg.Points(3)
-	}
-}
-
-func newGrid() *plotter.Grid {
-	g := plotter.NewGrid()
-	g.Vertical.Color, g.Horizontal.Color = gridGrey, gridGrey
-	g.Vertical.Width, g.Horizontal.Width = vg.Points(0.5), vg.Points(0.5)
-	return g
 }
 
 // addSeries draws a line through pts with glyphs and, where ci is valid,
@@ -294,51 +244,4 @@ func logTicks(min, max float64) []plot.Tick {
 		return ticks
 	}
 	return plot.DefaultTicks{}.Ticks(min, max)
-}
-
-// render draws the panels with a title and the policy legend on the right
-// as SVG and PNG.
-func render(name, title, desc string, g [][]*plot.Plot, legend plot.Legend) (pf plotkit.PlotFile, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("draw: %v", r)
-		}
-	}()
-	rows, cols := len(g), len(g[0])
-	legendW := 1.9 * vg.Inch
-	// The panels take at least the width of the title.
-	w := max(vg.Length(cols)*panelW, 6*vg.Inch) + legendW
-	h := vg.Length(rows)*panelH + 0.5*vg.Inch
-	drawAll := func(dc draw.Canvas) {
-		dc.SetColor(color.White)
-		dc.Fill(dc.Rectangle.Path())
-		sty := text.Style{Color: color.Black, Font: font.From(plotFont, 13), XAlign: draw.XCenter, YAlign: draw.YTop, Handler: plot.DefaultTextHandler}
-		dc.FillText(sty, vg.Point{X: dc.Min.X + (dc.Size().X-legendW)/2, Y: dc.Max.Y - vg.Points(6)}, title)
-		titleH := sty.Rectangle(title).Size().Y + vg.Points(12)
-		area := draw.Crop(dc, 0, -legendW, 0, 0)
-		tiles := draw.Tiles{Rows: rows, Cols: cols, PadX: vg.Points(12), PadY: vg.Points(12),
-			PadTop: titleH, PadBottom: vg.Points(6), PadLeft: vg.Points(6), PadRight: vg.Points(6)}
-		canvases := plot.Align(g, tiles, area)
-		for i := range g {
-			for j := range g[i] {
-				g[i][j].Draw(canvases[i][j])
-			}
-		}
-		legend.Top, legend.Left = true, true
-		legend.Draw(draw.Crop(dc, dc.Size().X-legendW+vg.Points(8), 0, 0, -titleH))
-	}
-	sc := vgsvg.New(w, h)
-	drawAll(draw.New(sc))
-	var sb bytes.Buffer
-	if _, err := sc.WriteTo(&sb); err != nil {
-		return pf, fmt.Errorf("write svg: %w", err)
-	}
-	ic := vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(pngDPI), vgimg.UseBackgroundColor(color.White))
-	drawAll(draw.New(ic))
-	var pb bytes.Buffer
-	if _, err := (vgimg.PngCanvas{Canvas: ic}).WriteTo(&pb); err != nil {
-		return pf, fmt.Errorf("write png: %w", err)
-	}
-	svg := bytes.ReplaceAll(sb.Bytes(), []byte("font-family:Liberation Sans;"), []byte("font-family:Liberation Sans,Arial,Helvetica,sans-serif;"))
-	return plotkit.PlotFile{Name: name, Title: title, Description: desc, SVG: svg, PNG: pb.Bytes()}, nil
 }

@@ -186,6 +186,13 @@ func RunLabels(runID string, extra map[string]string) map[string]string {
 	return l
 }
 
+// ReadyLimit is how long a stack's database or app may take to become
+// ready on the engine's own platform; every wait for a member to start
+// or answer takes its limit through engine.Platform.Limit, longer where
+// the platform runs under emulation, so that a stack of another platform
+// is not given up while it boots.
+const ReadyLimit = 3 * time.Minute
+
 // StartStack creates the private network and the stack's containers in
 // dependency order, and waits until the database and the app are ready.
 // On any failure it removes everything it created.

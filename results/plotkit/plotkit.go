@@ -7,9 +7,12 @@ package plotkit
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"image/color"
 	"math"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -97,13 +100,36 @@ func NewFigure(name, title, desc, xLabel, yLabel string) *Figure {
 	StyleFonts(p, 13)
 	p.Title.Padding = vg.Points(8)
 	p.Add(NewGrid())
+	return &Figure{Name: name, Title: title, Desc: desc, P: p, Legend: NewLegend(), W: FigWidth, H: FigHeight}
+}
+
+// NewPanel returns one small plot of a grid of panels: its title, axis
+// labels, the figure's fonts with an 11 pt title, and the grid.
+func NewPanel(title, xLabel, yLabel string) *plot.Plot {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = xLabel
+	p.Y.Label.Text = yLabel
+	StyleFonts(p, 11)
+	p.Title.Padding = vg.Points(4)
+	p.Add(NewGrid())
+	return p
+}
+
+// NewLegend returns the legend a figure draws beside its plot or panels:
+// 10 pt text, entries from the top left, 24 pt thumbnails.
+func NewLegend() plot.Legend {
 	l := plot.NewLegend()
 	l.TextStyle.Font = font.From(Font, 10)
 	l.Top, l.Left = true, true
 	l.ThumbnailWidth = vg.Points(24)
 	l.Padding = vg.Points(3)
-	return &Figure{Name: name, Title: title, Desc: desc, P: p, Legend: l, W: FigWidth, H: FigHeight}
+	return l
 }
+
+// StyleFonts sets every text of p in Font: the title at titleSize, axis
+// labels at 11 pt, tick labels and the legend at 10 pt; and labels the
+// ticks with ReadableTicks.
 func StyleFonts(p *plot.Plot, titleSize vg.Length) {
 	p.Title.TextStyle.Font = font.From(Font, titleSize)
 	for _, a := range []*plot.Axis{&p.X, &p.Y} {
@@ -114,6 +140,8 @@ func StyleFonts(p *plot.Plot, titleSize vg.Length) {
 	}
 	p.Legend.TextStyle.Font = font.From(Font, 10)
 }
+
+// NewGrid returns the thin light-grey grid behind every plot's data.
 func NewGrid() *plotter.Grid {
 	g := plotter.NewGrid()
 	g.Vertical.Color, g.Horizontal.Color = GridGrey, GridGrey
@@ -121,7 +149,8 @@ func NewGrid() *plotter.Grid {
 	return g
 }
 
-// Render draws the figure as SVG and PNG.
+// Render draws the figure as SVG and PNG. A figure with neither a plot nor
+// a panel is an error, and so is a panic of gonum/plot while drawing.
 func (f *Figure) Render() (pf PlotFile, err error) {
 	// gonum/plot panics on some invalid input (for example a non-finite
 	// coordinate that slipped through); report it as an error instead.
@@ -130,6 +159,9 @@ func (f *Figure) Render() (pf PlotFile, err error) {
 			err = fmt.Errorf("draw: %v", r)
 		}
 	}()
+	if f.P == nil && (len(f.Panels) == 0 || len(f.Panels[0]) == 0) {
+		return pf, errors.New("draw: the figure has no plot and no panels")
+	}
 	sc := vgsvg.New(f.W, f.H)
 	f.Draw(draw.New(sc))
 	var sb bytes.Buffer
@@ -144,35 +176,55 @@ func (f *Figure) Render() (pf PlotFile, err error) {
 	}
 	return PlotFile{Name: f.Name, Title: f.Title, Description: f.Desc, SVG: fixSVGFonts(sb.Bytes()), PNG: pb.Bytes()}, nil
 }
+
+// Draw draws the figure on a white background: its plot, or its panels
+// under the title, with the legend, when it has entries, to the right.
 func (f *Figure) Draw(dc draw.Canvas) {
 	dc.SetColor(color.White)
 	dc.Fill(dc.Rectangle.Path())
+	lw := f.legendWidth(dc)
 	if f.Panels != nil {
-		f.drawPanels(dc)
+		f.drawPanels(dc, lw)
 		return
-	}
-	pad := vg.Points(10)
-	lw := f.Legend.Rectangle(dc).Size().X
-	if lw > 0 {
-		lw += 2 * pad
 	}
 	f.P.Draw(draw.Crop(dc, 0, -lw, 0, 0))
 	if lw > 0 {
 		// Start the legend level with the top of the data area.
-		top := f.P.Title.TextStyle.Rectangle(f.P.Title.Text).Size().Y + f.P.Title.Padding + pad
-		f.Legend.Draw(draw.Crop(dc, dc.Size().X-lw+pad, 0, 0, -top))
+		top := f.P.Title.TextStyle.Rectangle(f.P.Title.Text).Size().Y + f.P.Title.Padding + legendPad
+		f.Legend.Draw(draw.Crop(dc, dc.Size().X-lw+legendPad, 0, 0, -top))
 	}
 }
-func (f *Figure) drawPanels(dc draw.Canvas) {
+
+// legendPad is the space on each side of a legend beside the plot.
+var legendPad = vg.Points(10)
+
+// legendWidth is the width the legend takes beside the plot with its
+// padding, zero for a legend without entries.
+func (f *Figure) legendWidth(dc draw.Canvas) vg.Length {
+	lw := f.Legend.Rectangle(dc).Size().X
+	if lw > 0 {
+		lw += 2 * legendPad
+	}
+	return lw
+}
+
+// drawPanels draws the panels in a grid under the title, both centred on
+// the width left of the legend (lw wide), the legend level with the top
+// row.
+func (f *Figure) drawPanels(dc draw.Canvas, lw vg.Length) {
 	sty := text.Style{Color: color.Black, Font: font.From(Font, 13), XAlign: draw.XCenter, YAlign: draw.YTop,
 		Handler: plot.DefaultTextHandler}
 	titleH := sty.Rectangle(f.Title).Size().Y + vg.Points(12)
-	dc.FillText(sty, vg.Point{X: dc.Center().X, Y: dc.Max.Y - vg.Points(6)}, f.Title)
+	area := draw.Crop(dc, 0, -lw, 0, 0)
+	dc.FillText(sty, vg.Point{X: area.Center().X, Y: dc.Max.Y - vg.Points(6)}, f.Title)
+	if lw > 0 {
+		f.Legend.Draw(draw.Crop(dc, dc.Size().X-lw+legendPad, 0, 0, -titleH))
+	}
 	rows := len(f.Panels)
 	cols := len(f.Panels[0])
 	tiles := draw.Tiles{Rows: rows, Cols: cols, PadX: vg.Points(14), PadY: vg.Points(14),
 		PadTop: titleH, PadBottom: vg.Points(6), PadLeft: vg.Points(6), PadRight: vg.Points(10)}
-	canvases := plot.Align(f.Panels, tiles, dc)
+	canvases := plot.Align(f.Panels, tiles, area)
 	for i := range f.Panels {
 		for j, p := range f.Panels[i] {
 			if p != nil {
@@ -317,18 +369,7 @@ func PlotSeries(p *plot.Plot, pts plotter.XYs, ci []stats.Interval, st SeriesSty
 		p.Add(l)
 		thumbs = append(thumbs, l)
 	}
-	var eb XYErr
-	for i, pt := range pts {
-		if i < len(ci) && ci[i].Valid() {
-			lo, hi := pt.Y-ci[i].Low, ci[i].High-pt.Y
-			if st.ClampErrors {
-				lo, hi = max(lo, 0), max(hi, 0)
-			}
-			eb.XYs = append(eb.XYs, pt)
-			eb.YErrors = append(eb.YErrors, struct{ Low, High float64 }{lo, hi})
-		}
-	}
-	if len(eb.XYs) > 0 {
+	if eb := errorBars(pts, ci, st.ClampErrors); len(eb.XYs) > 0 {
 		e, err := plotter.NewYErrorBars(eb)
 		if err != nil {
 			return nil, err
@@ -346,6 +387,24 @@ func PlotSeries(p *plot.Plot, pts plotter.XYs, ci []stats.Interval, st SeriesSty
 	return append(thumbs, sc), nil
 }
 
+// errorBars returns the points of pts whose interval in ci is valid, each
+// with the distances from it to its interval's ends; clamp drops the
+// negative half of a bar whose interval misses its point.
+func errorBars(pts plotter.XYs, ci []stats.Interval, clamp bool) XYErr {
+	var eb XYErr
+	for i, pt := range pts {
+		if i < len(ci) && ci[i].Valid() {
+			lo, hi := pt.Y-ci[i].Low, ci[i].High-pt.Y
+			if clamp {
+				lo, hi = max(lo, 0), max(hi, 0)
+			}
+			eb.XYs = append(eb.XYs, pt)
+			eb.YErrors = append(eb.YErrors, struct{ Low, High float64 }{lo, hi})
+		}
+	}
+	return eb
+}
+
 // tickLabel writes a tick's value with d decimals, "-0" as "0".
 func tickLabel(v float64, d int) string {
 	s := strconv.FormatFloat(v, 'f', d, 64)
@@ -353,4 +412,26 @@ func tickLabel(v float64, d int) string {
 		s = strings.TrimPrefix(s, "-")
 	}
 	return s
+}
+
+// WriteFiles writes each plot as NAME.svg and NAME.png in dir, creating
+// dir, and returns the paths written, in order: a plot's SVG, then its PNG.
+func WriteFiles(dir string, plots []PlotFile) ([]string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("plots folder: %w", err)
+	}
+	var paths []string
+	for _, p := range plots {
+		for _, f := range []struct {
+			ext string
+			b   []byte
+		}{{".svg", p.SVG}, {".png", p.PNG}} {
+			path := filepath.Join(dir, p.Name+f.ext)
+			if err := os.WriteFile(path, f.b, 0o644); err != nil {
+				return paths, fmt.Errorf("write plot: %w", err)
+			}
+			paths = append(paths, path)
+		}
+	}
+	return paths, nil
 }
