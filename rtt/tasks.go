@@ -42,7 +42,7 @@ func (r *appRun) RunTask(ctx context.Context, task string, attempt int) (any, er
 	if !ok {
 		return nil, fmt.Errorf("no task %s in the app's run", task)
 	}
-	err := runTask(ctx, r.d, r.s, r.p, r.f, t, attempt, r.requests, r.warmup)
+	err := r.runTask(ctx, t, attempt)
 	if err != nil && ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
