@@ -359,9 +359,9 @@ type appRun struct {
 	requests, warmup int
 	note             func(string)
 	s                *appSession
-	// tasks are the app's tasks this run runs (by number), done counts
+	// tasks are the app's tasks this run runs (by name), done counts
 	// those done so far and progress says each one done.
-	tasks    map[int]report.Task
+	tasks    map[string]report.Task
 	order    []string
 	done     int
 	progress func(t report.Task, desc string)
@@ -428,7 +428,7 @@ func runApp(ctx context.Context, at appTasks) (n int, err error) {
 			o.Progress.Task(at.done+r.done, at.total, desc)
 		}
 	}
-	err = results.RunTasks(ctx, &taskAttempts{r: r, tried: map[int]int{}}, r, nil)
+	err = results.RunTasks(ctx, &taskAttempts{r: r, tried: map[string]int{}}, r, nil)
 	return r.done, r.taskError(err)
 }
 
