@@ -7,6 +7,8 @@
 //     files), readiness, labels, removal and clean;
 //   - shaping: the agents on a stack: links and floor, calibration,
 //     snapshots, probes, captures, verification;
+//   - agentclient: the one client of the agent, a typed call per verb
+//     run by exec in an agent, a wire shaper or the load client;
 //   - fakelab (the fake engine scripted as a healthy stack) and enginetest
 //     (the real engine for integration tests).
 //

@@ -386,16 +386,27 @@ type phaseSamples struct {
 	select1 map[string][]float64
 }
 
+// phaseRound is one phase's share of a round: its repetition and phase,
+// the routes, and the round's requests per block and SELECT 1 calls per
+// host (n and sel), each after its warmup.
+type phaseRound struct {
+	rep            int
+	phase          string
+	paths          []string
+	warmup, n      int
+	selWarmup, sel int
+}
+
 // measureRound measures one phase's share of a round on both hosts:
 // connect, /health and each route (the blocks in a seeded random order),
-// and SELECT 1 when the phase is the calibration. n and sel are the
-// round's requests per block and SELECT 1 calls per host.
-func (r *Runner) measureRound(ctx context.Context, rep int, phase string, paths []string, warmup, n, selWarmup, sel int, into *phaseSamples) error {
+// and SELECT 1 when the phase is the calibration.
+func (r *Runner) measureRound(ctx context.Context, pr phaseRound, into *phaseSamples) error {
+	rep, phase := pr.rep, pr.phase
 	before, err := r.Session.Shaping.Snapshot(ctx, r.Docker)
 	if err != nil {
 		return err
 	}
-	if err := r.measureBlocks(ctx, rep, phase, paths, warmup, n, selWarmup, sel, into); err != nil {
+	if err := r.measureBlocks(ctx, pr, into); err != nil {
 		return err
 	}
 	after, err := r.Session.Shaping.Snapshot(ctx, r.Docker)
@@ -414,7 +425,8 @@ func (r *Runner) measureRound(ctx context.Context, rep int, phase string, paths 
 
 // measureBlocks is one round's measurements of a phase: connect, every
 // (host, route) block in seeded order, and SELECT 1 from each host.
-func (r *Runner) measureBlocks(ctx context.Context, rep int, phase string, paths []string, warmup, n, selWarmup, sel int, into *phaseSamples) error {
+func (r *Runner) measureBlocks(ctx context.Context, pr phaseRound, into *phaseSamples) error {
+	rep, phase, paths, warmup, n, selWarmup, sel := pr.rep, pr.phase, pr.paths, pr.warmup, pr.n, pr.selWarmup, pr.sel
 	var blocks []phaseBlock
 	for _, h := range []string{NodeA, NodeB} {
 		c, err := r.Session.Connect(ctx, r.Docker, h, warmup, n)
@@ -503,7 +515,8 @@ func (r *Runner) measurePhases(ctx context.Context, rep int, paths []string, che
 					return nil, nil, err
 				}
 			}
-			if err := r.measureRound(ctx, rep, phase, paths, warmup, share(p.Requests, p.Rounds, round), selWarmup, sel, into); err != nil {
+			pr := phaseRound{rep: rep, phase: phase, paths: paths, warmup: warmup, n: share(p.Requests, p.Rounds, round), selWarmup: selWarmup, sel: sel}
+			if err := r.measureRound(ctx, pr, into); err != nil {
 				return nil, nil, err
 			}
 		}

@@ -1,11 +1,9 @@
 package rtt
 
 import (
-	"bytes"
 	"context"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/netem"
@@ -71,7 +69,7 @@ func BenchmarkTaskCapture(b *testing.B) {
 // session, watched by the task's captures or not, and returns the p50 of
 // its measured requests in ms.
 func (s *appSession) loadP50(ctx context.Context, d engine.Docker, capture bool) (float64, error) {
-	cmd, err := s.loadCmd(report.Task{App: "go", Route: "/feed"}, 1, 100, 10)
+	o, err := s.loadOptions(report.Task{App: "go", Route: "/feed"}, 1, 100, 10)
 	if err != nil {
 		return 0, err
 	}
@@ -82,8 +80,7 @@ func (s *appSession) loadP50(ctx context.Context, d engine.Docker, capture bool)
 		}
 		defer c.Abort()
 	}
-	var out, errb bytes.Buffer
-	code, err := s.watchedLoad(ctx, d, engine.ExecSpec{Cmd: cmd, Stdout: &out, Stderr: &errb, Timeout: 5 * time.Minute})
+	run, err := s.watchedLoad(ctx, d, o)
 	if err != nil {
 		return 0, err
 	}
@@ -92,7 +89,7 @@ func (s *appSession) loadP50(ctx context.Context, d engine.Docker, capture bool)
 			return 0, err
 		}
 	}
-	rs, err := s.loadResults(ctx, d, code, &out, &errb, 110)
+	rs, err := s.loadResults(ctx, d, run)
 	if err != nil {
 		return 0, err
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/rttlab/rttlab/apps"
+	"github.com/rttlab/rttlab/orchestrator/agentclient"
 	"github.com/rttlab/rttlab/orchestrator/stack"
 	"github.com/rttlab/rttlab/rtt/report"
 	"github.com/rttlab/rttlab/workloads"
@@ -28,10 +29,11 @@ func TestLoadCmd(t *testing.T) {
 		{own, report.Task{App: "go", Route: "mix:shop", Run: 2}, `--mix-json [{"name":"home","path":"/","weight":1}] --seed ` + seed},
 	} {
 		s.st.Target.Meta = c.meta
-		cmd, err := s.loadCmd(c.task, 7, 100, 20)
+		o, err := s.loadOptions(c.task, 7, 100, 20)
 		if err != nil {
 			t.Fatal(err)
 		}
+		cmd := agentclient.Call{Verb: "load", Args: agentclient.LoadArgs(o)}.Command()
 		want := "/usr/local/bin/rttlab agent load --url http://10.0.0.2:8080 --warmup 20 --requests 100 " + c.want + " --header Cookie: a=b"
 		if got := strings.Join(cmd, " "); got != want {
 			t.Errorf("%s:\n got %s\nwant %s", c.task.Route, got, want)

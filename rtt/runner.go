@@ -1,7 +1,6 @@
 package rtt
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -168,7 +167,8 @@ func runPending(ctx context.Context, d engine.Docker, all map[string]*apps.Meta,
 			tasks = append(tasks, pending[0])
 			pending = pending[1:]
 		}
-		n, err := runApp(ctx, d, all, p, f, state, m, runID, app, tasks, unprobed(p, state.Probes, app), o, done, total)
+		n, err := runApp(ctx, appTasks{d: d, all: all, p: p, f: f, state: state, m: m, o: o, runID: runID, app: app,
+			tasks: tasks, probes: unprobed(p, state.Probes, app), done: done, total: total})
 		done += n
 		if err != nil {
 			runErr = fmt.Errorf("%s: %w", app, err)
@@ -359,17 +359,34 @@ type appRun struct {
 	requests, warmup int
 	note             func(string)
 	s                *appSession
-	// tasks are the app's tasks this run runs (by number), done counts
+	// tasks are the app's tasks this run runs (by name), done counts
 	// those done so far and progress says each one done.
-	tasks    map[int]report.Task
+	tasks    map[string]report.Task
 	order    []string
 	done     int
 	progress func(t report.Task, desc string)
 }
 
-func runApp(ctx context.Context, d engine.Docker, all map[string]*apps.Meta, p *Plan, f *report.Folder, state *report.Data,
-	m *report.Manifest, runID, app string, tasks []report.Task, probes []float64, o RunOptions, done, total int) (n int, err error) {
-	target, err := apps.Resolve(all, app)
+// appTasks is one app's pending tasks as the run hands them to runApp:
+// the run's plan, folder, state and manifest, the app's tasks and the
+// settings it has yet to probe, and how many of the run's tasks are done.
+type appTasks struct {
+	d           engine.Docker
+	all         map[string]*apps.Meta
+	p           *Plan
+	f           *report.Folder
+	state       *report.Data
+	m           *report.Manifest
+	o           RunOptions
+	runID, app  string
+	tasks       []report.Task
+	probes      []float64
+	done, total int
+}
+
+func runApp(ctx context.Context, at appTasks) (n int, err error) {
+	d, p, app, o := at.d, at.p, at.app, at.o
+	target, err := apps.Resolve(at.all, app)
 	if err != nil {
 		return 0, err
 	}
@@ -385,7 +402,7 @@ func runApp(ctx context.Context, d engine.Docker, all map[string]*apps.Meta, p *
 	sd := shaping.WithSessions(d)
 	defer sd.Close()
 	d = sd
-	r := &appRun{d: d, p: p, f: f, state: state, m: m, runID: runID, app: app, target: target}
+	r := &appRun{d: d, p: p, f: at.f, state: at.state, m: at.m, runID: at.runID, app: app, target: target}
 	_, r.requests, r.warmup = p.AppRuns(pa)
 	r.note = func(s string) {
 		if o.Progress != nil {
@@ -393,7 +410,7 @@ func runApp(ctx context.Context, d engine.Docker, all map[string]*apps.Meta, p *
 		}
 	}
 	r.note(fmt.Sprintf("%s: starting PostgreSQL, the app, two agents and the client", app))
-	r.s, err = startSession(ctx, d, target, p, runID)
+	r.s, err = startSession(ctx, d, target, p, at.runID)
 	if err != nil {
 		return 0, err
 	}
@@ -402,16 +419,16 @@ func runApp(ctx context.Context, d engine.Docker, all map[string]*apps.Meta, p *
 			r.s.st.RemoveJoin(ctx, d, &err)
 		}
 	}()
-	if err := r.prepare(ctx, probes); err != nil {
+	if err := r.prepare(ctx, at.probes); err != nil {
 		return 0, err
 	}
-	r.setTasks(tasks)
+	r.setTasks(at.tasks)
 	r.progress = func(t report.Task, desc string) {
 		if o.Progress != nil {
-			o.Progress.Task(done+r.done, total, desc)
+			o.Progress.Task(at.done+r.done, at.total, desc)
 		}
 	}
-	err = results.RunTasks(ctx, &taskAttempts{r: r, tried: map[int]int{}}, r, nil)
+	err = results.RunTasks(ctx, &taskAttempts{r: r, tried: map[string]int{}}, r, nil)
 	return r.done, r.taskError(err)
 }
 
@@ -566,11 +583,13 @@ func runProbes(ctx context.Context, d engine.Docker, s *appSession, p *Plan, f *
 	return nil
 }
 
-func runTask(ctx context.Context, d engine.Docker, s *appSession, p *Plan, f *report.Folder, t report.Task, attempt, requests, warmup int) error {
+// runTask runs one attempt of a task on the app's current session.
+func (r *appRun) runTask(ctx context.Context, t report.Task, attempt int) error {
+	d, s, p, f := r.d, r.s, r.p, r.f
 	if err := s.checkDelay(ctx, d, p, f, t); err != nil {
 		return err
 	}
-	cmd, err := s.loadCmd(t, p.Seed, requests, warmup)
+	o, err := s.loadOptions(t, p.Seed, r.requests, r.warmup)
 	if err != nil {
 		return err
 	}
@@ -579,8 +598,7 @@ func runTask(ctx context.Context, d engine.Docker, s *appSession, p *Plan, f *re
 		return err
 	}
 	defer capture.Abort()
-	var out, errb bytes.Buffer
-	code, err := s.watchedLoad(ctx, d, engine.ExecSpec{Cmd: cmd, Stdout: &out, Stderr: &errb, Timeout: time.Duration(requests+warmup)*30*time.Second + time.Minute})
+	run, err := s.watchedLoad(ctx, d, o)
 	if err != nil {
 		return err
 	}
@@ -601,7 +619,7 @@ func runTask(ctx context.Context, d engine.Docker, s *appSession, p *Plan, f *re
 	if rerr != nil {
 		return rerr
 	}
-	rs, err := s.loadResults(ctx, d, code, &out, &errb, requests+warmup)
+	rs, err := s.loadResults(ctx, d, run)
 	if err != nil {
 		return err
 	}
@@ -611,13 +629,14 @@ func runTask(ctx context.Context, d engine.Docker, s *appSession, p *Plan, f *re
 	return recordTask(f, t, attempt, caps, rs)
 }
 
-// loadCmd is the load client's command line for a task.
-func (s *appSession) loadCmd(t report.Task, seed uint64, requests, warmup int) ([]string, error) {
+// loadOptions is the load client's load for a task (its warmup and
+// measured requests of the task's route or mix).
+func (s *appSession) loadOptions(t report.Task, seed uint64, requests, warmup int) (agentclient.LoadOptions, error) {
 	o := agentclient.LoadOptions{URL: s.base, Warmup: warmup, Requests: requests, Headers: s.header}
 	if err := loadRoute(&o, s.st.Target.Meta, t, seed); err != nil {
-		return nil, err
+		return o, err
 	}
-	return stack.AgentCommand(append([]string{"load"}, agentclient.LoadArgs(o)...)...), nil
+	return o, nil
 }
 
 // startWatch starts what watches a task's requests, at once: the
@@ -695,7 +714,7 @@ func (s *appSession) checkDelay(ctx context.Context, d engine.Docker, p *Plan, f
 // watchedLoad runs the load client while watching the session's
 // containers: a container that exits stops the load at once, and its
 // error is returned instead of the client's.
-func (s *appSession) watchedLoad(ctx context.Context, d engine.Docker, spec engine.ExecSpec) (int, error) {
+func (s *appSession) watchedLoad(ctx context.Context, d engine.Docker, o agentclient.LoadOptions) (agentclient.LoadRun, error) {
 	// A shaping agent that dies mid-task stops traffic on its side, a
 	// dead app or database leaves the client waiting on timeouts: watch
 	// the session's containers and stop the load at once.
@@ -718,14 +737,14 @@ func (s *appSession) watchedLoad(ctx context.Context, d engine.Docker, spec engi
 			}
 		}
 	}()
-	code, err := d.Exec(loadCtx, s.client.ID, spec)
+	run, err := agentclient.Client{D: d, ID: s.client.ID}.RunLoad(loadCtx, o)
 	stopLoad()
 	select {
 	case aerr := <-agentDied:
-		return code, aerr
+		return run, aerr
 	default:
 	}
-	return code, err
+	return run, err
 }
 
 // recordShaper records what the shapers did during the load (the change
@@ -751,23 +770,16 @@ func (s *appSession) recordShaper(ctx context.Context, d engine.Docker, f *repor
 
 // loadResults decodes the load client's results; a client that failed is
 // blamed on a stack member that is no longer running when there is one.
-func (s *appSession) loadResults(ctx context.Context, d engine.Docker, code int, out, errb *bytes.Buffer, want int) ([]workloads.Result, error) {
-	rs, derr := workloads.DecodeResults(out)
-	if code != 0 || derr != nil {
+func (s *appSession) loadResults(ctx context.Context, d engine.Docker, run agentclient.LoadRun) ([]workloads.Result, error) {
+	rs, failed, err := run.Results()
+	if failed {
 		for _, mem := range s.st.Members {
 			if cerr := stack.CheckRunning(ctx, d, mem); cerr != nil {
 				return nil, cerr
 			}
 		}
-		if derr != nil {
-			return nil, fmt.Errorf("load client output: %w", derr)
-		}
-		return nil, fmt.Errorf("load client exit %d: %s", code, engine.LastLines(errb.String(), 3))
 	}
-	if len(rs) != want {
-		return nil, fmt.Errorf("load client returned %d results, want %d", len(rs), want)
-	}
-	return rs, nil
+	return rs, err
 }
 
 // loadRoute sets the load's route: the task's route, or its mix

@@ -21,12 +21,14 @@ import (
 const rttAttempts = 2
 
 // setTasks makes tasks, in the folder's shuffled order, the ones the run
-// goes through.
+// goes through, each by its name in the skeleton (its number written
+// out): the skeleton's calls find the task, and its number, by that name.
 func (r *appRun) setTasks(tasks []report.Task) {
-	r.tasks, r.order = map[int]report.Task{}, nil
+	r.tasks, r.order = map[string]report.Task{}, nil
 	for _, t := range tasks {
-		r.tasks[t.ID] = t
-		r.order = append(r.order, strconv.Itoa(t.ID))
+		name := strconv.Itoa(t.ID)
+		r.tasks[name] = t
+		r.order = append(r.order, name)
 	}
 }
 
@@ -34,15 +36,15 @@ func (r *appRun) setTasks(tasks []report.Task) {
 func (r *appRun) Tasks() []string { return r.order }
 
 // Done says whether the folder has the task done.
-func (r *appRun) Done(task string) bool { return r.state.IsDone(taskID(task)) }
+func (r *appRun) Done(task string) bool { return r.state.IsDone(r.tasks[task].ID) }
 
 // RunTask runs one attempt of a task and writes what it measured.
 func (r *appRun) RunTask(ctx context.Context, task string, attempt int) (any, error) {
-	t, ok := r.tasks[taskID(task)]
+	t, ok := r.tasks[task]
 	if !ok {
 		return nil, fmt.Errorf("no task %s in the app's run", task)
 	}
-	err := runTask(ctx, r.d, r.s, r.p, r.f, t, attempt, r.requests, r.warmup)
+	err := r.runTask(ctx, t, attempt)
 	if err != nil && ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
@@ -55,9 +57,9 @@ func (r *appRun) RunTask(ctx context.Context, task string, attempt int) (any, er
 func (r *appRun) Retry(string) results.Retry {
 	return results.Retry{
 		Attempts: rttAttempts,
-		Describe: func(task string) string { return fmt.Sprintf("task %s (%s)", task, describe(r.tasks[taskID(task)])) },
+		Describe: func(task string) string { return fmt.Sprintf("task %s (%s)", task, describe(r.tasks[task])) },
 		Failed: func(task string, attempt int, err error, _ bool) {
-			desc := describe(r.tasks[taskID(task)])
+			desc := describe(r.tasks[task])
 			slog.Warn("task failed", "task", task, "desc", desc, "attempt", attempt, "err", err)
 			r.note(fmt.Sprintf("task %s (%s) failed: %v", task, desc, engine.FirstLine(err.Error())))
 		},
@@ -84,44 +86,37 @@ func describe(t report.Task) string {
 	return fmt.Sprintf("%s %s %s, run %d", t.App, t.Route, t.Setting(), t.Run)
 }
 
-func taskID(task string) int {
-	id, _ := strconv.Atoi(task)
-	return id
-}
-
 // taskAttempts records the RTT study's attempts in its tasks.jsonl, keyed
-// by task number. A started attempt is counted in memory only: its lines
+// by task number (the task's of that name). A started attempt is counted in memory only: its lines
 // that reached the files carry its number, and a resumed folder's next
 // attempt counts them (report.Data.NextAttempt).
 type taskAttempts struct {
 	r     *appRun
-	tried map[int]int
+	tried map[string]int // attempts started, by task name
 }
 
 func (a *taskAttempts) NextAttempt(task string) int {
-	id := taskID(task)
-	return max(a.r.state.NextAttempt(id), a.tried[id]+1)
+	return max(a.r.state.NextAttempt(a.r.tasks[task].ID), a.tried[task]+1)
 }
 
 func (a *taskAttempts) MarkStarted(task string, attempt int) error {
-	id := taskID(task)
-	a.tried[id] = max(a.tried[id], attempt)
+	a.tried[task] = max(a.tried[task], attempt)
 	return nil
 }
 
 // MarkDone marks the attempt done in tasks.jsonl and says the task done.
 func (a *taskAttempts) MarkDone(task string, attempt int, _ any) error {
-	if err := a.r.f.MarkDone(taskID(task), attempt); err != nil {
+	t := a.r.tasks[task]
+	if err := a.r.f.MarkDone(t.ID, attempt); err != nil {
 		return err
 	}
 	a.r.done++
 	if a.r.progress != nil {
-		t := a.r.tasks[taskID(task)]
 		a.r.progress(t, describe(t))
 	}
 	return nil
 }
 
 func (a *taskAttempts) MarkFailed(task string, attempt int, reason string) error {
-	return a.r.f.MarkFailed(taskID(task), attempt, reason)
+	return a.r.f.MarkFailed(a.r.tasks[task].ID, attempt, reason)
 }

@@ -35,7 +35,7 @@ func TestTaskAttempts(t *testing.T) {
 	r := &appRun{f: f, state: state, note: func(s string) { said = append(said, s) }}
 	r.setTasks(tasks)
 	r.progress = func(_ report.Task, desc string) { said = append(said, "done: "+desc) }
-	a := &taskAttempts{r: r, tried: map[int]int{}}
+	a := &taskAttempts{r: r, tried: map[string]int{}}
 	if a.NextAttempt("1") != 1 {
 		t.Fatalf("a fresh task's first attempt %d", a.NextAttempt("1"))
 	}

@@ -89,7 +89,7 @@ func PingTimed(ctx context.Context, dst netip.Addr, count int, interval time.Dur
 
 	id := rand.N(1 << 16)
 	peer := &net.IPAddr{IP: dst.AsSlice(), Zone: dst.Zone()}
-	buf, oob := make([]byte, 1500), make([]byte, 128)
+	er := &echoReader{conn: conn, buf: make([]byte, 1500), oob: make([]byte, 128), proto: proto, replyType: replyType, dst: dst, id: id, timing: timing}
 	payload := make([]byte, 56)
 	next := time.Now()
 	for seq := range count {
@@ -116,7 +116,7 @@ func PingTimed(ctx context.Context, dst netip.Addr, count int, interval time.Dur
 			continue
 		}
 		res.Sent++
-		rtt, ok, err := awaitReply(conn, buf, oob, proto, replyType, dst, id, seq, start, timing)
+		rtt, ok, err := er.await(seq, start)
 		if err != nil {
 			return res.finish(), fmt.Errorf("ping %s: %w", dst, err)
 		}
@@ -180,11 +180,24 @@ func stampReplies(conn *net.IPConn) error {
 	return nil
 }
 
-// awaitReply reads until the reply to (id, seq) from dst arrives or the read
-// deadline passes (ok false). On the wire the round trip ends at the
+// echoReader reads the replies to one ping's echoes (identifier id,
+// from dst) on conn, timed as timing says.
+type echoReader struct {
+	conn      *net.IPConn
+	buf, oob  []byte
+	proto     int
+	replyType icmp.Type
+	dst       netip.Addr
+	id        int
+	timing    PingTiming
+}
+
+// await reads until the reply to echo seq, sent at start, arrives or the
+// read deadline passes (ok false). On the wire the round trip ends at the
 // reply's kernel receive stamp (at the read, should the kernel give
 // none); in process at the read.
-func awaitReply(conn *net.IPConn, buf, oob []byte, proto int, replyType icmp.Type, dst netip.Addr, id, seq int, start time.Time, timing PingTiming) (time.Duration, bool, error) {
+func (r *echoReader) await(seq int, start time.Time) (time.Duration, bool, error) {
+	conn, buf, oob, proto, replyType, dst, id, timing := r.conn, r.buf, r.oob, r.proto, r.replyType, r.dst, r.id, r.timing
 	for {
 		n, oobn, _, from, err := conn.ReadMsgIP(buf, oob)
 		got := time.Now()

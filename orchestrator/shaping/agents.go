@@ -1,9 +1,7 @@
 package shaping
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -15,6 +13,7 @@ import (
 
 	"github.com/rttlab/rttlab/internal/conc"
 	"github.com/rttlab/rttlab/netem"
+	"github.com/rttlab/rttlab/orchestrator/agentclient"
 	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/stack"
 	"github.com/rttlab/rttlab/workloads"
@@ -191,27 +190,7 @@ func FloorArgs(floor time.Duration) []string {
 
 // Control runs `rttlab agent ctl` in an agent and decodes the JSON reply.
 func (sh *Shaping) Control(ctx context.Context, d engine.Containers, a *Agent, op string, args ...string) (netem.Reply, error) {
-	var out, errb bytes.Buffer
-	cmd := stack.AgentCommand(append([]string{"ctl", op}, args...)...)
-	code, err := d.Exec(ctx, a.ctl().ID, engine.ExecSpec{Cmd: cmd, Stdout: &out, Stderr: &errb, Timeout: 30 * time.Second})
-	if err != nil {
-		return netem.Reply{}, err
-	}
-	var rep netem.Reply
-	if jerr := json.Unmarshal(bytes.TrimSpace(out.Bytes()), &rep); jerr != nil && code == 0 {
-		return rep, fmt.Errorf("agent %s: bad reply %q: %w", a.Name, out.String(), jerr)
-	}
-	if code != 0 {
-		msg := strings.TrimSpace(errb.String())
-		if rep.Error != "" {
-			msg = rep.Error
-		}
-		if msg == "" {
-			msg = fmt.Sprintf("agent ctl %s exited %d with no output", op, code)
-		}
-		return rep, fmt.Errorf("agent %s: %s", a.Name, strings.TrimPrefix(msg, "rttlab: "))
-	}
-	return rep, nil
+	return agentclient.Client{D: d, ID: a.ctl().ID, Name: a.Name}.Ctl(ctx, agentclient.CtlOptions{Op: op, Args: args})
 }
 
 // DefaultFloorMs is the floor of the userspace shaper when a plan or a
@@ -318,28 +297,13 @@ func (sh *Shaping) Ping(ctx context.Context, d engine.Containers, count int, int
 // timed on the wire (the reply's kernel stamp) unless a's shaper holds
 // replies after that stamp.
 func AgentPing(ctx context.Context, d engine.Containers, a *Agent, to string, count int, interval time.Duration) (workloads.PingResult, error) {
-	var res workloads.PingResult
-	var out, errb bytes.Buffer
 	// A userspace ingress hook holds a reply after the kernel stamped it:
 	// only the pinger's read sees that hold.
 	timing := "wire"
 	if a.Info.Direction == netem.HookIngress {
 		timing = "process"
 	}
-	code, err := d.Exec(ctx, a.ID, engine.ExecSpec{
-		Cmd:    stack.AgentCommand("ping", "--to", to, "--count", fmt.Sprint(count), "--interval", interval.String(), "--timing", timing),
-		Stdout: &out, Stderr: &errb, Timeout: time.Duration(count)*(interval+workloads.EchoTimeout) + 30*time.Second,
-	})
-	if err != nil {
-		return res, err
-	}
-	if code != 0 {
-		return res, fmt.Errorf("ping from %s: %s", a.Name, strings.TrimSpace(errb.String()))
-	}
-	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
-		return res, fmt.Errorf("ping from %s: %w", a.Name, err)
-	}
-	return res, nil
+	return agentclient.Client{D: d, ID: a.ID, Name: a.Name}.Ping(ctx, agentclient.PingOptions{To: to, Count: count, Interval: interval, Timing: timing})
 }
 
 // SelectOne runs the SELECT 1 probe from the app's network namespace.
@@ -350,23 +314,8 @@ func (sh *Shaping) SelectOne(ctx context.Context, d engine.Containers, runs, cal
 // AgentSelectOne runs `rttlab agent sqlprobe` in agent a against the
 // database at dbIP.
 func AgentSelectOne(ctx context.Context, d engine.Containers, a *Agent, dbIP string, db stack.DBCredentials, runs, calls int) ([]workloads.ProbeRun, error) {
-	var out, errb bytes.Buffer
-	code, err := d.Exec(ctx, a.ID, engine.ExecSpec{
-		Cmd:    stack.AgentCommand("sqlprobe", "--runs", fmt.Sprint(runs), "--calls", fmt.Sprint(calls)),
-		Env:    []string{"PGHOST=" + dbIP, "PGPORT=5432", "PGUSER=" + db.User, "PGDATABASE=" + db.Database, "PGPASSWORD=" + db.Password, "PGSSLMODE=disable"},
-		Stdout: &out, Stderr: &errb, Timeout: 10 * time.Minute,
-	})
-	if err != nil {
-		return nil, err
-	}
-	if code != 0 {
-		return nil, fmt.Errorf("SELECT 1 probe from %s: %s", a.Name, strings.TrimSpace(errb.String()))
-	}
-	var res []workloads.ProbeRun
-	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
-		return nil, fmt.Errorf("SELECT 1 probe: %w", err)
-	}
-	return res, nil
+	return agentclient.Client{D: d, ID: a.ID, Name: a.Name}.SQLProbe(ctx, agentclient.SQLProbeOptions{
+		Host: dbIP, User: db.User, Database: db.Database, Password: db.Password, Runs: runs, Calls: calls})
 }
 
 // FindShaping rebuilds the Shaping of a stack started by `rttlab up` from

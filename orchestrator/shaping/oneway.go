@@ -3,7 +3,6 @@ package shaping
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,8 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rttlab/rttlab/orchestrator/agentclient"
 	"github.com/rttlab/rttlab/orchestrator/engine"
-	"github.com/rttlab/rttlab/orchestrator/stack"
 	"github.com/rttlab/rttlab/workloads"
 )
 
@@ -154,11 +153,10 @@ func startCapture(ctx context.Context, d engine.Containers, id, name, iface, loc
 	pr, pw := io.Pipe()
 	c := &captureRun{name: name, stdin: pw, cancel: cancel, out: cappedBuffer{max: captureOutputMax},
 		errb: &readyWriter{prefix: workloads.CaptureReady, ready: make(chan struct{})}, done: make(chan struct{})}
-	cmd := stack.AgentCommand("capture", "--iface", iface, "--local", local, "--peer", strings.Join(peers, ","),
-		"--for", captureFor.String(), "--max-packets", fmt.Sprint(maxPackets), "--stop-on-eof")
+	o := agentclient.CaptureOptions{Iface: iface, Local: local, Peers: peers, For: captureFor, MaxPackets: maxPackets}
 	go func() {
 		defer close(c.done)
-		c.code, c.err = d.Exec(ctx, id, engine.ExecSpec{Cmd: cmd, Stdin: pr, Stdout: &c.out, Stderr: c.errb, Timeout: captureFor + time.Minute})
+		c.code, c.err = agentclient.Client{D: d, ID: id, Name: name}.Capture(ctx, o, pr, &c.out, c.errb)
 		pr.Close() // ends the copy of stdin into the exec
 	}()
 	return c
@@ -198,7 +196,8 @@ func (c *captureRun) result() (workloads.Capture, error) {
 	if c.out.over {
 		return res, fmt.Errorf("one-way capture in %s printed more than %d MiB", c.name, captureOutputMax>>20)
 	}
-	if err := json.Unmarshal(c.out.b.Bytes(), &res); err != nil {
+	res, err := agentclient.DecodeCapture(c.out.b.Bytes())
+	if err != nil {
 		return res, fmt.Errorf("one-way capture in %s: its output (%d bytes) is not a capture", c.name, c.out.b.Len())
 	}
 	return res, nil

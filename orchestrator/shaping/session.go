@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/rttlab/rttlab/internal/session"
+	"github.com/rttlab/rttlab/orchestrator/agentclient"
 	"github.com/rttlab/rttlab/orchestrator/engine"
-	"github.com/rttlab/rttlab/orchestrator/stack"
 )
 
 // Sessions is an engine whose short agent calls (ctl, ping, capture:
@@ -65,7 +65,7 @@ func (s *Sessions) Exec(ctx context.Context, id string, spec engine.ExecSpec) (i
 // of its own.
 func sessionArgs(spec engine.ExecSpec) ([]string, bool) {
 	c := spec.Cmd
-	if len(c) < 3 || c[0] != stack.AgentBin || c[1] != "agent" || len(spec.Env) > 0 || spec.User != "" {
+	if len(c) < 3 || c[0] != agentclient.AgentBin || c[1] != "agent" || len(spec.Env) > 0 || spec.User != "" {
 		return nil, false
 	}
 	return c[2:], slices.Contains(session.Verbs, c[2])
@@ -141,8 +141,7 @@ func startSession(ctx context.Context, d engine.Containers, id string) (*agentSe
 	out, in := io.Pipe()
 	go as.readFrames(out)
 	go func() {
-		_, err := d.Exec(sctx, id, engine.ExecSpec{Cmd: stack.AgentCommand("session"), Stdin: pr,
-			Stdout: in, Stderr: &syncWriter{mu: &as.mu, w: &as.stderr}, Timeout: 7 * 24 * time.Hour})
+		err := agentclient.Client{D: d, ID: id}.Session(sctx, pr, in, &syncWriter{mu: &as.mu, w: &as.stderr})
 		pr.Close()
 		in.CloseWithError(errors.Join(errSessionGone, err))
 	}()

@@ -3,15 +3,14 @@ package shaping
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/rttlab/rttlab/apps"
+	"github.com/rttlab/rttlab/orchestrator/agentclient"
 	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/stack"
 	"github.com/rttlab/rttlab/workloads"
@@ -76,36 +75,27 @@ func TraceApp(ctx context.Context, d engine.Containers, sh *Shaping, o TraceOpti
 // traceType sends one type's requests through the app's agent: the
 // warmup alone, then, after the statement counters are reset, the
 // measured requests. It returns their traces and the statements counted.
-func traceType(ctx context.Context, d engine.Containers, sh *Shaping, o TraceOptions, reqs []workloads.Request) ([]workloads.TraceResult, int64, error) {
+func traceType(ctx context.Context, d engine.Containers, sh *Shaping, to TraceOptions, reqs []workloads.Request) ([]workloads.TraceResult, int64, error) {
 	st := sh.Stack
 	a := sh.Agents["app"]
 	db := st.Role("db")
-	cmd := stack.AgentCommand("trace", "--db", db.IP+":5432",
-		"--url", fmt.Sprintf("http://127.0.0.1:%d", st.Target.Meta.Port))
-	for _, h := range o.Header {
-		cmd = append(cmd, "--header", h)
-	}
-	if o.Warmup > 0 {
-		var win bytes.Buffer
-		wenc := json.NewEncoder(&win)
-		for i := 0; i < o.Warmup; i++ {
+	c := agentclient.Client{D: d, ID: a.ID, Name: a.Name}
+	o := agentclient.TraceOptions{DB: db.IP + ":5432", URL: fmt.Sprintf("http://127.0.0.1:%d", st.Target.Meta.Port), Header: to.Header}
+	if to.Warmup > 0 {
+		for i := 0; i < to.Warmup; i++ {
 			w := reqs[i%len(reqs)]
 			w.Type = "warmup"
-			wenc.Encode(w)
+			o.Requests = append(o.Requests, w)
 		}
-		if _, err := runTrace(ctx, d, a, cmd, &win); err != nil {
+		if _, err := c.Trace(ctx, o); err != nil {
 			return nil, 0, err
 		}
 	}
 	if err := st.ResetStatements(ctx, d); err != nil {
 		return nil, 0, err
 	}
-	var mreq bytes.Buffer
-	menc := json.NewEncoder(&mreq)
-	for _, r := range reqs {
-		menc.Encode(r)
-	}
-	res, err := runTrace(ctx, d, a, cmd, &mreq)
+	o.Requests = reqs
+	res, err := c.Trace(ctx, o)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -138,27 +128,6 @@ func traceRow(st *stack.Stack, typ string, res []workloads.TraceResult, pgss int
 		tt.PGSS = float64(pgss) / float64(len(res))
 	}
 	return tt
-}
-
-func runTrace(ctx context.Context, d engine.Containers, a *Agent, cmd []string, stdin *bytes.Buffer) ([]workloads.TraceResult, error) {
-	var out, errb bytes.Buffer
-	code, err := d.Exec(ctx, a.ID, engine.ExecSpec{Cmd: cmd, Stdin: stdin, Stdout: &out, Stderr: &errb, Timeout: 20 * time.Minute})
-	if err != nil {
-		return nil, err
-	}
-	if code != 0 {
-		return nil, fmt.Errorf("trace in %s: %s", a.Name, strings.TrimSpace(errb.String()))
-	}
-	var res []workloads.TraceResult
-	dec := json.NewDecoder(&out)
-	for dec.More() {
-		var r workloads.TraceResult
-		if err := dec.Decode(&r); err != nil {
-			return nil, fmt.Errorf("trace output: %w", err)
-		}
-		res = append(res, r)
-	}
-	return res, nil
 }
 
 // AuthHeaders reads the app's auth header value (apps.Meta.Auth) from its

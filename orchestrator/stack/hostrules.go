@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rttlab/rttlab/orchestrator/agentclient"
 	"github.com/rttlab/rttlab/orchestrator/engine"
 )
 
@@ -62,12 +63,8 @@ func RunAgentOnce(ctx context.Context, d engine.Docker, runID string, args []str
 	if stderr == nil {
 		stderr = &bytes.Buffer{}
 	}
-	var out bytes.Buffer
-	code, err := d.Exec(ctx, id, engine.ExecSpec{
-		Cmd:    AgentCommand(args...),
-		Stdout: &out, Stderr: stderr, Timeout: 30 * time.Second,
-	})
-	return out.Bytes(), code, err
+	res, err := agentclient.Client{D: d, ID: id}.Exec(ctx, agentclient.Call{Verb: args[0], Args: args[1:], Stderr: stderr, Timeout: 30 * time.Second, AnyExit: true})
+	return res.Stdout, res.Code, err
 }
 
 // SweepWireRules removes from the engine host's tables the wire shaper
@@ -123,15 +120,6 @@ func wireRules(ctx context.Context, d engine.Docker, runID string, list bool) ([
 
 // AgentImage is the image of agents and load clients.
 var AgentImage = engine.ImageRef("agent")
-
-// AgentBin is the rttlab binary in the agent image.
-const AgentBin = "/usr/local/bin/rttlab"
-
-// AgentCommand is `rttlab agent args...` as it runs in an agent's
-// container: every exec of an agent verb builds its line here.
-func AgentCommand(args ...string) []string {
-	return append([]string{AgentBin, "agent"}, args...)
-}
 
 // lastLine is the last non-blank line of s, trimmed.
 func lastLine(s string) string { return strings.TrimSpace(engine.LastLines(strings.TrimSpace(s), 1)) }
