@@ -16,6 +16,7 @@ import (
 	"github.com/rttlab/rttlab/netem"
 	"github.com/rttlab/rttlab/orchestrator/agentclient"
 	"github.com/rttlab/rttlab/orchestrator/engine"
+	"github.com/rttlab/rttlab/orchestrator/runtime"
 	"github.com/rttlab/rttlab/orchestrator/shaping"
 	"github.com/rttlab/rttlab/orchestrator/stack"
 	"github.com/rttlab/rttlab/workloads"
@@ -118,7 +119,7 @@ func (ps *Session) startNode(ctx context.Context, d engine.Docker, node, image s
 	if node == NodeA || node == NodeB {
 		extra = map[string]string{engine.LabelApp: ps.Stack.Target.Name}
 	}
-	m, _, err := ps.Stack.StartMember(ctx, d, node, node, true, engine.ContainerSpec{Image: image, Cmd: cmd, Env: env, NanoCPUs: ps.Plan.nanoCPUs(node)}, extra)
+	m, err := ps.Stack.StartOn(ctx, engine.NewLab(d, ps.Stack.Network), node, node, true, runtime.MemberSpec{Image: image, Cmd: cmd, Env: env, NanoCPUs: ps.Plan.nanoCPUs(node)}, extra)
 	if m != nil {
 		ps.Nodes[node] = m
 	}
@@ -246,10 +247,15 @@ func (ps *Session) StartProxy(ctx context.Context, d engine.Docker, cfg Config) 
 	if err != nil {
 		return err
 	}
-	labels := stack.RunLabels(ps.Stack.RunID, map[string]string{engine.LabelRole: "proxy"})
+	client := ps.Nodes[NodeClient]
+	if client == nil || client.NetNS == "" {
+		return errors.New("routing proxy: the client node has no network namespace to join")
+	}
 	name := fmt.Sprintf("rttlab-%s-proxy", ps.Stack.RunID)
-	id, err := stack.StartHelper(ctx, d, engine.ContainerSpec{Name: name, Image: stack.AgentImage, Cmd: []string{"agent", "proxy", "--config-json", string(b)},
-		Labels: labels, NetworkMode: "container:" + ps.Nodes[NodeClient].ID, CapDrop: []string{"ALL"}, Platform: ps.Stack.Platform.Native()})
+	pm, err := engine.NewLab(d, ps.Stack.Network).StartMember(ctx, runtime.MemberSpec{Name: name, Role: "proxy", Image: stack.AgentImage,
+		Cmd: []string{"agent", "proxy", "--config-json", string(b)}, Labels: stack.RunLabels(ps.Stack.RunID, nil),
+		Beside: client.NetNS, DropAllCaps: true, Platform: ps.Stack.Platform.Native().String()})
+	id := pm.ID
 	ps.Proxy = id
 	if err != nil {
 		return err
