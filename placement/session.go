@@ -89,7 +89,8 @@ func StartPlacement(ctx context.Context, d engine.Docker, plan *Plan, t apps.Tar
 func (ps *Session) startNodes(ctx context.Context, d engine.Docker, dbEnv, appVars []string, readyTimeout time.Duration) error {
 	st := ps.Stack
 	ps.say("starting PostgreSQL, %s on compute hosts a and b, the client node and four agents", st.Target.Name)
-	db, err := ps.startNode(ctx, d, NodeDB, st.Image("postgres"), nil, dbEnv)
+	rt := engine.NewLab(d, st.Network)
+	db, err := ps.startNode(ctx, rt, NodeDB, st.Image("postgres"), nil, dbEnv)
 	if err != nil {
 		return err
 	}
@@ -97,7 +98,7 @@ func (ps *Session) startNodes(ctx context.Context, d engine.Docker, dbEnv, appVa
 		return err
 	}
 	for _, n := range []string{NodeA, NodeB} {
-		m, err := ps.startNode(ctx, d, n, st.Image(st.Target.Meta.Name), nil, appVars)
+		m, err := ps.startNode(ctx, rt, n, st.Image(st.Target.Meta.Name), nil, appVars)
 		if err != nil {
 			return err
 		}
@@ -105,21 +106,21 @@ func (ps *Session) startNodes(ctx context.Context, d engine.Docker, dbEnv, appVa
 			return err
 		}
 	}
-	if _, err := ps.startNode(ctx, d, NodeClient, stack.AgentImage, []string{"agent", "idle"}, nil); err != nil {
+	if _, err := ps.startNode(ctx, rt, NodeClient, stack.AgentImage, []string{"agent", "idle"}, nil); err != nil {
 		return err
 	}
 	return nil
 }
 
-// startNode creates and starts one node's container on the stack's
-// network, adds it to the stack (once it has an ID) and to the nodes, and
-// reads its address.
-func (ps *Session) startNode(ctx context.Context, d engine.Docker, node, image string, cmd, env []string) (*stack.Member, error) {
+// startNode starts one node on the runtime rt (on the stack's network),
+// adds it to the stack (once it has an ID) and to the nodes, with its
+// address.
+func (ps *Session) startNode(ctx context.Context, rt runtime.Members, node, image string, cmd, env []string) (*stack.Member, error) {
 	var extra map[string]string
 	if node == NodeA || node == NodeB {
 		extra = map[string]string{engine.LabelApp: ps.Stack.Target.Name}
 	}
-	m, err := ps.Stack.StartOn(ctx, engine.NewLab(d, ps.Stack.Network), node, node, true, runtime.MemberSpec{Image: image, Cmd: cmd, Env: env, NanoCPUs: ps.Plan.nanoCPUs(node)}, extra)
+	m, err := ps.Stack.StartOn(ctx, rt, node, node, true, runtime.MemberSpec{Image: image, Cmd: cmd, Env: env, NanoCPUs: ps.Plan.nanoCPUs(node)}, extra)
 	if m != nil {
 		ps.Nodes[node] = m
 	}
