@@ -129,3 +129,39 @@ func TestBoundaryViolations(t *testing.T) {
 		t.Errorf("%d violations, want 4: %q", len(got), got)
 	}
 }
+
+// TestRuntimeIsALeaf fails when the runtime interface imports a package
+// of the module (it is what every runtime implements, so it stands on
+// none of them), or when it or its fake imports the Docker API: no Docker
+// type crosses the interface.
+func TestRuntimeIsALeaf(t *testing.T) {
+	fset := token.NewFileSet()
+	seen := 0
+	err := filepath.WalkDir("runtime", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") {
+			return err
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		seen++
+		leaf := filepath.Dir(path) == "runtime"
+		for _, im := range f.Imports {
+			p, _ := strconv.Unquote(im.Path.Value)
+			switch {
+			case strings.HasPrefix(p, "github.com/docker/"):
+				t.Errorf("%s imports %s: no Docker API package crosses the runtime interface", path, p)
+			case leaf && strings.HasPrefix(p, module):
+				t.Errorf("%s imports %s: orchestrator/runtime imports nothing of the module", path, p)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if seen == 0 {
+		t.Fatal("no file of orchestrator/runtime was read: is the test running in orchestrator/?")
+	}
+}

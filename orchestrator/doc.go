@@ -1,8 +1,12 @@
 // Package orchestrator is the shared lab every study stands on; its code
 // is in the packages below it:
 //
-//   - engine: the Docker Engine API behind narrow interfaces, images and
-//     their build contexts, the Go toolchain, doctor; enginefake beside it;
+//   - runtime: what the lab needs of any runtime (members, agents beside
+//     them in their network namespace, exec, logs, state, removal by run
+//     label, images), with no Docker type; runtimefake beside it;
+//   - engine: the Docker Engine API behind narrow interfaces, and the
+//     Docker runtime over it (engine.Lab), images and their build
+//     contexts, the Go toolchain, doctor; enginefake beside it;
 //   - stack: the containers of a run (built-in apps, own images and compose
 //     files), readiness, labels, removal and clean;
 //   - shaping: the agents on a stack: links and floor, calibration,
@@ -13,5 +17,6 @@
 //     (the real engine for integration tests).
 //
 // No package of the lab imports a study (rtt, placement, workers); the
-// test beside this file fails when one does.
+// test beside this file fails when one does, and when the runtime
+// package imports anything of the module or the Docker API.
 package orchestrator

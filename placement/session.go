@@ -16,6 +16,7 @@ import (
 	"github.com/rttlab/rttlab/netem"
 	"github.com/rttlab/rttlab/orchestrator/agentclient"
 	"github.com/rttlab/rttlab/orchestrator/engine"
+	"github.com/rttlab/rttlab/orchestrator/runtime"
 	"github.com/rttlab/rttlab/orchestrator/shaping"
 	"github.com/rttlab/rttlab/orchestrator/stack"
 	"github.com/rttlab/rttlab/workloads"
@@ -88,7 +89,8 @@ func StartPlacement(ctx context.Context, d engine.Docker, plan *Plan, t apps.Tar
 func (ps *Session) startNodes(ctx context.Context, d engine.Docker, dbEnv, appVars []string, readyTimeout time.Duration) error {
 	st := ps.Stack
 	ps.say("starting PostgreSQL, %s on compute hosts a and b, the client node and four agents", st.Target.Name)
-	db, err := ps.startNode(ctx, d, NodeDB, st.Image("postgres"), nil, dbEnv)
+	rt := engine.NewLab(d, st.Network)
+	db, err := ps.startNode(ctx, rt, NodeDB, st.Image("postgres"), nil, dbEnv)
 	if err != nil {
 		return err
 	}
@@ -96,7 +98,7 @@ func (ps *Session) startNodes(ctx context.Context, d engine.Docker, dbEnv, appVa
 		return err
 	}
 	for _, n := range []string{NodeA, NodeB} {
-		m, err := ps.startNode(ctx, d, n, st.Image(st.Target.Meta.Name), nil, appVars)
+		m, err := ps.startNode(ctx, rt, n, st.Image(st.Target.Meta.Name), nil, appVars)
 		if err != nil {
 			return err
 		}
@@ -104,21 +106,21 @@ func (ps *Session) startNodes(ctx context.Context, d engine.Docker, dbEnv, appVa
 			return err
 		}
 	}
-	if _, err := ps.startNode(ctx, d, NodeClient, stack.AgentImage, []string{"agent", "idle"}, nil); err != nil {
+	if _, err := ps.startNode(ctx, rt, NodeClient, stack.AgentImage, []string{"agent", "idle"}, nil); err != nil {
 		return err
 	}
 	return nil
 }
 
-// startNode creates and starts one node's container on the stack's
-// network, adds it to the stack (once it has an ID) and to the nodes, and
-// reads its address.
-func (ps *Session) startNode(ctx context.Context, d engine.Docker, node, image string, cmd, env []string) (*stack.Member, error) {
+// startNode starts one node on the runtime rt (on the stack's network),
+// adds it to the stack (once it has an ID) and to the nodes, with its
+// address.
+func (ps *Session) startNode(ctx context.Context, rt runtime.Members, node, image string, cmd, env []string) (*stack.Member, error) {
 	var extra map[string]string
 	if node == NodeA || node == NodeB {
 		extra = map[string]string{engine.LabelApp: ps.Stack.Target.Name}
 	}
-	m, _, err := ps.Stack.StartMember(ctx, d, node, node, true, engine.ContainerSpec{Image: image, Cmd: cmd, Env: env, NanoCPUs: ps.Plan.nanoCPUs(node)}, extra)
+	m, err := ps.Stack.StartOn(ctx, rt, node, node, true, runtime.MemberSpec{Image: image, Cmd: cmd, Env: env, NanoCPUs: ps.Plan.nanoCPUs(node)}, extra)
 	if m != nil {
 		ps.Nodes[node] = m
 	}
@@ -246,10 +248,15 @@ func (ps *Session) StartProxy(ctx context.Context, d engine.Docker, cfg Config) 
 	if err != nil {
 		return err
 	}
-	labels := stack.RunLabels(ps.Stack.RunID, map[string]string{engine.LabelRole: "proxy"})
+	client := ps.Nodes[NodeClient]
+	if client == nil || client.NetNS == "" {
+		return errors.New("routing proxy: the client node has no network namespace to join")
+	}
 	name := fmt.Sprintf("rttlab-%s-proxy", ps.Stack.RunID)
-	id, err := stack.StartHelper(ctx, d, engine.ContainerSpec{Name: name, Image: stack.AgentImage, Cmd: []string{"agent", "proxy", "--config-json", string(b)},
-		Labels: labels, NetworkMode: "container:" + ps.Nodes[NodeClient].ID, CapDrop: []string{"ALL"}, Platform: ps.Stack.Platform.Native()})
+	pm, err := engine.NewLab(d, ps.Stack.Network).StartMember(ctx, runtime.MemberSpec{Name: name, Role: "proxy", Image: stack.AgentImage,
+		Cmd: []string{"agent", "proxy", "--config-json", string(b)}, Labels: stack.RunLabels(ps.Stack.RunID, nil),
+		Beside: client.NetNS, DropAllCaps: true, Platform: ps.Stack.Platform.Native().String()})
+	id := pm.ID
 	ps.Proxy = id
 	if err != nil {
 		return err

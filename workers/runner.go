@@ -21,6 +21,7 @@ import (
 	"github.com/rttlab/rttlab/internal/proxyserve"
 	"github.com/rttlab/rttlab/orchestrator/agentclient"
 	"github.com/rttlab/rttlab/orchestrator/engine"
+	"github.com/rttlab/rttlab/orchestrator/runtime"
 	"github.com/rttlab/rttlab/orchestrator/shaping"
 	"github.com/rttlab/rttlab/orchestrator/stack"
 	"github.com/rttlab/rttlab/results"
@@ -93,9 +94,10 @@ func StartWorkers(ctx context.Context, d engine.Docker, t apps.Target, backend s
 	return ws, nil
 }
 
+// startMember starts one member of the study's stack on the run's
+// network, through the runtime interface.
 func (ws *Session) startMember(ctx context.Context, name, image string, cmd, env []string) (*stack.Member, error) {
-	m, _, err := ws.Stack.StartMember(ctx, ws.D, name, name, true, engine.ContainerSpec{Image: image, Cmd: cmd, Env: env}, nil)
-	return m, err
+	return ws.Stack.StartOn(ctx, engine.NewLab(ws.D, ws.Stack.Network), name, name, true, runtime.MemberSpec{Image: image, Cmd: cmd, Env: env}, nil)
 }
 
 // appEnv is the app container's environment: the stack file's, the

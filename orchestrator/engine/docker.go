@@ -32,13 +32,15 @@ import (
 	"github.com/docker/docker/client"
 	"github.com/docker/docker/pkg/stdcopy"
 	"github.com/docker/go-connections/nat"
+
+	"github.com/rttlab/rttlab/orchestrator/runtime"
 )
 
 // Labels carried by every object rttlab creates.
 const (
-	LabelRun     = "io.rttlab.run"     // run id, on containers, networks, volumes
+	LabelRun     = runtime.LabelRun    // run id, on containers, networks, volumes
 	LabelApp     = "io.rttlab.app"     // app name, on images and app containers
-	LabelRole    = "io.rttlab.role"    // db, app, agent, client
+	LabelRole    = runtime.LabelRole   // db, app, agent, client
 	LabelService = "io.rttlab.service" // compose service name
 	LabelStack   = "io.rttlab.stack"   // "up" for stacks started by `rttlab up`
 	LabelTarget  = "io.rttlab.target"  // on agents: the container they shape
@@ -64,8 +66,9 @@ var ErrEngineDenied = errors.New("permission denied")
 // ErrImageMissing is returned when a container's image does not exist.
 var ErrImageMissing = errors.New("image is missing")
 
-// ErrNotFound is returned when a named object does not exist.
-var ErrNotFound = errors.New("not found")
+// ErrNotFound is returned when a named object does not exist: the
+// runtime's own, so that errors.Is answers alike through either.
+var ErrNotFound = runtime.ErrNotFound
 
 // Engine reports on the engine itself.
 type Engine interface {
@@ -518,17 +521,9 @@ func (r *Runtime) ListContainers(ctx context.Context, labelFilter map[string]str
 	return cs, nil
 }
 
-// ExecSpec describes a command run inside a container.
-type ExecSpec struct {
-	Cmd    []string
-	User   string
-	Env    []string
-	Stdin  io.Reader
-	Stdout io.Writer // nil discards
-	Stderr io.Writer // nil discards
-	// Timeout bounds the whole exec; zero means shortCall.
-	Timeout time.Duration
-}
+// ExecSpec describes a command run inside a container: the runtime's,
+// which every runtime takes.
+type ExecSpec = runtime.ExecSpec
 
 // Exec runs a command in a running container, streaming its demultiplexed
 // output, and returns its exit code.

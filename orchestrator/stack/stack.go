@@ -22,6 +22,7 @@ import (
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/compose"
 	"github.com/rttlab/rttlab/orchestrator/engine"
+	"github.com/rttlab/rttlab/orchestrator/runtime"
 )
 
 // NewRunID returns a fresh run id: 10 hex digits.
@@ -114,6 +115,9 @@ type Member struct {
 	ID      string
 	Name    string
 	IP      string
+	// NetNS is its network namespace in the runtime's terms, for what
+	// starts beside it; set by StartOn.
+	NetNS runtime.NetNS
 }
 
 // Stack is a started database + app on a private network.
@@ -243,10 +247,7 @@ func StartStack(ctx context.Context, d engine.Docker, o StackOptions) (st *Stack
 // address on the network is read back with the inspection returned. The
 // one place every study starts a container of a stack.
 func (st *Stack) StartMember(ctx context.Context, d engine.Containers, service, role string, shaped bool, spec engine.ContainerSpec, extra map[string]string) (*Member, container.InspectResponse, error) {
-	spec.Name = fmt.Sprintf("rttlab-%s-%s", st.RunID, service)
-	spec.Labels = RunLabels(st.RunID, extra)
-	spec.Labels[engine.LabelRole] = role
-	spec.Labels[engine.LabelService] = service
+	spec.Name, spec.Labels = st.memberName(service), st.memberLabels(service, role, extra)
 	spec.Network, spec.Aliases = st.Network, []string{service}
 	if spec.Platform == (engine.Platform{}) {
 		spec.Platform = st.MemberPlatform(spec.Image)
@@ -271,6 +272,41 @@ func (st *Stack) StartMember(ctx context.Context, d engine.Containers, service, 
 		m.IP = ep.IPAddress
 	}
 	return m, ins, nil
+}
+
+// memberName is the name of the member of service: rttlab-<run>-<service>.
+func (st *Stack) memberName(service string) string {
+	return fmt.Sprintf("rttlab-%s-%s", st.RunID, service)
+}
+
+// memberLabels are the labels of the member of service: the run's, extra,
+// the role and the service.
+func (st *Stack) memberLabels(service, role string, extra map[string]string) map[string]string {
+	l := RunLabels(st.RunID, extra)
+	l[engine.LabelRole] = role
+	l[engine.LabelService] = service
+	return l
+}
+
+// StartOn is StartMember on a runtime: it starts one member of st from
+// spec (image, command, environment, limits), named and labelled as
+// StartMember names and labels it, reached by the service's name on the
+// lab's network. The member joins st.Members as soon as the runtime gave
+// it an ID, so that removing the stack removes it whatever fails next;
+// its address and network namespace are the runtime's answer.
+func (st *Stack) StartOn(ctx context.Context, rt runtime.Members, service, role string, shaped bool, spec runtime.MemberSpec, extra map[string]string) (*Member, error) {
+	spec.Name, spec.Labels = st.memberName(service), st.memberLabels(service, role, extra)
+	spec.Role, spec.Aliases = role, []string{service}
+	if spec.Platform == "" {
+		spec.Platform = st.MemberPlatform(spec.Image).String()
+	}
+	rm, err := rt.StartMember(ctx, spec)
+	if rm.ID == "" {
+		return nil, err
+	}
+	m := &Member{Service: service, Role: role, Shaped: shaped, ID: rm.ID, Name: spec.Name, IP: rm.Addr, NetNS: rm.NetNS}
+	st.Members = append(st.Members, m)
+	return m, err
 }
 
 // mergeLabels adds b's labels to a (a new map when a is nil).

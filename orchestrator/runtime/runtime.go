@@ -1,0 +1,211 @@
+// Package runtime is what the lab needs of any runtime that runs its
+// members: start a member from an image, start an agent beside a member
+// (in its network namespace), run commands in a member and read its
+// output, tell whether it still runs, remove it, remove everything a run
+// labelled, and have the images the members need.
+//
+// Docker implements it with the Engine API (engine.Lab: a container per
+// member on the run's bridge network, an agent a container sharing its
+// target's network namespace); Kubernetes would with client-go (a pod per
+// member in a namespace per run, exec over the API, an agent a container
+// in the member's pod or a session of a privileged node agent entering
+// the pod's network namespace, as Chaos Mesh's chaos-daemon does). No type
+// of either crosses this package: members are named by the runtime's
+// handle (ID), their network namespace by an opaque NetNS, capabilities
+// and platforms by plain values.
+//
+// The interfaces are small on purpose: each consumer asks for the one it
+// uses (Execer for an agent client, Members for a study starting its
+// nodes), and Runtime is all of them.
+package runtime
+
+import (
+	"context"
+	"errors"
+	"io"
+	"time"
+)
+
+// Labels the lab puts on every member; a runtime keeps them where its
+// objects carry labels (Docker: container labels; Kubernetes: pod labels,
+// and the run's namespace carries LabelRun).
+const (
+	LabelRun  = "io.rttlab.run"  // run id: RemoveRun finds a run's members by it
+	LabelRole = "io.rttlab.role" // db, app, agent, client, proxy...
+)
+
+// ErrNotFound is returned when a member or an image the runtime is asked
+// about does not exist.
+var ErrNotFound = errors.New("not found")
+
+// ExecSpec describes a command run inside a member.
+type ExecSpec struct {
+	Cmd    []string
+	User   string
+	Env    []string
+	Stdin  io.Reader
+	Stdout io.Writer // nil discards
+	Stderr io.Writer // nil discards
+	// Timeout bounds the whole exec; zero means the runtime's default
+	// for a short call (Docker's: 30 s).
+	Timeout time.Duration
+}
+
+// Capability is a Linux capability without its CAP_ prefix, as both
+// Docker and Kubernetes spell it.
+type Capability string
+
+// The capabilities an agent needs to shape and probe a member's traffic.
+const (
+	CapNetAdmin Capability = "NET_ADMIN" // qdiscs, netfilter rules, NFQUEUE
+	CapNetRaw   Capability = "NET_RAW"   // ICMP probes, packet captures
+)
+
+// NetNS is a runtime's handle on a member's network namespace: what an
+// agent started beside the member joins. It is opaque, and means
+// something only to the runtime that returned it. Docker: the ID of the
+// container that owns the namespace (joined as container:<id>).
+// Kubernetes: the member's pod (namespace/name), whose containers share
+// one network namespace; a node agent finds the pod's sandbox PID from
+// the container runtime and enters /proc/<pid>/ns/net.
+type NetNS string
+
+// MemberSpec is what StartMember needs.
+type MemberSpec struct {
+	// Name is the member's name, unique on the runtime (Docker: the
+	// container name; Kubernetes: the pod name, or the container name of
+	// a member beside another in its pod).
+	Name string
+	// Role is the member's part in the run (db, app, agent...), kept under
+	// LabelRole.
+	Role  string
+	Image string
+	Cmd   []string
+	Env   []string // KEY=value
+	// Labels carry the run (LabelRun) and whatever else finds the member
+	// again; Role is added under LabelRole.
+	Labels map[string]string
+	// Aliases are the names the other members reach it by on the lab's
+	// network (Docker: network aliases; Kubernetes: a headless service
+	// per name). A member beside another has none of its own.
+	Aliases []string
+	// Beside, when set, is the network namespace the member shares (its
+	// target's NetNS) instead of one of its own on the lab's network:
+	// Docker's container:<id>; on Kubernetes an ephemeral container in
+	// the target's pod, or a session of the node agent in its netns.
+	Beside NetNS
+	// CapAdd are capabilities the member's processes get beyond the
+	// runtime's default set; DropAllCaps starts from none instead.
+	CapAdd      []Capability
+	DropAllCaps bool
+	// Platform is "os/arch" (linux/arm64) the member's image is run as;
+	// empty: the runtime's own. Kubernetes: a node selector on
+	// kubernetes.io/arch.
+	Platform string
+	// NanoCPUs limits the member to this many billionths of a CPU (Docker:
+	// --cpus × 1e9; Kubernetes: limits.cpu of NanoCPUs/1e6 millicores);
+	// zero leaves it unlimited.
+	NanoCPUs int64
+}
+
+// Member is one started member.
+type Member struct {
+	Name string
+	Role string
+	// ID is the runtime's handle: what Exec, Logs, State, StopMember and
+	// RemoveMember take (Docker: the container ID; Kubernetes:
+	// namespace/pod/container).
+	ID string
+	// Addr is its address on the lab's network; empty for a member beside
+	// another, which answers on the address of the namespace it shares.
+	Addr string
+	// Node is the host it runs on; empty on one host (Docker).
+	Node string
+	// NetNS is its network namespace, for the agents started beside it.
+	NetNS NetNS
+}
+
+// State is whether a member runs, and why not when it stopped.
+type State struct {
+	Running bool
+	// ExitCode is the main process's exit status once it stopped.
+	ExitCode int
+	// Reason is the runtime's word for the state (Docker: the container
+	// status "created", "running", "exited", or "OOMKilled"; Kubernetes:
+	// the container's waiting or terminated reason, such as
+	// "CrashLoopBackOff", "Error", "Completed", "OOMKilled").
+	Reason string
+}
+
+// Execer runs commands in a member and reads its output.
+type Execer interface {
+	// Exec runs s.Cmd in the running member id, streams its output and
+	// returns its exit code. Docker: exec create, attach and inspect on
+	// the container. Kubernetes: the pod's exec subresource over SPDY or
+	// WebSocket (remotecommand), the exit code from the stream's status.
+	Exec(ctx context.Context, id string, s ExecSpec) (int, error)
+	// Logs returns the last tail lines of the member's output. Docker:
+	// the container's logs; Kubernetes: the pod container's log with
+	// tailLines.
+	Logs(ctx context.Context, id string, tail int) (string, error)
+}
+
+// Members starts, watches, stops and removes members.
+type Members interface {
+	// StartMember creates and starts a member of s and reads its address.
+	// A Member with an ID comes back with an error too when something was
+	// created: the caller removes it. Docker: create a container on the
+	// run's network (or in container:<Beside>), start it, inspect it.
+	// Kubernetes: create a pod in the run's namespace (an ephemeral
+	// container in the target's pod, or a node agent session, for
+	// Beside), wait until it runs, read its pod IP.
+	StartMember(ctx context.Context, s MemberSpec) (Member, error)
+	// State tells whether member id runs, and its exit status when not;
+	// ErrNotFound when it is gone. Docker: inspect the container.
+	// Kubernetes: the pod's container status.
+	State(ctx context.Context, id string) (State, error)
+	// StopMember stops member id: its processes get SIGTERM, then SIGKILL
+	// after grace (an agent undoes its shaping on SIGTERM). A member gone
+	// already is not an error. Docker: stop the container. Kubernetes:
+	// delete the pod with gracePeriodSeconds, or end the agent session.
+	StopMember(ctx context.Context, id string, grace time.Duration) error
+	// RemoveMember removes member id whether it runs or not, with what it
+	// alone used (Docker: anonymous volumes); one gone already is not an
+	// error. Docker: force-remove the container. Kubernetes: delete the
+	// pod with a zero grace period.
+	RemoveMember(ctx context.Context, id string) error
+}
+
+// Runs removes what a run left.
+type Runs interface {
+	// RemoveRun removes everything labelled LabelRun=runID: the agents
+	// beside members first (stopped, so that they undo their shaping),
+	// then the members, then the run's network and volumes. It returns
+	// how many objects it removed, and one error per object it could not.
+	// Docker: containers, networks and volumes by label. Kubernetes:
+	// delete the run's namespace (its pods, services and claims with it)
+	// and end the node agent's sessions of the run.
+	RemoveRun(ctx context.Context, runID string) (int, error)
+}
+
+// Images has the images members are started from.
+type Images interface {
+	// HasImage says whether ref is present where members start. Docker:
+	// inspect the image. Kubernetes: on every node that may run a member
+	// (the node's image list), since members use imagePullPolicy Never.
+	HasImage(ctx context.Context, ref string) (bool, error)
+	// EnsureImage makes ref present, pulled when a registry has it; an
+	// image it cannot get is an error wrapping ErrNotFound (rttlab's own
+	// are built with `rttlab images build`). Docker: inspect, else pull.
+	// Kubernetes: import the image's archive into each node's containerd
+	// (ctr -n k8s.io images import), as kind does.
+	EnsureImage(ctx context.Context, ref string) error
+}
+
+// Runtime is everything the lab needs of a runtime.
+type Runtime interface {
+	Members
+	Execer
+	Runs
+	Images
+}

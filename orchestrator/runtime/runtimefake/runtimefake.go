@@ -1,0 +1,417 @@
+// Package runtimefake is an in-memory runtime (runtime.Runtime) for the
+// unit tests of code written against the runtime interface: it records
+// the members started and removed, keeps their state, and answers execs
+// with handlers a test registers per command prefix.
+package runtimefake
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rttlab/rttlab/orchestrator/runtime"
+)
+
+// Runtime is an in-memory runtime. It keeps what the lab relies on:
+//
+//   - member names are unique;
+//   - a member needs its image (AddImage, or EnsureImage of a Pullable
+//     one), and a member beside another needs that one running;
+//   - a member on the lab's network gets an address (10.90.0.N in start
+//     order), one beside another shares its target's namespace and has
+//     none of its own;
+//   - Exec needs a running member and honours a cancelled context.
+type Runtime struct {
+	mu       sync.Mutex
+	seq      int
+	members  map[string]*Member // by ID
+	images   map[string]bool
+	handlers map[string]Handler
+	faults   map[string]error // "Op name" -> the next call's error
+	started  []runtime.MemberSpec
+	removed  []string
+	execs    []Exec
+	// Pullable are the images EnsureImage may pull.
+	Pullable map[string]bool
+	// Node is what every member's Node reads; empty as on one host.
+	Node string
+}
+
+// Member is one member the fake holds.
+type Member struct {
+	runtime.Member
+	Spec  runtime.MemberSpec
+	State runtime.State
+	Logs  string
+	seq   int
+}
+
+// Exec is one exec the fake answered.
+type Exec struct {
+	Member string // name
+	Cmd    []string
+}
+
+// Call is what an exec handler sees.
+type Call struct {
+	Member Member // a copy, as it was when the exec started
+	Cmd    []string
+	Env    []string
+	User   string
+	Stdin  []byte
+	Stdout io.Writer
+	Stderr io.Writer
+}
+
+// Handler answers an Exec: what it writes to Stdout and Stderr, its exit
+// code, and an error for a failure of the exec itself.
+type Handler func(ctx context.Context, x *Call) (int, error)
+
+var _ runtime.Runtime = (*Runtime)(nil)
+
+// New returns an empty runtime.
+func New() *Runtime {
+	return &Runtime{
+		members:  map[string]*Member{},
+		images:   map[string]bool{},
+		handlers: map[string]Handler{},
+		faults:   map[string]error{},
+		Pullable: map[string]bool{},
+	}
+}
+
+// AddImage makes ref present.
+func (r *Runtime) AddImage(ref string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.images[ref] = true
+}
+
+// Handle registers h for commands starting with prefix (words separated
+// by spaces). The longest matching prefix answers.
+func (r *Runtime) Handle(prefix string, h Handler) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.handlers[prefix] = h
+}
+
+// FailOn makes the next call of op (StartMember, StopMember,
+// RemoveMember, State, Exec) on the member named name fail with err.
+func (r *Runtime) FailOn(op, name string, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.faults[op+" "+name] = err
+}
+
+// Exit makes the running member named name stop with code, having
+// printed logs.
+func (r *Runtime) Exit(name string, code int, logs string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m := r.byNameLocked(name)
+	if m == nil || !m.State.Running {
+		return false
+	}
+	m.State = runtime.State{ExitCode: code, Reason: "exited"}
+	m.Logs += logs
+	return true
+}
+
+// Started returns the spec of every member started so far, in order.
+func (r *Runtime) Started() []runtime.MemberSpec {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]runtime.MemberSpec(nil), r.started...)
+}
+
+// Removed returns the names of the members removed so far, in order.
+func (r *Runtime) Removed() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.removed...)
+}
+
+// Execs returns every exec answered so far.
+func (r *Runtime) Execs() []Exec {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Exec(nil), r.execs...)
+}
+
+// Live returns the names of the members that exist, in start order.
+func (r *Runtime) Live() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, m := range r.sortedLocked() {
+		out = append(out, m.Name)
+	}
+	return out
+}
+
+func (r *Runtime) sortedLocked() []*Member {
+	out := make([]*Member, 0, len(r.members))
+	for _, m := range r.members {
+		out = append(out, m)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].seq < out[j].seq })
+	return out
+}
+
+func (r *Runtime) byNameLocked(name string) *Member {
+	for _, m := range r.members {
+		if m.Name == name {
+			return m
+		}
+	}
+	return nil
+}
+
+// faultLocked returns and uses up the error armed for op on m.
+func (r *Runtime) faultLocked(op, name string) error {
+	k := op + " " + name
+	err := r.faults[k]
+	delete(r.faults, k)
+	return err
+}
+
+// StartMember starts a member of s.
+func (r *Runtime) StartMember(ctx context.Context, s runtime.MemberSpec) (runtime.Member, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := ctx.Err(); err != nil {
+		return runtime.Member{}, fmt.Errorf("start %s: %w", s.Name, err)
+	}
+	if r.byNameLocked(s.Name) != nil {
+		return runtime.Member{}, fmt.Errorf("start %s: the name is in use", s.Name)
+	}
+	if !r.images[s.Image] {
+		return runtime.Member{}, fmt.Errorf("start %s: image %s: %w", s.Name, s.Image, runtime.ErrNotFound)
+	}
+	if s.Beside != "" && !r.runningNetNSLocked(s.Beside) {
+		return runtime.Member{}, fmt.Errorf("start %s: no running member owns network namespace %s", s.Name, s.Beside)
+	}
+	r.seq++
+	id := fmt.Sprintf("fake-%d-%s", r.seq, s.Name)
+	m := &Member{Spec: s, seq: r.seq}
+	m.Spec.Labels = clone(s.Labels)
+	m.Member = runtime.Member{Name: s.Name, Role: s.Role, ID: id, Node: r.Node, NetNS: s.Beside}
+	if m.NetNS == "" {
+		m.NetNS = runtime.NetNS("netns-" + id)
+		m.Addr = netip.AddrFrom4([4]byte{10, 90, 0, byte(r.seq % 250)}).String()
+	}
+	r.members[id] = m
+	r.started = append(r.started, m.Spec)
+	if err := r.faultLocked("StartMember", s.Name); err != nil {
+		m.State = runtime.State{Reason: "created"}
+		return m.Member, err
+	}
+	m.State = runtime.State{Running: true, Reason: "running"}
+	return m.Member, nil
+}
+
+// runningNetNSLocked says whether a running member owns ns.
+func (r *Runtime) runningNetNSLocked(ns runtime.NetNS) bool {
+	for _, m := range r.members {
+		if m.NetNS == ns && m.Spec.Beside == "" && m.State.Running {
+			return true
+		}
+	}
+	return false
+}
+
+func clone(l map[string]string) map[string]string {
+	if l == nil {
+		return nil
+	}
+	out := make(map[string]string, len(l))
+	for k, v := range l {
+		out[k] = v
+	}
+	return out
+}
+
+// State reports member id's state; runtime.ErrNotFound once removed.
+func (r *Runtime) State(ctx context.Context, id string) (runtime.State, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m, ok := r.members[id]
+	if !ok {
+		return runtime.State{}, fmt.Errorf("member %s: %w", id, runtime.ErrNotFound)
+	}
+	if err := r.faultLocked("State", m.Name); err != nil {
+		return runtime.State{}, err
+	}
+	return m.State, nil
+}
+
+// StopMember stops member id as SIGTERM does (exit code 143); a member
+// gone already is not an error.
+func (r *Runtime) StopMember(ctx context.Context, id string, grace time.Duration) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m, ok := r.members[id]
+	if !ok {
+		return nil
+	}
+	if err := r.faultLocked("StopMember", m.Name); err != nil {
+		return err
+	}
+	if m.State.Running {
+		m.State = runtime.State{ExitCode: 143, Reason: "exited"}
+	}
+	return nil
+}
+
+// RemoveMember removes member id; one gone already is not an error.
+func (r *Runtime) RemoveMember(ctx context.Context, id string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.removeLocked(id)
+}
+
+func (r *Runtime) removeLocked(id string) error {
+	m, ok := r.members[id]
+	if !ok {
+		return nil
+	}
+	if err := r.faultLocked("RemoveMember", m.Name); err != nil {
+		return err
+	}
+	delete(r.members, id)
+	r.removed = append(r.removed, m.Name)
+	return nil
+}
+
+// Exec answers a command in member id with the handler of its longest
+// registered prefix; a command without one exits 127 as a missing
+// executable does.
+func (r *Runtime) Exec(ctx context.Context, id string, s runtime.ExecSpec) (int, error) {
+	if len(s.Cmd) == 0 {
+		return -1, fmt.Errorf("exec in %s: no command", id)
+	}
+	key := strings.Join(s.Cmd, " ")
+	r.mu.Lock()
+	m, ok := r.members[id]
+	if !ok {
+		r.mu.Unlock()
+		return -1, fmt.Errorf("exec %s in %s: %w", s.Cmd[0], id, runtime.ErrNotFound)
+	}
+	if err := ctx.Err(); err != nil {
+		r.mu.Unlock()
+		return -1, fmt.Errorf("exec %s in %s: %w", s.Cmd[0], m.Name, err)
+	}
+	if err := r.faultLocked("Exec", m.Name); err != nil {
+		r.mu.Unlock()
+		return -1, err
+	}
+	if !m.State.Running {
+		r.mu.Unlock()
+		return -1, fmt.Errorf("exec %s in %s: the member is not running", s.Cmd[0], m.Name)
+	}
+	r.execs = append(r.execs, Exec{Member: m.Name, Cmd: append([]string(nil), s.Cmd...)})
+	var h Handler
+	best := ""
+	for p, ph := range r.handlers {
+		if (key == p || strings.HasPrefix(key, p+" ")) && len(p) >= len(best) {
+			best, h = p, ph
+		}
+	}
+	x := &Call{Member: *m, Cmd: s.Cmd, Env: s.Env, User: s.User, Stdout: s.Stdout, Stderr: s.Stderr}
+	x.Member.Spec.Labels = clone(m.Spec.Labels)
+	r.mu.Unlock()
+
+	if x.Stdout == nil {
+		x.Stdout = io.Discard
+	}
+	if x.Stderr == nil {
+		x.Stderr = io.Discard
+	}
+	if s.Stdin != nil {
+		var b bytes.Buffer
+		if _, err := io.Copy(&b, s.Stdin); err != nil {
+			return -1, fmt.Errorf("exec %s in %s: stdin: %w", s.Cmd[0], m.Name, err)
+		}
+		x.Stdin = b.Bytes()
+	}
+	if h == nil {
+		fmt.Fprintf(x.Stderr, "exec: %q: executable file not found in $PATH\n", s.Cmd[0])
+		return 127, nil
+	}
+	return h(ctx, x)
+}
+
+// Logs returns the last tail lines the member printed.
+func (r *Runtime) Logs(ctx context.Context, id string, tail int) (string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m, ok := r.members[id]
+	if !ok {
+		return "", fmt.Errorf("logs %s: %w", id, runtime.ErrNotFound)
+	}
+	ls := strings.Split(strings.TrimRight(m.Logs, "\n"), "\n")
+	if len(ls) > tail {
+		ls = ls[len(ls)-tail:]
+	}
+	return strings.Join(ls, "\n"), nil
+}
+
+// RemoveRun removes the members labelled with the run, those beside
+// another first (stopped when running), and returns how many it removed.
+func (r *Runtime) RemoveRun(ctx context.Context, runID string) (int, error) {
+	if runID == "" {
+		return 0, errors.New("remove run: empty run id")
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	var errs []error
+	for _, beside := range []bool{true, false} {
+		for _, m := range r.sortedLocked() {
+			if m.Spec.Labels[runtime.LabelRun] != runID || (m.Spec.Beside != "") != beside {
+				continue
+			}
+			if beside && m.State.Running {
+				m.State = runtime.State{ExitCode: 143, Reason: "exited"}
+			}
+			if err := r.removeLocked(m.ID); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			n++
+		}
+	}
+	if len(errs) > 0 {
+		return n, fmt.Errorf("remove run %s: %w", runID, errors.Join(errs...))
+	}
+	return n, nil
+}
+
+// HasImage says whether ref is present.
+func (r *Runtime) HasImage(ctx context.Context, ref string) (bool, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.images[ref], nil
+}
+
+// EnsureImage makes a Pullable ref present; any other absent one is
+// runtime.ErrNotFound.
+func (r *Runtime) EnsureImage(ctx context.Context, ref string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.images[ref] {
+		return nil
+	}
+	if !r.Pullable[ref] {
+		return fmt.Errorf("image %s: %w", ref, runtime.ErrNotFound)
+	}
+	r.images[ref] = true
+	return nil
+}

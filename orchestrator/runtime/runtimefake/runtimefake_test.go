@@ -1,0 +1,197 @@
+package runtimefake
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/rttlab/rttlab/orchestrator/runtime"
+)
+
+func started(t *testing.T, r *Runtime, s runtime.MemberSpec) runtime.Member {
+	t.Helper()
+	m, err := r.StartMember(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// A member gets an address and a namespace of its own; one beside it
+// shares that namespace and has no address; both are recorded.
+func TestStartMembers(t *testing.T) {
+	r := New()
+	r.AddImage("db:1")
+	r.AddImage("agent:1")
+	run := map[string]string{runtime.LabelRun: "abc"}
+	db := started(t, r, runtime.MemberSpec{Name: "db", Role: "db", Image: "db:1", Labels: run})
+	if db.ID == "" || db.Addr != "10.90.0.1" || db.NetNS == "" || db.Role != "db" {
+		t.Errorf("db %+v", db)
+	}
+	a := started(t, r, runtime.MemberSpec{Name: "db-agent", Image: "agent:1", Labels: run, Beside: db.NetNS,
+		CapAdd: []runtime.Capability{runtime.CapNetAdmin}})
+	if a.Addr != "" || a.NetNS != db.NetNS {
+		t.Errorf("agent %+v beside %+v", a, db)
+	}
+	if got := r.Started(); len(got) != 2 || got[1].Beside != db.NetNS || got[1].CapAdd[0] != runtime.CapNetAdmin {
+		t.Errorf("started %+v", got)
+	}
+	run["x"] = "y"
+	if r.Started()[0].Labels["x"] != "" {
+		t.Error("the fake kept the caller's label map")
+	}
+	for _, s := range []runtime.MemberSpec{
+		{Name: "db", Image: "db:1"},                      // name in use
+		{Name: "other", Image: "missing:1"},              // no image
+		{Name: "lost", Image: "agent:1", Beside: "none"}, // no such namespace
+	} {
+		if m, err := r.StartMember(context.Background(), s); err == nil || m.ID != "" {
+			t.Errorf("%+v started: %+v", s, m)
+		}
+	}
+	if _, err := r.StartMember(context.Background(), runtime.MemberSpec{Name: "x", Image: "missing:1"}); !errors.Is(err, runtime.ErrNotFound) {
+		t.Errorf("missing image: %v", err)
+	}
+}
+
+// A failed start still returns the member's ID, for the caller to remove.
+func TestStartFails(t *testing.T) {
+	r := New()
+	r.AddImage("app:1")
+	boom := errors.New("boom")
+	r.FailOn("StartMember", "app", boom)
+	m, err := r.StartMember(context.Background(), runtime.MemberSpec{Name: "app", Image: "app:1"})
+	if !errors.Is(err, boom) || m.ID == "" {
+		t.Fatalf("%+v %v", m, err)
+	}
+	if st, _ := r.State(context.Background(), m.ID); st.Running {
+		t.Error("a member that failed to start runs")
+	}
+	if err := r.RemoveMember(context.Background(), m.ID); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(r.Removed(), []string{"app"}) || len(r.Live()) != 0 {
+		t.Errorf("removed %v, live %v", r.Removed(), r.Live())
+	}
+}
+
+// State follows Exit, StopMember and RemoveMember; a member beside a
+// stopped one cannot start.
+func TestStates(t *testing.T) {
+	r := New()
+	r.AddImage("app:1")
+	ctx := context.Background()
+	m := started(t, r, runtime.MemberSpec{Name: "app", Image: "app:1"})
+	if st, err := r.State(ctx, m.ID); err != nil || !st.Running {
+		t.Errorf("%+v %v", st, err)
+	}
+	if !r.Exit("app", 2, "fatal: no database\n") {
+		t.Fatal("Exit found no running member")
+	}
+	if st, _ := r.State(ctx, m.ID); st.Running || st.ExitCode != 2 || st.Reason != "exited" {
+		t.Errorf("after exit %+v", st)
+	}
+	if logs, _ := r.Logs(ctx, m.ID, 3); logs != "fatal: no database" {
+		t.Errorf("logs %q", logs)
+	}
+	if _, err := r.StartMember(ctx, runtime.MemberSpec{Name: "agent", Image: "app:1", Beside: m.NetNS}); err == nil {
+		t.Error("an agent started beside a stopped member")
+	}
+	n := started(t, r, runtime.MemberSpec{Name: "n", Image: "app:1"})
+	if err := r.StopMember(ctx, n.ID, 0); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := r.State(ctx, n.ID); st.Running || st.ExitCode != 143 {
+		t.Errorf("stopped %+v", st)
+	}
+	if err := r.RemoveMember(ctx, n.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.State(ctx, n.ID); !errors.Is(err, runtime.ErrNotFound) {
+		t.Errorf("removed member's state: %v", err)
+	}
+	if err := r.StopMember(ctx, n.ID, 0); err != nil {
+		t.Errorf("stop of a removed member: %v", err)
+	}
+}
+
+// Exec is answered by the longest registered prefix, needs a running
+// member, and without a handler exits 127.
+func TestExec(t *testing.T) {
+	r := New()
+	r.AddImage("agent:1")
+	ctx := context.Background()
+	m := started(t, r, runtime.MemberSpec{Name: "c", Image: "agent:1"})
+	r.Handle("agent", func(ctx context.Context, x *Call) (int, error) { return 1, nil })
+	r.Handle("agent ping", func(ctx context.Context, x *Call) (int, error) {
+		fmt.Fprintf(x.Stdout, "%s %s %s", x.Member.Name, x.Cmd[len(x.Cmd)-1], x.Stdin)
+		return 0, nil
+	})
+	var out, errb strings.Builder
+	code, err := r.Exec(ctx, m.ID, runtime.ExecSpec{Cmd: []string{"agent", "ping", "10.0.0.1"}, Stdin: strings.NewReader("in"), Stdout: &out})
+	if err != nil || code != 0 || out.String() != "c 10.0.0.1 in" {
+		t.Errorf("ping: %d %q %v", code, out.String(), err)
+	}
+	if code, _ := r.Exec(ctx, m.ID, runtime.ExecSpec{Cmd: []string{"agent", "idle"}}); code != 1 {
+		t.Errorf("agent idle: %d", code)
+	}
+	if code, _ := r.Exec(ctx, m.ID, runtime.ExecSpec{Cmd: []string{"agentx"}, Stderr: &errb}); code != 127 || !strings.Contains(errb.String(), "not found") {
+		t.Errorf("unhandled: %d %q", code, errb.String())
+	}
+	if len(r.Execs()) != 3 || r.Execs()[0].Member != "c" {
+		t.Errorf("execs %+v", r.Execs())
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := r.Exec(cctx, m.ID, runtime.ExecSpec{Cmd: []string{"agent"}}); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled: %v", err)
+	}
+	r.Exit("c", 0, "")
+	if _, err := r.Exec(ctx, m.ID, runtime.ExecSpec{Cmd: []string{"agent"}}); err == nil {
+		t.Error("exec in a stopped member")
+	}
+}
+
+// RemoveRun removes the run's members, those beside another first, and
+// no other run's.
+func TestRemoveRun(t *testing.T) {
+	r := New()
+	r.AddImage("i")
+	ctx := context.Background()
+	abc := map[string]string{runtime.LabelRun: "abc"}
+	db := started(t, r, runtime.MemberSpec{Name: "db", Image: "i", Labels: abc})
+	started(t, r, runtime.MemberSpec{Name: "db-agent", Image: "i", Labels: abc, Beside: db.NetNS})
+	started(t, r, runtime.MemberSpec{Name: "other", Image: "i", Labels: map[string]string{runtime.LabelRun: "xyz"}})
+	n, err := r.RemoveRun(ctx, "abc")
+	if err != nil || n != 2 {
+		t.Fatalf("removed %d, %v", n, err)
+	}
+	if !slices.Equal(r.Removed(), []string{"db-agent", "db"}) || !slices.Equal(r.Live(), []string{"other"}) {
+		t.Errorf("removed %v, live %v", r.Removed(), r.Live())
+	}
+	if _, err := r.RemoveRun(ctx, ""); err == nil {
+		t.Error("empty run id")
+	}
+}
+
+// Images: present, pulled when Pullable, else ErrNotFound.
+func TestImages(t *testing.T) {
+	r := New()
+	ctx := context.Background()
+	if ok, _ := r.HasImage(ctx, "a"); ok {
+		t.Error("an empty runtime has an image")
+	}
+	if err := r.EnsureImage(ctx, "a"); !errors.Is(err, runtime.ErrNotFound) {
+		t.Errorf("ensure absent: %v", err)
+	}
+	r.Pullable["a"] = true
+	if err := r.EnsureImage(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := r.HasImage(ctx, "a"); !ok {
+		t.Error("pulled image absent")
+	}
+}
