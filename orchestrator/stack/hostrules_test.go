@@ -156,10 +156,3 @@ func TestSweepWireRulesFailures(t *testing.T) {
 		t.Errorf("prefix %q", WireRulePrefix("r1"))
 	}
 }
-
-// Every agent verb runs as the agent image's rttlab binary.
-func TestAgentCommand(t *testing.T) {
-	if got := strings.Join(AgentCommand("load", "--url", "u"), " "); got != "/usr/local/bin/rttlab agent load --url u" {
-		t.Errorf("AgentCommand = %q", got)
-	}
-}
