@@ -48,7 +48,7 @@ func ReadPlaceSamples(dir string) ([]PlaceSample, error) {
 }
 
 func readPlaceResult(dir string) (*PlaceResult, error) {
-	path := filepath.Join(dir, "summary.json")
+	path := filepath.Join(dir, results.SummaryJSONFile)
 	b, err := capped.ReadFile(path, "summary", results.MaxFile)
 	if err != nil {
 		return nil, err
@@ -85,14 +85,14 @@ func ReportPlacement(dir string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	files := []string{filepath.Join(dir, "summary.json"), filepath.Join(dir, "summary.md")}
-	if err := os.WriteFile(files[0], append(b, '\n'), 0o644); err != nil {
+	files := []string{filepath.Join(dir, results.SummaryJSONFile), filepath.Join(dir, results.SummaryMDFile)}
+	if err := results.WriteAtomic(dir, results.SummaryJSONFile, append(b, '\n')); err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(files[1], []byte(PlaceMarkdown(res)), 0o644); err != nil {
+	if err := results.WriteAtomic(dir, results.SummaryMDFile, []byte(PlaceMarkdown(res))); err != nil {
 		return files, err
 	}
-	plots, err := WritePlacePlots(res, filepath.Join(dir, "plots"))
+	plots, err := WritePlacePlots(res, filepath.Join(dir, results.PlotsDir))
 	return append(files, plots...), err
 }
 
@@ -360,7 +360,7 @@ func (Study) Tasks(dir string) ([]results.TaskState, error) {
 	}
 	finished := false
 	if j.Empty() {
-		_, serr := os.Stat(filepath.Join(dir, "summary.json"))
+		_, serr := os.Stat(filepath.Join(dir, results.SummaryJSONFile))
 		finished = serr == nil
 	}
 	var out []results.TaskState

@@ -92,19 +92,18 @@ func CreateSynced(path string, b []byte) error {
 func AppendJSONLine(path string, v any) error { return AppendJSONLines(path, []any{v}) }
 
 // AppendJSONLines appends vs to path, one JSON line each, with one fsync
-// for all of them; nothing is written when one does not marshal.
+// for all of them (AppendSynced); nothing is written when one does not
+// marshal.
 func AppendJSONLines[T any](path string, vs []T) error {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	for _, v := range vs {
-		if err := enc.Encode(v); err != nil {
-			return err
-		}
+	b, err := jsonLines(vs)
+	if err != nil {
+		return fmt.Errorf("append to %s: %w", filepath.Base(path), err)
 	}
-	return WriteSynced(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, b.Bytes())
+	return AppendSynced(path, b)
 }
 
-// WriteSynced writes b to path opened with flag, then fsyncs and closes it.
+// WriteSynced writes b to path opened with flag, then fsyncs and closes
+// it. Appends go through AppendSynced.
 func WriteSynced(path string, flag int, b []byte) error {
 	f, err := os.OpenFile(path, flag, 0o644)
 	if err != nil {

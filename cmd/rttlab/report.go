@@ -40,7 +40,7 @@ the fitted p50 reaches MS, with its bootstrap interval, and whether that
 lies within the measured settings.`,
 		Example: `  rttlab report rttlab-results/20261130T010203Z-study
   rttlab report rttlab-results/20261130T010203Z-study --p50-target /feed=5
-  rttlab report rttlab-results/20261130T010203-workers`,
+  rttlab report rttlab-results/20261130T010203Z-workers`,
 		Args:    cobra.ExactArgs(1),
 		PreRunE: func(cmd *cobra.Command, args []string) error { return o.prepare() },
 		RunE:    func(cmd *cobra.Command, args []string) error { return o.run(cmd, args[0]) },
