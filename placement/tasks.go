@@ -182,9 +182,6 @@ func (r *Runner) attempts() int {
 // trimming a cut last line, as results.Open does) and sets the state: a new study's, whose manifest it
 // writes, or the last done task's.
 func (r *Runner) open(ctx context.Context) (*results.Journal, error) {
-	if err := os.MkdirAll(r.Dir, 0o755); err != nil {
-		return nil, err
-	}
 	j, err := results.OpenJournal(r.Dir)
 	if err != nil {
 		return nil, err

@@ -83,7 +83,19 @@ func JSONWords(err error) error {
 // CreateSynced writes b to a new file at path (refused when it exists)
 // and fsyncs it.
 func CreateSynced(path string, b []byte) error {
-	return WriteSynced(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, b)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // AppendJSONLine appends v to path (made if missing) as one JSON line and
@@ -100,24 +112,6 @@ func AppendJSONLines[T any](path string, vs []T) error {
 		return fmt.Errorf("append to %s: %w", filepath.Base(path), err)
 	}
 	return AppendSynced(path, b)
-}
-
-// WriteSynced writes b to path opened with flag, then fsyncs and closes
-// it. Appends go through AppendSynced.
-func WriteSynced(path string, flag int, b []byte) error {
-	f, err := os.OpenFile(path, flag, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }
 
 // TrimCutLine cuts a file after its last newline (a missing file is left
