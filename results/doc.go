@@ -35,7 +35,11 @@
 //     (with its reason). The RTT study's tasks.jsonl (written by rtt, read by rtt/report) predates
 //     it and keys tasks by number;
 //   - what the commands know of a study (study.go, Study): its kind, its
-//     folder's tasks and which are done, report, compare and digest.
+//     folder's tasks and which are done, report, compare and digest; and
+//     the registry of study kinds (registry.go) that each study fills
+//     from its own package (Register) and the commands look up by a
+//     folder's kind (Lookup), with the command that writes it and how it
+//     reopens for --resume.
 //
 // The statistics every study uses are results/stats, the plot kit
 // results/plotkit; each study's own files, analysis and renderings are the

@@ -3,7 +3,6 @@ package workers
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -96,48 +95,6 @@ func ReadManifest(dir string) (*Manifest, error) {
 		return nil, fmt.Errorf("%s/manifest.json is not a workers study's manifest", dir)
 	}
 	return &m, nil
-}
-
-// Study is the worker study as the commands reach it (results.Study).
-type Study struct{}
-
-func (Study) Kind() string { return results.KindWorkers }
-
-// Report derives the folder's summary and plots under its own plan
-// (ReportWorkers).
-func (Study) Report(dir string, _ io.Writer) ([]string, error) {
-	plan, err := FolderPlan(dir)
-	if err != nil {
-		return nil, err
-	}
-	return ReportWorkers(dir, plan)
-}
-
-// Compare: the worker study has none.
-func (Study) Compare(dirA, dirB string) (string, error) {
-	return "", &results.NoCompareError{Msg: fmt.Sprintf("%s and %s are worker studies' folders: compare takes two folders of rttlab run or of rttlab place; read each worker study's summary.md", dirA, dirB)}
-}
-
-// Digest is the folder's summary.md, whole.
-func (Study) Digest(dir string) (string, error) { return results.ReadSummaryMD(dir) }
-
-// Tasks is the folder's plan's tasks (Plan.index), each done when the
-// folder holds its capacity or run.
-func (Study) Tasks(dir string) ([]results.TaskState, error) {
-	plan, err := FolderPlan(dir)
-	if err != nil {
-		return nil, err
-	}
-	f, err := readWorkersFolder(dir)
-	if err != nil {
-		return nil, err
-	}
-	ix := plan.index()
-	var out []results.TaskState
-	for _, t := range ix.names {
-		out = append(out, results.TaskState{Name: t, Done: f.has(ix, t)})
-	}
-	return out, nil
 }
 
 // taskIndex is a plan's tasks by name, built once (Plan.Tasks expands

@@ -3,13 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/rttlab/rttlab/apps"
-	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/placement"
 	"github.com/rttlab/rttlab/results"
 )
@@ -147,7 +145,7 @@ func (o *placeOptions) run(cmd *cobra.Command) (err error) {
 	ctx := cmd.Context()
 	w := cmd.ErrOrStderr()
 	dir := o.resume
-	rt, plat, say, start, end, err := beginStudy(ctx, w, dir, placement.OpenFolder, target, &o.platform)
+	rt, plat, say, start, end, err := beginStudy(ctx, w, results.KindPlacement, dir, target, &o.platform)
 	if err != nil {
 		return err
 	}
@@ -194,31 +192,8 @@ func (o *placeOptions) run(cmd *cobra.Command) (err error) {
 		if ctx.Err() == nil {
 			rerr = fmt.Errorf("placement study: %w", rerr)
 		}
-		return hintError{rerr, resumeHint(studies[results.KindPlacement], dir)}
+		return hintError{rerr, resumeHint(studyOf(results.KindPlacement), dir)}
 	}
-	printStudyEnd(cmd.OutOrStdout(), w, studies[results.KindPlacement], dir, start, true)
+	printStudyEnd(cmd.OutOrStdout(), w, studyOf(results.KindPlacement), dir, start, true)
 	return nil
-}
-
-// beginStudy is how place and workers begin: the folder --resume names
-// opened through the study's open (locked, its cut last lines trimmed),
-// then the engine connected with the target's images for the platform pf
-// settles, and the progress lines timed from here. end releases both.
-func beginStudy(ctx context.Context, w io.Writer, resume string, open func(dir string) (*results.Folder, error), target apps.Target, pf *platformFlag) (rt *engine.Runtime, p engine.Platform, say func(string), start time.Time, end func(), err error) {
-	closeFolder := func() {}
-	if resume != "" {
-		f, err := open(resume)
-		if err != nil {
-			return nil, p, nil, start, nil, err
-		}
-		closeFolder = func() { f.Close() }
-	}
-	rt, p, err = connectFor(ctx, []apps.Target{target}, w, pf)
-	if err != nil {
-		closeFolder()
-		return nil, p, nil, start, nil, err
-	}
-	start = time.Now()
-	say = func(s string) { fmt.Fprintf(w, "[%s] %s\n", time.Since(start).Round(time.Second), s) }
-	return rt, p, say, start, func() { rt.Close(); closeFolder() }, nil
 }

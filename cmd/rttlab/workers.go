@@ -103,7 +103,7 @@ func (o *workersOptions) run(cmd *cobra.Command) (err error) {
 	ctx := cmd.Context()
 	w := cmd.ErrOrStderr()
 	dir := o.resume
-	rt, plat, say, start, end, err := beginStudy(ctx, w, dir, workers.OpenFolder, target, &o.platform)
+	rt, plat, say, start, end, err := beginStudy(ctx, w, results.KindWorkers, dir, target, &o.platform)
 	if err != nil {
 		return err
 	}
@@ -129,8 +129,8 @@ func (o *workersOptions) run(cmd *cobra.Command) (err error) {
 	ws.DecisionsPath = filepath.Join(dir, "decisions.jsonl")
 	r := &workers.Runner{WS: ws, Plan: plan, Dir: dir, Version: versionString()}
 	if _, rerr := r.Run(ctx); rerr != nil {
-		return hintError{rerr, resumeHint(studies[results.KindWorkers], dir)}
+		return hintError{rerr, resumeHint(studyOf(results.KindWorkers), dir)}
 	}
-	printStudyEnd(cmd.OutOrStdout(), w, studies[results.KindWorkers], dir, start, true)
+	printStudyEnd(cmd.OutOrStdout(), w, studyOf(results.KindWorkers), dir, start, true)
 	return nil
 }
