@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -48,7 +46,7 @@ func ReadPlaceSamples(dir string) ([]PlaceSample, error) {
 }
 
 func readPlaceResult(dir string) (*PlaceResult, error) {
-	path := filepath.Join(dir, "summary.json")
+	path := filepath.Join(dir, results.SummaryJSONFile)
 	b, err := capped.ReadFile(path, "summary", results.MaxFile)
 	if err != nil {
 		return nil, err
@@ -85,14 +83,14 @@ func ReportPlacement(dir string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	files := []string{filepath.Join(dir, "summary.json"), filepath.Join(dir, "summary.md")}
-	if err := os.WriteFile(files[0], append(b, '\n'), 0o644); err != nil {
+	files := []string{filepath.Join(dir, results.SummaryJSONFile), filepath.Join(dir, results.SummaryMDFile)}
+	if err := results.WriteAtomic(dir, results.SummaryJSONFile, append(b, '\n')); err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(files[1], []byte(PlaceMarkdown(res)), 0o644); err != nil {
+	if err := results.WriteAtomic(dir, results.SummaryMDFile, []byte(PlaceMarkdown(res))); err != nil {
 		return files, err
 	}
-	plots, err := WritePlacePlots(res, filepath.Join(dir, "plots"))
+	plots, err := WritePlacePlots(res, filepath.Join(dir, results.PlotsDir))
 	return append(files, plots...), err
 }
 
@@ -325,48 +323,4 @@ func p50s(v []float64) string {
 		return "–"
 	}
 	return fmt.Sprintf("%.3f", stats.Median(v))
-}
-
-// Study is the placement study as the commands reach it (results.Study).
-type Study struct{}
-
-func (Study) Kind() string { return results.KindPlacement }
-
-// Report recomputes the folder's summaries from its samples
-// (ReportPlacement); a folder whose baseline is not done is refused.
-func (Study) Report(dir string, _ io.Writer) ([]string, error) {
-	if done, total, err := results.Progress(Study{}, dir); err == nil && done == 0 {
-		return nil, fmt.Errorf("%s: none of its %d tasks is done: nothing to report, nothing written", dir, total)
-	}
-	return ReportPlacement(dir)
-}
-
-func (Study) Compare(dirA, dirB string) (string, error) { return ComparePlacement(dirA, dirB) }
-
-// Digest is the folder's summary.md, whole.
-func (Study) Digest(dir string) (string, error) { return results.ReadSummaryMD(dir) }
-
-// Tasks is the folder's plan's tasks, each done when the journal has it
-// done; a folder the study finished before it kept a journal (none, and a
-// summary.json) has every task done.
-func (Study) Tasks(dir string) ([]results.TaskState, error) {
-	p, err := FolderPlan(dir)
-	if err != nil {
-		return nil, err
-	}
-	j, err := results.ReadJournal(dir)
-	if err != nil {
-		return nil, err
-	}
-	finished := false
-	if j.Empty() {
-		_, serr := os.Stat(filepath.Join(dir, "summary.json"))
-		finished = serr == nil
-	}
-	var out []results.TaskState
-	for _, t := range p.Tasks() {
-		_, done := j.Done(t)
-		out = append(out, results.TaskState{Name: t, Done: done || finished})
-	}
-	return out, nil
 }

@@ -99,7 +99,7 @@ func TestPlacementResumeAfterEachPhase(t *testing.T) {
 		t.Run(f.phase, func(t *testing.T) {
 			p := smallPlan(t, "go")
 			l, ps := startLab(t, p)
-			dir := filepath.Join(t.TempDir(), "run")
+			dir := t.TempDir()
 			if f.op != "" {
 				l.FailOn(f.op, f.match, f.times, errors.New("agent gone"))
 			} else {
@@ -152,7 +152,7 @@ func TestPlacementResumeAfterEachPhase(t *testing.T) {
 func TestPlacementRetriesAFailedTask(t *testing.T) {
 	p := smallPlan(t, "go")
 	l, ps := startLab(t, p)
-	dir := filepath.Join(t.TempDir(), "run")
+	dir := t.TempDir()
 	l.FailOn("Exec", "cat "+proxyLog, 5, errors.New("agent gone"))
 	var said []string
 	ps.Progress = func(s string) { said = append(said, s) }
@@ -184,7 +184,7 @@ func TestPlacementFailedTaskNamesIt(t *testing.T) {
 	p.SweepN, p.ConcurrencyRates = nil, nil
 	l, ps := startLab(t, p)
 	l.FailOn("Exec", "agent sqlprobe", 1, errors.New("agent gone"))
-	_, err := (&Runner{Docker: l, Session: ps, Dir: filepath.Join(t.TempDir(), "run"), Version: "test"}).Run(context.Background())
+	_, err := (&Runner{Docker: l, Session: ps, Dir: t.TempDir(), Version: "test"}).Run(context.Background())
 	if err == nil || !strings.HasPrefix(err.Error(), "baseline: attempt 1 failed") {
 		t.Errorf("err %v", err)
 	}
@@ -197,7 +197,7 @@ func TestPlacementFailedTaskNamesIt(t *testing.T) {
 func TestPlacementInterruptedMidTask(t *testing.T) {
 	p := smallPlan(t, "go")
 	l, ps := startLab(t, p)
-	dir := filepath.Join(t.TempDir(), "run")
+	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	loads := 0
@@ -236,7 +236,7 @@ func TestPlacementInterruptedMidTask(t *testing.T) {
 func TestPlacementStartedOnlyIsNotFinished(t *testing.T) {
 	p := smallPlan(t, "go")
 	l, ps := startLab(t, p)
-	dir := filepath.Join(t.TempDir(), "run")
+	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	l.Handle("rttlab agent load", func(c context.Context, x *enginefake.Call) (int, error) {

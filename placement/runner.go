@@ -1,12 +1,11 @@
 package placement
 
 import (
-	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -159,8 +158,8 @@ type Runner struct {
 	// task (the failed one's stack removed); nil: no retry.
 	Fresh   func(ctx context.Context) (*Session, error)
 	journal *results.Journal
-	samples *os.File
-	sw      *bufio.Writer
+	// sbuf holds the running attempt's samples until its end (flush).
+	sbuf    bytes.Buffer
 	werr    error // the first write error of the samples
 	task    string
 	attempt int
@@ -187,7 +186,7 @@ func (r *Runner) writeManifest(ctx context.Context) error {
 			images[name] = id
 		}
 	}
-	return r.writeJSON("manifest.json", map[string]any{"kind": results.KindPlacement, "format": results.Format, "plan": p, "run_id": r.Session.Stack.RunID, "seed": p.Seed,
+	return results.WriteManifest(r.Dir, results.KindPlacement, map[string]any{"kind": results.KindPlacement, "format": results.Format, "plan": p, "run_id": r.Session.Stack.RunID, "seed": p.Seed,
 		"version": r.Version, "started": r.res.Started, "backend": r.res.Backend, "hook": r.Session.Shaping.Agents[NodeA].Info.Direction,
 		"floor_ms": p.FloorMs, "engine_version": info.Version, "engine_api_version": info.APIVersion, "kernel": info.Kernel,
 		"host_cpu_model": engine.CPUModel(), "host_cpus": runtime.NumCPU(), "images": images,
@@ -220,13 +219,13 @@ func (r *Runner) baseline(ctx context.Context) (map[string][]float64, error) {
 func (r *Runner) finish() error {
 	r.res.Finished = time.Now().UTC()
 	r.warn()
-	if err := r.writeJSON("summary.json", r.res); err != nil {
+	if err := r.writeJSON(results.SummaryJSONFile, r.res); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(r.Dir, "summary.md"), []byte(PlaceMarkdown(r.res)), 0o644); err != nil {
+	if err := results.WriteAtomic(r.Dir, results.SummaryMDFile, []byte(PlaceMarkdown(r.res))); err != nil {
 		return err
 	}
-	_, err := WritePlacePlots(r.res, filepath.Join(r.Dir, "plots"))
+	_, err := WritePlacePlots(r.res, filepath.Join(r.Dir, results.PlotsDir))
 	return err
 }
 
@@ -238,12 +237,13 @@ func (r *Runner) nodeIPs() map[string]string {
 	return out
 }
 
+// writeJSON replaces the folder's summary name with v, indented, at once.
 func (r *Runner) writeJSON(name string, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(r.Dir, name), append(b, '\n'), 0o644)
+	return results.WriteAtomic(r.Dir, name, append(b, '\n'))
 }
 
 // emit writes probe latencies (ms) or load results as samples.
@@ -264,7 +264,7 @@ func (r *Runner) write(s PlaceSample) {
 	s.Task, s.Attempt = r.task, r.attempt
 	b, err := json.Marshal(s)
 	if err == nil {
-		_, err = r.sw.Write(append(b, '\n'))
+		r.sbuf.Write(append(b, '\n'))
 	}
 	if err != nil && r.werr == nil {
 		r.werr = fmt.Errorf("samples.jsonl: %w", err)
@@ -808,7 +808,7 @@ func (r *Runner) appendDecisions(rep int, recs []DecisionRecord) error {
 	for i, d := range recs {
 		lines[i] = line{r.task, r.attempt, rep, d}
 	}
-	return results.AppendJSONLines(filepath.Join(r.Dir, "decisions.jsonl"), lines)
+	return results.AppendJSONLines(filepath.Join(r.Dir, DecisionsFile), lines)
 }
 
 // sweep measures the per-N route on both hosts directly, with the held-out

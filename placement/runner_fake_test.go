@@ -70,7 +70,7 @@ func TestPlacementRunOnAFakeEngine(t *testing.T) {
 	l, ps := startLab(t, p)
 	var progress []string
 	ps.Progress = func(s string) { progress = append(progress, s) }
-	dir := filepath.Join(t.TempDir(), "run")
+	dir := t.TempDir()
 	r := &Runner{Docker: l, Session: ps, Dir: dir, Version: "test"}
 	res, err := r.Run(context.Background())
 	if err != nil {
@@ -223,7 +223,7 @@ func TestPlacementRunFailures(t *testing.T) {
 			p.SweepN, p.ConcurrencyRates = nil, nil
 			l, ps := startLab(t, p)
 			c.break_(l)
-			dir := filepath.Join(t.TempDir(), "run")
+			dir := t.TempDir()
 			_, err := (&Runner{Docker: l, Session: ps, Dir: dir, Version: "test"}).Run(context.Background())
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("err %v, want one about %q", err, c.want)

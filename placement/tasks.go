@@ -1,7 +1,6 @@
 package placement
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -34,6 +33,24 @@ const (
 	SamplesFile   = "samples.jsonl"
 	DecisionsFile = "decisions.jsonl"
 )
+
+// folderFiles are the files of a placement folder that its runner
+// appends to, which OpenFolder trims of a cut last line.
+var folderFiles = []string{SamplesFile, DecisionsFile, results.JournalFile}
+
+// CreateFolder creates the results folder of a new study of plan under
+// out (results.Create), locked until its Close; the runner writes the
+// manifest once the study's stack is up.
+func CreateFolder(out string, plan *Plan, now time.Time) (*results.Folder, error) {
+	return results.Create(out, results.KindPlacement, plan.Name, now)
+}
+
+// OpenFolder opens a placement results folder to resume it
+// (results.Open): locked until its Close, its raw files trimmed of a cut
+// last line.
+func OpenFolder(dir string) (*results.Folder, error) {
+	return results.Open(dir, results.KindPlacement, nil, folderFiles...)
+}
 
 // placeAttempts is how many attempts a task gets: the first and a retry.
 const placeAttempts = 2
@@ -114,7 +131,6 @@ func (r *Runner) Run(ctx context.Context) (*PlaceResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer r.samples.Close()
 	r.journal = j
 	err = results.RunTasks(ctx, placeJournal{j, r}, r, func(i, n int, task string) error {
 		r.Session.say("task %d/%d: %s", i, n, task)
@@ -146,7 +162,7 @@ func (a placeJournal) MarkDone(task string, attempt int, state any) error {
 	if err := a.Journal.MarkDone(task, attempt, state); err != nil {
 		return err
 	}
-	return a.r.writeJSON("summary.json", a.r.res)
+	return a.r.writeJSON(results.SummaryJSONFile, a.r.res)
 }
 
 // Retry retries a failed task on a fresh session (none without Fresh);
@@ -162,13 +178,10 @@ func (r *Runner) attempts() int {
 	return placeAttempts
 }
 
-// open opens the folder's journal and samples (appending, after trimming
-// a cut last line) and sets the state: a new study's, whose manifest it
+// open opens the folder's journal and readies its samples (after
+// trimming a cut last line, as results.Open does) and sets the state: a new study's, whose manifest it
 // writes, or the last done task's.
 func (r *Runner) open(ctx context.Context) (*results.Journal, error) {
-	if err := os.MkdirAll(r.Dir, 0o755); err != nil {
-		return nil, err
-	}
 	j, err := results.OpenJournal(r.Dir)
 	if err != nil {
 		return nil, err
@@ -177,16 +190,11 @@ func (r *Runner) open(ctx context.Context) (*results.Journal, error) {
 	if err := results.TrimCutLine(path); err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	r.samples, r.sw = f, bufio.NewWriter(f)
+	r.sbuf.Reset()
 	r.links = map[bool]map[[2]string]float64{}
 	if n := len(j.Order); n > 0 {
 		a, _ := j.Done(j.Order[n-1])
 		if err := r.restore(a.State); err != nil {
-			f.Close()
 			return nil, err
 		}
 		r.Session.say("resuming: %d of %d tasks done (%v)", n, len(r.Session.Plan.Tasks()), j.Order)
@@ -200,7 +208,6 @@ func (r *Runner) open(ctx context.Context) (*results.Journal, error) {
 		return j, nil
 	}
 	if err := r.writeManifest(ctx); err != nil {
-		f.Close()
 		return nil, err
 	}
 	return j, nil
@@ -271,14 +278,14 @@ func (r *Runner) runPhase(ctx context.Context, task string) error {
 	return nil
 }
 
-// flush writes the buffered samples and syncs them; the first error of
-// the samples' writes comes first.
+// flush appends the attempt's buffered samples, synced
+// (results.AppendSynced); the first error of the samples' writes comes
+// first.
 func (r *Runner) flush() error {
-	if err := r.sw.Flush(); err != nil && r.werr == nil {
-		r.werr = fmt.Errorf("samples.jsonl: %w", err)
-	}
-	if err := r.samples.Sync(); err != nil && r.werr == nil {
-		r.werr = fmt.Errorf("samples.jsonl: %w", err)
+	err := results.AppendSynced(filepath.Join(r.Dir, SamplesFile), r.sbuf.Bytes())
+	r.sbuf.Reset()
+	if err != nil && r.werr == nil {
+		r.werr = err
 	}
 	return r.werr
 }

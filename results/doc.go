@@ -6,6 +6,14 @@
 //     of a newer format is read by nothing here, and a --resume of a folder
 //     another study wrote is refused in one line naming the command that
 //     continues it (CheckResume);
+//   - one way to make and reopen a folder (folder.go): Create names every
+//     study's folder <UTC time>Z-<plan> and takes its lock before it
+//     writes anything, the manifest is written whole with its header
+//     (WriteManifest), Open reopens a folder to resume it and trims each
+//     raw file of the cut last line a crash leaves, and every raw file is
+//     appended to through one synced append (AppendSynced): JSON lines
+//     (AppendLines) and CSV rows (AppendRows); a summary is replaced whole
+//     (WriteAtomic);
 //   - one writer (lock.go): an exclusive flock on the folder's .lock with the
 //     holder's pid inside; a second writer, in any process, gets a
 //     *LockedError naming it; the kernel drops the lock when its holder dies;
@@ -24,10 +32,14 @@
 //   - the journal of task attempts (journal.go, attempts.jsonl), where
 //     the placement and worker studies keep them: each attempt recorded
 //     started, done (with the state the later tasks start from) or failed
-//     (with its reason). The RTT study's tasks.jsonl (rtt/report) predates
+//     (with its reason). The RTT study's tasks.jsonl (written by rtt, read by rtt/report) predates
 //     it and keys tasks by number;
 //   - what the commands know of a study (study.go, Study): its kind, its
-//     folder's tasks and which are done, report, compare and digest.
+//     folder's tasks and which are done, report, compare and digest; and
+//     the registry of study kinds (registry.go) that each study fills
+//     from its own package (Register) and the commands look up by a
+//     folder's kind (Lookup), with the command that writes it and how it
+//     reopens for --resume.
 //
 // The statistics every study uses are results/stats, the plot kit
 // results/plotkit; each study's own files, analysis and renderings are the

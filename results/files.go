@@ -83,30 +83,7 @@ func JSONWords(err error) error {
 // CreateSynced writes b to a new file at path (refused when it exists)
 // and fsyncs it.
 func CreateSynced(path string, b []byte) error {
-	return WriteSynced(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, b)
-}
-
-// AppendJSONLine appends v to path (made if missing) as one JSON line and
-// fsyncs the file, as every raw file of a results folder is written: a
-// line on disk stays there through a crash.
-func AppendJSONLine(path string, v any) error { return AppendJSONLines(path, []any{v}) }
-
-// AppendJSONLines appends vs to path, one JSON line each, with one fsync
-// for all of them; nothing is written when one does not marshal.
-func AppendJSONLines[T any](path string, vs []T) error {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	for _, v := range vs {
-		if err := enc.Encode(v); err != nil {
-			return err
-		}
-	}
-	return WriteSynced(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, b.Bytes())
-}
-
-// WriteSynced writes b to path opened with flag, then fsyncs and closes it.
-func WriteSynced(path string, flag int, b []byte) error {
-	f, err := os.OpenFile(path, flag, 0o644)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return err
 	}
@@ -119,6 +96,22 @@ func WriteSynced(path string, flag int, b []byte) error {
 		return err
 	}
 	return f.Close()
+}
+
+// AppendJSONLine appends v to path (made if missing) as one JSON line and
+// fsyncs the file, as every raw file of a results folder is written: a
+// line on disk stays there through a crash.
+func AppendJSONLine(path string, v any) error { return AppendJSONLines(path, []any{v}) }
+
+// AppendJSONLines appends vs to path, one JSON line each, with one fsync
+// for all of them (AppendSynced); nothing is written when one does not
+// marshal.
+func AppendJSONLines[T any](path string, vs []T) error {
+	b, err := jsonLines(vs)
+	if err != nil {
+		return fmt.Errorf("append to %s: %w", filepath.Base(path), err)
+	}
+	return AppendSynced(path, b)
 }
 
 // TrimCutLine cuts a file after its last newline (a missing file is left

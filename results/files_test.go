@@ -50,8 +50,11 @@ func TestFileHelpers(t *testing.T) {
 	if err := SyncDir(filepath.Join(dir, "absent")); err == nil {
 		t.Error("SyncDir of a missing folder succeeded")
 	}
-	if err := WriteSynced(filepath.Join(dir, "absent", "f"), os.O_CREATE|os.O_WRONLY, nil); err == nil {
-		t.Error("WriteSynced into a missing folder succeeded")
+	if err := CreateSynced(filepath.Join(dir, "absent", "f"), nil); err == nil {
+		t.Error("CreateSynced into a missing folder succeeded")
+	}
+	if err := AppendSynced(filepath.Join(dir, "absent", "f"), []byte("x\n")); err == nil {
+		t.Error("AppendSynced into a missing folder succeeded")
 	}
 }
 

@@ -8,25 +8,22 @@ import (
 	"github.com/rttlab/rttlab/internal/capped"
 )
 
-// The kinds of results folder, one per study, declared here once.
+// The kinds of results folder, one per study, declared here once: the
+// manifest's vocabulary. Each study registers its own (Register).
 const (
 	KindRTT       = "rtt"       // rttlab run: the RTT study
 	KindPlacement = "placement" // rttlab place
 	KindWorkers   = "workers"   // rttlab workers
 )
 
-// Kinds lists every study's kind.
+// Kinds lists every study's kind, in the order the refusals name them.
 var Kinds = []string{KindRTT, KindPlacement, KindWorkers}
 
-// Writer names the command that writes a kind of results folder.
+// Writer names the command that writes a kind of results folder, as its
+// study registered it.
 func Writer(kind string) string {
-	switch kind {
-	case KindRTT:
-		return "rttlab run"
-	case KindPlacement:
-		return "rttlab place"
-	case KindWorkers:
-		return "rttlab workers"
+	if k, ok := Lookup(kind); ok {
+		return k.Writer
 	}
 	return "an unknown study"
 }
@@ -62,10 +59,8 @@ func ReadHeader(dir string) (Header, error) {
 	if h.Format == 0 {
 		h.Format = 1
 	}
-	switch h.Kind {
-	case KindRTT, KindPlacement, KindWorkers:
-	default:
-		return Header{}, fmt.Errorf("%s: kind %q is not a study rttlab knows (%s, %s or %s)", path, h.Kind, KindRTT, KindPlacement, KindWorkers)
+	if _, ok := Lookup(h.Kind); !ok {
+		return Header{}, fmt.Errorf("%s: kind %q is not a study rttlab knows (%s)", path, h.Kind, knownKinds())
 	}
 	if h.Format > Format {
 		return h, fmt.Errorf("%s was written by a newer rttlab (results format %d; this one reads up to %d): use that rttlab, or install the newer release", dir, h.Format, Format)

@@ -2,10 +2,13 @@ package results
 
 import (
 	"bytes"
+	"encoding/csv"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strings"
 
 	"github.com/rttlab/rttlab/internal/capped"
 )
@@ -60,6 +63,41 @@ func ReadJSONLines(path, name string, max int, missingOK bool, fn func(line int,
 		}
 		if rerr != nil {
 			return l, fmt.Errorf("read %s: %w", path, rerr)
+		}
+	}
+}
+
+// ReadCSV calls fn with each row after the header of the CSV file path
+// and its 1-based line number. The header must be header; a missing file
+// reads as empty; an unterminated last line (a crash mid-write) is left
+// out, as the writer trims it before it appends again. A malformed row is
+// an error naming file and line.
+func ReadCSV(path, name string, header []string, fn func(line int, rec []string) error) error {
+	b, err := capped.ReadFile(path, name, MaxFile)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	b = b[:bytes.LastIndexByte(b, '\n')+1]
+	r := csv.NewReader(bytes.NewReader(b))
+	for line := 1; ; line++ {
+		rec, err := r.Read()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		if line == 1 {
+			if !slices.Equal(rec, header) {
+				return fmt.Errorf("%s:1: unexpected header %q", path, strings.Join(rec, ","))
+			}
+			continue
+		}
+		if err := fn(line, rec); err != nil {
+			return fmt.Errorf("%s:%d: %w", path, line, err)
 		}
 	}
 }

@@ -11,9 +11,10 @@ import (
 // Study is what the commands know of one kind of results folder: report,
 // compare, the resume hint and the end-of-run digest reach a study through
 // it, by the folder's kind, never by a switch of their own. Its runner is
-// the study's TaskRunner. Each study's package implements
-// it (rtt/report, placement, workers); the command keeps the registry,
-// since no shared package imports a study.
+// the study's TaskRunner. Each study's package implements it
+// (rtt/report, placement, workers) and registers it with its kind
+// (Register, in its study.go); no shared package imports a study, the
+// command imports them all.
 type Study interface {
 	// Kind is the manifest's kind of the study's folders.
 	Kind() string

@@ -8,7 +8,6 @@ import (
 
 	"github.com/rttlab/rttlab/orchestrator/fakelab"
 	"github.com/rttlab/rttlab/results"
-	"github.com/rttlab/rttlab/rtt/report"
 )
 
 // Two resumes of one folder never interleave: while the folder is held,
@@ -20,7 +19,7 @@ func TestRunFakeResumeRefusedWhileFolderHeld(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	held, err := report.Open(dir)
+	held, err := OpenFolder(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

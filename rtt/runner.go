@@ -91,11 +91,11 @@ func Run(ctx context.Context, d engine.Docker, all map[string]*apps.Meta, o RunO
 		o.Now = time.Now
 	}
 	p := o.Plan
-	var f *report.Folder
+	var f *Folder
 	var m *report.Manifest
 	var err error
 	if o.Resume != "" {
-		f, err = report.Open(o.Resume)
+		f, err = OpenFolder(o.Resume)
 		if err != nil {
 			return "", err
 		}
@@ -126,7 +126,7 @@ func Run(ctx context.Context, d engine.Docker, all map[string]*apps.Meta, o RunO
 		return "", err
 	}
 	if o.Resume == "" {
-		f, err = report.Create(o.OutDir, p.Name, o.Now())
+		f, err = CreateFolder(o.OutDir, p.Name, o.Now())
 		if err != nil {
 			return "", err
 		}
@@ -150,7 +150,7 @@ func Run(ctx context.Context, d engine.Docker, all map[string]*apps.Meta, o RunO
 // runPending runs the folder's pending tasks, an app's tasks on a stack
 // of their own, until an app fails; it returns the run's id (the label of
 // everything it started) and the first app's error.
-func runPending(ctx context.Context, d engine.Docker, all map[string]*apps.Meta, p *Plan, f *report.Folder, state *report.Data,
+func runPending(ctx context.Context, d engine.Docker, all map[string]*apps.Meta, p *Plan, f *Folder, state *report.Data,
 	m *report.Manifest, o RunOptions) (string, error) {
 	pending := state.Pending()
 	total := len(m.Tasks)
@@ -181,7 +181,7 @@ func runPending(ctx context.Context, d engine.Docker, all map[string]*apps.Meta,
 // removed, the end is recorded and the summaries are regenerated. It
 // returns runErr, joined with a failed removal; a failure to record or
 // render is returned when runErr is nil.
-func finishRun(ctx context.Context, d engine.Docker, f *report.Folder, m *report.Manifest, o RunOptions, runID string, runErr error) error {
+func finishRun(ctx context.Context, d engine.Docker, f *Folder, m *report.Manifest, o RunOptions, runID string, runErr error) error {
 	// Nothing of the run outlives it: what a failed removal left behind is
 	// tried once more, and what still stays is reported, not swallowed.
 	if _, err := stack.CleanRun(context.WithoutCancel(ctx), d, runID); err != nil {
@@ -351,7 +351,7 @@ func startClient(ctx context.Context, d engine.Docker, st *stack.Stack, runID st
 type appRun struct {
 	d                engine.Docker
 	p                *Plan
-	f                *report.Folder
+	f                *Folder
 	state            *report.Data
 	m                *report.Manifest
 	runID, app       string
@@ -374,7 +374,7 @@ type appTasks struct {
 	d           engine.Docker
 	all         map[string]*apps.Meta
 	p           *Plan
-	f           *report.Folder
+	f           *Folder
 	state       *report.Data
 	m           *report.Manifest
 	o           RunOptions
@@ -505,7 +505,7 @@ func (r *appRun) restart(ctx context.Context) error {
 // calibrateSession applies the app's calibration from the manifest, or
 // measures it (and records it there) when the plan calibrates this
 // shaper and the run has none yet.
-func calibrateSession(ctx context.Context, d engine.Docker, s *appSession, p *Plan, f *report.Folder, m *report.Manifest, app string, note func(string)) error {
+func calibrateSession(ctx context.Context, d engine.Docker, s *appSession, p *Plan, f *Folder, m *report.Manifest, app string, note func(string)) error {
 	if !p.Calibrates(s.sh.Backend) {
 		return nil
 	}
@@ -541,7 +541,7 @@ func coversSettings(off map[int64][2]time.Duration, settingsMs []float64) bool {
 	return true
 }
 
-func traceForRun(ctx context.Context, d engine.Docker, s *appSession, p *Plan, f *report.Folder, target apps.Target) error {
+func traceForRun(ctx context.Context, d engine.Docker, s *appSession, p *Plan, f *Folder, target apps.Target) error {
 	mix, err := shaping.MixFor(target.Meta)
 	if err != nil {
 		return err
@@ -557,7 +557,7 @@ func traceForRun(ctx context.Context, d engine.Docker, s *appSession, p *Plan, f
 	return report.WriteTrace(f.Dir(), rows)
 }
 
-func runProbes(ctx context.Context, d engine.Docker, s *appSession, p *Plan, f *report.Folder, app string, settings []float64) error {
+func runProbes(ctx context.Context, d engine.Docker, s *appSession, p *Plan, f *Folder, app string, settings []float64) error {
 	for _, rtt := range settings {
 		if err := s.sh.SetRTT(ctx, d, netem.FromMs(rtt)); err != nil {
 			return err
@@ -666,7 +666,7 @@ func (s *appSession) startWatch(ctx context.Context, d engine.Docker) (*shaping.
 
 // recordTask writes what one attempt of a task measured: its samples, its
 // wire and its requests taken apart (the skeleton then marks it done).
-func recordTask(f *report.Folder, t report.Task, attempt int, caps shaping.TaskCaptures, rs []workloads.Result) error {
+func recordTask(f *Folder, t report.Task, attempt int, caps shaping.TaskCaptures, rs []workloads.Result) error {
 	wire, anatomy := taskWire(t, attempt, caps, rs)
 	if err := f.AppendSamples(t.ID, attempt, taskSamples(t, attempt, rs)); err != nil {
 		return err
@@ -680,7 +680,7 @@ func recordTask(f *report.Folder, t report.Task, attempt int, caps shaping.TaskC
 // checkDelay sets the task's delay (or takes the shaper out of the path
 // for an unshaped task) and checks with a few ICMP echoes (recorded as
 // the task's probe) that the path passes traffic.
-func (s *appSession) checkDelay(ctx context.Context, d engine.Docker, p *Plan, f *report.Folder, t report.Task) error {
+func (s *appSession) checkDelay(ctx context.Context, d engine.Docker, p *Plan, f *Folder, t report.Task) error {
 	kind := report.ProbeICMPTask
 	if t.Unshaped {
 		kind = report.ProbeICMPUnshaped
@@ -750,7 +750,7 @@ func (s *appSession) watchedLoad(ctx context.Context, d engine.Docker, o agentcl
 // recordShaper records what the shapers did during the load (the change
 // of their figures since before) and fails the attempt on dropped
 // packets.
-func (s *appSession) recordShaper(ctx context.Context, d engine.Docker, f *report.Folder, t report.Task, attempt int, before shaping.ShaperSnapshot) error {
+func (s *appSession) recordShaper(ctx context.Context, d engine.Docker, f *Folder, t report.Task, attempt int, before shaping.ShaperSnapshot) error {
 	after, serr := s.sh.Snapshot(ctx, d)
 	if serr != nil {
 		return s.agentError(ctx, d, serr)

@@ -18,7 +18,7 @@ import (
 // one and a done one go to tasks.jsonl (a done one said as progress), and
 // the errors name the task in the run's words.
 func TestTaskAttempts(t *testing.T) {
-	f, err := report.Create(t.TempDir(), "attempts", time.Unix(0, 0).UTC())
+	f, err := CreateFolder(t.TempDir(), "attempts", time.Unix(0, 0).UTC())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package workers
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -13,34 +12,49 @@ import (
 	"github.com/rttlab/rttlab/results"
 )
 
-// CreateFolder creates the results folder of a new study under out: its
-// plan (by name when built in, else a copy as plan.yaml), the manifest,
-// and the folder's lock, which unlock releases.
-func CreateFolder(out string, plan *Plan, app, version string) (dir string, unlock func() error, err error) {
-	dir = filepath.Join(out, fmt.Sprintf("%s-%s", time.Now().Format("20060102T150405"), plan.Name))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", nil, err
+// PlanFile is the copy of its own plan a workers folder keeps when the
+// plan is no built-in one.
+const PlanFile = "plan.yaml"
+
+// folderFiles are the files of a workers folder that its runner appends
+// to, which OpenFolder trims of a cut last line.
+var folderFiles = []string{capacityFile, runsFile, decisionsFile, results.JournalFile}
+
+// CreateFolder creates the results folder of a new study under out
+// (results.Create), locked until its Close: its plan (by name when built
+// in, else a copy as plan.yaml), then the manifest.
+func CreateFolder(out string, plan *Plan, app, version string) (f *results.Folder, err error) {
+	now := time.Now()
+	f, err = results.Create(out, results.KindWorkers, plan.Name, now)
+	if err != nil {
+		return nil, err
 	}
+	defer func() {
+		if err != nil {
+			f.Close()
+		}
+	}()
 	planFile := plan.File()
 	if _, ok := BuiltinPlan(plan.Name, DefaultLimits(runtime.NumCPU())); ok {
 		planFile = plan.Name
 	} else if b, err := os.ReadFile(planFile); err == nil {
-		planFile = filepath.Join(dir, "plan.yaml")
-		if err := os.WriteFile(planFile, b, 0o644); err != nil {
-			return "", nil, err
+		planFile = f.Path(PlanFile)
+		if err := f.CreateFile(PlanFile, b); err != nil {
+			return nil, err
 		}
 	}
 	m := Manifest{Kind: results.KindWorkers, Format: results.Format, Plan: plan, PlanFile: planFile, Seed: plan.Seed, Version: version,
-		Started: time.Now().UTC(), Backend: plan.Shaper, App: app}
-	b, _ := json.MarshalIndent(m, "", "  ")
-	if err := os.WriteFile(filepath.Join(dir, results.ManifestFile), append(b, '\n'), 0o644); err != nil {
-		return "", nil, err
+		Started: now.UTC(), Backend: plan.Shaper, App: app}
+	if err := f.WriteManifest(m); err != nil {
+		return nil, err
 	}
-	unlock, err = results.LockDir(dir)
-	if err != nil {
-		return "", nil, err
-	}
-	return dir, unlock, nil
+	return f, nil
+}
+
+// OpenFolder opens a workers results folder to resume it (results.Open):
+// locked until its Close, its raw files trimmed of a cut last line.
+func OpenFolder(dir string) (*results.Folder, error) {
+	return results.Open(dir, results.KindWorkers, nil, folderFiles...)
 }
 
 // FolderPlan is a workers results folder's own plan: a built-in one by
@@ -54,7 +68,7 @@ func FolderPlan(dir string) (*Plan, error) {
 	lim := DefaultLimits(runtime.NumCPU())
 	file := m.PlanFile
 	if _, ok := BuiltinPlan(file, lim); !ok {
-		own := filepath.Join(dir, "plan.yaml")
+		own := filepath.Join(dir, PlanFile)
 		if _, err := os.Stat(own); err == nil {
 			file = own
 		}
@@ -72,7 +86,7 @@ func FolderPlan(dir string) (*Plan, error) {
 
 // ReadManifest reads the manifest of a workers results folder.
 func ReadManifest(dir string) (*Manifest, error) {
-	b, err := capped.ReadFile(filepath.Join(dir, results.ManifestFile), "manifest", 16<<20)
+	b, err := capped.ReadFile(filepath.Join(dir, results.ManifestFile), "manifest", results.MaxManifest)
 	if err != nil {
 		return nil, fmt.Errorf("%s is not a workers results folder: %w", dir, err)
 	}
@@ -81,48 +95,6 @@ func ReadManifest(dir string) (*Manifest, error) {
 		return nil, fmt.Errorf("%s/manifest.json is not a workers study's manifest", dir)
 	}
 	return &m, nil
-}
-
-// Study is the worker study as the commands reach it (results.Study).
-type Study struct{}
-
-func (Study) Kind() string { return results.KindWorkers }
-
-// Report derives the folder's summary and plots under its own plan
-// (ReportWorkers).
-func (Study) Report(dir string, _ io.Writer) ([]string, error) {
-	plan, err := FolderPlan(dir)
-	if err != nil {
-		return nil, err
-	}
-	return ReportWorkers(dir, plan)
-}
-
-// Compare: the worker study has none.
-func (Study) Compare(dirA, dirB string) (string, error) {
-	return "", &results.NoCompareError{Msg: fmt.Sprintf("%s and %s are worker studies' folders: compare takes two folders of rttlab run or of rttlab place; read each worker study's summary.md", dirA, dirB)}
-}
-
-// Digest is the folder's summary.md, whole.
-func (Study) Digest(dir string) (string, error) { return results.ReadSummaryMD(dir) }
-
-// Tasks is the folder's plan's tasks (Plan.index), each done when the
-// folder holds its capacity or run.
-func (Study) Tasks(dir string) ([]results.TaskState, error) {
-	plan, err := FolderPlan(dir)
-	if err != nil {
-		return nil, err
-	}
-	f, err := readWorkersFolder(dir)
-	if err != nil {
-		return nil, err
-	}
-	ix := plan.index()
-	var out []results.TaskState
-	for _, t := range ix.names {
-		out = append(out, results.TaskState{Name: t, Done: f.has(ix, t)})
-	}
-	return out, nil
 }
 
 // taskIndex is a plan's tasks by name, built once (Plan.Tasks expands

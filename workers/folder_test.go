@@ -16,12 +16,12 @@ func createFolder(t *testing.T, planName string) (*Plan, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir, unlock, err := CreateFolder(t.TempDir(), plan, "rails", "v1")
+	f, err := CreateFolder(t.TempDir(), plan, "rails", "v1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { unlock() })
-	return plan, dir
+	t.Cleanup(func() { f.Close() })
+	return plan, f.Dir()
 }
 
 func TestCreateFolderBuiltinPlan(t *testing.T) {
@@ -67,7 +67,7 @@ func TestCreateFolderOwnPlan(t *testing.T) {
 	if err := os.WriteFile(file, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := CreateFolder(file, plan, "rails", "v1"); err == nil {
+	if _, err := CreateFolder(file, plan, "rails", "v1"); err == nil {
 		t.Error("a results folder was created under a file")
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -651,8 +650,8 @@ func ReportWorkers(dir string, plan *Plan) ([]string, error) {
 	if _, err := r.summarize(f.runs, f.capRows); err != nil {
 		return nil, err
 	}
-	files := []string{filepath.Join(dir, "summary.json"), filepath.Join(dir, "summary.md")}
-	plots, _ := filepath.Glob(filepath.Join(dir, "plots", "*"))
+	files := []string{filepath.Join(dir, results.SummaryJSONFile), filepath.Join(dir, results.SummaryMDFile)}
+	plots, _ := filepath.Glob(filepath.Join(dir, results.PlotsDir, "*"))
 	return append(files, plots...), nil
 }
 
@@ -668,13 +667,13 @@ func (r *Runner) summarize(runs []Run, caps []WorkersCapacity) (*Summary, error)
 	if err != nil {
 		return s, err
 	}
-	if err := os.WriteFile(filepath.Join(r.Dir, "summary.json"), append(b, '\n'), 0o644); err != nil {
+	if err := results.WriteAtomic(r.Dir, results.SummaryJSONFile, append(b, '\n')); err != nil {
 		return s, err
 	}
-	if err := os.WriteFile(filepath.Join(r.Dir, "summary.md"), []byte(s.Markdown("Worker scheduling: "+r.Plan.Name)), 0o644); err != nil {
+	if err := results.WriteAtomic(r.Dir, results.SummaryMDFile, []byte(s.Markdown("Worker scheduling: "+r.Plan.Name))); err != nil {
 		return s, err
 	}
-	_, err = s.WritePlots(filepath.Join(r.Dir, "plots"))
+	_, err = s.WritePlots(filepath.Join(r.Dir, results.PlotsDir))
 	return s, err
 }
 

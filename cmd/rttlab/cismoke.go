@@ -258,7 +258,7 @@ func smokeResult(v *report.SmokeVerdict) error {
 	if v.Err != nil {
 		err := fmt.Errorf("ci-smoke %s: %w", v.App, v.Err)
 		if v.Dir != "" {
-			return hintError{err, resumeHint(studies[results.KindRTT], v.Dir)}
+			return hintError{err, resumeHint(studyOf(results.KindRTT), v.Dir)}
 		}
 		return err
 	}

@@ -7,10 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/rttlab/rttlab/placement"
 	"github.com/rttlab/rttlab/results"
-	"github.com/rttlab/rttlab/rtt/report"
-	"github.com/rttlab/rttlab/workers"
 )
 
 func newCompareCmd() *cobra.Command {
@@ -57,27 +54,6 @@ Folders with different RTT settings are refused with the reason.`,
 			return err
 		},
 	}
-}
-
-// studies are the studies by the kind of folder they write: report,
-// compare and the digest reach a study through its results.Study.
-var studies = map[string]results.Study{
-	results.KindRTT:       report.Study{},
-	results.KindPlacement: placement.Study{},
-	results.KindWorkers:   workers.Study{},
-}
-
-// studyOfFolder is the study that wrote dir, by its manifest's kind.
-func studyOfFolder(dir string) (results.Study, error) {
-	kind, err := results.FolderKind(dir)
-	if err != nil {
-		return nil, err
-	}
-	st, ok := studies[kind]
-	if !ok {
-		return nil, fmt.Errorf("%s: no study of kind %q in this rttlab", dir, kind)
-	}
-	return st, nil
 }
 
 // sameFolder reports whether a and b name one folder (by path or link).

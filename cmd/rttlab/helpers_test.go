@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -139,29 +138,6 @@ func TestCancelOnEPIPE(t *testing.T) {
 type failWriter struct{ err error }
 
 func (f failWriter) Write([]byte) (int, error) { return 0, f.err }
-
-// A new study folder is created and locked: a second writer is refused.
-func TestCreateLocked(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "a", "b")
-	unlock, err := createLocked(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(dir); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := createLocked(dir); err == nil || !strings.Contains(err.Error(), "pid") {
-		t.Errorf("second writer: %v", err)
-	}
-	if err := unlock(); err != nil {
-		t.Fatal(err)
-	}
-	unlock, err = createLocked(dir)
-	if err != nil {
-		t.Fatalf("after unlock: %v", err)
-	}
-	_ = unlock()
-}
 
 // doctor prints a line per check and fails when a required one failed;
 // the engine's fix is the advice for how it failed.

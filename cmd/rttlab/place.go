@@ -3,15 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/rttlab/rttlab/apps"
-	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/placement"
 	"github.com/rttlab/rttlab/results"
 )
@@ -38,7 +34,7 @@ func newPlaceCmd() *cobra.Command {
   rttlab place                          the placement study at the write-up's counts
   rttlab place --plan placement-asym    the same with b on half a CPU
   rttlab place --plan my-links.yaml     your own links, routes and policies
-  rttlab place --resume rttlab-results/20261205-101010-placement-smoke-ab12cd34`,
+  rttlab place --resume rttlab-results/20261205T101010Z-placement-smoke`,
 		Long: `Starts four nodes on one private network, each with its shaping agent: the
 client (load client and routing proxy), compute hosts a and b (the same
 app) and the database. Every link gets its own RTT, half per direction,
@@ -149,7 +145,7 @@ func (o *placeOptions) run(cmd *cobra.Command) (err error) {
 	ctx := cmd.Context()
 	w := cmd.ErrOrStderr()
 	dir := o.resume
-	rt, plat, say, start, end, err := beginStudy(ctx, w, dir, target, &o.platform)
+	rt, plat, say, start, end, err := beginStudy(ctx, w, results.KindPlacement, dir, target, &o.platform)
 	if err != nil {
 		return err
 	}
@@ -183,12 +179,12 @@ func (o *placeOptions) run(cmd *cobra.Command) (err error) {
 		return err
 	}
 	if dir == "" {
-		dir = filepath.Join(o.out, fmt.Sprintf("%s-%s-%s", time.Now().Format("20060102-150405"), plan.Name, ps.Stack.RunID))
-		unlock, err := createLocked(dir)
+		f, err := placement.CreateFolder(o.out, plan, time.Now())
 		if err != nil {
 			return err
 		}
-		defer unlock()
+		defer f.Close()
+		dir = f.Dir()
 	}
 	say(fmt.Sprintf("results in %s", dir))
 	r := &placement.Runner{Docker: rt, Session: ps, Dir: dir, Version: versionString(), Fresh: startSession}
@@ -196,45 +192,8 @@ func (o *placeOptions) run(cmd *cobra.Command) (err error) {
 		if ctx.Err() == nil {
 			rerr = fmt.Errorf("placement study: %w", rerr)
 		}
-		return hintError{rerr, resumeHint(studies[results.KindPlacement], dir)}
+		return hintError{rerr, resumeHint(studyOf(results.KindPlacement), dir)}
 	}
-	printStudyEnd(cmd.OutOrStdout(), w, studies[results.KindPlacement], dir, start, true)
+	printStudyEnd(cmd.OutOrStdout(), w, studyOf(results.KindPlacement), dir, start, true)
 	return nil
-}
-
-// beginStudy is how place and workers begin: the folder --resume names
-// locked (lockResumed), then the engine connected with the target's
-// images for the platform pf settles, and the progress lines timed from
-// here. end releases both.
-func beginStudy(ctx context.Context, w io.Writer, resume string, target apps.Target, pf *platformFlag) (rt *engine.Runtime, p engine.Platform, say func(string), start time.Time, end func(), err error) {
-	unlock, err := lockResumed(resume)
-	if err != nil {
-		return nil, p, nil, start, nil, err
-	}
-	rt, p, err = connectFor(ctx, []apps.Target{target}, w, pf)
-	if err != nil {
-		unlock()
-		return nil, p, nil, start, nil, err
-	}
-	start = time.Now()
-	say = func(s string) { fmt.Fprintf(w, "[%s] %s\n", time.Since(start).Round(time.Second), s) }
-	return rt, p, say, start, func() { rt.Close(); unlock() }, nil
-}
-
-// lockResumed takes the lock of the folder --resume names, before anything
-// connects or builds: a second writer is refused at once, naming the
-// pid that writes it. No folder: nothing to lock.
-func lockResumed(dir string) (unlock func() error, err error) {
-	if dir == "" {
-		return func() error { return nil }, nil
-	}
-	return results.LockDir(dir)
-}
-
-// createLocked creates a new results folder and takes its lock.
-func createLocked(dir string) (unlock func() error, err error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	return results.LockDir(dir)
 }

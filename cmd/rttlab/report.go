@@ -40,7 +40,7 @@ the fitted p50 reaches MS, with its bootstrap interval, and whether that
 lies within the measured settings.`,
 		Example: `  rttlab report rttlab-results/20261130T010203Z-study
   rttlab report rttlab-results/20261130T010203Z-study --p50-target /feed=5
-  rttlab report rttlab-results/20261130T010203-workers`,
+  rttlab report rttlab-results/20261130T010203Z-workers`,
 		Args:    cobra.ExactArgs(1),
 		PreRunE: func(cmd *cobra.Command, args []string) error { return o.prepare() },
 		RunE:    func(cmd *cobra.Command, args []string) error { return o.run(cmd, args[0]) },
@@ -69,14 +69,15 @@ func (o *reportOptions) run(cmd *cobra.Command, dir string) error {
 	if err != nil {
 		return err
 	}
-	if len(o.targets) > 0 && st.Kind() != results.KindRTT {
+	fitter, fits := st.(routeFitter)
+	if len(o.targets) > 0 && !fits {
 		return usagef("--p50-target fits the RTT study's routes: %s was written by %s", dir, results.Writer(st.Kind()))
 	}
-	var fits []report.Sensitivity
+	var sens []report.Sensitivity
 	if len(o.targets) > 0 {
-		if d, err := report.Load(dir); err == nil && len(d.Samples) > 0 {
-			fits = report.Analyze(d, report.Options{}).Sensitivity
-			if err := printTargets(io.Discard, fits, o.targets); err != nil {
+		// A folder that does not load is the report's to refuse.
+		if sens, err = fitter.Sensitivity(dir); err == nil && len(sens) > 0 {
+			if err := printTargets(io.Discard, sens, o.targets); err != nil {
 				return err
 			}
 		}
@@ -92,7 +93,13 @@ func (o *reportOptions) run(cmd *cobra.Command, dir string) error {
 			fmt.Fprintf(cmd.OutOrStdout(), "report: %s\n", f)
 		}
 	}
-	return printTargets(cmd.OutOrStdout(), fits, o.targets)
+	return printTargets(cmd.OutOrStdout(), sens, o.targets)
+}
+
+// routeFitter is a study whose folders fit each route's p50 against the
+// RTT, which --p50-target reads (the RTT study's, report.Study).
+type routeFitter interface {
+	Sensitivity(dir string) ([]report.Sensitivity, error)
 }
 
 // printWrote prints a "wrote FILE" line per file.

@@ -96,14 +96,20 @@ func TestResumeOfAFolderBeingWritten(t *testing.T) {
 }
 
 // Every kind of results folder has its study in the registry, under its
-// own kind.
+// own kind, with the command that writes it; place and workers resume
+// through the study's Open.
 func TestEveryKindHasAStudy(t *testing.T) {
-	if len(studies) != len(results.Kinds) {
-		t.Errorf("%d studies registered for %d kinds", len(studies), len(results.Kinds))
+	if n := len(results.Registered()); n != len(results.Kinds) {
+		t.Errorf("%d studies registered for %d kinds", n, len(results.Kinds))
 	}
+	writers := map[string]string{results.KindRTT: "rttlab run", results.KindPlacement: "rttlab place", results.KindWorkers: "rttlab workers"}
 	for _, k := range results.Kinds {
-		if st, ok := studies[k]; !ok || st.Kind() != k {
-			t.Errorf("kind %s: study %v", k, st)
+		sk, ok := results.Lookup(k)
+		if !ok || sk.Study.Kind() != k || sk.Writer != writers[k] {
+			t.Errorf("kind %s: %+v", k, sk)
+		}
+		if (sk.Open == nil) != (k == results.KindRTT) {
+			t.Errorf("kind %s: resume open %v", k, sk.Open != nil)
 		}
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -335,44 +334,13 @@ func (o *runOptions) run(cmd *cobra.Command) error {
 		printStudyEnd(out, cmd.ErrOrStderr(), report.Study{Rendered: sum}, dir, start, err == nil)
 	}
 	if err != nil && dir != "" {
-		return hintError{err, resumeHint(studies[results.KindRTT], dir)}
+		return hintError{err, resumeHint(studyOf(results.KindRTT), dir)}
 	}
 	if err != nil {
 		return err
 	}
 	// Round-trip budgets (app.yaml's, the plan's) gate on the run's trace.
 	return gateRun(out, dir, p, all, skipped)
-}
-
-// printStudyEnd prints where a study's results are: after a run that
-// ended well, the study's digest (the RTT study's at most 25 lines, with
-// the whole summary in summary.md); otherwise the folder and, where the
-// study wrote one, the report.
-func printStudyEnd(out, warn io.Writer, st results.Study, dir string, start time.Time, ok bool) {
-	digested := false
-	if ok {
-		if d, err := st.Digest(dir); err == nil {
-			fmt.Fprintf(out, "\n%s", d)
-			digested = true
-		} else {
-			fmt.Fprintf(warn, "warning: no digest: %v\n", err)
-		}
-	}
-	fmt.Fprintf(out, "results: %s (%.0fs)\n", dir, time.Since(start).Seconds())
-	if rp := filepath.Join(dir, report.ReportFile); !digested && fileExists(rp) {
-		fmt.Fprintf(out, "report:  %s\n", rp)
-	}
-}
-
-// resumeHint is how to continue a study stopped before its end, asked of
-// the study that wrote dir: how many of its tasks are done, and its
-// command's --resume.
-func resumeHint(st results.Study, dir string) string {
-	cont := fmt.Sprintf("continue with: %s --resume %s", results.Writer(st.Kind()), dir)
-	if done, total, err := results.Progress(st, dir); err == nil {
-		return fmt.Sprintf("%d of %d tasks done, the results folder consistent; %s", done, total, cont)
-	}
-	return "the results folder is consistent; " + cont
 }
 
 // confirmLonger is the estimate over which a run started on a terminal

@@ -57,15 +57,15 @@ func TestStudiesDigest(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, kind := range []string{results.KindPlacement, results.KindWorkers} {
-		got, err := studies[kind].Digest(dir)
+		got, err := studyOf(kind).Digest(dir)
 		if err != nil || got != md {
 			t.Errorf("%s digest: %q, %v", kind, got, err)
 		}
 	}
-	if _, err := studies[results.KindPlacement].Digest(t.TempDir()); err == nil {
+	if _, err := studyOf(results.KindPlacement).Digest(t.TempDir()); err == nil {
 		t.Error("a folder without summary.md gave a digest")
 	}
-	if _, err := studies[results.KindRTT].Digest(t.TempDir()); err == nil {
+	if _, err := studyOf(results.KindRTT).Digest(t.TempDir()); err == nil {
 		t.Error("an empty folder gave an RTT digest")
 	}
 }
@@ -105,7 +105,7 @@ func TestResumeHint(t *testing.T) {
 	}
 	// The RTT study counts the folder's done tasks against its manifest's.
 	dir := testFolder(t)
-	if got := resumeHint(studies[results.KindRTT], dir); !strings.HasPrefix(got, "12 of 12 tasks done") {
+	if got := resumeHint(studyOf(results.KindRTT), dir); !strings.HasPrefix(got, "12 of 12 tasks done") {
 		t.Errorf("RTT folder: %q", got)
 	}
 }

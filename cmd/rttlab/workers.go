@@ -31,7 +31,7 @@ func newWorkersCmd() *cobra.Command {
 		Short: "The worker-scheduling study: Puma's accept race against least-busy assignment, under open-loop load",
 		Example: `  rttlab workers --plan workers-smoke   both mixes at two loads (minutes)
   rttlab workers                        the worker-scheduling study
-  rttlab workers --resume rttlab-results/20261130T010203-workers`,
+  rttlab workers --resume rttlab-results/20261130T010203Z-workers`,
 		Long: `Compares how requests are assigned to W workers × T threads: Puma in
 cluster mode (wait_for_less_busy_worker off, Puma's default, or a larger
 value) against W single-mode Pumas behind a Go front proxy (join the
@@ -103,7 +103,7 @@ func (o *workersOptions) run(cmd *cobra.Command) (err error) {
 	ctx := cmd.Context()
 	w := cmd.ErrOrStderr()
 	dir := o.resume
-	rt, plat, say, start, end, err := beginStudy(ctx, w, dir, target, &o.platform)
+	rt, plat, say, start, end, err := beginStudy(ctx, w, results.KindWorkers, dir, target, &o.platform)
 	if err != nil {
 		return err
 	}
@@ -118,18 +118,19 @@ func (o *workersOptions) run(cmd *cobra.Command) (err error) {
 	}
 	ws.Progress = say
 	if dir == "" {
-		var unlock func() error
-		if dir, unlock, err = workers.CreateFolder(o.out, plan, target.Name, versionString()); err != nil {
+		f, err := workers.CreateFolder(o.out, plan, target.Name, versionString())
+		if err != nil {
 			return err
 		}
-		defer unlock()
+		defer f.Close()
+		dir = f.Dir()
 	}
 	say(fmt.Sprintf("results in %s (%d tasks)", dir, len(plan.Tasks())))
 	ws.DecisionsPath = filepath.Join(dir, "decisions.jsonl")
 	r := &workers.Runner{WS: ws, Plan: plan, Dir: dir, Version: versionString()}
 	if _, rerr := r.Run(ctx); rerr != nil {
-		return hintError{rerr, resumeHint(studies[results.KindWorkers], dir)}
+		return hintError{rerr, resumeHint(studyOf(results.KindWorkers), dir)}
 	}
-	printStudyEnd(cmd.OutOrStdout(), w, studies[results.KindWorkers], dir, start, true)
+	printStudyEnd(cmd.OutOrStdout(), w, studyOf(results.KindWorkers), dir, start, true)
 	return nil
 }

@@ -1,8 +1,9 @@
-// Package report is the RTT study's results folder: its file format, its
-// analysis (the statistics of every cell, the wire's verdict, where each
+// Package report reads and renders the RTT study's results folder: its
+// file format, its reader (Load), its analysis (the statistics of every cell, the wire's verdict, where each
 // change went) and its renderings (summary, report.html, plots, compare,
 // the round-trip budget gate). What every study's folder shares (kind,
-// format, lock, JSON lines, the attempts journal) is package results.
+// format, lock, JSON lines, the attempts journal) is package results;
+// the writer of the raw files is the runner's (rtt.Folder, in package rtt).
 //
 // # Folder
 //
@@ -37,9 +38,12 @@
 // seeded with stats.NewRNG(A's seed, CompareKey(..., B's seed))).
 // Comparison.Markdown renders it.
 //
-// # Runner protocol
+// # Writer
 //
-//	f, err := report.Create(out, plan.Name, time.Now())    // or report.Open(dir) to resume
+// The runner writes the raw files through rtt.Folder, a results.Folder
+// (created with results.Create, resumed with results.Open):
+//
+//	f, err := rtt.CreateFolder(out, plan.Name, time.Now()) // or rtt.OpenFolder(dir) to resume
 //	err = f.WriteManifest(&m)                              // before the first task, with m.Tasks
 //	for each task t not done (f.State().Pending() on resume):
 //	    a := 1                                             // on resume: f.State().NextAttempt(t.ID)
@@ -53,15 +57,17 @@
 //
 // A task counts only once an attempt of it is marked done, and only that
 // attempt's samples count, so a task redone after a crash never duplicates
-// samples. A redo must use a new attempt number (Data.NextAttempt). Open
-// tolerates and trims the unterminated last line a crash mid-write leaves;
-// any other malformed line is an error with file and line number.
+// samples. A redo must use a new attempt number (Data.NextAttempt). Load
+// leaves out the unterminated last line a crash mid-write leaves, which
+// rtt.OpenFolder trims; any other malformed line is an error with file
+// and line number.
 //
-// Create and Open take an exclusive flock on the folder's .lock file (with
-// the holder's pid inside) and hold it until Close: a second writer of the
-// folder, in any process, is refused with a *LockedError (ErrLocked). The
-// kernel drops the lock when its holder dies, so a leftover .lock blocks
-// nothing. Load and Render take no lock.
+// rtt.CreateFolder and rtt.OpenFolder take an exclusive flock on the
+// folder's .lock file (with the holder's pid inside) and hold it until
+// Close: a second writer of the folder, in any process, is refused with a
+// *results.LockedError (results.ErrLocked). The kernel drops the lock
+// when its holder dies, so a leftover .lock blocks nothing. Load and
+// Render take no lock.
 //
 // # Statistics
 //

@@ -7,316 +7,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"maps"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/rttlab/rttlab/internal/capped"
 	"github.com/rttlab/rttlab/results"
 	"github.com/rttlab/rttlab/workloads"
 )
-
-// folderTimeLayout names results folders, e.g. 20261129T235900Z.
-const folderTimeLayout = "20060102T150405Z"
-
-// Folder is an open results folder that the runner appends to. Its methods
-// are safe for concurrent use. After a failed append the Folder refuses
-// further appends (a partial line may be on disk); reopen it with Open,
-// which trims the partial line. An open Folder holds the folder's lock
-// (LockFile) until Close, so two runs never write one folder at once.
-type Folder struct {
-	dir   string
-	state *Data
-	lock  *os.File
-
-	mu      sync.Mutex
-	samples *os.File
-	tasks   *os.File
-	probes  *os.File
-	broken  error
-}
-
-// Create makes a new results folder <outDir>/<UTC time>-<planName>/ (for
-// example rttlab-results/20261129T235900Z-study/) with empty samples.jsonl
-// and tasks.jsonl and a probes.csv holding only its header. Characters of
-// planName outside [A-Za-z0-9._-] become '-'. It fails if the folder
-// exists. The Folder holds the folder's lock until Close. Call
-// WriteManifest before the first task.
-func Create(outDir, planName string, now time.Time) (f *Folder, err error) {
-	name := now.UTC().Format(folderTimeLayout) + "-" + sanitizeName(planName)
-	if err := os.MkdirAll(outDir, 0o755); err != nil {
-		return nil, fmt.Errorf("create results folder: %w", err)
-	}
-	dir := filepath.Join(outDir, name)
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return nil, fmt.Errorf("create results folder %s: it already exists", dir)
-		}
-		return nil, fmt.Errorf("create results folder: %w", err)
-	}
-	lock, err := results.LockFolder(dir)
-	if err != nil {
-		return nil, err
-	}
-	defer func() {
-		if err != nil {
-			results.UnlockFolder(lock)
-		}
-	}()
-	var hdr bytes.Buffer
-	w := csv.NewWriter(&hdr)
-	if err := w.Write(probeHeader); err != nil {
-		return nil, fmt.Errorf("create %s: %w", ProbesFile, err)
-	}
-	w.Flush()
-	initial := map[string][]byte{SamplesFile: nil, TasksFile: nil, ProbesFile: hdr.Bytes()}
-	for _, n := range []string{SamplesFile, TasksFile, ProbesFile} {
-		if err := results.CreateSynced(filepath.Join(dir, n), initial[n]); err != nil {
-			return nil, fmt.Errorf("create results folder %s: %w", dir, err)
-		}
-	}
-	if err := results.SyncDir(dir); err != nil {
-		return nil, fmt.Errorf("create results folder %s: %w", dir, err)
-	}
-	f = &Folder{dir: dir, lock: lock}
-	if err := f.openAppend(); err != nil {
-		return nil, err
-	}
-	return f, nil
-}
-
-// Open reopens an existing results folder to resume it. It first loads and
-// checks every file (see Load); any malformed line other than an
-// unterminated last line is an error and nothing is changed. An
-// unterminated last line of samples.jsonl, tasks.jsonl, probes.csv,
-// shaper.csv, wire.csv or anatomy.jsonl is what a crash mid-write leaves;
-// it belongs to an attempt that was never marked done, and Open truncates
-// it so new lines start clean. State returns what was loaded.
-//
-// Open first takes the folder's lock, held until Close: while another
-// Folder of dir is open, in this process or another, Open fails with a
-// *LockedError (ErrLocked) and changes nothing. A lock file left by a
-// process that died is no obstacle. Readers (Load, Render) take no lock.
-func Open(dir string) (f *Folder, err error) {
-	lock, err := results.LockFolder(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		// No such folder: Load names what is missing.
-		if _, lerr := Load(dir); lerr != nil {
-			return nil, fmt.Errorf("open results folder: %w", lerr)
-		}
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer func() {
-		if err != nil {
-			results.UnlockFolder(lock)
-		}
-	}()
-	d, err := Load(dir)
-	if err != nil {
-		return nil, fmt.Errorf("open results folder: %w", err)
-	}
-	for _, n := range []string{SamplesFile, TasksFile, ProbesFile} {
-		if err := results.TrimTo(filepath.Join(dir, n), d.complete[n]); err != nil {
-			return nil, fmt.Errorf("open results folder %s: %w", dir, err)
-		}
-	}
-	// The files appended per task that readers take to their last whole
-	// line: a cut line would otherwise run into the next append.
-	for _, n := range []string{ShaperFile, WireFile, AnatomyFile} {
-		if err := results.TrimCutLine(filepath.Join(dir, n)); err != nil {
-			return nil, fmt.Errorf("open results folder %s: %w", dir, err)
-		}
-	}
-	f = &Folder{dir: dir, state: d, lock: lock}
-	if err := f.openAppend(); err != nil {
-		return nil, err
-	}
-	// The trim removed the cut line that un-did an attempt marked done:
-	// a failed record keeps it undone for every later reader.
-	if t := d.undone; t[0] != 0 {
-		if err := f.MarkFailed(t[0], t[1], "its last sample line was cut: the attempt runs again"); err != nil {
-			f.samples.Close()
-			f.tasks.Close()
-			f.probes.Close()
-			return nil, err
-		}
-	}
-	return f, nil
-}
-
-// Dir returns the folder's path.
-func (f *Folder) Dir() string { return f.dir }
-
-// State returns the folder's contents as read by Open (nil after Create).
-// Use Data.Pending and Data.NextAttempt to resume.
-func (f *Folder) State() *Data { return f.state }
-
-func (f *Folder) openAppend() error {
-	open := func(n string) (*os.File, error) {
-		h, err := os.OpenFile(filepath.Join(f.dir, n), os.O_WRONLY|os.O_APPEND, 0)
-		if err != nil {
-			return nil, fmt.Errorf("open %s for append: %w", n, err)
-		}
-		return h, nil
-	}
-	var err error
-	if f.samples, err = open(SamplesFile); err != nil {
-		return err
-	}
-	if f.tasks, err = open(TasksFile); err != nil {
-		f.samples.Close()
-		return err
-	}
-	if f.probes, err = open(ProbesFile); err != nil {
-		f.samples.Close()
-		f.tasks.Close()
-		return err
-	}
-	return nil
-}
-
-// Close closes the folder's files and releases its lock.
-func (f *Folder) Close() error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	var errs []error
-	for _, h := range []*os.File{f.samples, f.tasks, f.probes} {
-		if h != nil {
-			if err := h.Close(); err != nil {
-				errs = append(errs, err)
-			}
-		}
-	}
-	f.samples, f.tasks, f.probes = nil, nil, nil
-	if err := results.UnlockFolder(f.lock); err != nil {
-		errs = append(errs, err)
-	}
-	f.lock = nil
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("close results folder %s: %w", f.dir, err)
-	}
-	return nil
-}
-
-// WriteManifest writes manifest.json atomically (temporary file, fsync,
-// rename, fsync of the folder).
-func (f *Folder) WriteManifest(m *Manifest) error {
-	if err := checkManifest(m); err != nil {
-		return fmt.Errorf("write %s: %w", results.ManifestFile, err)
-	}
-	b, err := json.MarshalIndent(m, "", "  ")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", results.ManifestFile, err)
-	}
-	return results.WriteAtomic(f.dir, results.ManifestFile, append(b, '\n'))
-}
-
-// AppendSamples appends the samples of one attempt of a task to
-// samples.jsonl as JSON lines, in one write, and fsyncs. Task and Attempt
-// of every sample are set from the arguments. Attempts count from 1; a
-// task redone after a crash must use a new attempt number
-// (Data.NextAttempt) so that the earlier partial samples stay ignored.
-func (f *Folder) AppendSamples(task, attempt int, s []Sample) error {
-	if attempt < 1 {
-		return fmt.Errorf("append samples of task %d: attempt %d: attempts count from 1", task, attempt)
-	}
-	var buf bytes.Buffer
-	for i := range s {
-		x := s[i]
-		x.Task, x.Attempt = task, attempt
-		if err := checkSample(&x); err != nil {
-			return fmt.Errorf("append samples of task %d: sample %d: %w", task, i, err)
-		}
-		b, err := json.Marshal(&x)
-		if err != nil {
-			return fmt.Errorf("append samples of task %d: %w", task, err)
-		}
-		buf.Write(b)
-		buf.WriteByte('\n')
-	}
-	return f.appendSynced(func() *os.File { return f.samples }, SamplesFile, buf.Bytes())
-}
-
-// MarkDone records in tasks.jsonl (fsynced) that the attempt of a task is
-// complete. Call it only after AppendSamples for that attempt returned nil:
-// Load counts a task's samples only once it is marked done.
-func (f *Folder) MarkDone(task, attempt int) error {
-	return f.mark(TaskRecord{Task: task, Attempt: attempt, Status: StatusDone})
-}
-
-// MarkFailed records in tasks.jsonl (fsynced) that the attempt of a task
-// failed (for example the app container crashed); its samples are ignored
-// and the failure is listed in the summary's warnings.
-func (f *Folder) MarkFailed(task, attempt int, reason string) error {
-	if reason == "" {
-		reason = "unknown"
-	}
-	return f.mark(TaskRecord{Task: task, Attempt: attempt, Status: StatusFailed, Error: reason})
-}
-
-func (f *Folder) mark(r TaskRecord) error {
-	if r.Attempt < 1 {
-		return fmt.Errorf("mark task %d %s: attempt %d: attempts count from 1", r.Task, r.Status, r.Attempt)
-	}
-	r.Time = time.Now().UTC()
-	b, err := json.Marshal(&r)
-	if err != nil {
-		return fmt.Errorf("mark task %d %s: %w", r.Task, r.Status, err)
-	}
-	return f.appendSynced(func() *os.File { return f.tasks }, TasksFile, append(b, '\n'))
-}
-
-// AppendProbes appends rows to probes.csv and fsyncs.
-func (f *Folder) AppendProbes(p []Probe) error {
-	var buf bytes.Buffer
-	w := csv.NewWriter(&buf)
-	for i := range p {
-		if err := checkProbe(&p[i]); err != nil {
-			return fmt.Errorf("append probes: row %d: %w", i, err)
-		}
-		if err := w.Write(probeRecord(&p[i])); err != nil {
-			return fmt.Errorf("append probes: %w", err)
-		}
-	}
-	w.Flush()
-	if err := w.Error(); err != nil {
-		return fmt.Errorf("append probes: %w", err)
-	}
-	return f.appendSynced(func() *os.File { return f.probes }, ProbesFile, buf.Bytes())
-}
-
-func (f *Folder) appendSynced(file func() *os.File, name string, b []byte) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.broken != nil {
-		return fmt.Errorf("append to %s: an earlier append failed, reopen the folder: %w", name, f.broken)
-	}
-	h := file()
-	if h == nil {
-		return fmt.Errorf("append to %s: folder is closed", name)
-	}
-	if len(b) == 0 {
-		return nil
-	}
-	if _, err := h.Write(b); err != nil {
-		f.broken = err
-		return fmt.Errorf("append to %s: %w", name, err)
-	}
-	if err := h.Sync(); err != nil {
-		f.broken = err
-		return fmt.Errorf("fsync %s: %w", name, err)
-	}
-	return nil
-}
 
 // Data is the content of a results folder as read by Load.
 type Data struct {
@@ -347,12 +48,16 @@ type Data struct {
 	Notes []string
 
 	maxAttempt map[int]int
-	complete   map[string]int64
 	cut        map[string][]byte // an incomplete last line, by file
-	// undone is the task and attempt undoCutAttempt un-did (0, 0: none);
-	// Open records it as failed so that it stays undone after the trim.
+	// undone is the task and attempt undoCutAttempt un-did (0, 0: none).
 	undone [2]int
 }
+
+// Undone is the task and attempt whose done mark the reader took back
+// (0, 0: none): samples.jsonl's cut last line is of that attempt. The
+// writer that trims the cut line records the attempt failed, so that it
+// stays undone for every later reader.
+func (d *Data) Undone() (task, attempt int) { return d.undone[0], d.undone[1] }
 
 // NextAttempt returns the attempt number to use for a (re)run of task: one
 // more than any attempt seen in samples.jsonl or tasks.jsonl, 1 for a task
@@ -388,7 +93,6 @@ func Load(dir string) (*Data, error) {
 		Dir:        dir,
 		Done:       map[int]int{},
 		maxAttempt: map[int]int{},
-		complete:   map[string]int64{},
 		cut:        map[string][]byte{},
 	}
 	tasks, err := d.readManifest()
@@ -469,7 +173,7 @@ func (d *Data) readManifest() (map[int]Task, error) {
 	if err := json.Unmarshal(mb, &d.Manifest); err != nil {
 		return nil, fmt.Errorf("%s: %w", results.JSONErrPos(mpath, mb, err), results.JSONWords(err))
 	}
-	if err := checkManifest(&d.Manifest); err != nil {
+	if err := CheckManifest(&d.Manifest); err != nil {
 		return nil, fmt.Errorf("%s: %w", mpath, err)
 	}
 	tasks := make(map[int]Task, len(d.Manifest.Tasks))
@@ -542,7 +246,7 @@ func (d *Data) readSamples(tasks map[int]Task) error {
 		if err := json.Unmarshal(b, &s); err != nil {
 			return results.JSONWords(err)
 		}
-		if err := checkSample(&s); err != nil {
+		if err := CheckSample(&s); err != nil {
 			return err
 		}
 		k := reqKey{s.Task, s.Attempt, s.Seq}
@@ -609,8 +313,7 @@ func (d *Data) undoCutAttempt() {
 }
 
 // readLines calls fn for each '\n'-terminated line of path with its 1-based
-// line number. An unterminated last line is skipped and noted. The length
-// of the complete part is kept for Open.
+// line number. An unterminated last line is skipped and noted.
 func (d *Data) readLines(path, name string, fn func(line int, b []byte) error) error {
 	l, err := results.ReadJSONLines(path, name, results.MaxLine, false, fn)
 	if err != nil {
@@ -621,7 +324,6 @@ func (d *Data) readLines(path, name string, fn func(line int, b []byte) error) e
 		d.Notes = append(d.Notes, fmt.Sprintf("%s:%d: incomplete last line (%d bytes) ignored: a crash mid-write; its attempt is not done",
 			name, l.Count+1, len(l.Cut)))
 	}
-	d.complete[name] = l.Complete
 	return nil
 }
 
@@ -636,9 +338,8 @@ func (d *Data) readProbes(path string) error {
 		d.Notes = append(d.Notes, fmt.Sprintf("%s:%d: incomplete last line (%d bytes) ignored: a crash mid-write",
 			ProbesFile, lines+1, len(b)-complete))
 	}
-	d.complete[ProbesFile] = int64(complete)
 	r := csv.NewReader(bytes.NewReader(b[:complete]))
-	r.FieldsPerRecord = len(probeHeader)
+	r.FieldsPerRecord = len(ProbeHeader)
 	r.ReuseRecord = true
 	hdr, err := r.Read()
 	if err == io.EOF {
@@ -647,8 +348,8 @@ func (d *Data) readProbes(path string) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	if !slices.Equal(hdr, probeHeader) {
-		return fmt.Errorf("%s:1: header %q, want %q", path, strings.Join(hdr, ","), strings.Join(probeHeader, ","))
+	if !slices.Equal(hdr, ProbeHeader) {
+		return fmt.Errorf("%s:1: header %q, want %q", path, strings.Join(hdr, ","), strings.Join(ProbeHeader, ","))
 	}
 	for {
 		rec, err := r.Read()
@@ -662,7 +363,7 @@ func (d *Data) readProbes(path string) error {
 		line, _ := r.FieldPos(0)
 		p, err := parseProbe(rec)
 		if err == nil {
-			err = checkProbe(&p)
+			err = CheckProbe(&p)
 		}
 		if err != nil {
 			return fmt.Errorf("%s:%d: %w", path, line, err)
@@ -671,7 +372,8 @@ func (d *Data) readProbes(path string) error {
 	}
 }
 
-func probeRecord(p *Probe) []string {
+// ProbeRecord is p as a row of probes.csv (ProbeHeader).
+func ProbeRecord(p *Probe) []string {
 	f := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 	return []string{
 		p.App, p.Kind, f(p.RTTms), strconv.Itoa(p.Run), strconv.Itoa(p.Task), strconv.Itoa(p.N),
@@ -686,7 +388,7 @@ func parseProbe(rec []string) (Probe, error) {
 	for i, c := range fcols {
 		v, err := strconv.ParseFloat(rec[c], 64)
 		if err != nil {
-			return p, fmt.Errorf("column %s: %w", probeHeader[c], err)
+			return p, fmt.Errorf("column %s: %w", ProbeHeader[c], err)
 		}
 		*floats[i] = v
 	}
@@ -695,14 +397,15 @@ func parseProbe(rec []string) (Probe, error) {
 	for i, c := range icols {
 		v, err := strconv.Atoi(rec[c])
 		if err != nil {
-			return p, fmt.Errorf("column %s: %w", probeHeader[c], err)
+			return p, fmt.Errorf("column %s: %w", ProbeHeader[c], err)
 		}
 		*ints[i] = v
 	}
 	return p, nil
 }
 
-func checkProbe(p *Probe) error {
+// CheckProbe is what every row of probes.csv satisfies.
+func CheckProbe(p *Probe) error {
 	switch p.Kind {
 	case ProbeICMP, ProbeICMPTask, ProbeSelect1, ProbeICMPUnshaped:
 	default:
@@ -714,7 +417,8 @@ func checkProbe(p *Probe) error {
 	return nil
 }
 
-func checkSample(s *Sample) error {
+// CheckSample is what every line of samples.jsonl satisfies.
+func CheckSample(s *Sample) error {
 	switch {
 	case s.Attempt < 1:
 		return fmt.Errorf("attempt %d: attempts count from 1", s.Attempt)
@@ -728,7 +432,8 @@ func checkSample(s *Sample) error {
 	return nil
 }
 
-func checkManifest(m *Manifest) error {
+// CheckManifest is what every manifest of the RTT study satisfies.
+func CheckManifest(m *Manifest) error {
 	if m.PlanName == "" {
 		return errors.New("plan name is empty")
 	}
@@ -743,19 +448,6 @@ func checkManifest(m *Manifest) error {
 		}
 	}
 	return nil
-}
-
-func sanitizeName(s string) string {
-	if s == "" {
-		return "plan"
-	}
-	return strings.Map(func(r rune) rune {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '_', r == '-':
-			return r
-		}
-		return '-'
-	}, s)
 }
 
 func joinInts(a []int) string {

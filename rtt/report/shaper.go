@@ -1,19 +1,13 @@
 package report
 
 import (
-	"bytes"
-	"encoding/csv"
 	"errors"
 	"fmt"
-	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 
-	"github.com/rttlab/rttlab/internal/capped"
 	"github.com/rttlab/rttlab/results"
 	"github.com/rttlab/rttlab/results/stats"
 )
@@ -47,10 +41,12 @@ type ShaperRow struct {
 	WallS     float64
 }
 
-var shaperHeader = []string{"task", "attempt", "app", "route", "rtt_ms", "side", "direction", "target_us", "packets", "stamped", "drops",
+// ShaperHeader is the header row of shaper.csv.
+var ShaperHeader = []string{"task", "attempt", "app", "route", "rtt_ms", "side", "direction", "target_us", "packets", "stamped", "drops",
 	"hold_p50_us", "hold_p99_us", "hold_max_us", "late_p50_us", "late_p99_us", "read_lag_p50_us", "read_lag_p99_us", "cpu_cores", "wall_s"}
 
-func (r *ShaperRow) record() []string {
+// Record is r as a row of shaper.csv (ShaperHeader).
+func (r *ShaperRow) Record() []string {
 	f := func(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
 	u := func(v uint64) string { return strconv.FormatUint(v, 10) }
 	return []string{strconv.Itoa(r.Task), strconv.Itoa(r.Attempt), r.App, r.Route, fmtSetting(r.RTTms), r.Side, r.Direction,
@@ -60,8 +56,8 @@ func (r *ShaperRow) record() []string {
 
 func parseShaperRow(rec []string) (ShaperRow, error) {
 	var r ShaperRow
-	if len(rec) != len(shaperHeader) {
-		return r, fmt.Errorf("%d fields, want %d", len(rec), len(shaperHeader))
+	if len(rec) != len(ShaperHeader) {
+		return r, fmt.Errorf("%d fields, want %d", len(rec), len(ShaperHeader))
 	}
 	var errs []error
 	i := func(s string) int { v, err := strconv.Atoi(s); errs = append(errs, err); return v }
@@ -74,74 +70,20 @@ func parseShaperRow(rec []string) (ShaperRow, error) {
 	return r, errors.Join(errs...)
 }
 
-// AppendShaper appends rows to shaper.csv (created with its header on
-// first use) and fsyncs.
-func (f *Folder) AppendShaper(rows []ShaperRow) error {
-	path := filepath.Join(f.dir, ShaperFile)
-	var buf bytes.Buffer
-	w := csv.NewWriter(&buf)
-	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-		_ = w.Write(shaperHeader)
-	}
-	for i := range rows {
-		if err := w.Write(rows[i].record()); err != nil {
-			return fmt.Errorf("append shaper rows: %w", err)
-		}
-	}
-	w.Flush()
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	h, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-	if err != nil {
-		return fmt.Errorf("append to %s: %w", ShaperFile, err)
-	}
-	defer h.Close()
-	if _, err := h.Write(buf.Bytes()); err != nil {
-		return fmt.Errorf("append to %s: %w", ShaperFile, err)
-	}
-	if err := h.Sync(); err != nil {
-		return fmt.Errorf("fsync %s: %w", ShaperFile, err)
-	}
-	return nil
-}
-
 // LoadShaper reads shaper.csv; a folder without one (written before the
 // shaper reported on itself) has no rows. An unterminated last line (a
 // crash mid-write) is ignored.
 func LoadShaper(dir string) ([]ShaperRow, error) {
-	path := filepath.Join(dir, ShaperFile)
-	b, err := capped.ReadFile(path, ShaperFile, results.MaxFile)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
+	var out []ShaperRow
+	err := results.ReadCSV(filepath.Join(dir, ShaperFile), ShaperFile, ShaperHeader, func(_ int, rec []string) error {
+		row, err := parseShaperRow(rec)
+		out = append(out, row)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
-	if i := bytes.LastIndexByte(b, '\n'); i != len(b)-1 {
-		b = b[:i+1]
-	}
-	r := csv.NewReader(bytes.NewReader(b))
-	var out []ShaperRow
-	for line := 1; ; line++ {
-		rec, err := r.Read()
-		if err == io.EOF {
-			return out, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		if line == 1 {
-			if !slices.Equal(rec, shaperHeader) {
-				return nil, fmt.Errorf("%s:1: unexpected header %q", path, strings.Join(rec, ","))
-			}
-			continue
-		}
-		row, err := parseShaperRow(rec)
-		if err != nil {
-			return nil, fmt.Errorf("%s:%d: %w", path, line, err)
-		}
-		out = append(out, row)
-	}
+	return out, nil
 }
 
 // ShaperStat sums up one side's shaper at one setting of one app, over

@@ -10,6 +10,12 @@ import (
 	"github.com/rttlab/rttlab/results"
 )
 
+// The RTT study's kind, as report, compare and --resume find it; its
+// runner opens its own folder (rtt.OpenFolder).
+func init() {
+	results.Register(results.StudyKind{Kind: results.KindRTT, Writer: "rttlab run", Study: Study{}})
+}
+
 // Study is the RTT study as the commands reach it (results.Study).
 // Rendered, when set, is the folder's summary as the run just rendered
 // it: the digest is printed from it rather than analyzed again.
@@ -32,6 +38,17 @@ func (Study) Report(dir string, warn io.Writer) ([]string, error) {
 		}
 	}
 	return RenderFiles(dir, Options{})
+}
+
+// Sensitivity is the fit of each route's p50 against the RTT over every
+// setting of the folder (Summary.Sensitivity), which --p50-target reads;
+// none for a folder without a sample of a done task.
+func (Study) Sensitivity(dir string) ([]Sensitivity, error) {
+	d, err := Load(dir)
+	if err != nil || len(d.Samples) == 0 {
+		return nil, err
+	}
+	return Analyze(d, Options{}).Sensitivity, nil
 }
 
 // Compare sets the common cells of two folders side by side (Compare).

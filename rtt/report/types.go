@@ -180,8 +180,8 @@ type Probe struct {
 	Failures int
 }
 
-// probeHeader is the header row of probes.csv.
-var probeHeader = []string{"app", "kind", "rtt_ms", "run", "task", "n", "mean_ms", "median_ms", "min_ms", "max_ms", "failures"}
+// ProbeHeader is the header row of probes.csv.
+var ProbeHeader = []string{"app", "kind", "rtt_ms", "run", "task", "n", "mean_ms", "median_ms", "min_ms", "max_ms", "failures"}
 
 // Task record statuses in tasks.jsonl.
 const (

@@ -1,20 +1,12 @@
 package report
 
 import (
-	"bufio"
-	"bytes"
-	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
-	"strings"
 
-	"github.com/rttlab/rttlab/internal/capped"
 	"github.com/rttlab/rttlab/results"
 	"github.com/rttlab/rttlab/workloads"
 )
@@ -74,10 +66,12 @@ func (r *WireRow) Share() float64 {
 // Complete says whether the captures kept every packet of the task.
 func (r *WireRow) Complete() bool { return r.Drops == 0 && !r.Truncated }
 
-var wireHeader = []string{"task", "attempt", "app", "route", "rtt_ms", "unshaped", "direction", "sent", "matched", "lost", "ambiguous",
+// WireHeader is the header row of wire.csv.
+var WireHeader = []string{"task", "attempt", "app", "route", "rtt_ms", "unshaped", "direction", "sent", "matched", "lost", "ambiguous",
 	"p50_ms", "p99_ms", "drops", "truncated", "requests", "anatomized", "incomplete", "unassigned", "problem"}
 
-func (r *WireRow) record() []string {
+// Record is r as a row of wire.csv (WireHeader).
+func (r *WireRow) Record() []string {
 	f := func(v float64) string { return strconv.FormatFloat(v, 'f', 4, 64) }
 	i := strconv.Itoa
 	return []string{i(r.Task), i(r.Attempt), r.App, r.Route, fmtSetting(r.RTTms), strconv.FormatBool(r.Unshaped), r.Direction,
@@ -87,8 +81,8 @@ func (r *WireRow) record() []string {
 
 func parseWireRow(rec []string) (WireRow, error) {
 	var r WireRow
-	if len(rec) != len(wireHeader) {
-		return r, fmt.Errorf("%d fields, want %d", len(rec), len(wireHeader))
+	if len(rec) != len(WireHeader) {
+		return r, fmt.Errorf("%d fields, want %d", len(rec), len(WireHeader))
 	}
 	var errs []error
 	i := func(s string) int { v, err := strconv.Atoi(s); errs = append(errs, err); return v }
@@ -101,82 +95,20 @@ func parseWireRow(rec []string) (WireRow, error) {
 	return r, errors.Join(errs...)
 }
 
-// AppendWire appends rows to wire.csv (created with its header on first
-// use) and fsyncs.
-func (f *Folder) AppendWire(rows []WireRow) error {
-	var buf bytes.Buffer
-	w := csv.NewWriter(&buf)
-	if _, err := os.Stat(filepath.Join(f.dir, WireFile)); errors.Is(err, os.ErrNotExist) {
-		_ = w.Write(wireHeader)
-	}
-	for i := range rows {
-		if err := w.Write(rows[i].record()); err != nil {
-			return fmt.Errorf("append wire rows: %w", err)
-		}
-	}
-	w.Flush()
-	return f.appendFile(WireFile, buf.Bytes())
-}
-
-// appendFile appends b to one of the folder's files that are opened per
-// append (made if missing), and fsyncs it.
-func (f *Folder) appendFile(name string, b []byte) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	h, err := os.OpenFile(filepath.Join(f.dir, name), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-	if err != nil {
-		return fmt.Errorf("append to %s: %w", name, err)
-	}
-	_, werr := h.Write(b)
-	if werr == nil {
-		werr = h.Sync()
-	}
-	if cerr := h.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr != nil {
-		return fmt.Errorf("append to %s: %w", name, werr)
-	}
-	return nil
-}
-
 // LoadWire reads wire.csv; a folder without one (written before the wire
 // was checked on every task) has no rows. An unterminated last line (a
 // crash mid-write) is ignored.
 func LoadWire(dir string) ([]WireRow, error) {
-	path := filepath.Join(dir, WireFile)
-	b, err := capped.ReadFile(path, WireFile, results.MaxFile)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
+	var out []WireRow
+	err := results.ReadCSV(filepath.Join(dir, WireFile), WireFile, WireHeader, func(_ int, rec []string) error {
+		row, err := parseWireRow(rec)
+		out = append(out, row)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
-	if i := bytes.LastIndexByte(b, '\n'); i != len(b)-1 {
-		b = b[:i+1]
-	}
-	r := csv.NewReader(bytes.NewReader(b))
-	var out []WireRow
-	for line := 1; ; line++ {
-		rec, err := r.Read()
-		if err == io.EOF {
-			return out, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		if line == 1 {
-			if !slices.Equal(rec, wireHeader) {
-				return nil, fmt.Errorf("%s:1: unexpected header %q", path, strings.Join(rec, ","))
-			}
-			continue
-		}
-		row, err := parseWireRow(rec)
-		if err != nil {
-			return nil, fmt.Errorf("%s:%d: %w", path, line, err)
-		}
-		out = append(out, row)
-	}
+	return out, nil
 }
 
 // AnatomyRow is one line of anatomy.jsonl: a measured request of a task
@@ -196,54 +128,24 @@ type AnatomyRow struct {
 	workloads.RequestAnatomy
 }
 
-// AppendAnatomy appends rows to anatomy.jsonl, one JSON line each, and
-// fsyncs.
-func (f *Folder) AppendAnatomy(rows []AnatomyRow) error {
-	var buf bytes.Buffer
-	for i := range rows {
-		b, err := json.Marshal(&rows[i])
-		if err != nil {
-			return fmt.Errorf("append anatomy rows: %w", err)
-		}
-		buf.Write(b)
-		buf.WriteByte('\n')
-	}
-	return f.appendFile(AnatomyFile, buf.Bytes())
-}
-
 // LoadAnatomy reads the rows of anatomy.jsonl whose (task, attempt) keep
 // says counts; a folder without the file has none. An unterminated last
 // line (a crash mid-write) is ignored; a malformed line is an error
 // naming it.
 func LoadAnatomy(dir string, keep func(task, attempt int) bool) ([]AnatomyRow, error) {
-	path := filepath.Join(dir, AnatomyFile)
-	h, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer h.Close()
 	var out []AnatomyRow
-	r := bufio.NewReaderSize(h, 64<<10)
-	for line := 1; ; line++ {
-		b, err := r.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
-			return nil, fmt.Errorf("%s:%d: a line over %d KiB", path, line, 64)
-		}
-		if err == io.EOF {
-			return out, nil // nothing, or an unterminated last line
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
+	_, err := results.ReadJSONLines(filepath.Join(dir, AnatomyFile), AnatomyFile, results.MaxLine, true, func(_ int, b []byte) error {
 		var row AnatomyRow
 		if err := json.Unmarshal(b, &row); err != nil {
-			return nil, fmt.Errorf("%s:%d: %w", path, line, err)
+			return err
 		}
 		if keep(row.Task, row.Attempt) {
 			out = append(out, row)
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
+	return out, nil
 }

@@ -1,0 +1,59 @@
+package placement
+
+import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rttlab/rttlab/results"
+)
+
+// oldFolder is a placement folder as rttlab wrote them before every study
+// named its folder <UTC time>Z-<plan>: 20261207-102800-<plan>-<run id>,
+// its manifest written by the runner without the lock, interrupted in
+// rep-1 after baseline was done, with a sample line cut by the
+// interruption.
+const oldFolder = "testdata/20261207-102800-placement-fake-1a2b3c4d"
+
+// A folder of the earlier layout is still read, reported and resumed:
+// OpenFolder trims its cut line, the resume runs rep-1 again as attempt 2
+// and every task is done once.
+func TestPlacementOldLayoutFolder(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), filepath.Base(oldFolder))
+	if err := os.CopyFS(dir, os.DirFS(oldFolder)); err != nil {
+		t.Fatal(err)
+	}
+	if done, total, err := results.Progress(Study{}, dir); err != nil || done != 1 || total < 3 {
+		t.Fatalf("progress %d of %d, %v", done, total, err)
+	}
+	files, err := Study{}.Report(dir, io.Discard)
+	if err != nil {
+		t.Fatalf("report: %v", err)
+	}
+	if len(files) < 2 || filepath.Base(files[1]) != results.SummaryMDFile {
+		t.Errorf("report wrote %v", files)
+	}
+	p, err := FolderPlan(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := OpenFolder(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if b, _ := os.ReadFile(filepath.Join(dir, SamplesFile)); !strings.HasSuffix(string(b), "}\n") {
+		t.Fatal("OpenFolder left the cut sample line")
+	}
+	l, ps := startLab(t, p)
+	if _, err := (&Runner{Docker: l, Session: ps, Dir: dir, Version: "test"}).Run(context.Background()); err != nil {
+		t.Fatalf("resume: %v", err)
+	}
+	j := checkEveryTaskOnce(t, dir, p)
+	if j.DoneAttempt("rep-1") != 2 {
+		t.Errorf("rep-1 done by attempt %d, want 2 (attempt 1 was interrupted)", j.DoneAttempt("rep-1"))
+	}
+}

@@ -1,0 +1,199 @@
+package rtt
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"time"
+
+	"github.com/rttlab/rttlab/results"
+	"github.com/rttlab/rttlab/rtt/report"
+)
+
+// Folder is the RTT study's results folder open for writing: the runner
+// appends each task's samples, probes, shaper, wire and anatomy rows and
+// marks its attempts in it, in the raw format that rtt/report reads
+// (report.Load). It is a results.Folder: its lock held until Close, every
+// append fsynced before it returns, and after a failed append the Folder
+// refuses further appends (a partial line may be on disk); OpenFolder
+// trims the partial line. Its methods are safe for concurrent use.
+type Folder struct {
+	*results.Folder
+	state *report.Data
+}
+
+// rawFiles are the files of an RTT folder that the runner appends to;
+// OpenFolder trims each of a cut last line.
+var rawFiles = []string{report.SamplesFile, report.TasksFile, report.ProbesFile, report.ShaperFile, report.WireFile, report.AnatomyFile}
+
+// CreateFolder makes a new results folder <outDir>/<UTC time>-<planName>/
+// (results.Create; for example rttlab-results/20261129T235900Z-study/)
+// with empty samples.jsonl and tasks.jsonl and a probes.csv holding only
+// its header. It fails if the folder exists. The Folder holds the
+// folder's lock until Close. Call WriteManifest before the first task.
+func CreateFolder(outDir, planName string, now time.Time) (f *Folder, err error) {
+	rf, err := results.Create(outDir, results.KindRTT, planName, now)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			rf.Close()
+		}
+	}()
+	hdr, err := results.CSVRows(nil, [][]string{report.ProbeHeader}, "")
+	if err != nil {
+		return nil, fmt.Errorf("create %s: %w", report.ProbesFile, err)
+	}
+	initial := map[string][]byte{report.SamplesFile: nil, report.TasksFile: nil, report.ProbesFile: hdr}
+	for _, n := range []string{report.SamplesFile, report.TasksFile, report.ProbesFile} {
+		if err := rf.CreateFile(n, initial[n]); err != nil {
+			return nil, fmt.Errorf("create results folder %s: %w", rf.Dir(), err)
+		}
+	}
+	if err := results.SyncDir(rf.Dir()); err != nil {
+		return nil, fmt.Errorf("create results folder %s: %w", rf.Dir(), err)
+	}
+	return &Folder{Folder: rf}, nil
+}
+
+// OpenFolder reopens an existing results folder to resume it
+// (results.Open). It first takes the folder's lock, then loads and checks
+// every file (report.Load); any malformed line other than an unterminated
+// last line is an error and nothing is changed. An unterminated last
+// line of samples.jsonl, tasks.jsonl, probes.csv, shaper.csv, wire.csv or
+// anatomy.jsonl is what a crash mid-write leaves; it belongs to an
+// attempt that was never marked done, and OpenFolder truncates it so new
+// lines start clean. State returns what was loaded.
+//
+// While another Folder of dir is open, in this process or another,
+// OpenFolder fails with a *results.LockedError (results.ErrLocked) and
+// changes nothing. A lock file left by a process that died is no
+// obstacle. Readers (report.Load, report.Render) take no lock.
+func OpenFolder(dir string) (f *Folder, err error) {
+	var d *report.Data
+	load := func() error {
+		var err error
+		if d, err = report.Load(dir); err != nil {
+			return fmt.Errorf("open results folder: %w", err)
+		}
+		return nil
+	}
+	rf, err := results.Open(dir, results.KindRTT, load, rawFiles...)
+	if errors.Is(err, fs.ErrNotExist) && d == nil {
+		// No such folder: Load names what is missing.
+		if lerr := load(); lerr != nil {
+			return nil, lerr
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	f = &Folder{Folder: rf, state: d}
+	// The trim removed the cut line that un-did an attempt marked done:
+	// a failed record keeps it undone for every later reader.
+	if task, attempt := d.Undone(); task != 0 {
+		if err := f.MarkFailed(task, attempt, "its last sample line was cut: the attempt runs again"); err != nil {
+			f.Close()
+			return nil, err
+		}
+	}
+	return f, nil
+}
+
+// State returns the folder's contents as read by OpenFolder (nil after
+// CreateFolder). Use Data.Pending and Data.NextAttempt to resume.
+func (f *Folder) State() *report.Data { return f.state }
+
+// WriteManifest writes manifest.json atomically (results.WriteManifest).
+func (f *Folder) WriteManifest(m *report.Manifest) error {
+	if err := report.CheckManifest(m); err != nil {
+		return fmt.Errorf("write %s: %w", results.ManifestFile, err)
+	}
+	return f.Folder.WriteManifest(m)
+}
+
+// AppendSamples appends the samples of one attempt of a task to
+// samples.jsonl as JSON lines, in one write, and fsyncs. Task and Attempt
+// of every sample are set from the arguments. Attempts count from 1; a
+// task redone after a crash must use a new attempt number
+// (Data.NextAttempt) so that the earlier partial samples stay ignored.
+func (f *Folder) AppendSamples(task, attempt int, s []report.Sample) error {
+	if attempt < 1 {
+		return fmt.Errorf("append samples of task %d: attempt %d: attempts count from 1", task, attempt)
+	}
+	lines := make([]report.Sample, len(s))
+	for i := range s {
+		x := s[i]
+		x.Task, x.Attempt = task, attempt
+		if err := report.CheckSample(&x); err != nil {
+			return fmt.Errorf("append samples of task %d: sample %d: %w", task, i, err)
+		}
+		lines[i] = x
+	}
+	return results.AppendLines(f.Folder, report.SamplesFile, lines)
+}
+
+// MarkDone records in tasks.jsonl (fsynced) that the attempt of a task is
+// complete. Call it only after AppendSamples for that attempt returned nil:
+// report.Load counts a task's samples only once it is marked done.
+func (f *Folder) MarkDone(task, attempt int) error {
+	return f.mark(report.TaskRecord{Task: task, Attempt: attempt, Status: report.StatusDone})
+}
+
+// MarkFailed records in tasks.jsonl (fsynced) that the attempt of a task
+// failed (for example the app container crashed); its samples are ignored
+// and the failure is listed in the summary's warnings.
+func (f *Folder) MarkFailed(task, attempt int, reason string) error {
+	if reason == "" {
+		reason = "unknown"
+	}
+	return f.mark(report.TaskRecord{Task: task, Attempt: attempt, Status: report.StatusFailed, Error: reason})
+}
+
+func (f *Folder) mark(r report.TaskRecord) error {
+	if r.Attempt < 1 {
+		return fmt.Errorf("mark task %d %s: attempt %d: attempts count from 1", r.Task, r.Status, r.Attempt)
+	}
+	r.Time = time.Now().UTC()
+	return results.AppendLines(f.Folder, report.TasksFile, []report.TaskRecord{r})
+}
+
+// AppendProbes appends rows to probes.csv and fsyncs.
+func (f *Folder) AppendProbes(p []report.Probe) error {
+	rows := make([][]string, len(p))
+	for i := range p {
+		if err := report.CheckProbe(&p[i]); err != nil {
+			return fmt.Errorf("append probes: row %d: %w", i, err)
+		}
+		rows[i] = report.ProbeRecord(&p[i])
+	}
+	// CreateFolder wrote the header.
+	return f.AppendRows(report.ProbesFile, nil, rows)
+}
+
+// AppendShaper appends rows to shaper.csv (created with its header on
+// first use) and fsyncs.
+func (f *Folder) AppendShaper(rows []report.ShaperRow) error {
+	recs := make([][]string, len(rows))
+	for i := range rows {
+		recs[i] = rows[i].Record()
+	}
+	return f.AppendRows(report.ShaperFile, report.ShaperHeader, recs)
+}
+
+// AppendWire appends rows to wire.csv (created with its header on first
+// use) and fsyncs.
+func (f *Folder) AppendWire(rows []report.WireRow) error {
+	recs := make([][]string, len(rows))
+	for i := range rows {
+		recs[i] = rows[i].Record()
+	}
+	return f.AppendRows(report.WireFile, report.WireHeader, recs)
+}
+
+// AppendAnatomy appends rows to anatomy.jsonl, one JSON line each, and
+// fsyncs.
+func (f *Folder) AppendAnatomy(rows []report.AnatomyRow) error {
+	return results.AppendLines(f.Folder, report.AnatomyFile, rows)
+}
