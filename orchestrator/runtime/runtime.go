@@ -98,7 +98,7 @@ type MemberSpec struct {
 	// runtime's default set; DropAllCaps starts from none instead.
 	CapAdd      []Capability
 	DropAllCaps bool
-	// Platform is "os/arch" (linux/arm64) the member's image is run as;
+	// Platform is "os/arch" (as engine.Platform spells it) the member's image is run as;
 	// empty: the runtime's own. Kubernetes: a node selector on
 	// kubernetes.io/arch.
 	Platform string
