@@ -328,8 +328,10 @@ func newAgentLoadCmd() *cobra.Command {
 per request, its connect inside each latency): WARMUP requests then
 REQUESTS measured requests. Each request's latency comes from the
 monotonic clock in nanoseconds. Non-2xx answers and transport errors are
-failures: counted and printed, never dropped or retried silently. The last
-line on stderr is a JSON object with the totals.`,
+failures: counted and printed, never dropped or retried silently. Each
+request carries its sequence number in an X-Rttlab-Seq header (an app
+ignores it): a task's captures pair the request with its latency by it.
+The last line on stderr is a JSON object with the totals.`,
 		Args:    cobra.NoArgs,
 		PreRunE: func(cmd *cobra.Command, args []string) error { return o.prepare() },
 		RunE:    func(cmd *cobra.Command, args []string) error { return o.run(cmd) },
@@ -384,6 +386,9 @@ func (o *agentLoadOptions) prepare() error {
 	}
 	o.opts.Header = hdr
 	o.opts.Timeout = o.timeout
+	// Every request carries its sequence number (an app ignores the
+	// header) for the task's captures to pair it with its latency.
+	o.opts.MarkSeq = true
 	return nil
 }
 

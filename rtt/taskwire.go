@@ -9,8 +9,8 @@ import (
 // taskWire turns what the captures of one task attempt kept into the
 // task's wire rows (per direction: the packets sent, paired with their
 // arrival, and their one-way delay) and its measured requests taken
-// apart (the anatomy pairs the requests on the wire with the load
-// client's results in order).
+// apart (the anatomy joins each request on the wire to the load client's
+// result by the sequence number the request carries).
 func taskWire(t report.Task, attempt int, caps shaping.TaskCaptures, rs []workloads.Result) ([]report.WireRow, []report.AnatomyRow) {
 	lat := make([]workloads.AnatomyLatency, len(rs))
 	for i, r := range rs {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"math"
 	"net/netip"
 	"slices"
@@ -60,9 +61,16 @@ type RequestAnatomy struct {
 	// TripsUs is each round trip in order: its wire out, the database's
 	// time and its wire back, in µs.
 	TripsUs [][3]int32 `json:"trips_us,omitempty"`
-	// Overlap: a query left before the previous answer arrived (queries
-	// in parallel); the app's time between them is then negative.
-	Overlap bool `json:"overlap,omitempty"`
+	// Overlaps counts what ran beside the request's own round trips on
+	// the app's database connections: a query that left before an
+	// earlier answer of the request arrived (queries in parallel: the
+	// app's time between them is then negative), and a round trip that
+	// straddles the request's span (a background exchange, or a pool's,
+	// that began before the request arrived or ended after its response
+	// left: not the request's, so not among RoundTrips). Overlap is set
+	// when there is any (folders written before Overlaps have only it).
+	Overlaps int  `json:"overlaps,omitempty"`
+	Overlap  bool `json:"overlap,omitempty"`
 }
 
 // AppMs is the app's own time.
@@ -86,18 +94,37 @@ func (r RequestAnatomy) Rounded() RequestAnatomy {
 }
 
 // Anatomy is a load run's requests taken apart, with what could not be.
+// Each request on the wire is joined to the client's latency by the
+// sequence number it carries (SeqHeader), never by its place: a request
+// that cannot be joined is counted, not guessed.
 type Anatomy struct {
-	// Requests are the requests found on the wire, in order, each
-	// complete; Incomplete counts those with an event a capture missed
-	// (left out).
+	// Requests are the requests found on the wire, in order, each paired
+	// and complete; Found counts the requests on the wire; Incomplete
+	// those paired with an event a capture missed (left out).
 	Requests   []RequestAnatomy
 	Found      int
 	Incomplete int
-	// Unassigned counts database round trips outside every request
-	// (a pool's keep-alive, a background job).
+	// Unpaired counts the client's requests that no request on the wire
+	// could be joined to: a capture missed it, its mark lay beyond what
+	// the capture keeps, or two requests on the wire carry it. Unmarked
+	// counts the requests on the wire joined to no latency: no mark, or
+	// one the client did not report or that another request carries too.
+	// Neither is taken apart.
+	Unpaired int
+	Unmarked int
+	// NegativeClient counts paired requests whose client time came out
+	// negative: the client measured less than the time its own capture
+	// saw from the request leaving to the response arriving, so a stamp
+	// or the pairing is wrong; they are left out of Requests.
+	NegativeClient int
+	// Overlaps sums the overlaps of Requests (RequestAnatomy.Overlaps).
+	Overlaps int
+	// Unassigned counts database round trips no request took: outside
+	// every request (a pool's keep-alive, a background job), or
+	// straddling one's span (counted among its Overlaps too).
 	Unassigned int
-	// Problem says why no request could be taken apart (the requests on
-	// the wire do not match the client's), "" when they could.
+	// Problem says why no request could be taken apart (none on the wire
+	// carries the mark of a request the client sent), "" when some could.
 	Problem string
 }
 
@@ -110,33 +137,74 @@ type AnatomyLatency struct {
 // Anatomize takes each request of a closed-loop load run apart from the
 // captures of the client (flows with the app), the app (with the client
 // and the database) and the database (with the app). latencies are the
-// client's, in the order it sent the requests (warmup included); the
-// requests found on the wire are paired with them in order, and a
-// different count is a Problem.
+// client's (warmup included); each request found on the wire is joined
+// to the latency whose Seq its mark names (SeqHeader, as the client's
+// capture read it).
 func Anatomize(f AnatomyFlows, client, app, db Capture, latencies []AnatomyLatency) Anatomy {
 	cs, as, ds := segmentsOf(client), segmentsOf(app), segmentsOf(db)
 	reqs := requestBursts(as, f)
 	var out Anatomy
 	out.Found = len(reqs)
-	if len(reqs) != len(latencies) {
-		out.Problem = fmt.Sprintf("%d requests on the wire, %d sent by the client", len(reqs), len(latencies))
-		return out
+	sent := make(map[int]int, len(latencies)) // seq → how many latencies
+	for _, l := range latencies {
+		sent[l.Seq]++
+	}
+	carried := make(map[int]int, len(reqs)) // seq → how many requests on the wire
+	marks := make([]int, len(reqs))
+	for i, rq := range reqs {
+		if marks[i] = rq.mark(cs); marks[i] > 0 {
+			carried[marks[i]-1]++
+		}
+	}
+	paired := make(map[int]int, len(reqs)) // seq → index in reqs
+	for i, m := range marks {
+		if m > 0 && sent[m-1] == 1 && carried[m-1] == 1 {
+			paired[m-1] = i
+		}
+	}
+	out.Unmarked = len(reqs) - len(paired)
+	byReq := make([]*AnatomyLatency, len(reqs))
+	for i, l := range latencies {
+		if j, ok := paired[l.Seq]; ok {
+			byReq[j] = &latencies[i]
+			continue
+		}
+		out.Unpaired++
+	}
+	switch {
+	case len(latencies) == 0 || len(paired) > 0:
+	case len(reqs) == 0:
+		out.Problem = fmt.Sprintf("no request on the wire, %d sent by the client", len(latencies))
+	default:
+		out.Problem = fmt.Sprintf("none of %d requests on the wire carries the %s of one of the %d the client sent", len(reqs), SeqHeader, len(latencies))
 	}
 	trips := roundTrips(as, f)
-	assigned := make([]bool, len(trips))
 	for i, rq := range reqs {
-		ra, ok := rq.anatomy(cs, as, ds, trips, assigned)
+		// An unpaired request is taken apart too, for its round trips to
+		// be its own and not counted unassigned, then left out.
+		ra, ok := rq.anatomy(cs, as, ds, trips)
+		l := byReq[i]
+		if l == nil {
+			continue
+		}
 		if !ok {
 			out.Incomplete++
 			continue
 		}
-		ra.Seq, ra.LatencyMs = latencies[i].Seq, float64(latencies[i].LatencyNS)/1e6
+		ra.Seq, ra.LatencyMs = l.Seq, float64(l.LatencyNS)/1e6
 		ra.ClientMs = ra.LatencyMs - ra.ClientMs // ClientMs held the client's wire span
+		if ra.ClientMs < 0 {
+			out.NegativeClient++
+			continue
+		}
+		out.Overlaps += ra.Overlaps
 		out.Requests = append(out.Requests, ra)
 	}
-	for _, a := range assigned {
-		if !a {
-			out.Unassigned++
+	for _, c := range trips {
+		for _, a := range c.assigned {
+			if !a {
+				out.Unassigned++
+			}
 		}
 	}
 	return out
@@ -150,6 +218,7 @@ type dseg struct {
 	src, dst   netip.AddrPort
 	seq, end   uint32
 	syn, hasLn bool
+	mark       int // CapturedPacket.Mark
 }
 
 // captureSegs are a capture's data segments in time order, by
@@ -172,7 +241,7 @@ func segmentsOf(c Capture) captureSegs {
 			end++
 		}
 		s := dseg{t: p.T, out: p.Out, src: netip.AddrPortFrom(p.Key.Src(), sport), dst: netip.AddrPortFrom(p.Key.Dst(), dport),
-			seq: seq, end: end, syn: syn, hasLn: p.Len > 0}
+			seq: seq, end: end, syn: syn, hasLn: p.Len > 0, mark: p.Mark}
 		k := [2]netip.AddrPort{s.src, s.dst}
 		out[k] = append(out[k], s)
 	}
@@ -240,6 +309,23 @@ type request struct {
 	req, resp burst
 }
 
+// mark is the sequence number plus one that the request carries, as
+// the client's capture kept the segments the client sent of it (0:
+// none). The client's capture is the one read: a request it missed
+// cannot be timed from the client's side, so it is left unpaired.
+func (rq request) mark(cs captureSegs) int {
+	segs := cs[key(rq.req.segs[0])]
+	for _, s := range segs[firstAfter(segs, rq.req.segs[0].t-retransmitWindow):] {
+		if s.t > rq.req.segs[len(rq.req.segs)-1].t+maxClockSkew {
+			break
+		}
+		if s.out && s.mark > 0 && !before(s.seq, rq.req.seq) && before(s.seq, rq.req.end) {
+			return s.mark
+		}
+	}
+	return 0
+}
+
 // requestBursts finds the HTTP requests at the app: on every connection
 // from the client to the app's port, a burst of request data followed by
 // one of response data (the handshake's SYNs are no request), in the
@@ -276,9 +362,17 @@ type trip struct {
 	q, a burst
 }
 
+// dbConn is one of the app's connections to the database as the app's
+// capture saw it: its round trips in order, and which a request took.
+type dbConn struct {
+	trips    []trip
+	assigned []bool
+}
+
 // roundTrips finds the database round trips at the app on every
-// connection to the database, in the order the queries left.
-func roundTrips(as captureSegs, f AnatomyFlows) []trip {
+// connection to the database, by connection (in the order of the
+// app's ports) and, on each, in order.
+func roundTrips(as captureSegs, f AnatomyFlows) []dbConn {
 	db := netip.AddrPortFrom(f.DB, f.DBPort)
 	conns := connections(as, func(s dseg) (netip.AddrPort, bool) {
 		switch {
@@ -289,25 +383,78 @@ func roundTrips(as captureSegs, f AnatomyFlows) []trip {
 		}
 		return netip.AddrPort{}, false
 	})
-	var out []trip
-	for _, segs := range conns {
-		bs := exchanges(segs)
+	var out []dbConn
+	for _, end := range slices.SortedFunc(maps.Keys(conns), netip.AddrPort.Compare) {
+		var c dbConn
+		bs := exchanges(conns[end])
 		for i := 0; i+1 < len(bs); i++ {
 			if bs[i].segs[0].out && !bs[i+1].segs[0].out {
-				out = append(out, trip{q: bs[i], a: bs[i+1]})
+				c.trips = append(c.trips, trip{q: bs[i], a: bs[i+1]})
 				i++
 			}
 		}
+		c.assigned = make([]bool, len(c.trips))
+		out = append(out, c)
 	}
-	slices.SortFunc(out, func(a, b trip) int { return cmp.Compare(a.q.segs[0].t, b.q.segs[0].t) })
 	return out
 }
 
+// answered is when the trip's answer was complete at the app (ok false
+// when it never was).
+func (tr trip) answered() (int64, bool) {
+	t, _, ok := completion(tr.a, tr.a.segs)
+	return t, ok
+}
+
+// tripsOf picks the round trips of the request whose span at the app
+// runs from appReq to appResp: on each of the app's connections to the
+// database, in order, those whose query left after the request arrived
+// and whose answer was complete before the response left; a round trip
+// another request took is not looked at. A round trip that straddles
+// an edge of the span is not the request's: it counts as an overlap.
+// ok is false when a round trip inside the span was never answered.
+func tripsOf(conns []dbConn, appReq, appResp int64) (picked []*trip, overlaps int, ok bool) {
+	for ci := range conns {
+		c := &conns[ci]
+		// The trips of one connection follow each other: the first whose
+		// query left at or after the request arrived, and the one before
+		// it, which may still have been waiting for its answer.
+		j, _ := slices.BinarySearchFunc(c.trips, appReq, func(tr trip, t int64) int { return cmp.Compare(tr.q.segs[0].t, t) })
+		if j > 0 && !c.assigned[j-1] {
+			prev := c.trips[j-1]
+			aIn, done := prev.answered()
+			if !done {
+				aIn = prev.a.segs[len(prev.a.segs)-1].t
+			}
+			if aIn > appReq {
+				overlaps++
+			}
+		}
+		for ; j < len(c.trips) && c.trips[j].q.segs[0].t <= appResp; j++ {
+			if c.assigned[j] {
+				continue
+			}
+			aIn, done := c.trips[j].answered()
+			switch {
+			case !done && c.trips[j].a.segs[0].t <= appResp:
+				return nil, 0, false // answered inside the span, but a capture missed bytes
+			case !done || aIn > appResp:
+				overlaps++
+				continue
+			}
+			c.assigned[j] = true
+			picked = append(picked, &c.trips[j])
+		}
+	}
+	slices.SortStableFunc(picked, func(a, b *trip) int { return cmp.Compare(a.q.segs[0].t, b.q.segs[0].t) })
+	return picked, overlaps, true
+}
+
 // anatomy takes one request apart: its events on the three captures and
-// the round trips whose query left the app within its span (marked in
-// assigned). ClientMs holds the client's wire span; the caller turns it
-// into the client's own time. ok is false when a capture missed an event.
-func (rq request) anatomy(cs, as, ds captureSegs, trips []trip, assigned []bool) (RequestAnatomy, bool) {
+// the round trips it made (tripsOf, marked assigned). ClientMs holds the
+// client's wire span; the caller turns it into the client's own time.
+// ok is false when a capture missed an event.
+func (rq request) anatomy(cs, as, ds captureSegs, conns []dbConn) (RequestAnatomy, bool) {
 	var r RequestAnatomy
 	// The request: complete at the app; its completing bytes first left
 	// the client.
@@ -315,50 +462,60 @@ func (rq request) anatomy(cs, as, ds captureSegs, trips []trip, assigned []bool)
 	if !ok {
 		return r, false
 	}
+	// When the client's capture missed an event, the round trips inside
+	// the app's span (to its response's last segment) are still the
+	// request's: no other request takes them.
+	missed := func() (RequestAnatomy, bool) {
+		tripsOf(conns, appReq, rq.resp.segs[len(rq.resp.segs)-1].t)
+		return r, false
+	}
 	clReq, ok := firstSend(cs[key(rq.req.segs[0])], b, appReq)
 	if !ok {
-		return r, false
+		return missed()
 	}
 	// The response: complete at the client; its completing bytes first
 	// left the app.
 	clResp, b, ok := completion(rq.resp, cs[key(rq.resp.segs[0])])
 	if !ok {
-		return r, false
+		return missed()
 	}
 	appResp, ok := firstSend(as[key(rq.resp.segs[0])], b, clResp)
 	if !ok {
-		return r, false
+		return missed()
 	}
 	r.LegInMs, r.LegOutMs, r.ClientMs = ms(appReq-clReq), ms(clResp-appResp), ms(clResp-clReq)
-	last := appReq
-	for i, tr := range trips {
-		first := tr.q.segs[0].t
-		if first < appReq || first > appResp || assigned[i] {
-			continue
-		}
+	trips, overlaps, ok := tripsOf(conns, appReq, appResp)
+	if !ok {
+		return r, false
+	}
+	r.Overlaps = overlaps
+	last, latest := appReq, appReq // the previous answer, the latest so far
+	for _, tr := range trips {
 		qOut, qIn, aOut, aIn, ok := tr.events(as, ds)
 		if !ok {
 			return r, false
 		}
-		assigned[i] = true
 		if r.RoundTrips == 0 {
 			r.AppPreMs = ms(qOut - appReq)
 		} else {
 			r.AppBetweenMs += ms(qOut - last)
-			r.Overlap = r.Overlap || qOut < last
+			if qOut < latest {
+				r.Overlaps++ // a query left before an earlier answer arrived
+			}
 		}
 		r.WireOutMs += ms(qIn - qOut)
 		r.DBMs += ms(aOut - qIn)
 		r.WireBackMs += ms(aIn - aOut)
 		r.TripsUs = append(r.TripsUs, [3]int32{roundUs(qIn - qOut), roundUs(aOut - qIn), roundUs(aIn - aOut)})
 		r.RoundTrips++
-		last = aIn
+		last, latest = aIn, max(latest, aIn)
 	}
 	if r.RoundTrips == 0 {
 		r.AppPreMs = ms(appResp - appReq)
 	} else {
 		r.AppPostMs = ms(appResp - last)
 	}
+	r.Overlap = r.Overlaps > 0
 	return r, true
 }
 

@@ -2,8 +2,10 @@ package workloads
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"math"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -15,6 +17,9 @@ type wireLab struct {
 	seq             map[[2]netip.AddrPort]uint32
 	id              uint16
 	lat             []AnatomyLatency
+	// marked counts the requests sent (send from the client to the
+	// app): each carries its number as the load client's mark.
+	marked int
 }
 
 var (
@@ -60,23 +65,39 @@ func (l *wireLab) segment(src, dst netip.AddrPort, seq uint32, n int, syn bool) 
 
 // send sends n bytes from src to dst, leaving at out (µs) and arriving
 // at in (µs; < 0: lost), as one segment; it returns the segment's seq.
+// A request (from the client to the app) carries the next sequence
+// number as its mark.
 func (l *wireLab) send(src, dst netip.AddrPort, n int, out, in float64) uint32 {
+	mark := 0
+	if src.Addr() == labClient.Addr() && dst == labApp {
+		l.marked++
+		mark = l.marked
+	}
+	return l.sendMarked(src, dst, n, mark, out, in)
+}
+
+// sendMarked is send with the segment's mark given (0: none).
+func (l *wireLab) sendMarked(src, dst netip.AddrPort, n, mark int, out, in float64) uint32 {
 	k := [2]netip.AddrPort{src, dst}
 	seq := l.seq[k]
 	l.seq[k] = seq + uint32(n)
-	l.put(src, dst, seq, n, false, out, in)
+	l.putMarked(src, dst, seq, n, false, mark, out, in)
 	return seq
 }
 
 // put records one segment at seq in the sender's and (unless in < 0)
 // the receiver's capture.
 func (l *wireLab) put(src, dst netip.AddrPort, seq uint32, n int, syn bool, out, in float64) {
+	l.putMarked(src, dst, seq, n, syn, 0, out, in)
+}
+
+func (l *wireLab) putMarked(src, dst netip.AddrPort, seq uint32, n int, syn bool, mark int, out, in float64) {
 	key, ln := l.segment(src, dst, seq, n, syn)
 	s := l.capOf(src)
-	s.Packets = append(s.Packets, CapturedPacket{T: us(out), Out: true, Key: key, Len: ln})
+	s.Packets = append(s.Packets, CapturedPacket{T: us(out), Out: true, Key: key, Len: ln, Mark: mark})
 	if in >= 0 {
 		r := l.capOf(dst)
-		r.Packets = append(r.Packets, CapturedPacket{T: us(in), Key: key, Len: ln})
+		r.Packets = append(r.Packets, CapturedPacket{T: us(in), Key: key, Len: ln, Mark: mark})
 	}
 }
 
@@ -92,7 +113,14 @@ func us(v float64) int64 { return int64(math.Round(v * 1000)) }
 // 80 µs at the database, then 50 µs of app time, the response 10 µs to
 // the client, which measured latency+clientOwn.
 func (l *wireLab) exchange(t0 float64, queries int, clientOwn float64) float64 {
-	l.send(labClient, labApp, 120, t0, t0+10)
+	l.marked++
+	return l.exchangeAs(t0, queries, clientOwn, l.marked-1)
+}
+
+// exchangeAs is exchange with the request carrying seq, the load
+// client's number of it.
+func (l *wireLab) exchangeAs(t0 float64, queries int, clientOwn float64, seq int) float64 {
+	l.sendMarked(labClient, labApp, 120, seq+1, t0, t0+10)
 	t := t0 + 10
 	for range queries {
 		t += 40
@@ -104,7 +132,7 @@ func (l *wireLab) exchange(t0 float64, queries int, clientOwn float64) float64 {
 	t += 50
 	l.send(labApp, labClient, 480, t, t+10)
 	lat := t + 10 - t0 + clientOwn
-	l.lat = append(l.lat, AnatomyLatency{Seq: len(l.lat), LatencyNS: us(lat)})
+	l.lat = append(l.lat, AnatomyLatency{Seq: seq, LatencyNS: us(lat)})
 	return t + 10 + 100
 }
 
@@ -151,7 +179,7 @@ func TestAnatomyThreeQueries(t *testing.T) {
 }
 
 func anatomyNear(a, b RequestAnatomy) bool {
-	return a.Seq == b.Seq && a.RoundTrips == b.RoundTrips && a.Overlap == b.Overlap &&
+	return a.Seq == b.Seq && a.RoundTrips == b.RoundTrips && a.Overlap == b.Overlap && a.Overlaps == b.Overlaps &&
 		closeTo(a.LatencyMs, b.LatencyMs) && closeTo(a.ClientMs, b.ClientMs) && closeTo(a.LegInMs, b.LegInMs) && closeTo(a.LegOutMs, b.LegOutMs) &&
 		closeTo(a.AppPreMs, b.AppPreMs) && closeTo(a.AppBetweenMs, b.AppBetweenMs) && closeTo(a.AppPostMs, b.AppPostMs) &&
 		closeTo(a.WireOutMs, b.WireOutMs) && closeTo(a.DBMs, b.DBMs) && closeTo(a.WireBackMs, b.WireBackMs)
@@ -313,8 +341,9 @@ func TestAnatomyOverlappingTrips(t *testing.T) {
 	l.send(labDB, other, 100, 410, 710)
 	l.send(labApp, labClient, 300, 760, 770)
 	l.lat = []AnatomyLatency{{Seq: 0, LatencyNS: us(800)}}
-	r := onlyRequest(t, l.anatomize())
-	if !r.Overlap || r.RoundTrips != 2 {
+	an := l.anatomize()
+	r := onlyRequest(t, an)
+	if !r.Overlap || r.Overlaps != 1 || an.Overlaps != 1 || r.RoundTrips != 2 {
 		t.Errorf("%+v", r)
 	}
 }
@@ -323,8 +352,15 @@ func TestAnatomyProblems(t *testing.T) {
 	l := newWireLab()
 	l.exchange(0, 3, 20)
 	l.lat = append(l.lat, AnatomyLatency{Seq: 1, LatencyNS: 1})
-	if an := l.anatomize(); !strings.Contains(an.Problem, "1 requests on the wire, 2 sent by the client") || len(an.Requests) != 0 {
+	// A count mismatch: what pairs is taken apart, the rest counted.
+	if an := l.anatomize(); an.Problem != "" || len(an.Requests) != 1 || an.Requests[0].Seq != 0 || an.Unpaired != 1 || an.Unmarked != 0 {
 		t.Errorf("count mismatch: %+v", an)
+	}
+	// No request on the wire carries a mark the client sent: a Problem.
+	l.lat = []AnatomyLatency{{Seq: 5, LatencyNS: 1}}
+	if an := l.anatomize(); !strings.Contains(an.Problem, "none of 1 requests on the wire carries the X-Rttlab-Seq of one of the 1") ||
+		len(an.Requests) != 0 || an.Unpaired != 1 || an.Unmarked != 1 {
+		t.Errorf("no mark: %+v", an)
 	}
 	// The database's capture missed a query: that request is incomplete.
 	l = newWireLab()
@@ -333,11 +369,151 @@ func TestAnatomyProblems(t *testing.T) {
 	if an := l.anatomize(); an.Incomplete != 1 || len(an.Requests) != 0 || an.Found != 1 {
 		t.Errorf("missed packet: %+v", an)
 	}
-	// No client capture: every request is incomplete.
+	// The client's capture missed the response: that request is
+	// incomplete.
+	l = newWireLab()
+	l.exchange(0, 2, 20)
+	l.client.Packets = l.client.Packets[:1]
+	if an := l.anatomize(); an.Incomplete != 1 || an.Unpaired != 0 || len(an.Requests) != 0 {
+		t.Errorf("missed response: %+v", an)
+	}
+	// No client capture: no request on the wire can be joined to its
+	// latency (the client's capture reads the mark).
 	l = newWireLab()
 	l.exchange(0, 2, 20)
 	l.client.Packets = nil
-	if an := l.anatomize(); an.Incomplete != 1 {
+	if an := l.anatomize(); an.Unpaired != 1 || an.Unmarked != 1 || an.Incomplete != 0 || len(an.Requests) != 0 {
 		t.Errorf("no client capture: %+v", an)
+	}
+}
+
+// Two requests whose bursts reach the wire in the other order than the
+// client's latencies list them (a request the client re-sent, two
+// connections) each get their own latency: pairing by place would give
+// each the other's, and a client time off by the difference.
+func TestAnatomyPairsByMarkNotByPlace(t *testing.T) {
+	l := newWireLab()
+	next := l.exchangeAs(0, 1, 70, 1) // seq 1 first on the wire, 70 µs of its own
+	l.exchangeAs(next, 3, 25, 0)
+	slices.Reverse(l.lat) // the client lists seq 0 first
+	an := l.anatomize()
+	if an.Problem != "" || len(an.Requests) != 2 || an.Unpaired != 0 || an.Unmarked != 0 || an.NegativeClient != 0 {
+		t.Fatalf("%+v", an)
+	}
+	for _, r := range an.Requests {
+		checkSum(t, r)
+		want := map[int][2]float64{1: {1, 0.07}, 0: {3, 0.025}}[r.Seq]
+		if float64(r.RoundTrips) != want[0] || !closeTo(r.ClientMs, want[1]) {
+			t.Errorf("request %d: %d round trips, client %.6f ms; want %v", r.Seq, r.RoundTrips, r.ClientMs, want)
+		}
+	}
+	if an.Requests[0].Seq != 1 {
+		t.Errorf("requests in the wire's order: first is %d, want 1", an.Requests[0].Seq)
+	}
+}
+
+// A request the client's capture did not see is counted unpaired and
+// the others pair (its round trips stay its own, not unassigned); a
+// request on the wire whose mark the client did not
+// report, or two requests with one mark, are counted unmarked.
+func TestAnatomyUnpairedAndUnmarked(t *testing.T) {
+	l := newWireLab()
+	next := l.exchange(0, 1, 20)
+	next = l.exchange(next, 1, 20)
+	l.exchange(next, 1, 20)
+	// The second request is missing from the client's capture.
+	var kept []CapturedPacket
+	for _, p := range l.client.Packets {
+		if p.Mark != 2 {
+			kept = append(kept, p)
+		}
+	}
+	l.client.Packets = kept
+	an := l.anatomize()
+	if an.Found != 3 || len(an.Requests) != 2 || an.Requests[0].Seq != 0 || an.Requests[1].Seq != 2 || an.Unpaired != 1 || an.Unmarked != 1 || an.Problem != "" ||
+		an.Unassigned != 0 {
+		t.Errorf("missing request: %+v", an)
+	}
+	// Two requests carry mark 0; a third carries 9, which the client
+	// did not send.
+	l = newWireLab()
+	next = l.exchangeAs(0, 1, 20, 0)
+	next = l.exchangeAs(next, 1, 20, 0)
+	l.exchangeAs(next, 1, 20, 9)
+	l.lat = []AnatomyLatency{l.lat[0], {Seq: 1, LatencyNS: l.lat[1].LatencyNS}}
+	an = l.anatomize()
+	if an.Found != 3 || len(an.Requests) != 0 || an.Unpaired != 2 || an.Unmarked != 3 {
+		t.Errorf("marks twice and unknown: %+v", an)
+	}
+}
+
+// A client time that comes out negative (the client measured less than
+// its capture saw on the wire) is counted and left out, not averaged in.
+func TestAnatomyNegativeClientTime(t *testing.T) {
+	l := newWireLab()
+	next := l.exchange(0, 1, 20)
+	l.exchange(next, 1, -5)
+	an := l.anatomize()
+	if len(an.Requests) != 1 || an.Requests[0].Seq != 0 || an.NegativeClient != 1 || an.Unpaired != 0 || an.Incomplete != 0 {
+		t.Errorf("%+v", an)
+	}
+}
+
+// Round trips on two of the app's connections to the database, one
+// after the other, are the request's in the order their queries left;
+// a background exchange on a third that began inside the request and
+// was answered after its response left is not the request's: an overlap,
+// and unassigned.
+func TestAnatomyTripsOnTwoConnections(t *testing.T) {
+	l := newWireLab()
+	other := netip.MustParseAddrPort("10.9.0.2:50001")
+	pool := netip.MustParseAddrPort("10.9.0.2:50002")
+	l.send(labClient, labApp, 100, 0, 10)
+	l.send(other, labDB, 100, 20, 320) // the first query, on the second connection
+	l.send(labDB, other, 100, 400, 700)
+	l.send(labAppDB, labDB, 100, 710, 1010) // the second, on the first
+	l.send(labDB, labAppDB, 100, 1090, 1390)
+	l.send(pool, labDB, 30, 1395, 1695) // a pool's keep-alive
+	l.send(labApp, labClient, 300, 1440, 1450)
+	l.send(labDB, pool, 30, 1700, 2000)
+	l.lat = []AnatomyLatency{{Seq: 0, LatencyNS: us(1470)}}
+	an := l.anatomize()
+	r := onlyRequest(t, an)
+	want := RequestAnatomy{Seq: 0, LatencyMs: 1.47, ClientMs: 0.02, LegInMs: 0.01, LegOutMs: 0.01, AppPreMs: 0.01, AppBetweenMs: 0.01, AppPostMs: 0.05,
+		WireOutMs: 0.6, DBMs: 0.16, WireBackMs: 0.6, RoundTrips: 2, Overlaps: 1, Overlap: true}
+	if !anatomyNear(r, want) || r.Overlaps != 1 || an.Overlaps != 1 || an.Unassigned != 1 {
+		t.Errorf("got  %+v\nwant %+v (%+v)", r, want, an)
+	}
+}
+
+// A background exchange that began before the request arrived and was
+// answered inside it is an overlap of the request, not its round trip.
+func TestAnatomyBackgroundTripBeforeRequest(t *testing.T) {
+	l := newWireLab()
+	pool := netip.MustParseAddrPort("10.9.0.2:50002")
+	l.send(pool, labDB, 30, 0, 300)
+	l.send(labClient, labApp, 100, 100, 110)
+	l.send(labDB, pool, 30, 350, 650)
+	l.send(labAppDB, labDB, 100, 700, 1000)
+	l.send(labDB, labAppDB, 100, 1080, 1380)
+	l.send(labApp, labClient, 300, 1430, 1440)
+	l.lat = []AnatomyLatency{{Seq: 0, LatencyNS: us(1360)}}
+	an := l.anatomize()
+	r := onlyRequest(t, an)
+	if r.RoundTrips != 1 || r.Overlaps != 1 || !r.Overlap || !closeTo(r.AppPreMs, 0.59) || an.Unassigned != 1 {
+		t.Errorf("%+v (%+v)", r, an)
+	}
+}
+
+// anatomy.jsonl written before Overlaps reads as it did; a request with
+// none writes no new field.
+func TestRequestAnatomyJSON(t *testing.T) {
+	var r RequestAnatomy
+	if err := json.Unmarshal([]byte(`{"seq":3,"latency_ms":1.5,"round_trips":2,"overlap":true}`), &r); err != nil || r.Seq != 3 || !r.Overlap || r.Overlaps != 0 || r.RoundTrips != 2 {
+		t.Errorf("old row: %+v, %v", r, err)
+	}
+	b, err := json.Marshal(RequestAnatomy{Seq: 1})
+	if err != nil || strings.Contains(string(b), "overlap") {
+		t.Errorf("no overlap: %s, %v", b, err)
 	}
 }

@@ -6,11 +6,14 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"net/netip"
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -205,5 +208,63 @@ func TestCaptureCap(t *testing.T) {
 	}
 	if _, err := OpenCapture(CaptureOptions{Iface: "rttlab-none0", Local: p.a, Peer: p.b, For: time.Second, MaxPackets: 1}); err == nil || !strings.Contains(err.Error(), "rttlab-none0") {
 		t.Errorf("missing interface: %v", err)
+	}
+}
+
+// The capture reads the load client's mark out of the requests it sees
+// leave, as the client writes them (net/http, TCP timestamps on), and
+// out of nothing else.
+func TestCaptureReadsRequestMarks(t *testing.T) {
+	p := newVethPair(t)
+	capA := openIn(t, p.nsA, CaptureOptions{Iface: p.linkA, Local: p.a, Peer: p.b, For: time.Minute, MaxPackets: 10000})
+	var ln net.Listener
+	var err error
+	inNS(t, p.nsB, func() { ln, err = net.Listen("tcp", net.JoinHostPort(p.b.String(), "0")) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "ok") })}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { srv.Close() })
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan Capture, 1)
+	go func() { c, _ := capA.Run(ctx); done <- c }()
+	var conn net.Conn
+	inNS(t, p.nsA, func() { conn, err = net.Dial("tcp", ln.Addr().String()) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	r := bufio.NewReader(conn)
+	for i := range 5 {
+		req, err := NewRequest(context.Background(), "http://app:65535", Request{Path: "/shop/tank-top-in-black?f_search=" + strings.Repeat("x", 10*i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header, _ = requestHeader(nil)
+		req.Header[SeqHeader] = []string{strconv.Itoa(MaxRequests - 5 + i)}
+		if err := req.Write(conn); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(r, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	stop()
+	c := <-done
+	var marks []int
+	for _, pk := range c.Packets {
+		if pk.Mark != 0 {
+			if !pk.Out || pk.Len == 0 {
+				t.Errorf("a mark on a packet that is no request: %+v", pk)
+			}
+			marks = append(marks, pk.Mark-1)
+		}
+	}
+	if fmt.Sprint(marks) != fmt.Sprint([]int{MaxRequests - 5, MaxRequests - 4, MaxRequests - 3, MaxRequests - 2, MaxRequests - 1}) {
+		t.Errorf("marks %v, want the 5 requests' numbers in order", marks)
 	}
 }

@@ -56,6 +56,9 @@ type LoadOptions struct {
 	// NewConnPerRequest opens a fresh connection for every request (no
 	// keep-alive), so each latency includes the TCP connect.
 	NewConnPerRequest bool
+	// MarkSeq sends each request's sequence number in SeqHeader, for the
+	// captures to join the request on the wire to its latency.
+	MarkSeq bool
 }
 
 // Result is one request of a load run, streamed as one JSON line.
@@ -261,6 +264,12 @@ func RunLoad(ctx context.Context, opts LoadOptions, emit func(Result) error) (to
 		}
 		rctx, cancel := context.WithTimeout(traceCtx, plan.timeout)
 		req := tmpl.WithContext(rctx)
+		if opts.MarkSeq {
+			// The templates are shared between requests: the mark goes
+			// on a copy of the header, made before the clock starts.
+			req.Header = tmpl.Header.Clone()
+			req.Header[SeqHeader] = []string{strconv.Itoa(i)}
+		}
 		if tmpl.GetBody != nil {
 			// Only a request with a body needs a fresh reader of it.
 			req.Body, _ = tmpl.GetBody()

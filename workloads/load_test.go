@@ -333,3 +333,27 @@ func TestRunLoadNewConnPerRequest(t *testing.T) {
 		}
 	}
 }
+
+// With MarkSeq every request carries its sequence number, warmup
+// included, beside the caller's headers; without it, none does.
+func TestRunLoadMarksSequence(t *testing.T) {
+	for _, mark := range []bool{true, false} {
+		var seen []string
+		srv, _ := countingServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			seen = append(seen, r.Header.Get(SeqHeader)+"/"+r.Header.Get("X-Rttlab-Test"))
+		}))
+		calls := []Request{{Path: "/a"}, {Path: "/b", Method: http.MethodPost, Body: "x", Headers: map[string]string{"X-Rttlab-Test": "b"}}, {Path: "/a"}}
+		_, err := RunLoad(context.Background(), LoadOptions{BaseURL: srv.URL, Calls: calls, Warmup: 1, MarkSeq: mark,
+			Header: map[string]string{"X-Rttlab-Test": "yes"}}, nil)
+		if err != nil {
+			t.Fatalf("RunLoad: %v", err)
+		}
+		want := []string{"0/yes", "1/b", "2/yes"}
+		if !mark {
+			want = []string{"/yes", "/b", "/yes"}
+		}
+		if strings.Join(seen, " ") != strings.Join(want, " ") {
+			t.Errorf("mark %v: requests carried %q, want %q", mark, seen, want)
+		}
+	}
+}

@@ -217,11 +217,11 @@ func TestFlowFilter(t *testing.T) {
 // headers; a total length of 0 (a GSO packet over 64 KiB) takes the wire
 // length; other protocols have none.
 func TestKeyOfFramePayload(t *testing.T) {
-	seg := make([]byte, 20+100)
+	seg := make([]byte, 20+300)
 	seg[12] = 5 << 4 // data offset: 20 bytes
 	f := ipFrame(addrA, addrB, 6, 1, 64, 0, seg)
-	if _, n, ok := keyOfFrame(f[:CaptureSnapLen], len(f)); !ok || n != 100 {
-		t.Errorf("TCP: payload %d, %v; want 100", n, ok)
+	if _, n, ok := keyOfFrame(f[:CaptureSnapLen], len(f)); !ok || n != 300 {
+		t.Errorf("TCP: payload %d, %v; want 300", n, ok)
 	}
 	big := slices.Clone(f)
 	binary.BigEndian.PutUint16(big[16:18], 0)

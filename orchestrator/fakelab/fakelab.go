@@ -579,7 +579,7 @@ func (l *Lab) taskPackets(side string, local netip.Addr, peers []netip.Addr, ld 
 	var out []workloads.CapturedPacket
 	var id uint16
 	seq := map[string]uint32{}
-	seg := func(src, dst netip.AddrPort, n int, sent, recv int64) {
+	seg := func(src, dst netip.AddrPort, n, mark int, sent, recv int64) {
 		id++
 		k := src.String() + ">" + dst.String()
 		if src.Addr() != local && dst.Addr() != local {
@@ -594,10 +594,10 @@ func (l *Lab) taskPackets(side string, local netip.Addr, peers []netip.Addr, ld 
 		seq[k] += uint32(n)
 		key := workloads.NewPacketKey(src.Addr(), dst.Addr(), 6, id, 0x4000, tcp)
 		if src.Addr() == local {
-			out = append(out, workloads.CapturedPacket{T: sent, Out: true, Key: key, Len: n})
+			out = append(out, workloads.CapturedPacket{T: sent, Out: true, Key: key, Len: n, Mark: mark})
 		}
 		if dst.Addr() == local {
-			out = append(out, workloads.CapturedPacket{T: recv, Key: key, Len: n})
+			out = append(out, workloads.CapturedPacket{T: recv, Key: key, Len: n, Mark: mark})
 		}
 	}
 	cl, ap := netip.AddrPortFrom(client, fakeClientPort), netip.AddrPortFrom(app, appPort)
@@ -605,17 +605,17 @@ func (l *Lab) taskPackets(side string, local netip.Addr, peers []netip.Addr, ld 
 	const us = int64(time.Microsecond)
 	for i, p := range ld.Paths {
 		t := Epoch + int64(time.Second) + int64(i)*TaskRequestGap.Nanoseconds()
-		seg(cl, ap, 100, t, t+10*us)
+		seg(cl, ap, 100, i+1, t, t+10*us) // the request carries its sequence number
 		t += 10 * us
 		for range l.stmtsFor(p) {
 			t += 2 * us
-			seg(adb, dbp, 50, t, t+us+oneWay["app"]-BaseOneWay.Nanoseconds())
+			seg(adb, dbp, 50, 0, t, t+us+oneWay["app"]-BaseOneWay.Nanoseconds())
 			t += us + oneWay["app"] - BaseOneWay.Nanoseconds() + 3*us
-			seg(dbp, adb, 80, t, t+us+oneWay["db"]-BaseOneWay.Nanoseconds())
+			seg(dbp, adb, 80, 0, t, t+us+oneWay["db"]-BaseOneWay.Nanoseconds())
 			t += us + oneWay["db"] - BaseOneWay.Nanoseconds()
 		}
 		t += 2 * us
-		seg(ap, cl, 300, t, t+10*us)
+		seg(ap, cl, 300, 0, t, t+10*us)
 	}
 	return out
 }
