@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -697,4 +698,68 @@ func TestRunFakeCaptureCannotStart(t *testing.T) {
 		t.Errorf("%d failed attempts naming the reason, want 2: %+v", failed, d.Records)
 	}
 	lab.RequireEmpty(t)
+}
+
+// A run stopped while it probes: the folder's summary and digest name the
+// settings no probe checked, and a resume probes exactly those, after
+// which none is named.
+func TestRunFakeInterruptedProbesNotProbed(t *testing.T) {
+	lab := fakelab.New(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var n int
+	lab.Handle("rttlab agent sqlprobe", func(sctx context.Context, x *enginefake.Call) (int, error) {
+		n++
+		if n == 2 { // the second setting's SELECT 1 probe: the first one's are written
+			cancel()
+			return -1, sctx.Err()
+		}
+		return lab.SQLProbe(sctx, x)
+	})
+	dir, err := Run(ctx, lab, lab.Apps, RunOptions{Plan: fakePlan(), OutDir: t.TempDir(), Progress: &recProgress{}, Now: fakeNow})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v", err)
+	}
+	lab.RequireEmpty(t)
+	d := loadFolder(t, dir)
+	missing := unprobed(fakePlan(), d.Probes, "go")
+	if len(missing) == 0 || len(missing) == 3 {
+		t.Fatalf("settings left to probe: %v (want some, not all)", missing)
+	}
+	var names []string
+	for _, m := range missing {
+		if m > 0 {
+			names = append(names, fmt.Sprintf("go at %s ms", strconv.FormatFloat(m, 'f', -1, 64)))
+		}
+	}
+	if len(names) == 0 {
+		t.Fatalf("no setting above 0 ms left to probe: %v", missing)
+	}
+	want := "not probed: " + strings.Join(names, ", ")
+	s := report.Analyze(d, report.Options{})
+	if dg := s.Digest("summary.md", ""); !strings.Contains(dg, want) {
+		t.Errorf("the digest of the stopped run lacks %q:\n%s", want, dg)
+	}
+	if md := string(s.Markdown()); !strings.Contains(md, "Not probed (no ICMP or SELECT 1 probe of the setting): "+strings.Join(names, ", ")+".") {
+		t.Errorf("the summary of the stopped run does not name %v", names)
+	}
+
+	lab.Handle("rttlab agent sqlprobe", lab.SQLProbe)
+	if _, err := Run(context.Background(), lab, lab.Apps, RunOptions{Resume: dir, Progress: &recProgress{}, Now: fakeNow}); err != nil {
+		t.Fatal(err)
+	}
+	lab.RequireEmpty(t)
+	d = loadFolder(t, dir)
+	if left := unprobed(fakePlan(), d.Probes, "go"); len(left) != 0 {
+		t.Fatalf("after the resume, still unprobed: %v", left)
+	}
+	s = report.Analyze(d, report.Options{})
+	if dg := s.Digest("summary.md", ""); strings.Contains(dg, "not probed") {
+		t.Errorf("the digest after the resume still says not probed:\n%s", dg)
+	}
+	for _, c := range s.Cells {
+		if c.RTTms > 0 && slices.Contains(c.Unverified, report.NotProbed) {
+			t.Errorf("cell at %g ms not probed after the resume", c.RTTms)
+		}
+	}
 }

@@ -144,7 +144,7 @@ func New(t testing.TB) *Lab {
 	l.Handle("rttlab agent netem-probe", l.netemProbe)
 	l.Handle("rttlab agent sweep", l.sweep)
 	l.Handle("rttlab agent ping", l.Ping)
-	l.Handle("rttlab agent sqlprobe", l.sqlprobe)
+	l.Handle("rttlab agent sqlprobe", l.SQLProbe)
 	l.Handle("rttlab agent load", l.Load)
 	l.Handle("rttlab agent trace", l.trace)
 	l.HandleStream("rttlab agent capture", l.Capture)
@@ -382,7 +382,9 @@ func PingReply(x *enginefake.Call, d time.Duration) (int, error) {
 	return 0, json.NewEncoder(x.Stdout).Encode(res)
 }
 
-func (l *Lab) sqlprobe(ctx context.Context, x *enginefake.Call) (int, error) {
+// SQLProbe answers `rttlab agent sqlprobe` with SELECT 1 runs that take
+// the base RTT plus both sides' delays.
+func (l *Lab) SQLProbe(ctx context.Context, x *enginefake.Call) (int, error) {
 	runs, _ := strconv.Atoi(x.Flag("--runs"))
 	calls, _ := strconv.Atoi(x.Flag("--calls"))
 	d := BaseSelect + l.RTT()

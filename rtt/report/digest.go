@@ -1,8 +1,11 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -193,6 +196,9 @@ func (s *Summary) digestVerification(d *digest) {
 		return
 	}
 	settings, bad := s.unverifiedSettings()
+	if miss := s.notProbed(); len(settings) == 0 && len(miss) > 0 {
+		d.add("probes: not probed: %s", strings.Join(miss, ", "))
+	}
 	if len(settings) > 0 {
 		var verdicts []string
 		for _, r := range settings {
@@ -352,16 +358,33 @@ func (s *Summary) digestProbes(d *digest) {
 	d.add("%s", line)
 }
 
-// notProbed names the (app, setting) pairs above 0 ms without a probe.
+// notProbed names the (app, setting) pairs above 0 ms without a probe:
+// the plan's settings of every app that ran (so that a folder whose run
+// stopped while it probed says which, before any task of them), then
+// any other setting with a cell.
 func (s *Summary) notProbed() []string {
 	var out []string
 	seen := map[setting]bool{}
-	for _, c := range s.Cells {
-		k := setting{c.App, c.RTTms}
-		if c.RTTms > 0 && !seen[k] && !s.probed(c.App, c.RTTms) {
+	add := func(app string, rtt float64) {
+		k := setting{app, rtt}
+		if rtt > 0 && !seen[k] && !s.probed(app, rtt) {
 			seen[k] = true
-			out = append(out, fmt.Sprintf("%s at %s ms", c.App, fmtSetting(c.RTTms)))
+			out = append(out, fmt.Sprintf("%s at %s ms", app, fmtSetting(rtt)))
 		}
+	}
+	planned := map[setting]bool{}
+	for _, t := range s.Manifest.Tasks {
+		if _, skipped := s.Manifest.Skipped[t.App]; !skipped && !t.Unshaped {
+			planned[setting{t.App, t.RTTms}] = true
+		}
+	}
+	for _, k := range slices.SortedFunc(maps.Keys(planned), func(a, b setting) int {
+		return cmp.Or(cmp.Compare(a.app, b.app), cmp.Compare(a.rtt, b.rtt))
+	}) {
+		add(k.app, k.rtt)
+	}
+	for _, c := range s.Cells {
+		add(c.App, c.RTTms)
 	}
 	return out
 }
