@@ -178,8 +178,11 @@ func TestReportOnResultsFolder(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	if !strings.HasSuffix(out, "report: "+filepath.Join(dir, "report.html")+"\n") {
-		t.Errorf("last line: %q", out)
+	// Then the run's digest, from the summary just written, naming the
+	// report page last.
+	if !strings.Contains(out, "\nplan unit: 12 of 12 tasks done (seed 5)\n") || !strings.Contains(out, "delay: 0.5 ms verified\n") ||
+		!strings.HasSuffix(out, "report:  "+filepath.Join(dir, "report.html")+"\n") {
+		t.Errorf("no digest, or not the report page last: %q", out)
 	}
 	md, _ := os.ReadFile(filepath.Join(dir, "summary.md"))
 	if !strings.Contains(string(md), "| /feed | 0.5 ms | 6 |") || !strings.Contains(string(md), "(predicted +1.50)") || !strings.Contains(string(md), "12 of 12 tasks done") {

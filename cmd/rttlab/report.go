@@ -27,7 +27,8 @@ func newReportCmd() *cobra.Command {
 		Short: "Regenerate summaries, plots and report.html from a results folder's raw files",
 		Long: `Reads manifest.json, samples.jsonl, tasks.jsonl and probes.csv and writes
 runs.csv, summary.json, summary.md, plots/*.svg|png and report.html (a
-single self-contained file to share). Nothing is written when a file is
+single self-contained file to share), then prints the digest a run prints
+at its end. Nothing is written when a file is
 missing or malformed: the error names the file and line. For a placement
 study's folder (rttlab place) it recomputes summary.json and summary.md
 from samples.jsonl; for a worker study's folder (rttlab workers),
@@ -87,10 +88,17 @@ func (o *reportOptions) run(cmd *cobra.Command, dir string) error {
 		return err
 	}
 	printWrote(cmd.OutOrStdout(), files)
-	// A study that renders a report page gets it named last, to open.
-	for _, f := range files {
-		if filepath.Base(f) == results.ReportPageFile {
-			fmt.Fprintf(cmd.OutOrStdout(), "report: %s\n", f)
+	// Then the digest a run of the study prints at its end, from the
+	// summary just written (the figures a reader quotes come from a
+	// command); else a study that renders a report page gets it named
+	// last, to open.
+	if d, err := st.Digest(dir); err == nil {
+		fmt.Fprintf(cmd.OutOrStdout(), "\n%s", d)
+	} else {
+		for _, f := range files {
+			if filepath.Base(f) == results.ReportPageFile {
+				fmt.Fprintf(cmd.OutOrStdout(), "report: %s\n", f)
+			}
 		}
 	}
 	return printTargets(cmd.OutOrStdout(), sens, o.targets)
