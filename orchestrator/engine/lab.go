@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"net"
 	"strings"
@@ -376,4 +377,12 @@ func (l *Lab) StartHostMember(ctx context.Context, s runtime.MemberSpec, net run
 // and the network ID's first 12 characters.
 func (l *Lab) Bridge(networkID string) string {
 	return "br-" + networkID[:min(12, len(networkID))]
+}
+
+var _ runtime.Copier = (*Lab)(nil)
+
+// CopyTo extracts the tar archive tarball into the folder dir of the
+// container id.
+func (l *Lab) CopyTo(ctx context.Context, id, dir string, tarball io.Reader) error {
+	return l.D.CopyToContainer(ctx, id, dir, tarball)
 }

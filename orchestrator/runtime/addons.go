@@ -1,6 +1,9 @@
 package runtime
 
-import "context"
+import (
+	"context"
+	"io"
+)
 
 // The add-ons below are what one runtime has and another need not: a
 // consumer asks for one with a type assertion and falls back, or refuses
@@ -85,4 +88,12 @@ type WireHost interface {
 	StartHostMember(ctx context.Context, s MemberSpec, net HostNet) (Member, error)
 	// Bridge is the host's interface behind the run's network networkID.
 	Bridge(networkID string) string
+}
+
+// Copier is a runtime that extracts a tar archive into a member's folder
+// by its own API (Docker: the archive endpoint of a container). A runtime
+// without it gets the archive through Exec: `tar -x -C dir` reading it on
+// its standard input (as kubectl cp does).
+type Copier interface {
+	CopyTo(ctx context.Context, id, dir string, tarball io.Reader) error
 }
