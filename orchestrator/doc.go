@@ -3,12 +3,16 @@
 //
 //   - runtime: what the lab needs of any runtime (members, agents beside
 //     them in their network namespace, exec, logs, state, removal by run
-//     label, images), with no Docker type; runtimefake beside it;
+//     label, images), with no Docker type, and the add-ons a consumer
+//     asks for by assertion where one runtime has what another need not
+//     (the run's network, listing by label, volumes, image removal, a
+//     copy into a member, members on the host's network beside its
+//     bridge); runtimefake beside it;
 //   - engine: the Docker Engine API behind narrow interfaces, and the
 //     Docker runtime over it (engine.Lab), images and their build
 //     contexts, the Go toolchain, doctor; enginefake beside it;
-//   - stack: the containers of a run (built-in apps, own images and compose
-//     files), readiness, labels, removal and clean;
+//   - stack: the members of a run (built-in apps, own images and compose
+//     files), readiness, labels, removal and clean, over the runtime;
 //   - shaping: the agents on a stack: links and floor, calibration,
 //     snapshots, probes, captures, verification;
 //   - agentclient: the one client of the agent, a typed call per verb

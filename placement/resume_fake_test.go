@@ -20,7 +20,7 @@ import (
 func sessionOn(t *testing.T, l *placeLab, p *Plan, first *Session) func(ctx context.Context) (*Session, error) {
 	cur := first
 	return func(ctx context.Context) (*Session, error) {
-		if err := cur.Stack.Remove(ctx, l); err != nil {
+		if err := cur.Stack.Remove(ctx, engine.NewLab(l, "")); err != nil {
 			return nil, err
 		}
 		ps, err := StartPlacement(ctx, l, p, l.target(t, p), engine.Platform{}, 5*time.Second)
@@ -33,7 +33,7 @@ func sessionOn(t *testing.T, l *placeLab, p *Plan, first *Session) func(ctx cont
 			l.ips[n] = m.IP
 		}
 		l.mu.Unlock()
-		t.Cleanup(func() { ps.Stack.Remove(context.Background(), l) })
+		t.Cleanup(func() { ps.Stack.Remove(context.Background(), engine.NewLab(l, "")) })
 		return ps, nil
 	}
 }

@@ -45,7 +45,7 @@ func startLab(t *testing.T, p *Plan) (*placeLab, *Session) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if err := ps.Stack.Remove(context.Background(), l); err != nil {
+		if err := ps.Stack.Remove(context.Background(), engine.NewLab(l, "")); err != nil {
 			t.Error(err)
 		}
 		l.RequireEmpty(t)

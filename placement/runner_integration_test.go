@@ -34,7 +34,7 @@ func TestIntegrationPlacementSmoke(t *testing.T) {
 	ps, err := StartPlacement(ctx, rt, plan, target, engine.Platform{}, 0)
 	if ps != nil && ps.Stack != nil {
 		t.Cleanup(func() {
-			if err := ps.Stack.Remove(context.Background(), rt); err != nil {
+			if err := ps.Stack.Remove(context.Background(), engine.NewLab(rt, "")); err != nil {
 				t.Error(err)
 			}
 			if cs, _ := rt.ListContainers(context.Background(), map[string]string{engine.LabelRun: ps.Stack.RunID}); len(cs) != 0 {

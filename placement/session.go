@@ -58,7 +58,7 @@ func StartPlacement(ctx context.Context, d engine.Docker, plan *Plan, t apps.Tar
 	ps = &Session{Stack: st, Nodes: map[string]*stack.Member{}, Port: t.Meta.Port, Plan: plan}
 	defer func() {
 		if err != nil {
-			st.RemoveJoin(ctx, d, &err)
+			st.RemoveJoin(ctx, engine.NewLab(d, ""), &err)
 		}
 	}()
 	dbEnv, err := stack.FeedServiceEnv(ctx, st, "db")
@@ -94,7 +94,7 @@ func (ps *Session) startNodes(ctx context.Context, d engine.Docker, dbEnv, appVa
 	if err != nil {
 		return err
 	}
-	if err := stack.WaitDB(ctx, d, db, readyTimeout); err != nil {
+	if err := stack.WaitDB(ctx, engine.NewLab(d, ""), db, readyTimeout); err != nil {
 		return err
 	}
 	for _, n := range []string{NodeA, NodeB} {
@@ -102,7 +102,7 @@ func (ps *Session) startNodes(ctx context.Context, d engine.Docker, dbEnv, appVa
 		if err != nil {
 			return err
 		}
-		if err := stack.WaitHTTP(ctx, d, m, "http://"+net.JoinHostPort(m.IP, fmt.Sprint(st.Target.Meta.Port))+st.Target.Meta.Health, readyTimeout); err != nil {
+		if err := stack.WaitHTTP(ctx, engine.NewLab(d, ""), m, "http://"+net.JoinHostPort(m.IP, fmt.Sprint(st.Target.Meta.Port))+st.Target.Meta.Health, readyTimeout); err != nil {
 			return err
 		}
 	}
@@ -179,14 +179,14 @@ func (ps *Session) client(d engine.Docker) agentclient.Client {
 // dead reports a node or agent that stopped.
 func (ps *Session) dead(ctx context.Context, d engine.Docker) error {
 	for _, m := range ps.Stack.Members {
-		if err := stack.CheckRunning(ctx, d, m); err != nil {
+		if err := stack.CheckRunning(ctx, engine.NewLab(d, ""), m); err != nil {
 			return err
 		}
 	}
 	if ps.Shaping != nil {
 		for _, a := range ps.Shaping.Agents {
 			for _, c := range a.Containers() {
-				if err := stack.CheckRunning(ctx, d, c); err != nil {
+				if err := stack.CheckRunning(ctx, engine.NewLab(d, ""), c); err != nil {
 					return fmt.Errorf("shaping agent died: %w", err)
 				}
 			}
@@ -267,7 +267,7 @@ func (ps *Session) StartProxy(ctx context.Context, d engine.Docker, cfg Config) 
 		if ns, err := (agentclient.Client{D: d, ID: ps.Nodes[NodeClient].ID}).Connect(ctx, cfg.Listen, 0, 1); err == nil && len(ns) == 1 {
 			return nil
 		}
-		if err := stack.CheckRunning(ctx, d, &stack.Member{ID: id, Name: name}); err != nil {
+		if err := stack.CheckRunning(ctx, engine.NewLab(d, ""), &stack.Member{ID: id, Name: name}); err != nil {
 			return fmt.Errorf("routing proxy: %w", err)
 		}
 		if time.Now().After(deadline) {

@@ -38,7 +38,7 @@ func BenchmarkTaskCapture(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer func() { _ = s.st.Remove(context.WithoutCancel(ctx), sd) }()
+	defer func() { _ = s.st.Remove(context.WithoutCancel(ctx), engine.NewLab(sd, "")) }()
 	if err := s.sh.SetRTT(ctx, sd, netem.FromMs(0.5)); err != nil {
 		b.Fatal(err)
 	}

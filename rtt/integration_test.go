@@ -57,7 +57,7 @@ func TestIntegrationDebootstrapImport(t *testing.T) {
 	}
 	// The imported tree runs and is Debian trixie.
 	runID := stack.NewRunID()
-	t.Cleanup(func() { stack.CleanRun(ctx, rt, runID) })
+	t.Cleanup(func() { stack.CleanRun(ctx, engine.NewLab(rt, ""), runID) })
 	cid, err := rt.CreateContainer(ctx, engine.ContainerSpec{Name: "rttlab-" + runID + "-base", Image: ref, Cmd: []string{"sleep", "60"}, Labels: stack.RunLabels(runID, nil)})
 	if err != nil {
 		t.Fatal(err)
@@ -140,7 +140,7 @@ func TestIntegrationCleanLeavesForeignContainers(t *testing.T) {
 	if err := rt.StartContainer(ctx, labelled); err != nil {
 		t.Fatal(err)
 	}
-	c, err := stack.CleanRun(ctx, rt, runID)
+	c, err := stack.CleanRun(ctx, engine.NewLab(rt, ""), runID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,10 +256,10 @@ func startStack(t *testing.T, rt *engine.Runtime, all map[string]*apps.Meta, nam
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := stack.StartStack(context.Background(), rt, stack.StackOptions{Target: target, Publish: true})
+	st, err := stack.StartStack(context.Background(), engine.NewLab(rt, ""), stack.StackOptions{Target: target, Publish: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { st.Remove(context.Background(), rt) })
+	t.Cleanup(func() { st.Remove(context.Background(), engine.NewLab(rt, "")) })
 	return st
 }

@@ -180,7 +180,7 @@ func TestFakeDBInitFailure(t *testing.T) {
 	})
 	m, _ := OwnAppMeta(PlanApp{Name: "shop", Image: "example/shop:1.4", Routes: []string{"/feed"}, DBInit: []string{schema}})
 	l.AddImage("example/shop:1.4", nil)
-	_, err := stack.StartStack(context.Background(), l, stack.StackOptions{Target: apps.Target{Name: "shop", Meta: m, Image: m.Image}})
+	_, err := stack.StartStack(context.Background(), engine.NewLab(l, ""), stack.StackOptions{Target: apps.Target{Name: "shop", Meta: m, Image: m.Image}})
 	want := "--db-init " + schema + `:1: ERROR: syntax error at or near "CREAT"`
 	if err == nil || strings.Split(err.Error(), "\n")[0] != want {
 		t.Fatalf("err = %v, want %q", err, want)
@@ -201,7 +201,7 @@ func TestFakeOwnAppNeverReady(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.AddImage("example/shop:1.4", nil)
-	_, err = stack.StartStack(context.Background(), l, stack.StackOptions{Target: apps.Target{Name: "shop", Meta: m, Image: m.Image}, ReadyTimeout: 700 * time.Millisecond})
+	_, err = stack.StartStack(context.Background(), engine.NewLab(l, ""), stack.StackOptions{Target: apps.Target{Name: "shop", Meta: m, Image: m.Image}, ReadyTimeout: 700 * time.Millisecond})
 	want := fmt.Sprintf("app shop (rttlab-%s-app) did not answer /health on port %d with 200 within 700ms (last: 503 Service Unavailable); last log lines:", "", m.Port)
 	if err == nil {
 		t.Fatal("no error")
@@ -223,6 +223,6 @@ func startFake(t *testing.T, l *fakelab.Lab, o stack.StackOptions, scope string)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { st.Remove(context.Background(), l) })
+	t.Cleanup(func() { st.Remove(context.Background(), engine.NewLab(l, "")) })
 	return st, sh
 }

@@ -148,7 +148,7 @@ func TestFakeComposeStack(t *testing.T) {
 				t.Errorf("noPGSS %v: statements %q (%s)", noPGSS, c.Observed, c.Detail)
 			}
 		}
-		if err := st.Remove(ctx, l); err != nil {
+		if err := st.Remove(ctx, engine.NewLab(l, "")); err != nil {
 			t.Fatal(err)
 		}
 		if cs, ns := l.Live(); len(cs)+len(ns) != 0 {
@@ -178,7 +178,7 @@ func TestFakeComposeOneShotService(t *testing.T) {
 			l.AddImage(img, nil)
 		}
 		l.CrashOnStart("-migrate", 1, code, "migrated 12 tables\n")
-		st, err := stack.StartStack(ctx, l, stack.StackOptions{Target: apps.Target{Name: "web", Meta: m, Image: m.Image}, ReadyTimeout: 5 * time.Second})
+		st, err := stack.StartStack(ctx, engine.NewLab(l, ""), stack.StackOptions{Target: apps.Target{Name: "web", Meta: m, Image: m.Image}, ReadyTimeout: 5 * time.Second})
 		if code != 0 {
 			if err == nil || !strings.Contains(err.Error(), "service migrate, which web waits for, exited 3") || !strings.Contains(err.Error(), "migrated 12 tables") {
 				t.Errorf("failed migration: %v", err)
@@ -192,11 +192,11 @@ func TestFakeComposeOneShotService(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, mem := range st.Members {
-			if err := stack.CheckRunning(ctx, l, mem); err != nil {
+			if err := stack.CheckRunning(ctx, engine.NewLab(l, ""), mem); err != nil {
 				t.Errorf("%s: %v", mem.Service, err)
 			}
 		}
-		if err := st.Remove(ctx, l); err != nil {
+		if err := st.Remove(ctx, engine.NewLab(l, "")); err != nil {
 			t.Fatal(err)
 		}
 	}

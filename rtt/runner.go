@@ -184,7 +184,7 @@ func runPending(ctx context.Context, d engine.Docker, all map[string]*apps.Meta,
 func finishRun(ctx context.Context, d engine.Docker, f *Folder, m *report.Manifest, o RunOptions, runID string, runErr error) error {
 	// Nothing of the run outlives it: what a failed removal left behind is
 	// tried once more, and what still stays is reported, not swallowed.
-	if _, err := stack.CleanRun(context.WithoutCancel(ctx), d, runID); err != nil {
+	if _, err := stack.CleanRun(context.WithoutCancel(ctx), engine.NewLab(d, ""), runID); err != nil {
 		runErr = errors.Join(runErr, fmt.Errorf("%w: %w; remove what is left with rttlab clean --run %s", stack.ErrCleanup, err, runID))
 	}
 	// Whatever happened, the results folder stays consistent: record the
@@ -306,12 +306,12 @@ func startSession(ctx context.Context, d engine.Docker, target apps.Target, p *P
 	s := &appSession{st: st, sh: sh}
 	s.sh.Floor = p.Floor(s.sh.Backend)
 	if s.client, err = startClient(ctx, d, st, runID); err != nil {
-		st.RemoveJoin(ctx, d, &err)
+		st.RemoveJoin(ctx, engine.NewLab(d, ""), &err)
 		return nil, err
 	}
 	s.base = fmt.Sprintf("http://app:%d", target.Meta.Port)
 	if s.header, err = shaping.AuthHeaders(ctx, d, st); err != nil {
-		st.RemoveJoin(ctx, d, &err)
+		st.RemoveJoin(ctx, engine.NewLab(d, ""), &err)
 		return nil, err
 	}
 	return s, nil
@@ -416,7 +416,7 @@ func runApp(ctx context.Context, at appTasks) (n int, err error) {
 	}
 	defer func() {
 		if r.s != nil { // nil after a failed restart, which removed its own stack
-			r.s.st.RemoveJoin(ctx, d, &err)
+			r.s.st.RemoveJoin(ctx, engine.NewLab(d, ""), &err)
 		}
 	}()
 	if err := r.prepare(ctx, at.probes); err != nil {
@@ -491,7 +491,7 @@ func unprobed(p *Plan, probes []report.Probe, app string) []float64 {
 // session is nil when a fresh one could not start (it removed its own
 // stack).
 func (r *appRun) restart(ctx context.Context) error {
-	if rerr := r.s.st.Remove(context.WithoutCancel(ctx), r.d); rerr != nil {
+	if rerr := r.s.st.Remove(context.WithoutCancel(ctx), engine.NewLab(r.d, "")); rerr != nil {
 		slog.Warn("removing the crashed stack", "err", rerr) // the deferred removal tries again
 	}
 	var err error
@@ -774,7 +774,7 @@ func (s *appSession) loadResults(ctx context.Context, d engine.Docker, run agent
 	rs, failed, err := run.Results()
 	if failed {
 		for _, mem := range s.st.Members {
-			if cerr := stack.CheckRunning(ctx, d, mem); cerr != nil {
+			if cerr := stack.CheckRunning(ctx, engine.NewLab(d, ""), mem); cerr != nil {
 				return nil, cerr
 			}
 		}
@@ -822,7 +822,7 @@ func (s *appSession) dead(ctx context.Context, d engine.Docker) error {
 	errs := make([]error, len(s.st.Members)+1)
 	fns := []func() error{func() error { errs[len(errs)-1] = s.sh.CheckAgents(ctx, d); return nil }}
 	for i, m := range s.st.Members {
-		fns = append(fns, func() error { errs[i] = stack.CheckRunning(ctx, d, m); return nil })
+		fns = append(fns, func() error { errs[i] = stack.CheckRunning(ctx, engine.NewLab(d, ""), m); return nil })
 	}
 	_ = conc.All(fns...)
 	for _, err := range errs {

@@ -66,7 +66,7 @@ func StartWorkers(ctx context.Context, d engine.Docker, t apps.Target, backend s
 	ws = &Session{D: d, Stack: st, Target: t, Backend: backend}
 	defer func() {
 		if err != nil {
-			st.RemoveJoin(ctx, d, &err)
+			st.RemoveJoin(ctx, engine.NewLab(d, ""), &err)
 		}
 	}()
 	st.Network = "rttlab-" + runID
@@ -77,7 +77,7 @@ func StartWorkers(ctx context.Context, d engine.Docker, t apps.Target, backend s
 	if err != nil {
 		return ws, err
 	}
-	if err := stack.WaitDB(ctx, d, ws.db, p.Limit(stack.ReadyLimit)); err != nil {
+	if err := stack.WaitDB(ctx, engine.NewLab(d, ""), ws.db, p.Limit(stack.ReadyLimit)); err != nil {
 		return ws, err
 	}
 	ws.dbSh, err = shaping.StartAgents(ctx, d, &stack.Stack{RunID: runID, NetworkID: st.NetworkID, Members: []*stack.Member{ws.db}, Platform: p}, backend, "path", "")
@@ -214,7 +214,7 @@ func (ws *Session) ensureStack(ctx context.Context, t Task) error {
 		return err
 	}
 	for _, m := range ws.apps {
-		if err := stack.WaitHTTP(ctx, ws.D, m, "http://"+net.JoinHostPort(m.IP, fmt.Sprint(port))+ws.Target.Meta.Health, ws.Stack.Platform.Limit(stack.ReadyLimit)); err != nil {
+		if err := stack.WaitHTTP(ctx, engine.NewLab(ws.D, ""), m, "http://"+net.JoinHostPort(m.IP, fmt.Sprint(port))+ws.Target.Meta.Health, ws.Stack.Platform.Limit(stack.ReadyLimit)); err != nil {
 			return err
 		}
 	}
@@ -304,7 +304,7 @@ func (ws *Session) startFront(ctx context.Context, l Layout, names []string) err
 		return err
 	}
 	ws.frontURL = "http://" + net.JoinHostPort(fm.IP, "8080")
-	return stack.WaitHTTP(ctx, ws.D, fm, ws.frontURL+ws.Target.Meta.Health, ws.Stack.Platform.Limit(time.Minute))
+	return stack.WaitHTTP(ctx, engine.NewLab(ws.D, ""), fm, ws.frontURL+ws.Target.Meta.Health, ws.Stack.Platform.Limit(time.Minute))
 }
 
 // workerPIDs asks the cluster's /work (no CPU, no queries: the route that
@@ -365,7 +365,7 @@ func (ws *Session) openLoop(ctx context.Context, o workloads.OpenLoopOptions) ([
 	budget := time.Duration(float64(o.Count)/o.Rate*float64(time.Second)) + 2*time.Minute
 	c := agentclient.Client{D: ws.D, ID: ws.client, Alive: func(ctx context.Context) error {
 		for _, m := range ws.Stack.Members {
-			if err := stack.CheckRunning(ctx, ws.D, m); err != nil {
+			if err := stack.CheckRunning(ctx, engine.NewLab(ws.D, ""), m); err != nil {
 				return err
 			}
 		}

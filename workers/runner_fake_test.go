@@ -110,7 +110,7 @@ func runOn(t *testing.T, l *workersLab, plan *Plan, dir string, ctx context.Cont
 	}
 	ws.Progress = func(string) {}
 	s, rerr := (&Runner{WS: ws, Plan: plan, Dir: dir, Version: "test"}).Run(ctx)
-	if err := ws.Stack.Remove(context.Background(), l); err != nil {
+	if err := ws.Stack.Remove(context.Background(), engine.NewLab(l, "")); err != nil {
 		t.Error(err)
 	}
 	l.RequireEmpty(t)

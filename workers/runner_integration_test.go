@@ -34,7 +34,7 @@ func TestIntegrationWorkersSmoke(t *testing.T) {
 	ws, err := StartWorkers(ctx, rt, target, plan.Shaper, engine.Platform{})
 	if ws != nil && ws.Stack != nil {
 		t.Cleanup(func() {
-			if err := ws.Stack.Remove(context.Background(), rt); err != nil {
+			if err := ws.Stack.Remove(context.Background(), engine.NewLab(rt, "")); err != nil {
 				t.Error(err)
 			}
 			if cs, _ := rt.ListContainers(context.Background(), map[string]string{engine.LabelRun: ws.Stack.RunID}); len(cs) != 0 {

@@ -179,7 +179,7 @@ func cleanKilled(t *testing.T, rt *engine.Runtime, bin string, before []string, 
 	if wantRules {
 		shaped := 0
 		for id := range runs {
-			if rules, err := stack.ListWireRules(ctx, rt, id); err == nil {
+			if rules, err := stack.ListWireRules(ctx, engine.NewLab(rt, ""), id); err == nil {
 				shaped += len(rules)
 			}
 		}
@@ -191,7 +191,7 @@ func cleanKilled(t *testing.T, rt *engine.Runtime, bin string, before []string, 
 		if out, err := exec.Command(bin, "clean", "--run", id).CombinedOutput(); err != nil {
 			t.Fatalf("clean --run %s: %v\n%s", id, err, out)
 		}
-		if rules, err := stack.ListWireRules(ctx, rt, id); err != nil || len(rules) > 0 {
+		if rules, err := stack.ListWireRules(ctx, engine.NewLab(rt, ""), id); err != nil || len(rules) > 0 {
 			t.Fatalf("rules of run %s left after clean: %q (%v)", id, rules, err)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rttlab/rttlab/apps"
+	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/placement"
 	"github.com/rttlab/rttlab/results"
 )
@@ -155,13 +156,13 @@ func (o *placeOptions) run(cmd *cobra.Command) (err error) {
 	// The session in use: the first, or the fresh one of a retry.
 	defer func() {
 		if ps != nil && ps.Stack != nil {
-			ps.Stack.RemoveJoin(ctx, rt, &err)
+			ps.Stack.RemoveJoin(ctx, engine.NewLab(rt, ""), &err)
 		}
 	}()
 	startSession := func(ctx context.Context) (*placement.Session, error) {
 		if ps != nil && ps.Stack != nil {
 			var rerr error
-			ps.Stack.RemoveJoin(ctx, rt, &rerr)
+			ps.Stack.RemoveJoin(ctx, engine.NewLab(rt, ""), &rerr)
 			ps = nil
 			if rerr != nil {
 				return nil, rerr

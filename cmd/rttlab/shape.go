@@ -321,7 +321,7 @@ func (o *shapeVerifyOptions) run(cmd *cobra.Command, args []string) (err error) 
 	if err != nil {
 		return err
 	}
-	defer st.RemoveJoin(ctx, rt, &err)
+	defer st.RemoveJoin(ctx, engine.NewLab(rt, ""), &err)
 	plan := rtt.Plan{Calibrate: o.calibrate, Hook: o.hook, FloorMs: o.floor()}
 	sh.Floor = plan.Floor(sh.Backend)
 	fmt.Fprintf(table, "shaper: %s (%s); floor %v; scope %s; ICMP %d echoes, SELECT 1 %d runs x %d calls; tolerance %.3f ms\n",

@@ -95,7 +95,7 @@ func (o *upOptions) run(cmd *cobra.Command) error {
 		d, _ := parseRTT(o.rtt)
 		sh.Floor = shaping.DefaultFloor(sh.Backend)
 		if err := sh.SetRTT(ctx, rt, d); err != nil {
-			st.RemoveJoin(ctx, rt, &err)
+			st.RemoveJoin(ctx, engine.NewLab(rt, ""), &err)
 			return err
 		}
 	}
@@ -157,7 +157,7 @@ func newDownCmd() *cobra.Command {
 				return nil
 			}
 			for _, r := range runs {
-				c, err := stack.CleanRun(ctx, rt, r)
+				c, err := stack.CleanRun(ctx, engine.NewLab(rt, ""), r)
 				if err != nil {
 					return err
 				}
@@ -307,7 +307,7 @@ func verifyOne(ctx context.Context, rt *engine.Runtime, t apps.Target, o *verify
 	if err != nil {
 		return 0, fmt.Errorf("verify %s: %w", t.Name, err)
 	}
-	defer st.RemoveJoin(ctx, rt, &err)
+	defer st.RemoveJoin(ctx, engine.NewLab(rt, ""), &err)
 	fmt.Fprintf(out, "verify %s (stack %s)\n", t.Name, st.RunID)
 	checks, err := shaping.VerifyStack(ctx, rt, st, shaping.VerifyOptions{
 		Requests: o.requests,
@@ -383,7 +383,7 @@ func (o *cleanOptions) clean(cmd *cobra.Command) error {
 	defer rt.Close()
 	live := map[string]int{}
 	if !o.force {
-		if live, err = stack.LiveRuns(ctx, rt); err != nil {
+		if live, err = stack.LiveRuns(ctx, engine.NewLab(rt, "")); err != nil {
 			return err
 		}
 	}
@@ -392,12 +392,12 @@ func (o *cleanOptions) clean(cmd *cobra.Command) error {
 		if pid, ok := live[o.run]; ok {
 			return usagef("run %s is in progress (rttlab pid %d runs it): stop that run (Ctrl-C removes what it started), or pass --force", o.run, pid)
 		}
-		c, err = stack.CleanRun(ctx, rt, o.run)
-		n, serr := stack.SweepWireRules(ctx, rt, o.run)
+		c, err = stack.CleanRun(ctx, engine.NewLab(rt, ""), o.run)
+		n, serr := stack.SweepWireRules(ctx, engine.NewLab(rt, ""), o.run)
 		c.Rules += n
 		err = errors.Join(err, serr)
 	} else {
-		c, err = stack.CleanAllBut(ctx, rt, o.images, live)
+		c, err = stack.CleanAllBut(ctx, engine.NewLab(rt, ""), o.images, live)
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "removed %s\n", c)
 	for run, pid := range live {

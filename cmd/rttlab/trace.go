@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/rttlab/rttlab/orchestrator/engine"
 	"io"
 	"path/filepath"
 	"text/tabwriter"
@@ -141,7 +142,7 @@ func (o *traceOptions) run(cmd *cobra.Command) (err error) {
 	if err != nil {
 		return err
 	}
-	defer st.RemoveJoin(ctx, rt, &err)
+	defer st.RemoveJoin(ctx, engine.NewLab(rt, ""), &err)
 	hdr, err := shaping.AuthHeaders(ctx, rt, st)
 	if err != nil {
 		return err

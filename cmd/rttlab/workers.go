@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/rttlab/rttlab/orchestrator/engine"
 	"path/filepath"
 	"runtime"
 
@@ -111,7 +112,7 @@ func (o *workersOptions) run(cmd *cobra.Command) (err error) {
 	plan.Platform, plan.Emulated = plat.String(), plat.Foreign()
 	ws, err := workers.StartWorkers(ctx, rt, target, plan.Shaper, plat)
 	if ws != nil && ws.Stack != nil {
-		defer ws.Stack.RemoveJoin(ctx, rt, &err)
+		defer ws.Stack.RemoveJoin(ctx, engine.NewLab(rt, ""), &err)
 	}
 	if err != nil {
 		return err

@@ -4,9 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
+	"net"
 	"strings"
 	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/go-connections/nat"
 
 	"github.com/rttlab/rttlab/orchestrator/runtime"
 )
@@ -22,7 +27,14 @@ type Lab struct {
 	Network string
 }
 
-var _ runtime.Runtime = (*Lab)(nil)
+var (
+	_ runtime.Runtime      = (*Lab)(nil)
+	_ runtime.Lister       = (*Lab)(nil)
+	_ runtime.Network      = (*Lab)(nil)
+	_ runtime.Volumes      = (*Lab)(nil)
+	_ runtime.ImageRemover = (*Lab)(nil)
+	_ runtime.WireHost     = (*Lab)(nil)
+)
 
 // NewLab is the Docker runtime of d whose members join network.
 func NewLab(d Docker, network string) *Lab { return &Lab{D: d, Network: network} }
@@ -60,6 +72,14 @@ func (l *Lab) StartMember(ctx context.Context, s runtime.MemberSpec) (runtime.Me
 		if ep, ok := ins.NetworkSettings.Networks[l.Network]; ok && ep != nil {
 			m.Addr = ep.IPAddress
 		}
+		for _, p := range s.Publish {
+			for _, b := range ins.NetworkSettings.Ports[nat.Port(p)] {
+				if m.Published == nil {
+					m.Published = map[string]string{}
+				}
+				m.Published[p] = net.JoinHostPort(b.HostIP, b.HostPort)
+			}
+		}
 	}
 	return m, nil
 }
@@ -67,13 +87,19 @@ func (l *Lab) StartMember(ctx context.Context, s runtime.MemberSpec) (runtime.Me
 // containerSpec is the engine's container of s.
 func (l *Lab) containerSpec(s runtime.MemberSpec) ContainerSpec {
 	spec := ContainerSpec{
-		Name:     s.Name,
-		Image:    s.Image,
-		Cmd:      s.Cmd,
-		Env:      s.Env,
-		Labels:   maps.Clone(s.Labels),
-		NanoCPUs: s.NanoCPUs,
-		Platform: platformOf(s.Platform),
+		Name:         s.Name,
+		Image:        s.Image,
+		Cmd:          s.Cmd,
+		Entrypoint:   s.Entrypoint,
+		User:         s.User,
+		WorkingDir:   s.WorkDir,
+		Init:         s.Init,
+		Env:          s.Env,
+		Labels:       maps.Clone(s.Labels),
+		PublishLocal: s.Publish,
+		NanoCPUs:     s.NanoCPUs,
+		Platform:     platformOf(s.Platform),
+		Healthcheck:  healthConfig(s.Health),
 	}
 	if s.Role != "" {
 		if spec.Labels == nil {
@@ -92,7 +118,36 @@ func (l *Lab) containerSpec(s runtime.MemberSpec) ContainerSpec {
 	for _, c := range s.CapAdd {
 		spec.CapAdd = append(spec.CapAdd, string(c))
 	}
+	for _, c := range s.CapDrop {
+		spec.CapDrop = append(spec.CapDrop, string(c))
+	}
+	for _, mt := range s.Mounts {
+		switch mt.Kind {
+		case runtime.MountBind:
+			b := mt.Source + ":" + mt.Target
+			if mt.ReadOnly {
+				b += ":ro"
+			}
+			spec.Binds = append(spec.Binds, b)
+		case runtime.MountVolume:
+			spec.Volumes = append(spec.Volumes, mt.Target)
+		case runtime.MountTmpfs:
+			t := mt.Target
+			if mt.Source != "" {
+				t += ":" + mt.Source
+			}
+			spec.Tmpfs = append(spec.Tmpfs, t)
+		}
+	}
 	return spec
+}
+
+// healthConfig is the engine's health check of h; nil for none.
+func healthConfig(h *runtime.HealthCheck) *container.HealthConfig {
+	if h == nil {
+		return nil
+	}
+	return &container.HealthConfig{Test: h.Test, Interval: h.Interval, Timeout: h.Timeout, StartPeriod: h.StartPeriod, Retries: h.Retries}
 }
 
 // platformOf is the Platform of "os/arch"; the zero Platform for "".
@@ -118,6 +173,9 @@ func (l *Lab) State(ctx context.Context, id string) (runtime.State, error) {
 	st := runtime.State{Running: ins.State.Running, ExitCode: ins.State.ExitCode, Reason: ins.State.Status}
 	if ins.State.OOMKilled {
 		st.Reason = "OOMKilled"
+	}
+	if ins.State.Health != nil {
+		st.Health = string(ins.State.Health.Status)
 	}
 	return st, nil
 }
@@ -220,4 +278,111 @@ func (l *Lab) EnsureImage(ctx context.Context, ref string) error {
 		return fmt.Errorf("image %s: %w: %w", ref, ErrNotFound, err)
 	}
 	return nil
+}
+
+// ListMembers lists the containers that carry labels, by name: a
+// container of another's network namespace has that one's ID for NetNS,
+// and a container's address is its address on the lab's network.
+func (l *Lab) ListMembers(ctx context.Context, labels map[string]string) ([]runtime.Listed, error) {
+	cs, err := l.D.ListContainers(ctx, labels)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]runtime.Listed, 0, len(cs))
+	for _, c := range cs {
+		m := runtime.Listed{
+			Member:  runtime.Member{Name: ContainerName(c), Role: c.Labels[LabelRole], ID: c.ID, NetNS: runtime.NetNS(c.ID)},
+			Labels:  c.Labels,
+			Running: c.State == container.StateRunning,
+		}
+		if id, ok := strings.CutPrefix(c.HostConfig.NetworkMode, "container:"); ok {
+			m.NetNS = runtime.NetNS(id)
+		}
+		if c.NetworkSettings != nil {
+			if ep, ok := c.NetworkSettings.Networks[l.Network]; ok && ep != nil {
+				m.Addr = ep.IPAddress
+			}
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// ContainerName is a listed container's name without its leading slash,
+// or its short ID when it has none.
+func ContainerName(c container.Summary) string {
+	if len(c.Names) > 0 {
+		return strings.TrimPrefix(c.Names[0], "/")
+	}
+	return ShortID(c.ID)
+}
+
+// CreateNetwork creates the bridge network name and has the members
+// started after it join it.
+func (l *Lab) CreateNetwork(ctx context.Context, name string, labels map[string]string) (string, error) {
+	id, err := l.D.CreateNetwork(ctx, name, labels)
+	if err == nil {
+		l.Network = name
+	}
+	return id, err
+}
+
+// ListNetworks lists the networks that carry labels.
+func (l *Lab) ListNetworks(ctx context.Context, labels map[string]string) ([]runtime.NetworkInfo, error) {
+	ns, err := l.D.ListNetworks(ctx, labels)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]runtime.NetworkInfo, 0, len(ns))
+	for _, n := range ns {
+		out = append(out, runtime.NetworkInfo{ID: n.ID, Name: n.Name, Labels: n.Labels})
+	}
+	return out, nil
+}
+
+// RemoveNetwork removes the network id.
+func (l *Lab) RemoveNetwork(ctx context.Context, id string) error { return l.D.RemoveNetwork(ctx, id) }
+
+// ListVolumes lists the volumes that carry labels.
+func (l *Lab) ListVolumes(ctx context.Context, labels map[string]string) ([]string, error) {
+	return l.D.ListVolumes(ctx, labels)
+}
+
+// RemoveVolume removes the volume name.
+func (l *Lab) RemoveVolume(ctx context.Context, name string) error {
+	return l.D.RemoveVolume(ctx, name)
+}
+
+// RemoveImages removes the images that carry labels.
+func (l *Lab) RemoveImages(ctx context.Context, labels map[string]string) ([]string, error) {
+	return l.D.RemoveImages(ctx, labels)
+}
+
+// StartHostMember creates and starts a container of s in the network
+// mode net (host or none); nothing is inspected.
+func (l *Lab) StartHostMember(ctx context.Context, s runtime.MemberSpec, net runtime.HostNet) (runtime.Member, error) {
+	s.Beside, s.Aliases = "", nil
+	spec := l.containerSpec(s)
+	spec.Network, spec.Aliases, spec.NetworkMode = "", nil, string(net)
+	id, err := l.D.CreateContainer(ctx, spec)
+	if err != nil {
+		return runtime.Member{}, err
+	}
+	m := runtime.Member{Name: s.Name, Role: s.Role, ID: id}
+	return m, l.D.StartContainer(ctx, id)
+}
+
+// Bridge is the name of the Linux bridge behind a Docker bridge network
+// that rttlab created (no com.docker.network.bridge.name option): "br-"
+// and the network ID's first 12 characters.
+func (l *Lab) Bridge(networkID string) string {
+	return "br-" + networkID[:min(12, len(networkID))]
+}
+
+var _ runtime.Copier = (*Lab)(nil)
+
+// CopyTo extracts the tar archive tarball into the folder dir of the
+// container id.
+func (l *Lab) CopyTo(ctx context.Context, id, dir string, tarball io.Reader) error {
+	return l.D.CopyToContainer(ctx, id, dir, tarball)
 }

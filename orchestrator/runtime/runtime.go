@@ -81,7 +81,15 @@ type MemberSpec struct {
 	Role  string
 	Image string
 	Cmd   []string
-	Env   []string // KEY=value
+	// Entrypoint, when set, replaces the image's; User and WorkDir, when
+	// set, the image's user and working folder; Init runs an init process
+	// that reaps the member's children (Docker: --init; Kubernetes: a
+	// shared process namespace's pause).
+	Entrypoint []string
+	User       string
+	WorkDir    string
+	Init       bool
+	Env        []string // KEY=value
 	// Labels carry the run (LabelRun) and whatever else finds the member
 	// again; Role is added under LabelRole.
 	Labels map[string]string
@@ -98,6 +106,19 @@ type MemberSpec struct {
 	// runtime's default set; DropAllCaps starts from none instead.
 	CapAdd      []Capability
 	DropAllCaps bool
+	// CapDrop are capabilities taken from the default set (a user's
+	// compose service's cap_drop), after DropAllCaps.
+	CapDrop []Capability
+	// Mounts are the member's bind mounts, fresh volumes and tmpfs, in
+	// the order given.
+	Mounts []Mount
+	// Health, when set, is the member's health check, reported by State.
+	Health *HealthCheck
+	// Publish are the member's ports ("8080/tcp") reached from the
+	// controller's loopback on a port of the runtime's choice, read back
+	// in Member.Published (Docker: published on 127.0.0.1; Kubernetes: a
+	// port-forward).
+	Publish []string
 	// Platform is "os/arch" (as engine.Platform spells it) the member's image is run as;
 	// empty: the runtime's own. Kubernetes: a node selector on
 	// kubernetes.io/arch.
@@ -123,6 +144,46 @@ type Member struct {
 	Node string
 	// NetNS is its network namespace, for the agents started beside it.
 	NetNS NetNS
+	// Published maps each port of MemberSpec.Publish to the host:port
+	// that reaches it from the controller.
+	Published map[string]string
+}
+
+// MountKind is what a Mount mounts.
+type MountKind string
+
+// The kinds of mount a member may have.
+const (
+	// MountBind mounts the controller host's folder Source (Kubernetes: a
+	// hostPath volume, on one node only).
+	MountBind MountKind = "bind"
+	// MountVolume mounts a fresh volume that goes with the member: a study
+	// never starts from a previous member's data (Docker: an anonymous
+	// volume; Kubernetes: an emptyDir).
+	MountVolume MountKind = "volume"
+	// MountTmpfs mounts a memory file system; Source, when set, are its
+	// options ("size=64m").
+	MountTmpfs MountKind = "tmpfs"
+)
+
+// Mount is one mount of a member at Target.
+type Mount struct {
+	Kind     MountKind
+	Source   string
+	Target   string
+	ReadOnly bool
+}
+
+// HealthCheck is a member's health check, run by the runtime (Docker: the
+// container's HEALTHCHECK; Kubernetes: a readiness probe).
+type HealthCheck struct {
+	// Test is the check as compose writes it: ["CMD", args...],
+	// ["CMD-SHELL", line] or ["NONE"].
+	Test        []string
+	Interval    time.Duration
+	Timeout     time.Duration
+	StartPeriod time.Duration
+	Retries     int
 }
 
 // State is whether a member runs, and why not when it stopped.
@@ -135,6 +196,9 @@ type State struct {
 	// the container's waiting or terminated reason, such as
 	// "CrashLoopBackOff", "Error", "Completed", "OOMKilled").
 	Reason string
+	// Health is the verdict of the member's health check: "starting",
+	// "healthy" or "unhealthy"; empty for a member without one.
+	Health string
 }
 
 // Execer runs commands in a member and reads its output.
@@ -150,6 +214,21 @@ type Execer interface {
 	Logs(ctx context.Context, id string, tail int) (string, error)
 }
 
+// Stater tells whether a member runs.
+type Stater interface {
+	// State tells whether member id runs, and its exit status when not;
+	// ErrNotFound when it is gone. Docker: inspect the container.
+	// Kubernetes: the pod's container status.
+	State(ctx context.Context, id string) (State, error)
+}
+
+// Watcher is what a wait for a member asks: commands run in it (a
+// readiness probe), its output and whether it still runs.
+type Watcher interface {
+	Execer
+	Stater
+}
+
 // Members starts, watches, stops and removes members.
 type Members interface {
 	// StartMember creates and starts a member of s and reads its address.
@@ -160,10 +239,7 @@ type Members interface {
 	// container in the target's pod, or a node agent session, for
 	// Beside), wait until it runs, read its pod IP.
 	StartMember(ctx context.Context, s MemberSpec) (Member, error)
-	// State tells whether member id runs, and its exit status when not;
-	// ErrNotFound when it is gone. Docker: inspect the container.
-	// Kubernetes: the pod's container status.
-	State(ctx context.Context, id string) (State, error)
+	Stater
 	// StopMember stops member id: its processes get SIGTERM, then SIGKILL
 	// after grace (an agent undoes its shaping on SIGTERM). A member gone
 	// already is not an error. Docker: stop the container. Kubernetes:

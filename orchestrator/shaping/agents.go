@@ -77,13 +77,13 @@ type Shaping struct {
 // fail, the stack is removed before StartShaped returns, and what could
 // not be removed is joined to the error.
 func StartShaped(ctx context.Context, d engine.Docker, o stack.StackOptions, backend, scope, hook string) (*stack.Stack, *Shaping, error) {
-	st, err := stack.StartStack(ctx, d, o)
+	st, err := stack.StartStack(ctx, engine.NewLab(d, ""), o)
 	if err != nil {
 		return nil, nil, err
 	}
 	sh, err := StartAgents(ctx, d, st, backend, scope, hook)
 	if err != nil {
-		st.RemoveJoin(ctx, d, &err)
+		st.RemoveJoin(ctx, engine.NewLab(d, ""), &err)
 		return nil, nil, err
 	}
 	return st, sh, nil
@@ -155,7 +155,7 @@ func (sh *Shaping) waitAgent(ctx context.Context, d engine.Docker, role string, 
 		if err == nil {
 			break
 		}
-		if err := stack.CheckRunning(ctx, d, a.ctl()); err != nil {
+		if err := stack.CheckRunning(ctx, engine.NewLab(d, ""), a.ctl()); err != nil {
 			return fmt.Errorf("agent for %s: %w", role, err)
 		}
 		if time.Now().After(deadline) {
@@ -407,7 +407,7 @@ func (sh *Shaping) CheckAgents(ctx context.Context, d engine.Docker) error {
 			continue
 		}
 		for _, c := range a.Containers() {
-			if err := stack.CheckRunning(ctx, d, c); err != nil {
+			if err := stack.CheckRunning(ctx, engine.NewLab(d, ""), c); err != nil {
 				if errors.Is(err, stack.ErrContainerExited) {
 					return fmt.Errorf("shaping agent for %s died: %w", role, err)
 				}

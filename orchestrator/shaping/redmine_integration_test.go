@@ -47,11 +47,11 @@ func TestIntegrationRedmine(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	st, err := stack.StartStack(ctx, rt, stack.StackOptions{Target: target, Publish: true, ReadyTimeout: 10 * time.Minute})
+	st, err := stack.StartStack(ctx, engine.NewLab(rt, ""), stack.StackOptions{Target: target, Publish: true, ReadyTimeout: 10 * time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { st.Remove(context.Background(), rt) })
+	t.Cleanup(func() { st.Remove(context.Background(), engine.NewLab(rt, "")) })
 	hdr, err := AuthHeaders(ctx, rt, st)
 	if err != nil {
 		t.Fatal(err)
@@ -77,7 +77,7 @@ func TestIntegrationRedmine(t *testing.T) {
 	for _, b := range ins.NetworkSettings.Ports[nat.Port("8080/tcp")] {
 		st.AppURL = "http://" + b.HostIP + ":" + b.HostPort
 	}
-	if err := stack.WaitApp(ctx, rt, st, app, 10*time.Minute); err != nil {
+	if err := stack.WaitApp(ctx, engine.NewLab(rt, ""), st, app, 10*time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	if hdr, err = AuthHeaders(ctx, rt, st); err != nil {

@@ -26,12 +26,12 @@ func shapedStack(t *testing.T, rt *engine.Runtime, scope string) *Shaping {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	st, err := stack.StartStack(ctx, rt, stack.StackOptions{Target: target})
+	st, err := stack.StartStack(ctx, engine.NewLab(rt, ""), stack.StackOptions{Target: target})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		stack.CleanRun(context.Background(), rt, st.RunID)
+		stack.CleanRun(context.Background(), engine.NewLab(rt, ""), st.RunID)
 		if cs, _ := rt.ListContainers(context.Background(), map[string]string{engine.LabelRun: st.RunID}); len(cs) != 0 {
 			t.Errorf("%d containers of run %s remain after cleanup", len(cs), st.RunID)
 		}
@@ -182,7 +182,7 @@ func TestIntegrationAgentStopRemovesRules(t *testing.T) {
 		t.Fatal(err)
 	}
 	rules := func() string {
-		rs, err := stack.ListWireRules(ctx, rt, sh.Stack.RunID)
+		rs, err := stack.ListWireRules(ctx, engine.NewLab(rt, ""), sh.Stack.RunID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -198,7 +198,7 @@ func TestIntegrationAgentStopRemovesRules(t *testing.T) {
 	if r := rules(); strings.Contains(r, "-s "+sh.Agents["db"].Target.IP+"/32") {
 		t.Fatalf("the database's rule is left after its shaper stopped:\n%s", r)
 	}
-	c, err := stack.CleanRun(ctx, rt, sh.Stack.RunID)
+	c, err := stack.CleanRun(ctx, engine.NewLab(rt, ""), sh.Stack.RunID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +213,7 @@ func TestIntegrationAgentRefusesWithoutNetAdmin(t *testing.T) {
 	enginetest.BuiltApps(t, rt, "agent")
 	ctx := context.Background()
 	runID := stack.NewRunID()
-	t.Cleanup(func() { stack.CleanRun(context.Background(), rt, runID) })
+	t.Cleanup(func() { stack.CleanRun(context.Background(), engine.NewLab(rt, ""), runID) })
 	id, err := rt.CreateContainer(ctx, engine.ContainerSpec{Name: "rttlab-" + runID + "-agent", Image: stack.AgentImage,
 		Cmd: []string{"agent", "serve", "--shaper", "userspace"}, Labels: stack.RunLabels(runID, map[string]string{engine.LabelRole: "agent"}),
 		CapDrop: []string{"ALL"}, CapAdd: []string{"NET_RAW"}})

@@ -27,7 +27,7 @@ func startFake(t *testing.T, l *fakelab.Lab, o stack.StackOptions, scope string)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { st.Remove(context.Background(), l) })
+	t.Cleanup(func() { st.Remove(context.Background(), engine.NewLab(l, "")) })
 	return st, sh
 }
 
@@ -119,7 +119,7 @@ func TestFakeUpStackShapeAndDown(t *testing.T) {
 	// down: everything of the run goes, and only that.
 	l.AddVolume("other", map[string]string{engine.LabelRun: "other"})
 	l.AddVolume("mine", map[string]string{engine.LabelRun: st.RunID})
-	c, err := stack.CleanRun(ctx, l, st.RunID)
+	c, err := stack.CleanRun(ctx, engine.NewLab(l, ""), st.RunID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -395,7 +395,7 @@ func TestFakeCleanAll(t *testing.T) {
 	// A container that cannot be removed: the others go, the error says
 	// which, and its network stays.
 	l.FailOn("RemoveContainer", "-db", 1, errors.New("remove: device or resource busy"))
-	c, err := stack.CleanAll(ctx, l, false)
+	c, err := stack.CleanAll(ctx, engine.NewLab(l, ""), false)
 	if err == nil || !strings.Contains(err.Error(), "device or resource busy") || !strings.Contains(err.Error(), "active endpoints") {
 		t.Fatalf("err = %v", err)
 	}
@@ -416,7 +416,7 @@ func TestFakeCleanAll(t *testing.T) {
 			ours++
 		}
 	}
-	c, err = stack.CleanAll(ctx, l, true)
+	c, err = stack.CleanAll(ctx, engine.NewLab(l, ""), true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -431,16 +431,16 @@ func TestFakeCleanAll(t *testing.T) {
 		t.Errorf("an image rttlab did not build was removed: %v", err)
 	}
 
-	if _, err := stack.CleanRun(ctx, l, ""); err == nil {
+	if _, err := stack.CleanRun(ctx, engine.NewLab(l, ""), ""); err == nil {
 		t.Error("CleanRun without a run id")
 	}
 	l.FailOn("ListContainers", "", 1, errors.New("engine gone"))
-	if _, err := stack.CleanRun(ctx, l, "x"); err == nil {
+	if _, err := stack.CleanRun(ctx, engine.NewLab(l, ""), "x"); err == nil {
 		t.Error("list failure lost")
 	}
 	l.FailOn("ListNetworks", "", 1, errors.New("engine gone"))
 	l.FailOn("ListVolumes", "", 1, errors.New("engine gone"))
-	if _, err := stack.CleanRun(ctx, l, "x"); err == nil || strings.Count(err.Error(), "engine gone") != 2 {
+	if _, err := stack.CleanRun(ctx, engine.NewLab(l, ""), "x"); err == nil || strings.Count(err.Error(), "engine gone") != 2 {
 		t.Errorf("list failures: %v", err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rttlab/rttlab/netem"
 	"github.com/rttlab/rttlab/orchestrator/engine"
+	"github.com/rttlab/rttlab/orchestrator/runtime"
 	"github.com/rttlab/rttlab/orchestrator/stack"
 )
 
@@ -114,7 +115,7 @@ func resolveBackend(ctx context.Context, d engine.Docker, backend string) (strin
 	if b := backendCache.by[d]; b != "" {
 		return b, nil
 	}
-	out, code, err := stack.RunAgentOnce(ctx, d, "", []string{"netem-probe"}, "none", nil)
+	out, code, err := stack.RunAgentOnce(ctx, engine.NewLab(d, ""), "", []string{"netem-probe"}, runtime.NoNet, nil)
 	if err != nil {
 		return "", fmt.Errorf("probe kernel netem: %w", err)
 	}

@@ -79,7 +79,7 @@ func TestFakeWireAgents(t *testing.T) {
 	if err := sh.CheckAgents(ctx, l); err == nil || !strings.Contains(err.Error(), "-db-wire") {
 		t.Errorf("CheckAgents after a killed shaper: %v", err)
 	}
-	if err := st.Remove(ctx, l); err != nil {
+	if err := st.Remove(ctx, engine.NewLab(l, "")); err != nil {
 		t.Fatal(err)
 	}
 	if got := l.Sweeps(); !slices.Equal(got, []string{st.RunID + "/"}) {
@@ -105,7 +105,7 @@ func TestFakeKernelAgentsNoWire(t *testing.T) {
 			t.Errorf("%s: kernel agent started with %v", c.Name, c.Cmd)
 		}
 	}
-	if err := st.Remove(context.Background(), l); err != nil {
+	if err := st.Remove(context.Background(), engine.NewLab(l, "")); err != nil {
 		t.Fatal(err)
 	}
 	if got := l.Sweeps(); len(got) != 0 {

@@ -2,6 +2,7 @@ package shaping
 
 import (
 	"context"
+	"github.com/rttlab/rttlab/orchestrator/engine"
 	"os/exec"
 	"regexp"
 	"strconv"
@@ -73,7 +74,7 @@ func TestIntegrationWireObservers(t *testing.T) {
 	if err := rt.KillContainer(ctx, sh.Agents["db"].ctl().ID, "SIGKILL"); err != nil {
 		t.Fatal(err)
 	}
-	left, err := stack.ListWireRules(ctx, rt, sh.Stack.RunID)
+	left, err := stack.ListWireRules(ctx, engine.NewLab(rt, ""), sh.Stack.RunID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,10 +84,10 @@ func TestIntegrationWireObservers(t *testing.T) {
 	if err := sh.CheckAgents(ctx, rt); err == nil {
 		t.Error("a killed shaper went unnoticed")
 	}
-	if _, err := stack.CleanRun(ctx, rt, sh.Stack.RunID); err != nil {
+	if _, err := stack.CleanRun(ctx, engine.NewLab(rt, ""), sh.Stack.RunID); err != nil {
 		t.Fatal(err)
 	}
-	if left, err := stack.ListWireRules(ctx, rt, sh.Stack.RunID); err != nil || len(left) > 0 {
+	if left, err := stack.ListWireRules(ctx, engine.NewLab(rt, ""), sh.Stack.RunID); err != nil || len(left) > 0 {
 		t.Fatalf("rules of the run left after its cleanup: %q (%v)", left, err)
 	}
 }
@@ -132,7 +133,7 @@ func TestIntegrationWireTwoRuns(t *testing.T) {
 		t.Errorf("run B at 0 ms saw run A's delay: fastest echo %.3f ms", fb)
 	}
 	for _, sh := range []*Shaping{a, b} {
-		rules, err := stack.ListWireRules(ctx, rt, sh.Stack.RunID)
+		rules, err := stack.ListWireRules(ctx, engine.NewLab(rt, ""), sh.Stack.RunID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -146,13 +147,13 @@ func TestIntegrationWireTwoRuns(t *testing.T) {
 			}
 		}
 	}
-	if _, err := stack.CleanRun(ctx, rt, a.Stack.RunID); err != nil {
+	if _, err := stack.CleanRun(ctx, engine.NewLab(rt, ""), a.Stack.RunID); err != nil {
 		t.Fatal(err)
 	}
-	if left, err := stack.ListWireRules(ctx, rt, a.Stack.RunID); err != nil || len(left) > 0 {
+	if left, err := stack.ListWireRules(ctx, engine.NewLab(rt, ""), a.Stack.RunID); err != nil || len(left) > 0 {
 		t.Fatalf("run A's rules after its cleanup: %q (%v)", left, err)
 	}
-	if rules, err := stack.ListWireRules(ctx, rt, b.Stack.RunID); err != nil || len(rules) == 0 {
+	if rules, err := stack.ListWireRules(ctx, engine.NewLab(rt, ""), b.Stack.RunID); err != nil || len(rules) == 0 {
 		t.Fatalf("cleaning run A took run B's rules: %q (%v)", rules, err)
 	}
 	if err := b.SetRTT(ctx, rt, 2*time.Millisecond); err != nil {

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/docker/docker/api/types/container"
 	"github.com/rttlab/rttlab/orchestrator/engine"
+	"github.com/rttlab/rttlab/orchestrator/runtime"
 )
 
 // ErrCleanup marks a run whose containers, networks or volumes could not
@@ -35,11 +35,12 @@ func (c Cleaned) String() string {
 	return s
 }
 
-// CleanRun removes every container, network and volume labelled with the
+// CleanRun removes every member, network and volume labelled with the
 // run id. Agents remove their own rules and qdiscs on SIGTERM; force
-// removal of a container takes its network namespace (and everything in
-// it) with it.
-func CleanRun(ctx context.Context, d engine.Docker, runID string) (Cleaned, error) {
+// removal of a member takes its network namespace (and everything in it)
+// with it. A runtime that cannot list its members (runtime.Lister) removes
+// the run itself (RemoveRun), its count taken as containers.
+func CleanRun(ctx context.Context, d runtime.Runtime, runID string) (Cleaned, error) {
 	if runID == "" {
 		return Cleaned{}, errors.New("clean: empty run id")
 	}
@@ -49,14 +50,22 @@ func CleanRun(ctx context.Context, d engine.Docker, runID string) (Cleaned, erro
 // CleanAll removes everything labelled by rttlab, of every run, and every
 // wire shaper rule left in the host's tables. With images, the images
 // rttlab built are removed too.
-func CleanAll(ctx context.Context, d engine.Docker, images bool) (Cleaned, error) {
+//
+// It needs a runtime that lists its members by label (runtime.Lister);
+// the images go only where the runtime removes images
+// (runtime.ImageRemover).
+func CleanAll(ctx context.Context, d runtime.Runtime, images bool) (Cleaned, error) {
 	c, err := clean(ctx, d, map[string]string{engine.LabelRun: ""})
 	n, serr := SweepWireRules(ctx, d, "")
 	c.Rules += n
 	if err = errors.Join(err, serr); err != nil || !images {
 		return c, err
 	}
-	ids, err := d.RemoveImages(ctx, map[string]string{engine.LabelApp: ""})
+	ir, ok := d.(runtime.ImageRemover)
+	if !ok {
+		return c, nil
+	}
+	ids, err := ir.RemoveImages(ctx, map[string]string{engine.LabelApp: ""})
 	c.Images = len(ids)
 	return c, err
 }
@@ -64,24 +73,26 @@ func CleanAll(ctx context.Context, d engine.Docker, images bool) (Cleaned, error
 // CleanAllBut is CleanAll for every run except those in keep (runs in
 // progress): each other run is cleaned by its id, rules included. The
 // images stay while a kept run may use them.
-func CleanAllBut(ctx context.Context, d engine.Docker, images bool, keep map[string]int) (Cleaned, error) {
+func CleanAllBut(ctx context.Context, d runtime.Runtime, images bool, keep map[string]int) (Cleaned, error) {
 	if len(keep) == 0 {
 		return CleanAll(ctx, d, images)
 	}
 	runs := map[string]bool{}
-	cs, err := d.ListContainers(ctx, map[string]string{engine.LabelRun: ""})
+	cs, err := listMembers(ctx, d, map[string]string{engine.LabelRun: ""})
 	if err != nil {
 		return Cleaned{}, err
 	}
 	for _, ct := range cs {
 		runs[ct.Labels[engine.LabelRun]] = true
 	}
-	ns, err := d.ListNetworks(ctx, map[string]string{engine.LabelRun: ""})
-	if err != nil {
-		return Cleaned{}, err
-	}
-	for _, n := range ns {
-		runs[n.Labels[engine.LabelRun]] = true
+	if nw, ok := d.(runtime.Network); ok {
+		ns, err := nw.ListNetworks(ctx, map[string]string{engine.LabelRun: ""})
+		if err != nil {
+			return Cleaned{}, err
+		}
+		for _, n := range ns {
+			runs[n.Labels[engine.LabelRun]] = true
+		}
 	}
 	var total Cleaned
 	var errs []error
@@ -106,10 +117,24 @@ func (c *Cleaned) add(o Cleaned) {
 	c.Images += o.Images
 }
 
-func clean(ctx context.Context, d engine.Docker, filter map[string]string) (Cleaned, error) {
+// listMembers lists the members of d that carry labels; a runtime that
+// cannot list them is refused.
+func listMembers(ctx context.Context, d runtime.Runtime, labels map[string]string) ([]runtime.Listed, error) {
+	l, ok := d.(runtime.Lister)
+	if !ok {
+		return nil, errors.New("clean: the runtime cannot list its members by label")
+	}
+	return l.ListMembers(ctx, labels)
+}
+
+func clean(ctx context.Context, d runtime.Runtime, filter map[string]string) (Cleaned, error) {
 	var c Cleaned
 	var errs []error
-	cs, err := d.ListContainers(ctx, filter)
+	if _, ok := d.(runtime.Lister); !ok && filter[engine.LabelRun] != "" {
+		n, err := d.RemoveRun(ctx, filter[engine.LabelRun])
+		return Cleaned{Containers: n}, err
+	}
+	cs, err := listMembers(ctx, d, filter)
 	if err != nil {
 		return c, err
 	}
@@ -118,7 +143,7 @@ func clean(ctx context.Context, d engine.Docker, filter map[string]string) (Clea
 	// not running (killed) left its rules in the host's tables: sweep them.
 	sweep := map[string]bool{}
 	for _, ct := range cs {
-		if ct.Labels[engine.LabelRole] == RoleShaper && ct.State != "running" {
+		if ct.Labels[engine.LabelRole] == RoleShaper && !ct.Running {
 			sweep[ct.Labels[engine.LabelRun]] = true
 		}
 	}
@@ -130,27 +155,31 @@ func clean(ctx context.Context, d engine.Docker, filter map[string]string) (Clea
 			errs = append(errs, fmt.Errorf("run %s: %w", run, err))
 		}
 	}
-	ns, err := d.ListNetworks(ctx, filter)
-	if err != nil {
-		errs = append(errs, err)
-	}
-	for _, n := range ns {
-		if err := d.RemoveNetwork(ctx, n.ID); err != nil {
-			errs = append(errs, fmt.Errorf("network %s: %w", n.Name, err))
-			continue
+	if nw, ok := d.(runtime.Network); ok {
+		ns, err := nw.ListNetworks(ctx, filter)
+		if err != nil {
+			errs = append(errs, err)
 		}
-		c.Networks++
-	}
-	vs, err := d.ListVolumes(ctx, filter)
-	if err != nil {
-		errs = append(errs, err)
-	}
-	for _, v := range vs {
-		if err := d.RemoveVolume(ctx, v); err != nil {
-			errs = append(errs, fmt.Errorf("volume %s: %w", v, err))
-			continue
+		for _, n := range ns {
+			if err := nw.RemoveNetwork(ctx, n.ID); err != nil {
+				errs = append(errs, fmt.Errorf("network %s: %w", n.Name, err))
+				continue
+			}
+			c.Networks++
 		}
-		c.Volumes++
+	}
+	if vl, ok := d.(runtime.Volumes); ok {
+		vs, err := vl.ListVolumes(ctx, filter)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		for _, v := range vs {
+			if err := vl.RemoveVolume(ctx, v); err != nil {
+				errs = append(errs, fmt.Errorf("volume %s: %w", v, err))
+				continue
+			}
+			c.Volumes++
+		}
 	}
 	return c, errors.Join(errs...)
 }
@@ -158,7 +187,7 @@ func clean(ctx context.Context, d engine.Docker, filter map[string]string) (Clea
 // removeContainers removes the containers cs, the helpers (agents, wire
 // shapers, clients) first, stopped so that they remove their rules; it
 // returns how many it removed and an error per container it could not.
-func removeContainers(ctx context.Context, d engine.Docker, cs []container.Summary) (int, []error) {
+func removeContainers(ctx context.Context, d runtime.Members, cs []runtime.Listed) (int, []error) {
 	removed := 0
 	var errs []error
 	for pass := 0; pass < 2; pass++ {
@@ -168,24 +197,17 @@ func removeContainers(ctx context.Context, d engine.Docker, cs []container.Summa
 			if (pass == 0) != isHelper {
 				continue
 			}
-			if pass == 0 && ct.State == "running" {
-				_ = d.StopContainer(ctx, ct.ID, 3*time.Second)
+			if pass == 0 && ct.Running {
+				_ = d.StopMember(ctx, ct.ID, 3*time.Second)
 			}
-			if err := d.RemoveContainer(ctx, ct.ID); err != nil {
-				errs = append(errs, fmt.Errorf("container %s: %w", containerName(ct), err))
+			if err := d.RemoveMember(ctx, ct.ID); err != nil {
+				errs = append(errs, fmt.Errorf("container %s: %w", ct.Name, err))
 				continue
 			}
 			removed++
 		}
 	}
 	return removed, errs
-}
-
-func containerName(ct container.Summary) string {
-	if len(ct.Names) > 0 {
-		return strings.TrimPrefix(ct.Names[0], "/")
-	}
-	return engine.ShortID(ct.ID)
 }
 
 // CleanupError reports what the removal of a run's objects left behind.

@@ -18,7 +18,7 @@ func TestCleanImagesKeepsOwnImage(t *testing.T) {
 	f := enginefake.New()
 	f.AddImage(engine.ImageRef("go"), map[string]string{engine.LabelApp: "go"})
 	own := f.AddImage("example/shop:1.4", map[string]string{engine.LabelApp: "go"})
-	if _, err := CleanAll(context.Background(), f, true); err != nil {
+	if _, err := CleanAll(context.Background(), engine.NewLab(f, ""), true); err != nil {
 		t.Fatal(err)
 	}
 	if id, err := f.ImageID(context.Background(), "example/shop:1.4"); err != nil || id != own {
@@ -63,7 +63,7 @@ func TestCleanAllSweepsAStoppedShaper(t *testing.T) {
 	st := started(t, l, StackOptions{Target: l.Target("go")})
 	helper(t, l, "dead1", RoleShaper, false)
 	live := helper(t, l, st.RunID, RoleShaper, true)
-	c, err := CleanAll(ctx, l, false)
+	c, err := CleanAll(ctx, engine.NewLab(l, ""), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,11 +88,11 @@ func TestCleanRunCountsAStoppedShapersRules(t *testing.T) {
 	l := fakelab.New(t)
 	rulesLeft(l, "dead1/app-out", "dead1/db-out", "other/app-out")
 	helper(t, l, "dead1", RoleShaper, false)
-	c, err := CleanRun(ctx, l, "dead1")
+	c, err := CleanRun(ctx, engine.NewLab(l, ""), "dead1")
 	if err != nil || c != (Cleaned{Containers: 1, Rules: 2}) {
 		t.Errorf("cleaned %+v %v, want the shaper and its run's two rules", c, err)
 	}
-	if c, err := CleanAll(ctx, l, false); err != nil || c != (Cleaned{Rules: 1}) {
+	if c, err := CleanAll(ctx, engine.NewLab(l, ""), false); err != nil || c != (Cleaned{Rules: 1}) {
 		t.Errorf("then every run's: %+v %v, want the other run's rule only", c, err)
 	}
 }
@@ -103,12 +103,12 @@ func TestCleanAllCountsAndReportsSweeps(t *testing.T) {
 	ctx := context.Background()
 	l := fakelab.New(t)
 	rulesLeft(l, "r1/app-out", "r2/db-out")
-	c, err := CleanAll(ctx, l, false)
+	c, err := CleanAll(ctx, engine.NewLab(l, ""), false)
 	if err != nil || c != (Cleaned{Rules: 2}) || c.String() != "0 container(s), 0 network(s), 0 volume(s), 2 shaping rule(s)" {
 		t.Errorf("cleaned %+v (%s) %v", c, c, err)
 	}
 	l.FailOn("Exec", "agent sweep", 1, errors.New("exec: connection reset"))
-	if _, err := CleanAll(ctx, l, true); err == nil || err.Error() != "sweep wire rules: exec: connection reset" {
+	if _, err := CleanAll(ctx, engine.NewLab(l, ""), true); err == nil || err.Error() != "sweep wire rules: exec: connection reset" {
 		t.Errorf("failing sweep: %v", err)
 	}
 	if _, err := l.ImageID(ctx, engine.ImageRef("go")); err != nil {

@@ -108,7 +108,7 @@ func TestStartStackOwnComposeStatements(t *testing.T) {
 		if noPGSS != strings.Contains(st.NoStatements, "shared_preload_libraries") {
 			t.Errorf("no pg_stat_statements %v: %q", noPGSS, st.NoStatements)
 		}
-		if err := st.Remove(ctx, l); err != nil {
+		if err := st.Remove(ctx, engine.NewLab(l, "")); err != nil {
 			t.Fatal(err)
 		}
 		l.RequireEmpty(t)
@@ -119,13 +119,13 @@ func TestStartStackOwnComposeStatements(t *testing.T) {
 func TestStartStackOwnComposeRefused(t *testing.T) {
 	l := fakelab.New(t)
 	nopw := composeTarget(t, l, strings.Replace(fakelab.ShopCompose, "      POSTGRES_PASSWORD: ${SHOP_DB_PASSWORD:-s3cret}\n", "", 1))
-	_, err := StartStack(context.Background(), l, StackOptions{Target: nopw})
+	_, err := StartStack(context.Background(), engine.NewLab(l, ""), StackOptions{Target: nopw})
 	if want := "compose file " + nopw.Meta.Compose.File + ": database service pg: its environment sets neither POSTGRES_PASSWORD"; err == nil || !strings.HasPrefix(err.Error(), want) {
 		t.Errorf("err = %v, want %q", err, want)
 	}
 	gone := composeTarget(t, l, fakelab.ShopCompose)
 	gone.Meta.Compose.DBService = "postgres"
-	if _, err := StartStack(context.Background(), l, StackOptions{Target: gone}); err == nil || !strings.Contains(err.Error(), `has no service "postgres"`) {
+	if _, err := StartStack(context.Background(), engine.NewLab(l, ""), StackOptions{Target: gone}); err == nil || !strings.Contains(err.Error(), `has no service "postgres"`) {
 		t.Errorf("unknown database service: %v", err)
 	}
 	if n := l.CountCalls("CreateNetwork") + l.CountCalls("CreateContainer"); n != 0 {

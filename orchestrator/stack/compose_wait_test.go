@@ -2,6 +2,7 @@ package stack
 
 import (
 	"context"
+	"github.com/rttlab/rttlab/orchestrator/engine"
 	"slices"
 	"strings"
 	"sync"
@@ -52,9 +53,9 @@ func (d *inspected) InspectContainer(ctx context.Context, id string) (container.
 func (d *inspected) start(t *testing.T, timeout time.Duration) (*Stack, error) {
 	t.Helper()
 	d.seen, d.marks = map[string]int{}, map[string]int{}
-	st, err := StartStack(context.Background(), d, StackOptions{Target: composeTarget(t, d.Lab, waitingCompose), ReadyTimeout: timeout})
+	st, err := StartStack(context.Background(), engine.NewLab(d, ""), StackOptions{Target: composeTarget(t, d.Lab, waitingCompose), ReadyTimeout: timeout})
 	if err == nil {
-		t.Cleanup(func() { st.Remove(context.Background(), d) })
+		t.Cleanup(func() { st.Remove(context.Background(), engine.NewLab(d, "")) })
 	}
 	return st, err
 }
@@ -89,7 +90,7 @@ func TestStartStackOwnComposeWaitsForDependencies(t *testing.T) {
 	if i < 0 || st.Members[i].Role != "service" {
 		t.Fatalf("members %+v", st.Members)
 	}
-	if err := CheckRunning(context.Background(), d, st.Members[i]); err != nil {
+	if err := CheckRunning(context.Background(), engine.NewLab(d, ""), st.Members[i]); err != nil {
 		t.Errorf("finished migration: %v", err)
 	}
 }

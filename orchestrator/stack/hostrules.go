@@ -11,6 +11,7 @@ import (
 
 	"github.com/rttlab/rttlab/orchestrator/agentclient"
 	"github.com/rttlab/rttlab/orchestrator/engine"
+	"github.com/rttlab/rttlab/orchestrator/runtime"
 )
 
 // The helpers every run starts besides its nodes are agent containers;
@@ -27,7 +28,7 @@ const RoleShaper = "shaper"
 
 // StartHelper creates and starts a helper container of spec and returns its
 // id (also when the start failed, so that the caller removes it).
-func StartHelper(ctx context.Context, d engine.Docker, spec engine.ContainerSpec) (string, error) {
+func StartHelper(ctx context.Context, d engine.Containers, spec engine.ContainerSpec) (string, error) {
 	id, err := d.CreateContainer(ctx, spec)
 	if err != nil {
 		return "", err
@@ -35,27 +36,36 @@ func StartHelper(ctx context.Context, d engine.Docker, spec engine.ContainerSpec
 	return id, d.StartContainer(ctx, id)
 }
 
-// RunAgentOnce runs `rttlab agent ARGS...` in a short-lived agent
-// container (labelled with runID, or a fresh one) with the given network
-// mode and extra capabilities besides NET_ADMIN and NET_RAW, and returns
-// its standard output and exit code.
-func RunAgentOnce(ctx context.Context, d engine.Docker, runID string, args []string, netMode string, stderr *bytes.Buffer) ([]byte, int, error) {
+// ErrNoHostNet refuses what needs a member on the host's network (the
+// wire shaper, its rules' sweep) on a runtime without one
+// (runtime.WireHost).
+var ErrNoHostNet = errors.New("the runtime starts no member on the host's network")
+
+// RunAgentOnce runs `rttlab agent ARGS...` in a short-lived agent member
+// (labelled with runID, or a fresh one) in the host's network namespace
+// or an empty one, with NET_ADMIN and NET_RAW, and returns its standard
+// output and exit code. The runtime needs runtime.WireHost.
+func RunAgentOnce(ctx context.Context, d runtime.Runtime, runID string, args []string, net runtime.HostNet, stderr *bytes.Buffer) ([]byte, int, error) {
+	wh, ok := d.(runtime.WireHost)
+	if !ok {
+		return nil, 0, fmt.Errorf("agent %s: %w", args[0], ErrNoHostNet)
+	}
 	if runID == "" {
 		runID = "once-" + NewRunID()
 	}
 	labels := RunLabels(runID, nil)
 	labels[engine.LabelRole] = engine.RoleOnce
-	id, err := StartHelper(ctx, d, engine.ContainerSpec{
+	m, err := wh.StartHostMember(ctx, runtime.MemberSpec{
 		Name:        "rttlab-" + args[0] + "-" + NewRunID(),
 		Image:       AgentImage,
 		Cmd:         []string{"agent", "idle"},
 		Labels:      labels,
-		NetworkMode: netMode,
-		CapDrop:     []string{"ALL"},
-		CapAdd:      []string{"NET_ADMIN", "NET_RAW"},
-	})
+		DropAllCaps: true,
+		CapAdd:      []runtime.Capability{runtime.CapNetAdmin, runtime.CapNetRaw},
+	}, net)
+	id := m.ID
 	if id != "" {
-		defer func() { _ = d.RemoveContainer(context.WithoutCancel(ctx), id) }()
+		defer func() { _ = d.RemoveMember(context.WithoutCancel(ctx), id) }()
 	}
 	if err != nil {
 		return nil, 0, err
@@ -69,25 +79,29 @@ func RunAgentOnce(ctx context.Context, d engine.Docker, runID string, args []str
 
 // SweepWireRules removes from the engine host's tables the wire shaper
 // rules of a run (every run's when runID is empty), through a short-lived
-// agent container on the host's network: the rules a shaper killed with
-// SIGKILL left behind. It returns how many it removed. Without the agent
-// image there is nothing any agent could have added.
-func SweepWireRules(ctx context.Context, d engine.Docker, runID string) (int, error) {
+// agent on the host's network: the rules a shaper killed with SIGKILL
+// left behind. It returns how many it removed. Without the agent image,
+// or on a runtime with no host network (runtime.WireHost), there is
+// nothing any agent could have added.
+func SweepWireRules(ctx context.Context, d runtime.Runtime, runID string) (int, error) {
 	rules, err := wireRules(ctx, d, runID, false)
 	return len(rules), err
 }
 
 // ListWireRules lists the wire shaper rules of a run (every run's when
 // runID is empty) in the engine host's tables, removing nothing.
-func ListWireRules(ctx context.Context, d engine.Docker, runID string) ([]string, error) {
+func ListWireRules(ctx context.Context, d runtime.Runtime, runID string) ([]string, error) {
 	return wireRules(ctx, d, runID, true)
 }
 
-func wireRules(ctx context.Context, d engine.Docker, runID string, list bool) ([]string, error) {
-	if _, err := d.ImageID(ctx, AgentImage); errors.Is(err, engine.ErrNotFound) {
+func wireRules(ctx context.Context, d runtime.Runtime, runID string, list bool) ([]string, error) {
+	if _, ok := d.(runtime.WireHost); !ok {
 		return nil, nil
-	} else if err != nil {
+	}
+	if ok, err := d.HasImage(ctx, AgentImage); err != nil {
 		return nil, err
+	} else if !ok {
+		return nil, nil
 	}
 	prefix := ""
 	if runID != "" {
@@ -99,7 +113,7 @@ func wireRules(ctx context.Context, d engine.Docker, runID string, list bool) ([
 		args, what = append(args, "--list"), "list wire rules"
 	}
 	var errb bytes.Buffer
-	out, code, err := RunAgentOnce(ctx, d, runID, args, "host", &errb)
+	out, code, err := RunAgentOnce(ctx, d, runID, args, runtime.OnHost, &errb)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}

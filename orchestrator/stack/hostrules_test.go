@@ -28,11 +28,11 @@ func TestRunAgentOnce(t *testing.T) {
 		return 3, nil
 	})
 	var stderr bytes.Buffer
-	out, code, err := RunAgentOnce(ctx, l, "r1", []string{"hello", "--to", "db"}, "host", &stderr)
+	out, code, err := RunAgentOnce(ctx, engine.NewLab(l, ""), "r1", []string{"hello", "--to", "db"}, "host", &stderr)
 	if err != nil || code != 3 || string(out) != "{\"hello\":\"db\"}\n" || stderr.String() != "rttlab: said hello\n" {
 		t.Fatalf("out %q code %d err %v stderr %q", out, code, err, stderr.String())
 	}
-	if _, _, err := RunAgentOnce(ctx, l, "", []string{"hello"}, "none", nil); err != nil {
+	if _, _, err := RunAgentOnce(ctx, engine.NewLab(l, ""), "", []string{"hello"}, "none", nil); err != nil {
 		t.Fatal(err)
 	}
 	s := seen[0]
@@ -54,7 +54,7 @@ func TestRunAgentOnceRemovesItsContainer(t *testing.T) {
 	for _, op := range []string{"CreateContainer", "StartContainer", "Exec"} {
 		boom := errors.New(op + " failed")
 		l.FailOn(op, "", 1, boom)
-		if _, _, err := RunAgentOnce(ctx, l, "r1", []string{"sweep"}, "host", nil); !errors.Is(err, boom) {
+		if _, _, err := RunAgentOnce(ctx, engine.NewLab(l, ""), "r1", []string{"sweep"}, "host", nil); !errors.Is(err, boom) {
 			t.Errorf("%s: err = %v", op, err)
 		}
 		l.RequireEmpty(t)
@@ -110,16 +110,16 @@ func TestSweepAndListWireRules(t *testing.T) {
 	ctx := context.Background()
 	l := fakelab.New(t)
 	rulesLeft(l, "r1/app-out", "r1/db-out", "r2/app-out")
-	if rules, err := ListWireRules(ctx, l, "r1"); err != nil || !slices.Equal(rules, []string{"r1/app-out", "r1/db-out"}) {
+	if rules, err := ListWireRules(ctx, engine.NewLab(l, ""), "r1"); err != nil || !slices.Equal(rules, []string{"r1/app-out", "r1/db-out"}) {
 		t.Errorf("list r1: %q %v", rules, err)
 	}
-	if n, err := SweepWireRules(ctx, l, "r1"); err != nil || n != 2 {
+	if n, err := SweepWireRules(ctx, engine.NewLab(l, ""), "r1"); err != nil || n != 2 {
 		t.Errorf("sweep r1: %d %v", n, err)
 	}
-	if rules, err := ListWireRules(ctx, l, ""); err != nil || !slices.Equal(rules, []string{"r2/app-out"}) {
+	if rules, err := ListWireRules(ctx, engine.NewLab(l, ""), ""); err != nil || !slices.Equal(rules, []string{"r2/app-out"}) {
 		t.Errorf("list all after sweeping r1: %q %v", rules, err)
 	}
-	if n, err := SweepWireRules(ctx, l, ""); err != nil || n != 1 {
+	if n, err := SweepWireRules(ctx, engine.NewLab(l, ""), ""); err != nil || n != 1 {
 		t.Errorf("sweep all: %d %v", n, err)
 	}
 	l.RequireEmpty(t)
@@ -131,12 +131,12 @@ func TestSweepWireRulesFailures(t *testing.T) {
 	ctx := context.Background()
 	l := fakelab.New(t)
 	l.DropImage(AgentImage)
-	if n, err := SweepWireRules(ctx, l, "r1"); err != nil || n != 0 || l.CountCalls("CreateContainer") != 0 {
+	if n, err := SweepWireRules(ctx, engine.NewLab(l, ""), "r1"); err != nil || n != 0 || l.CountCalls("CreateContainer") != 0 {
 		t.Errorf("no agent image: %d %v, %d containers", n, err, l.CountCalls("CreateContainer"))
 	}
 	boom := errors.New("inspect: engine is shutting down")
 	l.FailOn("ImageID", AgentImage, 1, boom)
-	if _, err := ListWireRules(ctx, l, "r1"); !errors.Is(err, boom) {
+	if _, err := ListWireRules(ctx, engine.NewLab(l, ""), "r1"); !errors.Is(err, boom) {
 		t.Errorf("engine error: %v", err)
 	}
 	l.AddImage(AgentImage, nil)
@@ -145,11 +145,11 @@ func TestSweepWireRulesFailures(t *testing.T) {
 		fmt.Fprintln(x.Stderr, "rttlab: sweep: nft: permission denied")
 		return 1, nil
 	})
-	if n, err := SweepWireRules(ctx, l, "r1"); n != 1 || err == nil || err.Error() != "sweep wire rules: rttlab: sweep: nft: permission denied" {
+	if n, err := SweepWireRules(ctx, engine.NewLab(l, ""), "r1"); n != 1 || err == nil || err.Error() != "sweep wire rules: rttlab: sweep: nft: permission denied" {
 		t.Errorf("failing sweep: %d %v", n, err)
 	}
 	l.FailOn("StartContainer", "", 1, errors.New("no such device"))
-	if _, err := ListWireRules(ctx, l, "r1"); err == nil || err.Error() != "list wire rules: no such device" {
+	if _, err := ListWireRules(ctx, engine.NewLab(l, ""), "r1"); err == nil || err.Error() != "list wire rules: no such device" {
 		t.Errorf("agent not started: %v", err)
 	}
 	if WireRulePrefix("r1") != "r1/" {

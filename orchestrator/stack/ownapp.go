@@ -20,6 +20,7 @@ import (
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/internal/capped"
 	"github.com/rttlab/rttlab/orchestrator/engine"
+	"github.com/rttlab/rttlab/orchestrator/runtime"
 )
 
 // Defaults of an own app's port and health path.
@@ -236,12 +237,29 @@ func firstErrorLine(s string) string {
 // initDir receives the init files inside the database container.
 const initDir = "/tmp/rttlab-init"
 
+// copyTo extracts tarball into the folder dir of member id: by the
+// runtime's own copy (runtime.Copier), else by tar run in the member.
+func copyTo(ctx context.Context, d runtime.Execer, id, dir string, tarball io.Reader) error {
+	if c, ok := d.(runtime.Copier); ok {
+		return c.CopyTo(ctx, id, dir, tarball)
+	}
+	var stderr bytes.Buffer
+	code, err := d.Exec(ctx, id, runtime.ExecSpec{Cmd: []string{"tar", "-x", "-C", dir}, Stdin: tarball, Stderr: &stderr})
+	if err != nil {
+		return err
+	}
+	if code != 0 {
+		return fmt.Errorf("tar -x -C %s exited %d: %s", dir, code, strings.TrimSpace(stderr.String()))
+	}
+	return nil
+}
+
 // ApplyDBInit copies the init files into the database container and
 // applies them in order as the app's role (so that the app owns what
 // they create): psql -v ON_ERROR_STOP=1 for SQL, pg_restore for a
 // custom-format dump. A failure is one line naming the host file, the
 // line and PostgreSQL's error.
-func ApplyDBInit(ctx context.Context, d engine.Containers, st *Stack, files []InitFile) error {
+func ApplyDBInit(ctx context.Context, d runtime.Execer, st *Stack, files []InitFile) error {
 	db := st.Role("db")
 	if db == nil {
 		return fmt.Errorf("stack %s has no database", st.RunID)
@@ -272,7 +290,7 @@ func ApplyDBInit(ctx context.Context, d engine.Containers, st *Stack, files []In
 	if err := tw.Close(); err != nil {
 		return err
 	}
-	if err := d.CopyToContainer(ctx, db.ID, "/tmp", &buf); err != nil {
+	if err := copyTo(ctx, d, db.ID, "/tmp", &buf); err != nil {
 		return fmt.Errorf("--db-init: %w", err)
 	}
 	conn := []string{"-h", "127.0.0.1", "-U", st.DB.User, "-d", st.DB.Database}
@@ -284,7 +302,7 @@ func ApplyDBInit(ctx context.Context, d engine.Containers, st *Stack, files []In
 			cmd = append(append([]string{"psql", "-X", "-q", "-v", "ON_ERROR_STOP=1"}, conn...), "-f", inside[i])
 		}
 		var errb bytes.Buffer
-		code, err := d.Exec(ctx, db.ID, engine.ExecSpec{Cmd: cmd, User: "postgres", Env: []string{"PGPASSWORD=" + st.DB.Password},
+		code, err := d.Exec(ctx, db.ID, runtime.ExecSpec{Cmd: cmd, User: "postgres", Env: []string{"PGPASSWORD=" + st.DB.Password},
 			Stderr: &errb, Timeout: 10 * time.Minute})
 		if err != nil {
 			return fmt.Errorf("--db-init %s: %w", f.Path, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/rttlab/rttlab/orchestrator/engine"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -83,7 +84,7 @@ func TestOwnImageMissing(t *testing.T) {
 	if _, err := CheckOwnImage(ctx, l, "example/shop:1.4"); !errors.Is(err, boom) || strings.Contains(err.Error(), "not present locally") {
 		t.Errorf("engine error: %v", err)
 	}
-	_, err := StartStack(ctx, l, StackOptions{RunID: "r1", Target: ownTarget(l)})
+	_, err := StartStack(ctx, engine.NewLab(l, ""), StackOptions{RunID: "r1", Target: ownTarget(l)})
 	if err == nil || !strings.Contains(err.Error(), "create rttlab-r1-app") || !strings.Contains(err.Error(), "example/shop:1.4") {
 		t.Errorf("start: %v", err)
 	}
@@ -96,7 +97,7 @@ func TestStartStackDBInitGone(t *testing.T) {
 	l := fakelab.New(t)
 	l.AddImage("example/shop:1.4", nil)
 	gone := filepath.Join(t.TempDir(), "schema.sql")
-	_, err := StartStack(context.Background(), l, StackOptions{Target: ownTarget(l, gone)})
+	_, err := StartStack(context.Background(), engine.NewLab(l, ""), StackOptions{Target: ownTarget(l, gone)})
 	if err == nil || err.Error() != "--db-init "+gone+": no such file or folder" {
 		t.Errorf("err = %v", err)
 	}
@@ -135,15 +136,15 @@ func TestApplyDBInitFailures(t *testing.T) {
 		{dump, "--db-init " + dump[0].Path + ": pg_restore exited 1: pg_restore: error: could not read from input file: end of file"},
 		{[]InitFile{{filepath.Join(dir, "gone.sql"), "sql"}}, "db_init file " + filepath.Join(dir, "gone.sql") + ": no such file"},
 	} {
-		if err := ApplyDBInit(ctx, l, st, c.files); err == nil || !strings.HasSuffix(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+		if err := ApplyDBInit(ctx, engine.NewLab(l, ""), st, c.files); err == nil || !strings.HasSuffix(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%s: err = %v, want one line ending %q", c.files[0].Path, err, c.want)
 		}
 	}
 	copies := l.CountCalls("CopyToContainer")
-	if err := ApplyDBInit(ctx, l, st, nil); err != nil || l.CountCalls("CopyToContainer") != copies {
+	if err := ApplyDBInit(ctx, engine.NewLab(l, ""), st, nil); err != nil || l.CountCalls("CopyToContainer") != copies {
 		t.Errorf("no files: %v, %d copies", err, l.CountCalls("CopyToContainer")-copies)
 	}
-	if err := ApplyDBInit(ctx, l, &Stack{RunID: "x"}, sql); err == nil || err.Error() != "stack x has no database" {
+	if err := ApplyDBInit(ctx, engine.NewLab(l, ""), &Stack{RunID: "x"}, sql); err == nil || err.Error() != "stack x has no database" {
 		t.Errorf("no database: %v", err)
 	}
 }

@@ -14,11 +14,11 @@ import (
 	"github.com/compose-spec/compose-go/v2/cli"
 	"github.com/compose-spec/compose-go/v2/consts"
 	"github.com/compose-spec/compose-go/v2/types"
-	"github.com/docker/docker/api/types/container"
 
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/internal/capped"
 	"github.com/rttlab/rttlab/orchestrator/engine"
+	"github.com/rttlab/rttlab/orchestrator/runtime"
 )
 
 // An own app's compose file runs as the file says, with these differences:
@@ -212,30 +212,29 @@ func ComposeDBCredentials(env map[string]string) (DBCredentials, error) {
 }
 
 // composeServiceSpec is the container of one service of a user's file.
-func composeServiceSpec(s types.ServiceConfig, image string) (engine.ContainerSpec, error) {
-	spec := engine.ContainerSpec{Image: image, Cmd: s.Command, Entrypoint: s.Entrypoint, User: s.User,
-		WorkingDir: s.WorkingDir, Init: s.Init != nil && *s.Init, CapAdd: s.CapAdd, CapDrop: s.CapDrop}
+func composeServiceSpec(s types.ServiceConfig, image string) (runtime.MemberSpec, error) {
+	spec := runtime.MemberSpec{Image: image, Cmd: s.Command, Entrypoint: s.Entrypoint, User: s.User,
+		WorkDir: s.WorkingDir, Init: s.Init != nil && *s.Init, CapAdd: caps(s.CapAdd), CapDrop: caps(s.CapDrop)}
 	for _, v := range s.Volumes {
 		switch v.Type {
 		case types.VolumeTypeBind:
-			b := v.Source + ":" + v.Target
-			if v.ReadOnly {
-				b += ":ro"
-			}
-			spec.Binds = append(spec.Binds, b)
+			spec.Mounts = append(spec.Mounts, runtime.Mount{Kind: runtime.MountBind, Source: v.Source, Target: v.Target, ReadOnly: v.ReadOnly})
 		case types.VolumeTypeVolume:
 			// A fresh, anonymous volume per stack: a study never starts from
 			// a previous stack's data.
-			spec.Volumes = append(spec.Volumes, v.Target)
+			spec.Mounts = append(spec.Mounts, runtime.Mount{Kind: runtime.MountVolume, Target: v.Target})
 		case types.VolumeTypeTmpfs:
-			spec.Tmpfs = append(spec.Tmpfs, v.Target)
+			spec.Mounts = append(spec.Mounts, runtime.Mount{Kind: runtime.MountTmpfs, Target: v.Target})
 		default:
 			return spec, fmt.Errorf("service %s: volume type %q at %s is not supported: use a bind mount, a volume or a tmpfs", s.Name, v.Type, v.Target)
 		}
 	}
-	spec.Tmpfs = append(spec.Tmpfs, s.Tmpfs...)
+	for _, t := range s.Tmpfs {
+		target, opts, _ := strings.Cut(t, ":")
+		spec.Mounts = append(spec.Mounts, runtime.Mount{Kind: runtime.MountTmpfs, Target: target, Source: opts})
+	}
 	if h := s.HealthCheck; h != nil && !h.Disable && len(h.Test) > 0 {
-		hc := &container.HealthConfig{Test: h.Test}
+		hc := &runtime.HealthCheck{Test: h.Test}
 		dur := func(d *types.Duration) time.Duration {
 			if d == nil {
 				return 0
@@ -246,16 +245,25 @@ func composeServiceSpec(s types.ServiceConfig, image string) (engine.ContainerSp
 		if h.Retries != nil {
 			hc.Retries = int(*h.Retries)
 		}
-		spec.Healthcheck = hc
+		spec.Health = hc
 	}
 	return spec, nil
+}
+
+// caps are a compose service's capabilities in the runtime's terms.
+func caps(names []string) []runtime.Capability {
+	var out []runtime.Capability
+	for _, n := range names {
+		out = append(out, runtime.Capability(n))
+	}
+	return out
 }
 
 // waitDependencies waits, before svc starts, for what its depends_on
 // conditions ask of services already started: a one-shot service (a
 // migration) to exit 0, a service with a health check to report healthy.
 // The database is ready already (StartStack waits for it).
-func waitDependencies(ctx context.Context, d engine.Docker, svc types.ServiceConfig, started map[string]*Member, timeout time.Duration) error {
+func waitDependencies(ctx context.Context, d runtime.Watcher, svc types.ServiceConfig, started map[string]*Member, timeout time.Duration) error {
 	for name, dep := range svc.DependsOn {
 		m := started[name]
 		if m == nil || dep.Condition == types.ServiceConditionStarted {
@@ -263,15 +271,14 @@ func waitDependencies(ctx context.Context, d engine.Docker, svc types.ServiceCon
 		}
 		deadline := time.Now().Add(timeout)
 		for {
-			ins, err := d.InspectContainer(ctx, m.ID)
+			st, err := d.State(ctx, m.ID)
 			if err != nil {
 				return err
 			}
-			st := ins.State
 			done := false
 			switch dep.Condition {
 			case types.ServiceConditionCompletedSuccessfully:
-				if st != nil && !st.Running && st.Status == "exited" {
+				if !st.Running && exited(st) {
 					if st.ExitCode != 0 {
 						logs, _ := d.Logs(ctx, m.ID, 10)
 						return fmt.Errorf("service %s, which %s waits for, exited %d; last log lines:\n%s", name, svc.Name, st.ExitCode, indent(logs))
@@ -280,7 +287,7 @@ func waitDependencies(ctx context.Context, d engine.Docker, svc types.ServiceCon
 				}
 			case types.ServiceConditionHealthy:
 				// Without a health check there is nothing more to wait for.
-				done = st == nil || st.Health == nil || st.Health.Status == "healthy"
+				done = st.Health == "" || st.Health == "healthy"
 			default:
 				done = true
 			}

@@ -3,6 +3,7 @@ package stack
 import (
 	"context"
 	"errors"
+	"github.com/rttlab/rttlab/orchestrator/runtime"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -12,7 +13,6 @@ import (
 	"time"
 
 	"github.com/compose-spec/compose-go/v2/types"
-	"github.com/docker/docker/api/types/container"
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/orchestrator/engine/enginefake"
 	"github.com/rttlab/rttlab/orchestrator/fakelab"
@@ -105,13 +105,14 @@ func TestComposeServiceSpec(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &container.HealthConfig{Test: []string{"CMD", "pg_isready"}, Interval: 2 * time.Second, Retries: 5}
+	want := &runtime.HealthCheck{Test: []string{"CMD", "pg_isready"}, Interval: 2 * time.Second, Retries: 5}
+	tmpfs := []runtime.Mount{{Kind: runtime.MountTmpfs, Target: "/tmp"}, {Kind: runtime.MountTmpfs, Target: "/run"}}
 	if spec.Image != "example/postgres:17" || !slices.Equal(spec.Cmd, []string{"postgres", "-c", "fsync=off"}) || spec.User != "999" || !spec.Init ||
-		!slices.Equal(spec.CapAdd, []string{"SYS_NICE"}) || !reflect.DeepEqual(spec.Healthcheck, want) || !slices.Equal(spec.Tmpfs, []string{"/tmp", "/run"}) {
-		t.Errorf("spec %+v health %+v", spec, spec.Healthcheck)
+		!slices.Equal(spec.CapAdd, []runtime.Capability{"SYS_NICE"}) || !reflect.DeepEqual(spec.Health, want) || !slices.Equal(spec.Mounts, tmpfs) {
+		t.Errorf("spec %+v health %+v", spec, spec.Health)
 	}
-	if spec, err := composeServiceSpec(svcs["off"], "a"); err != nil || spec.Healthcheck != nil {
-		t.Errorf("a disabled health check is kept: %+v %v", spec.Healthcheck, err)
+	if spec, err := composeServiceSpec(svcs["off"], "a"); err != nil || spec.Health != nil {
+		t.Errorf("a disabled health check is kept: %+v %v", spec.Health, err)
 	}
 	if _, err := composeServiceSpec(svcs["pipe"], "a"); err == nil || err.Error() != `service pipe: volume type "npipe" at /pipe is not supported: use a bind mount, a volume or a tmpfs` {
 		t.Errorf("named pipe: %v", err)

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/rttlab/rttlab/orchestrator/engine"
+	"github.com/rttlab/rttlab/orchestrator/runtime"
 )
 
 // LabelOwner names, on a run's network, the process that started the run
@@ -61,7 +62,7 @@ func ownerAlive(label string) (int, bool) {
 }
 
 // LiveRuns maps each run whose owning process still lives to its pid.
-func LiveRuns(ctx context.Context, d engine.Docker) (map[string]int, error) {
+func LiveRuns(ctx context.Context, d runtime.Network) (map[string]int, error) {
 	ns, err := d.ListNetworks(ctx, map[string]string{engine.LabelRun: ""})
 	if err != nil {
 		return nil, err

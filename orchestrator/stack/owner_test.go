@@ -35,14 +35,14 @@ func TestLiveRunsAndCleanAllBut(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	live, err := LiveRuns(ctx, f)
+	live, err := LiveRuns(ctx, engine.NewLab(f, ""))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(live) != 1 || live["live1"] != os.Getppid() {
 		t.Fatalf("live runs %v, want only live1 (pid %d)", live, os.Getppid())
 	}
-	c, err := CleanAllBut(ctx, f, true, live)
+	c, err := CleanAllBut(ctx, engine.NewLab(f, ""), true, live)
 	if err != nil {
 		t.Fatal(err)
 	}

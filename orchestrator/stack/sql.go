@@ -9,17 +9,18 @@ import (
 	"strings"
 
 	"github.com/rttlab/rttlab/orchestrator/engine"
+	"github.com/rttlab/rttlab/orchestrator/runtime"
 )
 
 // SQL runs admin SQL in the stack's database container as the postgres
 // superuser and returns the output rows (psql -At).
-func (s *Stack) SQL(ctx context.Context, d engine.Containers, query string) ([]string, error) {
+func (s *Stack) SQL(ctx context.Context, d runtime.Execer, query string) ([]string, error) {
 	db := s.Role("db")
 	if db == nil {
 		return nil, fmt.Errorf("stack %s has no database", s.RunID)
 	}
 	var out, errb bytes.Buffer
-	code, err := d.Exec(ctx, db.ID, engine.ExecSpec{
+	code, err := d.Exec(ctx, db.ID, runtime.ExecSpec{
 		Cmd:    []string{"psql", "-X", "-q", "-At", "-U", s.DB.Super, "-v", "ON_ERROR_STOP=1", "-d", s.DB.Database, "-c", query},
 		User:   "postgres",
 		Stdout: &out,
@@ -55,7 +56,7 @@ func sqlLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''")
 // statementsUnavailable makes pg_stat_statements available in a user's
 // database where it can (CREATE EXTENSION) and returns why it is not, or
 // "" when it is.
-func statementsUnavailable(ctx context.Context, d engine.Containers, s *Stack) string {
+func statementsUnavailable(ctx context.Context, d runtime.Execer, s *Stack) string {
 	if _, err := s.SQL(ctx, d, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements"); err != nil {
 		return fmt.Sprintf("pg_stat_statements cannot be created in database %s (%s)", s.DB.Database, engine.FirstLine(err.Error()))
 	}
@@ -67,7 +68,7 @@ func statementsUnavailable(ctx context.Context, d engine.Containers, s *Stack) s
 
 // ResetStatements clears pg_stat_statements (nothing to clear where the
 // database cannot count statements).
-func (s *Stack) ResetStatements(ctx context.Context, d engine.Containers) error {
+func (s *Stack) ResetStatements(ctx context.Context, d runtime.Execer) error {
 	if s.NoStatements != "" {
 		return nil
 	}
@@ -77,7 +78,7 @@ func (s *Stack) ResetStatements(ctx context.Context, d engine.Containers) error 
 
 // CountStatements returns the app role's executed statements since the last
 // reset, or -1 where the database cannot count them (s.NoStatements).
-func (s *Stack) CountStatements(ctx context.Context, d engine.Containers) (int64, error) {
+func (s *Stack) CountStatements(ctx context.Context, d runtime.Execer) (int64, error) {
 	if s.NoStatements != "" {
 		return -1, nil
 	}
@@ -94,7 +95,7 @@ func (s *Stack) CountStatements(ctx context.Context, d engine.Containers) (int64
 // StatementsByQuery lists the app role's statements since the last reset,
 // most called first ("N x QUERY", the eight most called), leaving out
 // rttlab's own calls.
-func (s *Stack) StatementsByQuery(ctx context.Context, d engine.Containers) ([]string, error) {
+func (s *Stack) StatementsByQuery(ctx context.Context, d runtime.Execer) ([]string, error) {
 	return s.SQL(ctx, d, appStatementsDetailSQL(s.DB.User))
 }
 

@@ -16,8 +16,6 @@ import (
 
 	"github.com/compose-spec/compose-go/v2/loader"
 	"github.com/compose-spec/compose-go/v2/types"
-	"github.com/docker/docker/api/types/container"
-	"github.com/docker/go-connections/nat"
 
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/compose"
@@ -118,6 +116,9 @@ type Member struct {
 	// NetNS is its network namespace in the runtime's terms, for what
 	// starts beside it; set by StartOn.
 	NetNS runtime.NetNS
+	// Published maps its published ports ("8080/tcp") to the host:port
+	// that reaches each from the controller.
+	Published map[string]string
 }
 
 // Stack is a started database + app on a private network.
@@ -197,10 +198,11 @@ func RunLabels(runID string, extra map[string]string) map[string]string {
 // is not given up while it boots.
 const ReadyLimit = 3 * time.Minute
 
-// StartStack creates the private network and the stack's containers in
-// dependency order, and waits until the database and the app are ready.
-// On any failure it removes everything it created.
-func StartStack(ctx context.Context, d engine.Docker, o StackOptions) (st *Stack, err error) {
+// StartStack creates the private network (on a runtime that makes one
+// per run: runtime.Network) and the stack's members in dependency order,
+// and waits until the database and the app are ready. On any failure it
+// removes everything it created.
+func StartStack(ctx context.Context, d runtime.Runtime, o StackOptions) (st *Stack, err error) {
 	if o.RunID == "" {
 		o.RunID = NewRunID()
 	}
@@ -221,10 +223,12 @@ func StartStack(ctx context.Context, d engine.Docker, o StackOptions) (st *Stack
 	if o.Up {
 		extra[engine.LabelStack] = "up"
 	}
-	st.Network = "rttlab-" + o.RunID
-	st.NetworkID, err = d.CreateNetwork(ctx, st.Network, NetworkLabels(o.RunID, extra))
-	if err != nil {
-		return st, err
+	if n, ok := d.(runtime.Network); ok {
+		st.Network = "rttlab-" + o.RunID
+		st.NetworkID, err = n.CreateNetwork(ctx, st.Network, NetworkLabels(o.RunID, extra))
+		if err != nil {
+			return st, err
+		}
 	}
 	order, err := serviceOrder(proj)
 	if err != nil {
@@ -237,41 +241,6 @@ func StartStack(ctx context.Context, d engine.Docker, o StackOptions) (st *Stack
 		}
 	}
 	return st, nil
-}
-
-// StartMember creates and starts one member of st from spec (image,
-// command, environment, limits): named rttlab-<run>-<service>, labelled
-// with the run, the role, the service and extra, on the stack's network
-// under the service's name. The member joins st.Members as soon as it has
-// an ID, so that removing the stack removes it whatever fails next; its
-// address on the network is read back with the inspection returned. The
-// one place every study starts a container of a stack.
-func (st *Stack) StartMember(ctx context.Context, d engine.Containers, service, role string, shaped bool, spec engine.ContainerSpec, extra map[string]string) (*Member, container.InspectResponse, error) {
-	spec.Name, spec.Labels = st.memberName(service), st.memberLabels(service, role, extra)
-	spec.Network, spec.Aliases = st.Network, []string{service}
-	if spec.Platform == (engine.Platform{}) {
-		spec.Platform = st.MemberPlatform(spec.Image)
-	}
-	id, err := d.CreateContainer(ctx, spec)
-	if id == "" {
-		return nil, container.InspectResponse{}, err
-	}
-	m := &Member{Service: service, Role: role, Shaped: shaped, ID: id, Name: spec.Name}
-	st.Members = append(st.Members, m)
-	if err != nil {
-		return m, container.InspectResponse{}, err
-	}
-	if err := d.StartContainer(ctx, id); err != nil {
-		return m, container.InspectResponse{}, err
-	}
-	ins, err := d.InspectContainer(ctx, id)
-	if err != nil {
-		return m, ins, err
-	}
-	if ep, ok := ins.NetworkSettings.Networks[st.Network]; ok {
-		m.IP = ep.IPAddress
-	}
-	return m, ins, nil
 }
 
 // memberName is the name of the member of service: rttlab-<run>-<service>.
@@ -288,12 +257,14 @@ func (st *Stack) memberLabels(service, role string, extra map[string]string) map
 	return l
 }
 
-// StartOn is StartMember on a runtime: it starts one member of st from
-// spec (image, command, environment, limits), named and labelled as
-// StartMember names and labels it, reached by the service's name on the
-// lab's network. The member joins st.Members as soon as the runtime gave
-// it an ID, so that removing the stack removes it whatever fails next;
-// its address and network namespace are the runtime's answer.
+// StartOn starts one member of st from spec (image, command,
+// environment, limits) on a runtime: named rttlab-<run>-<service>,
+// labelled with the run, the role, the service and extra, reached by the
+// service's name on the lab's network. The member joins st.Members as
+// soon as the runtime gave it an ID, so that removing the stack removes
+// it whatever fails next; its address, network namespace and published
+// ports are the runtime's answer. The one place every study starts a
+// member of a stack.
 func (st *Stack) StartOn(ctx context.Context, rt runtime.Members, service, role string, shaped bool, spec runtime.MemberSpec, extra map[string]string) (*Member, error) {
 	spec.Name, spec.Labels = st.memberName(service), st.memberLabels(service, role, extra)
 	spec.Role, spec.Aliases = role, []string{service}
@@ -304,7 +275,7 @@ func (st *Stack) StartOn(ctx context.Context, rt runtime.Members, service, role 
 	if rm.ID == "" {
 		return nil, err
 	}
-	m := &Member{Service: service, Role: role, Shaped: shaped, ID: rm.ID, Name: spec.Name, IP: rm.Addr, NetNS: rm.NetNS}
+	m := &Member{Service: service, Role: role, Shaped: shaped, ID: rm.ID, Name: spec.Name, IP: rm.Addr, NetNS: rm.NetNS, Published: rm.Published}
 	st.Members = append(st.Members, m)
 	return m, err
 }
@@ -324,7 +295,7 @@ func mergeLabels(a, b map[string]string) map[string]string {
 // its options and project, the labels of every member, and the members
 // started by service.
 type stackStart struct {
-	d       engine.Docker
+	d       runtime.Runtime
 	st      *Stack
 	o       StackOptions
 	proj    *types.Project
@@ -350,7 +321,7 @@ func (ss *stackStart) startMember(ctx context.Context, svc types.ServiceConfig) 
 	if meta.Role == "app" {
 		extra = mergeLabels(extra, map[string]string{engine.LabelApp: o.Target.Name})
 	}
-	m, ins, err := st.StartMember(ctx, d, svc.Name, meta.Role, meta.Shaped, spec, extra)
+	m, err := st.StartOn(ctx, d, svc.Name, meta.Role, meta.Shaped, spec, extra)
 	if m != nil {
 		ss.started[svc.Name] = m
 	}
@@ -362,10 +333,8 @@ func (ss *stackStart) startMember(ctx context.Context, svc types.ServiceConfig) 
 		return ss.dbReady(ctx, m)
 	case "app":
 		st.AppAddr = net.JoinHostPort(m.IP, fmt.Sprint(o.Target.Meta.Port))
-		if o.Publish {
-			for _, b := range ins.NetworkSettings.Ports[nat.Port(fmt.Sprintf("%d/tcp", o.Target.Meta.Port))] {
-				st.AppURL = "http://" + net.JoinHostPort(b.HostIP, b.HostPort)
-			}
+		if addr, ok := m.Published[fmt.Sprintf("%d/tcp", o.Target.Meta.Port)]; o.Publish && ok {
+			st.AppURL = "http://" + addr
 		}
 		return WaitApp(ctx, d, st, m, o.ReadyTimeout)
 	}
@@ -425,8 +394,8 @@ func stackProject(ctx context.Context, st *Stack, t apps.Target) (*types.Project
 // (name, labels and network are the caller's) and its role: rttlab's
 // feed stack says it in x-rttlab; in a user's file the app and database
 // services are the shaped pair and any other service runs beside them.
-func stackServiceSpec(proj *types.Project, svc types.ServiceConfig, st *Stack, o StackOptions) (engine.ContainerSpec, ServiceMeta, error) {
-	var spec engine.ContainerSpec
+func stackServiceSpec(proj *types.Project, svc types.ServiceConfig, st *Stack, o StackOptions) (runtime.MemberSpec, ServiceMeta, error) {
+	var spec runtime.MemberSpec
 	var meta ServiceMeta
 	var env []string
 	var err error
@@ -462,7 +431,7 @@ func stackServiceSpec(proj *types.Project, svc types.ServiceConfig, st *Stack, o
 	spec.Env = env
 	if o.Publish && meta.Role == "app" {
 		// The app's own port (a user's app need not use 8080).
-		spec.PublishLocal = []string{fmt.Sprintf("%d/tcp", o.Target.Meta.Port)}
+		spec.Publish = []string{fmt.Sprintf("%d/tcp", o.Target.Meta.Port)}
 	}
 	return spec, meta, nil
 }
@@ -582,10 +551,10 @@ func serviceOrder(p *types.Project) ([]types.ServiceConfig, error) {
 
 // WaitDB polls pg_isready inside the database container; the image's
 // readiness means the schema and seed are loaded.
-func WaitDB(ctx context.Context, d engine.Docker, m *Member, timeout time.Duration) error {
+func WaitDB(ctx context.Context, d runtime.Watcher, m *Member, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
-		code, err := d.Exec(ctx, m.ID, engine.ExecSpec{Cmd: []string{"pg_isready", "-q", "-h", "127.0.0.1", "-d", "rttlab"}, User: "postgres", Timeout: 10 * time.Second})
+		code, err := d.Exec(ctx, m.ID, runtime.ExecSpec{Cmd: []string{"pg_isready", "-q", "-h", "127.0.0.1", "-d", "rttlab"}, User: "postgres", Timeout: 10 * time.Second})
 		if err == nil && code == 0 {
 			return nil
 		}
@@ -604,7 +573,7 @@ func WaitDB(ctx context.Context, d engine.Docker, m *Member, timeout time.Durati
 // WaitApp polls the app's readiness path: from the host when published,
 // else from inside the database container's network (the app is on the
 // private network only).
-func WaitApp(ctx context.Context, d engine.Docker, st *Stack, m *Member, timeout time.Duration) error {
+func WaitApp(ctx context.Context, d runtime.Watcher, st *Stack, m *Member, timeout time.Duration) error {
 	health := st.Target.Meta.Health
 	return pollHTTP(ctx, d, m, st.BaseURL()+health, timeout, func(last string) error {
 		// A user's app that never becomes ready: what it last answered and
@@ -617,7 +586,7 @@ func WaitApp(ctx context.Context, d engine.Docker, st *Stack, m *Member, timeout
 }
 
 // WaitHTTP polls url from the host until it answers 200.
-func WaitHTTP(ctx context.Context, d engine.Docker, m *Member, url string, timeout time.Duration) error {
+func WaitHTTP(ctx context.Context, d runtime.Watcher, m *Member, url string, timeout time.Duration) error {
 	return pollHTTP(ctx, d, m, url, timeout, func(last string) error {
 		return fmt.Errorf("%s did not answer %s with 200 within %s (last: %s)", m.Name, url, timeout, last)
 	})
@@ -625,7 +594,7 @@ func WaitHTTP(ctx context.Context, d engine.Docker, m *Member, url string, timeo
 
 // pollHTTP GETs url every 300 ms until it answers 200, failing at once
 // when m stops and with late(what the last attempt got) after timeout.
-func pollHTTP(ctx context.Context, d engine.Docker, m *Member, url string, timeout time.Duration, late func(last string) error) error {
+func pollHTTP(ctx context.Context, d runtime.Watcher, m *Member, url string, timeout time.Duration, late func(last string) error) error {
 	deadline := time.Now().Add(timeout)
 	hc := &http.Client{Timeout: 2 * time.Second}
 	last := "no attempt"
@@ -686,20 +655,24 @@ var ErrContainerExited = errors.New("container exited")
 // CheckRunning returns nil while m runs (or, a one-shot service, exited
 // 0), else an error wrapping ErrContainerExited with its exit code and
 // last log lines.
-func CheckRunning(ctx context.Context, d engine.Docker, m *Member) error {
-	ins, err := d.InspectContainer(ctx, m.ID)
+func CheckRunning(ctx context.Context, d runtime.Watcher, m *Member) error {
+	s, err := d.State(ctx, m.ID)
 	if err != nil {
 		return err
 	}
-	if ins.State != nil && !ins.State.Running && m.Role == "service" && ins.State.ExitCode == 0 && ins.State.Status == "exited" {
+	if !s.Running && m.Role == "service" && s.ExitCode == 0 && exited(s) {
 		return nil // a one-shot service of a user's compose file (a migration) that finished
 	}
-	if ins.State != nil && !ins.State.Running {
+	if !s.Running {
 		logs, _ := d.Logs(ctx, m.ID, 15)
-		return fmt.Errorf("%s: %w (exit code %d); last log lines:\n%s", m.Name, ErrContainerExited, ins.State.ExitCode, indent(logs))
+		return fmt.Errorf("%s: %w (exit code %d); last log lines:\n%s", m.Name, ErrContainerExited, s.ExitCode, indent(logs))
 	}
 	return nil
 }
+
+// exited says whether a stopped member's process ended (rather than never
+// started): Docker's "exited", which an OOM kill is too.
+func exited(s runtime.State) bool { return s.Reason == "exited" || s.Reason == "OOMKilled" }
 
 func indent(s string) string {
 	s = strings.TrimRight(s, "\n")
@@ -709,11 +682,11 @@ func indent(s string) string {
 	return "    " + strings.ReplaceAll(s, "\n", "\n    ")
 }
 
-// Remove removes every container and the network of the stack (and any
-// other container carrying the run label, such as agents and clients).
+// Remove removes every member and the network of the stack (and any
+// other member carrying the run label, such as agents and clients).
 // When something could not be removed it returns a *CleanupError that
 // names it.
-func (s *Stack) Remove(ctx context.Context, d engine.Docker) error {
+func (s *Stack) Remove(ctx context.Context, d runtime.Runtime) error {
 	if _, err := CleanRun(ctx, d, s.RunID); err != nil {
 		return &CleanupError{RunID: s.RunID, Err: err}
 	}
@@ -724,7 +697,7 @@ func (s *Stack) Remove(ctx context.Context, d engine.Docker) error {
 // joins to *errp what could not be removed. With everything removed,
 // *errp stays as it is: a Join of one error would hide its type from
 // callers that switch on it (the budget gate's exit status).
-func (s *Stack) RemoveJoin(ctx context.Context, d engine.Docker, errp *error) {
+func (s *Stack) RemoveJoin(ctx context.Context, d runtime.Runtime, errp *error) {
 	if rerr := s.Remove(context.WithoutCancel(ctx), d); rerr != nil {
 		*errp = errors.Join(*errp, rerr)
 	}

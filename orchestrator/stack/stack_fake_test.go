@@ -21,11 +21,11 @@ import (
 // the test fails when it does not start.
 func started(t *testing.T, l *fakelab.Lab, o StackOptions) *Stack {
 	t.Helper()
-	st, err := StartStack(context.Background(), l, o)
+	st, err := StartStack(context.Background(), engine.NewLab(l, ""), o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { st.Remove(context.Background(), l) })
+	t.Cleanup(func() { st.Remove(context.Background(), engine.NewLab(l, "")) })
 	return st
 }
 
@@ -140,18 +140,18 @@ func TestStackRemoveLeavesNothing(t *testing.T) {
 	l := fakelab.New(t)
 	a := started(t, l, StackOptions{Target: l.Target("go")})
 	b := started(t, l, StackOptions{Target: l.Target("node")})
-	if err := a.Remove(ctx, l); err != nil {
+	if err := a.Remove(ctx, engine.NewLab(l, "")); err != nil {
 		t.Fatal(err)
 	}
 	cs, ns := l.Live()
 	if !slices.Equal(cs, []string{b.Role("db").Name, b.Role("app").Name}) || !slices.Equal(ns, []string{b.Network}) {
 		t.Errorf("left %v %v, want only run %s", cs, ns, b.RunID)
 	}
-	if err := b.Remove(ctx, l); err != nil {
+	if err := b.Remove(ctx, engine.NewLab(l, "")); err != nil {
 		t.Fatal(err)
 	}
 	l.RequireEmpty(t)
-	if err := b.Remove(ctx, l); err != nil {
+	if err := b.Remove(ctx, engine.NewLab(l, "")); err != nil {
 		t.Errorf("removing a removed stack: %v", err)
 	}
 }
@@ -192,15 +192,15 @@ func TestWaitHTTP(t *testing.T) {
 	l := fakelab.New(t)
 	st := started(t, l, StackOptions{Target: l.Target("go")})
 	app := st.Role("app")
-	if err := WaitHTTP(ctx, l, app, st.BaseURL()+"/health", time.Minute); err != nil {
+	if err := WaitHTTP(ctx, engine.NewLab(l, ""), app, st.BaseURL()+"/health", time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	url := st.BaseURL() + "/nope"
-	if err := WaitHTTP(ctx, l, app, url, 100*time.Millisecond); err == nil || err.Error() != app.Name+" did not answer "+url+" with 200 within 100ms (last: 404 Not Found)" {
+	if err := WaitHTTP(ctx, engine.NewLab(l, ""), app, url, 100*time.Millisecond); err == nil || err.Error() != app.Name+" did not answer "+url+" with 200 within 100ms (last: 404 Not Found)" {
 		t.Errorf("404: %v", err)
 	}
 	l.Exit("-app", 137, "killed\n")
-	if err := WaitHTTP(ctx, l, app, url, time.Minute); !errors.Is(err, ErrContainerExited) || !strings.Contains(err.Error(), "(exit code 137); last log lines:\n    killed") {
+	if err := WaitHTTP(ctx, engine.NewLab(l, ""), app, url, time.Minute); !errors.Is(err, ErrContainerExited) || !strings.Contains(err.Error(), "(exit code 137); last log lines:\n    killed") {
 		t.Errorf("stopped: %v", err)
 	}
 }

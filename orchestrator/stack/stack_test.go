@@ -60,7 +60,7 @@ func TestStackRemoveReportsWhatIsLeft(t *testing.T) {
 		RemoveErr: map[string]error{"c2": errors.New("remove c2: device or resource busy")},
 	}
 	st := &Stack{RunID: "r1"}
-	err := st.Remove(context.Background(), d)
+	err := st.Remove(context.Background(), engine.NewLab(d, ""))
 	var ce *CleanupError
 	if !errors.As(err, &ce) || ce.RunID != "r1" {
 		t.Fatalf("err = %v, want a CleanupError of run r1", err)
@@ -72,7 +72,7 @@ func TestStackRemoveReportsWhatIsLeft(t *testing.T) {
 		t.Fatalf("removed %v, want the app container and the network", d.Removed)
 	}
 	d.RemoveErr = nil
-	if err := st.Remove(context.Background(), d); err != nil {
+	if err := st.Remove(context.Background(), engine.NewLab(d, "")); err != nil {
 		t.Fatalf("clean removal: %v", err)
 	}
 }
@@ -84,8 +84,8 @@ func TestWaitsHonourContext(t *testing.T) {
 	d := &fakelab.Stub{Running: true}
 	m := &Member{ID: "app1", Name: "rttlab-x-app"}
 	st := &Stack{AppURL: srv.URL, Target: apps.Target{Name: "go", Meta: &apps.Meta{Health: "/health"}}}
-	fakelab.EndsWithContext(t, "WaitApp", func(ctx context.Context) error { return WaitApp(ctx, d, st, m, time.Minute) })
-	fakelab.EndsWithContext(t, "WaitDB", func(ctx context.Context) error { return WaitDB(ctx, d, m, time.Minute) })
+	fakelab.EndsWithContext(t, "WaitApp", func(ctx context.Context) error { return WaitApp(ctx, engine.NewLab(d, ""), st, m, time.Minute) })
+	fakelab.EndsWithContext(t, "WaitDB", func(ctx context.Context) error { return WaitDB(ctx, engine.NewLab(d, ""), m, time.Minute) })
 }
 
 func TestRunLabels(t *testing.T) {

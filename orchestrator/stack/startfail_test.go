@@ -18,7 +18,7 @@ import (
 // error it fails with; the test fails when it starts.
 func startFails(t *testing.T, l *fakelab.Lab, timeout time.Duration) error {
 	t.Helper()
-	st, err := StartStack(context.Background(), l, StackOptions{RunID: "r1", Target: l.Target("go"), ReadyTimeout: timeout})
+	st, err := StartStack(context.Background(), engine.NewLab(l, ""), StackOptions{RunID: "r1", Target: l.Target("go"), ReadyTimeout: timeout})
 	if err == nil {
 		t.Fatalf("stack %s started", st.RunID)
 	}

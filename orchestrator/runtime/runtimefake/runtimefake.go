@@ -415,3 +415,43 @@ func (r *Runtime) EnsureImage(ctx context.Context, ref string) error {
 	r.images[ref] = true
 	return nil
 }
+
+var _ runtime.Lister = (*Runtime)(nil)
+
+// ListMembers lists the members whose labels (their role under
+// runtime.LabelRole among them) carry labels, an empty value matching
+// any, in start order.
+func (r *Runtime) ListMembers(ctx context.Context, labels map[string]string) ([]runtime.Listed, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.faultLocked("ListMembers", ""); err != nil {
+		return nil, err
+	}
+	var out []runtime.Listed
+	for _, m := range r.sortedLocked() {
+		have := clone(m.Spec.Labels)
+		if m.Role != "" {
+			if have == nil {
+				have = map[string]string{}
+			}
+			have[runtime.LabelRole] = m.Role
+		}
+		if !matches(have, labels) {
+			continue
+		}
+		out = append(out, runtime.Listed{Member: m.Member, Labels: have, Running: m.State.Running})
+	}
+	return out, nil
+}
+
+// matches says whether have carries every label of want, an empty value
+// of want matching any value.
+func matches(have, want map[string]string) bool {
+	for k, v := range want {
+		got, ok := have[k]
+		if !ok || (v != "" && got != v) {
+			return false
+		}
+	}
+	return true
+}

@@ -195,3 +195,31 @@ func TestImages(t *testing.T) {
 		t.Error("pulled image absent")
 	}
 }
+
+// ListMembers finds members by their labels and role, any value of a
+// label asked empty, in start order, with whether each runs; an armed
+// fault is its error.
+func TestListMembers(t *testing.T) {
+	r := New()
+	r.AddImage("db:1")
+	ctx := context.Background()
+	started(t, r, runtime.MemberSpec{Name: "a-db", Role: "db", Image: "db:1", Labels: map[string]string{runtime.LabelRun: "a"}})
+	started(t, r, runtime.MemberSpec{Name: "b-db", Role: "db", Image: "db:1", Labels: map[string]string{runtime.LabelRun: "b"}})
+	started(t, r, runtime.MemberSpec{Name: "loose", Image: "db:1"})
+	r.Exit("b-db", 1, "")
+	all, err := r.ListMembers(ctx, map[string]string{runtime.LabelRun: ""})
+	if err != nil || len(all) != 2 || all[0].Name != "a-db" || !all[0].Running || all[1].Name != "b-db" || all[1].Running {
+		t.Fatalf("every run's: %+v, %v", all, err)
+	}
+	if all[0].Labels[runtime.LabelRole] != "db" || all[0].Labels[runtime.LabelRun] != "a" {
+		t.Errorf("labels %v", all[0].Labels)
+	}
+	if b, err := r.ListMembers(ctx, map[string]string{runtime.LabelRun: "b", runtime.LabelRole: "db"}); err != nil || len(b) != 1 || b[0].Name != "b-db" {
+		t.Errorf("run b's database: %+v, %v", b, err)
+	}
+	boom := errors.New("boom")
+	r.FailOn("ListMembers", "", boom)
+	if _, err := r.ListMembers(ctx, nil); !errors.Is(err, boom) {
+		t.Errorf("armed fault: %v", err)
+	}
+}

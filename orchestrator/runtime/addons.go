@@ -1,0 +1,99 @@
+package runtime
+
+import (
+	"context"
+	"io"
+)
+
+// The add-ons below are what one runtime has and another need not: a
+// consumer asks for one with a type assertion and falls back, or refuses
+// with its reason, when the runtime lacks it. Docker (engine.Lab) has
+// them all; a Kubernetes runtime keeps a run in a namespace of its own
+// (no network to make), has no host bridge to shape on, and removes a
+// run by deleting that namespace.
+
+// Listed is a member found by its labels.
+type Listed struct {
+	Member
+	Labels map[string]string
+	// Running says whether it runs now.
+	Running bool
+}
+
+// Lister finds the members that carry labels (a label of empty value:
+// any value of it). Docker: containers listed by label. Kubernetes: pods
+// by label selector.
+type Lister interface {
+	ListMembers(ctx context.Context, labels map[string]string) ([]Listed, error)
+}
+
+// NetworkInfo is a network the lab made for a run.
+type NetworkInfo struct {
+	ID     string
+	Name   string
+	Labels map[string]string
+}
+
+// Network is a runtime on which the lab makes each run's network itself:
+// Docker's bridge network, which the members started after it join under
+// their aliases. A runtime whose run has a network already (Kubernetes:
+// the run's namespace) does not implement it.
+type Network interface {
+	// CreateNetwork creates the network name, labelled labels, returns
+	// its ID, and has the members started after it join it.
+	CreateNetwork(ctx context.Context, name string, labels map[string]string) (string, error)
+	// ListNetworks lists the networks that carry labels.
+	ListNetworks(ctx context.Context, labels map[string]string) ([]NetworkInfo, error)
+	// RemoveNetwork removes the network id.
+	RemoveNetwork(ctx context.Context, id string) error
+}
+
+// Volumes is a runtime whose members' volumes outlive them until removed
+// (Docker's named volumes of a run); Kubernetes' go with the namespace.
+type Volumes interface {
+	ListVolumes(ctx context.Context, labels map[string]string) ([]string, error)
+	RemoveVolume(ctx context.Context, name string) error
+}
+
+// ImageRemover is a runtime that removes the images carrying labels (the
+// ones rttlab built), returning the references removed.
+type ImageRemover interface {
+	RemoveImages(ctx context.Context, labels map[string]string) ([]string, error)
+}
+
+// HostNet says where a member started by StartHostMember lives.
+type HostNet string
+
+// The network namespaces a host member may have.
+const (
+	// OnHost is the host's own network namespace (Docker: network mode
+	// host), where the run's bridge is.
+	OnHost HostNet = "host"
+	// NoNet is an empty namespace of its own, loopback only (Docker:
+	// network mode none).
+	NoNet HostNet = "none"
+)
+
+// WireHost is a runtime whose members' traffic crosses a bridge of the
+// host the controller can reach: a member started in the host's network
+// namespace holds a member's packets on it (the wire shaper), and a
+// short-lived one sweeps the rules such shapers leave in the host's
+// tables. Docker has it (the run's bridge network); a Kubernetes runtime
+// shapes inside the members' pods instead and does not implement it.
+type WireHost interface {
+	// StartHostMember creates and starts a member of s (s.Beside and
+	// s.Aliases unused) in the namespace net; it has no address of its
+	// own. A Member with an ID comes back with an error too when
+	// something was created: the caller removes it.
+	StartHostMember(ctx context.Context, s MemberSpec, net HostNet) (Member, error)
+	// Bridge is the host's interface behind the run's network networkID.
+	Bridge(networkID string) string
+}
+
+// Copier is a runtime that extracts a tar archive into a member's folder
+// by its own API (Docker: the archive endpoint of a container). A runtime
+// without it gets the archive through Exec: `tar -x -C dir` reading it on
+// its standard input (as kubectl cp does).
+type Copier interface {
+	CopyTo(ctx context.Context, id, dir string, tarball io.Reader) error
+}
