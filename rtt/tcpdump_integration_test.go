@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -543,8 +544,8 @@ func anatomyParts(a workloads.RequestAnatomy) []float64 {
 }
 
 // agreement is how tcpdump's figures of a task's requests compare with
-// rttlab's: the absolute differences per part, and the requests whose
-// count of round trips differs.
+// rttlab's: the differences (tcpdump's less rttlab's) per part, and the
+// requests whose count of round trips differs.
 type agreement struct {
 	n     int
 	diffs [][]float64 // by part, in tdParts' order
@@ -565,11 +566,7 @@ func compareAnatomy(mine []tdRequest, rows map[int]workloads.RequestAnatomy) agr
 		}
 		theirs := anatomyParts(a)
 		for k, v := range mine[seq].parts() {
-			d := v - theirs[k]
-			if d < 0 {
-				d = -d
-			}
-			ag.diffs[k] = append(ag.diffs[k], d)
+			ag.diffs[k] = append(ag.diffs[k], v-theirs[k])
 		}
 	}
 	return ag
@@ -580,7 +577,7 @@ func compareAnatomy(mine []tdRequest, rows map[int]workloads.RequestAnatomy) agr
 func (ag agreement) share(k int, tol float64) float64 {
 	in := 0
 	for _, d := range ag.diffs[k] {
-		if d <= tol+1e-9 {
+		if math.Abs(d) <= tol+1e-9 {
 			in++
 		}
 	}
@@ -590,8 +587,14 @@ func (ag agreement) share(k int, tol float64) float64 {
 	return float64(in) / float64(len(ag.diffs[k]))
 }
 
-func (ag agreement) median(k int) float64 {
+// median is the median of a part's differences, absolute or signed.
+func (ag agreement) median(k int, absolute bool) float64 {
 	d := slices.Clone(ag.diffs[k])
+	if absolute {
+		for i := range d {
+			d[i] = math.Abs(d[i])
+		}
+	}
 	if len(d) == 0 {
 		return 0
 	}
@@ -605,8 +608,12 @@ func (ag agreement) median(k int) float64 {
 func (ag agreement) lines() []string {
 	var out []string
 	for k, name := range tdParts {
-		out = append(out, fmt.Sprintf("%-9s %5.1f%% within %.2f ms, median |diff| %.4f ms, max %.4f ms",
-			name, 100*ag.share(k, tcpdumpAgreeMs), tcpdumpAgreeMs, ag.median(k), slices.Max(append([]float64{0}, ag.diffs[k]...))))
+		largest := 0.0
+		for _, d := range ag.diffs[k] {
+			largest = max(largest, math.Abs(d))
+		}
+		out = append(out, fmt.Sprintf("%-9s %5.1f%% within %.2f ms, median |diff| %.4f ms (signed, tcpdump's less rttlab's: %+.4f), max |diff| %.4f ms",
+			name, 100*ag.share(k, tcpdumpAgreeMs), tcpdumpAgreeMs, ag.median(k, true), ag.median(k, false), largest))
 	}
 	return out
 }
