@@ -8,7 +8,8 @@
 #
 # KEEP_ENGINE=1 leaves a dockerd this script started running.
 # RTTLAB_SETUP=run leaves out what only the tests need (gcc and libc6-dev
-# for the race detector, postgresql for a test): make run's set-up.
+# for the race detector, postgresql and tcpdump for tests): make run's
+# set-up.
 # RTTLAB_BESIDE=CMD runs the shell command CMD while the set-up installs
 # and starts (make run builds rttlab's binary so); COMMAND starts once
 # both are done, and not at all if CMD fails.
@@ -85,6 +86,8 @@ command -v ping >/dev/null 2>&1 || need_pkgs+=(iputils-ping)
 if [ "${RTTLAB_SETUP:-}" != run ]; then
   # The race detector (make test's unit pass) needs cgo.
   command -v gcc >/dev/null 2>&1 || need_pkgs+=(gcc libc6-dev)
+  # The anatomy's independent check captures with tcpdump.
+  command -v tcpdump >/dev/null 2>&1 || need_pkgs+=(tcpdump)
   [ -x /usr/lib/postgresql/15/bin/postgres ] || ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || need_pkgs+=(postgresql)
 fi
 if [ ${#need_pkgs[@]} -gt 0 ]; then

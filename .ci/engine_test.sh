@@ -22,7 +22,7 @@ stubs() {
   for t in bash sh grep seq sleep tail ls awk cat mkdir env touch setsid; do
     ln -sf "$(command -v "$t")" "$d/$t"
   done
-  for t in debootstrap iptables ip ping gcc; do
+  for t in debootstrap iptables ip ping gcc tcpdump; do
     case " ${absent:-} " in *" $t "*) continue ;; esac
     printf '#!/bin/sh\nexit 0\n' >"$d/$t"
   done
@@ -119,9 +119,12 @@ check "no engine, root: installs docker.io" 'grep -q "apt-get install .*docker.i
 # detector), make run's installs none of the tests' packages.
 absent=gcc run none-root-nogcc
 check "the tests' set-up installs gcc" 'grep -q "apt-get install .*gcc libc6-dev" <<<"$log"'
-absent=gcc run none-root-run RTTLAB_SETUP=run
+check "the tests' set-up has tcpdump already" '! grep -q tcpdump <<<"$log"'
+absent=tcpdump run none-root-notcpdump
+check "the tests' set-up installs tcpdump" 'grep -q "apt-get install .*tcpdump" <<<"$log"'
+absent="gcc tcpdump" run none-root-run RTTLAB_SETUP=run
 check "make run's set-up installs docker.io" 'grep -q "apt-get install .*docker.io" <<<"$log"'
-check "make run's set-up installs no test package" '! grep -qE "gcc|libc6-dev|postgresql" <<<"$log"'
+check "make run's set-up installs no test package" '! grep -qE "gcc|libc6-dev|postgresql|tcpdump" <<<"$log"'
 
 # A command run beside the set-up (make run's binary build) is waited for
 # before the command; if it fails, the command does not run.

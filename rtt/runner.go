@@ -48,6 +48,14 @@ type RunOptions struct {
 	// Rendered, when set, gets the summary the run's end rendered (not
 	// called when rendering failed).
 	Rendered func(*report.Summary)
+	// TaskWatch, when set, is called before each attempt of a task sends
+	// its requests (the delay set, rttlab's own captures not yet started),
+	// with the task and the containers of the load client, the app and
+	// the database by role ("client", "app", "db"); the function it
+	// returns is called once the requests are done. It is a test's hook,
+	// to watch a task's packets from outside rttlab (tcpdump in the
+	// members' namespaces); its error fails the attempt.
+	TaskWatch func(ctx context.Context, t report.Task, containers map[string]string) (done func(), err error)
 }
 
 // ValidatePlanApps checks the plan's apps and routes against the apps'
@@ -365,6 +373,8 @@ type appRun struct {
 	order    []string
 	done     int
 	progress func(t report.Task, desc string)
+	// watch is RunOptions.TaskWatch.
+	watch func(ctx context.Context, t report.Task, containers map[string]string) (func(), error)
 }
 
 // appTasks is one app's pending tasks as the run hands them to runApp:
@@ -402,7 +412,7 @@ func runApp(ctx context.Context, at appTasks) (n int, err error) {
 	sd := shaping.WithSessions(d)
 	defer sd.Close()
 	d = sd
-	r := &appRun{d: d, p: p, f: at.f, state: at.state, m: at.m, runID: at.runID, app: app, target: target}
+	r := &appRun{d: d, p: p, f: at.f, state: at.state, m: at.m, runID: at.runID, app: app, target: target, watch: o.TaskWatch}
 	_, r.requests, r.warmup = p.AppRuns(pa)
 	r.note = func(s string) {
 		if o.Progress != nil {
@@ -593,12 +603,24 @@ func (r *appRun) runTask(ctx context.Context, t report.Task, attempt int) error 
 	if err != nil {
 		return err
 	}
+	watched := func() {}
+	if r.watch != nil {
+		roles := map[string]string{"client": s.client.ID}
+		for _, m := range s.st.Members {
+			roles[m.Role] = m.ID
+		}
+		if watched, err = r.watch(ctx, t, roles); err != nil {
+			return fmt.Errorf("watch the task from outside: %w", err)
+		}
+	}
 	capture, before, err := s.startWatch(ctx, d)
 	if err != nil {
+		watched()
 		return err
 	}
 	defer capture.Abort()
 	run, err := s.watchedLoad(ctx, d, o)
+	watched()
 	if err != nil {
 		return err
 	}
