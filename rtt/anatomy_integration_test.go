@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rttlab/rttlab/orchestrator/enginetest"
+	"github.com/rttlab/rttlab/rtt/raw"
 	"github.com/rttlab/rttlab/rtt/report"
 )
 
@@ -30,7 +31,7 @@ func TestIntegrationWireCarriesTheDelay(t *testing.T) {
 		t.Fatal(err)
 	}
 	noneLabelled(t, rt)
-	d, err := report.Load(dir)
+	d, err := raw.Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +91,7 @@ func (p *probesWritten) Note(msg string) {
 	go func() {
 		deadline := time.Now().Add(2 * time.Minute)
 		for time.Now().Before(deadline) {
-			matches, _ := filepath.Glob(filepath.Join(p.out, "*", report.ProbesFile))
+			matches, _ := filepath.Glob(filepath.Join(p.out, "*", raw.ProbesFile))
 			for _, m := range matches {
 				if b, err := os.ReadFile(m); err == nil && strings.Count(string(b), "\n") >= 2 {
 					p.cancel()
@@ -120,7 +121,7 @@ func TestIntegrationResumeAfterInterruptedProbes(t *testing.T) {
 		t.Fatalf("interrupted run: err = %v, want context.Canceled", err)
 	}
 	noneLabelled(t, rt)
-	d, err := report.Load(dir)
+	d, err := raw.Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +143,7 @@ func TestIntegrationResumeAfterInterruptedProbes(t *testing.T) {
 		t.Fatal(err)
 	}
 	noneLabelled(t, rt)
-	d, err = report.Load(dir)
+	d, err = raw.Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +152,7 @@ func TestIntegrationResumeAfterInterruptedProbes(t *testing.T) {
 	}
 	perSetting := map[float64]int{}
 	for _, pr := range d.Probes[before:] {
-		if pr.Kind == report.ProbeICMP {
+		if pr.Kind == raw.ProbeICMP {
 			perSetting[pr.RTTms]++
 		}
 	}

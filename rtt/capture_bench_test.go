@@ -12,7 +12,7 @@ import (
 	"github.com/rttlab/rttlab/orchestrator/shaping"
 	"github.com/rttlab/rttlab/orchestrator/stack"
 	"github.com/rttlab/rttlab/results/stats"
-	"github.com/rttlab/rttlab/rtt/report"
+	"github.com/rttlab/rttlab/rtt/raw"
 )
 
 // BenchmarkTaskCapture is the paired benchmark of what the wire's
@@ -69,7 +69,7 @@ func BenchmarkTaskCapture(b *testing.B) {
 // session, watched by the task's captures or not, and returns the p50 of
 // its measured requests in ms.
 func (s *appSession) loadP50(ctx context.Context, d engine.Docker, capture bool) (float64, error) {
-	o, err := s.loadOptions(report.Task{App: "go", Route: "/feed"}, 1, 100, 10)
+	o, err := s.loadOptions(raw.Task{App: "go", Route: "/feed"}, 1, 100, 10)
 	if err != nil {
 		return 0, err
 	}

@@ -8,7 +8,7 @@ import (
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/orchestrator/agentclient"
 	"github.com/rttlab/rttlab/orchestrator/stack"
-	"github.com/rttlab/rttlab/rtt/report"
+	"github.com/rttlab/rttlab/rtt/raw"
 	"github.com/rttlab/rttlab/workloads"
 )
 
@@ -21,12 +21,12 @@ func TestLoadCmd(t *testing.T) {
 	own := &apps.Meta{Name: "shop", RequestMix: []workloads.MixRequest{{Name: "home", Path: "/", Weight: 1}}}
 	for _, c := range []struct {
 		meta *apps.Meta
-		task report.Task
+		task raw.Task
 		want string
 	}{
-		{meta, report.Task{App: "go", Route: "/feed", Run: 2}, "--route /feed"},
-		{meta, report.Task{App: "go", Route: "mix:redmine", Run: 2}, "--mix redmine --seed " + seed},
-		{own, report.Task{App: "go", Route: "mix:shop", Run: 2}, `--mix-json [{"name":"home","path":"/","weight":1}] --seed ` + seed},
+		{meta, raw.Task{App: "go", Route: "/feed", Run: 2}, "--route /feed"},
+		{meta, raw.Task{App: "go", Route: "mix:redmine", Run: 2}, "--mix redmine --seed " + seed},
+		{own, raw.Task{App: "go", Route: "mix:shop", Run: 2}, `--mix-json [{"name":"home","path":"/","weight":1}] --seed ` + seed},
 	} {
 		s.st.Target.Meta = c.meta
 		o, err := s.loadOptions(c.task, 7, 100, 20)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/rttlab/rttlab/orchestrator/fakelab"
 	"github.com/rttlab/rttlab/results"
+	"github.com/rttlab/rttlab/rtt/raw"
 )
 
 // Two resumes of one folder never interleave: while the folder is held,
@@ -19,7 +20,7 @@ func TestRunFakeResumeRefusedWhileFolderHeld(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	held, err := OpenFolder(dir)
+	held, err := raw.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/enginetest"
-	"github.com/rttlab/rttlab/rtt/report"
+	"github.com/rttlab/rttlab/rtt/raw"
 )
 
 // TestIntegrationAimeosSkippedWithoutPackagist: here the Aimeos build
@@ -41,7 +41,7 @@ func TestIntegrationAimeosSkippedWithoutPackagist(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := report.Load(dir)
+	d, err := raw.Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/rttlab/rttlab/orchestrator/shaping"
 	"github.com/rttlab/rttlab/orchestrator/stack"
 	"github.com/rttlab/rttlab/results"
+	"github.com/rttlab/rttlab/rtt/raw"
 	"github.com/rttlab/rttlab/rtt/report"
 	"github.com/rttlab/rttlab/workloads"
 )
@@ -55,7 +56,7 @@ type RunOptions struct {
 	// returns is called once the requests are done. It is a test's hook,
 	// to watch a task's packets from outside rttlab (tcpdump in the
 	// members' namespaces); its error fails the attempt.
-	TaskWatch func(ctx context.Context, t report.Task, containers map[string]string) (done func(), err error)
+	TaskWatch func(ctx context.Context, t raw.Task, containers map[string]string) (done func(), err error)
 }
 
 // ValidatePlanApps checks the plan's apps and routes against the apps'
@@ -99,11 +100,11 @@ func Run(ctx context.Context, d engine.Docker, all map[string]*apps.Meta, o RunO
 		o.Now = time.Now
 	}
 	p := o.Plan
-	var f *Folder
-	var m *report.Manifest
+	var f *raw.Folder
+	var m *raw.Manifest
 	var err error
 	if o.Resume != "" {
-		f, err = OpenFolder(o.Resume)
+		f, err = raw.Open(o.Resume)
 		if err != nil {
 			return "", err
 		}
@@ -134,7 +135,7 @@ func Run(ctx context.Context, d engine.Docker, all map[string]*apps.Meta, o RunO
 		return "", err
 	}
 	if o.Resume == "" {
-		f, err = CreateFolder(o.OutDir, p.Name, o.Now())
+		f, err = raw.Create(o.OutDir, p.Name, o.Now())
 		if err != nil {
 			return "", err
 		}
@@ -147,7 +148,7 @@ func Run(ctx context.Context, d engine.Docker, all map[string]*apps.Meta, o RunO
 	}
 	dir := f.Dir()
 
-	state, err := report.Load(dir)
+	state, err := raw.Load(dir)
 	if err != nil {
 		return dir, err
 	}
@@ -158,8 +159,8 @@ func Run(ctx context.Context, d engine.Docker, all map[string]*apps.Meta, o RunO
 // runPending runs the folder's pending tasks, an app's tasks on a stack
 // of their own, until an app fails; it returns the run's id (the label of
 // everything it started) and the first app's error.
-func runPending(ctx context.Context, d engine.Docker, all map[string]*apps.Meta, p *Plan, f *Folder, state *report.Data,
-	m *report.Manifest, o RunOptions) (string, error) {
+func runPending(ctx context.Context, d engine.Docker, all map[string]*apps.Meta, p *Plan, f *raw.Folder, state *raw.Data,
+	m *raw.Manifest, o RunOptions) (string, error) {
 	pending := state.Pending()
 	total := len(m.Tasks)
 	if o.Progress != nil {
@@ -170,7 +171,7 @@ func runPending(ctx context.Context, d engine.Docker, all map[string]*apps.Meta,
 	var runErr error
 	for len(pending) > 0 && runErr == nil {
 		app := pending[0].App
-		var tasks []report.Task
+		var tasks []raw.Task
 		for len(pending) > 0 && pending[0].App == app {
 			tasks = append(tasks, pending[0])
 			pending = pending[1:]
@@ -189,7 +190,7 @@ func runPending(ctx context.Context, d engine.Docker, all map[string]*apps.Meta,
 // removed, the end is recorded and the summaries are regenerated. It
 // returns runErr, joined with a failed removal; a failure to record or
 // render is returned when runErr is nil.
-func finishRun(ctx context.Context, d engine.Docker, f *Folder, m *report.Manifest, o RunOptions, runID string, runErr error) error {
+func finishRun(ctx context.Context, d engine.Docker, f *raw.Folder, m *raw.Manifest, o RunOptions, runID string, runErr error) error {
 	// Nothing of the run outlives it: what a failed removal left behind is
 	// tried once more, and what still stays is reported, not swallowed.
 	if _, err := stack.CleanRun(context.WithoutCancel(ctx), engine.NewLab(d, ""), runID); err != nil {
@@ -217,7 +218,7 @@ func finishRun(ctx context.Context, d engine.Docker, f *Folder, m *report.Manife
 
 // resumedPlan is the plan a resumed folder holds; a plan given as well
 // must be the same (name and seed).
-func resumedPlan(dir string, m *report.Manifest, given *Plan) (*Plan, error) {
+func resumedPlan(dir string, m *raw.Manifest, given *Plan) (*Plan, error) {
 	old, err := manifestPlan(dir, m)
 	if err != nil {
 		return nil, err
@@ -231,9 +232,9 @@ func resumedPlan(dir string, m *report.Manifest, given *Plan) (*Plan, error) {
 // newManifest is a new run's manifest: the plan, versions, the engine and
 // host, the shuffled tasks (less those of skipped apps) and the
 // statements per request each app declares.
-func newManifest(p *Plan, all map[string]*apps.Meta, o RunOptions, info engine.EngineInfo) *report.Manifest {
+func newManifest(p *Plan, all map[string]*apps.Meta, o RunOptions, info engine.EngineInfo) *raw.Manifest {
 	planJSON, _ := json.Marshal(p)
-	m := &report.Manifest{
+	m := &raw.Manifest{
 		Kind: results.KindRTT, Format: results.Format,
 		PlanName: p.Name, Plan: planJSON, Seed: p.Seed,
 		Version: o.Version, GitCommit: o.Commit,
@@ -248,13 +249,13 @@ func newManifest(p *Plan, all map[string]*apps.Meta, o RunOptions, info engine.E
 		if _, skip := o.Skipped[t.App]; skip {
 			continue
 		}
-		m.Tasks = append(m.Tasks, report.Task{ID: t.ID, App: t.App, Route: t.Route, RTTms: t.RTTms, Run: t.Run, Unshaped: t.Unshaped})
+		m.Tasks = append(m.Tasks, raw.Task{ID: t.ID, App: t.App, Route: t.Route, RTTms: t.RTTms, Run: t.Run, Unshaped: t.Unshaped})
 	}
 	for _, a := range p.Apps {
 		t, _ := apps.Resolve(all, a.Name)
 		for _, r := range a.Routes {
 			if n := t.Meta.StatementsPerRequest(r); n >= 0 {
-				m.Statements = append(m.Statements, report.RouteStatements{App: a.Name, Route: r, PerRequest: n})
+				m.Statements = append(m.Statements, raw.RouteStatements{App: a.Name, Route: r, PerRequest: n})
 			}
 		}
 	}
@@ -282,14 +283,14 @@ func SettlePlatform(s string, info engine.EngineInfo) (engine.Platform, error) {
 
 // FolderPlan returns the plan a results folder was run with.
 func FolderPlan(dir string) (*Plan, error) {
-	d, err := report.Load(dir)
+	d, err := raw.Load(dir)
 	if err != nil {
 		return nil, err
 	}
 	return manifestPlan(dir, &d.Manifest)
 }
 
-func manifestPlan(dir string, m *report.Manifest) (*Plan, error) {
+func manifestPlan(dir string, m *raw.Manifest) (*Plan, error) {
 	var p Plan
 	if err := json.Unmarshal(m.Plan, &p); err != nil {
 		return nil, fmt.Errorf("resume %s: manifest plan: %w", dir, err)
@@ -359,9 +360,9 @@ func startClient(ctx context.Context, d engine.Docker, st *stack.Stack, runID st
 type appRun struct {
 	d                engine.Docker
 	p                *Plan
-	f                *Folder
-	state            *report.Data
-	m                *report.Manifest
+	f                *raw.Folder
+	state            *raw.Data
+	m                *raw.Manifest
 	runID, app       string
 	target           apps.Target
 	requests, warmup int
@@ -369,12 +370,12 @@ type appRun struct {
 	s                *appSession
 	// tasks are the app's tasks this run runs (by name), done counts
 	// those done so far and progress says each one done.
-	tasks    map[string]report.Task
+	tasks    map[string]raw.Task
 	order    []string
 	done     int
-	progress func(t report.Task, desc string)
+	progress func(t raw.Task, desc string)
 	// watch is RunOptions.TaskWatch.
-	watch func(ctx context.Context, t report.Task, containers map[string]string) (func(), error)
+	watch func(ctx context.Context, t raw.Task, containers map[string]string) (func(), error)
 }
 
 // appTasks is one app's pending tasks as the run hands them to runApp:
@@ -384,12 +385,12 @@ type appTasks struct {
 	d           engine.Docker
 	all         map[string]*apps.Meta
 	p           *Plan
-	f           *Folder
-	state       *report.Data
-	m           *report.Manifest
+	f           *raw.Folder
+	state       *raw.Data
+	m           *raw.Manifest
 	o           RunOptions
 	runID, app  string
-	tasks       []report.Task
+	tasks       []raw.Task
 	probes      []float64
 	done, total int
 }
@@ -433,7 +434,7 @@ func runApp(ctx context.Context, at appTasks) (n int, err error) {
 		return 0, err
 	}
 	r.setTasks(at.tasks)
-	r.progress = func(t report.Task, desc string) {
+	r.progress = func(t raw.Task, desc string) {
 		if o.Progress != nil {
 			o.Progress.Task(at.done+r.done, at.total, desc)
 		}
@@ -475,16 +476,16 @@ func (r *appRun) prepare(ctx context.Context, probes []float64) error {
 // the folder's probes do not cover yet: a setting counts as probed once
 // its ICMP row and all its SELECT 1 runs are on disk (a run stopped
 // while probing left the rest out; a resume probes them).
-func unprobed(p *Plan, probes []report.Probe, app string) []float64 {
+func unprobed(p *Plan, probes []raw.Probe, app string) []float64 {
 	icmp, sel := map[float64]bool{}, map[float64]int{}
 	for _, pr := range probes {
 		if pr.App != app {
 			continue
 		}
 		switch pr.Kind {
-		case report.ProbeICMP:
+		case raw.ProbeICMP:
 			icmp[pr.RTTms] = true
-		case report.ProbeSelect1:
+		case raw.ProbeSelect1:
 			sel[pr.RTTms]++
 		}
 	}
@@ -515,7 +516,7 @@ func (r *appRun) restart(ctx context.Context) error {
 // calibrateSession applies the app's calibration from the manifest, or
 // measures it (and records it there) when the plan calibrates this
 // shaper and the run has none yet.
-func calibrateSession(ctx context.Context, d engine.Docker, s *appSession, p *Plan, f *Folder, m *report.Manifest, app string, note func(string)) error {
+func calibrateSession(ctx context.Context, d engine.Docker, s *appSession, p *Plan, f *raw.Folder, m *raw.Manifest, app string, note func(string)) error {
 	if !p.Calibrates(s.sh.Backend) {
 		return nil
 	}
@@ -551,7 +552,7 @@ func coversSettings(off map[int64][2]time.Duration, settingsMs []float64) bool {
 	return true
 }
 
-func traceForRun(ctx context.Context, d engine.Docker, s *appSession, p *Plan, f *Folder, target apps.Target) error {
+func traceForRun(ctx context.Context, d engine.Docker, s *appSession, p *Plan, f *raw.Folder, target apps.Target) error {
 	mix, err := shaping.MixFor(target.Meta)
 	if err != nil {
 		return err
@@ -564,10 +565,10 @@ func traceForRun(ctx context.Context, d engine.Docker, s *appSession, p *Plan, f
 	if err != nil {
 		return fmt.Errorf("trace: %w", err)
 	}
-	return report.WriteTrace(f.Dir(), rows)
+	return raw.WriteTrace(f.Dir(), rows)
 }
 
-func runProbes(ctx context.Context, d engine.Docker, s *appSession, p *Plan, f *Folder, app string, settings []float64) error {
+func runProbes(ctx context.Context, d engine.Docker, s *appSession, p *Plan, f *raw.Folder, app string, settings []float64) error {
 	for _, rtt := range settings {
 		if err := s.sh.SetRTT(ctx, d, netem.FromMs(rtt)); err != nil {
 			return err
@@ -576,14 +577,14 @@ func runProbes(ctx context.Context, d engine.Docker, s *appSession, p *Plan, f *
 		if err != nil {
 			return err
 		}
-		rows := []report.Probe{{App: app, Kind: report.ProbeICMP, RTTms: rtt, N: pr.Sent,
+		rows := []raw.Probe{{App: app, Kind: raw.ProbeICMP, RTTms: rtt, N: pr.Sent,
 			MeanMs: netem.Ms(pr.Mean), MedianMs: netem.Ms(pr.Median), MinMs: netem.Ms(pr.Min), MaxMs: netem.Ms(pr.Max), Failures: pr.Lost}}
 		runs, err := s.sh.SelectOne(ctx, d, p.SelectRuns, p.SelectCalls)
 		if err != nil {
 			return err
 		}
 		for _, r := range runs {
-			rows = append(rows, report.Probe{App: app, Kind: report.ProbeSelect1, RTTms: rtt, Run: r.Run, N: r.N,
+			rows = append(rows, raw.Probe{App: app, Kind: raw.ProbeSelect1, RTTms: rtt, Run: r.Run, N: r.N,
 				MeanMs: netem.Ms(r.Mean), MedianMs: netem.Ms(r.Median), MinMs: netem.Ms(r.Min), MaxMs: netem.Ms(r.Max), Failures: r.Failures})
 		}
 		if err := f.AppendProbes(rows); err != nil {
@@ -594,7 +595,7 @@ func runProbes(ctx context.Context, d engine.Docker, s *appSession, p *Plan, f *
 }
 
 // runTask runs one attempt of a task on the app's current session.
-func (r *appRun) runTask(ctx context.Context, t report.Task, attempt int) error {
+func (r *appRun) runTask(ctx context.Context, t raw.Task, attempt int) error {
 	d, s, p, f := r.d, r.s, r.p, r.f
 	if err := s.checkDelay(ctx, d, p, f, t); err != nil {
 		return err
@@ -653,7 +654,7 @@ func (r *appRun) runTask(ctx context.Context, t report.Task, attempt int) error 
 
 // loadOptions is the load client's load for a task (its warmup and
 // measured requests of the task's route or mix).
-func (s *appSession) loadOptions(t report.Task, seed uint64, requests, warmup int) (agentclient.LoadOptions, error) {
+func (s *appSession) loadOptions(t raw.Task, seed uint64, requests, warmup int) (agentclient.LoadOptions, error) {
 	o := agentclient.LoadOptions{URL: s.base, Warmup: warmup, Requests: requests, Headers: s.header}
 	if err := loadRoute(&o, s.st.Target.Meta, t, seed); err != nil {
 		return o, err
@@ -688,7 +689,7 @@ func (s *appSession) startWatch(ctx context.Context, d engine.Docker) (*shaping.
 
 // recordTask writes what one attempt of a task measured: its samples, its
 // wire and its requests taken apart (the skeleton then marks it done).
-func recordTask(f *Folder, t report.Task, attempt int, caps shaping.TaskCaptures, rs []workloads.Result) error {
+func recordTask(f *raw.Folder, t raw.Task, attempt int, caps shaping.TaskCaptures, rs []workloads.Result) error {
 	wire, anatomy := taskWire(t, attempt, caps, rs)
 	if err := f.AppendSamples(t.ID, attempt, taskSamples(t, attempt, rs)); err != nil {
 		return err
@@ -702,10 +703,10 @@ func recordTask(f *Folder, t report.Task, attempt int, caps shaping.TaskCaptures
 // checkDelay sets the task's delay (or takes the shaper out of the path
 // for an unshaped task) and checks with a few ICMP echoes (recorded as
 // the task's probe) that the path passes traffic.
-func (s *appSession) checkDelay(ctx context.Context, d engine.Docker, p *Plan, f *Folder, t report.Task) error {
-	kind := report.ProbeICMPTask
+func (s *appSession) checkDelay(ctx context.Context, d engine.Docker, p *Plan, f *raw.Folder, t raw.Task) error {
+	kind := raw.ProbeICMPTask
 	if t.Unshaped {
-		kind = report.ProbeICMPUnshaped
+		kind = raw.ProbeICMPUnshaped
 		if err := s.sh.Clear(ctx, d); err != nil {
 			return s.agentError(ctx, d, err)
 		}
@@ -723,7 +724,7 @@ func (s *appSession) checkDelay(ctx context.Context, d engine.Docker, p *Plan, f
 			return err
 		}
 	}
-	if err := f.AppendProbes([]report.Probe{{App: t.App, Kind: kind, RTTms: t.RTTms, Task: t.ID, N: pr.Sent,
+	if err := f.AppendProbes([]raw.Probe{{App: t.App, Kind: kind, RTTms: t.RTTms, Task: t.ID, N: pr.Sent,
 		MeanMs: netem.Ms(pr.Mean), MedianMs: netem.Ms(pr.Median), MinMs: netem.Ms(pr.Min), MaxMs: netem.Ms(pr.Max), Failures: pr.Lost}}); err != nil {
 		return err
 	}
@@ -772,7 +773,7 @@ func (s *appSession) watchedLoad(ctx context.Context, d engine.Docker, o agentcl
 // recordShaper records what the shapers did during the load (the change
 // of their figures since before) and fails the attempt on dropped
 // packets.
-func (s *appSession) recordShaper(ctx context.Context, d engine.Docker, f *Folder, t report.Task, attempt int, before shaping.ShaperSnapshot) error {
+func (s *appSession) recordShaper(ctx context.Context, d engine.Docker, f *raw.Folder, t raw.Task, attempt int, before shaping.ShaperSnapshot) error {
 	after, serr := s.sh.Snapshot(ctx, d)
 	if serr != nil {
 		return s.agentError(ctx, d, serr)
@@ -806,7 +807,7 @@ func (s *appSession) loadResults(ctx context.Context, d engine.Docker, run agent
 
 // loadRoute sets the load's route: the task's route, or its mix
 // (rttlab's by name, a user's request_mix as JSON) with the run's seed.
-func loadRoute(o *agentclient.LoadOptions, m *apps.Meta, t report.Task, planSeed uint64) error {
+func loadRoute(o *agentclient.LoadOptions, m *apps.Meta, t raw.Task, planSeed uint64) error {
 	mix, ok := strings.CutPrefix(t.Route, "mix:")
 	if !ok {
 		o.Route = t.Route
@@ -857,11 +858,11 @@ func (s *appSession) dead(ctx context.Context, d engine.Docker) error {
 
 // shaperRows turns the per-side shaper figures of one task attempt into
 // shaper.csv rows.
-func shaperRows(t report.Task, attempt int, deltas []shaping.ShaperDelta, wall time.Duration) []report.ShaperRow {
-	rows := make([]report.ShaperRow, 0, len(deltas))
+func shaperRows(t raw.Task, attempt int, deltas []shaping.ShaperDelta, wall time.Duration) []raw.ShaperRow {
+	rows := make([]raw.ShaperRow, 0, len(deltas))
 	for _, d := range deltas {
 		sm := d.Summary
-		rows = append(rows, report.ShaperRow{Task: t.ID, Attempt: attempt, App: t.App, Route: t.Route, RTTms: t.RTTms,
+		rows = append(rows, raw.ShaperRow{Task: t.ID, Attempt: attempt, App: t.App, Route: t.Route, RTTms: t.RTTms,
 			Side: d.Role, Direction: d.Direction, TargetUs: sm.TargetUs, Packets: sm.Packets, Stamped: sm.Stamped, Drops: sm.Drops,
 			HoldP50Us: sm.HoldP50Us, HoldP99Us: sm.HoldP99Us, HoldMaxUs: sm.HoldMaxUs, LateP50Us: sm.LateP50Us, LateP99Us: sm.LateP99Us,
 			LagP50Us: sm.ReadLagP50, LagP99Us: sm.ReadLagP99, CPUCores: sm.CPUCores, WallS: wall.Seconds()})
@@ -871,10 +872,10 @@ func shaperRows(t report.Task, attempt int, deltas []shaping.ShaperDelta, wall t
 
 // taskSamples turns the load client's results of one attempt of a task
 // into samples, keeping everything the client reported about each request.
-func taskSamples(t report.Task, attempt int, rs []workloads.Result) []report.Sample {
-	samples := make([]report.Sample, len(rs))
+func taskSamples(t raw.Task, attempt int, rs []workloads.Result) []raw.Sample {
+	samples := make([]raw.Sample, len(rs))
 	for i, r := range rs {
-		samples[i] = report.Sample{Task: t.ID, Attempt: attempt, App: t.App, Route: t.Route, RTTms: t.RTTms, Run: t.Run, Unshaped: t.Unshaped,
+		samples[i] = raw.Sample{Task: t.ID, Attempt: attempt, App: t.App, Route: t.Route, RTTms: t.RTTms, Run: t.Run, Unshaped: t.Unshaped,
 			Seq: r.Seq, Warmup: r.Warmup, LatencyNS: r.LatencyNS, Status: r.Status, Bytes: r.Bytes, Error: r.Error, Retried: r.Retried}
 	}
 	return samples

@@ -19,6 +19,7 @@ import (
 	"github.com/rttlab/rttlab/orchestrator/engine/enginefake"
 	"github.com/rttlab/rttlab/orchestrator/fakelab"
 	"github.com/rttlab/rttlab/orchestrator/stack"
+	"github.com/rttlab/rttlab/rtt/raw"
 	"github.com/rttlab/rttlab/rtt/report"
 )
 
@@ -79,9 +80,9 @@ func (p *recProgress) Finish() {
 	p.finished++
 }
 
-func loadFolder(t *testing.T, dir string) *report.Data {
+func loadFolder(t *testing.T, dir string) *raw.Data {
 	t.Helper()
-	d, err := report.Load(dir)
+	d, err := raw.Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +90,7 @@ func loadFolder(t *testing.T, dir string) *report.Data {
 }
 
 // records returns tasks.jsonl's records of one task as "status/attempt".
-func records(d *report.Data, task int) []string {
+func records(d *raw.Data, task int) []string {
 	var out []string
 	for _, r := range d.Records {
 		if r.Task == task {
@@ -101,7 +102,7 @@ func records(d *report.Data, task int) []string {
 
 // checkLoadsFollow checks that the load client ran the given tasks, in
 // order, each with its route and its RTT in place.
-func checkLoadsFollow(t *testing.T, loads []fakelab.LoadCall, tasks []report.Task) {
+func checkLoadsFollow(t *testing.T, loads []fakelab.LoadCall, tasks []raw.Task) {
 	t.Helper()
 	if len(loads) != len(tasks) {
 		t.Fatalf("%d loads for %d tasks", len(loads), len(tasks))
@@ -184,14 +185,14 @@ func TestRunFakeRunsShuffledPlan(t *testing.T) {
 			unshaped++
 		}
 	}
-	if kinds[report.ProbeICMP] != 3 || kinds[report.ProbeSelect1] != 3*p.SelectRuns || kinds[report.ProbeICMPTask] != len(want)-unshaped ||
-		kinds[report.ProbeICMPUnshaped] != unshaped || unshaped != 4 {
+	if kinds[raw.ProbeICMP] != 3 || kinds[raw.ProbeSelect1] != 3*p.SelectRuns || kinds[raw.ProbeICMPTask] != len(want)-unshaped ||
+		kinds[raw.ProbeICMPUnshaped] != unshaped || unshaped != 4 {
 		t.Fatalf("probes by kind %v", kinds)
 	}
 	checkTaskWire(t, d, p)
 	// The 1 ms setting's probe saw the fake shaper's 1 ms.
 	for _, pr := range d.Probes {
-		if pr.Kind == report.ProbeICMP && pr.RTTms == 1 && pr.MedianMs != netem.Ms(fakelab.BaseRTT+time.Millisecond) {
+		if pr.Kind == raw.ProbeICMP && pr.RTTms == 1 && pr.MedianMs != netem.Ms(fakelab.BaseRTT+time.Millisecond) {
 			t.Errorf("ICMP probe at 1 ms: median %g ms", pr.MedianMs)
 		}
 	}
@@ -314,7 +315,7 @@ func TestRunFakeRetriesFailedTask(t *testing.T) {
 		t.Fatalf("task %d records %v", third, got)
 	}
 	for _, r := range d.Records {
-		if r.Status == report.StatusFailed && !strings.Contains(r.Error, "connection reset by peer") {
+		if r.Status == raw.StatusFailed && !strings.Contains(r.Error, "connection reset by peer") {
 			t.Errorf("failure reason %q", r.Error)
 		}
 	}
@@ -454,7 +455,7 @@ func TestRunFakeFailsTwiceThenResumes(t *testing.T) {
 	for _, pr := range d.Probes {
 		kinds[pr.Kind]++
 	}
-	if kinds[report.ProbeSelect1] != 6 {
+	if kinds[raw.ProbeSelect1] != 6 {
 		t.Errorf("probes repeated on resume: %v", kinds)
 	}
 	lab.RequireEmpty(t)
@@ -497,7 +498,7 @@ func TestRunFakeCancelCleansUpAndResumes(t *testing.T) {
 			}
 			// The interrupted task is not a failure: it is simply not done.
 			for _, r := range d.Records {
-				if r.Status != report.StatusDone {
+				if r.Status != raw.StatusDone {
 					t.Fatalf("record %+v", r)
 				}
 			}
@@ -644,7 +645,7 @@ func TestRunFakeSurfacesCleanupFailure(t *testing.T) {
 // checkTaskWire checks that every task has its wire rows, both ways, and
 // its measured requests taken apart, the delay on the wire and none in
 // the app or the database.
-func checkTaskWire(t *testing.T, d *report.Data, p *Plan) {
+func checkTaskWire(t *testing.T, d *raw.Data, p *Plan) {
 	t.Helper()
 	rows := map[int]int{}
 	for _, w := range d.Wire {
@@ -690,7 +691,7 @@ func TestRunFakeCaptureCannotStart(t *testing.T) {
 	}
 	failed := 0
 	for _, r := range d.Records {
-		if r.Status == report.StatusFailed && strings.Contains(r.Error, "needs CAP_NET_RAW") {
+		if r.Status == raw.StatusFailed && strings.Contains(r.Error, "needs CAP_NET_RAW") {
 			failed++
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/enginetest"
+	"github.com/rttlab/rttlab/rtt/raw"
 	"github.com/rttlab/rttlab/rtt/report"
 )
 
@@ -55,7 +56,7 @@ func TestIntegrationSmokePlanGo(t *testing.T) {
 		t.Fatal(err)
 	}
 	noneLabelled(t, rt)
-	d, err := report.Load(dir)
+	d, err := raw.Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +120,7 @@ func TestIntegrationInterruptAndResume(t *testing.T) {
 		t.Fatalf("interrupted run: err = %v, want context.Canceled", err)
 	}
 	noneLabelled(t, rt)
-	d, err := report.Load(dir)
+	d, err := raw.Load(dir)
 	if err != nil {
 		t.Fatalf("folder inconsistent after the interrupt: %v", err)
 	}
@@ -136,7 +137,7 @@ func TestIntegrationInterruptAndResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	noneLabelled(t, rt)
-	d, err = report.Load(dir)
+	d, err = raw.Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,7 +274,7 @@ func TestIntegrationAppKilledDuringTask(t *testing.T) {
 // what every such drill must hold: nothing left behind, both tasks done,
 // exactly one failed attempt naming the killed container, and no sample
 // of that attempt counted as data; it returns the folder and the failure.
-func runKillingOnce(t *testing.T, name string, seed uint64, suffix string) (*report.Data, report.TaskRecord) {
+func runKillingOnce(t *testing.T, name string, seed uint64, suffix string) (*raw.Data, raw.TaskRecord) {
 	t.Helper()
 	rt := enginetest.Engine(t)
 	all := enginetest.BuiltApps(t, rt, "postgres", "go", "agent")
@@ -292,16 +293,16 @@ func runKillingOnce(t *testing.T, name string, seed uint64, suffix string) (*rep
 		t.Fatalf("no container ending in %s was found to kill", suffix)
 	}
 	noneLabelled(t, rt)
-	d, err := report.Load(dir)
+	d, err := raw.Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(d.Done) != 2 {
 		t.Fatalf("%d of 2 tasks done", len(d.Done))
 	}
-	var failed []report.TaskRecord
+	var failed []raw.TaskRecord
 	for _, r := range d.Records {
-		if r.Status == report.StatusFailed {
+		if r.Status == raw.StatusFailed {
 			failed = append(failed, r)
 		}
 	}

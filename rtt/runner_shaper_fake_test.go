@@ -16,6 +16,7 @@ import (
 	"github.com/rttlab/rttlab/orchestrator/engine/enginefake"
 	"github.com/rttlab/rttlab/orchestrator/fakelab"
 	"github.com/rttlab/rttlab/orchestrator/shaping"
+	"github.com/rttlab/rttlab/rtt/raw"
 	"github.com/rttlab/rttlab/rtt/report"
 )
 
@@ -186,7 +187,7 @@ func TestRunFakeAgentDiesDuringLoad(t *testing.T) {
 // secondTaskRetried checks that the plan's second task failed on its
 // first attempt, was done on the second, and that no sample of the failed
 // attempt counts as data; it returns the task and the failure's text.
-func secondTaskRetried(t *testing.T, d *report.Data) (int, string) {
+func secondTaskRetried(t *testing.T, d *raw.Data) (int, string) {
 	t.Helper()
 	second := d.Manifest.Tasks[1].ID
 	if got := records(d, second); !slices.Equal(got, []string{"failed/1", "done/2"}) {
@@ -194,7 +195,7 @@ func secondTaskRetried(t *testing.T, d *report.Data) (int, string) {
 	}
 	var failure string
 	for _, r := range d.Records {
-		if r.Task == second && r.Status == report.StatusFailed {
+		if r.Task == second && r.Status == raw.StatusFailed {
 			failure = r.Error
 		}
 	}
@@ -284,7 +285,7 @@ func TestShaperDeltasAndDrops(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "db side dropped 3 of 53 packets") {
 		t.Fatalf("drop error %v", err)
 	}
-	rows := shaperRows(report.Task{ID: 4, App: "go", Route: "/feed", RTTms: 0.75}, 2, ds, time.Second)
+	rows := shaperRows(raw.Task{ID: 4, App: "go", Route: "/feed", RTTms: 0.75}, 2, ds, time.Second)
 	if len(rows) != 2 || rows[1].Drops != 3 || rows[1].Side != "db" || rows[0].Attempt != 2 || rows[0].TargetUs != 375 || rows[0].CPUCores != 0.0001 {
 		t.Fatalf("rows %+v", rows)
 	}

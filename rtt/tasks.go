@@ -10,7 +10,7 @@ import (
 	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/stack"
 	"github.com/rttlab/rttlab/results"
-	"github.com/rttlab/rttlab/rtt/report"
+	"github.com/rttlab/rttlab/rtt/raw"
 )
 
 // The RTT study runs an app's tasks by the skeleton every study shares
@@ -23,8 +23,8 @@ const rttAttempts = 2
 // setTasks makes tasks, in the folder's shuffled order, the ones the run
 // goes through, each by its name in the skeleton (its number written
 // out): the skeleton's calls find the task, and its number, by that name.
-func (r *appRun) setTasks(tasks []report.Task) {
-	r.tasks, r.order = map[string]report.Task{}, nil
+func (r *appRun) setTasks(tasks []raw.Task) {
+	r.tasks, r.order = map[string]raw.Task{}, nil
 	for _, t := range tasks {
 		name := strconv.Itoa(t.ID)
 		r.tasks[name] = t
@@ -82,14 +82,14 @@ func (r *appRun) taskError(err error) error {
 }
 
 // describe is a task in the progress lines' words.
-func describe(t report.Task) string {
+func describe(t raw.Task) string {
 	return fmt.Sprintf("%s %s %s, run %d", t.App, t.Route, t.Setting(), t.Run)
 }
 
 // taskAttempts records the RTT study's attempts in its tasks.jsonl, keyed
 // by task number (the task's of that name). A started attempt is counted in memory only: its lines
 // that reached the files carry its number, and a resumed folder's next
-// attempt counts them (report.Data.NextAttempt).
+// attempt counts them (raw.Data.NextAttempt).
 type taskAttempts struct {
 	r     *appRun
 	tried map[string]int // attempts started, by task name

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/rttlab/rttlab/results"
-	"github.com/rttlab/rttlab/rtt/report"
+	"github.com/rttlab/rttlab/rtt/raw"
 )
 
 // The RTT study's record of attempts: a task's attempts take the numbers
@@ -18,23 +18,23 @@ import (
 // one and a done one go to tasks.jsonl (a done one said as progress), and
 // the errors name the task in the run's words.
 func TestTaskAttempts(t *testing.T) {
-	f, err := CreateFolder(t.TempDir(), "attempts", time.Unix(0, 0).UTC())
+	f, err := raw.Create(t.TempDir(), "attempts", time.Unix(0, 0).UTC())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	tasks := []report.Task{{ID: 1, App: "go", Route: "/feed", RTTms: 0.5, Run: 1}, {ID: 2, App: "go", Route: "/feed", RTTms: 0, Run: 1}}
-	if err := f.WriteManifest(&report.Manifest{PlanName: "attempts", Tasks: tasks, Start: time.Unix(0, 0).UTC()}); err != nil {
+	tasks := []raw.Task{{ID: 1, App: "go", Route: "/feed", RTTms: 0.5, Run: 1}, {ID: 2, App: "go", Route: "/feed", RTTms: 0, Run: 1}}
+	if err := f.WriteManifest(&raw.Manifest{PlanName: "attempts", Tasks: tasks, Start: time.Unix(0, 0).UTC()}); err != nil {
 		t.Fatal(err)
 	}
-	state, err := report.Load(f.Dir())
+	state, err := raw.Load(f.Dir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	var said []string
 	r := &appRun{f: f, state: state, note: func(s string) { said = append(said, s) }}
 	r.setTasks(tasks)
-	r.progress = func(_ report.Task, desc string) { said = append(said, "done: "+desc) }
+	r.progress = func(_ raw.Task, desc string) { said = append(said, "done: "+desc) }
 	a := &taskAttempts{r: r, tried: map[string]int{}}
 	if a.NextAttempt("1") != 1 {
 		t.Fatalf("a fresh task's first attempt %d", a.NextAttempt("1"))
@@ -61,11 +61,11 @@ func TestTaskAttempts(t *testing.T) {
 	if err := r.taskError(err); err == nil || err.Error() != "task 2 (go /feed at 0 ms, run 1) failed twice: dead" {
 		t.Errorf("the last failure: %v", err)
 	}
-	b, _ := os.ReadFile(filepath.Join(f.Dir(), report.TasksFile))
+	b, _ := os.ReadFile(filepath.Join(f.Dir(), raw.TasksFile))
 	if n := strings.Count(string(b), `"status":"failed"`); n != 3 || strings.Count(string(b), `"status":"done"`) != 1 {
 		t.Errorf("tasks.jsonl:\n%s", b)
 	}
-	back, err := report.Load(f.Dir())
+	back, err := raw.Load(f.Dir())
 	if err != nil {
 		t.Fatal(err)
 	}

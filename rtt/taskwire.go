@@ -2,7 +2,7 @@ package rtt
 
 import (
 	"github.com/rttlab/rttlab/orchestrator/shaping"
-	"github.com/rttlab/rttlab/rtt/report"
+	"github.com/rttlab/rttlab/rtt/raw"
 	"github.com/rttlab/rttlab/workloads"
 )
 
@@ -11,18 +11,18 @@ import (
 // arrival, and their one-way delay) and its measured requests taken
 // apart (the anatomy joins each request on the wire to the load client's
 // result by the sequence number the request carries).
-func taskWire(t report.Task, attempt int, caps shaping.TaskCaptures, rs []workloads.Result) ([]report.WireRow, []report.AnatomyRow) {
+func taskWire(t raw.Task, attempt int, caps shaping.TaskCaptures, rs []workloads.Result) ([]raw.WireRow, []raw.AnatomyRow) {
 	lat := make([]workloads.AnatomyLatency, len(rs))
 	for i, r := range rs {
 		lat[i] = workloads.AnatomyLatency{Seq: r.Seq, LatencyNS: r.LatencyNS}
 	}
 	an := workloads.Anatomize(caps.Flows, caps.Client, caps.App, caps.DB, lat)
-	var rows []report.WireRow
+	var rows []raw.WireRow
 	for _, x := range []struct {
 		dir string
 		ow  workloads.OneWay
 	}{{workloads.DirAppToDB, workloads.MatchOneWay(caps.App, caps.DB)}, {workloads.DirDBToApp, workloads.MatchOneWay(caps.DB, caps.App)}} {
-		rows = append(rows, report.WireRow{Task: t.ID, Attempt: attempt, App: t.App, Route: t.Route, RTTms: t.RTTms, Unshaped: t.Unshaped,
+		rows = append(rows, raw.WireRow{Task: t.ID, Attempt: attempt, App: t.App, Route: t.Route, RTTms: t.RTTms, Unshaped: t.Unshaped,
 			Direction: x.dir, Sent: x.ow.Sent, Matched: x.ow.Matched, Lost: x.ow.Lost, Ambiguous: x.ow.Ambiguous,
 			P50Ms: x.ow.P50Ms, P99Ms: x.ow.P99Ms, Drops: caps.App.Drops + caps.DB.Drops + caps.Client.Drops,
 			Truncated: caps.App.Truncated || caps.DB.Truncated || caps.Client.Truncated,
@@ -32,13 +32,13 @@ func taskWire(t report.Task, attempt int, caps shaping.TaskCaptures, rs []worklo
 	for _, r := range rs {
 		bySeq[r.Seq] = r
 	}
-	var anatomy []report.AnatomyRow
+	var anatomy []raw.AnatomyRow
 	for _, ra := range an.Requests {
 		r := bySeq[ra.Seq]
 		if r.Warmup {
 			continue
 		}
-		anatomy = append(anatomy, report.AnatomyRow{Task: t.ID, Attempt: attempt, App: t.App, Route: t.Route, RTTms: t.RTTms,
+		anatomy = append(anatomy, raw.AnatomyRow{Task: t.ID, Attempt: attempt, App: t.App, Route: t.Route, RTTms: t.RTTms,
 			Unshaped: t.Unshaped, Run: t.Run, Failed: r.Failed(), RequestAnatomy: ra.Rounded()})
 	}
 	return rows, anatomy

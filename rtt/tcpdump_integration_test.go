@@ -20,7 +20,7 @@ import (
 
 	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/enginetest"
-	"github.com/rttlab/rttlab/rtt/report"
+	"github.com/rttlab/rttlab/rtt/raw"
 	"github.com/rttlab/rttlab/workloads"
 )
 
@@ -53,7 +53,7 @@ func TestIntegrationTcpdumpAgreesWithAnatomy(t *testing.T) {
 	}
 	t.Logf("the study ran in %s", time.Since(start).Round(time.Second))
 	noneLabelled(t, rt)
-	d, err := report.Load(dir)
+	d, err := raw.Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +136,7 @@ type watchedTask struct {
 	addrs map[string]netip.Addr
 }
 
-func (w *tcpdumpWatch) watch(ctx context.Context, task report.Task, containers map[string]string) (func(), error) {
+func (w *tcpdumpWatch) watch(ctx context.Context, task raw.Task, containers map[string]string) (func(), error) {
 	wt := &watchedTask{files: map[string]string{}, addrs: map[string]netip.Addr{}}
 	var runs []*tcpdumpRun
 	stop := func() {

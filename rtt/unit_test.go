@@ -7,7 +7,7 @@ import (
 
 	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/shaping"
-	"github.com/rttlab/rttlab/rtt/report"
+	"github.com/rttlab/rttlab/rtt/raw"
 	"github.com/rttlab/rttlab/workloads"
 )
 
@@ -36,14 +36,14 @@ func TestLibraryErrorsAreFactual(t *testing.T) {
 // Every field the load client reports about a request reaches the sample,
 // the re-sent flag included.
 func TestTaskSamplesKeepEverything(t *testing.T) {
-	task := report.Task{ID: 7, App: "go", Route: "/feed", RTTms: 0.5, Run: 3}
+	task := raw.Task{ID: 7, App: "go", Route: "/feed", RTTms: 0.5, Run: 3}
 	rs := []workloads.Result{
 		{Seq: 0, Warmup: true, Path: "/feed", LatencyNS: 10, Status: 200, Bytes: 5},
 		{Seq: 1, Path: "/feed", LatencyNS: 20, Status: 200, Bytes: 6, Retried: true},
 		{Seq: 2, Path: "/feed", LatencyNS: 30, Status: 0, Error: "reset"},
 	}
 	got := taskSamples(task, 2, rs)
-	want := []report.Sample{
+	want := []raw.Sample{
 		{Task: 7, Attempt: 2, App: "go", Route: "/feed", RTTms: 0.5, Run: 3, Seq: 0, Warmup: true, LatencyNS: 10, Status: 200, Bytes: 5},
 		{Task: 7, Attempt: 2, App: "go", Route: "/feed", RTTms: 0.5, Run: 3, Seq: 1, LatencyNS: 20, Status: 200, Bytes: 6, Retried: true},
 		{Task: 7, Attempt: 2, App: "go", Route: "/feed", RTTms: 0.5, Run: 3, Seq: 2, LatencyNS: 30, Error: "reset"},

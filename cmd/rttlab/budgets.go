@@ -13,6 +13,7 @@ import (
 
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/rtt"
+	"github.com/rttlab/rttlab/rtt/raw"
 	"github.com/rttlab/rttlab/rtt/report"
 	"github.com/rttlab/rttlab/workloads"
 )
@@ -143,7 +144,7 @@ func gateRun(w io.Writer, dir string, p *rtt.Plan, all map[string]*apps.Meta, sk
 			continue
 		}
 		if !read {
-			if rows, err = report.ReadTrace(dir); err != nil {
+			if rows, err = raw.ReadTrace(dir); err != nil {
 				return err
 			}
 			read = true

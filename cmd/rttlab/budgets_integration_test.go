@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/rttlab/rttlab/orchestrator/engine"
+	"github.com/rttlab/rttlab/rtt/raw"
 	"github.com/rttlab/rttlab/rtt/report"
 )
 
@@ -147,7 +148,7 @@ func TestIntegrationCISmoke(t *testing.T) {
 	if len(dirs) != 1 {
 		t.Fatalf("results folders %v", dirs)
 	}
-	if rows, err := report.ReadTrace(dirs[0]); err != nil || len(rows) != 3 {
+	if rows, err := raw.ReadTrace(dirs[0]); err != nil || len(rows) != 3 {
 		t.Errorf("trace %v %v", rows, err)
 	}
 	if suite, _ := readJUnit(t, junit); suite.Failures != 0 || suite.Tests != 3 {

@@ -15,6 +15,7 @@ import (
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/orchestrator/stack"
 	"github.com/rttlab/rttlab/rtt"
+	"github.com/rttlab/rttlab/rtt/raw"
 	"github.com/rttlab/rttlab/rtt/report"
 	"github.com/rttlab/rttlab/workloads"
 )
@@ -148,7 +149,7 @@ func TestTraceReport(t *testing.T) {
 // the trace in its results folder; a skipped app is named, not gated.
 func TestGateRun(t *testing.T) {
 	dir := testFolder(t)
-	if err := report.WriteTrace(dir, traceRows()); err != nil {
+	if err := raw.WriteTrace(dir, traceRows()); err != nil {
 		t.Fatal(err)
 	}
 	all, _, _, err := appsTree()

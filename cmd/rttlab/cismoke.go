@@ -14,6 +14,7 @@ import (
 	"github.com/rttlab/rttlab/orchestrator/shaping"
 	"github.com/rttlab/rttlab/results"
 	"github.com/rttlab/rttlab/rtt"
+	"github.com/rttlab/rttlab/rtt/raw"
 	"github.com/rttlab/rttlab/rtt/report"
 )
 
@@ -210,7 +211,7 @@ func runCISmoke(cmd *cobra.Command, o *ciSmokeOptions) *report.SmokeVerdict {
 		Images: images, Progress: newProgress(progress)})
 	v.Dir, v.Elapsed = dir, time.Since(start)
 	if dir != "" {
-		if d, lerr := report.Load(dir); lerr == nil {
+		if d, lerr := raw.Load(dir); lerr == nil {
 			v.Summary = report.Analyze(d, report.Options{})
 			gate := report.CheckBudgets(t.Name, d.Trace, o.budget.budgets)
 			if len(d.Trace) > 0 || len(o.budget.budgets) > 0 {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rttlab/rttlab/rtt"
+	"github.com/rttlab/rttlab/rtt/raw"
 	"github.com/rttlab/rttlab/rtt/report"
 )
 
@@ -82,10 +83,10 @@ func TestCISmokePlan(t *testing.T) {
 func smokeVerdict(t *testing.T, budgets map[string]int) *report.SmokeVerdict {
 	t.Helper()
 	dir := testFolder(t)
-	if err := report.WriteTrace(dir, traceRows()); err != nil {
+	if err := raw.WriteTrace(dir, traceRows()); err != nil {
 		t.Fatal(err)
 	}
-	d, err := report.Load(dir)
+	d, err := raw.Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

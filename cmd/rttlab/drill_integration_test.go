@@ -18,7 +18,7 @@ import (
 	"github.com/rttlab/rttlab/internal/syncbuf"
 	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/stack"
-	"github.com/rttlab/rttlab/rtt/report"
+	"github.com/rttlab/rttlab/rtt/raw"
 )
 
 // drillBinary builds rttlab for the reliability drills, which run it as a
@@ -176,7 +176,7 @@ func resumeAndCheck(t *testing.T, bin, root, dir string) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("resume: %v\n%s", err, out)
 	}
-	d, err := report.Load(dir)
+	d, err := raw.Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +235,7 @@ func TestIntegrationDrillSignals(t *testing.T) {
 			t.Fatalf("left after SIGINT (the run's pid %d, exited %v after the signal): %v; stderr:\n%s",
 				pid, exited.Round(time.Millisecond), left, stderr)
 		}
-		if _, err := report.Load(dir); err != nil {
+		if _, err := raw.Load(dir); err != nil {
 			t.Fatalf("folder inconsistent after SIGINT: %v", err)
 		}
 		resumeAndCheck(t, bin, root, dir)

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/rttlab/rttlab/results"
-	"github.com/rttlab/rttlab/rtt"
+	"github.com/rttlab/rttlab/rtt/raw"
 )
 
 // A resume refused because another process writes the folder is a
@@ -23,7 +23,7 @@ func TestExitReportFolderLocked(t *testing.T) {
 // report only reads the raw files: it works while a run holds the folder.
 func TestReportWhileFolderHeld(t *testing.T) {
 	dir := testFolder(t)
-	held, err := rtt.OpenFolder(dir)
+	held, err := raw.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/rttlab/rttlab/orchestrator/engine"
-	"github.com/rttlab/rttlab/rtt/report"
+	"github.com/rttlab/rttlab/rtt/raw"
 )
 
 // rehearsalPlan is the arm64 rehearsal's tiny RTT plan: go /feed at 0 and
@@ -62,7 +62,7 @@ func TestIntegrationArm64Rehearsal(t *testing.T) {
 	if len(folders) != 1 {
 		t.Fatalf("results folders %v", folders)
 	}
-	var m report.Manifest
+	var m raw.Manifest
 	b, err := os.ReadFile(filepath.Join(folders[0], "manifest.json"))
 	if err == nil {
 		err = json.Unmarshal(b, &m)

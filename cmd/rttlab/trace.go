@@ -12,6 +12,7 @@ import (
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/orchestrator/shaping"
 	"github.com/rttlab/rttlab/orchestrator/stack"
+	"github.com/rttlab/rttlab/rtt/raw"
 	"github.com/rttlab/rttlab/rtt/report"
 	"github.com/rttlab/rttlab/workloads"
 )
@@ -117,7 +118,7 @@ func (o *traceOptions) prepare(cmd *cobra.Command, args []string) (err error) {
 		if err := resultsFolder(o.out); err != nil {
 			return err
 		}
-		if _, err := report.Load(o.out); err != nil {
+		if _, err := raw.Load(o.out); err != nil {
 			return usagef("--results %s is not a readable results folder: %v", o.out, err)
 		}
 	}
@@ -189,17 +190,17 @@ func (o *traceOptions) report(stdout, stderr io.Writer, app string, types []work
 		printTraceTable(stdout, types)
 	}
 	if o.out != "" {
-		if _, err := report.Load(o.out); err != nil {
+		if _, err := raw.Load(o.out); err != nil {
 			return fmt.Errorf("--results %s is not a readable results folder: %w", o.out, err)
 		}
-		if err := report.WriteTrace(o.out, types); err != nil {
+		if err := raw.WriteTrace(o.out, types); err != nil {
 			return err
 		}
 		files, err := report.RenderFiles(o.out, report.Options{})
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(notes, "wrote %s and regenerated %d files\n", filepath.Join(o.out, report.TraceFile), len(files))
+		fmt.Fprintf(notes, "wrote %s and regenerated %d files\n", filepath.Join(o.out, raw.TraceFile), len(files))
 	}
 	if o.budget.junit != "" {
 		fmt.Fprintf(notes, "wrote %s\n", o.budget.junit)

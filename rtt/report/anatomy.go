@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/rttlab/rttlab/results/stats"
+	"github.com/rttlab/rttlab/rtt/raw"
 	"github.com/rttlab/rttlab/workloads"
 )
 
@@ -91,14 +92,14 @@ type WireVerdict struct {
 // half the setting with WireMinMatched of the packets paired, at least
 // WireMinPassing of its tasks pass on their own, and no task's captures
 // missed packets.
-func analyzeWire(rows []WireRow, o Options) ([]WireStat, []WireVerdict) {
+func analyzeWire(rows []raw.WireRow, o Options) ([]WireStat, []WireVerdict) {
 	type key struct {
 		app      string
 		rtt      float64
 		unshaped bool
 		dir      string
 	}
-	groups := map[key][]WireRow{}
+	groups := map[key][]raw.WireRow{}
 	var keys []key
 	for _, r := range rows {
 		k := key{r.App, r.RTTms, r.Unshaped, r.Direction}
@@ -155,7 +156,7 @@ func analyzeWire(rows []WireRow, o Options) ([]WireStat, []WireVerdict) {
 
 // wireStat sums up one group's rows: the complete ones' counts and the
 // medians of their p50s and p99s.
-func wireStat(g []WireRow) WireStat {
+func wireStat(g []raw.WireRow) WireStat {
 	st := WireStat{Tasks: len(g), P50Ms: math.NaN(), P99Ms: math.NaN()}
 	var p50, p99 []float64
 	for _, r := range g {
@@ -186,7 +187,7 @@ type taskPass struct {
 // groups2tasks judges each shaped task on its own: complete, and in
 // both directions its added p50 within tolerance of half the setting
 // with enough packets paired.
-func groups2tasks(rows []WireRow, base map[[2]string]float64) []taskPass {
+func groups2tasks(rows []raw.WireRow, base map[[2]string]float64) []taskPass {
 	byTask := map[int]*taskPass{}
 	var order []int
 	for _, r := range rows {
@@ -374,8 +375,8 @@ const AnatomyMethod = "each measured request is taken apart on the wire (capture
 
 // partsOf averages, per run, the parts of the successful requests whose
 // latency lies in the run's middle band, then over the runs.
-func partsOf(rows []AnatomyRow) (Parts, bool) {
-	byTask := map[int][]AnatomyRow{}
+func partsOf(rows []raw.AnatomyRow) (Parts, bool) {
+	byTask := map[int][]raw.AnatomyRow{}
 	var tasks []int
 	for _, r := range rows {
 		if r.Failed {
@@ -448,18 +449,18 @@ func attribute(base, p Parts, rtt float64) Attribution {
 // of its measured requests were taken apart and why the rest were not
 // (from the tasks' wire rows), and every cell with a 0 ms cell its
 // attribution.
-func (sum *Summary) anatomize(rows []AnatomyRow, wire []WireRow) {
+func (sum *Summary) anatomize(rows []raw.AnatomyRow, wire []raw.WireRow) {
 	type key struct {
 		app, route string
 		rtt        float64
 		unshaped   bool
 	}
-	byCell := map[key][]AnatomyRow{}
+	byCell := map[key][]raw.AnatomyRow{}
 	for _, r := range rows {
 		k := key{r.App, r.Route, r.RTTms, r.Unshaped}
 		byCell[k] = append(byCell[k], r)
 	}
-	tasks := map[key][]WireRow{} // one row per task attempt: the anatomy is on both directions' rows
+	tasks := map[key][]raw.WireRow{} // one row per task attempt: the anatomy is on both directions' rows
 	for _, w := range wire {
 		if w.Direction == workloads.DirAppToDB {
 			k := key{w.App, w.Route, w.RTTms, w.Unshaped}
@@ -500,7 +501,7 @@ func (sum *Summary) anatomize(rows []AnatomyRow, wire []WireRow) {
 // requests on the wire could not be joined to the client's (its
 // problem), requests with an event a capture missed, and what no task
 // accounts for.
-func takenApartOf(n, measured int, tasks []WireRow) TakenApart {
+func takenApartOf(n, measured int, tasks []raw.WireRow) TakenApart {
 	t := TakenApart{N: n, Measured: measured}
 	problems, firstProblem, incomplete := 0, "", 0
 	for _, w := range tasks {

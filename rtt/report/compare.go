@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/rttlab/rttlab/results/stats"
+	"github.com/rttlab/rttlab/rtt/raw"
 )
 
 // CompareRow is one cell (app, route, setting) present in both folders.
@@ -63,11 +64,11 @@ func CompareKey(app, route string, rtt float64, seedB uint64) string {
 // Use case: the same study on two machines, two shapers, or two versions
 // of an app.
 func Compare(dirA, dirB string, o Options) (*Comparison, error) {
-	a, err := Load(dirA)
+	a, err := raw.Load(dirA)
 	if err != nil {
 		return nil, fmt.Errorf("compare: folder A: %w", err)
 	}
-	b, err := Load(dirB)
+	b, err := raw.Load(dirB)
 	if err != nil {
 		return nil, fmt.Errorf("compare: folder B: %w", err)
 	}
@@ -80,7 +81,7 @@ func Compare(dirA, dirB string, o Options) (*Comparison, error) {
 }
 
 // CompareData is Compare over loaded folders.
-func CompareData(a, b *Data, o Options) (*Comparison, error) {
+func CompareData(a, b *raw.Data, o Options) (*Comparison, error) {
 	o = o.withDefaults()
 	sa, sb := planSettings(&a.Manifest), planSettings(&b.Manifest)
 	if !slices.Equal(sa, sb) {
@@ -132,7 +133,7 @@ func CompareData(a, b *Data, o Options) (*Comparison, error) {
 }
 
 // planSettings returns the distinct settings of the manifest's tasks.
-func planSettings(m *Manifest) []float64 {
+func planSettings(m *raw.Manifest) []float64 {
 	out := make([]float64, len(m.Tasks))
 	for i, t := range m.Tasks {
 		out[i] = t.RTTms
@@ -170,7 +171,7 @@ func routeList(s *Summary) string {
 	return strings.Join(names, ", ")
 }
 
-func manifestDiffs(a, b *Manifest) []ManifestDiff {
+func manifestDiffs(a, b *raw.Manifest) []ManifestDiff {
 	var out []ManifestDiff
 	add := func(field, x, y string) {
 		if x != y {

@@ -8,24 +8,25 @@ import (
 	"testing"
 
 	"github.com/rttlab/rttlab/results"
+	"github.com/rttlab/rttlab/rtt/raw"
 )
 
 // writeCompareFolder writes a complete study: for each spec, every
 // setting and run, 2 warmup and 20 measured requests with latency
 // base + statements × setting + uniform noise in [0, 0.2) ms from
 // PCG(noise, 7), in whole nanoseconds, plus shiftNS(task) nanoseconds.
-func writeCompareFolder(t *testing.T, seed, noise uint64, settings []float64, runs int, specs []cellSpec, shiftNS func(Task) int64) string {
+func writeCompareFolder(t *testing.T, seed, noise uint64, settings []float64, runs int, specs []cellSpec, shiftNS func(raw.Task) int64) string {
 	t.Helper()
-	f, err := Create(t.TempDir(), "cmp", testStart)
+	f, err := raw.Create(t.TempDir(), "cmp", testStart)
 	mustNoErr(t, err)
-	m := &Manifest{PlanName: "cmp", Seed: seed, Shaper: "nfqueue", Version: "v0.0.0-test", Start: testStart}
+	m := &raw.Manifest{PlanName: "cmp", Seed: seed, Shaper: "nfqueue", Version: "v0.0.0-test", Start: testStart}
 	id := 0
 	for _, c := range specs {
-		m.Statements = append(m.Statements, RouteStatements{App: c.app, Route: c.route, PerRequest: c.statements})
+		m.Statements = append(m.Statements, raw.RouteStatements{App: c.app, Route: c.route, PerRequest: c.statements})
 		for _, s := range settings {
 			for run := 1; run <= runs; run++ {
 				id++
-				m.Tasks = append(m.Tasks, Task{ID: id, App: c.app, Route: c.route, RTTms: s, Run: run})
+				m.Tasks = append(m.Tasks, raw.Task{ID: id, App: c.app, Route: c.route, RTTms: s, Run: run})
 			}
 		}
 	}
@@ -33,13 +34,13 @@ func writeCompareFolder(t *testing.T, seed, noise uint64, settings []float64, ru
 	rng := rand.New(rand.NewPCG(noise, 7))
 	for i, tk := range m.Tasks {
 		c := specs[(i)/(len(settings)*runs)]
-		var s []Sample
+		var s []raw.Sample
 		for seq := range 22 {
 			ns := int64((c.base + c.statements*tk.RTTms + 0.2*rng.Float64()) * 1e6)
 			if shiftNS != nil {
 				ns += shiftNS(tk)
 			}
-			s = append(s, Sample{App: tk.App, Route: tk.Route, RTTms: tk.RTTms, Run: tk.Run, Seq: seq, Warmup: seq < 2,
+			s = append(s, raw.Sample{App: tk.App, Route: tk.Route, RTTms: tk.RTTms, Run: tk.Run, Seq: seq, Warmup: seq < 2,
 				LatencyNS: ns, Status: 200})
 		}
 		mustNoErr(t, f.AppendSamples(tk.ID, 1, s))
@@ -59,7 +60,7 @@ func TestCompareShiftedTargets(t *testing.T) {
 	specs := goldenSpecs[:2]
 	const c = 250_000 // ns
 	a := writeCompareFolder(t, 11, 1, cmpSettings, 8, specs, nil)
-	b := writeCompareFolder(t, 12, 1, cmpSettings, 8, specs, func(tk Task) int64 {
+	b := writeCompareFolder(t, 12, 1, cmpSettings, 8, specs, func(tk raw.Task) int64 {
 		if tk.RTTms > 0 {
 			return c
 		}
@@ -100,7 +101,7 @@ func TestCompareShiftedTargets(t *testing.T) {
 func TestCompareGolden(t *testing.T) {
 	t.Parallel()
 	a := writeCompareFolder(t, 11, 1, cmpSettings, 8, goldenSpecs[:2], nil)
-	b := writeCompareFolder(t, 12, 2, cmpSettings, 8, goldenSpecs[:2], func(tk Task) int64 {
+	b := writeCompareFolder(t, 12, 2, cmpSettings, 8, goldenSpecs[:2], func(tk raw.Task) int64 {
 		if tk.Route == "/feed" {
 			return int64(tk.RTTms * 500_000)
 		}

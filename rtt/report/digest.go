@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/rttlab/rttlab/results/stats"
+	"github.com/rttlab/rttlab/rtt/raw"
 )
 
 // DigestMaxLines bounds the digest a run prints when it ends.
@@ -314,7 +315,7 @@ func (s *Summary) digestProbes(d *digest) {
 	var settings []float64
 	seen := map[float64]bool{}
 	for _, p := range s.Probes {
-		if !p.HasBaseline || (p.Kind != ProbeICMP && p.Kind != ProbeSelect1) {
+		if !p.HasBaseline || (p.Kind != raw.ProbeICMP && p.Kind != raw.ProbeSelect1) {
 			continue
 		}
 		if vals[p.Kind] == nil {
@@ -328,7 +329,7 @@ func (s *Summary) digestProbes(d *digest) {
 	}
 	sort.Float64s(settings)
 	var parts []string
-	for _, kind := range []string{ProbeICMP, ProbeSelect1} {
+	for _, kind := range []string{raw.ProbeICMP, raw.ProbeSelect1} {
 		var v []string
 		any := false
 		for _, r := range settings {
@@ -339,7 +340,7 @@ func (s *Summary) digestProbes(d *digest) {
 			}
 		}
 		if any {
-			parts = append(parts, fmt.Sprintf("%s added %s ms", map[string]string{ProbeICMP: "ICMP", ProbeSelect1: "SELECT 1"}[kind], strings.Join(v, "/")))
+			parts = append(parts, fmt.Sprintf("%s added %s ms", map[string]string{raw.ProbeICMP: "ICMP", raw.ProbeSelect1: "SELECT 1"}[kind], strings.Join(v, "/")))
 		}
 	}
 	var names []string

@@ -7,18 +7,20 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/rttlab/rttlab/rtt/raw"
 )
 
 // loadResultsGo loads a copy of the results folder in
 // cmd/rttlab/testdata/results-go.
-func loadResultsGo(t *testing.T) *Data {
+func loadResultsGo(t *testing.T) *raw.Data {
 	t.Helper()
 	src := filepath.Join("..", "..", "cmd", "rttlab", "testdata", "results-go")
 	dir := filepath.Join(t.TempDir(), "f")
 	if err := os.CopyFS(dir, os.DirFS(src)); err != nil {
 		t.Fatal(err)
 	}
-	d, err := Load(dir)
+	d, err := raw.Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +128,7 @@ func TestStudyTasks(t *testing.T) {
 	if err != nil || len(tasks) != len(d.Manifest.Tasks) {
 		t.Fatalf("%d tasks (%v), want %d", len(tasks), err, len(d.Manifest.Tasks))
 	}
-	b, err := os.ReadFile(filepath.Join(d.Dir, TasksFile))
+	b, err := os.ReadFile(filepath.Join(d.Dir, raw.TasksFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +138,7 @@ func TestStudyTasks(t *testing.T) {
 			Task   int    `json:"task"`
 			Status string `json:"status"`
 		}
-		if json.Unmarshal([]byte(line), &r) == nil && r.Status == StatusDone {
+		if json.Unmarshal([]byte(line), &r) == nil && r.Status == raw.StatusDone {
 			done[strconv.Itoa(r.Task)] = true
 		}
 	}

@@ -1,19 +1,21 @@
-// Package report reads and renders the RTT study's results folder: its
-// file format, its reader (Load), its analysis (the statistics of every cell, the wire's verdict, where each
-// change went) and its renderings (summary, report.html, plots, compare,
-// the round-trip budget gate). What every study's folder shares (kind,
-// format, lock, JSON lines, the attempts journal) is package results;
-// the writer of the raw files is the runner's (rtt.Folder, in package rtt).
+// Package report analyzes and renders the RTT study's results folder:
+// the statistics of every cell, the wire's verdict, where each change
+// went, and the renderings (summary, report.html, plots, compare, the
+// round-trip budget gate). It reads the raw files through package
+// rtt/raw, which holds their format (records, file names, CSV headers,
+// checks), their reader (raw.Load) and their writer (raw.Folder, which
+// the runner appends to). What every study's folder shares (kind, format,
+// lock, JSON lines, the attempts journal) is package results.
 //
 // # Folder
 //
 // A study writes to <out>/<UTC time>-<plan>/, for example
 // rttlab-results/20261129T235900Z-study/:
 //
-//	manifest.json  Manifest: kind, format, plan, seed, shuffled task order, versions, host, shaper, ...
-//	samples.jsonl  one Sample per request (warmup and measured), appended per task attempt
-//	tasks.jsonl    one TaskRecord per finished attempt: "done" or "failed"
-//	probes.csv     Probe rows: ICMP and SELECT 1 checks of the injected delay
+//	manifest.json  raw.Manifest: kind, format, plan, seed, shuffled task order, versions, host, shaper, ...
+//	samples.jsonl  one raw.Sample per request (warmup and measured), appended per task attempt
+//	tasks.jsonl    one raw.TaskRecord per finished attempt: "done" or "failed"
+//	probes.csv     raw.Probe rows: ICMP and SELECT 1 checks of the injected delay
 //	shaper.csv     what each shaper did in each task: packets, drops, realized hold
 //	wire.csv       each task's one-way delays on the wire, from the paired captures
 //	anatomy.jsonl  each request taken apart on the wire: client, wire, app, database
@@ -40,34 +42,11 @@
 //
 // # Writer
 //
-// The runner writes the raw files through rtt.Folder, a results.Folder
-// (created with results.Create, resumed with results.Open):
-//
-//	f, err := rtt.CreateFolder(out, plan.Name, time.Now()) // or rtt.OpenFolder(dir) to resume
-//	err = f.WriteManifest(&m)                              // before the first task, with m.Tasks
-//	for each task t not done (f.State().Pending() on resume):
-//	    a := 1                                             // on resume: f.State().NextAttempt(t.ID)
-//	    err = f.AppendProbes(quickICMP)                    // optional, any time
-//	    err = f.AppendSamples(t.ID, a, samples)            // fsynced
-//	    err = f.MarkDone(t.ID, a)                          // only after AppendSamples returned nil
-//	    // or f.MarkFailed(t.ID, a, reason), then retry with a+1
-//	m.End = time.Now(); err = f.WriteManifest(&m)
-//	err = f.Close()
-//	err = report.Render(f.Dir())
-//
-// A task counts only once an attempt of it is marked done, and only that
-// attempt's samples count, so a task redone after a crash never duplicates
-// samples. A redo must use a new attempt number (Data.NextAttempt). Load
-// leaves out the unterminated last line a crash mid-write leaves, which
-// rtt.OpenFolder trims; any other malformed line is an error with file
-// and line number.
-//
-// rtt.CreateFolder and rtt.OpenFolder take an exclusive flock on the
-// folder's .lock file (with the holder's pid inside) and hold it until
-// Close: a second writer of the folder, in any process, is refused with a
-// *results.LockedError (results.ErrLocked). The kernel drops the lock
-// when its holder dies, so a leftover .lock blocks nothing. Load and
-// Render take no lock.
+// The runner writes the raw files through raw.Folder (raw.Create for a
+// new study, raw.Open to resume one), the one writer of the format, which
+// this package's tests use too; package rtt/raw describes the sequence of
+// calls, the attempts that make a redone task count once, and the lock
+// that keeps a second writer out. raw.Load and Render take no lock.
 //
 // # Statistics
 //
@@ -79,12 +58,12 @@
 // (10,000 resamples); change against the 0 ms cell of the same app and
 // route = difference of the medians, with a CI that resamples baseline and
 // target runs independently; ratio = change ÷ setting; predicted =
-// statements per request (Manifest.Statements) × setting. Each interval
+// statements per request (raw.Manifest.Statements) × setting. Each interval
 // has its own PCG generator seeded from SHA-256 of (plan seed, cell key),
 // so adding an app or setting leaves every other interval unchanged. Cells
 // with fewer than 6 runs, or with more than 1% failed measured requests
 // (in the cell or its 0 ms baseline), are shown with a warning instead of
-// a claim. Requests the load client's HTTP client re-sent (Sample.Retried)
+// a claim. Requests the load client's HTTP client re-sent (raw.Sample.Retried)
 // are timed as they were and counted per cell.
 // Probes: ICMP added RTT and SELECT 1 change against 0 ms (with a bootstrap
 // CI over the run medians), flagged when they differ from the setting by

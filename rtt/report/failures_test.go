@@ -6,21 +6,23 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/rttlab/rttlab/rtt/raw"
 )
 
 // failuresData is one app and route at 0 and 1 ms, 6 runs of 100
 // measured requests each; failed[rtt] requests of run 1 fail and
 // retried[rtt] of run 2 were re-sent by the client.
-func failuresData(failed, retried map[float64]int) *Data {
-	d := &Data{Manifest: Manifest{PlanName: "f", Seed: 3}, Done: map[int]int{}}
+func failuresData(failed, retried map[float64]int) *raw.Data {
+	d := &raw.Data{Manifest: raw.Manifest{PlanName: "f", Seed: 3}, Done: map[int]int{}}
 	id := 0
 	for _, rtt := range []float64{0, 1} {
 		for run := 1; run <= 6; run++ {
 			id++
-			d.Manifest.Tasks = append(d.Manifest.Tasks, Task{ID: id, App: "go", Route: "/feed", RTTms: rtt, Run: run})
+			d.Manifest.Tasks = append(d.Manifest.Tasks, raw.Task{ID: id, App: "go", Route: "/feed", RTTms: rtt, Run: run})
 			d.Done[id] = 1
 			for seq := range 100 {
-				s := Sample{Task: id, Attempt: 1, App: "go", Route: "/feed", RTTms: rtt, Run: run, Seq: seq,
+				s := raw.Sample{Task: id, Attempt: 1, App: "go", Route: "/feed", RTTms: rtt, Run: run, Seq: seq,
 					LatencyNS: int64((1 + 3*rtt + 0.001*float64(seq%7+run)) * 1e6), Status: 200}
 				if run == 1 && seq < failed[rtt] {
 					s.Status = 503
@@ -113,22 +115,22 @@ func TestRetriedCounted(t *testing.T) {
 // samples.jsonl keeps the re-sent flag; lines written before it existed
 // still load.
 func TestSampleRetriedOnDisk(t *testing.T) {
-	f, err := Create(t.TempDir(), "r", testStart)
+	f, err := raw.Create(t.TempDir(), "r", testStart)
 	mustNoErr(t, err)
-	mustNoErr(t, f.WriteManifest(&Manifest{PlanName: "r", Tasks: []Task{{ID: 1, App: "go", Route: "/feed", Run: 1}}}))
-	mustNoErr(t, f.AppendSamples(1, 1, []Sample{
+	mustNoErr(t, f.WriteManifest(&raw.Manifest{PlanName: "r", Tasks: []raw.Task{{ID: 1, App: "go", Route: "/feed", Run: 1}}}))
+	mustNoErr(t, f.AppendSamples(1, 1, []raw.Sample{
 		{Task: 1, Attempt: 1, App: "go", Route: "/feed", Run: 1, Seq: 0, LatencyNS: 5, Status: 200, Retried: true},
 		{Task: 1, Attempt: 1, App: "go", Route: "/feed", Run: 1, Seq: 1, LatencyNS: 5, Status: 200},
 	}))
 	mustNoErr(t, f.MarkDone(1, 1))
 	mustNoErr(t, f.Close())
-	raw, err := os.ReadFile(filepath.Join(f.Dir(), SamplesFile))
+	b, err := os.ReadFile(filepath.Join(f.Dir(), raw.SamplesFile))
 	mustNoErr(t, err)
-	lines := strings.Split(strings.TrimSpace(string(raw)), "\n")
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
 	if !strings.Contains(lines[0], `"retried":true`) || strings.Contains(lines[1], "retried") {
-		t.Fatalf("samples.jsonl:\n%s", raw)
+		t.Fatalf("samples.jsonl:\n%s", b)
 	}
-	d, err := Load(f.Dir())
+	d, err := raw.Load(f.Dir())
 	mustNoErr(t, err)
 	if len(d.Samples) != 2 || !d.Samples[0].Retried || d.Samples[1].Retried {
 		t.Fatalf("loaded %+v", d.Samples)
@@ -137,16 +139,16 @@ func TestSampleRetriedOnDisk(t *testing.T) {
 
 // runsData is go /feed with runs[rtt] runs at each setting, 20 requests
 // each.
-func runsData(runs map[float64]int) *Data {
-	d := &Data{Manifest: Manifest{PlanName: "n", Seed: 5}, Done: map[int]int{}}
+func runsData(runs map[float64]int) *raw.Data {
+	d := &raw.Data{Manifest: raw.Manifest{PlanName: "n", Seed: 5}, Done: map[int]int{}}
 	id := 0
 	for _, rtt := range []float64{0, 1} {
 		for run := 1; run <= runs[rtt]; run++ {
 			id++
-			d.Manifest.Tasks = append(d.Manifest.Tasks, Task{ID: id, App: "go", Route: "/feed", RTTms: rtt, Run: run})
+			d.Manifest.Tasks = append(d.Manifest.Tasks, raw.Task{ID: id, App: "go", Route: "/feed", RTTms: rtt, Run: run})
 			d.Done[id] = 1
 			for seq := range 20 {
-				d.Samples = append(d.Samples, Sample{Task: id, Attempt: 1, App: "go", Route: "/feed", RTTms: rtt, Run: run, Seq: seq,
+				d.Samples = append(d.Samples, raw.Sample{Task: id, Attempt: 1, App: "go", Route: "/feed", RTTms: rtt, Run: run, Seq: seq,
 					LatencyNS: int64((1 + 3*rtt + 0.01*float64(seq%5+run)) * 1e6), Status: 200})
 			}
 		}

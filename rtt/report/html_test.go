@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/rttlab/rttlab/results"
+	"github.com/rttlab/rttlab/rtt/raw"
 )
 
 // externalRef matches anything in HTML or CSS that would make a browser
@@ -156,18 +157,18 @@ func TestRenderBadFolderWritesNothing(t *testing.T) {
 		want       *regexp.Regexp
 	}{
 		{"missing manifest", results.ManifestFile, nil, regexp.MustCompile(`manifest\.json: no such file`)},
-		{"missing samples", SamplesFile, nil, regexp.MustCompile(`samples\.jsonl: no such file`)},
+		{"missing samples", raw.SamplesFile, nil, regexp.MustCompile(`samples\.jsonl: no such file`)},
 		{"truncated manifest", results.ManifestFile, func(b []byte) []byte { return b[:bytes.Index(b, []byte(`"tasks"`))] },
 			regexp.MustCompile(`manifest\.json:4: not valid JSON: unexpected end of JSON input`)},
-		{"bad middle sample", SamplesFile, func(b []byte) []byte {
+		{"bad middle sample", raw.SamplesFile, func(b []byte) []byte {
 			lines := bytes.SplitAfter(b, []byte("\n"))
 			lines[9] = []byte(`{"task":1,"attempt":1,"app":"go"` + "\n")
 			return bytes.Join(lines, nil)
 		}, regexp.MustCompile(`samples\.jsonl:10: not valid JSON: unexpected end of JSON input`)},
-		{"bad probe row", ProbesFile, func(b []byte) []byte {
+		{"bad probe row", raw.ProbesFile, func(b []byte) []byte {
 			return bytes.Replace(b, []byte("go,select1,0,1,"), []byte("go,select1,zero,1,"), 1)
 		}, regexp.MustCompile(`probes\.csv:3: column rtt_ms`)},
-		{"bad task record", TasksFile, func(b []byte) []byte {
+		{"bad task record", raw.TasksFile, func(b []byte) []byte {
 			return bytes.Replace(b, []byte(`"status":"done"`), []byte(`"status":"ok"`), 1)
 		}, regexp.MustCompile(`tasks\.jsonl:1: status "ok"`)},
 	}
@@ -178,7 +179,13 @@ func TestRenderBadFolderWritesNothing(t *testing.T) {
 			mustNoErr(t, Render(dir))
 			before := readDerived(t, dir)
 			p := filepath.Join(dir, c.file)
-			mutateFile(t, p, c.mutate)
+			if c.mutate == nil {
+				mustNoErr(t, os.Remove(p))
+			} else {
+				b, err := os.ReadFile(p)
+				mustNoErr(t, err)
+				mustNoErr(t, os.WriteFile(p, c.mutate(b), 0o644))
+			}
 			err := Render(dir)
 			if err == nil || !c.want.MatchString(err.Error()) {
 				t.Fatalf("err = %v, want it to match %s", err, c.want)
@@ -205,7 +212,7 @@ func TestRenderRemovesStalePlots(t *testing.T) {
 	dir := writeGoldenFolder(t, goldenSpecs[:1])
 	mustNoErr(t, Render(dir))
 	hdr := "app,kind,rtt_ms,run,task,n,mean_ms,median_ms,min_ms,max_ms,failures\n"
-	mustNoErr(t, os.WriteFile(filepath.Join(dir, ProbesFile), []byte(hdr), 0o644))
+	mustNoErr(t, os.WriteFile(filepath.Join(dir, raw.ProbesFile), []byte(hdr), 0o644))
 	mustNoErr(t, Render(dir))
 	if _, err := os.Stat(filepath.Join(dir, PlotsDir, PlotVerification+".svg")); err == nil {
 		t.Error("verification.svg left after its probes were removed")
@@ -215,4 +222,14 @@ func TestRenderRemovesStalePlots(t *testing.T) {
 	if bytes.Contains(h, []byte(`id="plot-verification"`)) || !bytes.Contains(h, []byte("No probes recorded.")) {
 		t.Error("report still shows the verification plot")
 	}
+}
+
+// A writer's lock keeps no reader out: Render reads a folder that a run
+// holds open.
+func TestRenderWhileLocked(t *testing.T) {
+	dir := writeGoldenFolder(t, goldenSpecs[:1])
+	f, err := raw.Open(dir)
+	mustNoErr(t, err)
+	defer f.Close()
+	mustNoErr(t, Render(dir))
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/rttlab/rttlab/results/plotkit"
 	"github.com/rttlab/rttlab/results/stats"
+	"github.com/rttlab/rttlab/rtt/raw"
 )
 
 // PlotsDir is the folder, inside a results folder, that holds the plots.
@@ -493,11 +494,11 @@ func ratioAxes(f *plotkit.Figure, cats []routeKey) {
 // probeLabel names a probe kind in the verification plot.
 func probeLabel(kind string) string {
 	switch kind {
-	case ProbeICMP:
+	case raw.ProbeICMP:
 		return "ICMP added RTT"
-	case ProbeICMPTask:
+	case raw.ProbeICMPTask:
 		return "ICMP per-task check"
-	case ProbeSelect1:
+	case raw.ProbeSelect1:
 		return "SELECT 1 change"
 	}
 	return kind

@@ -12,13 +12,14 @@ import (
 	"gonum.org/v1/plot/vg/vgsvg"
 
 	"github.com/rttlab/rttlab/results/plotkit"
+	"github.com/rttlab/rttlab/rtt/raw"
 )
 
 // The plots of the fixed golden folder are byte-for-byte the stored SVGs;
 // run go test ./results -run TestPlotsGolden -update after checking a
 // change by eye (RTTLAB_PLOTS_OUT=DIR also writes the PNGs there).
 func TestPlotsGolden(t *testing.T) {
-	d, err := Load(writeGoldenFolder(t, goldenSpecs))
+	d, err := raw.Load(writeGoldenFolder(t, goldenSpecs))
 	mustNoErr(t, err)
 	plots, err := Analyze(d, Options{}).Plots()
 	mustNoErr(t, err)
@@ -48,7 +49,7 @@ func TestPlotsGolden(t *testing.T) {
 // BenchmarkPlots measures drawing every figure of the golden folder as
 // SVG and PNG.
 func BenchmarkPlots(b *testing.B) {
-	d, err := Load(writeGoldenFolder(b, goldenSpecs))
+	d, err := raw.Load(writeGoldenFolder(b, goldenSpecs))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -63,7 +64,7 @@ func BenchmarkPlots(b *testing.B) {
 // BenchmarkPlotsSVGOnly is BenchmarkPlots without the PNG pass, to see
 // where the time goes.
 func BenchmarkPlotsSVGOnly(b *testing.B) {
-	d, err := Load(writeGoldenFolder(b, goldenSpecs))
+	d, err := raw.Load(writeGoldenFolder(b, goldenSpecs))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -83,7 +84,7 @@ func BenchmarkPlotsSVGOnly(b *testing.B) {
 // The strip plot shows the setting asked for, and refuses one the study
 // does not have.
 func TestStripSetting(t *testing.T) {
-	d, err := Load(writeGoldenFolder(t, goldenSpecs))
+	d, err := raw.Load(writeGoldenFolder(t, goldenSpecs))
 	mustNoErr(t, err)
 	half := 0.5
 	plots, err := Analyze(d, Options{StripRTTms: &half}).Plots()
@@ -106,7 +107,7 @@ func TestStripSetting(t *testing.T) {
 // Names from the data are text, never markup, in the SVG and the page.
 func TestReportEscapesNames(t *testing.T) {
 	specs := []cellSpec{{app: "go", route: `/x?a=<b>&c="d"`, base: 1, statements: 2, settings: []float64{0, 1}, runs: 2}}
-	d, err := Load(writeGoldenFolder(t, specs))
+	d, err := raw.Load(writeGoldenFolder(t, specs))
 	mustNoErr(t, err)
 	s := Analyze(d, Options{})
 	plots, err := s.Plots()

@@ -15,6 +15,15 @@ import (
 
 	"github.com/rttlab/rttlab/results"
 	"github.com/rttlab/rttlab/results/stats"
+	"github.com/rttlab/rttlab/rtt/raw"
+)
+
+// The derived files of a results folder that Render writes beside the raw
+// ones (besides report.html and the plots).
+const (
+	RunsFile        = "runs.csv"
+	SummaryJSONFile = "summary.json"
+	SummaryMDFile   = results.SummaryMDFile
 )
 
 // Render regenerates the derived files of the results folder dir from its
@@ -46,7 +55,7 @@ func RenderFiles(dir string, o Options) ([]string, error) {
 // so that a caller that prints from it (the end of a run) need not
 // analyze the folder again.
 func RenderSummary(dir string, o Options) (*Summary, []string, error) {
-	d, err := Load(dir)
+	d, err := raw.Load(dir)
 	if err != nil {
 		return nil, nil, fmt.Errorf("render %s: %w", dir, err)
 	}

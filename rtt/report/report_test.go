@@ -9,12 +9,23 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rttlab/rttlab/results/stats"
+	"github.com/rttlab/rttlab/rtt/raw"
 	"github.com/rttlab/rttlab/workloads"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+
+var testStart = time.Date(2026, 11, 29, 23, 59, 0, 0, time.UTC)
+
+func mustNoErr(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
 
 type cellSpec struct {
 	app, route string
@@ -34,9 +45,9 @@ type cellSpec struct {
 // setting + uniform noise in [0, 0.2) ms.
 func writeGoldenFolder(t testing.TB, specs []cellSpec) string {
 	t.Helper()
-	f, err := Create(t.TempDir(), "golden", testStart)
+	f, err := raw.Create(t.TempDir(), "golden", testStart)
 	mustNoErr(t, err)
-	m := &Manifest{
+	m := &raw.Manifest{
 		PlanName: "golden", Seed: 20261129, Version: "v0.0.0-test", GitCommit: "0000000",
 		Kernel: "6.1.0-test", Shaper: "nfqueue", ShaperReason: "kernel lacks sch_netem", Scope: "app-db",
 		Start:   testStart,
@@ -45,23 +56,23 @@ func writeGoldenFolder(t testing.TB, specs []cellSpec) string {
 	}
 	id := 0
 	for _, c := range specs {
-		m.Statements = append(m.Statements, RouteStatements{App: c.app, Route: c.route, PerRequest: c.statements})
+		m.Statements = append(m.Statements, raw.RouteStatements{App: c.app, Route: c.route, PerRequest: c.statements})
 		for _, s := range c.settings {
 			for run := 1; run <= c.runs; run++ {
 				id++
-				m.Tasks = append(m.Tasks, Task{ID: id, App: c.app, Route: c.route, RTTms: s, Run: run})
+				m.Tasks = append(m.Tasks, raw.Task{ID: id, App: c.app, Route: c.route, RTTms: s, Run: run})
 			}
 		}
 	}
 	for _, c := range specs { // after the shaped tasks: their draws stay the same
 		for run := 1; run <= c.unshaped; run++ {
 			id++
-			m.Tasks = append(m.Tasks, Task{ID: id, App: c.app, Route: c.route, Run: run, Unshaped: true})
+			m.Tasks = append(m.Tasks, raw.Task{ID: id, App: c.app, Route: c.route, Run: run, Unshaped: true})
 		}
 	}
 	mustNoErr(t, f.WriteManifest(m))
 	rng := rand.New(rand.NewPCG(1, 2))
-	specOf := func(tk Task) cellSpec {
+	specOf := func(tk raw.Task) cellSpec {
 		for _, c := range specs {
 			if c.app == tk.App && c.route == tk.Route {
 				return c
@@ -72,13 +83,13 @@ func writeGoldenFolder(t testing.TB, specs []cellSpec) string {
 	}
 	for _, tk := range m.Tasks {
 		c := specOf(tk)
-		var s []Sample
+		var s []raw.Sample
 		for i := range 22 {
 			lat := c.base + c.statements*tk.RTTms + 0.2*rng.Float64()
 			if tk.Unshaped {
 				lat -= 0.03 * c.statements
 			}
-			x := Sample{App: tk.App, Route: tk.Route, RTTms: tk.RTTms, Run: tk.Run, Unshaped: tk.Unshaped, Seq: i, Warmup: i < 2,
+			x := raw.Sample{App: tk.App, Route: tk.Route, RTTms: tk.RTTms, Run: tk.Run, Unshaped: tk.Unshaped, Seq: i, Warmup: i < 2,
 				LatencyNS: int64(lat * 1e6), Status: 200, Bytes: 2048}
 			s = append(s, x)
 		}
@@ -105,20 +116,20 @@ func writeGoldenFolder(t testing.TB, specs []cellSpec) string {
 			mustNoErr(t, f.AppendAnatomy(goldenAnatomy(tk, attempt, c, s)))
 		}
 	}
-	var probes []Probe
+	var probes []raw.Probe
 	for i, s := range []float64{0, 0.5, 1} {
-		probes = append(probes, Probe{App: "go", Kind: ProbeICMP, RTTms: s, N: 50,
+		probes = append(probes, raw.Probe{App: "go", Kind: raw.ProbeICMP, RTTms: s, N: 50,
 			MeanMs: []float64{0.07, 0.58, 1.14}[i], MedianMs: []float64{0.063, 0.571, 1.125}[i], MinMs: 0.04, MaxMs: 1.3, Failures: i % 2})
 		for run := 1; run <= 5; run++ {
 			med := 0.31 + s + 0.01*float64(run%3) + 0.004*float64(run)
-			probes = append(probes, Probe{App: "go", Kind: ProbeSelect1, RTTms: s, Run: run, N: 200,
+			probes = append(probes, raw.Probe{App: "go", Kind: raw.ProbeSelect1, RTTms: s, Run: run, N: 200,
 				MeanMs: med + 0.02, MedianMs: med, MinMs: med - 0.05, MaxMs: med + 0.9})
 		}
 	}
 	probes = append(probes,
-		Probe{App: "go", Kind: ProbeICMPTask, RTTms: 0, Task: 1, N: 5, MeanMs: 0.07, MedianMs: 0.07, MinMs: 0.06, MaxMs: 0.08},
-		Probe{App: "go", Kind: ProbeICMPTask, RTTms: 0.5, Task: 7, N: 5, MeanMs: 0.58, MedianMs: 0.58, MinMs: 0.55, MaxMs: 0.6},
-		Probe{App: "go", Kind: ProbeICMPTask, RTTms: 0.5, Task: 8, N: 5, MeanMs: 0.56, MedianMs: 0.56, MinMs: 0.55, MaxMs: 0.6},
+		raw.Probe{App: "go", Kind: raw.ProbeICMPTask, RTTms: 0, Task: 1, N: 5, MeanMs: 0.07, MedianMs: 0.07, MinMs: 0.06, MaxMs: 0.08},
+		raw.Probe{App: "go", Kind: raw.ProbeICMPTask, RTTms: 0.5, Task: 7, N: 5, MeanMs: 0.58, MedianMs: 0.58, MinMs: 0.55, MaxMs: 0.6},
+		raw.Probe{App: "go", Kind: raw.ProbeICMPTask, RTTms: 0.5, Task: 8, N: 5, MeanMs: 0.56, MedianMs: 0.56, MinMs: 0.55, MaxMs: 0.6},
 	)
 	mustNoErr(t, f.AppendProbes(probes))
 	mustNoErr(t, f.Close())
@@ -128,10 +139,10 @@ func writeGoldenFolder(t testing.TB, specs []cellSpec) string {
 // goldenShaperRows is what the shaper reports for one go task: on target
 // except the database side at 1 ms (12 µs late), plus a failed attempt
 // with drops that must not count.
-func goldenShaperRows(tk Task, attempt int) []ShaperRow {
-	var rows []ShaperRow
+func goldenShaperRows(tk raw.Task, attempt int) []raw.ShaperRow {
+	var rows []raw.ShaperRow
 	if attempt == 2 {
-		rows = append(rows, ShaperRow{Task: tk.ID, Attempt: 1, App: tk.App, Route: tk.Route, RTTms: tk.RTTms, Side: "app", Direction: "ingress",
+		rows = append(rows, raw.ShaperRow{Task: tk.ID, Attempt: 1, App: tk.App, Route: tk.Route, RTTms: tk.RTTms, Side: "app", Direction: "ingress",
 			TargetUs: tk.RTTms * 500, Packets: 90, Drops: 7, HoldP50Us: tk.RTTms*500 + 300, HoldP99Us: 900, HoldMaxUs: 950})
 	}
 	for i, side := range []string{"app", "db"} {
@@ -140,7 +151,7 @@ func goldenShaperRows(tk Task, attempt int) []ShaperRow {
 		if side == "db" && tk.RTTms == 1 {
 			hold = target + 12
 		}
-		rows = append(rows, ShaperRow{Task: tk.ID, Attempt: attempt, App: tk.App, Route: tk.Route, RTTms: tk.RTTms, Side: side,
+		rows = append(rows, raw.ShaperRow{Task: tk.ID, Attempt: attempt, App: tk.App, Route: tk.Route, RTTms: tk.RTTms, Side: side,
 			Direction: "ingress", TargetUs: target, Packets: 400 + uint64(tk.Run), Stamped: 400 + uint64(tk.Run), HoldP50Us: hold,
 			HoldP99Us: hold + 40 + float64(tk.Run), HoldMaxUs: hold + 200, LateP50Us: 1.5, LateP99Us: 9, LagP50Us: 30, LagP99Us: 140,
 			CPUCores: 0.21 + 0.01*float64(i), WallS: 1.2})
@@ -152,8 +163,8 @@ func goldenShaperRows(tk Task, attempt int) []ShaperRow {
 // through the shaper, 0.005 ms without it, plus half the setting; the
 // database's side at 1 ms 0.03 ms late in run 1 (one task off), and one
 // task at 0.5 ms with a full ring (incomplete).
-func goldenWireRows(tk Task, attempt int) []WireRow {
-	var rows []WireRow
+func goldenWireRows(tk raw.Task, attempt int) []raw.WireRow {
+	var rows []raw.WireRow
 	for i, dir := range []string{workloads.DirAppToDB, workloads.DirDBToApp} {
 		p50 := 0.02 + tk.RTTms/2 + 0.001*float64(tk.Run%3)
 		if tk.Unshaped {
@@ -162,7 +173,7 @@ func goldenWireRows(tk Task, attempt int) []WireRow {
 		if dir == workloads.DirDBToApp && tk.RTTms == 1 && tk.Run == 1 {
 			p50 += 0.03
 		}
-		r := WireRow{Task: tk.ID, Attempt: attempt, App: tk.App, Route: tk.Route, RTTms: tk.RTTms, Unshaped: tk.Unshaped, Direction: dir,
+		r := raw.WireRow{Task: tk.ID, Attempt: attempt, App: tk.App, Route: tk.Route, RTTms: tk.RTTms, Unshaped: tk.Unshaped, Direction: dir,
 			Sent: 200 + i, Matched: 200 + i, P50Ms: p50, P99Ms: p50 + 0.2, Requests: 22, Anatomized: 22}
 		if tk.RTTms == 0.5 && tk.Run == 2 {
 			r.Drops = 3
@@ -176,8 +187,8 @@ func goldenWireRows(tk Task, attempt int) []WireRow {
 // statement a round trip of 0.02 ms each way through the shaper (0.005
 // without it) plus half the setting, 0.02 ms at the database; the load
 // client 0.1 ms, the legs 0.02; the app the rest.
-func goldenAnatomy(tk Task, attempt int, c cellSpec, samples []Sample) []AnatomyRow {
-	var out []AnatomyRow
+func goldenAnatomy(tk raw.Task, attempt int, c cellSpec, samples []raw.Sample) []raw.AnatomyRow {
+	var out []raw.AnatomyRow
 	oneWay := 0.02 + tk.RTTms/2
 	if tk.Unshaped {
 		oneWay = 0.005
@@ -191,7 +202,7 @@ func goldenAnatomy(tk Task, attempt int, c cellSpec, samples []Sample) []Anatomy
 			WireOutMs: c.statements * oneWay, WireBackMs: c.statements * oneWay, DBMs: c.statements * 0.02}
 		ra.AppPreMs = 0.05
 		ra.AppPostMs = lat - ra.ClientMs - ra.LegInMs - ra.LegOutMs - ra.WireMs() - ra.DBMs - ra.AppPreMs
-		out = append(out, AnatomyRow{Task: tk.ID, Attempt: attempt, App: tk.App, Route: tk.Route, RTTms: tk.RTTms, Unshaped: tk.Unshaped,
+		out = append(out, raw.AnatomyRow{Task: tk.ID, Attempt: attempt, App: tk.App, Route: tk.Route, RTTms: tk.RTTms, Unshaped: tk.Unshaped,
 			Run: tk.Run, Failed: x.Failed(), RequestAnatomy: ra.Rounded()})
 	}
 	return out
@@ -270,7 +281,7 @@ func itoa(i int) string { return fmtSetting(float64(i)) }
 // base + statements × setting + noise, so each change is close to the
 // predicted change and the ratio close to the statement count.
 func TestAnalyzeGoldenData(t *testing.T) {
-	d, err := Load(writeGoldenFolder(t, goldenSpecs))
+	d, err := raw.Load(writeGoldenFolder(t, goldenSpecs))
 	mustNoErr(t, err)
 	s := Analyze(d, Options{})
 	cells := map[string]Cell{}
@@ -302,13 +313,13 @@ func TestAnalyzeGoldenData(t *testing.T) {
 	}
 	var sel ProbeStat
 	for _, p := range s.Probes {
-		if p.Kind == ProbeSelect1 && p.RTTms == 1 {
+		if p.Kind == raw.ProbeSelect1 && p.RTTms == 1 {
 			sel = p
 		}
-		if p.Kind == ProbeICMP && p.RTTms == 1 && (!p.OutOfTolerance || math.Abs(p.Added-1.062) > 1e-9) {
+		if p.Kind == raw.ProbeICMP && p.RTTms == 1 && (!p.OutOfTolerance || math.Abs(p.Added-1.062) > 1e-9) {
 			t.Errorf("icmp at 1 ms: %+v (added 1.062, out of tolerance)", p)
 		}
-		if p.Kind == ProbeICMP && p.RTTms == 0.5 && p.OutOfTolerance {
+		if p.Kind == raw.ProbeICMP && p.RTTms == 0.5 && p.OutOfTolerance {
 			t.Errorf("icmp at 0.5 ms flagged: %+v", p)
 		}
 	}
@@ -322,7 +333,7 @@ func TestAnalyzeGoldenData(t *testing.T) {
 // Adding an app leaves every other cell's numbers, intervals included,
 // unchanged: each cell has its own generator.
 func TestCellsIndependentOfOtherApps(t *testing.T) {
-	one, err := Load(writeGoldenFolder(t, goldenSpecs[:1]))
+	one, err := raw.Load(writeGoldenFolder(t, goldenSpecs[:1]))
 	mustNoErr(t, err)
 	// The same go /feed data must come first in the stream, so keep go
 	// /feed first and add the others after it. "axum" sorts before "go":
@@ -330,7 +341,7 @@ func TestCellsIndependentOfOtherApps(t *testing.T) {
 	// cells would use up draws before go's and change go's intervals.
 	specs := append([]cellSpec{goldenSpecs[0], {app: "axum", route: "/feed", base: 0.7, statements: 3, settings: []float64{0, 0.5, 1}, runs: 6}},
 		goldenSpecs[1:]...)
-	all, err := Load(writeGoldenFolder(t, specs))
+	all, err := raw.Load(writeGoldenFolder(t, specs))
 	mustNoErr(t, err)
 	// Few resamples: with 10,000 the tails of a 6-run median land on the
 	// same order statistics whatever the stream, and any stream would pass.

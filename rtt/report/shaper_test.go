@@ -5,12 +5,14 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/rttlab/rttlab/rtt/raw"
 )
 
 func TestShaperRowsRoundTripAndDoneOnly(t *testing.T) {
-	f, err := Create(t.TempDir(), "shaper", time.Unix(0, 0))
+	f, err := raw.Create(t.TempDir(), "shaper", time.Unix(0, 0))
 	mustNoErr(t, err)
-	rows := []ShaperRow{
+	rows := []raw.ShaperRow{
 		{Task: 1, Attempt: 1, App: "go", Route: "/feed", RTTms: 0.75, Side: "app", Direction: "ingress", TargetUs: 375, Packets: 10, Drops: 3, HoldP50Us: 900},
 		{Task: 1, Attempt: 2, App: "go", Route: "/feed", RTTms: 0.75, Side: "app", Direction: "ingress", TargetUs: 375, Packets: 400, HoldP50Us: 377, HoldP99Us: 420, CPUCores: 0.3},
 		{Task: 2, Attempt: 1, App: "go", Route: "/feed", RTTms: 0.75, Side: "app", Direction: "ingress", TargetUs: 375, Packets: 300, HoldP50Us: 379, HoldP99Us: 450, CPUCores: 0.5},
@@ -19,11 +21,11 @@ func TestShaperRowsRoundTripAndDoneOnly(t *testing.T) {
 	mustNoErr(t, f.AppendShaper(rows[:2]))
 	mustNoErr(t, f.AppendShaper(rows[2:]))
 	// A crash mid-write leaves an unterminated line: it is ignored.
-	h, err := os.OpenFile(filepath.Join(f.Dir(), ShaperFile), os.O_APPEND|os.O_WRONLY, 0)
+	h, err := os.OpenFile(filepath.Join(f.Dir(), raw.ShaperFile), os.O_APPEND|os.O_WRONLY, 0)
 	mustNoErr(t, err)
 	_, _ = h.WriteString("4,1,go,/feed,0.75,app")
 	h.Close()
-	got, err := LoadShaper(f.Dir())
+	got, err := raw.LoadShaper(f.Dir())
 	mustNoErr(t, err)
 	if len(got) != 4 || got[1] != rows[1] {
 		t.Fatalf("read back %d rows, second %+v", len(got), got[1])
@@ -39,18 +41,10 @@ func TestShaperRowsRoundTripAndDoneOnly(t *testing.T) {
 	}
 }
 
-func TestShaperFileBadHeader(t *testing.T) {
-	dir := t.TempDir()
-	mustNoErr(t, os.WriteFile(filepath.Join(dir, ShaperFile), []byte("a,b\n"), 0o644))
-	if _, err := LoadShaper(dir); err == nil {
-		t.Fatal("a shaper.csv with a foreign header was accepted")
-	}
-}
-
 // Rows written twice for one attempt (a run killed before marking it done
 // hands the same attempt number out again): the last ones count, once.
 func TestAnalyzeShaperKeepsTheLastRowsOfAnAttempt(t *testing.T) {
-	rows := []ShaperRow{
+	rows := []raw.ShaperRow{
 		{Task: 1, Attempt: 1, App: "go", RTTms: 1, Side: "db", TargetUs: 500, Packets: 90, HoldP50Us: 900},
 		{Task: 1, Attempt: 1, App: "go", RTTms: 1, Side: "db", TargetUs: 500, Packets: 100, HoldP50Us: 502},
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/rttlab/rttlab/results/stats"
+	"github.com/rttlab/rttlab/rtt/raw"
 	"github.com/rttlab/rttlab/workloads"
 )
 
@@ -133,7 +134,7 @@ type RunStat struct {
 
 // RunStats computes one RunStat per task of samples, sorted by app, route,
 // setting, run and task. Pass only samples of done attempts (Data.Samples).
-func RunStats(samples []Sample) []RunStat {
+func RunStats(samples []raw.Sample) []RunStat {
 	type acc struct {
 		rs  RunStat
 		lat []float64
@@ -359,7 +360,7 @@ type Summary struct {
 	Plan     string
 	Seed     uint64
 	Options  Options
-	Manifest Manifest
+	Manifest raw.Manifest
 	Runs     []RunStat
 	Cells    []Cell
 	Probes   []ProbeStat
@@ -390,7 +391,7 @@ type Summary struct {
 // Analyze computes run statistics, cells with bootstrap intervals and
 // changes against 0 ms, and the probe summary. It is deterministic: the
 // same data and seed give the same numbers.
-func Analyze(d *Data, o Options) *Summary {
+func Analyze(d *raw.Data, o Options) *Summary {
 	o = o.withDefaults()
 	m := &d.Manifest
 	sum := &Summary{Plan: m.PlanName, Seed: m.Seed, Options: o, Manifest: *m, Trace: d.Trace}
@@ -431,7 +432,7 @@ func Analyze(d *Data, o Options) *Summary {
 
 // doneRuns is the statistics of every run of a done attempt, sorted; a
 // done task without any sample is a run with no successful requests.
-func doneRuns(d *Data) []RunStat {
+func doneRuns(d *raw.Data) []RunStat {
 	m := &d.Manifest
 	runs := RunStats(d.Samples)
 	seen := map[int]bool{}
@@ -451,7 +452,7 @@ func doneRuns(d *Data) []RunStat {
 // taskWarnings counts the tasks planned and done and warns of an
 // incomplete study, ignored samples, the loader's notes and every failed
 // attempt.
-func (sum *Summary) taskWarnings(d *Data) {
+func (sum *Summary) taskWarnings(d *raw.Data) {
 	m := &d.Manifest
 	sum.TasksPlanned = len(m.Tasks)
 	for _, t := range m.Tasks {
@@ -470,12 +471,12 @@ func (sum *Summary) taskWarnings(d *Data) {
 	if m.Emulated {
 		sum.Warnings = append(sum.Warnings, fmt.Sprintf("the database and the apps ran %s under emulation (qemu-user) on this engine: every timing here makes no claim about that platform's hardware", m.Platform))
 	}
-	tasks := map[int]Task{}
+	tasks := map[int]raw.Task{}
 	for _, t := range m.Tasks {
 		tasks[t.ID] = t
 	}
 	for _, r := range d.Records {
-		if r.Status != StatusFailed {
+		if r.Status != raw.StatusFailed {
 			continue
 		}
 		outcome := "not done"
@@ -519,7 +520,7 @@ func groupCells(runs []RunStat) ([]*Cell, map[string]*Cell) {
 // analyze computes a cell's median with its interval, the statements per
 // request (traced or declared) and the prediction, the change against its
 // 0 ms baseline in index, and its warnings.
-func (c *Cell) analyze(index map[string]*Cell, d *Data, o Options) {
+func (c *Cell) analyze(index map[string]*Cell, d *raw.Data, o Options) {
 	m := &d.Manifest
 	slices.Sort(c.P50s)
 	c.NRuns = len(c.P50s)
@@ -584,7 +585,7 @@ func (c *Cell) percentOfUnshaped(index map[string]*Cell, seed uint64, o Options)
 }
 
 // setting names the cell's setting: "at 0.5 ms", or "unshaped".
-func (c *Cell) setting() string { return Task{RTTms: c.RTTms, Unshaped: c.Unshaped}.Setting() }
+func (c *Cell) setting() string { return raw.Task{RTTms: c.RTTms, Unshaped: c.Unshaped}.Setting() }
 
 // warn adds a cell's warnings: low n, failed requests (its own and its
 // baseline's), re-sent requests and failed warmups.
@@ -622,7 +623,7 @@ func (c *Cell) warn(o Options) {
 // captures), they judge the setting and the probes are reported beside
 // them; a folder without them is judged by its probes and the shaper's
 // record, and a setting with no probe is "not probed", never verified.
-func (sum *Summary) verify(d *Data, o Options) {
+func (sum *Summary) verify(d *raw.Data, o Options) {
 	probes, verified := sum.checkProbes(d, o)
 	shaper := sum.checkShaper(d, o)
 	wire := map[setting]WireVerdict{}
@@ -667,7 +668,7 @@ type setting struct {
 // SELECT 1; the quick check before each task does not count).
 func (sum *Summary) probed(app string, rtt float64) bool {
 	for _, p := range sum.Probes {
-		if p.App == app && p.RTTms == rtt && (p.Kind == ProbeICMP || p.Kind == ProbeSelect1) {
+		if p.App == app && p.RTTms == rtt && (p.Kind == raw.ProbeICMP || p.Kind == raw.ProbeSelect1) {
 			return true
 		}
 	}
@@ -677,16 +678,16 @@ func (sum *Summary) probed(app string, rtt float64) bool {
 // checkProbes analyzes the probes into the summary, warns of those out of
 // tolerance and of settings probed without a 0 ms probe to compare with,
 // and returns the reasons per setting and the SELECT 1 changes.
-func (sum *Summary) checkProbes(d *Data, o Options) (map[setting][]string, map[setting]float64) {
+func (sum *Summary) checkProbes(d *raw.Data, o Options) (map[setting][]string, map[setting]float64) {
 	unverified := map[setting][]string{}
 	verified := map[setting]float64{}
 	sum.Probes = analyzeProbes(d.Probes, d.Manifest.Seed, o)
 	for _, p := range sum.Probes {
 		k := setting{p.App, p.RTTms}
-		if p.Kind == ProbeSelect1 && p.HasBaseline {
+		if p.Kind == raw.ProbeSelect1 && p.HasBaseline {
 			verified[k] = p.Added
 		}
-		if p.RTTms > 0 && !p.HasBaseline && (p.Kind == ProbeICMP || p.Kind == ProbeSelect1) {
+		if p.RTTms > 0 && !p.HasBaseline && (p.Kind == raw.ProbeICMP || p.Kind == raw.ProbeSelect1) {
 			unverified[k] = append(unverified[k], fmt.Sprintf("%s has no 0 ms probe to compare with", p.Kind))
 			sum.Warnings = append(sum.Warnings, fmt.Sprintf("probe %s %s at %s ms: no 0 ms probe of the same kind, so nothing to compare with",
 				p.App, p.Kind, fmtSetting(p.RTTms)))
@@ -709,7 +710,7 @@ type shaperChecks struct {
 
 // checkShaper analyzes the shaper's record into the summary and warns of
 // its drops, hold errors and CPU.
-func (sum *Summary) checkShaper(d *Data, o Options) shaperChecks {
+func (sum *Summary) checkShaper(d *raw.Data, o Options) shaperChecks {
 	sc := shaperChecks{drops: map[setting][]string{}, all: map[setting][]string{}}
 	sum.Shaper = AnalyzeShaper(d.Shaper, d.Done)
 	for _, st := range sum.Shaper {
@@ -743,7 +744,7 @@ type probeGroup struct {
 	vals []float64
 }
 
-func analyzeProbes(probes []Probe, seed uint64, o Options) []ProbeStat {
+func analyzeProbes(probes []raw.Probe, seed uint64, o Options) []ProbeStat {
 	groups, order := groupProbes(probes)
 	for _, g := range order {
 		if g.st.RTTms == 0 {
@@ -755,7 +756,7 @@ func analyzeProbes(probes []Probe, seed uint64, o Options) []ProbeStat {
 		}
 		g.st.HasBaseline = true
 		g.st.Added = g.st.Value - base.st.Value
-		if g.st.Kind == ProbeSelect1 {
+		if g.st.Kind == raw.ProbeSelect1 {
 			g.st.CI = stats.BootstrapChangeCI(base.vals, g.vals, o.Resamples, stats.NewRNG(seed, ProbeKey(g.st.App, g.st.Kind, g.st.RTTms)))
 		}
 		// The 1e-9 ms slack keeps float noise at the exact boundary from
@@ -773,7 +774,7 @@ func analyzeProbes(probes []Probe, seed uint64, o Options) []ProbeStat {
 // groupProbes groups the probe rows by app, kind and setting, in order of
 // first appearance, and sets each group's value to the median of its rows'
 // medians (no added RTT or interval yet).
-func groupProbes(probes []Probe) (map[string]*probeGroup, []*probeGroup) {
+func groupProbes(probes []raw.Probe) (map[string]*probeGroup, []*probeGroup) {
 	groups := map[string]*probeGroup{}
 	var order []*probeGroup
 	for _, p := range probes {
@@ -806,7 +807,7 @@ func groupProbes(probes []Probe) (map[string]*probeGroup, []*probeGroup) {
 // sortProbeStats orders probe summaries by app, then kind (ICMP, the
 // per-task ICMP check, SELECT 1), then setting.
 func sortProbeStats(out []ProbeStat) {
-	kindRank := map[string]int{ProbeICMP: 0, ProbeICMPTask: 1, ProbeICMPUnshaped: 2, ProbeSelect1: 3}
+	kindRank := map[string]int{raw.ProbeICMP: 0, raw.ProbeICMPTask: 1, raw.ProbeICMPUnshaped: 2, raw.ProbeSelect1: 3}
 	slices.SortFunc(out, func(a, b ProbeStat) int {
 		if a.App != b.App {
 			return cmpStr(a.App, b.App)

@@ -4,15 +4,16 @@ import (
 	"math"
 	"testing"
 
+	"github.com/rttlab/rttlab/rtt/raw"
 	"github.com/rttlab/rttlab/workloads"
 )
 
 func ms(v float64) int64 { return int64(math.Round(v * 1e6)) }
 
 func TestRunStats(t *testing.T) {
-	var s []Sample
+	var s []raw.Sample
 	add := func(lat float64, warm bool, status int, errText string) {
-		s = append(s, Sample{Task: 7, Attempt: 1, App: "go", Route: "/feed", RTTms: 0.5, Run: 2,
+		s = append(s, raw.Sample{Task: 7, Attempt: 1, App: "go", Route: "/feed", RTTms: 0.5, Run: 2,
 			Seq: len(s), Warmup: warm, LatencyNS: ms(lat), Status: status, Error: errText})
 	}
 	add(100, true, 200, "") // warmup: never counted

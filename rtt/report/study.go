@@ -8,10 +8,11 @@ import (
 	"strconv"
 
 	"github.com/rttlab/rttlab/results"
+	"github.com/rttlab/rttlab/rtt/raw"
 )
 
 // The RTT study's kind, as report, compare and --resume find it; its
-// runner opens its own folder (rtt.OpenFolder).
+// runner opens its own folder (raw.Open).
 func init() {
 	results.Register(results.StudyKind{Kind: results.KindRTT, Writer: "rttlab run", Study: Study{}})
 }
@@ -28,10 +29,10 @@ func (Study) Kind() string { return results.KindRTT }
 // nothing written (the plots of an earlier report stay), and what the
 // reader tolerated is said on warn as well as in the summary.
 func (Study) Report(dir string, warn io.Writer) ([]string, error) {
-	if d, err := Load(dir); err == nil {
+	if d, err := raw.Load(dir); err == nil {
 		if len(d.Samples) == 0 {
 			return nil, fmt.Errorf("%s holds no sample of a done task (%d of %d tasks done): nothing to report, nothing written",
-				filepath.Join(dir, SamplesFile), len(d.Done), len(d.Manifest.Tasks))
+				filepath.Join(dir, raw.SamplesFile), len(d.Done), len(d.Manifest.Tasks))
 		}
 		for _, n := range d.Notes {
 			fmt.Fprintf(warn, "warning: %s\n", n)
@@ -44,7 +45,7 @@ func (Study) Report(dir string, warn io.Writer) ([]string, error) {
 // setting of the folder (Summary.Sensitivity), which --p50-target reads;
 // none for a folder without a sample of a done task.
 func (Study) Sensitivity(dir string) ([]Sensitivity, error) {
-	d, err := Load(dir)
+	d, err := raw.Load(dir)
 	if err != nil || len(d.Samples) == 0 {
 		return nil, err
 	}
@@ -63,7 +64,7 @@ func (Study) Compare(dirA, dirB string) (string, error) {
 // Tasks is the manifest's tasks in its shuffled order, by number, each
 // done when tasks.jsonl has an attempt of it done.
 func (Study) Tasks(dir string) ([]results.TaskState, error) {
-	d, err := Load(dir)
+	d, err := raw.Load(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +80,7 @@ func (Study) Tasks(dir string) ([]results.TaskState, error) {
 func (s Study) Digest(dir string) (string, error) {
 	sum := s.Rendered
 	if sum == nil {
-		d, err := Load(dir)
+		d, err := raw.Load(dir)
 		if err != nil {
 			return "", err
 		}

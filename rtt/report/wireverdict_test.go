@@ -5,18 +5,19 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rttlab/rttlab/rtt/raw"
 	"github.com/rttlab/rttlab/workloads"
 )
 
 // wireTasks makes the wire rows of n tasks of go /feed at one setting,
 // both directions, each task's one-way p50 from p50(run) (NaN: nothing
 // paired), and lets edit change a row.
-func wireTasks(first int, rtt float64, n int, p50 func(run int) float64, edit func(run int, r *WireRow)) []WireRow {
-	var rows []WireRow
+func wireTasks(first int, rtt float64, n int, p50 func(run int) float64, edit func(run int, r *raw.WireRow)) []raw.WireRow {
+	var rows []raw.WireRow
 	for run := range n {
 		for _, dir := range []string{workloads.DirAppToDB, workloads.DirDBToApp} {
 			v := p50(run)
-			r := WireRow{Task: first + run, App: "go", Route: "/feed", RTTms: rtt, Direction: dir, Sent: 100, Matched: 100, P50Ms: v, P99Ms: v + 0.1}
+			r := raw.WireRow{Task: first + run, App: "go", Route: "/feed", RTTms: rtt, Direction: dir, Sent: 100, Matched: 100, P50Ms: v, P99Ms: v + 0.1}
 			if math.IsNaN(v) {
 				r.Matched = 0
 			}
@@ -50,7 +51,7 @@ func TestWireVerdictPaths(t *testing.T) {
 	ref := wireTasks(0, 0, 10, flat(0.02), nil)
 	cases := []struct {
 		name                       string
-		rows                       []WireRow
+		rows                       []raw.WireRow
 		status                     string
 		why                        string // a part of Why
 		tasks, passing, incomplete int
@@ -65,7 +66,7 @@ func TestWireVerdictPaths(t *testing.T) {
 		}, nil), status: WireVerified, tasks: 20, passing: 19},
 		{name: "median off", rows: wireTasks(100, 1, 10, flat(0.60), nil),
 			status: WireOff, why: "one-way added 0.580 ms for 0.500", tasks: 10},
-		{name: "too few packets paired", rows: wireTasks(100, 1, 10, flat(0.52), func(_ int, r *WireRow) { r.Matched = 90 }),
+		{name: "too few packets paired", rows: wireTasks(100, 1, 10, flat(0.52), func(_ int, r *raw.WireRow) { r.Matched = 90 }),
 			status: WireOff, why: "90.0% of packets paired", tasks: 10},
 		{name: "too few tasks pass on their own", rows: wireTasks(100, 1, 10, func(run int) float64 {
 			if run < 2 {
@@ -73,20 +74,20 @@ func TestWireVerdictPaths(t *testing.T) {
 			}
 			return 0.52
 		}, nil), status: WireOff, why: "8 of 10 tasks passed on their own", tasks: 10, passing: 8},
-		{name: "a task's captures missed packets", rows: wireTasks(100, 1, 10, flat(0.52), func(run int, r *WireRow) {
+		{name: "a task's captures missed packets", rows: wireTasks(100, 1, 10, flat(0.52), func(run int, r *raw.WireRow) {
 			if run == 4 {
 				r.Drops = 2
 			}
 		}), status: WireIncomplete, why: "1 of 10 tasks' captures missed packets", tasks: 9, passing: 9, incomplete: 1},
-		{name: "a capture hit its packet cap", rows: wireTasks(100, 1, 10, flat(0.52), func(run int, r *WireRow) {
+		{name: "a capture hit its packet cap", rows: wireTasks(100, 1, 10, flat(0.52), func(run int, r *raw.WireRow) {
 			r.Truncated = run == 0
 		}), status: WireIncomplete, why: "1 of 10 tasks' captures missed packets", tasks: 9, passing: 9, incomplete: 1},
-		{name: "every capture missed packets", rows: wireTasks(100, 1, 3, flat(0.52), func(_ int, r *WireRow) { r.Drops = 1 }),
+		{name: "every capture missed packets", rows: wireTasks(100, 1, 3, flat(0.52), func(_ int, r *raw.WireRow) { r.Drops = 1 }),
 			status: WireIncomplete, why: "every capture missed packets (3 tasks)", incomplete: 3},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, vs := analyzeWire(append(append([]WireRow{}, ref...), c.rows...), Options{})
+			_, vs := analyzeWire(append(append([]raw.WireRow{}, ref...), c.rows...), Options{})
 			if r := verdictAt(t, vs, 0); r.Status != WireReference {
 				t.Errorf("0 ms: %s, want %s", r.Status, WireReference)
 			}
@@ -108,17 +109,17 @@ func TestWireVerdictNeedsAValidReference(t *testing.T) {
 	shaped := wireTasks(100, 1, 6, flat(0.52), nil)
 	cases := []struct {
 		name string
-		ref  []WireRow
+		ref  []raw.WireRow
 		why  string
 	}{
 		{"no 0 ms tasks", nil, "no 0 ms tasks to measure against"},
 		{"0 ms paired nothing", wireTasks(0, 0, 6, flat(math.NaN()), nil), "no valid 0 ms reference: the 0 ms tasks paired no packet (6 tasks)"},
-		{"0 ms captures incomplete", wireTasks(0, 0, 6, flat(0.02), func(_ int, r *WireRow) { r.Drops = 5 }),
+		{"0 ms captures incomplete", wireTasks(0, 0, 6, flat(0.02), func(_ int, r *raw.WireRow) { r.Drops = 5 }),
 			"no valid 0 ms reference: every 0 ms task's captures missed packets (6 tasks)"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			stats, vs := analyzeWire(append(append([]WireRow{}, c.ref...), shaped...), Options{})
+			stats, vs := analyzeWire(append(append([]raw.WireRow{}, c.ref...), shaped...), Options{})
 			v := verdictAt(t, vs, 1)
 			if v.Status != WireNoData || !strings.Contains(v.Why, c.why) {
 				t.Errorf("status %q why %q, want %q with %q", v.Status, v.Why, WireNoData, c.why)
@@ -143,12 +144,12 @@ func TestWireVerdictsRendered(t *testing.T) {
 	rows := wireTasks(0, 0, 6, flat(0.02), nil)
 	rows = append(rows, wireTasks(100, 0.25, 6, flat(0.145), nil)...)
 	rows = append(rows, wireTasks(200, 0.5, 6, flat(0.40), nil)...)
-	rows = append(rows, wireTasks(300, 1, 6, flat(0.52), func(run int, r *WireRow) { r.Drops = btoi(run == 1) })...)
+	rows = append(rows, wireTasks(300, 1, 6, flat(0.52), func(run int, r *raw.WireRow) { r.Drops = btoi(run == 1) })...)
 	s.Wire, s.WireVerdicts = analyzeWire(rows, Options{})
 	for _, r := range []float64{0, 0.25, 0.5, 1} {
 		s.Cells = append(s.Cells, Cell{App: "go", Route: "/feed", RTTms: r})
 	}
-	s.Probes = []ProbeStat{{App: "go", Kind: ProbeICMP, RTTms: 0.25, HasBaseline: true, Added: 0.25}, {App: "go", Kind: ProbeICMP, RTTms: 0, HasBaseline: true}}
+	s.Probes = []ProbeStat{{App: "go", Kind: raw.ProbeICMP, RTTms: 0.25, HasBaseline: true, Added: 0.25}, {App: "go", Kind: raw.ProbeICMP, RTTms: 0, HasBaseline: true}}
 	var b strings.Builder
 	s.wireMarkdown(&b)
 	md := b.String()
@@ -180,9 +181,9 @@ func TestWireVerdictsRendered(t *testing.T) {
 // value at a setting shows "–" there.
 func TestDigestProbesLineUp(t *testing.T) {
 	s := &Summary{Probes: []ProbeStat{
-		{App: "go", Kind: ProbeICMP, RTTms: 0.5, HasBaseline: true, Added: 0.5},
-		{App: "go", Kind: ProbeICMP, RTTms: 1, HasBaseline: true, Added: 1},
-		{App: "go", Kind: ProbeSelect1, RTTms: 1, HasBaseline: true, Added: 1.06},
+		{App: "go", Kind: raw.ProbeICMP, RTTms: 0.5, HasBaseline: true, Added: 0.5},
+		{App: "go", Kind: raw.ProbeICMP, RTTms: 1, HasBaseline: true, Added: 1},
+		{App: "go", Kind: raw.ProbeSelect1, RTTms: 1, HasBaseline: true, Added: 1.06},
 	}}
 	var d digest
 	s.digestProbes(&d)
@@ -196,19 +197,19 @@ func TestDigestProbesLineUp(t *testing.T) {
 // and each cause of the rest is said: a task whose requests could not be
 // joined, requests a capture missed an event of, or nothing known.
 func TestTakenApart(t *testing.T) {
-	row := func(problem string, incomplete int) WireRow {
-		return WireRow{Direction: workloads.DirAppToDB, Problem: problem, Incomplete: incomplete}
+	row := func(problem string, incomplete int) raw.WireRow {
+		return raw.WireRow{Direction: workloads.DirAppToDB, Problem: problem, Incomplete: incomplete}
 	}
-	all := takenApartOf(300, 300, []WireRow{row("", 0), row("", 0), row("", 0)})
+	all := takenApartOf(300, 300, []raw.WireRow{row("", 0), row("", 0), row("", 0)})
 	if all.Share() != 1 || len(all.LeftOut) != 0 {
 		t.Errorf("every request taken apart: %+v", all)
 	}
-	some := takenApartOf(195, 300, []WireRow{row("", 0), row("101 requests on the wire, 100 sent by the client", 0), row("", 5)})
+	some := takenApartOf(195, 300, []raw.WireRow{row("", 0), row("101 requests on the wire, 100 sent by the client", 0), row("", 5)})
 	want := []string{"1 of 3 tasks' requests could not be joined to the client's (e.g. 101 requests on the wire, 100 sent by the client)", "5 requests with an event a capture missed"}
 	if some.Share() != 0.65 || strings.Join(some.LeftOut, "|") != strings.Join(want, "|") {
 		t.Errorf("got %+v, want 195 of 300 with %q", some, want)
 	}
-	unknown := takenApartOf(290, 300, []WireRow{row("", 0)})
+	unknown := takenApartOf(290, 300, []raw.WireRow{row("", 0)})
 	if len(unknown.LeftOut) != 1 || unknown.LeftOut[0] != "10 requests not found on the wire" {
 		t.Errorf("left out without a known cause: %q", unknown.LeftOut)
 	}

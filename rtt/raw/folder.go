@@ -1,4 +1,4 @@
-package report
+package raw
 
 import (
 	"errors"
@@ -9,20 +9,22 @@ import (
 	"github.com/rttlab/rttlab/results"
 )
 
-// Folder writes the raw format of an RTT results folder for the
-// reader's tests, as the runner's writer (rtt.Folder) does, so that the
-// reader is tested on folders written the one way the study writes them
-// without importing the runner.
+// Folder is the RTT study's results folder open for writing: the runner
+// appends each task's samples, probes, shaper, wire and anatomy rows and
+// marks its attempts in it, in the raw format that Load reads. It is a
+// results.Folder: its lock held until Close, every append fsynced before
+// it returns, and after a failed append the Folder refuses further
+// appends (a partial line may be on disk); Open trims the partial line. Its methods are safe for concurrent use.
 type Folder struct {
 	*results.Folder
 	state *Data
 }
 
 // rawFiles are the files of an RTT folder that the runner appends to;
-// OpenFolder trims each of a cut last line.
+// Open trims each of a cut last line.
 var rawFiles = []string{SamplesFile, TasksFile, ProbesFile, ShaperFile, WireFile, AnatomyFile}
 
-// CreateFolder makes a new results folder <outDir>/<UTC time>-<planName>/
+// Create makes a new results folder <outDir>/<UTC time>-<planName>/
 // (results.Create; for example rttlab-results/20261129T235900Z-study/)
 // with empty samples.jsonl and tasks.jsonl and a probes.csv holding only
 // its header. It fails if the folder exists. The Folder holds the
@@ -53,19 +55,19 @@ func Create(outDir, planName string, now time.Time) (f *Folder, err error) {
 	return &Folder{Folder: rf}, nil
 }
 
-// OpenFolder reopens an existing results folder to resume it
+// Open reopens an existing results folder to resume it
 // (results.Open). It first takes the folder's lock, then loads and checks
 // every file (Load); any malformed line other than an unterminated
 // last line is an error and nothing is changed. An unterminated last
 // line of samples.jsonl, tasks.jsonl, probes.csv, shaper.csv, wire.csv or
 // anatomy.jsonl is what a crash mid-write leaves; it belongs to an
-// attempt that was never marked done, and OpenFolder truncates it so new
+// attempt that was never marked done, and Open truncates it so new
 // lines start clean. State returns what was loaded.
 //
 // While another Folder of dir is open, in this process or another,
-// OpenFolder fails with a *results.LockedError (results.ErrLocked) and
-// changes nothing. A lock file left by a process that died is no
-// obstacle. Readers (Load, Render) take no lock.
+// Open fails with a *results.LockedError (results.ErrLocked) and changes
+// nothing. A lock file left by a process that died is no obstacle.
+// Readers (Load, and rtt/report's Render) take no lock.
 func Open(dir string) (f *Folder, err error) {
 	var d *Data
 	load := func() error {
@@ -97,8 +99,8 @@ func Open(dir string) (f *Folder, err error) {
 	return f, nil
 }
 
-// State returns the folder's contents as read by OpenFolder (nil after
-// CreateFolder). Use Data.Pending and Data.NextAttempt to resume.
+// State returns the folder's contents as read by Open (nil after
+// Create). Use Data.Pending and Data.NextAttempt to resume.
 func (f *Folder) State() *Data { return f.state }
 
 // WriteManifest writes manifest.json atomically (results.WriteManifest).
@@ -164,7 +166,7 @@ func (f *Folder) AppendProbes(p []Probe) error {
 		}
 		rows[i] = ProbeRecord(&p[i])
 	}
-	// CreateFolder wrote the header.
+	// Create wrote the header.
 	return f.AppendRows(ProbesFile, nil, rows)
 }
 

@@ -1,22 +1,22 @@
-package report
+package raw
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/rttlab/rttlab/orchestrator/shaping"
-	"github.com/rttlab/rttlab/results"
 )
 
-// File names inside a results folder.
+// The raw files of an RTT results folder that every run writes; shaper.csv,
+// wire.csv, anatomy.jsonl and trace.json are beside them when the run
+// wrote them.
 const (
-	SamplesFile     = "samples.jsonl"
-	TasksFile       = "tasks.jsonl"
-	ProbesFile      = "probes.csv"
-	RunsFile        = "runs.csv"
-	SummaryJSONFile = "summary.json"
-	SummaryMDFile   = results.SummaryMDFile
+	SamplesFile = "samples.jsonl"
+	TasksFile   = "tasks.jsonl"
+	ProbesFile  = "probes.csv"
 )
 
 // Sample is one HTTP request of the load client, one JSON line in
@@ -72,7 +72,7 @@ func (t Task) Setting() string {
 	if t.Unshaped {
 		return "unshaped"
 	}
-	return "at " + fmtSetting(t.RTTms) + " ms"
+	return "at " + fmtMs(t.RTTms) + " ms"
 }
 
 // RouteStatements is the number of sequential database statements one
@@ -199,3 +199,85 @@ type TaskRecord struct {
 	Error   string    `json:"error,omitempty"`
 	Time    time.Time `json:"time"`
 }
+
+// ProbeRecord is p as a row of probes.csv (ProbeHeader).
+func ProbeRecord(p *Probe) []string {
+	f := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+	return []string{
+		p.App, p.Kind, f(p.RTTms), strconv.Itoa(p.Run), strconv.Itoa(p.Task), strconv.Itoa(p.N),
+		f(p.MeanMs), f(p.MedianMs), f(p.MinMs), f(p.MaxMs), strconv.Itoa(p.Failures),
+	}
+}
+
+func parseProbe(rec []string) (Probe, error) {
+	p := Probe{App: rec[0], Kind: rec[1]}
+	floats := []*float64{&p.RTTms, &p.MeanMs, &p.MedianMs, &p.MinMs, &p.MaxMs}
+	fcols := []int{2, 6, 7, 8, 9}
+	for i, c := range fcols {
+		v, err := strconv.ParseFloat(rec[c], 64)
+		if err != nil {
+			return p, fmt.Errorf("column %s: %w", ProbeHeader[c], err)
+		}
+		*floats[i] = v
+	}
+	ints := []*int{&p.Run, &p.Task, &p.N, &p.Failures}
+	icols := []int{3, 4, 5, 10}
+	for i, c := range icols {
+		v, err := strconv.Atoi(rec[c])
+		if err != nil {
+			return p, fmt.Errorf("column %s: %w", ProbeHeader[c], err)
+		}
+		*ints[i] = v
+	}
+	return p, nil
+}
+
+// CheckProbe is what every row of probes.csv satisfies.
+func CheckProbe(p *Probe) error {
+	switch p.Kind {
+	case ProbeICMP, ProbeICMPTask, ProbeSelect1, ProbeICMPUnshaped:
+	default:
+		return fmt.Errorf("probe kind %q: want %s, %s, %s or %s", p.Kind, ProbeICMP, ProbeICMPTask, ProbeSelect1, ProbeICMPUnshaped)
+	}
+	if p.RTTms < 0 || p.N < 0 || p.Failures < 0 || p.Failures > p.N {
+		return fmt.Errorf("probe %s at %s ms: negative setting or counts, or failures > n", p.Kind, fmtMs(p.RTTms))
+	}
+	return nil
+}
+
+// CheckSample is what every line of samples.jsonl satisfies.
+func CheckSample(s *Sample) error {
+	switch {
+	case s.Attempt < 1:
+		return fmt.Errorf("attempt %d: attempts count from 1", s.Attempt)
+	case s.App == "" || s.Route == "":
+		return errors.New("app or route is empty")
+	case s.RTTms < 0:
+		return fmt.Errorf("negative setting %v ms", s.RTTms)
+	case s.LatencyNS < 0:
+		return fmt.Errorf("negative latency %d ns", s.LatencyNS)
+	}
+	return nil
+}
+
+// CheckManifest is what every manifest of the RTT study satisfies.
+func CheckManifest(m *Manifest) error {
+	if m.PlanName == "" {
+		return errors.New("plan name is empty")
+	}
+	seen := make(map[int]bool, len(m.Tasks))
+	for _, t := range m.Tasks {
+		if seen[t.ID] {
+			return fmt.Errorf("task ID %d appears twice in the task list", t.ID)
+		}
+		seen[t.ID] = true
+		if t.App == "" || t.Route == "" || t.RTTms < 0 {
+			return fmt.Errorf("%s: empty app or route, or negative setting", t)
+		}
+	}
+	return nil
+}
+
+// fmtMs prints a setting in milliseconds as the raw files and their
+// messages write it: the shortest form that reads back the same (0.5, 1).
+func fmtMs(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }

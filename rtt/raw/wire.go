@@ -1,4 +1,4 @@
-package report
+package raw
 
 import (
 	"encoding/json"
@@ -74,7 +74,7 @@ var WireHeader = []string{"task", "attempt", "app", "route", "rtt_ms", "unshaped
 func (r *WireRow) Record() []string {
 	f := func(v float64) string { return strconv.FormatFloat(v, 'f', 4, 64) }
 	i := strconv.Itoa
-	return []string{i(r.Task), i(r.Attempt), r.App, r.Route, fmtSetting(r.RTTms), strconv.FormatBool(r.Unshaped), r.Direction,
+	return []string{i(r.Task), i(r.Attempt), r.App, r.Route, fmtMs(r.RTTms), strconv.FormatBool(r.Unshaped), r.Direction,
 		i(r.Sent), i(r.Matched), i(r.Lost), i(r.Ambiguous), f(r.P50Ms), f(r.P99Ms), i(r.Drops), strconv.FormatBool(r.Truncated),
 		i(r.Requests), i(r.Anatomized), i(r.Incomplete), i(r.Unassigned), r.Problem}
 }

@@ -1,8 +1,10 @@
-package report
+package raw
 
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -47,6 +49,9 @@ func taskSamples(t Task, lat ...float64) []Sample {
 	return s
 }
 
+// ms is v milliseconds in nanoseconds.
+func ms(v float64) int64 { return int64(math.Round(v * 1e6)) }
+
 func mustNoErr(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
@@ -54,8 +59,6 @@ func mustNoErr(t testing.TB, err error) {
 	}
 }
 
-// newTestFolder makes a folder with task 1 done, task 2 half written (its
-// samples on disk, never marked done) and a few probes.
 // mutateFile rewrites the file at p with mutate, or removes it when mutate
 // is nil.
 func mutateFile(t *testing.T, p string, mutate func([]byte) []byte) {
@@ -69,6 +72,8 @@ func mutateFile(t *testing.T, p string, mutate func([]byte) []byte) {
 	mustNoErr(t, os.WriteFile(p, mutate(b), 0o644))
 }
 
+// newTestFolder makes a folder with task 1 done, task 2 half written (its
+// samples on disk, never marked done) and a few probes.
 func newTestFolder(t *testing.T) (*Folder, *Manifest) {
 	t.Helper()
 	f, err := Create(t.TempDir(), "smoke", testStart)
@@ -428,5 +433,53 @@ func TestResumeTrimsCutWireRows(t *testing.T) {
 	}
 	if _, err := LoadShaper(f.Dir()); err != nil {
 		t.Errorf("shaper.csv after the resume: %v", err)
+	}
+}
+
+// The committed RTT folder (cmd/rttlab/testdata/results-go), with the
+// cut lines of a crash mid-write in its raw files, opens for a resume:
+// the cut lines trimmed, its state read, a second writer refused, and
+// the next append starting on a clean line.
+func TestOpenCommitted(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "results-go")
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join("..", "..", "cmd", "rttlab", "testdata", "results-go"))); err != nil {
+		t.Fatal(err)
+	}
+	sizes := map[string]int64{}
+	for _, n := range []string{SamplesFile, TasksFile, ProbesFile} {
+		fi, err := os.Stat(filepath.Join(dir, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sizes[n] = fi.Size()
+		h, err := os.OpenFile(filepath.Join(dir, n), os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.WriteString(`{"task":999,"cut`)
+		h.Close()
+	}
+	f, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if f.State() == nil || len(f.State().Samples) == 0 {
+		t.Fatal("no state read")
+	}
+	for n, size := range sizes {
+		if fi, _ := os.Stat(filepath.Join(dir, n)); fi.Size() != size {
+			t.Errorf("%s: %d bytes after open, want %d", n, fi.Size(), size)
+		}
+	}
+	if _, err := Open(dir); !errors.Is(err, results.ErrLocked) {
+		t.Errorf("second writer: %v", err)
+	}
+	task := f.State().Manifest.Tasks[0]
+	if err := f.MarkFailed(task.ID, f.State().NextAttempt(task.ID), "test"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(dir); err != nil {
+		t.Errorf("load after an append: %v", err)
 	}
 }
