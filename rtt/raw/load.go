@@ -378,3 +378,19 @@ func joinInts(a []int) string {
 	}
 	return strings.Join(s, ", ")
 }
+
+// loadRows reads the CSV file name of dir, whose first line is header,
+// through parse; a folder without the file has no rows. An unterminated
+// last line (a crash mid-write) is ignored.
+func loadRows[T any](dir, name string, header []string, parse func([]string) (T, error)) ([]T, error) {
+	var out []T
+	err := results.ReadCSV(filepath.Join(dir, name), name, header, func(_ int, rec []string) error {
+		row, err := parse(rec)
+		out = append(out, row)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}

@@ -3,10 +3,7 @@ package raw
 import (
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strconv"
-
-	"github.com/rttlab/rttlab/results"
 )
 
 // ShaperFile holds what the shaper did during each load task, per side.
@@ -71,14 +68,5 @@ func parseShaperRow(rec []string) (ShaperRow, error) {
 // shaper reported on itself) has no rows. An unterminated last line (a
 // crash mid-write) is ignored.
 func LoadShaper(dir string) ([]ShaperRow, error) {
-	var out []ShaperRow
-	err := results.ReadCSV(filepath.Join(dir, ShaperFile), ShaperFile, ShaperHeader, func(_ int, rec []string) error {
-		row, err := parseShaperRow(rec)
-		out = append(out, row)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return loadRows(dir, ShaperFile, ShaperHeader, parseShaperRow)
 }

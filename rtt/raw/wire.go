@@ -99,16 +99,7 @@ func parseWireRow(rec []string) (WireRow, error) {
 // was checked on every task) has no rows. An unterminated last line (a
 // crash mid-write) is ignored.
 func LoadWire(dir string) ([]WireRow, error) {
-	var out []WireRow
-	err := results.ReadCSV(filepath.Join(dir, WireFile), WireFile, WireHeader, func(_ int, rec []string) error {
-		row, err := parseWireRow(rec)
-		out = append(out, row)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return loadRows(dir, WireFile, WireHeader, parseWireRow)
 }
 
 // AnatomyRow is one line of anatomy.jsonl: a measured request of a task
