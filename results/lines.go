@@ -68,11 +68,12 @@ func ReadJSONLines(path, name string, max int, missingOK bool, fn func(line int,
 }
 
 // ReadCSV calls fn with each row after the header of the CSV file path
-// and its 1-based line number. The header must be header; a missing file
-// reads as empty; an unterminated last line (a crash mid-write) is left
-// out, as the writer trims it before it appends again. A malformed row is
-// an error naming file and line.
-func ReadCSV(path, name string, header []string, fn func(line int, rec []string) error) error {
+// and its 1-based line number. The header must be header, or one of
+// older (the layouts earlier folders were written with; fn tells them by
+// the row's length); a missing file reads as empty; an unterminated last
+// line (a crash mid-write) is left out, as the writer trims it before it
+// appends again. A malformed row is an error naming file and line.
+func ReadCSV(path, name string, header []string, fn func(line int, rec []string) error, older ...[]string) error {
 	b, err := capped.ReadFile(path, name, MaxFile)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
@@ -91,7 +92,7 @@ func ReadCSV(path, name string, header []string, fn func(line int, rec []string)
 			return fmt.Errorf("%s: %w", path, err)
 		}
 		if line == 1 {
-			if !slices.Equal(rec, header) {
+			if !slices.Equal(rec, header) && !slices.ContainsFunc(older, func(h []string) bool { return slices.Equal(rec, h) }) {
 				return fmt.Errorf("%s:1: unexpected header %q", path, strings.Join(rec, ","))
 			}
 			continue

@@ -26,7 +26,8 @@ func taskWire(t raw.Task, attempt int, caps shaping.TaskCaptures, rs []workloads
 			Direction: x.dir, Sent: x.ow.Sent, Matched: x.ow.Matched, Lost: x.ow.Lost, Ambiguous: x.ow.Ambiguous,
 			P50Ms: x.ow.P50Ms, P99Ms: x.ow.P99Ms, Drops: caps.App.Drops + caps.DB.Drops + caps.Client.Drops,
 			Truncated: caps.App.Truncated || caps.DB.Truncated || caps.Client.Truncated,
-			Requests:  an.Found, Anatomized: len(an.Requests), Incomplete: an.Incomplete, Unassigned: an.Unassigned, Problem: an.Problem})
+			Requests:  an.Found, Anatomized: len(an.Requests), Incomplete: an.Incomplete, Unassigned: an.Unassigned, Problem: an.Problem,
+			Unpaired: an.Unpaired, Unmarked: an.Unmarked, NegativeClient: an.NegativeClient, Overlaps: an.Overlaps, Counted: true})
 	}
 	bySeq := make(map[int]workloads.Result, len(rs))
 	for _, r := range rs {

@@ -1,9 +1,13 @@
 package raw
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/rttlab/rttlab/results"
@@ -183,11 +187,37 @@ func (f *Folder) AppendShaper(rows []ShaperRow) error {
 // AppendWire appends rows to wire.csv (created with its header on first
 // use) and fsyncs.
 func (f *Folder) AppendWire(rows []WireRow) error {
+	header, err := wireLayout(f.Path(WireFile))
+	if err != nil {
+		return err
+	}
 	recs := make([][]string, len(rows))
 	for i := range rows {
-		recs[i] = rows[i].Record()
+		recs[i] = rows[i].Record()[:len(header)]
 	}
-	return f.AppendRows(WireFile, WireHeader, recs)
+	return f.AppendRows(WireFile, header, recs)
+}
+
+// wireLayout is the header of the wire.csv at path: WireHeader for a new
+// file, or the older layout a resumed folder's file was begun with (its
+// rows go on in it, without the counts it has no columns for).
+func wireLayout(path string) ([]string, error) {
+	fh, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return WireHeader, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer fh.Close()
+	first, err := bufio.NewReader(fh).ReadString('\n')
+	if strings.TrimSpace(first) == strings.Join(wireHeaderV1, ",") {
+		return wireHeaderV1, nil
+	}
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return WireHeader, nil
 }
 
 // AppendAnatomy appends rows to anatomy.jsonl, one JSON line each, and

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -481,5 +482,45 @@ func TestOpenCommitted(t *testing.T) {
 	}
 	if _, err := Load(dir); err != nil {
 		t.Errorf("load after an append: %v", err)
+	}
+}
+
+// wire.csv keeps how each task's requests were joined by their sequence
+// number; a folder begun before those columns existed is read (its rows
+// not Counted) and resumed in its own layout.
+func TestWireJoinCounts(t *testing.T) {
+	f, m := newTestFolder(t)
+	tk := m.Tasks[2]
+	row := WireRow{Task: tk.ID, Attempt: 1, App: tk.App, Route: tk.Route, RTTms: tk.RTTms, Direction: workloads.DirAppToDB,
+		Requests: 10, Anatomized: 8, Unpaired: 1, Unmarked: 2, NegativeClient: 1, Overlaps: 3, Counted: true}
+	mustNoErr(t, f.AppendWire([]WireRow{row}))
+	mustNoErr(t, f.AppendSamples(tk.ID, 1, taskSamples(tk, 9, 1.5)))
+	mustNoErr(t, f.MarkDone(tk.ID, 1))
+	mustNoErr(t, f.Close())
+	d, err := Load(f.Dir())
+	mustNoErr(t, err)
+	if len(d.Wire) != 1 || d.Wire[0] != row {
+		t.Errorf("read back %+v, want %+v", d.Wire, row)
+	}
+
+	old, m := newTestFolder(t)
+	tk = m.Tasks[2]
+	v1 := strings.Join(wireHeaderV1, ",") + "\n" + fmt.Sprintf("%d,1,%s,%s,%g,false,db->app,10,10,0,0,0.3000,0.4000,0,false,5,5,0,0,\n", tk.ID, tk.App, tk.Route, tk.RTTms)
+	mustNoErr(t, os.WriteFile(old.Path(WireFile), []byte(v1), 0o644))
+	row.Task, row.Attempt = tk.ID, 1
+	row.App, row.Route, row.RTTms = tk.App, tk.Route, tk.RTTms
+	mustNoErr(t, old.AppendWire([]WireRow{row}))
+	mustNoErr(t, old.AppendSamples(tk.ID, 1, taskSamples(tk, 9, 1.5)))
+	mustNoErr(t, old.MarkDone(tk.ID, 1))
+	mustNoErr(t, old.Close())
+	b, err := os.ReadFile(old.Path(WireFile))
+	mustNoErr(t, err)
+	if lines := strings.Split(strings.TrimSpace(string(b)), "\n"); len(lines) != 3 || strings.Count(lines[2], ",") != len(wireHeaderV1)-1 {
+		t.Fatalf("the resumed folder's wire.csv left its layout:\n%s", b)
+	}
+	d, err = Load(old.Dir())
+	mustNoErr(t, err)
+	if len(d.Wire) != 2 || d.Wire[0].Counted || d.Wire[1].Counted || d.Wire[1].Anatomized != 8 || d.Wire[1].Unpaired != 0 {
+		t.Errorf("an older folder's rows: %+v", d.Wire)
 	}
 }

@@ -382,13 +382,13 @@ func joinInts(a []int) string {
 // loadRows reads the CSV file name of dir, whose first line is header,
 // through parse; a folder without the file has no rows. An unterminated
 // last line (a crash mid-write) is ignored.
-func loadRows[T any](dir, name string, header []string, parse func([]string) (T, error)) ([]T, error) {
+func loadRows[T any](dir, name string, header []string, parse func([]string) (T, error), older ...[]string) ([]T, error) {
 	var out []T
 	err := results.ReadCSV(filepath.Join(dir, name), name, header, func(_ int, rec []string) error {
 		row, err := parse(rec)
 		out = append(out, row)
 		return err
-	})
+	}, older...)
 	if err != nil {
 		return nil, err
 	}

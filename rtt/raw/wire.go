@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 
 	"github.com/rttlab/rttlab/results"
@@ -53,6 +54,17 @@ type WireRow struct {
 	Incomplete int
 	Unassigned int
 	Problem    string
+	// How the requests were joined to the load client's by the sequence
+	// number each carries (workloads.Anatomy): the client's requests no
+	// request on the wire was joined to, requests on the wire joined to
+	// none, joined requests left out for a negative client time, and the
+	// exchanges that ran beside the requests' own round trips. A row of a
+	// folder written before they were counted has Counted false.
+	Unpaired       int
+	Unmarked       int
+	NegativeClient int
+	Overlaps       int
+	Counted        bool
 }
 
 // Share is Matched / Sent (0 when nothing was sent).
@@ -66,9 +78,14 @@ func (r *WireRow) Share() float64 {
 // Complete says whether the captures kept every packet of the task.
 func (r *WireRow) Complete() bool { return r.Drops == 0 && !r.Truncated }
 
-// WireHeader is the header row of wire.csv.
-var WireHeader = []string{"task", "attempt", "app", "route", "rtt_ms", "unshaped", "direction", "sent", "matched", "lost", "ambiguous",
-	"p50_ms", "p99_ms", "drops", "truncated", "requests", "anatomized", "incomplete", "unassigned", "problem"}
+// WireHeader is the header row of wire.csv; wireHeaderV1 that of folders
+// written before requests were joined by their sequence number, which
+// are still read and resumed (their rows keep that layout).
+var (
+	wireHeaderV1 = []string{"task", "attempt", "app", "route", "rtt_ms", "unshaped", "direction", "sent", "matched", "lost", "ambiguous",
+		"p50_ms", "p99_ms", "drops", "truncated", "requests", "anatomized", "incomplete", "unassigned", "problem"}
+	WireHeader = append(slices.Clone(wireHeaderV1), "unpaired", "unmarked", "negative_client", "overlaps")
+)
 
 // Record is r as a row of wire.csv (WireHeader).
 func (r *WireRow) Record() []string {
@@ -76,12 +93,13 @@ func (r *WireRow) Record() []string {
 	i := strconv.Itoa
 	return []string{i(r.Task), i(r.Attempt), r.App, r.Route, fmtMs(r.RTTms), strconv.FormatBool(r.Unshaped), r.Direction,
 		i(r.Sent), i(r.Matched), i(r.Lost), i(r.Ambiguous), f(r.P50Ms), f(r.P99Ms), i(r.Drops), strconv.FormatBool(r.Truncated),
-		i(r.Requests), i(r.Anatomized), i(r.Incomplete), i(r.Unassigned), r.Problem}
+		i(r.Requests), i(r.Anatomized), i(r.Incomplete), i(r.Unassigned), r.Problem,
+		i(r.Unpaired), i(r.Unmarked), i(r.NegativeClient), i(r.Overlaps)}
 }
 
 func parseWireRow(rec []string) (WireRow, error) {
 	var r WireRow
-	if len(rec) != len(WireHeader) {
+	if len(rec) != len(WireHeader) && len(rec) != len(wireHeaderV1) {
 		return r, fmt.Errorf("%d fields, want %d", len(rec), len(WireHeader))
 	}
 	var errs []error
@@ -92,6 +110,9 @@ func parseWireRow(rec []string) (WireRow, error) {
 		Sent: i(rec[7]), Matched: i(rec[8]), Lost: i(rec[9]), Ambiguous: i(rec[10]), P50Ms: f(rec[11]), P99Ms: f(rec[12]),
 		Drops: i(rec[13]), Truncated: b(rec[14]), Requests: i(rec[15]), Anatomized: i(rec[16]), Incomplete: i(rec[17]),
 		Unassigned: i(rec[18]), Problem: rec[19]}
+	if len(rec) == len(WireHeader) {
+		r.Unpaired, r.Unmarked, r.NegativeClient, r.Overlaps, r.Counted = i(rec[20]), i(rec[21]), i(rec[22]), i(rec[23]), true
+	}
 	return r, errors.Join(errs...)
 }
 
@@ -99,7 +120,7 @@ func parseWireRow(rec []string) (WireRow, error) {
 // was checked on every task) has no rows. An unterminated last line (a
 // crash mid-write) is ignored.
 func LoadWire(dir string) ([]WireRow, error) {
-	return loadRows(dir, WireFile, WireHeader, parseWireRow)
+	return loadRows(dir, WireFile, WireHeader, parseWireRow, wireHeaderV1)
 }
 
 // AnatomyRow is one line of anatomy.jsonl: a measured request of a task

@@ -333,6 +333,13 @@ type TakenApart struct {
 	// LeftOut says why requests were left out, a cause a line ("" when
 	// none were).
 	LeftOut []string
+	// From the tasks' join by sequence number (Counted: every task's
+	// wire rows have the counts; folders written before lack them): the
+	// measured requests no request on the wire was joined to, those left
+	// out for a negative client time, and the exchanges that ran beside
+	// the requests' own round trips.
+	Unpaired, NegativeClient, Overlaps int
+	Counted                            bool
 }
 
 // Share is N / Measured (NaN when nothing was measured).
@@ -499,12 +506,17 @@ func (sum *Summary) anatomize(rows []raw.AnatomyRow, wire []raw.WireRow) {
 // takenApartOf counts a cell's measured requests taken apart and says
 // why the rest were left out, from its tasks' wire rows: a task whose
 // requests on the wire could not be joined to the client's (its
-// problem), requests with an event a capture missed, and what no task
-// accounts for.
+// problem), requests with an event a capture missed, requests no request
+// on the wire was joined to, requests whose client time came out
+// negative, and what no task accounts for.
 func takenApartOf(n, measured int, tasks []raw.WireRow) TakenApart {
-	t := TakenApart{N: n, Measured: measured}
+	t := TakenApart{N: n, Measured: measured, Counted: len(tasks) > 0}
 	problems, firstProblem, incomplete := 0, "", 0
 	for _, w := range tasks {
+		t.Counted = t.Counted && w.Counted
+		t.Unpaired += w.Unpaired
+		t.NegativeClient += w.NegativeClient
+		t.Overlaps += w.Overlaps
 		switch {
 		case w.Problem != "":
 			problems++
@@ -520,6 +532,12 @@ func takenApartOf(n, measured int, tasks []raw.WireRow) TakenApart {
 	}
 	if incomplete > 0 {
 		t.LeftOut = append(t.LeftOut, fmt.Sprintf("%d requests with an event a capture missed", incomplete))
+	}
+	if t.Unpaired > 0 {
+		t.LeftOut = append(t.LeftOut, fmt.Sprintf("%d requests no request on the wire was joined to by its sequence number", t.Unpaired))
+	}
+	if t.NegativeClient > 0 {
+		t.LeftOut = append(t.LeftOut, fmt.Sprintf("%d requests whose client time came out negative", t.NegativeClient))
 	}
 	if len(t.LeftOut) == 0 && n < measured {
 		t.LeftOut = append(t.LeftOut, fmt.Sprintf("%d requests not found on the wire", measured-n))

@@ -9,8 +9,8 @@ import (
 // attrRow is one cell's line of the attribution tables: its change and
 // where it went, formatted.
 type attrRow struct {
-	Route, Setting, Change, ChangeCI, Total, Wire, Configured, Trips, Excess, PerTrip, App, DB, Client, RoundTrips, TakenApart string
-	Cell                                                                                                                       *Cell
+	Route, Setting, Change, ChangeCI, Total, Wire, Configured, Trips, Excess, PerTrip, App, DB, Client, RoundTrips, TakenApart, Overlaps string
+	Cell                                                                                                                                 *Cell
 }
 
 // attributionSettings are the settings above 0 ms with an attribution,
@@ -38,7 +38,7 @@ func (s *Summary) attributionRows(rtt float64) []attrRow {
 			ChangeCI: fmtIv(c.ChangeCI, 3), Total: fmtSigned(a.Total, 3), Wire: fmtSigned(a.Wire(), 3), Configured: fmtFixed(a.WireConfigured, 3),
 			Trips: fmtSigned(a.WireTrips, 3), Excess: fmtSigned(a.WireExcess, 3), PerTrip: fmtFixed(a.PerTrip(), 3),
 			App: fmtSigned(a.App, 3), DB: fmtSigned(a.DB, 3), Client: fmtSigned(a.Outside, 3),
-			RoundTrips: fmtFixed(c.Parts.RoundTrips, 1), TakenApart: fmtTakenApart(c.TakenApart), Cell: c})
+			RoundTrips: fmtFixed(c.Parts.RoundTrips, 1), TakenApart: fmtTakenApart(c.TakenApart), Overlaps: fmtOverlaps(c.TakenApart), Cell: c})
 	}
 	return out
 }
@@ -51,14 +51,14 @@ func (s *Summary) anatomyMarkdown(b *strings.Builder) {
 		return
 	}
 	b.WriteString("## Where the added time goes\n\n")
-	fmt.Fprintf(b, "Method: %s. Wire = app↔database, both ways, every round trip; configured = round trips × RTT; round trips = what a change of their number cost on the wire; excess = the wire's change beyond both; per trip = the wire's change per round trip ÷ RTT (1: exactly the delay); app and database = their own time between the packets; client = the load client's own time and the client↔app legs. Taken apart = the share of the measured requests joined to their latency and taken apart (the parts are theirs).\n\n", AnatomyMethod)
+	fmt.Fprintf(b, "Method: %s. Wire = app↔database, both ways, every round trip; configured = round trips × RTT; round trips = what a change of their number cost on the wire; excess = the wire's change beyond both; per trip = the wire's change per round trip ÷ RTT (1: exactly the delay); app and database = their own time between the packets; client = the load client's own time and the client↔app legs. Taken apart = the share of the measured requests joined to their latency (by the sequence number each carries) and taken apart (the parts are theirs); overlaps = the database exchanges that ran beside the requests' own round trips (a background exchange, queries in parallel).\n\n", AnatomyMethod)
 	for _, rtt := range settings {
 		fmt.Fprintf(b, "### At %s ms\n\n", fmtSetting(rtt))
-		b.WriteString("| route | change (ms) | change CI | parts' change | wire | configured | round trips' | wire excess | per trip | app | database | client | round trips | taken apart |\n")
-		b.WriteString("| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+		b.WriteString("| route | change (ms) | change CI | parts' change | wire | configured | round trips' | wire excess | per trip | app | database | client | round trips | taken apart | overlaps |\n")
+		b.WriteString("| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 		for _, r := range s.attributionRows(rtt) {
-			fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", mdEscape(r.Route), r.Change, r.ChangeCI,
-				r.Total, r.Wire, r.Configured, r.Trips, r.Excess, r.PerTrip, r.App, r.DB, r.Client, r.RoundTrips, r.TakenApart)
+			fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", mdEscape(r.Route), r.Change, r.ChangeCI,
+				r.Total, r.Wire, r.Configured, r.Trips, r.Excess, r.PerTrip, r.App, r.DB, r.Client, r.RoundTrips, r.TakenApart, r.Overlaps)
 		}
 		b.WriteString("\n")
 		left := false
@@ -185,4 +185,13 @@ func fmtTakenApart(t TakenApart) string {
 		return dash
 	}
 	return fmtFixed(100*t.Share(), 1) + "%"
+}
+
+// fmtOverlaps is a cell's count of overlaps, "–" where its folder did not
+// count them.
+func fmtOverlaps(t TakenApart) string {
+	if !t.Counted {
+		return dash
+	}
+	return strconv.Itoa(t.Overlaps)
 }

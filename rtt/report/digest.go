@@ -192,6 +192,7 @@ func AttributionLine(c *Cell) string {
 func (s *Summary) digestVerification(d *digest) {
 	if len(s.WireVerdicts) > 0 {
 		s.digestWire(d)
+		s.digestAnatomy(d)
 		s.digestEndpoints(d)
 		s.digestProbes(d)
 		return
@@ -280,6 +281,35 @@ func (s *Summary) digestWire(d *digest) {
 	}
 	if first != nil {
 		line += fmt.Sprintf("; e.g. %s at %s ms: %s", first.App, fmtSetting(first.RTTms), first.Why)
+	}
+	d.add("%s", line)
+}
+
+// digestAnatomy writes how many measured requests of every cell were
+// joined to their latency and taken apart on the wire, and, where the
+// folder counted the join by sequence number, those not joined, those
+// left out for a negative client time and the overlaps.
+func (s *Summary) digestAnatomy(d *digest) {
+	var n, measured, unpaired, negative, overlaps int
+	counted := true
+	for _, cells := range [][]Cell{s.Unshaped, s.Cells} {
+		for _, c := range cells {
+			t := c.TakenApart
+			if t.Measured == 0 {
+				continue
+			}
+			n, measured = n+t.N, measured+t.Measured
+			unpaired, negative, overlaps = unpaired+t.Unpaired, negative+t.NegativeClient, overlaps+t.Overlaps
+			counted = counted && t.Counted
+		}
+	}
+	if measured == 0 {
+		return
+	}
+	line := fmt.Sprintf("requests taken apart on the wire: %d of %d measured (%.1f%%)", n, measured, 100*float64(n)/float64(measured))
+	if counted {
+		line += fmt.Sprintf(", each joined to its latency by its sequence number; %d not joined, %d left out for a negative client time; %d overlaps",
+			unpaired, negative, overlaps)
 	}
 	d.add("%s", line)
 }

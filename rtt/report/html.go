@@ -238,7 +238,7 @@ func (r *htmlReport) overview(s *Summary) {
 		r.Attr = append(r.Attr, htmlAttr{Setting: fmtSetting(rtt) + " ms", Rows: s.attributionRows(rtt)})
 	}
 	if len(r.Attr) > 0 {
-		r.AttrNote = "Method: " + AnatomyMethod + ". Wire = app↔database, both ways, every round trip; configured = round trips × RTT; round trips' = what a change of their number cost on the wire; excess = the wire's change beyond both; per trip = the wire's change per round trip ÷ RTT; client = the load client's own time and the client↔app legs; taken apart = the share of the measured requests joined to their latency and taken apart."
+		r.AttrNote = "Method: " + AnatomyMethod + ". Wire = app↔database, both ways, every round trip; configured = round trips × RTT; round trips' = what a change of their number cost on the wire; excess = the wire's change beyond both; per trip = the wire's change per round trip ÷ RTT; client = the load client's own time and the client↔app legs; taken apart = the share of the measured requests joined to their latency (by the sequence number each carries) and taken apart; overlaps = the database exchanges beside the requests' own round trips."
 	}
 	r.Baselines = s.baselineRows()
 	if r.Seed = s.seedRows(); len(r.Seed) > 0 {
@@ -523,9 +523,9 @@ table.grid td.lowncell { background: #fff8e1; }
 {{if .Attr}}<p class="meta">{{.AttrNote}}</p>
 {{range .Attr}}<h3>At {{.Setting}}</h3>
 <table>
-<thead><tr><th>route</th><th>change (ms)</th><th>change CI</th><th>parts' change</th><th>wire</th><th>configured</th><th>round trips'</th><th>wire excess</th><th>per trip</th><th>app</th><th>database</th><th>client</th><th>round trips</th><th>taken apart</th></tr></thead>
+<thead><tr><th>route</th><th>change (ms)</th><th>change CI</th><th>parts' change</th><th>wire</th><th>configured</th><th>round trips'</th><th>wire excess</th><th>per trip</th><th>app</th><th>database</th><th>client</th><th>round trips</th><th>taken apart</th><th>overlaps</th></tr></thead>
 <tbody>
-{{range .Rows}}<tr><td>{{.Route}}</td><td class="num">{{.Change}}</td><td class="num">{{.ChangeCI}}</td><td class="num">{{.Total}}</td><td class="num">{{.Wire}}</td><td class="num">{{.Configured}}</td><td class="num">{{.Trips}}</td><td class="num">{{.Excess}}</td><td class="num">{{.PerTrip}}</td><td class="num">{{.App}}</td><td class="num">{{.DB}}</td><td class="num">{{.Client}}</td><td class="num">{{.RoundTrips}}</td><td class="num">{{.TakenApart}}</td></tr>
+{{range .Rows}}<tr><td>{{.Route}}</td><td class="num">{{.Change}}</td><td class="num">{{.ChangeCI}}</td><td class="num">{{.Total}}</td><td class="num">{{.Wire}}</td><td class="num">{{.Configured}}</td><td class="num">{{.Trips}}</td><td class="num">{{.Excess}}</td><td class="num">{{.PerTrip}}</td><td class="num">{{.App}}</td><td class="num">{{.DB}}</td><td class="num">{{.Client}}</td><td class="num">{{.RoundTrips}}</td><td class="num">{{.TakenApart}}</td><td class="num">{{.Overlaps}}</td></tr>
 {{end}}</tbody>
 </table>
 {{end}}{{else}}<p class="none">No request was taken apart on the wire (a folder written before every task captured its packets).</p>{{end}}

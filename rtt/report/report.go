@@ -214,6 +214,12 @@ type jsonTakenApart struct {
 	Measured int      `json:"measured"`
 	Share    num      `json:"share"`
 	LeftOut  []string `json:"left_out"`
+	// Counted: the folder counted the join by sequence number (the
+	// fields below); older folders did not.
+	Counted        bool `json:"counted"`
+	Unpaired       int  `json:"unpaired"`
+	NegativeClient int  `json:"negative_client"`
+	Overlaps       int  `json:"overlaps"`
 }
 
 // jsonParts is where a cell's requests' time went (Parts).
@@ -444,7 +450,8 @@ func jsonCellOf(c Cell) jsonCell {
 			Wire: num(p.Wire), DB: num(p.DB), RoundTrips: num(p.RoundTrips)}
 	}
 	if t := c.TakenApart; t.Measured > 0 {
-		jc.TakenApart = &jsonTakenApart{Requests: t.N, Measured: t.Measured, Share: num(t.Share()), LeftOut: append([]string{}, t.LeftOut...)}
+		jc.TakenApart = &jsonTakenApart{Requests: t.N, Measured: t.Measured, Share: num(t.Share()), LeftOut: append([]string{}, t.LeftOut...),
+			Counted: t.Counted, Unpaired: t.Unpaired, NegativeClient: t.NegativeClient, Overlaps: t.Overlaps}
 	}
 	if c.HasAttribution {
 		a := c.Attribution

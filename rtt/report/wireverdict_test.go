@@ -209,6 +209,14 @@ func TestTakenApart(t *testing.T) {
 	if some.Share() != 0.65 || strings.Join(some.LeftOut, "|") != strings.Join(want, "|") {
 		t.Errorf("got %+v, want 195 of 300 with %q", some, want)
 	}
+	joined := takenApartOf(96, 100, []raw.WireRow{{Direction: workloads.DirAppToDB, Counted: true, Unpaired: 3, NegativeClient: 1, Overlaps: 4}})
+	want = []string{"3 requests no request on the wire was joined to by its sequence number", "1 requests whose client time came out negative"}
+	if !joined.Counted || joined.Overlaps != 4 || strings.Join(joined.LeftOut, "|") != strings.Join(want, "|") {
+		t.Errorf("the join's counts: got %+v, want %q", joined, want)
+	}
+	if some.Counted {
+		t.Error("rows without the join's counts read as counted")
+	}
 	unknown := takenApartOf(290, 300, []raw.WireRow{row("", 0)})
 	if len(unknown.LeftOut) != 1 || unknown.LeftOut[0] != "10 requests not found on the wire" {
 		t.Errorf("left out without a known cause: %q", unknown.LeftOut)
@@ -223,5 +231,15 @@ func TestTakenApart(t *testing.T) {
 		if !strings.Contains(b.String(), w) {
 			t.Errorf("the anatomy's section lacks %q:\n%s", w, b.String())
 		}
+	}
+	var d digest
+	s.digestAnatomy(&d)
+	s.Cells = append(s.Cells, Cell{App: "go", Route: "/feed", RTTms: 0, TakenApart: joined})
+	s.Cells[0].TakenApart.Counted = true
+	s.digestAnatomy(&d)
+	want = []string{"requests taken apart on the wire: 195 of 300 measured (65.0%)",
+		"requests taken apart on the wire: 291 of 400 measured (72.8%), each joined to its latency by its sequence number; 3 not joined, 1 left out for a negative client time; 4 overlaps"}
+	if strings.Join(d.lines, "\n") != strings.Join(want, "\n") {
+		t.Errorf("digest lines:\n%s\nwant\n%s", strings.Join(d.lines, "\n"), strings.Join(want, "\n"))
 	}
 }
