@@ -216,18 +216,24 @@ func (l *Lab) OpenRun(ctx context.Context) error {
 	defer cancel()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: l.Namespace, Labels: l.runLabels(nil)}}
 	_, err := l.C.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{})
-	if err == nil {
-		return nil
-	}
-	if !apierrors.IsAlreadyExists(err) {
+	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("namespace %s: %s", l.Namespace, firstLine(err.Error()))
 	}
-	got, err := l.C.CoreV1().Namespaces().Get(ctx, l.Namespace, metav1.GetOptions{})
 	if err != nil {
-		return fmt.Errorf("namespace %s: %s", l.Namespace, firstLine(err.Error()))
+		got, err := l.C.CoreV1().Namespaces().Get(ctx, l.Namespace, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("namespace %s: %s", l.Namespace, firstLine(err.Error()))
+		}
+		if got.Labels[runtime.LabelRun] != l.RunID {
+			return fmt.Errorf("namespace %s exists and is not run %s's (no label %s=%s): choose another run id or namespace", l.Namespace, l.RunID, runtime.LabelRun, l.RunID)
+		}
 	}
-	if got.Labels[runtime.LabelRun] != l.RunID {
-		return fmt.Errorf("namespace %s exists and is not run %s's (no label %s=%s): choose another run id or namespace", l.Namespace, l.RunID, runtime.LabelRun, l.RunID)
+	// The apiserver admits no pod in a namespace without its default
+	// service account, which the controller manager makes a moment
+	// after the namespace: the run makes it at once.
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: l.Namespace, Labels: l.runLabels(nil)}}
+	if _, err := l.C.CoreV1().ServiceAccounts(l.Namespace).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("namespace %s: default service account: %s", l.Namespace, firstLine(err.Error()))
 	}
 	return nil
 }

@@ -305,8 +305,12 @@ func TestEveryObjectCarriesTheRunLabel(t *testing.T) {
 	for _, o := range svcs.Items {
 		objs = append(objs, o.ObjectMeta)
 	}
-	if len(objs) != 1+3+2 {
-		t.Errorf("%d objects, want a namespace, 3 pods (db, bare, node agent) and 2 services", len(objs))
+	sas, _ := c.CoreV1().ServiceAccounts("").List(ctx, metav1.ListOptions{})
+	for _, o := range sas.Items {
+		objs = append(objs, o.ObjectMeta)
+	}
+	if len(objs) != 1+3+2+1 {
+		t.Errorf("%d objects, want a namespace, 3 pods (db, bare, node agent), 2 services and the default service account", len(objs))
 	}
 	for _, o := range objs {
 		if o.Labels[runtime.LabelRun] != "r1" {
