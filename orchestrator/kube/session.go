@@ -1,0 +1,307 @@
+package kube
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/rttlab/rttlab/orchestrator/runtime"
+)
+
+// AgentEntrypoint is the agent image's entrypoint: a session's command is
+// its arguments, as a container's command is on Docker, unless it names
+// an absolute path itself.
+var AgentEntrypoint = "/usr/local/bin/rttlab"
+
+// nodeAgentContainer is the node agent's container in its pod.
+const nodeAgentContainer = "agent"
+
+// sessionRoot is where the node agent keeps its sessions: per session a
+// folder with the target's PID (target), the capabilities its processes
+// keep (caps), the command's PID (pid), its output (log) and its exit
+// status once it ended (exit).
+const sessionRoot = "/run/rttlab"
+
+// sessionStartScript starts a session: $1 its name, $2 the target's
+// container ID, $3 the capabilities its processes keep (setpriv's
+// bounding set; empty: all), the command after them. It finds a process
+// of the container by its ID in the cgroup paths (both the cgroupfs and
+// the systemd drivers name it), and starts the command detached in that
+// process's network namespace.
+const sessionStartScript = `set -u
+name=$1 cid=$2 caps=$3; shift 3
+d=` + sessionRoot + `/$name
+if [ -s "$d/pid" ] && [ ! -s "$d/exit" ] && kill -0 "$(cat "$d/pid")" 2>/dev/null; then
+	echo "session $name runs already" >&2; exit 3
+fi
+pid=
+for f in /proc/[0-9]*/cgroup; do
+	if grep -qF "$cid" "$f" 2>/dev/null; then pid=${f#/proc/}; pid=${pid%/cgroup}; break; fi
+done
+if [ -z "$pid" ]; then echo "no process of container $cid on this node" >&2; exit 4; fi
+rm -rf "$d" && mkdir -p "$d" || exit 5
+echo "$pid" >"$d/target"; printf '%s' "$caps" >"$d/caps"
+set -- nsenter -t "$pid" -n -- ${caps:+setpriv --bounding-set=$caps --inh-caps=-all --} "$@"
+setsid sh -c '"$@" & echo $! >"$0/pid"; wait $!; echo $? >"$0/exit"' "$d" "$@" </dev/null >"$d/log" 2>&1 &
+i=0
+while [ ! -s "$d/pid" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done
+if [ ! -s "$d/pid" ]; then echo "session $name did not start" >&2; exit 5; fi
+`
+
+// sessionExecScript runs a command in session $1's network namespace with
+// its capabilities.
+const sessionExecScript = `d=` + sessionRoot + `/$1; shift
+if [ ! -r "$d/target" ]; then echo "no session ${d##*/} in this node agent" >&2; exit 126; fi
+pid=$(cat "$d/target"); caps=$(cat "$d/caps")
+exec nsenter -t "$pid" -n -- ${caps:+setpriv --bounding-set=$caps --inh-caps=-all --} "$@"
+`
+
+// sessionStateScript prints "running", "exited CODE" or "gone".
+const sessionStateScript = `d=` + sessionRoot + `/$1
+if [ -s "$d/exit" ]; then echo "exited $(cat "$d/exit")"
+elif [ -s "$d/pid" ] && kill -0 "$(cat "$d/pid")" 2>/dev/null; then echo running
+elif [ -d "$d" ]; then echo "exited -1"
+else echo gone; fi
+`
+
+// sessionStopScript sends session $1 SIGTERM, then SIGKILL after $2
+// seconds, and with $3 = 1 removes its folder.
+const sessionStopScript = `d=` + sessionRoot + `/$1
+if [ -s "$d/pid" ] && [ ! -s "$d/exit" ]; then
+	p=$(cat "$d/pid")
+	kill -TERM "$p" 2>/dev/null
+	i=0
+	while kill -0 "$p" 2>/dev/null && [ $i -lt $(($2 * 20)) ]; do sleep 0.05; i=$((i+1)); done
+	kill -KILL "$p" 2>/dev/null
+fi
+if [ "$3" = 1 ]; then rm -rf "$d"; fi
+exit 0
+`
+
+// sessionStopAllScript sends every session SIGTERM and waits up to 3 s
+// for them to undo their shaping and end.
+const sessionStopAllScript = `for d in ` + sessionRoot + `/*; do
+	if [ -s "$d/pid" ] && [ ! -s "$d/exit" ]; then kill -TERM "$(cat "$d/pid")" 2>/dev/null; fi
+done
+i=0
+while [ $i -lt 60 ]; do
+	live=0
+	for d in ` + sessionRoot + `/*; do
+		if [ -s "$d/pid" ] && kill -0 "$(cat "$d/pid")" 2>/dev/null; then live=1; fi
+	done
+	if [ $live = 0 ]; then break; fi
+	sleep 0.05; i=$((i+1))
+done
+exit 0
+`
+
+// sessionLogsScript prints the last $2 lines of session $1's output.
+const sessionLogsScript = `tail -n "$2" ` + sessionRoot + `/"$1"/log`
+
+// startSession starts member s as a session of the node agent on its
+// target's node, in the target's network namespace.
+func (l *Lab) startSession(ctx context.Context, s runtime.MemberSpec) (runtime.Member, error) {
+	if errs := validation.IsDNS1123Label(s.Name); len(errs) > 0 {
+		return runtime.Member{}, fmt.Errorf("start %s: the name cannot name a session: %s", s.Name, errs[0])
+	}
+	if len(s.Cmd) == 0 {
+		return runtime.Member{}, fmt.Errorf("start %s: a member beside another needs a command", s.Name)
+	}
+	namespace, pod, err := parseNetNS(s.Beside)
+	if err != nil {
+		return runtime.Member{}, fmt.Errorf("start %s: %w", s.Name, err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, shortCall)
+	defer cancel()
+	target, err := l.C.CoreV1().Pods(namespace).Get(cctx, pod, metav1.GetOptions{})
+	if err != nil {
+		return runtime.Member{}, l.podErr("start "+s.Name+": target", memberID{Namespace: namespace, Pod: pod, Container: "*"}, err)
+	}
+	cid, err := targetContainer(target)
+	if err != nil {
+		return runtime.Member{}, fmt.Errorf("start %s: %w", s.Name, err)
+	}
+	agent, err := l.ensureNodeAgent(ctx, target.Spec.NodeName, s.Image)
+	if err != nil {
+		return runtime.Member{}, fmt.Errorf("start %s: node agent on %s: %w", s.Name, target.Spec.NodeName, err)
+	}
+	id := memberID{Namespace: l.Namespace, Pod: agent, Container: nodeAgentContainer, Session: s.Name}
+	cmd := wrapCmd(s.Cmd, "", s.Env)
+	if !strings.HasPrefix(s.Cmd[0], "/") {
+		cmd = wrapCmd(append([]string{AgentEntrypoint}, s.Cmd...), "", s.Env)
+	}
+	args := append([]string{"sh", "-c", sessionStartScript, "sh", s.Name, cid, boundingSet(s)}, cmd...)
+	var stderr strings.Builder
+	code, err := l.exec(cctx, id, args, nil, nil, &stderr, "session")
+	if err != nil {
+		return runtime.Member{}, fmt.Errorf("start %s: %w", s.Name, err)
+	}
+	if code != 0 {
+		return runtime.Member{}, fmt.Errorf("start %s in %s: %s (exit code %d)", s.Name, s.Beside, lastLine(stderr.String()), code)
+	}
+	return runtime.Member{Name: s.Name, Role: s.Role, ID: id.String(), Node: target.Spec.NodeName, NetNS: s.Beside}, nil
+}
+
+// targetContainer is the container ID (without its runtime's scheme) of
+// a running container of p, whose network namespace is the pod's.
+func targetContainer(p *corev1.Pod) (string, error) {
+	name := p.Namespace + "/" + p.Name
+	if p.Spec.HostNetwork {
+		return "", fmt.Errorf("pod %s uses the node's network namespace: an agent beside it would shape the whole node", name)
+	}
+	if p.Status.Phase != corev1.PodRunning || p.Spec.NodeName == "" {
+		return "", fmt.Errorf("pod %s does not run (%s)", name, strings.ToLower(string(p.Status.Phase)))
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.State.Running == nil || cs.ContainerID == "" {
+			continue
+		}
+		_, id, ok := strings.Cut(cs.ContainerID, "://")
+		if !ok {
+			id = cs.ContainerID
+		}
+		return id, nil
+	}
+	return "", fmt.Errorf("pod %s has no running container", name)
+}
+
+// boundingSet is setpriv's bounding set of s's capabilities: empty when
+// s keeps all of them (the node agent's, which is privileged), else the
+// default set of a container with s's added, or s's alone when it drops
+// all.
+func boundingSet(s runtime.MemberSpec) string {
+	if !s.DropAllCaps && len(s.CapAdd) == 0 {
+		return ""
+	}
+	caps := []string{"-all"}
+	if !s.DropAllCaps {
+		for _, c := range defaultCaps {
+			caps = append(caps, "+"+c)
+		}
+	}
+	for _, c := range s.CapAdd {
+		caps = append(caps, "+"+strings.ToLower(string(c)))
+	}
+	return strings.Join(caps, ",")
+}
+
+// defaultCaps are the capabilities containerd gives a container.
+var defaultCaps = []string{"chown", "dac_override", "fsetid", "fowner", "mknod", "net_raw", "setgid", "setuid", "setfcap", "setpcap", "net_bind_service", "sys_chroot", "kill", "audit_write"}
+
+// nodeAgentName is the name of the node agent pod of image on node.
+func nodeAgentName(node, image string) string {
+	h := sha256.Sum256([]byte(node + "\x00" + image))
+	return "rttlab-node-" + hex.EncodeToString(h[:5])
+}
+
+// ensureNodeAgent starts the node agent of image on node in the run's
+// namespace unless it runs already, and returns its pod's name.
+func (l *Lab) ensureNodeAgent(ctx context.Context, node, image string) (string, error) {
+	name := nodeAgentName(node, image)
+	labels := l.runLabels(map[string]string{runtime.LabelRole: RoleNodeAgent})
+	if len(validation.IsValidLabelValue(node)) == 0 {
+		labels[LabelNode] = node
+	}
+	yes, no := true, false
+	grace := int64(5)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: l.Namespace, Labels: labels},
+		Spec: corev1.PodSpec{
+			NodeName:                      node,
+			HostPID:                       true,
+			RestartPolicy:                 corev1.RestartPolicyNever,
+			Tolerations:                   []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+			EnableServiceLinks:            &no,
+			AutomountServiceAccountToken:  &no,
+			TerminationGracePeriodSeconds: &grace,
+			Containers: []corev1.Container{{
+				Name:            nodeAgentContainer,
+				Image:           image,
+				Args:            []string{"agent", "idle"},
+				ImagePullPolicy: l.pullPolicy(),
+				SecurityContext: &corev1.SecurityContext{Privileged: &yes},
+			}},
+		},
+	}
+	cctx, cancel := context.WithTimeout(ctx, shortCall)
+	defer cancel()
+	if _, err := l.C.CoreV1().Pods(l.Namespace).Create(cctx, pod, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return "", fmt.Errorf("create pod %s: %s", name, firstLine(err.Error()))
+	}
+	if _, err := l.waitRunning(ctx, l.Namespace, name, nodeAgentContainer); err != nil {
+		return "", fmt.Errorf("pod %s: %w", name, err)
+	}
+	return name, nil
+}
+
+// LabelNode is the node a node agent serves.
+const LabelNode = "io.rttlab.node"
+
+// sessionState reads session m's state from its node agent.
+func (l *Lab) sessionState(ctx context.Context, m memberID) (runtime.State, error) {
+	var out, stderr strings.Builder
+	code, err := l.exec(ctx, m, []string{"sh", "-c", sessionStateScript, "sh", m.Session}, nil, &out, &stderr, "state")
+	if err != nil {
+		if l.podGone(ctx, m) {
+			return runtime.State{}, notFound("state " + m.String())
+		}
+		return runtime.State{}, err
+	}
+	if code != 0 {
+		return runtime.State{}, fmt.Errorf("state %s: %s (exit code %d)", m, lastLine(stderr.String()), code)
+	}
+	word, rest, _ := strings.Cut(strings.TrimSpace(out.String()), " ")
+	switch word {
+	case "running":
+		return runtime.State{Running: true, Reason: "running"}, nil
+	case "exited":
+		c, _ := strconv.Atoi(rest)
+		return runtime.State{ExitCode: c, Reason: "exited"}, nil
+	}
+	return runtime.State{}, notFound("state " + m.String())
+}
+
+// stopSession ends session m: SIGTERM, SIGKILL after grace, and with
+// remove its files too. A node agent gone is a session gone.
+func (l *Lab) stopSession(ctx context.Context, m memberID, grace time.Duration, remove bool) error {
+	ctx, cancel := context.WithTimeout(ctx, grace+shortCall)
+	defer cancel()
+	rm := "0"
+	if remove {
+		rm = "1"
+	}
+	secs := strconv.Itoa(int((grace + time.Second - 1) / time.Second))
+	var stderr strings.Builder
+	code, err := l.exec(ctx, m, []string{"sh", "-c", sessionStopScript, "sh", m.Session, secs, rm}, nil, nil, &stderr, "stop")
+	if err != nil {
+		if l.podGone(ctx, m) {
+			return nil
+		}
+		return err
+	}
+	if code != 0 {
+		return fmt.Errorf("stop %s: %s (exit code %d)", m, lastLine(stderr.String()), code)
+	}
+	return nil
+}
+
+// podGone says whether m's pod is known to be gone.
+func (l *Lab) podGone(ctx context.Context, m memberID) bool {
+	_, err := l.C.CoreV1().Pods(m.Namespace).Get(ctx, m.Pod, metav1.GetOptions{})
+	return apierrors.IsNotFound(err)
+}
+
+// lastLine is the last non-blank line of s, trimmed.
+func lastLine(s string) string {
+	ls := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.TrimSpace(ls[len(ls)-1])
+}
