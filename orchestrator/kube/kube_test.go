@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -119,7 +120,7 @@ func TestStartMemberIsAPodWithItsServices(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := runtime.Member{Name: "rttlab-r1-db", Role: "db", ID: "rttlab-r1/rttlab-r1-db/member", Addr: "10.244.0.1", Node: "node-1", NetNS: "rttlab-r1/rttlab-r1-db"}
-	if m != want {
+	if !reflect.DeepEqual(m, want) {
 		t.Errorf("member = %+v, want %+v", m, want)
 	}
 	p, err := c.CoreV1().Pods("rttlab-r1").Get(ctx, "rttlab-r1-db", metav1.GetOptions{})
