@@ -14,33 +14,15 @@ import (
 
 	"github.com/vishvananda/netns"
 
-	"github.com/rttlab/rttlab/netem"
 	"golang.org/x/sys/unix"
+
+	"github.com/rttlab/rttlab/netem"
+	labrt "github.com/rttlab/rttlab/orchestrator/runtime"
 )
 
-// DoctorCheck is one line of `rttlab doctor`.
-type DoctorCheck struct {
-	Name     string
-	OK       bool
-	Required bool
-	Detail   string // what was found
-	Fix      string // what to do when not OK
-}
-
-func (c DoctorCheck) String() string {
-	status := "OK  "
-	switch {
-	case !c.OK && c.Required:
-		status = "FAIL"
-	case !c.OK:
-		status = "WARN"
-	}
-	s := fmt.Sprintf("%s %-22s %s", status, c.Name, c.Detail)
-	if !c.OK && c.Fix != "" {
-		s += " — fix: " + c.Fix
-	}
-	return s
-}
+// DoctorCheck is one line of doctor's report (runtime.Check: every
+// runtime's doctor speaks the same lines).
+type DoctorCheck = labrt.Check
 
 // DoctorEnv is what the checks look at; the functions are replaceable in
 // unit tests.

@@ -141,7 +141,29 @@ func New(ctx context.Context, o Options) (*Lab, error) {
 	if err := checkRunID(o.RunID); err != nil {
 		return nil, err
 	}
-	cfg, err := restConfig(o.Kubeconfig)
+	cl, err := Connect(ctx, o.Kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	l := NewLab(cl.C, cl.X, o.Namespace, o.RunID)
+	l.Registry = o.Registry
+	return l, nil
+}
+
+// Cluster is a connection to a cluster, before or beside any run: what
+// doctor and clean use.
+type Cluster struct {
+	C kubernetes.Interface
+	X Executor
+	// Host is the apiserver's address, as the kubeconfig names it.
+	Host string
+}
+
+// Connect reads the kubeconfig (path, else KUBECONFIG, else
+// ~/.kube/config) and checks that its apiserver answers; an error wraps
+// ErrNoCluster when none does.
+func Connect(ctx context.Context, kubeconfig string) (*Cluster, error) {
+	cfg, err := restConfig(kubeconfig)
 	if err != nil {
 		return nil, err
 	}
@@ -152,9 +174,7 @@ func New(ctx context.Context, o Options) (*Lab, error) {
 	if err := ping(ctx, c, cfg.Host); err != nil {
 		return nil, err
 	}
-	l := NewLab(c, &apiExecutor{cfg: cfg, c: c}, o.Namespace, o.RunID)
-	l.Registry = o.Registry
-	return l, nil
+	return &Cluster{C: c, X: &apiExecutor{cfg: cfg, c: c}, Host: cfg.Host}, nil
 }
 
 // restConfig reads the kubeconfig: path, else KUBECONFIG, else
