@@ -77,7 +77,7 @@ func StartPlacement(ctx context.Context, d engine.Docker, plan *Plan, t apps.Tar
 		return ps, err
 	}
 	st.AppAddr = net.JoinHostPort(ps.Nodes[NodeA].IP, fmt.Sprint(t.Meta.Port))
-	ps.Shaping, err = shaping.StartAgents(ctx, d, st, plan.Shaper, "path", plan.Hook)
+	ps.Shaping, err = shaping.StartAgents(ctx, engine.NewLab(d, ""), st, plan.Shaper, "path", plan.Hook)
 	if err != nil {
 		return ps, err
 	}

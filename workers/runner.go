@@ -80,7 +80,7 @@ func StartWorkers(ctx context.Context, d engine.Docker, t apps.Target, backend s
 	if err := stack.WaitDB(ctx, engine.NewLab(d, ""), ws.db, p.Limit(stack.ReadyLimit)); err != nil {
 		return ws, err
 	}
-	ws.dbSh, err = shaping.StartAgents(ctx, d, &stack.Stack{RunID: runID, NetworkID: st.NetworkID, Members: []*stack.Member{ws.db}, Platform: p}, backend, "path", "")
+	ws.dbSh, err = shaping.StartAgents(ctx, engine.NewLab(d, ""), &stack.Stack{RunID: runID, NetworkID: st.NetworkID, Members: []*stack.Member{ws.db}, Platform: p}, backend, "path", "")
 	if err != nil {
 		return ws, err
 	}
@@ -218,7 +218,7 @@ func (ws *Session) ensureStack(ctx context.Context, t Task) error {
 			return err
 		}
 	}
-	ws.appSh, err = shaping.StartAgents(ctx, ws.D, &stack.Stack{RunID: ws.Stack.RunID, NetworkID: ws.Stack.NetworkID, Members: ws.apps, Platform: ws.Stack.Platform}, ws.Backend, "path", "")
+	ws.appSh, err = shaping.StartAgents(ctx, engine.NewLab(ws.D, ""), &stack.Stack{RunID: ws.Stack.RunID, NetworkID: ws.Stack.NetworkID, Members: ws.apps, Platform: ws.Stack.Platform}, ws.Backend, "path", "")
 	if err != nil {
 		return err
 	}

@@ -87,7 +87,7 @@ func (o *upOptions) run(cmd *cobra.Command) error {
 		return err
 	}
 	defer rt.Close()
-	st, sh, err := shaping.StartShaped(ctx, rt, stack.StackOptions{Target: targets[0], Up: true, Publish: true, Platform: plat}, o.shaper, o.scope, "")
+	st, sh, err := shaping.StartShaped(ctx, engine.NewLab(rt, ""), stack.StackOptions{Target: targets[0], Up: true, Publish: true, Platform: plat}, o.shaper, o.scope, "")
 	if err != nil {
 		return err
 	}
@@ -303,7 +303,7 @@ func verifyTargets(o *verifyOptions, args []string) ([]apps.Target, error) {
 }
 
 func verifyOne(ctx context.Context, rt *engine.Runtime, t apps.Target, o *verifyOptions, out interface{ Write([]byte) (int, error) }) (_ int, err error) {
-	st, sh, err := shaping.StartShaped(ctx, rt, stack.StackOptions{Target: t, Publish: true, Platform: o.platform.p}, "auto", "path", "")
+	st, sh, err := shaping.StartShaped(ctx, engine.NewLab(rt, ""), stack.StackOptions{Target: t, Publish: true, Platform: o.platform.p}, "auto", "path", "")
 	if err != nil {
 		return 0, fmt.Errorf("verify %s: %w", t.Name, err)
 	}
