@@ -53,7 +53,8 @@ func validScope(s string) error {
 
 // findUp finds the one stack started with `up` (or the named one).
 func findUp(ctx context.Context, rt *engine.Runtime, run string) (*shaping.Shaping, error) {
-	runs, err := upRuns(ctx, rt, run)
+	lab := engine.NewLab(rt, "")
+	runs, err := upRuns(ctx, lab, run)
 	if err != nil {
 		return nil, err
 	}
@@ -64,7 +65,7 @@ func findUp(ctx context.Context, rt *engine.Runtime, run string) (*shaping.Shapi
 	default:
 		return nil, usagef("%d stacks are up (%s): name one with --run", len(runs), strings.Join(runs, ", "))
 	}
-	return shaping.FindShaping(ctx, engine.NewLab(rt, ""), runs[0])
+	return shaping.FindShaping(ctx, lab, runs[0])
 }
 
 type shapeSetOptions struct {
