@@ -67,7 +67,7 @@ const ConcurrencyConnNote = "a new connection per request to the compute hosts (
 // routed mix.
 func (r *Runner) capacity(ctx context.Context, host string, maxP99 time.Duration) (workloads.Capacity, error) {
 	n := max(r.Session.Plan.ConcurrencyRequests/2, 60)
-	c, err := r.Session.client(r.Docker).Capacity(ctx, agentclient.CapacityOptions{URL: r.Session.hostURL(host), Count: n, MaxP99: maxP99,
+	c, err := r.Session.client(r.Runtime).Capacity(ctx, agentclient.CapacityOptions{URL: r.Session.hostURL(host), Count: n, MaxP99: maxP99,
 		NewConn: true, Timeout: trialTimeout, Seed: r.Session.Plan.Seed, MaxTrials: 8, Paths: r.routeMix(n/len(r.Session.Plan.Routes)+1, "")}, 20*time.Minute)
 	if err != nil {
 		return c, fmt.Errorf("capacity of %s: %w", host, err)
@@ -91,11 +91,11 @@ func (r *Runner) concurrency(ctx context.Context) error {
 		Calibration: ho, DefaultPolicy: PolicyUserFirst, DisableKeepAlives: true,
 	}
 	r.res.ConcurrencyConn = ConcurrencyConnNote
-	if err := r.Session.StartProxy(ctx, r.Docker, cfg); err != nil {
+	if err := r.Session.StartProxy(ctx, r.Runtime, cfg); err != nil {
 		return err
 	}
 	runErr := r.openLoopRuns(ctx)
-	recs, derr := r.Session.StopProxy(ctx, r.Docker)
+	recs, derr := r.Session.StopProxy(ctx, r.Runtime)
 	if runErr != nil {
 		return runErr
 	}
@@ -165,7 +165,7 @@ func (r *Runner) openLoopRun(ctx context.Context, f, rate float64, pol string, w
 	}
 	o := workloads.OpenLoopOptions{BaseURL: fmt.Sprintf("http://127.0.0.1:%d", proxyPort), Rate: rate, Count: len(paths), Warmup: warm,
 		Seed: p.Seed, CopyHeaders: []string{HeaderHost}, Requests: reqs}
-	rs, tot, err := r.Session.client(r.Docker).OpenLoop(ctx, o, 20*time.Minute)
+	rs, tot, err := r.Session.client(r.Runtime).OpenLoop(ctx, o, 20*time.Minute)
 	if err != nil {
 		return err
 	}

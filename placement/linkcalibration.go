@@ -36,7 +36,7 @@ func (r *Runner) calibrateLinks(ctx context.Context, phase string, want, fixed m
 	}
 	delayed := delayedPairs(want, fixed)
 	if len(delayed) == 0 {
-		return adj, r.Session.SetLinks(ctx, r.Docker, adj)
+		return adj, r.Session.SetLinks(ctx, r.Runtime, adj)
 	}
 	best, bestErr := map[[2]string]float64{}, math.Inf(1)
 	zeroLinks := map[[2]string]float64{}
@@ -63,7 +63,7 @@ func (r *Runner) calibrateLinks(ctx context.Context, phase string, want, fixed m
 		lc.OneWay[k[0]+"→"+k[1]] = v
 	}
 	r.res.LinkCalibration = append(r.res.LinkCalibration, lc)
-	return best, r.Session.SetLinks(ctx, r.Docker, best)
+	return best, r.Session.SetLinks(ctx, r.Runtime, best)
 }
 
 // delayedPairs lists the node pairs to calibrate: those with a delay in
@@ -85,18 +85,18 @@ func delayedPairs(want, fixed map[[2]string]float64) [][2]string {
 // pair's residual (configured − added, by "a–b"), their total |residual|
 // and the delays for the next round.
 func (r *Runner) linkCalRound(ctx context.Context, delayed [][2]string, want, adj, zeroLinks map[[2]string]float64) (map[string]float64, float64, map[[2]string]float64, error) {
-	if err := r.Session.SetLinks(ctx, r.Docker, zeroLinks); err != nil {
+	if err := r.Session.SetLinks(ctx, r.Runtime, zeroLinks); err != nil {
 		return nil, 0, nil, err
 	}
 	zero := map[[2]string]float64{}
 	for _, pr := range delayed {
-		m, _, err := r.Session.Ping(ctx, r.Docker, pr[0], pr[1], r.Session.Plan.ICMPCount)
+		m, _, err := r.Session.Ping(ctx, r.Runtime, pr[0], pr[1], r.Session.Plan.ICMPCount)
 		if err != nil {
 			return nil, 0, nil, err
 		}
 		zero[pr] = m
 	}
-	if err := r.Session.SetLinks(ctx, r.Docker, adj); err != nil {
+	if err := r.Session.SetLinks(ctx, r.Runtime, adj); err != nil {
 		return nil, 0, nil, err
 	}
 	res := map[string]float64{}
@@ -106,7 +106,7 @@ func (r *Runner) linkCalRound(ctx context.Context, delayed [][2]string, want, ad
 		next[k] = v
 	}
 	for _, pr := range delayed {
-		m, _, err := r.Session.Ping(ctx, r.Docker, pr[0], pr[1], r.Session.Plan.ICMPCount)
+		m, _, err := r.Session.Ping(ctx, r.Runtime, pr[0], pr[1], r.Session.Plan.ICMPCount)
 		if err != nil {
 			return nil, 0, nil, err
 		}

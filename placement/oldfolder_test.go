@@ -2,6 +2,7 @@ package placement
 
 import (
 	"context"
+	"github.com/rttlab/rttlab/orchestrator/engine"
 	"io"
 	"os"
 	"path/filepath"
@@ -49,7 +50,7 @@ func TestPlacementOldLayoutFolder(t *testing.T) {
 		t.Fatal("OpenFolder left the cut sample line")
 	}
 	l, ps := startLab(t, p)
-	if _, err := (&Runner{Docker: l, Session: ps, Dir: dir, Version: "test"}).Run(context.Background()); err != nil {
+	if _, err := (&Runner{Runtime: engine.NewLab(l, ""), Engine: l, Session: ps, Dir: dir, Version: "test"}).Run(context.Background()); err != nil {
 		t.Fatalf("resume: %v", err)
 	}
 	j := checkEveryTaskOnce(t, dir, p)

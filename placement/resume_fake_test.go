@@ -23,7 +23,7 @@ func sessionOn(t *testing.T, l *placeLab, p *Plan, first *Session) func(ctx cont
 		if err := cur.Stack.Remove(ctx, engine.NewLab(l, "")); err != nil {
 			return nil, err
 		}
-		ps, err := StartPlacement(ctx, l, p, l.target(t, p), engine.Platform{}, 5*time.Second)
+		ps, err := StartPlacement(ctx, engine.NewLab(l, ""), p, l.target(t, p), engine.Platform{}, 5*time.Second)
 		if err != nil {
 			return nil, err
 		}
@@ -113,7 +113,7 @@ func TestPlacementResumeAfterEachPhase(t *testing.T) {
 					return l.ping(ctx, x)
 				})
 			}
-			_, err := (&Runner{Docker: l, Session: ps, Dir: dir, Version: "test"}).Run(context.Background())
+			_, err := (&Runner{Runtime: engine.NewLab(l, ""), Engine: l, Session: ps, Dir: dir, Version: "test"}).Run(context.Background())
 			if err == nil || !strings.Contains(err.Error(), "agent gone") {
 				t.Fatalf("err %v, want the fault", err)
 			}
@@ -130,7 +130,7 @@ func TestPlacementResumeAfterEachPhase(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			res, err := (&Runner{Docker: l, Session: ps2, Dir: dir, Version: "test"}).Run(context.Background())
+			res, err := (&Runner{Runtime: engine.NewLab(l, ""), Engine: l, Session: ps2, Dir: dir, Version: "test"}).Run(context.Background())
 			if err != nil {
 				t.Fatalf("resume: %v", err)
 			}
@@ -156,7 +156,7 @@ func TestPlacementRetriesAFailedTask(t *testing.T) {
 	l.FailOn("Exec", "cat "+proxyLog, 5, errors.New("agent gone"))
 	var said []string
 	ps.Progress = func(s string) { said = append(said, s) }
-	r := &Runner{Docker: l, Session: ps, Dir: dir, Version: "test", Fresh: sessionOn(t, l, p, ps)}
+	r := &Runner{Runtime: engine.NewLab(l, ""), Engine: l, Session: ps, Dir: dir, Version: "test", Fresh: sessionOn(t, l, p, ps)}
 	if _, err := r.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +184,7 @@ func TestPlacementFailedTaskNamesIt(t *testing.T) {
 	p.SweepN, p.ConcurrencyRates = nil, nil
 	l, ps := startLab(t, p)
 	l.FailOn("Exec", "agent sqlprobe", 1, errors.New("agent gone"))
-	_, err := (&Runner{Docker: l, Session: ps, Dir: t.TempDir(), Version: "test"}).Run(context.Background())
+	_, err := (&Runner{Runtime: engine.NewLab(l, ""), Engine: l, Session: ps, Dir: t.TempDir(), Version: "test"}).Run(context.Background())
 	if err == nil || !strings.HasPrefix(err.Error(), "baseline: attempt 1 failed") {
 		t.Errorf("err %v", err)
 	}
@@ -208,7 +208,7 @@ func TestPlacementInterruptedMidTask(t *testing.T) {
 		}
 		return l.load(c, x)
 	})
-	if _, err := (&Runner{Docker: l, Session: ps, Dir: dir, Version: "test"}).Run(ctx); !errors.Is(err, context.Canceled) {
+	if _, err := (&Runner{Runtime: engine.NewLab(l, ""), Engine: l, Session: ps, Dir: dir, Version: "test"}).Run(ctx); !errors.Is(err, context.Canceled) {
 		t.Fatalf("err %v, want the cancellation", err)
 	}
 	l.Handle("rttlab agent load", l.load)
@@ -220,7 +220,7 @@ func TestPlacementInterruptedMidTask(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := (&Runner{Docker: l, Session: ps2, Dir: dir, Version: "test"}).Run(context.Background()); err != nil {
+	if _, err := (&Runner{Runtime: engine.NewLab(l, ""), Engine: l, Session: ps2, Dir: dir, Version: "test"}).Run(context.Background()); err != nil {
 		t.Fatalf("resume: %v", err)
 	}
 	j := checkEveryTaskOnce(t, dir, p)
@@ -243,7 +243,7 @@ func TestPlacementStartedOnlyIsNotFinished(t *testing.T) {
 		cancel()
 		return 0, c.Err()
 	})
-	if _, err := (&Runner{Docker: l, Session: ps, Dir: dir, Version: "test"}).Run(ctx); !errors.Is(err, context.Canceled) {
+	if _, err := (&Runner{Runtime: engine.NewLab(l, ""), Engine: l, Session: ps, Dir: dir, Version: "test"}).Run(ctx); !errors.Is(err, context.Canceled) {
 		t.Fatalf("err %v, want the cancellation", err)
 	}
 	// Only the started lines stay: the process died before any done line.

@@ -15,6 +15,7 @@ import (
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/netem"
 	"github.com/rttlab/rttlab/orchestrator/engine"
+	labrt "github.com/rttlab/rttlab/orchestrator/runtime"
 	"github.com/rttlab/rttlab/orchestrator/shaping"
 	"github.com/rttlab/rttlab/orchestrator/stack"
 	"github.com/rttlab/rttlab/results"
@@ -148,9 +149,19 @@ type PlaceShaperRound struct {
 	Summary   netem.Summary `json:"summary"`
 }
 
+// Engine is what the manifest records of the engine the nodes run on:
+// its versions and the IDs of the images started.
+type Engine interface {
+	engine.Engine
+	ImageID(ctx context.Context, ref string) (string, error)
+}
+
 // Runner runs the phases and writes the results folder.
 type Runner struct {
-	Docker  engine.Docker
+	// Runtime runs the study's nodes and agents; Engine reports the
+	// engine and the images for the manifest.
+	Runtime labrt.Runtime
+	Engine  Engine
 	Session *Session
 	Dir     string
 	Version string
@@ -175,14 +186,14 @@ type Runner struct {
 // images and the nodes' addresses.
 func (r *Runner) writeManifest(ctx context.Context) error {
 	p := r.Session.Plan
-	info, err := r.Docker.EngineInfo(ctx)
+	info, err := r.Engine.EngineInfo(ctx)
 	if err != nil {
 		return err
 	}
 	// The images pin the app's, PostgreSQL's and the agent's versions.
 	images := map[string]string{}
 	for name, ref := range map[string]string{p.App: r.Session.Stack.Image(r.Session.Stack.Target.Meta.Name), "postgres": r.Session.Stack.Image("postgres"), "agent": stack.AgentImage} {
-		if id, err := r.Docker.ImageID(ctx, ref); err == nil {
+		if id, err := r.Engine.ImageID(ctx, ref); err == nil {
 			images[name] = id
 		}
 	}
@@ -200,13 +211,13 @@ func (r *Runner) baseline(ctx context.Context) (map[string][]float64, error) {
 	// Baseline: SELECT 1 at zero (through the shaper); the ICMP link
 	// checks measure their zero right before each check.
 	r.Session.say("baseline: SELECT 1 from a and b at zero added delay")
-	if err := r.Session.SetLinks(ctx, r.Docker, nil); err != nil {
+	if err := r.Session.SetLinks(ctx, r.Runtime, nil); err != nil {
 		return nil, err
 	}
 	zeroSel := map[string][]float64{}
 	var err error
 	for _, h := range []string{NodeA, NodeB} {
-		if zeroSel[h], err = r.Session.Select1(ctx, r.Docker, h, p.Select1Warmup, p.Select1Calls); err != nil {
+		if zeroSel[h], err = r.Session.Select1(ctx, r.Runtime, h, p.Select1Warmup, p.Select1Calls); err != nil {
 			return nil, err
 		}
 		r.emit(0, "baseline", "select1", h, "", "", zeroSel[h], nil)
@@ -285,7 +296,7 @@ func pairs() [][2]string {
 func (r *Runner) pingAll(ctx context.Context) (map[[2]string]float64, error) {
 	out := map[[2]string]float64{}
 	for _, pr := range pairs() {
-		m, _, err := r.Session.Ping(ctx, r.Docker, pr[0], pr[1], r.Session.Plan.ICMPCount)
+		m, _, err := r.Session.Ping(ctx, r.Runtime, pr[0], pr[1], r.Session.Plan.ICMPCount)
 		if err != nil {
 			return nil, err
 		}
@@ -300,18 +311,18 @@ func (r *Runner) pingAll(ctx context.Context) (map[[2]string]float64, error) {
 // speed).
 func (r *Runner) checkLinks(ctx context.Context, phase string, heldOut bool) error {
 	ow := r.Session.Plan.OneWayMs(heldOut)
-	if err := r.Session.SetLinks(ctx, r.Docker, nil); err != nil {
+	if err := r.Session.SetLinks(ctx, r.Runtime, nil); err != nil {
 		return err
 	}
 	zero, err := r.pingAll(ctx)
 	if err != nil {
 		return err
 	}
-	if err := r.Session.SetLinks(ctx, r.Docker, r.links[heldOut]); err != nil {
+	if err := r.Session.SetLinks(ctx, r.Runtime, r.links[heldOut]); err != nil {
 		return err
 	}
 	for _, pr := range pairs() {
-		m, lost, err := r.Session.Ping(ctx, r.Docker, pr[0], pr[1], r.Session.Plan.ICMPCount)
+		m, lost, err := r.Session.Ping(ctx, r.Runtime, pr[0], pr[1], r.Session.Plan.ICMPCount)
 		if err != nil {
 			return err
 		}
@@ -331,7 +342,7 @@ func (r *Runner) measure(ctx context.Context, rep int, phase, host, path string,
 	// With the proxy's connection per request, direct requests open one
 	// too, so that the models' client path and residuals and the held-out
 	// p50s pay what a routed request pays.
-	rs, err := r.Session.Load(ctx, r.Docker, r.Session.hostURL(host), paths, warmup, !r.Session.Plan.Pools())
+	rs, err := r.Session.Load(ctx, r.Runtime, r.Session.hostURL(host), paths, warmup, !r.Session.Plan.Pools())
 	if err != nil {
 		return nil, 0, err
 	}
@@ -402,14 +413,14 @@ type phaseRound struct {
 // and SELECT 1 when the phase is the calibration.
 func (r *Runner) measureRound(ctx context.Context, pr phaseRound, into *phaseSamples) error {
 	rep, phase := pr.rep, pr.phase
-	before, err := r.Session.Shaping.Snapshot(ctx, r.Docker)
+	before, err := r.Session.Shaping.Snapshot(ctx, r.Runtime)
 	if err != nil {
 		return err
 	}
 	if err := r.measureBlocks(ctx, pr, into); err != nil {
 		return err
 	}
-	after, err := r.Session.Shaping.Snapshot(ctx, r.Docker)
+	after, err := r.Session.Shaping.Snapshot(ctx, r.Runtime)
 	if err != nil {
 		return err
 	}
@@ -429,7 +440,7 @@ func (r *Runner) measureBlocks(ctx context.Context, pr phaseRound, into *phaseSa
 	rep, phase, paths, warmup, n, selWarmup, sel := pr.rep, pr.phase, pr.paths, pr.warmup, pr.n, pr.selWarmup, pr.sel
 	var blocks []phaseBlock
 	for _, h := range []string{NodeA, NodeB} {
-		c, err := r.Session.Connect(ctx, r.Docker, h, warmup, n)
+		c, err := r.Session.Connect(ctx, r.Runtime, h, warmup, n)
 		if err != nil {
 			return err
 		}
@@ -451,7 +462,7 @@ func (r *Runner) measureBlocks(ctx context.Context, pr phaseRound, into *phaseSa
 		return nil
 	}
 	for _, h := range []string{NodeA, NodeB} {
-		s, err := r.Session.Select1(ctx, r.Docker, h, selWarmup, sel)
+		s, err := r.Session.Select1(ctx, r.Runtime, h, selWarmup, sel)
 		if err != nil {
 			return err
 		}
@@ -632,7 +643,7 @@ func (pr *placeRep) heldOut(ctx context.Context, hoS *phaseSamples, routes []Rou
 	}
 	hoHosts := hostCalibrations(hoS, r.Session.Stack.Target.Meta.Health, hoRoutes)
 	// The routed comparison and what follows run with the held-out change.
-	if err := r.Session.SetLinks(ctx, r.Docker, r.links[true]); err != nil {
+	if err := r.Session.SetLinks(ctx, r.Runtime, r.links[true]); err != nil {
 		return Calibration{}, err
 	}
 	ho := cal
@@ -695,7 +706,7 @@ func (pr *placeRep) routed(ctx context.Context, ho Calibration) error {
 		DefaultPolicy:     PolicyUserFirst,
 		DisableKeepAlives: !keep,
 	}
-	if err := r.Session.StartProxy(ctx, r.Docker, cfg); err != nil {
+	if err := r.Session.StartProxy(ctx, r.Runtime, cfg); err != nil {
 		return err
 	}
 	order := append(shuffled(cells, p.RoutedWarmup, r.rng), shuffled(cells, p.RoutedRequests, r.rng)...)
@@ -707,8 +718,8 @@ func (pr *placeRep) routed(ctx context.Context, ho Calibration) error {
 		}
 		routed[i] = c.route + sep + QueryPolicy + "=" + c.policy
 	}
-	rs, lerr := r.Session.Load(ctx, r.Docker, fmt.Sprintf("http://127.0.0.1:%d", proxyPort), routed, p.RoutedWarmup*len(cells), false)
-	recs, derr := r.Session.StopProxy(ctx, r.Docker)
+	rs, lerr := r.Session.Load(ctx, r.Runtime, fmt.Sprintf("http://127.0.0.1:%d", proxyPort), routed, p.RoutedWarmup*len(cells), false)
+	recs, derr := r.Session.StopProxy(ctx, r.Runtime)
 	if lerr != nil {
 		return lerr
 	}
@@ -757,12 +768,12 @@ func (pr *placeRep) recordRouted(order []routedReq, rs []workloads.Result, recs 
 // heldOut), calibrated against ICMP unless the plan says calibrate: off.
 func (r *Runner) setPhaseLinks(ctx context.Context, phase string, heldOut bool) error {
 	if applied, ok := r.links[heldOut]; ok {
-		return r.Session.SetLinks(ctx, r.Docker, applied)
+		return r.Session.SetLinks(ctx, r.Runtime, applied)
 	}
 	want := r.Session.Plan.OneWayMs(heldOut)
 	if r.Session.Plan.Calibrate == "off" {
 		r.links[heldOut] = want
-		return r.Session.SetLinks(ctx, r.Docker, want)
+		return r.Session.SetLinks(ctx, r.Runtime, want)
 	}
 	// The links the held-out change leaves alone keep the delays the other
 	// phase calibrated: only what the change touches is calibrated again,

@@ -40,7 +40,7 @@ func smallPlan(t *testing.T, app string) *Plan {
 func startLab(t *testing.T, p *Plan) (*placeLab, *Session) {
 	t.Helper()
 	l := newPlaceLab(t, p.App)
-	ps, err := StartPlacement(context.Background(), l, p, l.target(t, p), engine.Platform{}, 5*time.Second)
+	ps, err := StartPlacement(context.Background(), engine.NewLab(l, ""), p, l.target(t, p), engine.Platform{}, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func TestPlacementRunOnAFakeEngine(t *testing.T) {
 	var progress []string
 	ps.Progress = func(s string) { progress = append(progress, s) }
 	dir := t.TempDir()
-	r := &Runner{Docker: l, Session: ps, Dir: dir, Version: "test"}
+	r := &Runner{Runtime: engine.NewLab(l, ""), Engine: l, Session: ps, Dir: dir, Version: "test"}
 	res, err := r.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -224,7 +224,7 @@ func TestPlacementRunFailures(t *testing.T) {
 			l, ps := startLab(t, p)
 			c.break_(l)
 			dir := t.TempDir()
-			_, err := (&Runner{Docker: l, Session: ps, Dir: dir, Version: "test"}).Run(context.Background())
+			_, err := (&Runner{Runtime: engine.NewLab(l, ""), Engine: l, Session: ps, Dir: dir, Version: "test"}).Run(context.Background())
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("err %v, want one about %q", err, c.want)
 			}

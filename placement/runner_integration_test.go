@@ -31,7 +31,7 @@ func TestIntegrationPlacementSmoke(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	ps, err := StartPlacement(ctx, rt, plan, target, engine.Platform{}, 0)
+	ps, err := StartPlacement(ctx, engine.NewLab(rt, ""), plan, target, engine.Platform{}, 0)
 	if ps != nil && ps.Stack != nil {
 		t.Cleanup(func() {
 			if err := ps.Stack.Remove(context.Background(), engine.NewLab(rt, "")); err != nil {
@@ -47,7 +47,7 @@ func TestIntegrationPlacementSmoke(t *testing.T) {
 	}
 	ps.Progress = func(s string) { t.Log(s) }
 	dir := t.TempDir()
-	r := &Runner{Docker: rt, Session: ps, Dir: dir}
+	r := &Runner{Runtime: engine.NewLab(rt, ""), Engine: rt, Session: ps, Dir: dir}
 	res, err := r.Run(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -46,10 +46,10 @@ const proxyPort = 18080
 // proxyLog is the decision log's path inside the proxy container.
 const proxyLog = "/tmp/rttlab-decisions.jsonl"
 
-// StartPlacement starts the database, the app on two compute hosts, the
-// client node and one agent per node on one private network. On failure
-// everything started is removed.
-func StartPlacement(ctx context.Context, d engine.Docker, plan *Plan, t apps.Target, p engine.Platform, readyTimeout time.Duration) (ps *Session, err error) {
+// StartPlacement starts on the runtime rt the database, the app on two
+// compute hosts, the client node and one agent per node on one private
+// network. On failure everything started is removed.
+func StartPlacement(ctx context.Context, rt runtime.Runtime, plan *Plan, t apps.Target, p engine.Platform, readyTimeout time.Duration) (ps *Session, err error) {
 	if readyTimeout == 0 {
 		readyTimeout = p.Limit(stack.ReadyLimit)
 	}
@@ -58,7 +58,7 @@ func StartPlacement(ctx context.Context, d engine.Docker, plan *Plan, t apps.Tar
 	ps = &Session{Stack: st, Nodes: map[string]*stack.Member{}, Port: t.Meta.Port, Plan: plan}
 	defer func() {
 		if err != nil {
-			st.RemoveJoin(ctx, engine.NewLab(d, ""), &err)
+			st.RemoveJoin(ctx, rt, &err)
 		}
 	}()
 	dbEnv, err := stack.FeedServiceEnv(ctx, st, "db")
@@ -69,15 +69,17 @@ func StartPlacement(ctx context.Context, d engine.Docker, plan *Plan, t apps.Tar
 	if err != nil {
 		return ps, err
 	}
-	st.Network = "rttlab-" + runID
-	if st.NetworkID, err = d.CreateNetwork(ctx, st.Network, stack.NetworkLabels(runID, map[string]string{engine.LabelStack: "placement"})); err != nil {
-		return ps, err
+	if n, ok := rt.(runtime.Network); ok {
+		st.Network = "rttlab-" + runID
+		if st.NetworkID, err = n.CreateNetwork(ctx, st.Network, stack.NetworkLabels(runID, map[string]string{engine.LabelStack: "placement"})); err != nil {
+			return ps, err
+		}
 	}
-	if err := ps.startNodes(ctx, d, dbEnv, appVars, readyTimeout); err != nil {
+	if err := ps.startNodes(ctx, rt, dbEnv, appVars, readyTimeout); err != nil {
 		return ps, err
 	}
 	st.AppAddr = net.JoinHostPort(ps.Nodes[NodeA].IP, fmt.Sprint(t.Meta.Port))
-	ps.Shaping, err = shaping.StartAgents(ctx, d, st, plan.Shaper, "path", plan.Hook)
+	ps.Shaping, err = shaping.StartAgents(ctx, rt, st, plan.Shaper, "path", plan.Hook)
 	if err != nil {
 		return ps, err
 	}
@@ -86,15 +88,14 @@ func StartPlacement(ctx context.Context, d engine.Docker, plan *Plan, t apps.Tar
 
 // startNodes starts the database, the app on a and b and the client
 // node, each waited for (the database and the apps until they answer).
-func (ps *Session) startNodes(ctx context.Context, d engine.Docker, dbEnv, appVars []string, readyTimeout time.Duration) error {
+func (ps *Session) startNodes(ctx context.Context, rt runtime.Runtime, dbEnv, appVars []string, readyTimeout time.Duration) error {
 	st := ps.Stack
 	ps.say("starting PostgreSQL, %s on compute hosts a and b, the client node and four agents", st.Target.Name)
-	rt := engine.NewLab(d, st.Network)
 	db, err := ps.startNode(ctx, rt, NodeDB, st.Image("postgres"), nil, dbEnv)
 	if err != nil {
 		return err
 	}
-	if err := stack.WaitDB(ctx, engine.NewLab(d, ""), db, readyTimeout); err != nil {
+	if err := stack.WaitDB(ctx, rt, db, readyTimeout); err != nil {
 		return err
 	}
 	for _, n := range []string{NodeA, NodeB} {
@@ -102,7 +103,7 @@ func (ps *Session) startNodes(ctx context.Context, d engine.Docker, dbEnv, appVa
 		if err != nil {
 			return err
 		}
-		if err := stack.WaitHTTP(ctx, engine.NewLab(d, ""), m, "http://"+net.JoinHostPort(m.IP, fmt.Sprint(st.Target.Meta.Port))+st.Target.Meta.Health, readyTimeout); err != nil {
+		if err := stack.WaitHTTP(ctx, rt, m, "http://"+net.JoinHostPort(m.IP, fmt.Sprint(st.Target.Meta.Port))+st.Target.Meta.Health, readyTimeout); err != nil {
 			return err
 		}
 	}
@@ -132,7 +133,7 @@ func (ps *Session) startNode(ctx context.Context, rt runtime.Members, node, imag
 // which direction depending on its shaper (ingress: arriving from the
 // peer; egress: sent to it). Zero still routes packets through the
 // shaper, so every phase pays the same shaper cost.
-func (ps *Session) SetLinks(ctx context.Context, d engine.Containers, oneWay map[[2]string]float64) error {
+func (ps *Session) SetLinks(ctx context.Context, d runtime.Execer, oneWay map[[2]string]float64) error {
 	for _, self := range PlaceNodes {
 		a := ps.Shaping.Agents[self]
 		if a == nil {
@@ -166,27 +167,27 @@ func (ps *Session) hostURL(node string) string {
 // Load runs the closed-loop load client in the client node against base
 // with the given paths (warmup first), over one kept-alive connection or,
 // with newConn, a new connection per request.
-func (ps *Session) Load(ctx context.Context, d engine.Docker, base string, paths []string, warmup int, newConn bool) ([]workloads.Result, error) {
+func (ps *Session) Load(ctx context.Context, d runtime.Watcher, base string, paths []string, warmup int, newConn bool) ([]workloads.Result, error) {
 	return ps.client(d).Load(ctx, agentclient.LoadOptions{URL: base, Paths: paths, Warmup: warmup, NewConn: newConn})
 }
 
 // client is the agent client of the client node, which fails a call
 // during which a node or agent died.
-func (ps *Session) client(d engine.Docker) agentclient.Client {
+func (ps *Session) client(d runtime.Watcher) agentclient.Client {
 	return agentclient.Client{D: d, ID: ps.Nodes[NodeClient].ID, Alive: func(ctx context.Context) error { return ps.dead(ctx, d) }}
 }
 
 // dead reports a node or agent that stopped.
-func (ps *Session) dead(ctx context.Context, d engine.Docker) error {
+func (ps *Session) dead(ctx context.Context, d runtime.Watcher) error {
 	for _, m := range ps.Stack.Members {
-		if err := stack.CheckRunning(ctx, engine.NewLab(d, ""), m); err != nil {
+		if err := stack.CheckRunning(ctx, d, m); err != nil {
 			return err
 		}
 	}
 	if ps.Shaping != nil {
 		for _, a := range ps.Shaping.Agents {
 			for _, c := range a.Containers() {
-				if err := stack.CheckRunning(ctx, engine.NewLab(d, ""), c); err != nil {
+				if err := stack.CheckRunning(ctx, d, c); err != nil {
 					return fmt.Errorf("shaping agent died: %w", err)
 				}
 			}
@@ -196,7 +197,7 @@ func (ps *Session) dead(ctx context.Context, d engine.Docker) error {
 }
 
 // Connect times TCP connects from the client node to a host.
-func (ps *Session) Connect(ctx context.Context, d engine.Docker, node string, warmup, count int) ([]float64, error) {
+func (ps *Session) Connect(ctx context.Context, d runtime.Watcher, node string, warmup, count int) ([]float64, error) {
 	ns, err := ps.client(d).Connect(ctx, net.JoinHostPort(ps.Nodes[node].IP, fmt.Sprint(ps.Port)), warmup, count)
 	if err != nil {
 		return nil, fmt.Errorf("connect probe to %s: %w", node, err)
@@ -206,7 +207,7 @@ func (ps *Session) Connect(ctx context.Context, d engine.Docker, node string, wa
 
 // Select1 runs warmup+calls SELECT 1 from a node's namespace and returns
 // the measured calls' latencies in ms.
-func (ps *Session) Select1(ctx context.Context, d engine.Containers, node string, warmup, calls int) ([]float64, error) {
+func (ps *Session) Select1(ctx context.Context, d runtime.Execer, node string, warmup, calls int) ([]float64, error) {
 	runs, err := shaping.AgentSelectOne(ctx, d, ps.Shaping.Agents[node], ps.Nodes[NodeDB].IP, ps.Stack.DB, 1, warmup+calls)
 	if err != nil {
 		return nil, err
@@ -227,7 +228,7 @@ func (ps *Session) Select1(ctx context.Context, d engine.Containers, node string
 
 // Ping sends ICMP echoes from one node to another and returns the mean
 // RTT in ms and the echoes lost.
-func (ps *Session) Ping(ctx context.Context, d engine.Containers, from, to string, count int) (float64, int, error) {
+func (ps *Session) Ping(ctx context.Context, d runtime.Execer, from, to string, count int) (float64, int, error) {
 	res, err := shaping.AgentPing(ctx, d, ps.Shaping.Agents[from], ps.Nodes[to].IP, count, 2*time.Millisecond)
 	if err != nil {
 		return 0, 0, err
@@ -239,9 +240,9 @@ func (ps *Session) Ping(ctx context.Context, d engine.Containers, from, to strin
 }
 
 // StartProxy starts the routing proxy in the client node's network
-// namespace with cfg (Listen and LogPath are set here) and waits until it
-// answers.
-func (ps *Session) StartProxy(ctx context.Context, d engine.Docker, cfg Config) error {
+// namespace with cfg (Listen and LogPath are set here), on the runtime d,
+// and waits until it answers.
+func (ps *Session) StartProxy(ctx context.Context, d runtime.Runtime, cfg Config) error {
 	cfg.Listen = fmt.Sprintf("127.0.0.1:%d", proxyPort)
 	cfg.LogPath = proxyLog
 	b, err := json.Marshal(cfg)
@@ -253,7 +254,7 @@ func (ps *Session) StartProxy(ctx context.Context, d engine.Docker, cfg Config) 
 		return errors.New("routing proxy: the client node has no network namespace to join")
 	}
 	name := fmt.Sprintf("rttlab-%s-proxy", ps.Stack.RunID)
-	pm, err := engine.NewLab(d, ps.Stack.Network).StartMember(ctx, runtime.MemberSpec{Name: name, Role: "proxy", Image: stack.AgentImage,
+	pm, err := d.StartMember(ctx, runtime.MemberSpec{Name: name, Role: "proxy", Image: stack.AgentImage,
 		Cmd: []string{"agent", "proxy", "--config-json", string(b)}, Labels: stack.RunLabels(ps.Stack.RunID, nil),
 		Beside: client.NetNS, DropAllCaps: true, Platform: ps.Stack.Platform.Native().String()})
 	id := pm.ID
@@ -267,7 +268,7 @@ func (ps *Session) StartProxy(ctx context.Context, d engine.Docker, cfg Config) 
 		if ns, err := (agentclient.Client{D: d, ID: ps.Nodes[NodeClient].ID}).Connect(ctx, cfg.Listen, 0, 1); err == nil && len(ns) == 1 {
 			return nil
 		}
-		if err := stack.CheckRunning(ctx, engine.NewLab(d, ""), &stack.Member{ID: id, Name: name}); err != nil {
+		if err := stack.CheckRunning(ctx, d, &stack.Member{ID: id, Name: name}); err != nil {
 			return fmt.Errorf("routing proxy: %w", err)
 		}
 		if time.Now().After(deadline) {
@@ -280,7 +281,7 @@ func (ps *Session) StartProxy(ctx context.Context, d engine.Docker, cfg Config) 
 }
 
 // StopProxy stops the proxy after reading its decision log.
-func (ps *Session) StopProxy(ctx context.Context, d engine.Docker) ([]DecisionRecord, error) {
+func (ps *Session) StopProxy(ctx context.Context, d runtime.Runtime) ([]DecisionRecord, error) {
 	if ps.Proxy == "" {
 		return nil, nil
 	}
@@ -289,7 +290,7 @@ func (ps *Session) StopProxy(ctx context.Context, d engine.Docker) ([]DecisionRe
 	var rerr error
 	for i := 0; i < 5; i++ {
 		var out, errb bytes.Buffer
-		code, err := d.Exec(ctx, ps.Proxy, engine.ExecSpec{Cmd: []string{"cat", proxyLog}, Stdout: &out, Stderr: &errb, Timeout: 30 * time.Second})
+		code, err := d.Exec(ctx, ps.Proxy, runtime.ExecSpec{Cmd: []string{"cat", proxyLog}, Stdout: &out, Stderr: &errb, Timeout: 30 * time.Second})
 		if err == nil && code == 0 {
 			recs, rerr = proxyserve.ReadLog[DecisionRecord](&out)
 			if rerr == nil {
@@ -302,7 +303,7 @@ func (ps *Session) StopProxy(ctx context.Context, d engine.Docker) ([]DecisionRe
 		}
 		stack.SleepCtx(ctx, 200*time.Millisecond)
 	}
-	rmErr := d.RemoveContainer(ctx, ps.Proxy)
+	rmErr := d.RemoveMember(ctx, ps.Proxy)
 	ps.Proxy = ""
 	return recs, errors.Join(rerr, rmErr)
 }

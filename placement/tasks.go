@@ -258,7 +258,7 @@ func (r *Runner) runPhase(ctx context.Context, task string) error {
 		return err
 	case task == "sweep" || task == "concurrency":
 		if l, ok := r.links[true]; ok {
-			if err := r.Session.SetLinks(ctx, r.Docker, l); err != nil {
+			if err := r.Session.SetLinks(ctx, r.Runtime, l); err != nil {
 				return err
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/rttlab/rttlab/orchestrator/engine"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -26,7 +27,7 @@ func TestIntegrationWireCarriesTheDelay(t *testing.T) {
 	p := &Plan{Name: "anatomy-test", Seed: 3, DelaysMs: []float64{0, 2}, Runs: 3, Requests: 30, Warmup: 5,
 		Apps: []PlanApp{{Name: "go", Routes: []string{"/feed"}}}, ICMPCount: 5, SelectRuns: 1, SelectCalls: 20, TaskICMPCount: 2, TraceRequests: 10}
 	p.Defaults()
-	dir, err := Run(context.Background(), rt, all, RunOptions{Plan: p, OutDir: t.TempDir(), Version: "test"})
+	dir, err := Run(context.Background(), engine.NewLab(rt, ""), rt, all, RunOptions{Plan: p, OutDir: t.TempDir(), Version: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +117,7 @@ func TestIntegrationResumeAfterInterruptedProbes(t *testing.T) {
 	out := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	dir, err := Run(ctx, rt, all, RunOptions{Plan: p, OutDir: out, Progress: &probesWritten{out: out, cancel: cancel}})
+	dir, err := Run(ctx, engine.NewLab(rt, ""), rt, all, RunOptions{Plan: p, OutDir: out, Progress: &probesWritten{out: out, cancel: cancel}})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("interrupted run: err = %v, want context.Canceled", err)
 	}
@@ -139,7 +140,7 @@ func TestIntegrationResumeAfterInterruptedProbes(t *testing.T) {
 		}
 	}
 	before := len(d.Probes)
-	if _, err := Run(context.Background(), rt, all, RunOptions{Resume: dir}); err != nil {
+	if _, err := Run(context.Background(), engine.NewLab(rt, ""), rt, all, RunOptions{Resume: dir}); err != nil {
 		t.Fatal(err)
 	}
 	noneLabelled(t, rt)

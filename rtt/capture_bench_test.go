@@ -32,13 +32,15 @@ func BenchmarkTaskCapture(b *testing.B) {
 	}
 	p, _ := BuiltinPlan("smoke")
 	ctx := context.Background()
-	sd := shaping.WithSessions(rt)
+	lab := engine.NewLab(rt, "")
+	sd := shaping.WithSessions(lab)
 	defer sd.Close()
-	s, err := startSession(ctx, sd, target, p, stack.NewRunID())
+	d := sessionWatcher{Stater: lab, Sessions: sd}
+	s, err := startSession(ctx, lab, d, target, p, stack.NewRunID())
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer func() { _ = s.st.Remove(context.WithoutCancel(ctx), engine.NewLab(sd, "")) }()
+	defer func() { _ = s.st.Remove(context.WithoutCancel(ctx), lab) }()
 	if err := s.sh.SetRTT(ctx, sd, netem.FromMs(0.5)); err != nil {
 		b.Fatal(err)
 	}
@@ -47,7 +49,7 @@ func BenchmarkTaskCapture(b *testing.B) {
 	for i := range b.N {
 		var captured, bare float64
 		for _, capture := range []bool{i%2 == 0, i%2 != 0} { // alternating which goes first
-			p50, err := s.loadP50(ctx, sd, capture)
+			p50, err := s.loadP50(ctx, d, capture)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -68,7 +70,7 @@ func BenchmarkTaskCapture(b *testing.B) {
 // loadP50 runs one task's load (go /feed, 100 requests after 10) on the
 // session, watched by the task's captures or not, and returns the p50 of
 // its measured requests in ms.
-func (s *appSession) loadP50(ctx context.Context, d engine.Docker, capture bool) (float64, error) {
+func (s *appSession) loadP50(ctx context.Context, d sessionWatcher, capture bool) (float64, error) {
 	o, err := s.loadOptions(raw.Task{App: "go", Route: "/feed"}, 1, 100, 10)
 	if err != nil {
 		return 0, err

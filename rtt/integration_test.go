@@ -207,7 +207,7 @@ func TestIntegrationVerifyEveryFramework(t *testing.T) {
 			all := enginetest.BuiltApps(t, rt, "postgres", "agent", tg.Meta.Name)
 			ctx := context.Background()
 			st := startStack(t, rt, all, tg.Name)
-			sh, err := shaping.StartAgents(ctx, rt, st, "auto", "path", "")
+			sh, err := shaping.StartAgents(ctx, engine.NewLab(rt, ""), st, "auto", "path", "")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -3,6 +3,7 @@ package rtt
 import (
 	"context"
 	"errors"
+	"github.com/rttlab/rttlab/orchestrator/engine"
 	"strings"
 	"testing"
 
@@ -16,7 +17,7 @@ import (
 // once the holder closes.
 func TestRunFakeResumeRefusedWhileFolderHeld(t *testing.T) {
 	lab := fakelab.New(t)
-	dir, err := Run(context.Background(), lab, lab.Apps, RunOptions{Plan: fakePlan(), OutDir: t.TempDir(), Now: fakeNow})
+	dir, err := Run(context.Background(), engine.NewLab(lab, ""), lab, lab.Apps, RunOptions{Plan: fakePlan(), OutDir: t.TempDir(), Now: fakeNow})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,7 +26,7 @@ func TestRunFakeResumeRefusedWhileFolderHeld(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := fakelab.New(t)
-	got, err := Run(context.Background(), l, l.Apps, RunOptions{Resume: dir, Now: fakeNow})
+	got, err := Run(context.Background(), engine.NewLab(l, ""), l, l.Apps, RunOptions{Resume: dir, Now: fakeNow})
 	if !errors.Is(err, results.ErrLocked) || !strings.Contains(err.Error(), dir) {
 		t.Fatalf("resume of a held folder: err = %v, want ErrLocked naming %s", err, dir)
 	}
@@ -38,7 +39,7 @@ func TestRunFakeResumeRefusedWhileFolderHeld(t *testing.T) {
 	if err := held.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Run(context.Background(), l, l.Apps, RunOptions{Resume: dir, Now: fakeNow}); err != nil {
+	if _, err := Run(context.Background(), engine.NewLab(l, ""), l, l.Apps, RunOptions{Resume: dir, Now: fakeNow}); err != nil {
 		t.Fatalf("resume after the holder closed: %v", err)
 	}
 	l.RequireEmpty(t)

@@ -219,7 +219,7 @@ func TestFakeOwnAppNeverReady(t *testing.T) {
 // it when the test ends.
 func startFake(t *testing.T, l *fakelab.Lab, o stack.StackOptions, scope string) (*stack.Stack, *shaping.Shaping) {
 	t.Helper()
-	st, sh, err := shaping.StartShaped(context.Background(), l, o, "auto", scope, "")
+	st, sh, err := shaping.StartShaped(context.Background(), engine.NewLab(l, ""), o, "auto", scope, "")
 	if err != nil {
 		t.Fatal(err)
 	}

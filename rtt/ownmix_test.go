@@ -3,6 +3,7 @@ package rtt
 import (
 	"context"
 	"encoding/json"
+	"github.com/rttlab/rttlab/orchestrator/engine"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -192,7 +193,7 @@ func TestRunFakeOwnAppRequestMix(t *testing.T) {
 	if err := AddOwnApps(p, all); err != nil {
 		t.Fatal(err)
 	}
-	dir, err := Run(context.Background(), lab, all, RunOptions{Plan: p, OutDir: t.TempDir(), Now: fakeNow})
+	dir, err := Run(context.Background(), engine.NewLab(lab, ""), lab, all, RunOptions{Plan: p, OutDir: t.TempDir(), Now: fakeNow})
 	if err != nil {
 		t.Fatal(err)
 	}

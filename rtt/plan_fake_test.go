@@ -3,6 +3,7 @@ package rtt
 import (
 	"context"
 	"encoding/json"
+	"github.com/rttlab/rttlab/orchestrator/engine"
 	"math"
 	"os"
 	"path/filepath"
@@ -19,7 +20,7 @@ import (
 func TestFakeFolderPlan(t *testing.T) {
 	l := fakelab.New(t)
 	p := fakePlan()
-	dir, err := Run(context.Background(), l, l.Apps, RunOptions{Plan: p, OutDir: t.TempDir(), Now: fakeNow})
+	dir, err := Run(context.Background(), engine.NewLab(l, ""), l, l.Apps, RunOptions{Plan: p, OutDir: t.TempDir(), Now: fakeNow})
 	if err != nil {
 		t.Fatal(err)
 	}

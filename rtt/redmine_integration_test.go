@@ -37,7 +37,7 @@ func TestIntegrationAimeosSkippedWithoutPackagist(t *testing.T) {
 		Apps:      []PlanApp{{Name: "go", Routes: []string{"/feed"}}, {Name: "aimeos", Mix: "aimeos"}},
 		ICMPCount: 2, SelectRuns: 1, SelectCalls: 2, TaskICMPCount: 1, TraceRequests: 2}
 	p.Defaults()
-	dir, err := Run(ctx, rt, b.Apps, RunOptions{Plan: p, OutDir: t.TempDir(), Skipped: map[string]string{"aimeos": reason}})
+	dir, err := Run(ctx, engine.NewLab(rt, ""), rt, b.Apps, RunOptions{Plan: p, OutDir: t.TempDir(), Skipped: map[string]string{"aimeos": reason}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/rttlab/rttlab/netem"
 	"github.com/rttlab/rttlab/orchestrator/agentclient"
 	"github.com/rttlab/rttlab/orchestrator/engine"
+	rtm "github.com/rttlab/rttlab/orchestrator/runtime"
 	"github.com/rttlab/rttlab/orchestrator/shaping"
 	"github.com/rttlab/rttlab/orchestrator/stack"
 	"github.com/rttlab/rttlab/results"
@@ -94,8 +95,10 @@ func ValidatePlanApps(p *Plan, all map[string]*apps.Meta) error {
 	return nil
 }
 
-// Run runs (or resumes) a plan and returns the results folder.
-func Run(ctx context.Context, d engine.Docker, all map[string]*apps.Meta, o RunOptions) (string, error) {
+// Run runs (or resumes) a plan on the runtime rt and returns the results
+// folder; eng reports the engine the manifest records and the platform is
+// settled against.
+func Run(ctx context.Context, rt rtm.Runtime, eng engine.Engine, all map[string]*apps.Meta, o RunOptions) (string, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -127,7 +130,7 @@ func Run(ctx context.Context, d engine.Docker, all map[string]*apps.Meta, o RunO
 	if err := ValidatePlanApps(p, all); err != nil {
 		return "", err
 	}
-	info, err := d.EngineInfo(ctx)
+	info, err := eng.EngineInfo(ctx)
 	if err != nil {
 		return "", err
 	}
@@ -152,14 +155,14 @@ func Run(ctx context.Context, d engine.Docker, all map[string]*apps.Meta, o RunO
 	if err != nil {
 		return dir, err
 	}
-	runID, runErr := runPending(ctx, d, all, p, f, state, m, o)
-	return dir, finishRun(ctx, d, f, m, o, runID, runErr)
+	runID, runErr := runPending(ctx, rt, all, p, f, state, m, o)
+	return dir, finishRun(ctx, rt, f, m, o, runID, runErr)
 }
 
 // runPending runs the folder's pending tasks, an app's tasks on a stack
 // of their own, until an app fails; it returns the run's id (the label of
 // everything it started) and the first app's error.
-func runPending(ctx context.Context, d engine.Docker, all map[string]*apps.Meta, p *Plan, f *raw.Folder, state *raw.Data,
+func runPending(ctx context.Context, rt rtm.Runtime, all map[string]*apps.Meta, p *Plan, f *raw.Folder, state *raw.Data,
 	m *raw.Manifest, o RunOptions) (string, error) {
 	pending := state.Pending()
 	total := len(m.Tasks)
@@ -176,7 +179,7 @@ func runPending(ctx context.Context, d engine.Docker, all map[string]*apps.Meta,
 			tasks = append(tasks, pending[0])
 			pending = pending[1:]
 		}
-		n, err := runApp(ctx, appTasks{d: d, all: all, p: p, f: f, state: state, m: m, o: o, runID: runID, app: app,
+		n, err := runApp(ctx, appTasks{rt: rt, all: all, p: p, f: f, state: state, m: m, o: o, runID: runID, app: app,
 			tasks: tasks, probes: unprobed(p, state.Probes, app), done: done, total: total})
 		done += n
 		if err != nil {
@@ -190,10 +193,10 @@ func runPending(ctx context.Context, d engine.Docker, all map[string]*apps.Meta,
 // removed, the end is recorded and the summaries are regenerated. It
 // returns runErr, joined with a failed removal; a failure to record or
 // render is returned when runErr is nil.
-func finishRun(ctx context.Context, d engine.Docker, f *raw.Folder, m *raw.Manifest, o RunOptions, runID string, runErr error) error {
+func finishRun(ctx context.Context, rt rtm.Runtime, f *raw.Folder, m *raw.Manifest, o RunOptions, runID string, runErr error) error {
 	// Nothing of the run outlives it: what a failed removal left behind is
 	// tried once more, and what still stays is reported, not swallowed.
-	if _, err := stack.CleanRun(context.WithoutCancel(ctx), engine.NewLab(d, ""), runID); err != nil {
+	if _, err := stack.CleanRun(context.WithoutCancel(ctx), rt, runID); err != nil {
 		runErr = errors.Join(runErr, fmt.Errorf("%w: %w; remove what is left with rttlab clean --run %s", stack.ErrCleanup, err, runID))
 	}
 	// Whatever happened, the results folder stays consistent: record the
@@ -298,6 +301,14 @@ func manifestPlan(dir string, m *raw.Manifest) (*Plan, error) {
 	return &p, nil
 }
 
+// sessionWatcher is a runtime's watch of its members (State, and Logs
+// through the exec) with the exec of the agents' sessions: what an app's
+// tasks ask of the runtime.
+type sessionWatcher struct {
+	rtm.Stater
+	*shaping.Sessions
+}
+
 // appSession is one app's stack, agents and client.
 type appSession struct {
 	st     *stack.Stack
@@ -307,20 +318,22 @@ type appSession struct {
 	header []string
 }
 
-func startSession(ctx context.Context, d engine.Docker, target apps.Target, p *Plan, runID string) (*appSession, error) {
-	st, sh, err := shaping.StartShaped(ctx, d, stack.StackOptions{RunID: runID, Target: target, Platform: p.platform}, p.Shaper, p.Scope, p.Hook)
+// startSession starts an app's stack, its agents and the load client on
+// the runtime rt; d runs the agents' calls.
+func startSession(ctx context.Context, rt rtm.Runtime, d rtm.Execer, target apps.Target, p *Plan, runID string) (*appSession, error) {
+	st, sh, err := shaping.StartShaped(ctx, rt, stack.StackOptions{RunID: runID, Target: target, Platform: p.platform}, p.Shaper, p.Scope, p.Hook)
 	if err != nil {
 		return nil, err
 	}
 	s := &appSession{st: st, sh: sh}
 	s.sh.Floor = p.Floor(s.sh.Backend)
-	if s.client, err = startClient(ctx, d, st, runID); err != nil {
-		st.RemoveJoin(ctx, engine.NewLab(d, ""), &err)
+	if s.client, err = startClient(ctx, rt, st, runID); err != nil {
+		st.RemoveJoin(ctx, rt, &err)
 		return nil, err
 	}
 	s.base = fmt.Sprintf("http://app:%d", target.Meta.Port)
 	if s.header, err = shaping.AuthHeaders(ctx, d, st); err != nil {
-		st.RemoveJoin(ctx, engine.NewLab(d, ""), &err)
+		st.RemoveJoin(ctx, rt, &err)
 		return nil, err
 	}
 	return s, nil
@@ -329,24 +342,17 @@ func startSession(ctx context.Context, d engine.Docker, target apps.Target, p *P
 // startClient starts the load client on the stack's network, with
 // CAP_NET_RAW alone, for the capture of its packets, and returns it with
 // its address.
-func startClient(ctx context.Context, d engine.Docker, st *stack.Stack, runID string) (shaping.Endpoint, error) {
+func startClient(ctx context.Context, d rtm.Members, st *stack.Stack, runID string) (shaping.Endpoint, error) {
 	c := shaping.Endpoint{Name: fmt.Sprintf("rttlab-%s-client", runID)}
-	var err error
-	c.ID, err = stack.StartHelper(ctx, d, engine.ContainerSpec{
-		Name: c.Name, Image: stack.AgentImage, Cmd: []string{"agent", "idle"},
-		Labels:  stack.RunLabels(runID, map[string]string{engine.LabelRole: "client"}),
-		Network: st.Network, Aliases: []string{"client"}, CapDrop: []string{"ALL"}, CapAdd: []string{"NET_RAW"},
-		Platform: st.Platform.Native(),
+	m, err := d.StartMember(ctx, rtm.MemberSpec{
+		Name: c.Name, Role: "client", Image: stack.AgentImage, Cmd: []string{"agent", "idle"},
+		Labels: stack.RunLabels(runID, nil), Aliases: []string{"client"},
+		DropAllCaps: true, CapAdd: []rtm.Capability{rtm.CapNetRaw},
+		Platform: st.Platform.Native().String(),
 	})
+	c.ID, c.IP = m.ID, m.Addr
 	if err != nil {
 		return c, err
-	}
-	ins, err := d.InspectContainer(ctx, c.ID)
-	if err != nil {
-		return c, err
-	}
-	if ep, ok := ins.NetworkSettings.Networks[st.Network]; ok {
-		c.IP = ep.IPAddress
 	}
 	if c.IP == "" {
 		return c, fmt.Errorf("load client %s has no address on %s", c.Name, st.Network)
@@ -358,7 +364,10 @@ func startClient(ctx context.Context, d engine.Docker, st *stack.Stack, runID st
 // manifest, the app's counts, and the session they run on (replaced when
 // a crashed one is restarted).
 type appRun struct {
-	d                engine.Docker
+	// rt starts and removes the app's sessions; d runs the agents' calls
+	// (through their sessions) and watches the members.
+	rt               rtm.Runtime
+	d                rtm.Watcher
 	p                *Plan
 	f                *raw.Folder
 	state            *raw.Data
@@ -382,7 +391,7 @@ type appRun struct {
 // the run's plan, folder, state and manifest, the app's tasks and the
 // settings it has yet to probe, and how many of the run's tasks are done.
 type appTasks struct {
-	d           engine.Docker
+	rt          rtm.Runtime
 	all         map[string]*apps.Meta
 	p           *Plan
 	f           *raw.Folder
@@ -396,7 +405,7 @@ type appTasks struct {
 }
 
 func runApp(ctx context.Context, at appTasks) (n int, err error) {
-	d, p, app, o := at.d, at.p, at.app, at.o
+	rt, p, app, o := at.rt, at.p, at.app, at.o
 	target, err := apps.Resolve(at.all, app)
 	if err != nil {
 		return 0, err
@@ -410,10 +419,10 @@ func runApp(ctx context.Context, at appTasks) (n int, err error) {
 	// The agents' short calls (set, show, ping, capture) go through one
 	// session per container: a docker exec each would cost the engine
 	// tens of milliseconds, several times per task.
-	sd := shaping.WithSessions(d)
+	sd := shaping.WithSessions(rt)
 	defer sd.Close()
-	d = sd
-	r := &appRun{d: d, p: p, f: at.f, state: at.state, m: at.m, runID: at.runID, app: app, target: target, watch: o.TaskWatch}
+	d := sessionWatcher{Stater: rt, Sessions: sd}
+	r := &appRun{rt: rt, d: d, p: p, f: at.f, state: at.state, m: at.m, runID: at.runID, app: app, target: target, watch: o.TaskWatch}
 	_, r.requests, r.warmup = p.AppRuns(pa)
 	r.note = func(s string) {
 		if o.Progress != nil {
@@ -421,13 +430,13 @@ func runApp(ctx context.Context, at appTasks) (n int, err error) {
 		}
 	}
 	r.note(fmt.Sprintf("%s: starting PostgreSQL, the app, two agents and the client", app))
-	r.s, err = startSession(ctx, d, target, p, at.runID)
+	r.s, err = startSession(ctx, rt, d, target, p, at.runID)
 	if err != nil {
 		return 0, err
 	}
 	defer func() {
 		if r.s != nil { // nil after a failed restart, which removed its own stack
-			r.s.st.RemoveJoin(ctx, engine.NewLab(d, ""), &err)
+			r.s.st.RemoveJoin(ctx, rt, &err)
 		}
 	}()
 	if err := r.prepare(ctx, at.probes); err != nil {
@@ -502,11 +511,11 @@ func unprobed(p *Plan, probes []raw.Probe, app string) []float64 {
 // session is nil when a fresh one could not start (it removed its own
 // stack).
 func (r *appRun) restart(ctx context.Context) error {
-	if rerr := r.s.st.Remove(context.WithoutCancel(ctx), engine.NewLab(r.d, "")); rerr != nil {
+	if rerr := r.s.st.Remove(context.WithoutCancel(ctx), r.rt); rerr != nil {
 		slog.Warn("removing the crashed stack", "err", rerr) // the deferred removal tries again
 	}
 	var err error
-	r.s, err = startSession(ctx, r.d, r.target, r.p, r.runID)
+	r.s, err = startSession(ctx, r.rt, r.d, r.target, r.p, r.runID)
 	if err != nil {
 		return err
 	}
@@ -516,7 +525,7 @@ func (r *appRun) restart(ctx context.Context) error {
 // calibrateSession applies the app's calibration from the manifest, or
 // measures it (and records it there) when the plan calibrates this
 // shaper and the run has none yet.
-func calibrateSession(ctx context.Context, d engine.Docker, s *appSession, p *Plan, f *raw.Folder, m *raw.Manifest, app string, note func(string)) error {
+func calibrateSession(ctx context.Context, d rtm.Watcher, s *appSession, p *Plan, f *raw.Folder, m *raw.Manifest, app string, note func(string)) error {
 	if !p.Calibrates(s.sh.Backend) {
 		return nil
 	}
@@ -552,7 +561,7 @@ func coversSettings(off map[int64][2]time.Duration, settingsMs []float64) bool {
 	return true
 }
 
-func traceForRun(ctx context.Context, d engine.Docker, s *appSession, p *Plan, f *raw.Folder, target apps.Target) error {
+func traceForRun(ctx context.Context, d rtm.Watcher, s *appSession, p *Plan, f *raw.Folder, target apps.Target) error {
 	mix, err := shaping.MixFor(target.Meta)
 	if err != nil {
 		return err
@@ -568,7 +577,7 @@ func traceForRun(ctx context.Context, d engine.Docker, s *appSession, p *Plan, f
 	return raw.WriteTrace(f.Dir(), rows)
 }
 
-func runProbes(ctx context.Context, d engine.Docker, s *appSession, p *Plan, f *raw.Folder, app string, settings []float64) error {
+func runProbes(ctx context.Context, d rtm.Watcher, s *appSession, p *Plan, f *raw.Folder, app string, settings []float64) error {
 	for _, rtt := range settings {
 		if err := s.sh.SetRTT(ctx, d, netem.FromMs(rtt)); err != nil {
 			return err
@@ -665,7 +674,7 @@ func (s *appSession) loadOptions(t raw.Task, seed uint64, requests, warmup int) 
 // startWatch starts what watches a task's requests, at once: the
 // captures of the wire (checked on every task; the task fails, and is
 // retried, when they cannot start) and the shapers' statistics before.
-func (s *appSession) startWatch(ctx context.Context, d engine.Docker) (*shaping.TaskCapture, shaping.ShaperSnapshot, error) {
+func (s *appSession) startWatch(ctx context.Context, d rtm.Watcher) (*shaping.TaskCapture, shaping.ShaperSnapshot, error) {
 	var capture *shaping.TaskCapture
 	var before shaping.ShaperSnapshot
 	var cerr, serr error
@@ -703,7 +712,7 @@ func recordTask(f *raw.Folder, t raw.Task, attempt int, caps shaping.TaskCapture
 // checkDelay sets the task's delay (or takes the shaper out of the path
 // for an unshaped task) and checks with a few ICMP echoes (recorded as
 // the task's probe) that the path passes traffic.
-func (s *appSession) checkDelay(ctx context.Context, d engine.Docker, p *Plan, f *raw.Folder, t raw.Task) error {
+func (s *appSession) checkDelay(ctx context.Context, d rtm.Watcher, p *Plan, f *raw.Folder, t raw.Task) error {
 	kind := raw.ProbeICMPTask
 	if t.Unshaped {
 		kind = raw.ProbeICMPUnshaped
@@ -737,7 +746,7 @@ func (s *appSession) checkDelay(ctx context.Context, d engine.Docker, p *Plan, f
 // watchedLoad runs the load client while watching the session's
 // containers: a container that exits stops the load at once, and its
 // error is returned instead of the client's.
-func (s *appSession) watchedLoad(ctx context.Context, d engine.Docker, o agentclient.LoadOptions) (agentclient.LoadRun, error) {
+func (s *appSession) watchedLoad(ctx context.Context, d rtm.Watcher, o agentclient.LoadOptions) (agentclient.LoadRun, error) {
 	// A shaping agent that dies mid-task stops traffic on its side, a
 	// dead app or database leaves the client waiting on timeouts: watch
 	// the session's containers and stop the load at once.
@@ -773,7 +782,7 @@ func (s *appSession) watchedLoad(ctx context.Context, d engine.Docker, o agentcl
 // recordShaper records what the shapers did during the load (the change
 // of their figures since before) and fails the attempt on dropped
 // packets.
-func (s *appSession) recordShaper(ctx context.Context, d engine.Docker, f *raw.Folder, t raw.Task, attempt int, before shaping.ShaperSnapshot) error {
+func (s *appSession) recordShaper(ctx context.Context, d rtm.Watcher, f *raw.Folder, t raw.Task, attempt int, before shaping.ShaperSnapshot) error {
 	after, serr := s.sh.Snapshot(ctx, d)
 	if serr != nil {
 		return s.agentError(ctx, d, serr)
@@ -793,11 +802,11 @@ func (s *appSession) recordShaper(ctx context.Context, d engine.Docker, f *raw.F
 
 // loadResults decodes the load client's results; a client that failed is
 // blamed on a stack member that is no longer running when there is one.
-func (s *appSession) loadResults(ctx context.Context, d engine.Docker, run agentclient.LoadRun) ([]workloads.Result, error) {
+func (s *appSession) loadResults(ctx context.Context, d rtm.Watcher, run agentclient.LoadRun) ([]workloads.Result, error) {
 	rs, failed, err := run.Results()
 	if failed {
 		for _, mem := range s.st.Members {
-			if cerr := stack.CheckRunning(ctx, engine.NewLab(d, ""), mem); cerr != nil {
+			if cerr := stack.CheckRunning(ctx, d, mem); cerr != nil {
 				return nil, cerr
 			}
 		}
@@ -832,7 +841,7 @@ var agentWatchInterval = time.Second
 
 // agentError returns err, or, when an agent has died, an error naming it
 // (wrapping stack.ErrContainerExited so the task is retried on a fresh stack).
-func (s *appSession) agentError(ctx context.Context, d engine.Docker, err error) error {
+func (s *appSession) agentError(ctx context.Context, d rtm.Watcher, err error) error {
 	if cerr := s.sh.CheckAgents(ctx, d); cerr != nil && errors.Is(cerr, stack.ErrContainerExited) {
 		return cerr
 	}
@@ -841,11 +850,11 @@ func (s *appSession) agentError(ctx context.Context, d engine.Docker, err error)
 
 // dead returns an error naming a container of the session that is no
 // longer running, or nil; the containers are asked at once.
-func (s *appSession) dead(ctx context.Context, d engine.Docker) error {
+func (s *appSession) dead(ctx context.Context, d rtm.Watcher) error {
 	errs := make([]error, len(s.st.Members)+1)
 	fns := []func() error{func() error { errs[len(errs)-1] = s.sh.CheckAgents(ctx, d); return nil }}
 	for i, m := range s.st.Members {
-		fns = append(fns, func() error { errs[i] = stack.CheckRunning(ctx, engine.NewLab(d, ""), m); return nil })
+		fns = append(fns, func() error { errs[i] = stack.CheckRunning(ctx, d, m); return nil })
 	}
 	_ = conc.All(fns...)
 	for _, err := range errs {

@@ -120,7 +120,7 @@ func TestRunFakeRunsShuffledPlan(t *testing.T) {
 	p := fakePlan()
 	prog := &recProgress{}
 	var rendered *report.Summary
-	dir, err := Run(context.Background(), lab, lab.Apps, RunOptions{Plan: p, OutDir: t.TempDir(), Version: "test", Commit: "abc",
+	dir, err := Run(context.Background(), engine.NewLab(lab, ""), lab, lab.Apps, RunOptions{Plan: p, OutDir: t.TempDir(), Version: "test", Commit: "abc",
 		Images: map[string]string{"go": "sha256:1"}, Progress: prog, Now: fakeNow, Rendered: func(s *report.Summary) { rendered = s }})
 	if err != nil {
 		t.Fatal(err)
@@ -262,7 +262,7 @@ func TestRunFakeMixAppWithAuth(t *testing.T) {
 	p := fakePlan()
 	p.Apps = []PlanApp{{Name: "redmine", Mix: "redmine", Runs: 1, Requests: 3}}
 	p.DelaysMs = []float64{0, 0.25}
-	dir, err := Run(context.Background(), lab, lab.Apps, RunOptions{Plan: p, OutDir: t.TempDir(), Now: fakeNow})
+	dir, err := Run(context.Background(), engine.NewLab(lab, ""), lab, lab.Apps, RunOptions{Plan: p, OutDir: t.TempDir(), Now: fakeNow})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -305,7 +305,7 @@ func TestRunFakeRetriesFailedTask(t *testing.T) {
 		return lab.Load(ctx, x)
 	})
 	prog := &recProgress{}
-	dir, err := Run(context.Background(), lab, lab.Apps, RunOptions{Plan: fakePlan(), OutDir: t.TempDir(), Progress: prog, Now: fakeNow})
+	dir, err := Run(context.Background(), engine.NewLab(lab, ""), lab, lab.Apps, RunOptions{Plan: fakePlan(), OutDir: t.TempDir(), Progress: prog, Now: fakeNow})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -354,7 +354,7 @@ func TestRunFakeRejectsBadLoadOutput(t *testing.T) {
 		}
 		return lab.Load(ctx, x)
 	})
-	dir, err := Run(context.Background(), lab, lab.Apps, RunOptions{Plan: fakePlan(), OutDir: t.TempDir(), Now: fakeNow})
+	dir, err := Run(context.Background(), engine.NewLab(lab, ""), lab, lab.Apps, RunOptions{Plan: fakePlan(), OutDir: t.TempDir(), Now: fakeNow})
 	if err == nil || !strings.Contains(err.Error(), "failed twice") || !strings.Contains(err.Error(), "returned 1 results, want 5") {
 		t.Fatalf("err = %v", err)
 	}
@@ -382,7 +382,7 @@ func TestRunFakeRestartsCrashedStack(t *testing.T) {
 		}
 		return lab.Load(ctx, x)
 	})
-	dir, err := Run(context.Background(), lab, lab.Apps, RunOptions{Plan: fakePlan(), OutDir: t.TempDir(), Now: fakeNow})
+	dir, err := Run(context.Background(), engine.NewLab(lab, ""), lab, lab.Apps, RunOptions{Plan: fakePlan(), OutDir: t.TempDir(), Now: fakeNow})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -412,7 +412,7 @@ func TestRunFakeRestartFails(t *testing.T) {
 		lab.FailOn("CreateNetwork", "", 1, errors.New("create network: could not find an available, non-overlapping IPv4 address pool"))
 		return 1, nil
 	})
-	dir, err := Run(context.Background(), lab, lab.Apps, RunOptions{Plan: fakePlan(), OutDir: t.TempDir(), Now: fakeNow})
+	dir, err := Run(context.Background(), engine.NewLab(lab, ""), lab, lab.Apps, RunOptions{Plan: fakePlan(), OutDir: t.TempDir(), Now: fakeNow})
 	if err == nil || !strings.Contains(err.Error(), "non-overlapping") {
 		t.Fatalf("err = %v", err)
 	}
@@ -429,7 +429,7 @@ func TestRunFakeFailsTwiceThenResumes(t *testing.T) {
 	lab := fakelab.New(t)
 	lab.FailOn("Exec", "agent load", 2, errors.New("exec rttlab in client: connection refused"))
 	out := t.TempDir()
-	dir, err := Run(context.Background(), lab, lab.Apps, RunOptions{Plan: fakePlan(), OutDir: out, Now: fakeNow})
+	dir, err := Run(context.Background(), engine.NewLab(lab, ""), lab, lab.Apps, RunOptions{Plan: fakePlan(), OutDir: out, Now: fakeNow})
 	if err == nil || !strings.Contains(err.Error(), "failed twice") || !strings.HasPrefix(err.Error(), "go: ") {
 		t.Fatalf("err = %v", err)
 	}
@@ -444,7 +444,7 @@ func TestRunFakeFailsTwiceThenResumes(t *testing.T) {
 	}
 	// Resume: the failed task gets attempt 3, probes and trace are not
 	// repeated for an app that has them.
-	if _, err := Run(context.Background(), lab, lab.Apps, RunOptions{Resume: dir, Now: fakeNow}); err != nil {
+	if _, err := Run(context.Background(), engine.NewLab(lab, ""), lab, lab.Apps, RunOptions{Resume: dir, Now: fakeNow}); err != nil {
 		t.Fatal(err)
 	}
 	d = loadFolder(t, dir)
@@ -487,7 +487,7 @@ func TestRunFakeCancelCleansUpAndResumes(t *testing.T) {
 					}
 				}
 			}
-			dir, err := Run(ctx, lab, lab.Apps, RunOptions{Plan: fakePlan(), OutDir: t.TempDir(), Progress: prog, Now: fakeNow})
+			dir, err := Run(ctx, engine.NewLab(lab, ""), lab, lab.Apps, RunOptions{Plan: fakePlan(), OutDir: t.TempDir(), Progress: prog, Now: fakeNow})
 			if !errors.Is(err, context.Canceled) {
 				t.Fatalf("err = %v", err)
 			}
@@ -507,7 +507,7 @@ func TestRunFakeCancelCleansUpAndResumes(t *testing.T) {
 
 			lab.Handle("rttlab agent load", lab.Load)
 			prog2 := &recProgress{}
-			if _, err := Run(context.Background(), lab, lab.Apps, RunOptions{Resume: dir, Progress: prog2, Now: fakeNow}); err != nil {
+			if _, err := Run(context.Background(), engine.NewLab(lab, ""), lab, lab.Apps, RunOptions{Resume: dir, Progress: prog2, Now: fakeNow}); err != nil {
 				t.Fatal(err)
 			}
 			checkLoadsFollow(t, lab.Loads()[before:], tasks[3:])
@@ -527,7 +527,7 @@ func TestRunFakeCancelCleansUpAndResumes(t *testing.T) {
 // network, no results folder.
 func TestRunFakeRefusesBeforeStart(t *testing.T) {
 	lab := fakelab.New(t)
-	existing, err := Run(context.Background(), lab, lab.Apps, RunOptions{Plan: fakePlan(), OutDir: t.TempDir(), Now: fakeNow})
+	existing, err := Run(context.Background(), engine.NewLab(lab, ""), lab, lab.Apps, RunOptions{Plan: fakePlan(), OutDir: t.TempDir(), Now: fakeNow})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -551,7 +551,7 @@ func TestRunFakeRefusesBeforeStart(t *testing.T) {
 			out := t.TempDir()
 			o := RunOptions{Plan: fakePlan(), OutDir: out, Now: fakeNow}
 			c.mod(&o, l)
-			dir, err := Run(context.Background(), l, l.Apps, o)
+			dir, err := Run(context.Background(), engine.NewLab(l, ""), l, l.Apps, o)
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("err = %v, want %q", err, c.want)
 			}
@@ -615,7 +615,7 @@ func TestRunFakeStartFailuresCleanUp(t *testing.T) {
 			if c.name == "no auth key" {
 				p.Apps = []PlanApp{{Name: "redmine", Mix: "redmine"}}
 			}
-			_, err := Run(context.Background(), l, l.Apps, RunOptions{Plan: p, OutDir: t.TempDir(), Now: fakeNow})
+			_, err := Run(context.Background(), engine.NewLab(l, ""), l, l.Apps, RunOptions{Plan: p, OutDir: t.TempDir(), Now: fakeNow})
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("err = %v, want %q", err, c.want)
 			}
@@ -629,7 +629,7 @@ func TestRunFakeStartFailuresCleanUp(t *testing.T) {
 func TestRunFakeSurfacesCleanupFailure(t *testing.T) {
 	lab := fakelab.New(t)
 	lab.FailOn("RemoveContainer", "-db", -1, errors.New("remove: device or resource busy"))
-	_, err := Run(context.Background(), lab, lab.Apps, RunOptions{Plan: fakePlan(), OutDir: t.TempDir(), Now: fakeNow})
+	_, err := Run(context.Background(), engine.NewLab(lab, ""), lab, lab.Apps, RunOptions{Plan: fakePlan(), OutDir: t.TempDir(), Now: fakeNow})
 	if err == nil || !strings.Contains(err.Error(), "device or resource busy") || !strings.Contains(err.Error(), "rttlab clean --run") {
 		t.Fatalf("err = %v", err)
 	}
@@ -681,7 +681,7 @@ func TestRunFakeCaptureCannotStart(t *testing.T) {
 		fmt.Fprintln(x.Stderr, "rttlab: capture: packet socket: operation not permitted (needs CAP_NET_RAW)")
 		return 1, nil
 	})
-	dir, err := Run(context.Background(), lab, lab.Apps, RunOptions{Plan: fakePlan(), OutDir: t.TempDir(), Now: fakeNow})
+	dir, err := Run(context.Background(), engine.NewLab(lab, ""), lab, lab.Apps, RunOptions{Plan: fakePlan(), OutDir: t.TempDir(), Now: fakeNow})
 	if err == nil || !strings.Contains(err.Error(), "failed twice: capture the task's packets") || !strings.Contains(err.Error(), "needs CAP_NET_RAW") {
 		t.Fatalf("err = %v", err)
 	}
@@ -717,7 +717,7 @@ func TestRunFakeInterruptedProbesNotProbed(t *testing.T) {
 		}
 		return lab.SQLProbe(sctx, x)
 	})
-	dir, err := Run(ctx, lab, lab.Apps, RunOptions{Plan: fakePlan(), OutDir: t.TempDir(), Progress: &recProgress{}, Now: fakeNow})
+	dir, err := Run(ctx, engine.NewLab(lab, ""), lab, lab.Apps, RunOptions{Plan: fakePlan(), OutDir: t.TempDir(), Progress: &recProgress{}, Now: fakeNow})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v", err)
 	}
@@ -746,7 +746,7 @@ func TestRunFakeInterruptedProbesNotProbed(t *testing.T) {
 	}
 
 	lab.Handle("rttlab agent sqlprobe", lab.SQLProbe)
-	if _, err := Run(context.Background(), lab, lab.Apps, RunOptions{Resume: dir, Progress: &recProgress{}, Now: fakeNow}); err != nil {
+	if _, err := Run(context.Background(), engine.NewLab(lab, ""), lab, lab.Apps, RunOptions{Resume: dir, Progress: &recProgress{}, Now: fakeNow}); err != nil {
 		t.Fatal(err)
 	}
 	lab.RequireEmpty(t)

@@ -51,7 +51,7 @@ func TestIntegrationSmokePlanGo(t *testing.T) {
 	p, _ := BuiltinPlan("smoke")
 	p.Apps = []PlanApp{{Name: "go", Routes: []string{"/feed", "/feed-naive"}}}
 	out := t.TempDir()
-	dir, err := Run(context.Background(), rt, all, RunOptions{Plan: p, OutDir: out, Version: "test"})
+	dir, err := Run(context.Background(), engine.NewLab(rt, ""), rt, all, RunOptions{Plan: p, OutDir: out, Version: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func TestIntegrationInterruptAndResume(t *testing.T) {
 	out := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	dir, err := Run(ctx, rt, all, RunOptions{Plan: p, OutDir: out, Progress: &cancelAfter{n: 2, cancel: cancel}})
+	dir, err := Run(ctx, engine.NewLab(rt, ""), rt, all, RunOptions{Plan: p, OutDir: out, Progress: &cancelAfter{n: 2, cancel: cancel}})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("interrupted run: err = %v, want context.Canceled", err)
 	}
@@ -130,10 +130,10 @@ func TestIntegrationInterruptAndResume(t *testing.T) {
 	// A plan that differs is refused.
 	other := *p
 	other.Seed = 5
-	if _, err := Run(context.Background(), rt, all, RunOptions{Plan: &other, Resume: dir}); err == nil {
+	if _, err := Run(context.Background(), engine.NewLab(rt, ""), rt, all, RunOptions{Plan: &other, Resume: dir}); err == nil {
 		t.Fatal("resume with another seed was accepted")
 	}
-	if _, err := Run(context.Background(), rt, all, RunOptions{Resume: dir}); err != nil {
+	if _, err := Run(context.Background(), engine.NewLab(rt, ""), rt, all, RunOptions{Resume: dir}); err != nil {
 		t.Fatal(err)
 	}
 	noneLabelled(t, rt)
@@ -178,7 +178,7 @@ func TestIntegrationRunRefusesBadInputBeforeStarting(t *testing.T) {
 	out := t.TempDir()
 	p := &Plan{Name: "bad", DelaysMs: []float64{0, 1}, Runs: 1, Requests: 1, Apps: []PlanApp{{Name: "go", Routes: []string{"/nope"}}}}
 	p.Defaults()
-	if _, err := Run(context.Background(), rt, all, RunOptions{Plan: p, OutDir: out}); err == nil {
+	if _, err := Run(context.Background(), engine.NewLab(rt, ""), rt, all, RunOptions{Plan: p, OutDir: out}); err == nil {
 		t.Fatal("unknown route accepted")
 	}
 	if entries, _ := os.ReadDir(out); len(entries) != 0 {
@@ -284,7 +284,7 @@ func runKillingOnce(t *testing.T, name string, seed uint64, suffix string) (*raw
 		Calibrate: "off"}
 	p.Defaults()
 	k := &killAgentOnce{rt: rt, after: 3 * time.Second, suffix: suffix, killed: make(chan string, 1)}
-	dir, err := Run(context.Background(), rt, all, RunOptions{Plan: p, OutDir: t.TempDir(), Progress: k})
+	dir, err := Run(context.Background(), engine.NewLab(rt, ""), rt, all, RunOptions{Plan: p, OutDir: t.TempDir(), Progress: k})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/rttlab/rttlab/orchestrator/engine"
 	"math"
 	"slices"
 	"strings"
@@ -99,7 +100,7 @@ func TestRunFakeFailsTaskOnShaperDrops(t *testing.T) {
 	})
 	p := fakePlan()
 	p.Hook = netem.HookIngress // the fake shaper's hook, which "auto" calibrates
-	dir, err := Run(context.Background(), lab, lab.Apps, RunOptions{Plan: p, OutDir: t.TempDir(), Now: fakeNow})
+	dir, err := Run(context.Background(), engine.NewLab(lab, ""), lab, lab.Apps, RunOptions{Plan: p, OutDir: t.TempDir(), Now: fakeNow})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +167,7 @@ func TestRunFakeAgentDiesDuringLoad(t *testing.T) {
 		}
 		return lab.Load(ctx, x)
 	})
-	dir, err := Run(context.Background(), lab, lab.Apps, RunOptions{Plan: fakePlan(), OutDir: t.TempDir(), Now: fakeNow})
+	dir, err := Run(context.Background(), engine.NewLab(lab, ""), lab, lab.Apps, RunOptions{Plan: fakePlan(), OutDir: t.TempDir(), Now: fakeNow})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,7 +227,7 @@ func TestRunFakeCalibratePerRun(t *testing.T) {
 		p.CalibratePer = per
 		p.Hook = netem.HookIngress
 		prog := &recProgress{}
-		dir, err := Run(context.Background(), lab, lab.Apps, RunOptions{Plan: p, OutDir: t.TempDir(), Now: fakeNow, Progress: prog})
+		dir, err := Run(context.Background(), engine.NewLab(lab, ""), lab, lab.Apps, RunOptions{Plan: p, OutDir: t.TempDir(), Now: fakeNow, Progress: prog})
 		if err != nil {
 			t.Fatal(err)
 		}

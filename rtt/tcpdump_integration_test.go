@@ -47,7 +47,7 @@ func TestIntegrationTcpdumpAgreesWithAnatomy(t *testing.T) {
 	p.Defaults()
 	w := &tcpdumpWatch{t: t, rt: rt, dir: t.TempDir(), tasks: map[int]*watchedTask{}}
 	start := time.Now()
-	dir, err := Run(context.Background(), rt, all, RunOptions{Plan: p, OutDir: t.TempDir(), Version: "test", TaskWatch: w.watch})
+	dir, err := Run(context.Background(), engine.NewLab(rt, ""), rt, all, RunOptions{Plan: p, OutDir: t.TempDir(), Version: "test", TaskWatch: w.watch})
 	if err != nil {
 		t.Fatal(err)
 	}

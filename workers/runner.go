@@ -32,7 +32,7 @@ import (
 // one app stack at a time (a Puma cluster, or W single-mode Pumas behind
 // the front proxy), each app container with its agent.
 type Session struct {
-	D        engine.Docker
+	D        runtime.Runtime
 	Stack    *stack.Stack // RunID, network, password; Members: db, client, current apps
 	Target   apps.Target
 	Backend  string
@@ -60,24 +60,26 @@ func (ws *Session) say(format string, a ...any) {
 }
 
 // StartWorkers starts the network, PostgreSQL with its agent and the client.
-func StartWorkers(ctx context.Context, d engine.Docker, t apps.Target, backend string, p engine.Platform) (ws *Session, err error) {
+func StartWorkers(ctx context.Context, d runtime.Runtime, t apps.Target, backend string, p engine.Platform) (ws *Session, err error) {
 	runID := stack.NewRunID()
 	st := &stack.Stack{RunID: runID, Target: t, DB: stack.RttlabDB(stack.NewPassword()), Platform: p}
 	ws = &Session{D: d, Stack: st, Target: t, Backend: backend}
 	defer func() {
 		if err != nil {
-			st.RemoveJoin(ctx, engine.NewLab(d, ""), &err)
+			st.RemoveJoin(ctx, d, &err)
 		}
 	}()
-	st.Network = "rttlab-" + runID
-	if st.NetworkID, err = d.CreateNetwork(ctx, st.Network, stack.NetworkLabels(runID, map[string]string{engine.LabelStack: "workers"})); err != nil {
-		return ws, err
+	if n, ok := d.(runtime.Network); ok {
+		st.Network = "rttlab-" + runID
+		if st.NetworkID, err = n.CreateNetwork(ctx, st.Network, stack.NetworkLabels(runID, map[string]string{engine.LabelStack: "workers"})); err != nil {
+			return ws, err
+		}
 	}
 	ws.db, err = ws.startMember(ctx, "db", st.Image("postgres"), nil, []string{"RTTLAB_DB_PASSWORD=" + st.DB.Password})
 	if err != nil {
 		return ws, err
 	}
-	if err := stack.WaitDB(ctx, engine.NewLab(d, ""), ws.db, p.Limit(stack.ReadyLimit)); err != nil {
+	if err := stack.WaitDB(ctx, d, ws.db, p.Limit(stack.ReadyLimit)); err != nil {
 		return ws, err
 	}
 	ws.dbSh, err = shaping.StartAgents(ctx, d, &stack.Stack{RunID: runID, NetworkID: st.NetworkID, Members: []*stack.Member{ws.db}, Platform: p}, backend, "path", "")
@@ -96,7 +98,7 @@ func StartWorkers(ctx context.Context, d engine.Docker, t apps.Target, backend s
 // startMember starts one member of the study's stack on the run's
 // network, through the runtime interface.
 func (ws *Session) startMember(ctx context.Context, name, image string, cmd, env []string) (*stack.Member, error) {
-	return ws.Stack.StartOn(ctx, engine.NewLab(ws.D, ws.Stack.Network), name, name, true, runtime.MemberSpec{Image: image, Cmd: cmd, Env: env}, nil)
+	return ws.Stack.StartOn(ctx, ws.D, name, name, true, runtime.MemberSpec{Image: image, Cmd: cmd, Env: env}, nil)
 }
 
 // appEnv is the app container's environment: the stack file's, the
@@ -140,7 +142,7 @@ func (ws *Session) stopApps(ctx context.Context) error {
 			if a.CtlID != "" {
 				// SIGTERM first: a wire shaper removes its rules from the
 				// host's tables as it stops.
-				_ = ws.D.StopContainer(ctx, a.CtlID, 3*time.Second)
+				_ = ws.D.StopMember(ctx, a.CtlID, 3*time.Second)
 				ids = append(ids, a.CtlID)
 			}
 			ids = append(ids, a.ID)
@@ -150,7 +152,7 @@ func (ws *Session) stopApps(ctx context.Context) error {
 		ids = append(ids, m.ID)
 	}
 	for _, id := range ids {
-		if err := ws.D.RemoveContainer(ctx, id); err != nil && !errors.Is(err, engine.ErrNotFound) {
+		if err := ws.D.RemoveMember(ctx, id); err != nil && !errors.Is(err, engine.ErrNotFound) {
 			errs = append(errs, err)
 		}
 	}
@@ -169,7 +171,7 @@ func (ws *Session) stopApps(ctx context.Context) error {
 // line tagged with the stack, to DecisionsPath.
 func (ws *Session) saveDecisions(ctx context.Context) error {
 	var out, errb bytes.Buffer
-	code, err := ws.D.Exec(ctx, ws.front, engine.ExecSpec{Cmd: []string{"cat", workersDecisionLog}, Stdout: &out, Stderr: &errb, Timeout: time.Minute})
+	code, err := ws.D.Exec(ctx, ws.front, runtime.ExecSpec{Cmd: []string{"cat", workersDecisionLog}, Stdout: &out, Stderr: &errb, Timeout: time.Minute})
 	if err != nil {
 		return fmt.Errorf("front proxy decision log: %w", err)
 	}
@@ -214,7 +216,7 @@ func (ws *Session) ensureStack(ctx context.Context, t Task) error {
 		return err
 	}
 	for _, m := range ws.apps {
-		if err := stack.WaitHTTP(ctx, engine.NewLab(ws.D, ""), m, "http://"+net.JoinHostPort(m.IP, fmt.Sprint(port))+ws.Target.Meta.Health, ws.Stack.Platform.Limit(stack.ReadyLimit)); err != nil {
+		if err := stack.WaitHTTP(ctx, ws.D, m, "http://"+net.JoinHostPort(m.IP, fmt.Sprint(port))+ws.Target.Meta.Health, ws.Stack.Platform.Limit(stack.ReadyLimit)); err != nil {
 			return err
 		}
 	}
@@ -304,7 +306,7 @@ func (ws *Session) startFront(ctx context.Context, l Layout, names []string) err
 		return err
 	}
 	ws.frontURL = "http://" + net.JoinHostPort(fm.IP, "8080")
-	return stack.WaitHTTP(ctx, engine.NewLab(ws.D, ""), fm, ws.frontURL+ws.Target.Meta.Health, ws.Stack.Platform.Limit(time.Minute))
+	return stack.WaitHTTP(ctx, ws.D, fm, ws.frontURL+ws.Target.Meta.Health, ws.Stack.Platform.Limit(time.Minute))
 }
 
 // workerPIDs asks the cluster's /work (no CPU, no queries: the route that
@@ -365,7 +367,7 @@ func (ws *Session) openLoop(ctx context.Context, o workloads.OpenLoopOptions) ([
 	budget := time.Duration(float64(o.Count)/o.Rate*float64(time.Second)) + 2*time.Minute
 	c := agentclient.Client{D: ws.D, ID: ws.client, Alive: func(ctx context.Context) error {
 		for _, m := range ws.Stack.Members {
-			if err := stack.CheckRunning(ctx, engine.NewLab(ws.D, ""), m); err != nil {
+			if err := stack.CheckRunning(ctx, ws.D, m); err != nil {
 				return err
 			}
 		}

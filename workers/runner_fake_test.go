@@ -104,7 +104,7 @@ func (l *workersLab) openloop(ctx context.Context, x *enginefake.Call) (int, err
 // removed when the run ends, and nothing of it may be left.
 func runOn(t *testing.T, l *workersLab, plan *Plan, dir string, ctx context.Context) (*Summary, error) {
 	t.Helper()
-	ws, err := StartWorkers(context.Background(), l, l.Target("rails"), plan.Shaper, engine.Platform{})
+	ws, err := StartWorkers(context.Background(), engine.NewLab(l, ""), l.Target("rails"), plan.Shaper, engine.Platform{})
 	if err != nil {
 		t.Fatal(err)
 	}

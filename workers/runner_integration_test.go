@@ -31,7 +31,7 @@ func TestIntegrationWorkersSmoke(t *testing.T) {
 		t.Fatal("no workers-smoke plan")
 	}
 	ctx := context.Background()
-	ws, err := StartWorkers(ctx, rt, target, plan.Shaper, engine.Platform{})
+	ws, err := StartWorkers(ctx, engine.NewLab(rt, ""), target, plan.Shaper, engine.Platform{})
 	if ws != nil && ws.Stack != nil {
 		t.Cleanup(func() {
 			if err := ws.Stack.Remove(context.Background(), engine.NewLab(rt, "")); err != nil {

@@ -207,7 +207,7 @@ func runCISmoke(cmd *cobra.Command, o *ciSmokeOptions) *report.SmokeVerdict {
 	}
 	v.RunRan = true
 	start := time.Now()
-	dir, err := rtt.Run(ctx, rt, all, rtt.RunOptions{Plan: o.plan, OutDir: o.out, Version: version, Commit: commit,
+	dir, err := rtt.Run(ctx, engine.NewLab(rt, ""), rt, all, rtt.RunOptions{Plan: o.plan, OutDir: o.out, Version: version, Commit: commit,
 		Images: images, Progress: newProgress(progress)})
 	v.Dir, v.Elapsed = dir, time.Since(start)
 	if dir != "" {

@@ -151,24 +151,25 @@ func (o *placeOptions) run(cmd *cobra.Command) (err error) {
 		return err
 	}
 	defer end()
+	lab := engine.NewLab(rt, "")
 	plan.Platform, plan.Emulated = plat.String(), plat.Foreign()
 	var ps *placement.Session
 	// The session in use: the first, or the fresh one of a retry.
 	defer func() {
 		if ps != nil && ps.Stack != nil {
-			ps.Stack.RemoveJoin(ctx, engine.NewLab(rt, ""), &err)
+			ps.Stack.RemoveJoin(ctx, lab, &err)
 		}
 	}()
 	startSession := func(ctx context.Context) (*placement.Session, error) {
 		if ps != nil && ps.Stack != nil {
 			var rerr error
-			ps.Stack.RemoveJoin(ctx, engine.NewLab(rt, ""), &rerr)
+			ps.Stack.RemoveJoin(ctx, lab, &rerr)
 			ps = nil
 			if rerr != nil {
 				return nil, rerr
 			}
 		}
-		s, err := placement.StartPlacement(ctx, rt, plan, target, plat, 0)
+		s, err := placement.StartPlacement(ctx, lab, plan, target, plat, 0)
 		ps = s
 		if err != nil {
 			return nil, err
@@ -188,7 +189,7 @@ func (o *placeOptions) run(cmd *cobra.Command) (err error) {
 		dir = f.Dir()
 	}
 	say(fmt.Sprintf("results in %s", dir))
-	r := &placement.Runner{Docker: rt, Session: ps, Dir: dir, Version: versionString(), Fresh: startSession}
+	r := &placement.Runner{Runtime: lab, Engine: rt, Session: ps, Dir: dir, Version: versionString(), Fresh: startSession}
 	if _, rerr := r.Run(ctx); rerr != nil {
 		if ctx.Err() == nil {
 			rerr = fmt.Errorf("placement study: %w", rerr)

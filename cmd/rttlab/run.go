@@ -329,7 +329,7 @@ func (o *runOptions) run(cmd *cobra.Command) error {
 		Skipped: skipped, Images: images, Progress: newProgress(cmd.ErrOrStderr()),
 		Rendered: func(s *report.Summary) { sum = s }}
 	start := time.Now()
-	dir, err := rtt.Run(ctx, rt, all, ro)
+	dir, err := rtt.Run(ctx, engine.NewLab(rt, ""), rt, all, ro)
 	if dir != "" {
 		printStudyEnd(out, cmd.ErrOrStderr(), report.Study{Rendered: sum}, dir, start, err == nil)
 	}

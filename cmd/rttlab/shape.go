@@ -53,7 +53,8 @@ func validScope(s string) error {
 
 // findUp finds the one stack started with `up` (or the named one).
 func findUp(ctx context.Context, rt *engine.Runtime, run string) (*shaping.Shaping, error) {
-	runs, err := upRuns(ctx, rt, run)
+	lab := engine.NewLab(rt, "")
+	runs, err := upRuns(ctx, lab, run)
 	if err != nil {
 		return nil, err
 	}
@@ -64,7 +65,7 @@ func findUp(ctx context.Context, rt *engine.Runtime, run string) (*shaping.Shapi
 	default:
 		return nil, usagef("%d stacks are up (%s): name one with --run", len(runs), strings.Join(runs, ", "))
 	}
-	return shaping.FindShaping(ctx, rt, runs[0])
+	return shaping.FindShaping(ctx, lab, runs[0])
 }
 
 type shapeSetOptions struct {
@@ -317,7 +318,7 @@ func (o *shapeVerifyOptions) run(cmd *cobra.Command, args []string) (err error) 
 		// the JSON document.
 		table = cmd.ErrOrStderr()
 	}
-	st, sh, err := shaping.StartShaped(ctx, rt, stack.StackOptions{Target: t, Platform: plat}, o.shaper, o.scope, o.hook)
+	st, sh, err := shaping.StartShaped(ctx, engine.NewLab(rt, ""), stack.StackOptions{Target: t, Platform: plat}, o.shaper, o.scope, o.hook)
 	if err != nil {
 		return err
 	}

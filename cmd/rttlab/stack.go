@@ -11,6 +11,7 @@ import (
 
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/orchestrator/engine"
+	"github.com/rttlab/rttlab/orchestrator/runtime"
 	"github.com/rttlab/rttlab/orchestrator/shaping"
 	"github.com/rttlab/rttlab/orchestrator/stack"
 )
@@ -87,7 +88,7 @@ func (o *upOptions) run(cmd *cobra.Command) error {
 		return err
 	}
 	defer rt.Close()
-	st, sh, err := shaping.StartShaped(ctx, rt, stack.StackOptions{Target: targets[0], Up: true, Publish: true, Platform: plat}, o.shaper, o.scope, "")
+	st, sh, err := shaping.StartShaped(ctx, engine.NewLab(rt, ""), stack.StackOptions{Target: targets[0], Up: true, Publish: true, Platform: plat}, o.shaper, o.scope, "")
 	if err != nil {
 		return err
 	}
@@ -148,7 +149,8 @@ func newDownCmd() *cobra.Command {
 				return err
 			}
 			defer rt.Close()
-			runs, err := upRuns(ctx, rt, o.run)
+			lab := engine.NewLab(rt, "")
+			runs, err := upRuns(ctx, lab, o.run)
 			if err != nil {
 				return err
 			}
@@ -157,7 +159,7 @@ func newDownCmd() *cobra.Command {
 				return nil
 			}
 			for _, r := range runs {
-				c, err := stack.CleanRun(ctx, engine.NewLab(rt, ""), r)
+				c, err := stack.CleanRun(ctx, lab, r)
 				if err != nil {
 					return err
 				}
@@ -172,12 +174,12 @@ func newDownCmd() *cobra.Command {
 
 // upRuns lists the run ids of stacks started by `up` (only id when set;
 // refused when id is not such a stack).
-func upRuns(ctx context.Context, d engine.Docker, id string) ([]string, error) {
+func upRuns(ctx context.Context, d runtime.Lister, id string) ([]string, error) {
 	filter := map[string]string{engine.LabelStack: "up"}
 	if id != "" {
 		filter[engine.LabelRun] = id
 	}
-	cs, err := d.ListContainers(ctx, filter)
+	cs, err := d.ListMembers(ctx, filter)
 	if err != nil {
 		return nil, err
 	}
@@ -303,7 +305,7 @@ func verifyTargets(o *verifyOptions, args []string) ([]apps.Target, error) {
 }
 
 func verifyOne(ctx context.Context, rt *engine.Runtime, t apps.Target, o *verifyOptions, out interface{ Write([]byte) (int, error) }) (_ int, err error) {
-	st, sh, err := shaping.StartShaped(ctx, rt, stack.StackOptions{Target: t, Publish: true, Platform: o.platform.p}, "auto", "path", "")
+	st, sh, err := shaping.StartShaped(ctx, engine.NewLab(rt, ""), stack.StackOptions{Target: t, Publish: true, Platform: o.platform.p}, "auto", "path", "")
 	if err != nil {
 		return 0, fmt.Errorf("verify %s: %w", t.Name, err)
 	}

@@ -139,7 +139,7 @@ func (o *traceOptions) run(cmd *cobra.Command) (err error) {
 		return err
 	}
 	defer rt.Close()
-	st, sh, err := shaping.StartShaped(ctx, rt, stack.StackOptions{Target: t, Platform: plat}, "auto", "path", "")
+	st, sh, err := shaping.StartShaped(ctx, engine.NewLab(rt, ""), stack.StackOptions{Target: t, Platform: plat}, "auto", "path", "")
 	if err != nil {
 		return err
 	}

@@ -110,9 +110,10 @@ func (o *workersOptions) run(cmd *cobra.Command) (err error) {
 	}
 	defer end()
 	plan.Platform, plan.Emulated = plat.String(), plat.Foreign()
-	ws, err := workers.StartWorkers(ctx, rt, target, plan.Shaper, plat)
+	lab := engine.NewLab(rt, "")
+	ws, err := workers.StartWorkers(ctx, lab, target, plan.Shaper, plat)
 	if ws != nil && ws.Stack != nil {
-		defer ws.Stack.RemoveJoin(ctx, engine.NewLab(rt, ""), &err)
+		defer ws.Stack.RemoveJoin(ctx, lab, &err)
 	}
 	if err != nil {
 		return err

@@ -34,6 +34,7 @@ var (
 	_ runtime.Volumes      = (*Lab)(nil)
 	_ runtime.ImageRemover = (*Lab)(nil)
 	_ runtime.WireHost     = (*Lab)(nil)
+	_ runtime.Inspector    = (*Lab)(nil)
 )
 
 // NewLab is the Docker runtime of d whose members join network.
@@ -294,6 +295,7 @@ func (l *Lab) ListMembers(ctx context.Context, labels map[string]string) ([]runt
 			Member:  runtime.Member{Name: ContainerName(c), Role: c.Labels[LabelRole], ID: c.ID, NetNS: runtime.NetNS(c.ID)},
 			Labels:  c.Labels,
 			Running: c.State == container.StateRunning,
+			Status:  string(c.State),
 		}
 		if id, ok := strings.CutPrefix(c.HostConfig.NetworkMode, "container:"); ok {
 			m.NetNS = runtime.NetNS(id)
@@ -306,6 +308,28 @@ func (l *Lab) ListMembers(ctx context.Context, labels map[string]string) ([]runt
 		out = append(out, m)
 	}
 	return out, nil
+}
+
+// InspectMember inspects the container id for its environment and its
+// address: on the lab's network, or, the lab naming none, on the network
+// it is on.
+func (l *Lab) InspectMember(ctx context.Context, id string) (runtime.MemberInfo, error) {
+	ins, err := l.D.InspectContainer(ctx, id)
+	if err != nil {
+		return runtime.MemberInfo{}, err
+	}
+	var mi runtime.MemberInfo
+	if ins.Config != nil {
+		mi.Env = ins.Config.Env
+	}
+	if ins.NetworkSettings != nil {
+		for name, ep := range ins.NetworkSettings.Networks {
+			if ep != nil && (l.Network == "" || name == l.Network) {
+				mi.Addr = ep.IPAddress
+			}
+		}
+	}
+	return mi, nil
 }
 
 // ContainerName is a listed container's name without its leading slash,

@@ -16,8 +16,10 @@ import (
 type Listed struct {
 	Member
 	Labels map[string]string
-	// Running says whether it runs now.
+	// Running says whether it runs now, and Status the runtime's word
+	// for its state (Docker: the container's "running", "exited"...).
 	Running bool
+	Status  string
 }
 
 // Lister finds the members that carry labels (a label of empty value:
@@ -25,6 +27,23 @@ type Listed struct {
 // by label selector.
 type Lister interface {
 	ListMembers(ctx context.Context, labels map[string]string) ([]Listed, error)
+}
+
+// MemberInfo is what a member found by its labels was started with.
+type MemberInfo struct {
+	// Addr is its address on the lab's network (Docker, the lab naming
+	// no network: on the network it is on).
+	Addr string
+	// Env is its environment (KEY=value), the image's included.
+	Env []string
+}
+
+// Inspector reads back what a member was started with: a run found again
+// by its labels (`rttlab shape` on the stack of `rttlab up`) takes its
+// database's credentials from the database's environment. Docker:
+// inspect the container. Kubernetes: the pod's spec and status.
+type Inspector interface {
+	InspectMember(ctx context.Context, id string) (MemberInfo, error)
 }
 
 // NetworkInfo is a network the lab made for a run.

@@ -9,12 +9,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/docker/docker/api/types/container"
-
 	"github.com/rttlab/rttlab/internal/conc"
 	"github.com/rttlab/rttlab/netem"
 	"github.com/rttlab/rttlab/orchestrator/agentclient"
 	"github.com/rttlab/rttlab/orchestrator/engine"
+	"github.com/rttlab/rttlab/orchestrator/runtime"
 	"github.com/rttlab/rttlab/orchestrator/stack"
 	"github.com/rttlab/rttlab/workloads"
 )
@@ -72,30 +71,30 @@ type Shaping struct {
 	Floor time.Duration
 }
 
-// StartShaped starts the stack of o and an agent per shaped member
-// (StartAgents). The caller removes the stack when done; when the agents
-// fail, the stack is removed before StartShaped returns, and what could
-// not be removed is joined to the error.
-func StartShaped(ctx context.Context, d engine.Docker, o stack.StackOptions, backend, scope, hook string) (*stack.Stack, *Shaping, error) {
-	st, err := stack.StartStack(ctx, engine.NewLab(d, ""), o)
+// StartShaped starts the stack of o on the runtime rt and an agent per
+// shaped member (StartAgents). The caller removes the stack when done;
+// when the agents fail, the stack is removed before StartShaped returns,
+// and what could not be removed is joined to the error.
+func StartShaped(ctx context.Context, rt runtime.Runtime, o stack.StackOptions, backend, scope, hook string) (*stack.Stack, *Shaping, error) {
+	st, err := stack.StartStack(ctx, rt, o)
 	if err != nil {
 		return nil, nil, err
 	}
-	sh, err := StartAgents(ctx, d, st, backend, scope, hook)
+	sh, err := StartAgents(ctx, rt, st, backend, scope, hook)
 	if err != nil {
-		st.RemoveJoin(ctx, engine.NewLab(d, ""), &err)
+		st.RemoveJoin(ctx, rt, &err)
 		return nil, nil, err
 	}
 	return st, sh, nil
 }
 
-// StartAgents starts one agent per shaped member of the stack, sharing its
-// network namespace with CAP_NET_ADMIN and CAP_NET_RAW, and waits until
-// each answers.
+// StartAgents starts on the runtime rt one agent per shaped member of the
+// stack, beside it in its network namespace with CAP_NET_ADMIN and
+// CAP_NET_RAW, and waits until each answers.
 // hook is the userspace shaper's: wire ("", the default: on the stack's
-// bridge in the host's namespace, for which the agent also gets
-// CAP_SYS_ADMIN and the host's namespace file), ingress or egress.
-func StartAgents(ctx context.Context, d engine.Docker, st *stack.Stack, backend, scope, hook string) (*Shaping, error) {
+// bridge in the host's namespace, which needs a runtime with a host
+// network, runtime.WireHost), ingress or egress.
+func StartAgents(ctx context.Context, rt runtime.Runtime, st *stack.Stack, backend, scope, hook string) (*Shaping, error) {
 	if err := ValidHook(hook); err != nil {
 		return nil, err
 	}
@@ -110,7 +109,7 @@ func StartAgents(ctx context.Context, d engine.Docker, st *stack.Stack, backend,
 	sh := &Shaping{Stack: st, Agents: map[string]*Agent{}, Scope: scope}
 	wire := false
 	if hook == netem.HookWire {
-		b, err := resolveBackend(ctx, d, backend)
+		b, err := resolveBackend(ctx, rt, backend)
 		if err != nil {
 			return nil, err
 		}
@@ -120,7 +119,7 @@ func StartAgents(ctx context.Context, d engine.Docker, st *stack.Stack, backend,
 		if !m.Shaped {
 			continue
 		}
-		a, err := startAgent(ctx, d, st, m, backend, hook, wire)
+		a, err := startAgent(ctx, rt, st, m, backend, hook, wire)
 		if a != nil {
 			sh.Agents[m.Role] = a
 		}
@@ -129,7 +128,7 @@ func StartAgents(ctx context.Context, d engine.Docker, st *stack.Stack, backend,
 		}
 	}
 	for role, a := range sh.Agents {
-		if err := sh.waitAgent(ctx, d, role, a); err != nil {
+		if err := sh.waitAgent(ctx, rt, role, a); err != nil {
 			return sh, err
 		}
 	}
@@ -146,7 +145,7 @@ func StartAgents(ctx context.Context, d engine.Docker, st *stack.Stack, backend,
 
 // waitAgent waits, up to 30 s, until the agent's shaper answers, and
 // keeps its first reply (backend and why) in a.Info.
-func (sh *Shaping) waitAgent(ctx context.Context, d engine.Docker, role string, a *Agent) error {
+func (sh *Shaping) waitAgent(ctx context.Context, d runtime.Watcher, role string, a *Agent) error {
 	var rep netem.Reply
 	var err error
 	deadline := time.Now().Add(30 * time.Second)
@@ -155,7 +154,7 @@ func (sh *Shaping) waitAgent(ctx context.Context, d engine.Docker, role string, 
 		if err == nil {
 			break
 		}
-		if err := stack.CheckRunning(ctx, engine.NewLab(d, ""), a.ctl()); err != nil {
+		if err := stack.CheckRunning(ctx, d, a.ctl()); err != nil {
 			return fmt.Errorf("agent for %s: %w", role, err)
 		}
 		if time.Now().After(deadline) {
@@ -189,7 +188,7 @@ func FloorArgs(floor time.Duration) []string {
 }
 
 // Control runs `rttlab agent ctl` in an agent and decodes the JSON reply.
-func (sh *Shaping) Control(ctx context.Context, d engine.Containers, a *Agent, op string, args ...string) (netem.Reply, error) {
+func (sh *Shaping) Control(ctx context.Context, d runtime.Execer, a *Agent, op string, args ...string) (netem.Reply, error) {
 	return agentclient.Client{D: d, ID: a.ctl().ID, Name: a.Name}.Ctl(ctx, agentclient.CtlOptions{Op: op, Args: args})
 }
 
@@ -216,7 +215,7 @@ func DefaultFloor(backend string) time.Duration {
 // holds which depends on the shaper's hook), plus the calibration offset
 // of that setting when there is one. In path scope only packets between
 // the two are delayed. 0 still routes packets through the shaper.
-func (sh *Shaping) SetRTT(ctx context.Context, d engine.Containers, rtt time.Duration) error {
+func (sh *Shaping) SetRTT(ctx context.Context, d runtime.Execer, rtt time.Duration) error {
 	if err := netem.ValidateDelay(rtt); err != nil {
 		return err
 	}
@@ -251,7 +250,7 @@ func (sh *Shaping) SetRTT(ctx context.Context, d engine.Containers, rtt time.Dur
 
 // DefaultFloor sets the floor the running shapers' backend gets by
 // default (DefaultFloor), asking the agents which backend they run.
-func (sh *Shaping) DefaultFloor(ctx context.Context, d engine.Containers) error {
+func (sh *Shaping) DefaultFloor(ctx context.Context, d runtime.Execer) error {
 	reps, err := sh.Show(ctx, d)
 	if err != nil {
 		return err
@@ -264,7 +263,7 @@ func (sh *Shaping) DefaultFloor(ctx context.Context, d engine.Containers) error 
 }
 
 // Show returns each agent's current setting.
-func (sh *Shaping) Show(ctx context.Context, d engine.Containers) (map[string]netem.Reply, error) {
+func (sh *Shaping) Show(ctx context.Context, d runtime.Execer) (map[string]netem.Reply, error) {
 	out := map[string]netem.Reply{}
 	for role, a := range sh.Agents {
 		rep, err := sh.Control(ctx, d, a, "show")
@@ -277,7 +276,7 @@ func (sh *Shaping) Show(ctx context.Context, d engine.Containers) (map[string]ne
 }
 
 // Clear removes the delay on both sides.
-func (sh *Shaping) Clear(ctx context.Context, d engine.Containers) error {
+func (sh *Shaping) Clear(ctx context.Context, d runtime.Execer) error {
 	roles := slices.Sorted(maps.Keys(sh.Agents))
 	return conc.Each(len(roles), func(i int) error {
 		if _, err := sh.Control(ctx, d, sh.Agents[roles[i]], "clear"); err != nil {
@@ -289,14 +288,14 @@ func (sh *Shaping) Clear(ctx context.Context, d engine.Containers) error {
 
 // Ping sends ICMP echoes from the app's network namespace (inside its
 // agent) to the database.
-func (sh *Shaping) Ping(ctx context.Context, d engine.Containers, count int, interval time.Duration) (workloads.PingResult, error) {
+func (sh *Shaping) Ping(ctx context.Context, d runtime.Execer, count int, interval time.Duration) (workloads.PingResult, error) {
 	return AgentPing(ctx, d, sh.Agents["app"], sh.Stack.Role("db").IP, count, interval)
 }
 
 // AgentPing runs `rttlab agent ping` in agent a towards the address to,
 // timed on the wire (the reply's kernel stamp) unless a's shaper holds
 // replies after that stamp.
-func AgentPing(ctx context.Context, d engine.Containers, a *Agent, to string, count int, interval time.Duration) (workloads.PingResult, error) {
+func AgentPing(ctx context.Context, d runtime.Execer, a *Agent, to string, count int, interval time.Duration) (workloads.PingResult, error) {
 	// A userspace ingress hook holds a reply after the kernel stamped it:
 	// only the pinger's read sees that hold.
 	timing := "wire"
@@ -307,21 +306,28 @@ func AgentPing(ctx context.Context, d engine.Containers, a *Agent, to string, co
 }
 
 // SelectOne runs the SELECT 1 probe from the app's network namespace.
-func (sh *Shaping) SelectOne(ctx context.Context, d engine.Containers, runs, calls int) ([]workloads.ProbeRun, error) {
+func (sh *Shaping) SelectOne(ctx context.Context, d runtime.Execer, runs, calls int) ([]workloads.ProbeRun, error) {
 	return AgentSelectOne(ctx, d, sh.Agents["app"], sh.Stack.Role("db").IP, sh.Stack.DB, runs, calls)
 }
 
 // AgentSelectOne runs `rttlab agent sqlprobe` in agent a against the
 // database at dbIP.
-func AgentSelectOne(ctx context.Context, d engine.Containers, a *Agent, dbIP string, db stack.DBCredentials, runs, calls int) ([]workloads.ProbeRun, error) {
+func AgentSelectOne(ctx context.Context, d runtime.Execer, a *Agent, dbIP string, db stack.DBCredentials, runs, calls int) ([]workloads.ProbeRun, error) {
 	return agentclient.Client{D: d, ID: a.ID, Name: a.Name}.SQLProbe(ctx, agentclient.SQLProbeOptions{
 		Host: dbIP, User: db.User, Database: db.Database, Password: db.Password, Runs: runs, Calls: calls})
 }
 
+// Finder is what FindShaping asks of a runtime: its members by their
+// labels, and what the database was started with.
+type Finder interface {
+	runtime.Lister
+	runtime.Inspector
+}
+
 // FindShaping rebuilds the Shaping of a stack started by `rttlab up` from
 // its labels (for `rttlab shape ...`).
-func FindShaping(ctx context.Context, d engine.Docker, runID string) (*Shaping, error) {
-	cs, err := d.ListContainers(ctx, map[string]string{engine.LabelRun: runID})
+func FindShaping(ctx context.Context, d Finder, runID string) (*Shaping, error) {
+	cs, err := d.ListMembers(ctx, map[string]string{engine.LabelRun: runID})
 	if err != nil {
 		return nil, err
 	}
@@ -339,7 +345,7 @@ func FindShaping(ctx context.Context, d engine.Docker, runID string) (*Shaping, 
 			byID[c.ID] = m
 		}
 	}
-	shapers := map[string]container.Summary{} // wire shapers by target
+	shapers := map[string]runtime.Listed{} // wire shapers by target
 	for _, c := range cs {
 		role := c.Labels[engine.LabelRole]
 		if role != "agent" && role != stack.RoleShaper {
@@ -349,18 +355,18 @@ func FindShaping(ctx context.Context, d engine.Docker, runID string) (*Shaping, 
 		if m == nil {
 			continue
 		}
-		if c.State != "running" {
-			return nil, fmt.Errorf("%w: %s (%s)", ErrAgentStopped, strings.TrimPrefix(c.Names[0], "/"), c.State)
+		if !c.Running {
+			return nil, fmt.Errorf("%w: %s (%s)", ErrAgentStopped, c.Name, c.Status)
 		}
 		if role == stack.RoleShaper {
 			shapers[m.ID] = c
 			continue
 		}
-		sh.Agents[m.Role] = &Agent{Target: m, ID: c.ID, Name: strings.TrimPrefix(c.Names[0], "/")}
+		sh.Agents[m.Role] = &Agent{Target: m, ID: c.ID, Name: c.Name}
 	}
 	for _, a := range sh.Agents {
 		if c, ok := shapers[a.Target.ID]; ok {
-			a.CtlID, a.CtlName = c.ID, strings.TrimPrefix(c.Names[0], "/")
+			a.CtlID, a.CtlName = c.ID, c.Name
 		}
 	}
 	if st.Role("app") == nil || st.Role("db") == nil {
@@ -372,22 +378,20 @@ func FindShaping(ctx context.Context, d engine.Docker, runID string) (*Shaping, 
 	return sh, nil
 }
 
-// labelledMember is the stack member of the app or database container c,
+// labelledMember is the stack member of the app or database member c,
 // with its address; the database's credentials (from its environment)
 // become st.DB.
-func labelledMember(ctx context.Context, d engine.Docker, st *stack.Stack, c container.Summary) (*stack.Member, error) {
+func labelledMember(ctx context.Context, d runtime.Inspector, st *stack.Stack, c runtime.Listed) (*stack.Member, error) {
 	role := c.Labels[engine.LabelRole]
-	m := &stack.Member{Service: c.Labels[engine.LabelService], Role: role, Shaped: true, ID: c.ID, Name: strings.TrimPrefix(c.Names[0], "/")}
-	ins, err := d.InspectContainer(ctx, c.ID)
+	m := &stack.Member{Service: c.Labels[engine.LabelService], Role: role, Shaped: true, ID: c.ID, Name: c.Name, NetNS: c.NetNS}
+	info, err := d.InspectMember(ctx, c.ID)
 	if err != nil {
 		return nil, err
 	}
-	for _, ep := range ins.NetworkSettings.Networks {
-		m.IP = ep.IPAddress
-	}
+	m.IP = info.Addr
 	if role == "db" {
 		env := map[string]string{}
-		for _, e := range ins.Config.Env {
+		for _, e := range info.Env {
 			k, v, _ := strings.Cut(e, "=")
 			env[k] = v
 		}
@@ -400,14 +404,14 @@ func labelledMember(ctx context.Context, d engine.Docker, st *stack.Stack, c con
 
 // CheckAgents returns an error naming the first agent that is no longer
 // running (wrapping stack.ErrContainerExited), or nil.
-func (sh *Shaping) CheckAgents(ctx context.Context, d engine.Docker) error {
+func (sh *Shaping) CheckAgents(ctx context.Context, d runtime.Watcher) error {
 	for _, role := range []string{"app", "db"} {
 		a := sh.Agents[role]
 		if a == nil {
 			continue
 		}
 		for _, c := range a.Containers() {
-			if err := stack.CheckRunning(ctx, engine.NewLab(d, ""), c); err != nil {
+			if err := stack.CheckRunning(ctx, d, c); err != nil {
 				if errors.Is(err, stack.ErrContainerExited) {
 					return fmt.Errorf("shaping agent for %s died: %w", role, err)
 				}
@@ -425,7 +429,7 @@ type ShaperSnapshot struct {
 }
 
 // Snapshot reads every agent's statistics (ctl show), all at once.
-func (sh *Shaping) Snapshot(ctx context.Context, d engine.Containers) (ShaperSnapshot, error) {
+func (sh *Shaping) Snapshot(ctx context.Context, d runtime.Execer) (ShaperSnapshot, error) {
 	s := ShaperSnapshot{At: time.Now(), Replies: map[string]netem.Reply{}}
 	roles := slices.Sorted(maps.Keys(sh.Agents))
 	reps := make([]netem.Reply, len(roles))

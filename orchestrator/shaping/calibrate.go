@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/rttlab/rttlab/netem"
-	"github.com/rttlab/rttlab/orchestrator/engine"
+	"github.com/rttlab/rttlab/orchestrator/runtime"
 )
 
 // CalibrateOptions configure Calibrate.
@@ -48,7 +48,7 @@ func (o CalibrateOptions) withDefaults() CalibrateOptions {
 // sh.Offsets (SetRTT applies them) and returned for the manifest.
 // Calibration only uses ICMP: SELECT 1 through PostgreSQL stays an
 // independent check of the result.
-func Calibrate(ctx context.Context, d engine.Containers, sh *Shaping, app string, settingsMs []float64, o CalibrateOptions) ([]CalibrationPoint, error) {
+func Calibrate(ctx context.Context, d runtime.Execer, sh *Shaping, app string, settingsMs []float64, o CalibrateOptions) ([]CalibrationPoint, error) {
 	o = o.withDefaults()
 	sh.Offsets = map[int64][2]time.Duration{}
 	var out []CalibrationPoint
@@ -71,7 +71,7 @@ func Calibrate(ctx context.Context, d engine.Containers, sh *Shaping, app string
 // calibrateSetting calibrates setting s (ms) in at most o.MaxRounds
 // rounds, keeps the offset of the round that came closest in sh.Offsets
 // and returns the setting's calibration point.
-func calibrateSetting(ctx context.Context, d engine.Containers, sh *Shaping, app string, s float64, o CalibrateOptions) (CalibrationPoint, error) {
+func calibrateSetting(ctx context.Context, d runtime.Execer, sh *Shaping, app string, s float64, o CalibrateOptions) (CalibrationPoint, error) {
 	rtt := netem.FromMs(s)
 	pt := CalibrationPoint{App: app, RTTms: s, Probe: fmt.Sprintf("icmp %d echoes per measurement", o.Echoes)}
 	var off time.Duration // per side, applied to both
@@ -110,7 +110,7 @@ func calibrateSetting(ctx context.Context, d engine.Containers, sh *Shaping, app
 
 // icmpMedianUs sets rtt and returns the median of o.Echoes ICMP echoes'
 // RTT in µs; fewer than half of them coming back is an error.
-func icmpMedianUs(ctx context.Context, d engine.Containers, sh *Shaping, o CalibrateOptions, rtt time.Duration) (float64, error) {
+func icmpMedianUs(ctx context.Context, d runtime.Execer, sh *Shaping, o CalibrateOptions, rtt time.Duration) (float64, error) {
 	if err := sh.SetRTT(ctx, d, rtt); err != nil {
 		return 0, err
 	}

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/rttlab/rttlab/orchestrator/agentclient"
-	"github.com/rttlab/rttlab/orchestrator/engine"
+	"github.com/rttlab/rttlab/orchestrator/runtime"
 	"github.com/rttlab/rttlab/workloads"
 )
 
@@ -74,7 +74,7 @@ type oneWayCapture struct {
 
 // startOneWay starts `rttlab agent capture` in both agents concurrently
 // and returns once both capture (or the first error, both stopped).
-func (sh *Shaping) startOneWay(ctx context.Context, d engine.Containers, iface string, maxPackets int) (*oneWayCapture, error) {
+func (sh *Shaping) startOneWay(ctx context.Context, d runtime.Execer, iface string, maxPackets int) (*oneWayCapture, error) {
 	app, db := sh.Stack.Role("app"), sh.Stack.Role("db")
 	aa, da := sh.Agents["app"], sh.Agents["db"]
 	if app == nil || db == nil || aa == nil || da == nil {
@@ -148,7 +148,7 @@ type captureRun struct {
 
 // startCapture starts a capture in container id (named name) of the
 // packets between local and peers.
-func startCapture(ctx context.Context, d engine.Containers, id, name, iface, local string, maxPackets int, peers ...string) *captureRun {
+func startCapture(ctx context.Context, d runtime.Execer, id, name, iface, local string, maxPackets int, peers ...string) *captureRun {
 	ctx, cancel := context.WithCancel(ctx)
 	pr, pw := io.Pipe()
 	c := &captureRun{name: name, stdin: pw, cancel: cancel, out: cappedBuffer{max: captureOutputMax},

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/fakelab"
 	"github.com/rttlab/rttlab/orchestrator/stack"
 )
@@ -50,7 +51,7 @@ func TestProbesHonourContext(t *testing.T) {
 	// An agent that never answers: StartAgents polls until its context ends.
 	shaped := &stack.Stack{RunID: "r1", NetworkID: "n1", Members: []*stack.Member{{Role: "app", Shaped: true, ID: "app1", Name: "rttlab-x-app", IP: "172.30.0.3"}}}
 	fakelab.EndsWithContext(t, "StartAgents", func(ctx context.Context) error {
-		_, err := StartAgents(ctx, d, shaped, "userspace", "path", "")
+		_, err := StartAgents(ctx, engine.NewLab(d, ""), shaped, "userspace", "path", "")
 		return err
 	})
 }

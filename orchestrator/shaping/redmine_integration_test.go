@@ -98,7 +98,7 @@ func TestIntegrationRedmine(t *testing.T) {
 
 	// A reduced mix from a client container: only 200s, all three types
 	// in about the right proportions.
-	sh, err := StartAgents(ctx, rt, st, "auto", "path", "")
+	sh, err := StartAgents(ctx, engine.NewLab(rt, ""), st, "auto", "path", "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,27 +15,29 @@ import (
 	"github.com/rttlab/rttlab/internal/session"
 	"github.com/rttlab/rttlab/orchestrator/agentclient"
 	"github.com/rttlab/rttlab/orchestrator/engine"
+	"github.com/rttlab/rttlab/orchestrator/runtime"
 )
 
-// Sessions is an engine whose short agent calls (ctl, ping, capture:
-// session.Verbs) go through one long-lived `rttlab agent session`
-// per container instead of a docker exec each: an exec costs the engine
-// tens of milliseconds (a process started in the container's
-// namespaces), a call in a session a line each way. Every other call,
-// and every call in a container whose session cannot start (an agent
-// image without the verb), is a plain exec. Close ends the sessions.
+// Sessions is a runtime's exec (runtime.Execer) whose short agent calls
+// (ctl, ping, capture: session.Verbs) go through one long-lived `rttlab
+// agent session` per member instead of an exec each: an exec costs the
+// runtime tens of milliseconds (Docker: a process started in the
+// container's namespaces; Kubernetes: a stream opened through the API
+// server), a call in a session a line each way. Every other call, and
+// every call in a member whose session cannot start (an agent image
+// without the verb), is a plain exec. Close ends the sessions.
 type Sessions struct {
-	engine.Docker
+	runtime.Execer
 	mu   sync.Mutex
-	open map[string]*agentSession // by container ID
-	// refused marks containers whose session would not start: plain
-	// execs from then on.
+	open map[string]*agentSession // by member ID
+	// refused marks members whose session would not start: plain execs
+	// from then on.
 	refused map[string]bool
 }
 
 // WithSessions wraps d.
-func WithSessions(d engine.Docker) *Sessions {
-	return &Sessions{Docker: d, open: map[string]*agentSession{}, refused: map[string]bool{}}
+func WithSessions(d runtime.Execer) *Sessions {
+	return &Sessions{Execer: d, open: map[string]*agentSession{}, refused: map[string]bool{}}
 }
 
 // sessionStart bounds how long a session may take to answer its first
@@ -44,14 +46,14 @@ const sessionStart = 20 * time.Second
 
 // Exec runs spec in container id: through the container's session when
 // spec is a session verb, else (or when there is no session) as an exec.
-func (s *Sessions) Exec(ctx context.Context, id string, spec engine.ExecSpec) (int, error) {
+func (s *Sessions) Exec(ctx context.Context, id string, spec runtime.ExecSpec) (int, error) {
 	args, ok := sessionArgs(spec)
 	if !ok {
-		return s.Docker.Exec(ctx, id, spec)
+		return s.Execer.Exec(ctx, id, spec)
 	}
 	as, err := s.session(ctx, id)
 	if err != nil {
-		return s.Docker.Exec(ctx, id, spec)
+		return s.Execer.Exec(ctx, id, spec)
 	}
 	code, err := as.call(ctx, args, spec)
 	if errors.Is(err, errSessionGone) {
@@ -63,7 +65,7 @@ func (s *Sessions) Exec(ctx context.Context, id string, spec engine.ExecSpec) (i
 // sessionArgs are the agent arguments of spec when a session can run it:
 // `rttlab agent VERB ...` of a session verb, with no environment or user
 // of its own.
-func sessionArgs(spec engine.ExecSpec) ([]string, bool) {
+func sessionArgs(spec runtime.ExecSpec) ([]string, bool) {
 	c := spec.Cmd
 	if len(c) < 3 || c[0] != agentclient.AgentBin || c[1] != "agent" || len(spec.Env) > 0 || spec.User != "" {
 		return nil, false
@@ -81,7 +83,7 @@ func (s *Sessions) session(ctx context.Context, id string) (*agentSession, error
 	if as := s.open[id]; as != nil {
 		return as, nil
 	}
-	as, err := startSession(ctx, s.Docker, id)
+	as, err := startSession(ctx, s.Execer, id)
 	if err != nil {
 		s.refused[id] = true
 		return nil, err
@@ -127,14 +129,14 @@ type agentSession struct {
 
 // sessionCall is one call waiting for its frames.
 type sessionCall struct {
-	spec engine.ExecSpec
+	spec runtime.ExecSpec
 	exit chan int
 }
 
 // startSession starts the session in container id and checks that it
 // answers (a `ctl` call that needs no shaper: usage of an unknown op
 // answers 2 at once).
-func startSession(ctx context.Context, d engine.Containers, id string) (*agentSession, error) {
+func startSession(ctx context.Context, d runtime.Execer, id string) (*agentSession, error) {
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	pr, pw := io.Pipe()
 	as := &agentSession{stdin: pw, calls: map[uint64]*sessionCall{}, done: make(chan struct{}), cancel: cancel}
@@ -148,7 +150,7 @@ func startSession(ctx context.Context, d engine.Containers, id string) (*agentSe
 	pctx, pcancel := context.WithTimeout(ctx, sessionStart)
 	defer pcancel()
 	var stderr bytes.Buffer
-	code, err := as.call(pctx, []string{"ctl", "none"}, engine.ExecSpec{Stderr: &stderr})
+	code, err := as.call(pctx, []string{"ctl", "none"}, runtime.ExecSpec{Stderr: &stderr})
 	if err != nil || code != 2 {
 		as.close()
 		return nil, fmt.Errorf("agent session in %s does not answer (%d, %v)", engine.ShortID(id), code, err)
@@ -159,7 +161,7 @@ func startSession(ctx context.Context, d engine.Containers, id string) (*agentSe
 // call runs args in the session: spec's stdin is copied to the call
 // (only its end matters: a capture stops on it), its output to spec's
 // writers, and the call's exit status returned.
-func (as *agentSession) call(ctx context.Context, args []string, spec engine.ExecSpec) (int, error) {
+func (as *agentSession) call(ctx context.Context, args []string, spec runtime.ExecSpec) (int, error) {
 	if spec.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, spec.Timeout)

@@ -36,7 +36,7 @@ func shapedStack(t *testing.T, rt *engine.Runtime, scope string) *Shaping {
 			t.Errorf("%d containers of run %s remain after cleanup", len(cs), st.RunID)
 		}
 	})
-	sh, err := StartAgents(ctx, rt, st, "userspace", scope, "")
+	sh, err := StartAgents(ctx, engine.NewLab(rt, ""), st, "userspace", scope, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/rttlab/rttlab/netem"
-	"github.com/rttlab/rttlab/orchestrator/engine"
+	"github.com/rttlab/rttlab/orchestrator/runtime"
 	"github.com/rttlab/rttlab/results/stats"
 	"github.com/rttlab/rttlab/workloads"
 )
@@ -62,7 +62,7 @@ type ShapeRow struct {
 // path with the shaper cleared, so the shaper's own cost at 0 ms shows.
 // With o.OneWay each row also carries the one-way delays the two
 // captures saw.
-func VerifyShaping(ctx context.Context, d engine.Containers, sh *Shaping, o ShapeVerifyOptions) ([]ShapeRow, error) {
+func VerifyShaping(ctx context.Context, d runtime.Execer, sh *Shaping, o ShapeVerifyOptions) ([]ShapeRow, error) {
 	o.defaults()
 	var rows []ShapeRow
 	emit := func(r ShapeRow) {
@@ -132,7 +132,7 @@ func compareShapeRow(r *ShapeRow, base ShapeRow, rng *rand.Rand) {
 // measureShapeRow measures one setting: ICMP, SELECT 1, what the shaper
 // did (but for the no-shaper row) and, with o.OneWay, what the two
 // captures saw meanwhile.
-func measureShapeRow(ctx context.Context, d engine.Containers, sh *Shaping, o ShapeVerifyOptions, r ShapeRow) (ShapeRow, error) {
+func measureShapeRow(ctx context.Context, d runtime.Execer, sh *Shaping, o ShapeVerifyOptions, r ShapeRow) (ShapeRow, error) {
 	before, err := sh.Snapshot(ctx, d)
 	if err != nil {
 		return r, err

@@ -23,7 +23,7 @@ import (
 // the test ends.
 func startFake(t *testing.T, l *fakelab.Lab, o stack.StackOptions, scope string) (*stack.Stack, *Shaping) {
 	t.Helper()
-	st, sh, err := StartShaped(context.Background(), l, o, "auto", scope, "")
+	st, sh, err := StartShaped(context.Background(), engine.NewLab(l, ""), o, "auto", scope, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +59,7 @@ func TestFakeUpStackShapeAndDown(t *testing.T) {
 		}
 	}
 
-	found, err := FindShaping(ctx, l, st.RunID)
+	found, err := FindShaping(ctx, engine.NewLab(l, ""), st.RunID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,11 +100,11 @@ func TestFakeUpStackShapeAndDown(t *testing.T) {
 	}
 
 	// Not a stack of ours, a stopped agent, no agents.
-	if _, err := FindShaping(ctx, l, "0000000000"); err == nil || !strings.Contains(err.Error(), "not a stack rttlab started") {
+	if _, err := FindShaping(ctx, engine.NewLab(l, ""), "0000000000"); err == nil || !strings.Contains(err.Error(), "not a stack rttlab started") {
 		t.Errorf("unknown run: %v", err)
 	}
 	l.Exit("-app-agent", 137, "")
-	if _, err := FindShaping(ctx, l, st.RunID); err == nil || !strings.Contains(err.Error(), "is not running") || !strings.Contains(err.Error(), "(exited)") {
+	if _, err := FindShaping(ctx, engine.NewLab(l, ""), st.RunID); err == nil || !strings.Contains(err.Error(), "is not running") || !strings.Contains(err.Error(), "(exited)") {
 		t.Errorf("stopped agent: %v", err)
 	}
 	for _, c := range l.Created() {
@@ -112,7 +112,7 @@ func TestFakeUpStackShapeAndDown(t *testing.T) {
 			l.RemoveContainer(ctx, c.Name)
 		}
 	}
-	if _, err := FindShaping(ctx, l, st.RunID); err == nil || !strings.Contains(err.Error(), "no shaping agents") {
+	if _, err := FindShaping(ctx, engine.NewLab(l, ""), st.RunID); err == nil || !strings.Contains(err.Error(), "no shaping agents") {
 		t.Errorf("no agents: %v", err)
 	}
 
@@ -188,7 +188,7 @@ func TestFakeAgentReplies(t *testing.T) {
 	if err := sh.SetRTT(ctx, l, time.Millisecond); err == nil || !strings.Contains(err.Error(), "no agent for db") {
 		t.Errorf("missing agent: %v", err)
 	}
-	if _, err := StartAgents(ctx, l, sh.Stack, "auto", "everything", ""); err == nil || !strings.Contains(err.Error(), "scope") {
+	if _, err := StartAgents(ctx, engine.NewLab(l, ""), sh.Stack, "auto", "everything", ""); err == nil || !strings.Contains(err.Error(), "scope") {
 		t.Errorf("bad scope: %v", err)
 	}
 }

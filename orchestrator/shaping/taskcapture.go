@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 
-	"github.com/rttlab/rttlab/orchestrator/engine"
+	"github.com/rttlab/rttlab/orchestrator/runtime"
 	"github.com/rttlab/rttlab/workloads"
 )
 
@@ -40,7 +40,7 @@ type TaskCaptures struct {
 // the database's in their agents, the client's in the client, which needs
 // CAP_NET_RAW) and returns once all capture, or why one does not (all
 // stopped then). appPort is the app's HTTP port.
-func (sh *Shaping) StartTaskCapture(ctx context.Context, d engine.Containers, client Endpoint, appPort int, maxPackets int) (*TaskCapture, error) {
+func (sh *Shaping) StartTaskCapture(ctx context.Context, d runtime.Execer, client Endpoint, appPort int, maxPackets int) (*TaskCapture, error) {
 	app, db := sh.Stack.Role("app"), sh.Stack.Role("db")
 	aa, da := sh.Agents["app"], sh.Agents["db"]
 	if app == nil || db == nil || aa == nil || da == nil {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/orchestrator/agentclient"
-	"github.com/rttlab/rttlab/orchestrator/engine"
+	"github.com/rttlab/rttlab/orchestrator/runtime"
 	"github.com/rttlab/rttlab/orchestrator/stack"
 	"github.com/rttlab/rttlab/workloads"
 )
@@ -54,7 +54,7 @@ type TraceOptions struct {
 // counts, per request, the database round trips on the wire, the
 // statements and Parse messages in the protocol stream, and (per type)
 // the pg_stat_statements executions.
-func TraceApp(ctx context.Context, d engine.Containers, sh *Shaping, o TraceOptions) ([]workloads.TraceRow, error) {
+func TraceApp(ctx context.Context, d runtime.Execer, sh *Shaping, o TraceOptions) ([]workloads.TraceRow, error) {
 	st := sh.Stack
 	types := make([]string, 0, len(o.Requests))
 	for k := range o.Requests {
@@ -75,7 +75,7 @@ func TraceApp(ctx context.Context, d engine.Containers, sh *Shaping, o TraceOpti
 // traceType sends one type's requests through the app's agent: the
 // warmup alone, then, after the statement counters are reset, the
 // measured requests. It returns their traces and the statements counted.
-func traceType(ctx context.Context, d engine.Containers, sh *Shaping, to TraceOptions, reqs []workloads.Request) ([]workloads.TraceResult, int64, error) {
+func traceType(ctx context.Context, d runtime.Execer, sh *Shaping, to TraceOptions, reqs []workloads.Request) ([]workloads.TraceResult, int64, error) {
 	st := sh.Stack
 	a := sh.Agents["app"]
 	db := st.Role("db")
@@ -132,14 +132,14 @@ func traceRow(st *stack.Stack, typ string, res []workloads.TraceResult, pgss int
 
 // AuthHeaders reads the app's auth header value (apps.Meta.Auth) from its
 // container; none when the app has no auth.
-func AuthHeaders(ctx context.Context, d engine.Containers, st *stack.Stack) ([]string, error) {
+func AuthHeaders(ctx context.Context, d runtime.Execer, st *stack.Stack) ([]string, error) {
 	au := st.Target.Meta.Auth
 	if au == nil {
 		return nil, nil
 	}
 	app := st.Role("app")
 	var out, errb bytes.Buffer
-	code, err := d.Exec(ctx, app.ID, engine.ExecSpec{Cmd: []string{"cat", au.File}, Stdout: &out, Stderr: &errb})
+	code, err := d.Exec(ctx, app.ID, runtime.ExecSpec{Cmd: []string{"cat", au.File}, Stdout: &out, Stderr: &errb})
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/orchestrator/engine"
+	"github.com/rttlab/rttlab/orchestrator/runtime"
 	"github.com/rttlab/rttlab/orchestrator/stack"
 	"github.com/rttlab/rttlab/workloads"
 )
@@ -58,7 +59,7 @@ type VerifyOptions struct {
 // (status, content type, JSON shape, the 400 on a bad n) and that the
 // database work is real: the statements per request counted with
 // pg_stat_statements equal the metadata's figure.
-func VerifyStack(ctx context.Context, d engine.Containers, st *stack.Stack, o VerifyOptions) ([]Check, error) {
+func VerifyStack(ctx context.Context, d runtime.Execer, st *stack.Stack, o VerifyOptions) ([]Check, error) {
 	if o.Requests <= 0 {
 		o.Requests = 10
 	}
@@ -106,7 +107,7 @@ func VerifyStack(ctx context.Context, d engine.Containers, st *stack.Stack, o Ve
 // mixAppChecks checks an application driven by a request mix: its routes
 // answer 200 JSON with its auth header, and not without it; its statement
 // counts are not declared but traced.
-func mixAppChecks(ctx context.Context, d engine.Containers, hc *http.Client, st *stack.Stack, base string, add func(Check)) error {
+func mixAppChecks(ctx context.Context, d runtime.Execer, hc *http.Client, st *stack.Stack, base string, add func(Check)) error {
 	hdr, err := AuthHeaders(ctx, d, st)
 	if err != nil {
 		return err
@@ -142,7 +143,7 @@ func contractChecks(ctx context.Context, hc *http.Client, base string, meta *app
 // workChecks checks the database work of every route: the statements per
 // request, then (with a shaping) the round trips and Parse messages on
 // the wire.
-func workChecks(ctx context.Context, d engine.Containers, hc *http.Client, st *stack.Stack, base string, o VerifyOptions, add func(Check)) error {
+func workChecks(ctx context.Context, d runtime.Execer, hc *http.Client, st *stack.Stack, base string, o VerifyOptions, add func(Check)) error {
 	for _, r := range st.Target.Meta.Routes {
 		c, err := countCheck(ctx, d, hc, st, base, r, o)
 		if err != nil {
@@ -164,7 +165,7 @@ func workChecks(ctx context.Context, d engine.Containers, hc *http.Client, st *s
 
 // wireChecks traces each route and compares round trips and Parse
 // messages per request with what the metadata declares per statement.
-func wireChecks(ctx context.Context, d engine.Containers, sh *Shaping, o VerifyOptions) ([]Check, error) {
+func wireChecks(ctx context.Context, d runtime.Execer, sh *Shaping, o VerifyOptions) ([]Check, error) {
 	st := sh.Stack
 	mix, err := MixFor(st.Target.Meta) // an own app's request_mix, else nil
 	if err != nil {
@@ -222,7 +223,7 @@ func wireRange(what string, r workloads.TraceRow) string {
 	return fmt.Sprintf("%d-%d", x.Min, x.Max)
 }
 
-func countCheck(ctx context.Context, d engine.Containers, hc *http.Client, st *stack.Stack, base string, r apps.Route, o VerifyOptions) (Check, error) {
+func countCheck(ctx context.Context, d runtime.Execer, hc *http.Client, st *stack.Stack, base string, r apps.Route, o VerifyOptions) (Check, error) {
 	path := r.Path
 	want := int64(r.Statements)
 	if r.StatementsPerN {
@@ -240,7 +241,7 @@ func countCheck(ctx context.Context, d engine.Containers, hc *http.Client, st *s
 // countStatements sends a request 3 times to warm up, then requests
 // times, and compares the statements the app role ran with want per request
 // (reported, not asserted, when undeclared).
-func countStatements(ctx context.Context, d engine.Containers, st *stack.Stack, c Check, send func(context.Context) error, want int64, undeclared bool, requests int) (Check, error) {
+func countStatements(ctx context.Context, d runtime.Execer, st *stack.Stack, c Check, send func(context.Context) error, want int64, undeclared bool, requests int) (Check, error) {
 	// Warm up: first requests may load schema or prepare statements.
 	for i := 0; i < 3; i++ {
 		if err := send(ctx); err != nil {
@@ -500,7 +501,7 @@ func Failed(cs []Check) []Check {
 // verifyRequestMix checks each request type of an own app's request_mix:
 // it answers 2xx to its method, headers and body; its statements per
 // request are reported, not asserted (VerifyStack adds the wire counts).
-func verifyRequestMix(ctx context.Context, d engine.Containers, hc *http.Client, st *stack.Stack, o VerifyOptions, add func(Check)) error {
+func verifyRequestMix(ctx context.Context, d runtime.Execer, hc *http.Client, st *stack.Stack, o VerifyOptions, add func(Check)) error {
 	mix, err := MixFor(st.Target.Meta)
 	if err != nil {
 		return err

@@ -20,93 +20,102 @@ import (
 // network.
 const LabelHook = "io.rttlab.hook"
 
-// bridgeOf is the name of the Linux bridge behind a Docker bridge
-// network that rttlab created (no com.docker.network.bridge.name option):
-// "br-" and the network ID's first 12 characters.
-func bridgeOf(networkID string) string {
-	return "br-" + networkID[:min(12, len(networkID))]
-}
-
 // wireLabel names an agent's rules in the host's tables; every label of a
 // run starts with stack.WireRulePrefix(runID).
 func wireLabel(runID, name string) string { return stack.WireRulePrefix(runID) + name }
 
-// startAgent starts the agent of member m: a sidecar in its network
-// namespace that serves its shaper, or with wire (the userspace shaper's
-// wire hook) a sidecar for probes and a shaper container on the host's
-// network that holds m's packets on the stack's bridge.
-func startAgent(ctx context.Context, d engine.Docker, st *stack.Stack, m *stack.Member, backend, hook string, wire bool) (*Agent, error) {
+// startAgent starts the agent of member m: a member beside it, in its
+// network namespace, that serves its shaper, or with wire (the userspace
+// shaper's wire hook) a member beside it for probes and a shaper in the
+// host's network namespace that holds m's packets on the stack's bridge
+// (the runtime's runtime.WireHost).
+func startAgent(ctx context.Context, d runtime.Members, st *stack.Stack, m *stack.Member, backend, hook string, wire bool) (*Agent, error) {
 	labels := stack.RunLabels(st.RunID, nil)
-	labels[engine.LabelRole] = "agent"
 	labels[engine.LabelTarget] = m.ID
 	labels[engine.LabelService] = m.Service
 	labels[LabelHook] = hook
-	spec := engine.ContainerSpec{
+	spec := runtime.MemberSpec{
 		Name:        m.Name + "-agent",
+		Role:        "agent",
 		Image:       stack.AgentImage,
 		Cmd:         agentCmd(backend, hook),
 		Labels:      labels,
-		NetworkMode: "container:" + m.ID,
-		CapDrop:     []string{"ALL"},
-		CapAdd:      []string{"NET_ADMIN", "NET_RAW"},
-		Platform:    st.Platform.Native(),
+		Beside:      netNS(m),
+		DropAllCaps: true,
+		CapAdd:      []runtime.Capability{runtime.CapNetAdmin, runtime.CapNetRaw},
+		Platform:    st.Platform.Native().String(),
 	}
 	if wire {
 		spec.Cmd = []string{"agent", "idle"}
 	}
 	a := &Agent{Target: m, Name: spec.Name}
-	id, err := stack.StartHelper(ctx, d, spec)
-	if id == "" {
+	am, err := d.StartMember(ctx, spec)
+	if am.ID == "" {
 		return nil, err
 	}
-	a.ID = id
+	a.ID = am.ID
 	if err != nil || !wire {
 		return a, err
 	}
-	ws, err := wireShaperSpec(st, m, labels)
+	wh, ok := d.(runtime.WireHost)
+	if !ok {
+		return a, fmt.Errorf("wire shaping of %s: %w", m.Name, stack.ErrNoHostNet)
+	}
+	ws, err := wireShaperSpec(wh, st, m, labels)
 	if err != nil {
 		return a, err
 	}
 	a.CtlName = ws.Name
-	a.CtlID, err = stack.StartHelper(ctx, d, ws)
+	wm, err := wh.StartHostMember(ctx, ws, runtime.OnHost)
+	a.CtlID = wm.ID
 	return a, err
 }
 
-// wireShaperSpec is the container of m's wire shaper: on the host's
-// network with CAP_NET_ADMIN and CAP_NET_RAW, holding what m sends on the
-// stack's bridge.
-func wireShaperSpec(st *stack.Stack, m *stack.Member, agentLabels map[string]string) (engine.ContainerSpec, error) {
+// netNS is the network namespace of m an agent joins: the runtime's
+// handle, or, for a member known by its ID alone (put together by hand
+// rather than started by the runtime), the ID, which names the namespace
+// of the Docker runtime's container.
+func netNS(m *stack.Member) runtime.NetNS {
+	if m.NetNS != "" {
+		return m.NetNS
+	}
+	return runtime.NetNS(m.ID)
+}
+
+// wireShaperSpec is the member of m's wire shaper: in the host's network
+// namespace with CAP_NET_ADMIN and CAP_NET_RAW, holding what m sends on
+// the stack's bridge (the host's interface behind the run's network).
+func wireShaperSpec(wh runtime.WireHost, st *stack.Stack, m *stack.Member, agentLabels map[string]string) (runtime.MemberSpec, error) {
 	if st.NetworkID == "" {
-		return engine.ContainerSpec{}, fmt.Errorf("wire shaping of %s: the stack has no network", m.Name)
+		return runtime.MemberSpec{}, fmt.Errorf("wire shaping of %s: the stack has no network", m.Name)
 	}
 	if m.IP == "" {
-		return engine.ContainerSpec{}, fmt.Errorf("wire shaping of %s: it has no address on the run's network", m.Name)
+		return runtime.MemberSpec{}, fmt.Errorf("wire shaping of %s: it has no address on the run's network", m.Name)
 	}
 	labels := maps.Clone(agentLabels)
 	labels[engine.LabelRole] = stack.RoleShaper
-	return engine.ContainerSpec{
+	return runtime.MemberSpec{
 		Name:  m.Name + "-wire",
 		Image: stack.AgentImage,
 		Cmd: []string{"agent", "serve", "--shaper", netem.BackendUserspace, "--hook", netem.HookWire,
-			"--bridge", bridgeOf(st.NetworkID), "--src", m.IP, "--label", wireLabel(st.RunID, m.Name)},
+			"--bridge", wh.Bridge(st.NetworkID), "--src", m.IP, "--label", wireLabel(st.RunID, m.Name)},
 		Labels:      labels,
-		NetworkMode: "host",
-		CapDrop:     []string{"ALL"},
-		CapAdd:      []string{"NET_ADMIN", "NET_RAW"},
-		Platform:    st.Platform.Native(),
+		DropAllCaps: true,
+		CapAdd:      []runtime.Capability{runtime.CapNetAdmin, runtime.CapNetRaw},
+		Platform:    st.Platform.Native().String(),
 	}, nil
 }
 
-// backendCache holds the backend "auto" resolved to, per engine client.
+// backendCache holds the backend "auto" resolved to, per runtime.
 var backendCache struct {
 	sync.Mutex
-	by map[engine.Docker]string
+	by map[runtime.Runtime]string
 }
 
 // resolveBackend turns "auto" into the backend an agent gets on this
-// engine's host: kernel where a container can add a netem qdisc, else
-// userspace. It asks a short-lived agent container once per process.
-func resolveBackend(ctx context.Context, d engine.Docker, backend string) (string, error) {
+// runtime's host: kernel where a member can add a netem qdisc, else
+// userspace. It asks a short-lived agent once per runtime and process.
+func resolveBackend(ctx context.Context, d runtime.Runtime, backend string) (string, error) {
 	if backend != netem.BackendAuto && backend != "" {
 		return backend, nil
 	}
@@ -115,7 +124,7 @@ func resolveBackend(ctx context.Context, d engine.Docker, backend string) (strin
 	if b := backendCache.by[d]; b != "" {
 		return b, nil
 	}
-	out, code, err := stack.RunAgentOnce(ctx, engine.NewLab(d, ""), "", []string{"netem-probe"}, runtime.NoNet, nil)
+	out, code, err := stack.RunAgentOnce(ctx, d, "", []string{"netem-probe"}, runtime.NoNet, nil)
 	if err != nil {
 		return "", fmt.Errorf("probe kernel netem: %w", err)
 	}
@@ -131,7 +140,7 @@ func resolveBackend(ctx context.Context, d engine.Docker, backend string) (strin
 		b = netem.BackendKernel
 	}
 	if backendCache.by == nil {
-		backendCache.by = map[engine.Docker]string{}
+		backendCache.by = map[runtime.Runtime]string{}
 	}
 	backendCache.by[d] = b
 	return b, nil

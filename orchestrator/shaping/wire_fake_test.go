@@ -62,7 +62,7 @@ func TestFakeWireAgents(t *testing.T) {
 			t.Errorf("ctl ran in %s", x.Container)
 		}
 	}
-	found, err := FindShaping(ctx, l, st.RunID)
+	found, err := FindShaping(ctx, engine.NewLab(l, ""), st.RunID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func TestFakeWireAgents(t *testing.T) {
 	if n := l.Exit("-db-wire", 137, ""); n != 1 {
 		t.Fatalf("killed %d shapers", n)
 	}
-	if err := sh.CheckAgents(ctx, l); err == nil || !strings.Contains(err.Error(), "-db-wire") {
+	if err := sh.CheckAgents(ctx, engine.NewLab(l, "")); err == nil || !strings.Contains(err.Error(), "-db-wire") {
 		t.Errorf("CheckAgents after a killed shaper: %v", err)
 	}
 	if err := st.Remove(ctx, engine.NewLab(l, "")); err != nil {
@@ -122,7 +122,7 @@ func TestValidHookAndBridge(t *testing.T) {
 	if err := ValidHook("prerouting"); err == nil || !strings.Contains(err.Error(), "use wire (the default), ingress or egress") {
 		t.Errorf("bad hook: %v", err)
 	}
-	if b := bridgeOf("0123456789abcdef0123"); b != "br-0123456789ab" {
+	if b := engine.NewLab(nil, "").Bridge("0123456789abcdef0123"); b != "br-0123456789ab" {
 		t.Errorf("bridge %s", b)
 	}
 }

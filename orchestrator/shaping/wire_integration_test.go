@@ -81,7 +81,7 @@ func TestIntegrationWireObservers(t *testing.T) {
 	if !strings.Contains(strings.Join(left, "\n"), "-s "+db.IP+"/32") {
 		t.Fatalf("a killed shaper's rule is gone before cleanup: %q", left)
 	}
-	if err := sh.CheckAgents(ctx, rt); err == nil {
+	if err := sh.CheckAgents(ctx, engine.NewLab(rt, "")); err == nil {
 		t.Error("a killed shaper went unnoticed")
 	}
 	if _, err := stack.CleanRun(ctx, engine.NewLab(rt, ""), sh.Stack.RunID); err != nil {
@@ -140,7 +140,7 @@ func TestIntegrationWireTwoRuns(t *testing.T) {
 		if len(rules) == 0 {
 			t.Fatalf("run %s has no wire rules", sh.Stack.RunID)
 		}
-		br := bridgeOf(sh.Stack.NetworkID)
+		br := engine.NewLab(nil, "").Bridge(sh.Stack.NetworkID)
 		for _, r := range rules {
 			if !strings.Contains(r, "-i "+br+" ") {
 				t.Errorf("run %s: rule %q does not match only its bridge %s", sh.Stack.RunID, r, br)
