@@ -22,6 +22,7 @@ import (
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/netem"
 	"github.com/rttlab/rttlab/orchestrator/engine"
+	"github.com/rttlab/rttlab/orchestrator/kube"
 	"github.com/rttlab/rttlab/orchestrator/stack"
 	"github.com/rttlab/rttlab/workloads"
 )
@@ -31,8 +32,12 @@ import (
 // of the machine the tests run on.
 var errNoEngineHere = errors.New("unit tests do not connect to an engine")
 
+// errNoClusterHere is the same for a cluster (--runtime kube).
+var errNoClusterHere = fmt.Errorf("%w: unit tests do not connect to a cluster", kube.ErrNoCluster)
+
 func TestMain(m *testing.M) {
 	connect = func(context.Context) (*engine.Runtime, error) { return nil, errNoEngineHere }
+	kubeConnect = func(context.Context) (*kube.Cluster, error) { return nil, errNoClusterHere }
 	os.Exit(m.Run())
 }
 

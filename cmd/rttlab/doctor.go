@@ -18,10 +18,22 @@ func newDoctorCmd() *cobra.Command {
 NFQUEUE are tried for real in a throwaway network namespace, and the
 kernel's own words are shown when they fail. Exits non-zero when
 something required is missing (the engine, root or CAP_NET_ADMIN, one
-working shaper, enough disk).`,
+working shaper, enough disk).
+
+With --runtime kube it checks the cluster instead: the apiserver answers,
+a node is Ready, the kubeconfig's user may create namespaces, pods and
+pods/exec (asked of the apiserver), a privileged pod with the host's PIDs
+(the node agent) is admitted (a dry run in --namespace, default
+"default"), and the agent image is on every node.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
+			if labRuntime.name == runtimeKube {
+				if !kubeDoctor(ctx, cmd.OutOrStdout()) {
+					return errors.New("doctor: a required check of the cluster failed (see FAIL above)")
+				}
+				return nil
+			}
 			rt, err := connect(ctx)
 			var d engine.Docker
 			if err == nil {

@@ -20,6 +20,10 @@ containers on one host, injects a split delay between the application and
 the database (half on each side), verifies the delay with ICMP and SELECT 1
 probes, and reports request latency with bootstrap confidence intervals.
 
+--runtime kube (or RTTLAB_RUNTIME=kube) points rttlab at a Kubernetes
+cluster (--kubeconfig, else KUBECONFIG): doctor and clean run there today;
+the commands that start a stack say so and refuse.
+
 Start with:
   rttlab doctor          check the engine, privileges, netem/NFQUEUE and disk
   rttlab images build    build the base image and every app image
@@ -33,10 +37,14 @@ Start with:
 		SilenceErrors: true,
 		Version:       versionString(),
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
-			return setupLogging(o.logLevel)
+			if err := setupLogging(o.logLevel); err != nil {
+				return err
+			}
+			return labRuntime.check(cmd)
 		},
 	}
 	cmd.PersistentFlags().StringVar(&o.logLevel, "log-level", "warn", "log level: debug, info, warn or error")
+	labRuntime.bind(cmd)
 	cmd.AddCommand(
 		newDoctorCmd(),
 		newImagesCmd(),

@@ -352,10 +352,16 @@ namespace. Wire shaping rules left in the host's tables by a killed agent
 (their comment is "rttlab:<run>/<container>") are removed too, and nothing
 else of the host's tables. With --images, the images rttlab built (label io.rttlab.app)
 are removed too. A run whose rttlab process still lives (a study in
-progress) is kept and named, unless --force.`,
+progress) is kept and named, unless --force.
+
+With --runtime kube it removes the namespaces labelled io.rttlab.run on
+the cluster (every run's, or --run ID's), after ending the sessions of
+their node agents so that the agents undo their rules; a namespace
+without the label is never touched.`,
 		Example: `  rttlab clean                 remove every run's containers, networks and rules
   rttlab clean --run 3f9c0a1b2d  remove one run's (its id is in the containers' names)
-  rttlab clean --images        also remove the images rttlab built`,
+  rttlab clean --images        also remove the images rttlab built
+  rttlab clean --runtime kube  remove every run's namespace on the cluster`,
 		Args:    cobra.NoArgs,
 		PreRunE: func(cmd *cobra.Command, args []string) error { return o.prepare(cmd) },
 		RunE:    func(cmd *cobra.Command, args []string) error { return o.clean(cmd) },
@@ -366,8 +372,12 @@ progress) is kept and named, unless --force.`,
 	return cmd
 }
 
-// prepare checks the form of --run.
+// prepare checks the form of --run, and that --images and --force go
+// with Docker.
 func (o *cleanOptions) prepare(cmd *cobra.Command) error {
+	if labRuntime.name == runtimeKube && (o.images || o.force) {
+		return usagef("--images and --force are Docker's: on a cluster, clean --runtime kube removes the runs' namespaces (every run's, in progress or not, or --run ID's)")
+	}
 	if cmd.Flags().Changed("run") && !runIDRE.MatchString(o.run) {
 		return usagef("--run %q is not a run id: give the id in a container's name (rttlab-ID-app), or leave --run out to clean every run", o.run)
 	}
@@ -378,6 +388,9 @@ func (o *cleanOptions) prepare(cmd *cobra.Command) error {
 // in progress unless --force) and says what it removed and kept.
 func (o *cleanOptions) clean(cmd *cobra.Command) error {
 	ctx := context.WithoutCancel(cmd.Context())
+	if labRuntime.name == runtimeKube {
+		return kubeClean(ctx, cmd.OutOrStdout(), o.run)
+	}
 	rt, err := connect(ctx)
 	if err != nil {
 		return err

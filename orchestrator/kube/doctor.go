@@ -15,13 +15,13 @@ import (
 
 // Doctor checks what a run needs of the cluster, a line each: the
 // apiserver's version, the nodes that are Ready, the rights a run uses
-// (namespaces, pods, pods/exec, a privileged pod with the host's PIDs
-// for the node agent: asked of the apiserver, the last as a dry run that
-// admission judges as it would the real pod), and whether every node
-// lists agentImage. Each node's kernel (sch_netem, NFQUEUE) is read by
+// (namespaces, and in namespace pods, pods/exec and a privileged pod
+// with the host's PIDs for the node agent: asked of the apiserver, the
+// last as a dry run that admission judges as it would the real pod), and
+// whether every node lists agentImage. Each node's kernel (sch_netem, NFQUEUE) is read by
 // the node agent once the agent image is on the node; until then the
 // check says it was not read.
-func (c *Cluster) Doctor(ctx context.Context, agentImage string) []runtime.Check {
+func (c *Cluster) Doctor(ctx context.Context, agentImage, namespace string) []runtime.Check {
 	ctx, cancel := context.WithTimeout(ctx, 2*shortCall)
 	defer cancel()
 	var out []runtime.Check
@@ -32,15 +32,15 @@ func (c *Cluster) Doctor(ctx context.Context, agentImage string) []runtime.Check
 	}
 	out = append(out, runtime.Check{Name: "cluster", OK: true, Required: true, Detail: fmt.Sprintf("Kubernetes %s at %s", v.GitVersion, c.Host)})
 	out = append(out, c.nodesCheck(ctx))
-	for _, r := range []struct{ name, verb, resource, sub string }{
-		{"right: namespaces", "create", "namespaces", ""},
-		{"right: pods", "create", "pods", ""},
-		{"right: pods/exec", "create", "pods", "exec"},
-		{"right: delete namespaces", "delete", "namespaces", ""},
+	for _, r := range []struct{ name, verb, resource, sub, ns string }{
+		{"right: namespaces", "create", "namespaces", "", ""},
+		{"right: delete namespaces", "delete", "namespaces", "", ""},
+		{"right: pods", "create", "pods", "", namespace},
+		{"right: pods/exec", "create", "pods", "exec", namespace},
 	} {
-		out = append(out, c.rightCheck(ctx, r.name, r.verb, r.resource, r.sub))
+		out = append(out, c.rightCheck(ctx, r.name, r.verb, r.resource, r.sub, r.ns))
 	}
-	out = append(out, c.privilegedCheck(ctx, agentImage))
+	out = append(out, c.privilegedCheck(ctx, agentImage, namespace))
 	out = append(out, c.imageCheck(ctx, agentImage))
 	out = append(out, runtime.Check{Name: "node kernels", Detail: "sch_netem and NFQUEUE are read by the node agent when a run starts it",
 		Fix: "import the agent image on every node; a run then says which shaper each node's kernel allows"})
@@ -78,15 +78,18 @@ func (c *Cluster) nodesCheck(ctx context.Context) runtime.Check {
 }
 
 // rightCheck asks the apiserver whether the kubeconfig's user may verb
-// resource (its sub-resource sub) in any namespace.
-func (c *Cluster) rightCheck(ctx context.Context, name, verb, resource, sub string) runtime.Check {
+// resource (its sub-resource sub) in namespace ns ("": cluster-wide).
+func (c *Cluster) rightCheck(ctx context.Context, name, verb, resource, sub, ns string) runtime.Check {
 	ch := runtime.Check{Name: name, Required: true}
 	what := verb + " " + resource
 	if sub != "" {
 		what += "/" + sub
 	}
+	if ns != "" {
+		what += " in " + ns
+	}
 	r, err := c.C.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authv1.SelfSubjectAccessReview{
-		Spec: authv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authv1.ResourceAttributes{Verb: verb, Resource: resource, Subresource: sub}},
+		Spec: authv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authv1.ResourceAttributes{Verb: verb, Resource: resource, Subresource: sub, Namespace: ns}},
 	}, metav1.CreateOptions{})
 	switch {
 	case err != nil:
@@ -103,9 +106,9 @@ func (c *Cluster) rightCheck(ctx context.Context, name, verb, resource, sub stri
 	return ch
 }
 
-// privilegedCheck creates, as a dry run in the default namespace, the
-// kind of pod the node agent is: privileged, with the host's PIDs.
-func (c *Cluster) privilegedCheck(ctx context.Context, image string) runtime.Check {
+// privilegedCheck creates, as a dry run in namespace, the kind of pod
+// the node agent is: privileged, with the host's PIDs.
+func (c *Cluster) privilegedCheck(ctx context.Context, image, namespace string) runtime.Check {
 	ch := runtime.Check{Name: "privileged pods", Required: true}
 	priv := true
 	p := &corev1.Pod{
@@ -114,13 +117,13 @@ func (c *Cluster) privilegedCheck(ctx context.Context, image string) runtime.Che
 			Name: "agent", Image: image, ImagePullPolicy: corev1.PullNever, SecurityContext: &corev1.SecurityContext{Privileged: &priv},
 		}}},
 	}
-	_, err := c.C.CoreV1().Pods(metav1.NamespaceDefault).Create(ctx, p, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	_, err := c.C.CoreV1().Pods(namespace).Create(ctx, p, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 	if err != nil {
-		ch.Detail = "a privileged pod with the host's PIDs is refused: " + firstLine(err.Error())
+		ch.Detail = "a privileged pod with the host's PIDs is refused in " + namespace + ": " + firstLine(err.Error())
 		ch.Fix = "let rttlab's namespaces admit privileged pods (Pod Security: label them pod-security.kubernetes.io/enforce=privileged) and give the user the right to create them"
 		return ch
 	}
-	ch.OK, ch.Detail = true, "a privileged pod with the host's PIDs is admitted (dry run)"
+	ch.OK, ch.Detail = true, "a privileged pod with the host's PIDs is admitted in "+namespace+" (dry run)"
 	return ch
 }
 

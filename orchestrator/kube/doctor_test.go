@@ -49,7 +49,7 @@ func TestDoctor(t *testing.T) {
 		r.Status.Allowed = true
 		return true, r, nil
 	})
-	cs := (&Cluster{C: healthy, Host: "https://127.0.0.1:6443"}).Doctor(ctx, "rttlab/agent")
+	cs := (&Cluster{C: healthy, Host: "https://127.0.0.1:6443"}).Doctor(ctx, "rttlab/agent", "default")
 	for _, c := range cs {
 		if c.Required && !c.OK {
 			t.Errorf("healthy cluster: %s", c)
@@ -74,9 +74,9 @@ func TestDoctor(t *testing.T) {
 	sick.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, k8sruntime.Object, error) {
 		return true, nil, errors.New(`pods "rttlab-doctor-node-agent" is forbidden: violates PodSecurity "baseline:latest": host namespaces (hostPID=true), privileged`)
 	})
-	cs = (&Cluster{C: sick, Host: "h"}).Doctor(ctx, "rttlab/agent")
+	cs = (&Cluster{C: sick, Host: "h"}).Doctor(ctx, "rttlab/agent", "default")
 	for name, want := range map[string]string{
-		"right: pods/exec": "create pods/exec: denied",
+		"right: pods/exec": "create pods/exec in default: denied",
 		"privileged pods":  "violates PodSecurity",
 		"agent image":      "rttlab/agent is not on node n1",
 	} {
@@ -92,7 +92,7 @@ func TestDoctor(t *testing.T) {
 		t.Errorf("nodes, one of two Ready: %s", c)
 	}
 	none := fake.NewClientset(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n2"}})
-	if c := checkNamed(t, (&Cluster{C: none}).Doctor(ctx, "rttlab/agent"), "nodes"); c.OK || c.Fix == "" {
+	if c := checkNamed(t, (&Cluster{C: none}).Doctor(ctx, "rttlab/agent", "default"), "nodes"); c.OK || c.Fix == "" {
 		t.Errorf("nodes, none Ready: %s", c)
 	}
 }
