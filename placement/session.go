@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rttlab/rttlab/apps"
+	"github.com/rttlab/rttlab/internal/conc"
 	"github.com/rttlab/rttlab/internal/proxyserve"
 	"github.com/rttlab/rttlab/netem"
 	"github.com/rttlab/rttlab/orchestrator/agentclient"
@@ -274,7 +275,7 @@ func (ps *Session) StartProxy(ctx context.Context, d runtime.Runtime, cfg Config
 		if time.Now().After(deadline) {
 			return errors.New("routing proxy did not listen within 30 s")
 		}
-		if err := stack.SleepCtx(ctx, 200*time.Millisecond); err != nil {
+		if err := conc.Sleep(ctx, 200*time.Millisecond); err != nil {
 			return err
 		}
 	}
@@ -301,7 +302,7 @@ func (ps *Session) StopProxy(ctx context.Context, d runtime.Runtime) ([]Decision
 		} else {
 			rerr = fmt.Errorf("read the decision log: %s", strings.TrimSpace(errb.String()))
 		}
-		stack.SleepCtx(ctx, 200*time.Millisecond)
+		conc.Sleep(ctx, 200*time.Millisecond)
 	}
 	rmErr := d.RemoveMember(ctx, ps.Proxy)
 	ps.Proxy = ""

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/rttlab/rttlab/apps"
+	"github.com/rttlab/rttlab/internal/conc"
 	"github.com/rttlab/rttlab/internal/proxyserve"
 	"github.com/rttlab/rttlab/orchestrator/agentclient"
 	"github.com/rttlab/rttlab/orchestrator/engine"
@@ -321,7 +322,7 @@ func (ws *Session) workerPIDs(ctx context.Context, base string, n int, timeout t
 		}
 		if pid, err := getHeader(ctx, tr, base+"/work?queries=0", HeaderPID); err == nil && pid != "" {
 			seen[pid] = true
-		} else if err := stack.SleepCtx(ctx, 100*time.Millisecond); err != nil {
+		} else if err := conc.Sleep(ctx, 100*time.Millisecond); err != nil {
 			return nil, err
 		}
 	}

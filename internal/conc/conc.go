@@ -5,8 +5,10 @@
 package conc
 
 import (
+	"context"
 	"errors"
 	"sync"
+	"time"
 )
 
 // All runs every fn at once, waits for all of them and returns their
@@ -29,4 +31,16 @@ func Each(n int, fn func(i int) error) error {
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// Sleep waits for d, or returns ctx's error as soon as ctx ends.
+func Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }

@@ -9,6 +9,8 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/image"
+
+	"github.com/rttlab/rttlab/internal/conc"
 )
 
 // stepImages follows a classic build's output for the image its last
@@ -57,22 +59,9 @@ func (r *Runtime) removeFailedStep(ctx context.Context, id string) {
 		}
 		// A container of the stopped step uses it for a moment, until the
 		// engine removes that; anything else is not for waiting.
-		if !cerrdefs.IsConflict(err) || !sleepCtx(ctx, 250*time.Millisecond) {
+		if !cerrdefs.IsConflict(err) || conc.Sleep(ctx, 250*time.Millisecond) != nil {
 			slog.Warn("the failed build's last step image stays", "image", ShortID(img.ID), "err", FirstLine(err.Error()))
 			return
 		}
-	}
-}
-
-// sleepCtx sleeps for d, or until ctx is done; it says whether it slept
-// the whole of d.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
 	}
 }

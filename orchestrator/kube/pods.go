@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/rttlab/rttlab/internal/conc"
 	"github.com/rttlab/rttlab/orchestrator/runtime"
 )
 
@@ -201,7 +202,7 @@ func (l *Lab) waitRunning(ctx context.Context, namespace, name, c string) (*core
 			}
 			last = st.Reason
 		}
-		if err := sleepCtx(ctx, l.poll()); err != nil {
+		if err := conc.Sleep(ctx, l.poll()); err != nil {
 			return nil, fmt.Errorf("not running after %s (%s)", limit, last)
 		}
 	}
@@ -251,17 +252,6 @@ func (l *Lab) poll() time.Duration {
 		return l.Poll
 	}
 	return 250 * time.Millisecond
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // State reads member id's container status; ErrNotFound once its pod is
@@ -349,7 +339,7 @@ func (l *Lab) deletePod(ctx context.Context, m memberID, grace time.Duration) er
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
-		if err := sleepCtx(ctx, l.poll()); err != nil {
+		if err := conc.Sleep(ctx, l.poll()); err != nil {
 			return fmt.Errorf("delete %s: the pod is still there after %s", m, grace+shortCall)
 		}
 	}

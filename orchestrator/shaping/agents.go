@@ -160,7 +160,7 @@ func (sh *Shaping) waitAgent(ctx context.Context, d runtime.Watcher, role string
 		if time.Now().After(deadline) {
 			return fmt.Errorf("agent %s did not answer: %w", a.Name, err)
 		}
-		if err := stack.SleepCtx(ctx, 200*time.Millisecond); err != nil {
+		if err := conc.Sleep(ctx, 200*time.Millisecond); err != nil {
 			return fmt.Errorf("agent %s: %w", a.Name, err)
 		}
 	}

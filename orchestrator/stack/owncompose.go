@@ -17,6 +17,7 @@ import (
 
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/internal/capped"
+	"github.com/rttlab/rttlab/internal/conc"
 	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/runtime"
 )
@@ -302,7 +303,7 @@ func waitDependencies(ctx context.Context, d runtime.Watcher, svc types.ServiceC
 			if time.Now().After(deadline) {
 				return fmt.Errorf("service %s waited %s for %s to be %s", svc.Name, timeout, name, strings.TrimPrefix(dep.Condition, "service_"))
 			}
-			if err := SleepCtx(ctx, 300*time.Millisecond); err != nil {
+			if err := conc.Sleep(ctx, 300*time.Millisecond); err != nil {
 				return err
 			}
 		}

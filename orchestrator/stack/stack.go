@@ -19,6 +19,7 @@ import (
 
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/compose"
+	"github.com/rttlab/rttlab/internal/conc"
 	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/runtime"
 )
@@ -564,7 +565,7 @@ func WaitDB(ctx context.Context, d runtime.Watcher, m *Member, timeout time.Dura
 		if time.Now().After(deadline) {
 			return fmt.Errorf("database %s not ready after %s", m.Name, timeout)
 		}
-		if err := SleepCtx(ctx, 300*time.Millisecond); err != nil {
+		if err := conc.Sleep(ctx, 300*time.Millisecond); err != nil {
 			return err
 		}
 	}
@@ -621,7 +622,7 @@ func pollHTTP(ctx context.Context, d runtime.Watcher, m *Member, url string, tim
 		if time.Now().After(deadline) {
 			return late(last)
 		}
-		if err := SleepCtx(ctx, 300*time.Millisecond); err != nil {
+		if err := conc.Sleep(ctx, 300*time.Millisecond); err != nil {
 			return err
 		}
 	}
@@ -635,18 +636,6 @@ func lastErrText(err error) string {
 		s = s[i+2:]
 	}
 	return s
-}
-
-// SleepCtx waits for d, or returns ctx's error as soon as ctx ends.
-func SleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // ErrContainerExited reports a stack member that stopped.
