@@ -93,7 +93,9 @@ build() {
   t0=$(now)
   case "$missing" in
   *kube*)
-    if [ ! -f "$work/kube/.ready" ]; then
+    # A go.sum is left by an earlier build of this version (-mod=mod
+    # completes it for a binary it lacks).
+    if [ ! -f "$work/kube/.ready" ] && [ ! -f "$work/kube/go.sum" ]; then
       rm -rf "$work/kube" && mkdir -p "$work/kube"
       # The staging modules of k8s.io/kubernetes are replaced in its own
       # go.mod by folders of its repository; a module that requires it
@@ -505,6 +507,8 @@ up() {
   done
   [ -e /run/containerd ] && touch "$run/host/run-containerd"
   [ -e /var/log/containers ] && touch "$run/host/var-log-containers"
+  [ -e /var/lib/cni ] && touch "$run/host/var-lib-cni"
+  [ -e /var/lib/kubelet ] && touch "$run/host/var-lib-kubelet"
   for c in /sys/fs/cgroup/*/kubepods; do [ -e "$c" ] && echo "$c" >>"$run/host/cgroups"; done
   echo "$node" >"$run/node"
 
@@ -518,6 +522,17 @@ up() {
   # containerd, the CRI plugin on, cgroupfs (no systemd), rttlab's pause
   # image as every pod's sandbox, network namespaces under its state.
   mkdir -p "$state/cni" "$state/opt" "$state/pod-logs"
+  # Without CAP_SYS_RESOURCE in the bounding set (some VM sandboxes drop
+  # it) no process may lower its oom_score_adj, so runc fails to start a
+  # pod's sandbox at containerd's -998 ("nsexec: failed to update
+  # /proc/self/oom_score_adj: Permission denied"); containerd then keeps
+  # every container's score at or above its own.
+  local restrict_oom=false capbnd
+  capbnd=$(awk '$1 == "CapBnd:" {print $2}' /proc/self/status)
+  if [ -n "$capbnd" ] && [ $(((0x$capbnd >> 24) & 1)) = 0 ]; then
+    restrict_oom=true
+    log "CAP_SYS_RESOURCE is not in this host's bounding set: containers keep an oom_score_adj of at least containerd's"
+  fi
   cat >"$run/containerd.toml" <<EOF
 version = 2
 root = "$state/containerd"
@@ -537,6 +552,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
   sandbox_image = "$pause_image"
   netns_mounts_under_state_dir = true
   enable_selinux = false
+  restrict_oom_score_adj = $restrict_oom
   [plugins."io.containerd.grpc.v1.cri".containerd]
     snapshotter = "overlayfs"
     default_runtime_name = "runc"
@@ -686,9 +702,9 @@ EOF
   echo "kube up, time per phase:"
   local i
   for i in "${!phase_labels[@]}"; do
-    printf '  %-40s %6s s\n' "${phase_labels[$i]}" "${phase_secs[$i]}"
+    printf '  %-44s %6s s\n' "${phase_labels[$i]}" "${phase_secs[$i]}"
   done
-  printf '  %-40s %6s s\n' total "$(secs "$t_start" "$(now)")"
+  printf '  %-44s %6s s\n' total "$(secs "$t_start" "$(now)")"
   echo "node $node ($node_ip), pods $pod_cidr on $bridge, services $service_cidr"
   echo "images: $pause_image, $shell_image; import more with: ctr --address $sock -n k8s.io images import FILE.tar"
   echo "kubectl: $bin/kubectl"
@@ -759,6 +775,7 @@ down() {
   [ "$(id -u)" = 0 ] || die "down stops what up started as root: run it as root (sudo .ci/kube.sh down)"
   local t0 c pid
   t0=$(now)
+  phase_t=$t0
   node=$(cat "$run/node" 2>/dev/null || true)
   # The pods first, through the kubelet, so that their containers stop
   # and the CNI plugins take back their addresses and rules; the
@@ -769,8 +786,10 @@ down() {
     done
     kubectl_ delete pods --all --all-namespaces --wait=true --timeout=60s >/dev/null 2>&1 ||
       log "not every pod was deleted within 60 s; stopping their containers directly"
+    phase "pods deleted through the kubelet"
   fi
   pid=$(alive kubelet) && stop_pid "$pid"
+  phase "kubelet stopped"
   # Containers the kubelet did not stop.
   if alive containerd >/dev/null; then
     local ids id
@@ -788,6 +807,7 @@ down() {
   shims=$(pgrep -f -- "-address $sock" || true)
   for pid in $shims; do kill -KILL "$pid" 2>/dev/null || true; done
   [ -z "$shims" ] || sleep 0.5
+  phase "containers, control plane, etcd, containerd"
   # Mounts: the pods' volumes, containers' root file systems, sandboxes'
   # shared memory and network namespaces.
   local m
@@ -812,13 +832,37 @@ down() {
     find /var/log/containers -maxdepth 1 -type l -lname "$state/*" -delete 2>/dev/null || true
     [ -f "$run/host/var-log-containers" ] || [ ! -d "$run/host" ] || rmdir /var/log/containers 2>/dev/null || true
   fi
+  # containerd keeps the CNI plugins' results in /var/lib/cni/results,
+  # whatever the config.
+  if [ -d /var/lib/cni/results ]; then
+    local f id
+    for f in /var/lib/cni/results/"$network"-*; do
+      [ -e "$f" ] || continue
+      id=${f#/var/lib/cni/results/"$network"-}
+      rm -f "$f" /var/lib/cni/results/cni-loopback-"${id%-*}"-lo
+    done
+    if [ -d "$run/host" ] && [ ! -f "$run/host/var-lib-cni" ]; then
+      rmdir /var/lib/cni/results /var/lib/cni 2>/dev/null || true
+    fi
+  fi
   # The shims' sockets are under /run/containerd whatever the config; a
   # folder that up found missing goes unless another containerd uses it.
   if [ -d "$run/host" ] && [ ! -f "$run/host/run-containerd" ] && [ -d /run/containerd ] && [ ! -S /run/containerd/containerd.sock ]; then
     rm -rf /run/containerd
   fi
+  # The kubelet's device plugin socket is in /var/lib/kubelet whatever
+  # its root folder.
+  rm -f /var/lib/kubelet/device-plugins/kubelet.sock
+  if [ -d "$run/host" ] && [ ! -f "$run/host/var-lib-kubelet" ] && [ -d /var/lib/kubelet ]; then
+    if [ -z "$(mounts_under /var/lib/kubelet)" ]; then
+      rm -rf /var/lib/kubelet
+    else
+      log "/var/lib/kubelet has mounts (another kubelet's?); left as it is"
+    fi
+  fi
   rm -rf "$state" "$run"
 
+  phase "mounts, bridge, iptables, sysctls, files"
   # What is left.
   local left=""
   local procs
@@ -828,7 +872,13 @@ down() {
   ip link show "$bridge" >/dev/null 2>&1 && left="$left $bridge"
   [ -e "$state" ] && left="$left $state"
   [ -z "$left" ] || die "down left:$left"
-  log "down in $(secs "$t0" "$(now)") s; nothing of the cluster is left"
+  echo "kube down, time per phase:"
+  local i
+  for i in "${!phase_labels[@]}"; do
+    printf '  %-44s %6s s\n' "${phase_labels[$i]}" "${phase_secs[$i]}"
+  done
+  printf '  %-44s %6s s\n' total "$(secs "$t0" "$(now)")"
+  log "nothing of the cluster is left"
 }
 
 # ---------------------------------------------------------------- status
