@@ -60,6 +60,8 @@ sysctls="net.ipv4.ip_forward vm.overcommit_memory vm.panic_on_oom kernel.panic k
 
 log() { printf '[kube] %s\n' "$*" >&2; }
 die() { printf 'rttlab kube: %s\n' "$*" >&2; exit 1; }
+# bad is die for a setting the user gave: exit status 2, as for usage.
+bad() { printf 'rttlab kube: %s\n' "$*" >&2; exit 2; }
 usage() {
   echo "usage: .ci/kube.sh build|up|down|status" >&2
   exit 2
@@ -398,15 +400,21 @@ wait_for() {
   die "timed out after $limit s waiting for: $*; .ci/kube.sh down cleans up"
 }
 
+# stop_pid PID... asks each PID to stop (SIGTERM), waits up to 15 s for
+# all of them, and kills those still running.
 stop_pid() {
-  local pid=$1 i
-  kill -TERM "$pid" 2>/dev/null || return 0
-  for i in $(seq 1 60); do
-    kill -0 "$pid" 2>/dev/null || return 0
-    sleep 0.25
+  local pid i left
+  [ $# -gt 0 ] || return 0
+  kill -TERM "$@" 2>/dev/null || true
+  for i in $(seq 1 150); do
+    left=""
+    for pid in "$@"; do kill -0 "$pid" 2>/dev/null && left="$left $pid"; done
+    [ -n "$left" ] || return 0
+    sleep 0.1
   done
-  log "pid $pid did not stop in 15 s; killing it"
-  kill -KILL "$pid" 2>/dev/null || true
+  log "pids$left did not stop in 15 s; killing them"
+  # shellcheck disable=SC2086
+  kill -KILL $left 2>/dev/null || true
   sleep 0.2
 }
 
@@ -439,9 +447,9 @@ up() {
     [ -x "$bin/$b" ] || die "$bin/$b is missing: run .ci/kube.sh build first (or make cluster)"
   done
   node=${RTTLAB_KUBE_NODE:-$(hostname | tr 'A-Z_.' 'a-z--')}
-  [[ $node =~ ^[a-z0-9]([-a-z0-9]*[a-z0-9])?$ ]] || die "node name '$node' is not a DNS label: set RTTLAB_KUBE_NODE=<lower-case name>"
-  valid_cidr "$pod_cidr" || die "RTTLAB_KUBE_POD_CIDR=$pod_cidr is not an IPv4 subnet: set it like 10.231.0.0/24"
-  valid_cidr "$service_cidr" || die "RTTLAB_KUBE_SERVICE_CIDR=$service_cidr is not an IPv4 subnet: set it like 10.232.0.0/16"
+  [[ $node =~ ^[a-z0-9]([-a-z0-9]*[a-z0-9])?$ ]] || bad "node name '$node' is not a DNS label: set RTTLAB_KUBE_NODE=<lower-case name>"
+  valid_cidr "$pod_cidr" || bad "RTTLAB_KUBE_POD_CIDR=$pod_cidr is not an IPv4 subnet: set it like 10.231.0.0/24"
+  valid_cidr "$service_cidr" || bad "RTTLAB_KUBE_SERVICE_CIDR=$service_cidr is not an IPv4 subnet: set it like 10.232.0.0/16"
 
   if [ -d "$run/pid" ]; then
     local c down_ones=""
@@ -482,14 +490,14 @@ up() {
   for p in $ports; do
     if ss -Hltn "sport = :$p" | grep -q .; then busy="$busy $p"; fi
   done
-  [ -z "$busy" ] || die "ports$busy are taken (ss -ltnp shows by what); the cluster needs $ports free"
+  [ -z "$busy" ] || die "port(s)$busy taken (ss -ltnp says by what): the cluster needs $ports free"
   local route
   while read -r route; do
     [ -n "$route" ] && [ "$route" != default ] || continue
-    overlaps "$pod_cidr" "$route" && die "the pod subnet $pod_cidr overlaps the route to $route: set RTTLAB_KUBE_POD_CIDR to a free subnet"
-    overlaps "$service_cidr" "$route" && die "the service subnet $service_cidr overlaps the route to $route: set RTTLAB_KUBE_SERVICE_CIDR to a free subnet"
+    overlaps "$pod_cidr" "$route" && bad "the pod subnet $pod_cidr overlaps the route to $route: set RTTLAB_KUBE_POD_CIDR to a free subnet"
+    overlaps "$service_cidr" "$route" && bad "the service subnet $service_cidr overlaps the route to $route: set RTTLAB_KUBE_SERVICE_CIDR to a free subnet"
   done < <(ip -4 route show table all | awk '$1 ~ /^[0-9]/ {print $1} $1 ~ /^(unicast|blackhole|prohibit|unreachable|throw)$/ {print $2}')
-  overlaps "$pod_cidr" "$service_cidr" && die "the pod subnet $pod_cidr and the service subnet $service_cidr overlap: set RTTLAB_KUBE_SERVICE_CIDR to another subnet"
+  overlaps "$pod_cidr" "$service_cidr" && bad "the pod subnet $pod_cidr and the service subnet $service_cidr overlap: set RTTLAB_KUBE_SERVICE_CIDR to another subnet"
   ip link show "$bridge" >/dev/null 2>&1 && die "a link named $bridge already exists (from an earlier cluster?): run .ci/kube.sh down, or ip link del $bridge"
   node_ip=$(ip -4 route get 1.1.1.1 2>/dev/null | sed -n 's/.* src \([0-9.]*\).*/\1/p')
   [ -n "$node_ip" ] || node_ip=127.0.0.1
@@ -695,8 +703,9 @@ EOF
   wait_for kubelet 90 pod_running
   local pod_ip
   pod_ip=$(kubectl_ -n default get pod rttlab-up-check -o 'jsonpath={.status.podIP}')
+  phase "test pod Running (IP $pod_ip)"
   kubectl_ -n default delete pod rttlab-up-check --wait=true --timeout=60s >/dev/null
-  phase "test pod Running (IP $pod_ip) and deleted"
+  phase "test pod deleted"
 
   echo
   echo "kube up, time per phase:"
@@ -774,6 +783,10 @@ leftover_pids() {
 down() {
   [ "$(id -u)" = 0 ] || die "down stops what up started as root: run it as root (sudo .ci/kube.sh down)"
   local t0 c pid
+  if [ ! -d "$run" ] && [ ! -d "$state" ] && ! ip link show "$bridge" >/dev/null 2>&1 && [ -z "$(leftover_pids)" ]; then
+    log "no cluster is up: nothing to stop"
+    return 0
+  fi
   t0=$(now)
   phase_t=$t0
   node=$(cat "$run/node" 2>/dev/null || true)
@@ -784,7 +797,7 @@ down() {
     for c in kube-controller-manager kube-scheduler; do
       pid=$(alive "$c") && stop_pid "$pid"
     done
-    kubectl_ delete pods --all --all-namespaces --wait=true --timeout=60s >/dev/null 2>&1 ||
+    kubectl_ delete pods --all --all-namespaces --grace-period=1 --wait=true --timeout=60s >/dev/null 2>&1 ||
       log "not every pod was deleted within 60 s; stopping their containers directly"
     phase "pods deleted through the kubelet"
   fi
@@ -798,8 +811,16 @@ down() {
     [ -z "$ids" ] || sleep 1
     for id in $ids; do ctr --address "$sock" -n k8s.io tasks delete -f "$id" >/dev/null 2>&1 || true; done
   fi
-  for c in kube-scheduler kube-controller-manager kube-apiserver etcd containerd; do
-    pid=$(alive "$c") && stop_pid "$pid"
+  # The control plane at once, then etcd (the API server takes its
+  # address out of the kubernetes service in etcd as it stops) and
+  # containerd.
+  local group pids
+  for group in "kube-scheduler kube-controller-manager kube-apiserver" "etcd containerd"; do
+    pids=()
+    for c in $group; do
+      if pid=$(alive "$c"); then pids+=("$pid"); fi
+    done
+    stop_pid "${pids[@]}"
   done
   # containerd's shims outlive it; those of this containerd carry its
   # socket in their command line, and their containers die with them.
