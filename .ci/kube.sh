@@ -375,7 +375,8 @@ alive() {
 start() {
   local name=$1
   shift
-  setsid "$@" >"$state/log/$name.log" 2>&1 </dev/null &
+  # Not with the lock's descriptor: the lock goes when up ends.
+  setsid "$@" >"$state/log/$name.log" 2>&1 </dev/null 8>&- &
   echo $! >"$run/pid/$name"
 }
 
@@ -766,10 +767,33 @@ mounts_under() {
   done | awk '{print length($0) " " $0}' | sort -rn | cut -d' ' -f2-
 }
 
+# kubepods_ours says whether the kubelet's cgroups are this cluster's:
+# up did not find them, or (its record gone) no kubelet runs.
+kubepods_ours() {
+  local c=/sys/fs/cgroup/pids/kubepods
+  [ -d /sys/fs/cgroup/pids ] || c=/sys/fs/cgroup/unified/kubepods
+  [ -d "$c" ] || return 1
+  if [ -f "$run/host/chains4.filter" ]; then
+    ! grep -qxF "$c" "$run/host/cgroups" 2>/dev/null
+  else
+    ! pgrep -x kubelet >/dev/null
+  fi
+}
+
+# pod_pids lists the processes in the kubelet's cgroups: the containers,
+# which outlive a killed containerd and its shims.
+pod_pids() {
+  kubepods_ours || return 0
+  local c=/sys/fs/cgroup/pids/kubepods
+  [ -d /sys/fs/cgroup/pids ] || c=/sys/fs/cgroup/unified/kubepods
+  find "$c" -name cgroup.procs -exec cat {} + 2>/dev/null | sort -un | tr '\n' ' '
+}
+
 # leftover_pids lists the processes that run the cluster's binaries or
-# name its socket (containerd's shims).
+# name its socket (containerd's shims), and its containers.
 leftover_pids() {
   local p exe
+  pod_pids
   for p in /proc/[0-9]*; do
     exe=$(readlink "$p/exe" 2>/dev/null) || continue
     case $exe in
@@ -828,6 +852,14 @@ down() {
   shims=$(pgrep -f -- "-address $sock" || true)
   for pid in $shims; do kill -KILL "$pid" 2>/dev/null || true; done
   [ -z "$shims" ] || sleep 0.5
+  local pods
+  pods=$(pod_pids)
+  if [ -n "$pods" ]; then
+    log "killing containers that outlived their shims: pids $pods"
+    # shellcheck disable=SC2086
+    kill -KILL $pods 2>/dev/null || true
+    sleep 0.5
+  fi
   phase "containers, control plane, etcd, containerd"
   # Mounts: the pods' volumes, containers' root file systems, sandboxes'
   # shared memory and network namespaces.
@@ -844,11 +876,12 @@ down() {
     while read -r kv; do sysctl -q -w "$kv" >/dev/null 2>&1 || log "could not put back $kv"; done <"$run/host/sysctl"
   fi
   # The kubelet's cgroups (cgroupfs driver), deepest first.
-  for c in /sys/fs/cgroup/*/kubepods; do
-    [ -d "$c" ] || continue
-    grep -qxF "$c" "$run/host/cgroups" 2>/dev/null && continue
-    find "$c" -depth -type d -exec rmdir {} \; 2>/dev/null || log "could not remove the cgroup $c"
-  done
+  if kubepods_ours; then
+    for c in /sys/fs/cgroup/*/kubepods; do
+      [ -d "$c" ] || continue
+      find "$c" -depth -type d -exec rmdir {} \; 2>/dev/null || log "could not remove the cgroup $c"
+    done
+  fi
   if [ -d /var/log/containers ]; then
     find /var/log/containers -maxdepth 1 -type l -lname "$state/*" -delete 2>/dev/null || true
     [ -f "$run/host/var-log-containers" ] || [ ! -d "$run/host" ] || rmdir /var/log/containers 2>/dev/null || true
@@ -866,8 +899,15 @@ down() {
       rmdir /var/lib/cni/results /var/lib/cni 2>/dev/null || true
     fi
   fi
-  # The shims' sockets are under /run/containerd whatever the config; a
-  # folder that up found missing goes unless another containerd uses it.
+  # The shims' sockets are under /run/containerd whatever the config,
+  # named by the SHA-256 of containerd's socket, the namespace and the
+  # task (a killed shim leaves its own); a folder that up found missing
+  # goes unless another containerd uses it.
+  local task
+  for task in "$run"/containerd/io.containerd.runtime.v2.task/k8s.io/*; do
+    [ -d "$task" ] || continue
+    rm -f "/run/containerd/s/$(printf '%s' "$sock/k8s.io/${task##*/}" | sha256sum | cut -d' ' -f1)"
+  done
   if [ -d "$run/host" ] && [ ! -f "$run/host/run-containerd" ] && [ -d /run/containerd ] && [ ! -S /run/containerd/containerd.sock ]; then
     rm -rf /run/containerd
   fi
@@ -892,6 +932,7 @@ down() {
   [ -z "$(mounts_under "$state" "$run")" ] || left="$left mounts"
   ip link show "$bridge" >/dev/null 2>&1 && left="$left $bridge"
   [ -e "$state" ] && left="$left $state"
+  kubepods_ours && left="$left cgroups(kubepods)"
   [ -z "$left" ] || die "down left:$left"
   echo "kube down, time per phase:"
   local i
@@ -918,11 +959,22 @@ status() {
   return 0
 }
 
+# lock waits for another up or down on this host to finish first: each
+# changes what the other reads.
+lock() {
+  mkdir -p "$cache"
+  exec 8>"$cache/.cluster.lock"
+  if ! flock -n 8; then
+    log "another .ci/kube.sh up or down is running; waiting for it"
+    flock -w 300 8 || die "another .ci/kube.sh up or down held $cache/.cluster.lock for 5 min: wait for it or stop it"
+  fi
+}
+
 [ $# -eq 1 ] || usage
 case $1 in
 build) build ;;
-up) up ;;
-down) down ;;
+up) lock && up ;;
+down) lock && down ;;
 status) status ;;
 -h | --help | help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' ;;
 *)
