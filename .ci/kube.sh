@@ -387,7 +387,9 @@ wait_for() {
   shift 2
   for i in $(seq 1 $((limit * 4))); do
     "$@" >/dev/null 2>&1 && return 0
-    if [ -n "$name" ] && ! alive "$name" >/dev/null; then
+    # The pid just started: kill -0 (its command line is the script's
+    # until the fork has run setsid).
+    if [ -n "$name" ] && ! kill -0 "$(cat "$run/pid/$name")" 2>/dev/null; then
       log "$name exited; the end of $state/log/$name.log:"
       tail -n 25 "$state/log/$name.log" >&2 || true
       die "$name did not start (the line above says why); .ci/kube.sh down cleans up"
