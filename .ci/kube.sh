@@ -25,6 +25,13 @@
 # host looked like before up). A Docker engine, its containerd and its
 # iptables rules are left alone.
 #
+# The images: rttlab.local/pause:1 (every pod's sandbox) and
+# rttlab.local/shell:1 (Debian's static busybox, entrypoint /bin/sh);
+# pods name them with imagePullPolicy: Never, and more are imported with
+# ctr --address /run/rttlab-kube/containerd.sock -n k8s.io images import.
+# kube-proxy is built but not started: pods reach each other by their
+# addresses, not through Services.
+#
 # KUBE_VERSION, ETCD_VERSION: what build builds (1.35.4, 3.6.8).
 # RTTLAB_KUBE_CACHE: the build cache (~/.cache/rttlab/kube).
 # RTTLAB_KUBE_POD_CIDR: the pods' subnet (10.231.0.0/24), on the bridge
