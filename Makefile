@@ -2,6 +2,10 @@
 #
 #   make run    set up the host, build images, run the smoke study, report
 #   make test   set up the host, run all tests (unit and integration)
+#   make cluster       build Kubernetes from the module proxy (once) and start
+#                      a one-node cluster on this host (.ci/kube.sh); the last
+#                      line is KUBECONFIG=<path>
+#   make cluster-down  stop that cluster and remove all it made
 
 # When make started: make run times its phases from here (.ci/phases.sh).
 T0 := $(shell date +%s.%N)
@@ -25,7 +29,7 @@ ENGINE   := .ci/engine.sh
 # rttlab's binary: make build, and make run beside its set-up.
 BUILD    := $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/rttlab
 
-.PHONY: build run test unit vet cross clean
+.PHONY: build run test unit vet cross clean cluster cluster-down
 
 build:
 	$(BUILD)
@@ -69,6 +73,17 @@ run:
 	  "base image" "$(BIN) images base" \
 	  "images" "$(BIN) images build" \
 	  "smoke study" "$(BIN) run --plan smoke"
+
+# A one-node Kubernetes cluster beside any Docker engine: its binaries
+# built once per version into ~/.cache/rttlab/kube, its containerd,
+# etcd, control plane and kubelet started as root; cluster-down leaves
+# the host as cluster found it.
+cluster:
+	GO=$(GO) bash .ci/kube.sh build
+	GO=$(GO) bash .ci/kube.sh up
+
+cluster-down:
+	bash .ci/kube.sh down
 
 clean:
 	rm -rf bin

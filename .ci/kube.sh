@@ -1,0 +1,993 @@
+#!/usr/bin/env bash
+# A one-node Kubernetes cluster on this host, for rttlab's second runtime:
+# its binaries built from the Go module proxy (no registry, no kind, no
+# k3s), a containerd of its own beside any Docker engine, Debian's CNI
+# plugins, and images imported from tars rttlab makes itself.
+#
+#   .ci/kube.sh build    build kube-apiserver, kube-controller-manager,
+#                        kube-scheduler, kubelet, kube-proxy, kubectl and
+#                        etcd into ~/.cache/rttlab/kube/<versions>/bin,
+#                        once per version
+#   .ci/kube.sh up       install what is missing from Debian, make the
+#                        certificates, images and configs, start
+#                        containerd, etcd, the control plane and a kubelet,
+#                        wait for the node to be Ready and a test pod to
+#                        run, print the time of each phase and, last,
+#                        KUBECONFIG=<path>
+#   .ci/kube.sh down     stop all that up started and remove its mounts,
+#                        bridge, iptables chains, cgroups, sysctl changes
+#                        and files
+#   .ci/kube.sh status   what runs, and the KUBECONFIG line when it is up
+#
+# Everything up makes lives in /var/lib/rttlab-kube (certificates,
+# kubeconfigs, etcd's data, containerd's root, the kubelet's root, logs)
+# and /run/rttlab-kube (containerd's socket and state, pid files, what the
+# host looked like before up). A Docker engine, its containerd and its
+# iptables rules are left alone.
+#
+# The images: rttlab.local/pause:1 (every pod's sandbox) and
+# rttlab.local/shell:1 (Debian's static busybox, entrypoint /bin/sh);
+# pods name them with imagePullPolicy: Never, and more are imported with
+# ctr --address /run/rttlab-kube/containerd.sock -n k8s.io images import.
+# kube-proxy is built but not started: pods reach each other by their
+# addresses, not through Services.
+#
+# KUBE_VERSION, ETCD_VERSION: what build builds (1.35.4, 3.6.8).
+# RTTLAB_KUBE_CACHE: the build cache (~/.cache/rttlab/kube).
+# RTTLAB_KUBE_POD_CIDR: the pods' subnet (10.231.0.0/24), on the bridge
+# rttlab-kube0; RTTLAB_KUBE_SERVICE_CIDR: the services' (10.232.0.0/16).
+# RTTLAB_KUBE_NODE: the node's name (the host name, lower case).
+set -euo pipefail
+
+KUBE_VERSION=${KUBE_VERSION:-1.35.4}
+ETCD_VERSION=${ETCD_VERSION:-3.6.8}
+GO=${GO:-go}
+cache=${RTTLAB_KUBE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rttlab/kube}
+out=$cache/v$KUBE_VERSION-etcd$ETCD_VERSION
+bin=$out/bin
+state=/var/lib/rttlab-kube
+run=/run/rttlab-kube
+sock=$run/containerd.sock
+pod_cidr=${RTTLAB_KUBE_POD_CIDR:-10.231.0.0/24}
+service_cidr=${RTTLAB_KUBE_SERVICE_CIDR:-10.232.0.0/16}
+bridge=rttlab-kube0
+network=rttlab-kube
+pause_image=rttlab.local/pause:1
+shell_image=rttlab.local/shell:1
+# The ports the cluster listens on: etcd's client and peer ports on
+# loopback, the API server's, the controller manager's, the scheduler's,
+# the kubelet's and its health port.
+ports="2379 2380 6443 10257 10259 10250 10248"
+bins="kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl etcd"
+# The processes up starts, in order; down stops them in the reverse order.
+components="containerd etcd kube-apiserver kube-controller-manager kube-scheduler kubelet"
+# The kernel settings the kubelet and the CNI bridge plugin change, put
+# back by down.
+sysctls="net.ipv4.ip_forward vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops kernel.keys.root_maxkeys kernel.keys.root_maxbytes"
+
+log() { printf '[kube] %s\n' "$*" >&2; }
+die() { printf 'rttlab kube: %s\n' "$*" >&2; exit 1; }
+# bad is die for a setting the user gave: exit status 2, as for usage.
+bad() { printf 'rttlab kube: %s\n' "$*" >&2; exit 2; }
+usage() {
+  echo "usage: .ci/kube.sh build|up|down|status" >&2
+  exit 2
+}
+now() { date +%s.%N; }
+secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
+
+# ---------------------------------------------------------------- build
+
+build() {
+  local missing="" b
+  for b in $bins; do [ -x "$bin/$b" ] || missing="$missing $b"; done
+  if [ -z "$missing" ]; then
+    log "binaries of v$KUBE_VERSION and etcd $ETCD_VERSION cached in $bin"
+    return 0
+  fi
+  command -v "$GO" >/dev/null 2>&1 || die "no Go toolchain ($GO) to build$missing: put go on PATH or set GO=/path/to/go"
+  mkdir -p "$cache" "$bin"
+  # One build at a time: a second waits for the first and then finds
+  # its binaries.
+  exec 9>"$cache/.build.lock"
+  if ! flock -n 9; then
+    log "another build holds $cache/.build.lock; waiting for it"
+    flock 9
+    missing=""
+    for b in $bins; do [ -x "$bin/$b" ] || missing="$missing $b"; done
+    [ -n "$missing" ] || { log "built by the other build into $bin"; return 0; }
+  fi
+  local work=$out/src t0 s
+  export CGO_ENABLED=0 GOFLAGS=-mod=mod GOTOOLCHAIN=local
+  t0=$(now)
+  case "$missing" in
+  *kube*)
+    # A go.sum is left by an earlier build of this version (-mod=mod
+    # completes it for a binary it lacks).
+    if [ ! -f "$work/kube/.ready" ] && [ ! -f "$work/kube/go.sum" ]; then
+      rm -rf "$work/kube" && mkdir -p "$work/kube"
+      # The staging modules of k8s.io/kubernetes are replaced in its own
+      # go.mod by folders of its repository; a module that requires it
+      # takes each from the proxy at the matching v0 version instead.
+      local mod
+      mod=$("$GO" mod download -json "k8s.io/kubernetes@v$KUBE_VERSION" | sed -n 's/.*"GoMod": "\(.*\)",/\1/p')
+      [ -f "$mod" ] || die "could not download k8s.io/kubernetes@v$KUBE_VERSION from the module proxy (GOPROXY=$("$GO" env GOPROXY)); check the network or KUBE_VERSION"
+      {
+        echo "module rttlab.local/kubebuild"
+        echo "go $("$GO" env GOVERSION | sed 's/^go//; s/^\([0-9]*\.[0-9]*\).*/\1/').0"
+        echo "require k8s.io/kubernetes v$KUBE_VERSION"
+        sed -n 's#^\s*\(k8s.io/[a-z0-9-]*\) => ./staging/src/k8s.io/.*#replace \1 => \1 v0.'"${KUBE_VERSION#1.}"'#p' "$mod"
+      } >"$work/kube/go.mod"
+      cat >"$work/kube/tools.go" <<'GO'
+//go:build tools
+
+package kubebuild
+
+import (
+	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
+	_ "k8s.io/kubernetes/cmd/kube-proxy"
+	_ "k8s.io/kubernetes/cmd/kube-scheduler"
+	_ "k8s.io/kubernetes/cmd/kubectl"
+	_ "k8s.io/kubernetes/cmd/kubelet"
+)
+GO
+      (cd "$work/kube" && { "$GO" mod tidy -e >/dev/null 2>&1 || true; } && "$GO" mod download) ||
+        die "downloading the modules of Kubernetes v$KUBE_VERSION failed (see above)"
+      touch "$work/kube/.ready"
+      log "modules in $(secs "$t0" "$(now)") s"
+    fi
+    local ld="-s -w -X k8s.io/component-base/version.gitVersion=v$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=${KUBE_VERSION#1.}"
+    ld="$ld -X k8s.io/component-base/version.gitTreeState=clean -X k8s.io/client-go/pkg/version.gitVersion=v$KUBE_VERSION"
+    for b in kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl; do
+      [ -x "$bin/$b" ] && continue
+      s=$(now)
+      (cd "$work/kube" && "$GO" build -trimpath -ldflags "$ld" -o "$bin/$b.tmp" "k8s.io/kubernetes/cmd/$b") ||
+        die "building $b failed (see above)"
+      mv "$bin/$b.tmp" "$bin/$b"
+      log "$b in $(secs "$s" "$(now)") s"
+    done
+    ;;
+  esac
+  if [ ! -x "$bin/etcd" ]; then
+    rm -rf "$work/etcd" && mkdir -p "$work/etcd"
+    cat >"$work/etcd/go.mod" <<GOMOD
+module rttlab.local/etcdbuild
+go 1.24.0
+require go.etcd.io/etcd/server/v3 v$ETCD_VERSION
+GOMOD
+    cat >"$work/etcd/main.go" <<'GO'
+// Command etcd is etcd's server, built from its module.
+package main
+
+import (
+	"os"
+
+	"go.etcd.io/etcd/server/v3/etcdmain"
+)
+
+func main() { etcdmain.Main(os.Args) }
+GO
+    s=$(now)
+    (cd "$work/etcd" && "$GO" mod tidy >/dev/null && "$GO" build -trimpath -ldflags "-s -w" -o "$bin/etcd.tmp" .) ||
+      die "building etcd $ETCD_VERSION failed (see above)"
+    mv "$bin/etcd.tmp" "$bin/etcd"
+    log "etcd in $(secs "$s" "$(now)") s"
+  fi
+  log "built$missing in $(secs "$t0" "$(now)") s into $bin"
+}
+
+# ---------------------------------------------------------------- images
+
+# image_tar REF OUT ROOT ARCH ENTRYPOINT_JSON writes ROOT as a one-layer
+# image named REF in the docker-archive format (what docker save writes
+# and ctr images import reads) to OUT.
+image_tar() {
+  local ref=$1 outf=$2 root=$3 arch=$4 entry=$5 tmp diff config cfg
+  tmp=$(mktemp -d "${TMPDIR:-/tmp}/rttlab-kube-image.XXXXXX")
+  tar --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 -C "$root" -cf "$tmp/layer.tar" .
+  diff=$(sha256sum "$tmp/layer.tar" | cut -d' ' -f1)
+  mkdir "$tmp/$diff" && mv "$tmp/layer.tar" "$tmp/$diff/layer.tar"
+  config='{"architecture":"'$arch'","os":"linux","config":{"Env":["PATH=/bin"],"Entrypoint":'$entry'},"rootfs":{"type":"layers","diff_ids":["sha256:'$diff'"]}}'
+  cfg=$(printf '%s' "$config" | sha256sum | cut -d' ' -f1)
+  printf '%s' "$config" >"$tmp/$cfg.json"
+  printf '[{"Config":"%s.json","RepoTags":["%s"],"Layers":["%s/layer.tar"]}]' "$cfg" "$ref" "$diff" >"$tmp/manifest.json"
+  tar --owner=0 --group=0 --numeric-owner --mtime=@0 -C "$tmp" -cf "$outf.tmp" manifest.json "$cfg.json" "$diff"
+  mv "$outf.tmp" "$outf"
+  rm -rf "$tmp"
+}
+
+# images makes the pause image (a static Go program that holds a pod's
+# namespaces, reaps the children it inherits and exits on SIGTERM or
+# SIGINT) and the shell image (Debian's static busybox, unpacked from its
+# package, not installed) into the cache, once.
+images() {
+  local dir=$cache/images arch tmp
+  arch=$(dpkg --print-architecture 2>/dev/null || "$GO" env GOARCH)
+  mkdir -p "$dir"
+  if [ ! -f "$dir/pause.tar" ]; then
+    command -v "$GO" >/dev/null 2>&1 || die "no Go toolchain ($GO) to build the pause image: put go on PATH or set GO=/path/to/go"
+    tmp=$(mktemp -d "${TMPDIR:-/tmp}/rttlab-kube-pause.XXXXXX")
+    mkdir -p "$tmp/src" "$tmp/root"
+    printf 'module rttlab.local/pause\n\ngo 1.24.0\n' >"$tmp/src/go.mod"
+    cat >"$tmp/src/main.go" <<'GO'
+// Command pause is the sandbox process of rttlab's Kubernetes pods: it
+// holds the pod's namespaces, reaps the children it inherits as the pod's
+// first process, and exits on SIGTERM or SIGINT.
+package main
+
+import (
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	sigs := make(chan os.Signal, 16)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGCHLD)
+	for s := range sigs {
+		if s != syscall.SIGCHLD {
+			os.Exit(0)
+		}
+		for {
+			var ws syscall.WaitStatus
+			pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
+			if pid <= 0 || err != nil {
+				break
+			}
+		}
+	}
+}
+GO
+    (cd "$tmp/src" && CGO_ENABLED=0 GOTOOLCHAIN=local GOFLAGS=-mod=mod "$GO" build -trimpath -ldflags "-s -w" -o "$tmp/root/pause" .) ||
+      die "building the pause image's program failed (see above)"
+    image_tar "$pause_image" "$dir/pause.tar" "$tmp/root" "$arch" '["/pause"]'
+    rm -rf "$tmp"
+  fi
+  if [ ! -f "$dir/shell.tar" ]; then
+    tmp=$(mktemp -d "${TMPDIR:-/tmp}/rttlab-kube-shell.XXXXXX")
+    if ! (cd "$tmp" && apt-get download -o APT::Sandbox::User=root busybox-static >/dev/null 2>&1); then
+      apt-get update -qq >/dev/null 2>&1 || true
+      (cd "$tmp" && apt-get download -o APT::Sandbox::User=root busybox-static >/dev/null) ||
+        die "could not download busybox-static from Debian's archive for the shell image; check apt's sources"
+    fi
+    mkdir -p "$tmp/x" "$tmp/root/bin" "$tmp/root/tmp" "$tmp/root/proc" "$tmp/root/sys" "$tmp/root/dev" "$tmp/root/etc"
+    dpkg-deb -x "$tmp"/busybox-static_*.deb "$tmp/x"
+    cp "$tmp/x/bin/busybox" "$tmp/root/bin/busybox"
+    local a
+    for a in $("$tmp/root/bin/busybox" --list); do
+      [ "$a" = busybox ] || ln -s busybox "$tmp/root/bin/$a"
+    done
+    chmod 1777 "$tmp/root/tmp"
+    image_tar "$shell_image" "$dir/shell.tar" "$tmp/root" "$arch" '["/bin/sh"]'
+    rm -rf "$tmp"
+  fi
+}
+
+# ---------------------------------------------------------------- certificates
+
+# cert NAME CN O SANS USAGE signs NAME.crt (ECDSA P-256, 10 years) with
+# the cluster's CA: SANS is a subjectAltName list or empty, USAGE the
+# extended key usages.
+cert() {
+  local name=$1 cn=$2 o=$3 sans=$4 usage=$5 subj="/CN=$2" pki=$state/pki
+  [ -n "$o" ] && subj="/O=$o/CN=$cn"
+  openssl req -new -nodes -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 \
+    -keyout "$pki/$name.key" -out "$pki/$name.csr" -subj "$subj" 2>/dev/null
+  {
+    echo "basicConstraints=critical,CA:FALSE"
+    echo "keyUsage=critical,digitalSignature,keyEncipherment"
+    echo "extendedKeyUsage=$usage"
+    [ -z "$sans" ] || echo "subjectAltName=$sans"
+  } >"$pki/$name.ext"
+  openssl x509 -req -in "$pki/$name.csr" -CA "$pki/ca.crt" -CAkey "$pki/ca.key" -set_serial "0x$(openssl rand -hex 16)" \
+    -days 3650 -extfile "$pki/$name.ext" -out "$pki/$name.crt" 2>/dev/null
+  rm -f "$pki/$name.csr" "$pki/$name.ext"
+}
+
+# kubeconfig NAME USER writes NAME.kubeconfig for the certificate NAME,
+# with the certificates inside it so that it can be copied anywhere.
+kubeconfig() {
+  local name=$1 user=$2 pki=$state/pki
+  cat >"$state/$name.kubeconfig" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: rttlab-kube
+  cluster:
+    server: https://127.0.0.1:6443
+    certificate-authority-data: $(base64 -w0 "$pki/ca.crt")
+users:
+- name: $user
+  user:
+    client-certificate-data: $(base64 -w0 "$pki/$name.crt")
+    client-key-data: $(base64 -w0 "$pki/$name.key")
+contexts:
+- name: rttlab-kube
+  context:
+    cluster: rttlab-kube
+    user: $user
+current-context: rttlab-kube
+EOF
+  chmod 600 "$state/$name.kubeconfig"
+}
+
+certs() {
+  local pki=$state/pki
+  mkdir -p "$pki" && chmod 700 "$pki"
+  openssl req -x509 -new -nodes -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -keyout "$pki/ca.key" \
+    -out "$pki/ca.crt" -days 3650 -subj "/CN=rttlab-kube-ca" \
+    -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign,digitalSignature" 2>/dev/null
+  local svc_ip
+  svc_ip=$(first_ip "$service_cidr")
+  cert apiserver kube-apiserver "" \
+    "IP:127.0.0.1,IP:$node_ip,IP:$svc_ip,DNS:localhost,DNS:$node,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local" serverAuth
+  # The API server reaches the kubelet (exec, logs, port-forward) as a
+  # member of system:masters.
+  cert apiserver-kubelet-client kube-apiserver-kubelet-client system:masters "" clientAuth
+  cert admin rttlab-admin system:masters "" clientAuth
+  cert controller-manager system:kube-controller-manager "" "" clientAuth
+  cert scheduler system:kube-scheduler "" "" clientAuth
+  cert kubelet-client "system:node:$node" system:nodes "" clientAuth
+  cert kubelet "$node" "" "IP:$node_ip,IP:127.0.0.1,DNS:$node,DNS:localhost" serverAuth
+  openssl ecparam -name prime256v1 -genkey -noout -out "$pki/sa.key" 2>/dev/null
+  openssl ec -in "$pki/sa.key" -pubout -out "$pki/sa.pub" 2>/dev/null
+  kubeconfig admin rttlab-admin
+  kubeconfig controller-manager system:kube-controller-manager
+  kubeconfig scheduler system:kube-scheduler
+  kubeconfig kubelet-client "system:node:$node"
+}
+
+# ---------------------------------------------------------------- addresses
+
+ip2int() {
+  local IFS=.
+  # shellcheck disable=SC2086
+  set -- $1
+  echo $((($1 << 24) + ($2 << 16) + ($3 << 8) + $4))
+}
+int2ip() { echo "$((($1 >> 24) & 255)).$((($1 >> 16) & 255)).$((($1 >> 8) & 255)).$(($1 & 255))"; }
+first_ip() { int2ip $(($(ip2int "${1%/*}") + 1)); }
+valid_cidr() { [[ $1 =~ ^([0-9]{1,3}\.){3}[0-9]{1,3}/([0-9]|[12][0-9]|3[0-2])$ ]]; }
+# overlaps A B says whether the subnets A and B share an address.
+overlaps() {
+  local a=${1%/*} al=${1#*/} b=${2%/*} bl=${2#*/} l m
+  [ "$al" = "$1" ] && al=32
+  [ "$bl" = "$2" ] && bl=32
+  l=$((al < bl ? al : bl))
+  m=$(((0xffffffff << (32 - l)) & 0xffffffff))
+  [ $(($(ip2int "$a") & m)) -eq $(($(ip2int "$b") & m)) ]
+}
+
+# ---------------------------------------------------------------- processes
+
+pidof_component() {
+  local f=$run/pid/$1 pid
+  [ -f "$f" ] || return 1
+  pid=$(cat "$f")
+  # A pid that outlived its process may have been given to another one.
+  [ -r "/proc/$pid/cmdline" ] && tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q -- "$2" || return 1
+  echo "$pid"
+}
+alive() {
+  case $1 in
+  containerd) pidof_component containerd "$run/containerd.toml" ;;
+  *) pidof_component "$1" "$bin/$1" ;;
+  esac
+}
+
+# start NAME COMMAND... starts COMMAND in a session of its own (Ctrl-C
+# in the terminal that ran up does not reach it), its output in
+# $state/log/NAME.log, and records its pid.
+start() {
+  local name=$1
+  shift
+  # Not with the lock's descriptor: the lock goes when up ends.
+  setsid "$@" >"$state/log/$name.log" 2>&1 </dev/null 8>&- &
+  echo $! >"$run/pid/$name"
+}
+
+# wait_for NAME SECONDS COMMAND... waits until COMMAND succeeds, and
+# fails with the end of NAME's log if NAME exits or time runs out.
+wait_for() {
+  local name=$1 limit=$2 i
+  shift 2
+  for i in $(seq 1 $((limit * 4))); do
+    "$@" >/dev/null 2>&1 && return 0
+    # The pid just started: kill -0 (its command line is the script's
+    # until the fork has run setsid).
+    if [ -n "$name" ] && ! kill -0 "$(cat "$run/pid/$name")" 2>/dev/null; then
+      log "$name exited; the end of $state/log/$name.log:"
+      tail -n 25 "$state/log/$name.log" >&2 || true
+      die "$name did not start (the line above says why); .ci/kube.sh down cleans up"
+    fi
+    sleep 0.25
+  done
+  if [ -n "$name" ]; then
+    log "the end of $state/log/$name.log:"
+    tail -n 25 "$state/log/$name.log" >&2 || true
+  fi
+  die "timed out after $limit s waiting for: $*; .ci/kube.sh down cleans up"
+}
+
+# stop_pid PID... asks each PID to stop (SIGTERM), waits up to 15 s for
+# all of them, and kills those still running.
+stop_pid() {
+  local pid i left
+  [ $# -gt 0 ] || return 0
+  kill -TERM "$@" 2>/dev/null || true
+  for i in $(seq 1 150); do
+    left=""
+    for pid in "$@"; do kill -0 "$pid" 2>/dev/null && left="$left $pid"; done
+    [ -n "$left" ] || return 0
+    sleep 0.1
+  done
+  log "pids$left did not stop in 15 s; killing them"
+  # shellcheck disable=SC2086
+  kill -KILL $left 2>/dev/null || true
+  sleep 0.2
+}
+
+kubectl_() { "$bin/kubectl" --kubeconfig "$state/admin.kubeconfig" "$@"; }
+api() { curl -fsS --max-time 5 --cacert "$state/pki/ca.crt" --cert "$state/pki/admin.crt" --key "$state/pki/admin.key" "https://127.0.0.1:6443$1"; }
+
+# ---------------------------------------------------------------- up
+
+node_ready() {
+  kubectl_ get node "$node" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null | grep -qx True
+}
+pod_running() {
+  kubectl_ -n default get pod rttlab-up-check -o 'jsonpath={.status.phase}' 2>/dev/null | grep -qx Running
+}
+
+phase_labels=() phase_secs=()
+phase_t=""
+phase() {
+  local t
+  t=$(now)
+  phase_labels+=("$1")
+  phase_secs+=("$(secs "$phase_t" "$t")")
+  phase_t=$t
+}
+
+up() {
+  [ "$(id -u)" = 0 ] || die "up starts containerd and a kubelet: run it as root (sudo .ci/kube.sh up)"
+  local b
+  for b in $bins; do
+    [ -x "$bin/$b" ] || die "$bin/$b is missing: run .ci/kube.sh build first (or make cluster)"
+  done
+  node=${RTTLAB_KUBE_NODE:-$(hostname | tr 'A-Z_.' 'a-z--')}
+  [[ $node =~ ^[a-z0-9]([-a-z0-9]*[a-z0-9])?$ ]] || bad "node name '$node' is not a DNS label: set RTTLAB_KUBE_NODE=<lower-case name>"
+  valid_cidr "$pod_cidr" || bad "RTTLAB_KUBE_POD_CIDR=$pod_cidr is not an IPv4 subnet: set it like 10.231.0.0/24"
+  valid_cidr "$service_cidr" || bad "RTTLAB_KUBE_SERVICE_CIDR=$service_cidr is not an IPv4 subnet: set it like 10.232.0.0/16"
+
+  if [ -d "$run/pid" ]; then
+    local c down_ones=""
+    for c in $components; do alive "$c" >/dev/null || down_ones="$down_ones $c"; done
+    if [ -z "$down_ones" ] && node_ready; then
+      log "already up: node $node is Ready"
+      echo "KUBECONFIG=$state/admin.kubeconfig"
+      return 0
+    fi
+    die "a cluster is partly up (not running:${down_ones:- none, but node $node is not Ready}): run .ci/kube.sh down first"
+  fi
+  if [ -e "$state" ]; then
+    die "$state is left from an earlier cluster: run .ci/kube.sh down first"
+  fi
+
+  phase_t=$(now)
+  local t_start=$phase_t
+  # Debian's packages, where missing.
+  local need=()
+  command -v containerd >/dev/null 2>&1 || need+=(containerd)
+  command -v runc >/dev/null 2>&1 || need+=(runc)
+  [ -x /usr/lib/cni/bridge ] || need+=(containernetworking-plugins)
+  command -v iptables >/dev/null 2>&1 || need+=(iptables)
+  command -v openssl >/dev/null 2>&1 || need+=(openssl)
+  command -v curl >/dev/null 2>&1 || need+=(curl)
+  command -v ip >/dev/null 2>&1 || need+=(iproute2)
+  command -v ss >/dev/null 2>&1 || need+=(iproute2)
+  if [ ${#need[@]} -gt 0 ]; then
+    log "installing ${need[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+  fi
+  phase "Debian packages"
+
+  # Refusals before anything is changed.
+  local p busy=""
+  for p in $ports; do
+    if ss -Hltn "sport = :$p" | grep -q .; then busy="$busy $p"; fi
+  done
+  [ -z "$busy" ] || die "port(s)$busy taken (ss -ltnp says by what): the cluster needs $ports free"
+  local route
+  while read -r route; do
+    [ -n "$route" ] && [ "$route" != default ] || continue
+    overlaps "$pod_cidr" "$route" && bad "the pod subnet $pod_cidr overlaps the route to $route: set RTTLAB_KUBE_POD_CIDR to a free subnet"
+    overlaps "$service_cidr" "$route" && bad "the service subnet $service_cidr overlaps the route to $route: set RTTLAB_KUBE_SERVICE_CIDR to a free subnet"
+  done < <(ip -4 route show table all | awk '$1 ~ /^[0-9]/ {print $1} $1 ~ /^(unicast|blackhole|prohibit|unreachable|throw)$/ {print $2}')
+  overlaps "$pod_cidr" "$service_cidr" && bad "the pod subnet $pod_cidr and the service subnet $service_cidr overlap: set RTTLAB_KUBE_SERVICE_CIDR to another subnet"
+  ip link show "$bridge" >/dev/null 2>&1 && die "a link named $bridge already exists (from an earlier cluster?): run .ci/kube.sh down, or ip link del $bridge"
+  node_ip=$(ip -4 route get 1.1.1.1 2>/dev/null | sed -n 's/.* src \([0-9.]*\).*/\1/p')
+  [ -n "$node_ip" ] || node_ip=127.0.0.1
+
+  # What the host looked like, for down to return to.
+  mkdir -p "$run/pid" "$run/host" "$state/log"
+  local t
+  for t in filter nat mangle raw; do
+    iptables-save -t "$t" 2>/dev/null | sed -n 's/^:\([^ ]*\) .*/\1/p' >"$run/host/chains4.$t" || true
+    ip6tables-save -t "$t" 2>/dev/null | sed -n 's/^:\([^ ]*\) .*/\1/p' >"$run/host/chains6.$t" || true
+  done
+  local s
+  for s in $sysctls; do
+    v=$(sysctl -n "$s" 2>/dev/null) && echo "$s=$v" >>"$run/host/sysctl"
+  done
+  [ -e /run/containerd ] && touch "$run/host/run-containerd"
+  [ -e /var/log/containers ] && touch "$run/host/var-log-containers"
+  [ -e /var/lib/cni ] && touch "$run/host/var-lib-cni"
+  [ -e /var/lib/kubelet ] && touch "$run/host/var-lib-kubelet"
+  for c in /sys/fs/cgroup/*/kubepods; do [ -e "$c" ] && echo "$c" >>"$run/host/cgroups"; done
+  echo "$node" >"$run/node"
+
+  images
+  phase "images (cached after the first up)"
+
+  certs
+  phase "certificates and kubeconfigs"
+
+  # containerd's config: its own root, state and sockets beside any other
+  # containerd, the CRI plugin on, cgroupfs (no systemd), rttlab's pause
+  # image as every pod's sandbox, network namespaces under its state.
+  mkdir -p "$state/cni" "$state/opt" "$state/pod-logs"
+  # Without CAP_SYS_RESOURCE in the bounding set (some VM sandboxes drop
+  # it) no process may lower its oom_score_adj, so runc fails to start a
+  # pod's sandbox at containerd's -998 ("nsexec: failed to update
+  # /proc/self/oom_score_adj: Permission denied"); containerd then keeps
+  # every container's score at or above its own.
+  local restrict_oom=false capbnd
+  capbnd=$(awk '$1 == "CapBnd:" {print $2}' /proc/self/status)
+  if [ -n "$capbnd" ] && [ $(((0x$capbnd >> 24) & 1)) = 0 ]; then
+    restrict_oom=true
+    log "CAP_SYS_RESOURCE is not in this host's bounding set: containers keep an oom_score_adj of at least containerd's"
+  fi
+  cat >"$run/containerd.toml" <<EOF
+version = 2
+root = "$state/containerd"
+state = "$run/containerd"
+disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.internal.v1.tracing"]
+
+[grpc]
+  address = "$sock"
+
+[ttrpc]
+  address = "$run/containerd-ttrpc.sock"
+
+[plugins."io.containerd.internal.v1.opt"]
+  path = "$state/opt"
+
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "$pause_image"
+  netns_mounts_under_state_dir = true
+  enable_selinux = false
+  restrict_oom_score_adj = $restrict_oom
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+        Root = "$run/runc"
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = "$state/cni"
+    max_conf_num = 1
+EOF
+  # The pods' network: Debian's bridge plugin on rttlab-kube0 with the
+  # pod subnet, portmap for hostPort, and firewall so that pods are
+  # forwarded where Docker set the FORWARD policy to DROP.
+  cat >"$state/cni/10-rttlab-kube.conflist" <<EOF
+{
+  "cniVersion": "1.0.0",
+  "name": "$network",
+  "plugins": [
+    {
+      "type": "bridge",
+      "bridge": "$bridge",
+      "isGateway": true,
+      "ipMasq": true,
+      "hairpinMode": true,
+      "ipam": {
+        "type": "host-local",
+        "ranges": [[{"subnet": "$pod_cidr"}]],
+        "routes": [{"dst": "0.0.0.0/0"}],
+        "dataDir": "$state/ipam"
+      }
+    },
+    {"type": "portmap", "capabilities": {"portMappings": true}},
+    {"type": "firewall"}
+  ]
+}
+EOF
+  cat >"$state/kubelet.yaml" <<EOF
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+# This host has cgroup v1 and no systemd.
+failCgroupV1: false
+cgroupDriver: cgroupfs
+containerRuntimeEndpoint: unix://$sock
+authentication:
+  anonymous:
+    enabled: false
+  webhook:
+    enabled: true
+  x509:
+    clientCAFile: $state/pki/ca.crt
+authorization:
+  mode: Webhook
+tlsCertFile: $state/pki/kubelet.crt
+tlsPrivateKeyFile: $state/pki/kubelet.key
+readOnlyPort: 0
+healthzBindAddress: 127.0.0.1
+clusterDomain: cluster.local
+podLogsDir: $state/pod-logs
+failSwapOn: false
+protectKernelDefaults: false
+rotateCertificates: false
+serverTLSBootstrap: false
+# A lab node: no eviction because a disk is fuller than usual, and no
+# image garbage collection (the images cannot be pulled again).
+evictionHard:
+  memory.available: "100Mi"
+  nodefs.available: "1%"
+  imagefs.available: "1%"
+  nodefs.inodesFree: "1%"
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+EOF
+  phase "configs"
+
+  start containerd containerd --config "$run/containerd.toml"
+  wait_for containerd 30 ctr --address "$sock" version
+  phase "containerd"
+
+  ctr --address "$sock" -n k8s.io images import "$cache/images/pause.tar" >/dev/null
+  ctr --address "$sock" -n k8s.io images import "$cache/images/shell.tar" >/dev/null
+  phase "image import"
+
+  start etcd "$bin/etcd" --name "$node" --data-dir "$state/etcd" \
+    --listen-client-urls http://127.0.0.1:2379 --advertise-client-urls http://127.0.0.1:2379 \
+    --listen-peer-urls http://127.0.0.1:2380 --initial-advertise-peer-urls http://127.0.0.1:2380 \
+    --initial-cluster "$node=http://127.0.0.1:2380" --unsafe-no-fsync
+  wait_for etcd 30 curl -fsS --max-time 2 http://127.0.0.1:2379/health
+  phase "etcd"
+
+  local pki=$state/pki
+  start kube-apiserver "$bin/kube-apiserver" --etcd-servers http://127.0.0.1:2379 \
+    --bind-address 0.0.0.0 --secure-port 6443 --advertise-address "$node_ip" \
+    --client-ca-file "$pki/ca.crt" --tls-cert-file "$pki/apiserver.crt" --tls-private-key-file "$pki/apiserver.key" \
+    --kubelet-client-certificate "$pki/apiserver-kubelet-client.crt" --kubelet-client-key "$pki/apiserver-kubelet-client.key" \
+    --kubelet-certificate-authority "$pki/ca.crt" --kubelet-preferred-address-types InternalIP,Hostname \
+    --service-account-key-file "$pki/sa.pub" --service-account-signing-key-file "$pki/sa.key" \
+    --service-account-issuer https://kubernetes.default.svc.cluster.local \
+    --service-cluster-ip-range "$service_cidr" --authorization-mode Node,RBAC \
+    --enable-admission-plugins NodeRestriction --allow-privileged=true --profiling=false
+  wait_for kube-apiserver 90 api /readyz
+  phase "kube-apiserver"
+
+  start kube-controller-manager "$bin/kube-controller-manager" --kubeconfig "$state/controller-manager.kubeconfig" \
+    --authentication-kubeconfig "$state/controller-manager.kubeconfig" --authorization-kubeconfig "$state/controller-manager.kubeconfig" \
+    --bind-address 127.0.0.1 --leader-elect=false --use-service-account-credentials \
+    --service-account-private-key-file "$pki/sa.key" --root-ca-file "$pki/ca.crt" \
+    --cluster-signing-cert-file "$pki/ca.crt" --cluster-signing-key-file "$pki/ca.key" \
+    --service-cluster-ip-range "$service_cidr" --profiling=false
+  start kube-scheduler "$bin/kube-scheduler" --kubeconfig "$state/scheduler.kubeconfig" \
+    --authentication-kubeconfig "$state/scheduler.kubeconfig" --authorization-kubeconfig "$state/scheduler.kubeconfig" \
+    --bind-address 127.0.0.1 --leader-elect=false --profiling=false
+  wait_for kube-controller-manager 60 curl -fsSk --max-time 2 https://127.0.0.1:10257/healthz
+  wait_for kube-scheduler 60 curl -fsSk --max-time 2 https://127.0.0.1:10259/healthz
+  phase "controller manager and scheduler"
+
+  start kubelet "$bin/kubelet" --config "$state/kubelet.yaml" --kubeconfig "$state/kubelet-client.kubeconfig" \
+    --root-dir "$state/kubelet" --hostname-override "$node" --node-ip "$node_ip" --v 1
+  wait_for kubelet 120 node_ready
+  phase "kubelet, node Ready"
+
+  # A pod of the pause image, never pulled, on the pod network.
+  wait_for "" 60 kubectl_ -n default get serviceaccount default
+  kubectl_ apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Pod
+metadata:
+  name: rttlab-up-check
+  namespace: default
+spec:
+  automountServiceAccountToken: false
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: pause
+    image: $pause_image
+    imagePullPolicy: Never
+EOF
+  wait_for kubelet 90 pod_running
+  local pod_ip
+  pod_ip=$(kubectl_ -n default get pod rttlab-up-check -o 'jsonpath={.status.podIP}')
+  phase "test pod Running (IP $pod_ip)"
+  kubectl_ -n default delete pod rttlab-up-check --wait=true --timeout=60s >/dev/null
+  phase "test pod deleted"
+
+  echo
+  echo "kube up, time per phase:"
+  local i
+  for i in "${!phase_labels[@]}"; do
+    printf '  %-44s %6s s\n' "${phase_labels[$i]}" "${phase_secs[$i]}"
+  done
+  printf '  %-44s %6s s\n' total "$(secs "$t_start" "$(now)")"
+  echo "node $node ($node_ip), pods $pod_cidr on $bridge, services $service_cidr"
+  echo "images: $pause_image, $shell_image; import more with: ctr --address $sock -n k8s.io images import FILE.tar"
+  echo "kubectl: $bin/kubectl"
+  echo "KUBECONFIG=$state/admin.kubeconfig"
+}
+
+# ---------------------------------------------------------------- down
+
+# sweep_iptables CMD FAMILY deletes the KUBE-* and CNI-* chains that were
+# not there before up (and every rule that jumps to them), and the rules
+# that name the cluster's network in a comment.
+sweep_iptables() {
+  local cmd=$1 fam=$2 t chain rule
+  command -v "$cmd" >/dev/null 2>&1 || return 0
+  for t in filter nat mangle raw; do
+    local dump before new=()
+    dump=$("$cmd-save" -t "$t" 2>/dev/null) || continue
+    # Without the record of the host before up, only the rules that
+    # name the network go: other chains of these names may be another
+    # cluster's.
+    before=$run/host/chains$fam.$t
+    if [ -f "$before" ]; then
+      while read -r chain; do
+        grep -qxF "$chain" "$before" || new+=("$chain")
+      done < <(printf '%s\n' "$dump" | sed -n 's/^:\(KUBE-[^ ]*\|CNI-[^ ]*\) .*/\1/p')
+    fi
+    # Rules that jump to a new chain or carry the network's name.
+    while read -r rule; do
+      [ -n "$rule" ] || continue
+      eval "$cmd -t $t -D ${rule#-A }" 2>/dev/null || true
+    done < <(printf '%s\n' "$dump" | grep '^-A ' | while read -r r; do
+      hit=0
+      case $r in *"\"$network\""*|*"$bridge"*) hit=1 ;; esac
+      for c in "${new[@]}"; do
+        case " $r " in *" -j $c "*|*" -g $c "*) hit=1 ;; esac
+      done
+      [ $hit = 1 ] && echo "$r"
+    done)
+    for chain in "${new[@]}"; do "$cmd" -t "$t" -F "$chain" 2>/dev/null || true; done
+    for chain in "${new[@]}"; do "$cmd" -t "$t" -X "$chain" 2>/dev/null || true; done
+  done
+}
+
+# mounts_under DIR... lists the mount points under each DIR, deepest
+# first.
+mounts_under() {
+  local d
+  for d in "$@"; do
+    awk -v d="$d" '$5 == d || index($5, d "/") == 1 {print $5}' /proc/self/mountinfo
+  done | awk '{print length($0) " " $0}' | sort -rn | cut -d' ' -f2-
+}
+
+# kubepods_ours says whether the kubelet's cgroups are this cluster's:
+# up did not find them, or (its record gone) no kubelet runs.
+kubepods_ours() {
+  local c=/sys/fs/cgroup/pids/kubepods
+  [ -d /sys/fs/cgroup/pids ] || c=/sys/fs/cgroup/unified/kubepods
+  [ -d "$c" ] || return 1
+  if [ -f "$run/host/chains4.filter" ]; then
+    ! grep -qxF "$c" "$run/host/cgroups" 2>/dev/null
+  else
+    ! pgrep -x kubelet >/dev/null
+  fi
+}
+
+# pod_pids lists the processes in the kubelet's cgroups: the containers,
+# which outlive a killed containerd and its shims.
+pod_pids() {
+  kubepods_ours || return 0
+  local c=/sys/fs/cgroup/pids/kubepods
+  [ -d /sys/fs/cgroup/pids ] || c=/sys/fs/cgroup/unified/kubepods
+  find "$c" -name cgroup.procs -exec cat {} + 2>/dev/null | sort -un | tr '\n' ' '
+}
+
+# leftover_pids lists the processes that run the cluster's binaries or
+# name its socket (containerd's shims), and its containers.
+leftover_pids() {
+  local p exe
+  pod_pids
+  for p in /proc/[0-9]*; do
+    exe=$(readlink "$p/exe" 2>/dev/null) || continue
+    case $exe in
+    "$bin"/*) echo -n "${p#/proc/} " ;;
+    *containerd*) tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -qF -- "$sock" && echo -n "${p#/proc/} " ;;
+    esac
+  done
+  return 0
+}
+
+down() {
+  [ "$(id -u)" = 0 ] || die "down stops what up started as root: run it as root (sudo .ci/kube.sh down)"
+  local t0 c pid
+  if [ ! -d "$run" ] && [ ! -d "$state" ] && ! ip link show "$bridge" >/dev/null 2>&1 && [ -z "$(leftover_pids)" ]; then
+    log "no cluster is up: nothing to stop"
+    return 0
+  fi
+  t0=$(now)
+  phase_t=$t0
+  node=$(cat "$run/node" 2>/dev/null || true)
+  # The pods first, through the kubelet, so that their containers stop
+  # and the CNI plugins take back their addresses and rules; the
+  # controllers stop before, so that nothing makes new pods.
+  if alive kube-apiserver >/dev/null && alive kubelet >/dev/null && [ -f "$state/admin.kubeconfig" ]; then
+    for c in kube-controller-manager kube-scheduler; do
+      pid=$(alive "$c") && stop_pid "$pid"
+    done
+    kubectl_ delete pods --all --all-namespaces --grace-period=1 --wait=true --timeout=60s >/dev/null 2>&1 ||
+      log "not every pod was deleted within 60 s; stopping their containers directly"
+    phase "pods deleted through the kubelet"
+  fi
+  pid=$(alive kubelet) && stop_pid "$pid"
+  phase "kubelet stopped"
+  # Containers the kubelet did not stop.
+  if alive containerd >/dev/null; then
+    local ids id
+    ids=$(ctr --address "$sock" -n k8s.io tasks ls -q 2>/dev/null || true)
+    for id in $ids; do ctr --address "$sock" -n k8s.io tasks kill -s SIGKILL "$id" >/dev/null 2>&1 || true; done
+    [ -z "$ids" ] || sleep 1
+    for id in $ids; do ctr --address "$sock" -n k8s.io tasks delete -f "$id" >/dev/null 2>&1 || true; done
+  fi
+  # The control plane at once, then etcd (the API server takes its
+  # address out of the kubernetes service in etcd as it stops) and
+  # containerd.
+  local group pids
+  for group in "kube-scheduler kube-controller-manager kube-apiserver" "etcd containerd"; do
+    pids=()
+    for c in $group; do
+      if pid=$(alive "$c"); then pids+=("$pid"); fi
+    done
+    stop_pid "${pids[@]}"
+  done
+  # containerd's shims outlive it; those of this containerd carry its
+  # socket in their command line, and their containers die with them.
+  local shims
+  shims=$(pgrep -f -- "-address $sock" || true)
+  for pid in $shims; do kill -KILL "$pid" 2>/dev/null || true; done
+  [ -z "$shims" ] || sleep 0.5
+  local pods
+  pods=$(pod_pids)
+  if [ -n "$pods" ]; then
+    log "killing containers that outlived their shims: pids $pods"
+    # shellcheck disable=SC2086
+    kill -KILL $pods 2>/dev/null || true
+    sleep 0.5
+  fi
+  phase "containers, control plane, etcd, containerd"
+  # Mounts: the pods' volumes, containers' root file systems, sandboxes'
+  # shared memory and network namespaces.
+  local m
+  while read -r m; do
+    [ -n "$m" ] || continue
+    umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || log "could not unmount $m"
+  done < <(mounts_under "$state" "$run")
+  ip link del "$bridge" 2>/dev/null || true
+  sweep_iptables iptables 4
+  sweep_iptables ip6tables 6
+  if [ -f "$run/host/sysctl" ]; then
+    local kv
+    while read -r kv; do sysctl -q -w "$kv" >/dev/null 2>&1 || log "could not put back $kv"; done <"$run/host/sysctl"
+  fi
+  # The kubelet's cgroups (cgroupfs driver), deepest first.
+  if kubepods_ours; then
+    for c in /sys/fs/cgroup/*/kubepods; do
+      [ -d "$c" ] || continue
+      find "$c" -depth -type d -exec rmdir {} \; 2>/dev/null || log "could not remove the cgroup $c"
+    done
+  fi
+  if [ -d /var/log/containers ]; then
+    find /var/log/containers -maxdepth 1 -type l -lname "$state/*" -delete 2>/dev/null || true
+    [ -f "$run/host/var-log-containers" ] || [ ! -d "$run/host" ] || rmdir /var/log/containers 2>/dev/null || true
+  fi
+  # containerd keeps the CNI plugins' results in /var/lib/cni/results,
+  # whatever the config.
+  if [ -d /var/lib/cni/results ]; then
+    local f id
+    for f in /var/lib/cni/results/"$network"-*; do
+      [ -e "$f" ] || continue
+      id=${f#/var/lib/cni/results/"$network"-}
+      rm -f "$f" /var/lib/cni/results/cni-loopback-"${id%-*}"-lo
+    done
+    if [ -d "$run/host" ] && [ ! -f "$run/host/var-lib-cni" ]; then
+      rmdir /var/lib/cni/results /var/lib/cni 2>/dev/null || true
+    fi
+  fi
+  # The shims' sockets are under /run/containerd whatever the config,
+  # named by the SHA-256 of containerd's socket, the namespace and the
+  # task (a killed shim leaves its own); a folder that up found missing
+  # goes unless another containerd uses it.
+  local task
+  for task in "$run"/containerd/io.containerd.runtime.v2.task/k8s.io/*; do
+    [ -d "$task" ] || continue
+    rm -f "/run/containerd/s/$(printf '%s' "$sock/k8s.io/${task##*/}" | sha256sum | cut -d' ' -f1)"
+  done
+  if [ -d "$run/host" ] && [ ! -f "$run/host/run-containerd" ] && [ -d /run/containerd ] && [ ! -S /run/containerd/containerd.sock ]; then
+    rm -rf /run/containerd
+  fi
+  # The kubelet's device plugin socket is in /var/lib/kubelet whatever
+  # its root folder.
+  rm -f /var/lib/kubelet/device-plugins/kubelet.sock
+  if [ -d "$run/host" ] && [ ! -f "$run/host/var-lib-kubelet" ] && [ -d /var/lib/kubelet ]; then
+    if [ -z "$(mounts_under /var/lib/kubelet)" ]; then
+      rm -rf /var/lib/kubelet
+    else
+      log "/var/lib/kubelet has mounts (another kubelet's?); left as it is"
+    fi
+  fi
+  rm -rf "$state" "$run"
+
+  phase "mounts, bridge, iptables, sysctls, files"
+  # What is left.
+  local left=""
+  local procs
+  procs=$(leftover_pids)
+  [ -z "$procs" ] || left="$left processes($procs)"
+  [ -z "$(mounts_under "$state" "$run")" ] || left="$left mounts"
+  ip link show "$bridge" >/dev/null 2>&1 && left="$left $bridge"
+  [ -e "$state" ] && left="$left $state"
+  kubepods_ours && left="$left cgroups(kubepods)"
+  [ -z "$left" ] || die "down left:$left"
+  echo "kube down, time per phase:"
+  local i
+  for i in "${!phase_labels[@]}"; do
+    printf '  %-44s %6s s\n' "${phase_labels[$i]}" "${phase_secs[$i]}"
+  done
+  printf '  %-44s %6s s\n' total "$(secs "$t0" "$(now)")"
+  log "nothing of the cluster is left"
+}
+
+# ---------------------------------------------------------------- status
+
+status() {
+  local c pid any=0
+  for c in $components; do
+    if pid=$(alive "$c"); then
+      printf '%-24s running (pid %s)\n' "$c" "$pid"
+      any=1
+    else
+      printf '%-24s not running\n' "$c"
+    fi
+  done
+  [ $any = 1 ] && echo "KUBECONFIG=$state/admin.kubeconfig"
+  return 0
+}
+
+# lock waits for another up or down on this host to finish first: each
+# changes what the other reads.
+lock() {
+  mkdir -p "$cache"
+  exec 8>"$cache/.cluster.lock"
+  if ! flock -n 8; then
+    log "another .ci/kube.sh up or down is running; waiting for it"
+    flock -w 300 8 || die "another .ci/kube.sh up or down held $cache/.cluster.lock for 5 min: wait for it or stop it"
+  fi
+}
+
+[ $# -eq 1 ] || usage
+case $1 in
+build) build ;;
+up) lock && up ;;
+down) lock && down ;;
+status) status ;;
+-h | --help | help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' ;;
+*)
+  echo "rttlab kube: unknown command '$1': use build, up, down or status" >&2
+  exit 2
+  ;;
+esac
