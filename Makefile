@@ -56,11 +56,15 @@ unit:
 # kernel packages), verbose so that the log shows the VMs' kernels and
 # what netem read back. The integration stage includes the arm64
 # rehearsal, whose database and app run under qemu-user where the host is
-# not arm64 (.ci/binfmt.sh installs and registers it).
+# not arm64 (.ci/binfmt.sh installs and registers it). Last, a real
+# one-node Kubernetes cluster (.ci/kubetest.sh: its binaries built from the
+# module proxy once per version, up, the tests against it, down), its
+# phases timed apart.
 test: build vet cross
 	bash .ci/engine_test.sh
 	$(ENGINE) $(GO) test -race -count=1 -short ./...
 	RTTLAB_INTEGRATION=1 $(ENGINE) .ci/binfmt.sh .ci/vm.sh sh -c '$(GO) test -count=1 -timeout 80m -p 1 $$($(GO) list ./... | grep -v /netem/vmtest) && $(GO) test -count=1 -timeout 10m -v ./netem/vmtest'
+	GO=$(GO) bash .ci/kubetest.sh
 
 # The first run: rttlab's binary built while the host set-up installs
 # what make run needs (not the tests' packages), then the base image,

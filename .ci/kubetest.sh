@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# make test's Kubernetes stage: the one-node cluster of .ci/kube.sh
+# (its binaries built once per version, then cached), the tests that run
+# against a real cluster (RTTLAB_KUBECONFIG: the Kubernetes runtime's,
+# and doctor and clean --runtime kube), and the cluster stopped again;
+# the time of each phase is printed at the end. A cluster that was up
+# before is used and left up.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+GO=${GO:-go}
+now() { date +%s.%N; }
+secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.0f", b - a }'; }
+
+was_up=0
+if bash .ci/kube.sh status | grep -q '^KUBECONFIG='; then was_up=1; fi
+t0=$(now)
+GO=$GO bash .ci/kube.sh build
+t1=$(now)
+down() {
+  if [ $was_up = 0 ]; then
+    bash .ci/kube.sh down
+  fi
+}
+trap 'rc=$?; trap - EXIT INT TERM; down >&2 || rc=1; exit $rc' EXIT
+trap 'exit 130' INT TERM
+up_out=$(GO=$GO bash .ci/kube.sh up)
+printf '%s\n' "$up_out"
+kubeconfig=$(printf '%s\n' "$up_out" | sed -n 's/^KUBECONFIG=//p' | tail -n 1)
+[ -n "$kubeconfig" ] || { echo "kubetest: .ci/kube.sh up printed no KUBECONFIG line" >&2; exit 1; }
+t2=$(now)
+RTTLAB_INTEGRATION=1 RTTLAB_KUBECONFIG=$kubeconfig "$GO" test -count=1 -timeout 10m -v -run 'Kube' ./orchestrator/kube ./cmd/rttlab
+t3=$(now)
+trap - EXIT INT TERM
+down
+t4=$(now)
+echo "kube stage: build $(secs "$t0" "$t1") s (cached after the first), cluster up $(secs "$t1" "$t2") s, tests $(secs "$t2" "$t3") s, down $(secs "$t3" "$t4") s"
