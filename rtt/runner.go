@@ -247,6 +247,8 @@ func newManifest(p *Plan, all map[string]*apps.Meta, o RunOptions, info engine.E
 		HostCPUModel: engine.CPUModel(), HostCPUs: runtime.NumCPU(), HostMemoryBytes: uint64(info.MemBytes), HostIdle: engine.CPUIdle(),
 		LoadStart: loadAverage(),
 		Start:     o.Now().UTC(),
+		// Every task's captures write its wire figures.
+		WireChecked: true,
 	}
 	for _, t := range p.Tasks() {
 		if _, skip := o.Skipped[t.App]; skip {

@@ -40,6 +40,11 @@ type Data struct {
 	// Anatomy is anatomy.jsonl's requests of done attempts (the last of
 	// each attempt and request), when present.
 	Anatomy []AnatomyRow
+	// WireMissing lists the done tasks without wire figures (of every
+	// app where the manifest says the run checked the wire, else of the
+	// apps that have some): wire.csv cut short or lost, so their settings
+	// cannot be verified by the wire.
+	WireMissing []int
 	// Ignored counts samples of attempts that were never marked done.
 	Ignored int
 	// Notes lists tolerated defects (an incomplete last line after a
@@ -115,7 +120,7 @@ func Load(dir string) (*Data, error) {
 	if d.Trace, err = ReadTrace(dir); err != nil {
 		return nil, err
 	}
-	if err := d.readWire(); err != nil {
+	if err := d.readWire(tasks); err != nil {
 		return nil, err
 	}
 	return d, nil
@@ -124,13 +129,25 @@ func Load(dir string) (*Data, error) {
 // readWire reads wire.csv and anatomy.jsonl, keeping the rows of done
 // attempts: a run killed after writing an attempt's rows and before
 // marking it done hands the same attempt out again, so the last rows of
-// an attempt are the ones that count.
-func (d *Data) readWire() error {
+// an attempt are the ones that count. Rows of tasks the manifest does
+// not have, done tasks without wire rows and tasks taken apart whose
+// requests anatomy.jsonl lacks are left out and said in Notes.
+func (d *Data) readWire(tasks map[int]Task) error {
 	rows, err := LoadWire(d.Dir)
 	if err != nil {
 		return err
 	}
-	done := func(task, attempt int) bool { a, ok := d.Done[task]; return ok && a == attempt }
+	var unknown []int
+	known := func(task int) bool {
+		if _, ok := tasks[task]; ok {
+			return true
+		}
+		if !slices.Contains(unknown, task) {
+			unknown = append(unknown, task)
+		}
+		return false
+	}
+	done := func(task, attempt int) bool { a, ok := d.Done[task]; return known(task) && ok && a == attempt }
 	type wkey struct {
 		task, attempt int
 		dir           string
@@ -158,7 +175,51 @@ func (d *Data) readWire() error {
 			d.Anatomy = append(d.Anatomy, r)
 		}
 	}
+	d.noteWireGaps(tasks, unknown)
 	return nil
+}
+
+// noteWireGaps says in Notes which wire rows and requests were left out,
+// and lists the done tasks without wire figures of the apps that have
+// some in the folder.
+func (d *Data) noteWireGaps(tasks map[int]Task, unknown []int) {
+	eg := func(ids []int) string {
+		slices.Sort(ids)
+		s := make([]string, 0, 3)
+		for _, id := range ids[:min(3, len(ids))] {
+			s = append(s, strconv.Itoa(id))
+		}
+		return strings.Join(s, ", ")
+	}
+	if len(unknown) > 0 {
+		d.Notes = append(d.Notes, fmt.Sprintf("wire.csv or anatomy.jsonl: rows of %d task(s) the manifest does not have (task %s): left out", len(unknown), eg(unknown)))
+	}
+	if len(d.Wire) == 0 && !d.Manifest.WireChecked {
+		return
+	}
+	hasWire, anatomized, hasAnatomy, appHas := map[int]bool{}, map[int]bool{}, map[int]bool{}, map[string]bool{}
+	for _, r := range d.Wire {
+		hasWire[r.Task], appHas[r.App] = true, true
+		anatomized[r.Task] = anatomized[r.Task] || r.Anatomized > 0
+	}
+	for _, r := range d.Anatomy {
+		hasAnatomy[r.Task] = true
+	}
+	var lost []int
+	for id := range d.Done {
+		if !hasWire[id] && (d.Manifest.WireChecked || appHas[tasks[id].App]) {
+			d.WireMissing = append(d.WireMissing, id)
+		} else if anatomized[id] && !hasAnatomy[id] {
+			lost = append(lost, id)
+		}
+	}
+	slices.Sort(d.WireMissing)
+	if n := len(d.WireMissing); n > 0 {
+		d.Notes = append(d.Notes, fmt.Sprintf("wire.csv: %d done task(s) have no rows (task %s): cut short or lost; their settings are not verified by the wire", n, eg(slices.Clone(d.WireMissing))))
+	}
+	if len(lost) > 0 {
+		d.Notes = append(d.Notes, fmt.Sprintf("anatomy.jsonl: no request of %d task(s) that wire.csv says were taken apart (task %s): cut short or lost; left out of where the time went", len(lost), eg(lost)))
+	}
 }
 
 // readManifest reads and checks manifest.json into d.Manifest and returns

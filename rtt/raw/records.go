@@ -97,6 +97,10 @@ type Manifest struct {
 	Plan     json.RawMessage `json:"plan,omitempty"`
 	Seed     uint64          `json:"seed"`
 	Tasks    []Task          `json:"tasks"`
+	// WireChecked: every task of the run writes its wire figures
+	// (wire.csv, anatomy.jsonl), so a done task without them lost them.
+	// Folders written before say nothing.
+	WireChecked bool `json:"wire_checked,omitempty"`
 
 	Version   string `json:"rttlab_version"`
 	GitCommit string `json:"git_commit"`

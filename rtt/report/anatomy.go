@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -254,6 +255,52 @@ func wireVerdicts(stats []WireStat, tasks []taskPass) []WireVerdict {
 		judgeTasks(&out[i])
 	}
 	return out
+}
+
+// judgeMissing holds each shaped setting to the done tasks that have no
+// wire figures (wire.csv cut short or lost, raw.Data.WireMissing): a
+// setting with any is incomplete, never verified on the rest, and one
+// with no row left has no data (not a verdict of the probes instead).
+func judgeMissing(vs []WireVerdict, d *raw.Data) []WireVerdict {
+	if len(d.WireMissing) == 0 {
+		return vs
+	}
+	byID := map[int]raw.Task{}
+	for _, t := range d.Manifest.Tasks {
+		byID[t.ID] = t
+	}
+	missing := map[setting]int{}
+	for _, id := range d.WireMissing {
+		if t, ok := byID[id]; ok && !t.Unshaped {
+			missing[setting{t.App, t.RTTms}]++
+		}
+	}
+	why := func(n int) string {
+		return fmt.Sprintf("%d done task(s) have no wire figures (wire.csv cut short or lost)", n)
+	}
+	judged := map[setting]bool{}
+	for i := range vs {
+		v := &vs[i]
+		judged[setting{v.App, v.RTTms}] = true
+		n := missing[setting{v.App, v.RTTms}]
+		if n == 0 || v.Status == WireReference {
+			continue
+		}
+		if v.Status == WireVerified {
+			v.Status = WireIncomplete
+		}
+		v.Why = strings.Join(slices.DeleteFunc([]string{v.Why, why(n)}, func(s string) bool { return s == "" }), "; ")
+	}
+	for _, k := range slices.SortedFunc(maps.Keys(missing), func(a, b setting) int { return cmpCell(a.app, "", a.rtt, b.app, "", b.rtt) }) {
+		if !judged[k] {
+			status := WireNoData
+			if k.rtt == 0 {
+				status = WireReference
+			}
+			vs = append(vs, WireVerdict{App: k.app, RTTms: k.rtt, Status: status, Why: why(missing[k])})
+		}
+	}
+	return vs
 }
 
 // judgeTasks holds a setting that both directions' figures verified to

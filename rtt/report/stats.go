@@ -421,6 +421,7 @@ func Analyze(d *raw.Data, o Options) *Summary {
 		}
 	}
 	sum.Wire, sum.WireVerdicts = analyzeWire(d.Wire, o)
+	sum.WireVerdicts = judgeMissing(sum.WireVerdicts, d)
 	sum.anatomize(d.Anatomy, d.Wire)
 	sum.verify(d, o)
 	for _, app := range slices.Sorted(maps.Keys(m.Skipped)) {
