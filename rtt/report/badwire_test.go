@@ -136,4 +136,3 @@ func TestReportOfBrokenWireFiles(t *testing.T) {
 		}
 	})
 }
-
