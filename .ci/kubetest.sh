@@ -7,7 +7,8 @@
 # before is used and left up. The agent image (rttlab/agent:latest) is
 # copied from the Docker engine into the cluster when the engine has it,
 # and RTTLAB_KUBE_AGENT_IMAGE names it to the tests of the node agent;
-# without it those tests skip and say why.
+# without it those tests skip and say why. RTTLAB_AGENT_IMAGE: another
+# agent image to copy instead.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}

@@ -204,6 +204,10 @@ func TestIntegrationKubeAgentBeside(t *testing.T) {
 	if out, _, code := sh("/usr/local/bin/rttlab", "agent", "ctl", "set", "--delay", "1ms"); code != 0 || !strings.Contains(out, `"active":true`) {
 		t.Errorf("agent ctl set = exit %d, %q", code, out)
 	}
+	// The shaper's queue rule is in the target's network namespace.
+	if out, _, code := sh("iptables-save"); code != 0 || !strings.Contains(out, "NFQUEUE") {
+		t.Errorf("no NFQUEUE rule in the target's network namespace after ctl set")
+	}
 	var dbOut strings.Builder
 	code, err := l.Exec(ctx, dbAgent.ID, runtime.ExecSpec{Cmd: []string{"/usr/local/bin/rttlab", "agent", "ctl", "show"}, Stdout: &dbOut, Stderr: &dbOut})
 	t.Logf("second agent's ctl show: exit %d, %v\n%s", code, err, dbOut.String())
