@@ -18,6 +18,12 @@
 #                        bridge, iptables chains, cgroups, sysctl changes
 #                        and files
 #   .ci/kube.sh status   what runs, and the KUBECONFIG line when it is up
+#   .ci/kube.sh import IMAGE
+#                        copy IMAGE from the Docker engine (docker save)
+#                        into the cluster's containerd, for pods that name
+#                        it with imagePullPolicy: Never; exit status 3
+#                        when no Docker engine answers or it lacks IMAGE,
+#                        with the reason in one line
 #
 # Everything up makes lives in /var/lib/rttlab-kube (certificates,
 # kubeconfigs, etcd's data, containerd's root, the kubelet's root, logs)
@@ -28,7 +34,9 @@
 # The images: rttlab.local/pause:1 (every pod's sandbox) and
 # rttlab.local/shell:1 (Debian's static busybox, entrypoint /bin/sh);
 # pods name them with imagePullPolicy: Never, and more are imported with
-# ctr --address /run/rttlab-kube/containerd.sock -n k8s.io images import.
+# ctr --address /run/rttlab-kube/containerd.sock -n k8s.io images import,
+# or from the Docker engine with .ci/kube.sh import (rttlab/agent:latest,
+# the node agent's image, by .ci/kubetest.sh).
 # kube-proxy is built but not started: pods reach each other by their
 # addresses, not through Services.
 #
@@ -70,7 +78,7 @@ die() { printf 'rttlab kube: %s\n' "$*" >&2; exit 1; }
 # bad is die for a setting the user gave: exit status 2, as for usage.
 bad() { printf 'rttlab kube: %s\n' "$*" >&2; exit 2; }
 usage() {
-  echo "usage: .ci/kube.sh build|up|down|status" >&2
+  echo "usage: .ci/kube.sh build|up|down|status|import IMAGE" >&2
   exit 2
 }
 now() { date +%s.%N; }
@@ -968,6 +976,24 @@ status() {
   return 0
 }
 
+# ---------------------------------------------------------------- import
+
+# import_image IMAGE streams IMAGE from the Docker engine into the
+# cluster's containerd and prints the time it took. What is missing for
+# it (an engine, the image, the cluster) exits 3 with one line, so that a
+# caller can skip what needs the image and say why.
+import_image() {
+  local image=$1 t0
+  [ -S "$sock" ] || { printf 'rttlab kube: cannot import %s: the cluster is not up (no %s)\n' "$image" "$sock" >&2; exit 3; }
+  command -v docker >/dev/null 2>&1 || { printf 'rttlab kube: cannot import %s: no docker command on this host\n' "$image" >&2; exit 3; }
+  docker version --format '{{.Server.Version}}' >/dev/null 2>&1 || { printf 'rttlab kube: cannot import %s: no Docker engine answers\n' "$image" >&2; exit 3; }
+  docker image inspect "$image" >/dev/null 2>&1 || { printf 'rttlab kube: cannot import %s: the Docker engine does not have it (build it first)\n' "$image" >&2; exit 3; }
+  t0=$(now)
+  docker save "$image" | ctr --address "$sock" -n k8s.io images import - >/dev/null ||
+    die "importing $image into the cluster's containerd failed (see above)"
+  log "imported $image from the Docker engine in $(secs "$t0" "$(now)") s"
+}
+
 # lock waits for another up or down on this host to finish first: each
 # changes what the other reads.
 lock() {
@@ -979,6 +1005,12 @@ lock() {
   fi
 }
 
+[ $# -ge 1 ] || usage
+if [ "$1" = import ]; then
+  [ $# -eq 2 ] || usage
+  import_image "$2"
+  exit 0
+fi
 [ $# -eq 1 ] || usage
 case $1 in
 build) build ;;
@@ -987,7 +1019,7 @@ down) lock && down ;;
 status) status ;;
 -h | --help | help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' ;;
 *)
-  echo "rttlab kube: unknown command '$1': use build, up, down or status" >&2
+  echo "rttlab kube: unknown command '$1': use build, up, down, status or import" >&2
   exit 2
   ;;
 esac

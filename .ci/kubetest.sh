@@ -4,7 +4,11 @@
 # against a real cluster (RTTLAB_KUBECONFIG: the Kubernetes runtime's,
 # and doctor and clean --runtime kube), and the cluster stopped again;
 # the time of each phase is printed at the end. A cluster that was up
-# before is used and left up.
+# before is used and left up. The agent image (rttlab/agent:latest) is
+# copied from the Docker engine into the cluster when the engine has it,
+# and RTTLAB_KUBE_AGENT_IMAGE names it to the tests of the node agent;
+# without it those tests skip and say why. RTTLAB_AGENT_IMAGE: another
+# agent image to copy instead.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
@@ -28,9 +32,22 @@ printf '%s\n' "$up_out"
 kubeconfig=$(printf '%s\n' "$up_out" | sed -n 's/^KUBECONFIG=//p' | tail -n 1)
 [ -n "$kubeconfig" ] || { echo "kubetest: .ci/kube.sh up printed no KUBECONFIG line" >&2; exit 1; }
 t2=$(now)
-RTTLAB_INTEGRATION=1 RTTLAB_KUBECONFIG=$kubeconfig "$GO" test -count=1 -timeout 10m -v -run 'Kube' ./orchestrator/kube ./cmd/rttlab
+agent_image=${RTTLAB_AGENT_IMAGE:-rttlab/agent:latest}
+if import_out=$(bash .ci/kube.sh import "$agent_image" 2>&1); then
+  printf '%s\n' "$import_out" >&2
+  export RTTLAB_KUBE_AGENT_IMAGE=$agent_image
+else
+  rc=$?
+  printf '%s\n' "$import_out" >&2
+  [ $rc = 3 ] || exit $rc
+  # The reason, one line, is what the tests that need the image skip
+  # with.
+  export RTTLAB_KUBE_AGENT_IMAGE_MISSING="${import_out##*$'\n'}"
+fi
 t3=$(now)
+RTTLAB_INTEGRATION=1 RTTLAB_KUBECONFIG=$kubeconfig "$GO" test -count=1 -timeout 10m -v -run 'Kube' ./orchestrator/kube ./cmd/rttlab
+t4=$(now)
 trap - EXIT INT TERM
 down
-t4=$(now)
-echo "kube stage: build $(secs "$t0" "$t1") s (cached after the first), cluster up $(secs "$t1" "$t2") s, tests $(secs "$t2" "$t3") s, down $(secs "$t3" "$t4") s"
+t5=$(now)
+echo "kube stage: build $(secs "$t0" "$t1") s (cached after the first), cluster up $(secs "$t1" "$t2") s, agent image import $(secs "$t2" "$t3") s, tests $(secs "$t3" "$t4") s, down $(secs "$t4" "$t5") s"

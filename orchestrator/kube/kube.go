@@ -35,8 +35,11 @@
 // is a privileged pod with the host's PIDs: it needs a namespace that
 // admits privileged pods (Pod Security "privileged"), and its sessions'
 // capabilities are cut by setpriv rather than by the container runtime.
-// The session scripts use sh, grep, nsenter and setpriv, which the agent
-// image (Debian) has.
+// Each session has a mount namespace of its own, in which its own
+// folder is /run/rttlab, as each agent container has on Docker (an
+// agent serves its shaper on /run/rttlab/agent.sock). The session
+// scripts use sh, grep, unshare, mount, nsenter and setpriv, which the
+// agent image (Debian) has.
 //
 // Member IDs are namespace/pod/container for a pod's member and
 // namespace/pod/container/session for a session of the node agent pod;

@@ -341,6 +341,20 @@ func TestRemoveRun(t *testing.T) {
 	if _, err := c.CoreV1().Namespaces().Get(ctx, "rttlab-r1", metav1.GetOptions{}); err == nil {
 		t.Error("the run's namespace is still there")
 	}
+	// The pods go at once, not after their grace period with the
+	// namespace.
+	if pods, err := c.CoreV1().Pods("rttlab-r1").List(ctx, metav1.ListOptions{}); err != nil || len(pods.Items) != 0 {
+		t.Errorf("pods left after RemoveRun: %v, %v", pods, err)
+	}
+	var graces []int64
+	for _, a := range c.Actions() {
+		if d, ok := a.(k8stesting.DeleteAction); ok && a.GetResource().Resource == "pods" {
+			graces = append(graces, *d.GetDeleteOptions().GracePeriodSeconds)
+		}
+	}
+	if !slices.Equal(graces, []int64{1, 1}) {
+		t.Errorf("pods deleted with grace periods %v, want 1 s each", graces)
+	}
 	if n, err := l.RemoveRun(ctx, "r1"); n != 0 || err != nil {
 		t.Errorf("RemoveRun of a run gone = %d, %v", n, err)
 	}

@@ -14,9 +14,9 @@ import (
 
 // RemoveRun removes run runID: it ends the sessions of its node agents
 // first (SIGTERM, so that the agents undo their shaping), then deletes
-// the namespaces labelled with the run, their pods and services with
-// them. rttlab-<runID> without the run's label is not rttlab's and is
-// refused. The count is of the pods, services and namespaces deleted;
+// the run's pods (SIGKILL after a second) and the namespaces labelled
+// with the run, their services with them. rttlab-<runID> without the
+// run's label is not rttlab's and is refused. The count is of the pods, services and namespaces deleted;
 // the apiserver finishes a namespace's deletion after it answers.
 func (l *Lab) RemoveRun(ctx context.Context, runID string) (int, error) {
 	if runID == "" {
@@ -55,8 +55,9 @@ func (l *Lab) RemoveRun(ctx context.Context, runID string) (int, error) {
 	return removed, errors.Join(errs...)
 }
 
-// removeNamespace ends the sessions of ns's node agents and deletes ns,
-// counting its pods and services with it.
+// removeNamespace ends the sessions of ns's node agents, deletes its
+// pods with a grace period of a second and then ns, counting its pods
+// and services with it.
 func (l *Lab) removeNamespace(ctx context.Context, ns corev1.Namespace, runID string) (int, error) {
 	sel := metav1.ListOptions{LabelSelector: runtime.LabelRun + "=" + runID}
 	pods, err := l.C.CoreV1().Pods(ns.Name).List(ctx, sel)
@@ -72,16 +73,28 @@ func (l *Lab) removeNamespace(ctx context.Context, ns corev1.Namespace, runID st
 		// agent: the namespace goes anyway.
 		_, _ = l.exec(ctx, m, []string{"sh", "-c", sessionStopAllScript}, nil, nil, nil, "stop sessions")
 	}
+	// The pods go at once, as a Docker run's containers do, rather than
+	// with the namespace after each pod's grace period (30 s unless the
+	// pod says otherwise): a member that ignores SIGTERM, as a shell's
+	// sleep does, would hold its node that long after the run.
+	var errs []error
+	grace := int64(1)
+	for _, p := range pods.Items {
+		err := l.C.CoreV1().Pods(ns.Name).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &grace})
+		if err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("remove run %s: delete pod %s/%s: %s", runID, ns.Name, p.Name, firstLine(err.Error())))
+		}
+	}
 	svcs, err := l.C.CoreV1().Services(ns.Name).List(ctx, sel)
 	if err != nil {
-		return 0, fmt.Errorf("remove run %s: services of %s: %s", runID, ns.Name, firstLine(err.Error()))
+		return 0, errors.Join(append(errs, fmt.Errorf("remove run %s: services of %s: %s", runID, ns.Name, firstLine(err.Error())))...)
 	}
 	err = l.C.CoreV1().Namespaces().Delete(ctx, ns.Name, metav1.DeleteOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
-		return 0, nil
+		return 0, errors.Join(errs...)
 	case err != nil:
-		return 0, fmt.Errorf("remove run %s: delete namespace %s: %s", runID, ns.Name, firstLine(err.Error()))
+		return 0, errors.Join(append(errs, fmt.Errorf("remove run %s: delete namespace %s: %s", runID, ns.Name, firstLine(err.Error())))...)
 	}
-	return len(pods.Items) + len(svcs.Items) + 1, nil
+	return len(pods.Items) + len(svcs.Items) + 1, errors.Join(errs...)
 }

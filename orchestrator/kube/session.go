@@ -26,10 +26,28 @@ var AgentEntrypoint = "/usr/local/bin/rttlab"
 const nodeAgentContainer = "agent"
 
 // sessionRoot is where the node agent keeps its sessions: per session a
-// folder with the target's PID (target), the capabilities its processes
-// keep (caps), the command's PID (pid), its output (log) and its exit
-// status once it ended (exit).
+// folder with the target's PID (target) and container ID (cid), the
+// capabilities its processes keep (caps), the command's PID (pid), its
+// output (log), its exit status once it ended (exit), and the folder
+// (run) its processes see as /run/rttlab.
+//
+// The sessions share the node agent's file system, where agents on
+// Docker each have their own: the agent serves its shaper on
+// /run/rttlab/agent.sock, and a second agent on the node would find the
+// first one's socket there (and its control would reach the first one's
+// shaper). So a session's processes, and every exec in it, run in a
+// mount namespace of their own in which the session's run folder is
+// bound on /run/rttlab.
 const sessionRoot = "/run/rttlab"
+
+// sessionEnter is the part of the start and exec scripts that puts the
+// command ("$@") in session $d's view: after it, "$@" runs in a mount
+// namespace of its own with $d/run on /run/rttlab, in the network
+// namespace of the target's process $pid, with the capabilities $caps
+// (setpriv's bounding set; empty: all).
+const sessionEnter = `set -- unshare --mount --propagation private -- sh -c 'mount --bind "$0" ` + sessionRoot + ` && exec "$@"' "$d/run" \
+	nsenter -t "$pid" -n -- ${caps:+setpriv --bounding-set=$caps --inh-caps=-all --} "$@"
+`
 
 // sessionStartScript starts a session: $1 its name, $2 the target's
 // container ID, $3 the capabilities its processes keep (setpriv's
@@ -48,21 +66,26 @@ for f in /proc/[0-9]*/cgroup; do
 	if grep -qF "$cid" "$f" 2>/dev/null; then pid=${f#/proc/}; pid=${pid%/cgroup}; break; fi
 done
 if [ -z "$pid" ]; then echo "no process of container $cid on this node" >&2; exit 4; fi
-rm -rf "$d" && mkdir -p "$d" || exit 5
-echo "$pid" >"$d/target"; printf '%s' "$caps" >"$d/caps"
-set -- nsenter -t "$pid" -n -- ${caps:+setpriv --bounding-set=$caps --inh-caps=-all --} "$@"
-setsid sh -c '"$@" & echo $! >"$0/pid"; wait $!; echo $? >"$0/exit"' "$d" "$@" </dev/null >"$d/log" 2>&1 &
+rm -rf "$d" && mkdir -p "$d/run" || exit 5
+echo "$pid" >"$d/target"; echo "$cid" >"$d/cid"; printf '%s' "$caps" >"$d/caps"
+` + sessionEnter + `setsid sh -c '"$@" & echo $! >"$0/pid"; wait $!; echo $? >"$0/exit"' "$d" "$@" </dev/null >"$d/log" 2>&1 &
 i=0
 while [ ! -s "$d/pid" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done
 if [ ! -s "$d/pid" ]; then echo "session $name did not start" >&2; exit 5; fi
 `
 
-// sessionExecScript runs a command in session $1's network namespace with
-// its capabilities.
+// sessionExecScript runs a command in session $1's view: its target's
+// network namespace, its capabilities and its /run/rttlab. The target's
+// PID is checked to still be a process of the target's container (one
+// that restarted has others, and a PID that was freed may be reused by
+// any process of the node).
 const sessionExecScript = `d=` + sessionRoot + `/$1; shift
 if [ ! -r "$d/target" ]; then echo "no session ${d##*/} in this node agent" >&2; exit 126; fi
-pid=$(cat "$d/target"); caps=$(cat "$d/caps")
-exec nsenter -t "$pid" -n -- ${caps:+setpriv --bounding-set=$caps --inh-caps=-all --} "$@"
+pid=$(cat "$d/target"); caps=$(cat "$d/caps"); cid=$(cat "$d/cid")
+if ! grep -qF "$cid" "/proc/$pid/cgroup" 2>/dev/null; then
+	echo "session ${d##*/}: process $pid of its target's container $cid is gone (the container ended or restarted)" >&2; exit 126
+fi
+` + sessionEnter + `exec "$@"
 `
 
 // sessionStateScript prints "running", "exited CODE" or "gone".
