@@ -414,6 +414,27 @@ func tickLabel(v float64, d int) string {
 	return s
 }
 
+// RenderEach builds each figure from v, in order, and renders it; a
+// builder's nil figure (one without data) is left out.
+func RenderEach[T any](v T, builders ...func(T) (*Figure, error)) ([]PlotFile, error) {
+	var out []PlotFile
+	for _, build := range builders {
+		f, err := build(v)
+		if err != nil {
+			return nil, err
+		}
+		if f == nil {
+			continue
+		}
+		pf, err := f.Render()
+		if err != nil {
+			return nil, fmt.Errorf("plot %s: %w", f.Name, err)
+		}
+		out = append(out, pf)
+	}
+	return out, nil
+}
+
 // WriteFiles writes each plot as NAME.svg and NAME.png in dir, creating
 // dir, and returns the paths written, in order: a plot's SVG, then its PNG.
 func WriteFiles(dir string, plots []PlotFile) ([]string, error) {

@@ -99,23 +99,7 @@ func joinSettings(v []float64) string {
 // (no probes, no change against 0 ms) is left out. The same summary always
 // gives the same SVG bytes.
 func (s *Summary) Plots() ([]plotkit.PlotFile, error) {
-	var out []plotkit.PlotFile
-	builders := []func() (*plotkit.Figure, error){s.latencyFigure, s.changeFigure, s.attributionFigure, s.ratioFigure, s.verificationFigure, s.runsFigure, s.sensitivityFigure}
-	for _, build := range builders {
-		f, err := build()
-		if err != nil {
-			return nil, err
-		}
-		if f == nil {
-			continue
-		}
-		pf, err := f.Render()
-		if err != nil {
-			return nil, fmt.Errorf("plot %s: %w", f.Name, err)
-		}
-		out = append(out, pf)
-	}
-	return out, nil
+	return plotkit.RenderEach(s, (*Summary).latencyFigure, (*Summary).changeFigure, (*Summary).attributionFigure, (*Summary).ratioFigure, (*Summary).verificationFigure, (*Summary).runsFigure, (*Summary).sensitivityFigure)
 }
 
 // settingTicks puts the x ticks at the configured settings when they are
