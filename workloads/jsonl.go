@@ -78,21 +78,21 @@ type wireResult struct {
 }
 
 func decodeResultLine(line []byte) (Result, error) {
-	dec := json.NewDecoder(bytes.NewReader(line))
-	dec.DisallowUnknownFields()
 	var w wireResult
-	if err := dec.Decode(&w); err != nil {
-		return Result{}, err
-	}
-	if err := noTrailingData(dec); err != nil {
+	if err := decodeLine(line, &w); err != nil {
 		return Result{}, err
 	}
 	return w.result()
 }
 
-// noTrailingData reports an error when dec holds more than the one JSON
-// value already decoded from a line.
-func noTrailingData(dec *json.Decoder) error {
+// decodeLine decodes the one JSON object of a line into v: an unknown
+// field, or anything after the object, is an error.
+func decodeLine(line []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
 	var extra json.RawMessage
 	if err := dec.Decode(&extra); err != io.EOF {
 		return errors.New("trailing data after the JSON object")
