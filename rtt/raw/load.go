@@ -135,30 +135,34 @@ func (d *Data) readWire() error {
 		task, attempt int
 		dir           string
 	}
-	last := map[wkey]int{}
-	for i, r := range rows {
-		last[wkey{r.Task, r.Attempt, r.Direction}] = i
-	}
-	for i, r := range rows {
-		if done(r.Task, r.Attempt) && last[wkey{r.Task, r.Attempt, r.Direction}] == i {
-			d.Wire = append(d.Wire, r)
-		}
-	}
+	d.Wire = LastRows(rows, func(r WireRow) wkey { return wkey{r.Task, r.Attempt, r.Direction} },
+		func(r WireRow) bool { return done(r.Task, r.Attempt) })
 	an, err := LoadAnatomy(d.Dir, done)
 	if err != nil {
 		return err
 	}
 	type akey struct{ task, attempt, seq int }
-	at := map[akey]int{}
-	for i, r := range an {
-		at[akey{r.Task, r.Attempt, r.Seq}] = i
+	d.Anatomy = LastRows(an, func(r AnatomyRow) akey { return akey{r.Task, r.Attempt, r.Seq} },
+		func(AnatomyRow) bool { return true })
+	return nil
+}
+
+// LastRows keeps the rows that keep accepts, each only where it is the
+// last row of its key: a run killed after writing an attempt's rows and
+// before marking it done hands the same attempt out again, so the last
+// rows of a (task, attempt, ...) are the ones that count.
+func LastRows[R any, K comparable](rows []R, key func(R) K, keep func(R) bool) []R {
+	last := map[K]int{}
+	for i, r := range rows {
+		last[key(r)] = i
 	}
-	for i, r := range an {
-		if at[akey{r.Task, r.Attempt, r.Seq}] == i {
-			d.Anatomy = append(d.Anatomy, r)
+	var out []R
+	for i, r := range rows {
+		if keep(r) && last[key(r)] == i {
+			out = append(out, r)
 		}
 	}
-	return nil
+	return out
 }
 
 // readManifest reads and checks manifest.json into d.Manifest and returns
