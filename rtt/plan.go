@@ -20,6 +20,7 @@ import (
 	"github.com/rttlab/rttlab/netem"
 	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/shaping"
+	"github.com/rttlab/rttlab/rtt/raw"
 	"github.com/rttlab/rttlab/workloads"
 )
 
@@ -576,24 +577,13 @@ func (p *Plan) AppRuns(a PlanApp) (runs, requests, warmup int) {
 	return
 }
 
-// TaskSpec is one (app, route, setting, run) of a plan; an unshaped one
-// runs with the shaper out of the path (RTTms 0).
-type TaskSpec struct {
-	ID       int     `json:"id"`
-	App      string  `json:"app"`
-	Route    string  `json:"route"`
-	RTTms    float64 `json:"rtt_ms"`
-	Run      int     `json:"run"`
-	Unshaped bool    `json:"unshaped,omitempty"`
-}
-
 // Tasks expands the plan into tasks: apps in plan order, and within each
 // app (one stack) the (route, setting, run) tasks and the unshaped runs
 // in an order shuffled by the seed and the app's name, so adding an app
 // leaves the others' order unchanged. IDs number the tasks in execution
-// order.
-func (p *Plan) Tasks() []TaskSpec {
-	var out []TaskSpec
+// order. They are the manifest's tasks (raw.Task).
+func (p *Plan) Tasks() []raw.Task {
+	var out []raw.Task
 	for _, a := range p.Apps {
 		runs, _, _ := p.AppRuns(a)
 		routes := a.Routes
@@ -603,15 +593,15 @@ func (p *Plan) Tasks() []TaskSpec {
 		case len(a.RequestMix) > 0:
 			routes = []string{"mix:" + a.Name}
 		}
-		var ts, un []TaskSpec
+		var ts, un []raw.Task
 		for _, r := range routes {
 			for _, d := range p.DelaysMs {
 				for run := 1; run <= runs; run++ {
-					ts = append(ts, TaskSpec{App: a.Name, Route: r, RTTms: d, Run: run})
+					ts = append(ts, raw.Task{App: a.Name, Route: r, RTTms: d, Run: run})
 				}
 			}
 			for run := 1; run <= p.AppUnshapedRuns(a); run++ {
-				un = append(un, TaskSpec{App: a.Name, Route: r, Run: run, Unshaped: true})
+				un = append(un, raw.Task{App: a.Name, Route: r, Run: run, Unshaped: true})
 			}
 		}
 		rng := rand.New(rand.NewPCG(p.Seed, fnv64("order:"+a.Name)))

@@ -252,7 +252,7 @@ func newManifest(p *Plan, all map[string]*apps.Meta, o RunOptions, info engine.E
 		if _, skip := o.Skipped[t.App]; skip {
 			continue
 		}
-		m.Tasks = append(m.Tasks, raw.Task{ID: t.ID, App: t.App, Route: t.Route, RTTms: t.RTTms, Run: t.Run, Unshaped: t.Unshaped})
+		m.Tasks = append(m.Tasks, t)
 	}
 	for _, a := range p.Apps {
 		t, _ := apps.Resolve(all, a.Name)
