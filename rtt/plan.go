@@ -3,9 +3,7 @@ package rtt
 import (
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"math"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -20,6 +18,7 @@ import (
 	"github.com/rttlab/rttlab/netem"
 	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/shaping"
+	"github.com/rttlab/rttlab/results/stats"
 	"github.com/rttlab/rttlab/rtt/raw"
 	"github.com/rttlab/rttlab/workloads"
 )
@@ -604,11 +603,11 @@ func (p *Plan) Tasks() []raw.Task {
 				un = append(un, raw.Task{App: a.Name, Route: r, Run: run, Unshaped: true})
 			}
 		}
-		rng := rand.New(rand.NewPCG(p.Seed, fnv64("order:"+a.Name)))
+		rng := stats.StreamRNG(p.Seed, "order:"+a.Name)
 		rng.Shuffle(len(ts), func(i, j int) { ts[i], ts[j] = ts[j], ts[i] })
 		// The unshaped runs go in at places drawn from a stream of their
 		// own: the shaped tasks keep the order a seed has always given.
-		urng := rand.New(rand.NewPCG(p.Seed, fnv64("unshaped:"+a.Name)))
+		urng := stats.StreamRNG(p.Seed, "unshaped:"+a.Name)
 		urng.Shuffle(len(un), func(i, j int) { un[i], un[j] = un[j], un[i] })
 		for _, u := range un {
 			ts = slices.Insert(ts, urng.IntN(len(ts)+1), u)
@@ -626,16 +625,9 @@ func (p *Plan) Tasks() []raw.Task {
 func (p *Plan) Settings(app string) []float64 {
 	ds := append([]float64(nil), p.DelaysMs...)
 	sort.Float64s(ds)
-	rng := rand.New(rand.NewPCG(p.Seed, fnv64("probes:"+app)))
+	rng := stats.StreamRNG(p.Seed, "probes:"+app)
 	rng.Shuffle(len(ds), func(i, j int) { ds[i], ds[j] = ds[j], ds[i] })
 	return ds
-}
-
-// fnv64 is the FNV-1a hash of s, which keys the study's random streams.
-func fnv64(s string) uint64 {
-	h := fnv.New64a()
-	h.Write([]byte(s))
-	return h.Sum64()
 }
 
 // ParseDelaysMs parses a comma list of RTT settings in milliseconds.

@@ -20,6 +20,7 @@ import (
 	"github.com/rttlab/rttlab/orchestrator/shaping"
 	"github.com/rttlab/rttlab/orchestrator/stack"
 	"github.com/rttlab/rttlab/results"
+	"github.com/rttlab/rttlab/results/stats"
 	"github.com/rttlab/rttlab/rtt/raw"
 	"github.com/rttlab/rttlab/rtt/report"
 	"github.com/rttlab/rttlab/workloads"
@@ -822,7 +823,7 @@ func loadRoute(o *agentclient.LoadOptions, m *apps.Meta, t raw.Task, planSeed ui
 		o.Route = t.Route
 		return nil
 	}
-	o.Seed = fmt.Sprint(planSeed ^ fnv64(fmt.Sprintf("%s/run%d", t.App, t.Run)))
+	o.Seed = fmt.Sprint(planSeed ^ stats.FNV64(fmt.Sprintf("%s/run%d", t.App, t.Run)))
 	if len(m.RequestMix) == 0 {
 		o.Mix = mix
 		return nil
