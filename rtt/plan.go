@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -246,17 +245,7 @@ func BuiltinPlan(name string) (*Plan, bool) {
 // LoadPlan returns a built-in plan by name or reads a YAML file (a
 // regular file of at most planfile.MaxBytes).
 func LoadPlan(nameOrFile string) (*Plan, error) {
-	if p, ok := BuiltinPlan(nameOrFile); ok {
-		return p, nil
-	}
-	data, err := planfile.Read(nameOrFile)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("plan %q is neither a built-in plan (study, smoke) nor a file", nameOrFile)
-		}
-		return nil, err
-	}
-	return ParsePlan(nameOrFile, data)
+	return planfile.Load(nameOrFile, "plan (study, smoke)", BuiltinPlan, ParsePlan)
 }
 
 // planSchema names the plan's Go types in its reader's words.
