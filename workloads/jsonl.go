@@ -168,10 +168,14 @@ func decodeLines[T any](r io.Reader, decode func([]byte) (T, error), fn func(T) 
 }
 
 // DecodeResults reads a whole JSON-lines result stream.
-func DecodeResults(r io.Reader) ([]Result, error) {
-	var out []Result
-	err := DecodeResultStream(r, func(res Result) error {
-		out = append(out, res)
+func DecodeResults(r io.Reader) ([]Result, error) { return decodeAll(r, decodeResultLine) }
+
+// decodeAll reads a whole stream as decodeLines does, keeping every line's
+// value in order.
+func decodeAll[T any](r io.Reader, decode func([]byte) (T, error)) ([]T, error) {
+	var out []T
+	err := decodeLines(r, decode, func(v T) error {
+		out = append(out, v)
 		return nil
 	})
 	return out, err

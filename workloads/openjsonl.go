@@ -66,10 +66,5 @@ func DecodeOpenResultStream(r io.Reader, fn func(OpenResult) error) error {
 
 // DecodeOpenResults reads a whole JSON-lines open-loop result stream.
 func DecodeOpenResults(r io.Reader) ([]OpenResult, error) {
-	var out []OpenResult
-	err := DecodeOpenResultStream(r, func(res OpenResult) error {
-		out = append(out, res)
-		return nil
-	})
-	return out, err
+	return decodeAll(r, decodeOpenResultLine)
 }
