@@ -30,7 +30,20 @@ fail() {
   return 1
 }
 
+# kernel_pkg prints the current kernel package's exact name
+# (linux-image-6.1.0-N-amd64), from the archive's metapackage, updating
+# apt's indexes first when they name none.
 kernel_pkg() {
+  local pkg
+  pkg=$(kernel_dep)
+  if [ -z "$pkg" ]; then
+    apt-get update -qq >&2 || true
+    pkg=$(kernel_dep)
+  fi
+  echo "$pkg"
+}
+
+kernel_dep() {
   apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/ {print $2; exit}'
 }
 
@@ -61,17 +74,25 @@ cached() {
   [ -n "$done" ] && echo "${done%/.complete}"
 }
 
+# use_cached PATTERN WANTED WHY prints the newest complete cached kernel
+# matching PATTERN, saying that it stands in for WANTED: the archive is out
+# of reach (or moved on), and an older unpacked kernel does as well. With
+# none cached, the set-up fails with WHY.
+use_cached() {
+  local old
+  if old=$(cached "$1"); then
+    log "using $old (could not get $2)"
+    echo "$old"
+    return 0
+  fi
+  fail "$3"
+}
+
 # prepare_amd64 prints the amd64 kernel folder on stdout.
 prepare_amd64() {
   need_qemu qemu-system-x86_64 qemu-system-x86 || return 1
-  # The current kernel package's exact name (linux-image-6.1.0-N-amd64),
-  # from the archive's metapackage.
   local pkg
   pkg=$(kernel_pkg)
-  if [ -z "$pkg" ]; then
-    apt-get update -qq >&2 || true
-    pkg=$(kernel_pkg)
-  fi
   if [ -n "$pkg" ] && [ -f "$cache/$pkg/.complete" ]; then
     echo "$cache/$pkg"
     return 0
@@ -86,15 +107,8 @@ prepare_amd64() {
     fi
     rm -rf "$tmp"
   fi
-  # The archive is out of reach (or moved on): an older unpacked kernel
-  # in the cache does as well.
-  local old
-  if old=$(cached 'linux-image-*-amd64'); then
-    log "using $old (could not get ${pkg:-the kernel of linux-image-amd64})"
-    echo "$old"
-    return 0
-  fi
-  fail "could not download ${pkg:-the kernel of linux-image-amd64} from Debian's archive, and $cache holds none"
+  use_cached 'linux-image-*-amd64' "${pkg:-the kernel of linux-image-amd64}" \
+    "could not download ${pkg:-the kernel of linux-image-amd64} from Debian's archive, and $cache holds none"
 }
 
 # prepare_arm64 prints the arm64 kernel folder on stdout: the arm64 build
@@ -105,10 +119,6 @@ prepare_arm64() {
   need_qemu qemu-system-aarch64 qemu-system-arm || return 1
   local amd pkg
   amd=$(kernel_pkg)
-  if [ -z "$amd" ]; then
-    apt-get update -qq >&2 || true
-    amd=$(kernel_pkg)
-  fi
   pkg=${amd%-amd64}-arm64
   [ -n "$amd" ] || pkg="the arm64 kernel (apt knows no linux-image-amd64 to take its ABI from)"
   if [ -n "$amd" ] && [ -f "$cache/$pkg/.complete" ]; then
@@ -135,13 +145,8 @@ prepare_arm64() {
     fi
   fi
   rm -rf "$tmp"
-  local old
-  if old=$(cached 'linux-image-*-arm64'); then
-    log "using $old (could not get ${pkg})"
-    echo "$old"
-    return 0
-  fi
-  fail "could not download $pkg from Debian's archive (arm64 package indexes of $codename and $codename-security), and $cache holds none"
+  use_cached 'linux-image-*-arm64' "$pkg" \
+    "could not download $pkg from Debian's archive (arm64 package indexes of $codename and $codename-security), and $cache holds none"
 }
 
 if [ $# -eq 0 ]; then

@@ -1,11 +1,9 @@
 package placement
 
 import (
-	"errors"
 	"fmt"
 	"maps"
 	"math"
-	"os"
 	"reflect"
 	"runtime"
 	"slices"
@@ -211,17 +209,7 @@ func BuiltinPlan(name string) (*Plan, bool) {
 // LoadPlan returns a built-in placement plan or reads a YAML file; a
 // file starts from the placement plan's values.
 func LoadPlan(nameOrFile string) (*Plan, error) {
-	if p, ok := BuiltinPlan(nameOrFile); ok {
-		return p, nil
-	}
-	data, err := planfile.Read(nameOrFile)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("plan %q is neither a built-in placement plan (placement, placement-asym, placement-smoke) nor a file", nameOrFile)
-		}
-		return nil, err
-	}
-	return ParsePlan(nameOrFile, data)
+	return planfile.Load(nameOrFile, "placement plan (placement, placement-asym, placement-smoke)", BuiltinPlan, ParsePlan)
 }
 
 // ParsePlan parses a YAML placement plan: fields left out keep the

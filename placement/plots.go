@@ -37,22 +37,7 @@ func WritePlacePlots(r *PlaceResult, dir string) ([]string, error) {
 // sweep, routed comparison, concurrency; a figure without data is left
 // out.
 func PlacePlots(r *PlaceResult) ([]plotkit.PlotFile, error) {
-	var out []plotkit.PlotFile
-	for _, build := range []func(*PlaceResult) (*plotkit.Figure, error){sweepPlot, routedPlot, concurrencyPlot} {
-		f, err := build(r)
-		if err != nil {
-			return nil, err
-		}
-		if f == nil {
-			continue
-		}
-		pf, err := f.Render()
-		if err != nil {
-			return nil, fmt.Errorf("plot %s: %w", f.Name, err)
-		}
-		out = append(out, pf)
-	}
-	return out, nil
+	return plotkit.RenderEach(r, sweepPlot, routedPlot, concurrencyPlot)
 }
 
 // sweepPlot is the serial sweep's figure: the measured p50 against N on a

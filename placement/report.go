@@ -79,12 +79,8 @@ func ReportPlacement(dir string) ([]string, error) {
 	if err := recomputePlace(res, samples); err != nil {
 		return nil, err
 	}
-	b, err := json.MarshalIndent(res, "", "  ")
-	if err != nil {
-		return nil, err
-	}
 	files := []string{filepath.Join(dir, results.SummaryJSONFile), filepath.Join(dir, results.SummaryMDFile)}
-	if err := results.WriteAtomic(dir, results.SummaryJSONFile, append(b, '\n')); err != nil {
+	if err := results.WriteJSON(dir, results.SummaryJSONFile, res); err != nil {
 		return nil, err
 	}
 	if err := results.WriteAtomic(dir, results.SummaryMDFile, []byte(PlaceMarkdown(res))); err != nil {

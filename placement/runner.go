@@ -249,13 +249,7 @@ func (r *Runner) nodeIPs() map[string]string {
 }
 
 // writeJSON replaces the folder's summary name with v, indented, at once.
-func (r *Runner) writeJSON(name string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	return results.WriteAtomic(r.Dir, name, append(b, '\n'))
-}
+func (r *Runner) writeJSON(name string, v any) error { return results.WriteJSON(r.Dir, name, v) }
 
 // emit writes probe latencies (ms) or load results as samples.
 func (r *Runner) emit(rep int, phase, kind, host, route, policy string, ms []float64, rs []workloads.Result) {

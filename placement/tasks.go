@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/rttlab/rttlab/internal/capped"
 	"github.com/rttlab/rttlab/results"
+	"github.com/rttlab/rttlab/results/stats"
 )
 
 // The placement study runs as tasks, each done once: "baseline" (SELECT 1
@@ -117,11 +117,7 @@ func (r *Runner) restore(b []byte) error {
 
 // taskRNG is the seeded order of one task: the same in a first run and in
 // a resumed or retried one.
-func taskRNG(seed uint64, task string) *rand.Rand {
-	h := fnv.New64a()
-	h.Write([]byte(task))
-	return rand.New(rand.NewPCG(seed, h.Sum64()))
-}
+func taskRNG(seed uint64, task string) *rand.Rand { return stats.StreamRNG(seed, task) }
 
 // Run runs every task the folder has not done (all of them in a new
 // folder, whose manifest it writes) and writes summary.json, summary.md

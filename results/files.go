@@ -170,6 +170,16 @@ func TrimTo(path string, size int64) error {
 	return f.Close()
 }
 
+// WriteJSON replaces dir/name with v as indented JSON and a newline, at
+// once (WriteAtomic).
+func WriteJSON(dir, name string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return WriteAtomic(dir, name, append(b, '\n'))
+}
+
 // WriteAtomic replaces dir/name with b: temporary file, fsync, rename,
 // fsync of dir. Readers see the old or the new content, never a mix.
 func WriteAtomic(dir, name string, b []byte) error {

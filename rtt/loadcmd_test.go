@@ -8,6 +8,7 @@ import (
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/orchestrator/agentclient"
 	"github.com/rttlab/rttlab/orchestrator/stack"
+	"github.com/rttlab/rttlab/results/stats"
 	"github.com/rttlab/rttlab/rtt/raw"
 	"github.com/rttlab/rttlab/workloads"
 )
@@ -17,7 +18,7 @@ import (
 func TestLoadCmd(t *testing.T) {
 	meta := &apps.Meta{Name: "go"}
 	s := &appSession{st: &stack.Stack{Target: apps.Target{Meta: meta}}, base: "http://10.0.0.2:8080", header: []string{"Cookie: a=b"}}
-	seed := fmt.Sprint(uint64(7) ^ fnv64("go/run2"))
+	seed := fmt.Sprint(uint64(7) ^ stats.FNV64("go/run2"))
 	own := &apps.Meta{Name: "shop", RequestMix: []workloads.MixRequest{{Name: "home", Path: "/", Weight: 1}}}
 	for _, c := range []struct {
 		meta *apps.Meta

@@ -3,7 +3,6 @@ package rtt
 import (
 	"context"
 	"encoding/json"
-	"github.com/rttlab/rttlab/orchestrator/engine"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -12,9 +11,11 @@ import (
 	"testing"
 
 	"github.com/rttlab/rttlab/apps"
+	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/fakelab"
 	"github.com/rttlab/rttlab/orchestrator/shaping"
 	"github.com/rttlab/rttlab/orchestrator/stack"
+	"github.com/rttlab/rttlab/results/stats"
 	"github.com/rttlab/rttlab/workloads"
 )
 
@@ -205,7 +206,7 @@ func TestRunFakeOwnAppRequestMix(t *testing.T) {
 	js, _ := json.Marshal(p.Apps[0].RequestMix)
 	for i, ld := range loads {
 		tk := d.Manifest.Tasks[i]
-		wantSeed := p.Seed ^ fnv64("shop/run"+strconv.Itoa(tk.Run))
+		wantSeed := p.Seed ^ stats.FNV64("shop/run"+strconv.Itoa(tk.Run))
 		if tk.Route != "mix:shop" || ld.MixJSON != string(js) || ld.Seed != wantSeed || len(ld.Calls) != 21 {
 			t.Fatalf("task %+v load %+v", tk, ld)
 		}

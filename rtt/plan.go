@@ -3,10 +3,7 @@ package rtt
 import (
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"math"
-	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -20,6 +17,8 @@ import (
 	"github.com/rttlab/rttlab/netem"
 	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/shaping"
+	"github.com/rttlab/rttlab/results/stats"
+	"github.com/rttlab/rttlab/rtt/raw"
 	"github.com/rttlab/rttlab/workloads"
 )
 
@@ -246,17 +245,7 @@ func BuiltinPlan(name string) (*Plan, bool) {
 // LoadPlan returns a built-in plan by name or reads a YAML file (a
 // regular file of at most planfile.MaxBytes).
 func LoadPlan(nameOrFile string) (*Plan, error) {
-	if p, ok := BuiltinPlan(nameOrFile); ok {
-		return p, nil
-	}
-	data, err := planfile.Read(nameOrFile)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("plan %q is neither a built-in plan (study, smoke) nor a file", nameOrFile)
-		}
-		return nil, err
-	}
-	return ParsePlan(nameOrFile, data)
+	return planfile.Load(nameOrFile, "plan (study, smoke)", BuiltinPlan, ParsePlan)
 }
 
 // planSchema names the plan's Go types in its reader's words.
@@ -576,24 +565,13 @@ func (p *Plan) AppRuns(a PlanApp) (runs, requests, warmup int) {
 	return
 }
 
-// TaskSpec is one (app, route, setting, run) of a plan; an unshaped one
-// runs with the shaper out of the path (RTTms 0).
-type TaskSpec struct {
-	ID       int     `json:"id"`
-	App      string  `json:"app"`
-	Route    string  `json:"route"`
-	RTTms    float64 `json:"rtt_ms"`
-	Run      int     `json:"run"`
-	Unshaped bool    `json:"unshaped,omitempty"`
-}
-
 // Tasks expands the plan into tasks: apps in plan order, and within each
 // app (one stack) the (route, setting, run) tasks and the unshaped runs
 // in an order shuffled by the seed and the app's name, so adding an app
 // leaves the others' order unchanged. IDs number the tasks in execution
-// order.
-func (p *Plan) Tasks() []TaskSpec {
-	var out []TaskSpec
+// order. They are the manifest's tasks (raw.Task).
+func (p *Plan) Tasks() []raw.Task {
+	var out []raw.Task
 	for _, a := range p.Apps {
 		runs, _, _ := p.AppRuns(a)
 		routes := a.Routes
@@ -603,22 +581,22 @@ func (p *Plan) Tasks() []TaskSpec {
 		case len(a.RequestMix) > 0:
 			routes = []string{"mix:" + a.Name}
 		}
-		var ts, un []TaskSpec
+		var ts, un []raw.Task
 		for _, r := range routes {
 			for _, d := range p.DelaysMs {
 				for run := 1; run <= runs; run++ {
-					ts = append(ts, TaskSpec{App: a.Name, Route: r, RTTms: d, Run: run})
+					ts = append(ts, raw.Task{App: a.Name, Route: r, RTTms: d, Run: run})
 				}
 			}
 			for run := 1; run <= p.AppUnshapedRuns(a); run++ {
-				un = append(un, TaskSpec{App: a.Name, Route: r, Run: run, Unshaped: true})
+				un = append(un, raw.Task{App: a.Name, Route: r, Run: run, Unshaped: true})
 			}
 		}
-		rng := rand.New(rand.NewPCG(p.Seed, fnv64("order:"+a.Name)))
+		rng := stats.StreamRNG(p.Seed, "order:"+a.Name)
 		rng.Shuffle(len(ts), func(i, j int) { ts[i], ts[j] = ts[j], ts[i] })
 		// The unshaped runs go in at places drawn from a stream of their
 		// own: the shaped tasks keep the order a seed has always given.
-		urng := rand.New(rand.NewPCG(p.Seed, fnv64("unshaped:"+a.Name)))
+		urng := stats.StreamRNG(p.Seed, "unshaped:"+a.Name)
 		urng.Shuffle(len(un), func(i, j int) { un[i], un[j] = un[j], un[i] })
 		for _, u := range un {
 			ts = slices.Insert(ts, urng.IntN(len(ts)+1), u)
@@ -636,16 +614,9 @@ func (p *Plan) Tasks() []TaskSpec {
 func (p *Plan) Settings(app string) []float64 {
 	ds := append([]float64(nil), p.DelaysMs...)
 	sort.Float64s(ds)
-	rng := rand.New(rand.NewPCG(p.Seed, fnv64("probes:"+app)))
+	rng := stats.StreamRNG(p.Seed, "probes:"+app)
 	rng.Shuffle(len(ds), func(i, j int) { ds[i], ds[j] = ds[j], ds[i] })
 	return ds
-}
-
-// fnv64 is the FNV-1a hash of s, which keys the study's random streams.
-func fnv64(s string) uint64 {
-	h := fnv.New64a()
-	h.Write([]byte(s))
-	return h.Sum64()
 }
 
 // ParseDelaysMs parses a comma list of RTT settings in milliseconds.

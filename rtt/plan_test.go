@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/rttlab/rttlab/apps"
+	"github.com/rttlab/rttlab/rtt/raw"
 )
 
 const planYAML = `name: mine
@@ -91,7 +92,7 @@ func TestTasksDeterministicAndShuffled(t *testing.T) {
 	// Adding an app does not change the order of another app's tasks.
 	p3 := *p
 	p3.Apps = append([]PlanApp{{Name: "rails", Routes: []string{"/feed"}}}, p.Apps...)
-	var goA, goB []TaskSpec
+	var goA, goB []raw.Task
 	for _, tk := range a {
 		if tk.App == "go" {
 			tk.ID = 0
@@ -109,18 +110,18 @@ func TestTasksDeterministicAndShuffled(t *testing.T) {
 	}
 	// Pinned: the order for seed 7 is part of the results format (resume
 	// replays it), so a change of the shuffle must show up here.
-	pinned := []TaskSpec{
+	pinned := []raw.Task{
 		{ID: 1, App: "go", Route: "/feed-naive", RTTms: 0.5, Run: 4},
 		{ID: 2, App: "go", Route: "/feed", RTTms: 0, Run: 1},
 	}
-	if !reflect.DeepEqual(a[:2], pinned) || a[len(a)-1] != (TaskSpec{ID: 40, App: "node", Route: "/feed", RTTms: 1, Run: 2}) {
+	if !reflect.DeepEqual(a[:2], pinned) || a[len(a)-1] != (raw.Task{ID: 40, App: "node", Route: "/feed", RTTms: 1, Run: 2}) {
 		t.Fatalf("seed 7 order changed: first %+v, last %+v", a[:2], a[len(a)-1])
 	}
 	// The unshaped runs go in between: the shaped tasks keep their order.
 	zero := 0
 	p4 := *p
 	p4.UnshapedRuns = &zero
-	var shaped []TaskSpec
+	var shaped []raw.Task
 	for _, tk := range a {
 		if !tk.Unshaped {
 			tk.ID = 0

@@ -20,6 +20,7 @@ import (
 	"github.com/rttlab/rttlab/orchestrator/shaping"
 	"github.com/rttlab/rttlab/orchestrator/stack"
 	"github.com/rttlab/rttlab/results"
+	"github.com/rttlab/rttlab/results/stats"
 	"github.com/rttlab/rttlab/rtt/raw"
 	"github.com/rttlab/rttlab/rtt/report"
 	"github.com/rttlab/rttlab/workloads"
@@ -254,7 +255,7 @@ func newManifest(p *Plan, all map[string]*apps.Meta, o RunOptions, info engine.E
 		if _, skip := o.Skipped[t.App]; skip {
 			continue
 		}
-		m.Tasks = append(m.Tasks, raw.Task{ID: t.ID, App: t.App, Route: t.Route, RTTms: t.RTTms, Run: t.Run, Unshaped: t.Unshaped})
+		m.Tasks = append(m.Tasks, t)
 	}
 	for _, a := range p.Apps {
 		t, _ := apps.Resolve(all, a.Name)
@@ -824,7 +825,7 @@ func loadRoute(o *agentclient.LoadOptions, m *apps.Meta, t raw.Task, planSeed ui
 		o.Route = t.Route
 		return nil
 	}
-	o.Seed = fmt.Sprint(planSeed ^ fnv64(fmt.Sprintf("%s/run%d", t.App, t.Run)))
+	o.Seed = fmt.Sprint(planSeed ^ stats.FNV64(fmt.Sprintf("%s/run%d", t.App, t.Run)))
 	if len(m.RequestMix) == 0 {
 		o.Mix = mix
 		return nil

@@ -1,12 +1,10 @@
 package workers
 
 import (
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"math"
 	"math/rand/v2"
-	"os"
 	"reflect"
 	"regexp"
 	"slices"
@@ -249,17 +247,9 @@ func BuiltinPlan(name string, lim Limits) (*Plan, bool) {
 
 // LoadPlan returns a built-in plan or reads a YAML plan file.
 func LoadPlan(nameOrFile string, lim Limits) (*Plan, error) {
-	if p, ok := BuiltinPlan(nameOrFile, lim); ok {
-		return p, nil
-	}
-	data, err := planfile.Read(nameOrFile)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("plan %q is neither a built-in workers plan (%s, %s) nor a file", nameOrFile, PlanWorkers, PlanWorkersSmoke)
-		}
-		return nil, err
-	}
-	return ParsePlan(nameOrFile, data, lim)
+	return planfile.Load(nameOrFile, fmt.Sprintf("workers plan (%s, %s)", PlanWorkers, PlanWorkersSmoke),
+		func(name string) (*Plan, bool) { return BuiltinPlan(name, lim) },
+		func(file string, data []byte) (*Plan, error) { return ParsePlan(file, data, lim) })
 }
 
 // planSchema places a workers plan's unknown fields.

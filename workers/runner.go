@@ -666,17 +666,13 @@ func (r *Runner) summarize(runs []Run, caps []WorkersCapacity) (*Summary, error)
 	for _, c := range caps {
 		s.Capacities = append(s.Capacities, CapacityResult{Key: c.Key, Rate: c.Capacity.Rate, Ceiling: c.Capacity.Ceiling, Converged: c.Capacity.Converged, Trials: len(c.Capacity.Trials), Warning: c.Capacity.Warning})
 	}
-	b, err := json.MarshalIndent(s, "", "  ")
-	if err != nil {
-		return s, err
-	}
-	if err := results.WriteAtomic(r.Dir, results.SummaryJSONFile, append(b, '\n')); err != nil {
+	if err := results.WriteJSON(r.Dir, results.SummaryJSONFile, s); err != nil {
 		return s, err
 	}
 	if err := results.WriteAtomic(r.Dir, results.SummaryMDFile, []byte(s.Markdown("Worker scheduling: "+r.Plan.Name))); err != nil {
 		return s, err
 	}
-	_, err = s.WritePlots(filepath.Join(r.Dir, results.PlotsDir))
+	_, err := s.WritePlots(filepath.Join(r.Dir, results.PlotsDir))
 	return s, err
 }
 

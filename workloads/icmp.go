@@ -235,24 +235,29 @@ func (r *echoReader) await(seq int, start time.Time) (time.Duration, bool, error
 
 // finish fills in the statistics from the samples.
 func (r PingResult) finish() PingResult {
-	n := len(r.Samples)
-	if n == 0 {
+	if len(r.Samples) == 0 {
 		return r
 	}
-	s := slices.Clone(r.Samples)
+	r.Median, r.Mean, r.Min, r.Max = durationStats(r.Samples)
+	return r
+}
+
+// durationStats is the median, mean, minimum and maximum of samples (at
+// least one), which it leaves in their order.
+func durationStats(samples []time.Duration) (median, mean, lo, hi time.Duration) {
+	n := len(samples)
+	s := slices.Clone(samples)
 	slices.Sort(s)
-	r.Min, r.Max = s[0], s[n-1]
 	if n%2 == 1 {
-		r.Median = s[n/2]
+		median = s[n/2]
 	} else {
-		r.Median = (s[n/2-1] + s[n/2]) / 2
+		median = (s[n/2-1] + s[n/2]) / 2
 	}
 	var sum time.Duration
 	for _, v := range s {
 		sum += v
 	}
-	r.Mean = sum / time.Duration(n)
-	return r
+	return median, sum / time.Duration(n), s[0], s[n-1]
 }
 
 // stampOf returns the SCM_TIMESTAMPNS stamp of a received packet, ns

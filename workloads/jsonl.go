@@ -78,21 +78,21 @@ type wireResult struct {
 }
 
 func decodeResultLine(line []byte) (Result, error) {
-	dec := json.NewDecoder(bytes.NewReader(line))
-	dec.DisallowUnknownFields()
 	var w wireResult
-	if err := dec.Decode(&w); err != nil {
-		return Result{}, err
-	}
-	if err := noTrailingData(dec); err != nil {
+	if err := decodeLine(line, &w); err != nil {
 		return Result{}, err
 	}
 	return w.result()
 }
 
-// noTrailingData reports an error when dec holds more than the one JSON
-// value already decoded from a line.
-func noTrailingData(dec *json.Decoder) error {
+// decodeLine decodes the one JSON object of a line into v: an unknown
+// field, or anything after the object, is an error.
+func decodeLine(line []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
 	var extra json.RawMessage
 	if err := dec.Decode(&extra); err != io.EOF {
 		return errors.New("trailing data after the JSON object")
@@ -168,10 +168,14 @@ func decodeLines[T any](r io.Reader, decode func([]byte) (T, error), fn func(T) 
 }
 
 // DecodeResults reads a whole JSON-lines result stream.
-func DecodeResults(r io.Reader) ([]Result, error) {
-	var out []Result
-	err := DecodeResultStream(r, func(res Result) error {
-		out = append(out, res)
+func DecodeResults(r io.Reader) ([]Result, error) { return decodeAll(r, decodeResultLine) }
+
+// decodeAll reads a whole stream as decodeLines does, keeping every line's
+// value in order.
+func decodeAll[T any](r io.Reader, decode func([]byte) (T, error)) ([]T, error) {
+	var out []T
+	err := decodeLines(r, decode, func(v T) error {
+		out = append(out, v)
 		return nil
 	})
 	return out, err

@@ -1,8 +1,6 @@
 package workloads
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -33,13 +31,8 @@ type wireOpenResult struct {
 }
 
 func decodeOpenResultLine(line []byte) (OpenResult, error) {
-	dec := json.NewDecoder(bytes.NewReader(line))
-	dec.DisallowUnknownFields()
 	var w wireOpenResult
-	if err := dec.Decode(&w); err != nil {
-		return OpenResult{}, err
-	}
-	if err := noTrailingData(dec); err != nil {
+	if err := decodeLine(line, &w); err != nil {
 		return OpenResult{}, err
 	}
 	res, err := w.result()
@@ -73,10 +66,5 @@ func DecodeOpenResultStream(r io.Reader, fn func(OpenResult) error) error {
 
 // DecodeOpenResults reads a whole JSON-lines open-loop result stream.
 func DecodeOpenResults(r io.Reader) ([]OpenResult, error) {
-	var out []OpenResult
-	err := DecodeOpenResultStream(r, func(res OpenResult) error {
-		out = append(out, res)
-		return nil
-	})
-	return out, err
+	return decodeAll(r, decodeOpenResultLine)
 }

@@ -3,7 +3,6 @@ package workloads
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -105,18 +104,6 @@ func (pr ProbeRun) finish() ProbeRun {
 	if pr.N == 0 {
 		return pr
 	}
-	sorted := slices.Clone(pr.Samples)
-	slices.Sort(sorted)
-	pr.Min, pr.Max = sorted[0], sorted[pr.N-1]
-	if pr.N%2 == 1 {
-		pr.Median = sorted[pr.N/2]
-	} else {
-		pr.Median = (sorted[pr.N/2-1] + sorted[pr.N/2]) / 2
-	}
-	var sum time.Duration
-	for _, s := range sorted {
-		sum += s
-	}
-	pr.Mean = sum / time.Duration(pr.N)
+	pr.Median, pr.Mean, pr.Min, pr.Max = durationStats(pr.Samples)
 	return pr
 }

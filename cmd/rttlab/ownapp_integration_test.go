@@ -17,12 +17,7 @@ import (
 // settings from a folder outside the checkout; a schema that fails in
 // PostgreSQL is one line naming the file and line, with nothing left.
 func TestIntegrationOwnAppImage(t *testing.T) {
-	bin, root := drillBinary(t)
-	ctx := context.Background()
-	if code, _, errOut := runBinary(t, bin, root, "images", "build", "postgres", "agent", "go"); code != 0 {
-		t.Fatalf("images build: exit %d\n%s", code, errOut)
-	}
-	rt, image := buildOwnImage(t)
+	bin, rt, image := buildOwnImage(t)
 	defer rt.Close()
 
 	dir := t.TempDir() // outside the checkout
@@ -67,27 +62,25 @@ apps:
 	if code == 0 || !strings.Contains(errOut, filepath.Join(dir, "bad.sql")+`:2: ERROR: syntax error at or near "CREAT"`) {
 		t.Errorf("bad schema: exit %d\n%s", code, errOut)
 	}
-	cs, _ := rt.ListContainers(ctx, map[string]string{engine.LabelRun: ""})
-	if len(cs) != 0 {
-		t.Errorf("%d containers left", len(cs))
-	}
-	// rttlab never removed, rebuilt or retagged the user's image.
-	if _, err := rt.ImageID(ctx, image); err != nil {
-		t.Errorf("the user's image is gone: %v", err)
-	}
+	checkNothingLeft(t, rt, image)
 }
 
-// buildOwnImage builds the user's image as a user would, never through
-// rttlab: rttlab's go app as a base (no network needed), from a
-// Dockerfile in a temp folder.
-func buildOwnImage(t *testing.T) (*engine.Runtime, string) {
+// buildOwnImage builds the rttlab binary and its postgres, agent and go
+// images, then the user's image as a user would, never through rttlab:
+// rttlab's go app as a base (no network needed), from a Dockerfile in a
+// temp folder.
+func buildOwnImage(t *testing.T) (bin string, rt *engine.Runtime, image string) {
 	t.Helper()
+	bin, root := drillBinary(t)
+	if code, _, errOut := runBinary(t, bin, root, "images", "build", "postgres", "agent", "go"); code != 0 {
+		t.Fatalf("images build: exit %d\n%s", code, errOut)
+	}
 	ctx := context.Background()
 	rt, err := engine.NewRuntime(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	const image = "rttlab-it-own/shop:test"
+	image = "rttlab-it-own/shop:test"
 	var tb bytes.Buffer
 	tw := tar.NewWriter(&tb)
 	df := []byte("FROM " + engine.ImageRef("go") + "\nENV SHOP_FLAVOUR=integration\n")
@@ -97,7 +90,21 @@ func buildOwnImage(t *testing.T) (*engine.Runtime, string) {
 	if _, err := rt.BuildImage(ctx, &tb, engine.BuildOptions{Tag: image}); err != nil {
 		t.Fatal(err)
 	}
-	return rt, image
+	return bin, rt, image
+}
+
+// checkNothingLeft checks that no container of a run is left and that
+// rttlab never removed, rebuilt or retagged the user's image.
+func checkNothingLeft(t *testing.T, rt *engine.Runtime, image string) {
+	t.Helper()
+	ctx := context.Background()
+	cs, _ := rt.ListContainers(ctx, map[string]string{engine.LabelRun: ""})
+	if len(cs) != 0 {
+		t.Errorf("%d containers left", len(cs))
+	}
+	if _, err := rt.ImageID(ctx, image); err != nil {
+		t.Errorf("the user's image is gone: %v", err)
+	}
 }
 
 // checkVerifyTrace runs verify and trace on a user's app (the flags in
@@ -128,12 +135,7 @@ func checkVerifyTrace(t *testing.T, bin, dir string, app []string) {
 // run at two settings from a folder outside the checkout; everything is
 // gone afterwards and the user's images stay.
 func TestIntegrationOwnCompose(t *testing.T) {
-	bin, root := drillBinary(t)
-	ctx := context.Background()
-	if code, _, errOut := runBinary(t, bin, root, "images", "build", "postgres", "agent", "go"); code != 0 {
-		t.Fatalf("images build: exit %d\n%s", code, errOut)
-	}
-	rt, image := buildOwnImage(t)
+	bin, rt, image := buildOwnImage(t)
 	defer rt.Close()
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "compose.yaml"), []byte(`services:
@@ -165,11 +167,5 @@ func TestIntegrationOwnCompose(t *testing.T) {
 	if code != 2 || !strings.Contains(errOut, `has no service "api"`) {
 		t.Errorf("unknown service: exit %d\n%s", code, errOut)
 	}
-	cs, _ := rt.ListContainers(ctx, map[string]string{engine.LabelRun: ""})
-	if len(cs) != 0 {
-		t.Errorf("%d containers left", len(cs))
-	}
-	if _, err := rt.ImageID(ctx, image); err != nil {
-		t.Errorf("the user's image is gone: %v", err)
-	}
+	checkNothingLeft(t, rt, image)
 }

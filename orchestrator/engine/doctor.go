@@ -142,31 +142,29 @@ func (e DoctorEnv) privilegesCheck() DoctorCheck {
 // order. One of the two shapers is required: kernel netem, or the
 // userspace shaper on the wire (NFQUEUE and bridge netfilter).
 func (e DoctorEnv) shaperChecks() (kn, nq, bn DoctorCheck) {
-	kn = DoctorCheck{Name: "kernel netem"}
-	if err := e.KernelNetem(); err == nil {
-		kn.OK, kn.Detail = true, "sch_netem works (tested in a throwaway netns)"
-	} else {
-		kn.Detail = "unusable: " + err.Error()
-		kn.Fix = "none needed: the userspace NFQUEUE shaper is used (--shaper auto)"
-	}
-	nq = DoctorCheck{Name: "NFQUEUE"}
-	if err := e.NFQueue(); err == nil {
-		nq.OK, nq.Detail = true, "iptables NFQUEUE target accepted (throwaway netns)"
-	} else {
-		nq.Detail = "unusable: " + err.Error()
-		nq.Fix = "install iptables (apt-get install -y iptables) and load xt_NFQUEUE / nfnetlink_queue"
-	}
-	bn = DoctorCheck{Name: "bridge netfilter"}
-	if err := e.BridgeNF(); err == nil {
-		bn.OK, bn.Detail = true, "bridged packets pass iptables: the userspace shaper can hold them on a run's bridge"
-	} else {
-		bn.Detail = "unusable: " + err.Error()
-		bn.Fix = "modprobe br_netfilter && sysctl -w net.bridge.bridge-nf-call-iptables=1 (needed only without kernel netem)"
-	}
+	kn = probeCheck("kernel netem", e.KernelNetem, "sch_netem works (tested in a throwaway netns)",
+		"none needed: the userspace NFQUEUE shaper is used (--shaper auto)")
+	nq = probeCheck("NFQUEUE", e.NFQueue, "iptables NFQUEUE target accepted (throwaway netns)",
+		"install iptables (apt-get install -y iptables) and load xt_NFQUEUE / nfnetlink_queue")
+	bn = probeCheck("bridge netfilter", e.BridgeNF, "bridged packets pass iptables: the userspace shaper can hold them on a run's bridge",
+		"modprobe br_netfilter && sysctl -w net.bridge.bridge-nf-call-iptables=1 (needed only without kernel netem)")
 	if !kn.OK {
 		nq.Required, bn.Required = true, true
 	}
 	return kn, nq, bn
+}
+
+// probeCheck is the check name, passed with detail ok when probe succeeds,
+// else unusable (probe's error) with fix.
+func probeCheck(name string, probe func() error, ok, fix string) DoctorCheck {
+	c := DoctorCheck{Name: name}
+	if err := probe(); err == nil {
+		c.OK, c.Detail = true, ok
+	} else {
+		c.Detail = "unusable: " + err.Error()
+		c.Fix = fix
+	}
+	return c
 }
 
 // debootstrapCheck says whether debootstrap, which builds the base image,

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"hash/fnv"
-	"math/rand/v2"
 	"slices"
 	"strings"
 
@@ -13,6 +11,7 @@ import (
 	"github.com/rttlab/rttlab/orchestrator/agentclient"
 	"github.com/rttlab/rttlab/orchestrator/runtime"
 	"github.com/rttlab/rttlab/orchestrator/stack"
+	"github.com/rttlab/rttlab/results/stats"
 	"github.com/rttlab/rttlab/workloads"
 )
 
@@ -21,7 +20,7 @@ import (
 func TraceRequests(t apps.Target, mix *workloads.Mix, n, serialN int, seed uint64) map[string][]workloads.Request {
 	out := map[string][]workloads.Request{}
 	if mix != nil {
-		rng := rand.New(rand.NewPCG(seed, traceStream))
+		rng := stats.StreamRNG(seed, "trace")
 		for _, it := range mix.Items {
 			for i := 0; i < n; i++ {
 				out[it.Name] = append(out[it.Name], it.Request(rng))
@@ -184,11 +183,3 @@ func MixWeights(m *workloads.Mix) map[string]float64 {
 	}
 	return out
 }
-
-// traceStream is the PCG stream of the trace's draws: the FNV-1a hash of
-// "trace", as the study derives its other streams.
-var traceStream = func() uint64 {
-	h := fnv.New64a()
-	h.Write([]byte("trace"))
-	return h.Sum64()
-}()

@@ -92,26 +92,28 @@ type Figure struct {
 	W, H   vg.Length
 }
 
+// NewFigure returns a figure of one plot: its title, axis labels, the
+// fonts with a 13 pt title, the grid and an empty legend.
 func NewFigure(name, title, desc, xLabel, yLabel string) *Figure {
-	p := plot.New()
-	p.Title.Text = title
-	p.X.Label.Text = xLabel
-	p.Y.Label.Text = yLabel
-	StyleFonts(p, 13)
-	p.Title.Padding = vg.Points(8)
-	p.Add(NewGrid())
+	p := newPlot(title, xLabel, yLabel, 13, 8)
 	return &Figure{Name: name, Title: title, Desc: desc, P: p, Legend: NewLegend(), W: FigWidth, H: FigHeight}
 }
 
 // NewPanel returns one small plot of a grid of panels: its title, axis
 // labels, the figure's fonts with an 11 pt title, and the grid.
 func NewPanel(title, xLabel, yLabel string) *plot.Plot {
+	return newPlot(title, xLabel, yLabel, 11, 4)
+}
+
+// newPlot is a plot with its title, axis labels, the figures' fonts with
+// a titleSize title padded by titlePad points, and the grid.
+func newPlot(title, xLabel, yLabel string, titleSize vg.Length, titlePad float64) *plot.Plot {
 	p := plot.New()
 	p.Title.Text = title
 	p.X.Label.Text = xLabel
 	p.Y.Label.Text = yLabel
-	StyleFonts(p, 11)
-	p.Title.Padding = vg.Points(4)
+	StyleFonts(p, titleSize)
+	p.Title.Padding = vg.Points(titlePad)
 	p.Add(NewGrid())
 	return p
 }
@@ -412,6 +414,27 @@ func tickLabel(v float64, d int) string {
 		s = strings.TrimPrefix(s, "-")
 	}
 	return s
+}
+
+// RenderEach builds each figure from v, in order, and renders it; a
+// builder's nil figure (one without data) is left out.
+func RenderEach[T any](v T, builders ...func(T) (*Figure, error)) ([]PlotFile, error) {
+	var out []PlotFile
+	for _, build := range builders {
+		f, err := build(v)
+		if err != nil {
+			return nil, err
+		}
+		if f == nil {
+			continue
+		}
+		pf, err := f.Render()
+		if err != nil {
+			return nil, fmt.Errorf("plot %s: %w", f.Name, err)
+		}
+		out = append(out, pf)
+	}
+	return out, nil
 }
 
 // WriteFiles writes each plot as NAME.svg and NAME.png in dir, creating

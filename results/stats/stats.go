@@ -8,6 +8,7 @@ package stats
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	"hash/fnv"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -72,6 +73,21 @@ func (iv Interval) Valid() bool { return !math.IsNaN(iv.Low) && !math.IsNaN(iv.H
 
 // NoInterval is an undefined interval (both ends NaN).
 func NoInterval() Interval { return Interval{math.NaN(), math.NaN()} }
+
+// StreamRNG returns PCG (math/rand/v2) seeded with seed on the stream
+// named by name (its FNV64 hash): each random order a study draws (its
+// tasks, its probes, a trace's requests) has a stream of its own, so a new
+// one never changes the draws of the others.
+func StreamRNG(seed uint64, name string) *rand.Rand {
+	return rand.New(rand.NewPCG(seed, FNV64(name)))
+}
+
+// FNV64 is the FNV-1a hash of s.
+func FNV64(s string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(s))
+	return h.Sum64()
+}
 
 // NewRNG returns the generator for one key: PCG (math/rand/v2) seeded with
 // the first 16 bytes of SHA-256(seed as 8 little-endian bytes || key). Each

@@ -152,31 +152,35 @@ func (d *Data) readWire(tasks map[int]Task) error {
 		task, attempt int
 		dir           string
 	}
-	last := map[wkey]int{}
-	for i, r := range rows {
-		last[wkey{r.Task, r.Attempt, r.Direction}] = i
-	}
-	for i, r := range rows {
-		if done(r.Task, r.Attempt) && last[wkey{r.Task, r.Attempt, r.Direction}] == i {
-			d.Wire = append(d.Wire, r)
-		}
-	}
+	d.Wire = LastRows(rows, func(r WireRow) wkey { return wkey{r.Task, r.Attempt, r.Direction} },
+		func(r WireRow) bool { return done(r.Task, r.Attempt) })
 	an, err := LoadAnatomy(d.Dir, done)
 	if err != nil {
 		return err
 	}
 	type akey struct{ task, attempt, seq int }
-	at := map[akey]int{}
-	for i, r := range an {
-		at[akey{r.Task, r.Attempt, r.Seq}] = i
-	}
-	for i, r := range an {
-		if at[akey{r.Task, r.Attempt, r.Seq}] == i {
-			d.Anatomy = append(d.Anatomy, r)
-		}
-	}
+	d.Anatomy = LastRows(an, func(r AnatomyRow) akey { return akey{r.Task, r.Attempt, r.Seq} },
+		func(AnatomyRow) bool { return true })
 	d.noteWireGaps(tasks, unknown)
 	return nil
+}
+
+// LastRows keeps the rows that keep accepts, each only where it is the
+// last row of its key: a run killed after writing an attempt's rows and
+// before marking it done hands the same attempt out again, so the last
+// rows of a (task, attempt, ...) are the ones that count.
+func LastRows[R any, K comparable](rows []R, key func(R) K, keep func(R) bool) []R {
+	last := map[K]int{}
+	for i, r := range rows {
+		last[key(r)] = i
+	}
+	var out []R
+	for i, r := range rows {
+		if keep(r) && last[key(r)] == i {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // noteWireGaps says in Notes which wire rows and requests were left out,

@@ -59,11 +59,7 @@ func WriteTrace(dir string, rows []workloads.TraceRow) error {
 		}
 		return strings.Compare(a.Type, b.Type)
 	})
-	b, err := json.MarshalIndent(all, "", "  ")
-	if err != nil {
-		return err
-	}
-	return results.WriteAtomic(dir, TraceFile, append(b, '\n'))
+	return results.WriteJSON(dir, TraceFile, all)
 }
 
 // HasTrace reports whether the folder's trace covers app.

@@ -68,7 +68,7 @@ func (s *Summary) attributionFigure() (*plotkit.Figure, error) {
 			}
 		}
 		pt := plotter.XYs{{X: float64(i) + attributionBar/2 + 0.02, Y: c.Change}}
-		if _, err := addSeriesStyled(f, pt, []stats.Interval{c.ChangeCI}, color.RGBA{0, 0, 0, 0xff}); err != nil {
+		if _, err := addSeriesStyled(f, pt, []stats.Interval{c.ChangeCI}, color.RGBA{0, 0, 0, 0xff}, draw.CircleGlyph{}); err != nil {
 			return nil, err
 		}
 	}
@@ -100,33 +100,6 @@ func addBarSegment(f *plotkit.Figure, x, lo, hi float64, c color.Color) error {
 	pg.LineStyle = draw.LineStyle{Color: color.White, Width: vg.Points(0.5)}
 	f.P.Add(pg)
 	return nil
-}
-
-// addSeriesStyled draws points in colour c with their intervals.
-func addSeriesStyled(f *plotkit.Figure, pts plotter.XYs, ci []stats.Interval, c color.Color) (*plotter.Scatter, error) {
-	var eb plotkit.XYErr
-	for i, pt := range pts {
-		if ci[i].Valid() {
-			eb.XYs = append(eb.XYs, pt)
-			eb.YErrors = append(eb.YErrors, struct{ Low, High float64 }{pt.Y - ci[i].Low, ci[i].High - pt.Y})
-		}
-	}
-	if len(eb.XYs) > 0 {
-		e, err := plotter.NewYErrorBars(eb)
-		if err != nil {
-			return nil, fmt.Errorf("plot %s: %w", f.Name, err)
-		}
-		e.LineStyle = draw.LineStyle{Color: c, Width: vg.Points(1)}
-		e.CapWidth = vg.Points(5)
-		f.P.Add(e)
-	}
-	sc, err := plotter.NewScatter(pts)
-	if err != nil {
-		return nil, fmt.Errorf("plot %s: %w", f.Name, err)
-	}
-	sc.GlyphStyle = draw.GlyphStyle{Color: c, Radius: vg.Points(3.5), Shape: draw.CircleGlyph{}}
-	f.P.Add(sc)
-	return sc, nil
 }
 
 // legendDot is the legend's black point.

@@ -99,23 +99,7 @@ func joinSettings(v []float64) string {
 // (no probes, no change against 0 ms) is left out. The same summary always
 // gives the same SVG bytes.
 func (s *Summary) Plots() ([]plotkit.PlotFile, error) {
-	var out []plotkit.PlotFile
-	builders := []func() (*plotkit.Figure, error){s.latencyFigure, s.changeFigure, s.attributionFigure, s.ratioFigure, s.verificationFigure, s.runsFigure, s.sensitivityFigure}
-	for _, build := range builders {
-		f, err := build()
-		if err != nil {
-			return nil, err
-		}
-		if f == nil {
-			continue
-		}
-		pf, err := f.Render()
-		if err != nil {
-			return nil, fmt.Errorf("plot %s: %w", f.Name, err)
-		}
-		out = append(out, pf)
-	}
-	return out, nil
+	return plotkit.RenderEach(s, (*Summary).latencyFigure, (*Summary).changeFigure, (*Summary).attributionFigure, (*Summary).ratioFigure, (*Summary).verificationFigure, (*Summary).runsFigure, (*Summary).sensitivityFigure)
 }
 
 // settingTicks puts the x ticks at the configured settings when they are
@@ -447,6 +431,17 @@ func (s *Summary) ratioPoints(cats []routeKey, st []float64, si int) (plotter.XY
 // addRatioSeries draws one setting's ratios in series colour idx: the
 // error bars of the valid intervals, then the points, with a legend entry.
 func addRatioSeries(f *plotkit.Figure, pts plotter.XYs, ci []stats.Interval, idx int, label string) error {
+	sc, err := addSeriesStyled(f, pts, ci, plotkit.SeriesColor(idx), plotkit.SeriesGlyph(idx))
+	if err != nil {
+		return err
+	}
+	f.Legend.Add(label, sc)
+	return nil
+}
+
+// addSeriesStyled draws points in colour c and shape g: the error bars of
+// the valid intervals, then the points.
+func addSeriesStyled(f *plotkit.Figure, pts plotter.XYs, ci []stats.Interval, c color.Color, g draw.GlyphDrawer) (*plotter.Scatter, error) {
 	var eb plotkit.XYErr
 	for i, pt := range pts {
 		if ci[i].Valid() {
@@ -457,20 +452,19 @@ func addRatioSeries(f *plotkit.Figure, pts plotter.XYs, ci []stats.Interval, idx
 	if len(eb.XYs) > 0 {
 		e, err := plotter.NewYErrorBars(eb)
 		if err != nil {
-			return fmt.Errorf("plot %s: %w", f.Name, err)
+			return nil, fmt.Errorf("plot %s: %w", f.Name, err)
 		}
-		e.LineStyle = draw.LineStyle{Color: plotkit.SeriesColor(idx), Width: vg.Points(1)}
+		e.LineStyle = draw.LineStyle{Color: c, Width: vg.Points(1)}
 		e.CapWidth = vg.Points(5)
 		f.P.Add(e)
 	}
 	sc, err := plotter.NewScatter(pts)
 	if err != nil {
-		return fmt.Errorf("plot %s: %w", f.Name, err)
+		return nil, fmt.Errorf("plot %s: %w", f.Name, err)
 	}
-	sc.GlyphStyle = draw.GlyphStyle{Color: plotkit.SeriesColor(idx), Radius: vg.Points(3.5), Shape: plotkit.SeriesGlyph(idx)}
+	sc.GlyphStyle = draw.GlyphStyle{Color: c, Radius: vg.Points(3.5), Shape: g}
 	f.P.Add(sc)
-	f.Legend.Add(label, sc)
-	return nil
+	return sc, nil
 }
 
 // ratioAxes names the categories on the x axis, tilting the names when

@@ -46,14 +46,9 @@ func AnalyzeShaper(rows []raw.ShaperRow, done map[int]int) []ShaperStat {
 		task, attempt int
 		side          string
 	}
-	last := map[rowKey]int{}
-	for i, r := range rows {
-		last[rowKey{r.Task, r.Attempt, r.Side}] = i
-	}
-	for i, r := range rows {
-		if a, ok := done[r.Task]; !ok || a != r.Attempt || last[rowKey{r.Task, r.Attempt, r.Side}] != i {
-			continue
-		}
+	counted := raw.LastRows(rows, func(r raw.ShaperRow) rowKey { return rowKey{r.Task, r.Attempt, r.Side} },
+		func(r raw.ShaperRow) bool { a, ok := done[r.Task]; return ok && a == r.Attempt })
+	for _, r := range counted {
 		k := key{r.App, r.Side, r.RTTms}
 		if _, ok := groups[k]; !ok {
 			keys = append(keys, k)
