@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/enginetest"
 	"github.com/rttlab/rttlab/rtt/raw"
@@ -39,10 +40,19 @@ func TestIntegrationTcpdumpAgreesWithAnatomy(t *testing.T) {
 			t.Fatalf("%s is missing (.ci/engine.sh installs tcpdump for the tests): %v", tool, err)
 		}
 	}
-	all := enginetest.BuiltApps(t, rt, "postgres", "go", "agent")
+	// One task of each route of the smoke plan, at 1 ms (aimeos is built
+	// only where Packagist answers).
+	smoke, _ := BuiltinPlan("smoke")
+	var routes []PlanApp
+	for _, a := range smoke.Apps {
+		if a.Name != "aimeos" {
+			routes = append(routes, PlanApp{Name: a.Name, Routes: a.Routes, Mix: a.Mix})
+		}
+	}
+	all := enginetest.BuiltApps(t, rt, "postgres", "agent", "go", "node", "rails", "axum", "redmine")
 	zero := 0
 	p := &Plan{Name: "tcpdump-check", Seed: 7, DelaysMs: []float64{1}, Runs: 1, Requests: 40, Warmup: 5,
-		Apps: []PlanApp{{Name: "go", Routes: []string{"/feed", "/feed-naive"}}}, ICMPCount: 5, SelectRuns: 1, SelectCalls: 10,
+		Apps: routes, ICMPCount: 5, SelectRuns: 1, SelectCalls: 10,
 		TaskICMPCount: 2, TraceRequests: 5, UnshapedRuns: &zero, Calibrate: "off"}
 	p.Defaults()
 	w := &tcpdumpWatch{t: t, rt: rt, dir: t.TempDir(), tasks: map[int]*watchedTask{}}
@@ -57,11 +67,15 @@ func TestIntegrationTcpdumpAgreesWithAnatomy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(d.Manifest.Tasks) != 2 {
-		t.Fatalf("%d tasks, want 2", len(d.Manifest.Tasks))
+	if len(d.Manifest.Tasks) != len(p.Tasks()) || len(d.Manifest.Tasks) < 8 {
+		t.Fatalf("%d tasks, want one per route of the smoke plan (%d)", len(d.Manifest.Tasks), len(p.Tasks()))
 	}
-	port := uint16(all["go"].Port)
 	for _, task := range d.Manifest.Tasks {
+		target, err := apps.Resolve(all, task.App)
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := uint16(target.Meta.Port)
 		wt := w.tasks[task.ID]
 		if wt == nil {
 			t.Fatalf("task %d (%s) was never watched", task.ID, task.Route)
@@ -103,10 +117,10 @@ func TestIntegrationTcpdumpAgreesWithAnatomy(t *testing.T) {
 			t.Errorf("task %d (%s): %d requests with a different count of round trips", task.ID, task.Route, ag.trips)
 		}
 		for _, line := range ag.lines() {
-			t.Logf("go %s at %g ms (task %d, %d requests): %s", task.Route, task.RTTms, task.ID, ag.n, line)
+			t.Logf("%s %s at %g ms (task %d, %d requests): %s", task.App, task.Route, task.RTTms, task.ID, ag.n, line)
 		}
 		for _, why := range ag.failures(tcpdumpAgreeMs, tcpdumpAgreeShare) {
-			t.Errorf("go %s at %g ms: %s", task.Route, task.RTTms, why)
+			t.Errorf("%s %s at %g ms: %s", task.App, task.Route, task.RTTms, why)
 		}
 	}
 }
