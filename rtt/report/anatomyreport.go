@@ -154,10 +154,15 @@ func (s *Summary) wireRows() []wireRow {
 // wireMarkdown writes what the captures saw on the wire, per app,
 // setting and direction, with each setting's verdict.
 func (s *Summary) wireMarkdown(b *strings.Builder) {
-	if len(s.Wire) == 0 {
+	if len(s.Wire) == 0 && len(s.WireVerdicts) == 0 {
 		return
 	}
 	b.WriteString("## The wire\n\n")
+	if len(s.Wire) == 0 {
+		b.WriteString("No task's wire figures were read (wire.csv is missing, yet the run checked the wire on every task):\n\n")
+		s.wireWhy(b)
+		return
+	}
 	fmt.Fprintf(b, "During every task both agents capture the app↔database packets (kernel stamps, one clock) and pair each packet that left one side with its arrival at the other (wire.csv). One-way = the median over tasks of each task's p50; added = that minus the 0 ms tasks'; a setting is verified when, both ways, the added one-way p50 is within ±%g ms of half the RTT with at least %.0f%% of the packets paired; passing = the tasks that meet it on their own. A task whose captures missed packets (a full ring, the packet cap) is incomplete and left out of the figures.\n\n",
 		WireToleranceMs, 100*WireMinMatched)
 	b.WriteString("| app | setting | direction | tasks | packets | paired | one-way p50 (ms) | one-way p99 (ms) | added (ms) | target (ms) | passing | verdict |\n")
@@ -171,6 +176,11 @@ func (s *Summary) wireMarkdown(b *strings.Builder) {
 			r.Packets, r.Paired, r.P50, r.P99, r.Added, r.Target, r.Passing, verdict)
 	}
 	b.WriteString("\n")
+	s.wireWhy(b)
+}
+
+// wireWhy lists each setting the wire did not verify, with why.
+func (s *Summary) wireWhy(b *strings.Builder) {
 	for _, v := range s.WireVerdicts {
 		if v.Why != "" && v.Status != WireVerified && v.Status != WireReference {
 			fmt.Fprintf(b, "- %s at %s ms: %s (%s)\n", v.App, fmtSetting(v.RTTms), v.Status, v.Why)

@@ -134,5 +134,9 @@ func TestReportOfBrokenWireFiles(t *testing.T) {
 				t.Errorf("%s at %g ms verified without its wire figures", c.Route, c.RTTms)
 			}
 		}
+		mustNoErr(t, Render(dir))
+		md, err := os.ReadFile(filepath.Join(dir, SummaryMDFile))
+		mustNoErr(t, err)
+		checkGolden(t, "summary.md of a folder that lost its wire.csv", md, filepath.Join("testdata", "nowire.golden.md"))
 	})
 }
