@@ -64,7 +64,7 @@ test: build vet cross
 	bash .ci/engine_test.sh
 	$(ENGINE) $(GO) test -race -count=1 -short ./...
 	RTTLAB_INTEGRATION=1 $(ENGINE) .ci/binfmt.sh .ci/vm.sh sh -c '$(GO) test -count=1 -timeout 80m -p 1 $$($(GO) list ./... | grep -v /netem/vmtest) && $(GO) test -count=1 -timeout 10m -v ./netem/vmtest'
-	GO=$(GO) bash .ci/kubetest.sh
+	GO=$(GO) RTTLAB_KUBE_AGENT=required $(ENGINE) bash .ci/kubetest.sh
 
 # The first run: rttlab's binary built while the host set-up installs
 # what make run needs (not the tests' packages), then the base image,

@@ -7,8 +7,11 @@
 # before is used and left up. The agent image (rttlab/agent:latest) is
 # copied from the Docker engine into the cluster when the engine has it,
 # and RTTLAB_KUBE_AGENT_IMAGE names it to the tests of the node agent;
-# without it those tests skip and say why. RTTLAB_AGENT_IMAGE: another
-# agent image to copy instead.
+# an engine without it builds it first with RTTLAB_BIN (bin/rttlab)
+# when that binary exists. Without the image those tests skip and say
+# why, unless RTTLAB_KUBE_AGENT=required (make test), which makes a
+# missing image a failure. RTTLAB_AGENT_IMAGE: another agent image to
+# copy instead.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
@@ -33,6 +36,11 @@ kubeconfig=$(printf '%s\n' "$up_out" | sed -n 's/^KUBECONFIG=//p' | tail -n 1)
 [ -n "$kubeconfig" ] || { echo "kubetest: .ci/kube.sh up printed no KUBECONFIG line" >&2; exit 1; }
 t2=$(now)
 agent_image=${RTTLAB_AGENT_IMAGE:-rttlab/agent:latest}
+rttlab_bin=${RTTLAB_BIN:-bin/rttlab}
+if [ -z "${RTTLAB_AGENT_IMAGE:-}" ] && [ -x "$rttlab_bin" ] && docker info >/dev/null 2>&1 &&
+  ! docker image inspect "$agent_image" >/dev/null 2>&1; then
+  "$rttlab_bin" images build agent
+fi
 if import_out=$(bash .ci/kube.sh import "$agent_image" 2>&1); then
   printf '%s\n' "$import_out" >&2
   export RTTLAB_KUBE_AGENT_IMAGE=$agent_image
@@ -40,6 +48,10 @@ else
   rc=$?
   printf '%s\n' "$import_out" >&2
   [ $rc = 3 ] || exit $rc
+  if [ "${RTTLAB_KUBE_AGENT:-}" = required ]; then
+    echo "kubetest: the node agent's tests need the agent image on the cluster: ${import_out##*$'\n'}" >&2
+    exit 1
+  fi
   # The reason, one line, is what the tests that need the image skip
   # with.
   export RTTLAB_KUBE_AGENT_IMAGE_MISSING="${import_out##*$'\n'}"
