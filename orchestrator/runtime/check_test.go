@@ -1,0 +1,20 @@
+package runtime
+
+import "testing"
+
+// A check's line says OK, WARN or FAIL, what was found, and the fix only
+// when it is not OK.
+func TestCheckString(t *testing.T) {
+	for _, c := range []struct {
+		c    Check
+		want string
+	}{
+		{Check{Name: "cluster", OK: true, Required: true, Detail: "v1.35.4", Fix: "start it"}, "OK   cluster                v1.35.4"},
+		{Check{Name: "agent image", Detail: "missing", Fix: "import it"}, "WARN agent image            missing — fix: import it"},
+		{Check{Name: "nodes", Required: true, Detail: "0 Ready"}, "FAIL nodes                  0 Ready"},
+	} {
+		if got := c.c.String(); got != c.want {
+			t.Errorf("got  %q\nwant %q", got, c.want)
+		}
+	}
+}
