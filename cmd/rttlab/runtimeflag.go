@@ -71,7 +71,7 @@ func (o *runtimeOptions) check(cmd *cobra.Command) error {
 	if noRuntime[top.Name()] || onKube[top.Name()] {
 		return nil
 	}
-	return usagef("rttlab %s --runtime kube: not supported yet: rttlab's own stacks, agents and studies start on Docker only so far; on a cluster, rttlab doctor --runtime kube and rttlab clean --runtime kube run (leave --runtime out to run on this host's Docker engine)", cmd.CommandPath()[len("rttlab "):])
+	return usagef("%s --runtime kube: not supported yet: rttlab's own stacks, agents and studies start on Docker only so far; on a cluster, rttlab doctor --runtime kube and rttlab clean --runtime kube run (leave --runtime out to run on this host's Docker engine)", cmd.CommandPath()[len("rttlab "):])
 }
 
 // kubeConnect reaches the cluster of --kubeconfig; unit tests replace it.
