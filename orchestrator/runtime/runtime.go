@@ -99,8 +99,8 @@ type MemberSpec struct {
 	Aliases []string
 	// Beside, when set, is the network namespace the member shares (its
 	// target's NetNS) instead of one of its own on the lab's network:
-	// Docker's container:<id>; on Kubernetes an ephemeral container in
-	// the target's pod, or a session of the node agent in its netns.
+	// Docker's container:<id>; on Kubernetes a session of the node
+	// agent in the target pod's netns (the pod is never edited).
 	Beside NetNS
 	// CapAdd are capabilities the member's processes get beyond the
 	// runtime's default set; DropAllCaps starts from none instead.
@@ -235,9 +235,10 @@ type Members interface {
 	// A Member with an ID comes back with an error too when something was
 	// created: the caller removes it. Docker: create a container on the
 	// run's network (or in container:<Beside>), start it, inspect it.
-	// Kubernetes: create a pod in the run's namespace (an ephemeral
-	// container in the target's pod, or a node agent session, for
-	// Beside), wait until it runs, read its pod IP.
+	// Kubernetes: create a pod in the run's namespace (for Beside, a
+	// session of the privileged node agent on the target's node, which
+	// enters the target pod's network namespace), wait until it runs,
+	// read its pod IP.
 	StartMember(ctx context.Context, s MemberSpec) (Member, error)
 	Stater
 	// StopMember stops member id: its processes get SIGTERM, then SIGKILL
