@@ -20,14 +20,7 @@ import (
 // shell image whose entrypoint is /bin/sh; default rttlab.local/shell:1,
 // which .ci/kube.sh imports), runs commands in it and removes the run.
 func TestIntegrationKubeMemberExecRemove(t *testing.T) {
-	cfg := os.Getenv("RTTLAB_KUBECONFIG")
-	if os.Getenv("RTTLAB_INTEGRATION") != "1" || cfg == "" || testing.Short() {
-		t.Skip("set RTTLAB_INTEGRATION=1 and RTTLAB_KUBECONFIG to run against a cluster")
-	}
-	image := os.Getenv("RTTLAB_KUBE_IMAGE")
-	if image == "" {
-		image = "rttlab.local/shell:1"
-	}
+	cfg, image := integrationCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	run := fmt.Sprintf("it%d", time.Now().UnixNano()%1_000_000_000)
@@ -95,20 +88,13 @@ func TestIntegrationKubeMemberExecRemove(t *testing.T) {
 // restarted, and that removing the run leaves no pod and no session
 // process behind.
 func TestIntegrationKubeAgentBeside(t *testing.T) {
-	cfg := os.Getenv("RTTLAB_KUBECONFIG")
-	if os.Getenv("RTTLAB_INTEGRATION") != "1" || cfg == "" || testing.Short() {
-		t.Skip("set RTTLAB_INTEGRATION=1 and RTTLAB_KUBECONFIG to run against a cluster")
-	}
+	cfg, image := integrationCluster(t)
 	agentImage := os.Getenv("RTTLAB_KUBE_AGENT_IMAGE")
 	if agentImage == "" {
 		if why := os.Getenv("RTTLAB_KUBE_AGENT_IMAGE_MISSING"); why != "" {
 			t.Skip(why)
 		}
 		t.Skip("set RTTLAB_KUBE_AGENT_IMAGE to the agent image on the cluster's node (.ci/kube.sh import rttlab/agent:latest)")
-	}
-	image := os.Getenv("RTTLAB_KUBE_IMAGE")
-	if image == "" {
-		image = "rttlab.local/shell:1"
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -312,4 +298,21 @@ func restarts(p *corev1.Pod) int32 {
 		n += cs.RestartCount
 	}
 	return n
+}
+
+// integrationCluster is the cluster the integration tests run against
+// (RTTLAB_KUBECONFIG, with RTTLAB_INTEGRATION=1; else the test skips) and
+// the shell image its node holds (RTTLAB_KUBE_IMAGE, default
+// rttlab.local/shell:1, which .ci/kube.sh imports).
+func integrationCluster(t *testing.T) (kubeconfig, shellImage string) {
+	t.Helper()
+	kubeconfig = os.Getenv("RTTLAB_KUBECONFIG")
+	if os.Getenv("RTTLAB_INTEGRATION") != "1" || kubeconfig == "" || testing.Short() {
+		t.Skip("set RTTLAB_INTEGRATION=1 and RTTLAB_KUBECONFIG to run against a cluster")
+	}
+	shellImage = os.Getenv("RTTLAB_KUBE_IMAGE")
+	if shellImage == "" {
+		shellImage = "rttlab.local/shell:1"
+	}
+	return kubeconfig, shellImage
 }
