@@ -991,7 +991,17 @@ import_image() {
   t0=$(now)
   docker save "$image" | ctr --address "$sock" -n k8s.io images import - >/dev/null ||
     die "importing $image into the cluster's containerd failed (see above)"
-  log "imported $image from the Docker engine in $(secs "$t0" "$(now)") s"
+  # Pods and rttlab read a node's images from its status, which the
+  # kubelet refreshes on its own period (its image list every 30 s, the
+  # status every 10 s): wait until the node lists the image.
+  wait_for "" 120 node_lists_image "$image"
+  log "imported $image from the Docker engine in $(secs "$t0" "$(now)") s (listed by the node)"
+}
+
+# node_lists_image says whether a node's status lists image (containerd
+# names it with its registry: docker.io/rttlab/agent:latest).
+node_lists_image() {
+  kubectl_ get nodes -o 'jsonpath={.items[*].status.images[*].names[*]}' 2>/dev/null | tr ' ' '\n' | grep -qF -- "$1"
 }
 
 # lock waits for another up or down on this host to finish first: each
