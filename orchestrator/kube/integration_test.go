@@ -23,23 +23,8 @@ func TestIntegrationKubeMemberExecRemove(t *testing.T) {
 	cfg, image := integrationCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	run := fmt.Sprintf("it%d", time.Now().UnixNano()%1_000_000_000)
-	l, err := New(ctx, Options{Kubeconfig: cfg, RunID: run})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ok, err := l.HasImage(ctx, image); err != nil || !ok {
-		t.Fatalf("HasImage(%s) = %v, %v: import it on the node first", image, ok, err)
-	}
-	if err := l.OpenRun(ctx); err != nil {
-		t.Fatal(err)
-	}
-	removed := false
-	defer func() {
-		if !removed {
-			_, _ = l.RemoveRun(context.Background(), run)
-		}
-	}()
+	l, run := openTestRun(ctx, t, cfg, "it", image)
+
 	start := time.Now()
 	m, err := l.StartMember(ctx, runtime.MemberSpec{Name: "rttlab-" + run + "-m", Role: "app", Image: image,
 		Cmd: []string{"-c", "echo started; exec sleep 600"}, Aliases: []string{"m"}, NanoCPUs: 500_000_000,
@@ -70,7 +55,6 @@ func TestIntegrationKubeMemberExecRemove(t *testing.T) {
 		t.Errorf("state = %+v, %v", st, err)
 	}
 	n, err := l.RemoveRun(ctx, run)
-	removed = true
 	if err != nil || n != 3 {
 		t.Errorf("RemoveRun = %d, %v; want 3 (pod, service, namespace)", n, err)
 	}
@@ -98,25 +82,8 @@ func TestIntegrationKubeAgentBeside(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	run := fmt.Sprintf("ia%d", time.Now().UnixNano()%1_000_000_000)
-	l, err := New(ctx, Options{Kubeconfig: cfg, RunID: run})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, img := range []string{image, agentImage} {
-		if ok, err := l.HasImage(ctx, img); err != nil || !ok {
-			t.Fatalf("HasImage(%s) = %v, %v: import it on the node first", img, ok, err)
-		}
-	}
-	if err := l.OpenRun(ctx); err != nil {
-		t.Fatal(err)
-	}
-	removed := false
-	defer func() {
-		if !removed {
-			_, _ = l.RemoveRun(context.Background(), run)
-		}
-	}()
+	l, run := openTestRun(ctx, t, cfg, "ia", image, agentImage)
+
 	labels := map[string]string{runtime.LabelRun: run}
 	start := time.Now()
 	target, err := l.StartMember(ctx, runtime.MemberSpec{Name: "rttlab-" + run + "-app", Role: "app", Image: image,
@@ -259,7 +226,6 @@ func TestIntegrationKubeAgentBeside(t *testing.T) {
 
 	start = time.Now()
 	n, err := l.RemoveRun(ctx, run)
-	removed = true
 	if err != nil {
 		t.Errorf("RemoveRun: %v", err)
 	}
@@ -315,4 +281,31 @@ func integrationCluster(t *testing.T) (kubeconfig, shellImage string) {
 		shellImage = "rttlab.local/shell:1"
 	}
 	return kubeconfig, shellImage
+}
+
+// openTestRun opens a fresh run (its id prefix and a number) on the
+// cluster of kubeconfig, once every node has images; the test's end
+// removes it unless the test did.
+func openTestRun(ctx context.Context, t *testing.T, kubeconfig, prefix string, images ...string) (*Lab, string) {
+	t.Helper()
+	run := fmt.Sprintf("%s%d", prefix, time.Now().UnixNano()%1_000_000_000)
+	l, err := New(ctx, Options{Kubeconfig: kubeconfig, RunID: run})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, img := range images {
+		if ok, err := l.HasImage(ctx, img); err != nil || !ok {
+			t.Fatalf("HasImage(%s) = %v, %v: import it on the node first", img, ok, err)
+		}
+	}
+	if err := l.OpenRun(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ns, err := l.C.CoreV1().Namespaces().Get(context.Background(), l.Namespace, metav1.GetOptions{})
+		if err == nil && ns.DeletionTimestamp == nil { // the test did not remove it
+			_, _ = l.RemoveRun(context.Background(), run)
+		}
+	})
+	return l, run
 }
