@@ -130,7 +130,7 @@ func (c *Cluster) privilegedCheck(ctx context.Context, image, namespace string) 
 // imageCheck says which nodes lack image.
 func (c *Cluster) imageCheck(ctx context.Context, image string) runtime.Check {
 	ch := runtime.Check{Name: "agent image"}
-	missing, err := (&Lab{C: c.C}).nodesWithout(ctx, image)
+	missing, err := nodesWithout(ctx, c.C, image)
 	switch {
 	case err != nil:
 		ch.Detail = firstLine(err.Error())

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/rttlab/rttlab/orchestrator/runtime"
 )
@@ -15,7 +16,7 @@ import (
 // images (the node's status, as its kubelet reports it: at most its 50
 // largest images unless the kubelet's nodeStatusMaxImages says more).
 func (l *Lab) HasImage(ctx context.Context, ref string) (bool, error) {
-	missing, err := l.nodesWithout(ctx, ref)
+	missing, err := nodesWithout(ctx, l.C, ref)
 	return err == nil && len(missing) == 0, err
 }
 
@@ -27,7 +28,7 @@ func (l *Lab) EnsureImage(ctx context.Context, ref string) error {
 	if l.Registry != "" {
 		return nil
 	}
-	missing, err := l.nodesWithout(ctx, ref)
+	missing, err := nodesWithout(ctx, l.C, ref)
 	if err != nil || len(missing) == 0 {
 		return err
 	}
@@ -35,11 +36,12 @@ func (l *Lab) EnsureImage(ctx context.Context, ref string) error {
 		ref, runtime.ErrNotFound, strings.Join(missing, ", "), ref)
 }
 
-// nodesWithout lists the nodes that take pods and do not list ref.
-func (l *Lab) nodesWithout(ctx context.Context, ref string) ([]string, error) {
+// nodesWithout lists the nodes of cluster c that take pods and do not
+// list ref.
+func nodesWithout(ctx context.Context, c kubernetes.Interface, ref string) ([]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, shortCall)
 	defer cancel()
-	nodes, err := l.C.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	nodes, err := c.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("image %s: list nodes: %s", ref, firstLine(err.Error()))
 	}
