@@ -22,40 +22,21 @@ var archWord = regexp.MustCompile(`(?i)\b(amd64|x86[_-]64|i[3-6]86|aarch64|arm64
 // and the table of the platforms rttlab builds and runs.
 var archAllowed = []string{".ci/", "Makefile", "netem/vmtest/", "README.md", "go.sum", "orchestrator/engine/platform.go"}
 
-// sourceFiles lists the files of the tree at root, relative to it: what
-// git tracks where root is a checkout, so that what a run wrote into it
-// (rttlab-results/, bin/) is never read as source; elsewhere (a source
-// archive) every file but those folders.
+// sourceFiles lists the files git tracks in the checkout at root,
+// relative to it: what a run wrote into the checkout (rttlab-results/,
+// bin/) is never read as source.
 func sourceFiles(root string) ([]string, error) {
 	out, err := exec.Command("git", "-C", root, "ls-files", "-z").Output()
-	if err == nil {
-		var files []string
-		for _, f := range bytes.Split(out, []byte{0}) {
-			if len(f) > 0 {
-				files = append(files, string(f))
-			}
-		}
-		return files, nil
-	}
-	if _, serr := os.Stat(filepath.Join(root, ".git")); serr == nil {
-		return nil, fmt.Errorf("git ls-files in %s: %w", root, err)
+	if err != nil {
+		return nil, fmt.Errorf("git ls-files in %s (the check reads a git checkout): %w", root, err)
 	}
 	var files []string
-	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
+	for _, f := range bytes.Split(out, []byte{0}) {
+		if len(f) > 0 {
+			files = append(files, string(f))
 		}
-		rel, _ := filepath.Rel(root, p)
-		if d.IsDir() {
-			if rel != "." && (strings.HasPrefix(d.Name(), ".") && rel != ".ci" || d.Name() == "bin" || d.Name() == "rttlab-results" || d.Name() == "node_modules") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		files = append(files, filepath.ToSlash(rel))
-		return nil
-	})
-	return files, err
+	}
+	return files, nil
 }
 
 // archMentions lists, as "file:line: word", where the source files under
