@@ -22,6 +22,8 @@ import (
 type Folder struct {
 	*results.Folder
 	state *Data
+	// wireHeader is wire.csv's layout, read once (wireLayout).
+	wireHeader []string
 }
 
 // rawFiles are the files of an RTT folder that the runner appends to;
@@ -187,15 +189,18 @@ func (f *Folder) AppendShaper(rows []ShaperRow) error {
 // AppendWire appends rows to wire.csv (created with its header on first
 // use) and fsyncs.
 func (f *Folder) AppendWire(rows []WireRow) error {
-	header, err := wireLayout(f.Path(WireFile))
-	if err != nil {
-		return err
+	if f.wireHeader == nil {
+		header, err := wireLayout(f.Path(WireFile))
+		if err != nil {
+			return err
+		}
+		f.wireHeader = header
 	}
 	recs := make([][]string, len(rows))
 	for i := range rows {
-		recs[i] = rows[i].Record()[:len(header)]
+		recs[i] = rows[i].Record()[:len(f.wireHeader)]
 	}
-	return f.AppendRows(WireFile, header, recs)
+	return f.AppendRows(WireFile, f.wireHeader, recs)
 }
 
 // wireLayout is the header of the wire.csv at path: WireHeader for a new
