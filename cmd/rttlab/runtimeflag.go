@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/kube"
 	"github.com/rttlab/rttlab/orchestrator/runtime"
 	"github.com/rttlab/rttlab/orchestrator/stack"
@@ -90,12 +91,10 @@ func kubeDoctor(ctx context.Context, w io.Writer) bool {
 		}
 		checks = cl.Doctor(ctx, stack.AgentImage, ns)
 	}
-	failed := false
 	for _, c := range checks {
 		fmt.Fprintln(w, c)
-		failed = failed || c.Required && !c.OK
 	}
-	return !failed
+	return !engine.DoctorFailed(checks)
 }
 
 // kubeClean removes the namespaces of one run (runID) or of every run on
