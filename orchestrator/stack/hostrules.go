@@ -26,16 +26,6 @@ func WireRulePrefix(runID string) string { return runID + "/" }
 // agent that answers one question has engine.RoleOnce.
 const RoleShaper = "shaper"
 
-// StartHelper creates and starts a helper container of spec and returns its
-// id (also when the start failed, so that the caller removes it).
-func StartHelper(ctx context.Context, d engine.Containers, spec engine.ContainerSpec) (string, error) {
-	id, err := d.CreateContainer(ctx, spec)
-	if err != nil {
-		return "", err
-	}
-	return id, d.StartContainer(ctx, id)
-}
-
 // ErrNoHostNet refuses what needs a member on the host's network (the
 // wire shaper, its rules' sweep) on a runtime without one
 // (runtime.WireHost).

@@ -64,25 +64,6 @@ func TestRunAgentOnceRemovesItsContainer(t *testing.T) {
 	}
 }
 
-// StartHelper returns the helper's id also when it does not start, so
-// that the caller removes it.
-func TestStartHelper(t *testing.T) {
-	ctx := context.Background()
-	l := fakelab.New(t)
-	spec := engine.ContainerSpec{Name: "rttlab-r1-wire", Image: AgentImage, Labels: RunLabels("r1", nil)}
-	l.FailOn("StartContainer", "-wire", 1, errors.New("no such device"))
-	id, err := StartHelper(ctx, l, spec)
-	if err == nil || id == "" {
-		t.Fatalf("id %q err %v", id, err)
-	}
-	if cs, _ := l.Live(); !slices.Equal(cs, []string{"rttlab-r1-wire"}) {
-		t.Errorf("live %v", cs)
-	}
-	if id, err := StartHelper(ctx, l, spec); err == nil || id != "" {
-		t.Errorf("a second helper of the same name: id %q err %v", id, err)
-	}
-}
-
 // rulesLeft makes the lab's host tables hold rules, by label: a sweep
 // removes those of its label prefix and reports them, a sweep --list
 // reports them and removes nothing.
