@@ -168,7 +168,9 @@ type Options struct {
 	// sent to them, timed from the read.
 	Hook string
 	// Bridge (wire hook) is the bridge the shaped container's link is a
-	// port of: only packets bridged on it are held.
+	// port of: only packets bridged on it are held. BridgeAuto: the
+	// bridge this namespace routes Src through (a Kubernetes node's pod
+	// bridge, whose name the controller does not know).
 	Bridge string
 	// Src (wire hook) is the shaped container's address: only packets it
 	// sends are held.

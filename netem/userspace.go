@@ -145,6 +145,13 @@ func userspaceOptions(opts Options) (Options, error) {
 		opts.Hook = HookIngress
 	case HookIngress, HookEgress:
 	case HookWire:
+		if opts.Bridge == BridgeAuto {
+			b, err := bridgeTo(opts.Src)
+			if err != nil {
+				return opts, fmt.Errorf("userspace shaper: %w", err)
+			}
+			opts.Bridge = b
+		}
 		if err := checkWire(opts); err != nil {
 			return opts, fmt.Errorf("userspace shaper: %w", err)
 		}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
+	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"slices"
@@ -33,6 +35,32 @@ const WireCommentPrefix = "rttlab:"
 const bridgeNFCall = "/proc/sys/net/bridge/bridge-nf-call-iptables"
 
 func wireComment(label string) string { return WireCommentPrefix + label }
+
+// BridgeAuto asks the wire hook to find its bridge itself (bridgeTo).
+const BridgeAuto = "auto"
+
+// bridgeTo is the bridge of the calling thread's namespace that src is
+// reached through: the device of the route to src, which must be a
+// bridge (a node whose pods are ports of one, as with the CNI bridge
+// plugin; a routed CNI gives each pod a link of its own, which the wire
+// hook cannot hold on).
+func bridgeTo(src netip.Addr) (string, error) {
+	if !src.IsValid() {
+		return "", errors.New("wire hook: no address of the shaped container given (--src)")
+	}
+	routes, err := netlink.RouteGet(net.IP(src.Unmap().AsSlice()))
+	if err != nil || len(routes) == 0 {
+		return "", fmt.Errorf("wire hook: no route to %s in this network namespace (%v): run on the node's network", src, err)
+	}
+	l, err := netlink.LinkByIndex(routes[0].LinkIndex)
+	if err != nil {
+		return "", fmt.Errorf("wire hook: the link of the route to %s: %w", src, err)
+	}
+	if l.Type() != "bridge" {
+		return "", fmt.Errorf("wire hook: %s is reached through %s, a %s, not a bridge: this node's pods are not ports of a bridge", src, l.Attrs().Name, l.Type())
+	}
+	return l.Attrs().Name, nil
+}
 
 // checkWire validates the wire hook's options and that the host can run
 // it: the bridge exists in the caller's namespace (the shaper runs on the

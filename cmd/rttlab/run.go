@@ -298,6 +298,9 @@ func (o *runOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
+	if labRuntime.name == runtimeKube {
+		return o.runKube(cmd, all)
+	}
 	rt, err := connect(ctx)
 	if err != nil {
 		return err

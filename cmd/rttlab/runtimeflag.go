@@ -34,7 +34,7 @@ var labRuntime = &runtimeOptions{}
 
 // onKube lists the commands that run on --runtime kube today; every other
 // command that starts a stack refuses it before it connects.
-var onKube = map[string]bool{"doctor": true, "clean": true}
+var onKube = map[string]bool{"doctor": true, "clean": true, "run": true}
 
 // noRuntime lists the commands that use no runtime (they read folders or
 // print): any --runtime passes through them.

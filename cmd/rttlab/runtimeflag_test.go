@@ -44,7 +44,6 @@ func TestRuntimeRefusals(t *testing.T) {
 		{[]string{"doctor", "--runtime", "swarm"}, "", `--runtime "swarm": use docker (this host's engine) or kube (a Kubernetes cluster)`},
 		{[]string{"doctor"}, "nomad", `--runtime "nomad": use docker`},
 		{[]string{"clean", "--kubeconfig", "/k"}, "", "--kubeconfig and --namespace go with --runtime kube"},
-		{[]string{"run", "--plan", "smoke", "--runtime", "kube"}, "", "rttlab: run --runtime kube: not supported yet:"},
 		{[]string{"verify", "go"}, "kube", "rttlab: verify --runtime kube: not supported yet:"},
 		{[]string{"shape", "verify", "go", "--runtime", "kube"}, "", "rttlab: shape verify --runtime kube: not supported yet:"},
 		{[]string{"place", "--runtime", "kube"}, "", "rttlab: place --runtime kube: not supported yet:"},

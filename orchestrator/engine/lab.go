@@ -400,6 +400,9 @@ func (l *Lab) StartHostMember(ctx context.Context, s runtime.MemberSpec, net run
 // that rttlab created (no com.docker.network.bridge.name option): "br-"
 // and the network ID's first 12 characters.
 func (l *Lab) Bridge(networkID string) string {
+	if networkID == "" {
+		return ""
+	}
 	return "br-" + networkID[:min(12, len(networkID))]
 }
 

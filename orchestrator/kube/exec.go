@@ -117,11 +117,16 @@ func (l *Lab) exec(ctx context.Context, m memberID, cmd []string, stdin io.Reade
 	return -1, fmt.Errorf("exec %s in %s: %s", what, m, firstLine(err.Error()))
 }
 
+// asUser runs its arguments as user $1: at once when the container runs
+// as that user already (an image whose user is not root cannot change
+// user, as postgres' cannot), else through runuser, which only root may.
+const asUser = `u=$1; shift; if [ "$(id -un)" = "$u" ] || [ "$(id -u)" = "$u" ]; then exec "$@"; fi; exec runuser -u "$u" -- "$@"`
+
 // wrapCmd is cmd run as user with env added.
 func wrapCmd(cmd []string, user string, env []string) []string {
 	out := []string{}
 	if user != "" {
-		out = append(out, "runuser", "-u", user, "--")
+		out = append(out, "sh", "-c", asUser, "sh", user)
 	}
 	if len(env) > 0 {
 		out = append(append(out, "env"), env...)

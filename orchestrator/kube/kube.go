@@ -32,7 +32,8 @@
 //
 // The node agent leaves the target's pod untouched, serves any pod on its
 // node whoever started it, and goes with the run's namespace. Its price
-// is a privileged pod with the host's PIDs: it needs a namespace that
+// is a privileged pod with the host's PIDs and network (a wire shaper
+// holds pods' packets on the node's bridge from it): it needs a namespace that
 // admits privileged pods (Pod Security "privileged"), and its sessions'
 // capabilities are cut by setpriv rather than by the container runtime.
 // Each session has a mount namespace of its own, in which its own
@@ -50,6 +51,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"net/url"
 	"strings"
@@ -62,6 +64,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 
 	"github.com/rttlab/rttlab/orchestrator/runtime"
 )
@@ -120,6 +123,10 @@ type Lab struct {
 	Poll time.Duration
 	// StartTimeout bounds the wait for a member to run.
 	StartTimeout time.Duration
+	// runs, on a cluster-wide Lab (Cluster.Runtime), holds each run's
+	// Lab; hosts, on a run's, its members' addresses by alias.
+	runs  *runsOf
+	hosts hosts
 }
 
 var _ runtime.Runtime = (*Lab)(nil)
@@ -127,7 +134,7 @@ var _ runtime.Runtime = (*Lab)(nil)
 // NewLab is the runtime of run runID in namespace (empty:
 // rttlab-<runID>) on the cluster c, exec going through x.
 func NewLab(c kubernetes.Interface, x Executor, namespace, runID string) *Lab {
-	if namespace == "" {
+	if namespace == "" && runID != "" {
 		namespace = RunNamespace(runID)
 	}
 	return &Lab{C: c, X: x, Namespace: namespace, RunID: runID, Poll: 250 * time.Millisecond, StartTimeout: startTimeout}
@@ -166,6 +173,7 @@ type Cluster struct {
 // ~/.kube/config) and checks that its apiserver answers; an error wraps
 // ErrNoCluster when none does.
 func Connect(ctx context.Context, kubeconfig string) (*Cluster, error) {
+	quietClient()
 	cfg, err := restConfig(kubeconfig)
 	if err != nil {
 		return nil, err
@@ -178,6 +186,15 @@ func Connect(ctx context.Context, kubeconfig string) (*Cluster, error) {
 		return nil, err
 	}
 	return &Cluster{C: c, X: &apiExecutor{cfg: cfg, c: c}, Host: cfg.Host}, nil
+}
+
+// quietClient stops client-go's own log (klog) from writing to the
+// terminal: the end of an exec's stream it reports as an "Unhandled
+// Error" is how every exec whose command ends before its input does
+// ends, and rttlab reports an exec's failure itself.
+func quietClient() {
+	klog.SetOutput(io.Discard)
+	klog.LogToStderr(false)
 }
 
 // restConfig reads the kubeconfig: path, else KUBECONFIG, else

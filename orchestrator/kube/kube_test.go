@@ -427,7 +427,7 @@ func TestExecExitCodeAndOutput(t *testing.T) {
 		t.Errorf("exec = %d, %v, %q", code, err, out.String())
 	}
 	r := x.requests()[0]
-	if want := []string{"runuser", "-u", "postgres", "--", "env", "PGHOST=127.0.0.1", "pg_isready"}; !slices.Equal(r.Cmd, want) || r.Pod != "db" || r.Container != "member" {
+	if want := []string{"sh", "-c", asUser, "sh", "postgres", "env", "PGHOST=127.0.0.1", "pg_isready"}; !slices.Equal(r.Cmd, want) || r.Pod != "db" || r.Container != "member" {
 		t.Errorf("exec request = %+v, want %q", r, want)
 	}
 	x.answer = func(r ExecRequest) error { return errors.New("upgrade failed\nwith a body") }

@@ -21,6 +21,13 @@ import (
 // service per alias that selects it, and waits until it runs; a member
 // beside another is a session of the node agent on its target's node.
 func (l *Lab) StartMember(ctx context.Context, s runtime.MemberSpec) (runtime.Member, error) {
+	if l.runs != nil {
+		rl, err := l.forRun(ctx, s.Labels[runtime.LabelRun])
+		if err != nil {
+			return runtime.Member{}, fmt.Errorf("start %s: %w", s.Name, err)
+		}
+		return rl.StartMember(ctx, s)
+	}
 	if s.Beside != "" {
 		return l.startSession(ctx, s)
 	}
@@ -53,6 +60,7 @@ func (l *Lab) StartMember(ctx context.Context, s runtime.MemberSpec) (runtime.Me
 		return m, fmt.Errorf("start %s: %w", s.Name, err)
 	}
 	m.Addr, m.Node = p.Status.PodIP, p.Spec.NodeName
+	l.hosts.add(s.Aliases, m.Addr)
 	return m, nil
 }
 
@@ -84,6 +92,7 @@ func (l *Lab) podOf(s runtime.MemberSpec) (*corev1.Pod, error) {
 		ObjectMeta: metav1.ObjectMeta{Name: s.Name, Namespace: l.Namespace, Labels: labels, Annotations: annotations},
 		Spec: corev1.PodSpec{
 			Containers:                   []corev1.Container{c},
+			HostAliases:                  l.hosts.aliases(),
 			RestartPolicy:                corev1.RestartPolicyNever,
 			EnableServiceLinks:           &no,
 			AutomountServiceAccountToken: &no,

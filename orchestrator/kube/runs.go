@@ -24,6 +24,7 @@ func (l *Lab) RemoveRun(ctx context.Context, runID string) (int, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*shortCall)
 	defer cancel()
+	defer l.forget(runID)
 	nss := l.C.CoreV1().Namespaces()
 	sel := metav1.ListOptions{LabelSelector: runtime.LabelRun + "=" + runID}
 	list, err := nss.List(ctx, sel)

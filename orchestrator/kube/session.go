@@ -43,14 +43,17 @@ const sessionRoot = "/run/rttlab"
 // sessionEnter is the part of the start and exec scripts that puts the
 // command ("$@") in session $d's view: after it, "$@" runs in a mount
 // namespace of its own with $d/run on /run/rttlab, in the network
-// namespace of the target's process $pid, with the capabilities $caps
-// (setpriv's bounding set; empty: all).
+// namespace $net enters (nsenter into the target's process $pid, or
+// unshare for an empty one), with the capabilities $caps (setpriv's
+// bounding set; empty: all).
 const sessionEnter = `set -- unshare --mount --propagation private -- sh -c 'mount --bind "$0" ` + sessionRoot + ` && exec "$@"' "$d/run" \
-	nsenter -t "$pid" -n -- ${caps:+setpriv --bounding-set=$caps --inh-caps=-all --} "$@"
+	$net ${caps:+setpriv --bounding-set=$caps --inh-caps=-all --} "$@"
 `
 
 // sessionStartScript starts a session: $1 its name, $2 the target's
-// container ID, $3 the capabilities its processes keep (setpriv's
+// container ID (or "host": the node's own network namespace, the node
+// agent's, which runs on the node's network; "none": an empty one of
+// its own), $3 the capabilities its processes keep (setpriv's
 // bounding set; empty: all), the command after them. It finds a process
 // of the container by its ID in the cgroup paths (both the cgroupfs and
 // the systemd drivers name it), and starts the command detached in that
@@ -62,16 +65,23 @@ if [ -s "$d/pid" ] && [ ! -s "$d/exit" ] && kill -0 "$(cat "$d/pid")" 2>/dev/nul
 	echo "session $name runs already" >&2; exit 3
 fi
 pid=
-for f in /proc/[0-9]*/cgroup; do
-	if grep -qF "$cid" "$f" 2>/dev/null; then pid=${f#/proc/}; pid=${pid%/cgroup}; break; fi
-done
-if [ -z "$pid" ]; then echo "no process of container $cid on this node" >&2; exit 4; fi
+case $cid in
+host|none) ;;
+*)
+	for f in /proc/[0-9]*/cgroup; do
+		if grep -qF "$cid" "$f" 2>/dev/null; then pid=${f#/proc/}; pid=${pid%/cgroup}; break; fi
+	done
+	if [ -z "$pid" ]; then echo "no process of container $cid on this node" >&2; exit 4; fi ;;
+esac
+net="nsenter -t $pid -n --"
+case $cid in host) net= ;; none) net="unshare --net --" ;; esac
 rm -rf "$d" && mkdir -p "$d/run" || exit 5
 echo "$pid" >"$d/target"; echo "$cid" >"$d/cid"; printf '%s' "$caps" >"$d/caps"
 ` + sessionEnter + `setsid sh -c '"$@" & echo $! >"$0/pid"; wait $!; echo $? >"$0/exit"' "$d" "$@" </dev/null >"$d/log" 2>&1 &
 i=0
 while [ ! -s "$d/pid" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done
 if [ ! -s "$d/pid" ]; then echo "session $name did not start" >&2; exit 5; fi
+if [ "$cid" = none ]; then cp "$d/pid" "$d/target"; fi
 `
 
 // sessionExecScript runs a command in session $1's view: its target's
@@ -82,9 +92,17 @@ if [ ! -s "$d/pid" ]; then echo "session $name did not start" >&2; exit 5; fi
 const sessionExecScript = `d=` + sessionRoot + `/$1; shift
 if [ ! -r "$d/target" ]; then echo "no session ${d##*/} in this node agent" >&2; exit 126; fi
 pid=$(cat "$d/target"); caps=$(cat "$d/caps"); cid=$(cat "$d/cid")
-if ! grep -qF "$cid" "/proc/$pid/cgroup" 2>/dev/null; then
-	echo "session ${d##*/}: process $pid of its target's container $cid is gone (the container ended or restarted)" >&2; exit 126
-fi
+case $cid in
+host) ;;
+none)
+	if ! kill -0 "$pid" 2>/dev/null; then echo "session ${d##*/} has ended: its network namespace is gone" >&2; exit 126; fi ;;
+*)
+	if ! grep -qF "$cid" "/proc/$pid/cgroup" 2>/dev/null; then
+		echo "session ${d##*/}: process $pid of its target's container $cid is gone (the container ended or restarted)" >&2; exit 126
+	fi ;;
+esac
+net="nsenter -t $pid -n --"
+if [ "$cid" = host ]; then net=; fi
 ` + sessionEnter + `exec "$@"
 `
 
@@ -153,9 +171,18 @@ func (l *Lab) startSession(ctx context.Context, s runtime.MemberSpec) (runtime.M
 	if err != nil {
 		return runtime.Member{}, fmt.Errorf("start %s: %w", s.Name, err)
 	}
-	agent, err := l.ensureNodeAgent(ctx, target.Spec.NodeName, s.Image)
+	return l.runSession(ctx, s, target.Spec.NodeName, cid)
+}
+
+// runSession starts s as a session of the node agent on node, in the
+// network namespace of container cid (or "host", "none": see
+// sessionStartScript).
+func (l *Lab) runSession(ctx context.Context, s runtime.MemberSpec, node, cid string) (runtime.Member, error) {
+	cctx, cancel := context.WithTimeout(ctx, shortCall)
+	defer cancel()
+	agent, err := l.ensureNodeAgent(ctx, node, s.Image)
 	if err != nil {
-		return runtime.Member{}, fmt.Errorf("start %s: node agent on %s: %w", s.Name, target.Spec.NodeName, err)
+		return runtime.Member{}, fmt.Errorf("start %s: node agent on %s: %w", s.Name, node, err)
 	}
 	id := memberID{Namespace: l.Namespace, Pod: agent, Container: nodeAgentContainer, Session: s.Name}
 	cmd := wrapCmd(s.Cmd, "", s.Env)
@@ -168,11 +195,92 @@ func (l *Lab) startSession(ctx context.Context, s runtime.MemberSpec) (runtime.M
 	if err != nil {
 		return runtime.Member{}, fmt.Errorf("start %s: %w", s.Name, err)
 	}
-	if code != 0 {
-		return runtime.Member{}, fmt.Errorf("start %s in %s: %s (exit code %d)", s.Name, s.Beside, lastLine(stderr.String()), code)
+	where := cid
+	if s.Beside != "" {
+		where = string(s.Beside)
 	}
-	return runtime.Member{Name: s.Name, Role: s.Role, ID: id.String(), Node: target.Spec.NodeName, NetNS: s.Beside}, nil
+	if code != 0 {
+		return runtime.Member{}, fmt.Errorf("start %s in %s: %s (exit code %d)", s.Name, where, lastLine(stderr.String()), code)
+	}
+	return runtime.Member{Name: s.Name, Role: s.Role, ID: id.String(), Node: node, NetNS: s.Beside}, nil
 }
+
+var _ runtime.WireHost = (*Lab)(nil)
+
+// StartHostMember starts member s as a session of the node agent in the
+// node's own network namespace (runtime.OnHost), where a node that
+// bridges its pods bridges them, or in an empty one (runtime.NoNet). Its
+// node is that of s.Beside's pod when set, else the cluster's only node.
+func (l *Lab) StartHostMember(ctx context.Context, s runtime.MemberSpec, net runtime.HostNet) (runtime.Member, error) {
+	if l.runs != nil {
+		rl, err := l.forRun(ctx, s.Labels[runtime.LabelRun])
+		if err != nil {
+			return runtime.Member{}, fmt.Errorf("start %s: %w", s.Name, err)
+		}
+		return rl.StartHostMember(ctx, s, net)
+	}
+	if errs := validation.IsDNS1123Label(s.Name); len(errs) > 0 {
+		return runtime.Member{}, fmt.Errorf("start %s: the name cannot name a session: %s", s.Name, errs[0])
+	}
+	if len(s.Cmd) == 0 {
+		return runtime.Member{}, fmt.Errorf("start %s: a member on a node needs a command", s.Name)
+	}
+	cid := "host"
+	switch net {
+	case runtime.OnHost:
+	case runtime.NoNet:
+		cid = "none"
+	default:
+		return runtime.Member{}, fmt.Errorf("start %s: network %q: use host or none", s.Name, net)
+	}
+	node, err := l.nodeOf(ctx, s.Beside)
+	if err != nil {
+		return runtime.Member{}, fmt.Errorf("start %s: %w", s.Name, err)
+	}
+	return l.runSession(ctx, s, node, cid)
+}
+
+// nodeOf is the node of pod beside (namespace/pod), else the cluster's
+// only node that takes pods.
+func (l *Lab) nodeOf(ctx context.Context, beside runtime.NetNS) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, shortCall)
+	defer cancel()
+	if beside != "" {
+		namespace, pod, err := parseNetNS(beside)
+		if err != nil {
+			return "", err
+		}
+		p, err := l.C.CoreV1().Pods(namespace).Get(ctx, pod, metav1.GetOptions{})
+		if err != nil {
+			return "", l.podErr("node of", memberID{Namespace: namespace, Pod: pod, Container: "*"}, err)
+		}
+		if p.Spec.NodeName == "" {
+			return "", fmt.Errorf("pod %s is on no node yet", beside)
+		}
+		return p.Spec.NodeName, nil
+	}
+	nodes, err := l.C.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return "", fmt.Errorf("list nodes: %s", firstLine(err.Error()))
+	}
+	var taking []string
+	for _, n := range nodes.Items {
+		if !n.Spec.Unschedulable {
+			taking = append(taking, n.Name)
+		}
+	}
+	if len(taking) != 1 {
+		return "", fmt.Errorf("the cluster has %d nodes that take pods (%s): which node's network is meant needs a member beside", len(taking), strings.Join(taking, ", "))
+	}
+	return taking[0], nil
+}
+
+// Bridge is netem.BridgeAuto: the wire shaper finds its node's pod
+// bridge itself, by the route to the pod it holds.
+func (l *Lab) Bridge(string) string { return bridgeAuto }
+
+// bridgeAuto is netem.BridgeAuto.
+const bridgeAuto = "auto"
 
 // targetContainer is the container ID (without its runtime's scheme) of
 // a running container of p, whose network namespace is the pod's.
@@ -241,6 +349,7 @@ func (l *Lab) ensureNodeAgent(ctx context.Context, node, image string) (string, 
 		Spec: corev1.PodSpec{
 			NodeName:                      node,
 			HostPID:                       true,
+			HostNetwork:                   true,
 			RestartPolicy:                 corev1.RestartPolicyNever,
 			Tolerations:                   []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
 			EnableServiceLinks:            &no,

@@ -97,15 +97,20 @@ const (
 // host the controller can reach: a member started in the host's network
 // namespace holds a member's packets on it (the wire shaper), and a
 // short-lived one sweeps the rules such shapers leave in the host's
-// tables. Docker has it (the run's bridge network); a Kubernetes runtime
-// shapes inside the members' pods instead and does not implement it.
+// tables. Docker has it (the run's bridge network); so has a Kubernetes
+// runtime whose nodes bridge their pods (a session of the node agent in
+// the node's network namespace holds a pod's packets on its bridge).
 type WireHost interface {
-	// StartHostMember creates and starts a member of s (s.Beside and
-	// s.Aliases unused) in the namespace net; it has no address of its
-	// own. A Member with an ID comes back with an error too when
+	// StartHostMember creates and starts a member of s (s.Aliases
+	// unused) in the namespace net; it has no address of its own.
+	// s.Beside, when set, names the member whose host it runs on (on one
+	// host, unused; on a cluster, that member's node). A Member with an ID comes back with an error too when
 	// something was created: the caller removes it.
 	StartHostMember(ctx context.Context, s MemberSpec, net HostNet) (Member, error)
-	// Bridge is the host's interface behind the run's network networkID.
+	// Bridge is the host's interface behind the run's network networkID
+	// (empty: none), or netem.BridgeAuto where the shaper finds it on its
+	// host (a cluster's node, whose pod bridge the controller cannot
+	// name).
 	Bridge(networkID string) string
 }
 

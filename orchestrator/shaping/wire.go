@@ -86,7 +86,8 @@ func netNS(m *stack.Member) runtime.NetNS {
 // namespace with CAP_NET_ADMIN and CAP_NET_RAW, holding what m sends on
 // the stack's bridge (the host's interface behind the run's network).
 func wireShaperSpec(wh runtime.WireHost, st *stack.Stack, m *stack.Member, agentLabels map[string]string) (runtime.MemberSpec, error) {
-	if st.NetworkID == "" {
+	bridge := wh.Bridge(st.NetworkID)
+	if bridge == "" {
 		return runtime.MemberSpec{}, fmt.Errorf("wire shaping of %s: the stack has no network", m.Name)
 	}
 	if m.IP == "" {
@@ -98,8 +99,9 @@ func wireShaperSpec(wh runtime.WireHost, st *stack.Stack, m *stack.Member, agent
 		Name:  m.Name + "-wire",
 		Image: stack.AgentImage,
 		Cmd: []string{"agent", "serve", "--shaper", netem.BackendUserspace, "--hook", netem.HookWire,
-			"--bridge", wh.Bridge(st.NetworkID), "--src", m.IP, "--label", wireLabel(st.RunID, m.Name)},
+			"--bridge", bridge, "--src", m.IP, "--label", wireLabel(st.RunID, m.Name)},
 		Labels:      labels,
+		Beside:      netNS(m), // on m's host (a cluster's node)
 		DropAllCaps: true,
 		CapAdd:      []runtime.Capability{runtime.CapNetAdmin, runtime.CapNetRaw},
 		Platform:    st.Platform.Native().String(),

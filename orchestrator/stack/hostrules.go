@@ -41,7 +41,10 @@ func RunAgentOnce(ctx context.Context, d runtime.Runtime, runID string, args []s
 		return nil, 0, fmt.Errorf("agent %s: %w", args[0], ErrNoHostNet)
 	}
 	if runID == "" {
+		// A run of its own, removed with the member: on a cluster the
+		// run is a namespace, which the member's removal leaves.
 		runID = "once-" + NewRunID()
+		defer func() { _, _ = d.RemoveRun(context.WithoutCancel(ctx), runID) }()
 	}
 	labels := RunLabels(runID, nil)
 	labels[engine.LabelRole] = engine.RoleOnce

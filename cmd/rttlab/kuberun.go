@@ -1,0 +1,116 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rttlab/rttlab/apps"
+	"github.com/rttlab/rttlab/orchestrator/engine"
+	"github.com/rttlab/rttlab/orchestrator/kube"
+	"github.com/rttlab/rttlab/orchestrator/runtime"
+	"github.com/rttlab/rttlab/results"
+	"github.com/rttlab/rttlab/rtt"
+	"github.com/rttlab/rttlab/rtt/report"
+)
+
+// kubeEngine is what a study records as its engine on a cluster: the
+// first node that takes pods, and the apiserver's version.
+type kubeEngine struct{ cl *kube.Cluster }
+
+func (k kubeEngine) EngineInfo(ctx context.Context) (engine.EngineInfo, error) {
+	n, err := k.cl.Node(ctx)
+	if err != nil {
+		return engine.EngineInfo{}, err
+	}
+	return engine.EngineInfo{Version: "kubernetes " + n.Server + ", node " + n.Name + " (kubelet " + n.Kubelet + ", " + n.Runtime + ")",
+		APIVersion: n.Server, OS: n.OS, Arch: n.Arch, Kernel: n.Kernel, CPUs: n.CPUs, MemBytes: n.MemBytes}, nil
+}
+
+// kubeImages checks that every node has the images the targets' stacks
+// start, and returns them by app, as a Docker run records the IDs it
+// built: on a cluster without a registry rttlab does not build, the
+// images are imported into each node's containerd first.
+func kubeImages(ctx context.Context, rt runtime.Images, targets []apps.Target) (map[string]string, error) {
+	out := map[string]string{}
+	for _, n := range imagesFor(targets, true) {
+		ref := engine.ImageRef(n)
+		if err := rt.EnsureImage(ctx, ref); err != nil {
+			if errors.Is(err, runtime.ErrNotFound) {
+				return nil, fmt.Errorf("%w (rttlab images build %s builds it on this host's engine first)", err, n)
+			}
+			return nil, err
+		}
+		out[n] = ref
+	}
+	for _, t := range targets {
+		if t.Image == "" {
+			continue
+		}
+		if err := rt.EnsureImage(ctx, t.Image); err != nil {
+			return nil, err
+		}
+		out[t.Name] = t.Image
+	}
+	return out, nil
+}
+
+// runKube runs (or resumes) the plan on the cluster of --kubeconfig:
+// each app's stack in a namespace of its own run, the shapers and
+// captures in its pods' network namespaces (sessions of a node agent).
+func (o *runOptions) runKube(cmd *cobra.Command, all map[string]*apps.Meta) error {
+	ctx := cmd.Context()
+	out := cmd.OutOrStdout()
+	p := o.p
+	cl, err := kubeConnect(ctx)
+	if err != nil {
+		return err
+	}
+	eng := kubeEngine{cl}
+	plat, err := o.platform.settle(ctx, eng)
+	if err != nil {
+		return err
+	}
+	if plat.Foreign() {
+		return usagef("--platform %s: a cluster runs its nodes' own platform: leave --platform out on --runtime kube", plat)
+	}
+	p.Platform, p.Emulated = plat.String(), false
+	if err := rtt.AddOwnApps(p, all); err != nil {
+		return err
+	}
+	var targets []apps.Target
+	for _, a := range p.Apps {
+		t, err := apps.Resolve(all, a.Name)
+		if err != nil {
+			return err
+		}
+		if t.Meta.Compose != nil {
+			return usagef("app %s: a compose file starts on Docker only so far: on --runtime kube, run rttlab's own apps or an --image", a.Name)
+		}
+		targets = append(targets, t)
+	}
+	rt := cl.Runtime()
+	images, err := kubeImages(ctx, rt, targets)
+	if err != nil {
+		return err
+	}
+	var sum *report.Summary
+	ro := rtt.RunOptions{Plan: p, OutDir: o.out, Resume: o.resume, Version: version, Commit: commit,
+		Images: images, Progress: newProgress(cmd.ErrOrStderr()),
+		Rendered: func(s *report.Summary) { sum = s }}
+	start := time.Now()
+	dir, err := rtt.Run(ctx, rt, eng, all, ro)
+	if dir != "" {
+		printStudyEnd(out, cmd.ErrOrStderr(), report.Study{Rendered: sum}, dir, start, err == nil)
+	}
+	if err != nil && dir != "" {
+		return hintError{err, resumeHint(studyOf(results.KindRTT), dir)}
+	}
+	if err != nil {
+		return err
+	}
+	return gateRun(out, dir, p, all, nil)
+}
