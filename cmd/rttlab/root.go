@@ -21,8 +21,8 @@ the database (half on each side), verifies the delay with ICMP and SELECT 1
 probes, and reports request latency with bootstrap confidence intervals.
 
 --runtime kube (or RTTLAB_RUNTIME=kube) points rttlab at a Kubernetes
-cluster (--kubeconfig, else KUBECONFIG): doctor and clean run there today;
-the commands that start a stack say so and refuse.
+cluster (--kubeconfig, else KUBECONFIG): run, doctor and clean run there
+today; the other commands that start a stack say so and refuse.
 
 Start with:
   rttlab doctor          check the engine, privileges, netem/NFQUEUE and disk

@@ -72,7 +72,7 @@ func (o *runtimeOptions) check(cmd *cobra.Command) error {
 	if noRuntime[top.Name()] || onKube[top.Name()] {
 		return nil
 	}
-	return usagef("%s --runtime kube: not supported yet: rttlab's own stacks, agents and studies start on Docker only so far; on a cluster, rttlab doctor --runtime kube and rttlab clean --runtime kube run (leave --runtime out to run on this host's Docker engine)", cmd.CommandPath()[len("rttlab "):])
+	return usagef("%s --runtime kube: not supported yet: on a cluster, rttlab run (the RTT study of rttlab's own apps or an --app-image), doctor and clean run so far (leave --runtime out to run on this host's Docker engine)", cmd.CommandPath()[len("rttlab "):])
 }
 
 // kubeConnect reaches the cluster of --kubeconfig; unit tests replace it.

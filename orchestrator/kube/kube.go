@@ -51,12 +51,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"net/url"
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -193,8 +193,7 @@ func Connect(ctx context.Context, kubeconfig string) (*Cluster, error) {
 // Error" is how every exec whose command ends before its input does
 // ends, and rttlab reports an exec's failure itself.
 func quietClient() {
-	klog.SetOutput(io.Discard)
-	klog.LogToStderr(false)
+	klog.SetLogger(logr.Discard())
 }
 
 // restConfig reads the kubeconfig: path, else KUBECONFIG, else
