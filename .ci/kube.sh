@@ -6,7 +6,7 @@
 #
 #   .ci/kube.sh build    build kube-apiserver, kube-controller-manager,
 #                        kube-scheduler, kubelet, kube-proxy, kubectl and
-#                        etcd into ~/.cache/rttlab/kube/<versions>/bin,
+#                        etcd (and CoreDNS) into ~/.cache/rttlab/kube/<versions>/bin,
 #                        once per version
 #   .ci/kube.sh up       install what is missing from Debian, make the
 #                        certificates, images and configs, start
@@ -49,6 +49,7 @@ set -euo pipefail
 
 KUBE_VERSION=${KUBE_VERSION:-1.35.4}
 ETCD_VERSION=${ETCD_VERSION:-3.6.8}
+COREDNS_VERSION=${COREDNS_VERSION:-1.12.4}
 GO=${GO:-go}
 cache=${RTTLAB_KUBE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rttlab/kube}
 out=$cache/v$KUBE_VERSION-etcd$ETCD_VERSION
@@ -66,9 +67,10 @@ shell_image=rttlab.local/shell:1
 # loopback, the API server's, the controller manager's, the scheduler's,
 # the kubelet's and its health port.
 ports="2379 2380 6443 10257 10259 10250 10248"
-bins="kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl etcd"
+coredns=coredns-$COREDNS_VERSION
+bins="kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl etcd $coredns"
 # The processes up starts, in order; down stops them in the reverse order.
-components="containerd etcd kube-apiserver kube-controller-manager kube-scheduler kubelet"
+components="containerd etcd kube-apiserver coredns kube-controller-manager kube-scheduler kubelet"
 # The kernel settings the kubelet and the CNI bridge plugin change, put
 # back by down.
 sysctls="net.ipv4.ip_forward vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops kernel.keys.root_maxkeys kernel.keys.root_maxbytes"
@@ -181,6 +183,40 @@ GO
       die "building etcd $ETCD_VERSION failed (see above)"
     mv "$bin/etcd.tmp" "$bin/etcd"
     log "etcd in $(secs "$s" "$(now)") s"
+  fi
+  if [ ! -x "$bin/$coredns" ]; then
+    # The cluster's DNS (Services and pods by name, as a user's manifest
+    # expects): CoreDNS with the plugins it needs, built from its module.
+    rm -rf "$work/coredns" && mkdir -p "$work/coredns"
+    cat >"$work/coredns/go.mod" <<GOMOD
+module rttlab.local/corednsbuild
+go 1.24.0
+require github.com/coredns/coredns v$COREDNS_VERSION
+GOMOD
+    cat >"$work/coredns/main.go" <<'GO'
+// Command coredns is CoreDNS with the plugins a one-node cluster's DNS
+// needs, built from its module.
+package main
+
+import (
+	"github.com/coredns/coredns/core/dnsserver"
+	"github.com/coredns/coredns/coremain"
+
+	_ "github.com/coredns/coredns/plugin/bind"
+	_ "github.com/coredns/coredns/plugin/errors"
+	_ "github.com/coredns/coredns/plugin/kubernetes"
+	_ "github.com/coredns/coredns/plugin/ready"
+)
+
+func init() { dnsserver.Directives = []string{"bind", "ready", "errors", "kubernetes"} }
+
+func main() { coremain.Run() }
+GO
+    s=$(now)
+    (cd "$work/coredns" && "$GO" mod tidy >/dev/null && "$GO" build -trimpath -ldflags "-s -w" -o "$bin/$coredns.tmp" .) ||
+      die "building CoreDNS $COREDNS_VERSION failed (see above)"
+    mv "$bin/$coredns.tmp" "$bin/$coredns"
+    log "CoreDNS in $(secs "$s" "$(now)") s"
   fi
   log "built$missing in $(secs "$t0" "$(now)") s into $bin"
 }
@@ -639,6 +675,7 @@ tlsPrivateKeyFile: $state/pki/kubelet.key
 readOnlyPort: 0
 healthzBindAddress: 127.0.0.1
 clusterDomain: cluster.local
+clusterDNS: [$node_ip]
 podLogsDir: $state/pod-logs
 failSwapOn: false
 protectKernelDefaults: false
@@ -683,6 +720,23 @@ EOF
     --enable-admission-plugins NodeRestriction --allow-privileged=true --profiling=false
   wait_for kube-apiserver 90 api /readyz
   phase "kube-apiserver"
+
+  # The cluster's DNS on the node's address, which every pod reaches
+  # through its gateway (the kubelet's clusterDNS).
+  cat >"$state/Corefile" <<EOF
+cluster.local:53 {
+    bind $node_ip
+    ready 127.0.0.1:8181
+    errors
+    kubernetes cluster.local {
+        kubeconfig $state/admin.kubeconfig
+        pods insecure
+    }
+}
+EOF
+  start coredns "$bin/$coredns" -conf "$state/Corefile"
+  wait_for coredns 60 curl -fsS --max-time 2 http://127.0.0.1:8181/ready
+  phase "CoreDNS"
 
   start kube-controller-manager "$bin/kube-controller-manager" --kubeconfig "$state/controller-manager.kubeconfig" \
     --authentication-kubeconfig "$state/controller-manager.kubeconfig" --authorization-kubeconfig "$state/controller-manager.kubeconfig" \
@@ -856,7 +910,7 @@ down() {
   # address out of the kubernetes service in etcd as it stops) and
   # containerd.
   local group pids
-  for group in "kube-scheduler kube-controller-manager kube-apiserver" "etcd containerd"; do
+  for group in "coredns kube-scheduler kube-controller-manager kube-apiserver" "etcd containerd"; do
     pids=()
     for c in $group; do
       if pid=$(alive "$c"); then pids+=("$pid"); fi

@@ -69,11 +69,25 @@ type Meta struct {
 	// --compose, a plan's compose: entry), names the file and its app and
 	// database services; Image is then the app service's image.
 	Compose *ComposeRef `yaml:"-"`
+	// Running, set for a user's app measured where it already runs
+	// (rttlab run --runtime kube --target), names it and its database:
+	// rttlab starts neither, and leaves both as they are.
+	Running *RunningRef `yaml:"-"`
 	// RequestMix, set for a user's own app driven by a weighted mix of
 	// its own requests (a plan's request_mix) instead of routes: each
 	// request type is its own row in trace and verify and has its own
 	// budget (a run's samples carry the route mix:<app>).
 	RequestMix []workloads.MixRequest `yaml:"-"`
+}
+
+// RunningRef names a user's app and its PostgreSQL where they run on a
+// cluster: App and DB as kind/name (pod/NAME, deploy/NAME,
+// statefulset/NAME) in Namespace, Container the app's container when its
+// pod has several.
+type RunningRef struct {
+	Namespace string
+	App, DB   string
+	Container string
 }
 
 // ComposeRef names a user's compose file and the two services rttlab

@@ -66,7 +66,7 @@ func validateNotOwn(a PlanApp) error {
 		set  bool
 	}{{"port", a.Port != 0}, {"health", a.Health != ""}, {"db_init", len(a.DBInit) > 0}, {"env", len(a.Env) > 0}, {"env_file", a.EnvFile != ""},
 		{"statements", len(a.Statements) > 0}, {"app_service", a.AppService != ""}, {"db_service", a.DBService != ""},
-		{"request_mix", a.RequestMix != nil}} {
+		{"request_mix", a.RequestMix != nil}, {"db_target", a.DBTarget != ""}, {"namespace", a.Namespace != ""}, {"container", a.Container != ""}} {
 		if f.set {
 			return a.badField(f.name, "%s applies to an app given by image: or compose: (rttlab builds its own apps from apps/)", f.name)
 		}
@@ -79,6 +79,12 @@ func validateNotOwn(a PlanApp) error {
 func validateOwnSource(a PlanApp) error {
 	if a.Image != "" && a.Compose != "" {
 		return a.badField("compose", "give image: or compose:, not both (a compose entry runs its app service's image)")
+	}
+	if a.Target != "" {
+		return validateRunning(a)
+	}
+	if a.DBTarget != "" || a.Namespace != "" || a.Container != "" {
+		return a.badField("db_target", "db_target, namespace and container go with target: (an app where it runs on a cluster)")
 	}
 	if a.Compose != "" {
 		// A file that does not load is the compose: line's error; only then
@@ -95,6 +101,35 @@ func validateOwnSource(a PlanApp) error {
 	}
 	if strings.ContainsAny(a.Image, " \t\n") {
 		return a.badField("image", "image %q is not an image reference", a.Image)
+	}
+	return nil
+}
+
+// validateRunning checks an app given by target: (where it runs on a
+// cluster): nothing rttlab would start for it, its database named, both
+// as kind/name.
+func validateRunning(a PlanApp) error {
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{{"image", a.Image != ""}, {"compose", a.Compose != ""}, {"db_init", len(a.DBInit) > 0}, {"env", len(a.Env) > 0}, {"env_file", a.EnvFile != ""}} {
+		if f.set {
+			return a.badField(f.name, "%s does not go with target: rttlab measures the app where it runs, as it runs, and starts nothing of it", f.name)
+		}
+	}
+	if a.DBTarget == "" {
+		return a.badField("db_target", "target: needs db_target: (--db-target), its PostgreSQL as pod/NAME, deploy/NAME or statefulset/NAME")
+	}
+	for _, f := range []struct{ name, v string }{{"target", a.Target}, {"db_target", a.DBTarget}} {
+		kind, name, ok := strings.Cut(f.v, "/")
+		switch strings.ToLower(kind) {
+		case "pod", "deploy", "deployment", "sts", "statefulset":
+		default:
+			ok = false
+		}
+		if !ok || name == "" || strings.ContainsAny(name, "/ \t") {
+			return a.badField(f.name, "%s %q: name it pod/NAME, deploy/NAME or statefulset/NAME", f.name, f.v)
+		}
 	}
 	return nil
 }
@@ -190,6 +225,9 @@ func OwnAppMeta(a PlanApp) (*apps.Meta, error) {
 		if m.Port == 0 {
 			m.Port = stack.ComposeAppPort(svc)
 		}
+	}
+	if a.Target != "" {
+		m.Running = &apps.RunningRef{Namespace: a.Namespace, App: a.Target, DB: a.DBTarget, Container: a.Container}
 	}
 	if m.Port == 0 {
 		m.Port = stack.OwnAppPort

@@ -149,6 +149,18 @@ type PlanApp struct {
 	Compose    string `yaml:"compose,omitempty" json:"compose,omitempty"`
 	AppService string `yaml:"app_service,omitempty" json:"app_service,omitempty"`
 	DBService  string `yaml:"db_service,omitempty" json:"db_service,omitempty"`
+	// Target makes the entry a user's app where it already runs on the
+	// cluster (--runtime kube): pod/NAME, deploy/NAME or
+	// statefulset/NAME in Namespace (default: default), Container when
+	// its pod has several; DBTarget is its PostgreSQL. rttlab starts,
+	// edits and restarts neither; the database's credentials come from
+	// its environment (POSTGRES_USER, POSTGRES_PASSWORD, POSTGRES_DB) or
+	// the app's (PGUSER, PGPASSWORD, PGDATABASE or DATABASE_URL). Port,
+	// Health, Statements and RequestMix apply as for Image.
+	Target    string `yaml:"target,omitempty" json:"target,omitempty"`
+	DBTarget  string `yaml:"db_target,omitempty" json:"db_target,omitempty"`
+	Namespace string `yaml:"namespace,omitempty" json:"namespace,omitempty"`
+	Container string `yaml:"container,omitempty" json:"container,omitempty"`
 	// RequestMix drives an image or compose entry with a weighted mix of
 	// its own requests (method, path, headers, body) instead of routes,
 	// as rttlab's redmine is driven by its mix; its task route is
@@ -158,7 +170,7 @@ type PlanApp struct {
 
 // Own says whether the entry is a user's app (an image or a compose file)
 // rather than one of rttlab's.
-func (a PlanApp) Own() bool { return a.Image != "" || a.Compose != "" }
+func (a PlanApp) Own() bool { return a.Image != "" || a.Compose != "" || a.Target != "" }
 
 // Calibrates says whether a stack with this shaper backend calibrates:
 // "auto" calibrates the userspace shaper's ingress and egress hooks, not

@@ -145,7 +145,7 @@ func TestPlanErrors(t *testing.T) {
 		"per-app requests 0": {strings.Replace(planYAML, "runs: 2", "requests: 0", 1), "mine.yaml:12: app node: requests 0 runs nothing"},
 		"per-app negative":   {strings.Replace(planYAML, "runs: 2", "warmup: -1", 1), "mine.yaml:12: app node: warmup -1 is negative"},
 		"unknown field":      {planYAML + "colour: red\n", `mine.yaml:13: unknown field "colour" (known: name, seed, delays_ms, runs, requests, warmup, shaper,`},
-		"unknown app field":  {strings.Replace(planYAML, "runs: 2", "runz: 2", 1), `mine.yaml:12: unknown field "runz" in an app entry (known: name, routes, mix, runs, requests, warmup, budgets, image, port, health, db_init, env, env_file, statements, compose, app_service, db_service, request_mix)`},
+		"unknown app field":  {strings.Replace(planYAML, "runs: 2", "runz: 2", 1), `mine.yaml:12: unknown field "runz" in an app entry (known: name, routes, mix, runs, requests, warmup, budgets, image, port, health, db_init, env, env_file, statements, compose, app_service, db_service, target, db_target, namespace, container, request_mix)`},
 		"apps not a list":    {"delays_ms: [0]\napps: go\n", `mine.yaml:2: "go" is not a list of apps`},
 		"empty delays":       {strings.Replace(planYAML, "[0, 0.5, 1]", "[]", 1), "mine.yaml:3: delays_ms is empty"},
 		"negative delay":     {strings.Replace(planYAML, "[0, 0.5, 1]", "[0, -1]", 1), "mine.yaml:3: delay -1 ms is negative"},

@@ -437,8 +437,10 @@ func runApp(ctx context.Context, at appTasks) (n int, err error) {
 	if err != nil {
 		return 0, err
 	}
+	r.recordMembers()
 	defer func() {
 		if r.s != nil { // nil after a failed restart, which removed its own stack
+			r.leaveMembers(ctx)
 			r.s.st.RemoveJoin(ctx, rt, &err)
 		}
 	}()
@@ -453,6 +455,48 @@ func runApp(ctx context.Context, at appTasks) (n int, err error) {
 	}
 	err = results.RunTasks(ctx, &taskAttempts{r: r, tried: map[string]int{}}, r, nil)
 	return r.done, r.taskError(err)
+}
+
+// recordMembers adds the session's members to the manifest (written
+// with the next task's or the run's end).
+func (r *appRun) recordMembers() {
+	for _, m := range r.s.st.Members {
+		rec := raw.MemberRecord{App: r.app, Role: m.Role, Name: m.Name, Node: m.Node, Adopted: m.Adopted}
+		if m.Adopted {
+			n := m.Instance.Restarts
+			rec.UID, rec.Restarts = m.Instance.UID, &n
+		}
+		r.m.Members = append(r.m.Members, rec)
+	}
+}
+
+// leaveMembers records, for each member the session found where it runs,
+// its instance as the run leaves it; one that changed gets a warning in
+// the log (the manifest keeps both).
+func (r *appRun) leaveMembers(ctx context.Context) {
+	ad, ok := r.rt.(rtm.Adopter)
+	if !ok {
+		return
+	}
+	for _, m := range r.s.st.Members {
+		if !m.Adopted {
+			continue
+		}
+		in, err := ad.InstanceOf(context.WithoutCancel(ctx), m.ID)
+		if err != nil {
+			slog.Warn("reading a measured member again", "member", m.Name, "err", err)
+			continue
+		}
+		for i := len(r.m.Members) - 1; i >= 0; i-- {
+			if rec := &r.m.Members[i]; rec.App == r.app && rec.Name == m.Name && rec.RestartsAfter == nil {
+				rec.UIDAfter, rec.RestartsAfter = in.UID, &in.Restarts
+				break
+			}
+		}
+		if in != m.Instance {
+			slog.Warn("a measured member changed during the run", "member", m.Name, "before", m.Instance, "after", in)
+		}
+	}
 }
 
 // prepare readies the session for the app's tasks: the shaper recorded in
@@ -514,6 +558,7 @@ func unprobed(p *Plan, probes []raw.Probe, app string) []float64 {
 // session is nil when a fresh one could not start (it removed its own
 // stack).
 func (r *appRun) restart(ctx context.Context) error {
+	r.leaveMembers(ctx)
 	if rerr := r.s.st.Remove(context.WithoutCancel(ctx), r.rt); rerr != nil {
 		slog.Warn("removing the crashed stack", "err", rerr) // the deferred removal tries again
 	}
@@ -522,6 +567,7 @@ func (r *appRun) restart(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	r.recordMembers()
 	return calibrateSession(ctx, r.d, r.s, r.p, r.f, r.m, r.app, r.note)
 }
 

@@ -36,7 +36,17 @@ func (k kubeEngine) EngineInfo(ctx context.Context) (engine.EngineInfo, error) {
 // images are imported into each node's containerd first.
 func kubeImages(ctx context.Context, rt runtime.Images, targets []apps.Target) (map[string]string, error) {
 	out := map[string]string{}
-	for _, n := range imagesFor(targets, true) {
+	var built []apps.Target // the targets whose stack rttlab starts
+	for _, t := range targets {
+		if t.Meta.Running == nil {
+			built = append(built, t)
+		}
+	}
+	names := []string{"agent"}
+	if len(built) > 0 {
+		names = imagesFor(built, true)
+	}
+	for _, n := range names {
 		ref := engine.ImageRef(n)
 		if err := rt.EnsureImage(ctx, ref); err != nil {
 			if errors.Is(err, runtime.ErrNotFound) {
@@ -88,7 +98,17 @@ func (o *runOptions) runKube(cmd *cobra.Command, all map[string]*apps.Meta) erro
 			return err
 		}
 		if t.Meta.Compose != nil {
-			return usagef("app %s: a compose file starts on Docker only so far: on --runtime kube, run rttlab's own apps or an --image", a.Name)
+			return usagef("app %s: a compose file starts on Docker only so far: on --runtime kube, run rttlab's own apps, an --app-image, or your app where it runs (--target)", a.Name)
+		}
+		if r := t.Meta.Running; r != nil {
+			// Found before anything is created: a target that is not
+			// there is one line, and the cluster stays as it was.
+			if err := cl.CheckTarget(ctx, r.Namespace, r.App, r.Container); err != nil {
+				return fmt.Errorf("--target: %w", err)
+			}
+			if err := cl.CheckTarget(ctx, r.Namespace, r.DB, ""); err != nil {
+				return fmt.Errorf("--db-target: %w", err)
+			}
 		}
 		targets = append(targets, t)
 	}

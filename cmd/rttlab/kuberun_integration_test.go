@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/rttlab/rttlab/netem"
@@ -158,6 +161,8 @@ apps:
 		waitNoWireRules(t)
 	})
 
+	t.Run("target", func(t *testing.T) { kubeTargetRun(t, cl, bin, root, before) })
+
 	t.Run("SIGKILL", func(t *testing.T) {
 		plan := filepath.Join(t.TempDir(), "drill.yaml")
 		if err := os.WriteFile(plan, []byte(drillPlan), 0o644); err != nil {
@@ -201,4 +206,120 @@ func liveRunsSince(t *testing.T, cl *kube.Cluster, before []string) []string {
 		}
 	}
 	return out
+}
+
+// kubeTargetRun measures a user's Deployment and its PostgreSQL
+// StatefulSet, applied with kubectl from a manifest of testdata, where
+// they run: the wire verified at 1 ms, the pods' UIDs and restart counts
+// the same afterwards (and in the manifest), nothing of the run left,
+// no rule on the node; a target that is not there, or no --db-target,
+// is one line and creates nothing.
+func kubeTargetRun(t *testing.T, cl *kube.Cluster, bin, root string, before []string) {
+	kubectl, err := exec.LookPath("kubectl")
+	if err != nil {
+		t.Fatalf("the target test applies its manifest with kubectl: %v", err)
+	}
+	ctx := context.Background()
+	ns := fmt.Sprintf("shop-%d", time.Now().UnixNano()%1_000_000_000)
+	if _, err := cl.C.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	defer cl.C.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
+	for _, args := range [][]string{
+		{"apply", "-f", filepath.Join(root, "cmd", "rttlab", "testdata", "kube", "shop.yaml")},
+		{"rollout", "status", "statefulset/shop-db", "--timeout", "180s"},
+		{"rollout", "status", "deploy/shop", "--timeout", "180s"},
+	} {
+		if b, err := exec.Command(kubectl, append([]string{"-n", ns}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("kubectl %v: %v\n%s", args, err, b)
+		}
+	}
+	pods := func() map[string]string {
+		list, err := cl.C.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]string{}
+		for _, p := range list.Items {
+			restarts := 0
+			for _, cs := range p.Status.ContainerStatuses {
+				restarts += int(cs.RestartCount)
+			}
+			out[p.Name] = fmt.Sprintf("uid %s, %d restarts", p.UID, restarts)
+		}
+		return out
+	}
+	was := pods()
+	if len(was) != 2 {
+		t.Fatalf("pods of the manifest: %v", was)
+	}
+
+	// Bad input: one line, nothing created on the cluster.
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"--target", "deploy/nope", "--db-target", "statefulset/shop-db"}, 1, "rttlab: --target: deploy/nope not found in namespace " + ns},
+		{[]string{"--target", "deploy/shop"}, 2, "rttlab: --target deploy/shop: name its PostgreSQL with --db-target"},
+	} {
+		cmd := exec.Command(bin, append([]string{"run", "--namespace", ns, "--routes", "/feed", "--plan", "smoke", "--out", t.TempDir()}, c.args...)...)
+		cmd.Dir = root
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		code := cmd.ProcessState.ExitCode()
+		last := strings.TrimSpace(stderr.String())
+		if i := strings.LastIndex(last, "\n"); i >= 0 && strings.HasPrefix(last, "plan ") {
+			last = last[i+1:] // after the plan's one-line outline
+		}
+		if err == nil || code != c.code || !strings.HasPrefix(last, c.want) || strings.Contains(last, "\n") {
+			t.Errorf("run %v: exit %d, stderr %q; want exit %d and one line %q", c.args, code, stderr.String(), c.code, c.want)
+		}
+		if left := liveRunsSince(t, cl, before); len(left) > 0 {
+			t.Errorf("run %v created %v", c.args, left)
+		}
+	}
+
+	out := t.TempDir()
+	cmd := exec.Command(bin, "run", "--namespace", ns, "--target", "deploy/shop", "--db-target", "statefulset/shop-db",
+		"--routes", "/feed-naive", "--health", "/health", "--plan", "study", "--delays", "0,1", "--runs", "2", "--requests", "40", "--warmup", "5",
+		"--out", out)
+	cmd.Dir = root
+	b, err := cmd.CombinedOutput()
+	t.Logf("rttlab run --target deploy/shop:\n%s", b)
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if !strings.Contains(string(b), "1 ms verified") {
+		t.Errorf("the wire is not verified at 1 ms between the user's pods")
+	}
+	if now := pods(); !maps.Equal(now, was) {
+		t.Errorf("the user's pods changed: before %v, after %v", was, now)
+	}
+	dirs, _ := filepath.Glob(filepath.Join(out, "*-study"))
+	if len(dirs) != 1 {
+		t.Fatalf("results folders: %v", dirs)
+	}
+	d, err := raw.Load(dirs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	adopted := 0
+	for _, m := range d.Manifest.Members {
+		if !m.Adopted {
+			continue
+		}
+		adopted++
+		if m.UID == "" || m.UID != m.UIDAfter || m.Restarts == nil || m.RestartsAfter == nil || *m.Restarts != *m.RestartsAfter || m.Node == "" {
+			t.Errorf("manifest member %+v: want its UID and restarts the same before and after, and its node", m)
+		}
+	}
+	if adopted != 2 {
+		t.Errorf("manifest records %d members found where they run, want 2: %+v", adopted, d.Manifest.Members)
+	}
+	if left := liveRunsSince(t, cl, before); len(left) > 0 {
+		t.Errorf("namespaces left by the run: %v", left)
+	}
+	waitNoWireRules(t)
 }

@@ -22,6 +22,9 @@ import (
 type ownAppOptions struct {
 	appImage   string
 	compose    string
+	target     string // --target: an app where it runs on a cluster
+	dbTarget   string
+	container  string
 	appService string
 	dbService  string
 	routes     []string
@@ -44,7 +47,7 @@ type ownAppOptions struct {
 
 // ownAppFlags are the flags that describe an app given by --app-image or
 // --compose; any of them without one is refused.
-var ownAppFlags = []string{"port", "health", "db-init", "env", "env-file", "app-service", "db-service", "name"}
+var ownAppFlags = []string{"port", "health", "db-init", "env", "env-file", "app-service", "db-service", "name", "db-target", "container"}
 
 // addFlags adds the own-app flags. routesUsage is the help of a --routes
 // the command also uses for its own apps; "" makes --routes an own-app
@@ -59,6 +62,9 @@ func (o *ownAppOptions) addFlags(f *pflag.FlagSet, routesUsage string) {
 	f.StringVar(&o.compose, "compose", "", "run your own compose file (images never built); needs --app-service, --db-service and --routes")
 	f.StringVar(&o.appService, "app-service", "", "the --compose service that is the app driven")
 	f.StringVar(&o.dbService, "db-service", "", "the --compose service that is the app's PostgreSQL")
+	f.StringVar(&o.target, "target", "", "with --runtime kube: measure your app where it runs, deploy/NAME, statefulset/NAME or pod/NAME in --namespace (never edited, restarted or removed); needs --db-target and --routes")
+	f.StringVar(&o.dbTarget, "db-target", "", "the --target app's PostgreSQL: deploy/NAME, statefulset/NAME or pod/NAME in --namespace")
+	f.StringVar(&o.container, "container", "", "the --target app's container, when its pod has several")
 	f.IntVar(&o.port, "port", stack.OwnAppPort, "port the own app listens on")
 	f.StringVar(&o.health, "health", stack.OwnAppHealth, "path of the own app that answers 200 when it is ready")
 	f.StringSliceVar(&o.dbInit, "db-init", nil, "SQL file, folder of .sql files (name order) or pg_dump (plain or custom) that initialises the database; repeatable")
@@ -71,11 +77,14 @@ func (o *ownAppOptions) addFlags(f *pflag.FlagSet, routesUsage string) {
 // that do not go together and own-app flags without --app-image or
 // --compose.
 func (o *ownAppOptions) given(fl *pflag.FlagSet) (bool, error) {
-	image, compose := fl.Changed("app-image"), fl.Changed("compose")
+	image, compose, target := fl.Changed("app-image"), fl.Changed("compose"), fl.Changed("target")
 	if image && compose {
 		return false, usagef("--app-image and --compose are exclusive: give the image, or the compose file that runs it")
 	}
-	if image || compose {
+	if target && (image || compose) {
+		return false, usagef("--target measures an app where it runs: drop --app-image and --compose with it")
+	}
+	if image || compose || target {
 		return true, nil
 	}
 	names := ownAppFlags
@@ -152,6 +161,14 @@ func (o *ownAppOptions) entry(changed func(string) bool) (rtt.PlanApp, error) {
 // source starts the entry from --app-image or --compose (with its two
 // services) and returns the flag that names it, for messages.
 func (o *ownAppOptions) source(changed func(string) bool) (rtt.PlanApp, string, error) {
+	if changed("target") {
+		return o.running(changed)
+	}
+	for _, f := range []string{"db-target", "container"} {
+		if changed(f) {
+			return rtt.PlanApp{}, "--" + f, usagef("--%s goes with --target (an app where it runs on a cluster)", f)
+		}
+	}
 	if !changed("compose") {
 		what := "--app-image " + o.appImage
 		if strings.TrimSpace(o.appImage) == "" {
@@ -183,6 +200,26 @@ func (o *ownAppOptions) source(changed func(string) bool) (rtt.PlanApp, string, 
 	}
 	return rtt.PlanApp{Name: stack.OwnAppName(o.appService), Compose: file,
 		AppService: o.appService, DBService: o.dbService}, what, nil
+}
+
+// running starts the entry from --target: an app where it runs on the
+// cluster of --runtime kube, with its database (--db-target).
+func (o *ownAppOptions) running(changed func(string) bool) (rtt.PlanApp, string, error) {
+	what := "--target " + o.target
+	if labRuntime.name != runtimeKube {
+		return rtt.PlanApp{}, what, usagef("--target measures an app where it runs on a cluster: add --runtime kube (on Docker, run its image with --app-image or its compose file with --compose)")
+	}
+	if o.dbTarget == "" {
+		return rtt.PlanApp{}, what, usagef("%s: name its PostgreSQL with --db-target, e.g. --db-target statefulset/postgres", what)
+	}
+	for _, f := range []string{"app-service", "db-service"} {
+		if changed(f) {
+			return rtt.PlanApp{}, what, usagef("--%s names a service of --compose: drop it with --target", f)
+		}
+	}
+	_, name, _ := strings.Cut(o.target, "/")
+	return rtt.PlanApp{Name: stack.OwnAppName(name), Target: o.target, DBTarget: o.dbTarget,
+		Namespace: labRuntime.namespace, Container: o.container}, what, nil
 }
 
 // setEnv adds --env to the entry and checks --env-file.

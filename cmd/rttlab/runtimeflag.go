@@ -49,7 +49,7 @@ func (o *runtimeOptions) bind(cmd *cobra.Command) {
 	*o = runtimeOptions{}
 	cmd.PersistentFlags().StringVar(&o.name, "runtime", def, "where the lab runs: docker (this host's engine) or kube (a Kubernetes cluster); default RTTLAB_RUNTIME, else docker")
 	cmd.PersistentFlags().StringVar(&o.kubeconfig, "kubeconfig", "", "the cluster's kubeconfig with --runtime kube (default KUBECONFIG, then ~/.kube/config)")
-	cmd.PersistentFlags().StringVar(&o.namespace, "namespace", "", "with --runtime kube: the namespace of your own app, where doctor checks rttlab's rights (default: default)")
+	cmd.PersistentFlags().StringVar(&o.namespace, "namespace", "", "with --runtime kube: the namespace of your own app (--target), where doctor checks rttlab's rights (default: default)")
 }
 
 // check refuses an unknown runtime, and a command that does not run on

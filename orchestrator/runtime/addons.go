@@ -121,3 +121,46 @@ type WireHost interface {
 type Copier interface {
 	CopyTo(ctx context.Context, id, dir string, tarball io.Reader) error
 }
+
+// AdoptSpec names a member the lab did not start and must leave as it
+// is: a user's app or database where it already runs.
+type AdoptSpec struct {
+	// Target is the runtime's name of it (Kubernetes: pod/NAME,
+	// deploy/NAME or statefulset/NAME in Namespace); Container, the
+	// container meant when it has several.
+	Target, Namespace, Container string
+	// Alias is the name the run's members started after it reach it by.
+	Alias string
+	// Labels carry the run it is measured in (LabelRun).
+	Labels map[string]string
+}
+
+// Adopted is a member found running: its handle, its environment, and
+// what tells afterwards that the lab left it as it was.
+type Adopted struct {
+	Member
+	// Env is its container's environment (KEY=value) as its spec sets it.
+	Env []string
+	// Instance identifies what runs (Kubernetes: the pod's UID and its
+	// container's restart count).
+	Instance Instance
+}
+
+// Instance is what runs of a member: the same UID and restart count
+// before and after a measurement say it was neither replaced nor
+// restarted.
+type Instance struct {
+	UID      string `json:"uid"`
+	Restarts int    `json:"restarts"`
+}
+
+// Adopter is a runtime on which the lab measures members it did not
+// start: a user's app and database where they already run, found by
+// name, never edited, restarted or removed (RemoveRun leaves them; only
+// the agents beside them go). Kubernetes has it; on Docker a user's
+// stack is started by rttlab from its compose file instead.
+type Adopter interface {
+	Adopt(ctx context.Context, s AdoptSpec) (Adopted, error)
+	// InstanceOf reads member id's instance again.
+	InstanceOf(ctx context.Context, id string) (Instance, error)
+}

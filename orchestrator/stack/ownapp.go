@@ -38,7 +38,7 @@ var envKeyRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // app of the tree or a variant of one), which an own app may not take.
 func IsTreeApp(all map[string]*apps.Meta, name string) bool {
 	if m, ok := all[name]; ok {
-		return m.Image == ""
+		return m.Image == "" && m.Running == nil
 	}
 	_, err := apps.Resolve(all, name)
 	return err == nil

@@ -120,6 +120,13 @@ type Member struct {
 	// Published maps its published ports ("8080/tcp") to the host:port
 	// that reaches each from the controller.
 	Published map[string]string
+	// Node is the host it runs on, where the runtime has several.
+	Node string
+	// Adopted is set for a user's member found where it runs (a
+	// running target): the lab never started it and never removes it;
+	// Instance is what ran when the run found it.
+	Adopted  bool
+	Instance runtime.Instance
 }
 
 // Stack is a started database + app on a private network.
@@ -216,6 +223,9 @@ func StartStack(ctx context.Context, d runtime.Runtime, o StackOptions) (st *Sta
 			st.RemoveJoin(ctx, d, &err)
 		}
 	}()
+	if o.Target.Meta.Running != nil {
+		return st, adoptStack(ctx, d, st, o)
+	}
 	proj, err := stackProject(ctx, st, o.Target)
 	if err != nil {
 		return st, err
@@ -276,7 +286,7 @@ func (st *Stack) StartOn(ctx context.Context, rt runtime.Members, service, role 
 	if rm.ID == "" {
 		return nil, err
 	}
-	m := &Member{Service: service, Role: role, Shaped: shaped, ID: rm.ID, Name: spec.Name, IP: rm.Addr, NetNS: rm.NetNS, Published: rm.Published}
+	m := &Member{Service: service, Role: role, Shaped: shaped, ID: rm.ID, Name: spec.Name, IP: rm.Addr, NetNS: rm.NetNS, Published: rm.Published, Node: rm.Node}
 	st.Members = append(st.Members, m)
 	return m, err
 }

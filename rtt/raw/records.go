@@ -119,6 +119,9 @@ type Manifest struct {
 
 	// Images maps app name to image ID.
 	Images map[string]string `json:"images,omitempty"`
+	// Members say where each app's database and app ran (a cluster's
+	// node), one entry per member each time a stack started.
+	Members []MemberRecord `json:"members,omitempty"`
 
 	HostCPUModel    string `json:"host_cpu_model"`
 	HostCPUs        int    `json:"host_cpus"`
@@ -285,3 +288,20 @@ func CheckManifest(m *Manifest) error {
 // fmtMs prints a setting in milliseconds as the raw files and their
 // messages write it: the shortest form that reads back the same (0.5, 1).
 func fmtMs(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+
+// MemberRecord is one member of an app's stack: its role (db, app), name
+// and node. A user's member measured where it runs (Adopted) has its
+// instance when the run found it (UID, Restarts) and when the run left it
+// (UIDAfter, RestartsAfter): the same pod and restart count say rttlab
+// neither replaced nor restarted it.
+type MemberRecord struct {
+	App           string `json:"app"`
+	Role          string `json:"role"`
+	Name          string `json:"name"`
+	Node          string `json:"node,omitempty"`
+	Adopted       bool   `json:"adopted,omitempty"`
+	UID           string `json:"uid,omitempty"`
+	Restarts      *int   `json:"restarts,omitempty"`
+	UIDAfter      string `json:"uid_after,omitempty"`
+	RestartsAfter *int   `json:"restarts_after,omitempty"`
+}
