@@ -707,7 +707,7 @@ func (r *appRun) runTask(ctx context.Context, t raw.Task, attempt int) error {
 	if cerr != nil {
 		return s.agentError(ctx, d, fmt.Errorf("capture the task's packets: %w", cerr))
 	}
-	return recordTask(f, t, attempt, caps, rs)
+	return recordTask(f, t, attempt, caps, rs, s.st.OneHost())
 }
 
 // loadOptions is the load client's load for a task (its warmup and
@@ -747,8 +747,8 @@ func (s *appSession) startWatch(ctx context.Context, d rtm.Watcher) (*shaping.Ta
 
 // recordTask writes what one attempt of a task measured: its samples, its
 // wire and its requests taken apart (the skeleton then marks it done).
-func recordTask(f *raw.Folder, t raw.Task, attempt int, caps shaping.TaskCaptures, rs []workloads.Result) error {
-	wire, anatomy := taskWire(t, attempt, caps, rs)
+func recordTask(f *raw.Folder, t raw.Task, attempt int, caps shaping.TaskCaptures, rs []workloads.Result, oneClock bool) error {
+	wire, anatomy := taskWire(t, attempt, caps, rs, oneClock)
 	if err := f.AppendSamples(t.ID, attempt, taskSamples(t, attempt, rs)); err != nil {
 		return err
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/rttlab/rttlab/orchestrator/stack"
 	"github.com/rttlab/rttlab/rtt/raw"
 	"github.com/rttlab/rttlab/rtt/report"
+	"github.com/rttlab/rttlab/workloads"
 )
 
 // The runner's logic against the in-memory engine: task order, retries,
@@ -642,9 +643,10 @@ func TestRunFakeSurfacesCleanupFailure(t *testing.T) {
 	}
 }
 
-// checkTaskWire checks that every task has its wire rows, both ways, and
-// its measured requests taken apart, the delay on the wire and none in
-// the app or the database.
+// checkTaskWire checks that every task has its wire rows, both ways and
+// per round trip (the fake's wire: 1 µs each way plus the delay), and its
+// measured requests taken apart, the delay on the wire and none in the
+// app or the database.
 func checkTaskWire(t *testing.T, d *raw.Data, p *Plan) {
 	t.Helper()
 	rows := map[int]int{}
@@ -652,6 +654,15 @@ func checkTaskWire(t *testing.T, d *raw.Data, p *Plan) {
 		rows[w.Task]++
 		if w.Sent == 0 || w.Matched != w.Sent || w.Requests != p.Requests+p.Warmup || w.Anatomized != w.Requests || w.Problem != "" {
 			t.Errorf("wire row %+v", w)
+		}
+		if w.Direction == workloads.DirRoundTrip {
+			want := 0.002 + w.RTTms
+			if w.Unshaped {
+				want = 0.002
+			}
+			if math.Abs(w.P50Ms-want) > 1e-6 {
+				t.Errorf("task %d: round trip %.4f ms, want %.4f", w.Task, w.P50Ms, want)
+			}
 		}
 	}
 	parts := map[int]int{}
@@ -667,7 +678,7 @@ func checkTaskWire(t *testing.T, d *raw.Data, p *Plan) {
 		}
 	}
 	for _, tk := range d.Manifest.Tasks {
-		if rows[tk.ID] != 2 || parts[tk.ID] != p.Requests {
+		if rows[tk.ID] != 3 || parts[tk.ID] != p.Requests {
 			t.Errorf("task %d: %d wire rows, %d requests taken apart", tk.ID, rows[tk.ID], parts[tk.ID])
 		}
 	}

@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -143,6 +146,17 @@ apps:
 		}
 		if !strings.Contains(string(b), "1 ms verified") {
 			t.Errorf("the wire is not verified at 1 ms on the cluster")
+		}
+		// The round trips, each capture on its own clock, agree with the
+		// two one-way delays, read on the node's one clock.
+		m := regexp.MustCompile(`per round trip \(each capture on its own clock, no clock shared\): added ([0-9.]+) ms at 1 ms \(the two one-way: ([0-9.]+)\)`).FindStringSubmatch(string(b))
+		if m == nil {
+			t.Fatalf("no round-trip figure in the digest")
+		}
+		trip, _ := strconv.ParseFloat(m[1], 64)
+		oneWay, _ := strconv.ParseFloat(m[2], 64)
+		if math.Abs(trip-oneWay) > 0.01 || math.Abs(trip-1) > 0.04 {
+			t.Errorf("round trip added %.3f ms, the two one-way %.3f ms: want them within 0.01 ms of each other and 0.04 ms of 1 ms", trip, oneWay)
 		}
 		dirs, _ := filepath.Glob(filepath.Join(out, "*-kube"))
 		if len(dirs) != 1 {

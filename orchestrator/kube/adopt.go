@@ -128,7 +128,7 @@ func (l *Lab) targetPod(ctx context.Context, ns, target string) (*corev1.Pod, er
 		return nil, targetErr(target, ns, err)
 	}
 	selector, err := metav1.LabelSelectorAsSelector(sel)
-	if err != nil || selector.Empty() {
+	if sel == nil || err != nil || selector.Empty() {
 		return nil, fmt.Errorf("%s in %s: its selector selects no pod by label", target, ns)
 	}
 	pods, err := l.C.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector.String()})
@@ -192,6 +192,11 @@ func (l *Lab) containerEnv(ctx context.Context, p *corev1.Pod, c *corev1.Contain
 	var out []string
 	for _, ef := range c.EnvFrom {
 		kv, err := l.envFrom(ctx, p.Namespace, ef)
+		optional := (ef.SecretRef != nil && ef.SecretRef.Optional != nil && *ef.SecretRef.Optional) ||
+			(ef.ConfigMapRef != nil && ef.ConfigMapRef.Optional != nil && *ef.ConfigMapRef.Optional)
+		if err != nil && optional {
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -201,10 +206,13 @@ func (l *Lab) containerEnv(ctx context.Context, p *corev1.Pod, c *corev1.Contain
 		v := e.Value
 		if src := e.ValueFrom; src != nil {
 			var err error
+			optional := false
 			switch {
 			case src.SecretKeyRef != nil:
+				optional = src.SecretKeyRef.Optional != nil && *src.SecretKeyRef.Optional
 				v, err = l.secretKey(ctx, p.Namespace, src.SecretKeyRef.Name, src.SecretKeyRef.Key)
 			case src.ConfigMapKeyRef != nil:
+				optional = src.ConfigMapKeyRef.Optional != nil && *src.ConfigMapKeyRef.Optional
 				v, err = l.configMapKey(ctx, p.Namespace, src.ConfigMapKeyRef.Name, src.ConfigMapKeyRef.Key)
 			case src.FieldRef != nil && src.FieldRef.FieldPath == "status.podIP":
 				v = p.Status.PodIP
@@ -214,6 +222,9 @@ func (l *Lab) containerEnv(ctx context.Context, p *corev1.Pod, c *corev1.Contain
 				v = p.Namespace
 			default:
 				continue // not a credential rttlab reads
+			}
+			if err != nil && optional {
+				continue // the pod runs without it, as the kubelet starts it
 			}
 			if err != nil {
 				return nil, fmt.Errorf("environment %s: %w", e.Name, err)
@@ -287,7 +298,11 @@ func (c *Cluster) CheckTarget(ctx context.Context, namespace, target, container 
 	if err != nil {
 		return err
 	}
-	if _, err := pickContainer(p, container); err != nil {
+	ctr, err := pickContainer(p, container)
+	if err != nil {
+		return fmt.Errorf("%s in %s: %w", target, namespace, err)
+	}
+	if _, err := l.containerEnv(ctx, p, ctr); err != nil {
 		return fmt.Errorf("%s in %s: %w", target, namespace, err)
 	}
 	return nil

@@ -180,6 +180,14 @@ func (s *Stack) BaseURL() string {
 	return "http://" + s.AppAddr
 }
 
+// OneHost says whether the stack's app and database run on one host,
+// whose clock both their captures read: always on Docker; on a cluster,
+// when both are on one node.
+func (s *Stack) OneHost() bool {
+	app, db := s.Role("app"), s.Role("db")
+	return app == nil || db == nil || app.Node == db.Node
+}
+
 // Role returns the member with the given role.
 func (s *Stack) Role(role string) *Member {
 	for _, m := range s.Members {

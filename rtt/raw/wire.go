@@ -84,7 +84,8 @@ func (r *WireRow) Complete() bool { return r.Drops == 0 && !r.Truncated }
 var (
 	wireHeaderV1 = []string{"task", "attempt", "app", "route", "rtt_ms", "unshaped", "direction", "sent", "matched", "lost", "ambiguous",
 		"p50_ms", "p99_ms", "drops", "truncated", "requests", "anatomized", "incomplete", "unassigned", "problem"}
-	WireHeader = append(slices.Clone(wireHeaderV1), "unpaired", "unmarked", "negative_client", "overlaps")
+	wireHeaderV2 = append(slices.Clone(wireHeaderV1), "unpaired", "unmarked", "negative_client", "overlaps")
+	WireHeader   = wireHeaderV2
 )
 
 // Record is r as a row of wire.csv (WireHeader).

@@ -123,7 +123,7 @@ func analyzeWire(rows []raw.WireRow, o Options) ([]WireStat, []WireVerdict) {
 	var stats []WireStat
 	for _, k := range keys {
 		st := wireStat(groups[k])
-		st.App, st.RTTms, st.Unshaped, st.Direction, st.TargetMs = k.app, k.rtt, k.unshaped, k.dir, k.rtt/2
+		st.App, st.RTTms, st.Unshaped, st.Direction, st.TargetMs = k.app, k.rtt, k.unshaped, k.dir, wireTarget(k.dir, k.rtt)
 		if k.rtt == 0 && !k.unshaped {
 			switch {
 			case st.Tasks == st.Incomplete:
@@ -147,12 +147,30 @@ func analyzeWire(rows []raw.WireRow, o Options) ([]WireStat, []WireVerdict) {
 		}
 		st.HasAdded, st.AddedMs = true, st.P50Ms-b
 		for _, r := range groups[key{st.App, st.RTTms, st.Unshaped, st.Direction}] {
-			if r.Complete() && r.Share() >= WireMinMatched && math.Abs(r.P50Ms-b-st.TargetMs) <= WireToleranceMs+1e-9 {
+			if r.Complete() && r.Share() >= WireMinMatched && math.Abs(r.P50Ms-b-st.TargetMs) <= wireTolerance(st.Direction)+1e-9 {
 				st.Passing++
 			}
 		}
 	}
 	return stats, wireVerdicts(stats, groups2tasks(rows, base))
+}
+
+// wireTarget is what a direction's p50 should add at rtt: half of it
+// one way, all of it per round trip (workloads.DirRoundTrip).
+func wireTarget(dir string, rtt float64) float64 {
+	if dir == workloads.DirRoundTrip {
+		return rtt
+	}
+	return rtt / 2
+}
+
+// wireTolerance is how far a direction's added p50 may be from its
+// target: WireToleranceMs one way, the two ways' together per round trip.
+func wireTolerance(dir string) float64 {
+	if dir == workloads.DirRoundTrip {
+		return 2 * WireToleranceMs
+	}
+	return WireToleranceMs
 }
 
 // wireStat sums up one group's rows: the complete ones' counts and the
@@ -203,7 +221,7 @@ func groups2tasks(rows []raw.WireRow, base map[[2]string]float64) []taskPass {
 		}
 		b, ok := base[[2]string{r.App, r.Direction}]
 		tp.complete = tp.complete && r.Complete()
-		tp.pass = tp.pass && ok && r.Complete() && r.Share() >= WireMinMatched && math.Abs(r.P50Ms-b-r.RTTms/2) <= WireToleranceMs+1e-9
+		tp.pass = tp.pass && ok && r.Complete() && r.Share() >= WireMinMatched && math.Abs(r.P50Ms-b-wireTarget(r.Direction, r.RTTms)) <= wireTolerance(r.Direction)+1e-9
 	}
 	out := make([]taskPass, 0, len(order))
 	for _, t := range order {
@@ -350,9 +368,13 @@ func judgeDirection(v *WireVerdict, st WireStat) {
 			v.Status = WireOff
 			why = append(why, fmt.Sprintf("%s: %.1f%% of packets paired", st.Direction, 100*st.Share()))
 		}
-		if math.Abs(st.AddedMs-st.TargetMs) > WireToleranceMs+1e-9 {
+		if math.Abs(st.AddedMs-st.TargetMs) > wireTolerance(st.Direction)+1e-9 {
 			v.Status = WireOff
-			why = append(why, fmt.Sprintf("%s one-way added %s ms for %s", st.Direction, fmtFixed(st.AddedMs, 3), fmtFixed(st.TargetMs, 3)))
+			what := "one-way"
+			if st.Direction == workloads.DirRoundTrip {
+				what = "round trip"
+			}
+			why = append(why, fmt.Sprintf("%s %s added %s ms for %s", st.Direction, what, fmtFixed(st.AddedMs, 3), fmtFixed(st.TargetMs, 3)))
 		}
 	}
 	v.Why = strings.Join(why, "; ")

@@ -2,8 +2,11 @@ package report
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/rttlab/rttlab/workloads"
 )
 
 // attrRow is one cell's line of the attribution tables: its change and
@@ -176,6 +179,10 @@ func (s *Summary) wireMarkdown(b *strings.Builder) {
 			r.Packets, r.Paired, r.P50, r.P99, r.Added, r.Target, r.Passing, verdict)
 	}
 	b.WriteString("\n")
+	if slices.ContainsFunc(s.Wire, func(w WireStat) bool { return w.Direction == workloads.DirRoundTrip }) {
+		fmt.Fprintf(b, "The %s rows are round trips, which need no clock shared by the two captures (an app and its database on two nodes): for each turn of the database (a packet from the app and the first packet the database sent back after it), the app's time from sending to receiving less the database's from receiving to sending, each read on its own capture's clock; packets = the turns, paired = those measured; added against the whole RTT within ±%g ms. Where app and database ran on different hosts only these rows are kept.\n\n",
+			workloads.DirRoundTrip, 2*WireToleranceMs)
+	}
 	s.wireWhy(b)
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rttlab/rttlab/results/stats"
 	"github.com/rttlab/rttlab/rtt/raw"
+	"github.com/rttlab/rttlab/workloads"
 )
 
 // DigestMaxLines bounds the digest a run prints when it ends.
@@ -268,7 +269,7 @@ func (s *Summary) digestWire(d *digest) {
 		}
 	}
 	for _, w := range s.Wire {
-		if !w.Unshaped && w.RTTms > 0 {
+		if !w.Unshaped && w.RTTms > 0 && w.Direction != workloads.DirRoundTrip {
 			sent, matched = sent+w.Sent, matched+w.Matched
 		}
 	}
@@ -279,10 +280,61 @@ func (s *Summary) digestWire(d *digest) {
 	if sent > 0 {
 		line += fmt.Sprintf(", %.1f%% of packets paired", 100*float64(matched)/float64(sent))
 	}
+	line += s.tripsNote()
 	if first != nil {
 		line += fmt.Sprintf("; e.g. %s at %s ms: %s", first.App, fmtSetting(first.RTTms), first.Why)
 	}
 	d.add("%s", line)
+}
+
+// tripsNote is the round trips' part of the wire line, at the largest
+// setting whose round trip has an added figure: the median over apps of
+// the added round trip (each turn of the database measured on each
+// capture's own clock), beside the sum of the two one-way added figures
+// where the captures shared a clock. Empty for a folder without round
+// trips.
+func (s *Summary) tripsNote() string {
+	best := -1.0
+	var trips, oneWay []float64
+	byCell := map[string]map[string]WireStat{}
+	for _, w := range s.Wire {
+		if w.Unshaped || !w.HasAdded {
+			continue
+		}
+		k := w.App + "\x00" + fmtSetting(w.RTTms)
+		if byCell[k] == nil {
+			byCell[k] = map[string]WireStat{}
+		}
+		byCell[k][w.Direction] = w
+		if w.Direction == workloads.DirRoundTrip && w.RTTms > best {
+			best = w.RTTms
+		}
+	}
+	if best <= 0 {
+		return ""
+	}
+	turns, measured := 0, 0
+	for _, dirs := range byCell {
+		tr, ok := dirs[workloads.DirRoundTrip]
+		if !ok || tr.RTTms != best {
+			continue
+		}
+		trips = append(trips, tr.AddedMs)
+		turns, measured = turns+tr.Sent, measured+tr.Matched
+		a, okA := dirs[workloads.DirAppToDB]
+		b, okB := dirs[workloads.DirDBToApp]
+		if okA && okB {
+			oneWay = append(oneWay, a.AddedMs+b.AddedMs)
+		}
+	}
+	note := fmt.Sprintf("; per round trip (each capture on its own clock, no clock shared): added %s ms at %s ms", fmtFixed(stats.Median(trips), 3), fmtSetting(best))
+	if len(oneWay) > 0 {
+		note += fmt.Sprintf(" (the two one-way: %s)", fmtFixed(stats.Median(oneWay), 3))
+	}
+	if turns > 0 {
+		note += fmt.Sprintf(", %.1f%% of the database's turns measured", 100*float64(measured)/float64(turns))
+	}
+	return note
 }
 
 // digestAnatomy writes how many measured requests of every cell were

@@ -243,3 +243,49 @@ func TestTakenApart(t *testing.T) {
 		t.Errorf("digest lines:\n%s\nwant\n%s", strings.Join(d.lines, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// tripRows are the round-trip rows of n tasks at rtt, each trip's p50
+// from p50(run).
+func tripRows(first int, rtt float64, n int, p50 func(run int) float64) []raw.WireRow {
+	var rows []raw.WireRow
+	for run := range n {
+		v := p50(run)
+		rows = append(rows, raw.WireRow{Task: first + run, App: "go", Route: "/feed", RTTms: rtt, Direction: workloads.DirRoundTrip,
+			Sent: 50, Matched: 50, P50Ms: v, P99Ms: v + 0.1})
+	}
+	return rows
+}
+
+// The round trip is held to the whole RTT within the two directions'
+// tolerances together: verified with the one-way rows when it adds the
+// setting, off when it adds too little, and on its own where no one-way
+// row was kept (captures on two hosts).
+func TestWireVerdictRoundTrip(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		oneWay  bool
+		trip    float64 // added round trip of every task, ms
+		status  string
+		why     string
+		passing int
+	}{
+		{"with one-way, agrees", true, 1.03, WireVerified, "", 10},
+		{"with one-way, round trip off", true, 1.06, WireOff, "app->db->app round trip added 1.060 ms for 1.000", 0},
+		{"alone, verified", false, 0.97, WireVerified, "", 10},
+		{"alone, off", false, 0.5, WireOff, "round trip added 0.500 ms for 1.000", 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rows := tripRows(0, 0, 10, flat(0.04))
+			rows = append(rows, tripRows(100, 1, 10, flat(0.04+c.trip))...)
+			if c.oneWay {
+				rows = append(rows, wireTasks(0, 0, 10, flat(0.02), nil)...)
+				rows = append(rows, wireTasks(100, 1, 10, flat(0.52), nil)...)
+			}
+			_, vs := analyzeWire(rows, Options{})
+			v := verdictAt(t, vs, 1)
+			if v.Status != c.status || !strings.Contains(v.Why, c.why) || v.Passing != c.passing {
+				t.Errorf("verdict %+v; want %s with %q, %d passing", v, c.status, c.why, c.passing)
+			}
+		})
+	}
+}
