@@ -11,6 +11,7 @@ import (
 
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/orchestrator/engine"
+	"github.com/rttlab/rttlab/orchestrator/runtime"
 	"github.com/rttlab/rttlab/orchestrator/shaping"
 	"github.com/rttlab/rttlab/results"
 	"github.com/rttlab/rttlab/rtt"
@@ -180,23 +181,14 @@ func runCISmoke(cmd *cobra.Command, o *ciSmokeOptions) *report.SmokeVerdict {
 		v.Err = err
 		return v
 	}
-	rt, err := connect(ctx)
+	lab, eng, images, done, err := smokeLab(cmd, t)
 	if err != nil {
 		v.Err = err
 		return v
 	}
-	defer rt.Close()
-	images, skipped, err := buildForRun(cmd, rt, []apps.Target{t}, engine.Platform{})
-	if err != nil {
-		v.Err = err
-		return v
-	}
-	if why, ok := skipped[t.Name]; ok {
-		v.Err = fmt.Errorf("the image of %s cannot be built here: %s", t.Name, why)
-		return v
-	}
+	defer done()
 	v.VerifyRan = true
-	failed, checks, err := verifyCounted(cmd, rt, t, o.verifyN, progress)
+	failed, checks, err := verifyCounted(cmd, lab, t, o.verifyN, progress)
 	v.VerifyFailed, v.VerifyChecks = failed, checks
 	if err != nil {
 		v.Err = err
@@ -207,7 +199,7 @@ func runCISmoke(cmd *cobra.Command, o *ciSmokeOptions) *report.SmokeVerdict {
 	}
 	v.RunRan = true
 	start := time.Now()
-	dir, err := rtt.Run(ctx, engine.NewLab(rt, ""), rt, all, rtt.RunOptions{Plan: o.plan, OutDir: o.out, Version: version, Commit: commit,
+	dir, err := rtt.Run(ctx, lab, eng, all, rtt.RunOptions{Plan: o.plan, OutDir: o.out, Version: version, Commit: commit,
 		Images: images, Progress: newProgress(progress)})
 	v.Dir, v.Elapsed = dir, time.Since(start)
 	if dir != "" {
@@ -228,9 +220,44 @@ func runCISmoke(cmd *cobra.Command, o *ciSmokeOptions) *report.SmokeVerdict {
 	return v
 }
 
+// smokeLab is the lab ci-smoke runs t on, the engine its manifest names
+// and t's images: on Docker built as run builds them (an image that
+// cannot be built here fails the smoke test), on a cluster found on its
+// nodes.
+func smokeLab(cmd *cobra.Command, t apps.Target) (runtime.Runtime, engine.Engine, map[string]string, func(), error) {
+	ctx := cmd.Context()
+	if labRuntime.name == runtimeKube {
+		cl, err := kubeConnect(ctx)
+		if err != nil {
+			return nil, nil, nil, nil, err
+		}
+		if err := checkKubeTargets(ctx, cl, []apps.Target{t}); err != nil {
+			return nil, nil, nil, nil, err
+		}
+		lab := cl.Runtime()
+		images, err := kubeImages(ctx, lab, []apps.Target{t})
+		return lab, kubeEngine{cl}, images, func() {}, err
+	}
+	rt, err := connect(ctx)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	images, skipped, err := buildForRun(cmd, rt, []apps.Target{t}, engine.Platform{})
+	if err == nil {
+		if why, ok := skipped[t.Name]; ok {
+			err = fmt.Errorf("the image of %s cannot be built here: %s", t.Name, why)
+		}
+	}
+	if err != nil {
+		rt.Close()
+		return nil, nil, nil, nil, err
+	}
+	return engine.NewLab(rt, ""), rt, images, func() { rt.Close() }, nil
+}
+
 // verifyCounted runs verify on a stack of its own and returns the failed
 // and total checks.
-func verifyCounted(cmd *cobra.Command, rt *engine.Runtime, t apps.Target, n int, w io.Writer) (failed, total int, err error) {
+func verifyCounted(cmd *cobra.Command, rt runtime.Runtime, t apps.Target, n int, w io.Writer) (failed, total int, err error) {
 	counter := &lineCounter{w: w}
 	failed, err = verifyOne(cmd.Context(), rt, t, &verifyOptions{requests: n, serialN: 5}, counter)
 	return failed, counter.checks, err

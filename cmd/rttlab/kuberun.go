@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -97,20 +98,10 @@ func (o *runOptions) runKube(cmd *cobra.Command, all map[string]*apps.Meta) erro
 		if err != nil {
 			return err
 		}
-		if t.Meta.Compose != nil {
-			return usagef("app %s: a compose file starts on Docker only so far: on --runtime kube, run rttlab's own apps, an --app-image, or your app where it runs (--target)", a.Name)
-		}
-		if r := t.Meta.Running; r != nil {
-			// Found before anything is created: a target that is not
-			// there is one line, and the cluster stays as it was.
-			if err := cl.CheckTarget(ctx, r.Namespace, r.App, r.Container); err != nil {
-				return fmt.Errorf("--target: %w", err)
-			}
-			if err := cl.CheckTarget(ctx, r.Namespace, r.DB, ""); err != nil {
-				return fmt.Errorf("--db-target: %w", err)
-			}
-		}
 		targets = append(targets, t)
+	}
+	if err := checkKubeTargets(ctx, cl, targets); err != nil {
+		return err
 	}
 	rt := cl.Runtime()
 	images, err := kubeImages(ctx, rt, targets)
@@ -133,4 +124,58 @@ func (o *runOptions) runKube(cmd *cobra.Command, all map[string]*apps.Meta) erro
 		return err
 	}
 	return gateRun(out, dir, p, all, nil)
+}
+
+// openLab is the lab of --runtime for a command that starts the targets'
+// stacks: Docker's engine, the images built or pulled as the command
+// always did, or a cluster, the images on its nodes and an app given by
+// --target found where it runs; done ends the connection.
+func openLab(ctx context.Context, targets []apps.Target, w io.Writer, pf *platformFlag) (runtime.Runtime, engine.Platform, func(), error) {
+	if labRuntime.name != runtimeKube {
+		rt, plat, err := connectFor(ctx, targets, w, pf)
+		if err != nil {
+			return nil, plat, nil, err
+		}
+		return engine.NewLab(rt, ""), plat, func() { rt.Close() }, nil
+	}
+	cl, err := kubeConnect(ctx)
+	if err != nil {
+		return nil, engine.Platform{}, nil, err
+	}
+	plat, err := pf.settle(ctx, kubeEngine{cl})
+	if err != nil {
+		return nil, plat, nil, err
+	}
+	if plat.Foreign() {
+		return nil, plat, nil, usagef("--platform %s: a cluster runs its nodes' own platform: leave --platform out on --runtime kube", plat)
+	}
+	if err := checkKubeTargets(ctx, cl, targets); err != nil {
+		return nil, plat, nil, err
+	}
+	lab := cl.Runtime()
+	if _, err := kubeImages(ctx, lab, targets); err != nil {
+		return nil, plat, nil, err
+	}
+	return lab, plat, func() {}, nil
+}
+
+// checkKubeTargets refuses what a cluster does not run yet (a compose
+// file) and finds each --target and --db-target before anything is
+// created: one that is not there is one line, and the cluster stays as
+// it was.
+func checkKubeTargets(ctx context.Context, cl *kube.Cluster, targets []apps.Target) error {
+	for _, t := range targets {
+		if t.Meta.Compose != nil {
+			return usagef("app %s: a compose file starts on Docker only so far: on --runtime kube, run rttlab's own apps, an --app-image, or your app where it runs (--target)", t.Name)
+		}
+		if r := t.Meta.Running; r != nil {
+			if err := cl.CheckTarget(ctx, r.Namespace, r.App, r.Container); err != nil {
+				return fmt.Errorf("--target: %w", err)
+			}
+			if err := cl.CheckTarget(ctx, r.Namespace, r.DB, ""); err != nil {
+				return fmt.Errorf("--db-target: %w", err)
+			}
+		}
+	}
+	return nil
 }

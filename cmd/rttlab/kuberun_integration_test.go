@@ -177,6 +177,29 @@ apps:
 
 	t.Run("target", func(t *testing.T) { kubeTargetRun(t, cl, bin, root, before) })
 
+	// verify and trace start the go app's stack on the cluster and check
+	// its database work on the wire, as on Docker.
+	t.Run("verify and trace", func(t *testing.T) {
+		for _, c := range []struct {
+			args []string
+			want string
+		}{
+			{[]string{"verify", "go"}, "verify go: PASS"},
+			{[]string{"trace", "go", "--requests", "20"}, "/feed-naive  20  0       12 [12-12]"},
+		} {
+			cmd := exec.Command(bin, c.args...)
+			cmd.Dir = root
+			b, err := cmd.CombinedOutput()
+			if err != nil || !strings.Contains(string(b), c.want) {
+				t.Errorf("%v on the cluster: %v, want %q in:\n%s", c.args, err, c.want, b)
+			}
+		}
+		if left := liveRunsSince(t, cl, before); len(left) > 0 {
+			t.Errorf("namespaces left: %v", left)
+		}
+		waitNoWireRules(t)
+	})
+
 	t.Run("SIGKILL", func(t *testing.T) {
 		plan := filepath.Join(t.TempDir(), "drill.yaml")
 		if err := os.WriteFile(plan, []byte(drillPlan), 0o644); err != nil {

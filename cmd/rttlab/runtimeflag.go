@@ -34,7 +34,7 @@ var labRuntime = &runtimeOptions{}
 
 // onKube lists the commands that run on --runtime kube today; every other
 // command that starts a stack refuses it before it connects.
-var onKube = map[string]bool{"doctor": true, "clean": true, "run": true}
+var onKube = map[string]bool{"doctor": true, "clean": true, "run": true, "verify": true, "trace": true, "ci-smoke": true, "shape verify": true}
 
 // noRuntime lists the commands that use no runtime (they read folders or
 // print): any --runtime passes through them.
@@ -69,10 +69,10 @@ func (o *runtimeOptions) check(cmd *cobra.Command) error {
 	for top.Parent() != nil && top.Parent().Parent() != nil {
 		top = top.Parent()
 	}
-	if noRuntime[top.Name()] || onKube[top.Name()] {
+	if noRuntime[top.Name()] || onKube[top.Name()] || onKube[cmd.CommandPath()[len("rttlab "):]] {
 		return nil
 	}
-	return usagef("%s --runtime kube: not supported yet: on a cluster, rttlab run (the RTT study of rttlab's own apps or an --app-image), doctor and clean run so far (leave --runtime out to run on this host's Docker engine)", cmd.CommandPath()[len("rttlab "):])
+	return usagef("%s --runtime kube: not supported yet: on a cluster, rttlab run, verify, trace, ci-smoke, shape verify, doctor and clean run so far (leave --runtime out to run on this host's Docker engine)", cmd.CommandPath()[len("rttlab "):])
 }
 
 // kubeConnect reaches the cluster of --kubeconfig; unit tests replace it.

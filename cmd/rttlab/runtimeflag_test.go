@@ -44,14 +44,11 @@ func TestRuntimeRefusals(t *testing.T) {
 		{[]string{"doctor", "--runtime", "swarm"}, "", `--runtime "swarm": use docker (this host's engine) or kube (a Kubernetes cluster)`},
 		{[]string{"doctor"}, "nomad", `--runtime "nomad": use docker`},
 		{[]string{"clean", "--kubeconfig", "/k"}, "", "--kubeconfig and --namespace go with --runtime kube"},
-		{[]string{"verify", "go"}, "kube", "rttlab: verify --runtime kube: not supported yet:"},
-		{[]string{"shape", "verify", "go", "--runtime", "kube"}, "", "rttlab: shape verify --runtime kube: not supported yet:"},
 		{[]string{"place", "--runtime", "kube"}, "", "rttlab: place --runtime kube: not supported yet:"},
 		{[]string{"workers", "--runtime", "kube"}, "", "rttlab: workers --runtime kube: not supported yet:"},
 		{[]string{"up", "go", "--runtime", "kube"}, "", "rttlab: up --runtime kube: not supported yet:"},
-		{[]string{"trace", "go", "--runtime", "kube"}, "", "rttlab: trace --runtime kube: not supported yet:"},
-		{[]string{"ci-smoke", "go", "--runtime", "kube"}, "", "rttlab: ci-smoke --runtime kube: not supported yet:"},
 		{[]string{"images", "build", "--runtime", "kube"}, "", "rttlab: images build --runtime kube: not supported yet:"},
+		{[]string{"shape", "set", "--runtime", "kube"}, "", "rttlab: shape set --runtime kube: not supported yet:"},
 		{[]string{"clean", "--runtime", "kube", "--images"}, "", "--images and --force are Docker's"},
 	} {
 		t.Setenv("RTTLAB_RUNTIME", c.env)

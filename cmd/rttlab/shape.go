@@ -13,6 +13,7 @@ import (
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/netem"
 	"github.com/rttlab/rttlab/orchestrator/engine"
+	"github.com/rttlab/rttlab/orchestrator/runtime"
 	"github.com/rttlab/rttlab/orchestrator/shaping"
 	"github.com/rttlab/rttlab/orchestrator/stack"
 	"github.com/rttlab/rttlab/rtt"
@@ -306,11 +307,11 @@ func (o *shapeVerifyOptions) run(cmd *cobra.Command, args []string) (err error) 
 	if err != nil {
 		return err
 	}
-	rt, plat, err := connectFor(ctx, []apps.Target{t}, cmd.ErrOrStderr(), &o.platform)
+	rt, plat, done, err := openLab(ctx, []apps.Target{t}, cmd.ErrOrStderr(), &o.platform)
 	if err != nil {
 		return err
 	}
-	defer rt.Close()
+	defer done()
 	out := cmd.OutOrStdout()
 	table := out
 	if o.json {
@@ -318,11 +319,11 @@ func (o *shapeVerifyOptions) run(cmd *cobra.Command, args []string) (err error) 
 		// the JSON document.
 		table = cmd.ErrOrStderr()
 	}
-	st, sh, err := shaping.StartShaped(ctx, engine.NewLab(rt, ""), stack.StackOptions{Target: t, Platform: plat}, o.shaper, o.scope, o.hook)
+	st, sh, err := shaping.StartShaped(ctx, rt, stack.StackOptions{Target: t, Platform: plat}, o.shaper, o.scope, o.hook)
 	if err != nil {
 		return err
 	}
-	defer st.RemoveJoin(ctx, engine.NewLab(rt, ""), &err)
+	defer st.RemoveJoin(ctx, rt, &err)
 	plan := rtt.Plan{Calibrate: o.calibrate, Hook: o.hook, FloorMs: o.floor()}
 	sh.Floor = plan.Floor(sh.Backend)
 	fmt.Fprintf(table, "shaper: %s (%s); floor %v; scope %s; ICMP %d echoes, SELECT 1 %d runs x %d calls; tolerance %.3f ms\n",
@@ -355,7 +356,7 @@ func (o *shapeVerifyOptions) run(cmd *cobra.Command, args []string) (err error) 
 
 // calibrateShaping calibrates every setting with ICMP, printing each
 // setting's offset and residuals to table as it is calibrated.
-func calibrateShaping(ctx context.Context, rt *engine.Runtime, sh *shaping.Shaping, app string, delaysMs []float64, table io.Writer) ([]shaping.CalibrationPoint, error) {
+func calibrateShaping(ctx context.Context, rt runtime.Watcher, sh *shaping.Shaping, app string, delaysMs []float64, table io.Writer) ([]shaping.CalibrationPoint, error) {
 	fmt.Fprintln(table, "calibrating per setting with ICMP (SELECT 1 below is not used by it): offset per side (µs), ICMP residual per round (µs)")
 	return shaping.Calibrate(ctx, rt, sh, app, delaysMs, shaping.CalibrateOptions{
 		Row: func(p shaping.CalibrationPoint) {

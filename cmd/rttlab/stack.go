@@ -269,11 +269,11 @@ func (o *verifyOptions) run(cmd *cobra.Command, args []string) error {
 		return err
 	}
 	out := cmd.OutOrStdout()
-	rt, plat, err := connectFor(ctx, targets, out, &o.platform)
+	rt, plat, done, err := openLab(ctx, targets, out, &o.platform)
 	if err != nil {
 		return err
 	}
-	defer rt.Close()
+	defer done()
 	o.platform.p = plat
 	var failed []string
 	for _, t := range targets {
@@ -304,12 +304,12 @@ func verifyTargets(o *verifyOptions, args []string) ([]apps.Target, error) {
 	return resolveTargets(all, args)
 }
 
-func verifyOne(ctx context.Context, rt *engine.Runtime, t apps.Target, o *verifyOptions, out interface{ Write([]byte) (int, error) }) (_ int, err error) {
-	st, sh, err := shaping.StartShaped(ctx, engine.NewLab(rt, ""), stack.StackOptions{Target: t, Publish: true, Platform: o.platform.p}, "auto", "path", "")
+func verifyOne(ctx context.Context, rt runtime.Runtime, t apps.Target, o *verifyOptions, out interface{ Write([]byte) (int, error) }) (_ int, err error) {
+	st, sh, err := shaping.StartShaped(ctx, rt, stack.StackOptions{Target: t, Publish: true, Platform: o.platform.p}, "auto", "path", "")
 	if err != nil {
 		return 0, fmt.Errorf("verify %s: %w", t.Name, err)
 	}
-	defer st.RemoveJoin(ctx, engine.NewLab(rt, ""), &err)
+	defer st.RemoveJoin(ctx, rt, &err)
 	fmt.Fprintf(out, "verify %s (stack %s)\n", t.Name, st.RunID)
 	checks, err := shaping.VerifyStack(ctx, rt, st, shaping.VerifyOptions{
 		Requests: o.requests,

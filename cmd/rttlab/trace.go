@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"github.com/rttlab/rttlab/orchestrator/engine"
 	"io"
 	"path/filepath"
 	"text/tabwriter"
@@ -134,16 +133,16 @@ func (o *traceOptions) run(cmd *cobra.Command) (err error) {
 	if err != nil {
 		return err
 	}
-	rt, plat, err := connectFor(ctx, []apps.Target{t}, cmd.ErrOrStderr(), &o.platform)
+	rt, plat, done, err := openLab(ctx, []apps.Target{t}, cmd.ErrOrStderr(), &o.platform)
 	if err != nil {
 		return err
 	}
-	defer rt.Close()
-	st, sh, err := shaping.StartShaped(ctx, engine.NewLab(rt, ""), stack.StackOptions{Target: t, Platform: plat}, "auto", "path", "")
+	defer done()
+	st, sh, err := shaping.StartShaped(ctx, rt, stack.StackOptions{Target: t, Platform: plat}, "auto", "path", "")
 	if err != nil {
 		return err
 	}
-	defer st.RemoveJoin(ctx, engine.NewLab(rt, ""), &err)
+	defer st.RemoveJoin(ctx, rt, &err)
 	hdr, err := shaping.AuthHeaders(ctx, rt, st)
 	if err != nil {
 		return err

@@ -3,9 +3,10 @@ package main
 import (
 	"errors"
 	"fmt"
-	"github.com/rttlab/rttlab/orchestrator/engine"
 	"path/filepath"
 	"runtime"
+
+	"github.com/rttlab/rttlab/orchestrator/engine"
 
 	"github.com/spf13/cobra"
 
