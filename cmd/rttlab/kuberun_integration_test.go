@@ -200,6 +200,49 @@ apps:
 		waitNoWireRules(t)
 	})
 
+	// The node agent's pod deleted mid-task (as an eviction does): the
+	// task fails, a fresh stack is started, the task is tried again, and
+	// the run ends with every task done.
+	t.Run("node agent killed", func(t *testing.T) {
+		plan := filepath.Join(t.TempDir(), "drill.yaml")
+		if err := os.WriteFile(plan, []byte(drillPlan), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cmd, dir, stderr, wait := startRun(t, bin, root, plan, t.TempDir())
+		ctx := context.Background()
+		pods, err := cl.C.CoreV1().Pods("").List(ctx, metav1.ListOptions{LabelSelector: "io.rttlab.role=" + kube.RoleNodeAgent})
+		if err != nil || len(pods.Items) == 0 {
+			_ = cmd.Process.Kill()
+			t.Fatalf("no node agent pod to kill (%v)", err)
+		}
+		zero := int64(0)
+		for _, p := range pods.Items {
+			if err := cl.C.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := wait(); err != nil {
+			t.Fatalf("run after its node agent was killed: %v\n%s", err, stderr)
+		}
+		d, err := raw.Load(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		failed := 0
+		for _, r := range d.Records {
+			if r.Status == raw.StatusFailed {
+				failed++
+			}
+		}
+		if len(d.Done) != len(d.Manifest.Tasks) || failed == 0 {
+			t.Errorf("%d of %d tasks done, %d failed attempts: want all done after a failed attempt\n%s", len(d.Done), len(d.Manifest.Tasks), failed, stderr)
+		}
+		if left := liveRunsSince(t, cl, before); len(left) > 0 {
+			t.Errorf("namespaces left: %v", left)
+		}
+		waitNoWireRules(t)
+	})
+
 	t.Run("SIGKILL", func(t *testing.T) {
 		plan := filepath.Join(t.TempDir(), "drill.yaml")
 		if err := os.WriteFile(plan, []byte(drillPlan), 0o644); err != nil {

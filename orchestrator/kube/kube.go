@@ -251,20 +251,23 @@ func (l *Lab) OpenRun(ctx context.Context) error {
 	if err := checkRunID(l.RunID); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, shortCall)
+	ctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: l.Namespace, Labels: l.runLabels(nil)}}
-	_, err := l.C.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("namespace %s: %s", l.Namespace, firstLine(err.Error()))
-	}
-	if err != nil {
-		got, err := l.C.CoreV1().Namespaces().Get(ctx, l.Namespace, metav1.GetOptions{})
+	for {
+		done, err := l.createNamespace(ctx)
 		if err != nil {
-			return fmt.Errorf("namespace %s: %s", l.Namespace, firstLine(err.Error()))
+			return err
 		}
-		if got.Labels[runtime.LabelRun] != l.RunID {
-			return fmt.Errorf("namespace %s exists and is not run %s's (no label %s=%s): choose another run id or namespace", l.Namespace, l.RunID, runtime.LabelRun, l.RunID)
+		if done {
+			break
+		}
+		// The run's namespace of a stack removed a moment ago (a fresh
+		// stack after a failed attempt) is still being deleted: a new
+		// one of the name can be made once it is gone.
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("namespace %s: still being deleted: %w", l.Namespace, ctx.Err())
+		case <-time.After(l.poll()):
 		}
 	}
 	// The apiserver admits no pod in a namespace without its default
@@ -275,6 +278,33 @@ func (l *Lab) OpenRun(ctx context.Context) error {
 		return fmt.Errorf("namespace %s: default service account: %s", l.Namespace, firstLine(err.Error()))
 	}
 	return nil
+}
+
+// createNamespace creates the run's namespace, or finds it the run's
+// already; false when one of the name is still being deleted.
+func (l *Lab) createNamespace(ctx context.Context) (bool, error) {
+	cctx, cancel := context.WithTimeout(ctx, shortCall)
+	defer cancel()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: l.Namespace, Labels: l.runLabels(nil)}}
+	_, err := l.C.CoreV1().Namespaces().Create(cctx, ns, metav1.CreateOptions{})
+	if err == nil {
+		return true, nil
+	}
+	if !apierrors.IsAlreadyExists(err) {
+		return false, fmt.Errorf("namespace %s: %s", l.Namespace, firstLine(err.Error()))
+	}
+	got, err := l.C.CoreV1().Namespaces().Get(cctx, l.Namespace, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil // deleted between the two calls
+	case err != nil:
+		return false, fmt.Errorf("namespace %s: %s", l.Namespace, firstLine(err.Error()))
+	case got.Labels[runtime.LabelRun] != l.RunID:
+		return false, fmt.Errorf("namespace %s exists and is not run %s's (no label %s=%s): choose another run id or namespace", l.Namespace, l.RunID, runtime.LabelRun, l.RunID)
+	case got.DeletionTimestamp != nil:
+		return false, nil
+	}
+	return true, nil
 }
 
 // runLabels are extra with the run's label, which always wins: every

@@ -335,8 +335,11 @@ func TestRemoveRun(t *testing.T) {
 		t.Errorf("RemoveRun = %d, %v; want 4 (2 pods, 1 service, the namespace)", n, err)
 	}
 	reqs := x.requests()
-	if script(reqs[len(reqs)-1].Cmd) != sessionStopAllScript {
+	if len(reqs) < 2 || script(reqs[len(reqs)-2].Cmd) != sessionStopAllScript {
 		t.Error("the node agent's sessions were not stopped before the namespace went")
+	}
+	if want := []string{AgentEntrypoint, "agent", "sweep", "--label-prefix", "r1/"}; !slices.Equal(reqs[len(reqs)-1].Cmd, want) {
+		t.Errorf("last exec %q, want the sweep of the run's wire rules on the node %q", reqs[len(reqs)-1].Cmd, want)
 	}
 	if _, err := c.CoreV1().Namespaces().Get(ctx, "rttlab-r1", metav1.GetOptions{}); err == nil {
 		t.Error("the run's namespace is still there")

@@ -73,6 +73,10 @@ func (l *Lab) removeNamespace(ctx context.Context, ns corev1.Namespace, runID st
 		// A session that does not end in time is killed with its node
 		// agent: the namespace goes anyway.
 		_, _ = l.exec(ctx, m, []string{"sh", "-c", sessionStopAllScript}, nil, nil, nil, "stop sessions")
+		// The node agent runs on the node's network: what a wire shaper
+		// of the run left in the node's tables (one killed with its node
+		// agent, before this one) goes too.
+		_, _ = l.exec(ctx, m, []string{AgentEntrypoint, "agent", "sweep", "--label-prefix", runID + "/"}, nil, nil, nil, "sweep wire rules")
 	}
 	// The pods go at once, as a Docker run's containers do, rather than
 	// with the namespace after each pod's grace period (30 s unless the

@@ -380,8 +380,26 @@ const LabelNode = "io.rttlab.node"
 
 // sessionState reads session m's state from its node agent.
 func (l *Lab) sessionState(ctx context.Context, m memberID) (runtime.State, error) {
+	// The node agent's pod first, from the API: an exec into a pod
+	// being deleted may neither answer nor fail, and a session's agent
+	// that lost its node agent has ended.
+	gctx, cancel := context.WithTimeout(ctx, shortCall)
+	p, err := l.C.CoreV1().Pods(m.Namespace).Get(gctx, m.Pod, metav1.GetOptions{})
+	cancel()
+	switch {
+	case apierrors.IsNotFound(err):
+		// Killed or evicted: the session ended with it, as a Docker
+		// agent's container that was killed has exited.
+		return runtime.State{ExitCode: -1, Reason: "exited"}, nil
+	case err != nil:
+		return runtime.State{}, l.podErr("state", m, err)
+	case p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning:
+		return runtime.State{ExitCode: -1, Reason: "exited"}, nil
+	}
 	var out, stderr strings.Builder
-	code, err := l.exec(ctx, m, []string{"sh", "-c", sessionStateScript, "sh", m.Session}, nil, &out, &stderr, "state")
+	ectx, cancel := context.WithTimeout(ctx, shortCall)
+	defer cancel()
+	code, err := l.exec(ectx, m, []string{"sh", "-c", sessionStateScript, "sh", m.Session}, nil, &out, &stderr, "state")
 	if err != nil {
 		if l.podGone(ctx, m) {
 			return runtime.State{}, notFound("state " + m.String())
