@@ -50,6 +50,7 @@ set -euo pipefail
 KUBE_VERSION=${KUBE_VERSION:-1.35.4}
 ETCD_VERSION=${ETCD_VERSION:-3.6.8}
 COREDNS_VERSION=${COREDNS_VERSION:-1.12.4}
+REGISTRY_VERSION=${REGISTRY_VERSION:-3.1.2}
 GO=${GO:-go}
 cache=${RTTLAB_KUBE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rttlab/kube}
 out=$cache/v$KUBE_VERSION-etcd$ETCD_VERSION
@@ -66,11 +67,13 @@ shell_image=rttlab.local/shell:1
 # The ports the cluster listens on: etcd's client and peer ports on
 # loopback, the API server's, the controller manager's, the scheduler's,
 # the kubelet's and its health port.
-ports="2379 2380 6443 10257 10259 10250 10248"
+registry_port=${RTTLAB_KUBE_REGISTRY_PORT:-5000}
+ports="2379 2380 6443 10257 10259 10250 10248 $registry_port"
 coredns=coredns-$COREDNS_VERSION
-bins="kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl etcd $coredns"
+registry=registry-$REGISTRY_VERSION
+bins="kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl etcd $coredns $registry"
 # The processes up starts, in order; down stops them in the reverse order.
-components="containerd etcd kube-apiserver coredns kube-controller-manager kube-scheduler kubelet"
+components="registry containerd etcd kube-apiserver coredns kube-controller-manager kube-scheduler kubelet"
 # The kernel settings the kubelet and the CNI bridge plugin change, put
 # back by down.
 sysctls="net.ipv4.ip_forward vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops kernel.keys.root_maxkeys kernel.keys.root_maxbytes"
@@ -87,6 +90,22 @@ now() { date +%s.%N; }
 secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
 
 # ---------------------------------------------------------------- build
+
+# module_dir NAME empties $work/NAME, where build writes a module's main.
+module_dir() { rm -rf "${work:?}/$1" && mkdir -p "$work/$1"; }
+
+# module_build NAME MODULE VERSION PACKAGE BINARY builds PACKAGE of a
+# module of its own in $work/NAME that requires MODULE at VERSION (its
+# main written there first) into $bin/BINARY.
+module_build() {
+  local name=$1 module=$2 version=$3 pkg=$4 binary=$5 s
+  printf 'module rttlab.local/%sbuild\ngo 1.24.0\nrequire %s v%s\n' "$name" "$module" "$version" >"$work/$name/go.mod"
+  s=$(now)
+  (cd "$work/$name" && "$GO" mod tidy >/dev/null && "$GO" build -trimpath -ldflags "-s -w" -o "$bin/$binary.tmp" "$pkg") ||
+    die "building $name $version failed (see above)"
+  mv "$bin/$binary.tmp" "$bin/$binary"
+  log "$name in $(secs "$s" "$(now)") s"
+}
 
 build() {
   local missing="" b
@@ -160,12 +179,7 @@ GO
     ;;
   esac
   if [ ! -x "$bin/etcd" ]; then
-    rm -rf "$work/etcd" && mkdir -p "$work/etcd"
-    cat >"$work/etcd/go.mod" <<GOMOD
-module rttlab.local/etcdbuild
-go 1.24.0
-require go.etcd.io/etcd/server/v3 v$ETCD_VERSION
-GOMOD
+    module_dir etcd
     cat >"$work/etcd/main.go" <<'GO'
 // Command etcd is etcd's server, built from its module.
 package main
@@ -178,21 +192,12 @@ import (
 
 func main() { etcdmain.Main(os.Args) }
 GO
-    s=$(now)
-    (cd "$work/etcd" && "$GO" mod tidy >/dev/null && "$GO" build -trimpath -ldflags "-s -w" -o "$bin/etcd.tmp" .) ||
-      die "building etcd $ETCD_VERSION failed (see above)"
-    mv "$bin/etcd.tmp" "$bin/etcd"
-    log "etcd in $(secs "$s" "$(now)") s"
+    module_build etcd go.etcd.io/etcd/server/v3 "$ETCD_VERSION" . etcd
   fi
   if [ ! -x "$bin/$coredns" ]; then
     # The cluster's DNS (Services and pods by name, as a user's manifest
-    # expects): CoreDNS with the plugins it needs, built from its module.
-    rm -rf "$work/coredns" && mkdir -p "$work/coredns"
-    cat >"$work/coredns/go.mod" <<GOMOD
-module rttlab.local/corednsbuild
-go 1.24.0
-require github.com/coredns/coredns v$COREDNS_VERSION
-GOMOD
+    # expects): CoreDNS with the plugins it needs.
+    module_dir coredns
     cat >"$work/coredns/main.go" <<'GO'
 // Command coredns is CoreDNS with the plugins a one-node cluster's DNS
 // needs, built from its module.
@@ -212,11 +217,22 @@ func init() { dnsserver.Directives = []string{"bind", "ready", "errors", "kubern
 
 func main() { coremain.Run() }
 GO
-    s=$(now)
-    (cd "$work/coredns" && "$GO" mod tidy >/dev/null && "$GO" build -trimpath -ldflags "-s -w" -o "$bin/$coredns.tmp" .) ||
-      die "building CoreDNS $COREDNS_VERSION failed (see above)"
-    mv "$bin/$coredns.tmp" "$bin/$coredns"
-    log "CoreDNS in $(secs "$s" "$(now)") s"
+    module_build coredns github.com/coredns/coredns "$COREDNS_VERSION" . "$coredns"
+  fi
+  if [ ! -x "$bin/$registry" ]; then
+    # An image registry beside the cluster (distribution's), where
+    # rttlab run --registry pushes the images a run needs and the node's
+    # containerd pulls them from.
+    module_dir registry
+    cat >"$work/registry/tools.go" <<'GO'
+//go:build tools
+
+package registrybuild
+
+import _ "github.com/distribution/distribution/v3/cmd/registry"
+GO
+    module_build registry github.com/distribution/distribution/v3 "$REGISTRY_VERSION" \
+      github.com/distribution/distribution/v3/cmd/registry "$registry"
   fi
   log "built$missing in $(secs "$t0" "$(now)") s into $bin"
 }
@@ -510,6 +526,7 @@ up() {
     for c in $components; do alive "$c" >/dev/null || down_ones="$down_ones $c"; done
     if [ -z "$down_ones" ] && node_ready; then
       log "already up: node $node is Ready"
+      echo "registry: 127.0.0.1:$registry_port (rttlab run --runtime kube --registry 127.0.0.1:$registry_port pushes a run's images there)"
       echo "KUBECONFIG=$state/admin.kubeconfig"
       return 0
     fi
@@ -627,6 +644,19 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
     bin_dir = "/usr/lib/cni"
     conf_dir = "$state/cni"
     max_conf_num = 1
+  # The registry beside the cluster, over plain HTTP on the loopback.
+  [plugins."io.containerd.grpc.v1.cri".registry.mirrors."127.0.0.1:$registry_port"]
+    endpoint = ["http://127.0.0.1:$registry_port"]
+EOF
+  cat >"$state/registry.yml" <<EOF
+version: 0.1
+log:
+  level: warn
+storage:
+  filesystem:
+    rootdirectory: $state/registry
+http:
+  addr: 127.0.0.1:$registry_port
 EOF
   # The pods' network: Debian's bridge plugin on rttlab-kube0 with the
   # pod subnet, portmap for hostPort, and firewall so that pods are
@@ -692,6 +722,10 @@ imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 EOF
   phase "configs"
+
+  start registry "$bin/$registry" serve "$state/registry.yml"
+  wait_for registry 30 curl -fsS --max-time 2 "http://127.0.0.1:$registry_port/v2/"
+  phase "registry"
 
   start containerd containerd --config "$run/containerd.toml"
   wait_for containerd 30 ctr --address "$sock" version
@@ -788,6 +822,7 @@ EOF
   printf '  %-44s %6s s\n' total "$(secs "$t_start" "$(now)")"
   echo "node $node ($node_ip), pods $pod_cidr on $bridge, services $service_cidr"
   echo "images: $pause_image, $shell_image; import more with: ctr --address $sock -n k8s.io images import FILE.tar"
+  echo "registry: 127.0.0.1:$registry_port (rttlab run --runtime kube --registry 127.0.0.1:$registry_port pushes a run's images there)"
   echo "kubectl: $bin/kubectl"
   echo "KUBECONFIG=$state/admin.kubeconfig"
 }
@@ -910,7 +945,7 @@ down() {
   # address out of the kubernetes service in etcd as it stops) and
   # containerd.
   local group pids
-  for group in "coredns kube-scheduler kube-controller-manager kube-apiserver" "etcd containerd"; do
+  for group in "coredns kube-scheduler kube-controller-manager kube-apiserver" "etcd containerd registry"; do
     pids=()
     for c in $group; do
       if pid=$(alive "$c"); then pids+=("$pid"); fi

@@ -33,6 +33,9 @@ trap 'exit 130' INT TERM
 up_out=$(GO=$GO bash .ci/kube.sh up)
 printf '%s\n' "$up_out"
 kubeconfig=$(printf '%s\n' "$up_out" | sed -n 's/^KUBECONFIG=//p' | tail -n 1)
+# The registry beside the cluster, for the run that pushes its images.
+RTTLAB_KUBE_REGISTRY=$(printf '%s\n' "$up_out" | sed -n 's/^registry: \([^ ]*\) .*/\1/p' | tail -n 1)
+export RTTLAB_KUBE_REGISTRY
 [ -n "$kubeconfig" ] || { echo "kubetest: .ci/kube.sh up printed no KUBECONFIG line" >&2; exit 1; }
 t2=$(now)
 agent_image=${RTTLAB_AGENT_IMAGE:-rttlab/agent:latest}

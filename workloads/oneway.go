@@ -90,14 +90,18 @@ func MatchOneWay(sender, receiver Capture) OneWay {
 	if ow.Sent > 0 {
 		ow.Share = float64(ow.Matched) / float64(ow.Sent)
 	}
-	if len(delays) > 0 {
-		slices.Sort(delays)
-		ow.MinMs, ow.MaxMs = delays[0], delays[len(delays)-1]
-		ow.P50Ms = stats.Percentile(delays, 0.5)
-		ow.P90Ms = stats.Percentile(delays, 0.9)
-		ow.P99Ms = stats.Percentile(delays, 0.99)
-	}
+	ow.P50Ms, ow.P90Ms, ow.P99Ms, ow.MinMs, ow.MaxMs = spreadMs(delays)
 	return ow
+}
+
+// spreadMs sorts ms and returns its p50, p90, p99, least and largest;
+// all zero for none.
+func spreadMs(ms []float64) (p50, p90, p99, least, largest float64) {
+	if len(ms) == 0 {
+		return 0, 0, 0, 0, 0
+	}
+	slices.Sort(ms)
+	return stats.Percentile(ms, 0.5), stats.Percentile(ms, 0.9), stats.Percentile(ms, 0.99), ms[0], ms[len(ms)-1]
 }
 
 // pairStamps pairs the sightings of one key: sends and receives. One of

@@ -4,8 +4,6 @@ import (
 	"cmp"
 	"encoding/binary"
 	"slices"
-
-	"github.com/rttlab/rttlab/results/stats"
 )
 
 // DirRoundTrip names the round trip app -> database -> app, measured
@@ -120,13 +118,7 @@ func MatchRoundTrips(app, db Capture) RoundTrips {
 		}
 	}
 	rt.Trips = len(trips)
-	if len(trips) > 0 {
-		slices.Sort(trips)
-		rt.MinMs, rt.MaxMs = trips[0], trips[len(trips)-1]
-		rt.P50Ms = stats.Percentile(trips, 0.5)
-		rt.P90Ms = stats.Percentile(trips, 0.9)
-		rt.P99Ms = stats.Percentile(trips, 0.99)
-	}
+	rt.P50Ms, rt.P90Ms, rt.P99Ms, rt.MinMs, rt.MaxMs = spreadMs(trips)
 	return rt
 }
 

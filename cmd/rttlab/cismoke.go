@@ -234,8 +234,8 @@ func smokeLab(cmd *cobra.Command, t apps.Target) (runtime.Runtime, engine.Engine
 		if err := checkKubeTargets(ctx, cl, []apps.Target{t}); err != nil {
 			return nil, nil, nil, nil, err
 		}
-		lab := cl.Runtime()
-		images, err := kubeImages(ctx, lab, []apps.Target{t})
+		lab := labRuntime.clusterLab(cl)
+		images, err := kubeImages(ctx, lab, []apps.Target{t}, engine.Platform{}, cmd.ErrOrStderr())
 		return lab, kubeEngine{cl}, images, func() {}, err
 	}
 	rt, err := connect(ctx)

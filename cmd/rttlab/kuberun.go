@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"time"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -13,9 +13,6 @@ import (
 	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/kube"
 	"github.com/rttlab/rttlab/orchestrator/runtime"
-	"github.com/rttlab/rttlab/results"
-	"github.com/rttlab/rttlab/rtt"
-	"github.com/rttlab/rttlab/rtt/report"
 )
 
 // kubeEngine is what a study records as its engine on a cluster: the
@@ -31,37 +28,51 @@ func (k kubeEngine) EngineInfo(ctx context.Context) (engine.EngineInfo, error) {
 		APIVersion: n.Server, OS: n.OS, Arch: n.Arch, Kernel: n.Kernel, CPUs: n.CPUs, MemBytes: n.MemBytes}, nil
 }
 
-// kubeImages checks that every node has the images the targets' stacks
+// kubeImages makes sure the cluster has the images the targets' stacks
 // start, and returns them by app, as a Docker run records the IDs it
-// built: on a cluster without a registry rttlab does not build, the
-// images are imported into each node's containerd first.
-func kubeImages(ctx context.Context, rt runtime.Images, targets []apps.Target) (map[string]string, error) {
+// built. Without --registry rttlab builds nothing for a cluster: the
+// images must be on every node already (imported into its containerd).
+// With --registry they are built on this host's engine as a Docker run
+// builds them and pushed there, tagged by content, and the nodes pull
+// them. A user's own image is used as it is.
+func kubeImages(ctx context.Context, lab *kube.Lab, targets []apps.Target, plat engine.Platform, w io.Writer) (map[string]string, error) {
 	out := map[string]string{}
-	var built []apps.Target // the targets whose stack rttlab starts
+	var built []apps.Target // the targets whose stack rttlab starts from its images
 	for _, t := range targets {
-		if t.Meta.Running == nil {
+		if t.Meta.Running == nil && t.Image == "" {
 			built = append(built, t)
 		}
 	}
-	names := []string{"agent"}
-	if len(built) > 0 {
-		names = imagesFor(built, true)
+	names := imagesFor(built, true)
+	if len(built) == 0 {
+		names = []string{"agent"}
 	}
-	for _, n := range names {
-		ref := engine.ImageRef(n)
-		if err := rt.EnsureImage(ctx, ref); err != nil {
-			if errors.Is(err, runtime.ErrNotFound) {
-				return nil, fmt.Errorf("%w (rttlab images build %s builds it on this host's engine first)", err, n)
-			}
+	if lab.Registry != "" {
+		pushed, err := pushImages(ctx, lab.Registry, names, built, plat, w)
+		if err != nil {
 			return nil, err
 		}
-		out[n] = ref
+		lab.Pushed = pushed
+		for _, n := range names {
+			out[n] = pushed[engine.ImageRef(n)]
+		}
+	} else {
+		for _, n := range names {
+			ref := engine.ImageRef(n)
+			if err := lab.EnsureImage(ctx, ref); err != nil {
+				if errors.Is(err, runtime.ErrNotFound) {
+					return nil, fmt.Errorf("%w (rttlab images build %s builds it on this host's engine first)", err, n)
+				}
+				return nil, err
+			}
+			out[n] = ref
+		}
 	}
 	for _, t := range targets {
 		if t.Image == "" {
 			continue
 		}
-		if err := rt.EnsureImage(ctx, t.Image); err != nil {
+		if err := lab.EnsureImage(ctx, t.Image); err != nil {
 			return nil, err
 		}
 		out[t.Name] = t.Image
@@ -69,61 +80,90 @@ func kubeImages(ctx context.Context, rt runtime.Images, targets []apps.Target) (
 	return out, nil
 }
 
-// runKube runs (or resumes) the plan on the cluster of --kubeconfig:
-// each app's stack in a namespace of its own run, the shapers and
-// captures in its pods' network namespaces (sessions of a node agent).
-func (o *runOptions) runKube(cmd *cobra.Command, all map[string]*apps.Meta) error {
+// pushImages builds rttlab's images names on this host's engine (as run
+// does on Docker) and pushes each to registry as
+// REGISTRY/rttlab/NAME:<its ID's first 12 hex digits>, returning the
+// pushed reference by the one a member names.
+func pushImages(ctx context.Context, registry string, names []string, built []apps.Target, plat engine.Platform, w io.Writer) (map[string]string, error) {
+	rt, err := connect(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("--registry: the images are built and pushed from this host's Docker engine: %w", err)
+	}
+	defer rt.Close()
+	if err := ensureImages(ctx, rt, built, true, plat, w); err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, n := range names {
+		ref := engine.ImageRef(n)
+		id, err := rt.ImageID(ctx, ref)
+		if err != nil {
+			return nil, fmt.Errorf("image %s: %w", ref, err)
+		}
+		repo, _, _ := strings.Cut(ref, ":")
+		dst := strings.TrimSuffix(registry, "/") + "/" + repo + ":" + shortID(id)
+		if err := rt.PushImage(ctx, ref, dst); err != nil {
+			return nil, fmt.Errorf("--registry %s: %w", registry, err)
+		}
+		fmt.Fprintf(w, "image %s pushed as %s\n", ref, dst)
+		out[ref] = dst
+	}
+	return out, nil
+}
+
+// runLab is where a run runs: the runtime, the engine its manifest
+// names, whether a platform runs there, and how the targets' images get
+// there (by app, with the apps skipped and why).
+type runLab struct {
+	rt       runtime.Runtime
+	eng      engine.Engine
+	platform func(engine.Platform) error
+	images   func([]apps.Target, engine.Platform) (images, skipped map[string]string, err error)
+	close    func()
+}
+
+// runLabFor is the lab of --runtime for run: this host's Docker engine,
+// the images built there; or the cluster, each app's stack in a
+// namespace of its run, the shapers and captures in its pods' network
+// namespaces (sessions of a node agent), the images found on its nodes
+// or pushed to --registry, and an app given by --target found before
+// anything is created.
+func runLabFor(cmd *cobra.Command) (*runLab, error) {
 	ctx := cmd.Context()
-	out := cmd.OutOrStdout()
-	p := o.p
+	if labRuntime.name != runtimeKube {
+		rt, err := connect(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return &runLab{rt: engine.NewLab(rt, ""), eng: rt, platform: func(engine.Platform) error { return nil },
+			images: func(targets []apps.Target, plat engine.Platform) (map[string]string, map[string]string, error) {
+				return buildForRun(cmd, rt, targets, plat)
+			},
+			close: func() { rt.Close() }}, nil
+	}
 	cl, err := kubeConnect(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	eng := kubeEngine{cl}
-	plat, err := o.platform.settle(ctx, eng)
-	if err != nil {
-		return err
-	}
+	lab := labRuntime.clusterLab(cl)
+	return &runLab{rt: lab, eng: kubeEngine{cl}, platform: kubePlatform,
+		images: func(targets []apps.Target, plat engine.Platform) (map[string]string, map[string]string, error) {
+			if err := checkKubeTargets(ctx, cl, targets); err != nil {
+				return nil, nil, err
+			}
+			images, err := kubeImages(ctx, lab, targets, plat, cmd.ErrOrStderr())
+			return images, nil, err
+		},
+		close: func() {}}, nil
+}
+
+// kubePlatform refuses a platform other than the nodes' own: a cluster
+// runs no emulation.
+func kubePlatform(plat engine.Platform) error {
 	if plat.Foreign() {
 		return usagef("--platform %s: a cluster runs its nodes' own platform: leave --platform out on --runtime kube", plat)
 	}
-	p.Platform, p.Emulated = plat.String(), false
-	if err := rtt.AddOwnApps(p, all); err != nil {
-		return err
-	}
-	var targets []apps.Target
-	for _, a := range p.Apps {
-		t, err := apps.Resolve(all, a.Name)
-		if err != nil {
-			return err
-		}
-		targets = append(targets, t)
-	}
-	if err := checkKubeTargets(ctx, cl, targets); err != nil {
-		return err
-	}
-	rt := cl.Runtime()
-	images, err := kubeImages(ctx, rt, targets)
-	if err != nil {
-		return err
-	}
-	var sum *report.Summary
-	ro := rtt.RunOptions{Plan: p, OutDir: o.out, Resume: o.resume, Version: version, Commit: commit,
-		Images: images, Progress: newProgress(cmd.ErrOrStderr()),
-		Rendered: func(s *report.Summary) { sum = s }}
-	start := time.Now()
-	dir, err := rtt.Run(ctx, rt, eng, all, ro)
-	if dir != "" {
-		printStudyEnd(out, cmd.ErrOrStderr(), report.Study{Rendered: sum}, dir, start, err == nil)
-	}
-	if err != nil && dir != "" {
-		return hintError{err, resumeHint(studyOf(results.KindRTT), dir)}
-	}
-	if err != nil {
-		return err
-	}
-	return gateRun(out, dir, p, all, nil)
+	return nil
 }
 
 // openLab is the lab of --runtime for a command that starts the targets'
@@ -146,14 +186,14 @@ func openLab(ctx context.Context, targets []apps.Target, w io.Writer, pf *platfo
 	if err != nil {
 		return nil, plat, nil, err
 	}
-	if plat.Foreign() {
-		return nil, plat, nil, usagef("--platform %s: a cluster runs its nodes' own platform: leave --platform out on --runtime kube", plat)
+	if err := kubePlatform(plat); err != nil {
+		return nil, plat, nil, err
 	}
 	if err := checkKubeTargets(ctx, cl, targets); err != nil {
 		return nil, plat, nil, err
 	}
-	lab := cl.Runtime()
-	if _, err := kubeImages(ctx, lab, targets); err != nil {
+	lab := labRuntime.clusterLab(cl)
+	if _, err := kubeImages(ctx, lab, targets, plat, w); err != nil {
 		return nil, plat, nil, err
 	}
 	return lab, plat, func() {}, nil

@@ -2,13 +2,16 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"math"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -136,20 +139,10 @@ apps:
 `), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		out := t.TempDir()
-		cmd := exec.Command(bin, "run", "--plan", plan, "--out", out)
-		cmd.Dir = root
-		b, err := cmd.CombinedOutput()
-		t.Logf("rttlab run --runtime kube:\n%s", b)
-		if err != nil {
-			t.Fatalf("run: %v", err)
-		}
-		if !strings.Contains(string(b), "1 ms verified") {
-			t.Errorf("the wire is not verified at 1 ms on the cluster")
-		}
+		b, d := kubeRun(t, bin, root, "run", "--plan", plan)
 		// The round trips, each capture on its own clock, agree with the
 		// two one-way delays, read on the node's one clock.
-		m := regexp.MustCompile(`per round trip \(each capture on its own clock, no clock shared\): added ([0-9.]+) ms at 1 ms \(the two one-way: ([0-9.]+)\)`).FindStringSubmatch(string(b))
+		m := regexp.MustCompile(`per round trip \(each capture on its own clock, no clock shared\): added ([0-9.]+) ms at 1 ms \(the two one-way: ([0-9.]+)\)`).FindStringSubmatch(b)
 		if m == nil {
 			t.Fatalf("no round-trip figure in the digest")
 		}
@@ -157,14 +150,6 @@ apps:
 		oneWay, _ := strconv.ParseFloat(m[2], 64)
 		if math.Abs(trip-oneWay) > 0.01 || math.Abs(trip-1) > 0.04 {
 			t.Errorf("round trip added %.3f ms, the two one-way %.3f ms: want them within 0.01 ms of each other and 0.04 ms of 1 ms", trip, oneWay)
-		}
-		dirs, _ := filepath.Glob(filepath.Join(out, "*-kube"))
-		if len(dirs) != 1 {
-			t.Fatalf("results folders: %v", dirs)
-		}
-		d, err := raw.Load(dirs[0])
-		if err != nil {
-			t.Fatal(err)
 		}
 		if len(d.Done) != len(d.Manifest.Tasks) || !strings.HasPrefix(d.Manifest.EngineVersion, "kubernetes ") {
 			t.Errorf("%d of %d tasks done; engine %q", len(d.Done), len(d.Manifest.Tasks), d.Manifest.EngineVersion)
@@ -176,6 +161,8 @@ apps:
 	})
 
 	t.Run("target", func(t *testing.T) { kubeTargetRun(t, cl, bin, root, before) })
+
+	t.Run("registry", func(t *testing.T) { kubeRegistryRun(t, cl, bin, root, before) })
 
 	// verify and trace start the go app's stack on the cluster and check
 	// its database work on the wire, as on Docker.
@@ -276,6 +263,33 @@ apps:
 	})
 }
 
+// kubeRun runs rttlab with args and a fresh --out on the cluster, fails
+// the test when it fails, checks that the wire was verified at 1 ms, and
+// returns what it printed and its results folder.
+func kubeRun(t *testing.T, bin, root string, args ...string) (string, *raw.Data) {
+	t.Helper()
+	out := t.TempDir()
+	cmd := exec.Command(bin, append(args, "--out", out)...)
+	cmd.Dir = root
+	b, err := cmd.CombinedOutput()
+	t.Logf("rttlab %s:\n%s", strings.Join(args, " "), b)
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if !strings.Contains(string(b), "1 ms verified") {
+		t.Errorf("the wire is not verified at 1 ms")
+	}
+	dirs, _ := filepath.Glob(filepath.Join(out, "*"))
+	if len(dirs) != 1 {
+		t.Fatalf("results folders: %v", dirs)
+	}
+	d, err := raw.Load(dirs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b), d
+}
+
 // liveRunsSince is what liveRuns lists that it did not list before.
 func liveRunsSince(t *testing.T, cl *kube.Cluster, before []string) []string {
 	t.Helper()
@@ -361,29 +375,10 @@ func kubeTargetRun(t *testing.T, cl *kube.Cluster, bin, root string, before []st
 		}
 	}
 
-	out := t.TempDir()
-	cmd := exec.Command(bin, "run", "--namespace", ns, "--target", "deploy/shop", "--db-target", "statefulset/shop-db",
-		"--routes", "/feed-naive", "--health", "/health", "--plan", "study", "--delays", "0,1", "--runs", "2", "--requests", "40", "--warmup", "5",
-		"--out", out)
-	cmd.Dir = root
-	b, err := cmd.CombinedOutput()
-	t.Logf("rttlab run --target deploy/shop:\n%s", b)
-	if err != nil {
-		t.Fatalf("run: %v", err)
-	}
-	if !strings.Contains(string(b), "1 ms verified") {
-		t.Errorf("the wire is not verified at 1 ms between the user's pods")
-	}
+	_, d := kubeRun(t, bin, root, "run", "--namespace", ns, "--target", "deploy/shop", "--db-target", "statefulset/shop-db",
+		"--routes", "/feed-naive", "--health", "/health", "--plan", "study", "--delays", "0,1", "--runs", "2", "--requests", "40", "--warmup", "5")
 	if now := pods(); !maps.Equal(now, was) {
 		t.Errorf("the user's pods changed: before %v, after %v", was, now)
-	}
-	dirs, _ := filepath.Glob(filepath.Join(out, "*-study"))
-	if len(dirs) != 1 {
-		t.Fatalf("results folders: %v", dirs)
-	}
-	d, err := raw.Load(dirs[0])
-	if err != nil {
-		t.Fatal(err)
 	}
 	adopted := 0
 	for _, m := range d.Manifest.Members {
@@ -400,6 +395,61 @@ func kubeTargetRun(t *testing.T, cl *kube.Cluster, bin, root string, before []st
 	}
 	if left := liveRunsSince(t, cl, before); len(left) > 0 {
 		t.Errorf("namespaces left by the run: %v", left)
+	}
+	waitNoWireRules(t)
+}
+
+// kubeRegistryRun runs a plan with --registry against the registry
+// beside the cluster (RTTLAB_KUBE_REGISTRY, from .ci/kube.sh up): the
+// run's images built on this host's engine, pushed there tagged by
+// content, pulled by the node from it, and the wire verified as with
+// imported images.
+func kubeRegistryRun(t *testing.T, cl *kube.Cluster, bin, root string, before []string) {
+	reg := os.Getenv("RTTLAB_KUBE_REGISTRY")
+	if reg == "" {
+		if os.Getenv("RTTLAB_KUBE_AGENT") == "required" {
+			t.Fatal("RTTLAB_KUBE_REGISTRY names no registry beside the cluster (.ci/kube.sh up prints it)")
+		}
+		t.Skip("RTTLAB_KUBE_REGISTRY names no registry beside the cluster")
+	}
+	_, d := kubeRun(t, bin, root, "run", "--registry", reg, "--plan", "study", "--apps", "go", "--routes", "/feed",
+		"--delays", "0,1", "--runs", "1", "--requests", "40", "--warmup", "5")
+	for _, n := range []string{"go", "postgres", "agent"} {
+		ref := d.Manifest.Images[n]
+		if !strings.HasPrefix(ref, reg+"/rttlab/"+n+":") || len(ref) != len(reg+"/rttlab/"+n+":")+12 {
+			t.Errorf("manifest image of %s: %q, want %s/rttlab/%s:<12 hex digits of its ID>", n, ref, reg, n)
+		}
+	}
+	// The registry has them, and the node pulled them from it.
+	resp, err := http.Get("http://" + reg + "/v2/_catalog")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var cat struct{ Repositories []string }
+	if err := json.NewDecoder(resp.Body).Decode(&cat); err != nil {
+		t.Fatal(err)
+	}
+	nodes, err := cl.C.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"go", "postgres", "agent"} {
+		if !slices.Contains(cat.Repositories, "rttlab/"+n) {
+			t.Errorf("the registry's catalog %v lacks rttlab/%s", cat.Repositories, n)
+		}
+		pulled := false
+		for _, node := range nodes.Items {
+			for _, img := range node.Status.Images {
+				pulled = pulled || slices.Contains(img.Names, d.Manifest.Images[n])
+			}
+		}
+		if !pulled {
+			t.Errorf("no node lists %s: it was not pulled from the registry", d.Manifest.Images[n])
+		}
+	}
+	if left := liveRunsSince(t, cl, before); len(left) > 0 {
+		t.Errorf("namespaces left: %v", left)
 	}
 	waitNoWireRules(t)
 }

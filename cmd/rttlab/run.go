@@ -298,17 +298,17 @@ func (o *runOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	if labRuntime.name == runtimeKube {
-		return o.runKube(cmd, all)
-	}
-	rt, err := connect(ctx)
+	lab, err := runLabFor(cmd)
 	if err != nil {
 		return err
 	}
-	defer rt.Close()
+	defer lab.close()
 	p := o.p
-	plat, err := o.platform.settle(ctx, rt)
+	plat, err := o.platform.settle(ctx, lab.eng)
 	if err != nil {
+		return err
+	}
+	if err := lab.platform(plat); err != nil {
 		return err
 	}
 	p.Platform, p.Emulated = plat.String(), plat.Foreign()
@@ -323,7 +323,7 @@ func (o *runOptions) run(cmd *cobra.Command) error {
 		}
 		targets = append(targets, t)
 	}
-	images, skipped, err := buildForRun(cmd, rt, targets, plat)
+	images, skipped, err := lab.images(targets, plat)
 	if err != nil {
 		return err
 	}
@@ -332,7 +332,7 @@ func (o *runOptions) run(cmd *cobra.Command) error {
 		Skipped: skipped, Images: images, Progress: newProgress(cmd.ErrOrStderr()),
 		Rendered: func(s *report.Summary) { sum = s }}
 	start := time.Now()
-	dir, err := rtt.Run(ctx, engine.NewLab(rt, ""), rt, all, ro)
+	dir, err := rtt.Run(ctx, lab.rt, lab.eng, all, ro)
 	if dir != "" {
 		printStudyEnd(out, cmd.ErrOrStderr(), report.Study{Rendered: sum}, dir, start, err == nil)
 	}

@@ -27,6 +27,7 @@ type runtimeOptions struct {
 	name       string // --runtime, default RTTLAB_RUNTIME, else docker
 	kubeconfig string // --kubeconfig, default KUBECONFIG, then ~/.kube/config
 	namespace  string // --namespace: where a user's own app runs (kube)
+	registry   string // --registry: where a run's images are pushed (kube)
 }
 
 // labRuntime is the runtime the command line chose (newRootCmd binds it).
@@ -49,6 +50,7 @@ func (o *runtimeOptions) bind(cmd *cobra.Command) {
 	*o = runtimeOptions{}
 	cmd.PersistentFlags().StringVar(&o.name, "runtime", def, "where the lab runs: docker (this host's engine) or kube (a Kubernetes cluster); default RTTLAB_RUNTIME, else docker")
 	cmd.PersistentFlags().StringVar(&o.kubeconfig, "kubeconfig", "", "the cluster's kubeconfig with --runtime kube (default KUBECONFIG, then ~/.kube/config)")
+	cmd.PersistentFlags().StringVar(&o.registry, "registry", "", "with --runtime kube: push the images a run needs to this registry (HOST[:PORT][/PATH], tagged by content) and have the nodes pull them from it, instead of finding them on the nodes")
 	cmd.PersistentFlags().StringVar(&o.namespace, "namespace", "", "with --runtime kube: the namespace of your own app (--target), where doctor checks rttlab's rights (default: default)")
 }
 
@@ -57,8 +59,8 @@ func (o *runtimeOptions) bind(cmd *cobra.Command) {
 func (o *runtimeOptions) check(cmd *cobra.Command) error {
 	switch o.name {
 	case runtimeDocker:
-		if cmd.Flags().Changed("kubeconfig") || cmd.Flags().Changed("namespace") {
-			return usagef("--kubeconfig and --namespace go with --runtime kube")
+		if cmd.Flags().Changed("kubeconfig") || cmd.Flags().Changed("namespace") || cmd.Flags().Changed("registry") {
+			return usagef("--kubeconfig, --namespace and --registry go with --runtime kube")
 		}
 		return nil
 	case runtimeKube:
@@ -73,6 +75,14 @@ func (o *runtimeOptions) check(cmd *cobra.Command) error {
 		return nil
 	}
 	return usagef("%s --runtime kube: not supported yet: on a cluster, rttlab run, verify, trace, ci-smoke, shape verify, doctor and clean run so far (leave --runtime out to run on this host's Docker engine)", cmd.CommandPath()[len("rttlab "):])
+}
+
+// clusterLab is the cluster-wide runtime of cl, pulling from --registry
+// when one is named.
+func (o *runtimeOptions) clusterLab(cl *kube.Cluster) *kube.Lab {
+	lab := cl.Runtime()
+	lab.Registry = o.registry
+	return lab
 }
 
 // kubeConnect reaches the cluster of --kubeconfig; unit tests replace it.

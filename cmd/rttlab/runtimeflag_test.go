@@ -43,7 +43,8 @@ func TestRuntimeRefusals(t *testing.T) {
 	}{
 		{[]string{"doctor", "--runtime", "swarm"}, "", `--runtime "swarm": use docker (this host's engine) or kube (a Kubernetes cluster)`},
 		{[]string{"doctor"}, "nomad", `--runtime "nomad": use docker`},
-		{[]string{"clean", "--kubeconfig", "/k"}, "", "--kubeconfig and --namespace go with --runtime kube"},
+		{[]string{"clean", "--kubeconfig", "/k"}, "", "--kubeconfig, --namespace and --registry go with --runtime kube"},
+		{[]string{"run", "--registry", "127.0.0.1:5000"}, "", "--kubeconfig, --namespace and --registry go with --runtime kube"},
 		{[]string{"place", "--runtime", "kube"}, "", "rttlab: place --runtime kube: not supported yet:"},
 		{[]string{"workers", "--runtime", "kube"}, "", "rttlab: workers --runtime kube: not supported yet:"},
 		{[]string{"up", "go", "--runtime", "kube"}, "", "rttlab: up --runtime kube: not supported yet:"},

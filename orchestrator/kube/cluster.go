@@ -43,7 +43,7 @@ func (l *Lab) forRun(ctx context.Context, runID string) (*Lab, error) {
 		return rl, nil
 	}
 	rl := NewLab(l.C, l.X, "", runID)
-	rl.Registry, rl.Poll, rl.StartTimeout = l.Registry, l.Poll, l.StartTimeout
+	rl.Registry, rl.Pushed, rl.Poll, rl.StartTimeout = l.Registry, l.Pushed, l.Poll, l.StartTimeout
 	if err := rl.OpenRun(ctx); err != nil {
 		return nil, err
 	}

@@ -117,8 +117,11 @@ type Lab struct {
 	// with.
 	Namespace string
 	RunID     string
-	// Registry as in Options.
+	// Registry as in Options; Pushed maps the image a member names to
+	// the one pushed there for it (rttlab's images, tagged by content),
+	// which its pod pulls. An image not in it is used as it is.
 	Registry string
+	Pushed   map[string]string
 	// Poll is how often a wait reads a pod again.
 	Poll time.Duration
 	// StartTimeout bounds the wait for a member to run.

@@ -576,3 +576,44 @@ func TestSessionScriptsParse(t *testing.T) {
 		}
 	}
 }
+
+// With a registry, a member's pod and the node agent pull the image
+// pushed for the one they name (IfNotPresent); an image not pushed (a
+// user's own) is used as it is; EnsureImage leaves the pull to the
+// kubelet.
+func TestRegistryImages(t *testing.T) {
+	l, c, _ := lab(t, "")
+	ctx := context.Background()
+	l.Registry = "127.0.0.1:5000"
+	l.Pushed = map[string]string{"rttlab/postgres:latest": "127.0.0.1:5000/rttlab/postgres:0123456789ab",
+		"rttlab/agent:latest": "127.0.0.1:5000/rttlab/agent:ba9876543210"}
+	m, err := l.StartMember(ctx, dbSpec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.StartMember(ctx, runtime.MemberSpec{Name: "agent", Image: "rttlab/agent:latest", Cmd: []string{"agent", "idle"}, Beside: m.NetNS}); err != nil {
+		t.Fatal(err)
+	}
+	own := runtime.MemberSpec{Name: "rttlab-r1-app", Role: "app", Image: "example/shop:1.4", Labels: map[string]string{runtime.LabelRun: "r1"}}
+	if _, err := l.StartMember(ctx, own); err != nil {
+		t.Fatal(err)
+	}
+	pods, err := c.CoreV1().Pods("rttlab-r1").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"rttlab-r1-db": "127.0.0.1:5000/rttlab/postgres:0123456789ab", "rttlab-r1-app": "example/shop:1.4"}
+	for _, p := range pods.Items {
+		ctr := p.Spec.Containers[0]
+		w, ok := want[p.Name]
+		if p.Labels[runtime.LabelRole] == RoleNodeAgent {
+			w, ok = "127.0.0.1:5000/rttlab/agent:ba9876543210", true
+		}
+		if !ok || ctr.Image != w || ctr.ImagePullPolicy != corev1.PullIfNotPresent {
+			t.Errorf("pod %s: image %s (%s), want %s (IfNotPresent)", p.Name, ctr.Image, ctr.ImagePullPolicy, w)
+		}
+	}
+	if err := l.EnsureImage(ctx, "example/shop:1.4"); err != nil {
+		t.Errorf("EnsureImage with a registry: %v", err)
+	}
+}

@@ -77,7 +77,7 @@ func (l *Lab) podOf(s runtime.MemberSpec) (*corev1.Pod, error) {
 	}
 	c := corev1.Container{
 		Name:            memberContainer,
-		Image:           s.Image,
+		Image:           l.image(s.Image),
 		Args:            s.Cmd, // the image's entrypoint stays, as Docker's Cmd
 		Env:             env,
 		ImagePullPolicy: l.pullPolicy(),
@@ -106,6 +106,15 @@ func (l *Lab) podOf(s runtime.MemberSpec) (*corev1.Pod, error) {
 		}
 	}
 	return pod, nil
+}
+
+// image is the reference a member's pod pulls for ref: the one pushed
+// to the registry for it, else ref itself.
+func (l *Lab) image(ref string) string {
+	if p, ok := l.Pushed[ref]; ok {
+		return p
+	}
+	return ref
 }
 
 // pullPolicy is Never without a registry: the images are on the nodes.

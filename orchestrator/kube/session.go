@@ -357,7 +357,7 @@ func (l *Lab) ensureNodeAgent(ctx context.Context, node, image string) (string, 
 			TerminationGracePeriodSeconds: &grace,
 			Containers: []corev1.Container{{
 				Name:            nodeAgentContainer,
-				Image:           image,
+				Image:           l.image(image),
 				Args:            []string{"agent", "idle"},
 				ImagePullPolicy: l.pullPolicy(),
 				SecurityContext: &corev1.SecurityContext{Privileged: &yes},
