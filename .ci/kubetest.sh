@@ -69,7 +69,7 @@ for img in rttlab/postgres:latest rttlab/go:latest; do
   fi
 done
 t3=$(now)
-RTTLAB_INTEGRATION=1 RTTLAB_KUBECONFIG=$kubeconfig "$GO" test -count=1 -timeout 10m -v -run 'Kube' ./orchestrator/kube ./cmd/rttlab
+RTTLAB_INTEGRATION=1 RTTLAB_KUBECONFIG=$kubeconfig "$GO" test -count=1 -p 1 -timeout 15m -v -run 'Kube' ./orchestrator/kube ./cmd/rttlab
 t4=$(now)
 trap - EXIT INT TERM
 down

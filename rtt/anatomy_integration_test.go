@@ -36,7 +36,8 @@ func TestIntegrationWireCarriesTheDelay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(d.Wire) != 2*len(d.Manifest.Tasks) || len(d.Anatomy) != p.Requests*len(d.Manifest.Tasks) {
+	// Per task: the two one-way directions and the round trip.
+	if len(d.Wire) != 3*len(d.Manifest.Tasks) || len(d.Anatomy) != p.Requests*len(d.Manifest.Tasks) {
 		t.Fatalf("%d wire rows and %d requests taken apart for %d tasks", len(d.Wire), len(d.Anatomy), len(d.Manifest.Tasks))
 	}
 	s := report.Analyze(d, report.Options{})

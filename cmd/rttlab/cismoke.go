@@ -236,7 +236,7 @@ func smokeLab(cmd *cobra.Command, t apps.Target) (runtime.Runtime, engine.Engine
 		}
 		lab := labRuntime.clusterLab(cl)
 		images, err := kubeImages(ctx, lab, []apps.Target{t}, engine.Platform{}, cmd.ErrOrStderr())
-		return lab, kubeEngine{cl}, images, func() {}, err
+		return lab, kubeEngine{cl: cl}, images, func() {}, err
 	}
 	rt, err := connect(ctx)
 	if err != nil {

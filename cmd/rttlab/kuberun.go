@@ -13,11 +13,33 @@ import (
 	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/kube"
 	"github.com/rttlab/rttlab/orchestrator/runtime"
+	"github.com/rttlab/rttlab/placement"
 )
 
 // kubeEngine is what a study records as its engine on a cluster: the
 // first node that takes pods, and the apiserver's version.
-type kubeEngine struct{ cl *kube.Cluster }
+type kubeEngine struct {
+	cl     *kube.Cluster
+	pushed map[string]string // the images pushed to --registry
+}
+
+// ImageID is the image a member of a cluster runs: its reference, the
+// pushed one where rttlab pushed it (tagged by content), since the nodes
+// hold no ID rttlab could read.
+func (k kubeEngine) ImageID(_ context.Context, ref string) (string, error) {
+	if p, ok := k.pushed[ref]; ok {
+		return p, nil
+	}
+	return ref, nil
+}
+
+// studyEngine is the engine a study's manifest records of the lab rt.
+func studyEngine(rt runtime.Runtime) placement.Engine {
+	if l, ok := rt.(*kube.Lab); ok {
+		return kubeEngine{cl: &kube.Cluster{C: l.C, X: l.X}, pushed: l.Pushed}
+	}
+	return rt.(*engine.Lab).D
+}
 
 func (k kubeEngine) EngineInfo(ctx context.Context) (engine.EngineInfo, error) {
 	n, err := k.cl.Node(ctx)
@@ -146,7 +168,7 @@ func runLabFor(cmd *cobra.Command) (*runLab, error) {
 		return nil, err
 	}
 	lab := labRuntime.clusterLab(cl)
-	return &runLab{rt: lab, eng: kubeEngine{cl}, platform: kubePlatform,
+	return &runLab{rt: lab, eng: kubeEngine{cl: cl}, platform: kubePlatform,
 		images: func(targets []apps.Target, plat engine.Platform) (map[string]string, map[string]string, error) {
 			if err := checkKubeTargets(ctx, cl, targets); err != nil {
 				return nil, nil, err
@@ -182,7 +204,7 @@ func openLab(ctx context.Context, targets []apps.Target, w io.Writer, pf *platfo
 	if err != nil {
 		return nil, engine.Platform{}, nil, err
 	}
-	plat, err := pf.settle(ctx, kubeEngine{cl})
+	plat, err := pf.settle(ctx, kubeEngine{cl: cl})
 	if err != nil {
 		return nil, plat, nil, err
 	}

@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rttlab/rttlab/apps"
-	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/placement"
 	"github.com/rttlab/rttlab/results"
 )
@@ -151,7 +150,7 @@ func (o *placeOptions) run(cmd *cobra.Command) (err error) {
 		return err
 	}
 	defer end()
-	lab := engine.NewLab(rt, "")
+	lab := rt
 	plan.Platform, plan.Emulated = plat.String(), plat.Foreign()
 	var ps *placement.Session
 	// The session in use: the first, or the fresh one of a retry.
@@ -189,7 +188,7 @@ func (o *placeOptions) run(cmd *cobra.Command) (err error) {
 		dir = f.Dir()
 	}
 	say(fmt.Sprintf("results in %s", dir))
-	r := &placement.Runner{Runtime: lab, Engine: rt, Session: ps, Dir: dir, Version: versionString(), Fresh: startSession}
+	r := &placement.Runner{Runtime: lab, Engine: studyEngine(rt), Session: ps, Dir: dir, Version: versionString(), Fresh: startSession}
 	if _, rerr := r.Run(ctx); rerr != nil {
 		if ctx.Err() == nil {
 			rerr = fmt.Errorf("placement study: %w", rerr)

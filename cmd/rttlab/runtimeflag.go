@@ -35,7 +35,7 @@ var labRuntime = &runtimeOptions{}
 
 // onKube lists the commands that run on --runtime kube today; every other
 // command that starts a stack refuses it before it connects.
-var onKube = map[string]bool{"doctor": true, "clean": true, "run": true, "verify": true, "trace": true, "ci-smoke": true, "shape verify": true}
+var onKube = map[string]bool{"doctor": true, "clean": true, "run": true, "verify": true, "trace": true, "ci-smoke": true, "shape verify": true, "place": true, "workers": true}
 
 // noRuntime lists the commands that use no runtime (they read folders or
 // print): any --runtime passes through them.
@@ -74,7 +74,7 @@ func (o *runtimeOptions) check(cmd *cobra.Command) error {
 	if noRuntime[top.Name()] || onKube[top.Name()] || onKube[cmd.CommandPath()[len("rttlab "):]] {
 		return nil
 	}
-	return usagef("%s --runtime kube: not supported yet: on a cluster, rttlab run, verify, trace, ci-smoke, shape verify, doctor and clean run so far (leave --runtime out to run on this host's Docker engine)", cmd.CommandPath()[len("rttlab "):])
+	return usagef("%s --runtime kube: not supported yet: on a cluster, rttlab run, verify, trace, ci-smoke, shape verify, place, workers, doctor and clean run so far (leave --runtime out to run on this host's Docker engine)", cmd.CommandPath()[len("rttlab "):])
 }
 
 // clusterLab is the cluster-wide runtime of cl, pulling from --registry

@@ -45,8 +45,6 @@ func TestRuntimeRefusals(t *testing.T) {
 		{[]string{"doctor"}, "nomad", `--runtime "nomad": use docker`},
 		{[]string{"clean", "--kubeconfig", "/k"}, "", "--kubeconfig, --namespace and --registry go with --runtime kube"},
 		{[]string{"run", "--registry", "127.0.0.1:5000"}, "", "--kubeconfig, --namespace and --registry go with --runtime kube"},
-		{[]string{"place", "--runtime", "kube"}, "", "rttlab: place --runtime kube: not supported yet:"},
-		{[]string{"workers", "--runtime", "kube"}, "", "rttlab: workers --runtime kube: not supported yet:"},
 		{[]string{"up", "go", "--runtime", "kube"}, "", "rttlab: up --runtime kube: not supported yet:"},
 		{[]string{"images", "build", "--runtime", "kube"}, "", "rttlab: images build --runtime kube: not supported yet:"},
 		{[]string{"shape", "set", "--runtime", "kube"}, "", "rttlab: shape set --runtime kube: not supported yet:"},

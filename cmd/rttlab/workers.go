@@ -6,8 +6,6 @@ import (
 	"path/filepath"
 	"runtime"
 
-	"github.com/rttlab/rttlab/orchestrator/engine"
-
 	"github.com/spf13/cobra"
 
 	"github.com/rttlab/rttlab/apps"
@@ -111,7 +109,7 @@ func (o *workersOptions) run(cmd *cobra.Command) (err error) {
 	}
 	defer end()
 	plan.Platform, plan.Emulated = plat.String(), plat.Foreign()
-	lab := engine.NewLab(rt, "")
+	lab := rt
 	ws, err := workers.StartWorkers(ctx, lab, target, plan.Shaper, plat)
 	if ws != nil && ws.Stack != nil {
 		defer ws.Stack.RemoveJoin(ctx, lab, &err)

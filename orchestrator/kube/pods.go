@@ -187,7 +187,23 @@ func (l *Lab) createService(ctx context.Context, s runtime.MemberSpec, alias str
 			PublishNotReadyAddresses: true,
 		},
 	}
-	_, err := l.C.CoreV1().Services(l.Namespace).Create(ctx, svc, metav1.CreateOptions{})
+	svcs := l.C.CoreV1().Services(l.Namespace)
+	_, err := svcs.Create(ctx, svc, metav1.CreateOptions{})
+	if !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	// The alias of a member this one replaces (a study restarting its
+	// app with other settings in the same run, as Docker's alias moves
+	// to the new container): the run's service goes to the new member.
+	old, gerr := svcs.Get(ctx, alias, metav1.GetOptions{})
+	if gerr != nil {
+		return gerr
+	}
+	if old.Labels[runtime.LabelRun] != l.RunID {
+		return err
+	}
+	old.Spec.Selector, old.Labels = svc.Spec.Selector, svc.Labels
+	_, err = svcs.Update(ctx, old, metav1.UpdateOptions{})
 	return err
 }
 
