@@ -25,30 +25,13 @@ var _ runtime.Adopter = (*Lab)(nil)
 // has no ready pod, or has several containers and no s.Container is a
 // one-line error.
 func (l *Lab) Adopt(ctx context.Context, s runtime.AdoptSpec) (runtime.Adopted, error) {
-	if l.runs != nil {
-		rl, err := l.forRun(ctx, s.Labels[runtime.LabelRun])
-		if err != nil {
-			return runtime.Adopted{}, fmt.Errorf("%s: %w", s.Target, err)
-		}
-		return rl.Adopt(ctx, s)
+	l, err := l.inRun(ctx, s.Labels)
+	if err != nil {
+		return runtime.Adopted{}, fmt.Errorf("%s: %w", s.Target, err)
 	}
-	ns := s.Namespace
-	if ns == "" {
-		ns = "default"
-	}
-	ctx, cancel := context.WithTimeout(ctx, shortCall)
-	defer cancel()
-	p, err := l.targetPod(ctx, ns, s.Target)
+	ns, p, c, env, err := l.find(ctx, s.Namespace, s.Target, s.Container)
 	if err != nil {
 		return runtime.Adopted{}, err
-	}
-	c, err := pickContainer(p, s.Container)
-	if err != nil {
-		return runtime.Adopted{}, fmt.Errorf("%s in %s: %w", s.Target, ns, err)
-	}
-	env, err := l.containerEnv(ctx, p, c)
-	if err != nil {
-		return runtime.Adopted{}, fmt.Errorf("%s in %s: %w", s.Target, ns, err)
 	}
 	id := memberID{Namespace: ns, Pod: p.Name, Container: c.Name}
 	a := runtime.Adopted{
@@ -288,22 +271,30 @@ func (l *Lab) configMapKey(ctx context.Context, ns, name, key string) (string, e
 // CheckTarget says, before a run creates anything, whether target (and
 // container) names a ready pod in namespace: the error is Adopt's.
 func (c *Cluster) CheckTarget(ctx context.Context, namespace, target, container string) error {
+	_, _, _, _, err := NewLab(c.C, c.X, "", "").find(ctx, namespace, target, container)
+	return err
+}
+
+// find is the ready pod of target in namespace (empty: default), its
+// container (container, or its only one) and that container's
+// environment: what Adopt takes, and CheckTarget checks.
+func (l *Lab) find(ctx context.Context, namespace, target, container string) (string, *corev1.Pod, *corev1.Container, []string, error) {
 	if namespace == "" {
 		namespace = "default"
 	}
 	ctx, cancel := context.WithTimeout(ctx, shortCall)
 	defer cancel()
-	l := NewLab(c.C, c.X, "", "")
 	p, err := l.targetPod(ctx, namespace, target)
 	if err != nil {
-		return err
+		return namespace, nil, nil, nil, err
 	}
-	ctr, err := pickContainer(p, container)
+	c, err := pickContainer(p, container)
 	if err != nil {
-		return fmt.Errorf("%s in %s: %w", target, namespace, err)
+		return namespace, nil, nil, nil, fmt.Errorf("%s in %s: %w", target, namespace, err)
 	}
-	if _, err := l.containerEnv(ctx, p, ctr); err != nil {
-		return fmt.Errorf("%s in %s: %w", target, namespace, err)
+	env, err := l.containerEnv(ctx, p, c)
+	if err != nil {
+		return namespace, nil, nil, nil, fmt.Errorf("%s in %s: %w", target, namespace, err)
 	}
-	return nil
+	return namespace, p, c, env, nil
 }

@@ -32,6 +32,15 @@ func (c *Cluster) Runtime() *Lab {
 	return l
 }
 
+// inRun is the Lab that starts a member labelled labels: l itself, or,
+// on a cluster-wide Lab, the Lab of the run the labels name (forRun).
+func (l *Lab) inRun(ctx context.Context, labels map[string]string) (*Lab, error) {
+	if l.runs == nil {
+		return l, nil
+	}
+	return l.forRun(ctx, labels[runtime.LabelRun])
+}
+
 // forRun is the Lab of run runID, its namespace opened on first use.
 func (l *Lab) forRun(ctx context.Context, runID string) (*Lab, error) {
 	if runID == "" {

@@ -21,12 +21,9 @@ import (
 // service per alias that selects it, and waits until it runs; a member
 // beside another is a session of the node agent on its target's node.
 func (l *Lab) StartMember(ctx context.Context, s runtime.MemberSpec) (runtime.Member, error) {
-	if l.runs != nil {
-		rl, err := l.forRun(ctx, s.Labels[runtime.LabelRun])
-		if err != nil {
-			return runtime.Member{}, fmt.Errorf("start %s: %w", s.Name, err)
-		}
-		return rl.StartMember(ctx, s)
+	l, err := l.inRun(ctx, s.Labels)
+	if err != nil {
+		return runtime.Member{}, fmt.Errorf("start %s: %w", s.Name, err)
 	}
 	if s.Beside != "" {
 		return l.startSession(ctx, s)
@@ -77,7 +74,7 @@ func (l *Lab) podOf(s runtime.MemberSpec) (*corev1.Pod, error) {
 	}
 	c := corev1.Container{
 		Name:            memberContainer,
-		Image:           l.image(s.Image),
+		Image:           l.Pulled(s.Image),
 		Args:            s.Cmd, // the image's entrypoint stays, as Docker's Cmd
 		Env:             env,
 		ImagePullPolicy: l.pullPolicy(),
@@ -108,9 +105,9 @@ func (l *Lab) podOf(s runtime.MemberSpec) (*corev1.Pod, error) {
 	return pod, nil
 }
 
-// image is the reference a member's pod pulls for ref: the one pushed
+// Pulled is the reference a member's pod pulls for ref: the one pushed
 // to the registry for it, else ref itself.
-func (l *Lab) image(ref string) string {
+func (l *Lab) Pulled(ref string) string {
 	if p, ok := l.Pushed[ref]; ok {
 		return p
 	}

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/rttlab/rttlab/netem"
 	"github.com/rttlab/rttlab/orchestrator/runtime"
 )
 
@@ -212,12 +213,9 @@ var _ runtime.WireHost = (*Lab)(nil)
 // bridges its pods bridges them, or in an empty one (runtime.NoNet). Its
 // node is that of s.Beside's pod when set, else the cluster's only node.
 func (l *Lab) StartHostMember(ctx context.Context, s runtime.MemberSpec, net runtime.HostNet) (runtime.Member, error) {
-	if l.runs != nil {
-		rl, err := l.forRun(ctx, s.Labels[runtime.LabelRun])
-		if err != nil {
-			return runtime.Member{}, fmt.Errorf("start %s: %w", s.Name, err)
-		}
-		return rl.StartHostMember(ctx, s, net)
+	l, err := l.inRun(ctx, s.Labels)
+	if err != nil {
+		return runtime.Member{}, fmt.Errorf("start %s: %w", s.Name, err)
 	}
 	if errs := validation.IsDNS1123Label(s.Name); len(errs) > 0 {
 		return runtime.Member{}, fmt.Errorf("start %s: the name cannot name a session: %s", s.Name, errs[0])
@@ -277,10 +275,7 @@ func (l *Lab) nodeOf(ctx context.Context, beside runtime.NetNS) (string, error) 
 
 // Bridge is netem.BridgeAuto: the wire shaper finds its node's pod
 // bridge itself, by the route to the pod it holds.
-func (l *Lab) Bridge(string) string { return bridgeAuto }
-
-// bridgeAuto is netem.BridgeAuto.
-const bridgeAuto = "auto"
+func (l *Lab) Bridge(string) string { return netem.BridgeAuto }
 
 // targetContainer is the container ID (without its runtime's scheme) of
 // a running container of p, whose network namespace is the pod's.
@@ -357,7 +352,7 @@ func (l *Lab) ensureNodeAgent(ctx context.Context, node, image string) (string, 
 			TerminationGracePeriodSeconds: &grace,
 			Containers: []corev1.Container{{
 				Name:            nodeAgentContainer,
-				Image:           l.image(image),
+				Image:           l.Pulled(image),
 				Args:            []string{"agent", "idle"},
 				ImagePullPolicy: l.pullPolicy(),
 				SecurityContext: &corev1.SecurityContext{Privileged: &yes},
