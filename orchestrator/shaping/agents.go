@@ -390,12 +390,7 @@ func labelledMember(ctx context.Context, d runtime.Inspector, st *stack.Stack, c
 	}
 	m.IP = info.Addr
 	if role == "db" {
-		env := map[string]string{}
-		for _, e := range info.Env {
-			k, v, _ := strings.Cut(e, "=")
-			env[k] = v
-		}
-		if st.DB, err = stack.ComposeDBCredentials(env); err != nil {
+		if st.DB, err = stack.ComposeDBCredentials(stack.EnvMap(info.Env)); err != nil {
 			return nil, fmt.Errorf("database %s: %w", m.Name, err)
 		}
 	}

@@ -60,38 +60,29 @@ func adoptStack(ctx context.Context, d runtime.Runtime, st *Stack, o StackOption
 // else from its app's, libpq's PGUSER, PGPASSWORD and PGDATABASE or a
 // DATABASE_URL.
 func RunningDBCredentials(dbEnv, appEnv []string) (DBCredentials, error) {
-	c, err := ComposeDBCredentials(envOf(dbEnv))
+	c, err := ComposeDBCredentials(EnvMap(dbEnv))
 	if err == nil {
 		return c, nil
 	}
-	app := envOf(appEnv)
-	if raw := app["DATABASE_URL"]; raw != "" {
-		u, perr := url.Parse(raw)
-		if perr == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql") && u.User != nil {
-			pw, _ := u.User.Password()
-			c := DBCredentials{User: u.User.Username(), Password: pw, Database: strings.TrimPrefix(u.Path, "/")}
-			if c.Database == "" {
-				c.Database = c.User
-			}
-			c.Super = c.User
-			if c.User != "" && c.Password != "" {
-				return c, nil
-			}
+	app := EnvMap(appEnv)
+	user, password, database := app["PGUSER"], app["PGPASSWORD"], app["PGDATABASE"]
+	if u, perr := url.Parse(app["DATABASE_URL"]); perr == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql") && u.User != nil {
+		if pw, _ := u.User.Password(); u.User.Username() != "" && pw != "" {
+			user, password, database = u.User.Username(), pw, strings.TrimPrefix(u.Path, "/")
 		}
 	}
-	if app["PGUSER"] != "" && app["PGPASSWORD"] != "" {
-		c := DBCredentials{User: app["PGUSER"], Password: app["PGPASSWORD"], Database: app["PGDATABASE"]}
-		if c.Database == "" {
-			c.Database = c.User
+	if user != "" && password != "" {
+		if database == "" {
+			database = user
 		}
-		c.Super = c.User
-		return c, nil
+		return DBCredentials{User: user, Password: password, Database: database, Super: user}, nil
 	}
 	return DBCredentials{}, errors.New("no credentials: neither its environment (POSTGRES_PASSWORD) nor the app's (PGUSER and PGPASSWORD, or DATABASE_URL) gives them")
 }
 
-// envOf reads KEY=value entries; a later one wins.
-func envOf(env []string) map[string]string {
+// EnvMap reads KEY=value entries (a member's environment); a later one
+// wins.
+func EnvMap(env []string) map[string]string {
 	out := map[string]string{}
 	for _, kv := range env {
 		if k, v, ok := strings.Cut(kv, "="); ok {
