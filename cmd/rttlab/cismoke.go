@@ -181,14 +181,14 @@ func runCISmoke(cmd *cobra.Command, o *ciSmokeOptions) *report.SmokeVerdict {
 		v.Err = err
 		return v
 	}
-	lab, eng, images, done, err := smokeLab(cmd, t)
+	lab, images, err := smokeLab(cmd, t)
 	if err != nil {
 		v.Err = err
 		return v
 	}
-	defer done()
+	defer lab.close()
 	v.VerifyRan = true
-	failed, checks, err := verifyCounted(cmd, lab, t, o.verifyN, progress)
+	failed, checks, err := verifyCounted(cmd, lab.rt, t, o.verifyN, progress)
 	v.VerifyFailed, v.VerifyChecks = failed, checks
 	if err != nil {
 		v.Err = err
@@ -199,7 +199,7 @@ func runCISmoke(cmd *cobra.Command, o *ciSmokeOptions) *report.SmokeVerdict {
 	}
 	v.RunRan = true
 	start := time.Now()
-	dir, err := rtt.Run(ctx, lab, eng, all, rtt.RunOptions{Plan: o.plan, OutDir: o.out, Version: version, Commit: commit,
+	dir, err := rtt.Run(ctx, lab.rt, lab.eng, all, rtt.RunOptions{Plan: o.plan, OutDir: o.out, Version: version, Commit: commit,
 		Images: images, Progress: newProgress(progress)})
 	v.Dir, v.Elapsed = dir, time.Since(start)
 	if dir != "" {
@@ -220,39 +220,22 @@ func runCISmoke(cmd *cobra.Command, o *ciSmokeOptions) *report.SmokeVerdict {
 	return v
 }
 
-// smokeLab is the lab ci-smoke runs t on, the engine its manifest names
-// and t's images: on Docker built as run builds them (an image that
-// cannot be built here fails the smoke test), on a cluster found on its
-// nodes.
-func smokeLab(cmd *cobra.Command, t apps.Target) (runtime.Runtime, engine.Engine, map[string]string, func(), error) {
-	ctx := cmd.Context()
-	if labRuntime.name == runtimeKube {
-		cl, err := kubeConnect(ctx)
-		if err != nil {
-			return nil, nil, nil, nil, err
-		}
-		if err := checkKubeTargets(ctx, cl, []apps.Target{t}); err != nil {
-			return nil, nil, nil, nil, err
-		}
-		lab := labRuntime.clusterLab(cl)
-		images, err := kubeImages(ctx, lab, []apps.Target{t}, engine.Platform{}, cmd.ErrOrStderr())
-		return lab, kubeEngine{cl: cl}, images, func() {}, err
-	}
-	rt, err := connect(ctx)
+// smokeLab is the lab ci-smoke runs t on (run's), with t's images: an
+// image that cannot be built here fails the smoke test.
+func smokeLab(cmd *cobra.Command, t apps.Target) (*runLab, map[string]string, error) {
+	lab, err := runLabFor(cmd)
 	if err != nil {
-		return nil, nil, nil, nil, err
+		return nil, nil, err
 	}
-	images, skipped, err := buildForRun(cmd, rt, []apps.Target{t}, engine.Platform{})
-	if err == nil {
-		if why, ok := skipped[t.Name]; ok {
-			err = fmt.Errorf("the image of %s cannot be built here: %s", t.Name, why)
-		}
+	images, skipped, err := lab.images([]apps.Target{t}, engine.Platform{})
+	if why, ok := skipped[t.Name]; ok && err == nil {
+		err = fmt.Errorf("the image of %s cannot be built here: %s", t.Name, why)
 	}
 	if err != nil {
-		rt.Close()
-		return nil, nil, nil, nil, err
+		lab.close()
+		return nil, nil, err
 	}
-	return engine.NewLab(rt, ""), rt, images, func() { rt.Close() }, nil
+	return lab, images, nil
 }
 
 // verifyCounted runs verify on a stack of its own and returns the failed

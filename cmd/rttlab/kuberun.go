@@ -19,26 +19,15 @@ import (
 // kubeEngine is what a study records as its engine on a cluster: the
 // first node that takes pods, and the apiserver's version.
 type kubeEngine struct {
-	cl     *kube.Cluster
-	pushed map[string]string // the images pushed to --registry
+	cl  *kube.Cluster
+	lab *kube.Lab // whose images it names
 }
 
 // ImageID is the image a member of a cluster runs: its reference, the
 // pushed one where rttlab pushed it (tagged by content), since the nodes
 // hold no ID rttlab could read.
 func (k kubeEngine) ImageID(_ context.Context, ref string) (string, error) {
-	if p, ok := k.pushed[ref]; ok {
-		return p, nil
-	}
-	return ref, nil
-}
-
-// studyEngine is the engine a study's manifest records of the lab rt.
-func studyEngine(rt runtime.Runtime) placement.Engine {
-	if l, ok := rt.(*kube.Lab); ok {
-		return kubeEngine{cl: &kube.Cluster{C: l.C, X: l.X}, pushed: l.Pushed}
-	}
-	return rt.(*engine.Lab).D
+	return k.lab.Pulled(ref), nil
 }
 
 func (k kubeEngine) EngineInfo(ctx context.Context) (engine.EngineInfo, error) {
@@ -133,47 +122,58 @@ func pushImages(ctx context.Context, registry string, names []string, built []ap
 	return out, nil
 }
 
-// runLab is where a run runs: the runtime, the engine its manifest
+// labEngine is what a study's manifest records of the engine its lab
+// runs on: Docker's (*engine.Runtime) or a cluster's (kubeEngine).
+type labEngine = placement.Engine
+
+// runLab is where a study runs: the runtime, the engine its manifest
 // names, whether a platform runs there, and how the targets' images get
 // there (by app, with the apps skipped and why).
 type runLab struct {
 	rt       runtime.Runtime
-	eng      engine.Engine
+	eng      labEngine
 	platform func(engine.Platform) error
 	images   func([]apps.Target, engine.Platform) (images, skipped map[string]string, err error)
 	close    func()
 }
 
 // runLabFor is the lab of --runtime for run: this host's Docker engine,
-// the images built there; or the cluster, each app's stack in a
-// namespace of its run, the shapers and captures in its pods' network
-// namespaces (sessions of a node agent), the images found on its nodes
-// or pushed to --registry, and an app given by --target found before
-// anything is created.
+// the images built there (an image that cannot be built skips its app);
+// or the cluster (kubeLab).
 func runLabFor(cmd *cobra.Command) (*runLab, error) {
 	ctx := cmd.Context()
-	if labRuntime.name != runtimeKube {
-		rt, err := connect(ctx)
-		if err != nil {
-			return nil, err
-		}
-		return &runLab{rt: engine.NewLab(rt, ""), eng: rt, platform: func(engine.Platform) error { return nil },
-			images: func(targets []apps.Target, plat engine.Platform) (map[string]string, map[string]string, error) {
-				return buildForRun(cmd, rt, targets, plat)
-			},
-			close: func() { rt.Close() }}, nil
+	if labRuntime.name == runtimeKube {
+		return kubeLab(ctx, cmd.ErrOrStderr())
 	}
+	rt, err := connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &runLab{rt: engine.NewLab(rt, ""), eng: rt, platform: func(engine.Platform) error { return nil },
+		images: func(targets []apps.Target, plat engine.Platform) (map[string]string, map[string]string, error) {
+			return buildForRun(cmd, rt, targets, plat)
+		},
+		close: func() { rt.Close() }}, nil
+}
+
+// kubeLab is the lab of the cluster of --kubeconfig: each app's stack in
+// a namespace of its run, the shapers and captures in its pods' network
+// namespaces (sessions of a node agent), only the nodes' own platform,
+// the images found on its nodes or pushed to --registry, and an app
+// given by --target found before anything is created; w gets the images'
+// progress.
+func kubeLab(ctx context.Context, w io.Writer) (*runLab, error) {
 	cl, err := kubeConnect(ctx)
 	if err != nil {
 		return nil, err
 	}
 	lab := labRuntime.clusterLab(cl)
-	return &runLab{rt: lab, eng: kubeEngine{cl: cl}, platform: kubePlatform,
+	return &runLab{rt: lab, eng: kubeEngine{cl: cl, lab: lab}, platform: kubePlatform,
 		images: func(targets []apps.Target, plat engine.Platform) (map[string]string, map[string]string, error) {
 			if err := checkKubeTargets(ctx, cl, targets); err != nil {
 				return nil, nil, err
 			}
-			images, err := kubeImages(ctx, lab, targets, plat, cmd.ErrOrStderr())
+			images, err := kubeImages(ctx, lab, targets, plat, w)
 			return images, nil, err
 		},
 		close: func() {}}, nil
@@ -189,36 +189,32 @@ func kubePlatform(plat engine.Platform) error {
 }
 
 // openLab is the lab of --runtime for a command that starts the targets'
-// stacks: Docker's engine, the images built or pulled as the command
-// always did, or a cluster, the images on its nodes and an app given by
-// --target found where it runs; done ends the connection.
-func openLab(ctx context.Context, targets []apps.Target, w io.Writer, pf *platformFlag) (runtime.Runtime, engine.Platform, func(), error) {
+// stacks, with the platform pf settles: Docker's engine, the images
+// built or pulled as the command always did (one that cannot be built
+// is an error), or a cluster (kubeLab). The caller closes it.
+func openLab(ctx context.Context, targets []apps.Target, w io.Writer, pf *platformFlag) (*runLab, engine.Platform, error) {
 	if labRuntime.name != runtimeKube {
 		rt, plat, err := connectFor(ctx, targets, w, pf)
 		if err != nil {
-			return nil, plat, nil, err
+			return nil, plat, err
 		}
-		return engine.NewLab(rt, ""), plat, func() { rt.Close() }, nil
+		return &runLab{rt: engine.NewLab(rt, ""), eng: rt, close: func() { rt.Close() }}, plat, nil
 	}
-	cl, err := kubeConnect(ctx)
+	lab, err := kubeLab(ctx, w)
 	if err != nil {
-		return nil, engine.Platform{}, nil, err
+		return nil, engine.Platform{}, err
 	}
-	plat, err := pf.settle(ctx, kubeEngine{cl: cl})
+	plat, err := pf.settle(ctx, lab.eng)
+	if err == nil {
+		err = lab.platform(plat)
+	}
+	if err == nil {
+		_, _, err = lab.images(targets, plat)
+	}
 	if err != nil {
-		return nil, plat, nil, err
+		return nil, plat, err
 	}
-	if err := kubePlatform(plat); err != nil {
-		return nil, plat, nil, err
-	}
-	if err := checkKubeTargets(ctx, cl, targets); err != nil {
-		return nil, plat, nil, err
-	}
-	lab := labRuntime.clusterLab(cl)
-	if _, err := kubeImages(ctx, lab, targets, plat, w); err != nil {
-		return nil, plat, nil, err
-	}
-	return lab, plat, func() {}, nil
+	return lab, plat, nil
 }
 
 // checkKubeTargets refuses what a cluster does not run yet (a compose

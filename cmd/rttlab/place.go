@@ -145,12 +145,12 @@ func (o *placeOptions) run(cmd *cobra.Command) (err error) {
 	ctx := cmd.Context()
 	w := cmd.ErrOrStderr()
 	dir := o.resume
-	rt, plat, say, start, end, err := beginStudy(ctx, w, results.KindPlacement, dir, target, &o.platform)
+	rl, plat, say, start, end, err := beginStudy(ctx, w, results.KindPlacement, dir, target, &o.platform)
 	if err != nil {
 		return err
 	}
 	defer end()
-	lab := rt
+	lab := rl.rt
 	plan.Platform, plan.Emulated = plat.String(), plat.Foreign()
 	var ps *placement.Session
 	// The session in use: the first, or the fresh one of a retry.
@@ -188,7 +188,7 @@ func (o *placeOptions) run(cmd *cobra.Command) (err error) {
 		dir = f.Dir()
 	}
 	say(fmt.Sprintf("results in %s", dir))
-	r := &placement.Runner{Runtime: lab, Engine: studyEngine(rt), Session: ps, Dir: dir, Version: versionString(), Fresh: startSession}
+	r := &placement.Runner{Runtime: lab, Engine: rl.eng, Session: ps, Dir: dir, Version: versionString(), Fresh: startSession}
 	if _, rerr := r.Run(ctx); rerr != nil {
 		if ctx.Err() == nil {
 			rerr = fmt.Errorf("placement study: %w", rerr)

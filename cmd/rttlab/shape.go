@@ -307,11 +307,12 @@ func (o *shapeVerifyOptions) run(cmd *cobra.Command, args []string) (err error) 
 	if err != nil {
 		return err
 	}
-	rt, plat, done, err := openLab(ctx, []apps.Target{t}, cmd.ErrOrStderr(), &o.platform)
+	lab, plat, err := openLab(ctx, []apps.Target{t}, cmd.ErrOrStderr(), &o.platform)
 	if err != nil {
 		return err
 	}
-	defer done()
+	defer lab.close()
+	rt := lab.rt
 	out := cmd.OutOrStdout()
 	table := out
 	if o.json {

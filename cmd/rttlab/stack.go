@@ -269,11 +269,12 @@ func (o *verifyOptions) run(cmd *cobra.Command, args []string) error {
 		return err
 	}
 	out := cmd.OutOrStdout()
-	rt, plat, done, err := openLab(ctx, targets, out, &o.platform)
+	lab, plat, err := openLab(ctx, targets, out, &o.platform)
 	if err != nil {
 		return err
 	}
-	defer done()
+	defer lab.close()
+	rt := lab.rt
 	o.platform.p = plat
 	var failed []string
 	for _, t := range targets {

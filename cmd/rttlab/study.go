@@ -9,7 +9,6 @@ import (
 
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/orchestrator/engine"
-	"github.com/rttlab/rttlab/orchestrator/runtime"
 	"github.com/rttlab/rttlab/results"
 
 	// The studies register their kinds (results.Register) as they load.
@@ -51,7 +50,7 @@ func studyOfFolder(dir string) (results.Study, error) {
 // opened through its study's Open (locked, its cut last lines trimmed),
 // then the engine connected with the target's images for the platform pf
 // settles, and the progress lines timed from here. end releases both.
-func beginStudy(ctx context.Context, w io.Writer, kind, resume string, target apps.Target, pf *platformFlag) (rt runtime.Runtime, p engine.Platform, say func(string), start time.Time, end func(), err error) {
+func beginStudy(ctx context.Context, w io.Writer, kind, resume string, target apps.Target, pf *platformFlag) (lab *runLab, p engine.Platform, say func(string), start time.Time, end func(), err error) {
 	closeFolder := func() {}
 	if resume != "" {
 		f, err := studyKind(kind).Open(resume)
@@ -60,14 +59,14 @@ func beginStudy(ctx context.Context, w io.Writer, kind, resume string, target ap
 		}
 		closeFolder = func() { f.Close() }
 	}
-	rt, p, done, err := openLab(ctx, []apps.Target{target}, w, pf)
+	lab, p, err = openLab(ctx, []apps.Target{target}, w, pf)
 	if err != nil {
 		closeFolder()
 		return nil, p, nil, start, nil, err
 	}
 	start = time.Now()
 	say = func(s string) { fmt.Fprintf(w, "[%s] %s\n", time.Since(start).Round(time.Second), s) }
-	return rt, p, say, start, func() { done(); closeFolder() }, nil
+	return lab, p, say, start, func() { lab.close(); closeFolder() }, nil
 }
 
 // printStudyEnd prints where a study's results are: after a run that

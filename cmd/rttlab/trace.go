@@ -133,11 +133,12 @@ func (o *traceOptions) run(cmd *cobra.Command) (err error) {
 	if err != nil {
 		return err
 	}
-	rt, plat, done, err := openLab(ctx, []apps.Target{t}, cmd.ErrOrStderr(), &o.platform)
+	lab, plat, err := openLab(ctx, []apps.Target{t}, cmd.ErrOrStderr(), &o.platform)
 	if err != nil {
 		return err
 	}
-	defer done()
+	defer lab.close()
+	rt := lab.rt
 	st, sh, err := shaping.StartShaped(ctx, rt, stack.StackOptions{Target: t, Platform: plat}, "auto", "path", "")
 	if err != nil {
 		return err

@@ -103,13 +103,13 @@ func (o *workersOptions) run(cmd *cobra.Command) (err error) {
 	ctx := cmd.Context()
 	w := cmd.ErrOrStderr()
 	dir := o.resume
-	rt, plat, say, start, end, err := beginStudy(ctx, w, results.KindWorkers, dir, target, &o.platform)
+	rl, plat, say, start, end, err := beginStudy(ctx, w, results.KindWorkers, dir, target, &o.platform)
 	if err != nil {
 		return err
 	}
 	defer end()
 	plan.Platform, plan.Emulated = plat.String(), plat.Foreign()
-	lab := rt
+	lab := rl.rt
 	ws, err := workers.StartWorkers(ctx, lab, target, plan.Shaper, plat)
 	if ws != nil && ws.Stack != nil {
 		defer ws.Stack.RemoveJoin(ctx, lab, &err)
