@@ -369,12 +369,15 @@ func startClient(ctx context.Context, d rtm.Members, st *stack.Stack, runID stri
 type appRun struct {
 	// rt starts and removes the app's sessions; d runs the agents' calls
 	// (through their sessions) and watches the members.
-	rt               rtm.Runtime
-	d                rtm.Watcher
-	p                *Plan
-	f                *raw.Folder
-	state            *raw.Data
-	m                *raw.Manifest
+	rt    rtm.Runtime
+	d     rtm.Watcher
+	p     *Plan
+	f     *raw.Folder
+	state *raw.Data
+	m     *raw.Manifest
+	// memberRec is the index in m.Members of each member's record of the
+	// session in use, by member name.
+	memberRec        map[string]int
 	runID, app       string
 	target           apps.Target
 	requests, warmup int
@@ -460,7 +463,9 @@ func runApp(ctx context.Context, at appTasks) (n int, err error) {
 // recordMembers adds the session's members to the manifest (written
 // with the next task's or the run's end).
 func (r *appRun) recordMembers() {
+	r.memberRec = map[string]int{}
 	for _, m := range r.s.st.Members {
+		r.memberRec[m.Name] = len(r.m.Members)
 		rec := raw.MemberRecord{App: r.app, Role: m.Role, Name: m.Name, Node: m.Node, Adopted: m.Adopted}
 		if m.Adopted {
 			n := m.Instance.Restarts
@@ -487,11 +492,8 @@ func (r *appRun) leaveMembers(ctx context.Context) {
 			slog.Warn("reading a measured member again", "member", m.Name, "err", err)
 			continue
 		}
-		for i := len(r.m.Members) - 1; i >= 0; i-- {
-			if rec := &r.m.Members[i]; rec.App == r.app && rec.Name == m.Name && rec.RestartsAfter == nil {
-				rec.UIDAfter, rec.RestartsAfter = in.UID, &in.Restarts
-				break
-			}
+		if i, ok := r.memberRec[m.Name]; ok {
+			r.m.Members[i].UIDAfter, r.m.Members[i].RestartsAfter = in.UID, &in.Restarts
 		}
 		if in != m.Instance {
 			slog.Warn("a measured member changed during the run", "member", m.Name, "before", m.Instance, "after", in)

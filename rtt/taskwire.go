@@ -21,20 +21,21 @@ func taskWire(t raw.Task, attempt int, caps shaping.TaskCaptures, rs []workloads
 		lat[i] = workloads.AnatomyLatency{Seq: r.Seq, LatencyNS: r.LatencyNS}
 	}
 	an := workloads.Anatomize(caps.Flows, caps.Client, caps.App, caps.DB, lat)
-	var rows []raw.WireRow
-	dirs := []struct {
+	// A direction's figures in its row: the round trip's turns as the
+	// packets sent, those measured as paired.
+	type figures struct {
 		dir string
 		ow  workloads.OneWay
-	}{{workloads.DirAppToDB, workloads.MatchOneWay(caps.App, caps.DB)}, {workloads.DirDBToApp, workloads.MatchOneWay(caps.DB, caps.App)}}
-	if !oneClock {
-		dirs = nil
+	}
+	var dirs []figures
+	if oneClock {
+		dirs = append(dirs, figures{workloads.DirAppToDB, workloads.MatchOneWay(caps.App, caps.DB)},
+			figures{workloads.DirDBToApp, workloads.MatchOneWay(caps.DB, caps.App)})
 	}
 	trips := workloads.MatchRoundTrips(caps.App, caps.DB)
-	dirs = append(dirs, struct {
-		dir string
-		ow  workloads.OneWay
-	}{workloads.DirRoundTrip, workloads.OneWay{Sent: trips.Turns, Matched: trips.Trips, Lost: trips.Turns - trips.Trips,
-		P50Ms: trips.P50Ms, P99Ms: trips.P99Ms}})
+	dirs = append(dirs, figures{workloads.DirRoundTrip, workloads.OneWay{Sent: trips.Turns, Matched: trips.Trips,
+		Lost: trips.Turns - trips.Trips, P50Ms: trips.P50Ms, P99Ms: trips.P99Ms}})
+	var rows []raw.WireRow
 	for _, x := range dirs {
 		rows = append(rows, raw.WireRow{Task: t.ID, Attempt: attempt, App: t.App, Route: t.Route, RTTms: t.RTTms, Unshaped: t.Unshaped,
 			Direction: x.dir, Sent: x.ow.Sent, Matched: x.ow.Matched, Lost: x.ow.Lost, Ambiguous: x.ow.Ambiguous,

@@ -294,37 +294,41 @@ func (s *Summary) digestWire(d *digest) {
 // where the captures shared a clock. Empty for a folder without round
 // trips.
 func (s *Summary) tripsNote() string {
-	best := -1.0
-	var trips, oneWay []float64
-	byCell := map[string]map[string]WireStat{}
+	type cell struct {
+		app string
+		rtt float64
+	}
+	added := map[cell]map[string]float64{} // by direction
+	best := 0.0
 	for _, w := range s.Wire {
 		if w.Unshaped || !w.HasAdded {
 			continue
 		}
-		k := w.App + "\x00" + fmtSetting(w.RTTms)
-		if byCell[k] == nil {
-			byCell[k] = map[string]WireStat{}
+		c := cell{w.App, w.RTTms}
+		if added[c] == nil {
+			added[c] = map[string]float64{}
 		}
-		byCell[k][w.Direction] = w
-		if w.Direction == workloads.DirRoundTrip && w.RTTms > best {
-			best = w.RTTms
+		added[c][w.Direction] = w.AddedMs
+		if w.Direction == workloads.DirRoundTrip {
+			best = max(best, w.RTTms)
 		}
 	}
 	if best <= 0 {
 		return ""
 	}
+	var trips, oneWay []float64
 	turns, measured := 0, 0
-	for _, dirs := range byCell {
-		tr, ok := dirs[workloads.DirRoundTrip]
-		if !ok || tr.RTTms != best {
+	for _, w := range s.Wire {
+		if w.Unshaped || !w.HasAdded || w.Direction != workloads.DirRoundTrip || w.RTTms != best {
 			continue
 		}
-		trips = append(trips, tr.AddedMs)
-		turns, measured = turns+tr.Sent, measured+tr.Matched
+		trips = append(trips, w.AddedMs)
+		turns, measured = turns+w.Sent, measured+w.Matched
+		dirs := added[cell{w.App, best}]
 		a, okA := dirs[workloads.DirAppToDB]
 		b, okB := dirs[workloads.DirDBToApp]
 		if okA && okB {
-			oneWay = append(oneWay, a.AddedMs+b.AddedMs)
+			oneWay = append(oneWay, a+b)
 		}
 	}
 	note := fmt.Sprintf("; per round trip (each capture on its own clock, no clock shared): added %s ms at %s ms", fmtFixed(stats.Median(trips), 3), fmtSetting(best))

@@ -289,3 +289,25 @@ func TestWireVerdictRoundTrip(t *testing.T) {
 		})
 	}
 }
+
+// The digest's round-trip note: at the largest setting with a round
+// trip, the median added round trip beside the sum of the two one-way
+// added figures, and the share of turns measured; none without round
+// trips.
+func TestTripsNote(t *testing.T) {
+	w := func(app string, rtt float64, dir string, added float64) WireStat {
+		return WireStat{App: app, RTTms: rtt, Direction: dir, HasAdded: true, AddedMs: added, Sent: 10, Matched: 9}
+	}
+	s := &Summary{Wire: []WireStat{
+		w("go", 0.5, workloads.DirRoundTrip, 0.6),
+		w("go", 1, workloads.DirAppToDB, 0.5), w("go", 1, workloads.DirDBToApp, 0.51), w("go", 1, workloads.DirRoundTrip, 1.02),
+		w("node", 1, workloads.DirRoundTrip, 1.04),
+	}}
+	want := "; per round trip (each capture on its own clock, no clock shared): added 1.030 ms at 1 ms (the two one-way: 1.010), 90.0% of the database's turns measured"
+	if got := s.tripsNote(); got != want {
+		t.Errorf("note %q\nwant %q", got, want)
+	}
+	if got := (&Summary{Wire: []WireStat{w("go", 1, workloads.DirAppToDB, 0.5)}}).tripsNote(); got != "" {
+		t.Errorf("no round trips: %q", got)
+	}
+}
