@@ -253,14 +253,7 @@ func (r *Runtime) PullImage(ctx context.Context, ref string) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	rc, err := r.cli.ImagePull(ctx, ref, image.PullOptions{})
-	if err != nil {
-		return fmt.Errorf("pull %s: %w", ref, err)
-	}
-	defer rc.Close()
-	if _, err := readJSONStream(rc, nil); err != nil {
-		return fmt.Errorf("pull %s: %w", ref, err)
-	}
-	return nil
+	return drainStream("pull "+ref, rc, err)
 }
 
 // PushImage gives the image ref (an ID or a reference) the name dst and
@@ -274,14 +267,7 @@ func (r *Runtime) PushImage(ctx context.Context, ref, dst string) error {
 	}
 	// No credentials: the API still wants the header, as base64 of {}.
 	rc, err := r.cli.ImagePush(ctx, dst, image.PushOptions{RegistryAuth: "e30="})
-	if err != nil {
-		return fmt.Errorf("push %s: %w", dst, err)
-	}
-	defer rc.Close()
-	if _, err := readJSONStream(rc, nil); err != nil {
-		return fmt.Errorf("push %s: %w", dst, err)
-	}
-	return nil
+	return drainStream("push "+dst, rc, err)
 }
 
 // ImportImage imports a root filesystem tarball as ref.
@@ -292,12 +278,19 @@ func (r *Runtime) ImportImage(ctx context.Context, tarball io.Reader, ref string
 		Message: "rttlab images base: debootstrap --variant=minbase trixie",
 		Changes: []string{`CMD ["bash"]`},
 	})
+	return drainStream("import "+ref, rc, err)
+}
+
+// drainStream drains the progress stream rc of the call what (pull,
+// push or import, with its subject) that returned err, and closes it;
+// either error is wrapped with what.
+func drainStream(what string, rc io.ReadCloser, err error) error {
 	if err != nil {
-		return fmt.Errorf("import %s: %w", ref, err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	defer rc.Close()
 	if _, err := readJSONStream(rc, nil); err != nil {
-		return fmt.Errorf("import %s: %w", ref, err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	return nil
 }
