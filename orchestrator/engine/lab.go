@@ -216,6 +216,14 @@ func (l *Lab) RemoveRun(ctx context.Context, runID string) (int, error) {
 	}
 	removed := 0
 	var errs []error
+	// keep keeps an error of a listing or a removal and says whether
+	// there was none.
+	keep := func(err error) bool {
+		if err != nil {
+			errs = append(errs, err)
+		}
+		return err == nil
+	}
 	for _, agents := range []bool{true, false} {
 		for _, c := range cs {
 			if (c.Labels[LabelTarget] != "") != agents {
@@ -224,34 +232,24 @@ func (l *Lab) RemoveRun(ctx context.Context, runID string) (int, error) {
 			if agents && c.State == "running" {
 				_ = l.D.StopContainer(ctx, c.ID, helperGrace)
 			}
-			if err := l.D.RemoveContainer(ctx, c.ID); err != nil {
-				errs = append(errs, err)
-				continue
+			if keep(l.D.RemoveContainer(ctx, c.ID)) {
+				removed++
 			}
-			removed++
 		}
 	}
 	ns, err := l.D.ListNetworks(ctx, filter)
-	if err != nil {
-		errs = append(errs, err)
-	}
+	keep(err)
 	for _, n := range ns {
-		if err := l.D.RemoveNetwork(ctx, n.ID); err != nil {
-			errs = append(errs, err)
-			continue
+		if keep(l.D.RemoveNetwork(ctx, n.ID)) {
+			removed++
 		}
-		removed++
 	}
 	vs, err := l.D.ListVolumes(ctx, filter)
-	if err != nil {
-		errs = append(errs, err)
-	}
+	keep(err)
 	for _, v := range vs {
-		if err := l.D.RemoveVolume(ctx, v); err != nil {
-			errs = append(errs, err)
-			continue
+		if keep(l.D.RemoveVolume(ctx, v)) {
+			removed++
 		}
-		removed++
 	}
 	return removed, errors.Join(errs...)
 }
