@@ -103,21 +103,14 @@ func decodeLine(line []byte, v any) error {
 // result checks that every field of a decoded line was present and valid
 // and returns the Result.
 func (w wireResult) result() (Result, error) {
+	if err := missingField(
+		field{"seq", w.Seq != nil}, field{"warmup", w.Warmup != nil}, field{"path", w.Path != nil},
+		field{"latency_ns", w.LatencyNS != nil}, field{"status", w.Status != nil},
+		field{"bytes", w.Bytes != nil}, field{"error", w.Error != nil},
+	); err != nil {
+		return Result{}, err
+	}
 	switch {
-	case w.Seq == nil:
-		return Result{}, errors.New(`missing field "seq"`)
-	case w.Warmup == nil:
-		return Result{}, errors.New(`missing field "warmup"`)
-	case w.Path == nil:
-		return Result{}, errors.New(`missing field "path"`)
-	case w.LatencyNS == nil:
-		return Result{}, errors.New(`missing field "latency_ns"`)
-	case w.Status == nil:
-		return Result{}, errors.New(`missing field "status"`)
-	case w.Bytes == nil:
-		return Result{}, errors.New(`missing field "bytes"`)
-	case w.Error == nil:
-		return Result{}, errors.New(`missing field "error"`)
 	case *w.Seq < 0:
 		return Result{}, fmt.Errorf("negative seq %d", *w.Seq)
 	case *w.LatencyNS < 0:
@@ -127,6 +120,24 @@ func (w wireResult) result() (Result, error) {
 		Seq: *w.Seq, Warmup: *w.Warmup, Path: *w.Path, LatencyNS: *w.LatencyNS,
 		Status: *w.Status, Bytes: *w.Bytes, Error: *w.Error, Retried: w.Retried,
 	}, nil
+}
+
+// field is a field of a decoded line: its JSON name and whether the line
+// had it.
+type field struct {
+	name    string
+	present bool
+}
+
+// missingField names the first of fields the line lacked; nil when it had
+// them all.
+func missingField(fields ...field) error {
+	for _, f := range fields {
+		if !f.present {
+			return fmt.Errorf("missing field %q", f.name)
+		}
+	}
+	return nil
 }
 
 // DecodeResultStream reads JSON-lines results from r and calls fn for each,

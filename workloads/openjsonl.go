@@ -1,7 +1,6 @@
 package workloads
 
 import (
-	"errors"
 	"fmt"
 	"io"
 )
@@ -39,16 +38,13 @@ func decodeOpenResultLine(line []byte) (OpenResult, error) {
 	if err != nil {
 		return OpenResult{}, err
 	}
-	switch {
-	case w.ScheduledNS == nil:
-		return OpenResult{}, errors.New(`missing field "scheduled_ns"`)
-	case w.SentNS == nil:
-		return OpenResult{}, errors.New(`missing field "sent_ns"`)
-	case w.LagNS == nil:
-		return OpenResult{}, errors.New(`missing field "lag_ns"`)
-	case w.ServiceNS == nil:
-		return OpenResult{}, errors.New(`missing field "service_ns"`)
-	case *w.ScheduledNS < 0 || *w.SentNS < 0 || *w.ServiceNS < 0:
+	if err := missingField(
+		field{"scheduled_ns", w.ScheduledNS != nil}, field{"sent_ns", w.SentNS != nil},
+		field{"lag_ns", w.LagNS != nil}, field{"service_ns", w.ServiceNS != nil},
+	); err != nil {
+		return OpenResult{}, err
+	}
+	if *w.ScheduledNS < 0 || *w.SentNS < 0 || *w.ServiceNS < 0 {
 		return OpenResult{}, fmt.Errorf("negative time (scheduled_ns %d, sent_ns %d, service_ns %d)", *w.ScheduledNS, *w.SentNS, *w.ServiceNS)
 	}
 	return OpenResult{
