@@ -285,32 +285,31 @@ func trend(from, to PenaltyPoint, o Options, what string) Trend {
 	return t
 }
 
-func fmtRel(v stats.Num) string {
+// fmtRel prints a relative change as a percentage.
+func fmtRel(v stats.Num) string { return fmtHundredfold("%+.1f%%", v) }
+
+func fmtRelCI(c stats.CI) string { return fmtHundredfoldCI("[95%% CI %+.1f%%, %+.1f%%]", c) }
+
+// fmtPoints prints a difference of shares in percentage points.
+func fmtPoints(v stats.Num) string { return fmtHundredfold("%+.1f", v) }
+
+func fmtPointsCI(c stats.CI) string { return fmtHundredfoldCI("[%+.1f, %+.1f]", c) }
+
+// fmtHundredfold prints 100·v with format; "n/a" when v is not finite.
+func fmtHundredfold(format string, v stats.Num) string {
 	if !finite(float64(v)) {
 		return "n/a"
 	}
-	return fmt.Sprintf("%+.1f%%", 100*float64(v))
+	return fmt.Sprintf(format, 100*float64(v))
 }
 
-func fmtRelCI(c stats.CI) string {
+// fmtHundredfoldCI prints 100 times the interval's bounds with format;
+// "[no interval]" when it is not valid.
+func fmtHundredfoldCI(format string, c stats.CI) string {
 	if !c.Valid() {
 		return "[no interval]"
 	}
-	return fmt.Sprintf("[95%% CI %+.1f%%, %+.1f%%]", 100*float64(c.Low), 100*float64(c.High))
-}
-
-func fmtPoints(v stats.Num) string {
-	if !finite(float64(v)) {
-		return "n/a"
-	}
-	return fmt.Sprintf("%+.1f", 100*float64(v))
-}
-
-func fmtPointsCI(c stats.CI) string {
-	if !c.Valid() {
-		return "[no interval]"
-	}
-	return fmt.Sprintf("[%+.1f, %+.1f]", 100*float64(c.Low), 100*float64(c.High))
+	return fmt.Sprintf(format, 100*float64(c.Low), 100*float64(c.High))
 }
 
 func fmtMs(v stats.Num) string {
