@@ -62,15 +62,19 @@ seed: 3
 delays_ms: [0, 1]
 runs: 3
 requests: 300
-warmup: 2
+` + drillProbes + `apps:
+  - name: go
+    routes: [/feed]
+`
+
+// drillProbes are the few probes and warmup requests per setting that
+// the drills' plans share: they check the wiring, not the delays.
+const drillProbes = `warmup: 2
 calibrate: "off"
 icmp_count: 5
 select1_runs: 1
 select1_calls: 10
 task_icmp_count: 2
-apps:
-  - name: go
-    routes: [/feed]
 `
 
 // startRun starts `rttlab run` on the drill plan and waits until its

@@ -27,13 +27,7 @@ seed: 5
 delays_ms: [0, 1]
 runs: 2
 requests: 20
-warmup: 2
-calibrate: "off"
-icmp_count: 5
-select1_runs: 1
-select1_calls: 10
-task_icmp_count: 2
-trace_requests: 10
+`+drillProbes+`trace_requests: 10
 apps:
   - name: shop
     image: `+image+`

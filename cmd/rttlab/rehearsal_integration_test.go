@@ -21,13 +21,7 @@ platform: linux/arm64
 delays_ms: [0, 1]
 runs: 2
 requests: 10
-warmup: 2
-calibrate: "off"
-icmp_count: 5
-select1_runs: 1
-select1_calls: 10
-task_icmp_count: 2
-apps:
+` + drillProbes + `apps:
   - name: go
     routes: [/feed]
 `
