@@ -31,11 +31,7 @@ func TestIntegrationWireCarriesTheDelay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	noneLabelled(t, rt)
-	d, err := raw.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := afterRun(t, rt, dir)
 	// Per task: the two one-way directions and the round trip.
 	if len(d.Wire) != 3*len(d.Manifest.Tasks) || len(d.Anatomy) != p.Requests*len(d.Manifest.Tasks) {
 		t.Fatalf("%d wire rows and %d requests taken apart for %d tasks", len(d.Wire), len(d.Anatomy), len(d.Manifest.Tasks))
@@ -122,11 +118,7 @@ func TestIntegrationResumeAfterInterruptedProbes(t *testing.T) {
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("interrupted run: err = %v, want context.Canceled", err)
 	}
-	noneLabelled(t, rt)
-	d, err := raw.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := afterRun(t, rt, dir)
 	missing := unprobed(p, d.Probes, "go")
 	if len(missing) == 0 || len(missing) == len(p.DelaysMs) {
 		t.Fatalf("settings left to probe after the interrupt: %v (want some, not all)", missing)
@@ -144,11 +136,7 @@ func TestIntegrationResumeAfterInterruptedProbes(t *testing.T) {
 	if _, err := Run(context.Background(), engine.NewLab(rt, ""), rt, all, RunOptions{Resume: dir}); err != nil {
 		t.Fatal(err)
 	}
-	noneLabelled(t, rt)
-	d, err = raw.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d = afterRun(t, rt, dir)
 	if left := unprobed(p, d.Probes, "go"); len(left) != 0 {
 		t.Fatalf("after the resume, still unprobed: %v", left)
 	}

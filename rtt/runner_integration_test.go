@@ -45,6 +45,18 @@ func noneLabelled(t *testing.T, rt *engine.Runtime) {
 	}
 }
 
+// afterRun checks that a run left none of its containers and loads its
+// folder.
+func afterRun(t *testing.T, rt *engine.Runtime, dir string) *raw.Data {
+	t.Helper()
+	noneLabelled(t, rt)
+	d, err := raw.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
 func TestIntegrationSmokePlanGo(t *testing.T) {
 	rt := enginetest.Engine(t)
 	all := enginetest.BuiltApps(t, rt, "postgres", "go", "agent")
@@ -55,11 +67,7 @@ func TestIntegrationSmokePlanGo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	noneLabelled(t, rt)
-	d, err := raw.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := afterRun(t, rt, dir)
 	tasks := p.Tasks()
 	if len(d.Done) != len(tasks) {
 		t.Fatalf("%d of %d tasks done", len(d.Done), len(tasks))
@@ -136,11 +144,7 @@ func TestIntegrationInterruptAndResume(t *testing.T) {
 	if _, err := Run(context.Background(), engine.NewLab(rt, ""), rt, all, RunOptions{Resume: dir}); err != nil {
 		t.Fatal(err)
 	}
-	noneLabelled(t, rt)
-	d, err = raw.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d = afterRun(t, rt, dir)
 	if len(d.Done) != 4 {
 		t.Fatalf("%d of 4 tasks done after resume", len(d.Done))
 	}
@@ -292,11 +296,7 @@ func runKillingOnce(t *testing.T, name string, seed uint64, suffix string) (*raw
 	if killed == "" {
 		t.Fatalf("no container ending in %s was found to kill", suffix)
 	}
-	noneLabelled(t, rt)
-	d, err := raw.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := afterRun(t, rt, dir)
 	if len(d.Done) != 2 {
 		t.Fatalf("%d of 2 tasks done", len(d.Done))
 	}

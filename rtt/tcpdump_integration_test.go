@@ -62,11 +62,7 @@ func TestIntegrationTcpdumpAgreesWithAnatomy(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("the study ran in %s", time.Since(start).Round(time.Second))
-	noneLabelled(t, rt)
-	d, err := raw.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := afterRun(t, rt, dir)
 	if len(d.Manifest.Tasks) != len(p.Tasks()) || len(d.Manifest.Tasks) < 8 {
 		t.Fatalf("%d tasks, want one per route of the smoke plan (%d)", len(d.Manifest.Tasks), len(p.Tasks()))
 	}
