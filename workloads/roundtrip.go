@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"encoding/binary"
 	"slices"
+
+	"github.com/rttlab/rttlab/results/stats"
 )
 
 // DirRoundTrip names the round trip app -> database -> app, measured
@@ -30,12 +32,7 @@ type RoundTrips struct {
 }
 
 // Share is Trips / Turns (0 for no turn).
-func (r RoundTrips) Share() float64 {
-	if r.Turns == 0 {
-		return 0
-	}
-	return float64(r.Trips) / float64(r.Turns)
-}
+func (r RoundTrips) Share() float64 { return stats.Share(r.Trips, r.Turns) }
 
 // sighting is the one time a capture saw a packet; seen counts how often
 // it did (a key seen twice says nothing certain).

@@ -255,11 +255,14 @@ func Tails(v []float64) Interval {
 
 // FailedFraction is the share of measured requests that failed (0 when
 // there were none): the failure gate compares it with a study's limit.
-func FailedFraction(failed, ok int) float64 {
-	if failed+ok == 0 {
+func FailedFraction(failed, ok int) float64 { return Share(failed, failed+ok) }
+
+// Share is n / of, 0 when of is 0.
+func Share(n, of int) float64 {
+	if of == 0 {
 		return 0
 	}
-	return float64(failed) / float64(failed+ok)
+	return float64(n) / float64(of)
 }
 
 // BootstrapDiffChangeCI returns the 95% percentile-bootstrap interval of

@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/rttlab/rttlab/results"
+	"github.com/rttlab/rttlab/results/stats"
 	"github.com/rttlab/rttlab/workloads"
 )
 
@@ -69,10 +70,7 @@ type WireRow struct {
 
 // Share is Matched / Sent (0 when nothing was sent).
 func (r *WireRow) Share() float64 {
-	if r.Sent == 0 {
-		return 0
-	}
-	return float64(r.Matched) / float64(r.Sent)
+	return stats.Share(r.Matched, r.Sent)
 }
 
 // Complete says whether the captures kept every packet of the task.

@@ -65,12 +65,7 @@ type WireStat struct {
 }
 
 // Share is Matched / Sent.
-func (w *WireStat) Share() float64 {
-	if w.Sent == 0 {
-		return 0
-	}
-	return float64(w.Matched) / float64(w.Sent)
-}
+func (w *WireStat) Share() float64 { return stats.Share(w.Matched, w.Sent) }
 
 // WireVerdict is the wire's verdict on one setting of one app, over both
 // directions.
