@@ -155,12 +155,23 @@ func TestPing(t *testing.T) {
 	if want := 5*(10*time.Millisecond+workloads.EchoTimeout) + 30*time.Second; s.last().Timeout != want {
 		t.Errorf("timeout %v, want %v", s.last().Timeout, want)
 	}
-	s.code, s.stderr = 1, "rttlab: operation not permitted\n"
-	if _, err := c.Ping(ctx, o); err == nil || err.Error() != "ping from rttlab-r1-agent-app: rttlab: operation not permitted" {
+	checkFailures(t, s, func() error { _, err := c.Ping(ctx, o); return err },
+		"rttlab: operation not permitted\n", "ping from rttlab-r1-agent-app: rttlab: operation not permitted",
+		"{", "ping from rttlab-r1-agent-app: unexpected end")
+}
+
+// checkFailures has the stub's exec exit 1 with stderr, then exit 0 with
+// stdout that does not decode, and checks call's error each time: the
+// failed exec's is failed, the unreadable answer's begins with
+// unreadable.
+func checkFailures(t *testing.T, s *stub, call func() error, stderr, failed, stdout, unreadable string) {
+	t.Helper()
+	s.code, s.stderr = 1, stderr
+	if err := call(); err == nil || err.Error() != failed {
 		t.Errorf("failed: %v", err)
 	}
-	s.code, s.stdout = 0, "{"
-	if _, err := c.Ping(ctx, o); err == nil || !strings.HasPrefix(err.Error(), "ping from rttlab-r1-agent-app: unexpected end") {
+	s.code, s.stdout = 0, stdout
+	if err := call(); err == nil || !strings.HasPrefix(err.Error(), unreadable) {
 		t.Errorf("unreadable: %v", err)
 	}
 }
@@ -182,14 +193,9 @@ func TestSQLProbe(t *testing.T) {
 	if got := strings.Join(s.last().Env, " "); got != "PGHOST=10.0.0.3 PGPORT=5432 PGUSER=u PGDATABASE=rttlab PGPASSWORD=pw PGSSLMODE=disable" {
 		t.Errorf("env %q", got)
 	}
-	s.code, s.stderr = 1, "  rttlab: connection refused \n"
-	if _, err := c.SQLProbe(ctx, o); err == nil || err.Error() != "SELECT 1 probe from rttlab-r1-agent-app: rttlab: connection refused" {
-		t.Errorf("failed: %v", err)
-	}
-	s.code, s.stdout = 0, "{}"
-	if _, err := c.SQLProbe(ctx, o); err == nil || !strings.HasPrefix(err.Error(), "SELECT 1 probe: json: cannot unmarshal object") {
-		t.Errorf("unreadable: %v", err)
-	}
+	checkFailures(t, s, func() error { _, err := c.SQLProbe(ctx, o); return err },
+		"  rttlab: connection refused \n", "SELECT 1 probe from rttlab-r1-agent-app: rttlab: connection refused",
+		"{}", "SELECT 1 probe: json: cannot unmarshal object")
 }
 
 // trace: the line with the headers, the requests as JSON lines on its
@@ -210,14 +216,9 @@ func TestTrace(t *testing.T) {
 	if got, want := s.stdin[len(s.stdin)-1], `{"type":"/a","path":"/a"}`+"\n"+`{"type":"warmup","path":"/b"}`+"\n"; got != want {
 		t.Errorf("input %q, want %q", got, want)
 	}
-	s.code, s.stderr = 1, "rttlab: no route\n"
-	if _, err := c.Trace(ctx, o); err == nil || err.Error() != "trace in rttlab-r1-agent-app: rttlab: no route" {
-		t.Errorf("failed: %v", err)
-	}
-	s.code, s.stdout = 0, `{"type":"/a"}`+"\n{broken\n"
-	if _, err := c.Trace(ctx, o); err == nil || !strings.HasPrefix(err.Error(), "trace output: ") {
-		t.Errorf("broken line: %v", err)
-	}
+	checkFailures(t, s, func() error { _, err := c.Trace(ctx, o); return err },
+		"rttlab: no route\n", "trace in rttlab-r1-agent-app: rttlab: no route",
+		`{"type":"/a"}`+"\n{broken\n", "trace output: ")
 }
 
 // capture: the line, its input, its output streamed to the caller's
