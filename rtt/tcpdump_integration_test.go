@@ -502,18 +502,26 @@ func dissect(caps map[string][]tdPacket, addrs map[string]netip.Addr, appPort, d
 		slices.SortStableFunc(caps[role], func(a, b tdPacket) int { return int(min(max(a.t-b.t, -1), 1)) })
 	}
 	ms := func(ns int64) float64 { return float64(ns) / 1e6 }
+	// times is when each of four bursts was seen by the capture of its
+	// role.
+	type sighting struct {
+		role string
+		b    tdBurst
+	}
+	times := func(s [4]sighting) (ev [4]int64, err error) {
+		for k, x := range s {
+			if ev[k], err = at(x.role, x.b); err != nil {
+				return ev, err
+			}
+		}
+		return ev, nil
+	}
 	out := make([]tdRequest, len(reqs))
 	used := make([]bool, len(trips))
 	for i, rq := range reqs {
-		var ev [4]int64
-		for k, x := range []struct {
-			role string
-			b    tdBurst
-		}{{"client", rq[0]}, {"app", rq[0]}, {"app", rq[1]}, {"client", rq[1]}} {
-			var err error
-			if ev[k], err = at(x.role, x.b); err != nil {
-				return nil, fmt.Errorf("request %d of %d: %w", i, len(reqs), err)
-			}
+		ev, err := times([4]sighting{{"client", rq[0]}, {"app", rq[0]}, {"app", rq[1]}, {"client", rq[1]}})
+		if err != nil {
+			return nil, fmt.Errorf("request %d of %d: %w", i, len(reqs), err)
 		}
 		clReq, appReq, appResp, clResp := ev[0], ev[1], ev[2], ev[3]
 		r := tdRequest{legIn: ms(appReq - clReq), legOut: ms(clResp - appResp)}
@@ -522,15 +530,9 @@ func dissect(caps map[string][]tdPacket, addrs map[string]netip.Addr, appPort, d
 				continue
 			}
 			used[j] = true
-			var ev [4]int64
-			for k, x := range []struct {
-				role string
-				b    tdBurst
-			}{{"app", tr[0]}, {"db", tr[0]}, {"db", tr[1]}, {"app", tr[1]}} {
-				var err error
-				if ev[k], err = at(x.role, x.b); err != nil {
-					return nil, fmt.Errorf("request %d of %d, a round trip: %w", i, len(reqs), err)
-				}
+			ev, err := times([4]sighting{{"app", tr[0]}, {"db", tr[0]}, {"db", tr[1]}, {"app", tr[1]}})
+			if err != nil {
+				return nil, fmt.Errorf("request %d of %d, a round trip: %w", i, len(reqs), err)
 			}
 			r.wireOut += ms(ev[1] - ev[0])
 			r.db += ms(ev[2] - ev[1])
