@@ -47,6 +47,9 @@ const helperGrace = 3 * time.Second
 // StartMember creates a container of s, starts it and, unless it is
 // beside another member, inspects it for its address on the network.
 func (l *Lab) StartMember(ctx context.Context, s runtime.MemberSpec) (runtime.Member, error) {
+	if s.Node != "" {
+		return runtime.Member{}, fmt.Errorf("member %s names node %s: Docker runs every member on this host; pin members to nodes with --runtime kube", s.Name, s.Node)
+	}
 	spec := l.containerSpec(s)
 	id, err := l.D.CreateContainer(ctx, spec)
 	if id == "" {

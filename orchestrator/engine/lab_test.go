@@ -106,6 +106,20 @@ func TestLabStartBeside(t *testing.T) {
 	}
 }
 
+// Docker runs every member on its one host: a member pinned to a node is
+// refused in one line before anything is created.
+func TestLabStartRefusesANode(t *testing.T) {
+	f, l := labWithNetwork(t)
+	m, err := l.StartMember(context.Background(), runtime.MemberSpec{Name: "rttlab-abc-db", Image: "rttlab/postgres:latest", Node: "worker-2"})
+	want := "member rttlab-abc-db names node worker-2: Docker runs every member on this host; pin members to nodes with --runtime kube"
+	if err == nil || err.Error() != want || m.ID != "" {
+		t.Errorf("StartMember = %+v, %v; want %q", m, err, want)
+	}
+	if c := f.Created(); len(c) != 0 {
+		t.Errorf("created %d containers", len(c))
+	}
+}
+
 // A member that was created but did not start comes back with its ID,
 // so that the caller removes it.
 func TestLabStartFails(t *testing.T) {

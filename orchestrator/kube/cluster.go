@@ -153,3 +153,65 @@ func (c *Cluster) Node(ctx context.Context) (NodeInfo, error) {
 	}
 	return NodeInfo{}, fmt.Errorf("the cluster has no node that takes pods: %w", ErrNoCluster)
 }
+
+// CheckNodes checks, before anything is created, that each of names is
+// a node the members pinned to it (runtime.MemberSpec.Node, a node
+// selector on kubernetes.io/hostname) can start on: a node of the
+// cluster, its hostname label that name, Ready and not cordoned. The
+// first that is not is one line, with the nodes the cluster has.
+func (c *Cluster) CheckNodes(ctx context.Context, names []string) error {
+	if len(names) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, shortCall)
+	defer cancel()
+	list, err := c.C.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("list nodes: %s", firstLine(err.Error()))
+	}
+	nodes := slices.SortedFunc(slices.Values(list.Items), func(a, b corev1.Node) int { return strings.Compare(a.Name, b.Name) })
+	var all, taking []string
+	for _, n := range nodes {
+		all = append(all, n.Name)
+		if nodeTakesPods(n) {
+			taking = append(taking, n.Name)
+		}
+	}
+	has := func(what string, names []string) string {
+		if len(names) == 0 {
+			return what + ": none"
+		}
+		return what + ": " + strings.Join(names, ", ")
+	}
+	for _, name := range names {
+		i := slices.IndexFunc(nodes, func(n corev1.Node) bool { return n.Labels[corev1.LabelHostname] == name })
+		if i < 0 {
+			j := slices.IndexFunc(nodes, func(n corev1.Node) bool { return n.Name == name })
+			if j < 0 {
+				return fmt.Errorf("node %q is not in the cluster (%s): name one of them under nodes:", name, has("its nodes", all))
+			}
+			if h := nodes[j].Labels[corev1.LabelHostname]; h != "" {
+				return fmt.Errorf("node %s carries %s=%s, which pinned pods select on: name it %s under nodes:", name, corev1.LabelHostname, h, h)
+			}
+			return fmt.Errorf("node %s has no %s label, which pinned pods select on: kubectl label node %s %s=%s", name, corev1.LabelHostname, name, corev1.LabelHostname, name)
+		}
+		n := nodes[i]
+		switch {
+		case !nodeReady(n):
+			return fmt.Errorf("node %s is not Ready: pods pinned to it would not start; wait until kubectl get nodes shows it Ready, or pin to another (%s)", name, has("taking pods", taking))
+		case n.Spec.Unschedulable:
+			return fmt.Errorf("node %s is cordoned: pods pinned to it would not start; kubectl uncordon %s, or pin to another (%s)", name, n.Name, has("taking pods", taking))
+		}
+	}
+	return nil
+}
+
+// nodeReady says whether node n's Ready condition is true.
+func nodeReady(n corev1.Node) bool {
+	return slices.ContainsFunc(n.Status.Conditions, func(c corev1.NodeCondition) bool {
+		return c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue
+	})
+}
+
+// nodeTakesPods says whether node n is Ready and not cordoned.
+func nodeTakesPods(n corev1.Node) bool { return nodeReady(n) && !n.Spec.Unschedulable }

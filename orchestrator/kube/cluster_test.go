@@ -210,3 +210,55 @@ func TestClusterNode(t *testing.T) {
 	}
 	oneLine(t, err)
 }
+
+// hostNode is a node whose kubernetes.io/hostname label is host (none
+// when empty), Ready unless notReady, cordoned when cordoned.
+func hostNode(name, host string, notReady, cordoned bool) *corev1.Node {
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.NodeSpec{Unschedulable: cordoned}}
+	if host != "" {
+		n.Labels = map[string]string{corev1.LabelHostname: host}
+	}
+	st := corev1.ConditionTrue
+	if notReady {
+		st = corev1.ConditionFalse
+	}
+	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: st}}
+	return n
+}
+
+// CheckNodes passes the nodes pinned pods can start on, and names the
+// first that cannot in one line, with the cluster's nodes; it creates
+// nothing.
+func TestCheckNodes(t *testing.T) {
+	ctx := context.Background()
+	c := fake.NewClientset(hostNode("n1", "n1", false, false), hostNode("n2", "n2", false, false),
+		hostNode("sick", "sick", true, false), hostNode("drained", "drained", false, true),
+		hostNode("ip-10-0-0-5.ec2.internal", "ip-10-0-0-5", false, false), hostNode("bare", "", false, false))
+	cl := &Cluster{C: c}
+	for _, names := range [][]string{nil, {"n1"}, {"n1", "n2", "n2"}, {"ip-10-0-0-5"}} {
+		if err := cl.CheckNodes(ctx, names); err != nil {
+			t.Errorf("CheckNodes(%v) = %v", names, err)
+		}
+	}
+	for _, tc := range []struct {
+		names []string
+		want  string
+	}{
+		{[]string{"n1", "n9"}, `node "n9" is not in the cluster (its nodes: bare, drained, ip-10-0-0-5.ec2.internal, n1, n2, sick): name one of them under nodes:`},
+		{[]string{"sick"}, "node sick is not Ready: pods pinned to it would not start; wait until kubectl get nodes shows it Ready, or pin to another (taking pods: bare, ip-10-0-0-5.ec2.internal, n1, n2)"},
+		{[]string{"drained"}, "node drained is cordoned: pods pinned to it would not start; kubectl uncordon drained, or pin to another (taking pods:"},
+		{[]string{"ip-10-0-0-5.ec2.internal"}, "node ip-10-0-0-5.ec2.internal carries kubernetes.io/hostname=ip-10-0-0-5, which pinned pods select on: name it ip-10-0-0-5 under nodes:"},
+		{[]string{"bare"}, "node bare has no kubernetes.io/hostname label, which pinned pods select on: kubectl label node bare kubernetes.io/hostname=bare"},
+	} {
+		err := cl.CheckNodes(ctx, tc.names)
+		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("CheckNodes(%v) = %v, want %q", tc.names, err, tc.want)
+		}
+		oneLine(t, err)
+	}
+	for _, a := range c.Actions() {
+		if a.GetVerb() != "list" {
+			t.Errorf("CheckNodes did %s %s: it only reads", a.GetVerb(), a.GetResource().Resource)
+		}
+	}
+}

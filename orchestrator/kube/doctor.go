@@ -57,10 +57,7 @@ func (c *Cluster) nodesCheck(ctx context.Context) runtime.Check {
 	}
 	var ready, notReady []string
 	for _, n := range nodes.Items {
-		ok := slices.ContainsFunc(n.Status.Conditions, func(c corev1.NodeCondition) bool {
-			return c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue
-		})
-		if ok && !n.Spec.Unschedulable {
+		if nodeTakesPods(n) {
 			ready = append(ready, n.Name)
 		} else {
 			notReady = append(notReady, n.Name)

@@ -167,6 +167,39 @@ func TestStartMemberIsAPodWithItsServices(t *testing.T) {
 	}
 }
 
+// A member pinned to a node selects it by its hostname label, beside the
+// platform's selector.
+func TestStartMemberPinnedToANode(t *testing.T) {
+	l, c, _ := lab(t, "")
+	ctx := context.Background()
+	s := dbSpec()
+	s.Node = "node-2"
+	if _, err := l.StartMember(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	p, err := c.CoreV1().Pods("rttlab-r1").Get(ctx, s.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{corev1.LabelOSStable: "linux", corev1.LabelArchStable: "arm64", corev1.LabelHostname: "node-2"}
+	if !reflect.DeepEqual(p.Spec.NodeSelector, want) {
+		t.Errorf("node selector = %v, want %v", p.Spec.NodeSelector, want)
+	}
+	if _, err := l.StartMember(ctx, runtime.MemberSpec{Name: "m", Image: "rttlab/agent:latest", Node: "node-3"}); err != nil {
+		t.Fatal(err)
+	}
+	p, _ = c.CoreV1().Pods("rttlab-r1").Get(ctx, "m", metav1.GetOptions{})
+	if want := map[string]string{corev1.LabelHostname: "node-3"}; !reflect.DeepEqual(p.Spec.NodeSelector, want) {
+		t.Errorf("node selector without a platform = %v, want %v", p.Spec.NodeSelector, want)
+	}
+	if _, err := l.StartMember(ctx, runtime.MemberSpec{Name: "free", Image: "rttlab/agent:latest"}); err != nil {
+		t.Fatal(err)
+	}
+	if p, _ = c.CoreV1().Pods("rttlab-r1").Get(ctx, "free", metav1.GetOptions{}); p.Spec.NodeSelector != nil {
+		t.Errorf("a member naming no node nor platform has node selector %v", p.Spec.NodeSelector)
+	}
+}
+
 func TestRegistryPullsIfNotPresent(t *testing.T) {
 	l, c, _ := lab(t, "")
 	l.Registry = "registry.example:5000"

@@ -95,12 +95,19 @@ func (l *Lab) podOf(s runtime.MemberSpec) (*corev1.Pod, error) {
 			AutomountServiceAccountToken: &no,
 		},
 	}
+	sel := map[string]string{}
 	if s.Platform != "" {
 		goos, arch, _ := strings.Cut(s.Platform, "/")
-		pod.Spec.NodeSelector = map[string]string{corev1.LabelOSStable: goos}
+		sel[corev1.LabelOSStable] = goos
 		if arch != "" {
-			pod.Spec.NodeSelector[corev1.LabelArchStable] = arch
+			sel[corev1.LabelArchStable] = arch
 		}
+	}
+	if s.Node != "" {
+		sel[corev1.LabelHostname] = s.Node
+	}
+	if len(sel) > 0 {
+		pod.Spec.NodeSelector = sel
 	}
 	return pod, nil
 }

@@ -127,6 +127,11 @@ type MemberSpec struct {
 	// --cpus × 1e9; Kubernetes: limits.cpu of NanoCPUs/1e6 millicores);
 	// zero leaves it unlimited.
 	NanoCPUs int64
+	// Node is the cluster node the member must run on; empty: the runtime
+	// chooses. Docker runs every member on its one host and refuses a
+	// Node; Kubernetes: a node selector on kubernetes.io/hostname, beside
+	// the platform's. A member beside another runs where its target runs.
+	Node string
 }
 
 // Member is one started member.

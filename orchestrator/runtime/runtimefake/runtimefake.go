@@ -40,7 +40,8 @@ type Runtime struct {
 	execs    []Exec
 	// Pullable are the images EnsureImage may pull.
 	Pullable map[string]bool
-	// Node is what every member's Node reads; empty as on one host.
+	// Node is what the Node of every member that names none reads; empty
+	// as on one host. A member that names a Node runs there.
 	Node string
 }
 
@@ -203,6 +204,9 @@ func (r *Runtime) StartMember(ctx context.Context, s runtime.MemberSpec) (runtim
 	m := &Member{Spec: s, seq: r.seq}
 	m.Spec.Labels = clone(s.Labels)
 	m.Member = runtime.Member{Name: s.Name, Role: s.Role, ID: id, Node: r.Node, NetNS: s.Beside}
+	if s.Node != "" {
+		m.Node = s.Node
+	}
 	if m.NetNS == "" {
 		m.NetNS = runtime.NetNS("netns-" + id)
 		m.Addr = netip.AddrFrom4([4]byte{10, 90, 0, byte(r.seq % 250)}).String()

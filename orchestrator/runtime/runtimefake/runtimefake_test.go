@@ -39,6 +39,12 @@ func TestStartMembers(t *testing.T) {
 	if got := r.Started(); len(got) != 2 || got[1].Beside != db.NetNS || got[1].CapAdd[0] != runtime.CapNetAdmin {
 		t.Errorf("started %+v", got)
 	}
+	r.Node = "node-1"
+	pinned := started(t, r, runtime.MemberSpec{Name: "app", Image: "db:1", Node: "node-2"})
+	free := started(t, r, runtime.MemberSpec{Name: "client", Image: "db:1"})
+	if pinned.Node != "node-2" || free.Node != "node-1" || r.Started()[2].Node != "node-2" {
+		t.Errorf("pinned %+v, free %+v: want node-2 and the fake's node-1", pinned, free)
+	}
 	run["x"] = "y"
 	if r.Started()[0].Labels["x"] != "" {
 		t.Error("the fake kept the caller's label map")
