@@ -21,6 +21,7 @@ func PlaceMarkdown(r *PlaceResult) string {
 	fmt.Fprintf(&b, "# Placement study: %s\n\n", p.Name)
 	fmt.Fprintf(&b, "App **%s** on compute hosts a and b%s; PostgreSQL on db; load client and routing proxy on client. Run %s, seed %d, shaper %s, proxy upstream connections: %s. %s → %s.\n\n",
 		p.App, cpuLimits(p), r.RunID, p.Seed, r.Backend, map[bool]string{true: "keep-alive pools", false: "new per request"}[r.KeepAlive], r.Started.Format("2006-01-02 15:04:05"), r.Finished.Format("15:04:05"))
+	b.WriteString(clusterNodesLine(r))
 	if p.Emulated {
 		fmt.Fprintf(&b, "> The database and the app ran %s under emulation (qemu-user): these timings make no claim about that platform's hardware.\n\n", p.Platform)
 	}
@@ -39,6 +40,44 @@ func PlaceMarkdown(r *PlaceResult) string {
 	writeSweep(&b, r)
 	writeConcurrency(&b, r)
 	return b.String()
+}
+
+// clusterNodesLine says where each study node ran, when the plan pinned
+// any to a cluster node or they ran on more than one; "" otherwise (one
+// host, or a cluster's one node).
+func clusterNodesLine(r *PlaceResult) string {
+	p := r.Plan
+	seen := map[string]bool{}
+	for _, v := range r.ClusterNodes {
+		for _, on := range strings.Split(v, ", ") {
+			seen[on] = true
+		}
+	}
+	if len(p.Nodes) == 0 && len(seen) < 2 {
+		return ""
+	}
+	var parts []string
+	for _, n := range PlaceNodes {
+		on, pin := r.ClusterNodes[n], p.Nodes[n]
+		switch {
+		case on == "" && pin != "":
+			parts = append(parts, fmt.Sprintf("%s pinned to %s (not read back)", n, pin))
+		case on == "":
+			parts = append(parts, n+" on an unrecorded node")
+		case pin != "" && on != pin:
+			parts = append(parts, fmt.Sprintf("%s on %s (pinned to %s)", n, on, pin))
+		default:
+			parts = append(parts, n+" on "+on)
+		}
+	}
+	how := "as the cluster placed them"
+	if len(p.Nodes) > 0 {
+		how = "pinned by the plan's nodes"
+		if len(p.Nodes) < len(PlaceNodes) {
+			how = "pinned by the plan's nodes where it names them"
+		}
+	}
+	return fmt.Sprintf("Cluster nodes (%s): %s.\n\n", how, strings.Join(parts, ", "))
 }
 
 // cpuLimits says which compute hosts run on a CPU quota ("" for none).

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"math"
 	"reflect"
+	"regexp"
 	"runtime"
 	"slices"
 	"strings"
@@ -129,6 +130,12 @@ type Plan struct {
 	// container's CPU quota, as docker run --cpus); a host not named is
 	// not limited. placement-asym makes b the slower host this way.
 	CPUs map[string]float64 `yaml:"cpus" json:"cpus,omitempty"`
+	// Nodes pins study nodes (client, a, b, db) to cluster nodes by name
+	// (runtime.MemberSpec.Node): on Kubernetes, the compute hosts and the
+	// database on different real nodes. A study node not named runs where
+	// the runtime puts it; Docker runs every node on its one host, and
+	// rttlab place refuses a plan with nodes there.
+	Nodes map[string]string `yaml:"nodes,omitempty" json:"nodes,omitempty"`
 	// FloorMs is added to every shaped packet's one-way delay on every
 	// node, zero links included (netem.Config.Floor), so that the
 	// userspace shaper's own pass does not absorb the links' sub-0.3 ms
@@ -295,7 +302,7 @@ func (p *Plan) Validate() error {
 	if p.file == "" {
 		p.file = "plan " + p.Name
 	}
-	for _, check := range []func() error{p.validateLinks, p.validateHeldOut, p.validateCounts, p.validateLists, p.validateCPUs, p.validateShaping} {
+	for _, check := range []func() error{p.validateLinks, p.validateHeldOut, p.validateCounts, p.validateLists, p.validateCPUs, p.validateNodes, p.validateShaping} {
 		if err := check(); err != nil {
 			return err
 		}
@@ -446,6 +453,45 @@ func (p *Plan) validateCPUs() error {
 // nanoCPUs is node's CPU quota in billionths of a CPU; 0 without a limit.
 func (p *Plan) nanoCPUs(node string) int64 {
 	return int64(math.Round(p.CPUs[node] * 1e9))
+}
+
+// clusterNodeRE is what a cluster node's name pinned by its hostname
+// label may be: a lowercase DNS name (Kubernetes' node names) short
+// enough for a label value.
+var clusterNodeRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]{0,61}[a-z0-9])?$`)
+
+// validateNodes checks the pinned nodes: study nodes only, each naming a
+// cluster node.
+func (p *Plan) validateNodes() error {
+	for _, n := range slices.Sorted(maps.Keys(p.Nodes)) {
+		v := p.Nodes[n]
+		switch {
+		case !knownNode(n):
+			return p.errAt("nodes."+n, "nodes: %q is not a study node: pin %s", n, strings.Join(PlaceNodes, ", "))
+		case v == "":
+			return p.errAt("nodes."+n, "nodes %s: no cluster node named: give one of kubectl get nodes, or leave %s out", n, n)
+		case !clusterNodeRE.MatchString(v) || strings.Contains(v, ".."):
+			return p.errAt("nodes."+n, "nodes %s: %q cannot name a cluster node: give its name as kubectl get nodes shows it (lowercase letters, digits, '-' and '.', at most 63 characters)", n, v)
+		}
+	}
+	return nil
+}
+
+// nodeOf is the cluster node node is pinned to; empty: the runtime's
+// choice.
+func (p *Plan) nodeOf(node string) string { return p.Nodes[node] }
+
+// ClusterNodes are the distinct cluster nodes the plan pins study nodes
+// to, sorted: what must be there before the study starts.
+func (p *Plan) ClusterNodes() []string {
+	var out []string
+	for _, v := range p.Nodes {
+		if v != "" && !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // validateShaping checks the shaper, hook, calibrate and floor settings,

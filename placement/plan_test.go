@@ -1,6 +1,9 @@
 package placement
 
 import (
+	"encoding/json"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -87,6 +90,12 @@ func TestPlacePlanBadInput(t *testing.T) {
 		{"cpus: {b: 0.001}\n", "p.yaml:1: cpus b: 0.001: give a number of CPUs of at least 0.01"},
 		{"cpus:\n  db: 1\n", `p.yaml:2: cpus: "db" is not a compute host: limit a or b`},
 		{"cpus: {b: 100000}\n", "p.yaml:1: cpus b: 100000 is more than this host's"},
+		{"nodes:\n  client: n1\n  web: n2\n", `p.yaml:3: nodes: "web" is not a study node: pin client, a, b, db`},
+		{"nodes: {db: \"\"}\n", "p.yaml:1: nodes db: no cluster node named: give one of kubectl get nodes, or leave db out"},
+		{"nodes:\n  a: n1\n  b: Worker_2\n", `p.yaml:3: nodes b: "Worker_2" cannot name a cluster node: give its name as kubectl get nodes shows it`},
+		{"nodes: {a: -n1}\n", `p.yaml:1: nodes a: "-n1" cannot name a cluster node`},
+		{"nodes: {a: " + strings.Repeat("n", 64) + "}\n", "p.yaml:1: nodes a: \"nnn"},
+		{"nodes: [n1, n2]\n", "p.yaml:1: "},
 		{"", "p.yaml: the plan is empty"},
 	} {
 		_, err := ParsePlan("p.yaml", []byte(tc.yaml))
@@ -123,5 +132,41 @@ func TestPlaceRoundShares(t *testing.T) {
 		if sum != c.total || parts[0] < parts[len(parts)-1] || parts[0]-parts[len(parts)-1] > 1 || parts[len(parts)-1] < 1 {
 			t.Errorf("%d over %d rounds: %v", c.total, c.rounds, parts)
 		}
+	}
+}
+
+// A plan file pins study nodes to cluster nodes under nodes:; the pins
+// survive the manifest's JSON, which --resume reads the plan back from,
+// and a plan without them writes no nodes field.
+func TestPlacePlanNodes(t *testing.T) {
+	p, err := LoadPlan("testdata/two-nodes.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{NodeClient: "node-1", NodeA: "node-1", NodeB: "node-2", NodeDB: "node-2"}
+	if !reflect.DeepEqual(p.Nodes, want) || !slices.Equal(p.ClusterNodes(), []string{"node-1", "node-2"}) || p.nodeOf(NodeB) != "node-2" {
+		t.Errorf("nodes %v, cluster nodes %v", p.Nodes, p.ClusterNodes())
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Plan
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if err := back.Validate(); err != nil || !reflect.DeepEqual(back.Nodes, want) {
+		t.Errorf("the plan read back from JSON: nodes %v, %v", back.Nodes, err)
+	}
+	part, err := ParsePlan("p.yaml", []byte("nodes: {db: db-host.example.internal}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if part.nodeOf(NodeDB) != "db-host.example.internal" || part.nodeOf(NodeA) != "" {
+		t.Errorf("db pinned alone: %v", part.Nodes)
+	}
+	smoke, _ := BuiltinPlan("placement-smoke")
+	if b, _ := json.Marshal(smoke); strings.Contains(string(b), `"nodes"`) || smoke.ClusterNodes() != nil {
+		t.Errorf("a plan without nodes wrote them: %s", b)
 	}
 }

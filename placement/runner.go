@@ -135,8 +135,12 @@ type PlaceResult struct {
 	// Shaper: what each node's shaper did in each measured round of the
 	// calibration and held-out phases (userspace backend; the kernel's
 	// netem keeps no such statistics).
-	Shaper   []PlaceShaperRound `json:"shaper,omitempty"`
-	Warnings []string           `json:"warnings"`
+	Shaper []PlaceShaperRound `json:"shaper,omitempty"`
+	// ClusterNodes is, per study node, the cluster node it ran on as the
+	// runtime read it back ("n1, n2" when a fresh stack of a retry or a
+	// resume put it elsewhere); none on one host (Docker).
+	ClusterNodes map[string]string `json:"cluster_nodes,omitempty"`
+	Warnings     []string          `json:"warnings"`
 }
 
 // PlaceShaperRound is one node's shaper statistics over one round of a
@@ -197,11 +201,31 @@ func (r *Runner) writeManifest(ctx context.Context) error {
 			images[name] = id
 		}
 	}
-	return results.WriteManifest(r.Dir, results.KindPlacement, map[string]any{"kind": results.KindPlacement, "format": results.Format, "plan": p, "run_id": r.Session.Stack.RunID, "seed": p.Seed,
+	m := map[string]any{"kind": results.KindPlacement, "format": results.Format, "plan": p, "run_id": r.Session.Stack.RunID, "seed": p.Seed,
 		"version": r.Version, "started": r.res.Started, "backend": r.res.Backend, "hook": r.Session.Shaping.Agents[NodeA].Info.Direction,
 		"floor_ms": p.FloorMs, "engine_version": info.Version, "engine_api_version": info.APIVersion, "kernel": info.Kernel,
 		"host_cpu_model": engine.CPUModel(), "host_cpus": runtime.NumCPU(), "images": images,
-		"nodes": r.nodeIPs(), "links_configured": p.Links, "held_out": p.HeldOut})
+		"nodes": r.nodeIPs(), "links_configured": p.Links, "held_out": p.HeldOut}
+	if cn := r.Session.clusterNodes(); cn != nil {
+		m["cluster_nodes"] = cn
+	}
+	return results.WriteManifest(r.Dir, results.KindPlacement, m)
+}
+
+// noteNodes adds the session's cluster nodes to the result's: a study
+// node a fresh stack started elsewhere lists each node it ran on.
+func (r *Runner) noteNodes() {
+	for n, on := range r.Session.clusterNodes() {
+		if r.res.ClusterNodes == nil {
+			r.res.ClusterNodes = map[string]string{}
+		}
+		switch had := r.res.ClusterNodes[n]; {
+		case had == "":
+			r.res.ClusterNodes[n] = on
+		case !slices.Contains(strings.Split(had, ", "), on):
+			r.res.ClusterNodes[n] = had + ", " + on
+		}
+	}
 }
 
 // baseline measures SELECT 1 from a and b at zero added delay (through

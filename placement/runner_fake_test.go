@@ -5,15 +5,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/rttlab/rttlab/orchestrator/engine"
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/engine/enginefake"
+	"github.com/rttlab/rttlab/orchestrator/stack"
 )
 
 // smallPlan is placement-smoke for app with fewer requests: every phase
@@ -256,5 +258,115 @@ func TestPlacementCPUsLimitAHost(t *testing.T) {
 	}
 	if md := PlaceMarkdown(&PlaceResult{Plan: p}); !strings.Contains(md, "compute hosts a and b (b on 0.5 CPU);") {
 		t.Errorf("summary header: %s", strings.SplitN(md, "\n", 4)[2])
+	}
+}
+
+// A study whose nodes a cluster placed records, per study node, the
+// cluster node it ran on in the manifest and the summary, and says it in
+// one line of summary.md that a report keeps; on one host (Docker) none
+// of them is written.
+func TestPlacementRecordsClusterNodes(t *testing.T) {
+	p := smallPlan(t, "go")
+	p.SweepN, p.ConcurrencyRates = nil, nil
+	l, ps := startLab(t, p)
+	dir := t.TempDir()
+	if _, err := (&Runner{Runtime: engine.NewLab(l, ""), Engine: l, Session: ps, Dir: dir, Version: "test"}).Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"manifest.json", "summary.json", "summary.md"} {
+		if b, _ := os.ReadFile(filepath.Join(dir, f)); strings.Contains(string(b), "cluster_nodes") || strings.Contains(string(b), "Cluster nodes") || strings.Contains(string(b), `"nodes": {}`) {
+			t.Errorf("%s of a study on one host names cluster nodes:\n%s", f, b)
+		}
+	}
+
+	// The same study as a cluster runs it: the plan pins b and the
+	// database, the runtime reads back where each member runs.
+	l, ps = startLab(t, p)
+	pinned := *p
+	pinned.Nodes = map[string]string{NodeB: "node-2", NodeDB: "node-2"}
+	ps.Plan = &pinned
+	on := map[string]string{NodeClient: "node-1", NodeA: "node-1", NodeB: "node-2", NodeDB: "node-2"}
+	for n, m := range ps.Nodes {
+		m.Node = on[n]
+	}
+	dir = t.TempDir()
+	res, err := (&Runner{Runtime: engine.NewLab(l, ""), Engine: l, Session: ps, Dir: dir, Version: "test"}).Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(res.ClusterNodes, on) {
+		t.Errorf("result's cluster nodes %v, want %v", res.ClusterNodes, on)
+	}
+	var man struct {
+		ClusterNodes map[string]string `json:"cluster_nodes"`
+		Plan         *Plan             `json:"plan"`
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "manifest.json")); err != nil || json.Unmarshal(b, &man) != nil || !reflect.DeepEqual(man.ClusterNodes, on) || !reflect.DeepEqual(man.Plan.Nodes, pinned.Nodes) {
+		t.Errorf("manifest: cluster nodes %v, plan nodes %v, %v", man.ClusterNodes, man.Plan, err)
+	}
+	if fp, err := FolderPlan(dir); err != nil || !reflect.DeepEqual(fp.Nodes, pinned.Nodes) {
+		t.Errorf("the folder's plan for --resume: %v, %v", fp, err)
+	}
+	const line = "Cluster nodes (pinned by the plan's nodes where it names them): client on node-1, a on node-1, b on node-2, db on node-2.\n"
+	if md, _ := os.ReadFile(filepath.Join(dir, "summary.md")); !strings.Contains(string(md), line) {
+		t.Errorf("summary.md has no line %q:\n%s", line, md)
+	}
+	if _, err := ReportPlacement(dir); err != nil {
+		t.Fatal(err)
+	}
+	if md, _ := os.ReadFile(filepath.Join(dir, "summary.md")); !strings.Contains(string(md), line) {
+		t.Errorf("the report dropped the line %q:\n%s", line, md)
+	}
+}
+
+// A fresh stack (a retry, a resume) that runs a study node elsewhere adds
+// that node to the record; one on the same nodes changes nothing.
+func TestPlacementNoteNodesAcrossSessions(t *testing.T) {
+	member := func(node string) *stack.Member { return &stack.Member{Node: node} }
+	r := &Runner{res: &PlaceResult{}, Session: &Session{Nodes: map[string]*stack.Member{NodeA: member("n1"), NodeDB: member("n2"), NodeClient: member("")}}}
+	r.noteNodes()
+	r.noteNodes()
+	r.Session = &Session{Nodes: map[string]*stack.Member{NodeA: member("n3"), NodeDB: member("n2")}}
+	r.noteNodes()
+	if want := map[string]string{NodeA: "n1, n3", NodeDB: "n2"}; !reflect.DeepEqual(r.res.ClusterNodes, want) {
+		t.Errorf("cluster nodes %v, want %v", r.res.ClusterNodes, want)
+	}
+	r = &Runner{res: &PlaceResult{}, Session: &Session{Nodes: map[string]*stack.Member{NodeA: member("")}}}
+	if r.noteNodes(); r.res.ClusterNodes != nil {
+		t.Errorf("one host: cluster nodes %v", r.res.ClusterNodes)
+	}
+}
+
+// The summary names where each node ran when the plan pins any or they
+// ran on more than one cluster node; on one host or one node it says
+// nothing.
+func TestPlaceMarkdownClusterNodes(t *testing.T) {
+	p, _ := BuiltinPlan("placement-smoke")
+	pinned := *p
+	pinned.Nodes = map[string]string{NodeClient: "n1", NodeA: "n1", NodeB: "n2", NodeDB: "n2"}
+	all := map[string]string{NodeClient: "n1", NodeA: "n1", NodeB: "n2", NodeDB: "n2"}
+	for _, c := range []struct {
+		name  string
+		plan  *Plan
+		nodes map[string]string
+		want  string
+	}{
+		{"one host", p, nil, ""},
+		{"one node", p, map[string]string{NodeClient: "n1", NodeA: "n1", NodeB: "n1", NodeDB: "n1"}, ""},
+		{"placed apart", p, all, "Cluster nodes (as the cluster placed them): client on n1, a on n1, b on n2, db on n2.\n\n"},
+		{"pinned", &pinned, all, "Cluster nodes (pinned by the plan's nodes): client on n1, a on n1, b on n2, db on n2.\n\n"},
+		{"pinned, on one node", &pinned, map[string]string{NodeClient: "n1", NodeA: "n1", NodeB: "n1", NodeDB: "n2"},
+			"Cluster nodes (pinned by the plan's nodes): client on n1, a on n1, b on n1 (pinned to n2), db on n2.\n\n"},
+		{"moved by a retry", p, map[string]string{NodeClient: "n1", NodeA: "n1", NodeB: "n1, n2", NodeDB: "n1"},
+			"Cluster nodes (as the cluster placed them): client on n1, a on n1, b on n1, n2, db on n1.\n\n"},
+		{"pinned, not read back", &pinned, nil, "Cluster nodes (pinned by the plan's nodes): client pinned to n1 (not read back), a pinned to n1 (not read back), b pinned to n2 (not read back), db pinned to n2 (not read back).\n\n"},
+	} {
+		if got := clusterNodesLine(&PlaceResult{Plan: c.plan, ClusterNodes: c.nodes}); got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+	md := PlaceMarkdown(&PlaceResult{Plan: &pinned, ClusterNodes: all})
+	if lines := strings.Split(md, "\n"); len(lines) < 5 || !strings.HasPrefix(lines[4], "Cluster nodes (pinned") {
+		t.Errorf("summary header:\n%s", md)
 	}
 }

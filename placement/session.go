@@ -114,19 +114,35 @@ func (ps *Session) startNodes(ctx context.Context, rt runtime.Runtime, dbEnv, ap
 	return nil
 }
 
-// startNode starts one node on the runtime rt (on the stack's network),
-// adds it to the stack (once it has an ID) and to the nodes, with its
-// address.
+// startNode starts one node on the runtime rt (on the stack's network,
+// on the cluster node the plan pins it to), adds it to the stack (once it
+// has an ID) and to the nodes, with its address.
 func (ps *Session) startNode(ctx context.Context, rt runtime.Members, node, image string, cmd, env []string) (*stack.Member, error) {
 	var extra map[string]string
 	if node == NodeA || node == NodeB {
 		extra = map[string]string{engine.LabelApp: ps.Stack.Target.Name}
 	}
-	m, err := ps.Stack.StartOn(ctx, rt, node, node, true, runtime.MemberSpec{Image: image, Cmd: cmd, Env: env, NanoCPUs: ps.Plan.nanoCPUs(node)}, extra)
+	m, err := ps.Stack.StartOn(ctx, rt, node, node, true, runtime.MemberSpec{Image: image, Cmd: cmd, Env: env, NanoCPUs: ps.Plan.nanoCPUs(node), Node: ps.Plan.nodeOf(node)}, extra)
 	if m != nil {
 		ps.Nodes[node] = m
 	}
 	return m, err
+}
+
+// clusterNodes is, per study node, the cluster node the runtime runs it
+// on; nil on one host (Docker), where no member has one.
+func (ps *Session) clusterNodes() map[string]string {
+	var out map[string]string
+	for n, m := range ps.Nodes {
+		if m == nil || m.Node == "" {
+			continue
+		}
+		if out == nil {
+			out = map[string]string{}
+		}
+		out[n] = m.Node
+	}
+	return out
 }
 
 // SetLinks applies every directed pair's one-way delay (zero when zero

@@ -194,12 +194,14 @@ func (r *Runner) open(ctx context.Context) (*results.Journal, error) {
 			return nil, err
 		}
 		r.Session.say("resuming: %d of %d tasks done (%v)", n, len(r.Session.Plan.Tasks()), j.Order)
+		r.noteNodes()
 		return j, nil
 	}
 	r.res = &PlaceResult{Kind: results.KindPlacement, Plan: r.Session.Plan, RunID: r.Session.Stack.RunID, Backend: r.Session.Shaping.Backend, KeepAlive: r.Session.Plan.Pools(), Started: time.Now().UTC()}
 	if a := r.Session.Shaping.Agents[NodeA]; a != nil {
 		r.res.Backend = a.Info.Backend
 	}
+	r.noteNodes()
 	if _, err := os.Stat(filepath.Join(r.Dir, results.ManifestFile)); err == nil {
 		return j, nil
 	}
@@ -216,6 +218,7 @@ func (r *Runner) fresh(ctx context.Context, _ error) error {
 		return err
 	}
 	r.Session = s
+	r.noteNodes()
 	return nil
 }
 

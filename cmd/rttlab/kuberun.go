@@ -217,6 +217,20 @@ func openLab(ctx context.Context, targets []apps.Target, w io.Writer, pf *platfo
 	return lab, plat, nil
 }
 
+// checkKubeNodes checks, before anything is created, that the cluster
+// has each of the nodes a plan pins members to (names), Ready and taking
+// pods; none to check on Docker or without pins.
+func checkKubeNodes(ctx context.Context, names []string) error {
+	if len(names) == 0 || labRuntime.name != runtimeKube {
+		return nil
+	}
+	cl, err := kubeConnect(ctx)
+	if err != nil {
+		return err
+	}
+	return cl.CheckNodes(ctx, names)
+}
+
 // checkKubeTargets refuses what a cluster does not run yet (a compose
 // file) and finds each --target and --db-target before anything is
 // created: one that is not there is one line, and the cluster stays as

@@ -69,7 +69,8 @@ The built-in plans: placement (the write-up's geometry and counts),
 placement-asym (the same with compute host b on half a CPU, so the hosts
 differ in compute as well as links) and placement-smoke (reduced counts,
 for CI). A plan file starts
-from placement's values; see the README for its fields.`,
+from placement's values; see the README for its fields. On --runtime
+kube, a plan's nodes: pins client, a, b and db to named cluster nodes.`,
 		Args:    cobra.NoArgs,
 		PreRunE: func(cmd *cobra.Command, args []string) error { return o.prepare(cmd) },
 		RunE:    func(cmd *cobra.Command, args []string) error { return o.run(cmd) },
@@ -106,6 +107,9 @@ func (o *placeOptions) prepare(cmd *cobra.Command) error {
 	} else if o.platform.raw == "" {
 		o.platform.raw = plan.Platform
 	}
+	if len(plan.Nodes) > 0 && labRuntime.name != runtimeKube {
+		return usagef("plan %s pins nodes (nodes:): run it with --runtime kube", plan.Name)
+	}
 	if err := o.platform.parse(); err != nil {
 		return err
 	}
@@ -138,13 +142,17 @@ func (o *placeOptions) prepare(cmd *cobra.Command) error {
 }
 
 // run starts the four nodes, runs (or resumes) the study and prints its
-// summary. A resumed folder is locked before anything connects; a failed
-// task is retried on a fresh stack.
+// summary. The cluster nodes the plan pins are checked first; a resumed
+// folder is locked before the lab opens; a failed task is retried on a
+// fresh stack.
 func (o *placeOptions) run(cmd *cobra.Command) (err error) {
 	plan, target := o.p, o.target
 	ctx := cmd.Context()
 	w := cmd.ErrOrStderr()
 	dir := o.resume
+	if err := checkKubeNodes(ctx, plan.ClusterNodes()); err != nil {
+		return fmt.Errorf("plan %s: %w", plan.Name, err)
+	}
 	rl, plat, say, start, end, err := beginStudy(ctx, w, results.KindPlacement, dir, target, &o.platform)
 	if err != nil {
 		return err
