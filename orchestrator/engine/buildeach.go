@@ -34,13 +34,14 @@ func (b *Builder) BuildEach(ctx context.Context, names []string, parallel int, d
 
 	var mu sync.Mutex // guards running and serialises done
 	running := map[string]time.Time{}
-	stopTick := make(chan struct{})
-	var tick sync.WaitGroup
-	tick.Add(1)
-	go func() {
-		defer tick.Done()
-		b.reportRunning(&mu, running, stopTick)
-	}()
+	stopTick := everyTick(func(now time.Time) {
+		mu.Lock()
+		line := runningLine(running, now)
+		mu.Unlock()
+		if line != "" {
+			fmt.Fprintf(b.progress(), "  still building: %s\n", line)
+		}
+	})
 
 	sem := make(chan struct{}, parallel)
 	var wg sync.WaitGroup
@@ -76,28 +77,7 @@ func (b *Builder) BuildEach(ctx context.Context, names []string, parallel int, d
 		}(n)
 	}
 	wg.Wait()
-	close(stopTick)
-	tick.Wait()
-}
-
-// reportRunning writes to Progress every progressEvery the builds still
-// running, read under mu, until stop is closed.
-func (b *Builder) reportRunning(mu *sync.Mutex, running map[string]time.Time, stop <-chan struct{}) {
-	t := time.NewTicker(progressEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case now := <-t.C:
-			mu.Lock()
-			line := runningLine(running, now)
-			mu.Unlock()
-			if line != "" {
-				fmt.Fprintf(b.progress(), "  still building: %s\n", line)
-			}
-		}
-	}
+	stopTick()
 }
 
 // progressEvery is how often BuildEach says what is still building.
@@ -160,6 +140,13 @@ func tickProgress(w io.Writer, what func(elapsed time.Duration) string) (stop fu
 		return func() {}
 	}
 	start := time.Now()
+	return everyTick(func(now time.Time) { fmt.Fprintln(w, what(now.Sub(start))) })
+}
+
+// everyTick calls fn with the time every progressEvery, on a goroutine of
+// its own, until the returned stop is called; stop returns once fn no
+// longer runs.
+func everyTick(fn func(now time.Time)) (stop func()) {
 	quit := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -172,7 +159,7 @@ func tickProgress(w io.Writer, what func(elapsed time.Duration) string) (stop fu
 			case <-quit:
 				return
 			case now := <-t.C:
-				fmt.Fprintln(w, what(now.Sub(start)))
+				fn(now)
 			}
 		}
 	}()
