@@ -14,13 +14,21 @@
 #                        wait for the node to be Ready and a test pod to
 #                        run, print the time of each phase and, last,
 #                        KUBECONFIG=<path>
-#   .ci/kube.sh down     stop all that up started and remove its mounts,
-#                        bridge, iptables chains, cgroups, sysctl changes
-#                        and files
+#   .ci/kube.sh join     add a second node: a kubelet and a containerd of
+#                        its own in the network namespace rttlab-node2,
+#                        its pods on a bridge and subnet of their own
+#                        (RTTLAB_KUBE_POD_CIDR2, 10.231.1.0/24), routed to
+#                        the first node over the veth link rttlab-n2
+#                        (RTTLAB_KUBE_LINK_CIDR, 10.233.0.0/30); its name
+#                        is RTTLAB_KUBE_NODE2 (the first node's, -2)
+#   .ci/kube.sh leave    stop the second node and remove what join added
+#   .ci/kube.sh down     stop all that up started (and join) and remove
+#                        its mounts, bridge, iptables chains, cgroups,
+#                        sysctl changes and files
 #   .ci/kube.sh status   what runs, and the KUBECONFIG line when it is up
 #   .ci/kube.sh import IMAGE
 #                        copy IMAGE from the Docker engine (docker save)
-#                        into the cluster's containerd, for pods that name
+#                        into the cluster's containerd (each node's), for pods that name
 #                        it with imagePullPolicy: Never; exit status 3
 #                        when no Docker engine answers or it lacks IMAGE,
 #                        with the reason in one line
@@ -62,6 +70,16 @@ pod_cidr=${RTTLAB_KUBE_POD_CIDR:-10.231.0.0/24}
 service_cidr=${RTTLAB_KUBE_SERVICE_CIDR:-10.232.0.0/16}
 bridge=rttlab-kube0
 network=rttlab-kube
+# The second node (join): its network namespace, the link to it (the
+# first node's end is link2, with the link's first address), its pods'
+# subnet on its own bridge, its folders.
+ns2=rttlab-node2
+link2=rttlab-n2
+link_cidr=${RTTLAB_KUBE_LINK_CIDR:-10.233.0.0/30}
+pod_cidr2=${RTTLAB_KUBE_POD_CIDR2:-10.231.1.0/24}
+bridge2=rttlab-kube1
+state2=$state/node2
+run2=$run/node2
 pause_image=rttlab.local/pause:1
 shell_image=rttlab.local/shell:1
 # The ports the cluster listens on: etcd's client and peer ports on
@@ -74,6 +92,8 @@ registry=registry-$REGISTRY_VERSION
 bins="kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl etcd $coredns $registry"
 # The processes up starts, in order; down stops them in the reverse order.
 components="registry containerd etcd kube-apiserver coredns kube-controller-manager kube-scheduler kubelet"
+# What join starts.
+components2="containerd2 kubelet2"
 # The kernel settings the kubelet and the CNI bridge plugin change, put
 # back by down.
 sysctls="net.ipv4.ip_forward vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops kernel.keys.root_maxkeys kernel.keys.root_maxbytes"
@@ -83,7 +103,7 @@ die() { printf 'rttlab kube: %s\n' "$*" >&2; exit 1; }
 # bad is die for a setting the user gave: exit status 2, as for usage.
 bad() { printf 'rttlab kube: %s\n' "$*" >&2; exit 2; }
 usage() {
-  echo "usage: .ci/kube.sh build|up|down|status|import IMAGE" >&2
+  echo "usage: .ci/kube.sh build|up|join|leave|down|status|import IMAGE" >&2
   exit 2
 }
 now() { date +%s.%N; }
@@ -345,17 +365,19 @@ cert() {
   rm -f "$pki/$name.csr" "$pki/$name.ext"
 }
 
-# kubeconfig NAME USER writes NAME.kubeconfig for the certificate NAME,
-# with the certificates inside it so that it can be copied anywhere.
+# kubeconfig NAME USER [SERVER [DIR]] writes DIR/NAME.kubeconfig (DIR:
+# the state folder) for the certificate NAME and the API server at
+# SERVER (default: on the loopback), with the certificates inside it so
+# that it can be copied anywhere.
 kubeconfig() {
-  local name=$1 user=$2 pki=$state/pki
-  cat >"$state/$name.kubeconfig" <<EOF
+  local name=$1 user=$2 server=${3:-https://127.0.0.1:6443} out=${4:-$state} pki=$state/pki
+  cat >"$out/$name.kubeconfig" <<EOF
 apiVersion: v1
 kind: Config
 clusters:
 - name: rttlab-kube
   cluster:
-    server: https://127.0.0.1:6443
+    server: $server
     certificate-authority-data: $(base64 -w0 "$pki/ca.crt")
 users:
 - name: $user
@@ -369,7 +391,7 @@ contexts:
     user: $user
 current-context: rttlab-kube
 EOF
-  chmod 600 "$state/$name.kubeconfig"
+  chmod 600 "$out/$name.kubeconfig"
 }
 
 certs() {
@@ -432,6 +454,8 @@ pidof_component() {
 alive() {
   case $1 in
   containerd) pidof_component containerd "$run/containerd.toml" ;;
+  containerd2) pidof_component containerd2 "$run2/containerd.toml" ;;
+  kubelet2) pidof_component kubelet2 "$bin/kubelet" ;;
   *) pidof_component "$1" "$bin/$1" ;;
   esac
 }
@@ -493,11 +517,139 @@ api() { curl -fsS --max-time 5 --cacert "$state/pki/ca.crt" --cert "$state/pki/a
 
 # ---------------------------------------------------------------- up
 
+# containerd_config FILE STATE RUN writes a node's containerd config:
+# its own root and opt folder under STATE, its state, sockets and runc
+# root under RUN, its CNI config in STATE/cni.
+containerd_config() {
+  local restrict_oom=false capbnd
+  # Without CAP_SYS_RESOURCE in the bounding set (some VM sandboxes drop
+  # it) no process may lower its oom_score_adj, so runc fails to start a
+  # pod's sandbox at containerd's -998 ("nsexec: failed to update
+  # /proc/self/oom_score_adj: Permission denied"); containerd then keeps
+  # every container's score at or above its own.
+  capbnd=$(awk '$1 == "CapBnd:" {print $2}' /proc/self/status)
+  if [ -n "$capbnd" ] && [ $(((0x$capbnd >> 24) & 1)) = 0 ]; then
+    restrict_oom=true
+    log "CAP_SYS_RESOURCE is not in this host's bounding set: containers keep an oom_score_adj of at least containerd's"
+  fi
+  cat >"$1" <<EOF
+version = 2
+root = "$2/containerd"
+state = "$3/containerd"
+disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.internal.v1.tracing"]
+
+[grpc]
+  address = "$3/containerd.sock"
+
+[ttrpc]
+  address = "$3/containerd-ttrpc.sock"
+
+[plugins."io.containerd.internal.v1.opt"]
+  path = "$2/opt"
+
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "$pause_image"
+  netns_mounts_under_state_dir = true
+  enable_selinux = false
+  restrict_oom_score_adj = $restrict_oom
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+        Root = "$3/runc"
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = "$2/cni"
+    max_conf_num = 1
+  # The registry beside the cluster, over plain HTTP on the loopback.
+  [plugins."io.containerd.grpc.v1.cri".registry.mirrors."127.0.0.1:$registry_port"]
+    endpoint = ["http://127.0.0.1:$registry_port"]
+EOF
+}
+
+# cni_config STATE BRIDGE SUBNET writes a node's pod network.
+cni_config() {
+  # The pods' network: Debian's bridge plugin on BRIDGE with the pod
+  # subnet, portmap for hostPort, and firewall so that pods are
+  # forwarded where Docker set the FORWARD policy to DROP.
+  cat >"$1/cni/10-rttlab-kube.conflist" <<EOF
+{
+  "cniVersion": "1.0.0",
+  "name": "$network",
+  "plugins": [
+    {
+      "type": "bridge",
+      "bridge": "$2",
+      "isGateway": true,
+      "ipMasq": true,
+      "hairpinMode": true,
+      "ipam": {
+        "type": "host-local",
+        "ranges": [[{"subnet": "$3"}]],
+        "routes": [{"dst": "0.0.0.0/0"}],
+        "dataDir": "$1/ipam"
+      }
+    },
+    {"type": "portmap", "capabilities": {"portMappings": true}},
+    {"type": "firewall"}
+  ]
+}
+EOF
+}
+
+# kubelet_config STATE RUN CERT EXTRA writes a node's kubelet config
+# into STATE, for the containerd under RUN and the serving certificate
+# CERT; EXTRA is more of the config (YAML lines).
+kubelet_config() {
+  cat >"$1/kubelet.yaml" <<EOF
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+# This host has cgroup v1 and no systemd.
+failCgroupV1: false
+cgroupDriver: cgroupfs
+containerRuntimeEndpoint: unix://$2/containerd.sock
+authentication:
+  anonymous:
+    enabled: false
+  webhook:
+    enabled: true
+  x509:
+    clientCAFile: $state/pki/ca.crt
+authorization:
+  mode: Webhook
+tlsCertFile: $state/pki/$3.crt
+tlsPrivateKeyFile: $state/pki/$3.key
+readOnlyPort: 0
+healthzBindAddress: 127.0.0.1
+clusterDomain: cluster.local
+clusterDNS: [$node_ip]
+podLogsDir: $1/pod-logs
+failSwapOn: false
+protectKernelDefaults: false
+rotateCertificates: false
+serverTLSBootstrap: false
+# A lab node: no eviction because a disk is fuller than usual, and no
+# image garbage collection (the images cannot be pulled again).
+evictionHard:
+  memory.available: "100Mi"
+  nodefs.available: "1%"
+  imagefs.available: "1%"
+  nodefs.inodesFree: "1%"
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+$4
+EOF
+}
+
+
 node_ready() {
-  kubectl_ get node "$node" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null | grep -qx True
+  kubectl_ get node "${1:-$node}" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null | grep -qx True
 }
 pod_running() {
-  kubectl_ -n default get pod rttlab-up-check -o 'jsonpath={.status.phase}' 2>/dev/null | grep -qx Running
+  kubectl_ -n default get pod "${1:-rttlab-up-check}" -o 'jsonpath={.status.phase}' 2>/dev/null | grep -qx Running
 }
 
 phase_labels=() phase_secs=()
@@ -590,6 +742,7 @@ up() {
   [ -e /var/lib/kubelet ] && touch "$run/host/var-lib-kubelet"
   for c in /sys/fs/cgroup/*/kubepods; do [ -e "$c" ] && echo "$c" >>"$run/host/cgroups"; done
   echo "$node" >"$run/node"
+  echo "$pod_cidr" >"$run/pod_cidr"
 
   images
   phase "images (cached after the first up)"
@@ -601,53 +754,7 @@ up() {
   # containerd, the CRI plugin on, cgroupfs (no systemd), rttlab's pause
   # image as every pod's sandbox, network namespaces under its state.
   mkdir -p "$state/cni" "$state/opt" "$state/pod-logs"
-  # Without CAP_SYS_RESOURCE in the bounding set (some VM sandboxes drop
-  # it) no process may lower its oom_score_adj, so runc fails to start a
-  # pod's sandbox at containerd's -998 ("nsexec: failed to update
-  # /proc/self/oom_score_adj: Permission denied"); containerd then keeps
-  # every container's score at or above its own.
-  local restrict_oom=false capbnd
-  capbnd=$(awk '$1 == "CapBnd:" {print $2}' /proc/self/status)
-  if [ -n "$capbnd" ] && [ $(((0x$capbnd >> 24) & 1)) = 0 ]; then
-    restrict_oom=true
-    log "CAP_SYS_RESOURCE is not in this host's bounding set: containers keep an oom_score_adj of at least containerd's"
-  fi
-  cat >"$run/containerd.toml" <<EOF
-version = 2
-root = "$state/containerd"
-state = "$run/containerd"
-disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.internal.v1.tracing"]
-
-[grpc]
-  address = "$sock"
-
-[ttrpc]
-  address = "$run/containerd-ttrpc.sock"
-
-[plugins."io.containerd.internal.v1.opt"]
-  path = "$state/opt"
-
-[plugins."io.containerd.grpc.v1.cri"]
-  sandbox_image = "$pause_image"
-  netns_mounts_under_state_dir = true
-  enable_selinux = false
-  restrict_oom_score_adj = $restrict_oom
-  [plugins."io.containerd.grpc.v1.cri".containerd]
-    snapshotter = "overlayfs"
-    default_runtime_name = "runc"
-    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
-      runtime_type = "io.containerd.runc.v2"
-      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
-        SystemdCgroup = false
-        Root = "$run/runc"
-  [plugins."io.containerd.grpc.v1.cri".cni]
-    bin_dir = "/usr/lib/cni"
-    conf_dir = "$state/cni"
-    max_conf_num = 1
-  # The registry beside the cluster, over plain HTTP on the loopback.
-  [plugins."io.containerd.grpc.v1.cri".registry.mirrors."127.0.0.1:$registry_port"]
-    endpoint = ["http://127.0.0.1:$registry_port"]
-EOF
+  containerd_config "$run/containerd.toml" "$state" "$run"
   cat >"$state/registry.yml" <<EOF
 version: 0.1
 log:
@@ -658,69 +765,8 @@ storage:
 http:
   addr: 127.0.0.1:$registry_port
 EOF
-  # The pods' network: Debian's bridge plugin on rttlab-kube0 with the
-  # pod subnet, portmap for hostPort, and firewall so that pods are
-  # forwarded where Docker set the FORWARD policy to DROP.
-  cat >"$state/cni/10-rttlab-kube.conflist" <<EOF
-{
-  "cniVersion": "1.0.0",
-  "name": "$network",
-  "plugins": [
-    {
-      "type": "bridge",
-      "bridge": "$bridge",
-      "isGateway": true,
-      "ipMasq": true,
-      "hairpinMode": true,
-      "ipam": {
-        "type": "host-local",
-        "ranges": [[{"subnet": "$pod_cidr"}]],
-        "routes": [{"dst": "0.0.0.0/0"}],
-        "dataDir": "$state/ipam"
-      }
-    },
-    {"type": "portmap", "capabilities": {"portMappings": true}},
-    {"type": "firewall"}
-  ]
-}
-EOF
-  cat >"$state/kubelet.yaml" <<EOF
-apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-# This host has cgroup v1 and no systemd.
-failCgroupV1: false
-cgroupDriver: cgroupfs
-containerRuntimeEndpoint: unix://$sock
-authentication:
-  anonymous:
-    enabled: false
-  webhook:
-    enabled: true
-  x509:
-    clientCAFile: $state/pki/ca.crt
-authorization:
-  mode: Webhook
-tlsCertFile: $state/pki/kubelet.crt
-tlsPrivateKeyFile: $state/pki/kubelet.key
-readOnlyPort: 0
-healthzBindAddress: 127.0.0.1
-clusterDomain: cluster.local
-clusterDNS: [$node_ip]
-podLogsDir: $state/pod-logs
-failSwapOn: false
-protectKernelDefaults: false
-rotateCertificates: false
-serverTLSBootstrap: false
-# A lab node: no eviction because a disk is fuller than usual, and no
-# image garbage collection (the images cannot be pulled again).
-evictionHard:
-  memory.available: "100Mi"
-  nodefs.available: "1%"
-  imagefs.available: "1%"
-  nodefs.inodesFree: "1%"
-imageGCHighThresholdPercent: 100
-imageGCLowThresholdPercent: 99
-EOF
+  cni_config "$state" "$bridge" "$pod_cidr"
+  kubelet_config "$state" "$run" kubelet ""
   phase "configs"
 
   start registry "$bin/$registry" serve "$state/registry.yml"
@@ -827,6 +873,203 @@ EOF
   echo "KUBECONFIG=$state/admin.kubeconfig"
 }
 
+# ---------------------------------------------------------------- join
+
+# join adds a second node to the cluster that up started: a kubelet and a
+# containerd of its own, in a network namespace of its own (rttlab-node2)
+# with its own pod bridge and subnet, routed to the first node over a
+# veth link, as two hosts on one network are. Both nodes share this
+# host's kernel, clock and CPUs; what differs is every network hop
+# between them, and which kubelet runs which pod.
+join() {
+  [ "$(id -u)" = 0 ] || die "join starts a second containerd and kubelet: run it as root"
+  node=$(cat "$run/node" 2>/dev/null) || die "no cluster is up: run .ci/kube.sh up first"
+  node_ready || die "node $node is not Ready: run .ci/kube.sh up first"
+  node2=${RTTLAB_KUBE_NODE2:-$node-2}
+  [[ $node2 =~ ^[a-z0-9]([-a-z0-9]*[a-z0-9])?$ ]] || bad "node name '$node2' is not a DNS label: set RTTLAB_KUBE_NODE2=<lower-case name>"
+  if [ -d "$run2" ]; then
+    if alive containerd2 >/dev/null && alive kubelet2 >/dev/null && node_ready "$(cat "$run2/name")"; then
+      log "already joined: node $(cat "$run2/name") is Ready"
+      return 0
+    fi
+    die "a second node is partly up: run .ci/kube.sh leave first"
+  fi
+  valid_cidr "$pod_cidr2" || bad "RTTLAB_KUBE_POD_CIDR2=$pod_cidr2 is not an IPv4 subnet: set it like 10.231.1.0/24"
+  valid_cidr "$link_cidr" || bad "RTTLAB_KUBE_LINK_CIDR=$link_cidr is not an IPv4 subnet: set it like 10.233.0.0/30"
+  local pod_cidr1 route
+  pod_cidr1=$(cat "$run/pod_cidr" 2>/dev/null || echo "$pod_cidr")
+  overlaps "$pod_cidr2" "$pod_cidr1" && bad "the second node's pod subnet $pod_cidr2 overlaps the first's $pod_cidr1: set RTTLAB_KUBE_POD_CIDR2 to a free subnet"
+  while read -r route; do
+    [ -n "$route" ] && [ "$route" != default ] || continue
+    overlaps "$pod_cidr2" "$route" && bad "the second node's pod subnet $pod_cidr2 overlaps the route to $route: set RTTLAB_KUBE_POD_CIDR2 to a free subnet"
+    overlaps "$link_cidr" "$route" && bad "the link subnet $link_cidr overlaps the route to $route: set RTTLAB_KUBE_LINK_CIDR to a free subnet"
+  done < <(ip -4 route show table all | awk '$1 ~ /^[0-9]/ {print $1} $1 ~ /^(unicast|blackhole|prohibit|unreachable|throw)$/ {print $2}')
+  ip netns list | grep -qw "$ns2" && die "a network namespace $ns2 already exists: run .ci/kube.sh leave, or ip netns del $ns2"
+  ip link show "$link2" >/dev/null 2>&1 && die "a link named $link2 already exists: run .ci/kube.sh leave, or ip link del $link2"
+  node_ip=$(ip -4 route get 1.1.1.1 2>/dev/null | sed -n 's/.* src \([0-9.]*\).*/\1/p')
+  [ -n "$node_ip" ] || node_ip=127.0.0.1
+  local ip_a ip_b plen=${link_cidr#*/}
+  ip_a=$(first_ip "$link_cidr")
+  ip_b=$(int2ip $(($(ip2int "$ip_a") + 1)))
+  phase_t=$(now)
+  local t_start=$phase_t
+
+  mkdir -p "$run2" "$state2/cni" "$state2/opt" "$state2/pod-logs" "$state2/log"
+  echo "$node2" >"$run2/name"
+  # The link: this host's end routes the second node's pods to it, the
+  # second node's end is its default route. The pods of one node reach
+  # those of the other by their own addresses (no masquerade between the
+  # pod subnets), as a cluster's pod network does.
+  ip netns add "$ns2"
+  ip link add "$link2" type veth peer name eth0 netns "$ns2"
+  ip addr add "$ip_a/$plen" dev "$link2"
+  ip link set "$link2" up
+  ip -n "$ns2" link set lo up
+  ip -n "$ns2" addr add "$ip_b/$plen" dev eth0
+  ip -n "$ns2" link set eth0 up
+  ip -n "$ns2" route add default via "$ip_a"
+  ip netns exec "$ns2" sysctl -q -w net.ipv4.ip_forward=1
+  ip route add "$pod_cidr2" via "$ip_b" dev "$link2"
+  iptables -I FORWARD -i "$link2" -j ACCEPT
+  iptables -I FORWARD -o "$link2" -j ACCEPT
+  iptables -t nat -I POSTROUTING -s "$pod_cidr1" -d "$pod_cidr2" -m comment --comment "$link2" -j RETURN
+  ip netns exec "$ns2" iptables -t nat -I POSTROUTING -s "$pod_cidr2" -d "$pod_cidr1" -j RETURN
+  # The kubelet's cgroups under a root of their own, beside the first
+  # node's kubepods.
+  local c
+  for c in /sys/fs/cgroup/*/; do
+    [ -e "$c/cgroup.procs" ] && mkdir -p "$c$ns2"
+  done
+  phase "link, routes, cgroups"
+
+  cert "kubelet2-client" "system:node:$node2" system:nodes "" clientAuth
+  cert kubelet2 "$node2" "" "IP:$ip_b,DNS:$node2" serverAuth
+  kubeconfig kubelet2-client "system:node:$node2" "https://$node_ip:6443" "$state2"
+  containerd_config "$run2/containerd.toml" "$state2" "$run2"
+  cni_config "$state2" "$bridge2" "$pod_cidr2"
+  kubelet_config "$state2" "$run2" kubelet2 "cgroupRoot: /$ns2"
+  phase "certificates and configs"
+
+  start containerd2 nsenter --net="/run/netns/$ns2" containerd --config "$run2/containerd.toml"
+  wait_for containerd2 30 ctr --address "$run2/containerd.sock" version
+  ctr --address "$run2/containerd.sock" -n k8s.io images import "$cache/images/pause.tar" >/dev/null
+  ctr --address "$run2/containerd.sock" -n k8s.io images import "$cache/images/shell.tar" >/dev/null
+  phase "containerd, image import"
+
+  start kubelet2 nsenter --net="/run/netns/$ns2" "$bin/kubelet" --config "$state2/kubelet.yaml" \
+    --kubeconfig "$state2/kubelet2-client.kubeconfig" --root-dir "$state2/kubelet" \
+    --hostname-override "$node2" --node-ip "$ip_b" --v 1
+  wait_for kubelet2 120 node_ready "$node2"
+  phase "kubelet, node Ready"
+
+  # A pod of the pause image on the second node, reached from the first
+  # node's network namespace over the link.
+  kubectl_ apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Pod
+metadata:
+  name: rttlab-join-check
+  namespace: default
+spec:
+  nodeName: $node2
+  automountServiceAccountToken: false
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: pause
+    image: $pause_image
+    imagePullPolicy: Never
+EOF
+  wait_for kubelet2 90 pod_running rttlab-join-check
+  local pod_ip
+  pod_ip=$(kubectl_ -n default get pod rttlab-join-check -o 'jsonpath={.status.podIP}')
+  overlaps "$pod_ip" "$pod_cidr2" || die "the test pod on $node2 got $pod_ip, outside $pod_cidr2"
+  ping -c 2 -W 2 -q "$pod_ip" >/dev/null || die "the test pod on $node2 ($pod_ip) does not answer ping from this host over $link2"
+  phase "test pod Running on $node2 (IP $pod_ip), answers ping"
+  kubectl_ -n default delete pod rttlab-join-check --wait=true --timeout=60s >/dev/null
+  phase "test pod deleted"
+
+  echo
+  echo "kube join, time per phase:"
+  local i
+  for i in "${!phase_labels[@]}"; do
+    printf '  %-44s %6s s\n' "${phase_labels[$i]}" "${phase_secs[$i]}"
+  done
+  printf '  %-44s %6s s\n' total "$(secs "$t_start" "$(now)")"
+  echo "node $node2 ($ip_b, network namespace $ns2), pods $pod_cidr2 on $bridge2, linked to $node over $link2 ($ip_a)"
+  echo "images: import with .ci/kube.sh import IMAGE (into both nodes)"
+}
+
+# leave stops the second node and takes away everything join added; what
+# the first node runs is not touched.
+leave() {
+  [ "$(id -u)" = 0 ] || die "leave stops what join started as root: run it as root"
+  if [ ! -d "$run2" ] && [ ! -d "$state2" ] && ! ip netns list | grep -qw "$ns2" && ! ip link show "$link2" >/dev/null 2>&1; then
+    log "no second node: nothing to stop"
+    return 0
+  fi
+  local t0 pid name
+  t0=$(now)
+  phase_t=$t0
+  name=$(cat "$run2/name" 2>/dev/null || true)
+  if [ -n "$name" ] && alive kube-apiserver >/dev/null && alive kubelet2 >/dev/null; then
+    kubectl_ delete pods --all-namespaces --field-selector "spec.nodeName=$name" --grace-period=1 --wait=true --timeout=60s >/dev/null 2>&1 ||
+      log "not every pod on $name was deleted within 60 s; stopping their containers directly"
+  fi
+  pid=$(alive kubelet2) && stop_pid "$pid"
+  if alive containerd2 >/dev/null; then
+    local ids id
+    ids=$(ctr --address "$run2/containerd.sock" -n k8s.io tasks ls -q 2>/dev/null || true)
+    for id in $ids; do ctr --address "$run2/containerd.sock" -n k8s.io tasks kill -s SIGKILL "$id" >/dev/null 2>&1 || true; done
+    [ -z "$ids" ] || sleep 1
+    for id in $ids; do ctr --address "$run2/containerd.sock" -n k8s.io tasks delete -f "$id" >/dev/null 2>&1 || true; done
+  fi
+  pid=$(alive containerd2) && stop_pid "$pid"
+  local shims pods
+  shims=$(pgrep -f -- "-address $run2/containerd.sock" || true)
+  for pid in $shims; do kill -KILL "$pid" 2>/dev/null || true; done
+  pods=$(find /sys/fs/cgroup/pids/"$ns2" -name cgroup.procs -exec cat {} + 2>/dev/null | sort -un | tr '\n' ' ')
+  # shellcheck disable=SC2086
+  [ -z "$pods" ] || { kill -KILL $pods 2>/dev/null || true; sleep 0.5; }
+  phase "pods, kubelet, containerd"
+  local m
+  while read -r m; do
+    [ -n "$m" ] || continue
+    umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || log "could not unmount $m"
+  done < <(mounts_under "$state2" "$run2")
+  if [ -n "$name" ] && alive kube-apiserver >/dev/null; then
+    kubectl_ delete node "$name" --wait=true --timeout=30s >/dev/null 2>&1 || true
+  fi
+  ip netns del "$ns2" 2>/dev/null || true
+  ip link del "$link2" 2>/dev/null || true
+  ip route del "$pod_cidr2" 2>/dev/null || true
+  while iptables -D FORWARD -i "$link2" -j ACCEPT 2>/dev/null; do :; done
+  while iptables -D FORWARD -o "$link2" -j ACCEPT 2>/dev/null; do :; done
+  local rule
+  while read -r rule; do
+    [ -n "$rule" ] && eval "iptables -t nat -D ${rule#-A }" 2>/dev/null || true
+  done < <(iptables-save -t nat 2>/dev/null | grep -- "^-A .*--comment $link2")
+  local c
+  for c in /sys/fs/cgroup/*/"$ns2"; do
+    [ -d "$c" ] || continue
+    find "$c" -depth -type d -exec rmdir {} \; 2>/dev/null || log "could not remove the cgroup $c"
+  done
+  rm -rf "$state2" "$run2"
+  phase "link, routes, rules, cgroups, files"
+  local left=""
+  ip netns list | grep -qw "$ns2" && left="$left netns($ns2)"
+  ip link show "$link2" >/dev/null 2>&1 && left="$left $link2"
+  [ -z "$(mounts_under "$state2" "$run2")" ] || left="$left mounts"
+  compgen -G "/sys/fs/cgroup/*/$ns2" >/dev/null && left="$left cgroups($ns2)"
+  [ -z "$left" ] || die "leave left:$left"
+  echo "kube leave, time per phase:"
+  local i
+  for i in "${!phase_labels[@]}"; do
+    printf '  %-44s %6s s\n' "${phase_labels[$i]}" "${phase_secs[$i]}"
+  done
+  printf '  %-44s %6s s\n' total "$(secs "$t0" "$(now)")"
+  log "the second node ${name:-} is gone"
+}
+
 # ---------------------------------------------------------------- down
 
 # sweep_iptables CMD FAMILY deletes the KUBE-* and CNI-* chains that were
@@ -916,6 +1159,10 @@ down() {
   if [ ! -d "$run" ] && [ ! -d "$state" ] && ! ip link show "$bridge" >/dev/null 2>&1 && [ -z "$(leftover_pids)" ]; then
     log "no cluster is up: nothing to stop"
     return 0
+  fi
+  if [ -d "$run2" ] || [ -d "$state2" ] || ip netns list | grep -qw "$ns2"; then
+    leave
+    phase_labels=() phase_secs=()
   fi
   t0=$(now)
   phase_t=$t0
@@ -1061,6 +1308,15 @@ status() {
       printf '%-24s not running\n' "$c"
     fi
   done
+  if [ -d "$run2" ]; then
+    for c in $components2; do
+      if pid=$(alive "$c"); then
+        printf '%-24s running (pid %s, node %s)\n' "$c" "$pid" "$(cat "$run2/name" 2>/dev/null)"
+      else
+        printf '%-24s not running\n' "$c"
+      fi
+    done
+  fi
   [ $any = 1 ] && echo "KUBECONFIG=$state/admin.kubeconfig"
   return 0
 }
@@ -1078,19 +1334,32 @@ import_image() {
   docker version --format '{{.Server.Version}}' >/dev/null 2>&1 || { printf 'rttlab kube: cannot import %s: no Docker engine answers\n' "$image" >&2; exit 3; }
   docker image inspect "$image" >/dev/null 2>&1 || { printf 'rttlab kube: cannot import %s: the Docker engine does not have it (build it first)\n' "$image" >&2; exit 3; }
   t0=$(now)
-  docker save "$image" | ctr --address "$sock" -n k8s.io images import - >/dev/null ||
-    die "importing $image into the cluster's containerd failed (see above)"
+  local socks=$sock nodes
+  nodes=$(cat "$run/node")
+  if [ -S "$run2/containerd.sock" ]; then
+    socks="$socks $run2/containerd.sock"
+    nodes="$nodes $(cat "$run2/name")"
+  fi
+  local tar=$state/import.tar s n
+  docker save -o "$tar" "$image" || die "docker save $image failed (see above)"
+  for s in $socks; do
+    ctr --address "$s" -n k8s.io images import "$tar" >/dev/null ||
+      { rm -f "$tar"; die "importing $image into the containerd at $s failed (see above)"; }
+  done
+  rm -f "$tar"
   # Pods and rttlab read a node's images from its status, which the
   # kubelet refreshes on its own period (its image list every 30 s, the
-  # status every 10 s): wait until the node lists the image.
-  wait_for "" 120 node_lists_image "$image"
-  log "imported $image from the Docker engine in $(secs "$t0" "$(now)") s (listed by the node)"
+  # status every 10 s): wait until each node lists the image.
+  for n in $nodes; do
+    wait_for "" 120 node_lists_image "$n" "$image"
+  done
+  log "imported $image from the Docker engine in $(secs "$t0" "$(now)") s (listed by $nodes)"
 }
 
-# node_lists_image says whether a node's status lists image (containerd
-# names it with its registry: docker.io/rttlab/agent:latest).
+# node_lists_image NODE IMAGE says whether NODE's status lists IMAGE
+# (containerd names it with its registry: docker.io/rttlab/agent:latest).
 node_lists_image() {
-  kubectl_ get nodes -o 'jsonpath={.items[*].status.images[*].names[*]}' 2>/dev/null | tr ' ' '\n' | grep -qF -- "$1"
+  kubectl_ get node "$1" -o 'jsonpath={.status.images[*].names[*]}' 2>/dev/null | tr ' ' '\n' | grep -qF -- "$2"
 }
 
 # lock waits for another up or down on this host to finish first: each
@@ -1114,11 +1383,13 @@ fi
 case $1 in
 build) build ;;
 up) lock && up ;;
+join) lock && join ;;
+leave) lock && leave ;;
 down) lock && down ;;
 status) status ;;
 -h | --help | help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' ;;
 *)
-  echo "rttlab kube: unknown command '$1': use build, up, down, status or import" >&2
+  echo "rttlab kube: unknown command '$1': use build, up, join, leave, down, status or import" >&2
   exit 2
   ;;
 esac
