@@ -16,12 +16,19 @@ func createFolder(t *testing.T, planName string) (*Plan, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := CreateFolder(t.TempDir(), plan, "rails", "v1")
+	return plan, folderOf(t, plan, "v1")
+}
+
+// folderOf creates plan's results folder in a temporary folder, written
+// by version, and unlocks it when the test ends.
+func folderOf(t *testing.T, plan *Plan, version string) string {
+	t.Helper()
+	f, err := CreateFolder(t.TempDir(), plan, "rails", version)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.Close() })
-	return plan, f.Dir()
+	return f.Dir()
 }
 
 func TestCreateFolderBuiltinPlan(t *testing.T) {

@@ -123,12 +123,7 @@ func fakeFolder(t *testing.T) (*Plan, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := CreateFolder(t.TempDir(), plan, "rails", "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	dir := f.Dir()
+	dir := folderOf(t, plan, "test")
 	// The copy of its own plan a folder keeps (the plan is no file here).
 	if err := os.WriteFile(filepath.Join(dir, "plan.yaml"), []byte(fakePlan), 0o644); err != nil {
 		t.Fatal(err)
