@@ -50,11 +50,7 @@ func noneLabelled(t *testing.T, rt *engine.Runtime) {
 func afterRun(t *testing.T, rt *engine.Runtime, dir string) *raw.Data {
 	t.Helper()
 	noneLabelled(t, rt)
-	d, err := raw.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
+	return loadFolder(t, dir)
 }
 
 func TestIntegrationSmokePlanGo(t *testing.T) {
