@@ -10,7 +10,6 @@ import (
 
 	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/enginetest"
-	"github.com/rttlab/rttlab/rtt/raw"
 )
 
 // TestIntegrationAimeosSkippedWithoutPackagist: here the Aimeos build
@@ -41,10 +40,7 @@ func TestIntegrationAimeosSkippedWithoutPackagist(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := raw.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := loadFolder(t, dir)
 	if d.Manifest.Skipped["aimeos"] != reason {
 		t.Fatalf("manifest skipped = %v", d.Manifest.Skipped)
 	}

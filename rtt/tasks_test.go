@@ -27,10 +27,7 @@ func TestTaskAttempts(t *testing.T) {
 	if err := f.WriteManifest(&raw.Manifest{PlanName: "attempts", Tasks: tasks, Start: time.Unix(0, 0).UTC()}); err != nil {
 		t.Fatal(err)
 	}
-	state, err := raw.Load(f.Dir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	state := loadFolder(t, f.Dir())
 	var said []string
 	r := &appRun{f: f, state: state, note: func(s string) { said = append(said, s) }}
 	r.setTasks(tasks)
@@ -65,10 +62,7 @@ func TestTaskAttempts(t *testing.T) {
 	if n := strings.Count(string(b), `"status":"failed"`); n != 3 || strings.Count(string(b), `"status":"done"`) != 1 {
 		t.Errorf("tasks.jsonl:\n%s", b)
 	}
-	back, err := raw.Load(f.Dir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	back := loadFolder(t, f.Dir())
 	if !back.IsDone(1) || back.Done[1] != 2 || back.IsDone(2) || back.NextAttempt(2) != 3 {
 		t.Errorf("read back: 1 done by %d, 2 done %v, 2's next attempt %d", back.Done[1], back.IsDone(2), back.NextAttempt(2))
 	}
