@@ -185,7 +185,18 @@ class FeedController < ActionController::API
   def serial_n
     # Parsed from the raw query string: Rails' params keep only the last of
     # repeated keys, and the contract refuses repeated n.
-    int_param(Rack::Utils.parse_query(request.query_string), "n", MAX_SERIAL, required: true)
+    raw = Rack::Utils.parse_query(request.query_string)["n"]
+    if raw.nil?
+      bad_request("query parameter n is missing (0-#{MAX_SERIAL})")
+    elsif raw.is_a?(Array)
+      bad_request("query parameter n is given #{raw.length} times")
+    elsif !raw.match?(/\A[0-9]+\z/)
+      bad_request("n #{raw.to_s.inspect} is not a non-negative integer")
+    elsif raw.to_i > MAX_SERIAL
+      bad_request("n #{raw} is above #{MAX_SERIAL}")
+    else
+      raw.to_i
+    end
   end
 
   # Burns ms of this thread's CPU time in Ruby (the GVL stays held).
