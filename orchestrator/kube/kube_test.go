@@ -650,3 +650,50 @@ func TestRegistryImages(t *testing.T) {
 		t.Errorf("EnsureImage with a registry: %v", err)
 	}
 }
+
+// On a cluster of two nodes a member on a node's own network goes where
+// it is told (MemberSpec.Node); without a node or a member beside, which
+// node is meant is unknown and it is refused in one line. Hosts lists
+// the nodes that take pods, a cordoned or unready one left out.
+func TestHostMemberOnANamedNode(t *testing.T) {
+	l, c, x := lab(t, "")
+	ctx := context.Background()
+	node := func(name string, ready corev1.ConditionStatus, cordoned bool) {
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.NodeSpec{Unschedulable: cordoned},
+			Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: ready}}}}
+		if _, err := c.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	node("node-1", corev1.ConditionTrue, false)
+	node("node-2", corev1.ConditionTrue, false)
+	node("node-3", corev1.ConditionFalse, false)
+	node("node-4", corev1.ConditionTrue, true)
+	hosts, err := l.Hosts(ctx)
+	if err != nil || !slices.Equal(hosts, []string{"node-1", "node-2"}) {
+		t.Errorf("hosts = %q, %v; want node-1 and node-2", hosts, err)
+	}
+	spec := runtime.MemberSpec{Name: "rttlab-sweep-1", Image: "rttlab/agent:latest", Cmd: []string{"agent", "idle"},
+		Labels: map[string]string{runtime.LabelRun: "r1"}, DropAllCaps: true, CapAdd: []runtime.Capability{runtime.CapNetAdmin}}
+	_, err = l.StartHostMember(ctx, spec, runtime.OnHost)
+	oneLine(t, err)
+	if err == nil || !strings.Contains(err.Error(), "the cluster has 2 nodes that take pods (node-1, node-2)") {
+		t.Errorf("a host member without a node on two nodes: %v", err)
+	}
+	if n := len(x.requests()); n != 0 {
+		t.Errorf("%d execs before the refusal", n)
+	}
+	spec.Node = "node-2"
+	m, err := l.StartHostMember(ctx, spec, runtime.OnHost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	agent := nodeAgentName("node-2", "rttlab/agent:latest")
+	if m.Node != "node-2" || !strings.Contains(m.ID, "/"+agent+"/") {
+		t.Errorf("host member = %+v, want a session of %s on node-2", m, agent)
+	}
+	p, err := c.CoreV1().Pods("rttlab-r1").Get(ctx, agent, metav1.GetOptions{})
+	if err != nil || p.Spec.NodeName != "node-2" || !p.Spec.HostNetwork {
+		t.Errorf("node agent pod on %q (host network %v), %v; want on node-2", p.Spec.NodeName, p.Spec.HostNetwork, err)
+	}
+}

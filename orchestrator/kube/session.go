@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -211,7 +212,8 @@ var _ runtime.WireHost = (*Lab)(nil)
 // StartHostMember starts member s as a session of the node agent in the
 // node's own network namespace (runtime.OnHost), where a node that
 // bridges its pods bridges them, or in an empty one (runtime.NoNet). Its
-// node is that of s.Beside's pod when set, else the cluster's only node.
+// node is s.Node when set, else that of s.Beside's pod, else the
+// cluster's only node.
 func (l *Lab) StartHostMember(ctx context.Context, s runtime.MemberSpec, net runtime.HostNet) (runtime.Member, error) {
 	l, err := l.inRun(ctx, s.Labels)
 	if err != nil {
@@ -231,9 +233,11 @@ func (l *Lab) StartHostMember(ctx context.Context, s runtime.MemberSpec, net run
 	default:
 		return runtime.Member{}, fmt.Errorf("start %s: network %q: use host or none", s.Name, net)
 	}
-	node, err := l.nodeOf(ctx, s.Beside)
-	if err != nil {
-		return runtime.Member{}, fmt.Errorf("start %s: %w", s.Name, err)
+	node := s.Node
+	if node == "" {
+		if node, err = l.nodeOf(ctx, s.Beside); err != nil {
+			return runtime.Member{}, fmt.Errorf("start %s: %w", s.Name, err)
+		}
 	}
 	return l.runSession(ctx, s, node, cid)
 }
@@ -257,20 +261,34 @@ func (l *Lab) nodeOf(ctx context.Context, beside runtime.NetNS) (string, error) 
 		}
 		return p.Spec.NodeName, nil
 	}
+	taking, err := l.Hosts(ctx)
+	if err != nil {
+		return "", err
+	}
+	if len(taking) != 1 {
+		return "", fmt.Errorf("the cluster has %d nodes that take pods (%s): which node's network is meant needs a member beside or a node", len(taking), strings.Join(taking, ", "))
+	}
+	return taking[0], nil
+}
+
+var _ runtime.Hosted = (*Lab)(nil)
+
+// Hosts lists the nodes that take pods (Ready, not cordoned), by name.
+func (l *Lab) Hosts(ctx context.Context) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, shortCall)
+	defer cancel()
 	nodes, err := l.C.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return "", fmt.Errorf("list nodes: %s", firstLine(err.Error()))
+		return nil, fmt.Errorf("list nodes: %s", firstLine(err.Error()))
 	}
 	var taking []string
 	for _, n := range nodes.Items {
-		if !n.Spec.Unschedulable {
+		if nodeTakesPods(n) {
 			taking = append(taking, n.Name)
 		}
 	}
-	if len(taking) != 1 {
-		return "", fmt.Errorf("the cluster has %d nodes that take pods (%s): which node's network is meant needs a member beside", len(taking), strings.Join(taking, ", "))
-	}
-	return taking[0], nil
+	slices.Sort(taking)
+	return taking, nil
 }
 
 // Bridge is netem.BridgeAuto: the wire shaper finds its node's pod

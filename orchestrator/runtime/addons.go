@@ -103,8 +103,9 @@ const (
 type WireHost interface {
 	// StartHostMember creates and starts a member of s (s.Aliases
 	// unused) in the namespace net; it has no address of its own.
-	// s.Beside, when set, names the member whose host it runs on (on one
-	// host, unused; on a cluster, that member's node). A Member with an ID comes back with an error too when
+	// s.Node, when set, is the host it runs on; else s.Beside, when set,
+	// names the member whose host it runs on (on one host, both unused;
+	// on a cluster, that node or that member's node). A Member with an ID comes back with an error too when
 	// something was created: the caller removes it.
 	StartHostMember(ctx context.Context, s MemberSpec, net HostNet) (Member, error)
 	// Bridge is the host's interface behind the run's network networkID
@@ -112,6 +113,16 @@ type WireHost interface {
 	// host (a cluster's node, whose pod bridge the controller cannot
 	// name).
 	Bridge(networkID string) string
+}
+
+// Hosted is a runtime whose members run on several hosts (a cluster's
+// nodes). Hosts lists those that take members now, by the names
+// MemberSpec.Node takes: what acts on each host's own tables (a wire
+// shaper's rules, a probe of its kernel) runs once per host, each a
+// member started on the host's network there. A runtime without it has
+// one host.
+type Hosted interface {
+	Hosts(ctx context.Context) ([]string, error)
 }
 
 // Copier is a runtime that extracts a tar archive into a member's folder

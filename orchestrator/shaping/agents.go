@@ -109,7 +109,7 @@ func StartAgents(ctx context.Context, rt runtime.Runtime, st *stack.Stack, backe
 	sh := &Shaping{Stack: st, Agents: map[string]*Agent{}, Scope: scope}
 	wire := false
 	if hook == netem.HookWire {
-		b, err := resolveBackend(ctx, rt, backend)
+		b, err := resolveBackend(ctx, rt, backend, st.Hosts())
 		if err != nil {
 			return nil, err
 		}

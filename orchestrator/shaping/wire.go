@@ -108,43 +108,72 @@ func wireShaperSpec(wh runtime.WireHost, st *stack.Stack, m *stack.Member, agent
 	}, nil
 }
 
-// backendCache holds the backend "auto" resolved to, per runtime.
+// backendCache holds the backend "auto" resolved to, per runtime and
+// host.
 var backendCache struct {
 	sync.Mutex
-	by map[runtime.Runtime]string
+	by map[hostOf]string
 }
 
-// resolveBackend turns "auto" into the backend an agent gets on this
-// runtime's host: kernel where a member can add a netem qdisc, else
-// userspace. It asks a short-lived agent once per runtime and process.
-func resolveBackend(ctx context.Context, d runtime.Runtime, backend string) (string, error) {
+// hostOf is one host of a runtime ("" for the one host of a runtime
+// without several).
+type hostOf struct {
+	d    runtime.Runtime
+	host string
+}
+
+// resolveBackend turns "auto" into the backend the agents get on hosts
+// (the hosts their members run on; "" for the runtime's only one):
+// kernel where a member can add a netem qdisc on every one of them, else
+// userspace, so that both ends of a path are shaped alike. It asks a
+// short-lived agent once per host, runtime and process.
+func resolveBackend(ctx context.Context, d runtime.Runtime, backend string, hosts []string) (string, error) {
 	if backend != netem.BackendAuto && backend != "" {
 		return backend, nil
 	}
+	if len(hosts) == 0 {
+		hosts = []string{""}
+	}
+	b := netem.BackendKernel
+	for _, host := range hosts {
+		hb, err := probeBackend(ctx, d, host)
+		if err != nil {
+			return "", err
+		}
+		if hb != netem.BackendKernel {
+			b = hb
+		}
+	}
+	return b, nil
+}
+
+// probeBackend is the backend "auto" resolves to on host.
+func probeBackend(ctx context.Context, d runtime.Runtime, host string) (string, error) {
 	backendCache.Lock()
 	defer backendCache.Unlock()
-	if b := backendCache.by[d]; b != "" {
+	key := hostOf{d, host}
+	if b := backendCache.by[key]; b != "" {
 		return b, nil
 	}
-	out, code, err := stack.RunAgentOnce(ctx, d, "", []string{"netem-probe"}, runtime.NoNet, nil)
+	out, code, err := stack.RunAgentOnce(ctx, d, host, "", []string{"netem-probe"}, runtime.NoNet, nil)
 	if err != nil {
-		return "", fmt.Errorf("probe kernel netem: %w", err)
+		return "", fmt.Errorf("probe kernel netem%s: %w", stack.OnHost(host), err)
 	}
 	var rep struct {
 		Kernel bool   `json:"kernel"`
 		Why    string `json:"why"`
 	}
 	if jerr := json.Unmarshal(bytes.TrimSpace(out), &rep); jerr != nil || code != 0 {
-		return "", fmt.Errorf("probe kernel netem: agent answered %q (exit %d)", bytes.TrimSpace(out), code)
+		return "", fmt.Errorf("probe kernel netem%s: agent answered %q (exit %d)", stack.OnHost(host), bytes.TrimSpace(out), code)
 	}
 	b := netem.BackendUserspace
 	if rep.Kernel {
 		b = netem.BackendKernel
 	}
 	if backendCache.by == nil {
-		backendCache.by = map[runtime.Runtime]string{}
+		backendCache.by = map[hostOf]string{}
 	}
-	backendCache.by[d] = b
+	backendCache.by[key] = b
 	return b, nil
 }
 

@@ -32,10 +32,11 @@ const RoleShaper = "shaper"
 var ErrNoHostNet = errors.New("the runtime starts no member on the host's network")
 
 // RunAgentOnce runs `rttlab agent ARGS...` in a short-lived agent member
-// (labelled with runID, or a fresh one) in the host's network namespace
-// or an empty one, with NET_ADMIN and NET_RAW, and returns its standard
-// output and exit code. The runtime needs runtime.WireHost.
-func RunAgentOnce(ctx context.Context, d runtime.Runtime, runID string, args []string, net runtime.HostNet, stderr *bytes.Buffer) ([]byte, int, error) {
+// (labelled with runID, or a fresh one) on host node (empty: the
+// runtime's only one) in the host's network namespace or an empty one,
+// with NET_ADMIN and NET_RAW, and returns its standard output and exit
+// code. The runtime needs runtime.WireHost.
+func RunAgentOnce(ctx context.Context, d runtime.Runtime, node, runID string, args []string, net runtime.HostNet, stderr *bytes.Buffer) ([]byte, int, error) {
 	wh, ok := d.(runtime.WireHost)
 	if !ok {
 		return nil, 0, fmt.Errorf("agent %s: %w", args[0], ErrNoHostNet)
@@ -53,6 +54,7 @@ func RunAgentOnce(ctx context.Context, d runtime.Runtime, runID string, args []s
 		Image:       AgentImage,
 		Cmd:         []string{"agent", "idle"},
 		Labels:      labels,
+		Node:        node,
 		DropAllCaps: true,
 		CapAdd:      []runtime.Capability{runtime.CapNetAdmin, runtime.CapNetRaw},
 	}, net)
@@ -70,10 +72,11 @@ func RunAgentOnce(ctx context.Context, d runtime.Runtime, runID string, args []s
 	return res.Stdout, res.Code, err
 }
 
-// SweepWireRules removes from the engine host's tables the wire shaper
-// rules of a run (every run's when runID is empty), through a short-lived
-// agent on the host's network: the rules a shaper killed with SIGKILL
-// left behind. It returns how many it removed. Without the agent image,
+// SweepWireRules removes from the engine host's tables (each host's, on a
+// runtime.Hosted) the wire shaper rules of a run (every run's when runID
+// is empty), through a short-lived agent on the host's network: the
+// rules a shaper killed with SIGKILL left behind. It returns how many it
+// removed. Without the agent image,
 // or on a runtime with no host network (runtime.WireHost), there is
 // nothing any agent could have added.
 func SweepWireRules(ctx context.Context, d runtime.Runtime, runID string) (int, error) {
@@ -105,24 +108,57 @@ func wireRules(ctx context.Context, d runtime.Runtime, runID string, list bool) 
 	if list {
 		args, what = append(args, "--list"), "list wire rules"
 	}
-	var errb bytes.Buffer
-	out, code, err := RunAgentOnce(ctx, d, runID, args, runtime.OnHost, &errb)
+	hosts, err := Hosts(ctx, d)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
-	var rep struct {
-		Removed []string `json:"removed"`
-		Found   []string `json:"found"`
+	var rules []string
+	var errs []error
+	for _, host := range hosts {
+		var errb bytes.Buffer
+		out, code, err := RunAgentOnce(ctx, d, host, runID, args, runtime.OnHost, &errb)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s%s: %w", what, OnHost(host), err))
+			continue
+		}
+		var rep struct {
+			Removed []string `json:"removed"`
+			Found   []string `json:"found"`
+		}
+		_ = json.Unmarshal(bytes.TrimSpace(out), &rep)
+		if list {
+			rules = append(rules, rep.Found...)
+		} else {
+			rules = append(rules, rep.Removed...)
+		}
+		if code != 0 {
+			errs = append(errs, fmt.Errorf("%s%s: %s", what, OnHost(host), lastLine(errb.String())))
+		}
 	}
-	_ = json.Unmarshal(bytes.TrimSpace(out), &rep)
-	rules := rep.Removed
-	if list {
-		rules = rep.Found
+	return rules, errors.Join(errs...)
+}
+
+// Hosts lists the hosts of runtime d that take members (runtime.Hosted),
+// or the one host of a runtime without several, named "".
+func Hosts(ctx context.Context, d runtime.Runtime) ([]string, error) {
+	h, ok := d.(runtime.Hosted)
+	if !ok {
+		return []string{""}, nil
 	}
-	if code != 0 {
-		return rules, fmt.Errorf("%s: %s", what, lastLine(errb.String()))
+	hosts, err := h.Hosts(ctx)
+	if err == nil && len(hosts) == 0 {
+		err = errors.New("no host takes members")
 	}
-	return rules, nil
+	return hosts, err
+}
+
+// OnHost names host in a message: " on node N", or nothing for the one
+// host.
+func OnHost(host string) string {
+	if host == "" {
+		return ""
+	}
+	return " on node " + host
 }
 
 // AgentImage is the image of agents and load clients.

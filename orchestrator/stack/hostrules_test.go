@@ -13,6 +13,7 @@ import (
 	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/engine/enginefake"
 	"github.com/rttlab/rttlab/orchestrator/fakelab"
+	"github.com/rttlab/rttlab/orchestrator/runtime"
 )
 
 // RunAgentOnce answers from a short-lived agent container of the run (or
@@ -28,11 +29,11 @@ func TestRunAgentOnce(t *testing.T) {
 		return 3, nil
 	})
 	var stderr bytes.Buffer
-	out, code, err := RunAgentOnce(ctx, engine.NewLab(l, ""), "r1", []string{"hello", "--to", "db"}, "host", &stderr)
+	out, code, err := RunAgentOnce(ctx, engine.NewLab(l, ""), "", "r1", []string{"hello", "--to", "db"}, "host", &stderr)
 	if err != nil || code != 3 || string(out) != "{\"hello\":\"db\"}\n" || stderr.String() != "rttlab: said hello\n" {
 		t.Fatalf("out %q code %d err %v stderr %q", out, code, err, stderr.String())
 	}
-	if _, _, err := RunAgentOnce(ctx, engine.NewLab(l, ""), "", []string{"hello"}, "none", nil); err != nil {
+	if _, _, err := RunAgentOnce(ctx, engine.NewLab(l, ""), "", "", []string{"hello"}, "none", nil); err != nil {
 		t.Fatal(err)
 	}
 	s := seen[0]
@@ -54,7 +55,7 @@ func TestRunAgentOnceRemovesItsContainer(t *testing.T) {
 	for _, op := range []string{"CreateContainer", "StartContainer", "Exec"} {
 		boom := errors.New(op + " failed")
 		l.FailOn(op, "", 1, boom)
-		if _, _, err := RunAgentOnce(ctx, engine.NewLab(l, ""), "r1", []string{"sweep"}, "host", nil); !errors.Is(err, boom) {
+		if _, _, err := RunAgentOnce(ctx, engine.NewLab(l, ""), "", "r1", []string{"sweep"}, "host", nil); !errors.Is(err, boom) {
 			t.Errorf("%s: err = %v", op, err)
 		}
 		l.RequireEmpty(t)
@@ -136,4 +137,42 @@ func TestSweepWireRulesFailures(t *testing.T) {
 	if WireRulePrefix("r1") != "r1/" {
 		t.Errorf("prefix %q", WireRulePrefix("r1"))
 	}
+}
+
+// twoHosts is the fake lab's runtime seen as a cluster of two nodes: a
+// member on a host's network records the node it was started on.
+type twoHosts struct {
+	*engine.Lab
+	nodes []string
+}
+
+func (h *twoHosts) Hosts(context.Context) ([]string, error) { return []string{"n1", "n2"}, nil }
+
+func (h *twoHosts) StartHostMember(ctx context.Context, s runtime.MemberSpec, net runtime.HostNet) (runtime.Member, error) {
+	h.nodes = append(h.nodes, s.Node)
+	s.Node = ""
+	return h.Lab.StartHostMember(ctx, s, net)
+}
+
+// On a runtime of several hosts the wire rules are swept on each host
+// (each a member of its own there), and what each removed is added up;
+// a host whose sweep fails is named in the error.
+func TestSweepWireRulesOnEveryHost(t *testing.T) {
+	ctx := context.Background()
+	l := fakelab.New(t)
+	rulesLeft(l, "r1/app-out", "r2/app-out")
+	h := &twoHosts{Lab: engine.NewLab(l, "")}
+	if n, err := SweepWireRules(ctx, h, "r1"); err != nil || n != 1 || !slices.Equal(h.nodes, []string{"n1", "n2"}) {
+		t.Errorf("sweep r1 on two hosts: %d %v, started on %q", n, err, h.nodes)
+	}
+	l.Handle("rttlab agent sweep", func(ctx context.Context, x *enginefake.Call) (int, error) {
+		fmt.Fprintln(x.Stderr, "rttlab: sweep: nft: permission denied")
+		return 1, nil
+	})
+	_, err := SweepWireRules(ctx, h, "r1")
+	if err == nil || !strings.Contains(err.Error(), "sweep wire rules on node n1: rttlab: sweep: nft: permission denied") ||
+		!strings.Contains(err.Error(), "sweep wire rules on node n2: ") {
+		t.Errorf("failing sweeps: %v", err)
+	}
+	l.RequireEmpty(t)
 }

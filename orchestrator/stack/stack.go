@@ -10,6 +10,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -186,6 +187,18 @@ func (s *Stack) BaseURL() string {
 func (s *Stack) OneHost() bool {
 	app, db := s.Role("app"), s.Role("db")
 	return app == nil || db == nil || app.Node == db.Node
+}
+
+// Hosts lists the hosts the stack's shaped members run on, each once, in
+// the members' order ("" for a runtime's only host).
+func (st *Stack) Hosts() []string {
+	var hosts []string
+	for _, m := range st.Members {
+		if m.Shaped && !slices.Contains(hosts, m.Node) {
+			hosts = append(hosts, m.Node)
+		}
+	}
+	return hosts
 }
 
 // Role returns the member with the given role.

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -281,10 +282,24 @@ func TestWireVerdictRoundTrip(t *testing.T) {
 				rows = append(rows, wireTasks(0, 0, 10, flat(0.02), nil)...)
 				rows = append(rows, wireTasks(100, 1, 10, flat(0.52), nil)...)
 			}
-			_, vs := analyzeWire(rows, Options{})
-			v := verdictAt(t, vs, 1)
+			s := &Summary{}
+			s.Wire, s.WireVerdicts = analyzeWire(rows, Options{})
+			v := verdictAt(t, s.WireVerdicts, 1)
 			if v.Status != c.status || !strings.Contains(v.Why, c.why) || v.Passing != c.passing {
 				t.Errorf("verdict %+v; want %s with %q, %d passing", v, c.status, c.why, c.passing)
+			}
+			// The digest names what was judged: the one-way figures
+			// where the captures shared a clock, the round trip alone
+			// where they did not.
+			var d digest
+			s.digestWire(&d)
+			line := strings.Join(d.lines, "\n")
+			want := fmt.Sprintf("; one-way added within ±0.02 ms of half the RTT in %d%% of 10 tasks", c.passing*10)
+			if !c.oneWay {
+				want = fmt.Sprintf("; no one-way figure (app and database on two hosts, no shared clock): round trip added within ±0.04 ms of the RTT in %d%% of 10 tasks", c.passing*10)
+			}
+			if !strings.Contains(line, want) {
+				t.Errorf("digest %q lacks %q", line, want)
 			}
 		})
 	}
