@@ -3,11 +3,14 @@ package placement
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strconv"
@@ -104,6 +107,7 @@ func newPlaceLab(t *testing.T, app string) *placeLab {
 	l.Handle("rttlab agent load", l.load)
 	l.Handle("rttlab agent capacity", l.capacity)
 	l.Handle("rttlab agent openloop", l.openloop)
+	l.HandleStream("rttlab agent capture", l.capture)
 	l.Handle("cat "+proxyLog, l.catLog)
 	return l
 }
@@ -346,4 +350,63 @@ func (l *placeLab) catLog(ctx context.Context, x *enginefake.Call) (int, error) 
 	}
 	_, err := x.Stdout.Write(buf.Bytes())
 	return 0, err
+}
+
+// fakeTurns is how many turns of the database a capture sees; fakeDBTurn
+// the database's time in each, fakeClockSkew how far the database's
+// capture's clock is from the host's.
+const (
+	fakeTurns     = 20
+	fakeDBTurn    = 10 * time.Microsecond
+	fakeClockSkew = 5 * time.Second
+)
+
+// capture answers a capture in a compute host's agent or the database's:
+// once its stdin closes, fakeTurns turns of the database between the
+// host and the database, as this side saw them, each round trip the
+// model's rtt at the delays the agents hold then; the database's
+// capture reads its own clock, fakeClockSkew ahead.
+func (l *placeLab) capture(ctx context.Context, x *enginefake.Call) (int, error) {
+	local, errL := netip.ParseAddr(x.Flag("--local"))
+	peer, errP := netip.ParseAddr(x.Flag("--peer"))
+	if errL != nil || errP != nil {
+		fmt.Fprintf(x.Stderr, "rttlab: bad capture command %q\n", x.Cmd)
+		return 2, nil
+	}
+	fmt.Fprintf(x.Stderr, "%s %s: %s <-> %s\n", workloads.CaptureReady, x.Flag("--iface"), local, peer)
+	if x.StdinR != nil {
+		_, _ = io.Copy(io.Discard, x.StdinR)
+	}
+	l.mu.Lock()
+	self, other := l.nodeOf(local.String()), l.nodeOf(peer.String())
+	l.mu.Unlock()
+	host, db, onDB := local, peer, self == NodeDB
+	if onDB {
+		host, db = peer, local
+		self, other = other, self
+	}
+	rtt := l.rtt(self, other).Nanoseconds()
+	c := workloads.Capture{Iface: x.Flag("--iface"), Local: local, Peer: peer, StartNs: 0, EndNs: 1e12}
+	seg := func(src, dst netip.Addr, sport, dport uint16, seq uint32) workloads.PacketKey {
+		tcp := make([]byte, 20)
+		binary.BigEndian.PutUint16(tcp[0:], sport)
+		binary.BigEndian.PutUint16(tcp[2:], dport)
+		binary.BigEndian.PutUint32(tcp[4:], seq)
+		tcp[12], tcp[13] = 5<<4, 0x18
+		return workloads.NewPacketKey(src, dst, 6, uint16(seq), 0x4000, tcp)
+	}
+	for i := range fakeTurns {
+		at := int64(i+1) * 1e6
+		query := seg(host, db, 40000, 5432, uint32(i))
+		answer := seg(db, host, 5432, 40000, uint32(i))
+		if onDB {
+			in := fakeClockSkew.Nanoseconds() + at + rtt/2
+			c.Packets = append(c.Packets, workloads.CapturedPacket{T: in, Key: query, Len: 20},
+				workloads.CapturedPacket{T: in + fakeDBTurn.Nanoseconds(), Out: true, Key: answer, Len: 20})
+		} else {
+			c.Packets = append(c.Packets, workloads.CapturedPacket{T: at, Out: true, Key: query, Len: 20},
+				workloads.CapturedPacket{T: at + rtt + fakeDBTurn.Nanoseconds(), Key: answer, Len: 20})
+		}
+	}
+	return 0, json.NewEncoder(x.Stdout).Encode(c)
 }

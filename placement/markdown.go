@@ -117,9 +117,16 @@ func writeLinks(b *strings.Builder, r *PlaceResult) {
 		}
 		b.WriteString(".\n")
 	}
-	b.WriteString("\n| host | db link configured ms | SELECT 1 p50 at 0 | at setting | added |\n|---|---|---|---|---|\n")
+	b.WriteString("\n| host | db link configured ms | SELECT 1 p50 at 0 | at setting | added | wire round trip p50 at 0 | at setting | added | turns measured |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, s := range r.Select1 {
-		fmt.Fprintf(b, "| %s | %.3f | %.3f | %.3f | %.3f |\n", s.Host, s.ConfiguredMs, s.ZeroP50Ms, s.SettingP50Ms, s.AddedMs)
+		fmt.Fprintf(b, "| %s | %.3f | %.3f | %.3f | %.3f | %s |\n", s.Host, s.ConfiguredMs, s.ZeroP50Ms, s.SettingP50Ms, s.AddedMs, s.wireCells())
+	}
+	if len(r.Select1) > 0 {
+		if wireChecked(p.Hook) {
+			fmt.Fprintf(b, "\nThe wire round trip is each turn of the database (a query from the host, the database's first packet back) in the host's and the database's captures, (host in − host out) − (db out − db in), each difference on one capture's own clock, so it needs no clock shared between nodes; the median over SELECT 1 calls of each call's p50. It verifies a link within ±%g ms of its configured RTT.\n", WireToleranceMs)
+		} else {
+			fmt.Fprintf(b, "\nNo wire round trip: the %s shapers hold packets inside a node's namespace, on the same side of its capture both ways, where the captures cannot see the hold.\n", p.Hook)
+		}
 	}
 	if ph := ShaperPhases(r.Shaper); len(ph) > 0 {
 		fmt.Fprintf(b, "\nThe shapers during the direct measurements (all rounds of each phase; floor %.3f ms added to every one-way delay). Read lag: kernel receive stamp to the shaper's read, its own pass; a pass above the floor absorbs that much of a delay.\n\n| phase | node | hook | rounds | packets | hold p50 µs | read lag p50 µs | read lag p99 µs | late p99 µs | drops | overtook |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n", p.FloorMs)
@@ -365,4 +372,15 @@ func ci(c stats.CI) string {
 		return "–"
 	}
 	return fmt.Sprintf("[%.3f, %.3f]", float64(c.Low), float64(c.High))
+}
+
+// wireCells are the wire's cells of a SELECT 1 check's row: the round
+// trip at zero, at the setting, added, and the turns measured; dashes
+// where no trip was measured (a folder from before the wire check, or
+// shapers the captures cannot see).
+func (s Select1Check) wireCells() string {
+	if s.WireTrips == 0 {
+		return "– | – | – | –"
+	}
+	return fmt.Sprintf("%.3f | %.3f | %.3f | %d of %d", s.WireZeroP50Ms, s.WireSettingP50Ms, s.WireAddedMs, s.WireTrips, s.WireTurns)
 }

@@ -2,12 +2,13 @@ package placement
 
 import (
 	"context"
-	"github.com/rttlab/rttlab/orchestrator/engine"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/rttlab/rttlab/orchestrator/engine"
 
 	"github.com/rttlab/rttlab/results"
 )

@@ -66,6 +66,64 @@ type Select1Check struct {
 	ZeroP50Ms    float64 `json:"zero_p50_ms"`
 	SettingP50Ms float64 `json:"setting_p50_ms"`
 	AddedMs      float64 `json:"added_ms"`
+	// The wire's check of the same link during the same calls: the
+	// median over calls of each call's p50 round trip of the database's
+	// turns, taken from the host's and the database's captures each on
+	// its own clock (so it holds where the two run on two nodes), at
+	// zero and at the setting; WireTrips of WireTurns measured (at the
+	// setting). Zero trips: no wire figure.
+	WireZeroP50Ms    float64 `json:"wire_zero_p50_ms"`
+	WireSettingP50Ms float64 `json:"wire_setting_p50_ms"`
+	WireAddedMs      float64 `json:"wire_added_ms"`
+	WireTrips        int     `json:"wire_trips"`
+	WireTurns        int     `json:"wire_turns"`
+}
+
+// wireChecked says whether the wire can see what the shapers of hook
+// hold: the wire shaper holds packets between the two captures; an
+// ingress or egress shaper inside a member's namespace holds them on
+// the same side of its capture both ways, so the round trip the
+// captures measure leaves it out.
+func wireChecked(hook string) bool { return hook == "" || hook == netem.HookWire }
+
+// wireWarning is the warning of a link whose wire check was not met:
+// none measured, too few of the database's turns measured, or the added
+// round trip off the configured RTT by more than WireToleranceMs. Empty
+// where it was met, or where hook's shapers are out of the captures'
+// sight.
+func (s Select1Check) wireWarning(hook string) string {
+	link := s.Host + "–" + NodeDB
+	switch {
+	case !wireChecked(hook):
+		return ""
+	case s.WireTrips == 0:
+		return fmt.Sprintf("wire check of %s: no turn of the database was seen in both captures: the link is not verified on the wire", link)
+	case float64(s.WireTrips) < 0.95*float64(s.WireTurns):
+		return fmt.Sprintf("wire check of %s: %d of %d turns of the database measured (fewer than 95%%)", link, s.WireTrips, s.WireTurns)
+	}
+	if d := s.WireAddedMs - s.ConfiguredMs; d > WireToleranceMs || d < -WireToleranceMs {
+		return fmt.Sprintf("wire check of %s: the wire added %.3f ms per round trip for %.3f ms configured (off by %+.3f ms, tolerance ±%g ms)", link, s.WireAddedMs, s.ConfiguredMs, d, WireToleranceMs)
+	}
+	return ""
+}
+
+// WireToleranceMs is how far a link's added round trip on the wire may
+// be from its configured RTT: the RTT study's one-way tolerance, both
+// ways together.
+const WireToleranceMs = 0.04
+
+// wireTrips is what the wire showed of one host's link over several
+// SELECT 1 calls.
+type wireTrips struct {
+	P50s         []float64 `json:"p50_ms"` // one per call with trips
+	Trips, Turns int
+}
+
+func (w *wireTrips) add(rt workloads.RoundTrips) {
+	if rt.Trips > 0 {
+		w.P50s = append(w.P50s, rt.P50Ms)
+	}
+	w.Trips, w.Turns = w.Trips+rt.Trips, w.Turns+rt.Turns
 }
 
 // PlaceRep is one repetition's calibration, held-out test and routed
@@ -181,6 +239,9 @@ type Runner struct {
 	rng     *rand.Rand
 	res     *PlaceResult
 	zeroSel map[string][]float64 // the baseline's SELECT 1 at zero
+	// zeroWire is what the wire showed of each host's link during the
+	// baseline's SELECT 1 calls.
+	zeroWire map[string]*wireTrips
 	// links are the one-way delays each phase applies (calibration:
 	// false, held-out: true) once calibrated in the repetition.
 	links map[bool]map[[2]string]float64
@@ -239,11 +300,15 @@ func (r *Runner) baseline(ctx context.Context) (map[string][]float64, error) {
 		return nil, err
 	}
 	zeroSel := map[string][]float64{}
-	var err error
+	r.zeroWire = map[string]*wireTrips{}
 	for _, h := range []string{NodeA, NodeB} {
-		if zeroSel[h], err = r.Session.Select1(ctx, r.Runtime, h, p.Select1Warmup, p.Select1Calls); err != nil {
+		ms, trips, err := r.Session.Select1Wire(ctx, r.Runtime, h, p.Select1Warmup, p.Select1Calls)
+		if err != nil {
 			return nil, err
 		}
+		zeroSel[h] = ms
+		r.zeroWire[h] = &wireTrips{}
+		r.zeroWire[h].add(trips)
 		r.emit(0, "baseline", "select1", h, "", "", zeroSel[h], nil)
 	}
 	return zeroSel, nil
@@ -413,6 +478,7 @@ type phaseSamples struct {
 	connect map[string][]float64
 	http    map[phaseBlock][]float64
 	select1 map[string][]float64
+	wire    map[string]*wireTrips // the wire's round trips during select1
 }
 
 // phaseRound is one phase's share of a round: its repetition and phase,
@@ -480,12 +546,16 @@ func (r *Runner) measureBlocks(ctx context.Context, pr phaseRound, into *phaseSa
 		return nil
 	}
 	for _, h := range []string{NodeA, NodeB} {
-		s, err := r.Session.Select1(ctx, r.Runtime, h, selWarmup, sel)
+		s, trips, err := r.Session.Select1Wire(ctx, r.Runtime, h, selWarmup, sel)
 		if err != nil {
 			return err
 		}
 		r.emit(rep, phase, "select1", h, "", "", s, nil)
 		into.select1[h] = append(into.select1[h], s...)
+		if into.wire[h] == nil {
+			into.wire[h] = &wireTrips{}
+		}
+		into.wire[h].add(trips)
 	}
 	return nil
 }
@@ -519,7 +589,7 @@ func share(total, rounds, i int) int {
 func (r *Runner) measurePhases(ctx context.Context, rep int, paths []string, check func(heldOut bool) error) (cal, ho *phaseSamples, err error) {
 	p := r.Session.Plan
 	newSamples := func() *phaseSamples {
-		return &phaseSamples{connect: map[string][]float64{}, http: map[phaseBlock][]float64{}, select1: map[string][]float64{}}
+		return &phaseSamples{connect: map[string][]float64{}, http: map[phaseBlock][]float64{}, select1: map[string][]float64{}, wire: map[string]*wireTrips{}}
 	}
 	cal, ho = newSamples(), newSamples()
 	r.links = map[bool]map[[2]string]float64{}
@@ -637,7 +707,15 @@ func (pr *placeRep) calibrate(calS *phaseSamples, routes []RouteCalibration, zer
 	if pr.n == 1 {
 		for _, h := range []string{NodeA, NodeB} {
 			z := stats.Median(zeroSel[h])
-			r.res.Select1 = append(r.res.Select1, Select1Check{Host: h, ConfiguredMs: p.LinkRTTMs(h, NodeDB), ZeroP50Ms: z, SettingP50Ms: hosts[h].Select1P50Ms, AddedMs: hosts[h].Select1P50Ms - z})
+			c := Select1Check{Host: h, ConfiguredMs: p.LinkRTTMs(h, NodeDB), ZeroP50Ms: z, SettingP50Ms: hosts[h].Select1P50Ms, AddedMs: hosts[h].Select1P50Ms - z}
+			if zw, sw := r.zeroWire[h], calS.wire[h]; zw != nil && sw != nil && len(zw.P50s) > 0 && len(sw.P50s) > 0 {
+				c.WireZeroP50Ms, c.WireSettingP50Ms = stats.Median(zw.P50s), stats.Median(sw.P50s)
+				c.WireAddedMs = c.WireSettingP50Ms - c.WireZeroP50Ms
+			}
+			if sw := calS.wire[h]; sw != nil {
+				c.WireTrips, c.WireTurns = sw.Trips, sw.Turns
+			}
+			r.res.Select1 = append(r.res.Select1, c)
 		}
 	}
 	cal := Calibration{Hosts: []HostCalibration{*hosts[NodeA], *hosts[NodeB]}, Routes: routes}
@@ -938,6 +1016,9 @@ func (r *Runner) warn() {
 	for _, s := range res.Select1 {
 		if d := s.AddedMs - s.ConfiguredMs; d > 0.05 || d < -0.05 {
 			res.Warnings = append(res.Warnings, fmt.Sprintf("SELECT 1 from %s: added %.3f ms for %.3f ms configured (off by %+.3f ms)", s.Host, s.AddedMs, s.ConfiguredMs, d))
+		}
+		if w := s.wireWarning(res.Plan.Hook); w != "" {
+			res.Warnings = append(res.Warnings, w)
 		}
 	}
 	for _, rep := range res.Reps {

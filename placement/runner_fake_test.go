@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rttlab/rttlab/netem"
 	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/engine/enginefake"
 	"github.com/rttlab/rttlab/orchestrator/stack"
@@ -94,6 +95,16 @@ func TestPlacementRunOnAFakeEngine(t *testing.T) {
 	for _, s := range res.Select1 {
 		if !within(s.AddedMs, s.ConfiguredMs, 0.005) {
 			t.Errorf("SELECT 1 from %s: added %.4f, configured %.4f", s.Host, s.AddedMs, s.ConfiguredMs)
+		}
+		// The wire's round trips, from two captures whose clocks are 5 s
+		// apart, add what the link adds.
+		if !within(s.WireAddedMs, s.ConfiguredMs, 0.001) || s.WireTrips == 0 || s.WireTrips != s.WireTurns || !within(s.WireZeroP50Ms, 2*fakeHop.Seconds()*1e3, 0.001) {
+			t.Errorf("wire check of %s: %+v", s.Host, s)
+		}
+	}
+	for _, w := range res.Warnings {
+		if strings.Contains(w, "wire check") {
+			t.Errorf("warning on a met wire check: %s", w)
 		}
 	}
 
@@ -368,5 +379,43 @@ func TestPlaceMarkdownClusterNodes(t *testing.T) {
 	md := PlaceMarkdown(&PlaceResult{Plan: &pinned, ClusterNodes: all})
 	if lines := strings.Split(md, "\n"); len(lines) < 5 || !strings.HasPrefix(lines[4], "Cluster nodes (pinned") {
 		t.Errorf("summary header:\n%s", md)
+	}
+}
+
+// Each way a link's wire check can end: met (no warning), nothing
+// measured, too few turns measured, the added round trip off the
+// configured RTT either way, and shapers the captures cannot see (no
+// check, no warning). The summary's row shows dashes where nothing was
+// measured.
+func TestSelect1WireWarning(t *testing.T) {
+	ok := Select1Check{Host: NodeA, ConfiguredMs: 0.25, WireZeroP50Ms: 0.05, WireSettingP50Ms: 0.31, WireAddedMs: 0.26, WireTrips: 100, WireTurns: 100}
+	for _, c := range []struct {
+		name string
+		hook string
+		edit func(*Select1Check)
+		want string
+	}{
+		{"met", "", func(*Select1Check) {}, ""},
+		{"met, wire hook named", netem.HookWire, func(*Select1Check) {}, ""},
+		{"nothing measured", "", func(s *Select1Check) { s.WireTrips, s.WireTurns = 0, 0 }, "wire check of a–db: no turn of the database was seen in both captures"},
+		{"few turns", "", func(s *Select1Check) { s.WireTrips = 90 }, "wire check of a–db: 90 of 100 turns of the database measured (fewer than 95%)"},
+		{"too much", "", func(s *Select1Check) { s.WireAddedMs = 0.30 }, "the wire added 0.300 ms per round trip for 0.250 ms configured (off by +0.050 ms, tolerance ±0.04 ms)"},
+		{"too little", "", func(s *Select1Check) { s.WireAddedMs = 0.20 }, "off by -0.050 ms"},
+		{"shapers out of sight", netem.HookEgress, func(s *Select1Check) { s.WireTrips, s.WireTurns = 0, 0 }, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := ok
+			c.edit(&s)
+			got := s.wireWarning(c.hook)
+			if (c.want == "") != (got == "") || !strings.Contains(got, c.want) {
+				t.Errorf("warning %q, want %q", got, c.want)
+			}
+		})
+	}
+	if got := ok.wireCells(); got != "0.050 | 0.310 | 0.260 | 100 of 100" {
+		t.Errorf("cells %q", got)
+	}
+	if got := (Select1Check{}).wireCells(); got != "– | – | – | –" {
+		t.Errorf("cells of a check without trips %q", got)
 	}
 }

@@ -222,6 +222,33 @@ func (ps *Session) Connect(ctx context.Context, d runtime.Watcher, node string, 
 	return nsToMs(ns), nil
 }
 
+// Select1Wire runs Select1 while the node's agent and the database's
+// capture the packets between the two, and returns the latencies and
+// the wire's round trips of the database's turns (each capture on its
+// own clock, so the check holds across cluster nodes): what the link
+// between the node and the database adds, seen on the wire.
+func (ps *Session) Select1Wire(ctx context.Context, d runtime.Execer, node string, warmup, calls int) ([]float64, workloads.RoundTrips, error) {
+	var trips workloads.RoundTrips
+	if !wireChecked(ps.Plan.Hook) {
+		ms, err := ps.Select1(ctx, d, node, warmup, calls)
+		return ms, trips, err
+	}
+	c, err := ps.Shaping.StartPairCapture(ctx, d, node, NodeDB, shaping.DefaultCaptureIface, shaping.DefaultCaptureMaxPackets)
+	if err != nil {
+		return nil, trips, fmt.Errorf("wire check of %s→%s: %w", node, NodeDB, err)
+	}
+	ms, err := ps.Select1(ctx, d, node, warmup, calls)
+	if err != nil {
+		c.Abort()
+		return nil, trips, err
+	}
+	hostCap, dbCap, err := c.Finish()
+	if err != nil {
+		return nil, trips, fmt.Errorf("wire check of %s→%s: %w", node, NodeDB, err)
+	}
+	return ms, workloads.MatchRoundTrips(hostCap, dbCap), nil
+}
+
 // Select1 runs warmup+calls SELECT 1 from a node's namespace and returns
 // the measured calls' latencies in ms.
 func (ps *Session) Select1(ctx context.Context, d runtime.Execer, node string, warmup, calls int) ([]float64, error) {

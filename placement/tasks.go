@@ -74,7 +74,9 @@ func (p *Plan) Tasks() []string {
 type placeState struct {
 	Result  *PlaceResult         `json:"result"`
 	ZeroSel map[string][]float64 `json:"zero_select1,omitempty"`
-	Links   []stateLink          `json:"links,omitempty"`
+	// ZeroWire is the wire's round trips during the baseline's SELECT 1.
+	ZeroWire map[string]*wireTrips `json:"zero_wire,omitempty"`
+	Links    []stateLink           `json:"links,omitempty"`
 }
 
 // stateLink is one applied one-way delay of a phase's links.
@@ -86,7 +88,7 @@ type stateLink struct {
 }
 
 func (r *Runner) state() placeState {
-	st := placeState{Result: r.res, ZeroSel: r.zeroSel}
+	st := placeState{Result: r.res, ZeroSel: r.zeroSel, ZeroWire: r.zeroWire}
 	for _, heldOut := range []bool{false, true} {
 		for k, ms := range r.links[heldOut] {
 			st.Links = append(st.Links, stateLink{heldOut, k[0], k[1], ms})
@@ -104,7 +106,7 @@ func (r *Runner) restore(b []byte) error {
 	if st.Result == nil {
 		return fmt.Errorf("%s: a done task's state has no result", results.JournalFile)
 	}
-	r.res, r.zeroSel = st.Result, st.ZeroSel
+	r.res, r.zeroSel, r.zeroWire = st.Result, st.ZeroSel, st.ZeroWire
 	r.links = map[bool]map[[2]string]float64{}
 	for _, l := range st.Links {
 		if r.links[l.HeldOut] == nil {

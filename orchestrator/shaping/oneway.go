@@ -3,7 +3,6 @@ package shaping
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -66,25 +65,27 @@ func addOneWayBaseline(r *ShapeRow, base ShapeRow) {
 	}
 }
 
-// oneWayCapture is the pair of captures running while a setting is
-// measured: the app's agent's and the database's agent's.
-type oneWayCapture struct {
-	app, db *captureRun
+// PairCapture is the pair of captures running while a setting is
+// measured: the agents' of two members (the app's and the database's),
+// each of the packets between the two.
+type PairCapture struct {
+	a, b *captureRun
 }
 
-// startOneWay starts `rttlab agent capture` in both agents concurrently
-// and returns once both capture (or the first error, both stopped).
-func (sh *Shaping) startOneWay(ctx context.Context, d runtime.Execer, iface string, maxPackets int) (*oneWayCapture, error) {
-	app, db := sh.Stack.Role("app"), sh.Stack.Role("db")
-	aa, da := sh.Agents["app"], sh.Agents["db"]
-	if app == nil || db == nil || aa == nil || da == nil {
-		return nil, errors.New("one-way capture: the stack has no app and database agents")
+// StartPairCapture starts `rttlab agent capture` in the agents of the
+// members of roles a and b concurrently, on iface, and returns once both
+// capture (or the first error, both stopped).
+func (sh *Shaping) StartPairCapture(ctx context.Context, d runtime.Execer, a, b, iface string, maxPackets int) (*PairCapture, error) {
+	ma, mb := sh.Stack.Role(a), sh.Stack.Role(b)
+	aa, ab := sh.Agents[a], sh.Agents[b]
+	if ma == nil || mb == nil || aa == nil || ab == nil {
+		return nil, fmt.Errorf("capture: the stack has no agents of %s and %s", a, b)
 	}
-	c := &oneWayCapture{
-		app: startCapture(ctx, d, aa.ID, aa.Name, iface, app.IP, maxPackets, db.IP),
-		db:  startCapture(ctx, d, da.ID, da.Name, iface, db.IP, maxPackets, app.IP),
+	c := &PairCapture{
+		a: startCapture(ctx, d, aa.ID, aa.Name, iface, ma.IP, maxPackets, mb.IP),
+		b: startCapture(ctx, d, ab.ID, ab.Name, iface, mb.IP, maxPackets, ma.IP),
 	}
-	if err := waitReady(ctx, c.app, c.db); err != nil {
+	if err := waitReady(ctx, c.a, c.b); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -111,16 +112,22 @@ func abortAll(runs ...*captureRun) {
 	}
 }
 
-// finish stops both captures and pairs their packets per direction.
-func (c *oneWayCapture) finish() ([]OneWayDirection, error) {
-	c.app.stdin.Close()
-	c.db.stdin.Close()
-	appCap, err := c.app.result()
-	if err != nil {
-		c.abort()
-		return nil, err
+// Finish stops both captures and returns what each saw: a's, then b's.
+func (c *PairCapture) Finish() (a, b workloads.Capture, err error) {
+	c.a.stdin.Close()
+	c.b.stdin.Close()
+	if a, err = c.a.result(); err != nil {
+		c.Abort()
+		return a, b, err
 	}
-	dbCap, err := c.db.result()
+	b, err = c.b.result()
+	return a, b, err
+}
+
+// oneWay stops both captures of the app (a) and the database (b) and
+// pairs their packets per direction.
+func (c *PairCapture) oneWay() ([]OneWayDirection, error) {
+	appCap, dbCap, err := c.Finish()
 	if err != nil {
 		return nil, err
 	}
@@ -130,8 +137,8 @@ func (c *oneWayCapture) finish() ([]OneWayDirection, error) {
 	}, nil
 }
 
-// abort stops both captures, keeping nothing (safe after finish).
-func (c *oneWayCapture) abort() { abortAll(c.app, c.db) }
+// Abort stops both captures, keeping nothing (safe after Finish).
+func (c *PairCapture) Abort() { abortAll(c.a, c.b) }
 
 // captureRun is one `rttlab agent capture` running in a container (an
 // agent, or the load client); closing stdin stops it.

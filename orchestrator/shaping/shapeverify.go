@@ -137,12 +137,12 @@ func measureShapeRow(ctx context.Context, d runtime.Execer, sh *Shaping, o Shape
 	if err != nil {
 		return r, err
 	}
-	var capture *oneWayCapture
+	var capture *PairCapture
 	if o.OneWay {
-		if capture, err = sh.startOneWay(ctx, d, o.CaptureIface, o.CaptureMaxPackets); err != nil {
+		if capture, err = sh.StartPairCapture(ctx, d, "app", "db", o.CaptureIface, o.CaptureMaxPackets); err != nil {
 			return r, err
 		}
-		defer capture.abort()
+		defer capture.Abort()
 	}
 	if r.ICMP, err = sh.Ping(ctx, d, o.ICMPCount, o.Interval); err != nil {
 		return r, err
@@ -156,7 +156,7 @@ func measureShapeRow(ctx context.Context, d runtime.Execer, sh *Shaping, o Shape
 	}
 	r.Select1Ms = stats.Median(r.Select1Runs)
 	if capture != nil {
-		if r.OneWay, err = capture.finish(); err != nil {
+		if r.OneWay, err = capture.oneWay(); err != nil {
 			return r, err
 		}
 	}
