@@ -12,6 +12,14 @@
 # why, unless RTTLAB_KUBE_AGENT=required (make test), which makes a
 # missing image a failure. RTTLAB_AGENT_IMAGE: another agent image to
 # copy instead.
+#
+# The tests run in three steps: those of one node, with a second node
+# (.ci/kube.sh join) cordoned beside it; those of two nodes, with the
+# second node taking pods (RTTLAB_KUBE_NODE2 names it); and, after the
+# second node has left, the registry's, which must be last (containerd
+# 1.6 then loses the imported name of an image it pulled under
+# another). A cluster that was up before keeps a second node it had; one
+# it lacked is added and taken away again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
@@ -37,6 +45,34 @@ kubeconfig=$(printf '%s\n' "$up_out" | sed -n 's/^KUBECONFIG=//p' | tail -n 1)
 RTTLAB_KUBE_REGISTRY=$(printf '%s\n' "$up_out" | sed -n 's/^registry: \([^ ]*\) .*/\1/p' | tail -n 1)
 export RTTLAB_KUBE_REGISTRY
 [ -n "$kubeconfig" ] || { echo "kubetest: .ci/kube.sh up printed no KUBECONFIG line" >&2; exit 1; }
+kubectl=$(printf '%s\n' "$up_out" | sed -n 's/^kubectl: //p' | tail -n 1)
+[ -n "$kubectl" ] || kubectl=kubectl
+had_node2=0
+if [ -d /run/rttlab-kube/node2 ]; then had_node2=1; fi
+join_out=$(bash .ci/kube.sh join)
+printf '%s\n' "$join_out"
+node2=$(cat /run/rttlab-kube/node2/name)
+# leave takes away a second node the test added, and keeps one it found
+# cordoned (the registry's test needs pods on the first node alone);
+# down gives one it found back to the scheduler.
+leave() {
+  if [ $had_node2 = 0 ]; then
+    bash .ci/kube.sh leave
+  else
+    "$kubectl" --kubeconfig "$kubeconfig" cordon "$node2" >/dev/null
+  fi
+}
+down() {
+  if [ $had_node2 = 0 ]; then
+    bash .ci/kube.sh leave || true
+  else
+    "$kubectl" --kubeconfig "$kubeconfig" uncordon "$node2" >/dev/null || true
+  fi
+  if [ $was_up = 0 ]; then
+    bash .ci/kube.sh down
+  fi
+}
+"$kubectl" --kubeconfig "$kubeconfig" cordon "$node2" >/dev/null
 t2=$(now)
 agent_image=${RTTLAB_AGENT_IMAGE:-rttlab/agent:latest}
 rttlab_bin=${RTTLAB_BIN:-bin/rttlab}
@@ -69,9 +105,16 @@ for img in rttlab/postgres:latest rttlab/go:latest; do
   fi
 done
 t3=$(now)
-RTTLAB_INTEGRATION=1 RTTLAB_KUBECONFIG=$kubeconfig "$GO" test -count=1 -p 1 -timeout 15m -v -run 'Kube' ./orchestrator/kube ./cmd/rttlab
+export RTTLAB_INTEGRATION=1 RTTLAB_KUBECONFIG=$kubeconfig
+"$GO" test -count=1 -p 1 -timeout 15m -v -run 'Kube' -skip 'TwoNodes|KubeRegistry' ./orchestrator/kube ./cmd/rttlab
 t4=$(now)
+"$kubectl" --kubeconfig "$kubeconfig" uncordon "$node2" >/dev/null
+RTTLAB_KUBE_NODE2=$node2 RTTLAB_KUBE_NODE2_NETNS=rttlab-node2 "$GO" test -count=1 -p 1 -timeout 15m -v -run 'KubeTwoNodes' ./cmd/rttlab
+t5=$(now)
+leave
+"$GO" test -count=1 -p 1 -timeout 15m -v -run 'KubeRegistry' ./cmd/rttlab
+t6=$(now)
 trap - EXIT INT TERM
 down
-t5=$(now)
-echo "kube stage: build $(secs "$t0" "$t1") s (cached after the first), cluster up $(secs "$t1" "$t2") s, images built and imported $(secs "$t2" "$t3") s, tests $(secs "$t3" "$t4") s, down $(secs "$t4" "$t5") s"
+t7=$(now)
+echo "kube stage: build $(secs "$t0" "$t1") s (cached after the first), cluster up and second node joined $(secs "$t1" "$t2") s, images built and imported $(secs "$t2" "$t3") s, one-node tests $(secs "$t3" "$t4") s, two-node tests $(secs "$t4" "$t5") s, registry test $(secs "$t5" "$t6") s, down $(secs "$t6" "$t7") s"

@@ -73,18 +73,26 @@ func liveRuns(t *testing.T, cl *kube.Cluster) []string {
 	return out
 }
 
-// nodeWireRules are the wire shapers' rules in this host's mangle table:
-// the cluster of make test is one node, this host.
+// nodeWireRules are the wire shapers' rules in the mangle tables of the
+// nodes of make test's cluster: this host, and the second node's network
+// namespace when it has one (RTTLAB_KUBE_NODE2_NETNS, from .ci/kube.sh
+// join).
 func nodeWireRules(t *testing.T) []string {
 	t.Helper()
-	out, err := exec.Command("iptables-save", "-t", "mangle").CombinedOutput()
-	if err != nil {
-		t.Fatalf("iptables-save: %v\n%s", err, out)
-	}
 	var rules []string
-	for _, l := range strings.Split(string(out), "\n") {
-		if strings.Contains(l, netem.WireCommentPrefix) {
-			rules = append(rules, l)
+	for _, netns := range []string{"", os.Getenv("RTTLAB_KUBE_NODE2_NETNS")} {
+		args := []string{"iptables-save", "-t", "mangle"}
+		if netns != "" {
+			args = append([]string{"ip", "netns", "exec", netns}, args...)
+		}
+		out, err := exec.Command(args[0], args[1:]...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		for _, l := range strings.Split(string(out), "\n") {
+			if strings.Contains(l, netem.WireCommentPrefix) {
+				rules = append(rules, netns+": "+l)
+			}
 		}
 	}
 	return rules
@@ -253,7 +261,6 @@ func TestIntegrationKubeRun(t *testing.T) {
 	// imported one has too drops the imported name from the kubelet's
 	// view for a while (ErrImageNeverPull), which the runs above would
 	// meet.
-	t.Run("registry", func(t *testing.T) { kubeRegistryRun(t, cl, bin, root, before) })
 }
 
 // kubeRun runs rttlab with args and a fresh --out on the cluster, fails
@@ -302,40 +309,7 @@ func liveRunsSince(t *testing.T, cl *kube.Cluster, before []string) []string {
 // no rule on the node; a target that is not there, or no --db-target,
 // is one line and creates nothing.
 func kubeTargetRun(t *testing.T, cl *kube.Cluster, bin, root string, before []string) {
-	kubectl, err := exec.LookPath("kubectl")
-	if err != nil {
-		t.Fatalf("the target test applies its manifest with kubectl: %v", err)
-	}
-	ctx := context.Background()
-	ns := fmt.Sprintf("shop-%d", time.Now().UnixNano()%1_000_000_000)
-	if _, err := cl.C.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	defer cl.C.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
-	for _, args := range [][]string{
-		{"apply", "-f", filepath.Join(root, "cmd", "rttlab", "testdata", "kube", "shop.yaml")},
-		{"rollout", "status", "statefulset/shop-db", "--timeout", "180s"},
-		{"rollout", "status", "deploy/shop", "--timeout", "180s"},
-	} {
-		if b, err := exec.Command(kubectl, append([]string{"-n", ns}, args...)...).CombinedOutput(); err != nil {
-			t.Fatalf("kubectl %v: %v\n%s", args, err, b)
-		}
-	}
-	pods := func() map[string]string {
-		list, err := cl.C.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		out := map[string]string{}
-		for _, p := range list.Items {
-			restarts := 0
-			for _, cs := range p.Status.ContainerStatuses {
-				restarts += int(cs.RestartCount)
-			}
-			out[p.Name] = fmt.Sprintf("uid %s, %d restarts", p.UID, restarts)
-		}
-		return out
-	}
+	ns, pods := applyShop(t, cl, root, nil)
 	was := pods()
 	if len(was) != 2 {
 		t.Fatalf("pods of the manifest: %v", was)
@@ -392,12 +366,66 @@ func kubeTargetRun(t *testing.T, cl *kube.Cluster, bin, root string, before []st
 	waitNoWireRules(t)
 }
 
-// kubeRegistryRun runs a plan with --registry against the registry
-// beside the cluster (RTTLAB_KUBE_REGISTRY, from .ci/kube.sh up): the
-// run's images built on this host's engine, pushed there tagged by
-// content, pulled by the node from it, and the wire verified as with
-// imported images.
-func kubeRegistryRun(t *testing.T, cl *kube.Cluster, bin, root string, before []string) {
+// applyShop applies testdata's shop manifest with kubectl in a
+// namespace of its own (deleted when the test ends), its Deployment and
+// StatefulSet pinned to the nodes pin names ("shop", "shop-db": node;
+// none: where the scheduler puts them), and waits until both roll out.
+// It returns the namespace and a reader of its pods' UIDs and restarts.
+func applyShop(t *testing.T, cl *kube.Cluster, root string, pin map[string]string) (string, func() map[string]string) {
+	t.Helper()
+	kubectl, err := exec.LookPath("kubectl")
+	if err != nil {
+		t.Fatalf("the target test applies its manifest with kubectl: %v", err)
+	}
+	ctx := context.Background()
+	ns := fmt.Sprintf("shop-%d", time.Now().UnixNano()%1_000_000_000)
+	if _, err := cl.C.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cl.C.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
+	steps := [][]string{{"apply", "-f", filepath.Join(root, "cmd", "rttlab", "testdata", "kube", "shop.yaml")}}
+	for _, w := range []string{"statefulset/shop-db", "deploy/shop"} {
+		if node := pin[strings.TrimPrefix(strings.TrimPrefix(w, "statefulset/"), "deploy/")]; node != "" {
+			steps = append(steps, []string{"patch", w, "-p", fmt.Sprintf(`{"spec":{"template":{"spec":{"nodeSelector":{%q:%q}}}}}`, corev1.LabelHostname, node)})
+		}
+	}
+	steps = append(steps, []string{"rollout", "status", "statefulset/shop-db", "--timeout", "180s"}, []string{"rollout", "status", "deploy/shop", "--timeout", "180s"})
+	for _, args := range steps {
+		if b, err := exec.Command(kubectl, append([]string{"-n", ns}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("kubectl %v: %v\n%s", args, err, b)
+		}
+	}
+	pods := func() map[string]string {
+		list, err := cl.C.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]string{}
+		for _, p := range list.Items {
+			if p.DeletionTimestamp != nil {
+				continue // a replica of the rollout before the pin, on its way out
+			}
+			restarts := 0
+			for _, cs := range p.Status.ContainerStatuses {
+				restarts += int(cs.RestartCount)
+			}
+			out[p.Name] = fmt.Sprintf("uid %s, %d restarts, node %s", p.UID, restarts, p.Spec.NodeName)
+		}
+		return out
+	}
+	return ns, pods
+}
+
+// rttlab run --registry against the registry beside the cluster
+// (RTTLAB_KUBE_REGISTRY, from .ci/kube.sh up): the run's images built on
+// this host's engine, pushed there tagged by content, pulled by the node
+// from it, and the wire verified as with imported images. .ci/kubetest.sh
+// runs it last: containerd 1.6's CRI plugin then loses the imported name
+// of an image it pulled under another (README, "Kubernetes").
+func TestIntegrationKubeRegistry(t *testing.T) {
+	cl := kubeRunCluster(t)
+	bin, root := drillBinary(t)
+	before := liveRuns(t, cl)
 	reg := os.Getenv("RTTLAB_KUBE_REGISTRY")
 	if reg == "" {
 		if os.Getenv("RTTLAB_KUBE_AGENT") == "required" {
