@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"os"
 	"slices"
 	"sync"
@@ -130,8 +129,6 @@ func (c Config) Validate() error {
 	return nil
 }
 
-func upstreamURL(s string) (*url.URL, error) { return proxyserve.ParseUpstreamURL(s, false) }
-
 // DecisionRecord is one line of the decision log: one request through the
 // proxy, whatever became of it.
 type DecisionRecord struct {
@@ -202,7 +199,7 @@ func NewProxy(cfg Config, logw io.Writer) (*Proxy, error) {
 				p.cal.Hosts[i].ClientPathMs = u.ClientPathMs
 			}
 		}
-		target, _ := upstreamURL(u.URL)
+		target, _ := proxyserve.ParseUpstreamURL(u.URL, false)
 		up := proxyserve.NewUpstream(u.Name, target, opts)
 		p.ups[u.Name] = up
 		ups = append(ups, up)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"sync"
 	"time"
 
@@ -88,8 +87,6 @@ func (c ProxyConfig) Validate() error {
 	return nil
 }
 
-func upstreamURL(s string) (*url.URL, error) { return proxyserve.ParseUpstreamURL(s, true) }
-
 // Decision is one line of the decision log: one request through the
 // proxy, whatever became of it.
 type Decision struct {
@@ -165,7 +162,7 @@ func NewProxy(cfg ProxyConfig, logw io.Writer) (*Proxy, error) {
 	opts := proxyserve.UpstreamOptions{Who: "rttlab workers proxy", DisableKeepAlives: cfg.DisableKeepAlives,
 		DisableCompression: true, Timeout: time.Duration(cfg.UpstreamTimeoutMs) * time.Millisecond}
 	for _, u := range cfg.Upstreams {
-		target, _ := upstreamURL(u.URL)
+		target, _ := proxyserve.ParseUpstreamURL(u.URL, true)
 		p.ups = append(p.ups, proxyserve.NewUpstream(u.Name, target, opts))
 	}
 	p.Core = proxyserve.NewCore[Decision](p.ups, logw)
