@@ -648,8 +648,42 @@ EOF
 node_ready() {
   kubectl_ get node "${1:-$node}" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null | grep -qx True
 }
+# test_pod NAME COMPONENT [NODE] runs the pod NAME of the pause image,
+# never pulled, in the default namespace (on NODE when given), waits up
+# to 90 s until it runs (COMPONENT's log says why not) and sets pod_ip to
+# its address.
+test_pod() {
+  kubectl_ apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Pod
+metadata:
+  name: $1
+  namespace: default
+spec:
+  nodeName: ${3:-null}
+  automountServiceAccountToken: false
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: pause
+    image: $pause_image
+    imagePullPolicy: Never
+EOF
+  wait_for "$2" 90 pod_running "$1"
+  pod_ip=$(kubectl_ -n default get pod "$1" -o 'jsonpath={.status.podIP}')
+}
 pod_running() {
   kubectl_ -n default get pod "${1:-rttlab-up-check}" -o 'jsonpath={.status.phase}' 2>/dev/null | grep -qx Running
+}
+
+# print_phases WHAT START prints the time of each phase of WHAT (up,
+# join...) and the total since START.
+print_phases() {
+  local i
+  echo "kube $1, time per phase:"
+  for i in "${!phase_labels[@]}"; do
+    printf '  %-44s %6s s\n' "${phase_labels[$i]}" "${phase_secs[$i]}"
+  done
+  printf '  %-44s %6s s\n' total "$(secs "$2" "$(now)")"
 }
 
 phase_labels=() phase_secs=()
@@ -838,34 +872,14 @@ EOF
 
   # A pod of the pause image, never pulled, on the pod network.
   wait_for "" 60 kubectl_ -n default get serviceaccount default
-  kubectl_ apply -f - >/dev/null <<EOF
-apiVersion: v1
-kind: Pod
-metadata:
-  name: rttlab-up-check
-  namespace: default
-spec:
-  automountServiceAccountToken: false
-  terminationGracePeriodSeconds: 1
-  containers:
-  - name: pause
-    image: $pause_image
-    imagePullPolicy: Never
-EOF
-  wait_for kubelet 90 pod_running
   local pod_ip
-  pod_ip=$(kubectl_ -n default get pod rttlab-up-check -o 'jsonpath={.status.podIP}')
+  test_pod rttlab-up-check kubelet
   phase "test pod Running (IP $pod_ip)"
   kubectl_ -n default delete pod rttlab-up-check --wait=true --timeout=60s >/dev/null
   phase "test pod deleted"
 
   echo
-  echo "kube up, time per phase:"
-  local i
-  for i in "${!phase_labels[@]}"; do
-    printf '  %-44s %6s s\n' "${phase_labels[$i]}" "${phase_secs[$i]}"
-  done
-  printf '  %-44s %6s s\n' total "$(secs "$t_start" "$(now)")"
+  print_phases up "$t_start"
   echo "node $node ($node_ip), pods $pod_cidr on $bridge, services $service_cidr"
   echo "images: $pause_image, $shell_image; import more with: ctr --address $sock -n k8s.io images import FILE.tar"
   echo "registry: 127.0.0.1:$registry_port (rttlab run --runtime kube --registry 127.0.0.1:$registry_port pushes a run's images there)"
@@ -964,24 +978,8 @@ join() {
 
   # A pod of the pause image on the second node, reached from the first
   # node's network namespace over the link.
-  kubectl_ apply -f - >/dev/null <<EOF
-apiVersion: v1
-kind: Pod
-metadata:
-  name: rttlab-join-check
-  namespace: default
-spec:
-  nodeName: $node2
-  automountServiceAccountToken: false
-  terminationGracePeriodSeconds: 1
-  containers:
-  - name: pause
-    image: $pause_image
-    imagePullPolicy: Never
-EOF
-  wait_for kubelet2 90 pod_running rttlab-join-check
   local pod_ip
-  pod_ip=$(kubectl_ -n default get pod rttlab-join-check -o 'jsonpath={.status.podIP}')
+  test_pod rttlab-join-check kubelet2 "$node2"
   overlaps "$pod_ip" "$pod_cidr2" || die "the test pod on $node2 got $pod_ip, outside $pod_cidr2"
   ping -c 2 -W 2 -q "$pod_ip" >/dev/null || die "the test pod on $node2 ($pod_ip) does not answer ping from this host over $link2"
   phase "test pod Running on $node2 (IP $pod_ip), answers ping"
@@ -989,12 +987,7 @@ EOF
   phase "test pod deleted"
 
   echo
-  echo "kube join, time per phase:"
-  local i
-  for i in "${!phase_labels[@]}"; do
-    printf '  %-44s %6s s\n' "${phase_labels[$i]}" "${phase_secs[$i]}"
-  done
-  printf '  %-44s %6s s\n' total "$(secs "$t_start" "$(now)")"
+  print_phases join "$t_start"
   echo "node $node2 ($ip_b, network namespace $ns2), pods $pod_cidr2 on $bridge2, linked to $node over $link2 ($ip_a)"
   echo "images: import with .ci/kube.sh import IMAGE (into both nodes)"
 }
@@ -1016,26 +1009,15 @@ leave() {
       log "not every pod on $name was deleted within 60 s; stopping their containers directly"
   fi
   pid=$(alive kubelet2) && stop_pid "$pid"
-  if alive containerd2 >/dev/null; then
-    local ids id
-    ids=$(ctr --address "$run2/containerd.sock" -n k8s.io tasks ls -q 2>/dev/null || true)
-    for id in $ids; do ctr --address "$run2/containerd.sock" -n k8s.io tasks kill -s SIGKILL "$id" >/dev/null 2>&1 || true; done
-    [ -z "$ids" ] || sleep 1
-    for id in $ids; do ctr --address "$run2/containerd.sock" -n k8s.io tasks delete -f "$id" >/dev/null 2>&1 || true; done
-  fi
+  alive containerd2 >/dev/null && kill_tasks "$run2/containerd.sock"
   pid=$(alive containerd2) && stop_pid "$pid"
-  local shims pods
-  shims=$(pgrep -f -- "-address $run2/containerd.sock" || true)
-  for pid in $shims; do kill -KILL "$pid" 2>/dev/null || true; done
+  local pods
+  kill_shims "$run2/containerd.sock" || true
   pods=$(find /sys/fs/cgroup/pids/"$ns2" -name cgroup.procs -exec cat {} + 2>/dev/null | sort -un | tr '\n' ' ')
   # shellcheck disable=SC2086
   [ -z "$pods" ] || { kill -KILL $pods 2>/dev/null || true; sleep 0.5; }
   phase "pods, kubelet, containerd"
-  local m
-  while read -r m; do
-    [ -n "$m" ] || continue
-    umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || log "could not unmount $m"
-  done < <(mounts_under "$state2" "$run2")
+  unmount_under "$state2" "$run2"
   if [ -n "$name" ] && alive kube-apiserver >/dev/null; then
     kubectl_ delete node "$name" --wait=true --timeout=30s >/dev/null 2>&1 || true
   fi
@@ -1061,12 +1043,7 @@ leave() {
   [ -z "$(mounts_under "$state2" "$run2")" ] || left="$left mounts"
   compgen -G "/sys/fs/cgroup/*/$ns2" >/dev/null && left="$left cgroups($ns2)"
   [ -z "$left" ] || die "leave left:$left"
-  echo "kube leave, time per phase:"
-  local i
-  for i in "${!phase_labels[@]}"; do
-    printf '  %-44s %6s s\n' "${phase_labels[$i]}" "${phase_secs[$i]}"
-  done
-  printf '  %-44s %6s s\n' total "$(secs "$t0" "$(now)")"
+  print_phases leave "$t0"
   log "the second node ${name:-} is gone"
 }
 
@@ -1114,6 +1091,36 @@ mounts_under() {
   for d in "$@"; do
     awk -v d="$d" '$5 == d || index($5, d "/") == 1 {print $5}' /proc/self/mountinfo
   done | awk '{print length($0) " " $0}' | sort -rn | cut -d' ' -f2-
+}
+
+# unmount_under DIR... unmounts every mount point under each DIR,
+# deepest first.
+unmount_under() {
+  local m
+  while read -r m; do
+    [ -n "$m" ] || continue
+    umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || log "could not unmount $m"
+  done < <(mounts_under "$@")
+}
+
+# kill_tasks SOCK kills and deletes every container task of the
+# containerd at SOCK (those its kubelet did not stop).
+kill_tasks() {
+  local ids id
+  ids=$(ctr --address "$1" -n k8s.io tasks ls -q 2>/dev/null || true)
+  for id in $ids; do ctr --address "$1" -n k8s.io tasks kill -s SIGKILL "$id" >/dev/null 2>&1 || true; done
+  [ -z "$ids" ] || sleep 1
+  for id in $ids; do ctr --address "$1" -n k8s.io tasks delete -f "$id" >/dev/null 2>&1 || true; done
+}
+
+# kill_shims SOCK kills the shims of the containerd at SOCK, which
+# outlive it (their command lines carry its socket), and with them their
+# containers; it fails when there were none.
+kill_shims() {
+  local shims pid
+  shims=$(pgrep -f -- "-address $1" || true)
+  for pid in $shims; do kill -KILL "$pid" 2>/dev/null || true; done
+  [ -n "$shims" ]
 }
 
 # kubepods_ours says whether the kubelet's cgroups are this cluster's:
@@ -1181,13 +1188,7 @@ down() {
   pid=$(alive kubelet) && stop_pid "$pid"
   phase "kubelet stopped"
   # Containers the kubelet did not stop.
-  if alive containerd >/dev/null; then
-    local ids id
-    ids=$(ctr --address "$sock" -n k8s.io tasks ls -q 2>/dev/null || true)
-    for id in $ids; do ctr --address "$sock" -n k8s.io tasks kill -s SIGKILL "$id" >/dev/null 2>&1 || true; done
-    [ -z "$ids" ] || sleep 1
-    for id in $ids; do ctr --address "$sock" -n k8s.io tasks delete -f "$id" >/dev/null 2>&1 || true; done
-  fi
+  alive containerd >/dev/null && kill_tasks "$sock"
   # The control plane at once, then etcd (the API server takes its
   # address out of the kubernetes service in etcd as it stops) and
   # containerd.
@@ -1201,10 +1202,7 @@ down() {
   done
   # containerd's shims outlive it; those of this containerd carry its
   # socket in their command line, and their containers die with them.
-  local shims
-  shims=$(pgrep -f -- "-address $sock" || true)
-  for pid in $shims; do kill -KILL "$pid" 2>/dev/null || true; done
-  [ -z "$shims" ] || sleep 0.5
+  kill_shims "$sock" && sleep 0.5
   local pods
   pods=$(pod_pids)
   if [ -n "$pods" ]; then
@@ -1216,11 +1214,7 @@ down() {
   phase "containers, control plane, etcd, containerd"
   # Mounts: the pods' volumes, containers' root file systems, sandboxes'
   # shared memory and network namespaces.
-  local m
-  while read -r m; do
-    [ -n "$m" ] || continue
-    umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || log "could not unmount $m"
-  done < <(mounts_under "$state" "$run")
+  unmount_under "$state" "$run"
   ip link del "$bridge" 2>/dev/null || true
   sweep_iptables iptables 4
   sweep_iptables ip6tables 6
@@ -1287,12 +1281,7 @@ down() {
   [ -e "$state" ] && left="$left $state"
   kubepods_ours && left="$left cgroups(kubepods)"
   [ -z "$left" ] || die "down left:$left"
-  echo "kube down, time per phase:"
-  local i
-  for i in "${!phase_labels[@]}"; do
-    printf '  %-44s %6s s\n' "${phase_labels[$i]}" "${phase_secs[$i]}"
-  done
-  printf '  %-44s %6s s\n' total "$(secs "$t0" "$(now)")"
+  print_phases down "$t0"
   log "nothing of the cluster is left"
 }
 
