@@ -5,7 +5,11 @@
 #   make cluster       build Kubernetes from the module proxy (once) and start
 #                      a one-node cluster on this host (.ci/kube.sh); the last
 #                      line is KUBECONFIG=<path>
-#   make cluster-down  stop that cluster and remove all it made
+#   make cluster-join  add a second node to that cluster (its own containerd
+#                      and kubelet in a network namespace of their own)
+#   make cluster-leave take the second node away again
+#   make cluster-down  stop that cluster (and a second node) and remove all
+#                      it made
 
 # When make started: make run times its phases from here (.ci/phases.sh).
 T0 := $(shell date +%s.%N)
@@ -29,7 +33,7 @@ ENGINE   := .ci/engine.sh
 # rttlab's binary: make build, and make run beside its set-up.
 BUILD    := $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/rttlab
 
-.PHONY: build run test unit vet cross clean cluster cluster-down
+.PHONY: build run test unit vet cross clean cluster cluster-join cluster-leave cluster-down
 
 build:
 	$(BUILD)
@@ -57,9 +61,9 @@ unit:
 # what netem read back. The integration stage includes the arm64
 # rehearsal, whose database and app run under qemu-user where the host is
 # not arm64 (.ci/binfmt.sh installs and registers it). Last, a real
-# one-node Kubernetes cluster (.ci/kubetest.sh: its binaries built from the
-# module proxy once per version, up, the tests against it, down), its
-# phases timed apart.
+# Kubernetes cluster (.ci/kubetest.sh: its binaries built from the module
+# proxy once per version, up, a second node joined, the tests of one node,
+# of two and of the registry, down), its phases timed apart.
 test: build vet cross
 	bash .ci/engine_test.sh
 	$(ENGINE) $(GO) test -race -count=1 -short ./...
@@ -85,6 +89,12 @@ run:
 cluster:
 	GO=$(GO) bash .ci/kube.sh build
 	GO=$(GO) bash .ci/kube.sh up
+
+cluster-join:
+	bash .ci/kube.sh join
+
+cluster-leave:
+	bash .ci/kube.sh leave
 
 cluster-down:
 	bash .ci/kube.sh down
