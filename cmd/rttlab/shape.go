@@ -299,6 +299,37 @@ func (o *shapeVerifyOptions) prepare(cmd *cobra.Command, args []string) error {
 	return nil
 }
 
+// shapedOne is one app's stack started shaped on the lab of --runtime,
+// as shape verify and trace start theirs.
+type shapedOne struct {
+	rt  runtime.Runtime
+	st  *stack.Stack
+	sh  *shaping.Shaping
+	lab *runLab
+}
+
+// startShapedOne opens the lab of --runtime for t (its images made, the
+// platform pf settles) and starts t's stack there, shaped by shaper with
+// scope and hook. The caller stops it.
+func startShapedOne(ctx context.Context, w io.Writer, t apps.Target, pf *platformFlag, shaper, scope, hook string) (*shapedOne, error) {
+	lab, plat, err := openLab(ctx, []apps.Target{t}, w, pf)
+	if err != nil {
+		return nil, err
+	}
+	st, sh, err := shaping.StartShaped(ctx, lab.rt, stack.StackOptions{Target: t, Platform: plat}, shaper, scope, hook)
+	if err != nil {
+		lab.close()
+		return nil, err
+	}
+	return &shapedOne{rt: lab.rt, st: st, sh: sh, lab: lab}, nil
+}
+
+// stop removes the stack, joining a failure to *errp, then closes the lab.
+func (s *shapedOne) stop(ctx context.Context, errp *error) {
+	s.st.RemoveJoin(ctx, s.rt, errp)
+	s.lab.close()
+}
+
 // run starts the app's stack, measures every setting (ICMP, SELECT 1, the
 // shaper's hold, one-way captures) and prints the table or the JSON.
 func (o *shapeVerifyOptions) run(cmd *cobra.Command, args []string) (err error) {
@@ -307,12 +338,6 @@ func (o *shapeVerifyOptions) run(cmd *cobra.Command, args []string) (err error) 
 	if err != nil {
 		return err
 	}
-	lab, plat, err := openLab(ctx, []apps.Target{t}, cmd.ErrOrStderr(), &o.platform)
-	if err != nil {
-		return err
-	}
-	defer lab.close()
-	rt := lab.rt
 	out := cmd.OutOrStdout()
 	table := out
 	if o.json {
@@ -320,11 +345,12 @@ func (o *shapeVerifyOptions) run(cmd *cobra.Command, args []string) (err error) 
 		// the JSON document.
 		table = cmd.ErrOrStderr()
 	}
-	st, sh, err := shaping.StartShaped(ctx, rt, stack.StackOptions{Target: t, Platform: plat}, o.shaper, o.scope, o.hook)
+	one, err := startShapedOne(ctx, cmd.ErrOrStderr(), t, &o.platform, o.shaper, o.scope, o.hook)
 	if err != nil {
 		return err
 	}
-	defer st.RemoveJoin(ctx, rt, &err)
+	defer one.stop(ctx, &err)
+	rt, sh := one.rt, one.sh
 	plan := rtt.Plan{Calibrate: o.calibrate, Hook: o.hook, FloorMs: o.floor()}
 	sh.Floor = plan.Floor(sh.Backend)
 	fmt.Fprintf(table, "shaper: %s (%s); floor %v; scope %s; ICMP %d echoes, SELECT 1 %d runs x %d calls; tolerance %.3f ms\n",

@@ -10,7 +10,6 @@ import (
 
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/orchestrator/shaping"
-	"github.com/rttlab/rttlab/orchestrator/stack"
 	"github.com/rttlab/rttlab/rtt/raw"
 	"github.com/rttlab/rttlab/rtt/report"
 	"github.com/rttlab/rttlab/workloads"
@@ -133,17 +132,12 @@ func (o *traceOptions) run(cmd *cobra.Command) (err error) {
 	if err != nil {
 		return err
 	}
-	lab, plat, err := openLab(ctx, []apps.Target{t}, cmd.ErrOrStderr(), &o.platform)
+	one, err := startShapedOne(ctx, cmd.ErrOrStderr(), t, &o.platform, "auto", "path", "")
 	if err != nil {
 		return err
 	}
-	defer lab.close()
-	rt := lab.rt
-	st, sh, err := shaping.StartShaped(ctx, rt, stack.StackOptions{Target: t, Platform: plat}, "auto", "path", "")
-	if err != nil {
-		return err
-	}
-	defer st.RemoveJoin(ctx, rt, &err)
+	defer one.stop(ctx, &err)
+	rt, st, sh := one.rt, one.st, one.sh
 	hdr, err := shaping.AuthHeaders(ctx, rt, st)
 	if err != nil {
 		return err
