@@ -292,18 +292,26 @@ func TestRunFakeMixAppWithAuth(t *testing.T) {
 	lab.RequireEmpty(t)
 }
 
+// handleNth hands the nth call of the agent command cmd to fault and every
+// other call to normal.
+func handleNth(lab *fakelab.Lab, cmd string, nth int, normal, fault enginefake.Handler) {
+	var n int
+	lab.Handle(cmd, func(ctx context.Context, x *enginefake.Call) (int, error) {
+		n++
+		if n == nth {
+			return fault(ctx, x)
+		}
+		return normal(ctx, x)
+	})
+}
+
 // A task that fails once is retried at once, recorded as failed and then
 // done, and counted once.
 func TestRunFakeRetriesFailedTask(t *testing.T) {
 	lab := fakelab.New(t)
-	var n int
-	lab.Handle("rttlab agent load", func(ctx context.Context, x *enginefake.Call) (int, error) {
-		n++
-		if n == 3 {
-			fmt.Fprintln(x.Stderr, "rttlab: GET http://app:8080/feed: connection reset by peer")
-			return 1, nil
-		}
-		return lab.Load(ctx, x)
+	handleNth(lab, "rttlab agent load", 3, lab.Load, func(ctx context.Context, x *enginefake.Call) (int, error) {
+		fmt.Fprintln(x.Stderr, "rttlab: GET http://app:8080/feed: connection reset by peer")
+		return 1, nil
 	})
 	prog := &recProgress{}
 	dir, err := Run(context.Background(), engine.NewLab(lab, ""), lab, lab.Apps, RunOptions{Plan: fakePlan(), OutDir: t.TempDir(), Progress: prog, Now: fakeNow})
@@ -373,15 +381,10 @@ func TestRunFakeRejectsBadLoadOutput(t *testing.T) {
 // retry; the old one is removed first.
 func TestRunFakeRestartsCrashedStack(t *testing.T) {
 	lab := fakelab.New(t)
-	var n int
-	lab.Handle("rttlab agent load", func(ctx context.Context, x *enginefake.Call) (int, error) {
-		n++
-		if n == 2 {
-			lab.Exit("-app", 137, "fatal error: runtime: out of memory\n")
-			fmt.Fprintln(x.Stderr, "rttlab: EOF")
-			return 1, nil
-		}
-		return lab.Load(ctx, x)
+	handleNth(lab, "rttlab agent load", 2, lab.Load, func(ctx context.Context, x *enginefake.Call) (int, error) {
+		lab.Exit("-app", 137, "fatal error: runtime: out of memory\n")
+		fmt.Fprintln(x.Stderr, "rttlab: EOF")
+		return 1, nil
 	})
 	dir, err := Run(context.Background(), engine.NewLab(lab, ""), lab, lab.Apps, RunOptions{Plan: fakePlan(), OutDir: t.TempDir(), Now: fakeNow})
 	if err != nil {
@@ -472,14 +475,9 @@ func TestRunFakeCancelCleansUpAndResumes(t *testing.T) {
 			defer cancel()
 			prog := &recProgress{}
 			if during {
-				var n int
-				lab.Handle("rttlab agent load", func(lctx context.Context, x *enginefake.Call) (int, error) {
-					n++
-					if n == 4 {
-						cancel()
-						return -1, lctx.Err()
-					}
-					return lab.Load(lctx, x)
+				handleNth(lab, "rttlab agent load", 4, lab.Load, func(lctx context.Context, x *enginefake.Call) (int, error) {
+					cancel()
+					return -1, lctx.Err()
 				})
 			} else {
 				prog.onTask = func(done int) {
@@ -719,14 +717,10 @@ func TestRunFakeInterruptedProbesNotProbed(t *testing.T) {
 	lab := fakelab.New(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var n int
-	lab.Handle("rttlab agent sqlprobe", func(sctx context.Context, x *enginefake.Call) (int, error) {
-		n++
-		if n == 2 { // the second setting's SELECT 1 probe: the first one's are written
-			cancel()
-			return -1, sctx.Err()
-		}
-		return lab.SQLProbe(sctx, x)
+	// The second setting's SELECT 1 probe: the first one's are written.
+	handleNth(lab, "rttlab agent sqlprobe", 2, lab.SQLProbe, func(sctx context.Context, x *enginefake.Call) (int, error) {
+		cancel()
+		return -1, sctx.Err()
 	})
 	dir, err := Run(ctx, engine.NewLab(lab, ""), lab, lab.Apps, RunOptions{Plan: fakePlan(), OutDir: t.TempDir(), Progress: &recProgress{}, Now: fakeNow})
 	if !errors.Is(err, context.Canceled) {

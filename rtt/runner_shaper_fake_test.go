@@ -5,13 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/rttlab/rttlab/orchestrator/engine"
 	"math"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/rttlab/rttlab/orchestrator/engine"
 
 	"github.com/rttlab/rttlab/netem"
 	"github.com/rttlab/rttlab/orchestrator/engine/enginefake"
@@ -90,12 +91,8 @@ func (s *statsShaper) ctl(ctx context.Context, x *enginefake.Call) (int, error) 
 func TestRunFakeFailsTaskOnShaperDrops(t *testing.T) {
 	lab := fakelab.New(t)
 	sh := newStatsShaper(lab)
-	var n int
-	lab.Handle("rttlab agent load", func(ctx context.Context, x *enginefake.Call) (int, error) {
-		n++
-		if n == 2 {
-			sh.drop("db", 4)
-		}
+	handleNth(lab, "rttlab agent load", 2, lab.Load, func(ctx context.Context, x *enginefake.Call) (int, error) {
+		sh.drop("db", 4)
 		return lab.Load(ctx, x)
 	})
 	p := fakePlan()
@@ -149,23 +146,18 @@ func TestRunFakeAgentDiesDuringLoad(t *testing.T) {
 	t.Cleanup(func() { agentWatchInterval = prev })
 	lab := fakelab.New(t)
 	newStatsShaper(lab)
-	var n int
 	stopped := false
-	lab.Handle("rttlab agent load", func(ctx context.Context, x *enginefake.Call) (int, error) {
-		n++
-		if n == 2 {
-			lab.Exit("-db-agent", 137, "")
-			// With its agent gone the database side passes no packet: the
-			// client would wait for its timeouts.
-			select {
-			case <-ctx.Done():
-				stopped = true
-				return 0, ctx.Err()
-			case <-time.After(2 * time.Minute):
-				return 1, fmt.Errorf("the load was not stopped when the agent died")
-			}
+	handleNth(lab, "rttlab agent load", 2, lab.Load, func(ctx context.Context, x *enginefake.Call) (int, error) {
+		lab.Exit("-db-agent", 137, "")
+		// With its agent gone the database side passes no packet: the
+		// client would wait for its timeouts.
+		select {
+		case <-ctx.Done():
+			stopped = true
+			return 0, ctx.Err()
+		case <-time.After(2 * time.Minute):
+			return 1, fmt.Errorf("the load was not stopped when the agent died")
 		}
-		return lab.Load(ctx, x)
 	})
 	dir, err := Run(context.Background(), engine.NewLab(lab, ""), lab, lab.Apps, RunOptions{Plan: fakePlan(), OutDir: t.TempDir(), Now: fakeNow})
 	if err != nil {
