@@ -71,9 +71,7 @@ func TestExitCodes(t *testing.T) {
 	}
 	kindFolder := func(manifest string) string {
 		d := t.TempDir()
-		if err := os.WriteFile(filepath.Join(d, "manifest.json"), []byte(manifest), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		writeFile(t, d, "manifest.json", manifest)
 		return d
 	}
 	place, workersA, workersB := kindFolder(`{"kind":"placement"}`), kindFolder(`{"kind":"workers"}`), kindFolder(`{"kind":"workers"}`)

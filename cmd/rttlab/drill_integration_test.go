@@ -213,10 +213,7 @@ func TestIntegrationDrillSignals(t *testing.T) {
 	bin, root := drillBinary(t)
 	ctx := context.Background()
 	rt := drillEngine(t)
-	plan := filepath.Join(t.TempDir(), "drill.yaml")
-	if err := os.WriteFile(plan, []byte(drillPlan), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	plan := writeFile(t, t.TempDir(), "drill.yaml", drillPlan)
 
 	t.Run("SIGINT", func(t *testing.T) {
 		before := labelled(t, rt)

@@ -88,10 +88,7 @@ func TestIntegrationDrillStudiesSIGKILL(t *testing.T) {
 		{"workers", workersDrillPlan, 8 * time.Second, checkWorkersDrill},
 	} {
 		t.Run(d.cmd, func(t *testing.T) {
-			plan := filepath.Join(t.TempDir(), d.cmd+"-drill.yaml")
-			if err := os.WriteFile(plan, []byte(d.plan), 0o644); err != nil {
-				t.Fatal(err)
-			}
+			plan := writeFile(t, t.TempDir(), d.cmd+"-drill.yaml", d.plan)
 			before := labelled(t, rt)
 			dir := killAfterFirstTask(t, bin, root, d.cmd, plan, d.window)
 			cleanKilled(t, rt, bin, before, false)

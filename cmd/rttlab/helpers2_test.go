@@ -91,9 +91,7 @@ func TestStudyFlagsBeforeConnect(t *testing.T) {
 func TestTraceResultsFolderFirst(t *testing.T) {
 	wantUsage(t, "not a results folder", "trace", "go", "--results", t.TempDir())
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "manifest.json"), []byte("{not json"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, dir, "manifest.json", "{not json")
 	_, err := run(t, "trace", "go", "--results", dir)
 	if err == nil || errors.Is(err, errNoEngineHere) {
 		t.Errorf("trace into an unreadable folder: %v", err)
@@ -110,9 +108,7 @@ func TestCompareUnknownStudy(t *testing.T) {
 	good := testFolder(t)
 	for _, manifest := range []string{`{"kind": "other"}`, `{"kind": "rtt", "format": 999}`} {
 		bad := t.TempDir()
-		if err := os.WriteFile(filepath.Join(bad, "manifest.json"), []byte(manifest), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		writeFile(t, bad, "manifest.json", manifest)
 		for _, args := range [][]string{{"compare", bad, good}, {"compare", good, bad}} {
 			_, err := run(t, args...)
 			if err == nil || strings.Contains(err.Error(), "\n") {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -180,4 +181,15 @@ func TestCommandsWithoutAnEngine(t *testing.T) {
 	if left, _ := os.ReadDir(out); len(left) != 0 {
 		t.Errorf("left in the output folder: %v", left)
 	}
+}
+
+// writeFile writes text to the file name in dir and returns its path; a
+// file that cannot be written ends the test.
+func writeFile(t *testing.T, dir, name, text string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

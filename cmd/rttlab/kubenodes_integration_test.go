@@ -90,16 +90,13 @@ func TestIntegrationKubeTwoNodes(t *testing.T) {
 	})
 
 	t.Run("placement across nodes", func(t *testing.T) {
-		plan := filepath.Join(t.TempDir(), "two-nodes.yaml")
 		// placement-smoke's counts on the go app, as the testdata plan.
 		b, err := os.ReadFile(filepath.Join(root, "placement", "testdata", "two-nodes.yaml"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		text := strings.NewReplacer("node-1", node1, "node-2", node2, "name: two-nodes", "name: two-nodes\napp: go").Replace(string(b))
-		if err := os.WriteFile(plan, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		plan := writeFile(t, t.TempDir(), "two-nodes.yaml", text)
 		out := t.TempDir()
 		cmd := exec.Command(bin, "place", "--plan", plan, "--out", out)
 		cmd.Dir = root

@@ -131,11 +131,8 @@ func TestIntegrationKubeRun(t *testing.T) {
 
 	t.Run("verified", func(t *testing.T) {
 		// The drill's plan, smaller, on the route of twelve round trips.
-		plan := filepath.Join(t.TempDir(), "kube.yaml")
 		small := strings.NewReplacer("runs: 3", "runs: 2", "requests: 300", "requests: 40", "routes: [/feed]", "routes: [/feed-naive]").Replace(drillPlan)
-		if err := os.WriteFile(plan, []byte(small), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		plan := writeFile(t, t.TempDir(), "kube.yaml", small)
 		b, d := kubeRun(t, bin, root, "run", "--plan", plan)
 		// The round trips, each capture on its own clock, agree with the
 		// two one-way delays, read on the node's one clock.
@@ -186,10 +183,7 @@ func TestIntegrationKubeRun(t *testing.T) {
 	// task fails, a fresh stack is started, the task is tried again, and
 	// the run ends with every task done.
 	t.Run("node agent killed", func(t *testing.T) {
-		plan := filepath.Join(t.TempDir(), "drill.yaml")
-		if err := os.WriteFile(plan, []byte(drillPlan), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		plan := writeFile(t, t.TempDir(), "drill.yaml", drillPlan)
 		cmd, dir, stderr, wait := startRun(t, bin, root, plan, t.TempDir())
 		ctx := context.Background()
 		pods, err := cl.C.CoreV1().Pods("").List(ctx, metav1.ListOptions{LabelSelector: "io.rttlab.role=" + kube.RoleNodeAgent})
@@ -226,10 +220,7 @@ func TestIntegrationKubeRun(t *testing.T) {
 	})
 
 	t.Run("SIGKILL", func(t *testing.T) {
-		plan := filepath.Join(t.TempDir(), "drill.yaml")
-		if err := os.WriteFile(plan, []byte(drillPlan), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		plan := writeFile(t, t.TempDir(), "drill.yaml", drillPlan)
 		cmd, dir, _, wait := startRun(t, bin, root, plan, t.TempDir())
 		_ = cmd.Process.Signal(syscall.SIGKILL)
 		_ = wait()

@@ -193,10 +193,7 @@ func TestResumeChecksFolderFirst(t *testing.T) {
 // routes to take and is refused unless --routes names them.
 func TestRunAppNotInPlan(t *testing.T) {
 	t.Setenv("DOCKER_HOST", "unix://"+filepath.Join(t.TempDir(), "no-engine.sock"))
-	plan := filepath.Join(t.TempDir(), "mine.yaml")
-	if err := os.WriteFile(plan, []byte("delays_ms: [0, 1]\napps: [{name: go, routes: [/feed]}]\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	plan := writeFile(t, t.TempDir(), "mine.yaml", "delays_ms: [0, 1]\napps: [{name: go, routes: [/feed]}]\n")
 	_, err := run(t, "run", "--plan", plan, "--apps", "go,node")
 	var ue usageError
 	if err == nil || !errors.As(err, &ue) || strings.Contains(err.Error(), "\n") ||

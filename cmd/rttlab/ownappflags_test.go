@@ -16,8 +16,7 @@ import (
 // PostgreSQL service db.
 func composeFile(t *testing.T, dir string) string {
 	t.Helper()
-	p := filepath.Join(dir, "compose.yaml")
-	data := `services:
+	return writeFile(t, dir, "compose.yaml", `services:
   web:
     image: example/web:1
     environment:
@@ -30,11 +29,7 @@ func composeFile(t *testing.T, dir string) string {
       POSTGRES_USER: shop
       POSTGRES_PASSWORD: secret
       POSTGRES_DB: shop
-`
-	if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
+`)
 }
 
 // verify, trace, ci-smoke and up take the own-app flags instead of APP;

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -19,12 +17,7 @@ import (
 // node-1, b and the database to node-2.
 func twoNodesPlan(t *testing.T) string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "two-nodes.yaml")
-	plan := "nodes: {client: node-1, a: node-1, b: node-2, db: node-2}\nrequests: 40\nrounds: 2\n"
-	if err := os.WriteFile(path, []byte(plan), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return writeFile(t, t.TempDir(), "two-nodes.yaml", "nodes: {client: node-1, a: node-1, b: node-2, db: node-2}\nrequests: 40\nrounds: 2\n")
 }
 
 // A plan that pins nodes runs on a cluster only: on Docker it is refused

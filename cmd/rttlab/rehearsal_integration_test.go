@@ -42,10 +42,7 @@ func TestIntegrationArm64Rehearsal(t *testing.T) {
 	}
 	before := labelled(t, rt)
 	dir := t.TempDir()
-	plan := filepath.Join(dir, "rehearsal.yaml")
-	if err := os.WriteFile(plan, []byte(rehearsalPlan), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	plan := writeFile(t, dir, "rehearsal.yaml", rehearsalPlan)
 	start := time.Now()
 	code, out, errs := runBinary(t, bin, root, "run", "--plan", plan, "--out", dir)
 	t.Logf("rehearsal: %s wall (images included)\nstdout:\n%s\nstderr:\n%s", time.Since(start).Round(time.Second), out, errs)

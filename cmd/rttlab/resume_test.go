@@ -31,9 +31,7 @@ func studyFolders(t *testing.T) map[string]string {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, results.ManifestFile), []byte(manifest), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		writeFile(t, dir, results.ManifestFile, manifest)
 		dirs[kind] = dir
 	}
 	return dirs

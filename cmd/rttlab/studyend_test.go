@@ -53,9 +53,7 @@ func TestPrintStudyEnd(t *testing.T) {
 func TestStudiesDigest(t *testing.T) {
 	dir := t.TempDir()
 	md := "# Placement: p\n\nbody\n"
-	if err := os.WriteFile(filepath.Join(dir, results.SummaryMDFile), []byte(md), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, dir, results.SummaryMDFile, md)
 	for _, kind := range []string{results.KindPlacement, results.KindWorkers} {
 		got, err := studyOf(kind).Digest(dir)
 		if err != nil || got != md {
