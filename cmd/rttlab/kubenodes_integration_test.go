@@ -83,10 +83,7 @@ func TestIntegrationKubeTwoNodes(t *testing.T) {
 		if trips == 0 {
 			t.Errorf("no round-trip row at 1 ms: %+v", d.Wire)
 		}
-		if left := liveRunsSince(t, cl, before); len(left) > 0 {
-			t.Errorf("namespaces left by the run: %v", left)
-		}
-		waitNoWireRules(t)
+		checkClusterClean(t, cl, before, "namespaces left by the run")
 	})
 
 	t.Run("placement across nodes", func(t *testing.T) {
@@ -131,9 +128,6 @@ func TestIntegrationKubeTwoNodes(t *testing.T) {
 				t.Errorf("link %s–db not verified on the wire: %+v", s.Host, s)
 			}
 		}
-		if left := liveRunsSince(t, cl, before); len(left) > 0 {
-			t.Errorf("namespaces left by the run: %v", left)
-		}
-		waitNoWireRules(t)
+		checkClusterClean(t, cl, before, "namespaces left by the run")
 	})
 }

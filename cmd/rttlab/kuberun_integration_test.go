@@ -148,10 +148,7 @@ func TestIntegrationKubeRun(t *testing.T) {
 		if len(d.Done) != len(d.Manifest.Tasks) || !strings.HasPrefix(d.Manifest.EngineVersion, "kubernetes ") {
 			t.Errorf("%d of %d tasks done; engine %q", len(d.Done), len(d.Manifest.Tasks), d.Manifest.EngineVersion)
 		}
-		if left := liveRunsSince(t, cl, before); len(left) > 0 {
-			t.Errorf("namespaces left by the run: %v", left)
-		}
-		waitNoWireRules(t)
+		checkClusterClean(t, cl, before, "namespaces left by the run")
 	})
 
 	t.Run("target", func(t *testing.T) { kubeTargetRun(t, cl, bin, root, before) })
@@ -173,10 +170,7 @@ func TestIntegrationKubeRun(t *testing.T) {
 				t.Errorf("%v on the cluster: %v, want %q in:\n%s", c.args, err, c.want, b)
 			}
 		}
-		if left := liveRunsSince(t, cl, before); len(left) > 0 {
-			t.Errorf("namespaces left: %v", left)
-		}
-		waitNoWireRules(t)
+		checkClusterClean(t, cl, before, "namespaces left")
 	})
 
 	// The node agent's pod deleted mid-task (as an eviction does): the
@@ -213,10 +207,7 @@ func TestIntegrationKubeRun(t *testing.T) {
 		if len(d.Done) != len(d.Manifest.Tasks) || failed == 0 {
 			t.Errorf("%d of %d tasks done, %d failed attempts: want all done after a failed attempt\n%s", len(d.Done), len(d.Manifest.Tasks), failed, stderr)
 		}
-		if left := liveRunsSince(t, cl, before); len(left) > 0 {
-			t.Errorf("namespaces left: %v", left)
-		}
-		waitNoWireRules(t)
+		checkClusterClean(t, cl, before, "namespaces left")
 	})
 
 	t.Run("SIGKILL", func(t *testing.T) {
@@ -242,10 +233,7 @@ func TestIntegrationKubeRun(t *testing.T) {
 		}
 		waitNoWireRules(t)
 		resumeAndCheck(t, bin, root, dir)
-		if left := liveRunsSince(t, cl, before); len(left) > 0 {
-			t.Errorf("namespaces left by the resumed run: %v", left)
-		}
-		waitNoWireRules(t)
+		checkClusterClean(t, cl, before, "namespaces left by the resumed run")
 	})
 
 	// Last: on this node's containerd 1.6, pulling an image whose ID an
@@ -279,6 +267,17 @@ func kubeRun(t *testing.T, bin, root string, args ...string) (string, *raw.Data)
 		t.Fatal(err)
 	}
 	return string(b), d
+}
+
+// checkClusterClean fails the test when a namespace is live that was not
+// before (saying so with what), and waits until the node has no wire
+// rule left.
+func checkClusterClean(t *testing.T, cl *kube.Cluster, before []string, what string) {
+	t.Helper()
+	if left := liveRunsSince(t, cl, before); len(left) > 0 {
+		t.Errorf("%s: %v", what, left)
+	}
+	waitNoWireRules(t)
 }
 
 // liveRunsSince is what liveRuns lists that it did not list before.
@@ -351,10 +350,7 @@ func kubeTargetRun(t *testing.T, cl *kube.Cluster, bin, root string, before []st
 	if adopted != 2 {
 		t.Errorf("manifest records %d members found where they run, want 2: %+v", adopted, d.Manifest.Members)
 	}
-	if left := liveRunsSince(t, cl, before); len(left) > 0 {
-		t.Errorf("namespaces left by the run: %v", left)
-	}
-	waitNoWireRules(t)
+	checkClusterClean(t, cl, before, "namespaces left by the run")
 }
 
 // applyShop applies testdata's shop manifest with kubectl in a
@@ -476,8 +472,5 @@ func TestIntegrationKubeRegistry(t *testing.T) {
 		}
 		time.Sleep(2 * time.Second)
 	}
-	if left := liveRunsSince(t, cl, before); len(left) > 0 {
-		t.Errorf("namespaces left: %v", left)
-	}
-	waitNoWireRules(t)
+	checkClusterClean(t, cl, before, "namespaces left")
 }
