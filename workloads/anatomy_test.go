@@ -160,6 +160,15 @@ func onlyRequest(t *testing.T, an Anatomy) RequestAnatomy {
 	return an.Requests[0]
 }
 
+// request sets the client's one latency, request 0's, to latencyUs (µs)
+// and takes the wire apart: its only request, and the whole anatomy.
+func (l *wireLab) request(t *testing.T, latencyUs float64) (RequestAnatomy, Anatomy) {
+	t.Helper()
+	l.lat = []AnatomyLatency{{Seq: 0, LatencyNS: us(latencyUs)}}
+	an := l.anatomize()
+	return onlyRequest(t, an), an
+}
+
 func TestAnatomyThreeQueries(t *testing.T) {
 	l := newWireLab()
 	next := l.exchange(1000, 3, 25)
@@ -194,93 +203,84 @@ func TestAnatomyNoDatabaseCall(t *testing.T) {
 	}
 }
 
-// A query written in two segments is complete at the database when the
-// second arrives: the wire out is that segment's, the gap between the two
-// writes is the app's.
-func TestAnatomyQuerySplitOverTwoSegments(t *testing.T) {
-	l := newWireLab()
-	l.send(labClient, labApp, 100, 0, 10)
-	l.send(labAppDB, labDB, 60, 50, 340)   // the first part
-	l.send(labAppDB, labDB, 40, 70, 370)   // the second: 300 µs on the wire
-	l.send(labDB, labAppDB, 200, 450, 750) // 80 µs at the database
-	l.send(labApp, labClient, 300, 800, 810)
-	l.lat = []AnatomyLatency{{Seq: 0, LatencyNS: us(820)}}
-	r := onlyRequest(t, l.anatomize())
-	if r.RoundTrips != 1 || !closeTo(r.AppPreMs, 0.06) || !closeTo(r.WireOutMs, 0.3) || !closeTo(r.DBMs, 0.08) || !closeTo(r.WireBackMs, 0.3) || !closeTo(r.AppPostMs, 0.05) {
-		t.Errorf("%+v", r)
-	}
-}
-
-// Statements sent together before any answer (a pipeline, or a driver's
-// Parse/Bind/Execute/Sync in separate segments) are one round trip.
-func TestAnatomyPipelinedStatements(t *testing.T) {
-	l := newWireLab()
-	l.send(labClient, labApp, 100, 0, 10)
-	l.send(labAppDB, labDB, 50, 20, 320)
-	l.send(labAppDB, labDB, 50, 25, 325)
-	l.send(labAppDB, labDB, 50, 30, 330)
-	l.send(labDB, labAppDB, 100, 400, 700)
-	l.send(labDB, labAppDB, 100, 410, 710)
-	l.send(labApp, labClient, 300, 760, 770)
-	l.lat = []AnatomyLatency{{Seq: 0, LatencyNS: us(800)}}
-	r := onlyRequest(t, l.anatomize())
-	if r.RoundTrips != 1 || !closeTo(r.AppPreMs, 0.02) || !closeTo(r.WireOutMs, 0.3) || !closeTo(r.DBMs, 0.08) || !closeTo(r.WireBackMs, 0.3) || !closeTo(r.AppPostMs, 0.05) {
-		t.Errorf("%+v", r)
-	}
-}
-
-// An answer whose two segments arrive in the wrong order is complete
-// when the one that fills the gap arrives.
-func TestAnatomyReorderedSegments(t *testing.T) {
-	l := newWireLab()
-	l.send(labClient, labApp, 100, 0, 10)
-	l.send(labAppDB, labDB, 100, 20, 320)
-	l.send(labDB, labAppDB, 100, 400, 760) // the first segment arrives last
-	l.send(labDB, labAppDB, 100, 410, 710)
-	l.send(labApp, labClient, 300, 800, 810)
-	l.lat = []AnatomyLatency{{Seq: 0, LatencyNS: us(820)}}
-	r := onlyRequest(t, l.anatomize())
-	// Complete at 760, when the first segment (sent at 400) filled the gap.
-	if !closeTo(r.DBMs, 0.08) || !closeTo(r.WireBackMs, 0.36) || !closeTo(r.AppPostMs, 0.04) {
-		t.Errorf("%+v", r)
-	}
-}
-
-// A lost segment and its retransmission: the wire holds the whole wait
-// from the first send, not the app.
-func TestAnatomyRetransmittedSegment(t *testing.T) {
-	l := newWireLab()
-	l.send(labClient, labApp, 100, 0, 10)
-	seq := l.send(labAppDB, labDB, 100, 20, -1)             // lost
-	l.put(labAppDB, labDB, seq, 100, false, 220020, 220320) // retransmitted 220 ms later
-	l.send(labDB, labAppDB, 100, 220400, 220700)
-	l.send(labApp, labClient, 300, 220750, 220760)
-	l.lat = []AnatomyLatency{{Seq: 0, LatencyNS: us(220770)}}
-	r := onlyRequest(t, l.anatomize())
-	if !closeTo(r.AppPreMs, 0.01) || !closeTo(r.WireOutMs, 220.3) || !closeTo(r.DBMs, 0.08) || !closeTo(r.WireBackMs, 0.3) {
-		t.Errorf("%+v", r)
-	}
-}
-
-// Two segments the database sent apart arrive as one (coalesced by the
-// receiver): the answer is complete at that arrival, and its completing
-// bytes left with the second segment.
-func TestAnatomyCoalescedSegments(t *testing.T) {
-	l := newWireLab()
-	l.send(labClient, labApp, 100, 0, 10)
-	l.send(labAppDB, labDB, 100, 20, 320)
-	k := [2]netip.AddrPort{labDB, labAppDB}
-	seq := l.seq[k]
-	l.put(labDB, labAppDB, seq, 100, false, 400, -1)
-	l.put(labDB, labAppDB, seq+100, 100, false, 420, -1)
-	key, _ := l.segment(labDB, labAppDB, seq, 200, false)
-	l.app.Packets = append(l.app.Packets, CapturedPacket{T: us(720), Key: key, Len: 200})
-	l.seq[k] = seq + 200
-	l.send(labApp, labClient, 300, 770, 780)
-	l.lat = []AnatomyLatency{{Seq: 0, LatencyNS: us(800)}}
-	r := onlyRequest(t, l.anatomize())
-	if !closeTo(r.DBMs, 0.1) || !closeTo(r.WireBackMs, 0.3) || !closeTo(r.AppPostMs, 0.05) {
-		t.Errorf("%+v", r)
+// One query and its answer, their segments split, pipelined, reordered,
+// lost or coalesced on the wire: a request of one round trip, its parts
+// where each case says.
+func TestAnatomySegments(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		script    func(l *wireLab)
+		latencyUs float64
+		// The round trip's parts (ms): the app's before it, the wire out,
+		// the database, the wire back, the app's after it.
+		pre, out, db, back, post float64
+	}{
+		// A query written in two segments is complete at the database
+		// when the second arrives: the wire out is that segment's, the gap
+		// between the two writes is the app's.
+		{name: "query split over two segments", script: func(l *wireLab) {
+			l.send(labClient, labApp, 100, 0, 10)
+			l.send(labAppDB, labDB, 60, 50, 340)   // the first part
+			l.send(labAppDB, labDB, 40, 70, 370)   // the second: 300 µs on the wire
+			l.send(labDB, labAppDB, 200, 450, 750) // 80 µs at the database
+			l.send(labApp, labClient, 300, 800, 810)
+		}, latencyUs: 820, pre: 0.06, out: 0.3, db: 0.08, back: 0.3, post: 0.05},
+		// Statements sent together before any answer (a pipeline, or a
+		// driver's Parse/Bind/Execute/Sync in separate segments) are one
+		// round trip.
+		{name: "pipelined statements", script: func(l *wireLab) {
+			l.send(labClient, labApp, 100, 0, 10)
+			l.send(labAppDB, labDB, 50, 20, 320)
+			l.send(labAppDB, labDB, 50, 25, 325)
+			l.send(labAppDB, labDB, 50, 30, 330)
+			l.send(labDB, labAppDB, 100, 400, 700)
+			l.send(labDB, labAppDB, 100, 410, 710)
+			l.send(labApp, labClient, 300, 760, 770)
+		}, latencyUs: 800, pre: 0.02, out: 0.3, db: 0.08, back: 0.3, post: 0.05},
+		// An answer whose two segments arrive in the wrong order is
+		// complete when the one that fills the gap arrives: at 760, when
+		// the first segment (sent at 400) filled it.
+		{name: "reordered segments", script: func(l *wireLab) {
+			l.send(labClient, labApp, 100, 0, 10)
+			l.send(labAppDB, labDB, 100, 20, 320)
+			l.send(labDB, labAppDB, 100, 400, 760) // the first segment arrives last
+			l.send(labDB, labAppDB, 100, 410, 710)
+			l.send(labApp, labClient, 300, 800, 810)
+		}, latencyUs: 820, pre: 0.01, out: 0.3, db: 0.08, back: 0.36, post: 0.04},
+		// A lost segment and its retransmission: the wire holds the whole
+		// wait from the first send, not the app.
+		{name: "retransmitted segment", script: func(l *wireLab) {
+			l.send(labClient, labApp, 100, 0, 10)
+			seq := l.send(labAppDB, labDB, 100, 20, -1)             // lost
+			l.put(labAppDB, labDB, seq, 100, false, 220020, 220320) // retransmitted 220 ms later
+			l.send(labDB, labAppDB, 100, 220400, 220700)
+			l.send(labApp, labClient, 300, 220750, 220760)
+		}, latencyUs: 220770, pre: 0.01, out: 220.3, db: 0.08, back: 0.3, post: 0.05},
+		// Two segments the database sent apart arrive as one (coalesced
+		// by the receiver): the answer is complete at that arrival, and
+		// its completing bytes left with the second segment.
+		{name: "coalesced segments", script: func(l *wireLab) {
+			l.send(labClient, labApp, 100, 0, 10)
+			l.send(labAppDB, labDB, 100, 20, 320)
+			k := [2]netip.AddrPort{labDB, labAppDB}
+			seq := l.seq[k]
+			l.put(labDB, labAppDB, seq, 100, false, 400, -1)
+			l.put(labDB, labAppDB, seq+100, 100, false, 420, -1)
+			key, _ := l.segment(labDB, labAppDB, seq, 200, false)
+			l.app.Packets = append(l.app.Packets, CapturedPacket{T: us(720), Key: key, Len: 200})
+			l.seq[k] = seq + 200
+			l.send(labApp, labClient, 300, 770, 780)
+		}, latencyUs: 800, pre: 0.01, out: 0.3, db: 0.1, back: 0.3, post: 0.05},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			l := newWireLab()
+			c.script(l)
+			r, _ := l.request(t, c.latencyUs)
+			if r.RoundTrips != 1 || !closeTo(r.AppPreMs, c.pre) || !closeTo(r.WireOutMs, c.out) || !closeTo(r.DBMs, c.db) ||
+				!closeTo(r.WireBackMs, c.back) || !closeTo(r.AppPostMs, c.post) {
+				t.Errorf("%+v", r)
+			}
+		})
 	}
 }
 
@@ -322,8 +322,7 @@ func TestAnatomyHandshakes(t *testing.T) {
 	l.send(labAppDB, labDB, 100, 670, 970)
 	l.send(labDB, labAppDB, 100, 1050, 1350)
 	l.send(labApp, labClient, 300, 1400, 1410)
-	l.lat = []AnatomyLatency{{Seq: 0, LatencyNS: us(1420)}}
-	r := onlyRequest(t, l.anatomize())
+	r, _ := l.request(t, 1420)
 	if r.RoundTrips != 2 || !closeTo(r.WireOutMs, 0.6) || !closeTo(r.DBMs, 0.09) || !closeTo(r.AppBetweenMs, 0.01) {
 		t.Errorf("%+v", r)
 	}
@@ -340,9 +339,7 @@ func TestAnatomyOverlappingTrips(t *testing.T) {
 	l.send(labDB, labAppDB, 100, 400, 700)
 	l.send(labDB, other, 100, 410, 710)
 	l.send(labApp, labClient, 300, 760, 770)
-	l.lat = []AnatomyLatency{{Seq: 0, LatencyNS: us(800)}}
-	an := l.anatomize()
-	r := onlyRequest(t, an)
+	r, an := l.request(t, 800)
 	if !r.Overlap || r.Overlaps != 1 || an.Overlaps != 1 || r.RoundTrips != 2 {
 		t.Errorf("%+v", r)
 	}
@@ -476,9 +473,7 @@ func TestAnatomyTripsOnTwoConnections(t *testing.T) {
 	l.send(pool, labDB, 30, 1395, 1695) // a pool's keep-alive
 	l.send(labApp, labClient, 300, 1440, 1450)
 	l.send(labDB, pool, 30, 1700, 2000)
-	l.lat = []AnatomyLatency{{Seq: 0, LatencyNS: us(1470)}}
-	an := l.anatomize()
-	r := onlyRequest(t, an)
+	r, an := l.request(t, 1470)
 	want := RequestAnatomy{Seq: 0, LatencyMs: 1.47, ClientMs: 0.02, LegInMs: 0.01, LegOutMs: 0.01, AppPreMs: 0.01, AppBetweenMs: 0.01, AppPostMs: 0.05,
 		WireOutMs: 0.6, DBMs: 0.16, WireBackMs: 0.6, RoundTrips: 2, Overlaps: 1, Overlap: true}
 	if !anatomyNear(r, want) || r.Overlaps != 1 || an.Overlaps != 1 || an.Unassigned != 1 {
@@ -497,9 +492,7 @@ func TestAnatomyBackgroundTripBeforeRequest(t *testing.T) {
 	l.send(labAppDB, labDB, 100, 700, 1000)
 	l.send(labDB, labAppDB, 100, 1080, 1380)
 	l.send(labApp, labClient, 300, 1430, 1440)
-	l.lat = []AnatomyLatency{{Seq: 0, LatencyNS: us(1360)}}
-	an := l.anatomize()
-	r := onlyRequest(t, an)
+	r, an := l.request(t, 1360)
 	if r.RoundTrips != 1 || r.Overlaps != 1 || !r.Overlap || !closeTo(r.AppPreMs, 0.59) || an.Unassigned != 1 {
 		t.Errorf("%+v (%+v)", r, an)
 	}
