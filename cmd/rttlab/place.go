@@ -197,12 +197,9 @@ func (o *placeOptions) run(cmd *cobra.Command) (err error) {
 	}
 	say(fmt.Sprintf("results in %s", dir))
 	r := &placement.Runner{Runtime: lab, Engine: rl.eng, Session: ps, Dir: dir, Version: versionString(), Fresh: startSession}
-	if _, rerr := r.Run(ctx); rerr != nil {
-		if ctx.Err() == nil {
-			rerr = fmt.Errorf("placement study: %w", rerr)
-		}
-		return hintError{rerr, resumeHint(studyOf(results.KindPlacement), dir)}
+	_, rerr := r.Run(ctx)
+	if rerr != nil && ctx.Err() == nil {
+		rerr = fmt.Errorf("placement study: %w", rerr)
 	}
-	printStudyEnd(cmd.OutOrStdout(), w, studyOf(results.KindPlacement), dir, start, true)
-	return nil
+	return endStudy(cmd, results.KindPlacement, dir, start, rerr)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/results"
+	"github.com/spf13/cobra"
 
 	// The studies register their kinds (results.Register) as they load.
 	_ "github.com/rttlab/rttlab/placement"
@@ -67,6 +68,17 @@ func beginStudy(ctx context.Context, w io.Writer, kind, resume string, target ap
 	start = time.Now()
 	say = func(s string) { fmt.Fprintf(w, "[%s] %s\n", time.Since(start).Round(time.Second), s) }
 	return lab, p, say, start, func() { lab.close(); closeFolder() }, nil
+}
+
+// endStudy is how place and workers end: a study that stopped returns err
+// with how to continue it; one that ended prints where its results are.
+func endStudy(cmd *cobra.Command, kind, dir string, start time.Time, err error) error {
+	st := studyOf(kind)
+	if err != nil {
+		return hintError{err, resumeHint(st, dir)}
+	}
+	printStudyEnd(cmd.OutOrStdout(), cmd.ErrOrStderr(), st, dir, start, true)
+	return nil
 }
 
 // printStudyEnd prints where a study's results are: after a run that

@@ -129,9 +129,6 @@ func (o *workersOptions) run(cmd *cobra.Command) (err error) {
 	say(fmt.Sprintf("results in %s (%d tasks)", dir, len(plan.Tasks())))
 	ws.DecisionsPath = filepath.Join(dir, "decisions.jsonl")
 	r := &workers.Runner{WS: ws, Plan: plan, Dir: dir, Version: versionString()}
-	if _, rerr := r.Run(ctx); rerr != nil {
-		return hintError{rerr, resumeHint(studyOf(results.KindWorkers), dir)}
-	}
-	printStudyEnd(cmd.OutOrStdout(), w, studyOf(results.KindWorkers), dir, start, true)
-	return nil
+	_, rerr := r.Run(ctx)
+	return endStudy(cmd, results.KindWorkers, dir, start, rerr)
 }
