@@ -179,24 +179,18 @@ func (o *imagesBuildOptions) run(cmd *cobra.Command, args []string) error {
 		}
 		fmt.Fprintf(out, "base image %s: %s\n", bp.BaseRef(), path)
 	}
-	var failed error
-	b.BuildEach(ctx, names, o.parallel, func(n string, r engine.Built, err error) bool {
-		if reason, ok := engine.SkipReason(err); ok && all {
+	skip := func(n string, err error) bool {
+		reason, ok := engine.SkipReason(err)
+		if ok && all {
 			// Building every image: one this host cannot reach the
 			// package registry of is skipped, as a run skips it.
 			fmt.Fprintf(out, "%-26s skipped: %s\n", n, reason)
-			return true
 		}
-		if err != nil {
-			if failed == nil {
-				failed = err
-			}
-			return false
-		}
+		return ok && all
+	}
+	return buildEach(ctx, b, names, o.parallel, skip, func(n string, r engine.Built) {
 		fmt.Fprintf(out, "%-26s %s  %6.1fs\n", r.Tag, shortID(r.ID), r.Duration.Seconds())
-		return true
 	})
-	return failed
 }
 
 // basesFor is the platforms whose base images the names need on p: p's,

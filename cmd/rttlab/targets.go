@@ -173,16 +173,29 @@ func ensureImages(ctx context.Context, rt *engine.Runtime, targets []apps.Target
 	if err != nil {
 		return err
 	}
-	var failed error
-	b.BuildEach(ctx, imagesFor(targets, agent), 0, func(n string, r engine.Built, err error) bool {
-		if err != nil {
-			if failed == nil {
-				failed = err
-			}
-			return false
-		}
+	return buildEach(ctx, b, imagesFor(targets, agent), 0, nil, func(n string, r engine.Built) {
 		fmt.Fprintf(w, "image %-24s %s  %.1fs\n", r.Tag, shortID(r.ID), r.Duration.Seconds())
-		return true
+	})
+}
+
+// buildEach builds names with b, parallel at once (0: the engine's
+// default), calling built for each image built. The first failure stops
+// the builds and is returned, unless skip, where not nil, passes over the
+// failed image (true) and the builds go on.
+func buildEach(ctx context.Context, b *engine.Builder, names []string, parallel int, skip func(name string, err error) bool, built func(name string, r engine.Built)) error {
+	var failed error
+	b.BuildEach(ctx, names, parallel, func(n string, r engine.Built, err error) bool {
+		if err == nil {
+			built(n, r)
+			return true
+		}
+		if skip != nil && skip(n, err) {
+			return true
+		}
+		if failed == nil {
+			failed = err
+		}
+		return false
 	})
 	return failed
 }
