@@ -151,15 +151,8 @@ func TestFakeOwnAppStackAndVerify(t *testing.T) {
 			}
 		}
 	}
-	checks, err := shaping.VerifyStack(ctx, l, st, shaping.VerifyOptions{Requests: 4, SerialN: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var counts []string
-	for _, c := range checks {
-		if !c.OK {
-			t.Errorf("check failed: %+v", c)
-		}
+	for _, c := range verifyFake(ctx, t, l, st, shaping.VerifyOptions{Requests: 4, SerialN: 3}) {
 		if c.What == "statements per request" {
 			counts = append(counts, c.Route+" "+c.Expected+" "+c.Observed)
 		}
@@ -167,6 +160,22 @@ func TestFakeOwnAppStackAndVerify(t *testing.T) {
 	if !slices.Equal(counts, []string{"/feed 3 3", "/serial?n=3 (not declared) 3"}) {
 		t.Errorf("counts %q", counts)
 	}
+}
+
+// verifyFake verifies the stack on the fake lab, failing the test on an
+// error or a failed check; it returns every check.
+func verifyFake(ctx context.Context, t *testing.T, l *fakelab.Lab, st *stack.Stack, o shaping.VerifyOptions) []shaping.Check {
+	t.Helper()
+	checks, err := shaping.VerifyStack(ctx, l, st, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range checks {
+		if !c.OK {
+			t.Errorf("check failed: %+v", c)
+		}
+	}
+	return checks
 }
 
 // psql's error line becomes one line naming the user's file and line.

@@ -129,14 +129,7 @@ func TestFakeComposeStack(t *testing.T) {
 		if (st.NoStatements != "") != noPGSS {
 			t.Errorf("noPGSS %v: NoStatements %q", noPGSS, st.NoStatements)
 		}
-		checks, err := shaping.VerifyStack(ctx, l, st, shaping.VerifyOptions{Requests: 4})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, c := range checks {
-			if !c.OK {
-				t.Errorf("check failed: %+v", c)
-			}
+		for _, c := range verifyFake(ctx, t, l, st, shaping.VerifyOptions{Requests: 4}) {
 			if c.What != "statements per request" {
 				continue
 			}
