@@ -87,12 +87,15 @@ func TestIntegrationKubeTwoNodes(t *testing.T) {
 	})
 
 	t.Run("placement across nodes", func(t *testing.T) {
-		// placement-smoke's counts on the go app, as the testdata plan.
+		// placement-smoke's counts on the go app, as the testdata plan,
+		// with two policies and no concurrency phase: what is tested here
+		// is where the nodes run and that their links hold on the wire.
 		b, err := os.ReadFile(filepath.Join(root, "placement", "testdata", "two-nodes.yaml"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		text := strings.NewReplacer("node-1", node1, "node-2", node2, "name: two-nodes", "name: two-nodes\napp: go").Replace(string(b))
+		text := strings.NewReplacer("node-1", node1, "node-2", node2, "name: two-nodes", "name: two-nodes\napp: go").Replace(string(b)) +
+			"policies: [user-first, profiled]\nrouted_n: []\nconcurrency_rates: []\n"
 		plan := writeFile(t, t.TempDir(), "two-nodes.yaml", text)
 		out := t.TempDir()
 		cmd := exec.Command(bin, "place", "--plan", plan, "--out", out)
