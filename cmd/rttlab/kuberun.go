@@ -48,14 +48,20 @@ func (k kubeEngine) EngineInfo(ctx context.Context) (engine.EngineInfo, error) {
 // them. A user's own image is used as it is.
 func kubeImages(ctx context.Context, lab *kube.Lab, targets []apps.Target, plat engine.Platform, w io.Writer) (map[string]string, error) {
 	out := map[string]string{}
-	var built []apps.Target // the targets whose stack rttlab starts from its images
+	// The targets whose stack rttlab starts (PostgreSQL from its image,
+	// the app from its own unless a user's), and those of them whose app
+	// image it builds too.
+	var stacks, built []apps.Target
 	for _, t := range targets {
-		if t.Meta.Running == nil && t.Image == "" {
-			built = append(built, t)
+		if t.Meta.Running == nil {
+			stacks = append(stacks, t)
+			if t.Image == "" {
+				built = append(built, t)
+			}
 		}
 	}
-	names := imagesFor(built, true)
-	if len(built) == 0 {
+	names := imagesFor(stacks, true)
+	if len(stacks) == 0 {
 		names = []string{"agent"}
 	}
 	if lab.Registry != "" {
