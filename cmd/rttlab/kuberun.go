@@ -169,7 +169,7 @@ func runLabFor(cmd *cobra.Command) (*runLab, error) {
 // given by --target found before anything is created; w gets the images'
 // progress.
 func kubeLab(ctx context.Context, w io.Writer) (*runLab, error) {
-	cl, err := kubeConnect(ctx)
+	cl, err := labRuntime.cluster(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -225,12 +225,13 @@ func openLab(ctx context.Context, targets []apps.Target, w io.Writer, pf *platfo
 
 // checkKubeNodes checks, before anything is created, that the cluster
 // has each of the nodes a plan pins members to (names), Ready and taking
-// pods; none to check on Docker or without pins.
+// pods; none to check without pins (a plan with pins runs on a cluster
+// only: prepare refuses it on Docker).
 func checkKubeNodes(ctx context.Context, names []string) error {
-	if len(names) == 0 || labRuntime.name != runtimeKube {
+	if len(names) == 0 {
 		return nil
 	}
-	cl, err := kubeConnect(ctx)
+	cl, err := labRuntime.cluster(ctx)
 	if err != nil {
 		return err
 	}

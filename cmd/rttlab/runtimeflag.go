@@ -28,6 +28,8 @@ type runtimeOptions struct {
 	kubeconfig string // --kubeconfig, default KUBECONFIG, then ~/.kube/config
 	namespace  string // --namespace: where a user's own app runs (kube)
 	registry   string // --registry: where a run's images are pushed (kube)
+
+	cl *kube.Cluster // the cluster, once a command reached it (cluster)
 }
 
 // labRuntime is the runtime the command line chose (newRootCmd binds it).
@@ -88,9 +90,23 @@ func (o *runtimeOptions) clusterLab(cl *kube.Cluster) *kube.Lab {
 // kubeConnect reaches the cluster of --kubeconfig; unit tests replace it.
 var kubeConnect = func(ctx context.Context) (*kube.Cluster, error) { return kube.Connect(ctx, labRuntime.kubeconfig) }
 
+// cluster is the cluster of --kubeconfig, reached once per command: a
+// command that checks its plan's nodes and then opens its lab asks the
+// apiserver once.
+func (o *runtimeOptions) cluster(ctx context.Context) (*kube.Cluster, error) {
+	if o.cl != nil {
+		return o.cl, nil
+	}
+	cl, err := kubeConnect(ctx)
+	if err == nil {
+		o.cl = cl
+	}
+	return cl, err
+}
+
 // kubeDoctor prints the cluster's checks; false when a required one failed.
 func kubeDoctor(ctx context.Context, w io.Writer) bool {
-	cl, err := kubeConnect(ctx)
+	cl, err := labRuntime.cluster(ctx)
 	var checks []runtime.Check
 	if err != nil {
 		checks = []runtime.Check{{Name: "cluster", Required: true, Detail: err.Error(), Fix: "start the cluster (make cluster starts a one-node one here), or name its kubeconfig with --kubeconfig or KUBECONFIG"}}
@@ -110,7 +126,7 @@ func kubeDoctor(ctx context.Context, w io.Writer) bool {
 // kubeClean removes the namespaces of one run (runID) or of every run on
 // the cluster, and says what it removed.
 func kubeClean(ctx context.Context, out io.Writer, runID string) error {
-	cl, err := kubeConnect(ctx)
+	cl, err := labRuntime.cluster(ctx)
 	if err != nil {
 		return err
 	}
