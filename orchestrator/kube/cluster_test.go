@@ -262,3 +262,21 @@ func TestCheckNodes(t *testing.T) {
 		}
 	}
 }
+
+// A member removed through the cluster-wide Lab goes with its services,
+// as through its run's own Lab: a member started in its place later
+// creates its alias afresh.
+func TestClusterRuntimeRemovesAMembersServices(t *testing.T) {
+	_, rt, c := cluster(t)
+	ctx := context.Background()
+	m, err := rt.StartMember(ctx, runMember("app", "app"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.RemoveMember(ctx, m.ID); err != nil {
+		t.Fatal(err)
+	}
+	if svcs, _ := c.CoreV1().Services("rttlab-r1").List(ctx, metav1.ListOptions{}); len(svcs.Items) != 0 {
+		t.Errorf("RemoveMember left services: %v", svcs.Items)
+	}
+}

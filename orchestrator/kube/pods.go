@@ -191,23 +191,7 @@ func (l *Lab) createService(ctx context.Context, s runtime.MemberSpec, alias str
 			PublishNotReadyAddresses: true,
 		},
 	}
-	svcs := l.C.CoreV1().Services(l.Namespace)
-	_, err := svcs.Create(ctx, svc, metav1.CreateOptions{})
-	if !apierrors.IsAlreadyExists(err) {
-		return err
-	}
-	// The alias of a member this one replaces (a study restarting its
-	// app with other settings in the same run, as Docker's alias moves
-	// to the new container): the run's service goes to the new member.
-	old, gerr := svcs.Get(ctx, alias, metav1.GetOptions{})
-	if gerr != nil {
-		return gerr
-	}
-	if old.Labels[runtime.LabelRun] != l.RunID {
-		return err
-	}
-	old.Spec.Selector, old.Labels = svc.Spec.Selector, svc.Labels
-	_, err = svcs.Update(ctx, old, metav1.UpdateOptions{})
+	_, err := l.C.CoreV1().Services(l.Namespace).Create(ctx, svc, metav1.CreateOptions{})
 	return err
 }
 
@@ -346,7 +330,9 @@ func (l *Lab) RemoveMember(ctx context.Context, id string) error {
 	err = l.deletePod(ctx, m, 0)
 	ctx, cancel := context.WithTimeout(ctx, shortCall)
 	defer cancel()
-	sel := metav1.ListOptions{LabelSelector: runtime.LabelRun + "=" + l.RunID + "," + LabelMember + "=" + m.Pod}
+	// The member's namespace is its run's: its services are found by the
+	// member alone, whichever Lab (a run's or the cluster's) removes it.
+	sel := metav1.ListOptions{LabelSelector: LabelMember + "=" + m.Pod}
 	svcs, lerr := l.C.CoreV1().Services(m.Namespace).List(ctx, sel)
 	if lerr != nil {
 		return errors.Join(err, fmt.Errorf("services of %s: %s", m, firstLine(lerr.Error())))
