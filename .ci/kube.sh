@@ -429,6 +429,22 @@ ip2int() {
   echo $((($1 << 24) + ($2 << 16) + ($3 << 8) + $4))
 }
 int2ip() { echo "$((($1 >> 24) & 255)).$((($1 >> 16) & 255)).$((($1 >> 8) & 255)).$(($1 & 255))"; }
+# host_routes lists the destinations of this host's IPv4 routes, every
+# table's.
+host_routes() {
+  ip -4 route show table all | awk '$1 ~ /^[0-9]/ {print $1} $1 ~ /^(unicast|blackhole|prohibit|unreachable|throw)$/ {print $2}'
+}
+# host_ip is this host's address on its default route (the loopback
+# without one).
+host_ip() {
+  local ip
+  ip=$(ip -4 route get 1.1.1.1 2>/dev/null | sed -n 's/.* src \([0-9.]*\).*/\1/p')
+  echo "${ip:-127.0.0.1}"
+}
+# check_node_name NAME VAR refuses a node name that is not a DNS label.
+check_node_name() {
+  [[ $1 =~ ^[a-z0-9]([-a-z0-9]*[a-z0-9])?$ ]] || bad "node name '$1' is not a DNS label: set $2=<lower-case name>"
+}
 first_ip() { int2ip $(($(ip2int "${1%/*}") + 1)); }
 valid_cidr() { [[ $1 =~ ^([0-9]{1,3}\.){3}[0-9]{1,3}/([0-9]|[12][0-9]|3[0-2])$ ]]; }
 # overlaps A B says whether the subnets A and B share an address.
@@ -675,6 +691,14 @@ pod_running() {
   kubectl_ -n default get pod "${1:-rttlab-up-check}" -o 'jsonpath={.status.phase}' 2>/dev/null | grep -qx Running
 }
 
+# print_access prints how to reach the cluster: its registry, its
+# kubectl and, last, KUBECONFIG=<path>.
+print_access() {
+  echo "registry: 127.0.0.1:$registry_port (rttlab run --runtime kube --registry 127.0.0.1:$registry_port pushes a run's images there)"
+  echo "kubectl: $bin/kubectl"
+  echo "KUBECONFIG=$state/admin.kubeconfig"
+}
+
 # print_phases WHAT START prints the time of each phase of WHAT (up,
 # join...) and the total since START.
 print_phases() {
@@ -703,7 +727,7 @@ up() {
     [ -x "$bin/$b" ] || die "$bin/$b is missing: run .ci/kube.sh build first (or make cluster)"
   done
   node=${RTTLAB_KUBE_NODE:-$(hostname | tr 'A-Z_.' 'a-z--')}
-  [[ $node =~ ^[a-z0-9]([-a-z0-9]*[a-z0-9])?$ ]] || bad "node name '$node' is not a DNS label: set RTTLAB_KUBE_NODE=<lower-case name>"
+  check_node_name "$node" RTTLAB_KUBE_NODE
   valid_cidr "$pod_cidr" || bad "RTTLAB_KUBE_POD_CIDR=$pod_cidr is not an IPv4 subnet: set it like 10.231.0.0/24"
   valid_cidr "$service_cidr" || bad "RTTLAB_KUBE_SERVICE_CIDR=$service_cidr is not an IPv4 subnet: set it like 10.232.0.0/16"
 
@@ -712,8 +736,7 @@ up() {
     for c in $components; do alive "$c" >/dev/null || down_ones="$down_ones $c"; done
     if [ -z "$down_ones" ] && node_ready; then
       log "already up: node $node is Ready"
-      echo "registry: 127.0.0.1:$registry_port (rttlab run --runtime kube --registry 127.0.0.1:$registry_port pushes a run's images there)"
-      echo "KUBECONFIG=$state/admin.kubeconfig"
+      print_access
       return 0
     fi
     die "a cluster is partly up (not running:${down_ones:- none, but node $node is not Ready}): run .ci/kube.sh down first"
@@ -753,11 +776,10 @@ up() {
     [ -n "$route" ] && [ "$route" != default ] || continue
     overlaps "$pod_cidr" "$route" && bad "the pod subnet $pod_cidr overlaps the route to $route: set RTTLAB_KUBE_POD_CIDR to a free subnet"
     overlaps "$service_cidr" "$route" && bad "the service subnet $service_cidr overlaps the route to $route: set RTTLAB_KUBE_SERVICE_CIDR to a free subnet"
-  done < <(ip -4 route show table all | awk '$1 ~ /^[0-9]/ {print $1} $1 ~ /^(unicast|blackhole|prohibit|unreachable|throw)$/ {print $2}')
+  done < <(host_routes)
   overlaps "$pod_cidr" "$service_cidr" && bad "the pod subnet $pod_cidr and the service subnet $service_cidr overlap: set RTTLAB_KUBE_SERVICE_CIDR to another subnet"
   ip link show "$bridge" >/dev/null 2>&1 && die "a link named $bridge already exists (from an earlier cluster?): run .ci/kube.sh down, or ip link del $bridge"
-  node_ip=$(ip -4 route get 1.1.1.1 2>/dev/null | sed -n 's/.* src \([0-9.]*\).*/\1/p')
-  [ -n "$node_ip" ] || node_ip=127.0.0.1
+  node_ip=$(host_ip)
 
   # What the host looked like, for down to return to.
   mkdir -p "$run/pid" "$run/host" "$state/log"
@@ -882,9 +904,7 @@ EOF
   print_phases up "$t_start"
   echo "node $node ($node_ip), pods $pod_cidr on $bridge, services $service_cidr"
   echo "images: $pause_image, $shell_image; import more with: ctr --address $sock -n k8s.io images import FILE.tar"
-  echo "registry: 127.0.0.1:$registry_port (rttlab run --runtime kube --registry 127.0.0.1:$registry_port pushes a run's images there)"
-  echo "kubectl: $bin/kubectl"
-  echo "KUBECONFIG=$state/admin.kubeconfig"
+  print_access
 }
 
 # ---------------------------------------------------------------- join
@@ -900,7 +920,7 @@ join() {
   node=$(cat "$run/node" 2>/dev/null) || die "no cluster is up: run .ci/kube.sh up first"
   node_ready || die "node $node is not Ready: run .ci/kube.sh up first"
   node2=${RTTLAB_KUBE_NODE2:-$node-2}
-  [[ $node2 =~ ^[a-z0-9]([-a-z0-9]*[a-z0-9])?$ ]] || bad "node name '$node2' is not a DNS label: set RTTLAB_KUBE_NODE2=<lower-case name>"
+  check_node_name "$node2" RTTLAB_KUBE_NODE2
   if [ -d "$run2" ]; then
     if alive containerd2 >/dev/null && alive kubelet2 >/dev/null && node_ready "$(cat "$run2/name")"; then
       log "already joined: node $(cat "$run2/name") is Ready"
@@ -917,11 +937,10 @@ join() {
     [ -n "$route" ] && [ "$route" != default ] || continue
     overlaps "$pod_cidr2" "$route" && bad "the second node's pod subnet $pod_cidr2 overlaps the route to $route: set RTTLAB_KUBE_POD_CIDR2 to a free subnet"
     overlaps "$link_cidr" "$route" && bad "the link subnet $link_cidr overlaps the route to $route: set RTTLAB_KUBE_LINK_CIDR to a free subnet"
-  done < <(ip -4 route show table all | awk '$1 ~ /^[0-9]/ {print $1} $1 ~ /^(unicast|blackhole|prohibit|unreachable|throw)$/ {print $2}')
+  done < <(host_routes)
   ip netns list | grep -qw "$ns2" && die "a network namespace $ns2 already exists: run .ci/kube.sh leave, or ip netns del $ns2"
   ip link show "$link2" >/dev/null 2>&1 && die "a link named $link2 already exists: run .ci/kube.sh leave, or ip link del $link2"
-  node_ip=$(ip -4 route get 1.1.1.1 2>/dev/null | sed -n 's/.* src \([0-9.]*\).*/\1/p')
-  [ -n "$node_ip" ] || node_ip=127.0.0.1
+  node_ip=$(host_ip)
   local ip_a ip_b plen=${link_cidr#*/}
   ip_a=$(first_ip "$link_cidr")
   ip_b=$(int2ip $(($(ip2int "$ip_a") + 1)))
@@ -992,11 +1011,16 @@ join() {
   echo "images: import with .ci/kube.sh import IMAGE (into both nodes)"
 }
 
+# node2_present says whether anything of a second node is there.
+node2_present() {
+  [ -d "$run2" ] || [ -d "$state2" ] || ip netns list | grep -qw "$ns2" || ip link show "$link2" >/dev/null 2>&1
+}
+
 # leave stops the second node and takes away everything join added; what
 # the first node runs is not touched.
 leave() {
   [ "$(id -u)" = 0 ] || die "leave stops what join started as root: run it as root"
-  if [ ! -d "$run2" ] && [ ! -d "$state2" ] && ! ip netns list | grep -qw "$ns2" && ! ip link show "$link2" >/dev/null 2>&1; then
+  if ! node2_present; then
     log "no second node: nothing to stop"
     return 0
   fi
@@ -1013,7 +1037,7 @@ leave() {
   pid=$(alive containerd2) && stop_pid "$pid"
   local pods
   kill_shims "$run2/containerd.sock" || true
-  pods=$(find /sys/fs/cgroup/pids/"$ns2" -name cgroup.procs -exec cat {} + 2>/dev/null | sort -un | tr '\n' ' ')
+  pods=$(cgroup_pids "$ns2")
   # shellcheck disable=SC2086
   [ -z "$pods" ] || { kill -KILL $pods 2>/dev/null || true; sleep 0.5; }
   phase "pods, kubelet, containerd"
@@ -1030,11 +1054,7 @@ leave() {
   while read -r rule; do
     [ -n "$rule" ] && eval "iptables -t nat -D ${rule#-A }" 2>/dev/null || true
   done < <(iptables-save -t nat 2>/dev/null | grep -- "^-A .*--comment $link2")
-  local c
-  for c in /sys/fs/cgroup/*/"$ns2"; do
-    [ -d "$c" ] || continue
-    find "$c" -depth -type d -exec rmdir {} \; 2>/dev/null || log "could not remove the cgroup $c"
-  done
+  rm_cgroups "$ns2"
   rm -rf "$state2" "$run2"
   phase "link, routes, rules, cgroups, files"
   local left=""
@@ -1140,9 +1160,25 @@ kubepods_ours() {
 # which outlive a killed containerd and its shims.
 pod_pids() {
   kubepods_ours || return 0
-  local c=/sys/fs/cgroup/pids/kubepods
-  [ -d /sys/fs/cgroup/pids ] || c=/sys/fs/cgroup/unified/kubepods
+  cgroup_pids kubepods
+}
+
+# cgroup_pids ROOT lists the processes in the cgroups under ROOT (pids
+# controller, or the unified hierarchy without it).
+cgroup_pids() {
+  local c=/sys/fs/cgroup/pids/$1
+  [ -d /sys/fs/cgroup/pids ] || c=/sys/fs/cgroup/unified/$1
   find "$c" -name cgroup.procs -exec cat {} + 2>/dev/null | sort -un | tr '\n' ' '
+}
+
+# rm_cgroups ROOT removes the cgroups under ROOT in every hierarchy,
+# deepest first.
+rm_cgroups() {
+  local c
+  for c in /sys/fs/cgroup/*/"$1"; do
+    [ -d "$c" ] || continue
+    find "$c" -depth -type d -exec rmdir {} \; 2>/dev/null || log "could not remove the cgroup $c"
+  done
 }
 
 # leftover_pids lists the processes that run the cluster's binaries or
@@ -1167,7 +1203,7 @@ down() {
     log "no cluster is up: nothing to stop"
     return 0
   fi
-  if [ -d "$run2" ] || [ -d "$state2" ] || ip netns list | grep -qw "$ns2"; then
+  if node2_present; then
     leave
     phase_labels=() phase_secs=()
   fi
@@ -1224,10 +1260,7 @@ down() {
   fi
   # The kubelet's cgroups (cgroupfs driver), deepest first.
   if kubepods_ours; then
-    for c in /sys/fs/cgroup/*/kubepods; do
-      [ -d "$c" ] || continue
-      find "$c" -depth -type d -exec rmdir {} \; 2>/dev/null || log "could not remove the cgroup $c"
-    done
+    rm_cgroups kubepods
   fi
   if [ -d /var/log/containers ]; then
     find /var/log/containers -maxdepth 1 -type l -lname "$state/*" -delete 2>/dev/null || true

@@ -28,12 +28,34 @@ secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.0f", b - a }'; }
 
 was_up=0
 if bash .ci/kube.sh status | grep -q '^KUBECONFIG='; then was_up=1; fi
+# A second node the cluster had before is kept (cordoned for the tests
+# of one node and the registry's, given back to the scheduler at the
+# end); one it lacked is added (joined=1) and taken away again.
+had_node2=0 joined=0 kubectl="" kubeconfig="" node2=""
+if [ -d /run/rttlab-kube/node2 ]; then had_node2=1; fi
 t0=$(now)
 GO=$GO bash .ci/kube.sh build
 t1=$(now)
+# leave takes away the second node the test added, or cordons the one it
+# found.
+leave() {
+  if [ $joined = 1 ]; then
+    bash .ci/kube.sh leave
+    joined=0 node2=""
+  elif [ -n "$node2" ]; then
+    "$kubectl" --kubeconfig "$kubeconfig" cordon "$node2" >/dev/null
+  fi
+}
+# down leaves the cluster as the test found it.
 down() {
   if [ $was_up = 0 ]; then
     bash .ci/kube.sh down
+    return
+  fi
+  if [ $joined = 1 ]; then
+    leave
+  elif [ -n "$node2" ]; then
+    "$kubectl" --kubeconfig "$kubeconfig" uncordon "$node2" >/dev/null
   fi
 }
 trap 'rc=$?; trap - EXIT INT TERM; down >&2 || rc=1; exit $rc' EXIT
@@ -46,32 +68,9 @@ RTTLAB_KUBE_REGISTRY=$(printf '%s\n' "$up_out" | sed -n 's/^registry: \([^ ]*\) 
 export RTTLAB_KUBE_REGISTRY
 [ -n "$kubeconfig" ] || { echo "kubetest: .ci/kube.sh up printed no KUBECONFIG line" >&2; exit 1; }
 kubectl=$(printf '%s\n' "$up_out" | sed -n 's/^kubectl: //p' | tail -n 1)
-[ -n "$kubectl" ] || kubectl=kubectl
-had_node2=0
-if [ -d /run/rttlab-kube/node2 ]; then had_node2=1; fi
-join_out=$(bash .ci/kube.sh join)
-printf '%s\n' "$join_out"
+bash .ci/kube.sh join
+[ $had_node2 = 1 ] || joined=1
 node2=$(cat /run/rttlab-kube/node2/name)
-# leave takes away a second node the test added, and keeps one it found
-# cordoned (the registry's test needs pods on the first node alone);
-# down gives one it found back to the scheduler.
-leave() {
-  if [ $had_node2 = 0 ]; then
-    bash .ci/kube.sh leave
-  else
-    "$kubectl" --kubeconfig "$kubeconfig" cordon "$node2" >/dev/null
-  fi
-}
-down() {
-  if [ $had_node2 = 0 ]; then
-    bash .ci/kube.sh leave || true
-  else
-    "$kubectl" --kubeconfig "$kubeconfig" uncordon "$node2" >/dev/null || true
-  fi
-  if [ $was_up = 0 ]; then
-    bash .ci/kube.sh down
-  fi
-}
 "$kubectl" --kubeconfig "$kubeconfig" cordon "$node2" >/dev/null
 t2=$(now)
 agent_image=${RTTLAB_AGENT_IMAGE:-rttlab/agent:latest}
