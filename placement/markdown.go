@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/rttlab/rttlab/netem"
 	"github.com/rttlab/rttlab/results/stats"
 )
 
@@ -122,10 +123,10 @@ func writeLinks(b *strings.Builder, r *PlaceResult) {
 		fmt.Fprintf(b, "| %s | %.3f | %.3f | %.3f | %.3f | %s |\n", s.Host, s.ConfiguredMs, s.ZeroP50Ms, s.SettingP50Ms, s.AddedMs, s.wireCells())
 	}
 	if len(r.Select1) > 0 {
-		if wireChecked(p.Hook) {
-			fmt.Fprintf(b, "\nThe wire round trip is each turn of the database (a query from the host, the database's first packet back) in the host's and the database's captures, (host in − host out) − (db out − db in), each difference on one capture's own clock, so it needs no clock shared between nodes; the median over SELECT 1 calls of each call's p50. It verifies a link within ±%g ms of its configured RTT.\n", WireToleranceMs)
+		if wireSeen(p.Hook, r.Backend) {
+			fmt.Fprintf(b, "\nThe wire round trip is each turn of the database (a query from the host, the database's first packet back) in the host's and the database's captures, (host in − host out) − (db out − db in), each difference on one capture's own clock, so it needs no clock shared between nodes: at 0 the p50 of the baseline's SELECT 1 calls, at the setting the median over the first repetition's calibration rounds of each round's p50. It verifies a link within ±%g ms of its configured RTT.\n", WireToleranceMs)
 		} else {
-			fmt.Fprintf(b, "\nNo wire round trip: the %s shapers hold packets inside a node's namespace, on the same side of its capture both ways, where the captures cannot see the hold.\n", p.Hook)
+			fmt.Fprintf(b, "\nNo wire round trip: the shapers (%s backend, hook %s) hold packets inside a node's namespace, on the same side of its capture both ways, where the captures cannot see the hold.\n", r.Backend, cmp.Or(p.Hook, netem.HookWire))
 		}
 	}
 	if ph := ShaperPhases(r.Shaper); len(ph) > 0 {

@@ -66,12 +66,13 @@ type Select1Check struct {
 	ZeroP50Ms    float64 `json:"zero_p50_ms"`
 	SettingP50Ms float64 `json:"setting_p50_ms"`
 	AddedMs      float64 `json:"added_ms"`
-	// The wire's check of the same link during the same calls: the
-	// median over calls of each call's p50 round trip of the database's
-	// turns, taken from the host's and the database's captures each on
-	// its own clock (so it holds where the two run on two nodes), at
-	// zero and at the setting; WireTrips of WireTurns measured (at the
-	// setting). Zero trips: no wire figure.
+	// The wire's check of the same link during the same calls: the p50
+	// round trip of the database's turns, taken from the host's and the
+	// database's captures each on its own clock (so it holds where the
+	// two run on two nodes), at zero (the baseline's calls) and at the
+	// setting (the median over the first repetition's calibration
+	// rounds of each round's p50); WireTrips of WireTurns measured (at
+	// the setting). Zero trips: no wire figure.
 	WireZeroP50Ms    float64 `json:"wire_zero_p50_ms"`
 	WireSettingP50Ms float64 `json:"wire_setting_p50_ms"`
 	WireAddedMs      float64 `json:"wire_added_ms"`
@@ -79,26 +80,29 @@ type Select1Check struct {
 	WireTurns        int     `json:"wire_turns"`
 }
 
-// wireChecked says whether the wire can see what the shapers of hook
-// hold: the wire shaper holds packets between the two captures; an
-// ingress or egress shaper inside a member's namespace holds them on
-// the same side of its capture both ways, so the round trip the
-// captures measure leaves it out.
-func wireChecked(hook string) bool { return hook == "" || hook == netem.HookWire }
+// wireSeen says whether the captures can see what the shapers of hook
+// and backend hold: the userspace wire shaper holds packets on the
+// bridge, between the two captures; an ingress or egress shaper inside
+// a member's namespace, or kernel netem on its interface, holds them on
+// the same side of that member's capture both ways, so the round trip
+// the captures measure leaves the hold out.
+func wireSeen(hook, backend string) bool {
+	return (hook == "" || hook == netem.HookWire) && backend == netem.BackendUserspace
+}
 
 // wireWarning is the warning of a link whose wire check was not met:
 // none measured, too few of the database's turns measured, or the added
 // round trip off the configured RTT by more than WireToleranceMs. Empty
-// where it was met, or where hook's shapers are out of the captures'
-// sight.
-func (s Select1Check) wireWarning(hook string) string {
+// where it was met, or where the shapers (hook, backend) are out of the
+// captures' sight.
+func (s Select1Check) wireWarning(hook, backend string) string {
 	link := s.Host + "–" + NodeDB
 	switch {
-	case !wireChecked(hook):
+	case !wireSeen(hook, backend):
 		return ""
 	case s.WireTrips == 0:
 		return fmt.Sprintf("wire check of %s: no turn of the database was seen in both captures: the link is not verified on the wire", link)
-	case float64(s.WireTrips) < 0.95*float64(s.WireTurns):
+	case stats.Share(s.WireTrips, s.WireTurns) < 0.95:
 		return fmt.Sprintf("wire check of %s: %d of %d turns of the database measured (fewer than 95%%)", link, s.WireTrips, s.WireTurns)
 	}
 	if d := s.WireAddedMs - s.ConfiguredMs; d > WireToleranceMs || d < -WireToleranceMs {
@@ -112,18 +116,20 @@ func (s Select1Check) wireWarning(hook string) string {
 // ways together.
 const WireToleranceMs = 0.04
 
-// wireTrips is what the wire showed of one host's link over several
-// SELECT 1 calls.
+// wireTrips is what the wire showed of one host's link over the rounds
+// of a phase: each round's p50, and the turns measured of all.
 type wireTrips struct {
-	P50s         []float64 `json:"p50_ms"` // one per call with trips
+	P50s         []float64 // one per round with trips
 	Trips, Turns int
 }
 
-func (w *wireTrips) add(rt workloads.RoundTrips) {
-	if rt.Trips > 0 {
-		w.P50s = append(w.P50s, rt.P50Ms)
+// add is w with round's trips added.
+func (w wireTrips) add(round workloads.RoundTrips) wireTrips {
+	if round.Trips > 0 {
+		w.P50s = append(w.P50s, round.P50Ms)
 	}
-	w.Trips, w.Turns = w.Trips+rt.Trips, w.Turns+rt.Turns
+	w.Trips, w.Turns = w.Trips+round.Trips, w.Turns+round.Turns
+	return w
 }
 
 // PlaceRep is one repetition's calibration, held-out test and routed
@@ -241,7 +247,7 @@ type Runner struct {
 	zeroSel map[string][]float64 // the baseline's SELECT 1 at zero
 	// zeroWire is what the wire showed of each host's link during the
 	// baseline's SELECT 1 calls.
-	zeroWire map[string]*wireTrips
+	zeroWire map[string]workloads.RoundTrips
 	// links are the one-way delays each phase applies (calibration:
 	// false, held-out: true) once calibrated in the repetition.
 	links map[bool]map[[2]string]float64
@@ -290,28 +296,26 @@ func (r *Runner) noteNodes() {
 }
 
 // baseline measures SELECT 1 from a and b at zero added delay (through
-// the shaper) and writes the samples.
-func (r *Runner) baseline(ctx context.Context) (map[string][]float64, error) {
+// the shaper), with the wire's round trips of each, and writes the
+// samples.
+func (r *Runner) baseline(ctx context.Context) (map[string][]float64, map[string]workloads.RoundTrips, error) {
 	p := r.Session.Plan
 	// Baseline: SELECT 1 at zero (through the shaper); the ICMP link
 	// checks measure their zero right before each check.
 	r.Session.say("baseline: SELECT 1 from a and b at zero added delay")
 	if err := r.Session.SetLinks(ctx, r.Runtime, nil); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	zeroSel := map[string][]float64{}
-	r.zeroWire = map[string]*wireTrips{}
+	zeroSel, zeroWire := map[string][]float64{}, map[string]workloads.RoundTrips{}
 	for _, h := range []string{NodeA, NodeB} {
 		ms, trips, err := r.Session.Select1Wire(ctx, r.Runtime, h, p.Select1Warmup, p.Select1Calls)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		zeroSel[h] = ms
-		r.zeroWire[h] = &wireTrips{}
-		r.zeroWire[h].add(trips)
+		zeroSel[h], zeroWire[h] = ms, trips
 		r.emit(0, "baseline", "select1", h, "", "", zeroSel[h], nil)
 	}
-	return zeroSel, nil
+	return zeroSel, zeroWire, nil
 }
 
 // finish stamps the end, adds the warnings and writes summary.json,
@@ -478,7 +482,7 @@ type phaseSamples struct {
 	connect map[string][]float64
 	http    map[phaseBlock][]float64
 	select1 map[string][]float64
-	wire    map[string]*wireTrips // the wire's round trips during select1
+	wire    map[string]wireTrips // the wire's round trips during select1
 }
 
 // phaseRound is one phase's share of a round: its repetition and phase,
@@ -546,16 +550,23 @@ func (r *Runner) measureBlocks(ctx context.Context, pr phaseRound, into *phaseSa
 		return nil
 	}
 	for _, h := range []string{NodeA, NodeB} {
-		s, trips, err := r.Session.Select1Wire(ctx, r.Runtime, h, selWarmup, sel)
+		// The wire is checked in the first repetition, whose SELECT 1
+		// checks the summary reports; later ones measure without
+		// captures.
+		var s []float64
+		var trips workloads.RoundTrips
+		var err error
+		if rep == 1 {
+			s, trips, err = r.Session.Select1Wire(ctx, r.Runtime, h, selWarmup, sel)
+		} else {
+			s, err = r.Session.Select1(ctx, r.Runtime, h, selWarmup, sel)
+		}
 		if err != nil {
 			return err
 		}
 		r.emit(rep, phase, "select1", h, "", "", s, nil)
 		into.select1[h] = append(into.select1[h], s...)
-		if into.wire[h] == nil {
-			into.wire[h] = &wireTrips{}
-		}
-		into.wire[h].add(trips)
+		into.wire[h] = into.wire[h].add(trips)
 	}
 	return nil
 }
@@ -589,7 +600,7 @@ func share(total, rounds, i int) int {
 func (r *Runner) measurePhases(ctx context.Context, rep int, paths []string, check func(heldOut bool) error) (cal, ho *phaseSamples, err error) {
 	p := r.Session.Plan
 	newSamples := func() *phaseSamples {
-		return &phaseSamples{connect: map[string][]float64{}, http: map[phaseBlock][]float64{}, select1: map[string][]float64{}, wire: map[string]*wireTrips{}}
+		return &phaseSamples{connect: map[string][]float64{}, http: map[phaseBlock][]float64{}, select1: map[string][]float64{}, wire: map[string]wireTrips{}}
 	}
 	cal, ho = newSamples(), newSamples()
 	r.links = map[bool]map[[2]string]float64{}
@@ -708,11 +719,11 @@ func (pr *placeRep) calibrate(calS *phaseSamples, routes []RouteCalibration, zer
 		for _, h := range []string{NodeA, NodeB} {
 			z := stats.Median(zeroSel[h])
 			c := Select1Check{Host: h, ConfiguredMs: p.LinkRTTMs(h, NodeDB), ZeroP50Ms: z, SettingP50Ms: hosts[h].Select1P50Ms, AddedMs: hosts[h].Select1P50Ms - z}
-			if zw, sw := r.zeroWire[h], calS.wire[h]; zw != nil && sw != nil && len(zw.P50s) > 0 && len(sw.P50s) > 0 {
-				c.WireZeroP50Ms, c.WireSettingP50Ms = stats.Median(zw.P50s), stats.Median(sw.P50s)
+			// A wire figure needs trips at zero and at the setting (a
+			// folder whose baseline ran without captures has none).
+			if zw, sw := r.zeroWire[h], calS.wire[h]; zw.Trips > 0 && len(sw.P50s) > 0 {
+				c.WireZeroP50Ms, c.WireSettingP50Ms = zw.P50Ms, stats.Median(sw.P50s)
 				c.WireAddedMs = c.WireSettingP50Ms - c.WireZeroP50Ms
-			}
-			if sw := calS.wire[h]; sw != nil {
 				c.WireTrips, c.WireTurns = sw.Trips, sw.Turns
 			}
 			r.res.Select1 = append(r.res.Select1, c)
@@ -1017,7 +1028,7 @@ func (r *Runner) warn() {
 		if d := s.AddedMs - s.ConfiguredMs; d > 0.05 || d < -0.05 {
 			res.Warnings = append(res.Warnings, fmt.Sprintf("SELECT 1 from %s: added %.3f ms for %.3f ms configured (off by %+.3f ms)", s.Host, s.AddedMs, s.ConfiguredMs, d))
 		}
-		if w := s.wireWarning(res.Plan.Hook); w != "" {
+		if w := s.wireWarning(res.Plan.Hook, res.Backend); w != "" {
 			res.Warnings = append(res.Warnings, w)
 		}
 	}

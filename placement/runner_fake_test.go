@@ -402,11 +402,16 @@ func TestSelect1WireWarning(t *testing.T) {
 		{"too much", "", func(s *Select1Check) { s.WireAddedMs = 0.30 }, "the wire added 0.300 ms per round trip for 0.250 ms configured (off by +0.050 ms, tolerance ±0.04 ms)"},
 		{"too little", "", func(s *Select1Check) { s.WireAddedMs = 0.20 }, "off by -0.050 ms"},
 		{"shapers out of sight", netem.HookEgress, func(s *Select1Check) { s.WireTrips, s.WireTurns = 0, 0 }, ""},
+		{"kernel netem out of sight", "kernel", func(s *Select1Check) { s.WireTrips, s.WireTurns = 0, 0 }, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := ok
 			c.edit(&s)
-			got := s.wireWarning(c.hook)
+			hook, backend := c.hook, netem.BackendUserspace
+			if hook == "kernel" {
+				hook, backend = "", netem.BackendKernel
+			}
+			got := s.wireWarning(hook, backend)
 			if (c.want == "") != (got == "") || !strings.Contains(got, c.want) {
 				t.Errorf("warning %q, want %q", got, c.want)
 			}

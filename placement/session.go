@@ -229,7 +229,7 @@ func (ps *Session) Connect(ctx context.Context, d runtime.Watcher, node string, 
 // between the node and the database adds, seen on the wire.
 func (ps *Session) Select1Wire(ctx context.Context, d runtime.Execer, node string, warmup, calls int) ([]float64, workloads.RoundTrips, error) {
 	var trips workloads.RoundTrips
-	if !wireChecked(ps.Plan.Hook) {
+	if !wireSeen(ps.Plan.Hook, ps.Shaping.Backend) {
 		ms, err := ps.Select1(ctx, d, node, warmup, calls)
 		return ms, trips, err
 	}
@@ -237,9 +237,9 @@ func (ps *Session) Select1Wire(ctx context.Context, d runtime.Execer, node strin
 	if err != nil {
 		return nil, trips, fmt.Errorf("wire check of %s→%s: %w", node, NodeDB, err)
 	}
+	defer c.Abort()
 	ms, err := ps.Select1(ctx, d, node, warmup, calls)
 	if err != nil {
-		c.Abort()
 		return nil, trips, err
 	}
 	hostCap, dbCap, err := c.Finish()

@@ -13,6 +13,7 @@ import (
 	"github.com/rttlab/rttlab/internal/capped"
 	"github.com/rttlab/rttlab/results"
 	"github.com/rttlab/rttlab/results/stats"
+	"github.com/rttlab/rttlab/workloads"
 )
 
 // The placement study runs as tasks, each done once: "baseline" (SELECT 1
@@ -75,8 +76,8 @@ type placeState struct {
 	Result  *PlaceResult         `json:"result"`
 	ZeroSel map[string][]float64 `json:"zero_select1,omitempty"`
 	// ZeroWire is the wire's round trips during the baseline's SELECT 1.
-	ZeroWire map[string]*wireTrips `json:"zero_wire,omitempty"`
-	Links    []stateLink           `json:"links,omitempty"`
+	ZeroWire map[string]workloads.RoundTrips `json:"zero_wire,omitempty"`
+	Links    []stateLink                     `json:"links,omitempty"`
 }
 
 // stateLink is one applied one-way delay of a phase's links.
@@ -255,7 +256,7 @@ func (r *Runner) runPhase(ctx context.Context, task string) error {
 	switch {
 	case task == "baseline":
 		var err error
-		r.zeroSel, err = r.baseline(ctx)
+		r.zeroSel, r.zeroWire, err = r.baseline(ctx)
 		return err
 	case task == "sweep" || task == "concurrency":
 		if l, ok := r.links[true]; ok {
