@@ -29,10 +29,11 @@ func (l *Lab) Adopt(ctx context.Context, s runtime.AdoptSpec) (runtime.Adopted, 
 	if err != nil {
 		return runtime.Adopted{}, fmt.Errorf("%s: %w", s.Target, err)
 	}
-	ns, p, c, env, err := l.find(ctx, s.Namespace, s.Target, s.Container)
+	p, c, env, err := l.find(ctx, s.Namespace, s.Target, s.Container)
 	if err != nil {
 		return runtime.Adopted{}, err
 	}
+	ns := p.Namespace
 	id := memberID{Namespace: ns, Pod: p.Name, Container: c.Name}
 	a := runtime.Adopted{
 		Member: runtime.Member{Name: p.Name, ID: id.String(), Addr: p.Status.PodIP, Node: p.Spec.NodeName,
@@ -271,14 +272,14 @@ func (l *Lab) configMapKey(ctx context.Context, ns, name, key string) (string, e
 // CheckTarget says, before a run creates anything, whether target (and
 // container) names a ready pod in namespace: the error is Adopt's.
 func (c *Cluster) CheckTarget(ctx context.Context, namespace, target, container string) error {
-	_, _, _, _, err := NewLab(c.C, c.X, "", "").find(ctx, namespace, target, container)
+	_, _, _, err := NewLab(c.C, c.X, "", "").find(ctx, namespace, target, container)
 	return err
 }
 
 // find is the ready pod of target in namespace (empty: default), its
 // container (container, or its only one) and that container's
 // environment: what Adopt takes, and CheckTarget checks.
-func (l *Lab) find(ctx context.Context, namespace, target, container string) (string, *corev1.Pod, *corev1.Container, []string, error) {
+func (l *Lab) find(ctx context.Context, namespace, target, container string) (*corev1.Pod, *corev1.Container, []string, error) {
 	if namespace == "" {
 		namespace = "default"
 	}
@@ -286,15 +287,15 @@ func (l *Lab) find(ctx context.Context, namespace, target, container string) (st
 	defer cancel()
 	p, err := l.targetPod(ctx, namespace, target)
 	if err != nil {
-		return namespace, nil, nil, nil, err
+		return nil, nil, nil, err
 	}
 	c, err := pickContainer(p, container)
 	if err != nil {
-		return namespace, nil, nil, nil, fmt.Errorf("%s in %s: %w", target, namespace, err)
+		return nil, nil, nil, fmt.Errorf("%s in %s: %w", target, namespace, err)
 	}
 	env, err := l.containerEnv(ctx, p, c)
 	if err != nil {
-		return namespace, nil, nil, nil, fmt.Errorf("%s in %s: %w", target, namespace, err)
+		return nil, nil, nil, fmt.Errorf("%s in %s: %w", target, namespace, err)
 	}
-	return namespace, p, c, env, nil
+	return p, c, env, nil
 }

@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -170,18 +171,13 @@ func (c *Cluster) CheckNodes(ctx context.Context, names []string) error {
 		return fmt.Errorf("list nodes: %s", firstLine(err.Error()))
 	}
 	nodes := slices.SortedFunc(slices.Values(list.Items), func(a, b corev1.Node) int { return strings.Compare(a.Name, b.Name) })
-	var all, taking []string
+	var all []string
 	for _, n := range nodes {
 		all = append(all, n.Name)
-		if nodeTakesPods(n) {
-			taking = append(taking, n.Name)
-		}
 	}
+	taking := takingPods(nodes)
 	has := func(what string, names []string) string {
-		if len(names) == 0 {
-			return what + ": none"
-		}
-		return what + ": " + strings.Join(names, ", ")
+		return what + ": " + cmp.Or(strings.Join(names, ", "), "none")
 	}
 	for _, name := range names {
 		i := slices.IndexFunc(nodes, func(n corev1.Node) bool { return n.Labels[corev1.LabelHostname] == name })
@@ -215,3 +211,15 @@ func nodeReady(n corev1.Node) bool {
 
 // nodeTakesPods says whether node n is Ready and not cordoned.
 func nodeTakesPods(n corev1.Node) bool { return nodeReady(n) && !n.Spec.Unschedulable }
+
+// takingPods lists the names of the nodes that take pods, sorted.
+func takingPods(nodes []corev1.Node) []string {
+	var taking []string
+	for _, n := range nodes {
+		if nodeTakesPods(n) {
+			taking = append(taking, n.Name)
+		}
+	}
+	slices.Sort(taking)
+	return taking
+}

@@ -66,6 +66,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
+	"github.com/rttlab/rttlab/internal/conc"
 	"github.com/rttlab/rttlab/orchestrator/runtime"
 )
 
@@ -254,7 +255,7 @@ func (l *Lab) OpenRun(ctx context.Context) error {
 	if err := checkRunID(l.RunID); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, startTimeout)
+	ctx, cancel := context.WithTimeout(ctx, l.startLimit())
 	defer cancel()
 	for {
 		done, err := l.createNamespace(ctx)
@@ -267,10 +268,8 @@ func (l *Lab) OpenRun(ctx context.Context) error {
 		// The run's namespace of a stack removed a moment ago (a fresh
 		// stack after a failed attempt) is still being deleted: a new
 		// one of the name can be made once it is gone.
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("namespace %s: still being deleted: %w", l.Namespace, ctx.Err())
-		case <-time.After(l.poll()):
+		if err := conc.Sleep(ctx, l.poll()); err != nil {
+			return fmt.Errorf("namespace %s: still being deleted: %w", l.Namespace, err)
 		}
 	}
 	// The apiserver admits no pod in a namespace without its default

@@ -200,11 +200,7 @@ func (l *Lab) createService(ctx context.Context, s runtime.MemberSpec, alias str
 // that does not pass by itself (an image missing on the node, a bad
 // spec).
 func (l *Lab) waitRunning(ctx context.Context, namespace, name, c string) (*corev1.Pod, error) {
-	limit := l.StartTimeout
-	if limit == 0 {
-		limit = startTimeout
-	}
-	ctx, cancel := context.WithTimeout(ctx, limit)
+	ctx, cancel := context.WithTimeout(ctx, l.startLimit())
 	defer cancel()
 	last := "pending"
 	for {
@@ -225,7 +221,7 @@ func (l *Lab) waitRunning(ctx context.Context, namespace, name, c string) (*core
 			last = st.Reason
 		}
 		if err := conc.Sleep(ctx, l.poll()); err != nil {
-			return nil, fmt.Errorf("not running after %s (%s)", limit, last)
+			return nil, fmt.Errorf("not running after %s (%s)", l.startLimit(), last)
 		}
 	}
 }
@@ -267,6 +263,15 @@ func containerState(p *corev1.Pod, c string) runtime.State {
 		}
 	}
 	return runtime.State{Reason: strings.ToLower(string(p.Status.Phase))}
+}
+
+// startLimit bounds a wait for something a run starts to be there: a
+// member running, its namespace made.
+func (l *Lab) startLimit() time.Duration {
+	if l.StartTimeout > 0 {
+		return l.StartTimeout
+	}
+	return startTimeout
 }
 
 func (l *Lab) poll() time.Duration {

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -281,14 +280,7 @@ func (l *Lab) Hosts(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list nodes: %s", firstLine(err.Error()))
 	}
-	var taking []string
-	for _, n := range nodes.Items {
-		if nodeTakesPods(n) {
-			taking = append(taking, n.Name)
-		}
-	}
-	slices.Sort(taking)
-	return taking, nil
+	return takingPods(nodes.Items), nil
 }
 
 // Bridge is netem.BridgeAuto: the wire shaper finds its node's pod
@@ -391,14 +383,13 @@ func (l *Lab) ensureNodeAgent(ctx context.Context, node, image string) (string, 
 // LabelNode is the node a node agent serves.
 const LabelNode = "io.rttlab.node"
 
-// sessionState reads session m's state from its node agent.
+// sessionState reads session m's state from its node agent, within ctx
+// (State's short call).
 func (l *Lab) sessionState(ctx context.Context, m memberID) (runtime.State, error) {
 	// The node agent's pod first, from the API: an exec into a pod
 	// being deleted may neither answer nor fail, and a session's agent
 	// that lost its node agent has ended.
-	gctx, cancel := context.WithTimeout(ctx, shortCall)
-	p, err := l.C.CoreV1().Pods(m.Namespace).Get(gctx, m.Pod, metav1.GetOptions{})
-	cancel()
+	p, err := l.C.CoreV1().Pods(m.Namespace).Get(ctx, m.Pod, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		// Killed or evicted: the session ended with it, as a Docker
@@ -410,9 +401,7 @@ func (l *Lab) sessionState(ctx context.Context, m memberID) (runtime.State, erro
 		return runtime.State{ExitCode: -1, Reason: "exited"}, nil
 	}
 	var out, stderr strings.Builder
-	ectx, cancel := context.WithTimeout(ctx, shortCall)
-	defer cancel()
-	code, err := l.exec(ectx, m, []string{"sh", "-c", sessionStateScript, "sh", m.Session}, nil, &out, &stderr, "state")
+	code, err := l.exec(ctx, m, []string{"sh", "-c", sessionStateScript, "sh", m.Session}, nil, &out, &stderr, "state")
 	if err != nil {
 		if l.podGone(ctx, m) {
 			return runtime.State{}, notFound("state " + m.String())

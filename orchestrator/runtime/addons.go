@@ -116,8 +116,9 @@ type WireHost interface {
 }
 
 // Hosted is a runtime whose members run on several hosts (a cluster's
-// nodes). Hosts lists those that take members now, by the names
-// MemberSpec.Node takes: what acts on each host's own tables (a wire
+// nodes). Hosts lists those that take members now, by the names a
+// member on a host's network takes in MemberSpec.Node (Kubernetes: the
+// nodes' names): what acts on each host's own tables (a wire
 // shaper's rules, a probe of its kernel) runs once per host, each a
 // member started on the host's network there. A runtime without it has
 // one host.

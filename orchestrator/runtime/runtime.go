@@ -130,7 +130,10 @@ type MemberSpec struct {
 	// Node is the cluster node the member must run on; empty: the runtime
 	// chooses. Docker runs every member on its one host and refuses a
 	// Node; Kubernetes: a node selector on kubernetes.io/hostname, beside
-	// the platform's. A member beside another runs where its target runs.
+	// the platform's (the node's hostname label, most often its name). A
+	// member beside another runs where its target runs; a member on a
+	// host's network (WireHost.StartHostMember) goes to the node of that
+	// name (Hosted.Hosts).
 	Node string
 }
 

@@ -108,7 +108,7 @@ func wireRules(ctx context.Context, d runtime.Runtime, runID string, list bool) 
 	if list {
 		args, what = append(args, "--list"), "list wire rules"
 	}
-	hosts, err := Hosts(ctx, d)
+	hosts, err := hostsOf(ctx, d)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
@@ -138,9 +138,10 @@ func wireRules(ctx context.Context, d runtime.Runtime, runID string, list bool) 
 	return rules, errors.Join(errs...)
 }
 
-// Hosts lists the hosts of runtime d that take members (runtime.Hosted),
-// or the one host of a runtime without several, named "".
-func Hosts(ctx context.Context, d runtime.Runtime) ([]string, error) {
+// hostsOf lists the hosts of runtime d that take members
+// (runtime.Hosted), or the one host of a runtime without several, named
+// "".
+func hostsOf(ctx context.Context, d runtime.Runtime) ([]string, error) {
 	h, ok := d.(runtime.Hosted)
 	if !ok {
 		return []string{""}, nil
