@@ -87,9 +87,7 @@ func MatchOneWay(sender, receiver Capture) OneWay {
 	}
 	ow.Matched = len(delays)
 	ow.Lost = ow.Sent - ow.Matched - ow.Ambiguous
-	if ow.Sent > 0 {
-		ow.Share = float64(ow.Matched) / float64(ow.Sent)
-	}
+	ow.Share = stats.Share(ow.Matched, ow.Sent)
 	ow.P50Ms, ow.P90Ms, ow.P99Ms, ow.MinMs, ow.MaxMs = spreadMs(delays)
 	return ow
 }

@@ -235,11 +235,6 @@ func TestIntegrationKubeRun(t *testing.T) {
 		resumeAndCheck(t, bin, root, dir)
 		checkClusterClean(t, cl, before, "namespaces left by the resumed run")
 	})
-
-	// Last: on this node's containerd 1.6, pulling an image whose ID an
-	// imported one has too drops the imported name from the kubelet's
-	// view for a while (ErrImageNeverPull), which the runs above would
-	// meet.
 }
 
 // kubeRun runs rttlab with args and a fresh --out on the cluster, fails

@@ -302,7 +302,6 @@ func (o *shapeVerifyOptions) prepare(cmd *cobra.Command, args []string) error {
 // shapedOne is one app's stack started shaped on the lab of --runtime,
 // as shape verify and trace start theirs.
 type shapedOne struct {
-	rt  runtime.Runtime
 	st  *stack.Stack
 	sh  *shaping.Shaping
 	lab *runLab
@@ -321,12 +320,12 @@ func startShapedOne(ctx context.Context, w io.Writer, t apps.Target, pf *platfor
 		lab.close()
 		return nil, err
 	}
-	return &shapedOne{rt: lab.rt, st: st, sh: sh, lab: lab}, nil
+	return &shapedOne{st: st, sh: sh, lab: lab}, nil
 }
 
 // stop removes the stack, joining a failure to *errp, then closes the lab.
 func (s *shapedOne) stop(ctx context.Context, errp *error) {
-	s.st.RemoveJoin(ctx, s.rt, errp)
+	s.st.RemoveJoin(ctx, s.lab.rt, errp)
 	s.lab.close()
 }
 
@@ -350,7 +349,7 @@ func (o *shapeVerifyOptions) run(cmd *cobra.Command, args []string) (err error) 
 		return err
 	}
 	defer one.stop(ctx, &err)
-	rt, sh := one.rt, one.sh
+	rt, sh := one.lab.rt, one.sh
 	plan := rtt.Plan{Calibrate: o.calibrate, Hook: o.hook, FloorMs: o.floor()}
 	sh.Floor = plan.Floor(sh.Backend)
 	fmt.Fprintf(table, "shaper: %s (%s); floor %v; scope %s; ICMP %d echoes, SELECT 1 %d runs x %d calls; tolerance %.3f ms\n",

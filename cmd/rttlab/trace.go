@@ -137,7 +137,7 @@ func (o *traceOptions) run(cmd *cobra.Command) (err error) {
 		return err
 	}
 	defer one.stop(ctx, &err)
-	rt, st, sh := one.rt, one.st, one.sh
+	rt, st, sh := one.lab.rt, one.st, one.sh
 	hdr, err := shaping.AuthHeaders(ctx, rt, st)
 	if err != nil {
 		return err
