@@ -276,14 +276,14 @@ func (s *Summary) digestWire(d *digest) {
 		}
 	}
 	line := "wire (captured in both namespaces on every task): " + strings.Join(parts, ", ")
-	switch {
-	case tasks > 0 && oneWay:
-		line += fmt.Sprintf("; one-way added within ±%g ms of half the RTT in %.0f%% of %d tasks", WireToleranceMs, 100*float64(passing)/float64(tasks), tasks)
-	case tasks > 0:
-		// App and database on two hosts: no clock serves both captures,
-		// and the round trip alone was judged.
-		line += fmt.Sprintf("; no one-way figure (app and database on two hosts, no shared clock): round trip added within ±%g ms of the RTT in %.0f%% of %d tasks",
-			wireTolerance(workloads.DirRoundTrip), 100*float64(passing)/float64(tasks), tasks)
+	if tasks > 0 {
+		judged, tol := "one-way added within ±%g ms of half the RTT", WireToleranceMs
+		if !oneWay {
+			// App and database on two hosts: no clock serves both
+			// captures, and the round trip alone was judged.
+			judged, tol = "no one-way figure (app and database on two hosts, no shared clock): round trip added within ±%g ms of the RTT", wireTolerance(workloads.DirRoundTrip)
+		}
+		line += fmt.Sprintf("; "+judged+" in %.0f%% of %d tasks", tol, 100*float64(passing)/float64(tasks), tasks)
 	}
 	if sent > 0 {
 		line += fmt.Sprintf(", %.1f%% of packets paired", 100*float64(matched)/float64(sent))
