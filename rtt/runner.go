@@ -564,6 +564,12 @@ func (r *appRun) restart(ctx context.Context) error {
 	if rerr := r.s.st.Remove(context.WithoutCancel(ctx), r.rt); rerr != nil {
 		slog.Warn("removing the crashed stack", "err", rerr) // the deferred removal tries again
 	}
+	// The sessions were the removed agents': the fresh stack's open
+	// their own on first use (a cluster gives its members the same IDs
+	// again in the run's namespace).
+	if sw, ok := r.d.(sessionWatcher); ok {
+		sw.Close()
+	}
 	var err error
 	r.s, err = startSession(ctx, r.rt, r.d, r.target, r.p, r.runID)
 	if err != nil {

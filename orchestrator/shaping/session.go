@@ -58,15 +58,6 @@ func (s *Sessions) Exec(ctx context.Context, id string, spec runtime.ExecSpec) (
 	code, err := as.call(ctx, args, spec)
 	if errors.Is(err, errSessionGone) {
 		s.drop(id, as)
-		// A session that had ended before the call was sent (its agent
-		// replaced by one of the same ID, as a cluster's fresh stack
-		// has) is opened again, once.
-		if errors.Is(err, errNotSent) {
-			if as, serr := s.session(ctx, id); serr == nil {
-				return as.call(ctx, args, spec)
-			}
-			return s.Execer.Exec(ctx, id, spec)
-		}
 	}
 	return code, err
 }
@@ -121,11 +112,7 @@ func (s *Sessions) Close() {
 	}
 }
 
-var (
-	errSessionGone = errors.New("agent session ended")
-	// errNotSent marks a call refused before anything was sent.
-	errNotSent = errors.New("not sent")
-)
+var errSessionGone = errors.New("agent session ended")
 
 // agentSession is one `rttlab agent session` running in a container.
 type agentSession struct {
@@ -184,7 +171,7 @@ func (as *agentSession) call(ctx context.Context, args []string, spec runtime.Ex
 	as.mu.Lock()
 	if as.err != nil {
 		as.mu.Unlock()
-		return -1, fmt.Errorf("%w: %w", errNotSent, as.err)
+		return -1, as.err
 	}
 	as.next++
 	id := as.next
