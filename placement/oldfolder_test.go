@@ -2,15 +2,13 @@ package placement
 
 import (
 	"context"
-	"io"
-	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/rttlab/rttlab/orchestrator/engine"
 
 	"github.com/rttlab/rttlab/results"
+	"github.com/rttlab/rttlab/results/resultstest"
 )
 
 // oldFolder is a placement folder as rttlab wrote them before every study
@@ -24,17 +22,7 @@ const oldFolder = "testdata/20261207-102800-placement-fake-1a2b3c4d"
 // OpenFolder trims its cut line, the resume runs rep-1 again as attempt 2
 // and every task is done once.
 func TestPlacementOldLayoutFolder(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), filepath.Base(oldFolder))
-	if err := os.CopyFS(dir, os.DirFS(oldFolder)); err != nil {
-		t.Fatal(err)
-	}
-	if done, total, err := results.Progress(Study{}, dir); err != nil || done != 1 || total < 3 {
-		t.Fatalf("progress %d of %d, %v", done, total, err)
-	}
-	files, err := Study{}.Report(dir, io.Discard)
-	if err != nil {
-		t.Fatalf("report: %v", err)
-	}
+	dir, files := resultstest.OldFolder(t, Study{}, oldFolder, 1, 3)
 	if len(files) < 2 || filepath.Base(files[1]) != results.SummaryMDFile {
 		t.Errorf("report wrote %v", files)
 	}
@@ -47,9 +35,7 @@ func TestPlacementOldLayoutFolder(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if b, _ := os.ReadFile(filepath.Join(dir, SamplesFile)); !strings.HasSuffix(string(b), "}\n") {
-		t.Fatal("OpenFolder left the cut sample line")
-	}
+	resultstest.WholeLines(t, filepath.Join(dir, SamplesFile), "OpenFolder left the cut sample line")
 	l, ps := startLab(t, p)
 	if _, err := (&Runner{Runtime: engine.NewLab(l, ""), Engine: l, Session: ps, Dir: dir, Version: "test"}).Run(context.Background()); err != nil {
 		t.Fatalf("resume: %v", err)

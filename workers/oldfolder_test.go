@@ -2,13 +2,10 @@ package workers
 
 import (
 	"context"
-	"io"
-	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
-	"github.com/rttlab/rttlab/results"
+	"github.com/rttlab/rttlab/results/resultstest"
 )
 
 // oldFolder is a workers folder as rttlab wrote them before every study
@@ -20,16 +17,7 @@ const oldFolder = "testdata/20261207T102820-workers-fake"
 // A folder of the earlier layout is still read, reported and resumed:
 // OpenFolder trims its cut line and the resume does every task once.
 func TestWorkersOldLayoutFolder(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), filepath.Base(oldFolder))
-	if err := os.CopyFS(dir, os.DirFS(oldFolder)); err != nil {
-		t.Fatal(err)
-	}
-	if done, total, err := results.Progress(Study{}, dir); err != nil || done != 3 || total < 4 {
-		t.Fatalf("progress %d of %d, %v", done, total, err)
-	}
-	if _, err := (Study{}).Report(dir, io.Discard); err != nil {
-		t.Fatalf("report: %v", err)
-	}
+	dir, _ := resultstest.OldFolder(t, Study{}, oldFolder, 3, 4)
 	plan, err := FolderPlan(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -39,9 +27,7 @@ func TestWorkersOldLayoutFolder(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if b, _ := os.ReadFile(filepath.Join(dir, runsFile)); !strings.HasSuffix(string(b), "}\n") {
-		t.Fatal("OpenFolder left the cut line of runs.jsonl")
-	}
+	resultstest.WholeLines(t, filepath.Join(dir, runsFile), "OpenFolder left the cut line of runs.jsonl")
 	l := newWorkersLab(t)
 	if _, err := runOn(t, l, plan, dir, context.Background()); err != nil {
 		t.Fatalf("resume: %v", err)

@@ -24,6 +24,7 @@ import (
 	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/kube"
 	"github.com/rttlab/rttlab/orchestrator/stack"
+	"github.com/rttlab/rttlab/results/resultstest"
 	"github.com/rttlab/rttlab/workloads"
 )
 
@@ -53,12 +54,7 @@ func execLine(ctx context.Context, args ...string) (int, string, string) {
 // temporary folder.
 func testFolder(t *testing.T) string {
 	t.Helper()
-	dst := filepath.Join(t.TempDir(), "results-go")
-	err := os.CopyFS(dst, os.DirFS(filepath.Join("testdata", "results-go")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dst
+	return resultstest.CopyFolder(t, filepath.Join("testdata", "results-go"))
 }
 
 func TestExitCodes(t *testing.T) {

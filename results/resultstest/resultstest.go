@@ -1,0 +1,52 @@
+// Package resultstest holds what the studies' tests of results folders
+// share: a copy of a folder kept in testdata, and the checks every study
+// makes of a folder written by an earlier rttlab.
+package resultstest
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rttlab/rttlab/results"
+)
+
+// CopyFolder copies the results folder src (kept in a test's testdata) to
+// a temporary folder of the same base name and returns its path, so that a
+// test may write to it.
+func CopyFolder(t testing.TB, src string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), filepath.Base(src))
+	if err := os.CopyFS(dir, os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// OldFolder copies the folder src, written by an earlier rttlab and
+// interrupted, checks that st finds done of its tasks done, of at least
+// minTotal, and that st reports it; it returns the copy and the files the
+// report wrote.
+func OldFolder(t testing.TB, st results.Study, src string, done, minTotal int) (dir string, files []string) {
+	t.Helper()
+	dir = CopyFolder(t, src)
+	if d, total, err := results.Progress(st, dir); err != nil || d != done || total < minTotal {
+		t.Fatalf("progress %d of %d, %v", d, total, err)
+	}
+	files, err := st.Report(dir, io.Discard)
+	if err != nil {
+		t.Fatalf("report: %v", err)
+	}
+	return dir, files
+}
+
+// WholeLines fails t with msg when the file at path does not end in a
+// whole JSON line: what opening a folder does to a line cut by a crash.
+func WholeLines(t testing.TB, path, msg string) {
+	t.Helper()
+	if b, _ := os.ReadFile(path); !strings.HasSuffix(string(b), "}\n") {
+		t.Fatal(msg)
+	}
+}
