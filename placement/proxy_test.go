@@ -12,43 +12,23 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/rttlab/rttlab/internal/proxyserve"
+	"github.com/rttlab/rttlab/internal/proxyserve/proxytest"
 )
 
-// testUpstream is a compute host: it answers with its name, counts hits and
-// new connections, and holds a request carrying X-Block until released.
+// testUpstream is a compute host: proxytest's upstream, its server named
+// srv as the benchmarks name it.
 type testUpstream struct {
-	name    string
-	srv     *httptest.Server
-	hits    atomic.Int64
-	conns   atomic.Int64
-	release chan struct{}
-	blocked chan struct{}
+	*proxytest.Upstream
+	srv *httptest.Server
 }
 
 func newTestUpstream(t testing.TB, name string) *testUpstream {
-	u := &testUpstream{name: name, release: make(chan struct{}), blocked: make(chan struct{}, 16)}
-	u.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		u.hits.Add(1)
-		if r.Header.Get("X-Block") != "" {
-			u.blocked <- struct{}{}
-			<-u.release
-		}
-		w.Header().Set("X-Upstream", name)
-		io.WriteString(w, name+" "+r.URL.RequestURI())
-	}))
-	u.srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateNew {
-			u.conns.Add(1)
-		}
-	}
-	u.srv.Start()
-	t.Cleanup(u.srv.Close)
-	return u
+	u := proxytest.NewUpstream(t, name, "")
+	return &testUpstream{Upstream: u, srv: u.Srv}
 }
 
 func testConfig(a, b string) Config {
@@ -166,14 +146,14 @@ func TestProxyQueueAwareSeesInFlight(t *testing.T) {
 		defer close(done)
 		req, _ := http.NewRequest("GET", srv.URL+"/serial?n=0", nil)
 		req.Header.Set(HeaderPolicy, "user-first")
-		req.Header.Set("X-Block", "1")
+		req.Header.Set(proxytest.HoldHeader, "1")
 		resp, err := http.DefaultClient.Do(req)
 		if err == nil {
 			io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
 		}
 	}()
-	<-a.blocked
+	<-a.Held
 	if got := p.InFlight(); got["a"] != 1 || got["b"] != 0 {
 		t.Fatalf("in flight %v", got)
 	}
@@ -187,7 +167,7 @@ func TestProxyQueueAwareSeesInFlight(t *testing.T) {
 	if resp.Header.Get(HeaderHost) != "a" {
 		t.Errorf("profiled chose %q", resp.Header.Get(HeaderHost))
 	}
-	close(a.release)
+	a.Release <- struct{}{}
 	<-done
 	if got := p.InFlight(); got["a"] != 0 || got["b"] != 0 {
 		t.Errorf("in flight after %v", got)
@@ -222,7 +202,7 @@ func TestProxyUpstreamFailure(t *testing.T) {
 	if resp.StatusCode != http.StatusBadGateway || resp.Header.Get(HeaderHost) != "b" || !strings.Contains(body, "upstream b") {
 		t.Errorf("status %d host %q body %q", resp.StatusCode, resp.Header.Get(HeaderHost), body)
 	}
-	if a.hits.Load() != 0 {
+	if a.Hits.Load() != 0 {
 		t.Errorf("the failed request reached a: the proxy rerouted")
 	}
 	// a still serves.
@@ -260,7 +240,7 @@ func TestProxyRefusals(t *testing.T) {
 			t.Errorf("%s: %d %q", tc.path, resp.StatusCode, body)
 		}
 	}
-	if a.hits.Load()+b.hits.Load() != 0 {
+	if a.Hits.Load()+b.Hits.Load() != 0 {
 		t.Error("a refused request reached an upstream")
 	}
 	recs := finish()
@@ -305,14 +285,14 @@ func TestProxyConnections(t *testing.T) {
 			}
 		}
 		if perRequest {
-			if got := a.conns.Load(); got != n {
+			if got := a.Conns.Load(); got != n {
 				t.Errorf("per-request: %d upstream connections for %d requests", got, n)
 			}
 			if reused != 0 {
 				t.Errorf("per-request: %d reused", reused)
 			}
 		} else {
-			if got := a.conns.Load(); got != 1 {
+			if got := a.Conns.Load(); got != 1 {
 				t.Errorf("keep-alive: %d upstream connections for %d sequential requests", got, n)
 			}
 			if reused != n-1 {
@@ -437,28 +417,16 @@ func TestServe(t *testing.T) {
 	a, b := newTestUpstream(t, "a"), newTestUpstream(t, "b")
 	cfg := testConfig(a.srv.URL, b.srv.URL)
 	cfg.LogPath = filepath.Join(t.TempDir(), "out", "decisions.jsonl")
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	errc := make(chan error, 1)
-	go func() { errc <- Server(cfg).Serve(ctx, ln) }()
-	url := "http://" + ln.Addr().String()
+	addr, stop := proxytest.Serve(t, Server(cfg).Serve)
+	url := "http://" + addr
 	for i := range 3 {
 		resp, _ := get(t, url+"/serial?n=12", "network-only", HeaderRequestID, string(rune('x'+i)))
 		if resp.StatusCode != 200 || resp.Header.Get(HeaderHost) != "b" {
 			t.Errorf("status %d host %q", resp.StatusCode, resp.Header.Get(HeaderHost))
 		}
 	}
-	cancel()
-	select {
-	case err := <-errc:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(15 * time.Second):
-		t.Fatal("Serve did not stop")
+	if err := stop(); err != nil {
+		t.Fatal(err)
 	}
 	f, err := os.Open(cfg.LogPath)
 	if err != nil {

@@ -15,7 +15,7 @@ import (
 //	go test -run x -bench ProxyAdded -benchtime 500x ./workers
 func BenchmarkProxyAdded(b *testing.B) {
 	rig := newProxyRig(b, 2, nil)
-	proxytest.AddedLatency(b, rig.workers[0].srv.URL+"/work", rig.srv.URL+"/work", nil)
+	proxytest.AddedLatency(b, rig.workers[0].Srv.URL+"/work", rig.srv.URL+"/work", nil)
 }
 
 // BenchmarkChooseJSQ measures one decision over eight workers.

@@ -2,70 +2,34 @@ package workers
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/rttlab/rttlab/internal/proxyserve"
+	"github.com/rttlab/rttlab/internal/proxyserve/proxytest"
 	"github.com/rttlab/rttlab/internal/syncbuf"
 )
 
-// testWorker is a single-mode worker: it answers with its name and the
-// path it saw, counts requests and connections, and holds a request that
-// carries X-Hold until the test releases one held request of this worker.
-type testWorker struct {
-	name    string
-	srv     *httptest.Server
-	hits    atomic.Int64
-	conns   atomic.Int64
-	release chan struct{}
-	held    chan string
-}
-
-func newTestWorker(t testing.TB, name string) *testWorker {
-	w := &testWorker{name: name, release: make(chan struct{}, 64), held: make(chan string, 64)}
-	w.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		w.hits.Add(1)
-		if r.Header.Get(HeaderPolicy) != "" {
-			http.Error(rw, "policy header forwarded", http.StatusTeapot)
-			return
-		}
-		if r.Header.Get("X-Hold") != "" {
-			w.held <- r.URL.RequestURI()
-			<-w.release
-		}
-		rw.Header().Set("X-Upstream", name)
-		io.WriteString(rw, name+" "+r.URL.RequestURI())
-	}))
-	w.srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateNew {
-			w.conns.Add(1)
-		}
-	}
-	w.srv.Start()
-	t.Cleanup(func() {
-		close(w.release)
-		w.srv.Close()
-	})
-	return w
+// newTestWorker is a single-mode worker: proxytest's upstream, which
+// refuses a request that still carries the policy header.
+func newTestWorker(t testing.TB, name string) *proxytest.Upstream {
+	return proxytest.NewUpstream(t, name, HeaderPolicy)
 }
 
 type proxyRig struct {
 	t       testing.TB
 	p       *Proxy
 	srv     *httptest.Server
-	workers []*testWorker
+	workers []*proxytest.Upstream
 	logBuf  *syncbuf.Buffer
 	closed  bool
 	wg      sync.WaitGroup
@@ -78,7 +42,7 @@ func newProxyRig(t testing.TB, n int, mod func(*ProxyConfig)) *proxyRig {
 	for i := range n {
 		w := newTestWorker(t, fmt.Sprintf("w%d", i))
 		rig.workers = append(rig.workers, w)
-		cfg.Upstreams = append(cfg.Upstreams, Upstream{Name: w.name, URL: w.srv.URL})
+		cfg.Upstreams = append(cfg.Upstreams, Upstream{Name: w.Name, URL: w.Srv.URL})
 	}
 	if mod != nil {
 		mod(&cfg)
@@ -98,9 +62,9 @@ func (rig *proxyRig) close() []Decision {
 	if !rig.closed {
 		rig.closed = true
 		for _, w := range rig.workers {
-			for range len(w.held) + 8 {
+			for range len(w.Held) + 8 {
 				select {
-				case w.release <- struct{}{}:
+				case w.Release <- struct{}{}:
 				default:
 				}
 			}
@@ -147,7 +111,7 @@ func (rig *proxyRig) hold(rule Rule) string {
 	rig.wg.Add(1)
 	go func() {
 		defer rig.wg.Done()
-		rig.get("/work?cpu_ms=1", map[string]string{"X-Hold": "1", HeaderPolicy: string(rule)})
+		rig.get("/work?cpu_ms=1", map[string]string{proxytest.HoldHeader: "1", HeaderPolicy: string(rule)})
 	}()
 	deadline := time.After(10 * time.Second)
 	for {
@@ -155,8 +119,8 @@ func (rig *proxyRig) hold(rule Rule) string {
 		for i := range now {
 			if now[i] > before[i] {
 				select {
-				case <-rig.workers[i].held:
-					return rig.workers[i].name
+				case <-rig.workers[i].Held:
+					return rig.workers[i].Name
 				case <-deadline:
 					rig.t.Fatal("request never reached its worker")
 				}
@@ -175,7 +139,7 @@ func (rig *proxyRig) hold(rule Rule) string {
 func (rig *proxyRig) releaseOne(i int) {
 	rig.t.Helper()
 	want := rig.p.InFlight()[i] - 1
-	rig.workers[i].release <- struct{}{}
+	rig.workers[i].Release <- struct{}{}
 	deadline := time.Now().Add(10 * time.Second)
 	for rig.p.InFlight()[i] != want {
 		if time.Now().After(deadline) {
@@ -324,8 +288,8 @@ func TestProxyHeadersLogAndKeepAlive(t *testing.T) {
 	}
 	// Sequential requests reuse one upstream connection per worker.
 	for _, w := range rig.workers {
-		if c := w.conns.Load(); c > 3 {
-			t.Errorf("%s: %d connections for sequential requests and two held ones", w.name, c)
+		if c := w.Conns.Load(); c > 3 {
+			t.Errorf("%s: %d connections for sequential requests and two held ones", w.Name, c)
 		}
 	}
 	reused := 0
@@ -345,7 +309,7 @@ func TestProxyFailureIsNotRerouted(t *testing.T) {
 	deadURL := dead.URL
 	dead.Close()
 	var buf syncbuf.Buffer
-	p, err := NewProxy(ProxyConfig{Upstreams: []Upstream{{"dead", deadURL}, {"good", good.srv.URL}}, Rule: RuleRoundRobin, Ties: TiesFirst}, &buf)
+	p, err := NewProxy(ProxyConfig{Upstreams: []Upstream{{"dead", deadURL}, {"good", good.Srv.URL}}, Rule: RuleRoundRobin, Ties: TiesFirst}, &buf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -363,7 +327,7 @@ func TestProxyFailureIsNotRerouted(t *testing.T) {
 	if resp.StatusCode != http.StatusBadGateway || resp.Header.Get(HeaderWorker) != "dead" {
 		t.Errorf("status %d worker %q", resp.StatusCode, resp.Header.Get(HeaderWorker))
 	}
-	if good.hits.Load() != 0 {
+	if good.Hits.Load() != 0 {
 		t.Error("the failed request was retried on another worker")
 	}
 	ds, _ := proxyserve.ReadLog[Decision](bytes.NewReader(buf.Bytes()))
@@ -401,23 +365,14 @@ func TestProxyConfigValidation(t *testing.T) {
 func TestServeRunsUntilCancelled(t *testing.T) {
 	w := newTestWorker(t, "w0")
 	logPath := filepath.Join(t.TempDir(), "log", "decisions.jsonl")
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- Server(ProxyConfig{Upstreams: []Upstream{{"w0", w.srv.URL}}, LogPath: logPath}).Serve(ctx, ln)
-	}()
-	resp, err := http.Get("http://" + ln.Addr().String() + "/work")
+	addr, stop := proxytest.Serve(t, Server(ProxyConfig{Upstreams: []Upstream{{"w0", w.Srv.URL}}, LogPath: logPath}).Serve)
+	resp, err := http.Get("http://" + addr + "/work")
 	if err != nil {
 		t.Fatal(err)
 	}
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
-	cancel()
-	if err := <-done; err != nil {
+	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(logPath)

@@ -10,7 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/rttlab/rttlab/internal/proxyserve/proxytest"
 )
 
 // lineProxy answers every request and writes one line to its log when
@@ -42,36 +43,24 @@ func TestServerValidatesBeforeListening(t *testing.T) {
 
 func TestServerStopsCleanly(t *testing.T) {
 	logPath := filepath.Join(t.TempDir(), "out", "decisions.jsonl")
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var p *lineProxy
 	s := Server{Name: "test proxy", LogPath: logPath, Build: func(logw io.Writer) (Handler, []any, error) {
 		p = &lineProxy{logw: logw}
 		return p, nil, nil
 	}}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ctx, ln) }()
-	resp, err := http.Get("http://" + ln.Addr().String() + "/")
+	addr, stop := proxytest.Serve(t, s.Serve)
+	resp, err := http.Get("http://" + addr + "/")
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(15 * time.Second):
-		t.Fatal("Serve did not stop")
+	if err := stop(); err != nil {
+		t.Fatal(err)
 	}
 	if b, err := os.ReadFile(logPath); err != nil || string(b) != "closed\n" || !p.closed {
 		t.Errorf("log %q, %v; proxy closed %v", b, err, p.closed)
 	}
-	if _, err := net.Dial("tcp", ln.Addr().String()); err == nil {
+	if _, err := net.Dial("tcp", addr); err == nil {
 		t.Error("the listener is still open")
 	}
 }

@@ -1,5 +1,6 @@
-// Package proxytest holds what the studies' proxy benchmarks share: the
-// paired measurement of a proxy's own added latency.
+// Package proxytest holds what the studies' proxy tests and benchmarks
+// share: an upstream to put behind a proxy, a proxy served until stopped,
+// and the paired measurement of a proxy's own added latency.
 package proxytest
 
 import (
