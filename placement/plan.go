@@ -267,10 +267,7 @@ func ParsePlan(file string, data []byte) (*Plan, error) {
 
 // lineErr names the plan file and, when known, the line.
 func (p *Plan) lineErr(line int, format string, a ...any) error {
-	if line > 0 {
-		return fmt.Errorf("%s:%d: %s", p.file, line, fmt.Sprintf(format, a...))
-	}
-	return fmt.Errorf("%s: %s", p.file, fmt.Sprintf(format, a...))
+	return planfile.ErrorAt(p.file, line, fmt.Sprintf(format, a...))
 }
 
 // errAt names the plan file and the line of the field at path (see

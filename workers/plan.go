@@ -342,10 +342,7 @@ func (p *Plan) File() string { return p.file }
 // parent when the key itself is not in the file), "FILE: message" without
 // a line.
 func (p *Plan) errAt(key string, format string, a ...any) error {
-	if line := p.doc.Line(key); line > 0 {
-		return fmt.Errorf("%s:%d: %s", p.file, line, fmt.Sprintf(format, a...))
-	}
-	return fmt.Errorf("%s: %s", p.file, fmt.Sprintf(format, a...))
+	return planfile.ErrorAt(p.file, p.doc.Line(key), fmt.Sprintf(format, a...))
 }
 
 var mixNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)

@@ -30,11 +30,15 @@ func (d *Doc) Place(err error) error {
 	return d.at(0, err.Error())
 }
 
-func (d *Doc) at(line int, msg string) error {
+func (d *Doc) at(line int, msg string) error { return ErrorAt(d.File, line, msg) }
+
+// ErrorAt is "file:line: message", or "file: message" when the line is
+// not known (0): how every plan error names its place.
+func ErrorAt(file string, line int, msg string) error {
 	if line > 0 {
-		return fmt.Errorf("%s:%d: %s", d.File, line, msg)
+		return fmt.Errorf("%s:%d: %s", file, line, msg)
 	}
-	return fmt.Errorf("%s: %s", d.File, msg)
+	return fmt.Errorf("%s: %s", file, msg)
 }
 
 // FieldError is a bad value of the field at Path (as Doc.Line takes it);
