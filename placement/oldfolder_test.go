@@ -30,12 +30,7 @@ func TestPlacementOldLayoutFolder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := OpenFolder(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	resultstest.WholeLines(t, filepath.Join(dir, SamplesFile), "OpenFolder left the cut sample line")
+	resultstest.OpenTrimmed(t, OpenFolder, dir, SamplesFile, "OpenFolder left the cut sample line")
 	l, ps := startLab(t, p)
 	if _, err := (&Runner{Runtime: engine.NewLab(l, ""), Engine: l, Session: ps, Dir: dir, Version: "test"}).Run(context.Background()); err != nil {
 		t.Fatalf("resume: %v", err)

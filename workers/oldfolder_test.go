@@ -2,7 +2,6 @@ package workers
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 
 	"github.com/rttlab/rttlab/results/resultstest"
@@ -22,12 +21,7 @@ func TestWorkersOldLayoutFolder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := OpenFolder(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	resultstest.WholeLines(t, filepath.Join(dir, runsFile), "OpenFolder left the cut line of runs.jsonl")
+	resultstest.OpenTrimmed(t, OpenFolder, dir, runsFile, "OpenFolder left the cut line of runs.jsonl")
 	l := newWorkersLab(t)
 	if _, err := runOn(t, l, plan, dir, context.Background()); err != nil {
 		t.Fatalf("resume: %v", err)

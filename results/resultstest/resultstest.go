@@ -42,11 +42,17 @@ func OldFolder(t testing.TB, st results.Study, src string, done, minTotal int) (
 	return dir, files
 }
 
-// WholeLines fails t with msg when the file at path does not end in a
-// whole JSON line: what opening a folder does to a line cut by a crash.
-func WholeLines(t testing.TB, path, msg string) {
+// OpenTrimmed opens the folder dir with open, which trims a line cut by a
+// crash, keeps it open until t ends, and fails t with msg when the file
+// name in dir still ends in a cut line.
+func OpenTrimmed[F io.Closer](t testing.TB, open func(dir string) (F, error), dir, name, msg string) {
 	t.Helper()
-	if b, _ := os.ReadFile(path); !strings.HasSuffix(string(b), "}\n") {
+	f, err := open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	if b, _ := os.ReadFile(filepath.Join(dir, name)); !strings.HasSuffix(string(b), "}\n") {
 		t.Fatal(msg)
 	}
 }
