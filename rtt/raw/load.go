@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -71,6 +73,16 @@ func (d *Data) NextAttempt(task int) int { return d.maxAttempt[task] + 1 }
 // IsDone reports whether task has an attempt marked done.
 func (d *Data) IsDone(task int) bool { _, ok := d.Done[task]; return ok }
 
+// HasTrace reports whether the folder's trace covers app.
+func (d *Data) HasTrace(app string) bool {
+	for _, r := range d.Trace {
+		if r.App == app {
+			return true
+		}
+	}
+	return false
+}
+
 // Pending returns the manifest's tasks that are not done, in manifest
 // (shuffled) order.
 func (d *Data) Pending() []Task {
@@ -84,9 +96,10 @@ func (d *Data) Pending() []Task {
 }
 
 // Load reads a results folder: manifest.json, tasks.jsonl, samples.jsonl
-// and probes.csv. It keeps only the samples of attempts marked done, so a
-// task redone on resume never counts twice. A missing file or a malformed
-// line is an error naming the file and line
+// and probes.csv, and shaper.csv, trace.json, wire.csv and anatomy.jsonl
+// where the run wrote them. It keeps only the samples of attempts marked done, so a task redone on
+// resume never counts twice. A missing file of the first four or a
+// malformed line is an error naming the file and line
 // ("DIR/samples.jsonl:1234: unexpected end of JSON input"). The one
 // exception is an unterminated last line of samples.jsonl, tasks.jsonl or
 // probes.csv, which a crash mid-write leaves behind: it is ignored and
@@ -163,6 +176,35 @@ func (d *Data) readWire(tasks map[int]Task) error {
 		func(AnatomyRow) bool { return true })
 	d.noteWireGaps(tasks, unknown)
 	return nil
+}
+
+// LoadWire reads wire.csv; a folder without one (written before the wire
+// was checked on every task) has no rows. An unterminated last line (a
+// crash mid-write) is ignored.
+func LoadWire(dir string) ([]WireRow, error) {
+	return loadRows(dir, WireFile, WireHeader, parseWireRow, wireHeaderV1)
+}
+
+// LoadAnatomy reads the rows of anatomy.jsonl whose (task, attempt) keep
+// says counts; a folder without the file has none. An unterminated last
+// line (a crash mid-write) is ignored; a malformed line is an error
+// naming it.
+func LoadAnatomy(dir string, keep func(task, attempt int) bool) ([]AnatomyRow, error) {
+	var out []AnatomyRow
+	_, err := results.ReadJSONLines(filepath.Join(dir, AnatomyFile), AnatomyFile, results.MaxLine, true, func(_ int, b []byte) error {
+		var row AnatomyRow
+		if err := json.Unmarshal(b, &row); err != nil {
+			return err
+		}
+		if keep(row.Task, row.Attempt) {
+			out = append(out, row)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // LastRows keeps the rows that keep accepts, each only where it is the
@@ -434,6 +476,30 @@ func (d *Data) readProbes(path string) error {
 		}
 		d.Probes = append(d.Probes, p)
 	}
+}
+
+// LoadShaper reads shaper.csv; a folder without one (written before the
+// shaper reported on itself) has no rows. An unterminated last line (a
+// crash mid-write) is ignored.
+func LoadShaper(dir string) ([]ShaperRow, error) {
+	return loadRows(dir, ShaperFile, ShaperHeader, parseShaperRow)
+}
+
+// ReadTrace reads DIR/trace.json; a folder without one has no trace.
+func ReadTrace(dir string) ([]workloads.TraceRow, error) {
+	p := filepath.Join(dir, TraceFile)
+	b, err := capped.ReadFile(p, TraceFile, results.MaxFile)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var rows []workloads.TraceRow
+	if err := json.Unmarshal(b, &rows); err != nil {
+		return nil, fmt.Errorf("%s: %w", results.JSONErrPos(p, b, err), results.JSONWords(err))
+	}
+	return rows, nil
 }
 
 func joinInts(a []int) string {

@@ -63,10 +63,3 @@ func parseShaperRow(rec []string) (ShaperRow, error) {
 		CPUCores: f(rec[18]), WallS: f(rec[19])}
 	return r, errors.Join(errs...)
 }
-
-// LoadShaper reads shaper.csv; a folder without one (written before the
-// shaper reported on itself) has no rows. An unterminated last line (a
-// crash mid-write) is ignored.
-func LoadShaper(dir string) ([]ShaperRow, error) {
-	return loadRows(dir, ShaperFile, ShaperHeader, parseShaperRow)
-}

@@ -1,15 +1,9 @@
 package raw
 
 import (
-	"encoding/json"
-	"errors"
-	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
-	"github.com/rttlab/rttlab/internal/capped"
 	"github.com/rttlab/rttlab/results"
 	"github.com/rttlab/rttlab/workloads"
 )
@@ -17,23 +11,6 @@ import (
 // TraceFile holds the per-request trace of each app's request types
 // (written by the runner or `rttlab trace --results`); optional.
 const TraceFile = "trace.json"
-
-// ReadTrace reads DIR/trace.json; a folder without one has no trace.
-func ReadTrace(dir string) ([]workloads.TraceRow, error) {
-	p := filepath.Join(dir, TraceFile)
-	b, err := capped.ReadFile(p, TraceFile, results.MaxFile)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var rows []workloads.TraceRow
-	if err := json.Unmarshal(b, &rows); err != nil {
-		return nil, fmt.Errorf("%s: %w", results.JSONErrPos(p, b, err), results.JSONWords(err))
-	}
-	return rows, nil
-}
 
 // WriteTrace replaces the rows of the apps in rows and writes the file
 // atomically.
@@ -60,14 +37,4 @@ func WriteTrace(dir string, rows []workloads.TraceRow) error {
 		return strings.Compare(a.Type, b.Type)
 	})
 	return results.WriteJSON(dir, TraceFile, all)
-}
-
-// HasTrace reports whether the folder's trace covers app.
-func (d *Data) HasTrace(app string) bool {
-	for _, r := range d.Trace {
-		if r.App == app {
-			return true
-		}
-	}
-	return false
 }

@@ -1,14 +1,11 @@
 package raw
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strconv"
 
-	"github.com/rttlab/rttlab/results"
 	"github.com/rttlab/rttlab/results/stats"
 	"github.com/rttlab/rttlab/workloads"
 )
@@ -115,13 +112,6 @@ func parseWireRow(rec []string) (WireRow, error) {
 	return r, errors.Join(errs...)
 }
 
-// LoadWire reads wire.csv; a folder without one (written before the wire
-// was checked on every task) has no rows. An unterminated last line (a
-// crash mid-write) is ignored.
-func LoadWire(dir string) ([]WireRow, error) {
-	return loadRows(dir, WireFile, WireHeader, parseWireRow, wireHeaderV1)
-}
-
 // AnatomyRow is one line of anatomy.jsonl: a measured request of a task
 // attempt, taken apart.
 type AnatomyRow struct {
@@ -137,26 +127,4 @@ type AnatomyRow struct {
 	// percentiles.
 	Failed bool `json:"failed,omitempty"`
 	workloads.RequestAnatomy
-}
-
-// LoadAnatomy reads the rows of anatomy.jsonl whose (task, attempt) keep
-// says counts; a folder without the file has none. An unterminated last
-// line (a crash mid-write) is ignored; a malformed line is an error
-// naming it.
-func LoadAnatomy(dir string, keep func(task, attempt int) bool) ([]AnatomyRow, error) {
-	var out []AnatomyRow
-	_, err := results.ReadJSONLines(filepath.Join(dir, AnatomyFile), AnatomyFile, results.MaxLine, true, func(_ int, b []byte) error {
-		var row AnatomyRow
-		if err := json.Unmarshal(b, &row); err != nil {
-			return err
-		}
-		if keep(row.Task, row.Attempt) {
-			out = append(out, row)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
