@@ -7,10 +7,12 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/rttlab/rttlab/results"
+	"github.com/rttlab/rttlab/workloads"
 )
 
 // Folder is the RTT study's results folder open for writing: the runner
@@ -229,4 +231,31 @@ func wireLayout(path string) ([]string, error) {
 // fsyncs.
 func (f *Folder) AppendAnatomy(rows []AnatomyRow) error {
 	return results.AppendLines(f.Folder, AnatomyFile, rows)
+}
+
+// WriteTrace replaces the rows of the apps in rows in DIR/trace.json and
+// writes the file atomically (results.WriteJSON); it needs no Folder.
+func WriteTrace(dir string, rows []workloads.TraceRow) error {
+	old, err := ReadTrace(dir)
+	if err != nil {
+		return err
+	}
+	apps := map[string]bool{}
+	for _, r := range rows {
+		apps[r.App] = true
+	}
+	var all []workloads.TraceRow
+	for _, r := range old {
+		if !apps[r.App] {
+			all = append(all, r)
+		}
+	}
+	all = append(all, rows...)
+	slices.SortFunc(all, func(a, b workloads.TraceRow) int {
+		if c := strings.Compare(a.App, b.App); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Type, b.Type)
+	})
+	return results.WriteJSON(dir, TraceFile, all)
 }

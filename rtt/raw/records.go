@@ -19,6 +19,10 @@ const (
 	ProbesFile  = "probes.csv"
 )
 
+// TraceFile holds the per-request trace of each app's request types
+// (written by the runner or `rttlab trace --results`); optional.
+const TraceFile = "trace.json"
+
 // Sample is one HTTP request of the load client, one JSON line in
 // samples.jsonl. LatencyNS comes from the client's monotonic clock.
 // RTTms is the configured RTT setting of the task, not a measurement.
