@@ -124,7 +124,7 @@ func Load(dir string) (*Data, error) {
 		return nil, err
 	}
 	d.undoCutAttempt()
-	if err := d.readProbes(filepath.Join(dir, ProbesFile)); err != nil {
+	if err := d.readProbes(); err != nil {
 		return nil, err
 	}
 	if d.Shaper, err = LoadShaper(dir); err != nil {
@@ -292,12 +292,11 @@ func (d *Data) readManifest() (map[int]Task, error) {
 // readTaskRecords reads tasks.jsonl into d.Records, d.Done and the highest
 // attempts, and notes each task marked done more than once.
 func (d *Data) readTaskRecords(tasks map[int]Task) error {
-	tpath := filepath.Join(d.Dir, TasksFile)
 	doneAttempts := map[int][]int{}
 	// A failed record after a done one of the same attempt takes the done
 	// back (Open writes one for an attempt whose samples were cut).
 	undone := map[[2]int]bool{}
-	err := d.readLines(tpath, TasksFile, func(line int, b []byte) error {
+	err := d.readLines(TasksFile, func(line int, b []byte) error {
 		var r TaskRecord
 		if err := json.Unmarshal(b, &r); err != nil {
 			return err
@@ -344,10 +343,9 @@ func (d *Data) readTaskRecords(tasks map[int]Task) error {
 // in d.Samples and counting the others in d.Ignored; a request twice or a
 // sample that disagrees with the manifest is an error.
 func (d *Data) readSamples(tasks map[int]Task) error {
-	spath := filepath.Join(d.Dir, SamplesFile)
 	type reqKey struct{ task, attempt, seq int }
 	firstLine := map[reqKey]int{}
-	return d.readLines(spath, SamplesFile, func(line int, b []byte) error {
+	return d.readLines(SamplesFile, func(line int, b []byte) error {
 		var s Sample
 		if err := json.Unmarshal(b, &s); err != nil {
 			return results.JSONWords(err)
@@ -418,10 +416,11 @@ func (d *Data) undoCutAttempt() {
 		SamplesFile, task, attempt, TasksFile))
 }
 
-// readLines calls fn for each '\n'-terminated line of path with its 1-based
-// line number. An unterminated last line is skipped and noted.
-func (d *Data) readLines(path, name string, fn func(line int, b []byte) error) error {
-	l, err := results.ReadJSONLines(path, name, results.MaxLine, false, fn)
+// readLines calls fn for each '\n'-terminated line of the folder's file
+// name with its 1-based line number. An unterminated last line is skipped
+// and noted.
+func (d *Data) readLines(name string, fn func(line int, b []byte) error) error {
+	l, err := results.ReadJSONLines(filepath.Join(d.Dir, name), name, results.MaxLine, false, fn)
 	if err != nil {
 		return err
 	}
@@ -433,7 +432,10 @@ func (d *Data) readLines(path, name string, fn func(line int, b []byte) error) e
 	return nil
 }
 
-func (d *Data) readProbes(path string) error {
+// readProbes reads probes.csv, which every run writes with its header,
+// into d.Probes; an unterminated last line is skipped and noted.
+func (d *Data) readProbes() error {
+	path := filepath.Join(d.Dir, ProbesFile)
 	b, err := capped.ReadFile(path, ProbesFile, results.MaxFile)
 	if err != nil {
 		return err
