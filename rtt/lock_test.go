@@ -3,7 +3,6 @@ package rtt
 import (
 	"context"
 	"errors"
-	"github.com/rttlab/rttlab/orchestrator/engine"
 	"strings"
 	"testing"
 
@@ -16,31 +15,32 @@ import (
 // a resume is refused before it touches the engine, and it goes through
 // once the holder closes.
 func TestRunFakeResumeRefusedWhileFolderHeld(t *testing.T) {
-	lab := fakelab.New(t)
-	dir, err := Run(context.Background(), engine.NewLab(lab, ""), lab, lab.Apps, RunOptions{Plan: fakePlan(), OutDir: t.TempDir(), Now: fakeNow})
-	if err != nil {
-		t.Fatal(err)
-	}
-	held, err := raw.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := fakelab.New(t)
-	got, err := Run(context.Background(), engine.NewLab(l, ""), l, l.Apps, RunOptions{Resume: dir, Now: fakeNow})
-	if !errors.Is(err, results.ErrLocked) || !strings.Contains(err.Error(), dir) {
-		t.Fatalf("resume of a held folder: err = %v, want ErrLocked naming %s", err, dir)
-	}
-	if got != "" {
-		t.Errorf("returned folder %q", got)
-	}
-	if calls := l.Calls(); len(calls) != 0 {
-		t.Errorf("engine calls before the refusal: %v", calls)
-	}
-	if err := held.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := Run(context.Background(), engine.NewLab(l, ""), l, l.Apps, RunOptions{Resume: dir, Now: fakeNow}); err != nil {
-		t.Fatalf("resume after the holder closed: %v", err)
-	}
-	l.RequireEmpty(t)
+	fakelab.OnEach(t, func(t *testing.T, lab *fakelab.Lab) {
+		dir, err := Run(context.Background(), lab.Runtime(), lab, lab.Apps, RunOptions{Plan: fakePlan(), OutDir: t.TempDir(), Now: fakeNow})
+		if err != nil {
+			t.Fatal(err)
+		}
+		held, err := raw.Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := fakelab.NewOn(t, lab.Double())
+		got, err := Run(context.Background(), l.Runtime(), l, l.Apps, RunOptions{Resume: dir, Now: fakeNow})
+		if !errors.Is(err, results.ErrLocked) || !strings.Contains(err.Error(), dir) {
+			t.Fatalf("resume of a held folder: err = %v, want ErrLocked naming %s", err, dir)
+		}
+		if got != "" {
+			t.Errorf("returned folder %q", got)
+		}
+		if calls := l.Calls(); len(calls) != 0 || !l.Untouched() {
+			t.Errorf("runtime used before the refusal: engine %v", calls)
+		}
+		if err := held.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Run(context.Background(), l.Runtime(), l, l.Apps, RunOptions{Resume: dir, Now: fakeNow}); err != nil {
+			t.Fatalf("resume after the holder closed: %v", err)
+		}
+		l.RequireEmpty(t)
+	})
 }

@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/rttlab/rttlab/apps"
-	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/fakelab"
 	"github.com/rttlab/rttlab/orchestrator/shaping"
 	"github.com/rttlab/rttlab/orchestrator/stack"
@@ -129,90 +128,92 @@ func shopMixApp(l *fakelab.Lab) PlanApp {
 // the trace agent gets each type's requests whole.
 func TestFakeOwnAppRequestMixVerifyTrace(t *testing.T) {
 	ctx := context.Background()
-	l := fakelab.New(t)
-	l.AddImage("example/shop:1.4", nil)
-	m, err := OwnAppMeta(shopMixApp(l))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tg := apps.Target{Name: "shop", Meta: m, Env: m.Env, Image: m.Image}
-	st, sh := startFake(t, l, stack.StackOptions{Target: tg}, "path")
-	var got []string
-	for _, c := range verifyFake(ctx, t, l, st, shaping.VerifyOptions{Requests: 4, Shaping: sh}) {
-		got = append(got, c.Route+" "+c.What+" "+c.Observed)
-	}
-	want := []string{"/health health status 200", "list status of GET /api/items 200", "create status of POST /api/items 201",
-		"list statements per request 2", "create statements per request 2",
-		"create round trips per request (wire) 2", "create Parse messages per request (wire) 0",
-		"list round trips per request (wire) 2", "list Parse messages per request (wire) 0"}
-	if !slices.Equal(got, want) {
-		t.Errorf("checks\n%q\nwant\n%q", got, want)
-	}
-	if !slices.Contains(l.Items, `POST /api/items Bearer t0ken {"name": "widget"}`) || !slices.Contains(l.Items, "GET /api/items  ") {
-		t.Errorf("the app saw %q", l.Items)
-	}
-
-	mix, err := shaping.MixFor(m)
-	if err != nil || mix == nil {
-		t.Fatalf("mix %v %v", mix, err)
-	}
-	l.Traced = nil
-	rows, err := shaping.TraceApp(ctx, l, sh, shaping.TraceOptions{Requests: shaping.TraceRequests(tg, mix, 3, 5, 1), Warmup: 2, Weights: shaping.MixWeights(mix)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(rows) != 2 || rows[0].Type != "create" || rows[1].Type != "list" || rows[0].N != 3 || rows[0].Expected != -1 ||
-		rows[0].Weight != 1.0/7 || rows[1].Weight != 6.0/7 || rows[1].RoundTrips.Median != fakelab.ItemStmts {
-		t.Errorf("trace rows %+v", rows)
-	}
-	for _, r := range l.Traced {
-		if r.Path == "/api/items" && r.Method == "POST" && (r.Body != `{"name": "widget"}` || r.Headers["Authorization"] != "Bearer t0ken") {
-			t.Errorf("traced %+v", r)
+	fakelab.OnEach(t, func(t *testing.T, l *fakelab.Lab) {
+		l.AddImage("example/shop:1.4", nil)
+		m, err := OwnAppMeta(shopMixApp(l))
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if n := len(l.Traced); n != 2*(2+3) || l.Traced[0].Type != "warmup" || l.Traced[0].Method != "POST" {
-		t.Errorf("traced %d requests, first %+v", n, l.Traced[0])
-	}
+		tg := apps.Target{Name: "shop", Meta: m, Env: m.Env, Image: m.Image}
+		st, sh := startFake(t, l, stack.StackOptions{Target: tg}, "path")
+		var got []string
+		for _, c := range verifyFake(ctx, t, l, st, shaping.VerifyOptions{Requests: 4, Shaping: sh}) {
+			got = append(got, c.Route+" "+c.What+" "+c.Observed)
+		}
+		want := []string{"/health health status 200", "list status of GET /api/items 200", "create status of POST /api/items 201",
+			"list statements per request 2", "create statements per request 2",
+			"create round trips per request (wire) 2", "create Parse messages per request (wire) 0",
+			"list round trips per request (wire) 2", "list Parse messages per request (wire) 0"}
+		if !slices.Equal(got, want) {
+			t.Errorf("checks\n%q\nwant\n%q", got, want)
+		}
+		if !slices.Contains(l.Items, `POST /api/items Bearer t0ken {"name": "widget"}`) || !slices.Contains(l.Items, "GET /api/items  ") {
+			t.Errorf("the app saw %q", l.Items)
+		}
+
+		mix, err := shaping.MixFor(m)
+		if err != nil || mix == nil {
+			t.Fatalf("mix %v %v", mix, err)
+		}
+		l.Traced = nil
+		rows, err := shaping.TraceApp(ctx, l, sh, shaping.TraceOptions{Requests: shaping.TraceRequests(tg, mix, 3, 5, 1), Warmup: 2, Weights: shaping.MixWeights(mix)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rows) != 2 || rows[0].Type != "create" || rows[1].Type != "list" || rows[0].N != 3 || rows[0].Expected != -1 ||
+			rows[0].Weight != 1.0/7 || rows[1].Weight != 6.0/7 || rows[1].RoundTrips.Median != fakelab.ItemStmts {
+			t.Errorf("trace rows %+v", rows)
+		}
+		for _, r := range l.Traced {
+			if r.Path == "/api/items" && r.Method == "POST" && (r.Body != `{"name": "widget"}` || r.Headers["Authorization"] != "Bearer t0ken") {
+				t.Errorf("traced %+v", r)
+			}
+		}
+		if n := len(l.Traced); n != 2*(2+3) || l.Traced[0].Type != "warmup" || l.Traced[0].Method != "POST" {
+			t.Errorf("traced %d requests, first %+v", n, l.Traced[0])
+		}
+	})
 }
 
 // A run of an own app with a request_mix: mix:<app> tasks, each load
 // drawing its seeded sequence from the mix the orchestrator hands over.
 func TestRunFakeOwnAppRequestMix(t *testing.T) {
-	lab := fakelab.New(t)
-	lab.AddImage("example/shop:1.4", nil)
-	p := fakePlan()
-	p.Apps = []PlanApp{shopMixApp(lab)}
-	p.Apps[0].Runs, p.Apps[0].Requests = 2, 20
-	all := copyMetas(lab.Apps)
-	if err := AddOwnApps(p, all); err != nil {
-		t.Fatal(err)
-	}
-	dir, err := Run(context.Background(), engine.NewLab(lab, ""), lab, all, RunOptions{Plan: p, OutDir: t.TempDir(), Now: fakeNow})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := loadFolder(t, dir)
-	if len(d.Done) != 8 || len(d.Manifest.Tasks) != 8 { // 2 runs at 3 settings, 2 unshaped
-		t.Fatalf("done %v of %d", d.Done, len(d.Manifest.Tasks))
-	}
-	loads := lab.Loads()
-	js, _ := json.Marshal(p.Apps[0].RequestMix)
-	for i, ld := range loads {
-		tk := d.Manifest.Tasks[i]
-		wantSeed := p.Seed ^ stats.FNV64("shop/run"+strconv.Itoa(tk.Run))
-		if tk.Route != "mix:shop" || ld.MixJSON != string(js) || ld.Seed != wantSeed || len(ld.Calls) != 21 {
-			t.Fatalf("task %+v load %+v", tk, ld)
+	fakelab.OnEach(t, func(t *testing.T, lab *fakelab.Lab) {
+		lab.AddImage("example/shop:1.4", nil)
+		p := fakePlan()
+		p.Apps = []PlanApp{shopMixApp(lab)}
+		p.Apps[0].Runs, p.Apps[0].Requests = 2, 20
+		all := copyMetas(lab.Apps)
+		if err := AddOwnApps(p, all); err != nil {
+			t.Fatal(err)
 		}
-		if i > 0 && loads[i-1].Seed == ld.Seed && !reflect.DeepEqual(loads[i-1].Calls, ld.Calls) {
-			t.Error("the same seed drew different sequences")
+		dir, err := Run(context.Background(), lab.Runtime(), lab, all, RunOptions{Plan: p, OutDir: t.TempDir(), Now: fakeNow})
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	types := map[string]bool{}
-	for _, r := range d.Trace {
-		types[r.Type] = true
-	}
-	if len(d.Trace) != 2 || !types["list"] || !types["create"] {
-		t.Errorf("trace %+v", d.Trace)
-	}
-	lab.RequireEmpty(t)
+		d := loadFolder(t, dir)
+		if len(d.Done) != 8 || len(d.Manifest.Tasks) != 8 { // 2 runs at 3 settings, 2 unshaped
+			t.Fatalf("done %v of %d", d.Done, len(d.Manifest.Tasks))
+		}
+		loads := lab.Loads()
+		js, _ := json.Marshal(p.Apps[0].RequestMix)
+		for i, ld := range loads {
+			tk := d.Manifest.Tasks[i]
+			wantSeed := p.Seed ^ stats.FNV64("shop/run"+strconv.Itoa(tk.Run))
+			if tk.Route != "mix:shop" || ld.MixJSON != string(js) || ld.Seed != wantSeed || len(ld.Calls) != 21 {
+				t.Fatalf("task %+v load %+v", tk, ld)
+			}
+			if i > 0 && loads[i-1].Seed == ld.Seed && !reflect.DeepEqual(loads[i-1].Calls, ld.Calls) {
+				t.Error("the same seed drew different sequences")
+			}
+		}
+		types := map[string]bool{}
+		for _, r := range d.Trace {
+			types[r.Type] = true
+		}
+		if len(d.Trace) != 2 || !types["list"] || !types["create"] {
+			t.Errorf("trace %+v", d.Trace)
+		}
+		lab.RequireEmpty(t)
+	})
 }

@@ -3,7 +3,6 @@ package rtt
 import (
 	"context"
 	"encoding/json"
-	"github.com/rttlab/rttlab/orchestrator/engine"
 	"math"
 	"os"
 	"path/filepath"
@@ -18,34 +17,35 @@ import (
 // The results folder knows its plan; a folder whose manifest holds no
 // plan is refused by name.
 func TestFakeFolderPlan(t *testing.T) {
-	l := fakelab.New(t)
-	p := fakePlan()
-	dir, err := Run(context.Background(), engine.NewLab(l, ""), l, l.Apps, RunOptions{Plan: p, OutDir: t.TempDir(), Now: fakeNow})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := FolderPlan(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, _ := json.Marshal(p)
-	b, _ := json.Marshal(got)
-	if string(a) != string(b) {
-		t.Fatalf("plan %s, want %s", b, a)
-	}
-	if _, err := FolderPlan(t.TempDir()); err == nil {
-		t.Error("FolderPlan of an empty folder")
-	}
-	m := filepath.Join(dir, results.ManifestFile)
-	data, _ := os.ReadFile(m)
-	var raw map[string]any
-	json.Unmarshal(data, &raw)
-	raw["plan"] = "not a plan"
-	data, _ = json.Marshal(raw)
-	os.WriteFile(m, data, 0o644)
-	if _, err := FolderPlan(dir); err == nil || !strings.Contains(err.Error(), "manifest plan") {
-		t.Errorf("bad plan: %v", err)
-	}
+	fakelab.OnEach(t, func(t *testing.T, l *fakelab.Lab) {
+		p := fakePlan()
+		dir, err := Run(context.Background(), l.Runtime(), l, l.Apps, RunOptions{Plan: p, OutDir: t.TempDir(), Now: fakeNow})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := FolderPlan(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, _ := json.Marshal(p)
+		b, _ := json.Marshal(got)
+		if string(a) != string(b) {
+			t.Fatalf("plan %s, want %s", b, a)
+		}
+		if _, err := FolderPlan(t.TempDir()); err == nil {
+			t.Error("FolderPlan of an empty folder")
+		}
+		m := filepath.Join(dir, results.ManifestFile)
+		data, _ := os.ReadFile(m)
+		var raw map[string]any
+		json.Unmarshal(data, &raw)
+		raw["plan"] = "not a plan"
+		data, _ = json.Marshal(raw)
+		os.WriteFile(m, data, 0o644)
+		if _, err := FolderPlan(dir); err == nil || !strings.Contains(err.Error(), "manifest plan") {
+			t.Errorf("bad plan: %v", err)
+		}
+	})
 }
 
 func TestLoadPlan(t *testing.T) {

@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rttlab/rttlab/orchestrator/engine"
-
 	"github.com/rttlab/rttlab/netem"
 	"github.com/rttlab/rttlab/orchestrator/engine/enginefake"
 	"github.com/rttlab/rttlab/orchestrator/fakelab"
@@ -89,52 +87,53 @@ func (s *statsShaper) ctl(ctx context.Context, x *enginefake.Call) (int, error) 
 // not data) and retried; every attempt's shaper figures are in
 // shaper.csv, and the summary counts only the done ones.
 func TestRunFakeFailsTaskOnShaperDrops(t *testing.T) {
-	lab := fakelab.New(t)
-	sh := newStatsShaper(lab)
-	handleNth(lab, "rttlab agent load", 2, lab.Load, func(ctx context.Context, x *enginefake.Call) (int, error) {
-		sh.drop("db", 4)
-		return lab.Load(ctx, x)
+	fakelab.OnEach(t, func(t *testing.T, lab *fakelab.Lab) {
+		sh := newStatsShaper(lab)
+		handleNth(lab, "rttlab agent load", 2, lab.Load, func(ctx context.Context, x *enginefake.Call) (int, error) {
+			sh.drop("db", 4)
+			return lab.Load(ctx, x)
+		})
+		p := fakePlan()
+		p.Hook = netem.HookIngress // the fake shaper's hook, which "auto" calibrates
+		dir, err := Run(context.Background(), lab.Runtime(), lab, lab.Apps, RunOptions{Plan: p, OutDir: t.TempDir(), Now: fakeNow})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := loadFolder(t, dir)
+		second, failure := secondTaskRetried(t, d)
+		if !strings.Contains(failure, "db side dropped 4 of") {
+			t.Fatalf("failure %q does not count the drops", failure)
+		}
+		shaped := 0 // an unshaped task has the shaper out of its path: no rows
+		for _, tk := range d.Manifest.Tasks {
+			if !tk.Unshaped {
+				shaped++
+			}
+		}
+		if len(d.Shaper) != 2*(shaped+1) {
+			t.Fatalf("%d shaper rows, want 2 per shaped attempt", len(d.Shaper))
+		}
+		for _, r := range d.Shaper {
+			if r.Task == second && r.Attempt == 1 && r.Side == "db" && r.Drops != 4 {
+				t.Errorf("failed attempt's row %+v: want its 4 drops recorded", r)
+			}
+			if r.Packets != 50 || (r.RTTms > 0 && r.HoldP50Us-r.TargetUs > 3.1) {
+				t.Errorf("row %+v: want the 50 packets and hold of the task", r)
+			}
+		}
+		// The calibration of the userspace shaper is in the manifest, one
+		// point per non-zero setting; the fake adds no excess.
+		if len(d.Manifest.Calibration) != 2 || d.Manifest.Calibration[0].AppOffsetUs != 0 || d.Manifest.Calibration[0].Rounds != 1 {
+			t.Fatalf("calibration %+v", d.Manifest.Calibration)
+		}
+		s := report.Analyze(d, report.Options{})
+		for _, st := range s.Shaper {
+			if st.Drops != 0 {
+				t.Errorf("summary counts drops of a failed attempt: %+v", st)
+			}
+		}
+		lab.RequireEmpty(t)
 	})
-	p := fakePlan()
-	p.Hook = netem.HookIngress // the fake shaper's hook, which "auto" calibrates
-	dir, err := Run(context.Background(), engine.NewLab(lab, ""), lab, lab.Apps, RunOptions{Plan: p, OutDir: t.TempDir(), Now: fakeNow})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := loadFolder(t, dir)
-	second, failure := secondTaskRetried(t, d)
-	if !strings.Contains(failure, "db side dropped 4 of") {
-		t.Fatalf("failure %q does not count the drops", failure)
-	}
-	shaped := 0 // an unshaped task has the shaper out of its path: no rows
-	for _, tk := range d.Manifest.Tasks {
-		if !tk.Unshaped {
-			shaped++
-		}
-	}
-	if len(d.Shaper) != 2*(shaped+1) {
-		t.Fatalf("%d shaper rows, want 2 per shaped attempt", len(d.Shaper))
-	}
-	for _, r := range d.Shaper {
-		if r.Task == second && r.Attempt == 1 && r.Side == "db" && r.Drops != 4 {
-			t.Errorf("failed attempt's row %+v: want its 4 drops recorded", r)
-		}
-		if r.Packets != 50 || (r.RTTms > 0 && r.HoldP50Us-r.TargetUs > 3.1) {
-			t.Errorf("row %+v: want the 50 packets and hold of the task", r)
-		}
-	}
-	// The calibration of the userspace shaper is in the manifest, one
-	// point per non-zero setting; the fake adds no excess.
-	if len(d.Manifest.Calibration) != 2 || d.Manifest.Calibration[0].AppOffsetUs != 0 || d.Manifest.Calibration[0].Rounds != 1 {
-		t.Fatalf("calibration %+v", d.Manifest.Calibration)
-	}
-	s := report.Analyze(d, report.Options{})
-	for _, st := range s.Shaper {
-		if st.Drops != 0 {
-			t.Errorf("summary counts drops of a failed attempt: %+v", st)
-		}
-	}
-	lab.RequireEmpty(t)
 }
 
 // A shaping agent that dies while the load runs stops the load at once:
@@ -144,37 +143,38 @@ func TestRunFakeAgentDiesDuringLoad(t *testing.T) {
 	prev := agentWatchInterval
 	agentWatchInterval = 5 * time.Millisecond
 	t.Cleanup(func() { agentWatchInterval = prev })
-	lab := fakelab.New(t)
-	newStatsShaper(lab)
-	stopped := false
-	handleNth(lab, "rttlab agent load", 2, lab.Load, func(ctx context.Context, x *enginefake.Call) (int, error) {
-		lab.Exit("-db-agent", 137, "")
-		// With its agent gone the database side passes no packet: the
-		// client would wait for its timeouts.
-		select {
-		case <-ctx.Done():
-			stopped = true
-			return 0, ctx.Err()
-		case <-time.After(2 * time.Minute):
-			return 1, fmt.Errorf("the load was not stopped when the agent died")
+	fakelab.OnEach(t, func(t *testing.T, lab *fakelab.Lab) {
+		newStatsShaper(lab)
+		stopped := false
+		handleNth(lab, "rttlab agent load", 2, lab.Load, func(ctx context.Context, x *enginefake.Call) (int, error) {
+			lab.Exit("-db-agent", 137, "")
+			// With its agent gone the database side passes no packet: the
+			// client would wait for its timeouts.
+			select {
+			case <-ctx.Done():
+				stopped = true
+				return 0, ctx.Err()
+			case <-time.After(2 * time.Minute):
+				return 1, fmt.Errorf("the load was not stopped when the agent died")
+			}
+		})
+		dir, err := Run(context.Background(), lab.Runtime(), lab, lab.Apps, RunOptions{Plan: fakePlan(), OutDir: t.TempDir(), Now: fakeNow})
+		if err != nil {
+			t.Fatal(err)
 		}
+		if !stopped {
+			t.Fatal("the load was not stopped when the agent died")
+		}
+		d := loadFolder(t, dir)
+		_, failure := secondTaskRetried(t, d)
+		if !strings.Contains(failure, "shaping agent for db died") || !strings.Contains(failure, "db-agent") || !strings.Contains(failure, "exit code 137") {
+			t.Fatalf("failure %q does not name the agent", failure)
+		}
+		if c := len(lab.Started()); c != 10 {
+			t.Fatalf("created %d containers, want two stacks", c)
+		}
+		lab.RequireEmpty(t)
 	})
-	dir, err := Run(context.Background(), engine.NewLab(lab, ""), lab, lab.Apps, RunOptions{Plan: fakePlan(), OutDir: t.TempDir(), Now: fakeNow})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !stopped {
-		t.Fatal("the load was not stopped when the agent died")
-	}
-	d := loadFolder(t, dir)
-	_, failure := secondTaskRetried(t, d)
-	if !strings.Contains(failure, "shaping agent for db died") || !strings.Contains(failure, "db-agent") || !strings.Contains(failure, "exit code 137") {
-		t.Fatalf("failure %q does not name the agent", failure)
-	}
-	if c := len(lab.Created()); c != 10 {
-		t.Fatalf("created %d containers, want two stacks", c)
-	}
-	lab.RequireEmpty(t)
 }
 
 // secondTaskRetried checks that the plan's second task failed on its
@@ -205,49 +205,50 @@ func secondTaskRetried(t *testing.T, d *raw.Data) (int, string) {
 // their verification probes. calibrate_per: app calibrates each.
 func TestRunFakeCalibratePerRun(t *testing.T) {
 	for _, per := range []string{"run", "app"} {
-		lab := fakelab.New(t)
-		newStatsShaper(lab)
-		calPings := 0
-		lab.Handle("rttlab agent ping", func(ctx context.Context, x *enginefake.Call) (int, error) {
-			if x.Flag("--count") == "200" { // the calibration's echoes per measurement
-				calPings++
+		fakelab.OnEach(t, func(t *testing.T, lab *fakelab.Lab) {
+			newStatsShaper(lab)
+			calPings := 0
+			lab.Handle("rttlab agent ping", func(ctx context.Context, x *enginefake.Call) (int, error) {
+				if x.Flag("--count") == "200" { // the calibration's echoes per measurement
+					calPings++
+				}
+				return lab.Ping(ctx, x)
+			})
+			p := fakePlan()
+			p.Apps = append(p.Apps, PlanApp{Name: "node", Routes: []string{"/feed"}})
+			p.CalibratePer = per
+			p.Hook = netem.HookIngress
+			prog := &recProgress{}
+			dir, err := Run(context.Background(), lab.Runtime(), lab, lab.Apps, RunOptions{Plan: p, OutDir: t.TempDir(), Now: fakeNow, Progress: prog})
+			if err != nil {
+				t.Fatal(err)
 			}
-			return lab.Ping(ctx, x)
+			d := loadFolder(t, dir)
+			apps := map[string]int{}
+			for _, c := range d.Manifest.Calibration {
+				apps[c.App]++
+			}
+			reused := slices.ContainsFunc(prog.notes, func(n string) bool { return strings.Contains(n, "calibrate_per: run") })
+			switch per {
+			case "run":
+				if len(apps) != 1 || apps[d.Manifest.Calibration[0].App] != 2 || !reused {
+					t.Errorf("per run: calibration %v, reuse noted %v (notes %q)", apps, reused, prog.notes)
+				}
+			case "app":
+				if apps["go"] != 2 || apps["node"] != 2 || reused {
+					t.Errorf("per app: calibration %v, reuse noted %v", apps, reused)
+				}
+			}
+			// Two non-zero settings, one round each (the fake has no excess),
+			// two measurements a round: 4 calibration pings per calibrating app.
+			if want := map[string]int{"run": 4, "app": 8}[per]; calPings != want {
+				t.Errorf("per %s: %d calibration pings, want %d", per, calPings, want)
+			}
+			if probes := len(d.Probes); probes == 0 {
+				t.Errorf("per %s: no verification probes", per)
+			}
+			lab.RequireEmpty(t)
 		})
-		p := fakePlan()
-		p.Apps = append(p.Apps, PlanApp{Name: "node", Routes: []string{"/feed"}})
-		p.CalibratePer = per
-		p.Hook = netem.HookIngress
-		prog := &recProgress{}
-		dir, err := Run(context.Background(), engine.NewLab(lab, ""), lab, lab.Apps, RunOptions{Plan: p, OutDir: t.TempDir(), Now: fakeNow, Progress: prog})
-		if err != nil {
-			t.Fatal(err)
-		}
-		d := loadFolder(t, dir)
-		apps := map[string]int{}
-		for _, c := range d.Manifest.Calibration {
-			apps[c.App]++
-		}
-		reused := slices.ContainsFunc(prog.notes, func(n string) bool { return strings.Contains(n, "calibrate_per: run") })
-		switch per {
-		case "run":
-			if len(apps) != 1 || apps[d.Manifest.Calibration[0].App] != 2 || !reused {
-				t.Errorf("per run: calibration %v, reuse noted %v (notes %q)", apps, reused, prog.notes)
-			}
-		case "app":
-			if apps["go"] != 2 || apps["node"] != 2 || reused {
-				t.Errorf("per app: calibration %v, reuse noted %v", apps, reused)
-			}
-		}
-		// Two non-zero settings, one round each (the fake has no excess),
-		// two measurements a round: 4 calibration pings per calibrating app.
-		if want := map[string]int{"run": 4, "app": 8}[per]; calPings != want {
-			t.Errorf("per %s: %d calibration pings, want %d", per, calPings, want)
-		}
-		if probes := len(d.Probes); probes == 0 {
-			t.Errorf("per %s: no verification probes", per)
-		}
-		lab.RequireEmpty(t)
 	}
 }
 

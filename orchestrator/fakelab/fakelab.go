@@ -28,6 +28,8 @@ import (
 	"github.com/rttlab/rttlab/netem"
 	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/engine/enginefake"
+	"github.com/rttlab/rttlab/orchestrator/runtime"
+	"github.com/rttlab/rttlab/orchestrator/runtime/runtimefake"
 	"github.com/rttlab/rttlab/workloads"
 )
 
@@ -39,6 +41,9 @@ import (
 // replace any handler with l.Handle to script a failure.
 type Lab struct {
 	*enginefake.Engine
+	// RT is the runtime double the studies run on instead of the
+	// engine's runtime, when the lab was made NewOn(t, OnRuntime).
+	RT  *runtimefake.Runtime
 	t   testing.TB
 	App *httptest.Server
 	// Apps is the apps metadata with every app's port moved to the fake
@@ -103,7 +108,12 @@ const (
 // the images of a built tree, and the handlers of every agent command.
 func New(t testing.TB) *Lab {
 	t.Helper()
-	l := &Lab{Engine: enginefake.New(), t: t,
+	return newLab(t, nil)
+}
+
+func newLab(t testing.TB, rt *runtimefake.Runtime) *Lab {
+	t.Helper()
+	l := &Lab{Engine: enginefake.New(), RT: rt, t: t,
 		Delay: map[string]time.Duration{}, Active: map[string]bool{}, peers: map[string][]string{}, DBRole: "rttlab"}
 	l.Healthy.Store(true)
 	l.App = httptest.NewServer(http.HandlerFunc(l.serveApp))
@@ -112,6 +122,10 @@ func New(t testing.TB) *Lab {
 	port, _ := strconv.Atoi(portStr)
 	l.HostPort = portStr
 	l.IPByService["app"] = "127.0.0.1"
+	if rt != nil {
+		rt.AddrOf = func(s runtime.MemberSpec) string { return l.IPByService[s.Labels[engine.LabelService]] }
+		rt.PublishedAt = net.JoinHostPort("127.0.0.1", portStr)
+	}
 
 	all, err := apps.Load(apps.FS(""))
 	if err != nil {

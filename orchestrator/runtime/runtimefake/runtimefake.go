@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rttlab/rttlab/internal/session"
 	"github.com/rttlab/rttlab/orchestrator/runtime"
 )
 
@@ -27,22 +28,37 @@ import (
 //   - a member on the lab's network gets an address (10.90.0.N in start
 //     order), one beside another shares its target's namespace and has
 //     none of its own;
-//   - Exec needs a running member and honours a cancelled context.
+//   - Exec needs a running member and honours a cancelled context;
+//     `rttlab agent session` runs each call it is sent as an exec of its
+//     own, with the handlers of the verbs.
 type Runtime struct {
 	mu       sync.Mutex
 	seq      int
 	members  map[string]*Member // by ID
 	images   map[string]bool
 	handlers map[string]Handler
-	faults   map[string]error // "Op name" -> the next call's error
-	started  []runtime.MemberSpec
-	removed  []string
-	execs    []Exec
+	// streams: command prefixes whose handlers read stdin as it comes
+	// (Call.StdinR) instead of after it closed (Call.Stdin).
+	streams map[string]bool
+	faults  []*fault // armed by FailOn and FailTimes, in order
+	crashes []*fault // armed by CrashOnStart
+	started []runtime.MemberSpec
+	removed []string
+	execs   []Exec
 	// Pullable are the images EnsureImage may pull.
 	Pullable map[string]bool
 	// Node is what the Node of every member that names none reads; empty
 	// as on one host. A member that names a Node runs there.
 	Node string
+	// AddrOf, when set, gives the address of a member on the lab's
+	// network (an empty answer: the next 10.90.0.N), so that a test's
+	// server on 127.0.0.1 stands for a member.
+	AddrOf func(s runtime.MemberSpec) string
+	// PublishedAt, when set, is the host:port every published port of
+	// every member answers on.
+	PublishedAt string
+	// Unhandled are the commands no handler answered.
+	Unhandled []string
 }
 
 // Member is one member the fake holds.
@@ -67,6 +83,8 @@ type Call struct {
 	Env    []string
 	User   string
 	Stdin  []byte
+	// StdinR is stdin unread, for handlers registered with HandleStream.
+	StdinR io.Reader
 	Stdout io.Writer
 	Stderr io.Writer
 }
@@ -83,7 +101,7 @@ func New() *Runtime {
 		members:  map[string]*Member{},
 		images:   map[string]bool{},
 		handlers: map[string]Handler{},
-		faults:   map[string]error{},
+		streams:  map[string]bool{},
 		Pullable: map[string]bool{},
 	}
 }
@@ -95,6 +113,13 @@ func (r *Runtime) AddImage(ref string) {
 	r.images[ref] = true
 }
 
+// DropImage makes ref absent.
+func (r *Runtime) DropImage(ref string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.images, ref)
+}
+
 // Handle registers h for commands starting with prefix (words separated
 // by spaces). The longest matching prefix answers.
 func (r *Runtime) Handle(prefix string, h Handler) {
@@ -103,26 +128,61 @@ func (r *Runtime) Handle(prefix string, h Handler) {
 	r.handlers[prefix] = h
 }
 
-// FailOn makes the next call of op (StartMember, StopMember,
-// RemoveMember, State, Exec) on the member named name fail with err.
-func (r *Runtime) FailOn(op, name string, err error) {
+// HandleStream registers h as Handle does, for a command that reads its
+// stdin as it comes (Call.StdinR) rather than once it closed.
+func (r *Runtime) HandleStream(prefix string, h Handler) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.faults[op+" "+name] = err
+	r.handlers[prefix] = h
+	r.streams[prefix] = true
 }
 
-// Exit makes the running member named name stop with code, having
-// printed logs.
+// fault is an armed failure: of op, for times more calls (< 0: every
+// call), on a member whose name ends with match ("": any).
+type fault struct {
+	op, match string
+	times     int
+	err       error
+	code      int // CrashOnStart's exit code and logs
+	logs      string
+}
+
+// FailOn makes the next call of op (StartMember, StopMember,
+// RemoveMember, State, Exec, ListMembers) on the member whose name ends
+// with name ("": any) fail with err.
+func (r *Runtime) FailOn(op, name string, err error) { r.FailTimes(op, name, 1, err) }
+
+// FailTimes makes the next times calls of op (times < 0: every call) on
+// a member whose name ends with match ("": any) fail with err; an Exec
+// also matches when its command line contains match.
+func (r *Runtime) FailTimes(op, match string, times int, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.faults = append(r.faults, &fault{op: op, match: match, times: times, err: err})
+}
+
+// CrashOnStart makes the next times members whose name ends with match
+// exit with code right after they start, having printed logs.
+func (r *Runtime) CrashOnStart(match string, times, code int, logs string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.crashes = append(r.crashes, &fault{match: match, times: times, code: code, logs: logs})
+}
+
+// Exit makes every running member whose name ends with name stop with
+// code, having printed logs; it says whether one did.
 func (r *Runtime) Exit(name string, code int, logs string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	m := r.byNameLocked(name)
-	if m == nil || !m.State.Running {
-		return false
+	n := 0
+	for _, m := range r.members {
+		if m.State.Running && strings.HasSuffix(m.Name, name) {
+			m.State = runtime.State{ExitCode: code, Reason: "exited"}
+			m.Logs += logs
+			n++
+		}
 	}
-	m.State = runtime.State{ExitCode: code, Reason: "exited"}
-	m.Logs += logs
-	return true
+	return n > 0
 }
 
 // Started returns the spec of every member started so far, in order.
@@ -175,12 +235,31 @@ func (r *Runtime) byNameLocked(name string) *Member {
 	return nil
 }
 
-// faultLocked returns and uses up the error armed for op on m.
-func (r *Runtime) faultLocked(op, name string) error {
-	k := op + " " + name
-	err := r.faults[k]
-	delete(r.faults, k)
-	return err
+// faultLocked returns and uses up the first failure armed for op on the
+// member named name (for an Exec, or running cmd).
+func (r *Runtime) faultLocked(op, name string, cmd ...string) error {
+	if ft := takeLocked(r.faults, op, name, strings.Join(cmd, " ")); ft != nil {
+		return ft.err
+	}
+	return nil
+}
+
+// takeLocked uses up the first armed fault of op matching name or, when
+// given, the command line cmd.
+func takeLocked(faults []*fault, op, name, cmd string) *fault {
+	for _, ft := range faults {
+		if ft.op != op || ft.times == 0 {
+			continue
+		}
+		if ft.match != "" && !strings.HasSuffix(name, ft.match) && (cmd == "" || !strings.Contains(cmd, ft.match)) {
+			continue
+		}
+		if ft.times > 0 {
+			ft.times--
+		}
+		return ft
+	}
+	return nil
 }
 
 // StartMember starts a member of s.
@@ -210,6 +289,17 @@ func (r *Runtime) StartMember(ctx context.Context, s runtime.MemberSpec) (runtim
 	if m.NetNS == "" {
 		m.NetNS = runtime.NetNS("netns-" + id)
 		m.Addr = netip.AddrFrom4([4]byte{10, 90, 0, byte(r.seq % 250)}).String()
+		if r.AddrOf != nil {
+			if a := r.AddrOf(s); a != "" {
+				m.Addr = a
+			}
+		}
+	}
+	if r.PublishedAt != "" && len(s.Publish) > 0 {
+		m.Published = map[string]string{}
+		for _, p := range s.Publish {
+			m.Published[p] = r.PublishedAt
+		}
 	}
 	r.members[id] = m
 	r.started = append(r.started, m.Spec)
@@ -218,8 +308,37 @@ func (r *Runtime) StartMember(ctx context.Context, s runtime.MemberSpec) (runtim
 		return m.Member, err
 	}
 	m.State = runtime.State{Running: true, Reason: "running"}
+	if c := takeLocked(r.crashes, "", s.Name, ""); c != nil {
+		m.State = runtime.State{ExitCode: c.code, Reason: "exited"}
+		m.Logs += c.logs
+	}
 	return m.Member, nil
 }
+
+var _ runtime.WireHost = (*Runtime)(nil)
+
+// StartHostMember starts a member of s in the host's network namespace
+// (runtime.OnHost, one for the whole runtime) or in an empty one of its
+// own (runtime.NoNet); it has no address.
+func (r *Runtime) StartHostMember(ctx context.Context, s runtime.MemberSpec, net runtime.HostNet) (runtime.Member, error) {
+	s.Aliases, s.Beside = nil, ""
+	m, err := r.StartMember(ctx, s)
+	if m.ID == "" {
+		return m, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	held := r.members[m.ID]
+	held.Addr, held.NetNS = "", runtime.NetNS("host")
+	if net == runtime.NoNet {
+		held.NetNS = runtime.NetNS("none-" + m.ID)
+	}
+	return held.Member, err
+}
+
+// Bridge is "auto", as on a cluster's node: the wire shaper finds the
+// bridge itself.
+func (r *Runtime) Bridge(string) string { return "auto" }
 
 // runningNetNSLocked says whether a running member owns ns.
 func (r *Runtime) runningNetNSLocked(ns runtime.NetNS) bool {
@@ -295,13 +414,13 @@ func (r *Runtime) removeLocked(id string) error {
 }
 
 // Exec answers a command in member id with the handler of its longest
-// registered prefix; a command without one exits 127 as a missing
-// executable does.
+// registered prefix (/usr/local/bin/rttlab written rttlab); a command
+// without one exits 127 as a missing executable does.
 func (r *Runtime) Exec(ctx context.Context, id string, s runtime.ExecSpec) (int, error) {
 	if len(s.Cmd) == 0 {
 		return -1, fmt.Errorf("exec in %s: no command", id)
 	}
-	key := strings.Join(s.Cmd, " ")
+	key := commandKey(s.Cmd)
 	r.mu.Lock()
 	m, ok := r.members[id]
 	if !ok {
@@ -312,7 +431,7 @@ func (r *Runtime) Exec(ctx context.Context, id string, s runtime.ExecSpec) (int,
 		r.mu.Unlock()
 		return -1, fmt.Errorf("exec %s in %s: %w", s.Cmd[0], m.Name, err)
 	}
-	if err := r.faultLocked("Exec", m.Name); err != nil {
+	if err := r.faultLocked("Exec", m.Name, key); err != nil {
 		r.mu.Unlock()
 		return -1, err
 	}
@@ -322,11 +441,14 @@ func (r *Runtime) Exec(ctx context.Context, id string, s runtime.ExecSpec) (int,
 	}
 	r.execs = append(r.execs, Exec{Member: m.Name, Cmd: append([]string(nil), s.Cmd...)})
 	var h Handler
-	best := ""
+	best, stream := "", false
 	for p, ph := range r.handlers {
 		if (key == p || strings.HasPrefix(key, p+" ")) && len(p) >= len(best) {
-			best, h = p, ph
+			best, h, stream = p, ph, r.streams[p]
 		}
+	}
+	if h == nil && key != "rttlab agent session" {
+		r.Unhandled = append(r.Unhandled, key)
 	}
 	x := &Call{Member: *m, Cmd: s.Cmd, Env: s.Env, User: s.User, Stdout: s.Stdout, Stderr: s.Stderr}
 	x.Member.Spec.Labels = clone(m.Spec.Labels)
@@ -338,7 +460,21 @@ func (r *Runtime) Exec(ctx context.Context, id string, s runtime.ExecSpec) (int,
 	if x.Stderr == nil {
 		x.Stderr = io.Discard
 	}
-	if s.Stdin != nil {
+	if h == nil && key == "rttlab agent session" {
+		// A session runs each call it is sent as an exec of its own here,
+		// with the handlers of the verbs.
+		return 0, session.Serve(ctx, s.Stdin, x.Stdout, func(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+			code, err := r.Exec(ctx, id, runtime.ExecSpec{Cmd: append([]string{"rttlab", "agent"}, args...), Stdin: stdin, Stdout: stdout, Stderr: stderr})
+			if err != nil {
+				fmt.Fprintf(stderr, "%v\n", err)
+				return -1
+			}
+			return code
+		})
+	}
+	if s.Stdin != nil && stream {
+		x.StdinR = s.Stdin
+	} else if s.Stdin != nil {
 		var b bytes.Buffer
 		if _, err := io.Copy(&b, s.Stdin); err != nil {
 			return -1, fmt.Errorf("exec %s in %s: stdin: %w", s.Cmd[0], m.Name, err)
@@ -349,7 +485,21 @@ func (r *Runtime) Exec(ctx context.Context, id string, s runtime.ExecSpec) (int,
 		fmt.Fprintf(x.Stderr, "exec: %q: executable file not found in $PATH\n", s.Cmd[0])
 		return 127, nil
 	}
-	return h(ctx, x)
+	code, err := h(ctx, x)
+	if err == nil && ctx.Err() != nil {
+		return -1, fmt.Errorf("exec %s in %s: %w", s.Cmd[0], m.Name, ctx.Err())
+	}
+	return code, err
+}
+
+// commandKey is how handlers see a command line: its words joined by
+// spaces, /usr/local/bin/rttlab written rttlab.
+func commandKey(cmd []string) string {
+	parts := append([]string(nil), cmd...)
+	if parts[0] == "/usr/local/bin/rttlab" {
+		parts[0] = "rttlab"
+	}
+	return strings.Join(parts, " ")
 }
 
 // Logs returns the last tail lines the member printed.

@@ -1,9 +1,11 @@
 package runtimefake
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -228,4 +230,130 @@ func TestListMembers(t *testing.T) {
 	if _, err := r.ListMembers(ctx, nil); !errors.Is(err, boom) {
 		t.Errorf("armed fault: %v", err)
 	}
+}
+
+// What a study needs of the double beyond members: a test's address and
+// published port, a member on the host's network, a streamed stdin, the
+// agent's session, and failures armed by match.
+func TestStudyFacilities(t *testing.T) {
+	ctx := context.Background()
+	r := New()
+	r.AddImage("app:1")
+	r.AddImage("agent:1")
+	r.AddrOf = func(s runtime.MemberSpec) string {
+		if s.Role == "app" {
+			return "127.0.0.1"
+		}
+		return ""
+	}
+	r.PublishedAt = "127.0.0.1:8080"
+	app := started(t, r, runtime.MemberSpec{Name: "run-app", Role: "app", Image: "app:1", Publish: []string{"80/tcp"}})
+	db := started(t, r, runtime.MemberSpec{Name: "run-db", Role: "db", Image: "app:1"})
+	if app.Addr != "127.0.0.1" || app.Published["80/tcp"] != "127.0.0.1:8080" || db.Addr == "127.0.0.1" || db.Published != nil {
+		t.Errorf("app %+v, db %+v", app, db)
+	}
+	host, err := r.StartHostMember(ctx, runtime.MemberSpec{Name: "sweep", Image: "agent:1", Aliases: []string{"x"}}, runtime.OnHost)
+	if err != nil || host.Addr != "" || host.NetNS != "host" || r.Bridge("net") != "auto" {
+		t.Errorf("host member %+v, %v", host, err)
+	}
+	if _, err := r.StartHostMember(ctx, runtime.MemberSpec{Name: "sweep", Image: "agent:1"}, runtime.NoNet); err == nil {
+		t.Error("a second member named sweep started")
+	}
+
+	// A streamed stdin is read as it comes: the handler answers before
+	// the caller closes it.
+	r.HandleStream("rttlab agent capture", func(ctx context.Context, x *Call) (int, error) {
+		fmt.Fprintln(x.Stderr, "ready")
+		b, err := io.ReadAll(x.StdinR)
+		fmt.Fprintf(x.Stdout, "%s", b)
+		return 0, err
+	})
+	pr, pw := io.Pipe()
+	ready := make(chan struct{})
+	var out strings.Builder
+	done := make(chan error, 1)
+	go func() {
+		_, err := r.Exec(ctx, db.ID, runtime.ExecSpec{Cmd: []string{"/usr/local/bin/rttlab", "agent", "capture"}, Stdin: pr, Stdout: &out, Stderr: closeOn{ready}})
+		done <- err
+	}()
+	<-ready
+	fmt.Fprint(pw, "stop")
+	pw.Close()
+	if err := <-done; err != nil || out.String() != "stop" {
+		t.Errorf("streamed exec: %q, %v", out.String(), err)
+	}
+
+	// A session runs the verbs sent to it with their handlers.
+	r.Handle("rttlab agent ping", func(ctx context.Context, x *Call) (int, error) {
+		fmt.Fprint(x.Stdout, "pong")
+		return 0, nil
+	})
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	go func() {
+		_, err := r.Exec(ctx, db.ID, runtime.ExecSpec{Cmd: []string{"rttlab", "agent", "session"}, Stdin: inR, Stdout: outW})
+		outW.CloseWithError(err)
+	}()
+	fmt.Fprintln(inW, `{"id":1,"args":["ping"]}`)
+	fmt.Fprintln(inW, `{"id":1,"eof":true}`)
+	sc := bufio.NewScanner(outR)
+	var sess []string
+	for sc.Scan() && !strings.Contains(sc.Text(), `"done":true`) {
+		sess = append(sess, sc.Text())
+	}
+	inW.Close()
+	if len(sess) != 1 || sess[0] != `{"id":1,"o":"cG9uZw=="}` { // "pong"
+		t.Errorf("session answered %q", sess)
+	}
+	if got := r.Execs(); !slices.ContainsFunc(got, func(e Exec) bool { return slices.Equal(e.Cmd, []string{"rttlab", "agent", "ping"}) }) {
+		t.Errorf("the session's call is not recorded: %+v", got)
+	}
+	if _, err := r.Exec(ctx, db.ID, runtime.ExecSpec{Cmd: []string{"psql"}}); err != nil || !slices.Equal(r.Unhandled, []string{"psql"}) {
+		t.Errorf("unhandled %v, %v", r.Unhandled, err)
+	}
+
+	// Failures armed by a name's end, or by a command's words, a number
+	// of times; a crash right after start; an image taken away.
+	boom := errors.New("boom")
+	r.FailTimes("Exec", "agent ping", 2, boom)
+	for i, want := range []error{boom, boom, nil} {
+		if _, err := r.Exec(ctx, app.ID, runtime.ExecSpec{Cmd: []string{"rttlab", "agent", "ping"}}); !errors.Is(err, want) {
+			t.Errorf("ping %d: %v, want %v", i, err, want)
+		}
+	}
+	r.FailTimes("RemoveMember", "-db", -1, boom)
+	for range 2 {
+		if err := r.RemoveMember(ctx, db.ID); !errors.Is(err, boom) {
+			t.Errorf("remove db: %v", err)
+		}
+	}
+	r.CrashOnStart("-app", 1, 3, "panic\n")
+	crashed := started(t, r, runtime.MemberSpec{Name: "again-app", Image: "app:1"})
+	if s, _ := r.State(ctx, crashed.ID); s.Running || s.ExitCode != 3 {
+		t.Errorf("crashed member's state %+v", s)
+	}
+	if logs, _ := r.Logs(ctx, crashed.ID, 5); logs != "panic" {
+		t.Errorf("crashed member's logs %q", logs)
+	}
+	if again := started(t, r, runtime.MemberSpec{Name: "third-app", Image: "app:1"}); again.ID == "" {
+		t.Error("the crash was armed for one start only")
+	} else if s, _ := r.State(ctx, again.ID); !s.Running {
+		t.Errorf("second start: %+v", s)
+	}
+	r.DropImage("app:1")
+	if _, err := r.StartMember(ctx, runtime.MemberSpec{Name: "late", Image: "app:1"}); !errors.Is(err, runtime.ErrNotFound) {
+		t.Errorf("start without its image: %v", err)
+	}
+}
+
+// closeOn is a writer that closes ready at its first write.
+type closeOn struct{ ready chan struct{} }
+
+func (c closeOn) Write(b []byte) (int, error) {
+	select {
+	case <-c.ready:
+	default:
+		close(c.ready)
+	}
+	return len(b), nil
 }
