@@ -5,18 +5,20 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/rttlab/rttlab/orchestrator/engine"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/rttlab/rttlab/orchestrator/engine"
 
 	"github.com/rttlab/rttlab/netem"
 	"github.com/rttlab/rttlab/orchestrator/engine/enginefake"
@@ -50,9 +52,9 @@ type workersLab struct {
 	openloops atomic.Int64
 }
 
-func newWorkersLab(t *testing.T) *workersLab {
+func newWorkersLab(t *testing.T, d fakelab.Double) *workersLab {
 	t.Helper()
-	l := &workersLab{Lab: fakelab.New(t)}
+	l := &workersLab{Lab: fakelab.NewOn(t, d)}
 	var n atomic.Int64
 	puma := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set(HeaderPID, fmt.Sprint(100+n.Add(1)%2))
@@ -104,13 +106,13 @@ func (l *workersLab) openloop(ctx context.Context, x *enginefake.Call) (int, err
 // removed when the run ends, and nothing of it may be left.
 func runOn(t *testing.T, l *workersLab, plan *Plan, dir string, ctx context.Context) (*Summary, error) {
 	t.Helper()
-	ws, err := StartWorkers(context.Background(), engine.NewLab(l, ""), l.Target("rails"), plan.Shaper, engine.Platform{})
+	ws, err := StartWorkers(context.Background(), l.Runtime(), l.Target("rails"), plan.Shaper, engine.Platform{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ws.Progress = func(string) {}
 	s, rerr := (&Runner{WS: ws, Plan: plan, Dir: dir, Version: "test"}).Run(ctx)
-	if err := ws.Stack.Remove(context.Background(), engine.NewLab(l, "")); err != nil {
+	if err := ws.Stack.Remove(context.Background(), l.Runtime()); err != nil {
 		t.Error(err)
 	}
 	l.RequireEmpty(t)
@@ -166,7 +168,12 @@ func checkOnce(t *testing.T, plan *Plan, dir string) *results.Journal {
 // The whole study on the fake engine: the capacity, every task once, the
 // summary, and a stack that comes down whole.
 func TestWorkersRunOnAFakeEngine(t *testing.T) {
-	l := newWorkersLab(t)
+	for _, d := range fakelab.Doubles {
+		t.Run(string(d), func(t *testing.T) { workersRunOnAFakeEngine(t, newWorkersLab(t, d)) })
+	}
+}
+
+func workersRunOnAFakeEngine(t *testing.T, l *workersLab) {
 	plan, dir := fakeFolder(t)
 	s, err := runOn(t, l, plan, dir, context.Background())
 	if err != nil {
@@ -178,11 +185,31 @@ func TestWorkersRunOnAFakeEngine(t *testing.T) {
 	}
 }
 
+// The study writes the same folder on both doubles, byte for byte but
+// for the clock's time stamps.
+func TestWorkersSameFolderOnBothDoubles(t *testing.T) {
+	var dirs []string
+	for _, d := range fakelab.Doubles {
+		plan, dir := fakeFolder(t)
+		if _, err := runOn(t, newWorkersLab(t, d), plan, dir, context.Background()); err != nil {
+			t.Fatalf("%s: %v", d, err)
+		}
+		dirs = append(dirs, dir)
+	}
+	stamp := regexp.MustCompile(`"(started|at)": ?"[^"]*"`)
+	fakelab.SameFolders(t, dirs[0], dirs[1], func(name string, b []byte) []byte { return stamp.ReplaceAll(b, []byte(`"$1":""`)) })
+}
+
 // An app container that dies during a task fails that attempt; the task
 // is retried on fresh app containers and done once, the failure kept in
 // the journal with its reason.
 func TestWorkersRetryAFailedTask(t *testing.T) {
-	l := newWorkersLab(t)
+	for _, d := range fakelab.Doubles {
+		t.Run(string(d), func(t *testing.T) { workersRetryAFailedTask(t, newWorkersLab(t, d)) })
+	}
+}
+
+func workersRetryAFailedTask(t *testing.T, l *workersLab) {
 	plan, dir := fakeFolder(t)
 	trials := int64(-1)
 	l.Handle("rttlab agent openloop", func(ctx context.Context, x *enginefake.Call) (int, error) {
@@ -210,7 +237,12 @@ func TestWorkersRetryAFailedTask(t *testing.T) {
 // A study interrupted in the middle of a task, resumed on a new stack,
 // ends with every task done once and nothing counted twice.
 func TestWorkersResumeMidTask(t *testing.T) {
-	l := newWorkersLab(t)
+	for _, d := range fakelab.Doubles {
+		t.Run(string(d), func(t *testing.T) { workersResumeMidTask(t, newWorkersLab(t, d)) })
+	}
+}
+
+func workersResumeMidTask(t *testing.T, l *workersLab) {
 	plan, dir := fakeFolder(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
