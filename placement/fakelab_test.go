@@ -44,7 +44,7 @@ import (
 // readiness and the routing proxy (run in-process from the proxy
 // container's config) use real HTTP; only latencies come from the model.
 type placeLab struct {
-	*enginefake.Engine
+	*fakelab.Twin
 	t    testing.TB
 	meta *apps.Meta // the app, its port moved to the fake hosts'
 	port int
@@ -67,9 +67,9 @@ const (
 
 // newPlaceLab starts the two compute hosts' HTTP servers and scripts the
 // engine for app (its metadata from the embedded apps).
-func newPlaceLab(t *testing.T, app string) *placeLab {
+func newPlaceLab(t *testing.T, app string, d fakelab.Double) *placeLab {
 	t.Helper()
-	l := &placeLab{Engine: enginefake.New(), t: t, delay: map[string]map[string]time.Duration{}, ips: map[string]string{}}
+	l := &placeLab{Twin: fakelab.NewTwin(d), t: t, delay: map[string]map[string]time.Duration{}, ips: map[string]string{}}
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprint(w, `{"ok":true}`)
@@ -261,7 +261,7 @@ func (l *placeLab) ensureProxy() {
 	if l.proxy != nil {
 		return
 	}
-	specs := l.Created()
+	specs := l.Started()
 	for i := len(specs) - 1; i >= 0; i-- {
 		s := specs[i]
 		if s.Labels[engine.LabelRole] != "proxy" {

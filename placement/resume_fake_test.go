@@ -12,6 +12,7 @@ import (
 
 	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/engine/enginefake"
+	"github.com/rttlab/rttlab/orchestrator/fakelab"
 	"github.com/rttlab/rttlab/results"
 )
 
@@ -20,10 +21,10 @@ import (
 func sessionOn(t *testing.T, l *placeLab, p *Plan, first *Session) func(ctx context.Context) (*Session, error) {
 	cur := first
 	return func(ctx context.Context) (*Session, error) {
-		if err := cur.Stack.Remove(ctx, engine.NewLab(l, "")); err != nil {
+		if err := cur.Stack.Remove(ctx, l.Runtime()); err != nil {
 			return nil, err
 		}
-		ps, err := StartPlacement(ctx, engine.NewLab(l, ""), p, l.target(t, p), engine.Platform{}, 5*time.Second)
+		ps, err := StartPlacement(ctx, l.Runtime(), p, l.target(t, p), engine.Platform{}, 5*time.Second)
 		if err != nil {
 			return nil, err
 		}
@@ -33,7 +34,7 @@ func sessionOn(t *testing.T, l *placeLab, p *Plan, first *Session) func(ctx cont
 			l.ips[n] = m.IP
 		}
 		l.mu.Unlock()
-		t.Cleanup(func() { ps.Stack.Remove(context.Background(), engine.NewLab(l, "")) })
+		t.Cleanup(func() { ps.Stack.Remove(context.Background(), l.Runtime()) })
 		return ps, nil
 	}
 }
@@ -95,99 +96,105 @@ var phaseFaults = []struct {
 // task done once, nothing counted twice, and the summary the folder's raw
 // files give.
 func TestPlacementResumeAfterEachPhase(t *testing.T) {
-	for _, f := range phaseFaults {
-		t.Run(f.phase, func(t *testing.T) {
-			p := smallPlan(t, "go")
-			l, ps := startLab(t, p)
-			dir := t.TempDir()
-			if f.op != "" {
-				l.FailOn(f.op, f.match, f.times, errors.New("agent gone"))
-			} else {
-				// The first phase's check pings every pair at zero and at
-				// its links; the second phase's first ping fails.
-				n := 0
-				l.Handle("rttlab agent ping", func(ctx context.Context, x *enginefake.Call) (int, error) {
-					if n++; n == 2*len(pairs())+1 {
-						return 0, errors.New("agent gone")
-					}
-					return l.ping(ctx, x)
-				})
-			}
-			_, err := (&Runner{Runtime: engine.NewLab(l, ""), Engine: l, Session: ps, Dir: dir, Version: "test"}).Run(context.Background())
-			if err == nil || !strings.Contains(err.Error(), "agent gone") {
-				t.Fatalf("err %v, want the fault", err)
-			}
-			j, err := results.ReadJournal(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(j.Order) == len(p.Tasks()) {
-				t.Fatal("every task done despite the fault")
-			}
-			checkStudyTasks(t, dir, p, len(j.Order))
-			next := sessionOn(t, l, p, ps)
-			ps2, err := next(context.Background())
-			if err != nil {
-				t.Fatal(err)
-			}
-			res, err := (&Runner{Runtime: engine.NewLab(l, ""), Engine: l, Session: ps2, Dir: dir, Version: "test"}).Run(context.Background())
-			if err != nil {
-				t.Fatalf("resume: %v", err)
-			}
-			checkEveryTaskOnce(t, dir, p)
-			checkStudyTasks(t, dir, p, len(p.Tasks()))
-			if len(res.Reps) != p.Repeat || len(res.Links) != 2*len(pairs()) || len(res.Select1) != 2 || len(res.Capacity) != 2 {
-				t.Errorf("resumed result: %d reps, %d link checks, %d SELECT 1 checks, %d capacities", len(res.Reps), len(res.Links), len(res.Select1), len(res.Capacity))
-			}
-			if res.Measured == nil || len(res.Measured.Crossings) != 1 {
-				t.Errorf("measured crossover %+v", res.Measured)
-			}
-		})
-	}
+	fakelab.EachDouble(t, func(t *testing.T, d fakelab.Double) {
+		for _, f := range phaseFaults {
+			t.Run(f.phase, func(t *testing.T) {
+				p := smallPlan(t, "go")
+				l, ps := startLab(t, p, d)
+				dir := t.TempDir()
+				if f.op != "" {
+					l.FailOn(f.op, f.match, f.times, errors.New("agent gone"))
+				} else {
+					// The first phase's check pings every pair at zero and at
+					// its links; the second phase's first ping fails.
+					n := 0
+					l.Handle("rttlab agent ping", func(ctx context.Context, x *enginefake.Call) (int, error) {
+						if n++; n == 2*len(pairs())+1 {
+							return 0, errors.New("agent gone")
+						}
+						return l.ping(ctx, x)
+					})
+				}
+				_, err := (&Runner{Runtime: l.Runtime(), Engine: l, Session: ps, Dir: dir, Version: "test"}).Run(context.Background())
+				if err == nil || !strings.Contains(err.Error(), "agent gone") {
+					t.Fatalf("err %v, want the fault", err)
+				}
+				j, err := results.ReadJournal(dir)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(j.Order) == len(p.Tasks()) {
+					t.Fatal("every task done despite the fault")
+				}
+				checkStudyTasks(t, dir, p, len(j.Order))
+				next := sessionOn(t, l, p, ps)
+				ps2, err := next(context.Background())
+				if err != nil {
+					t.Fatal(err)
+				}
+				res, err := (&Runner{Runtime: l.Runtime(), Engine: l, Session: ps2, Dir: dir, Version: "test"}).Run(context.Background())
+				if err != nil {
+					t.Fatalf("resume: %v", err)
+				}
+				checkEveryTaskOnce(t, dir, p)
+				checkStudyTasks(t, dir, p, len(p.Tasks()))
+				if len(res.Reps) != p.Repeat || len(res.Links) != 2*len(pairs()) || len(res.Select1) != 2 || len(res.Capacity) != 2 {
+					t.Errorf("resumed result: %d reps, %d link checks, %d SELECT 1 checks, %d capacities", len(res.Reps), len(res.Links), len(res.Select1), len(res.Capacity))
+				}
+				if res.Measured == nil || len(res.Measured.Crossings) != 1 {
+					t.Errorf("measured crossover %+v", res.Measured)
+				}
+			})
+		}
+	})
 }
 
 // A task whose attempt fails is retried on a fresh stack and done by the
 // retry: the journal keeps the failed attempt with its reason, its
 // samples stay in the file, and no analysis reads them.
 func TestPlacementRetriesAFailedTask(t *testing.T) {
-	p := smallPlan(t, "go")
-	l, ps := startLab(t, p)
-	dir := t.TempDir()
-	l.FailOn("Exec", "cat "+proxyLog, 5, errors.New("agent gone"))
-	var said []string
-	ps.Progress = func(s string) { said = append(said, s) }
-	r := &Runner{Runtime: engine.NewLab(l, ""), Engine: l, Session: ps, Dir: dir, Version: "test", Fresh: sessionOn(t, l, p, ps)}
-	if _, err := r.Run(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	j := checkEveryTaskOnce(t, dir, p)
-	if j.DoneAttempt("rep-1") != 2 {
-		t.Errorf("rep-1 done by attempt %d, want the retry (2)", j.DoneAttempt("rep-1"))
-	}
-	b, _ := os.ReadFile(filepath.Join(dir, results.JournalFile))
-	if !strings.Contains(string(b), `"task":"rep-1","attempt":1,"status":"failed","reason":`) || !strings.Contains(string(b), "agent gone") {
-		t.Errorf("journal:\n%s", b)
-	}
-	raw, _ := os.ReadFile(filepath.Join(dir, SamplesFile))
-	if !strings.Contains(string(raw), `"task":"rep-1","attempt":1,`) {
-		t.Error("the failed attempt's samples are not in samples.jsonl")
-	}
-	if !strings.Contains(strings.Join(said, "\n"), "rep-1: attempt 1 failed") {
-		t.Errorf("progress does not tell the retry:\n%s", strings.Join(said, "\n"))
-	}
+	fakelab.EachDouble(t, func(t *testing.T, d fakelab.Double) {
+		p := smallPlan(t, "go")
+		l, ps := startLab(t, p, d)
+		dir := t.TempDir()
+		l.FailOn("Exec", "cat "+proxyLog, 5, errors.New("agent gone"))
+		var said []string
+		ps.Progress = func(s string) { said = append(said, s) }
+		r := &Runner{Runtime: l.Runtime(), Engine: l, Session: ps, Dir: dir, Version: "test", Fresh: sessionOn(t, l, p, ps)}
+		if _, err := r.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		j := checkEveryTaskOnce(t, dir, p)
+		if j.DoneAttempt("rep-1") != 2 {
+			t.Errorf("rep-1 done by attempt %d, want the retry (2)", j.DoneAttempt("rep-1"))
+		}
+		b, _ := os.ReadFile(filepath.Join(dir, results.JournalFile))
+		if !strings.Contains(string(b), `"task":"rep-1","attempt":1,"status":"failed","reason":`) || !strings.Contains(string(b), "agent gone") {
+			t.Errorf("journal:\n%s", b)
+		}
+		raw, _ := os.ReadFile(filepath.Join(dir, SamplesFile))
+		if !strings.Contains(string(raw), `"task":"rep-1","attempt":1,`) {
+			t.Error("the failed attempt's samples are not in samples.jsonl")
+		}
+		if !strings.Contains(strings.Join(said, "\n"), "rep-1: attempt 1 failed") {
+			t.Errorf("progress does not tell the retry:\n%s", strings.Join(said, "\n"))
+		}
+	})
 }
 
 // Without a way to a fresh stack the failed task is not retried, and the
 // error says which task failed.
 func TestPlacementFailedTaskNamesIt(t *testing.T) {
-	p := smallPlan(t, "go")
-	p.SweepN, p.ConcurrencyRates = nil, nil
-	l, ps := startLab(t, p)
-	l.FailOn("Exec", "agent sqlprobe", 1, errors.New("agent gone"))
-	_, err := (&Runner{Runtime: engine.NewLab(l, ""), Engine: l, Session: ps, Dir: t.TempDir(), Version: "test"}).Run(context.Background())
-	if err == nil || !strings.HasPrefix(err.Error(), "baseline: attempt 1 failed") {
-		t.Errorf("err %v", err)
-	}
+	fakelab.EachDouble(t, func(t *testing.T, d fakelab.Double) {
+		p := smallPlan(t, "go")
+		p.SweepN, p.ConcurrencyRates = nil, nil
+		l, ps := startLab(t, p, d)
+		l.FailOn("Exec", "agent sqlprobe", 1, errors.New("agent gone"))
+		_, err := (&Runner{Runtime: l.Runtime(), Engine: l, Session: ps, Dir: t.TempDir(), Version: "test"}).Run(context.Background())
+		if err == nil || !strings.HasPrefix(err.Error(), "baseline: attempt 1 failed") {
+			t.Errorf("err %v", err)
+		}
+	})
 }
 
 // A study stopped in the middle of a task (Ctrl-C; a kill is the same to
@@ -195,38 +202,40 @@ func TestPlacementFailedTaskNamesIt(t *testing.T) {
 // file; the resumed study runs the task as the next attempt, and only
 // that attempt's samples are read back.
 func TestPlacementInterruptedMidTask(t *testing.T) {
-	p := smallPlan(t, "go")
-	l, ps := startLab(t, p)
-	dir := t.TempDir()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	loads := 0
-	l.Handle("rttlab agent load", func(c context.Context, x *enginefake.Call) (int, error) {
-		if loads++; loads == 6 {
-			cancel()
-			return 0, c.Err()
+	fakelab.EachDouble(t, func(t *testing.T, d fakelab.Double) {
+		p := smallPlan(t, "go")
+		l, ps := startLab(t, p, d)
+		dir := t.TempDir()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		loads := 0
+		l.Handle("rttlab agent load", func(c context.Context, x *enginefake.Call) (int, error) {
+			if loads++; loads == 6 {
+				cancel()
+				return 0, c.Err()
+			}
+			return l.load(c, x)
+		})
+		if _, err := (&Runner{Runtime: l.Runtime(), Engine: l, Session: ps, Dir: dir, Version: "test"}).Run(ctx); !errors.Is(err, context.Canceled) {
+			t.Fatalf("err %v, want the cancellation", err)
 		}
-		return l.load(c, x)
+		l.Handle("rttlab agent load", l.load)
+		raw, _ := os.ReadFile(filepath.Join(dir, SamplesFile))
+		if !strings.Contains(string(raw), `"task":"rep-1","attempt":1,`) {
+			t.Fatal("the interrupted attempt left no samples: the test interrupts too early")
+		}
+		ps2, err := sessionOn(t, l, p, ps)(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := (&Runner{Runtime: l.Runtime(), Engine: l, Session: ps2, Dir: dir, Version: "test"}).Run(context.Background()); err != nil {
+			t.Fatalf("resume: %v", err)
+		}
+		j := checkEveryTaskOnce(t, dir, p)
+		if j.DoneAttempt("rep-1") != 2 {
+			t.Errorf("rep-1 done by attempt %d, want 2 (attempt 1 was interrupted)", j.DoneAttempt("rep-1"))
+		}
 	})
-	if _, err := (&Runner{Runtime: engine.NewLab(l, ""), Engine: l, Session: ps, Dir: dir, Version: "test"}).Run(ctx); !errors.Is(err, context.Canceled) {
-		t.Fatalf("err %v, want the cancellation", err)
-	}
-	l.Handle("rttlab agent load", l.load)
-	raw, _ := os.ReadFile(filepath.Join(dir, SamplesFile))
-	if !strings.Contains(string(raw), `"task":"rep-1","attempt":1,`) {
-		t.Fatal("the interrupted attempt left no samples: the test interrupts too early")
-	}
-	ps2, err := sessionOn(t, l, p, ps)(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := (&Runner{Runtime: engine.NewLab(l, ""), Engine: l, Session: ps2, Dir: dir, Version: "test"}).Run(context.Background()); err != nil {
-		t.Fatalf("resume: %v", err)
-	}
-	j := checkEveryTaskOnce(t, dir, p)
-	if j.DoneAttempt("rep-1") != 2 {
-		t.Errorf("rep-1 done by attempt %d, want 2 (attempt 1 was interrupted)", j.DoneAttempt("rep-1"))
-	}
 }
 
 // A folder whose journal has attempts started but none done has no task
@@ -234,40 +243,42 @@ func TestPlacementInterruptedMidTask(t *testing.T) {
 // journal, which has none, counts as finished by its summary): its
 // progress says so and report refuses it.
 func TestPlacementStartedOnlyIsNotFinished(t *testing.T) {
-	p := smallPlan(t, "go")
-	l, ps := startLab(t, p)
-	dir := t.TempDir()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	l.Handle("rttlab agent load", func(c context.Context, x *enginefake.Call) (int, error) {
-		cancel()
-		return 0, c.Err()
-	})
-	if _, err := (&Runner{Runtime: engine.NewLab(l, ""), Engine: l, Session: ps, Dir: dir, Version: "test"}).Run(ctx); !errors.Is(err, context.Canceled) {
-		t.Fatalf("err %v, want the cancellation", err)
-	}
-	// Only the started lines stay: the process died before any done line.
-	b, err := os.ReadFile(filepath.Join(dir, results.JournalFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var started []string
-	for _, line := range strings.SplitAfter(string(b), "\n") {
-		if strings.Contains(line, `"status":"started"`) {
-			started = append(started, line)
+	fakelab.EachDouble(t, func(t *testing.T, d fakelab.Double) {
+		p := smallPlan(t, "go")
+		l, ps := startLab(t, p, d)
+		dir := t.TempDir()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		l.Handle("rttlab agent load", func(c context.Context, x *enginefake.Call) (int, error) {
+			cancel()
+			return 0, c.Err()
+		})
+		if _, err := (&Runner{Runtime: l.Runtime(), Engine: l, Session: ps, Dir: dir, Version: "test"}).Run(ctx); !errors.Is(err, context.Canceled) {
+			t.Fatalf("err %v, want the cancellation", err)
 		}
-	}
-	if len(started) == 0 {
-		t.Fatalf("no started attempt in the journal:\n%s", b)
-	}
-	os.WriteFile(filepath.Join(dir, results.JournalFile), []byte(strings.Join(started, "")), 0o644)
-	os.WriteFile(filepath.Join(dir, "summary.json"), []byte("{}\n"), 0o644)
-	if done, total, err := results.Progress(Study{}, dir); err != nil || done != 0 || total != len(p.Tasks()) {
-		t.Errorf("progress %d of %d (%v), want 0 of %d", done, total, err, len(p.Tasks()))
-	}
-	if _, err := (Study{}).Report(dir, io.Discard); err == nil || !strings.Contains(err.Error(), "none of its") {
-		t.Errorf("report of a folder with nothing done: %v", err)
-	}
+		// Only the started lines stay: the process died before any done line.
+		b, err := os.ReadFile(filepath.Join(dir, results.JournalFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var started []string
+		for _, line := range strings.SplitAfter(string(b), "\n") {
+			if strings.Contains(line, `"status":"started"`) {
+				started = append(started, line)
+			}
+		}
+		if len(started) == 0 {
+			t.Fatalf("no started attempt in the journal:\n%s", b)
+		}
+		os.WriteFile(filepath.Join(dir, results.JournalFile), []byte(strings.Join(started, "")), 0o644)
+		os.WriteFile(filepath.Join(dir, "summary.json"), []byte("{}\n"), 0o644)
+		if done, total, err := results.Progress(Study{}, dir); err != nil || done != 0 || total != len(p.Tasks()) {
+			t.Errorf("progress %d of %d (%v), want 0 of %d", done, total, err, len(p.Tasks()))
+		}
+		if _, err := (Study{}).Report(dir, io.Discard); err == nil || !strings.Contains(err.Error(), "none of its") {
+			t.Errorf("report of a folder with nothing done: %v", err)
+		}
+	})
 }
 
 // checkStudyTasks checks that the study lists the plan's tasks in order,

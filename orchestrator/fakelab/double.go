@@ -39,11 +39,30 @@ var Doubles = []Double{OnEngine, OnRuntime}
 // engine still answers EngineInfo, what a study's manifest records.
 func NewOn(t testing.TB, d Double) *Lab {
 	t.Helper()
-	var rt *runtimefake.Runtime
+	return newLab(t, NewTwin(d))
+}
+
+// Twin is the fake engine and, for a lab on the runtime double, that
+// double beside it. What a test scripts (handlers, images, failures) goes
+// to both; Runtime is the one the studies run on, and what the test reads
+// back (members started, commands run, what is left) comes from it.
+type Twin struct {
+	*enginefake.Engine
+	// RT is the runtime double the studies run on instead of the
+	// engine's runtime; nil on the engine.
+	RT *runtimefake.Runtime
+}
+
+// NewTwin returns an empty engine and, for OnRuntime, the runtime double
+// beside it, whose members take the engine's IPByService addresses and
+// whose published ports answer on its HostPort.
+func NewTwin(d Double) *Twin {
+	l := &Twin{Engine: enginefake.New()}
 	if d == OnRuntime {
-		rt = runtimefake.New()
+		l.RT = runtimefake.New()
+		l.RT.AddrOf = func(s runtime.MemberSpec) string { return l.IPByService[s.Labels[engine.LabelService]] }
 	}
-	return newLab(t, rt)
+	return l
 }
 
 // OnEach runs test once on each double, as a subtest named after it.
@@ -55,7 +74,7 @@ func OnEach(t *testing.T, test func(t *testing.T, l *Lab)) {
 }
 
 // Runtime is the runtime the lab's studies run on.
-func (l *Lab) Runtime() runtime.Runtime {
+func (l *Twin) Runtime() runtime.Runtime {
 	if l.RT != nil {
 		return l.RT
 	}
@@ -63,7 +82,7 @@ func (l *Lab) Runtime() runtime.Runtime {
 }
 
 // Double says which double Runtime is.
-func (l *Lab) Double() Double {
+func (l *Twin) Double() Double {
 	if l.RT != nil {
 		return OnRuntime
 	}
@@ -72,7 +91,7 @@ func (l *Lab) Double() Double {
 
 // Handle has h answer the commands starting with prefix, on the engine
 // and on the runtime double.
-func (l *Lab) Handle(prefix string, h enginefake.Handler) {
+func (l *Twin) Handle(prefix string, h enginefake.Handler) {
 	l.Engine.Handle(prefix, h)
 	if l.RT != nil {
 		l.RT.Handle(prefix, onRuntime(h))
@@ -80,7 +99,7 @@ func (l *Lab) Handle(prefix string, h enginefake.Handler) {
 }
 
 // HandleStream is Handle for a command that reads its stdin as it comes.
-func (l *Lab) HandleStream(prefix string, h enginefake.Handler) {
+func (l *Twin) HandleStream(prefix string, h enginefake.Handler) {
 	l.Engine.HandleStream(prefix, h)
 	if l.RT != nil {
 		l.RT.HandleStream(prefix, onRuntime(h))
@@ -88,7 +107,7 @@ func (l *Lab) HandleStream(prefix string, h enginefake.Handler) {
 }
 
 // AddImage makes ref present on the engine and the runtime double.
-func (l *Lab) AddImage(ref string, labels map[string]string) string {
+func (l *Twin) AddImage(ref string, labels map[string]string) string {
 	if l.RT != nil {
 		l.RT.AddImage(ref)
 	}
@@ -96,7 +115,7 @@ func (l *Lab) AddImage(ref string, labels map[string]string) string {
 }
 
 // DropImage makes ref absent on the engine and the runtime double.
-func (l *Lab) DropImage(ref string) {
+func (l *Twin) DropImage(ref string) {
 	if l.RT != nil {
 		l.RT.DropImage(ref)
 	}
@@ -105,7 +124,7 @@ func (l *Lab) DropImage(ref string) {
 
 // Left lists what the lab's runtime holds still: its members by name and,
 // on the engine, its networks (the runtime double makes none).
-func (l *Lab) Left() (members, networks []string) {
+func (l *Twin) Left() (members, networks []string) {
 	if l.RT != nil {
 		return l.RT.Live(), nil
 	}
@@ -114,7 +133,7 @@ func (l *Lab) Left() (members, networks []string) {
 
 // Untouched says whether nothing was started or run in the lab's
 // runtime, and the engine was asked nothing but EngineInfo.
-func (l *Lab) Untouched() bool {
+func (l *Twin) Untouched() bool {
 	for _, c := range l.Calls() {
 		if !strings.HasPrefix(c, "EngineInfo ") {
 			return false
@@ -150,25 +169,28 @@ func clonePlus(m map[string]string, k, v string) map[string]string {
 // Started is a member the lab's runtime started, as either double tells.
 type Started struct {
 	Name   string
+	Cmd    []string
 	Labels map[string]string // the role under LabelRole among them
 	// Beside says it shares another member's network namespace.
 	Beside bool
 	// CapAdd are its added capabilities; DropAll says it starts from none.
 	CapAdd  []string
 	DropAll bool
+	// NanoCPUs is its CPU limit in billionths of a CPU; 0: none.
+	NanoCPUs int64
 }
 
 // Started lists every member started so far, in order, without the
 // short-lived ones that only answer one question (the kernel netem probe,
 // a rule sweep), as enginefake's Created.
-func (l *Lab) Started() []Started {
+func (l *Twin) Started() []Started {
 	var out []Started
 	if l.RT != nil {
 		for _, s := range l.RT.Started() {
 			if s.Labels[engine.LabelRole] == engine.RoleOnce {
 				continue
 			}
-			st := Started{Name: s.Name, Labels: s.Labels, Beside: s.Beside != "", DropAll: s.DropAllCaps}
+			st := Started{Name: s.Name, Cmd: s.Cmd, Labels: s.Labels, Beside: s.Beside != "", DropAll: s.DropAllCaps, NanoCPUs: s.NanoCPUs}
 			if s.Role != "" {
 				st.Labels = clonePlus(s.Labels, runtime.LabelRole, s.Role)
 			}
@@ -180,15 +202,15 @@ func (l *Lab) Started() []Started {
 		return out
 	}
 	for _, c := range l.Created() {
-		out = append(out, Started{Name: c.Name, Labels: c.Labels, Beside: strings.HasPrefix(c.NetworkMode, "container:"),
-			CapAdd: c.CapAdd, DropAll: slices.Equal(c.CapDrop, []string{"ALL"})})
+		out = append(out, Started{Name: c.Name, Cmd: c.Cmd, Labels: c.Labels, Beside: strings.HasPrefix(c.NetworkMode, "container:"),
+			CapAdd: c.CapAdd, DropAll: slices.Equal(c.CapDrop, []string{"ALL"}), NanoCPUs: c.NanoCPUs})
 	}
 	return out
 }
 
 // RequireEmpty fails t when the lab's runtime holds anything still: a
 // member, or on the engine a container or a network.
-func (l *Lab) RequireEmpty(t testing.TB) {
+func (l *Twin) RequireEmpty(t testing.TB) {
 	t.Helper()
 	if l.RT != nil {
 		if live := l.RT.Live(); len(live) > 0 {
@@ -200,7 +222,7 @@ func (l *Lab) RequireEmpty(t testing.TB) {
 
 // ExecsRun lists every command run in a member so far, by the member's
 // name, on the lab's runtime.
-func (l *Lab) ExecsRun() []enginefake.ExecRecord {
+func (l *Twin) ExecsRun() []enginefake.ExecRecord {
 	if l.RT == nil {
 		return l.Execs()
 	}
@@ -213,7 +235,7 @@ func (l *Lab) ExecsRun() []enginefake.ExecRecord {
 
 // NotAnswered lists the commands no handler answered on the lab's
 // runtime.
-func (l *Lab) NotAnswered() []string {
+func (l *Twin) NotAnswered() []string {
 	if l.RT != nil {
 		return append(slices.Clone(l.RT.Unhandled), l.Unhandled...)
 	}
@@ -237,7 +259,7 @@ var runtimeOps = map[string]string{
 // runtime that stands for the engine's op (a container's create or start:
 // StartMember). An op the runtime double has no call for (a network's,
 // an image's) fails on the engine only.
-func (l *Lab) FailOn(op, match string, times int, err error) *enginefake.Fault {
+func (l *Twin) FailOn(op, match string, times int, err error) *enginefake.Fault {
 	if rop, ok := runtimeOps[op]; ok && l.RT != nil {
 		l.RT.FailTimes(rop, match, times, err)
 	}
@@ -246,7 +268,7 @@ func (l *Lab) FailOn(op, match string, times int, err error) *enginefake.Fault {
 
 // CrashOnStart makes the next times members whose name ends with match
 // exit with code right after they start, having printed logs.
-func (l *Lab) CrashOnStart(match string, times, code int, logs string) {
+func (l *Twin) CrashOnStart(match string, times, code int, logs string) {
 	if l.RT != nil {
 		l.RT.CrashOnStart(match, times, code, logs)
 	}
@@ -255,7 +277,7 @@ func (l *Lab) CrashOnStart(match string, times, code int, logs string) {
 
 // Exit makes every running member whose name ends with match exit, and
 // says how many did (on the runtime double: 1 when any did).
-func (l *Lab) Exit(match string, code int, logs string) int {
+func (l *Twin) Exit(match string, code int, logs string) int {
 	n := l.Engine.Exit(match, code, logs)
 	if l.RT != nil && l.RT.Exit(match, code, logs) {
 		n++
@@ -305,5 +327,13 @@ func SameFolders(t testing.TB, a, b string, mask func(name string, content []byt
 	}
 	if len(fa) == 0 {
 		t.Errorf("%s holds no file", a)
+	}
+}
+
+// EachDouble runs test once per double, as a subtest named after it.
+func EachDouble(t *testing.T, test func(t *testing.T, d Double)) {
+	t.Helper()
+	for _, d := range Doubles {
+		t.Run(string(d), func(t *testing.T) { test(t, d) })
 	}
 }

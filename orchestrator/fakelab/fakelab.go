@@ -28,8 +28,6 @@ import (
 	"github.com/rttlab/rttlab/netem"
 	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/engine/enginefake"
-	"github.com/rttlab/rttlab/orchestrator/runtime"
-	"github.com/rttlab/rttlab/orchestrator/runtime/runtimefake"
 	"github.com/rttlab/rttlab/workloads"
 )
 
@@ -40,10 +38,7 @@ import (
 // an HTTP server on 127.0.0.1 that does the route contract's work. Tests
 // replace any handler with l.Handle to script a failure.
 type Lab struct {
-	*enginefake.Engine
-	// RT is the runtime double the studies run on instead of the
-	// engine's runtime, when the lab was made NewOn(t, OnRuntime).
-	RT  *runtimefake.Runtime
+	*Twin
 	t   testing.TB
 	App *httptest.Server
 	// Apps is the apps metadata with every app's port moved to the fake
@@ -108,12 +103,12 @@ const (
 // the images of a built tree, and the handlers of every agent command.
 func New(t testing.TB) *Lab {
 	t.Helper()
-	return newLab(t, nil)
+	return newLab(t, NewTwin(OnEngine))
 }
 
-func newLab(t testing.TB, rt *runtimefake.Runtime) *Lab {
+func newLab(t testing.TB, tw *Twin) *Lab {
 	t.Helper()
-	l := &Lab{Engine: enginefake.New(), RT: rt, t: t,
+	l := &Lab{Twin: tw, t: t,
 		Delay: map[string]time.Duration{}, Active: map[string]bool{}, peers: map[string][]string{}, DBRole: "rttlab"}
 	l.Healthy.Store(true)
 	l.App = httptest.NewServer(http.HandlerFunc(l.serveApp))
@@ -122,9 +117,8 @@ func newLab(t testing.TB, rt *runtimefake.Runtime) *Lab {
 	port, _ := strconv.Atoi(portStr)
 	l.HostPort = portStr
 	l.IPByService["app"] = "127.0.0.1"
-	if rt != nil {
-		rt.AddrOf = func(s runtime.MemberSpec) string { return l.IPByService[s.Labels[engine.LabelService]] }
-		rt.PublishedAt = net.JoinHostPort("127.0.0.1", portStr)
+	if l.RT != nil {
+		l.RT.PublishedAt = net.JoinHostPort("127.0.0.1", portStr)
 	}
 
 	all, err := apps.Load(apps.FS(""))
