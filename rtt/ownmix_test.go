@@ -156,7 +156,7 @@ func TestFakeOwnAppRequestMixVerifyTrace(t *testing.T) {
 			t.Fatalf("mix %v %v", mix, err)
 		}
 		l.Traced = nil
-		rows, err := shaping.TraceApp(ctx, l, sh, shaping.TraceOptions{Requests: shaping.TraceRequests(tg, mix, 3, 5, 1), Warmup: 2, Weights: shaping.MixWeights(mix)})
+		rows, err := shaping.TraceApp(ctx, l.Runtime(), sh, shaping.TraceOptions{Requests: shaping.TraceRequests(tg, mix, 3, 5, 1), Warmup: 2, Weights: shaping.MixWeights(mix)})
 		if err != nil {
 			t.Fatal(err)
 		}

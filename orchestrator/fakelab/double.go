@@ -1,10 +1,13 @@
 package fakelab
 
 import (
+	"archive/tar"
 	"bytes"
 	"context"
+	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -56,13 +59,47 @@ type Twin struct {
 // NewTwin returns an empty engine and, for OnRuntime, the runtime double
 // beside it, whose members take the engine's IPByService addresses and
 // whose published ports answer on its HostPort.
+//
+// The runtime double has no copy of its own (Docker's archive endpoint):
+// a folder is copied into a member by `tar -x -C DIR` reading the archive,
+// which the twin extracts into the engine's Copied, where the engine's
+// copy puts it too.
 func NewTwin(d Double) *Twin {
 	l := &Twin{Engine: enginefake.New()}
 	if d == OnRuntime {
 		l.RT = runtimefake.New()
 		l.RT.AddrOf = func(s runtime.MemberSpec) string { return l.IPByService[s.Labels[engine.LabelService]] }
+		l.RT.Handle("tar -x -C", func(ctx context.Context, x *runtimefake.Call) (int, error) {
+			return 0, l.CopyTo(x.Member.Name, x.Cmd[len(x.Cmd)-1], x.Stdin)
+		})
 	}
 	return l
+}
+
+// CopyTo extracts the tar archive tarball into dir of the member named
+// name, as the engine's copy does, into Copied.
+func (l *Twin) CopyTo(name, dir string, tarball []byte) error {
+	tr := tar.NewReader(bytes.NewReader(tarball))
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		b, err := io.ReadAll(tr)
+		if err != nil {
+			return err
+		}
+		if l.Copied == nil {
+			l.Copied = map[string]map[string][]byte{}
+		}
+		if l.Copied[name] == nil {
+			l.Copied[name] = map[string][]byte{}
+		}
+		l.Copied[name][path.Join(dir, h.Name)] = b
+	}
 }
 
 // OnEach runs test once on each double, as a subtest named after it.
@@ -169,7 +206,9 @@ func clonePlus(m map[string]string, k, v string) map[string]string {
 // Started is a member the lab's runtime started, as either double tells.
 type Started struct {
 	Name   string
+	Image  string
 	Cmd    []string
+	Env    []string
 	Labels map[string]string // the role under LabelRole among them
 	// Beside says it shares another member's network namespace.
 	Beside bool
@@ -190,7 +229,7 @@ func (l *Twin) Started() []Started {
 			if s.Labels[engine.LabelRole] == engine.RoleOnce {
 				continue
 			}
-			st := Started{Name: s.Name, Cmd: s.Cmd, Labels: s.Labels, Beside: s.Beside != "", DropAll: s.DropAllCaps, NanoCPUs: s.NanoCPUs}
+			st := Started{Name: s.Name, Image: s.Image, Cmd: s.Cmd, Env: s.Env, Labels: s.Labels, Beside: s.Beside != "", DropAll: s.DropAllCaps, NanoCPUs: s.NanoCPUs}
 			if s.Role != "" {
 				st.Labels = clonePlus(s.Labels, runtime.LabelRole, s.Role)
 			}
@@ -202,7 +241,7 @@ func (l *Twin) Started() []Started {
 		return out
 	}
 	for _, c := range l.Created() {
-		out = append(out, Started{Name: c.Name, Cmd: c.Cmd, Labels: c.Labels, Beside: strings.HasPrefix(c.NetworkMode, "container:"),
+		out = append(out, Started{Name: c.Name, Image: c.Image, Cmd: c.Cmd, Env: c.Env, Labels: c.Labels, Beside: strings.HasPrefix(c.NetworkMode, "container:"),
 			CapAdd: c.CapAdd, DropAll: slices.Equal(c.CapDrop, []string{"ALL"}), NanoCPUs: c.NanoCPUs})
 	}
 	return out
