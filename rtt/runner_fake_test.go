@@ -20,7 +20,6 @@ import (
 	"github.com/rttlab/rttlab/orchestrator/engine/enginefake"
 	"github.com/rttlab/rttlab/orchestrator/fakelab"
 	"github.com/rttlab/rttlab/orchestrator/stack"
-	"github.com/rttlab/rttlab/results"
 	"github.com/rttlab/rttlab/rtt/raw"
 	"github.com/rttlab/rttlab/rtt/report"
 	"github.com/rttlab/rttlab/workloads"
@@ -128,8 +127,8 @@ func TestRunFakeRunsShuffledPlan(t *testing.T) {
 }
 
 // The study writes the same folder on both doubles, byte for byte, but
-// for the run's ID in its members' names and the clock's time of each
-// task record.
+// for the run's ID in its members' names, the clock's time of each task
+// record and the host's load average at the start and end.
 func TestRunFakeSameFolderOnBothDoubles(t *testing.T) {
 	var dirs []string
 	for _, d := range fakelab.Doubles {
@@ -140,14 +139,18 @@ func TestRunFakeSameFolderOnBothDoubles(t *testing.T) {
 		}
 		dirs = append(dirs, dir)
 	}
-	runID := regexp.MustCompile(`rttlab-[0-9a-f]+-`)
-	stamp := regexp.MustCompile(`"time":"[^"]*"`)
+	host := []struct {
+		re   *regexp.Regexp
+		with string
+	}{
+		{regexp.MustCompile(`rttlab-[0-9a-f]+-`), "rttlab-RUN-"},
+		{regexp.MustCompile(`"time":"[^"]*"`), `"time":""`},
+		{regexp.MustCompile(`"load_(start|end)": [0-9.]+`), `"load_$1": 0`},
+		{regexp.MustCompile(`(load average \(start, end\)</th><td>)[0-9.]+, [0-9.]+`), "${1}"},
+	}
 	fakelab.SameFolders(t, dirs[0], dirs[1], func(name string, b []byte) []byte {
-		switch name {
-		case results.ManifestFile:
-			return runID.ReplaceAll(b, []byte("rttlab-RUN-"))
-		case raw.TasksFile:
-			return stamp.ReplaceAll(b, []byte(`"time":""`))
+		for _, h := range host {
+			b = h.re.ReplaceAll(b, []byte(h.with))
 		}
 		return b
 	})
