@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"image/color"
+	"image/png"
 	"math"
 	"os"
 	"path/filepath"
@@ -172,8 +173,10 @@ func (f *Figure) Render() (pf PlotFile, err error) {
 	}
 	ic := vgimg.NewWith(vgimg.UseWH(f.W, f.H), vgimg.UseDPI(PNGDPI), vgimg.UseBackgroundColor(color.White))
 	f.Draw(draw.New(ic))
+	// Fastest compression: a plot is flat colour, which deflate packs
+	// well at any level, and a run renders its plots at its end.
 	var pb bytes.Buffer
-	if _, err := (vgimg.PngCanvas{Canvas: ic}).WriteTo(&pb); err != nil {
+	if err := (&png.Encoder{CompressionLevel: png.BestSpeed}).Encode(&pb, ic.Image()); err != nil {
 		return pf, fmt.Errorf("write png: %w", err)
 	}
 	return PlotFile{Name: f.Name, Title: f.Title, Description: f.Desc, SVG: fixSVGFonts(sb.Bytes()), PNG: pb.Bytes()}, nil
