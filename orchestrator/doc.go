@@ -18,7 +18,9 @@
 //   - agentclient: the one client of the agent, a typed call per verb
 //     run by exec in an agent, a wire shaper or the load client;
 //   - fakelab (the fake engine scripted as a healthy stack) and enginetest
-//     (the real engine for integration tests).
+//     (the real engine for integration tests); internal/fakes holds what
+//     enginefake and runtimefake do alike (exec handler choice, label
+//     filters, log tails).
 //
 // No package of the lab imports a study (rtt, placement, workers); the
 // test beside this file fails when one does, and when the runtime

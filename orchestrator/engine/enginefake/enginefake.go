@@ -27,6 +27,7 @@ import (
 	"github.com/docker/go-connections/nat"
 	"github.com/rttlab/rttlab/internal/session"
 	"github.com/rttlab/rttlab/orchestrator/engine"
+	"github.com/rttlab/rttlab/orchestrator/internal/fakes"
 )
 
 // Engine is an in-memory Docker engine for unit tests. It keeps
@@ -436,16 +437,6 @@ func (f *Engine) networkLocked(idOrName string) *Network {
 	return nil
 }
 
-func labelsMatch(have, filter map[string]string) bool {
-	for k, v := range filter {
-		hv, ok := have[k]
-		if !ok || (v != "" && hv != v) {
-			return false
-		}
-	}
-	return true
-}
-
 func copyLabels(m map[string]string) map[string]string {
 	out := make(map[string]string, len(m))
 	for k, v := range m {
@@ -564,7 +555,7 @@ func (f *Engine) RemoveImages(ctx context.Context, labelFilter map[string]string
 	f.record("RemoveImages", "")
 	var refs []string
 	for ref, img := range f.images {
-		if labelsMatch(img.Labels, labelFilter) && engine.BuiltByRttlab([]string{ref}, img.Labels) {
+		if fakes.LabelsMatch(img.Labels, labelFilter) && engine.BuiltByRttlab([]string{ref}, img.Labels) {
 			refs = append(refs, ref)
 		}
 	}
@@ -746,7 +737,7 @@ func (f *Engine) ListContainers(ctx context.Context, labelFilter map[string]stri
 	}
 	var out []container.Summary
 	for _, c := range f.sortedContainersLocked() {
-		if !labelsMatch(c.Spec.Labels, labelFilter) {
+		if !fakes.LabelsMatch(c.Spec.Labels, labelFilter) {
 			continue
 		}
 		out = append(out, container.Summary{ID: c.ID, Names: []string{"/" + c.Spec.Name}, Image: c.Spec.Image,
@@ -779,7 +770,7 @@ func (f *Engine) Exec(ctx context.Context, id string, s engine.ExecSpec) (int, e
 		return -1, fmt.Errorf("exec %s in %s: container %s is not running", s.Cmd[0], engine.ShortID(id), id)
 	}
 	f.execs = append(f.execs, ExecRecord{Container: c.Spec.Name, Cmd: append([]string(nil), s.Cmd...)})
-	h := f.handlerLocked(key)
+	_, h, _ := fakes.Handler(f.handlers, key)
 	stream := false
 	for p := range f.streams {
 		stream = stream || key == p || strings.HasPrefix(key, p+" ")
@@ -874,24 +865,7 @@ func (f *Engine) CopyToContainer(ctx context.Context, id, dir string, tarball io
 
 // CommandKey is how handlers see a command line: its words joined by
 // spaces, /usr/local/bin/rttlab written rttlab.
-func CommandKey(cmd []string) string {
-	parts := append([]string(nil), cmd...)
-	if len(parts) > 0 && parts[0] == "/usr/local/bin/rttlab" {
-		parts[0] = "rttlab"
-	}
-	return strings.Join(parts, " ")
-}
-
-func (f *Engine) handlerLocked(key string) Handler {
-	best := ""
-	var h Handler
-	for p, ph := range f.handlers {
-		if (key == p || strings.HasPrefix(key, p+" ")) && len(p) >= len(best) {
-			best, h = p, ph
-		}
-	}
-	return h
-}
+func CommandKey(cmd []string) string { return fakes.CommandKey(cmd) }
 
 func (f *Engine) Logs(ctx context.Context, id string, tail int) (string, error) {
 	f.mu.Lock()
@@ -901,11 +875,7 @@ func (f *Engine) Logs(ctx context.Context, id string, tail int) (string, error) 
 	if c == nil {
 		return "", fmt.Errorf("logs %s: No such container", engine.ShortID(id))
 	}
-	ls := strings.Split(strings.TrimRight(c.Logs, "\n"), "\n")
-	if len(ls) > tail {
-		ls = ls[len(ls)-tail:]
-	}
-	return strings.Join(ls, "\n"), nil
+	return fakes.Tail(c.Logs, tail), nil
 }
 
 // Networks
@@ -954,7 +924,7 @@ func (f *Engine) ListNetworks(ctx context.Context, labelFilter map[string]string
 	}
 	var out []network.Summary
 	for _, n := range f.networks {
-		if labelsMatch(n.Labels, labelFilter) {
+		if fakes.LabelsMatch(n.Labels, labelFilter) {
 			out = append(out, network.Summary{ID: n.ID, Name: n.Name, Driver: "bridge", Labels: copyLabels(n.Labels)})
 		}
 	}
@@ -973,7 +943,7 @@ func (f *Engine) ListVolumes(ctx context.Context, labelFilter map[string]string)
 	}
 	var out []string
 	for name, labels := range f.volumes {
-		if labelsMatch(labels, labelFilter) {
+		if fakes.LabelsMatch(labels, labelFilter) {
 			out = append(out, name)
 		}
 	}

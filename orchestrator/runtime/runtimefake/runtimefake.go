@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/rttlab/rttlab/internal/session"
+	"github.com/rttlab/rttlab/orchestrator/internal/fakes"
 	"github.com/rttlab/rttlab/orchestrator/runtime"
 )
 
@@ -420,7 +421,7 @@ func (r *Runtime) Exec(ctx context.Context, id string, s runtime.ExecSpec) (int,
 	if len(s.Cmd) == 0 {
 		return -1, fmt.Errorf("exec in %s: no command", id)
 	}
-	key := commandKey(s.Cmd)
+	key := fakes.CommandKey(s.Cmd)
 	r.mu.Lock()
 	m, ok := r.members[id]
 	if !ok {
@@ -440,13 +441,8 @@ func (r *Runtime) Exec(ctx context.Context, id string, s runtime.ExecSpec) (int,
 		return -1, fmt.Errorf("exec %s in %s: the member is not running", s.Cmd[0], m.Name)
 	}
 	r.execs = append(r.execs, Exec{Member: m.Name, Cmd: append([]string(nil), s.Cmd...)})
-	var h Handler
-	best, stream := "", false
-	for p, ph := range r.handlers {
-		if (key == p || strings.HasPrefix(key, p+" ")) && len(p) >= len(best) {
-			best, h, stream = p, ph, r.streams[p]
-		}
-	}
+	best, h, ok := fakes.Handler(r.handlers, key)
+	stream := ok && r.streams[best]
 	if h == nil && key != "rttlab agent session" {
 		r.Unhandled = append(r.Unhandled, key)
 	}
@@ -492,16 +488,6 @@ func (r *Runtime) Exec(ctx context.Context, id string, s runtime.ExecSpec) (int,
 	return code, err
 }
 
-// commandKey is how handlers see a command line: its words joined by
-// spaces, /usr/local/bin/rttlab written rttlab.
-func commandKey(cmd []string) string {
-	parts := append([]string(nil), cmd...)
-	if parts[0] == "/usr/local/bin/rttlab" {
-		parts[0] = "rttlab"
-	}
-	return strings.Join(parts, " ")
-}
-
 // Logs returns the last tail lines the member printed.
 func (r *Runtime) Logs(ctx context.Context, id string, tail int) (string, error) {
 	r.mu.Lock()
@@ -510,11 +496,7 @@ func (r *Runtime) Logs(ctx context.Context, id string, tail int) (string, error)
 	if !ok {
 		return "", fmt.Errorf("logs %s: %w", id, runtime.ErrNotFound)
 	}
-	ls := strings.Split(strings.TrimRight(m.Logs, "\n"), "\n")
-	if len(ls) > tail {
-		ls = ls[len(ls)-tail:]
-	}
-	return strings.Join(ls, "\n"), nil
+	return fakes.Tail(m.Logs, tail), nil
 }
 
 // RemoveRun removes the members labelled with the run, those beside
@@ -590,22 +572,10 @@ func (r *Runtime) ListMembers(ctx context.Context, labels map[string]string) ([]
 			}
 			have[runtime.LabelRole] = m.Role
 		}
-		if !matches(have, labels) {
+		if !fakes.LabelsMatch(have, labels) {
 			continue
 		}
 		out = append(out, runtime.Listed{Member: m.Member, Labels: have, Running: m.State.Running})
 	}
 	return out, nil
-}
-
-// matches says whether have carries every label of want, an empty value
-// of want matching any value.
-func matches(have, want map[string]string) bool {
-	for k, v := range want {
-		got, ok := have[k]
-		if !ok || (v != "" && got != v) {
-			return false
-		}
-	}
-	return true
 }

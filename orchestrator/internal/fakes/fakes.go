@@ -1,0 +1,50 @@
+// Package fakes holds what the lab's in-memory doubles (the fake engine,
+// enginefake, and the runtime double, runtimefake) do alike: how a
+// command line picks its exec handler, which a lab scripting both
+// doubles with one set of handlers relies on, how a label filter
+// matches, and how a member's logs are tailed.
+package fakes
+
+import "strings"
+
+// CommandKey is how handlers see a command line: its words joined by
+// spaces, /usr/local/bin/rttlab written rttlab.
+func CommandKey(cmd []string) string {
+	parts := append([]string(nil), cmd...)
+	if len(parts) > 0 && parts[0] == "/usr/local/bin/rttlab" {
+		parts[0] = "rttlab"
+	}
+	return strings.Join(parts, " ")
+}
+
+// Handler returns the handler of the longest prefix of key, whole words,
+// among handlers, that prefix, and whether one matched.
+func Handler[H any](handlers map[string]H, key string) (prefix string, h H, ok bool) {
+	for p, ph := range handlers {
+		if (key == p || strings.HasPrefix(key, p+" ")) && len(p) >= len(prefix) {
+			prefix, h, ok = p, ph, true
+		}
+	}
+	return prefix, h, ok
+}
+
+// LabelsMatch says whether have carries every label of want, an empty
+// value of want matching any value.
+func LabelsMatch(have, want map[string]string) bool {
+	for k, v := range want {
+		got, ok := have[k]
+		if !ok || (v != "" && got != v) {
+			return false
+		}
+	}
+	return true
+}
+
+// Tail returns the last n lines of logs.
+func Tail(logs string, n int) string {
+	ls := strings.Split(strings.TrimRight(logs, "\n"), "\n")
+	if len(ls) > n {
+		ls = ls[len(ls)-n:]
+	}
+	return strings.Join(ls, "\n")
+}
