@@ -16,10 +16,7 @@ import (
 // once the holder closes.
 func TestRunFakeResumeRefusedWhileFolderHeld(t *testing.T) {
 	fakelab.OnEach(t, func(t *testing.T, lab *fakelab.Lab) {
-		dir, err := Run(context.Background(), lab.Runtime(), lab, lab.Apps, RunOptions{Plan: fakePlan(), OutDir: t.TempDir(), Now: fakeNow})
-		if err != nil {
-			t.Fatal(err)
-		}
+		dir := runFake(t, lab, fakePlan())
 		held, err := raw.Open(dir)
 		if err != nil {
 			t.Fatal(err)

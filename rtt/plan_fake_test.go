@@ -1,7 +1,6 @@
 package rtt
 
 import (
-	"context"
 	"encoding/json"
 	"math"
 	"os"
@@ -19,10 +18,7 @@ import (
 func TestFakeFolderPlan(t *testing.T) {
 	fakelab.OnEach(t, func(t *testing.T, l *fakelab.Lab) {
 		p := fakePlan()
-		dir, err := Run(context.Background(), l.Runtime(), l, l.Apps, RunOptions{Plan: p, OutDir: t.TempDir(), Now: fakeNow})
-		if err != nil {
-			t.Fatal(err)
-		}
+		dir := runFake(t, l, p)
 		got, err := FolderPlan(dir)
 		if err != nil {
 			t.Fatal(err)

@@ -43,6 +43,17 @@ const fakeTasks = 2 * (3*2 + 2)
 
 var fakeNow = func() time.Time { return time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC) }
 
+// runFake runs p on lab's apps into a folder of its own, at fakeNow, and
+// returns the folder; a failed run fails the test.
+func runFake(t *testing.T, lab *fakelab.Lab, p *Plan) string {
+	t.Helper()
+	dir, err := Run(context.Background(), lab.Runtime(), lab, lab.Apps, RunOptions{Plan: p, OutDir: t.TempDir(), Now: fakeNow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
 // recProgress records what the runner reports; onTask runs after each
 // finished task.
 type recProgress struct {
@@ -302,10 +313,7 @@ func TestRunFakeMixAppWithAuth(t *testing.T) {
 		p := fakePlan()
 		p.Apps = []PlanApp{{Name: "redmine", Mix: "redmine", Runs: 1, Requests: 3}}
 		p.DelaysMs = []float64{0, 0.25}
-		dir, err := Run(context.Background(), lab.Runtime(), lab, lab.Apps, RunOptions{Plan: p, OutDir: t.TempDir(), Now: fakeNow})
-		if err != nil {
-			t.Fatal(err)
-		}
+		dir := runFake(t, lab, p)
 		d := loadFolder(t, dir)
 		if len(d.Done) != 3 { // 0 ms, 0.25 ms and the unshaped run
 			t.Fatalf("done %v", d.Done)
@@ -428,10 +436,7 @@ func TestRunFakeRestartsCrashedStack(t *testing.T) {
 			fmt.Fprintln(x.Stderr, "rttlab: EOF")
 			return 1, nil
 		})
-		dir, err := Run(context.Background(), lab.Runtime(), lab, lab.Apps, RunOptions{Plan: fakePlan(), OutDir: t.TempDir(), Now: fakeNow})
-		if err != nil {
-			t.Fatal(err)
-		}
+		dir := runFake(t, lab, fakePlan())
 		d := loadFolder(t, dir)
 		second := d.Manifest.Tasks[1].ID
 		if got := records(d, second); !slices.Equal(got, []string{"failed/1", "done/2"}) {
@@ -579,10 +584,7 @@ func TestRunFakeCancelCleansUpAndResumes(t *testing.T) {
 func TestRunFakeRefusesBeforeStart(t *testing.T) {
 	lab := fakelab.New(t)
 	{
-		existing, err := Run(context.Background(), lab.Runtime(), lab, lab.Apps, RunOptions{Plan: fakePlan(), OutDir: t.TempDir(), Now: fakeNow})
-		if err != nil {
-			t.Fatal(err)
-		}
+		existing := runFake(t, lab, fakePlan())
 		cases := []struct {
 			name string
 			mod  func(o *RunOptions, l *fakelab.Lab)

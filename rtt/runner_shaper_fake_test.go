@@ -95,10 +95,7 @@ func TestRunFakeFailsTaskOnShaperDrops(t *testing.T) {
 		})
 		p := fakePlan()
 		p.Hook = netem.HookIngress // the fake shaper's hook, which "auto" calibrates
-		dir, err := Run(context.Background(), lab.Runtime(), lab, lab.Apps, RunOptions{Plan: p, OutDir: t.TempDir(), Now: fakeNow})
-		if err != nil {
-			t.Fatal(err)
-		}
+		dir := runFake(t, lab, p)
 		d := loadFolder(t, dir)
 		second, failure := secondTaskRetried(t, d)
 		if !strings.Contains(failure, "db side dropped 4 of") {
@@ -158,10 +155,7 @@ func TestRunFakeAgentDiesDuringLoad(t *testing.T) {
 				return 1, fmt.Errorf("the load was not stopped when the agent died")
 			}
 		})
-		dir, err := Run(context.Background(), lab.Runtime(), lab, lab.Apps, RunOptions{Plan: fakePlan(), OutDir: t.TempDir(), Now: fakeNow})
-		if err != nil {
-			t.Fatal(err)
-		}
+		dir := runFake(t, lab, fakePlan())
 		if !stopped {
 			t.Fatal("the load was not stopped when the agent died")
 		}
