@@ -105,6 +105,16 @@ func dbSpec() runtime.MemberSpec {
 	}
 }
 
+// startDB starts dbSpec's member on l; a failure fails the test.
+func startDB(t *testing.T, l *Lab) runtime.Member {
+	t.Helper()
+	m, err := l.StartMember(context.Background(), dbSpec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
 func oneLine(t *testing.T, err error) {
 	t.Helper()
 	if err != nil && strings.Contains(err.Error(), "\n") {
@@ -115,10 +125,7 @@ func oneLine(t *testing.T, err error) {
 func TestStartMemberIsAPodWithItsServices(t *testing.T) {
 	l, c, _ := lab(t, "")
 	ctx := context.Background()
-	m, err := l.StartMember(ctx, dbSpec())
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := startDB(t, l)
 	want := runtime.Member{Name: "rttlab-r1-db", Role: "db", ID: "rttlab-r1/rttlab-r1-db/member", Addr: "10.244.0.1", Node: "node-1", NetNS: "rttlab-r1/rttlab-r1-db"}
 	if !reflect.DeepEqual(m, want) {
 		t.Errorf("member = %+v, want %+v", m, want)
@@ -315,10 +322,7 @@ func TestBesideRefusesAHostNetworkPod(t *testing.T) {
 func TestEveryObjectCarriesTheRunLabel(t *testing.T) {
 	l, c, _ := lab(t, "")
 	ctx := context.Background()
-	m, err := l.StartMember(ctx, dbSpec())
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := startDB(t, l)
 	// Labels the caller forgot or got wrong do not lose the object.
 	if _, err := l.StartMember(ctx, runtime.MemberSpec{Name: "bare", Image: "x", Aliases: []string{"bare"}, Labels: map[string]string{runtime.LabelRun: "other"}}); err != nil {
 		t.Fatal(err)
@@ -356,10 +360,7 @@ func TestEveryObjectCarriesTheRunLabel(t *testing.T) {
 func TestRemoveRun(t *testing.T) {
 	l, c, x := lab(t, "")
 	ctx := context.Background()
-	m, err := l.StartMember(ctx, dbSpec())
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := startDB(t, l)
 	if _, err := l.StartMember(ctx, runtime.MemberSpec{Name: "agent", Image: "rttlab/agent:latest", Cmd: []string{"agent", "idle"}, Beside: m.NetNS}); err != nil {
 		t.Fatal(err)
 	}
@@ -426,10 +427,7 @@ func TestRemoveRunRefusesANamespaceNotRttlabs(t *testing.T) {
 func TestStopAndRemoveMember(t *testing.T) {
 	l, c, _ := lab(t, "")
 	ctx := context.Background()
-	m, err := l.StartMember(ctx, dbSpec())
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := startDB(t, l)
 	if err := l.StopMember(ctx, m.ID, time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -620,10 +618,7 @@ func TestRegistryImages(t *testing.T) {
 	l.Registry = "127.0.0.1:5000"
 	l.Pushed = map[string]string{"rttlab/postgres:latest": "127.0.0.1:5000/rttlab/postgres:0123456789ab",
 		"rttlab/agent:latest": "127.0.0.1:5000/rttlab/agent:ba9876543210"}
-	m, err := l.StartMember(ctx, dbSpec())
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := startDB(t, l)
 	if _, err := l.StartMember(ctx, runtime.MemberSpec{Name: "agent", Image: "rttlab/agent:latest", Cmd: []string{"agent", "idle"}, Beside: m.NetNS}); err != nil {
 		t.Fatal(err)
 	}
