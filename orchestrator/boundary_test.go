@@ -165,3 +165,29 @@ func TestRuntimeIsALeaf(t *testing.T) {
 		t.Fatal("no file of orchestrator/runtime was read: is the test running in orchestrator/?")
 	}
 }
+
+// The agent client runs its verbs through the runtime interface alone, so
+// that any runtime's members, and the runtimes themselves, can use it: no
+// Docker type, and not Docker's runtime, is behind it.
+func TestAgentClientSeesOnlyTheRuntime(t *testing.T) {
+	files, err := filepath.Glob("agentclient/*.go")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no file of orchestrator/agentclient was read (%v): is the test running in orchestrator/?", err)
+	}
+	fset := token.NewFileSet()
+	for _, path := range files {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, im := range f.Imports {
+			p, _ := strconv.Unquote(im.Path.Value)
+			if strings.HasPrefix(p, "github.com/docker/") || p == module+"orchestrator/engine" {
+				t.Errorf("%s imports %s: the agent client asks only the runtime interface", path, p)
+			}
+		}
+	}
+}

@@ -17,13 +17,13 @@ import (
 	"io"
 	"time"
 
-	"github.com/rttlab/rttlab/orchestrator/engine"
+	"github.com/rttlab/rttlab/orchestrator/runtime"
 )
 
 // Execer runs a command in a container and returns its exit status: all
 // the client asks of a runtime (engine.Containers has it).
 type Execer interface {
-	Exec(ctx context.Context, id string, spec engine.ExecSpec) (int, error)
+	Exec(ctx context.Context, id string, spec runtime.ExecSpec) (int, error)
 }
 
 // AgentBin is the rttlab binary in the agent image.
@@ -85,7 +85,7 @@ type ExitError struct {
 }
 
 func (e *ExitError) Error() string {
-	return fmt.Sprintf("agent %s exit %d: %s", e.Verb, e.Code, engine.LastLines(e.Stderr, 3))
+	return fmt.Sprintf("agent %s exit %d: %s", e.Verb, e.Code, runtime.LastLines(e.Stderr, 3))
 }
 
 // Exec runs `rttlab agent VERB ARGS...` of call in the client's container
@@ -95,7 +95,7 @@ func (e *ExitError) Error() string {
 // the last lines of stderr, returned with the output.
 func (c Client) Exec(ctx context.Context, call Call) (Output, error) {
 	var out, errb bytes.Buffer
-	spec := engine.ExecSpec{Cmd: call.Command(), Env: call.Env, Stdin: call.Stdin, Stdout: &out, Stderr: &errb, Timeout: call.Timeout}
+	spec := runtime.ExecSpec{Cmd: call.Command(), Env: call.Env, Stdin: call.Stdin, Stdout: &out, Stderr: &errb, Timeout: call.Timeout}
 	if call.Stdout != nil {
 		spec.Stdout = call.Stdout
 	}

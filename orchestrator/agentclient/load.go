@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rttlab/rttlab/orchestrator/engine"
+	"github.com/rttlab/rttlab/orchestrator/runtime"
 	"github.com/rttlab/rttlab/workloads"
 )
 
@@ -115,7 +115,7 @@ func (r LoadRun) Results() (rs []workloads.Result, failed bool, err error) {
 		if derr != nil {
 			return nil, true, fmt.Errorf("load client output: %w", derr)
 		}
-		return nil, true, fmt.Errorf("load client exit %d: %s", r.Code, engine.LastLines(r.Stderr, 3))
+		return nil, true, fmt.Errorf("load client exit %d: %s", r.Code, runtime.LastLines(r.Stderr, 3))
 	}
 	if err := loadCount(rs, r.Want); err != nil {
 		return nil, false, err

@@ -9,21 +9,21 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rttlab/rttlab/orchestrator/engine"
+	"github.com/rttlab/rttlab/orchestrator/runtime"
 	"github.com/rttlab/rttlab/workloads"
 )
 
 // stub is a stand-in runtime: it keeps the spec of each exec and answers
 // with a scripted exit status, output and error.
 type stub struct {
-	specs          []engine.ExecSpec
+	specs          []runtime.ExecSpec
 	stdin          []string // what each exec read
 	code           int
 	stdout, stderr string
 	err            error
 }
 
-func (s *stub) Exec(_ context.Context, id string, spec engine.ExecSpec) (int, error) {
+func (s *stub) Exec(_ context.Context, id string, spec runtime.ExecSpec) (int, error) {
 	s.specs = append(s.specs, spec)
 	in := ""
 	if spec.Stdin != nil {
@@ -47,7 +47,7 @@ func (s *stub) Exec(_ context.Context, id string, spec engine.ExecSpec) (int, er
 func (s *stub) line() string { return strings.Join(s.specs[len(s.specs)-1].Cmd, " ") }
 
 // last is the stub's last exec.
-func (s *stub) last() engine.ExecSpec { return s.specs[len(s.specs)-1] }
+func (s *stub) last() runtime.ExecSpec { return s.specs[len(s.specs)-1] }
 
 func stubClient(s *stub) Client { return Client{D: s, ID: "c1", Name: "rttlab-r1-agent-app"} }
 
@@ -333,7 +333,7 @@ func TestLoadVerbLines(t *testing.T) {
 		t.Errorf("capacity spec %q %v", s.line(), s.last().Timeout)
 	}
 	s.code, s.stderr = 2, "rttlab: bad flag\n"
-	if _, err := c.Capacity(ctx, o, time.Minute); err == nil || err.Error() != fmt.Sprintf("agent capacity exit 2: %s", engine.LastLines(s.stderr, 3)) {
+	if _, err := c.Capacity(ctx, o, time.Minute); err == nil || err.Error() != fmt.Sprintf("agent capacity exit 2: %s", runtime.LastLines(s.stderr, 3)) {
 		t.Errorf("capacity failed: %v", err)
 	}
 	s.code, s.stdout = 0, `{"warning":"x"}`

@@ -73,19 +73,6 @@ func TestTextHelpers(t *testing.T) {
 			t.Errorf("FirstLine(%q) = %q, want %q", in, got, want)
 		}
 	}
-	for _, c := range []struct {
-		in   string
-		n    int
-		want string
-	}{
-		{"a\nb\nc\nd\n", 2, "    c\n    d"},
-		{"a\nb\n", 5, "    a\n    b"},
-		{"only", 1, "    only"},
-	} {
-		if got := LastLines(c.in, c.n); got != c.want {
-			t.Errorf("LastLines(%q, %d) = %q, want %q", c.in, c.n, got, c.want)
-		}
-	}
 	for in, want := range map[string]string{
 		"0123456789abcdef0123456789abcdef": "0123456789ab",
 		"0123456789ab":                     "0123456789ab",

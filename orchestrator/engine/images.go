@@ -15,11 +15,14 @@ import (
 	"path"
 	"path/filepath"
 	"runtime"
+
 	"runtime/debug"
 	"slices"
 	"sort"
 	"strings"
 	"time"
+
+	labrt "github.com/rttlab/rttlab/orchestrator/runtime"
 
 	"github.com/docker/docker/api/types/build"
 	"golang.org/x/mod/modfile"
@@ -231,7 +234,7 @@ func debootstrap(ctx context.Context, dir string, o BaseOptions) error {
 	err := cmd.Run()
 	stop()
 	if err != nil {
-		return fmt.Errorf("debootstrap %s: %w\n%s", o.Suite, err, LastLines(out.String(), 10))
+		return fmt.Errorf("debootstrap %s: %w\n%s", o.Suite, err, labrt.LastLines(out.String(), 10))
 	}
 	// Keep the image small: downloaded packages and lists are not needed.
 	for _, g := range []string{"var/cache/apt/archives/*.deb", "var/lib/apt/lists/*_*"} {
@@ -755,7 +758,7 @@ func (b *Builder) crossBuild(ctx context.Context, g apps.GoBuild) ([]byte, error
 	cmd.Env = b.goBuildEnv(kind, tool, flags)
 	msg, err := cmd.CombinedOutput()
 	if err != nil {
-		return nil, fmt.Errorf("go build %s (%s source) for %s/%s: %w\n%s", g.Package, kind, b.GOOS, b.GOARCH, err, LastLines(string(msg), 15))
+		return nil, fmt.Errorf("go build %s (%s source) for %s/%s: %w\n%s", g.Package, kind, b.GOOS, b.GOARCH, err, labrt.LastLines(string(msg), 15))
 	}
 	return os.ReadFile(out)
 }
@@ -846,14 +849,6 @@ func goDirective(goMod string) (string, error) {
 		}
 	}
 	return need, nil
-}
-
-func LastLines(s string, n int) string {
-	ls := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(ls) > n {
-		ls = ls[len(ls)-n:]
-	}
-	return "    " + strings.Join(ls, "\n    ")
 }
 
 func hostArch() string { return runtime.GOARCH }

@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/rttlab/rttlab/orchestrator/agentclient"
 	"github.com/rttlab/rttlab/orchestrator/runtime"
 )
 
@@ -76,7 +77,7 @@ func (l *Lab) removeNamespace(ctx context.Context, ns corev1.Namespace, runID st
 		// The node agent runs on the node's network: what a wire shaper
 		// of the run left in the node's tables (one killed with its node
 		// agent, before this one) goes too.
-		_, _ = l.exec(ctx, m, []string{AgentEntrypoint, "agent", "sweep", "--label-prefix", runID + "/"}, nil, nil, nil, "sweep wire rules")
+		_, _ = agentclient.Client{D: l, ID: m.String()}.Exec(ctx, agentclient.Call{Verb: "sweep", Args: []string{"--label-prefix", runID + "/"}, AnyExit: true})
 	}
 	// The pods go at once, as a Docker run's containers do, rather than
 	// with the namespace after each pod's grace period (30 s unless the

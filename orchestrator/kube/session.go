@@ -15,13 +15,14 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/rttlab/rttlab/netem"
+	"github.com/rttlab/rttlab/orchestrator/agentclient"
 	"github.com/rttlab/rttlab/orchestrator/runtime"
 )
 
 // AgentEntrypoint is the agent image's entrypoint: a session's command is
 // its arguments, as a container's command is on Docker, unless it names
 // an absolute path itself.
-var AgentEntrypoint = "/usr/local/bin/rttlab"
+const AgentEntrypoint = agentclient.AgentBin
 
 // nodeAgentContainer is the node agent's container in its pod.
 const nodeAgentContainer = "agent"

@@ -18,3 +18,20 @@ func TestCheckString(t *testing.T) {
 		}
 	}
 }
+
+// An error quotes the last lines of what a member printed, indented.
+func TestLastLines(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"a\nb\nc\nd\n", 2, "    c\n    d"},
+		{"a\nb\n", 5, "    a\n    b"},
+		{"only", 1, "    only"},
+	} {
+		if got := LastLines(c.in, c.n); got != c.want {
+			t.Errorf("LastLines(%q, %d) = %q, want %q", c.in, c.n, got, c.want)
+		}
+	}
+}

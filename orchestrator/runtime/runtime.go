@@ -23,6 +23,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"strings"
 	"time"
 )
 
@@ -207,6 +208,16 @@ type State struct {
 	// Health is the verdict of the member's health check: "starting",
 	// "healthy" or "unhealthy"; empty for a member without one.
 	Health string
+}
+
+// LastLines is the last n lines of a member's output s, each indented by
+// four spaces, as an error quotes what a command or a member printed.
+func LastLines(s string, n int) string {
+	ls := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(ls) > n {
+		ls = ls[len(ls)-n:]
+	}
+	return "    " + strings.Join(ls, "\n    ")
 }
 
 // Execer runs commands in a member and reads its output.

@@ -166,4 +166,4 @@ func OnHost(host string) string {
 var AgentImage = engine.ImageRef("agent")
 
 // lastLine is the last non-blank line of s, trimmed.
-func lastLine(s string) string { return strings.TrimSpace(engine.LastLines(strings.TrimSpace(s), 1)) }
+func lastLine(s string) string { return strings.TrimSpace(runtime.LastLines(strings.TrimSpace(s), 1)) }
