@@ -1,13 +1,10 @@
 package fakelab
 
 import (
-	"archive/tar"
 	"bytes"
 	"context"
-	"io"
 	"io/fs"
 	"os"
-	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -79,27 +76,7 @@ func NewTwin(d Double) *Twin {
 // CopyTo extracts the tar archive tarball into dir of the member named
 // name, as the engine's copy does, into Copied.
 func (l *Twin) CopyTo(name, dir string, tarball []byte) error {
-	tr := tar.NewReader(bytes.NewReader(tarball))
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		b, err := io.ReadAll(tr)
-		if err != nil {
-			return err
-		}
-		if l.Copied == nil {
-			l.Copied = map[string]map[string][]byte{}
-		}
-		if l.Copied[name] == nil {
-			l.Copied[name] = map[string][]byte{}
-		}
-		l.Copied[name][path.Join(dir, h.Name)] = b
-	}
+	return l.Extract(name, dir, bytes.NewReader(tarball))
 }
 
 // OnEach runs test once on each double, as a subtest named after it.

@@ -840,6 +840,23 @@ func (f *Engine) CopyToContainer(ctx context.Context, id, dir string, tarball io
 	if err := f.faultLocked("CopyToContainer", c.Spec.Name, c.ID); err != nil {
 		return err
 	}
+	return f.extractLocked(c.Spec.Name, dir, tarball, func(err error) error {
+		return fmt.Errorf("copy into %s: %w", engine.ShortID(id), err)
+	})
+}
+
+// Extract extracts the tar archive tarball into dir of the container
+// named name, into Copied, as CopyToContainer does: for a double beside
+// the engine that copies into its members by other means.
+func (f *Engine) Extract(name, dir string, tarball io.Reader) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.extractLocked(name, dir, tarball, func(err error) error { return err })
+}
+
+// extractLocked extracts tarball into dir of the container named name,
+// into Copied; badHeader gives the error of a header it cannot read.
+func (f *Engine) extractLocked(name, dir string, tarball io.Reader, badHeader func(error) error) error {
 	tr := tar.NewReader(tarball)
 	for {
 		h, err := tr.Next()
@@ -847,7 +864,7 @@ func (f *Engine) CopyToContainer(ctx context.Context, id, dir string, tarball io
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("copy into %s: %w", engine.ShortID(id), err)
+			return badHeader(err)
 		}
 		b, err := io.ReadAll(tr)
 		if err != nil {
@@ -856,10 +873,10 @@ func (f *Engine) CopyToContainer(ctx context.Context, id, dir string, tarball io
 		if f.Copied == nil {
 			f.Copied = map[string]map[string][]byte{}
 		}
-		if f.Copied[c.Spec.Name] == nil {
-			f.Copied[c.Spec.Name] = map[string][]byte{}
+		if f.Copied[name] == nil {
+			f.Copied[name] = map[string][]byte{}
 		}
-		f.Copied[c.Spec.Name][path.Join(dir, h.Name)] = b
+		f.Copied[name][path.Join(dir, h.Name)] = b
 	}
 }
 
