@@ -3,10 +3,8 @@ package placement
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -373,10 +371,7 @@ func (l *placeLab) capture(ctx context.Context, x *enginefake.Call) (int, error)
 		fmt.Fprintf(x.Stderr, "rttlab: bad capture command %q\n", x.Cmd)
 		return 2, nil
 	}
-	fmt.Fprintf(x.Stderr, "%s %s: %s <-> %s\n", workloads.CaptureReady, x.Flag("--iface"), local, peer)
-	if x.StdinR != nil {
-		_, _ = io.Copy(io.Discard, x.StdinR)
-	}
+	fakelab.AwaitCapture(x, local, peer.String())
 	l.mu.Lock()
 	self, other := l.nodeOf(local.String()), l.nodeOf(peer.String())
 	l.mu.Unlock()
@@ -387,18 +382,11 @@ func (l *placeLab) capture(ctx context.Context, x *enginefake.Call) (int, error)
 	}
 	rtt := l.rtt(self, other).Nanoseconds()
 	c := workloads.Capture{Iface: x.Flag("--iface"), Local: local, Peer: peer, StartNs: 0, EndNs: 1e12}
-	seg := func(src, dst netip.Addr, sport, dport uint16, seq uint32) workloads.PacketKey {
-		tcp := make([]byte, 20)
-		binary.BigEndian.PutUint16(tcp[0:], sport)
-		binary.BigEndian.PutUint16(tcp[2:], dport)
-		binary.BigEndian.PutUint32(tcp[4:], seq)
-		tcp[12], tcp[13] = 5<<4, 0x18
-		return workloads.NewPacketKey(src, dst, 6, uint16(seq), 0x4000, tcp)
-	}
+	hostP, dbP := netip.AddrPortFrom(host, 40000), netip.AddrPortFrom(db, 5432)
 	for i := range fakeTurns {
 		at := int64(i+1) * 1e6
-		query := seg(host, db, 40000, 5432, uint32(i))
-		answer := seg(db, host, 5432, 40000, uint32(i))
+		query := fakelab.TCPKey(hostP, dbP, uint32(i), uint16(i))
+		answer := fakelab.TCPKey(dbP, hostP, uint32(i), uint16(i))
 		if onDB {
 			in := fakeClockSkew.Nanoseconds() + at + rtt/2
 			c.Packets = append(c.Packets, workloads.CapturedPacket{T: in, Key: query, Len: 20},

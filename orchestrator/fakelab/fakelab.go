@@ -508,10 +508,7 @@ func (l *Lab) Capture(ctx context.Context, x *enginefake.Call) (int, error) {
 	l.Mu.Lock()
 	loadsBefore := len(l.loads)
 	l.Mu.Unlock()
-	fmt.Fprintf(x.Stderr, "%s %s: %s <-> %s\n", workloads.CaptureReady, x.Flag("--iface"), local, x.Flag("--peer"))
-	if x.StdinR != nil {
-		_, _ = io.Copy(io.Discard, x.StdinR)
-	}
+	AwaitCapture(x, local, x.Flag("--peer"))
 	l.Mu.Lock()
 	oneWay := map[string]int64{}
 	for _, side := range []string{"app", "db"} {
@@ -538,6 +535,26 @@ func (l *Lab) Capture(ctx context.Context, x *enginefake.Call) (int, error) {
 		c.Packets = append(c.Packets, l.taskPackets(side, local, peers, load, oneWay)...)
 	}
 	return 0, json.NewEncoder(x.Stdout).Encode(c)
+}
+
+// AwaitCapture says on x's stderr that the capture is ready, as `rttlab
+// agent capture` does, then waits for its stdin to close.
+func AwaitCapture(x *enginefake.Call, local netip.Addr, peer string) {
+	fmt.Fprintf(x.Stderr, "%s %s: %s <-> %s\n", workloads.CaptureReady, x.Flag("--iface"), local, peer)
+	if x.StdinR != nil {
+		_, _ = io.Copy(io.Discard, x.StdinR)
+	}
+}
+
+// TCPKey is the key of a fake TCP segment from src to dst (a 20-byte
+// header, PSH|ACK) at sequence number seq with IP ID id.
+func TCPKey(src, dst netip.AddrPort, seq uint32, id uint16) workloads.PacketKey {
+	tcp := make([]byte, 20)
+	binary.BigEndian.PutUint16(tcp[0:], src.Port())
+	binary.BigEndian.PutUint16(tcp[2:], dst.Port())
+	binary.BigEndian.PutUint32(tcp[4:], seq)
+	tcp[12], tcp[13] = 5<<4, 0x18
+	return workloads.NewPacketKey(src.Addr(), dst.Addr(), 6, id, 0x4000, tcp)
 }
 
 // echoPackets are the one-way check's echoes as one side saw them.
@@ -596,13 +613,8 @@ func (l *Lab) taskPackets(side string, local netip.Addr, peers []netip.Addr, ld 
 			seq[k] += uint32(n)
 			return // not this side's packet
 		}
-		tcp := make([]byte, 20)
-		binary.BigEndian.PutUint16(tcp[0:], src.Port())
-		binary.BigEndian.PutUint16(tcp[2:], dst.Port())
-		binary.BigEndian.PutUint32(tcp[4:], seq[k])
-		tcp[12], tcp[13] = 5<<4, 0x18
+		key := TCPKey(src, dst, seq[k], id)
 		seq[k] += uint32(n)
-		key := workloads.NewPacketKey(src.Addr(), dst.Addr(), 6, id, 0x4000, tcp)
 		if src.Addr() == local {
 			out = append(out, workloads.CapturedPacket{T: sent, Out: true, Key: key, Len: n, Mark: mark})
 		}
