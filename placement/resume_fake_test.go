@@ -206,20 +206,7 @@ func TestPlacementInterruptedMidTask(t *testing.T) {
 		p := smallPlan(t, "go")
 		l, ps := startLab(t, p, d)
 		dir := t.TempDir()
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		loads := 0
-		l.Handle("rttlab agent load", func(c context.Context, x *enginefake.Call) (int, error) {
-			if loads++; loads == 6 {
-				cancel()
-				return 0, c.Err()
-			}
-			return l.load(c, x)
-		})
-		if _, err := (&Runner{Runtime: l.Runtime(), Engine: l, Session: ps, Dir: dir, Version: "test"}).Run(ctx); !errors.Is(err, context.Canceled) {
-			t.Fatalf("err %v, want the cancellation", err)
-		}
-		l.Handle("rttlab agent load", l.load)
+		runCancelledAtLoad(t, l, ps, dir, 6)
 		raw, _ := os.ReadFile(filepath.Join(dir, SamplesFile))
 		if !strings.Contains(string(raw), `"task":"rep-1","attempt":1,`) {
 			t.Fatal("the interrupted attempt left no samples: the test interrupts too early")
@@ -247,15 +234,7 @@ func TestPlacementStartedOnlyIsNotFinished(t *testing.T) {
 		p := smallPlan(t, "go")
 		l, ps := startLab(t, p, d)
 		dir := t.TempDir()
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		l.Handle("rttlab agent load", func(c context.Context, x *enginefake.Call) (int, error) {
-			cancel()
-			return 0, c.Err()
-		})
-		if _, err := (&Runner{Runtime: l.Runtime(), Engine: l, Session: ps, Dir: dir, Version: "test"}).Run(ctx); !errors.Is(err, context.Canceled) {
-			t.Fatalf("err %v, want the cancellation", err)
-		}
+		runCancelledAtLoad(t, l, ps, dir, 1)
 		// Only the started lines stay: the process died before any done line.
 		b, err := os.ReadFile(filepath.Join(dir, results.JournalFile))
 		if err != nil {
@@ -279,6 +258,28 @@ func TestPlacementStartedOnlyIsNotFinished(t *testing.T) {
 			t.Errorf("report of a folder with nothing done: %v", err)
 		}
 	})
+}
+
+// runCancelledAtLoad runs the study on ps into dir and cancels it from
+// within its nth agent load, which returns the cancellation; it fails t
+// unless the run ends cancelled. Loads are answered by l.load again
+// afterwards.
+func runCancelledAtLoad(t *testing.T, l *placeLab, ps *Session, dir string, n int) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	loads := 0
+	l.Handle("rttlab agent load", func(c context.Context, x *enginefake.Call) (int, error) {
+		if loads++; loads == n {
+			cancel()
+			return 0, c.Err()
+		}
+		return l.load(c, x)
+	})
+	if _, err := (&Runner{Runtime: l.Runtime(), Engine: l, Session: ps, Dir: dir, Version: "test"}).Run(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("err %v, want the cancellation", err)
+	}
+	l.Handle("rttlab agent load", l.load)
 }
 
 // checkStudyTasks checks that the study lists the plan's tasks in order,
