@@ -33,14 +33,7 @@ func TestIntegrationPlacementSmoke(t *testing.T) {
 	ctx := context.Background()
 	ps, err := StartPlacement(ctx, engine.NewLab(rt, ""), plan, target, engine.Platform{}, 0)
 	if ps != nil && ps.Stack != nil {
-		t.Cleanup(func() {
-			if err := ps.Stack.Remove(context.Background(), engine.NewLab(rt, "")); err != nil {
-				t.Error(err)
-			}
-			if cs, _ := rt.ListContainers(context.Background(), map[string]string{engine.LabelRun: ps.Stack.RunID}); len(cs) != 0 {
-				t.Errorf("%d containers of run %s remain after cleanup", len(cs), ps.Stack.RunID)
-			}
-		})
+		enginetest.RemoveAtEnd(t, rt, ps.Stack)
 	}
 	if err != nil {
 		t.Fatal(err)

@@ -33,14 +33,7 @@ func TestIntegrationWorkersSmoke(t *testing.T) {
 	ctx := context.Background()
 	ws, err := StartWorkers(ctx, engine.NewLab(rt, ""), target, plan.Shaper, engine.Platform{})
 	if ws != nil && ws.Stack != nil {
-		t.Cleanup(func() {
-			if err := ws.Stack.Remove(context.Background(), engine.NewLab(rt, "")); err != nil {
-				t.Error(err)
-			}
-			if cs, _ := rt.ListContainers(context.Background(), map[string]string{engine.LabelRun: ws.Stack.RunID}); len(cs) != 0 {
-				t.Errorf("%d containers of run %s remain after cleanup", len(cs), ws.Stack.RunID)
-			}
-		})
+		enginetest.RemoveAtEnd(t, rt, ws.Stack)
 	}
 	if err != nil {
 		t.Fatal(err)

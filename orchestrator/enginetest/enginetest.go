@@ -1,6 +1,7 @@
 // Package enginetest gives every integration test (the stack, shaping and
 // RTT study packages' and those of the other studies) a connection to the
-// engine and the checkout's images, built.
+// engine and the checkout's images, built, and the check that a test's
+// stack left nothing behind.
 package enginetest
 
 import (
@@ -13,6 +14,7 @@ import (
 
 	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/orchestrator/engine"
+	"github.com/rttlab/rttlab/orchestrator/stack"
 )
 
 // Engine connects to the engine. Under `make test` (RTTLAB_INTEGRATION=1)
@@ -78,4 +80,23 @@ func Build(t testing.TB, b *engine.Builder, names ...string) map[string]*apps.Me
 func BuiltApps(t testing.TB, rt *engine.Runtime, names ...string) map[string]*apps.Meta {
 	t.Helper()
 	return Build(t, Builder(t, rt, ""), names...)
+}
+
+// RemoveAtEnd removes st from the engine when the test ends; the test
+// fails where that fails or leaves a container of st's run.
+func RemoveAtEnd(t testing.TB, rt *engine.Runtime, st *stack.Stack) {
+	t.Cleanup(func() {
+		if err := st.Remove(context.Background(), engine.NewLab(rt, "")); err != nil {
+			t.Error(err)
+		}
+		NoneLeft(t, rt, st.RunID)
+	})
+}
+
+// NoneLeft fails the test where a container of the run runID remains.
+func NoneLeft(t testing.TB, rt *engine.Runtime, runID string) {
+	t.Helper()
+	if cs, _ := rt.ListContainers(context.Background(), map[string]string{engine.LabelRun: runID}); len(cs) != 0 {
+		t.Errorf("%d containers of run %s remain after cleanup", len(cs), runID)
+	}
 }

@@ -32,9 +32,7 @@ func shapedStack(t *testing.T, rt *engine.Runtime, scope string) *Shaping {
 	}
 	t.Cleanup(func() {
 		stack.CleanRun(context.Background(), engine.NewLab(rt, ""), st.RunID)
-		if cs, _ := rt.ListContainers(context.Background(), map[string]string{engine.LabelRun: st.RunID}); len(cs) != 0 {
-			t.Errorf("%d containers of run %s remain after cleanup", len(cs), st.RunID)
-		}
+		enginetest.NoneLeft(t, rt, st.RunID)
 	})
 	sh, err := StartAgents(ctx, engine.NewLab(rt, ""), st, "userspace", scope, "")
 	if err != nil {
