@@ -26,12 +26,13 @@
 #                        its mounts, bridge, iptables chains, cgroups,
 #                        sysctl changes and files
 #   .ci/kube.sh status   what runs, and the KUBECONFIG line when it is up
-#   .ci/kube.sh import IMAGE
-#                        copy IMAGE from the Docker engine (docker save)
-#                        into the cluster's containerd (each node's), for pods that name
-#                        it with imagePullPolicy: Never; exit status 3
-#                        when no Docker engine answers or it lacks IMAGE,
-#                        with the reason in one line
+#   .ci/kube.sh import IMAGE...
+#                        copy the images from the Docker engine (one
+#                        docker save) into the cluster's containerd (each
+#                        node's), for pods that name them with
+#                        imagePullPolicy: Never; exit status 3 when no
+#                        Docker engine answers or it lacks an image, with
+#                        the reason in one line
 #
 # Everything up makes lives in /var/lib/rttlab-kube (certificates,
 # kubeconfigs, etcd's data, containerd's root, the kubelet's root, logs)
@@ -103,7 +104,7 @@ die() { printf 'rttlab kube: %s\n' "$*" >&2; exit 1; }
 # bad is die for a setting the user gave: exit status 2, as for usage.
 bad() { printf 'rttlab kube: %s\n' "$*" >&2; exit 2; }
 usage() {
-  echo "usage: .ci/kube.sh build|up|join|leave|down|status|import IMAGE" >&2
+  echo "usage: .ci/kube.sh build|up|join|leave|down|status|import IMAGE..." >&2
   exit 2
 }
 now() { date +%s.%N; }
@@ -1008,7 +1009,7 @@ join() {
   echo
   print_phases join "$t_start"
   echo "node $node2 ($ip_b, network namespace $ns2), pods $pod_cidr2 on $bridge2, linked to $node over $link2 ($ip_a)"
-  echo "images: import with .ci/kube.sh import IMAGE (into both nodes)"
+  echo "images: import with .ci/kube.sh import IMAGE... (into both nodes)"
 }
 
 # node2_present says whether anything of a second node is there.
@@ -1345,16 +1346,21 @@ status() {
 
 # ---------------------------------------------------------------- import
 
-# import_image IMAGE streams IMAGE from the Docker engine into the
-# cluster's containerd and prints the time it took. What is missing for
-# it (an engine, the image, the cluster) exits 3 with one line, so that a
-# caller can skip what needs the image and say why.
+# import_image IMAGE... streams the images from the Docker engine into
+# the cluster's containerd (each node's) and prints the time it took: one
+# archive for all of them, so the layers they share (the Debian base) are
+# saved and imported once, and one wait for the nodes to list them. What
+# is missing for it (an engine, an image, the cluster) exits 3 with one
+# line, before anything is copied, so that a caller can skip what needs
+# the images and say why.
 import_image() {
-  local image=$1 t0
-  [ -S "$sock" ] || { printf 'rttlab kube: cannot import %s: the cluster is not up (no %s)\n' "$image" "$sock" >&2; exit 3; }
-  command -v docker >/dev/null 2>&1 || { printf 'rttlab kube: cannot import %s: no docker command on this host\n' "$image" >&2; exit 3; }
-  docker version --format '{{.Server.Version}}' >/dev/null 2>&1 || { printf 'rttlab kube: cannot import %s: no Docker engine answers\n' "$image" >&2; exit 3; }
-  docker image inspect "$image" >/dev/null 2>&1 || { printf 'rttlab kube: cannot import %s: the Docker engine does not have it (build it first)\n' "$image" >&2; exit 3; }
+  local image t0
+  [ -S "$sock" ] || { printf 'rttlab kube: cannot import %s: the cluster is not up (no %s)\n' "$*" "$sock" >&2; exit 3; }
+  command -v docker >/dev/null 2>&1 || { printf 'rttlab kube: cannot import %s: no docker command on this host\n' "$*" >&2; exit 3; }
+  docker version --format '{{.Server.Version}}' >/dev/null 2>&1 || { printf 'rttlab kube: cannot import %s: no Docker engine answers\n' "$*" >&2; exit 3; }
+  for image in "$@"; do
+    docker image inspect "$image" >/dev/null 2>&1 || { printf 'rttlab kube: cannot import %s: the Docker engine does not have it (build it first)\n' "$image" >&2; exit 3; }
+  done
   t0=$(now)
   local socks=$sock nodes
   nodes=$(cat "$run/node")
@@ -1363,19 +1369,21 @@ import_image() {
     nodes="$nodes $(cat "$run2/name")"
   fi
   local tar=$state/import.tar s n
-  docker save -o "$tar" "$image" || die "docker save $image failed (see above)"
+  docker save -o "$tar" "$@" || die "docker save $* failed (see above)"
   for s in $socks; do
     ctr --address "$s" -n k8s.io images import "$tar" >/dev/null ||
-      { rm -f "$tar"; die "importing $image into the containerd at $s failed (see above)"; }
+      { rm -f "$tar"; die "importing $* into the containerd at $s failed (see above)"; }
   done
   rm -f "$tar"
   # Pods and rttlab read a node's images from its status, which the
   # kubelet refreshes on its own period (its image list every 30 s, the
-  # status every 10 s): wait until each node lists the image.
+  # status every 10 s): wait until each node lists every image.
   for n in $nodes; do
-    wait_for "" 120 node_lists_image "$n" "$image"
+    for image in "$@"; do
+      wait_for "" 120 node_lists_image "$n" "$image"
+    done
   done
-  log "imported $image from the Docker engine in $(secs "$t0" "$(now)") s (listed by $nodes)"
+  log "imported $* from the Docker engine in $(secs "$t0" "$(now)") s (listed by $nodes)"
 }
 
 # node_lists_image NODE IMAGE says whether NODE's status lists IMAGE
@@ -1397,8 +1405,9 @@ lock() {
 
 [ $# -ge 1 ] || usage
 if [ "$1" = import ]; then
-  [ $# -eq 2 ] || usage
-  import_image "$2"
+  [ $# -ge 2 ] || usage
+  shift
+  import_image "$@"
   exit 0
 fi
 [ $# -eq 1 ] || usage
