@@ -25,7 +25,6 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/go-connections/nat"
-	"github.com/rttlab/rttlab/internal/session"
 	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/internal/fakes"
 )
@@ -785,13 +784,8 @@ func (f *Engine) Exec(ctx context.Context, id string, s engine.ExecSpec) (int, e
 	if h == nil && key == "rttlab agent session" {
 		// A session runs each call it is sent as an exec of its own here,
 		// with the handlers of the verbs.
-		return 0, session.Serve(ctx, s.Stdin, x.Stdout, func(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-			code, err := f.Exec(ctx, id, engine.ExecSpec{Cmd: append([]string{"/usr/local/bin/rttlab", "agent"}, args...), Stdin: stdin, Stdout: stdout, Stderr: stderr})
-			if err != nil {
-				fmt.Fprintf(stderr, "%v\n", err)
-				return -1
-			}
-			return code
+		return 0, fakes.ServeSession(ctx, s.Stdin, x.Stdout, "/usr/local/bin/rttlab", func(ctx context.Context, cmd []string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
+			return f.Exec(ctx, id, engine.ExecSpec{Cmd: cmd, Stdin: stdin, Stdout: stdout, Stderr: stderr})
 		})
 	}
 	if err := x.fillIO(s.Stdin, stream); err != nil {

@@ -2,10 +2,18 @@
 // enginefake, and the runtime double, runtimefake) do alike: how a
 // command line picks its exec handler, which a lab scripting both
 // doubles with one set of handlers relies on, how a label filter
-// matches, and how a member's logs are tailed.
+// matches, how a member's logs are tailed, and how an agent session is
+// served.
 package fakes
 
-import "strings"
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/rttlab/rttlab/internal/session"
+)
 
 // CommandKey is how handlers see a command line: its words joined by
 // spaces, /usr/local/bin/rttlab written rttlab.
@@ -47,4 +55,22 @@ func Tail(logs string, n int) string {
 		ls = ls[len(ls)-n:]
 	}
 	return strings.Join(ls, "\n")
+}
+
+// ExecFunc runs cmd as an exec of its own in the member a session runs in.
+type ExecFunc func(ctx context.Context, cmd []string, stdin io.Reader, stdout, stderr io.Writer) (int, error)
+
+// ServeSession serves an agent session read from in, its frames written
+// to out: each call it is sent runs through exec as bin's agent verb with
+// the call's arguments; an exec that fails prints its error on the call's
+// stderr and exits -1.
+func ServeSession(ctx context.Context, in io.Reader, out io.Writer, bin string, exec ExecFunc) error {
+	return session.Serve(ctx, in, out, func(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+		code, err := exec(ctx, append([]string{bin, "agent"}, args...), stdin, stdout, stderr)
+		if err != nil {
+			fmt.Fprintf(stderr, "%v\n", err)
+			return -1
+		}
+		return code
+	})
 }

@@ -16,7 +16,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rttlab/rttlab/internal/session"
 	"github.com/rttlab/rttlab/orchestrator/internal/fakes"
 	"github.com/rttlab/rttlab/orchestrator/runtime"
 )
@@ -459,13 +458,8 @@ func (r *Runtime) Exec(ctx context.Context, id string, s runtime.ExecSpec) (int,
 	if h == nil && key == "rttlab agent session" {
 		// A session runs each call it is sent as an exec of its own here,
 		// with the handlers of the verbs.
-		return 0, session.Serve(ctx, s.Stdin, x.Stdout, func(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-			code, err := r.Exec(ctx, id, runtime.ExecSpec{Cmd: append([]string{"rttlab", "agent"}, args...), Stdin: stdin, Stdout: stdout, Stderr: stderr})
-			if err != nil {
-				fmt.Fprintf(stderr, "%v\n", err)
-				return -1
-			}
-			return code
+		return 0, fakes.ServeSession(ctx, s.Stdin, x.Stdout, "rttlab", func(ctx context.Context, cmd []string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
+			return r.Exec(ctx, id, runtime.ExecSpec{Cmd: cmd, Stdin: stdin, Stdout: stdout, Stderr: stderr})
 		})
 	}
 	if s.Stdin != nil && stream {
