@@ -115,9 +115,7 @@ type Build struct {
 // Fault makes matching calls fail (or, as a crash, makes matching
 // containers exit when started).
 type Fault struct {
-	op    string
-	match string // the end of a subject (see FailOn); "" any
-	times int    // left; negative: forever
+	armed fakes.Armed // the op, the end of a subject (see FailOn), the times left
 	err   error
 	code  int    // crashes: exit code
 	logs  string // crashes: what the container printed
@@ -216,7 +214,7 @@ func (f *Engine) HandleStream(prefix string, h Handler) {
 func (f *Engine) FailOn(op, match string, times int, err error) *Fault {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	ft := &Fault{op: op, match: match, times: times, err: err}
+	ft := &Fault{armed: fakes.Armed{Op: op, Match: match, Times: times}, err: err}
 	f.faults = append(f.faults, ft)
 	return ft
 }
@@ -226,7 +224,7 @@ func (f *Engine) FailOn(op, match string, times int, err error) *Fault {
 func (f *Engine) CrashOnStart(match string, times, code int, logs string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.crashes = append(f.crashes, &Fault{match: match, times: times, code: code, logs: logs})
+	f.crashes = append(f.crashes, &Fault{armed: fakes.Armed{Match: match, Times: times}, code: code, logs: logs})
 }
 
 // Exit makes every running container whose name ends with match exit.
@@ -311,11 +309,8 @@ func (f *Engine) faultLocked(op string, subjects ...string) error {
 
 func (f *Engine) faultMatchLocked(op string, matches func(match string) bool) error {
 	for _, ft := range f.faults {
-		if ft.op != op || ft.times == 0 || !matches(ft.match) {
+		if !ft.armed.Fire(op, matches) {
 			continue
-		}
-		if ft.times > 0 {
-			ft.times--
 		}
 		ft.Hits++
 		return ft.err
@@ -627,10 +622,7 @@ func (f *Engine) StartContainer(ctx context.Context, id string) error {
 		}
 	}
 	for _, cr := range f.crashes {
-		if cr.times != 0 && matchAny(cr.match, []string{c.Spec.Name}) {
-			if cr.times > 0 {
-				cr.times--
-			}
+		if cr.armed.Fire("", func(match string) bool { return matchAny(match, []string{c.Spec.Name}) }) {
 			cr.Hits++
 			c.State, c.ExitCode, c.Logs = container.StateExited, cr.code, c.Logs+cr.logs
 			break

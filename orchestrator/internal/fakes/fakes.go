@@ -1,9 +1,9 @@
 // Package fakes holds what the lab's in-memory doubles (the fake engine,
 // enginefake, and the runtime double, runtimefake) do alike: how a
 // command line picks its exec handler, which a lab scripting both
-// doubles with one set of handlers relies on, how a label filter
-// matches, how a member's logs are tailed, and how an agent session is
-// served.
+// doubles with one set of handlers relies on, how an armed failure
+// fires, how a label filter matches, how a member's logs are tailed, and
+// how an agent session is served.
 package fakes
 
 import (
@@ -34,6 +34,27 @@ func Handler[H any](handlers map[string]H, key string) (prefix string, h H, ok b
 		}
 	}
 	return prefix, h, ok
+}
+
+// Armed is when a double's armed failure fires: on a call of Op (a
+// crash: none), whose subject Match names ("" any), Times more times
+// (negative: every time).
+type Armed struct {
+	Op, Match string
+	Times     int
+}
+
+// Fire says whether a fires on a call of op, matches saying whether
+// a.Match names the call's subject; when it fires, one of its times is
+// used up.
+func (a *Armed) Fire(op string, matches func(match string) bool) bool {
+	if a.Op != op || a.Times == 0 || !matches(a.Match) {
+		return false
+	}
+	if a.Times > 0 {
+		a.Times--
+	}
+	return true
 }
 
 // LabelsMatch says whether have carries every label of want, an empty

@@ -140,11 +140,10 @@ func (r *Runtime) HandleStream(prefix string, h Handler) {
 // fault is an armed failure: of op, for times more calls (< 0: every
 // call), on a member whose name ends with match ("": any).
 type fault struct {
-	op, match string
-	times     int
-	err       error
-	code      int // CrashOnStart's exit code and logs
-	logs      string
+	fakes.Armed
+	err  error
+	code int // CrashOnStart's exit code and logs
+	logs string
 }
 
 // FailOn makes the next call of op (StartMember, StopMember,
@@ -158,7 +157,7 @@ func (r *Runtime) FailOn(op, name string, err error) { r.FailTimes(op, name, 1, 
 func (r *Runtime) FailTimes(op, match string, times int, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.faults = append(r.faults, &fault{op: op, match: match, times: times, err: err})
+	r.faults = append(r.faults, &fault{Armed: fakes.Armed{Op: op, Match: match, Times: times}, err: err})
 }
 
 // CrashOnStart makes the next times members whose name ends with match
@@ -166,7 +165,7 @@ func (r *Runtime) FailTimes(op, match string, times int, err error) {
 func (r *Runtime) CrashOnStart(match string, times, code int, logs string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.crashes = append(r.crashes, &fault{match: match, times: times, code: code, logs: logs})
+	r.crashes = append(r.crashes, &fault{Armed: fakes.Armed{Match: match, Times: times}, code: code, logs: logs})
 }
 
 // Exit makes every running member whose name ends with name stop with
@@ -248,16 +247,11 @@ func (r *Runtime) faultLocked(op, name string, cmd ...string) error {
 // given, the command line cmd.
 func takeLocked(faults []*fault, op, name, cmd string) *fault {
 	for _, ft := range faults {
-		if ft.op != op || ft.times == 0 {
-			continue
+		if ft.Fire(op, func(match string) bool {
+			return match == "" || strings.HasSuffix(name, match) || (cmd != "" && strings.Contains(cmd, match))
+		}) {
+			return ft
 		}
-		if ft.match != "" && !strings.HasSuffix(name, ft.match) && (cmd == "" || !strings.Contains(cmd, ft.match)) {
-			continue
-		}
-		if ft.times > 0 {
-			ft.times--
-		}
-		return ft
 	}
 	return nil
 }
