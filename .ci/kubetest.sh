@@ -80,38 +80,38 @@ if [ -z "${RTTLAB_AGENT_IMAGE:-}" ] && [ -x "$rttlab_bin" ] && docker info >/dev
   # agent image carries the rttlab binary its sessions run.
   "$rttlab_bin" images build agent go postgres >&2
 fi
+# try_import IMAGE... imports the images into every node and prints what
+# kube.sh said; where one is missing (exit 3) it returns 3 and leaves the
+# reason, one line, in $missing; any other failure ends the tests.
+try_import() {
+  local out rc=0
+  out=$(bash .ci/kube.sh import "$@" 2>&1) || rc=$?
+  printf '%s\n' "$out" >&2
+  [ $rc = 0 ] || [ $rc = 3 ] || exit $rc
+  missing=${out##*$'\n'}
+  return $rc
+}
 # The agent, and the go app's stack for the study run on the cluster, in
 # one import: one archive and one wait for the kubelets to list them.
 stack_images="rttlab/postgres:latest rttlab/go:latest"
 # shellcheck disable=SC2086
-if import_out=$(bash .ci/kube.sh import "$agent_image" $stack_images 2>&1); then
-  printf '%s\n' "$import_out" >&2
+if try_import "$agent_image" $stack_images; then
   export RTTLAB_KUBE_AGENT_IMAGE=$agent_image
 else
-  rc=$?
-  printf '%s\n' "$import_out" >&2
-  [ $rc = 3 ] || exit $rc
-  # One is missing: without the agent image the node agent's tests skip
-  # and say why, in one line; without the stack's the study's test does
-  # (unless RTTLAB_KUBE_AGENT=required, which makes either a failure).
-  if import_out=$(bash .ci/kube.sh import "$agent_image" 2>&1); then
-    printf '%s\n' "$import_out" >&2
+  # One is missing, so one at a time: without the agent image the node
+  # agent's tests skip and say why; without the stack's the study's test
+  # does (unless RTTLAB_KUBE_AGENT=required, which makes either a
+  # failure).
+  if try_import "$agent_image"; then
     export RTTLAB_KUBE_AGENT_IMAGE=$agent_image
+  elif [ "${RTTLAB_KUBE_AGENT:-}" = required ]; then
+    echo "kubetest: the node agent's tests need the agent image on the cluster: $missing" >&2
+    exit 1
   else
-    rc=$?
-    printf '%s\n' "$import_out" >&2
-    [ $rc = 3 ] || exit $rc
-    if [ "${RTTLAB_KUBE_AGENT:-}" = required ]; then
-      echo "kubetest: the node agent's tests need the agent image on the cluster: ${import_out##*$'\n'}" >&2
-      exit 1
-    fi
-    export RTTLAB_KUBE_AGENT_IMAGE_MISSING="${import_out##*$'\n'}"
+    export RTTLAB_KUBE_AGENT_IMAGE_MISSING=$missing
   fi
   for img in $stack_images; do
-    if ! import_out=$(bash .ci/kube.sh import "$img" 2>&1); then
-      printf '%s\n' "$import_out" >&2
-      if [ "${RTTLAB_KUBE_AGENT:-}" = required ]; then exit 1; fi
-    fi
+    try_import "$img" || [ "${RTTLAB_KUBE_AGENT:-}" != required ] || exit 1
   done
 fi
 t3=$(now)
