@@ -19,19 +19,23 @@ func TestCheckString(t *testing.T) {
 	}
 }
 
-// An error quotes the last lines of what a member printed, indented.
-func TestLastLines(t *testing.T) {
+// A member's logs are cut to their tail; an error quotes the last lines
+// of what a member printed, indented.
+func TestTailAndLastLines(t *testing.T) {
 	for _, c := range []struct {
-		in   string
-		n    int
-		want string
+		in         string
+		n          int
+		tail, last string
 	}{
-		{"a\nb\nc\nd\n", 2, "    c\n    d"},
-		{"a\nb\n", 5, "    a\n    b"},
-		{"only", 1, "    only"},
+		{"a\nb\nc\nd\n", 2, "c\nd", "    c\n    d"},
+		{"a\nb\n", 5, "a\nb", "    a\n    b"},
+		{"only", 1, "only", "    only"},
 	} {
-		if got := LastLines(c.in, c.n); got != c.want {
-			t.Errorf("LastLines(%q, %d) = %q, want %q", c.in, c.n, got, c.want)
+		if got := Tail(c.in, c.n); got != c.tail {
+			t.Errorf("Tail(%q, %d) = %q, want %q", c.in, c.n, got, c.tail)
+		}
+		if got := LastLines(c.in, c.n); got != c.last {
+			t.Errorf("LastLines(%q, %d) = %q, want %q", c.in, c.n, got, c.last)
 		}
 	}
 }

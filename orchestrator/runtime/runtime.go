@@ -210,14 +210,20 @@ type State struct {
 	Health string
 }
 
-// LastLines is the last n lines of a member's output s, each indented by
-// four spaces, as an error quotes what a command or a member printed.
-func LastLines(s string, n int) string {
+// Tail is the last n lines of a member's output s, without the final
+// newline, as a runtime returns a member's logs cut to their tail.
+func Tail(s string, n int) string {
 	ls := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	if len(ls) > n {
 		ls = ls[len(ls)-n:]
 	}
-	return "    " + strings.Join(ls, "\n    ")
+	return strings.Join(ls, "\n")
+}
+
+// LastLines is the last n lines of a member's output s, each indented by
+// four spaces, as an error quotes what a command or a member printed.
+func LastLines(s string, n int) string {
+	return "    " + strings.ReplaceAll(Tail(s, n), "\n", "\n    ")
 }
 
 // Execer runs commands in a member and reads its output.

@@ -27,6 +27,7 @@ import (
 	"github.com/docker/go-connections/nat"
 	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/internal/fakes"
+	labrt "github.com/rttlab/rttlab/orchestrator/runtime"
 )
 
 // Engine is an in-memory Docker engine for unit tests. It keeps
@@ -878,7 +879,7 @@ func (f *Engine) Logs(ctx context.Context, id string, tail int) (string, error) 
 	if c == nil {
 		return "", fmt.Errorf("logs %s: No such container", engine.ShortID(id))
 	}
-	return fakes.Tail(c.Logs, tail), nil
+	return labrt.Tail(c.Logs, tail), nil
 }
 
 // Networks

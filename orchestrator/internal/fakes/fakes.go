@@ -2,8 +2,8 @@
 // enginefake, and the runtime double, runtimefake) do alike: how a
 // command line picks its exec handler, which a lab scripting both
 // doubles with one set of handlers relies on, how an armed failure
-// fires, how a label filter matches, how a member's logs are tailed, and
-// how an agent session is served.
+// fires, how a label filter matches, and how an agent session is
+// served.
 package fakes
 
 import (
@@ -67,15 +67,6 @@ func LabelsMatch(have, want map[string]string) bool {
 		}
 	}
 	return true
-}
-
-// Tail returns the last n lines of logs.
-func Tail(logs string, n int) string {
-	ls := strings.Split(strings.TrimRight(logs, "\n"), "\n")
-	if len(ls) > n {
-		ls = ls[len(ls)-n:]
-	}
-	return strings.Join(ls, "\n")
 }
 
 // ExecFunc runs cmd as an exec of its own in the member a session runs in.

@@ -484,7 +484,7 @@ func (r *Runtime) Logs(ctx context.Context, id string, tail int) (string, error)
 	if !ok {
 		return "", fmt.Errorf("logs %s: %w", id, runtime.ErrNotFound)
 	}
-	return fakes.Tail(m.Logs, tail), nil
+	return runtime.Tail(m.Logs, tail), nil
 }
 
 // RemoveRun removes the members labelled with the run, those beside
