@@ -5,10 +5,12 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -55,12 +57,7 @@ func embeddedImports(pkg fs.FS) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]string, 0, len(seen))
-	for ip := range seen {
-		out = append(out, ip)
-	}
-	sort.Strings(out)
-	return out, nil
+	return slices.Sorted(maps.Keys(seen)), nil
 }
 
 // embeddedGoMod writes the go.mod of an embedded program: module modPath,
