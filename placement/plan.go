@@ -48,20 +48,23 @@ type PlaceOneWay struct {
 
 func (l *PlaceLink) UnmarshalYAML(n *yaml.Node) error {
 	type plain PlaceLink
-	l.line = n.Line
-	if err := planfile.KnownKeys(n, "a", "b", "rtt_ms"); err != nil {
-		return err
-	}
-	return n.Decode((*plain)(l))
+	return decodeLined(n, &l.line, (*plain)(l), "a", "b", "rtt_ms")
 }
 
 func (o *PlaceOneWay) UnmarshalYAML(n *yaml.Node) error {
 	type plain PlaceOneWay
-	o.line = n.Line
-	if err := planfile.KnownKeys(n, "from", "to", "ms"); err != nil {
+	return decodeLined(n, &o.line, (*plain)(o), "from", "to", "ms")
+}
+
+// decodeLined decodes an entry n into v, a plain view of it (without its
+// UnmarshalYAML), recording n's line in *line and refusing keys other
+// than known.
+func decodeLined(n *yaml.Node, line *int, v any, known ...string) error {
+	*line = n.Line
+	if err := planfile.KnownKeys(n, known...); err != nil {
 		return err
 	}
-	return n.Decode((*plain)(o))
+	return n.Decode(v)
 }
 
 // Plan describes a placement study (rttlab place).
@@ -312,22 +315,9 @@ func (p *Plan) Validate() error {
 func (p *Plan) validateLinks() error {
 	seen := map[[2]string]bool{}
 	for _, l := range p.Links {
-		for _, n := range []string{l.A, l.B} {
-			if !knownNode(n) {
-				return p.lineErr(l.line, "link %s–%s: unknown node %q (nodes: %s)", l.A, l.B, n, strings.Join(PlaceNodes, ", "))
-			}
+		if err := p.validateEnds(seen, pairKey(l.A, l.B), l.line, fmt.Sprintf("link %s–%s", l.A, l.B), l.A, l.B, "rtt_ms", l.RTTMs); err != nil {
+			return err
 		}
-		if l.A == l.B {
-			return p.lineErr(l.line, "link %s–%s: a link to itself", l.A, l.B)
-		}
-		if err := validDelay(l.RTTMs); err != nil {
-			return p.lineErr(l.line, "link %s–%s: rtt_ms %v", l.A, l.B, err)
-		}
-		k := pairKey(l.A, l.B)
-		if seen[k] {
-			return p.lineErr(l.line, "link %s–%s is listed twice", l.A, l.B)
-		}
-		seen[k] = true
 	}
 	return nil
 }
@@ -337,22 +327,33 @@ func (p *Plan) validateLinks() error {
 func (p *Plan) validateHeldOut() error {
 	seenOW := map[[2]string]bool{}
 	for _, o := range p.HeldOut {
-		for _, n := range []string{o.From, o.To} {
-			if !knownNode(n) {
-				return p.lineErr(o.line, "held_out %s→%s: unknown node %q (nodes: %s)", o.From, o.To, n, strings.Join(PlaceNodes, ", "))
-			}
+		if err := p.validateEnds(seenOW, [2]string{o.From, o.To}, o.line, fmt.Sprintf("held_out %s→%s", o.From, o.To), o.From, o.To, "ms", o.Ms); err != nil {
+			return err
 		}
-		if o.From == o.To {
-			return p.lineErr(o.line, "held_out %s→%s: a link to itself", o.From, o.To)
-		}
-		if err := validDelay(o.Ms); err != nil {
-			return p.lineErr(o.line, "held_out %s→%s: ms %v", o.From, o.To, err)
-		}
-		if seenOW[[2]string{o.From, o.To}] {
-			return p.lineErr(o.line, "held_out %s→%s is listed twice", o.From, o.To)
-		}
-		seenOW[[2]string{o.From, o.To}] = true
 	}
+	return nil
+}
+
+// validateEnds checks one link or held-out delay, named what in the
+// errors: its nodes a and b are known and differ, its delay ms (the
+// field's value) is valid, and its key is not in seen yet; it adds the key
+// to seen.
+func (p *Plan) validateEnds(seen map[[2]string]bool, key [2]string, line int, what, a, b, field string, ms float64) error {
+	for _, n := range []string{a, b} {
+		if !knownNode(n) {
+			return p.lineErr(line, "%s: unknown node %q (nodes: %s)", what, n, strings.Join(PlaceNodes, ", "))
+		}
+	}
+	if a == b {
+		return p.lineErr(line, "%s: a link to itself", what)
+	}
+	if err := validDelay(ms); err != nil {
+		return p.lineErr(line, "%s: %s %v", what, field, err)
+	}
+	if seen[key] {
+		return p.lineErr(line, "%s is listed twice", what)
+	}
+	seen[key] = true
 	return nil
 }
 
