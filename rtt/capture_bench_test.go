@@ -5,7 +5,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/netem"
 	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/enginetest"
@@ -25,11 +24,7 @@ import (
 //	RTTLAB_INTEGRATION=1 go test -run '^$' -bench TaskCapture -benchtime 20x ./rtt
 func BenchmarkTaskCapture(b *testing.B) {
 	rt := enginetest.Engine(b)
-	all := enginetest.BuiltApps(b, rt, "postgres", "go", "agent")
-	target, err := apps.Resolve(all, "go")
-	if err != nil {
-		b.Fatal(err)
-	}
+	target := enginetest.BuiltTarget(b, rt, "go", "postgres", "go", "agent")
 	p, _ := BuiltinPlan("smoke")
 	ctx := context.Background()
 	lab := engine.NewLab(rt, "")

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/enginetest"
 )
@@ -21,11 +20,7 @@ import (
 // decision log; the workers' intervals are logged).
 func TestIntegrationWorkersSmoke(t *testing.T) {
 	rt := enginetest.Engine(t)
-	all := enginetest.BuiltApps(t, rt, "postgres", "agent", "rails")
-	target, err := apps.Resolve(all, "rails")
-	if err != nil {
-		t.Fatal(err)
-	}
+	target := enginetest.BuiltTarget(t, rt, "rails", "postgres", "agent", "rails")
 	plan, ok := BuiltinPlan(PlanWorkersSmoke, DefaultLimits(runtime.NumCPU()))
 	if !ok {
 		t.Fatal("no workers-smoke plan")

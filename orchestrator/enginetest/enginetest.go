@@ -82,6 +82,17 @@ func BuiltApps(t testing.TB, rt *engine.Runtime, names ...string) map[string]*ap
 	return Build(t, Builder(t, rt, ""), names...)
 }
 
+// BuiltTarget builds the named images from the checkout, as BuiltApps
+// does, and returns the target of app among their metadata.
+func BuiltTarget(t testing.TB, rt *engine.Runtime, app string, images ...string) apps.Target {
+	t.Helper()
+	target, err := apps.Resolve(BuiltApps(t, rt, images...), app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return target
+}
+
 // RemoveAtEnd removes st from the engine when the test ends; the test
 // fails where that fails or leaves a container of st's run.
 func RemoveAtEnd(t testing.TB, rt *engine.Runtime, st *stack.Stack) {

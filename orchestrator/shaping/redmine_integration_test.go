@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/docker/go-connections/nat"
-	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/enginetest"
 	"github.com/rttlab/rttlab/orchestrator/stack"
@@ -41,11 +40,7 @@ func redmineCount(t *testing.T, st *stack.Stack, hdr []string, path string) int 
 
 func TestIntegrationRedmine(t *testing.T) {
 	rt := enginetest.Engine(t)
-	all := enginetest.BuiltApps(t, rt, "postgres", "agent", "redmine")
-	target, err := apps.Resolve(all, "redmine")
-	if err != nil {
-		t.Fatal(err)
-	}
+	target := enginetest.BuiltTarget(t, rt, "redmine", "postgres", "agent", "redmine")
 	ctx := context.Background()
 	st, err := stack.StartStack(ctx, engine.NewLab(rt, ""), stack.StackOptions{Target: target, Publish: true, ReadyTimeout: 10 * time.Minute})
 	if err != nil {

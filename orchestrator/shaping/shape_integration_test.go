@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rttlab/rttlab/apps"
 	"github.com/rttlab/rttlab/orchestrator/engine"
 	"github.com/rttlab/rttlab/orchestrator/enginetest"
 	"github.com/rttlab/rttlab/orchestrator/stack"
@@ -20,11 +19,7 @@ import (
 // shapedStack starts postgres + go with userspace agents.
 func shapedStack(t *testing.T, rt *engine.Runtime, scope string) *Shaping {
 	t.Helper()
-	all := enginetest.BuiltApps(t, rt, "postgres", "go", "agent")
-	target, err := apps.Resolve(all, "go")
-	if err != nil {
-		t.Fatal(err)
-	}
+	target := enginetest.BuiltTarget(t, rt, "go", "postgres", "go", "agent")
 	ctx := context.Background()
 	st, err := stack.StartStack(ctx, engine.NewLab(rt, ""), stack.StackOptions{Target: target})
 	if err != nil {
