@@ -22,7 +22,7 @@ func TestRunFakeResumeRefusedWhileFolderHeld(t *testing.T) {
 			t.Fatal(err)
 		}
 		l := fakelab.NewOn(t, lab.Double())
-		got, err := Run(context.Background(), l.Runtime(), l, l.Apps, RunOptions{Resume: dir, Now: fakeNow})
+		got, err := Run(context.Background(), l.Runtime(), l, l.Apps, RunOptions{Resume: dir, Now: fakeNow, NoPlots: fakelab.UnderRace})
 		if !errors.Is(err, results.ErrLocked) || !strings.Contains(err.Error(), dir) {
 			t.Fatalf("resume of a held folder: err = %v, want ErrLocked naming %s", err, dir)
 		}
@@ -35,7 +35,7 @@ func TestRunFakeResumeRefusedWhileFolderHeld(t *testing.T) {
 		if err := held.Close(); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := Run(context.Background(), l.Runtime(), l, l.Apps, RunOptions{Resume: dir, Now: fakeNow}); err != nil {
+		if _, err := Run(context.Background(), l.Runtime(), l, l.Apps, RunOptions{Resume: dir, Now: fakeNow, NoPlots: fakelab.UnderRace}); err != nil {
 			t.Fatalf("resume after the holder closed: %v", err)
 		}
 		l.RequireEmpty(t)

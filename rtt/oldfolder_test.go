@@ -33,7 +33,7 @@ func TestRunOldLayoutFolder(t *testing.T) {
 			resultstest.OpenTrimmed(t, raw.Open, dir, raw.SamplesFile, "raw.Open left the cut line of samples.jsonl")
 		})
 		tasks := loadFolder(t, dir).Manifest.Tasks
-		if _, err := Run(context.Background(), lab.Runtime(), lab, lab.Apps, RunOptions{Resume: dir, Now: fakeNow}); err != nil {
+		if _, err := Run(context.Background(), lab.Runtime(), lab, lab.Apps, RunOptions{Resume: dir, Now: fakeNow, NoPlots: fakelab.UnderRace}); err != nil {
 			t.Fatalf("resume: %v", err)
 		}
 		checkLoadsFollow(t, lab.Loads(), tasks[3:])

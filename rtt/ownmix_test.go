@@ -187,7 +187,7 @@ func TestRunFakeOwnAppRequestMix(t *testing.T) {
 		if err := AddOwnApps(p, all); err != nil {
 			t.Fatal(err)
 		}
-		dir, err := Run(context.Background(), lab.Runtime(), lab, all, RunOptions{Plan: p, OutDir: t.TempDir(), Now: fakeNow})
+		dir, err := Run(context.Background(), lab.Runtime(), lab, all, RunOptions{Plan: p, OutDir: t.TempDir(), Now: fakeNow, NoPlots: fakelab.UnderRace})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -51,6 +51,9 @@ type RunOptions struct {
 	// Rendered, when set, gets the summary the run's end rendered (not
 	// called when rendering failed).
 	Rendered func(*report.Summary)
+	// NoPlots ends the run with its summaries and report but without
+	// drawing the figures (report.Options.NoPlots).
+	NoPlots bool
 	// TaskWatch, when set, is called before each attempt of a task sends
 	// its requests (the delay set, rttlab's own captures not yet started),
 	// with the task and the containers of the load client, the app and
@@ -210,7 +213,7 @@ func finishRun(ctx context.Context, rt rtm.Runtime, f *raw.Folder, m *raw.Manife
 	if o.Progress != nil {
 		o.Progress.Finish()
 	}
-	s, _, err := report.RenderSummary(f.Dir(), report.Options{})
+	s, _, err := report.RenderSummary(f.Dir(), report.Options{NoPlots: o.NoPlots})
 	if err != nil && runErr == nil {
 		runErr = err
 	}

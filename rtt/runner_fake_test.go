@@ -47,7 +47,7 @@ var fakeNow = func() time.Time { return time.Date(2026, 12, 1, 10, 0, 0, 0, time
 // returns the folder; a failed run fails the test.
 func runFake(t *testing.T, lab *fakelab.Lab, p *Plan) string {
 	t.Helper()
-	dir, err := Run(context.Background(), lab.Runtime(), lab, lab.Apps, RunOptions{Plan: p, OutDir: t.TempDir(), Now: fakeNow})
+	dir, err := Run(context.Background(), lab.Runtime(), lab, lab.Apps, RunOptions{Plan: p, OutDir: t.TempDir(), Now: fakeNow, NoPlots: fakelab.UnderRace})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +172,7 @@ func runsShuffledPlan(t *testing.T, lab *fakelab.Lab) {
 	prog := &recProgress{}
 	var rendered *report.Summary
 	dir, err := Run(context.Background(), lab.Runtime(), lab, lab.Apps, RunOptions{Plan: p, OutDir: t.TempDir(), Version: "test", Commit: "abc",
-		Images: map[string]string{"go": "sha256:1"}, Progress: prog, Now: fakeNow, Rendered: func(s *report.Summary) { rendered = s }})
+		Images: map[string]string{"go": "sha256:1"}, Progress: prog, Now: fakeNow, NoPlots: fakelab.UnderRace, Rendered: func(s *report.Summary) { rendered = s }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -362,7 +362,7 @@ func TestRunFakeRetriesFailedTask(t *testing.T) {
 			return 1, nil
 		})
 		prog := &recProgress{}
-		dir, err := Run(context.Background(), lab.Runtime(), lab, lab.Apps, RunOptions{Plan: fakePlan(), OutDir: t.TempDir(), Progress: prog, Now: fakeNow})
+		dir, err := Run(context.Background(), lab.Runtime(), lab, lab.Apps, RunOptions{Plan: fakePlan(), OutDir: t.TempDir(), Progress: prog, Now: fakeNow, NoPlots: fakelab.UnderRace})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -412,7 +412,7 @@ func TestRunFakeRejectsBadLoadOutput(t *testing.T) {
 			}
 			return lab.Load(ctx, x)
 		})
-		dir, err := Run(context.Background(), lab.Runtime(), lab, lab.Apps, RunOptions{Plan: fakePlan(), OutDir: t.TempDir(), Now: fakeNow})
+		dir, err := Run(context.Background(), lab.Runtime(), lab, lab.Apps, RunOptions{Plan: fakePlan(), OutDir: t.TempDir(), Now: fakeNow, NoPlots: fakelab.UnderRace})
 		if err == nil || !strings.Contains(err.Error(), "failed twice") || !strings.Contains(err.Error(), "returned 1 results, want 5") {
 			t.Fatalf("err = %v", err)
 		}
@@ -470,7 +470,7 @@ func TestRunFakeRestartFails(t *testing.T) {
 			}
 			return 1, nil
 		})
-		dir, err := Run(context.Background(), lab.Runtime(), lab, lab.Apps, RunOptions{Plan: fakePlan(), OutDir: t.TempDir(), Now: fakeNow})
+		dir, err := Run(context.Background(), lab.Runtime(), lab, lab.Apps, RunOptions{Plan: fakePlan(), OutDir: t.TempDir(), Now: fakeNow, NoPlots: fakelab.UnderRace})
 		if err == nil || !strings.Contains(err.Error(), "non-overlapping") {
 			t.Fatalf("err = %v", err)
 		}
@@ -488,7 +488,7 @@ func TestRunFakeFailsTwiceThenResumes(t *testing.T) {
 	fakelab.OnEach(t, func(t *testing.T, lab *fakelab.Lab) {
 		lab.FailOn("Exec", "agent load", 2, errors.New("exec rttlab in client: connection refused"))
 		out := t.TempDir()
-		dir, err := Run(context.Background(), lab.Runtime(), lab, lab.Apps, RunOptions{Plan: fakePlan(), OutDir: out, Now: fakeNow})
+		dir, err := Run(context.Background(), lab.Runtime(), lab, lab.Apps, RunOptions{Plan: fakePlan(), OutDir: out, Now: fakeNow, NoPlots: fakelab.UnderRace})
 		if err == nil || !strings.Contains(err.Error(), "failed twice") || !strings.HasPrefix(err.Error(), "go: ") {
 			t.Fatalf("err = %v", err)
 		}
@@ -503,7 +503,7 @@ func TestRunFakeFailsTwiceThenResumes(t *testing.T) {
 		}
 		// Resume: the failed task gets attempt 3, probes and trace are not
 		// repeated for an app that has them.
-		if _, err := Run(context.Background(), lab.Runtime(), lab, lab.Apps, RunOptions{Resume: dir, Now: fakeNow}); err != nil {
+		if _, err := Run(context.Background(), lab.Runtime(), lab, lab.Apps, RunOptions{Resume: dir, Now: fakeNow, NoPlots: fakelab.UnderRace}); err != nil {
 			t.Fatal(err)
 		}
 		d = loadFolder(t, dir)
@@ -542,7 +542,7 @@ func TestRunFakeCancelCleansUpAndResumes(t *testing.T) {
 						}
 					}
 				}
-				dir, err := Run(ctx, lab.Runtime(), lab, lab.Apps, RunOptions{Plan: fakePlan(), OutDir: t.TempDir(), Progress: prog, Now: fakeNow})
+				dir, err := Run(ctx, lab.Runtime(), lab, lab.Apps, RunOptions{Plan: fakePlan(), OutDir: t.TempDir(), Progress: prog, Now: fakeNow, NoPlots: fakelab.UnderRace})
 				if !errors.Is(err, context.Canceled) {
 					t.Fatalf("err = %v", err)
 				}
@@ -562,7 +562,7 @@ func TestRunFakeCancelCleansUpAndResumes(t *testing.T) {
 
 				lab.Handle("rttlab agent load", lab.Load)
 				prog2 := &recProgress{}
-				if _, err := Run(context.Background(), lab.Runtime(), lab, lab.Apps, RunOptions{Resume: dir, Progress: prog2, Now: fakeNow}); err != nil {
+				if _, err := Run(context.Background(), lab.Runtime(), lab, lab.Apps, RunOptions{Resume: dir, Progress: prog2, Now: fakeNow, NoPlots: fakelab.UnderRace}); err != nil {
 					t.Fatal(err)
 				}
 				checkLoadsFollow(t, lab.Loads()[before:], tasks[3:])
@@ -603,7 +603,7 @@ func TestRunFakeRefusesBeforeStart(t *testing.T) {
 			fakelab.OnEach(t, func(t *testing.T, l *fakelab.Lab) {
 				t.Run(c.name, func(t *testing.T) {
 					out := t.TempDir()
-					o := RunOptions{Plan: fakePlan(), OutDir: out, Now: fakeNow}
+					o := RunOptions{Plan: fakePlan(), OutDir: out, Now: fakeNow, NoPlots: fakelab.UnderRace}
 					c.mod(&o, l)
 					dir, err := Run(context.Background(), l.Runtime(), l, l.Apps, o)
 					if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -670,7 +670,7 @@ func TestRunFakeStartFailuresCleanUp(t *testing.T) {
 				if c.name == "no auth key" {
 					p.Apps = []PlanApp{{Name: "redmine", Mix: "redmine"}}
 				}
-				_, err := Run(context.Background(), l.Runtime(), l, l.Apps, RunOptions{Plan: p, OutDir: t.TempDir(), Now: fakeNow})
+				_, err := Run(context.Background(), l.Runtime(), l, l.Apps, RunOptions{Plan: p, OutDir: t.TempDir(), Now: fakeNow, NoPlots: fakelab.UnderRace})
 				if err == nil || !strings.Contains(err.Error(), c.want) {
 					t.Fatalf("err = %v, want %q", err, c.want)
 				}
@@ -685,7 +685,7 @@ func TestRunFakeStartFailuresCleanUp(t *testing.T) {
 func TestRunFakeSurfacesCleanupFailure(t *testing.T) {
 	fakelab.OnEach(t, func(t *testing.T, lab *fakelab.Lab) {
 		lab.FailOn("RemoveContainer", "-db", -1, errors.New("remove: device or resource busy"))
-		_, err := Run(context.Background(), lab.Runtime(), lab, lab.Apps, RunOptions{Plan: fakePlan(), OutDir: t.TempDir(), Now: fakeNow})
+		_, err := Run(context.Background(), lab.Runtime(), lab, lab.Apps, RunOptions{Plan: fakePlan(), OutDir: t.TempDir(), Now: fakeNow, NoPlots: fakelab.UnderRace})
 		if err == nil || !strings.Contains(err.Error(), "device or resource busy") || !strings.Contains(err.Error(), "rttlab clean --run") {
 			t.Fatalf("err = %v", err)
 		}
@@ -753,7 +753,7 @@ func TestRunFakeCaptureCannotStart(t *testing.T) {
 			fmt.Fprintln(x.Stderr, "rttlab: capture: packet socket: operation not permitted (needs CAP_NET_RAW)")
 			return 1, nil
 		})
-		dir, err := Run(context.Background(), lab.Runtime(), lab, lab.Apps, RunOptions{Plan: fakePlan(), OutDir: t.TempDir(), Now: fakeNow})
+		dir, err := Run(context.Background(), lab.Runtime(), lab, lab.Apps, RunOptions{Plan: fakePlan(), OutDir: t.TempDir(), Now: fakeNow, NoPlots: fakelab.UnderRace})
 		if err == nil || !strings.Contains(err.Error(), "failed twice: capture the task's packets") || !strings.Contains(err.Error(), "needs CAP_NET_RAW") {
 			t.Fatalf("err = %v", err)
 		}
@@ -786,7 +786,7 @@ func TestRunFakeInterruptedProbesNotProbed(t *testing.T) {
 			cancel()
 			return -1, sctx.Err()
 		})
-		dir, err := Run(ctx, lab.Runtime(), lab, lab.Apps, RunOptions{Plan: fakePlan(), OutDir: t.TempDir(), Progress: &recProgress{}, Now: fakeNow})
+		dir, err := Run(ctx, lab.Runtime(), lab, lab.Apps, RunOptions{Plan: fakePlan(), OutDir: t.TempDir(), Progress: &recProgress{}, Now: fakeNow, NoPlots: fakelab.UnderRace})
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("err = %v", err)
 		}
@@ -815,7 +815,7 @@ func TestRunFakeInterruptedProbesNotProbed(t *testing.T) {
 		}
 
 		lab.Handle("rttlab agent sqlprobe", lab.SQLProbe)
-		if _, err := Run(context.Background(), lab.Runtime(), lab, lab.Apps, RunOptions{Resume: dir, Progress: &recProgress{}, Now: fakeNow}); err != nil {
+		if _, err := Run(context.Background(), lab.Runtime(), lab, lab.Apps, RunOptions{Resume: dir, Progress: &recProgress{}, Now: fakeNow, NoPlots: fakelab.UnderRace}); err != nil {
 			t.Fatal(err)
 		}
 		lab.RequireEmpty(t)

@@ -213,7 +213,7 @@ func TestRunFakeCalibratePerRun(t *testing.T) {
 			p.CalibratePer = per
 			p.Hook = netem.HookIngress
 			prog := &recProgress{}
-			dir, err := Run(context.Background(), lab.Runtime(), lab, lab.Apps, RunOptions{Plan: p, OutDir: t.TempDir(), Now: fakeNow, Progress: prog})
+			dir, err := Run(context.Background(), lab.Runtime(), lab, lab.Apps, RunOptions{Plan: p, OutDir: t.TempDir(), Now: fakeNow, NoPlots: fakelab.UnderRace, Progress: prog})
 			if err != nil {
 				t.Fatal(err)
 			}

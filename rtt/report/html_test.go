@@ -224,6 +224,35 @@ func TestRenderRemovesStalePlots(t *testing.T) {
 	}
 }
 
+// Without its figures a render writes the summaries and the report as
+// before, draws nothing and removes no figure an earlier render drew.
+func TestRenderNoPlots(t *testing.T) {
+	t.Parallel()
+	dir := writeGoldenFolder(t, goldenSpecs[:1])
+	_, files, err := RenderSummary(dir, Options{NoPlots: true})
+	mustNoErr(t, err)
+	for _, f := range files {
+		if filepath.Dir(f) != dir {
+			t.Errorf("%s written without figures", f)
+		}
+	}
+	h, err := os.ReadFile(filepath.Join(dir, ReportFile))
+	mustNoErr(t, err)
+	if bytes.Contains(h, []byte(`id="plot-`)) {
+		t.Error("the report shows a figure that was not drawn")
+	}
+	mustNoErr(t, Render(dir))
+	before, err := os.ReadDir(filepath.Join(dir, PlotsDir))
+	mustNoErr(t, err)
+	_, _, err = RenderSummary(dir, Options{NoPlots: true})
+	mustNoErr(t, err)
+	after, err := os.ReadDir(filepath.Join(dir, PlotsDir))
+	mustNoErr(t, err)
+	if len(before) == 0 || len(after) != len(before) {
+		t.Errorf("figures: %d before a render without them, %d after", len(before), len(after))
+	}
+}
+
 // A writer's lock keeps no reader out: Render reads a folder that a run
 // holds open.
 func TestRenderWhileLocked(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/rttlab/rttlab/results"
+	"github.com/rttlab/rttlab/results/plotkit"
 	"github.com/rttlab/rttlab/results/stats"
 	"github.com/rttlab/rttlab/rtt/raw"
 )
@@ -68,9 +69,11 @@ func RenderSummary(dir string, o Options) (*Summary, []string, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("render %s: %w", dir, err)
 	}
-	plots, err := s.Plots()
-	if err != nil {
-		return nil, nil, fmt.Errorf("render %s: %w", dir, err)
+	var plots []plotkit.PlotFile
+	if !o.NoPlots {
+		if plots, err = s.Plots(); err != nil {
+			return nil, nil, fmt.Errorf("render %s: %w", dir, err)
+		}
 	}
 	html, err := s.HTML(plots)
 	if err != nil {
@@ -93,7 +96,7 @@ func RenderSummary(dir string, o Options) (*Summary, []string, error) {
 	}
 	// A plot that no longer has data must not linger from an earlier render.
 	for _, n := range plotNames {
-		if !keep[n] {
+		if !keep[n] && !o.NoPlots {
 			for _, ext := range []string{".svg", ".png"} {
 				if err := os.Remove(filepath.Join(pdir, n+ext)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 					return nil, nil, fmt.Errorf("render %s: remove stale plot: %w", dir, err)

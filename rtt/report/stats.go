@@ -48,6 +48,13 @@ type Options struct {
 	// StripRTTms chooses the setting of the per-run strip plot; nil
 	// chooses the largest setting.
 	StripRTTms *float64
+	// NoPlots renders the summaries and the report without drawing the
+	// figures, and leaves a folder's figures from an earlier render as
+	// they are. The fake runs' tests under the race detector set it:
+	// drawing runs on one goroutine once the run's have ended, so the
+	// detector has nothing to watch there, and it makes a fake run ten
+	// times slower; the same tests draw every figure without it.
+	NoPlots bool
 }
 
 func (o Options) withDefaults() Options {
