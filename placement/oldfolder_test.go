@@ -32,7 +32,7 @@ func TestPlacementOldLayoutFolder(t *testing.T) {
 		}
 		resultstest.OpenTrimmed(t, OpenFolder, dir, SamplesFile, "OpenFolder left the cut sample line")
 		l, ps := startLab(t, p, d)
-		if _, err := (&Runner{Runtime: l.Runtime(), Engine: l, Session: ps, Dir: dir, Version: "test"}).Run(context.Background()); err != nil {
+		if _, err := (&Runner{Runtime: l.Runtime(), Engine: l, Session: ps, Dir: dir, Version: "test", NoPlots: fakelab.UnderRace}).Run(context.Background()); err != nil {
 			t.Fatalf("resume: %v", err)
 		}
 		j := checkEveryTaskOnce(t, dir, p)

@@ -115,7 +115,7 @@ func TestPlacementResumeAfterEachPhase(t *testing.T) {
 						return l.ping(ctx, x)
 					})
 				}
-				_, err := (&Runner{Runtime: l.Runtime(), Engine: l, Session: ps, Dir: dir, Version: "test"}).Run(context.Background())
+				_, err := (&Runner{Runtime: l.Runtime(), Engine: l, Session: ps, Dir: dir, Version: "test", NoPlots: fakelab.UnderRace}).Run(context.Background())
 				if err == nil || !strings.Contains(err.Error(), "agent gone") {
 					t.Fatalf("err %v, want the fault", err)
 				}
@@ -132,9 +132,14 @@ func TestPlacementResumeAfterEachPhase(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				res, err := (&Runner{Runtime: l.Runtime(), Engine: l, Session: ps2, Dir: dir, Version: "test"}).Run(context.Background())
+				res, err := (&Runner{Runtime: l.Runtime(), Engine: l, Session: ps2, Dir: dir, Version: "test", NoPlots: fakelab.UnderRace}).Run(context.Background())
 				if err != nil {
 					t.Fatalf("resume: %v", err)
+				}
+				// The resumed run draws its figures, unless told not to
+				// (the report below draws them in any case).
+				if svgs, _ := filepath.Glob(filepath.Join(dir, results.PlotsDir, "*.svg")); (len(svgs) == 0) != fakelab.UnderRace {
+					t.Errorf("%d figures drawn, NoPlots %v", len(svgs), fakelab.UnderRace)
 				}
 				checkEveryTaskOnce(t, dir, p)
 				checkStudyTasks(t, dir, p, len(p.Tasks()))
@@ -160,7 +165,7 @@ func TestPlacementRetriesAFailedTask(t *testing.T) {
 		l.FailOn("Exec", "cat "+proxyLog, 5, errors.New("agent gone"))
 		var said []string
 		ps.Progress = func(s string) { said = append(said, s) }
-		r := &Runner{Runtime: l.Runtime(), Engine: l, Session: ps, Dir: dir, Version: "test", Fresh: sessionOn(t, l, p, ps)}
+		r := &Runner{Runtime: l.Runtime(), Engine: l, Session: ps, Dir: dir, Version: "test", NoPlots: fakelab.UnderRace, Fresh: sessionOn(t, l, p, ps)}
 		if _, err := r.Run(context.Background()); err != nil {
 			t.Fatal(err)
 		}
@@ -190,7 +195,7 @@ func TestPlacementFailedTaskNamesIt(t *testing.T) {
 		p.SweepN, p.ConcurrencyRates = nil, nil
 		l, ps := startLab(t, p, d)
 		l.FailOn("Exec", "agent sqlprobe", 1, errors.New("agent gone"))
-		_, err := (&Runner{Runtime: l.Runtime(), Engine: l, Session: ps, Dir: t.TempDir(), Version: "test"}).Run(context.Background())
+		_, err := (&Runner{Runtime: l.Runtime(), Engine: l, Session: ps, Dir: t.TempDir(), Version: "test", NoPlots: fakelab.UnderRace}).Run(context.Background())
 		if err == nil || !strings.HasPrefix(err.Error(), "baseline: attempt 1 failed") {
 			t.Errorf("err %v", err)
 		}
@@ -215,7 +220,7 @@ func TestPlacementInterruptedMidTask(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := (&Runner{Runtime: l.Runtime(), Engine: l, Session: ps2, Dir: dir, Version: "test"}).Run(context.Background()); err != nil {
+		if _, err := (&Runner{Runtime: l.Runtime(), Engine: l, Session: ps2, Dir: dir, Version: "test", NoPlots: fakelab.UnderRace}).Run(context.Background()); err != nil {
 			t.Fatalf("resume: %v", err)
 		}
 		j := checkEveryTaskOnce(t, dir, p)
@@ -276,7 +281,7 @@ func runCancelledAtLoad(t *testing.T, l *placeLab, ps *Session, dir string, n in
 		}
 		return l.load(c, x)
 	})
-	if _, err := (&Runner{Runtime: l.Runtime(), Engine: l, Session: ps, Dir: dir, Version: "test"}).Run(ctx); !errors.Is(err, context.Canceled) {
+	if _, err := (&Runner{Runtime: l.Runtime(), Engine: l, Session: ps, Dir: dir, Version: "test", NoPlots: fakelab.UnderRace}).Run(ctx); !errors.Is(err, context.Canceled) {
 		t.Fatalf("err %v, want the cancellation", err)
 	}
 	l.Handle("rttlab agent load", l.load)

@@ -235,7 +235,11 @@ type Runner struct {
 	Version string
 	// Fresh, when set, starts a fresh session for the retry of a failed
 	// task (the failed one's stack removed); nil: no retry.
-	Fresh   func(ctx context.Context) (*Session, error)
+	Fresh func(ctx context.Context) (*Session, error)
+	// NoPlots ends the run with its summaries but without drawing the
+	// figures (the fake runs' tests under the race detector, as the RTT
+	// study's report.Options.NoPlots).
+	NoPlots bool
 	journal *results.Journal
 	// sbuf holds the running attempt's samples until its end (flush).
 	sbuf    bytes.Buffer
@@ -319,7 +323,7 @@ func (r *Runner) baseline(ctx context.Context) (map[string][]float64, map[string
 }
 
 // finish stamps the end, adds the warnings and writes summary.json,
-// summary.md and the plots.
+// summary.md and the plots (none with NoPlots).
 func (r *Runner) finish() error {
 	r.res.Finished = time.Now().UTC()
 	r.warn()
@@ -328,6 +332,9 @@ func (r *Runner) finish() error {
 	}
 	if err := results.WriteAtomic(r.Dir, results.SummaryMDFile, []byte(PlaceMarkdown(r.res))); err != nil {
 		return err
+	}
+	if r.NoPlots {
+		return nil
 	}
 	_, err := WritePlacePlots(r.res, filepath.Join(r.Dir, results.PlotsDir))
 	return err

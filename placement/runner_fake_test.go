@@ -241,7 +241,7 @@ func TestPlacementRunFailures(t *testing.T) {
 				l, ps := startLab(t, p, d)
 				c.break_(l)
 				dir := t.TempDir()
-				_, err := (&Runner{Runtime: l.Runtime(), Engine: l, Session: ps, Dir: dir, Version: "test"}).Run(context.Background())
+				_, err := (&Runner{Runtime: l.Runtime(), Engine: l, Session: ps, Dir: dir, Version: "test", NoPlots: fakelab.UnderRace}).Run(context.Background())
 				if err == nil || !strings.Contains(err.Error(), c.want) {
 					t.Fatalf("err %v, want one about %q", err, c.want)
 				}
@@ -289,7 +289,7 @@ func TestPlacementRecordsClusterNodes(t *testing.T) {
 		p.SweepN, p.ConcurrencyRates = nil, nil
 		l, ps := startLab(t, p, d)
 		dir := t.TempDir()
-		if _, err := (&Runner{Runtime: l.Runtime(), Engine: l, Session: ps, Dir: dir, Version: "test"}).Run(context.Background()); err != nil {
+		if _, err := (&Runner{Runtime: l.Runtime(), Engine: l, Session: ps, Dir: dir, Version: "test", NoPlots: fakelab.UnderRace}).Run(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		for _, f := range []string{"manifest.json", "summary.json", "summary.md"} {
@@ -309,7 +309,7 @@ func TestPlacementRecordsClusterNodes(t *testing.T) {
 			m.Node = on[n]
 		}
 		dir = t.TempDir()
-		res, err := (&Runner{Runtime: l.Runtime(), Engine: l, Session: ps, Dir: dir, Version: "test"}).Run(context.Background())
+		res, err := (&Runner{Runtime: l.Runtime(), Engine: l, Session: ps, Dir: dir, Version: "test", NoPlots: fakelab.UnderRace}).Run(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
